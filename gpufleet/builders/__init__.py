@@ -1,0 +1,3 @@
+"""Stage builders: one module per stage, each registering `@builder("<stage>")` with gpufleet.plan.
+
+Importing this package registers all of them; gpufleet.plan imports it lazily."""

@@ -1,0 +1,115 @@
+"""`gpufleet validate|plan|synth|check|diff|preflight|diagnose` (DESIGN.md section 4).
+
+Exit codes: 0 success, 1 the input is invalid (or findings), 2 usage error, 3 internal error (a bug: the
+traceback is printed). User errors never print a traceback and never write output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from typing import Callable, Sequence
+
+from gpufleet.errors import SpecError
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    """A command-line mistake (exit 2)."""
+
+
+def _spec_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("spec", nargs="?", default="fleet.yaml", help="the fleet spec (default: fleet.yaml)")
+
+
+def _open_spec(path: str, env: str | None):  # type: ignore[no-untyped-def]
+    from gpufleet.pipeline import load_fleet
+
+    try:
+        return load_fleet(path, env)
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _print_warnings(validated) -> None:  # type: ignore[no-untyped-def]
+    from gpufleet.errors import render_issue
+
+    for warning in validated.warnings:
+        print(render_issue(validated.source, warning), file=sys.stderr)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    validated = _open_spec(args.spec, args.env)
+    _print_warnings(validated)
+    envs = ", ".join(validated.environments)
+    print(f"{args.spec}: valid (environments: {envs})")
+    return EXIT_OK
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from gpufleet.plan import build_plan, render_table
+
+    validated = _open_spec(args.spec, args.env)
+    _print_warnings(validated)
+    print(render_table(build_plan(validated.environments[args.env], args.env)))
+    return EXIT_OK
+
+
+def _subcommands() -> dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]]:
+    def validate_args(p: argparse.ArgumentParser) -> None:
+        _spec_arg(p)
+        p.add_argument("--env", help="validate only this environment (default: every environment)")
+
+    def plan_args(p: argparse.ArgumentParser) -> None:
+        _spec_arg(p)
+        p.add_argument("--env", required=True, help="the environment (stack) to plan")
+
+    commands = {
+        "validate": ("parse, schema-check and rule-check the spec", validate_args, cmd_validate),
+        "plan": ("print the staged rollout of one environment", plan_args, cmd_plan),
+    }
+    for name, module in (("diagnose", "gpufleet.diagnose"),):
+        try:
+            mod = __import__(module, fromlist=["add_arguments", "run"])
+        except ImportError:  # pragma: no cover - a command whose module is not present yet
+            continue
+        commands[name] = ((mod.__doc__ or name).strip().splitlines()[0], mod.add_arguments, mod.run)
+    return commands
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpufleet", description="Generate a staged GPU Kubernetes fleet on AWS EKS from one spec.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (help_text, add_args, run) in _subcommands().items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        add_args(p)
+        p.set_defaults(run=run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    try:
+        return int(args.run(args))
+    except SpecError as exc:
+        print(exc.render(), file=sys.stderr)
+        return EXIT_INVALID
+    except UsageError as exc:
+        print(f"gpufleet {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except Exception:  # a bug: show everything so it can be reported
+        traceback.print_exc()
+        print("gpufleet: internal error (exit 3); please report it with the traceback above", file=sys.stderr)
+        return EXIT_BUG
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

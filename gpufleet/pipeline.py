@@ -1,0 +1,74 @@
+"""The one way in: file -> parse with positions -> schema -> typed Fleet -> rules, for the base spec and for
+each environment's merged spec. Raises SpecError with every issue; returns frozen Fleets and warnings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from gpufleet import rules
+from gpufleet.environments import merge_environment
+from gpufleet.errors import Issue, SourceFile, SpecError, did_you_mean, sort_issues
+from gpufleet.load import Loaded, load_file, load_text
+from gpufleet.schema import schema_issues, with_defaults
+from gpufleet.spec import Fleet
+
+
+@dataclass(frozen=True, slots=True)
+class Validated:
+    """A valid spec: the base fleet, each environment's merged fleet, and non-blocking warnings."""
+
+    source: SourceFile
+    base: Fleet
+    environments: Mapping[str, Fleet]
+    warnings: tuple[Issue, ...]
+
+
+def _check(data: Any, source: SourceFile) -> tuple[Fleet | None, list[Issue]]:
+    issues = schema_issues(data, source.plain)
+    if issues:
+        return None, issues
+    fleet = Fleet.create(with_defaults(data))
+    return fleet, rules.check(fleet)
+
+
+def validate_loaded(loaded: Loaded, env: str | None = None) -> Validated:
+    source = loaded.source
+    if loaded.data is None or loaded.issues:
+        raise SpecError(source, sort_issues(source, loaded.issues))
+    if not isinstance(loaded.data, dict):
+        raise SpecError(source, [Issue(path=(), message="the spec must be a mapping (apiVersion, kind, metadata, ...)")])
+    base, issues = _check(loaded.data, source)
+    if base is None:
+        raise SpecError(source, sort_issues(source, issues))
+    known = {(i.path, i.message) for i in issues}
+    environments = {e.name for e in base.environments}
+    if env is not None and env not in environments:
+        issues.append(Issue(path=("environments",), at_key=True, message=f'no environment "{env}" in the spec', hint=did_you_mean(env, environments)))
+    wanted = sorted(environments) if env is None else [e for e in sorted(environments) if e == env]
+    merged: dict[str, Fleet] = {}
+    for name in wanted:
+        data, view, merge_issues = merge_environment(loaded.data, name, source)
+        fleet, env_issues = _check(data, view)
+        for issue in merge_issues + env_issues:
+            if (issue.path, issue.message) in known:
+                continue
+            # Positions of merged paths live in the environment's view; pin them now so the base file renders them.
+            pinned = issue.position or view.position(issue.path, issue.at_key)
+            issues.append(Issue(path=issue.path, message=issue.message, hint=issue.hint, at_key=issue.at_key, severity=issue.severity, context=f"environment {name}", position=pinned))
+        if fleet is not None:
+            merged[name] = fleet
+    errors = [i for i in issues if i.severity == "error"]
+    if errors:
+        raise SpecError(source, sort_issues(source, issues))
+    return Validated(source=source, base=base, environments=merged, warnings=tuple(sort_issues(source, issues)))
+
+
+def load_fleet(path: str, env: str | None = None) -> Validated:
+    """Load and validate a spec file (every environment, or only `env`)."""
+    return validate_loaded(load_file(path), env)
+
+
+def load_fleet_text(text: str, name: str = "fleet.yaml", env: str | None = None) -> Validated:
+    return validate_loaded(load_text(text, name), env)

@@ -1,0 +1,179 @@
+"""Fleet -> RolloutPlan: the eight stages in order, each with the resources it registers, its gates and warnings.
+
+Every decision is made here (through the stage builders); components only turn `Resource`s into Pulumi
+resources. Resources reference each other only by id, and a stage may reference only its own or earlier
+stages' resources (`check_order` enforces it, like cluster-toolkit's "earlier groups only" rule).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping
+
+from gpufleet import stages
+from gpufleet.spec import Fleet
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """A deploy-time value: attribute `attribute` of resource `resource` (e.g. the cluster's endpoint).
+
+    Synth shows it as `<ref:resource.attribute>`; components resolve it to the resource's Output."""
+
+    resource: str
+    attribute: str
+
+    def __str__(self) -> str:
+        return f"<ref:{self.resource}.{self.attribute}>"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Resource:
+    """One resource to register: the Pulumi type token, a unique id (its logical name) and its inputs.
+
+    `args` are the Python keyword arguments of the Pulumi resource class (snake_case at the top level; nested
+    Kubernetes objects keep their camelCase keys). They may hold `Ref`s anywhere."""
+
+    id: str
+    type: str
+    args: Mapping[str, Any]
+    protect: bool = False
+    retain_on_delete: bool = False
+    ignore_changes: tuple[str, ...] = ()
+    depends_on: tuple[str, ...] = ()
+    # Invokes (data sources) are not registered resources but their results are referenced like one.
+    lookup: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Gate:
+    """A verification that must pass before the next stage is created (a Job the next stage depends on)."""
+
+    name: str
+    resource: str  # id of the Job resource
+    expectation: str  # what passing means, for plan.md
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StageContent:
+    """What a stage builder returns."""
+
+    resources: tuple[Resource, ...] = ()
+    gates: tuple[Gate, ...] = ()
+    warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # markdown lines for plan.md (sizes, contracts, thresholds)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StagePlan:
+    index: int
+    name: str
+    included: bool
+    content: StageContent
+
+    @property
+    def directory(self) -> str:
+        return stages.directory(self.name)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RolloutPlan:
+    fleet: Fleet
+    environment: str
+    through: str
+    stages: tuple[StagePlan, ...]
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(w for s in self.stages if s.included for w in s.content.warnings)
+
+    def included(self) -> Iterator[StagePlan]:
+        return (s for s in self.stages if s.included)
+
+
+Builder = Callable[[Fleet], StageContent]
+# Stage builders register themselves here (gpufleet.builders imports each module once).
+BUILDERS: dict[str, Builder] = {}
+
+
+def builder(stage: str) -> Callable[[Builder], Builder]:
+    assert stage in stages.STAGES, stage
+
+    def register(fn: Builder) -> Builder:
+        BUILDERS[stage] = fn
+        return fn
+
+    return register
+
+
+def _refs(value: Any) -> Iterator[Ref]:
+    if isinstance(value, Ref):
+        yield value
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _refs(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _refs(v)
+
+
+def check_order(plan: RolloutPlan) -> list[str]:
+    """Problems with references: unknown ids, duplicate ids, or a stage reaching into a later stage."""
+    problems: list[str] = []
+    stage_of: dict[str, int] = {}
+    for stage in plan.stages:
+        for res in stage.content.resources:
+            if res.id in stage_of:
+                problems.append(f"duplicate resource id {res.id}")
+            stage_of[res.id] = stage.index
+    for stage in plan.stages:
+        for res in stage.content.resources:
+            targets = [r.resource for r in _refs(res.args)] + list(res.depends_on)
+            for target in targets:
+                if target not in stage_of:
+                    problems.append(f"{res.id} references unknown resource {target}")
+                elif stage_of[target] > stage.index:
+                    problems.append(f"{res.id} (stage {stage.index}) references {target} of later stage {stage_of[target]}")
+    return problems
+
+
+def build_plan(fleet: Fleet, environment: str) -> RolloutPlan:
+    """The staged plan of `fleet` (already merged for `environment`)."""
+    import gpufleet.builders  # noqa: F401  (registers the stage builders)
+
+    through = fleet.environment(environment).through
+    built = []
+    for name in stages.STAGES:
+        fn = BUILDERS.get(name)
+        content = fn(fleet) if fn else StageContent()
+        built.append(StagePlan(index=stages.index(name), name=name, included=stages.included(name, through), content=content))
+    plan = RolloutPlan(fleet=fleet, environment=environment, through=through, stages=tuple(built))
+    problems = check_order(plan)
+    if problems:  # a bug in a builder, not a user error
+        raise AssertionError("inconsistent plan: " + "; ".join(problems))
+    return plan
+
+
+def render_table(plan: RolloutPlan) -> str:
+    """The plan as a text table for `gpufleet plan`."""
+    header = ("#", "stage", "included", "resources", "gates", "what it brings")
+    rows = [header]
+    for s in plan.stages:
+        rows.append(
+            (
+                str(s.index),
+                s.name,
+                "yes" if s.included else "no",
+                str(len([r for r in s.content.resources if not r.lookup])),
+                ", ".join(g.name for g in s.content.gates) or "-",
+                stages.WHAT[s.name],
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header) - 1)]
+    lines = [f"fleet {plan.fleet.name}, environment {plan.environment}: rollout through {plan.through} (stage {stages.index(plan.through)} of {len(stages.STAGES)})", ""]
+    for r in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
+    if plan.warnings:
+        lines.append("")
+        lines.extend(f"warning: {w}" for w in plan.warnings)
+    return "\n".join(lines)

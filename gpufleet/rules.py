@@ -1,0 +1,339 @@
+"""Cross-field rules: `(fleet) -> Iterable[Issue]`, registered by name, all run, every issue reported.
+
+The schema checks each field alone; these check what fields mean together. Rules never call AWS (that is
+`gpufleet preflight`), so they run offline and fast.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Callable, Iterable, Iterator
+
+from gpufleet import catalog, stages
+from gpufleet.errors import Issue, Path, did_you_mean
+from gpufleet.spec import CapacityType, Fabric, Fleet, NodeGroup, SharingStrategy, WorkloadClass
+from gpufleet.versions import COMPONENTS, KUBERNETES_VERSIONS as KUBERNETES_SUPPORTED, image_is_pinned, is_pinned
+
+Rule = Callable[[Fleet], Iterable[Issue]]
+RULES: dict[str, Rule] = {}
+
+# EKS allows 50 taints per managed node group (https://docs.aws.amazon.com/eks/latest/userguide/node-taints-managed-node-groups.html).
+MAX_TAINTS = 50
+# EC2 hibernation needs instance RAM under 150 GB (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/hibernating-prerequisites.html).
+HIBERNATE_MAX_MEMORY_MIB = 150 * 1024
+
+
+def rule(name: str) -> Callable[[Rule], Rule]:
+    def register(fn: Rule) -> Rule:
+        RULES[name] = fn
+        return fn
+
+    return register
+
+
+def check(fleet: Fleet, skip: Iterable[str] = ()) -> list[Issue]:
+    skipped = set(skip)
+    return [issue for name, fn in RULES.items() if name not in skipped for issue in fn(fleet)]
+
+
+def _groups(fleet: Fleet) -> Iterator[tuple[Path, NodeGroup]]:
+    for i, group in enumerate(fleet.node_groups):
+        yield ("nodeGroups", i), group
+
+
+def gpu_taints_added(group: NodeGroup) -> int:
+    """Taints gpufleet adds to every group: the GPU taint, plus the EFA taint on EFA groups."""
+    return 2 if group.fabric is Fabric.EFA else 1
+
+
+def stage_used(fleet: Fleet, stage: str) -> bool:
+    """Whether any environment's rollout includes `stage`."""
+    return any(stages.included(stage, env.through) for env in fleet.environments)
+
+
+@rule("duplicate-names")
+def _duplicate_names(fleet: Fleet) -> Iterator[Issue]:
+    lists: list[tuple[str, list[str]]] = [
+        ("nodeGroups", [g.name for g in fleet.node_groups]),
+        ("teams", [t.name for t in fleet.teams]),
+        ("imageSets", [s.name for s in fleet.image_sets]),
+    ]
+    for section, names in lists:
+        seen: set[str] = set()
+        for i, name in enumerate(names):
+            if name in seen:
+                yield Issue(path=(section, i, "name"), message=f'duplicate name "{name}" in {section}', hint="names identify resources; make each one unique")
+            seen.add(name)
+    seen_ns: dict[str, str] = {}
+    for i, team in enumerate(fleet.teams):
+        if team.namespace in seen_ns and seen_ns[team.namespace] != team.name:
+            yield Issue(path=("teams", i, "namespace"), message=f'namespace "{team.namespace}" is already team "{seen_ns[team.namespace]}"\'s', hint="each team gets its own namespace; its ClusterQueue admits only that one")
+        seen_ns.setdefault(team.namespace, team.name)
+        counts = Counter(q.node_group for q in team.quotas)
+        for j, quota in enumerate(team.quotas):
+            if counts[quota.node_group] > 1 and [q.node_group for q in team.quotas].index(quota.node_group) != j:
+                yield Issue(path=("teams", i, "quotas", j, "nodeGroup"), message=f'a second quota on node group "{quota.node_group}"', hint="merge the quotas into one entry")
+    seen_p: set[str] = set()
+    for i, prio in enumerate(fleet.admission.priorities):
+        if prio.name in seen_p:
+            yield Issue(path=("admission", "priorities", i, "name"), message=f'duplicate priority class "{prio.name}"')
+        seen_p.add(prio.name)
+
+
+@rule("known-instance-type")
+def _known_instance_type(fleet: Fleet) -> Iterator[Issue]:
+    for path, group in _groups(fleet):
+        if catalog.lookup(group.instance_type) is None:
+            yield Issue(
+                path=path + ("instanceType",),
+                message=f'"{group.instance_type}" is not a GPU instance type gpufleet knows',
+                hint=did_you_mean(group.instance_type, catalog.gpu_instance_names()) or "see `gpufleet.catalog` for the supported types",
+            )
+
+
+@rule("references")
+def _references(fleet: Fleet) -> Iterator[Issue]:
+    groups = [g.name for g in fleet.node_groups]
+    sets = [s.name for s in fleet.image_sets]
+    for path, group in _groups(fleet):
+        for j, name in enumerate(group.images):
+            if name not in sets:
+                yield Issue(path=path + ("images", j), message=f'unknown image set "{name}"', hint=did_you_mean(name, sets) or "define it under imageSets")
+    for i, team in enumerate(fleet.teams):
+        for j, quota in enumerate(team.quotas):
+            if quota.node_group not in groups:
+                yield Issue(path=("teams", i, "quotas", j, "nodeGroup"), message=f'unknown node group "{quota.node_group}"', hint=did_you_mean(quota.node_group, groups))
+    for name in fleet.gpu_hour_usd:
+        if name not in groups:
+            yield Issue(path=("cost", "gpuHourUsd", name), at_key=True, message=f'price for unknown node group "{name}"', hint=did_you_mean(name, groups))
+
+
+@rule("quota-fits-node-group")
+def _quota_fits(fleet: Fleet) -> Iterator[Issue]:
+    by_name = {g.name: g for g in fleet.node_groups}
+    for i, team in enumerate(fleet.teams):
+        for j, quota in enumerate(team.quotas):
+            group = by_name.get(quota.node_group)
+            info = catalog.lookup(group.instance_type) if group else None
+            if group is None or info is None:
+                continue
+            capacity = group.max_size * info.gpu_count
+            if quota.gpus > capacity:
+                yield Issue(
+                    path=("teams", i, "quotas", j, "gpus"),
+                    message=f'{quota.gpus} GPUs is more than node group "{group.name}" can ever hold ({group.max_size} nodes x {info.gpu_count} GPUs = {capacity})',
+                    hint=f"lower the quota to at most {capacity} or raise the group's maxSize",
+                )
+            for field, limit in (("borrowingLimit", quota.borrowing_limit), ("lendingLimit", quota.lending_limit)):
+                if field == "lendingLimit" and limit is not None and limit > quota.gpus:
+                    yield Issue(path=("teams", i, "quotas", j, field), message=f"lendingLimit {limit} is more than the nominal quota {quota.gpus}", hint="a team can lend at most what it owns")
+
+
+@rule("limits-need-cohort")
+def _limits_need_cohort(fleet: Fleet) -> Iterator[Issue]:
+    # Kueue: borrowingLimit and lendingLimit must be null when the ClusterQueue has no cohort.
+    for i, team in enumerate(fleet.teams):
+        if team.cohort is not None:
+            continue
+        for j, quota in enumerate(team.quotas):
+            for field, limit in (("borrowingLimit", quota.borrowing_limit), ("lendingLimit", quota.lending_limit)):
+                if limit is not None:
+                    yield Issue(
+                        path=("teams", i, "quotas", j, field),
+                        at_key=True,
+                        message=f'{field} needs a cohort, but team "{team.name}" has none',
+                        hint="set teams[].cohort, or remove the limit (without a cohort there is nothing to borrow from or lend to)",
+                    )
+
+
+@rule("sharing")
+def _sharing(fleet: Fleet) -> Iterator[Issue]:
+    for path, group in _groups(fleet):
+        sharing = group.sharing
+        spath = path + ("sharing",)
+        info = catalog.lookup(group.instance_type)
+        strategy = sharing.strategy
+        if strategy is SharingStrategy.MPS and sharing.profile is not None:
+            yield Issue(path=spath + ("profile",), at_key=True, message="MPS cannot be combined with MIG: the device plugin does not support MPS on MIG-enabled devices", hint="choose strategy MIG (hardware partitions) or MPS on whole GPUs")
+            continue
+        if strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS) and sharing.replicas is None:
+            yield Issue(path=spath, message=f"strategy {strategy} needs replicas (pods per GPU)", hint="add replicas: 2 to 48")
+        if strategy not in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS) and sharing.replicas is not None:
+            yield Issue(path=spath + ("replicas",), at_key=True, message=f"replicas is only used with TimeSlicing or MPS, not {strategy}")
+        if strategy is not SharingStrategy.MIG and sharing.profile is not None:
+            yield Issue(path=spath + ("profile",), at_key=True, message=f"profile is only used with MIG, not {strategy}")
+        if strategy is SharingStrategy.MIG:
+            if info is not None and not info.mig_capable:
+                yield Issue(path=spath + ("strategy",), message=f"{info.gpu_model} GPUs in {group.instance_type} cannot do MIG", hint="MIG needs A100, A30, H100, H200 or B200 GPUs; use TimeSlicing or MPS here")
+            elif sharing.profile is None:
+                yield Issue(path=spath, message="strategy MIG needs a profile", hint=f"e.g. {info.mig_profiles[0]}" if info and info.mig_profiles else "")
+            elif info is not None and sharing.profile not in info.mig_profiles:
+                yield Issue(path=spath + ("profile",), message=f'"{sharing.profile}" is not a MIG profile of the {info.gpu_model} in {group.instance_type}', hint=did_you_mean(sharing.profile, info.mig_profiles))
+        if (
+            strategy is SharingStrategy.TIME_SLICING
+            and group.workload_class in (WorkloadClass.TRAINING, WorkloadClass.INFERENCE)
+            and not sharing.acknowledge_no_isolation
+        ):
+            yield Issue(
+                path=spath + ("strategy",),
+                message=f"time-slicing on a {group.workload_class} group: pods share a GPU with no memory bound and no fault isolation",
+                hint="time-slicing is for notebooks, CI and bursty low-stakes work; use MIG or MPS, or set sharing.acknowledgeNoIsolation: true",
+            )
+
+
+@rule("efa")
+def _efa(fleet: Fleet) -> Iterator[Issue]:
+    for path, group in _groups(fleet):
+        if group.fabric is not Fabric.EFA:
+            continue
+        info = catalog.lookup(group.instance_type)
+        if info is not None and not info.efa_supported:
+            yield Issue(path=path + ("fabric",), message=f"{group.instance_type} has no EFA", hint="use fabric None, or an EFA instance type (p4d, p5, p5e, p5en, p6, g6e.8xlarge and larger...)")
+        if group.zone is None:
+            yield Issue(path=path, message="an EFA group must be pinned to one zone: set zone (EFA traffic does not cross availability zones)", hint='e.g. zone: use1-az4')
+        subnets = group.subnet_ids if group.subnet_ids is not None else fleet.cluster.subnet_ids
+        if len(subnets) != 1:
+            where = path + ("subnetIds",) if group.subnet_ids is not None else path
+            yield Issue(path=where, message=f"an EFA group must use exactly one subnet (in its zone), got {len(subnets)}", hint="set nodeGroups[].subnetIds to the one subnet in the group's zone")
+
+
+@rule("warm-pool")
+def _warm_pool(fleet: Fleet) -> Iterator[Issue]:
+    for path, group in _groups(fleet):
+        pool = group.warm_pool
+        if pool is None:
+            continue
+        if pool.min_size > group.max_size:
+            yield Issue(path=path + ("warmPool", "minSize"), message=f"warm pool of {pool.min_size} is larger than the group's maxSize {group.max_size}", hint="the pool only ever holds instances the group may run")
+        if pool.max_prepared_capacity is not None and pool.max_prepared_capacity < pool.min_size:
+            yield Issue(path=path + ("warmPool", "maxPreparedCapacity"), message=f"maxPreparedCapacity {pool.max_prepared_capacity} is less than the pool's minSize {pool.min_size}")
+        info = catalog.lookup(group.instance_type)
+        if pool.state == "Hibernated" and info is not None and info.memory_mib > HIBERNATE_MAX_MEMORY_MIB:
+            yield Issue(path=path + ("warmPool", "state"), message=f"{group.instance_type} has {info.memory_mib // 1024} GiB of RAM; EC2 hibernates only instances under 150 GB", hint="use state Stopped")
+        if group.capacity_type is CapacityType.CAPACITY_BLOCK:
+            yield Issue(path=path + ("warmPool",), at_key=True, message="a Capacity Block group cannot have a warm pool: the reservation already holds the instances")
+
+
+@rule("scaling")
+def _scaling(fleet: Fleet) -> Iterator[Issue]:
+    for path, group in _groups(fleet):
+        if group.min_size > group.max_size:
+            yield Issue(path=path + ("scaling", "minSize"), message=f"minSize {group.min_size} is larger than maxSize {group.max_size}")
+        if group.desired_size is not None and not group.min_size <= group.desired_size <= group.max_size:
+            yield Issue(path=path + ("scaling", "desiredSize"), message=f"desiredSize {group.desired_size} is outside minSize..maxSize ({group.min_size}..{group.max_size})")
+        if group.update.max_unavailable is not None and group.update.max_unavailable_percentage is not None:
+            yield Issue(path=path + ("update", "maxUnavailablePercentage"), at_key=True, message="set maxUnavailable or maxUnavailablePercentage, not both (EKS takes one)")
+
+
+@rule("capacity")
+def _capacity(fleet: Fleet) -> Iterator[Issue]:
+    for path, group in _groups(fleet):
+        if group.capacity_type is CapacityType.CAPACITY_BLOCK and group.reservation_id is None:
+            yield Issue(path=path + ("capacity",), message="a CapacityBlock needs reservationId (the cr-... of the purchased block)", hint="add capacity.reservationId")
+        if group.capacity_type is not CapacityType.CAPACITY_BLOCK and group.reservation_id is not None:
+            yield Issue(path=path + ("capacity", "reservationId"), at_key=True, message=f"reservationId is only used with capacity type CapacityBlock, not {group.capacity_type}")
+
+
+@rule("taints")
+def _taints(fleet: Fleet) -> Iterator[Issue]:
+    for path, group in _groups(fleet):
+        added = gpu_taints_added(group)
+        total = len(group.taints) + added
+        if total > MAX_TAINTS:
+            yield Issue(path=path + ("taints",), message=f"{len(group.taints)} taints plus the {added} gpufleet adds is {total}; EKS allows at most {MAX_TAINTS} per node group")
+        keys = Counter((t.key, t.effect) for t in group.taints)
+        for j, taint in enumerate(group.taints):
+            if taint.key == "nvidia.com/gpu":
+                yield Issue(path=path + ("taints", j, "key"), message="the nvidia.com/gpu taint is added by gpufleet on every group", hint="remove it from the spec")
+            elif keys[(taint.key, taint.effect)] > 1:
+                yield Issue(path=path + ("taints", j, "key"), message=f'taint "{taint.key}:{taint.effect}" appears more than once')
+                keys[(taint.key, taint.effect)] = 0
+
+
+@rule("ami")
+def _ami(fleet: Fleet) -> Iterator[Issue]:
+    for path, group in _groups(fleet):
+        info = catalog.lookup(group.instance_type)
+        if info is not None:
+            arm = "_ARM_64_" in group.ami_type
+            if arm != (info.architecture == "arm64"):
+                yield Issue(path=path + ("ami", "type"), message=f"{group.ami_type} does not match {group.instance_type} ({info.architecture})", hint=did_you_mean(group.ami_type.replace("ARM_64", "x86_64") if arm else group.ami_type.replace("x86_64", "ARM_64"), [group.ami_type.replace("ARM_64", "x86_64") if arm else group.ami_type.replace("x86_64", "ARM_64")]))
+        if group.ami_type.startswith("AL2023") and not group.ami_release_version.startswith(fleet.cluster.kubernetes_version + "."):
+            yield Issue(path=path + ("ami", "releaseVersion"), message=f"AMI release {group.ami_release_version} is not for Kubernetes {fleet.cluster.kubernetes_version}", hint=f"use a {fleet.cluster.kubernetes_version}.x-YYYYMMDD release of the EKS AL2023 NVIDIA AMI")
+
+
+_STAGE_OF_COMPONENT = {
+    "kueue": "admission",
+    "efaDevicePlugin": "network",
+    "networkOperator": "network",
+    "multus": "network",
+    "kubePrometheusStack": "telemetry",
+    "nodeProblemDetector": "health",
+}
+
+
+def _needed_components(fleet: Fleet) -> set[str]:
+    fabrics = {g.fabric for g in fleet.node_groups}
+    need = {"kueue"} if fleet.teams else set()
+    if Fabric.EFA in fabrics:
+        need.add("efaDevicePlugin")
+    if Fabric.RDMA in fabrics:
+        need |= {"networkOperator", "multus"}
+    if fleet.telemetry.prometheus == "Install":
+        need.add("kubePrometheusStack")
+    need.add("nodeProblemDetector")
+    return {c for c in need if stage_used(fleet, _STAGE_OF_COMPONENT[c])}
+
+
+@rule("versions")
+def _versions(fleet: Fleet) -> Iterator[Issue]:
+    v = fleet.versions
+    given = {
+        "gpuOperator": v.gpu_operator,
+        "kueue": v.kueue,
+        "efaDevicePlugin": v.efa_device_plugin,
+        "networkOperator": v.network_operator,
+        "multus": v.multus,
+        "kubePrometheusStack": v.kube_prometheus_stack,
+        "nodeProblemDetector": v.node_problem_detector,
+    }
+    for key, version in given.items():
+        field = "tag" if key == "multus" else "chart"
+        component = COMPONENTS[key]
+        supported = ", ".join(component.supported)
+        if version is None:
+            if key in _needed_components(fleet):
+                yield Issue(path=("versions",), message=f"versions.{key} is required: {component.title} is deployed by the {_STAGE_OF_COMPONENT[key]} stage", hint=f"pin one of: {supported}")
+            continue
+        path = ("versions", key, field)
+        if not is_pinned(version):
+            yield Issue(path=path, message=f'"{version}" is not a pinned version', hint=f"pin one exact version: {supported}")
+        elif version not in component.supported:
+            yield Issue(path=path, message=f'{component.title} {version} is not a version gpufleet supports', hint=f"supported: {supported}" + (f' (did you mean "{m}"?)' if (m := _closest(version, component.supported)) else ""))
+    if v.driver_source == "Operator" and v.driver_version is None:
+        yield Issue(path=("versions", "driver"), message="driver source Operator needs version (the exact driver the operator installs)", hint='e.g. version: "595.91.07"')
+    if v.driver_source == "Preinstalled" and (v.driver_version or v.toolkit_version):
+        field = "version" if v.driver_version else "toolkitVersion"
+        yield Issue(path=("versions", "driver", field), at_key=True, message=f"{field} is ignored with source Preinstalled: the AMI's driver and toolkit are used", hint="remove it, or set source: Operator")
+    for field, value in (("version", v.driver_version), ("toolkitVersion", v.toolkit_version)):
+        if value is not None and not is_pinned(value):
+            yield Issue(path=("versions", "driver", field), message=f'"{value}" is not a pinned version')
+    if fleet.cluster.kubernetes_version not in KUBERNETES_SUPPORTED:
+        yield Issue(path=("cluster", "kubernetesVersion"), message=f"Kubernetes {fleet.cluster.kubernetes_version} is not a version gpufleet supports", hint=f"supported: {', '.join(KUBERNETES_SUPPORTED)}")
+    for i, image_set in enumerate(fleet.image_sets):
+        for j, image in enumerate(image_set.images):
+            if not image_is_pinned(image):
+                yield Issue(path=("imageSets", i, "images", j), message=f'image "{image}" is not pinned to a tag or digest', hint="add an exact tag (not latest) or @sha256:... so every node pulls the same bits")
+
+
+def _closest(version: str, choices: Iterable[str]) -> str:
+    hint = did_you_mean(version, choices)
+    return hint.split('"')[1] if hint.startswith("did you mean") else ""
+
+
+
+
+@rule("telemetry")
+def _telemetry(fleet: Fleet) -> Iterator[Issue]:
+    if fleet.telemetry.prometheus == "Install" and fleet.telemetry.existing_namespace is not None:
+        yield Issue(path=("telemetry", "existingNamespace"), at_key=True, message="existingNamespace is only used with prometheus: Existing")

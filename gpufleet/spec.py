@@ -1,0 +1,428 @@
+"""The typed, frozen fleet model. Built once from schema-valid, default-filled data (`Fleet.create`).
+
+Field names follow the YAML (snake_case here); each docstring starts with the YAML name. Defaults are not
+declared here: static ones come from the schema, computed ones from `gpufleet.defaults`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Mapping
+
+from gpufleet.errors import Path
+
+
+class WorkloadClass(StrEnum):
+    TRAINING = "Training"
+    INFERENCE = "Inference"
+    INTERACTIVE = "Interactive"
+    BATCH = "Batch"
+
+
+class Fabric(StrEnum):
+    NONE = "None"
+    EFA = "EFA"
+    RDMA = "RDMA"
+
+
+class SharingStrategy(StrEnum):
+    EXCLUSIVE = "Exclusive"
+    TIME_SLICING = "TimeSlicing"
+    MPS = "MPS"
+    MIG = "MIG"
+
+
+class CapacityType(StrEnum):
+    ON_DEMAND = "OnDemand"
+    SPOT = "Spot"
+    CAPACITY_BLOCK = "CapacityBlock"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Taint:
+    """taints[]: a Kubernetes-spelled taint."""
+
+    key: str
+    value: str
+    effect: str  # NoSchedule | NoExecute | PreferNoSchedule
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WarmPool:
+    """warmPool: pre-initialised instances."""
+
+    min_size: int
+    max_prepared_capacity: int | None
+    state: str  # Stopped | Running | Hibernated
+    reuse_on_scale_in: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sharing:
+    """sharing: how GPUs are shared between pods."""
+
+    strategy: SharingStrategy
+    replicas: int | None
+    profile: str | None
+    acknowledge_no_isolation: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Topology:
+    """topology: kubelet Topology Manager and Kueue placement; None fields are resolved by defaults.py."""
+
+    policy: str | None
+    scope: str | None
+    placement: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Update:
+    """update: node group update config."""
+
+    strategy: str  # Default | Minimal
+    max_unavailable: int | None
+    max_unavailable_percentage: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeGroup:
+    """nodeGroups[]: one managed node group of one GPU instance type."""
+
+    name: str
+    instance_type: str
+    workload_class: WorkloadClass
+    ami_type: str
+    ami_release_version: str
+    capacity_type: CapacityType
+    reservation_id: str | None
+    min_size: int
+    max_size: int
+    desired_size: int | None
+    warm_pool: WarmPool | None
+    zone: str | None
+    subnet_ids: tuple[str, ...] | None
+    fabric: Fabric
+    local_storage: str  # None | RAID0
+    sharing: Sharing
+    topology: Topology
+    images: tuple[str, ...]
+    update: Update
+    taints: tuple[Taint, ...]
+    labels: Mapping[str, str]
+    disk_size_gib: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ImageSet:
+    """imageSets[]: images pre-pulled together."""
+
+    name: str
+    images: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Quota:
+    """teams[].quotas[]: GPUs guaranteed on one node group."""
+
+    node_group: str
+    gpus: int
+    borrowing_limit: int | None
+    lending_limit: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Team:
+    """teams[]: a team with its namespace, cohort and quotas."""
+
+    name: str
+    namespace: str
+    cohort: str | None
+    quotas: tuple[Quota, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Priority:
+    """admission.priorities[]."""
+
+    name: str
+    value: int
+    preemptible: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Admission:
+    """admission: Kueue settings."""
+
+    pods_ready_timeout_seconds: int
+    backoff_limit_count: int
+    backoff_base_seconds: int
+    backoff_max_seconds: int
+    queueing_strategy: str
+    within_cluster_queue: str
+    reclaim_within_cohort: str
+    borrow_within_cohort: str
+    priorities: tuple[Priority, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Cluster:
+    """cluster: the EKS cluster."""
+
+    mode: str  # Create | Existing
+    name: str
+    region: str
+    kubernetes_version: str
+    endpoint_access: str
+    public_access_cidrs: tuple[str, ...]
+    vpc_id: str
+    subnet_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Versions:
+    """versions: pinned upstream components; None means not given (rules decide whether it was needed)."""
+
+    gpu_operator: str
+    driver_source: str  # Preinstalled | Operator
+    driver_version: str | None
+    toolkit_version: str | None
+    kueue: str | None
+    efa_device_plugin: str | None
+    network_operator: str | None
+    multus: str | None
+    kube_prometheus_stack: str | None
+    node_problem_detector: str | None
+    addons: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Telemetry:
+    """telemetry: Prometheus and the idle threshold."""
+
+    prometheus: str  # Install | Existing
+    existing_namespace: str | None
+    idle_sm_active_below: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Health:
+    """health: the fault-to-repair loop."""
+
+    auto_repair: str
+    remediation: str
+    dcgm_diag_level: int
+    check_interval_seconds: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Checkpoints:
+    """checkpoints: bucket and sizing inputs."""
+
+    bucket: str
+    model_parameters: int
+    bytes_per_parameter: int
+    mean_time_between_failures_hours: float
+    interval_minutes: float | None
+    retention_days: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Environment:
+    """environments.<name>: one stack."""
+
+    name: str
+    through: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fleet:
+    """The whole validated fleet, for one environment (overrides already merged)."""
+
+    name: str
+    cluster: Cluster
+    versions: Versions
+    node_groups: tuple[NodeGroup, ...]
+    image_sets: tuple[ImageSet, ...]
+    teams: tuple[Team, ...]
+    admission: Admission
+    telemetry: Telemetry
+    health: Health
+    checkpoints: Checkpoints | None
+    gpu_hour_usd: Mapping[str, float]
+    environments: tuple[Environment, ...]
+    # index of each node group / team / image set in the source list, for error paths
+    paths: Mapping[str, Path]
+
+    def node_group(self, name: str) -> NodeGroup:
+        return next(g for g in self.node_groups if g.name == name)
+
+    def environment(self, name: str) -> Environment:
+        return next(e for e in self.environments if e.name == name)
+
+    @staticmethod
+    def create(data: Mapping[str, Any]) -> "Fleet":
+        """Build the model from schema-valid data with static defaults filled (see gpufleet.schema)."""
+        return _fleet(data)
+
+
+_DEFAULT_PRIORITIES = (
+    Priority(name="serving", value=100000, preemptible=False),
+    Priority(name="training", value=1000, preemptible=True),
+    Priority(name="batch", value=100, preemptible=True),
+)
+
+
+def _node_group(d: Mapping[str, Any]) -> NodeGroup:
+    wp = d.get("warmPool")
+    sh = d["sharing"]
+    topo = d.get("topology", {})
+    upd = d["update"]
+    return NodeGroup(
+        name=d["name"],
+        instance_type=d["instanceType"],
+        workload_class=WorkloadClass(d["workloadClass"]),
+        ami_type=d["ami"]["type"],
+        ami_release_version=d["ami"]["releaseVersion"],
+        capacity_type=CapacityType(d["capacity"]["type"]),
+        reservation_id=d["capacity"].get("reservationId"),
+        min_size=d["scaling"]["minSize"],
+        max_size=d["scaling"]["maxSize"],
+        desired_size=d["scaling"].get("desiredSize"),
+        warm_pool=None
+        if wp is None
+        else WarmPool(
+            min_size=wp["minSize"],
+            max_prepared_capacity=wp.get("maxPreparedCapacity"),
+            state=wp["state"],
+            reuse_on_scale_in=wp["reuseOnScaleIn"],
+        ),
+        zone=d.get("zone"),
+        subnet_ids=tuple(d["subnetIds"]) if "subnetIds" in d else None,
+        fabric=Fabric(d["fabric"]),
+        local_storage=d["localStorage"],
+        sharing=Sharing(
+            strategy=SharingStrategy(sh["strategy"]),
+            replicas=sh.get("replicas"),
+            profile=sh.get("profile"),
+            acknowledge_no_isolation=sh["acknowledgeNoIsolation"],
+        ),
+        topology=Topology(policy=topo.get("policy"), scope=topo.get("scope"), placement=topo.get("placement")),
+        images=tuple(d["images"]),
+        update=Update(
+            strategy=upd["strategy"],
+            max_unavailable=upd.get("maxUnavailable"),
+            max_unavailable_percentage=upd.get("maxUnavailablePercentage"),
+        ),
+        taints=tuple(Taint(key=t["key"], value=t["value"], effect=t["effect"]) for t in d["taints"]),
+        labels=dict(sorted(d["labels"].items())),
+        disk_size_gib=d["diskSizeGiB"],
+    )
+
+
+def _chart(versions: Mapping[str, Any], key: str) -> str | None:
+    entry = versions.get(key)
+    return None if entry is None else str(entry["chart"])
+
+
+def _fleet(d: Mapping[str, Any]) -> Fleet:
+    c = d["cluster"]
+    v = d["versions"]
+    adm = d["admission"]
+    tel = d["telemetry"]
+    hl = d["health"]
+    cp = d.get("checkpoints")
+    paths: dict[str, Path] = {}
+    for i, g in enumerate(d["nodeGroups"]):
+        paths.setdefault(f"nodeGroup:{g['name']}", ("nodeGroups", i))
+    for i, t in enumerate(d["teams"]):
+        paths.setdefault(f"team:{t['name']}", ("teams", i))
+    for i, s in enumerate(d["imageSets"]):
+        paths.setdefault(f"imageSet:{s['name']}", ("imageSets", i))
+    return Fleet(
+        name=d["metadata"]["name"],
+        cluster=Cluster(
+            mode=c["mode"],
+            name=c["name"],
+            region=c["region"],
+            kubernetes_version=c["kubernetesVersion"],
+            endpoint_access=c["endpointAccess"],
+            public_access_cidrs=tuple(c.get("publicAccessCidrs", ())),
+            vpc_id=c["network"]["vpcId"],
+            subnet_ids=tuple(c["network"]["subnetIds"]),
+        ),
+        versions=Versions(
+            gpu_operator=v["gpuOperator"]["chart"],
+            driver_source=v["driver"]["source"],
+            driver_version=v["driver"].get("version"),
+            toolkit_version=v["driver"].get("toolkitVersion"),
+            kueue=_chart(v, "kueue"),
+            efa_device_plugin=_chart(v, "efaDevicePlugin"),
+            network_operator=_chart(v, "networkOperator"),
+            multus=v["multus"]["tag"] if "multus" in v else None,
+            kube_prometheus_stack=_chart(v, "kubePrometheusStack"),
+            node_problem_detector=_chart(v, "nodeProblemDetector"),
+            addons=dict(sorted(v["addons"].items())),
+        ),
+        node_groups=tuple(_node_group(g) for g in d["nodeGroups"]),
+        image_sets=tuple(ImageSet(name=s["name"], images=tuple(s["images"])) for s in d["imageSets"]),
+        teams=tuple(
+            Team(
+                name=t["name"],
+                namespace=t.get("namespace", t["name"]),
+                cohort=t.get("cohort"),
+                quotas=tuple(
+                    Quota(
+                        node_group=q["nodeGroup"],
+                        gpus=q["gpus"],
+                        borrowing_limit=q.get("borrowingLimit"),
+                        lending_limit=q.get("lendingLimit"),
+                    )
+                    for q in t["quotas"]
+                ),
+            )
+            for t in d["teams"]
+        ),
+        admission=Admission(
+            pods_ready_timeout_seconds=adm["podsReadyTimeoutSeconds"],
+            backoff_limit_count=adm["requeuing"]["backoffLimitCount"],
+            backoff_base_seconds=adm["requeuing"]["backoffBaseSeconds"],
+            backoff_max_seconds=adm["requeuing"]["backoffMaxSeconds"],
+            queueing_strategy=adm["queueingStrategy"],
+            within_cluster_queue=adm["preemption"]["withinClusterQueue"],
+            reclaim_within_cohort=adm["preemption"]["reclaimWithinCohort"],
+            borrow_within_cohort=adm["preemption"]["borrowWithinCohort"],
+            priorities=tuple(
+                Priority(name=p["name"], value=p["value"], preemptible=p["preemptible"]) for p in adm["priorities"]
+            )
+            if "priorities" in adm
+            else _DEFAULT_PRIORITIES,
+        ),
+        telemetry=Telemetry(
+            prometheus=tel["prometheus"],
+            existing_namespace=tel.get("existingNamespace"),
+            idle_sm_active_below=float(tel["idleSmActiveBelow"]),
+        ),
+        health=Health(
+            auto_repair=hl["autoRepair"],
+            remediation=hl["remediation"],
+            dcgm_diag_level=hl["dcgmDiagLevel"],
+            check_interval_seconds=hl["checkIntervalSeconds"],
+        ),
+        checkpoints=None
+        if cp is None
+        else Checkpoints(
+            bucket=cp["bucket"],
+            model_parameters=cp["modelParameters"],
+            bytes_per_parameter=cp["bytesPerParameter"],
+            mean_time_between_failures_hours=float(cp["meanTimeBetweenFailuresHours"]),
+            interval_minutes=cp.get("intervalMinutes"),
+            retention_days=cp["retentionDays"],
+        ),
+        gpu_hour_usd=dict(sorted(d["cost"]["gpuHourUsd"].items())),
+        environments=tuple(
+            Environment(name=name, through=env["rollout"]["through"]) for name, env in sorted(d["environments"].items())
+        ),
+        paths=paths,
+    )

@@ -1,0 +1,112 @@
+"""Every upstream version gpufleet knows, in one place: the supported range per component and what differs.
+
+A spec must pin each component it uses to one of these exact versions. Helm values are rendered for (and
+tested against) the keys of these chart versions, so a version outside the list is an error, never a guess.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Component:
+    """One upstream component: where it comes from and the versions gpufleet renders for."""
+
+    title: str
+    chart: str  # chart name or image
+    repository: str  # Helm repository URL or OCI reference
+    supported: tuple[str, ...]  # oldest first; the last is the current line
+    notes: Mapping[str, str]  # version -> what differs from the previous supported one
+
+
+COMPONENTS: Mapping[str, Component] = MappingProxyType(
+    {
+        # https://github.com/NVIDIA/gpu-operator/blob/v26.7.0/deployments/gpu-operator/values.yaml
+        "gpuOperator": Component(
+            title="NVIDIA GPU Operator",
+            chart="gpu-operator",
+            repository="https://helm.ngc.nvidia.com/nvidia",
+            supported=("v26.3.3", "v26.7.0"),
+            notes={
+                "v26.3.3": "dcgmExporter.serviceMonitor.enabled defaults to false; CDI on by default",
+                "v26.7.0": "dcgmExporter.serviceMonitor.enabled defaults to true (the ServiceMonitor CRD must exist first); "
+                "driver 595.91.07 by default; GPUCluster CRD (DRA path) added, off by default",
+            },
+        ),
+        # https://github.com/kubernetes-sigs/kueue/blob/v0.19.2/charts/kueue/values.yaml
+        "kueue": Component(
+            title="Kueue",
+            chart="kueue",
+            repository="oci://registry.k8s.io/kueue/charts",
+            supported=("0.18.1", "0.19.2"),
+            notes={
+                "0.18.1": "serves kueue.x-k8s.io/v1beta2 (storage) and deprecated v1beta1",
+                "0.19.2": "same APIs as 0.18; v1beta1 still served but deprecated",
+            },
+        ),
+        # https://github.com/aws/eks-charts/tree/master/stable/aws-efa-k8s-device-plugin
+        "efaDevicePlugin": Component(
+            title="AWS EFA Kubernetes device plugin",
+            chart="aws-efa-k8s-device-plugin",
+            repository="https://aws.github.io/eks-charts",
+            supported=("v0.5.30",),
+            notes={"v0.5.30": "app v0.5.20; tolerations default to [] (gpufleet always sets them)"},
+        ),
+        # https://github.com/Mellanox/network-operator/tree/v26.4.1/deployment/network-operator
+        "networkOperator": Component(
+            title="NVIDIA Network Operator",
+            chart="network-operator",
+            repository="https://helm.ngc.nvidia.com/nvidia",
+            supported=("26.4.1",),
+            notes={"26.4.1": "nvIpam is top level; secondaryNetwork.ipamPlugin was removed in 25.10.0"},
+        ),
+        "multus": Component(
+            title="Multus CNI (thick plugin)",
+            chart="multus-cni",
+            repository="ghcr.io/k8snetworkplumbingwg/multus-cni",
+            supported=("v4.2.3", "v4.3.0"),
+            notes={"v4.3.0": "upstream manifest references a snapshot tag; gpufleet pins the release tag"},
+        ),
+        # https://github.com/prometheus-community/helm-charts/tree/main/charts/kube-prometheus-stack
+        "kubePrometheusStack": Component(
+            title="kube-prometheus-stack",
+            chart="kube-prometheus-stack",
+            repository="https://prometheus-community.github.io/helm-charts",
+            supported=("88.5.3",),
+            notes={"88.5.3": "prometheus-operator v0.93.1"},
+        ),
+        # https://github.com/deliveryhero/helm-charts/tree/master/stable/node-problem-detector
+        "nodeProblemDetector": Component(
+            title="Node Problem Detector",
+            chart="node-problem-detector",
+            repository="oci://ghcr.io/deliveryhero/helm-charts",
+            supported=("2.4.1",),
+            notes={"2.4.1": "image tag v1.35.1 by default"},
+        ),
+    }
+)
+
+# Kubernetes minor versions EKS offers in standard support that gpufleet renders for.
+KUBERNETES_VERSIONS = ("1.32", "1.33", "1.34", "1.35")
+
+_UNPINNED = re.compile(r"(^$|latest|stable|main|master|snapshot|[\^~*<>=|, x]|\.x$|^v?\d+(\.\d+)?$)", re.IGNORECASE)
+
+
+def is_pinned(version: str) -> bool:
+    """True for an exact release (e.g. v26.7.0, 0.19.2); false for ranges, wildcards, branches and `latest`."""
+    return not _UNPINNED.search(version)
+
+
+def image_is_pinned(image: str) -> bool:
+    """True when an image reference carries a digest or an explicit tag other than `latest`."""
+    if "@sha256:" in image:
+        return True
+    last = image.rsplit("/", 1)[-1]
+    if ":" not in last:
+        return False
+    tag = last.rsplit(":", 1)[1]
+    return bool(tag) and tag.lower() != "latest"
