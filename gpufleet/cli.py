@@ -57,6 +57,20 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_synth(args: argparse.Namespace) -> int:
+    from gpufleet.synth import synth_tree
+    from gpufleet.tree import write_tree
+
+    validated = _open_spec(args.spec, args.env)
+    _print_warnings(validated)
+    out = args.out or f"out/{args.env}"
+    plan, tree = synth_tree(validated.environments[args.env], args.env)
+    write_tree(tree, out)
+    counts = sum(1 for path in tree.files if "/" in path)
+    print(f"wrote {out}: {counts} files, stages {', '.join(s.name for s in plan.included())}")
+    return EXIT_OK
+
+
 def _subcommands() -> dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]]:
     def validate_args(p: argparse.ArgumentParser) -> None:
         _spec_arg(p)
@@ -66,14 +80,21 @@ def _subcommands() -> dict[str, tuple[str, Callable[[argparse.ArgumentParser], N
         _spec_arg(p)
         p.add_argument("--env", required=True, help="the environment (stack) to plan")
 
+    def synth_args(p: argparse.ArgumentParser) -> None:
+        plan_args(p)
+        p.add_argument("--out", help="output directory (default: out/<env>); replaced whole")
+
     commands = {
         "validate": ("parse, schema-check and rule-check the spec", validate_args, cmd_validate),
         "plan": ("print the staged rollout of one environment", plan_args, cmd_plan),
+        "synth": ("write the reviewable tree of what `pulumi up` would register", synth_args, cmd_synth),
     }
-    for name, module in (("diagnose", "gpufleet.diagnose"),):
+    for name, module in (("preflight", "gpufleet.preflight"), ("diagnose", "gpufleet.diagnose")):
         try:
             mod = __import__(module, fromlist=["add_arguments", "run"])
         except ImportError:  # pragma: no cover - a command whose module is not present yet
+            continue
+        if not (hasattr(mod, "add_arguments") and hasattr(mod, "run")):  # pragma: no cover - module not finished yet
             continue
         commands[name] = ((mod.__doc__ or name).strip().splitlines()[0], mod.add_arguments, mod.run)
     return commands

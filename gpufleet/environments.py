@@ -46,7 +46,9 @@ def merge_environment(data: dict[str, Any], env: str, source: SourceFile) -> tup
             continue  # the schema reports it
         src = base_src + (section,)
         if section in NAMED_LISTS:
-            items = merged.get(section) or []
+            items = merged.get(section)
+            if not isinstance(items, list):
+                continue  # the base spec's own issues say what is wrong with it
             names = [item.get("name") for item in items if isinstance(item, dict)]
             for name, item_patch in patch.items():
                 if name not in names:

@@ -49,9 +49,10 @@ def did_you_mean(value: object, choices: Iterable[str]) -> str:
     options = sorted(set(choices))
     if not isinstance(value, str):
         return f"allowed: {', '.join(options)}" if options else ""
-    close = difflib.get_close_matches(value, options, n=1, cutoff=0.6)
-    if close:
-        return f'did you mean "{close[0]}"?'
+    by_case = {o.lower(): o for o in options}
+    close = difflib.get_close_matches(value.lower(), list(by_case), n=1, cutoff=0.6)
+    if close and by_case[close[0]] != value:
+        return f'did you mean "{by_case[close[0]]}"?'
     if options and len(options) <= 12:
         return f"allowed: {', '.join(options)}"
     return ""

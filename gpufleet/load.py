@@ -5,10 +5,14 @@ We compose nodes ourselves instead of calling `yaml.safe_load` so that:
 - duplicate keys are errors (PyYAML silently keeps the last one);
 - YAML 1.1 surprises are recorded: a plain `on`/`no`/`yes` becomes a bool and `1.30` the float 1.3. They are
   kept as constructed here and rejected by the schema check wherever a string is expected, never coerced.
+  Numbers nobody means (`10:00` read as 600, `010` read as 8) are rejected here, wherever they appear;
+- merge keys (`<<: *anchor`) follow the YAML merge-key rules: keys written in the mapping win over merged ones,
+  and the first merged mapping wins among merged ones; neither is a duplicate.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,42 +25,110 @@ _STR_TAG = "tag:yaml.org,2002:str"
 
 @dataclass(slots=True)
 class Loaded:
-    """The parsed document, where it came from, and what the YAML 1.1 resolver did to plain scalars."""
+    """The parsed document, where it came from, and what the YAML 1.1 resolver did to plain scalars.
+
+    `fatal` is set when there is no usable document (syntax error, empty file, several documents, a root that is
+    not a mapping): then `data` is not checked further. Other issues (duplicate keys, YAML 1.1 keys, bad tags)
+    leave a usable `data` so the schema and the rules still report everything else in the same run."""
 
     data: Any
     source: SourceFile
     issues: list[Issue] = field(default_factory=list)
+    fatal: bool = False
 
 
 def _pos(mark: yaml.Mark) -> Position:
     return Position(mark.line + 1, mark.column + 1)
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_NULL_TAG = "tag:yaml.org,2002:null"
+_INT_TAG = "tag:yaml.org,2002:int"
+_STANDARD_TAG = "tag:yaml.org,2002:"
+_SEXAGESIMAL = re.compile(r"^[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?$")
+_LEGACY_OCTAL = re.compile(r"^[-+]?0[0-7_]+$")
+
+
 class _Walker:
     def __init__(self, loaded: Loaded) -> None:
         self.loaded = loaded
         self.constructor = yaml.SafeLoader("")
+        self.active: set[int] = set()  # nodes on the current path (an alias to an ancestor is a cycle)
+
+    def _issue(self, path: Path, message: str, mark: yaml.Mark, hint: str = "") -> None:
+        self.loaded.issues.append(Issue(path=path, message=message, hint=hint, position=_pos(mark)))
 
     def walk(self, node: yaml.Node, path: Path) -> Any:
         self.loaded.source.values[path] = _pos(node.start_mark)
-        if isinstance(node, yaml.MappingNode):
-            return self._mapping(node, path)
-        if isinstance(node, yaml.SequenceNode):
-            return [self.walk(child, path + (i,)) for i, child in enumerate(node.value)]
-        assert isinstance(node, yaml.ScalarNode)
-        value = self.constructor.construct_object(node, deep=True)
+        if id(node) in self.active:
+            self._issue(path, "an alias refers to a mapping or list that contains it (a cycle)", node.start_mark, "YAML anchors here must not be recursive")
+            return None
+        self.active.add(id(node))
+        try:
+            if isinstance(node, yaml.MappingNode):
+                return self._mapping(node, path)
+            if isinstance(node, yaml.SequenceNode):
+                return [self.walk(child, path + (i,)) for i, child in enumerate(node.value)]
+            assert isinstance(node, yaml.ScalarNode)
+            return self._scalar(node, path)
+        finally:
+            self.active.discard(id(node))
+
+    def _scalar(self, node: yaml.ScalarNode, path: Path) -> Any:
+        if not node.tag.startswith(_STANDARD_TAG):
+            self._issue(path, f"unknown YAML tag {node.tag}", node.start_mark, "remove the tag: the spec uses plain YAML values")
+            return node.value
+        try:
+            value = self.constructor.construct_object(node, deep=True)
+        except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
+            problem = getattr(exc, "problem", None) or str(exc)
+            what = node.tag.removeprefix(_STANDARD_TAG)
+            self._issue(path, f"{node.value} is read by YAML 1.1 as a {what}, but it is not a valid one ({problem})", node.start_mark, f'quote it if a string is meant: "{node.value}"')
+            return node.value
         if node.tag != _STR_TAG and node.style is None and value is not None:
             self.loaded.source.plain[path] = node.value
+            if node.tag == _INT_TAG and _SEXAGESIMAL.match(node.value):
+                self._issue(path, f"{node.value} is read by YAML 1.1 as the base-60 number {value}", node.start_mark, f"write the number you mean (e.g. {value}), or quote it if a string is meant")
+            elif node.tag == _INT_TAG and _LEGACY_OCTAL.match(node.value):
+                self._issue(path, f"{node.value} is read by YAML 1.1 as the octal number {value}", node.start_mark, "drop the leading zero, or quote it if a string is meant")
         return value
 
-    def _mapping(self, node: yaml.MappingNode, path: Path) -> dict[str, Any]:
-        self.constructor.flatten_mapping(node)  # resolves `<<` merge keys the way PyYAML would
-        out: dict[str, Any] = {}
+    def _merged_pairs(self, node: yaml.Node, path: Path) -> list[tuple[yaml.Node, yaml.Node]]:
+        """The key/value pairs a `<<` merge key brings in, earlier sources first (YAML merge-key semantics)."""
+        sources = node.value if isinstance(node, yaml.SequenceNode) else [node]
+        pairs: list[tuple[yaml.Node, yaml.Node]] = []
+        for source in sources:
+            if not isinstance(source, yaml.MappingNode):
+                self._issue(path, "a merge key (<<) needs a mapping or a list of mappings", source.start_mark, "merge an anchored mapping, e.g. <<: *defaults")
+                continue
+            if id(source) in self.active:
+                self._issue(path, "a merge key (<<) refers to a mapping that contains it (a cycle)", source.start_mark)
+                continue
+            self.active.add(id(source))
+            try:
+                own, merged = self._split(source, path)
+            finally:
+                self.active.discard(id(source))
+            pairs.extend(own + merged)
+        return pairs
+
+    def _split(self, node: yaml.MappingNode, path: Path) -> tuple[list[tuple[yaml.Node, yaml.Node]], list[tuple[yaml.Node, yaml.Node]]]:
+        """(pairs written in this mapping, pairs brought in by its merge keys)."""
+        own: list[tuple[yaml.Node, yaml.Node]] = []
+        merged: list[tuple[yaml.Node, yaml.Node]] = []
         for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                merged.extend(self._merged_pairs(value_node, path))
+            else:
+                own.append((key_node, value_node))
+        return own, merged
+
+    def _mapping(self, node: yaml.MappingNode, path: Path) -> dict[str, Any]:
+        own, merged = self._split(node, path)
+        out: dict[str, Any] = {}
+        for key_node, value_node in own:
             if not isinstance(key_node, yaml.ScalarNode):
-                self.loaded.issues.append(
-                    Issue(path=path, message="a mapping key must be a plain string", position=_pos(key_node.start_mark))
-                )
+                self._issue(path, "a mapping key must be a plain string", key_node.start_mark)
                 continue
             key = str(key_node.value)
             child = path + (key,)
@@ -72,7 +144,10 @@ class _Walker:
                 )
                 continue
             if key_node.tag != _STR_TAG and key_node.style is None:
-                resolved = self.constructor.construct_object(key_node)
+                try:
+                    resolved: object = self.constructor.construct_object(key_node)
+                except (yaml.YAMLError, ValueError, TypeError, OverflowError):
+                    resolved = key_node.value
                 self.loaded.issues.append(
                     Issue(
                         path=child,
@@ -81,6 +156,16 @@ class _Walker:
                         position=_pos(key_node.start_mark),
                     )
                 )
+            self.loaded.source.keys[child] = _pos(key_node.start_mark)
+            out[key] = self.walk(value_node, child)
+        # Merged keys never override keys written here, and the first source wins among merged ones.
+        for key_node, value_node in merged:
+            if not isinstance(key_node, yaml.ScalarNode):
+                continue
+            key = str(key_node.value)
+            if key in out:
+                continue
+            child = path + (key,)
             self.loaded.source.keys[child] = _pos(key_node.start_mark)
             out[key] = self.walk(value_node, child)
         return out
@@ -101,33 +186,49 @@ def describe_plain(raw: str, value: object) -> str:
     return f'{raw} is read by YAML 1.1 as {_describe(value)}'
 
 
+def _is_empty(node: yaml.Node) -> bool:
+    """A document with nothing in it (`---` alone, or only comments) composes to an empty null scalar."""
+    return isinstance(node, yaml.ScalarNode) and node.tag == _NULL_TAG and node.value == ""
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    return _describe(value)
+
+
 def load_text(text: str, name: str) -> Loaded:
     source = SourceFile(name=name, text=text)
     loaded = Loaded(data=None, source=source)
+
+    def fatal(message: str, position: Position | None = None, hint: str = "") -> Loaded:
+        loaded.issues.append(Issue(path=(), message=message, hint=hint, position=position))
+        loaded.fatal = True
+        return loaded
+
     try:
         documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        position = _pos(mark) if mark else Position(1, 1)
-        loaded.issues.append(Issue(path=(), message=f"invalid YAML: {exc.problem or exc.context}", position=position))
-        return loaded
-    except yaml.YAMLError as exc:  # e.g. a reader error on non-UTF-8 input
-        loaded.issues.append(Issue(path=(), message=f"invalid YAML: {exc}", position=Position(1, 1)))
-        return loaded
-    documents = [d for d in documents if d is not None]
+        problem = exc.problem or exc.context or "cannot parse"
+        context = f" ({exc.context})" if exc.problem and exc.context else ""
+        return fatal(f"invalid YAML: {problem}{context}", _pos(mark) if mark else Position(1, 1))
+    except yaml.YAMLError as exc:  # e.g. a reader error on a control character
+        return fatal(f"invalid YAML: {exc}", Position(1, 1))
+    documents = [d for d in documents if d is not None and not _is_empty(d)]
     if not documents:
-        loaded.issues.append(Issue(path=(), message="the file is empty", hint="start from the example fleet.yaml"))
-        return loaded
+        return fatal("the file is empty", Position(1, 1), "start from the example fleet.yaml")
     if len(documents) > 1:
-        loaded.issues.append(
-            Issue(
-                path=(),
-                message=f"expected one YAML document, found {len(documents)}",
-                hint="put one Fleet in each file",
-                position=_pos(documents[1].start_mark),
-            )
-        )
+        return fatal(f"expected one YAML document, found {len(documents)}", _pos(documents[1].start_mark), "put one Fleet in each file (remove the second `---` and what follows)")
     loaded.data = _Walker(loaded).walk(documents[0], ())
+    if not isinstance(loaded.data, dict):
+        return fatal(
+            f"the spec must be a mapping (apiVersion, kind, metadata, ...), not {_kind(loaded.data)}",
+            _pos(documents[0].start_mark),
+            "start from the example fleet.yaml",
+        )
     return loaded
 
 
@@ -138,7 +239,7 @@ def load_file(path: str) -> Loaded:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        loaded = Loaded(data=None, source=SourceFile(name=path, text=""))
-        loaded.issues.append(Issue(path=(), message=f"the file is not UTF-8 text (byte {exc.start})"))
+        loaded = Loaded(data=None, source=SourceFile(name=path, text=""), fatal=True)
+        loaded.issues.append(Issue(path=(), message=f"the file is not UTF-8 text (byte {exc.start} is not valid UTF-8)", hint="save the file as UTF-8"))
         return loaded
     return load_text(text, path)

@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from gpufleet import rules
 from gpufleet.environments import merge_environment
-from gpufleet.errors import Issue, SourceFile, SpecError, did_you_mean, sort_issues
+from gpufleet.errors import Issue, Path, SourceFile, SpecError, did_you_mean, sort_issues
 from gpufleet.load import Loaded, load_file, load_text
 from gpufleet.schema import schema_issues, with_defaults
 from gpufleet.spec import Fleet
@@ -33,26 +33,35 @@ def _check(data: Any, source: SourceFile) -> tuple[Fleet | None, list[Issue]]:
     return fleet, rules.check(fleet)
 
 
+def _under(path: Path, roots: list[Path]) -> bool:
+    return any(path[: len(root)] == root for root in roots)
+
+
 def validate_loaded(loaded: Loaded, env: str | None = None) -> Validated:
+    """Every issue of the file in one run: loader, schema and rules of the base spec, then of each environment."""
     source = loaded.source
-    if loaded.data is None or loaded.issues:
-        raise SpecError(source, sort_issues(source, loaded.issues))
-    if not isinstance(loaded.data, dict):
-        raise SpecError(source, [Issue(path=(), message="the spec must be a mapping (apiVersion, kind, metadata, ...)")])
-    base, issues = _check(loaded.data, source)
-    if base is None:
-        raise SpecError(source, sort_issues(source, issues))
+    if loaded.fatal or not isinstance(loaded.data, dict):
+        found = loaded.issues or [Issue(path=(), message="the spec must be a mapping (apiVersion, kind, metadata, ...)")]
+        raise SpecError(source, sort_issues(source, found))
+    # What the loader reported (a duplicate key, a YAML 1.1 key, a bad tag) is not reported again by the schema.
+    reported = [i.path for i in loaded.issues]
+    issues: list[Issue] = list(loaded.issues)
+    base, base_issues = _check(loaded.data, source)
+    issues += [i for i in base_issues if not _under(i.path, reported)]
     known = {(i.path, i.message) for i in issues}
-    environments = {e.name for e in base.environments}
-    if env is not None and env not in environments:
+    declared = loaded.data.get("environments")
+    environments = sorted(declared) if isinstance(declared, dict) else []
+    # Environments are merged only when their own section is well formed (else the base issues say why).
+    mergeable = isinstance(declared, dict) and not any(i.path[:1] == ("environments",) for i in issues)
+    if env is not None and mergeable and env not in environments:
         issues.append(Issue(path=("environments",), at_key=True, message=f'no environment "{env}" in the spec', hint=did_you_mean(env, environments)))
-    wanted = sorted(environments) if env is None else [e for e in sorted(environments) if e == env]
+    wanted = [e for e in environments if env is None or e == env] if mergeable else []
     merged: dict[str, Fleet] = {}
     for name in wanted:
         data, view, merge_issues = merge_environment(loaded.data, name, source)
         fleet, env_issues = _check(data, view)
         for issue in merge_issues + env_issues:
-            if (issue.path, issue.message) in known:
+            if (issue.path, issue.message) in known or _under(issue.path, reported):
                 continue
             # Positions of merged paths live in the environment's view; pin them now so the base file renders them.
             pinned = issue.position or view.position(issue.path, issue.at_key)
@@ -60,7 +69,7 @@ def validate_loaded(loaded: Loaded, env: str | None = None) -> Validated:
         if fleet is not None:
             merged[name] = fleet
     errors = [i for i in issues if i.severity == "error"]
-    if errors:
+    if errors or base is None:
         raise SpecError(source, sort_issues(source, issues))
     return Validated(source=source, base=base, environments=merged, warnings=tuple(sort_issues(source, issues)))
 

@@ -27,6 +27,19 @@ class Ref:
         return f"<ref:{self.resource}.{self.attribute}>"
 
 
+@dataclass(frozen=True, slots=True, init=False)
+class Concat:
+    """A string built from literal parts and Refs (e.g. a kubeconfig from the cluster's endpoint and CA)."""
+
+    parts: tuple[str | Ref, ...]
+
+    def __init__(self, *parts: str | Ref) -> None:
+        object.__setattr__(self, "parts", tuple(parts))
+
+    def __str__(self) -> str:
+        return "".join(str(p) for p in self.parts)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Resource:
     """One resource to register: the Pulumi type token, a unique id (its logical name) and its inputs.
@@ -41,6 +54,7 @@ class Resource:
     retain_on_delete: bool = False
     ignore_changes: tuple[str, ...] = ()
     depends_on: tuple[str, ...] = ()
+    provider: str | None = None  # id of the explicit provider resource (aws or kubernetes) this one uses
     # Invokes (data sources) are not registered resources but their results are referenced like one.
     lookup: bool = False
 
@@ -91,7 +105,22 @@ class RolloutPlan:
         return (s for s in self.stages if s.included)
 
 
-Builder = Callable[[Fleet], StageContent]
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuildContext:
+    """What a stage builder sees: the merged fleet of one environment and how far its rollout goes.
+
+    `includes(stage)` lets a builder wire what a later stage brings only where that stage is deployed
+    (e.g. the GPU Operator values point at the sharing ConfigMaps only when the sharing stage is included)."""
+
+    fleet: Fleet
+    environment: str
+    through: str
+
+    def includes(self, stage: str) -> bool:
+        return stages.included(stage, self.through)
+
+
+Builder = Callable[[BuildContext], StageContent]
 # Stage builders register themselves here (gpufleet.builders imports each module once).
 BUILDERS: dict[str, Builder] = {}
 
@@ -109,12 +138,19 @@ def builder(stage: str) -> Callable[[Builder], Builder]:
 def _refs(value: Any) -> Iterator[Ref]:
     if isinstance(value, Ref):
         yield value
+    elif isinstance(value, Concat):
+        yield from _refs(value.parts)
     elif isinstance(value, Mapping):
         for v in value.values():
             yield from _refs(v)
     elif isinstance(value, (list, tuple)):
         for v in value:
             yield from _refs(v)
+
+
+def refs_of(value: Any) -> Iterator[Ref]:
+    """Every Ref inside a resource's args."""
+    return _refs(value)
 
 
 def check_order(plan: RolloutPlan) -> list[str]:
@@ -128,7 +164,7 @@ def check_order(plan: RolloutPlan) -> list[str]:
             stage_of[res.id] = stage.index
     for stage in plan.stages:
         for res in stage.content.resources:
-            targets = [r.resource for r in _refs(res.args)] + list(res.depends_on)
+            targets = [r.resource for r in _refs(res.args)] + list(res.depends_on) + ([res.provider] if res.provider else [])
             for target in targets:
                 if target not in stage_of:
                     problems.append(f"{res.id} references unknown resource {target}")
@@ -142,10 +178,11 @@ def build_plan(fleet: Fleet, environment: str) -> RolloutPlan:
     import gpufleet.builders  # noqa: F401  (registers the stage builders)
 
     through = fleet.environment(environment).through
+    ctx = BuildContext(fleet=fleet, environment=environment, through=through)
     built = []
     for name in stages.STAGES:
         fn = BUILDERS.get(name)
-        content = fn(fleet) if fn else StageContent()
+        content = fn(ctx) if fn else StageContent()
         built.append(StagePlan(index=stages.index(name), name=name, included=stages.included(name, through), content=content))
     plan = RolloutPlan(fleet=fleet, environment=environment, through=through, stages=tuple(built))
     problems = check_order(plan)

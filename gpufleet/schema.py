@@ -21,21 +21,40 @@ from gpufleet.load import describe_plain
 
 SCHEMA_PATH = FsPath(__file__).resolve().parent.parent / "schemas" / "fleet.schema.json"
 
-# Human words for the string formats the schema enforces with a pattern, keyed by field name.
+# Human words for the string formats the schema enforces with a pattern, keyed by field name (for list items:
+# the list's name). Where the value sits decides the words, not the regular expression.
 _FORMATS: Mapping[str, str] = {
     "name": "a DNS-1123 label (lowercase letters, digits and '-', starting and ending alphanumeric)",
-    "namespace": "a DNS-1123 label",
-    "cohort": "a DNS-1123 label",
-    "nodeGroup": "a DNS-1123 label",
+    "namespace": "a DNS-1123 label (lowercase letters, digits and '-', starting and ending alphanumeric)",
+    "cohort": "a DNS-1123 label (lowercase letters, digits and '-', starting and ending alphanumeric)",
+    "nodeGroup": "a node group name (a DNS-1123 label)",
+    "images": "an imageSets name (a DNS-1123 label)",
+    "existingNamespace": "a DNS-1123 label (lowercase letters, digits and '-', starting and ending alphanumeric)",
     "zone": 'an availability zone ID such as "use1-az4" (zone IDs, not names like "us-east-1a", are the same in every account)',
     "releaseVersion": 'an EKS AMI release such as "1.33.4-20260724"',
     "reservationId": 'a capacity reservation ID such as "cr-0123456789abcdef0"',
     "kubernetesVersion": 'a quoted minor version such as "1.33"',
     "region": 'an AWS region such as "us-east-1"',
     "vpcId": 'a VPC ID such as "vpc-0a1b2c3d"',
+    "subnetIds": 'a subnet ID such as "subnet-0a1b2c3d"',
+    "publicAccessCidrs": 'an IPv4 CIDR such as "203.0.113.0/24"',
     "bucket": "an S3 bucket name (3-63 lowercase letters, digits, '.' and '-')",
     "profile": 'a MIG profile such as "1g.10gb"',
     "key": 'a taint key such as "example.com/dedicated"',
+    "vpcCni": 'an EKS add-on version such as "v1.20.4-eksbuild.1"',
+    "coreDns": 'an EKS add-on version such as "v1.12.4-eksbuild.1"',
+    "kubeProxy": 'an EKS add-on version such as "v1.33.5-eksbuild.2"',
+    "nodeMonitoringAgent": 'an EKS add-on version such as "v1.4.0-eksbuild.2"',
+    "podIdentityAgent": 'an EKS add-on version such as "v1.3.8-eksbuild.2"',
+}
+# Formats that depend on more than the field name.
+_PATH_FORMATS: Mapping[Path, str] = {
+    ("cluster", "name"): "an EKS cluster name (letters, digits, '-' and '_', starting with a letter or digit, at most 100)",
+}
+_PATTERN_HINTS: Mapping[str, str] = {
+    "zone": "list the zone IDs of your region: aws ec2 describe-availability-zones --query 'AvailabilityZones[].[ZoneName,ZoneId]'",
+    "releaseVersion": "quote it, and take the release from the EKS AMI release notes (Kubernetes version, patch, build date)",
+    "name": "e.g. h100-training",
 }
 
 
@@ -70,6 +89,19 @@ def _type_name(value: object) -> str:
     return type(value).__name__
 
 
+def _json(value: object) -> str:
+    return json.dumps(value, default=str)
+
+
+def _eks_spelling(value: str, allowed: list[str]) -> str | None:
+    """The spec's spelling of `value` when `value` is the EKS API's (`NO_SCHEDULE`, `ON_DEMAND`, `SPOT`)."""
+    if value != value.upper() or not any(c.isalpha() for c in value):
+        return None
+    squashed = {a.replace("-", "").replace("_", "").lower(): a for a in allowed}
+    spelled = squashed.get(value.replace("_", "").replace("-", "").lower())
+    return spelled if spelled != value else None
+
+
 def _issues_for(error: ValidationError, plain: Mapping[Path, str]) -> Iterator[Issue]:
     path: Path = tuple(error.absolute_path)
     value = error.instance
@@ -82,57 +114,74 @@ def _issues_for(error: ValidationError, plain: Mapping[Path, str]) -> Iterator[I
                 yield Issue(path=path + (key,), at_key=True, message=f'unknown field "{key}"', hint=did_you_mean(key, allowed))
     elif validator == "required":
         missing = str(error.message).split("'")[1]
-        yield Issue(path=path, message=f'missing required field "{missing}"')
+        described = _resolve(error.schema.get("properties", {}).get(missing, {})).get("description", "")
+        yield Issue(path=path, at_key=True, message=f'missing required field "{missing}"', hint=str(described))
     elif validator == "type":
         expected = error.validator_value
         expected_list = expected if isinstance(expected, list) else [expected]
+        enum = [str(v) for v in error.schema.get("enum", [])]
         if "string" in expected_list and path in plain:
             raw = plain[path]
-            yield Issue(path=path, message=f"{describe_plain(raw, value)}, but a string is expected", hint=f'quote it: "{raw}"')
+            if enum:
+                quoted = f'quote it: "{raw}"' if raw in enum else ""
+                yield Issue(path=path, message=f"{describe_plain(raw, value)}, not one of: {', '.join(enum)}", hint=quoted or did_you_mean(raw, enum))
+            else:
+                yield Issue(path=path, message=f"{describe_plain(raw, value)}, but a string is expected", hint=f'quote it: "{raw}"')
         else:
             want = " or ".join("mapping" if t == "object" else "list" if t == "array" else t for t in expected_list)
-            yield Issue(path=path, message=f"expected {want}, got {_type_name(value)} {json.dumps(value, default=str)}")
+            yield Issue(path=path, message=f"expected {want}, got {_type_name(value)} {_json(value)}")
     elif validator == "enum":
         allowed = [str(v) for v in error.validator_value]
+        if isinstance(value, str) and (spelled := _eks_spelling(value, allowed)):
+            spelling = "Kubernetes spelling" if field == "effect" else "spelling"
+            yield Issue(path=path, message=f'"{value}" is the EKS API spelling; the spec uses the {spelling} "{spelled}"', hint=f'write "{spelled}" (gpufleet converts it for the EKS API)')
+            return
         hint = did_you_mean(value, allowed)
-        if isinstance(value, str):
-            squashed = {a.replace("-", "").lower(): a for a in allowed}
-            spelled = squashed.get(value.replace("_", "").replace("-", "").lower())
-            if spelled and "_" in value:
-                yield Issue(path=path, message=f'"{value}" is the EKS API spelling; the spec uses Kubernetes spelling "{spelled}"', hint=f'write "{spelled}" (gpufleet converts it for the EKS API)')
-                return
         if path in plain:
             yield Issue(path=path, message=f"{describe_plain(plain[path], value)}, not one of: {', '.join(allowed)}", hint=hint)
             return
-        yield Issue(path=path, message=f"{json.dumps(value, default=str)} is not one of: {', '.join(allowed)}", hint=hint)
+        yield Issue(path=path, message=f"{_json(value)} is not one of: {', '.join(allowed)}", hint=hint)
     elif validator == "pattern":
-        what = _FORMATS.get(field, f"a value matching {error.validator_value}")
-        yield Issue(path=path, message=f'"{value}" is not {what}')
+        what = _PATH_FORMATS.get(path) or _FORMATS.get(field, f"a value matching {error.validator_value}")
+        yield Issue(path=path, message=f'"{value}" is not {what}', hint=_PATTERN_HINTS.get(field, ""))
     elif validator == "const":
-        yield Issue(path=path, message=f"{json.dumps(value, default=str)} must be {json.dumps(error.validator_value)}")
+        yield Issue(path=path, message=f"{_json(value)} must be {_json(error.validator_value)}", hint=f"write {field}: {error.validator_value}")
     elif validator in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         word = {"minimum": "at least", "exclusiveMinimum": "greater than", "maximum": "at most", "exclusiveMaximum": "less than"}[str(validator)]
         yield Issue(path=path, message=f"{value} must be {word} {error.validator_value}")
     elif validator == "minItems":
         yield Issue(path=path, message=f"needs at least {error.validator_value} item(s), got {len(value)}")
     elif validator == "uniqueItems":
-        yield Issue(path=path, message="has duplicate entries")
+        seen: list[object] = []
+        repeated = next((item for item in value if item in seen or seen.append(item)), None)  # type: ignore[func-returns-value]
+        yield Issue(path=path, message=f"has duplicate entries ({_json(repeated)} appears more than once)", hint="list each entry once")
     elif validator == "maxLength":
         yield Issue(path=path, message=f'"{value}" is longer than {error.validator_value} characters')
     elif validator == "minLength":
         yield Issue(path=path, message="must not be empty")
     elif validator == "minProperties":
         yield Issue(path=path, message=f"needs at least {error.validator_value} entry")
-    elif validator == "propertyNames":
-        yield Issue(path=path, message=f"has a key that is not {_FORMATS['name']}: {error.message}")
     else:
         yield Issue(path=path, message=str(error.message))
 
 
 def schema_issues(data: Any, plain: Mapping[Path, str]) -> list[Issue]:
-    """Every schema violation of `data` as Issues (positions are resolved later from the source)."""
+    """Every schema violation of `data` as Issues (positions are resolved later from the source).
+
+    A value of the wrong type gets one issue (the type), not one more per keyword it then also fails."""
+    errors = list(_validator().iter_errors(data))
+    typed = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
     issues: list[Issue] = []
-    for error in _validator().iter_errors(data):
+    for error in errors:
+        path = tuple(error.absolute_path)
+        if error.validator == "propertyNames":  # reported at the mapping by jsonschema; we point at the key
+            names = jsonschema.Draft202012Validator(error.validator_value)
+            for key in error.instance if isinstance(error.instance, dict) else []:
+                if not names.is_valid(key):
+                    issues.append(Issue(path=path + (key,), at_key=True, message=f'"{key}" is not {_FORMATS["name"]}', hint="environment names are also Pulumi stack names"))
+            continue
+        if path in typed and error.validator != "type":
+            continue
         issues.extend(_issues_for(error, plain))
     return issues
 

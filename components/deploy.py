@@ -1,0 +1,23 @@
+"""The program `pulumi up` runs and synth records: one Stage component per included, non-empty stage."""
+
+from __future__ import annotations
+
+import pulumi
+
+from components.factory import Registry
+from components.stage import Stage
+from gpufleet.plan import RolloutPlan
+
+
+def deploy(plan: RolloutPlan) -> Registry:
+    registry: Registry = {}
+    previous: list[pulumi.Resource] = []
+    for stage in plan.included():
+        if not stage.content.resources:
+            continue  # an empty component's dependents would not wait for anything (pulumi/pulumi#8721)
+        component = Stage(stage, registry, after=previous)
+        previous = [component]
+    pulumi.export("fleet", plan.fleet.name)
+    pulumi.export("environment", plan.environment)
+    pulumi.export("through", plan.through)
+    return registry

@@ -1,0 +1,87 @@
+"""Plan resources -> Pulumi resource objects: type token -> class, Refs -> Outputs. No branching on the spec."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from typing import Any, Callable, Mapping
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpufleet.builders.common import CORE_GROUPS, kubernetes_token
+from gpufleet.plan import Concat, Ref, Resource
+
+Registry = dict[str, Any]  # plan id -> pulumi.Resource or invoke result Output
+
+
+def camel_to_snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+def _attribute(target: Any, path: str) -> Any:
+    """`certificateAuthority.data` or `certificateAuthorities[0].data` on a resource or Output (lifted)."""
+    value = target
+    for part in re.findall(r"[A-Za-z_][A-Za-z0-9_]*|\[\d+\]", path):
+        if part.startswith("["):
+            index = int(part[1:-1])
+            value = pulumi.Output.from_input(value).apply(lambda v, i=index: v[i])
+        else:
+            value = getattr(value, camel_to_snake(part))
+    return value
+
+
+def resolve(value: Any, registry: Registry) -> Any:
+    """Replace Refs and Concats by Outputs of already created resources, recursively."""
+    if isinstance(value, Ref):
+        return _attribute(registry[value.resource], value.attribute)
+    if isinstance(value, Concat):
+        return pulumi.Output.concat(*(resolve(p, registry) for p in value.parts))
+    if isinstance(value, Mapping):
+        return {k: resolve(v, registry) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [resolve(v, registry) for v in value]
+    return value
+
+
+def _class_for(token: str) -> Callable[..., Any]:
+    """`aws:eks/nodeGroup:NodeGroup` -> pulumi_aws.eks.NodeGroup; `kubernetes:core/v1:ConfigMap` -> ...core.v1.ConfigMap."""
+    package, module, name = token.split(":")
+    if package == "pulumi" and module == "providers":
+        return {"aws": importlib.import_module("pulumi_aws").Provider, "kubernetes": k8s.Provider}[name]
+    mod_path = module.split("/")[0]
+    if package == "kubernetes":
+        group, version = module.rsplit("/", 1)
+        package_name = {"helm.sh": "helm", "scheduling.k8s.io": "scheduling", "admissionregistration.k8s.io": "admissionregistration", "rbac.authorization.k8s.io": "rbac", "storage.k8s.io": "storage"}.get(group, group)
+        mod = importlib.import_module(f"pulumi_kubernetes.{package_name}.{version}")
+    else:
+        mod = importlib.import_module(f"pulumi_{package}.{mod_path}")
+    cls: Callable[..., Any] = getattr(mod, name)
+    return cls
+
+
+class CustomObject(pulumi.CustomResource):
+    """A custom resource with every top-level field (k8s.apiextensions.CustomResource takes only metadata and
+    spec, but e.g. WorkloadPriorityClass has top-level `value`)."""
+
+    def __init__(self, name: str, obj: Mapping[str, Any], opts: pulumi.ResourceOptions) -> None:
+        super().__init__(f"kubernetes:{obj['apiVersion']}:{obj['kind']}", name, dict(obj), opts)
+
+
+def create(res: Resource, registry: Registry, opts: pulumi.ResourceOptions) -> Any:
+    """Register one plan resource (or run one invoke) and return it."""
+    args = resolve(res.args, registry)
+    if res.lookup:
+        package, module, name = res.type.split(":")
+        mod = importlib.import_module(f"pulumi_{package}.{module.split('/')[0]}")
+        invoke = getattr(mod, camel_to_snake(name) + "_output")
+        return invoke(**args, opts=pulumi.InvokeOutputOptions(parent=opts.parent, provider=opts.provider))
+    if "object" in args:  # a whole Kubernetes object
+        obj = dict(args["object"])
+        api_version, kind = obj.pop("apiVersion"), obj.pop("kind")
+        if api_version in CORE_GROUPS:
+            cls = _class_for(kubernetes_token(api_version, kind))
+            kwargs = {camel_to_snake(k): v for k, v in obj.items()}
+            return cls(res.id, api_version=api_version, kind=kind, opts=opts, **kwargs)
+        return CustomObject(res.id, {"apiVersion": api_version, "kind": kind, **obj}, opts)
+    return _class_for(res.type)(res.id, opts=opts, **args)

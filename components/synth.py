@@ -1,0 +1,136 @@
+"""Run `deploy(plan)` under Pulumi's mock runtime and record every registration: no CLI, no cloud, no network.
+
+The mocks answer each resource with its inputs plus `<ref:id.attr>` placeholders for the attributes the plan
+references, so what the recording shows is what `pulumi up` would be asked to create, with deploy-time values
+named rather than invented. A stack transformation sees the resource options (protect, retainOnDelete,
+ignoreChanges, dependsOn, parent) that the mock monitor does not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from typing import Any
+
+import pulumi
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import settings as pulumi_settings
+from pulumi.runtime.stack import run_pulumi_func
+
+from gpufleet.plan import RolloutPlan, refs_of
+from gpufleet.tree import Registration
+
+
+class UnmockedInvoke(Exception):
+    """An invoke the plan did not declare as a lookup: synth must never reach the cloud."""
+
+
+def _placeholder(state: dict[str, Any], resource: str, attribute: str) -> None:
+    """Put `<ref:resource.attribute>` at the attribute's (camelCase, dotted, [n]-indexed) path in state."""
+    import re
+
+    parts = re.findall(r"[A-Za-z_][A-Za-z0-9_]*|\[\d+\]", attribute)
+    node: Any = state
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        value: Any = f"<ref:{resource}.{attribute}>" if last else ({} if not parts[i + 1].startswith("[") else [])
+        if part.startswith("["):
+            index = int(part[1:-1])
+            while len(node) <= index:
+                node.append({} if not last else None)
+            if last or not isinstance(node[index], (dict, list)):
+                node[index] = value
+            node = node[index]
+        else:
+            if last or not isinstance(node.get(part), (dict, list)):
+                node[part] = value
+            node = node[part]
+
+
+def _integral(value: Any) -> Any:
+    """Inputs cross the engine as protobuf Structs, where every number is a double: give integers back."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    return value
+
+
+class RecordingMocks(pulumi_mocks.Mocks):
+    def __init__(self, plan: RolloutPlan) -> None:
+        self.referenced: dict[str, set[str]] = {}
+        self.lookups: dict[str, str] = {}
+        for stage in plan.included():
+            for res in stage.content.resources:
+                for ref in refs_of(res.args):
+                    self.referenced.setdefault(ref.resource, set()).add(ref.attribute)
+                if res.lookup:
+                    self.lookups[res.type] = res.id
+        self.inputs: dict[str, tuple[str, dict[str, Any]]] = {}
+
+    def _state(self, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+        state = copy.deepcopy(inputs)
+        for attribute in sorted(self.referenced.get(name, ())):
+            _placeholder(state, name, attribute)
+        return state
+
+    def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        self.inputs[args.name] = (args.typ, _integral(copy.deepcopy(args.inputs)))
+        return f"<ref:{args.name}.id>", self._state(args.name, args.inputs)
+
+    def call(self, args: pulumi_mocks.MockCallArgs) -> dict[str, Any]:
+        if args.token not in self.lookups:
+            raise UnmockedInvoke(f"synth reached an undeclared invoke {args.token}")
+        return self._state(self.lookups[args.token], {})
+
+
+def record(plan: RolloutPlan) -> list[Registration]:
+    """Every resource `deploy(plan)` registers, with inputs and options, in registration order."""
+    from components.deploy import deploy
+
+    mocks = RecordingMocks(plan)
+    options: dict[str, dict[str, Any]] = {}
+
+    def capture(args: pulumi.ResourceTransformationArgs) -> None:
+        opts = args.opts
+        options[args.name] = {
+            "type": args.type_,
+            "parent": getattr(opts.parent, "_name", None) if opts.parent else None,
+            "dependsOn": sorted({getattr(d, "_name", "?") for d in (opts.depends_on or [])}),  # type: ignore[union-attr]
+            "protect": bool(opts.protect),
+            "retainOnDelete": bool(opts.retain_on_delete),
+            "ignoreChanges": list(opts.ignore_changes or []),
+            "custom": args.resource is not None and isinstance(args.resource, pulumi.CustomResource),
+        }
+        return None
+
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        pulumi_settings.reset_options()  # a fresh root stack for every recording
+        pulumi.runtime.set_mocks(mocks, project="gpufleet", stack=plan.environment, preview=False)
+        pulumi.runtime.register_stack_transformation(capture)
+        loop.run_until_complete(run_pulumi_func(lambda: deploy(plan) and None))
+    finally:
+        pulumi_settings.reset_options()
+        loop.close()
+        asyncio.set_event_loop(None)
+    registrations = []
+    for name, (typ, inputs) in mocks.inputs.items():
+        opt = options.get(name, {})
+        registrations.append(
+            Registration(
+                name=name,
+                type=typ,
+                parent=opt.get("parent"),
+                depends_on=tuple(opt.get("dependsOn", ())),
+                protect=opt.get("protect", False),
+                retain_on_delete=opt.get("retainOnDelete", False),
+                ignore_changes=tuple(opt.get("ignoreChanges", ())),
+                inputs=inputs,
+            )
+        )
+    components = [Registration(name=n, type=o["type"], parent=o["parent"], depends_on=tuple(o["dependsOn"]), protect=o["protect"], retain_on_delete=o["retainOnDelete"], ignore_changes=tuple(o["ignoreChanges"]), inputs={}) for n, o in options.items() if n not in mocks.inputs and o["type"].startswith("gpufleet:")]
+    return components + registrations

@@ -1,0 +1,103 @@
+"""Conventions every stage builder shares: provider and cluster ids, labels, taints, namespaces, and the
+constructors for Kubernetes objects and Helm releases as plan `Resource`s."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+from gpufleet.plan import Resource
+from gpufleet.spec import Fabric, NodeGroup
+from gpufleet.versions import COMPONENTS
+
+# Ids of resources created by the foundation stage that later stages reference.
+AWS_PROVIDER = "aws-provider"
+K8S_PROVIDER = "k8s-provider"
+CLUSTER = "cluster"  # the aws.eks.Cluster (mode Create) or the getCluster lookup (mode Existing)
+
+# Node labels gpufleet sets on every GPU group (the selectors of Kueue flavors, device plugin configs, etc.).
+LABEL_NODE_GROUP = "gpufleet.io/node-group"
+LABEL_WORKLOAD_CLASS = "gpufleet.io/workload-class"
+LABEL_FABRIC = "gpufleet.io/fabric"
+LABEL_GPU_MODEL = "gpufleet.io/gpu-model"
+LABEL_SHARING = "gpufleet.io/sharing"
+LABEL_MANAGED_BY = {"app.kubernetes.io/managed-by": "gpufleet"}
+
+# Taints: key nvidia.com/gpu so that EKS's ExtendedResourceToleration admission plugin adds the toleration
+# to every pod requesting nvidia.com/gpu (https://docs.aws.amazon.com/eks/latest/userguide/platform-versions.html).
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+EFA_TAINT = {"key": "vpc.amazonaws.com/efa", "value": "true", "effect": "NoSchedule"}
+
+NS_GPU_OPERATOR = "gpu-operator"
+NS_KUEUE = "kueue-system"
+NS_MONITORING = "monitoring"
+NS_NETWORK = "gpufleet-network"
+NS_HEALTH = "gpufleet-health"
+NS_SYSTEM = "gpufleet-system"
+
+_EKS_EFFECT = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+
+
+def eks_effect(effect: str) -> str:
+    """Kubernetes spelling -> EKS API spelling (API_Taint accepts only NO_SCHEDULE style)."""
+    return _EKS_EFFECT[effect]
+
+
+def group_taints(group: NodeGroup) -> list[dict[str, str]]:
+    """All taints of a group in Kubernetes spelling: GPU taint, EFA taint on EFA groups, then the spec's."""
+    taints = [dict(GPU_TAINT)]
+    if group.fabric is Fabric.EFA:
+        taints.append(dict(EFA_TAINT))
+    taints += [{"key": t.key, "value": t.value, "effect": t.effect} for t in group.taints]
+    return taints
+
+
+def tolerations_for(taints: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Tolerations that match exactly the given taints."""
+    return [{"key": t["key"], "operator": "Equal", "value": t["value"], "effect": t["effect"]} for t in taints]
+
+
+# Built-in Kubernetes API groups and their Pulumi module; any other apiVersion is a custom resource whose
+# token is `kubernetes:<group>/<version>:<Kind>`.
+CORE_GROUPS: Mapping[str, str] = {
+    "v1": "core/v1",
+    "apps/v1": "apps/v1",
+    "batch/v1": "batch/v1",
+    "scheduling.k8s.io/v1": "scheduling.k8s.io/v1",
+    "admissionregistration.k8s.io/v1": "admissionregistration.k8s.io/v1",
+    "rbac.authorization.k8s.io/v1": "rbac.authorization.k8s.io/v1",
+    "policy/v1": "policy/v1",
+    "storage.k8s.io/v1": "storage.k8s.io/v1",
+}
+
+
+def kubernetes_token(api_version: str, kind: str) -> str:
+    """The Pulumi type token of a Kubernetes object (what inventory.json shows)."""
+    return f"kubernetes:{CORE_GROUPS.get(api_version, api_version)}:{kind}"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+
+
+def k8s(obj: Mapping[str, Any], *, depends_on: tuple[str, ...] = (), id: str | None = None) -> Resource:
+    """A whole Kubernetes object as a plan resource, on the fleet's Kubernetes provider."""
+    meta = obj["metadata"]
+    rid = id or _slug(f"{obj['kind']}-{meta.get('namespace', 'cluster')}-{meta['name']}")
+    return Resource(id=rid, type=kubernetes_token(obj["apiVersion"], obj["kind"]), args={"object": obj}, provider=K8S_PROVIDER, depends_on=depends_on)
+
+
+def helm(component: str, version: str, *, release: str, namespace: str, values: Mapping[str, Any], depends_on: tuple[str, ...] = ()) -> Resource:
+    """A Helm release (helm.v3.Release: a real release with hooks; see README "Why helm.v3.Release")."""
+    comp = COMPONENTS[component]
+    args: dict[str, Any] = {"name": release, "version": version, "namespace": namespace, "create_namespace": True, "values": dict(values)}
+    if comp.repository.startswith("oci://"):
+        args["chart"] = f"{comp.repository}/{comp.chart}"
+    else:
+        args["chart"] = comp.chart
+        args["repository_opts"] = {"repo": comp.repository}
+    return Resource(id=f"helm-{release}", type="kubernetes:helm.sh/v3:Release", args=args, provider=K8S_PROVIDER, depends_on=depends_on)
+
+
+def namespace(name: str, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {**LABEL_MANAGED_BY, **(labels or {})}}}

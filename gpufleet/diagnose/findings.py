@@ -1,0 +1,87 @@
+"""Findings: what `gpufleet diagnose` reports, their ranking and their text form."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Literal
+
+Severity = Literal["critical", "warning", "info"]
+
+SEVERITY_ORDER: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
+
+# Within one severity, the order in which a user should act: a node that cannot run GPU pods, then a job whose
+# traffic left the fast fabric, then what costs bandwidth, then hygiene. Checks not listed sort last.
+IMPORTANCE: tuple[str, ...] = (
+    "node.not-ready",
+    "node.accelerated-hardware",
+    "node.gpu-not-allocatable",
+    "nccl.socket-fallback",
+    "nccl.transport-mismatch",
+    "nccl.plugin-failed",
+    "nccl.gdr-off",
+    "nccl.mixed-versions",
+    "node.gpu-unhealthy",
+    "node.hardware-condition",
+    "node.mig-pending",
+    "node.mig-not-capable",
+    "node.sharing-inconsistent",
+    "nccl.management-interface",
+    "nccl.ib-hca-unset",
+    "nccl.socket-ifname-unset",
+    "node.pressure",
+    "node.no-gpu-taint",
+    "node.no-product-label",
+    "node.several-teams",
+    "input.no-nccl-lines",
+    "input.not-node-describe",
+    "nccl.version",
+)
+_IMPORTANCE_INDEX = {check: i for i, check in enumerate(IMPORTANCE)}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One thing to change.
+
+    severity: critical (the job is slow or cannot run), warning (costs performance or will bite), info (context).
+    source: the input file the finding comes from (several joined by ", " for a job-wide finding).
+    subject: the rank(s)/host(s) of an NCCL log, or the node name of a `kubectl describe node`.
+    what: what is wrong, with the evidence.
+    fix: the concrete change; empty for info findings that need none.
+    check: the stable id of the check that produced it (see IMPORTANCE).
+    """
+
+    severity: Severity
+    source: str
+    subject: str
+    what: str
+    fix: str
+    check: str = ""
+
+
+def rank(findings: Iterable[Finding]) -> list[Finding]:
+    """Most important first: by severity, then IMPORTANCE, then source and subject (stable for equal keys)."""
+    return sorted(
+        findings,
+        key=lambda f: (
+            SEVERITY_ORDER[f.severity],
+            _IMPORTANCE_INDEX.get(f.check, len(IMPORTANCE)),
+            f.source,
+            f.subject,
+        ),
+    )
+
+
+def render(findings: Iterable[Finding]) -> str:
+    """One block per finding, blocks separated by a blank line:
+
+    [critical] FILE: subject: what
+      fix: ...
+    """
+    blocks = []
+    for f in findings:
+        block = f"[{f.severity}] {f.source}: {f.subject}: {f.what}"
+        if f.fix:
+            block += f"\n  fix: {f.fix}"
+        blocks.append(block)
+    return "\n\n".join(blocks)

@@ -1,0 +1,190 @@
+"""Recorded registrations -> the synth tree of DESIGN.md section 5. Pure: plain data in, files out.
+
+Layout:
+  plan.json, inventory.json, plan.md
+  NN-<stage>/k8s/<Kind>-<namespace|cluster>-<name>.yaml
+  NN-<stage>/helm/<release>.yaml
+  NN-<stage>/aws/<resource>.yaml
+Output is byte-identical for the same input: sorted keys, no timestamps, no absolute paths. The tree is written
+to a temporary directory next to the target and swapped in whole, so a failure never leaves half a tree.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from gpufleet import stages
+from gpufleet.plan import RolloutPlan
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Registration:
+    """One resource as the Pulumi engine would be asked to register it."""
+
+    name: str
+    type: str
+    parent: str | None
+    depends_on: tuple[str, ...]
+    protect: bool
+    retain_on_delete: bool
+    ignore_changes: tuple[str, ...]
+    inputs: Mapping[str, Any]
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    # Multi-line strings (user data, scripts, JSON configs) as literal blocks, so reviewers read them as text.
+    if "\n" in data:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data)
+
+
+_Dumper.add_representer(str, _str_presenter)
+
+
+def dump_yaml(data: Any) -> str:
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=True, default_flow_style=False, allow_unicode=True, width=120)
+
+
+def dump_json(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _stage_of(reg: Registration, by_name: Mapping[str, Registration]) -> str | None:
+    node: Registration | None = reg
+    while node is not None:
+        if node.type.startswith("gpufleet:stage:"):
+            return node.name
+        node = by_name.get(node.parent) if node.parent else None
+    return None
+
+
+def decode_user_data(value: str) -> str:
+    """Launch template user data is base64; show it as the text nodeadm / Bottlerocket will read."""
+    if value.startswith("<ref:"):
+        return value
+    try:
+        return base64.b64decode(value, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return value
+
+
+def file_for(reg: Registration) -> str | None:
+    """Path of a registration's file within its stage directory, or None (inventory only)."""
+    inputs = reg.inputs
+    if reg.type == "kubernetes:helm.sh/v3:Release":
+        return f"helm/{inputs.get('name', reg.name)}.yaml"
+    if reg.type.startswith("kubernetes:") and "kind" in inputs:
+        meta = inputs.get("metadata", {})
+        return f"k8s/{inputs['kind']}-{meta.get('namespace', 'cluster')}-{meta.get('name', reg.name)}.yaml"
+    if reg.type.startswith("aws:"):
+        return f"aws/{reg.name}.yaml"
+    return None
+
+
+def document_for(reg: Registration) -> Any:
+    inputs = dict(reg.inputs)
+    if reg.type == "kubernetes:helm.sh/v3:Release":
+        return {
+            "chart": inputs.get("chart"),
+            "repository": (inputs.get("repositoryOpts") or {}).get("repo"),
+            "version": inputs.get("version"),
+            "namespace": inputs.get("namespace"),
+            "values": inputs.get("values", {}),
+        }
+    if reg.type.startswith("aws:"):
+        data = inputs.get("userData")
+        if isinstance(data, str):
+            inputs["userData"] = decode_user_data(data)
+        return {"type": reg.type, "name": reg.name, "inputs": inputs}
+    return inputs
+
+
+@dataclass(frozen=True, slots=True)
+class Tree:
+    """Relative path -> file text."""
+
+    files: Mapping[str, str]
+
+
+def build_tree(plan: RolloutPlan, registrations: list[Registration], plan_md: str) -> Tree:
+    by_name = {r.name: r for r in registrations}
+    files: dict[str, str] = {}
+    inventory = []
+    per_stage: dict[str, list[str]] = {s.directory: [] for s in plan.stages}
+    for reg in registrations:
+        stage_dir = _stage_of(reg, by_name)
+        if stage_dir is not None:
+            per_stage[stage_dir].append(reg.name)
+        inventory.append(
+            {
+                "id": reg.name,
+                "stage": stage_dir.split("-", 1)[1] if stage_dir else None,
+                "type": reg.type,
+                "name": reg.name,
+                "parent": reg.parent,
+                "dependsOn": sorted(reg.depends_on),
+                "protect": reg.protect,
+                "retainOnDelete": reg.retain_on_delete,
+                "ignoreChanges": sorted(reg.ignore_changes),
+                "inputs": reg.inputs,
+            }
+        )
+        rel = file_for(reg)
+        if rel is not None and stage_dir is not None:
+            path = f"{stage_dir}/{rel}"
+            if path in files:
+                raise AssertionError(f"two resources render to {path}")
+            files[path] = dump_yaml(document_for(reg))
+    inventory.sort(key=lambda e: (stages.index(e["stage"]) if e["stage"] else 0, e["id"]))
+    files["inventory.json"] = dump_json(inventory)
+    files["plan.json"] = dump_json(
+        {
+            "fleet": plan.fleet.name,
+            "environment": plan.environment,
+            "through": plan.through,
+            "stages": [
+                {"index": s.index, "name": s.name, "included": s.included, "resources": sorted(per_stage.get(s.directory, []))}
+                for s in plan.stages
+            ],
+            "warnings": list(plan.warnings),
+        }
+    )
+    files["plan.md"] = plan_md
+    return Tree(files=dict(sorted(files.items())))
+
+
+def write_tree(tree: Tree, out: str) -> None:
+    """Write atomically: build beside `out`, then replace it."""
+    target = Path(out)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        for rel, text in tree.files.items():
+            path = staging / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        if target.exists():
+            backup = target.with_name(f".{target.name}.old")
+            shutil.rmtree(backup, ignore_errors=True)
+            os.replace(target, backup)
+            os.replace(staging, target)
+            shutil.rmtree(backup, ignore_errors=True)
+        else:
+            os.replace(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise

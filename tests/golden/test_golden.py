@@ -1,0 +1,56 @@
+"""Golden synth trees: every case, every environment, compared file by file. A missing golden fails.
+
+Regenerate after an intended change with `GPUFLEET_UPDATE_GOLDEN=1 python -m pytest tests/golden`, then
+read the diff in review: it is exactly what would change in the deployed fleet.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gpufleet.pipeline import load_fleet
+from gpufleet.synth import synth_tree
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+UPDATE = os.environ.get("GPUFLEET_UPDATE_GOLDEN") == "1"
+
+
+def cases() -> list[tuple[str, Path, str]]:
+    """(case, spec, environment): the example fleet plus every tests/golden/cases/<case>/fleet.yaml."""
+    specs = [("example", ROOT / "fleet.yaml")] + [(p.parent.name, p) for p in sorted((HERE / "cases").glob("*/fleet.yaml"))]
+    out = []
+    for case, spec in specs:
+        for env in load_fleet(str(spec)).environments:
+            out.append((case, spec, env))
+    return out
+
+
+def golden_dir(case: str, env: str) -> Path:
+    return HERE / "trees" / case / env
+
+
+@pytest.mark.parametrize(("case", "spec", "env"), cases(), ids=lambda v: str(v) if not isinstance(v, Path) else "")
+def test_synth_matches_golden(case: str, spec: Path, env: str) -> None:
+    fleet = load_fleet(str(spec), env).environments[env]
+    _, tree = synth_tree(fleet, env)
+    expected_dir = golden_dir(case, env)
+    if UPDATE:
+        shutil.rmtree(expected_dir, ignore_errors=True)
+        for rel, text in tree.files.items():
+            (expected_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+            (expected_dir / rel).write_text(text, encoding="utf-8")
+    assert expected_dir.is_dir(), f"missing golden tree {expected_dir.relative_to(ROOT)}: run GPUFLEET_UPDATE_GOLDEN=1 python -m pytest tests/golden"
+    expected = {str(p.relative_to(expected_dir)): p.read_text(encoding="utf-8") for p in sorted(expected_dir.rglob("*")) if p.is_file()}
+    assert sorted(tree.files) == sorted(expected), "files added or removed"
+    for rel, text in tree.files.items():
+        assert text == expected[rel], f"{rel} differs from the golden tree"
+
+
+def test_synth_is_byte_identical_twice() -> None:
+    fleet = load_fleet(str(ROOT / "fleet.yaml"), "prod").environments["prod"]
+    assert synth_tree(fleet, "prod")[1] == synth_tree(fleet, "prod")[1]

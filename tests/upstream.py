@@ -1,0 +1,109 @@
+"""Validation of what we render against the pinned upstream definitions in ../shared (CRDs, chart values).
+
+../shared sits beside the project (CI has it too). Tests that need it skip with a clear reason where absent.
+CRD schemas are applied *closed*: an object schema with properties and no additionalProperties or
+x-kubernetes-preserve-unknown-fields rejects unknown keys, because the API server would silently prune them
+(a plausible-looking key that upstream ignores is a bug that hides until production).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+import jsonschema
+import pytest
+import yaml
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+KUBERNETES_VERSION = "1.33"
+
+
+def require_shared() -> Path:
+    if not (SHARED / "crds").is_dir():
+        pytest.skip(f"upstream definitions not found at {SHARED} (../shared beside the project)")
+    return SHARED
+
+
+def _close(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        out = {k: _close(v) for k, v in schema.items() if not k.startswith("x-kubernetes-validations")}
+        if (
+            out.get("type") == "object"
+            and "properties" in out
+            and "additionalProperties" not in out
+            and not out.get("x-kubernetes-preserve-unknown-fields")
+        ):
+            out["additionalProperties"] = False
+        return out
+    if isinstance(schema, list):
+        return [_close(v) for v in schema]
+    return schema
+
+
+@functools.cache
+def _crd_schemas() -> Mapping[tuple[str, str, str], Any]:
+    schemas = {}
+    for path in sorted((require_shared() / "crds").glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if not doc or doc.get("kind") != "CustomResourceDefinition":
+                continue
+            group, kind = doc["spec"]["group"], doc["spec"]["names"]["kind"]
+            for version in doc["spec"]["versions"]:
+                schema = copy.deepcopy(version["schema"]["openAPIV3Schema"])
+                # metadata is validated by the API server, not the CRD schema
+                schema.setdefault("properties", {})["metadata"] = {"type": "object"}
+                schemas[(group, version["name"], kind)] = _close(schema)
+    return schemas
+
+
+def crd_known(api_version: str, kind: str) -> bool:
+    group, _, version = api_version.rpartition("/")
+    return (group, version, kind) in _crd_schemas()
+
+
+def validate_object(obj: Mapping[str, Any]) -> list[str]:
+    """Problems with one Kubernetes object: CRD schema for custom kinds, kubernetes-validate for core ones."""
+    api_version, kind = obj["apiVersion"], obj["kind"]
+    group, _, version = api_version.rpartition("/")
+    if crd_known(api_version, kind):
+        schema = _crd_schemas()[(group, version, kind)]
+        validator = jsonschema.Draft7Validator(schema)
+        return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj)]
+    if "." in group and not group.endswith(".k8s.io") or group.endswith(".x-k8s.io"):
+        return [f"no CRD for {api_version} {kind} in ../shared/crds"]
+    import kubernetes_validate
+
+    try:
+        kubernetes_validate.validate(dict(obj), KUBERNETES_VERSION, strict=True)
+    except kubernetes_validate.ValidationError as exc:
+        return [f"{'/'.join(map(str, exc.path))}: {exc.message}"]
+    return []
+
+
+@functools.cache
+def chart_values(chart: str, version: str) -> Any:
+    path = require_shared() / "charts" / chart / version / "values.yaml"
+    if not path.exists():
+        pytest.fail(f"no chart values for {chart} {version} in ../shared/charts: add the version or pin a known one")
+    return yaml.safe_load(path.read_text())
+
+
+def unknown_value_keys(values: Any, defaults: Any, path: str = "", free_form: Iterable[str] = ()) -> Iterator[str]:
+    """Key paths in `values` that the chart's values.yaml does not define.
+
+    Below a key whose default is an empty map, a list, a scalar or null, anything goes (free-form by the chart's
+    own design: nodeSelector, env lists, config data). `free_form` names further paths to treat that way."""
+    free = set(free_form)
+    if not isinstance(values, dict) or path in free:
+        return
+    if not isinstance(defaults, dict) or not defaults:
+        return
+    for key, value in values.items():
+        child = f"{path}.{key}" if path else key
+        if key not in defaults:
+            yield child
+        else:
+            yield from unknown_value_keys(value, defaults[key], child, free)
