@@ -2,4 +2,13 @@
 
 Importing this package registers all of them; gpufleet.plan imports it lazily."""
 
-from gpufleet.builders import foundation  # noqa: F401
+from gpufleet.builders import (  # noqa: F401
+    admission,
+    cost,
+    foundation,
+    health,
+    network,
+    sharing,
+    storage,
+    telemetry,
+)

@@ -1,22 +1,50 @@
-"""The pure core never imports pulumi: decisions stay testable without the engine (DESIGN.md section 1)."""
+"""The pure core never imports pulumi: decisions stay testable without the engine (DESIGN.md section 1).
+
+The only door from the core to the Pulumi layer is the synth command, which imports `components.synth`
+inside a function, when synth actually runs."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 CORE = Path(__file__).resolve().parents[2] / "gpufleet"
+PULUMI = ("pulumi", "pulumi_aws", "pulumi_kubernetes", "pulumi_policy")
+LAZY_DOOR = {("gpufleet/synth.py", "components.synth")}
 
 
-def test_core_never_imports_pulumi() -> None:
-    offenders = []
+def _imports(tree: ast.AST):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield node, [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield node, [node.module]
+
+
+def test_core_never_imports_pulumi_or_components() -> None:
     files = sorted(CORE.rglob("*.py"))
     assert files, "no core modules found"
+    offenders = []
     for path in files:
-        tree = ast.parse(path.read_text(), filename=str(path))
-        for node in ast.walk(tree):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module]
-            offenders += [f"{path.relative_to(CORE.parent)}:{node.lineno} imports {n}" for n in names if n.split(".")[0] in ("pulumi", "pulumi_aws", "pulumi_kubernetes", "components")]
+        rel = str(path.relative_to(CORE.parent))
+        tree = ast.parse(path.read_text(), filename=rel)
+        top_level = {id(n) for n in tree.body}
+        for node, names in _imports(tree):
+            for name in names:
+                root = name.split(".")[0]
+                if root in PULUMI:
+                    offenders.append(f"{rel}:{node.lineno} imports {name}")
+                elif root == "components" and ((rel, name) not in LAZY_DOOR or id(node) in top_level):
+                    offenders.append(f"{rel}:{node.lineno} imports {name}")
     assert offenders == []
+
+
+def test_importing_every_core_module_loads_no_pulumi() -> None:
+    modules = sorted(
+        ".".join(p.relative_to(CORE.parent).with_suffix("").parts).removesuffix(".__init__") for p in CORE.rglob("*.py")
+    )
+    code = "import importlib, sys\n" + "".join(f"importlib.import_module({m!r})\n" for m in modules) + (
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in %r or m.split('.')[0] == 'components')\n" % (PULUMI,)
+    ) + "print(bad)\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=CORE.parent, check=True)
+    assert out.stdout.strip() == "[]"
