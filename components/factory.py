@@ -36,7 +36,8 @@ def resolve(value: Any, registry: Registry) -> Any:
     if isinstance(value, Ref):
         return _attribute(registry[value.resource], value.attribute)
     if isinstance(value, Concat):
-        return pulumi.Output.concat(*(resolve(p, registry) for p in value.parts))
+        # Output.concat needs strings; numeric attributes (a launch template's latestVersion) are formatted.
+        return pulumi.Output.all(*(resolve(p, registry) for p in value.parts)).apply(lambda xs: "".join(str(x) for x in xs))
     if isinstance(value, Mapping):
         return {k: resolve(v, registry) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

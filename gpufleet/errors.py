@@ -106,7 +106,7 @@ def render_issue(source: SourceFile, issue: Issue) -> str:
 
 def sort_issues(source: SourceFile, issues: Iterable[Issue]) -> list[Issue]:
     """Deduplicate and sort by position, then path and message, so output is stable."""
-    unique = {(i.path, i.message, i.context, i.at_key, i.severity): i for i in issues}.values()
+    unique = {(i.path, i.message, i.context, i.at_key, i.severity, i.position): i for i in issues}.values()
 
     def key(i: Issue) -> tuple[int, int, str, str]:
         pos = source.locate(i)

@@ -213,7 +213,10 @@ def load_text(text: str, name: str) -> Loaded:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "cannot parse"
-        context = f" ({exc.context})" if exc.problem and exc.context else ""
+        context = ""
+        if exc.problem and exc.context:
+            where = f" at line {exc.context_mark.line + 1}" if exc.context_mark and exc.context_mark != mark else ""
+            context = f" ({exc.context}{where})"
         return fatal(f"invalid YAML: {problem}{context}", _pos(mark) if mark else Position(1, 1))
     except yaml.YAMLError as exc:  # e.g. a reader error on a control character
         return fatal(f"invalid YAML: {exc}", Position(1, 1))
@@ -239,7 +242,9 @@ def load_file(path: str) -> Loaded:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        loaded = Loaded(data=None, source=SourceFile(name=path, text=""), fatal=True)
-        loaded.issues.append(Issue(path=(), message=f"the file is not UTF-8 text (byte {exc.start} is not valid UTF-8)", hint="save the file as UTF-8"))
+        before = raw[: exc.start].decode("utf-8")
+        position = Position(before.count("\n") + 1, len(before.rsplit("\n", 1)[-1]) + 1)
+        loaded = Loaded(data=None, source=SourceFile(name=path, text=raw.decode("utf-8", "replace")), fatal=True)
+        loaded.issues.append(Issue(path=(), message=f"the file is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})", hint="save the file as UTF-8", position=position))
         return loaded
     return load_text(text, path)

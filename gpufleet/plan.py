@@ -173,9 +173,32 @@ def check_order(plan: RolloutPlan) -> list[str]:
     return problems
 
 
+def _dependencies(res: Resource) -> set[str]:
+    return {r.resource for r in _refs(res.args)} | set(res.depends_on) | ({res.provider} if res.provider else set())
+
+
+def ordered(resources: tuple[Resource, ...]) -> tuple[Resource, ...]:
+    """Stable topological order within a stage: a resource comes after what it references in that stage."""
+    ids = {r.id for r in resources}
+    done: set[str] = set()
+    out: list[Resource] = []
+    pending = list(resources)
+    while pending:
+        progressed = False
+        for res in list(pending):
+            if (_dependencies(res) & ids) <= done:
+                out.append(res)
+                done.add(res.id)
+                pending.remove(res)
+                progressed = True
+        if not progressed:
+            raise AssertionError("dependency cycle among: " + ", ".join(r.id for r in pending))
+    return tuple(out)
+
+
 def build_plan(fleet: Fleet, environment: str) -> RolloutPlan:
     """The staged plan of `fleet` (already merged for `environment`)."""
-    import gpufleet.builders  # noqa: F401  (registers the stage builders)
+    import gpufleet.builders.registry  # noqa: F401  (registers the stage builders)
 
     through = fleet.environment(environment).through
     ctx = BuildContext(fleet=fleet, environment=environment, through=through)
@@ -183,6 +206,7 @@ def build_plan(fleet: Fleet, environment: str) -> RolloutPlan:
     for name in stages.STAGES:
         fn = BUILDERS.get(name)
         content = fn(ctx) if fn else StageContent()
+        content = StageContent(resources=ordered(content.resources), gates=content.gates, warnings=content.warnings, notes=content.notes)
         built.append(StagePlan(index=stages.index(name), name=name, included=stages.included(name, through), content=content))
     plan = RolloutPlan(fleet=fleet, environment=environment, through=through, stages=tuple(built))
     problems = check_order(plan)

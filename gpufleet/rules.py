@@ -67,7 +67,7 @@ def _duplicate_names(fleet: Fleet) -> Iterator[Issue]:
     seen_ns: dict[str, str] = {}
     for i, team in enumerate(fleet.teams):
         if team.namespace in seen_ns and seen_ns[team.namespace] != team.name:
-            yield Issue(path=("teams", i, "namespace"), message=f'namespace "{team.namespace}" is already team "{seen_ns[team.namespace]}"\'s', hint="each team gets its own namespace; its ClusterQueue admits only that one")
+            yield Issue(path=("teams", i, "namespace"), message=f'namespace "{team.namespace}" is already used by team "{seen_ns[team.namespace]}"', hint="each team gets its own namespace; its ClusterQueue admits only that one")
         seen_ns.setdefault(team.namespace, team.name)
         counts = Counter(q.node_group for q in team.quotas)
         for j, quota in enumerate(team.quotas):
@@ -110,9 +110,13 @@ def _references(fleet: Fleet) -> Iterator[Issue]:
 
 @rule("quota-fits-node-group")
 def _quota_fits(fleet: Fleet) -> Iterator[Issue]:
-    by_name = {g.name: g for g in fleet.node_groups}
+    by_name: dict[str, NodeGroup] = {}
+    for g in fleet.node_groups:
+        by_name.setdefault(g.name, g)  # a second group of the same name is reported by duplicate-names
     for i, team in enumerate(fleet.teams):
         for j, quota in enumerate(team.quotas):
+            if quota.lending_limit is not None and quota.lending_limit > quota.gpus:
+                yield Issue(path=("teams", i, "quotas", j, "lendingLimit"), message=f"lendingLimit {quota.lending_limit} is more than the nominal quota of {quota.gpus} GPUs", hint=f"a team can lend at most what it owns: set lendingLimit to {quota.gpus} or less")
             group = by_name.get(quota.node_group)
             info = catalog.lookup(group.instance_type) if group else None
             if group is None or info is None:
@@ -121,12 +125,9 @@ def _quota_fits(fleet: Fleet) -> Iterator[Issue]:
             if quota.gpus > capacity:
                 yield Issue(
                     path=("teams", i, "quotas", j, "gpus"),
-                    message=f'{quota.gpus} GPUs is more than node group "{group.name}" can ever hold ({group.max_size} nodes x {info.gpu_count} GPUs = {capacity})',
-                    hint=f"lower the quota to at most {capacity} or raise the group's maxSize",
+                    message=f'{quota.gpus} GPUs is more than node group "{group.name}" can ever hold (maxSize {group.max_size} x {info.gpu_count} GPU(s) per {group.instance_type} = {capacity})',
+                    hint=f"lower the quota to at most {capacity}, or raise the group's maxSize",
                 )
-            for field, limit in (("borrowingLimit", quota.borrowing_limit), ("lendingLimit", quota.lending_limit)):
-                if field == "lendingLimit" and limit is not None and limit > quota.gpus:
-                    yield Issue(path=("teams", i, "quotas", j, field), message=f"lendingLimit {limit} is more than the nominal quota {quota.gpus}", hint="a team can lend at most what it owns")
 
 
 @rule("limits-need-cohort")
@@ -157,18 +158,18 @@ def _sharing(fleet: Fleet) -> Iterator[Issue]:
             yield Issue(path=spath + ("profile",), at_key=True, message="MPS cannot be combined with MIG: the device plugin does not support MPS on MIG-enabled devices", hint="choose strategy MIG (hardware partitions) or MPS on whole GPUs")
             continue
         if strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS) and sharing.replicas is None:
-            yield Issue(path=spath, message=f"strategy {strategy} needs replicas (pods per GPU)", hint="add replicas: 2 to 48")
+            yield Issue(path=spath + ("replicas",), message=f"strategy {strategy} needs replicas (pods per GPU)", hint="add replicas: 2 to 48")
         if strategy not in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS) and sharing.replicas is not None:
-            yield Issue(path=spath + ("replicas",), at_key=True, message=f"replicas is only used with TimeSlicing or MPS, not {strategy}")
+            yield Issue(path=spath + ("replicas",), at_key=True, message=f"replicas is only used with TimeSlicing or MPS, not {strategy}", hint="remove replicas")
         if strategy is not SharingStrategy.MIG and sharing.profile is not None:
-            yield Issue(path=spath + ("profile",), at_key=True, message=f"profile is only used with MIG, not {strategy}")
+            yield Issue(path=spath + ("profile",), at_key=True, message=f"profile is only used with MIG, not {strategy}", hint="remove profile, or set strategy: MIG")
         if strategy is SharingStrategy.MIG:
             if info is not None and not info.mig_capable:
-                yield Issue(path=spath + ("strategy",), message=f"{info.gpu_model} GPUs in {group.instance_type} cannot do MIG", hint="MIG needs A100, A30, H100, H200 or B200 GPUs; use TimeSlicing or MPS here")
+                yield Issue(path=spath + ("strategy",), message=f"{info.gpu_model} GPUs in {group.instance_type} cannot do MIG", hint=f"MIG needs {_mig_gpus()} GPUs; use MPS or TimeSlicing on this group")
             elif sharing.profile is None:
-                yield Issue(path=spath, message="strategy MIG needs a profile", hint=f"e.g. {info.mig_profiles[0]}" if info and info.mig_profiles else "")
+                yield Issue(path=spath + ("profile",), message="strategy MIG needs a profile", hint=f"profiles of the {info.gpu_model} in {group.instance_type}: {', '.join(info.mig_profiles)}" if info and info.mig_profiles else "")
             elif info is not None and sharing.profile not in info.mig_profiles:
-                yield Issue(path=spath + ("profile",), message=f'"{sharing.profile}" is not a MIG profile of the {info.gpu_model} in {group.instance_type}', hint=did_you_mean(sharing.profile, info.mig_profiles))
+                yield Issue(path=spath + ("profile",), message=f'"{sharing.profile}" is not a MIG profile of the {info.gpu_model} in {group.instance_type} (profiles: {", ".join(info.mig_profiles)})', hint=did_you_mean(sharing.profile, info.mig_profiles))
         if (
             strategy is SharingStrategy.TIME_SLICING
             and group.workload_class in (WorkloadClass.TRAINING, WorkloadClass.INFERENCE)
@@ -181,6 +182,15 @@ def _sharing(fleet: Fleet) -> Iterator[Issue]:
             )
 
 
+def _mig_gpus() -> str:
+    """The MIG-capable GPU models of the catalog, with their instance families: "A100 (p4d, p4de), H100 (p5)"."""
+    families: dict[str, list[str]] = {}
+    for info in catalog.CATALOG.values():
+        if info.mig_capable and info.family not in families.setdefault(info.gpu_model, []):
+            families[info.gpu_model].append(info.family)
+    return ", ".join(f"{model} ({', '.join(fams)})" for model, fams in sorted(families.items()))
+
+
 @rule("efa")
 def _efa(fleet: Fleet) -> Iterator[Issue]:
     for path, group in _groups(fleet):
@@ -190,11 +200,11 @@ def _efa(fleet: Fleet) -> Iterator[Issue]:
         if info is not None and not info.efa_supported:
             yield Issue(path=path + ("fabric",), message=f"{group.instance_type} has no EFA", hint="use fabric None, or an EFA instance type (p4d, p5, p5e, p5en, p6, g6e.8xlarge and larger...)")
         if group.zone is None:
-            yield Issue(path=path, message="an EFA group must be pinned to one zone: set zone (EFA traffic does not cross availability zones)", hint='e.g. zone: use1-az4')
+            yield Issue(path=path + ("zone",), message="an EFA group must be pinned to one zone (EFA traffic does not cross availability zones)", hint="set zone to the zone ID of the group's subnet, e.g. zone: use1-az4")
         subnets = group.subnet_ids if group.subnet_ids is not None else fleet.cluster.subnet_ids
         if len(subnets) != 1:
-            where = path + ("subnetIds",) if group.subnet_ids is not None else path
-            yield Issue(path=where, message=f"an EFA group must use exactly one subnet (in its zone), got {len(subnets)}", hint="set nodeGroups[].subnetIds to the one subnet in the group's zone")
+            inherited = "" if group.subnet_ids is not None else " (cluster.network.subnetIds)"
+            yield Issue(path=path + ("subnetIds",), message=f"an EFA group must use exactly one subnet, in its zone; it uses {len(subnets)}{inherited}", hint="set subnetIds to the one subnet in the group's zone")
 
 
 @rule("warm-pool")
@@ -204,34 +214,34 @@ def _warm_pool(fleet: Fleet) -> Iterator[Issue]:
         if pool is None:
             continue
         if pool.min_size > group.max_size:
-            yield Issue(path=path + ("warmPool", "minSize"), message=f"warm pool of {pool.min_size} is larger than the group's maxSize {group.max_size}", hint="the pool only ever holds instances the group may run")
+            yield Issue(path=path + ("warmPool", "minSize"), message=f"a warm pool of {pool.min_size} is larger than the group's maxSize {group.max_size}", hint=f"the pool only holds instances the group may run: set minSize to {group.max_size} or less")
         if pool.max_prepared_capacity is not None and pool.max_prepared_capacity < pool.min_size:
             yield Issue(path=path + ("warmPool", "maxPreparedCapacity"), message=f"maxPreparedCapacity {pool.max_prepared_capacity} is less than the pool's minSize {pool.min_size}")
         info = catalog.lookup(group.instance_type)
         if pool.state == "Hibernated" and info is not None and info.memory_mib > HIBERNATE_MAX_MEMORY_MIB:
-            yield Issue(path=path + ("warmPool", "state"), message=f"{group.instance_type} has {info.memory_mib // 1024} GiB of RAM; EC2 hibernates only instances under 150 GB", hint="use state Stopped")
+            yield Issue(path=path + ("warmPool", "state"), message=f"{group.instance_type} has {info.memory_mib // 1024} GiB of RAM; EC2 hibernates only instances with less than 150 GB", hint="use state: Stopped")
         if group.capacity_type is CapacityType.CAPACITY_BLOCK:
-            yield Issue(path=path + ("warmPool",), at_key=True, message="a Capacity Block group cannot have a warm pool: the reservation already holds the instances")
+            yield Issue(path=path + ("warmPool",), at_key=True, message="a CapacityBlock group cannot have a warm pool: the reservation already holds the instances", hint="remove warmPool")
 
 
 @rule("scaling")
 def _scaling(fleet: Fleet) -> Iterator[Issue]:
     for path, group in _groups(fleet):
         if group.min_size > group.max_size:
-            yield Issue(path=path + ("scaling", "minSize"), message=f"minSize {group.min_size} is larger than maxSize {group.max_size}")
+            yield Issue(path=path + ("scaling", "minSize"), message=f"minSize {group.min_size} is larger than maxSize {group.max_size}", hint="lower minSize or raise maxSize")
         if group.desired_size is not None and not group.min_size <= group.desired_size <= group.max_size:
-            yield Issue(path=path + ("scaling", "desiredSize"), message=f"desiredSize {group.desired_size} is outside minSize..maxSize ({group.min_size}..{group.max_size})")
+            yield Issue(path=path + ("scaling", "desiredSize"), message=f"desiredSize {group.desired_size} is outside minSize..maxSize ({group.min_size}..{group.max_size})", hint="set it within the range, or leave it out (it defaults to minSize)")
         if group.update.max_unavailable is not None and group.update.max_unavailable_percentage is not None:
-            yield Issue(path=path + ("update", "maxUnavailablePercentage"), at_key=True, message="set maxUnavailable or maxUnavailablePercentage, not both (EKS takes one)")
+            yield Issue(path=path + ("update", "maxUnavailablePercentage"), at_key=True, message="set maxUnavailable or maxUnavailablePercentage, not both (EKS takes one)", hint="remove one of them")
 
 
 @rule("capacity")
 def _capacity(fleet: Fleet) -> Iterator[Issue]:
     for path, group in _groups(fleet):
         if group.capacity_type is CapacityType.CAPACITY_BLOCK and group.reservation_id is None:
-            yield Issue(path=path + ("capacity",), message="a CapacityBlock needs reservationId (the cr-... of the purchased block)", hint="add capacity.reservationId")
+            yield Issue(path=path + ("capacity", "type"), message="CapacityBlock needs reservationId: the capacity reservation (cr-...) of the purchased Capacity Block", hint="add capacity.reservationId, e.g. reservationId: cr-0123456789abcdef0")
         if group.capacity_type is not CapacityType.CAPACITY_BLOCK and group.reservation_id is not None:
-            yield Issue(path=path + ("capacity", "reservationId"), at_key=True, message=f"reservationId is only used with capacity type CapacityBlock, not {group.capacity_type}")
+            yield Issue(path=path + ("capacity", "reservationId"), at_key=True, message=f"reservationId is only used with capacity type CapacityBlock, not {group.capacity_type}", hint="remove reservationId, or set type: CapacityBlock")
 
 
 @rule("taints")
@@ -240,13 +250,13 @@ def _taints(fleet: Fleet) -> Iterator[Issue]:
         added = gpu_taints_added(group)
         total = len(group.taints) + added
         if total > MAX_TAINTS:
-            yield Issue(path=path + ("taints",), message=f"{len(group.taints)} taints plus the {added} gpufleet adds is {total}; EKS allows at most {MAX_TAINTS} per node group")
+            yield Issue(path=path + ("taints",), at_key=True, message=f"{len(group.taints)} taints plus the {added} gpufleet adds is {total}; EKS allows at most {MAX_TAINTS} per node group", hint=f"remove at least {total - MAX_TAINTS} (labels carry information that need not repel pods)")
         keys = Counter((t.key, t.effect) for t in group.taints)
         for j, taint in enumerate(group.taints):
             if taint.key == "nvidia.com/gpu":
                 yield Issue(path=path + ("taints", j, "key"), message="the nvidia.com/gpu taint is added by gpufleet on every group", hint="remove it from the spec")
             elif keys[(taint.key, taint.effect)] > 1:
-                yield Issue(path=path + ("taints", j, "key"), message=f'taint "{taint.key}:{taint.effect}" appears more than once')
+                yield Issue(path=path + ("taints", j, "key"), message=f'taint "{taint.key}:{taint.effect}" appears more than once', hint="remove the repeated taint")
                 keys[(taint.key, taint.effect)] = 0
 
 
@@ -257,7 +267,8 @@ def _ami(fleet: Fleet) -> Iterator[Issue]:
         if info is not None:
             arm = "_ARM_64_" in group.ami_type
             if arm != (info.architecture == "arm64"):
-                yield Issue(path=path + ("ami", "type"), message=f"{group.ami_type} does not match {group.instance_type} ({info.architecture})", hint=did_you_mean(group.ami_type.replace("ARM_64", "x86_64") if arm else group.ami_type.replace("x86_64", "ARM_64"), [group.ami_type.replace("ARM_64", "x86_64") if arm else group.ami_type.replace("x86_64", "ARM_64")]))
+                other = group.ami_type.replace("ARM_64", "x86_64") if arm else group.ami_type.replace("x86_64", "ARM_64")
+                yield Issue(path=path + ("ami", "type"), message=f"{group.ami_type} is an {'arm64' if arm else 'x86_64'} AMI, but {group.instance_type} is {info.architecture}", hint=f"use type: {other}")
         if group.ami_type.startswith("AL2023") and not group.ami_release_version.startswith(fleet.cluster.kubernetes_version + "."):
             yield Issue(path=path + ("ami", "releaseVersion"), message=f"AMI release {group.ami_release_version} is not for Kubernetes {fleet.cluster.kubernetes_version}", hint=f"use a {fleet.cluster.kubernetes_version}.x-YYYYMMDD release of the EKS AL2023 NVIDIA AMI")
 
@@ -303,23 +314,23 @@ def _versions(fleet: Fleet) -> Iterator[Issue]:
         supported = ", ".join(component.supported)
         if version is None:
             if key in _needed_components(fleet):
-                yield Issue(path=("versions",), message=f"versions.{key} is required: {component.title} is deployed by the {_STAGE_OF_COMPONENT[key]} stage", hint=f"pin one of: {supported}")
+                yield Issue(path=("versions", key), at_key=True, message=f"{component.title} must be pinned: the {_STAGE_OF_COMPONENT[key]} stage deploys it (supported: {supported})", hint=f"add {key}: {{{field}: {component.supported[-1]}}}")
             continue
         path = ("versions", key, field)
         if not is_pinned(version):
             yield Issue(path=path, message=f'"{version}" is not a pinned version', hint=f"pin one exact version: {supported}")
         elif version not in component.supported:
-            yield Issue(path=path, message=f'{component.title} {version} is not a version gpufleet supports', hint=f"supported: {supported}" + (f' (did you mean "{m}"?)' if (m := _closest(version, component.supported)) else ""))
+            yield Issue(path=path, message=f"{component.title} {version} is not a version gpufleet supports (supported: {supported})", hint=f"pin one of them, e.g. {_closest(version, component.supported) or component.supported[-1]} (Helm values are rendered for the keys of these exact versions)")
     if v.driver_source == "Operator" and v.driver_version is None:
-        yield Issue(path=("versions", "driver"), message="driver source Operator needs version (the exact driver the operator installs)", hint='e.g. version: "595.91.07"')
+        yield Issue(path=("versions", "driver"), at_key=True, message="driver source Operator needs version: the exact driver the operator installs", hint='add version, e.g. version: "595.91.07"')
     if v.driver_source == "Preinstalled" and (v.driver_version or v.toolkit_version):
         field = "version" if v.driver_version else "toolkitVersion"
         yield Issue(path=("versions", "driver", field), at_key=True, message=f"{field} is ignored with source Preinstalled: the AMI's driver and toolkit are used", hint="remove it, or set source: Operator")
     for field, value in (("version", v.driver_version), ("toolkitVersion", v.toolkit_version)):
         if value is not None and not is_pinned(value):
-            yield Issue(path=("versions", "driver", field), message=f'"{value}" is not a pinned version')
+            yield Issue(path=("versions", "driver", field), message=f'"{value}" is not a pinned version', hint="pin one exact version, e.g. 595.91.07")
     if fleet.cluster.kubernetes_version not in KUBERNETES_SUPPORTED:
-        yield Issue(path=("cluster", "kubernetesVersion"), message=f"Kubernetes {fleet.cluster.kubernetes_version} is not a version gpufleet supports", hint=f"supported: {', '.join(KUBERNETES_SUPPORTED)}")
+        yield Issue(path=("cluster", "kubernetesVersion"), message=f"Kubernetes {fleet.cluster.kubernetes_version} is not a version gpufleet supports (supported: {', '.join(KUBERNETES_SUPPORTED)})", hint=f'pin one of them, quoted, e.g. kubernetesVersion: "{KUBERNETES_SUPPORTED[-1]}"')
     for i, image_set in enumerate(fleet.image_sets):
         for j, image in enumerate(image_set.images):
             if not image_is_pinned(image):
@@ -336,4 +347,20 @@ def _closest(version: str, choices: Iterable[str]) -> str:
 @rule("telemetry")
 def _telemetry(fleet: Fleet) -> Iterator[Issue]:
     if fleet.telemetry.prometheus == "Install" and fleet.telemetry.existing_namespace is not None:
-        yield Issue(path=("telemetry", "existingNamespace"), at_key=True, message="existingNamespace is only used with prometheus: Existing")
+        yield Issue(path=("telemetry", "existingNamespace"), at_key=True, message="existingNamespace is only used with prometheus: Existing", hint="remove existingNamespace, or set prometheus: Existing")
+
+
+@rule("system-nodes")
+def _system_nodes(fleet: Fleet) -> Iterator[Issue]:
+    cluster = fleet.cluster
+    if cluster.mode == "Create" and cluster.system_nodes is None:
+        yield Issue(path=("cluster",), message="mode Create needs systemNodes: every GPU group is tainted, so CoreDNS and the controllers need CPU nodes to run on", hint='add cluster.systemNodes: {releaseVersion: "<the AMI release of your GPU groups>"}')
+    if cluster.mode == "Existing" and cluster.system_nodes is not None:
+        yield Issue(path=("cluster", "systemNodes"), at_key=True, message="systemNodes is only used with mode Create: an existing cluster brings its own system nodes")
+    if cluster.system_nodes is not None and not cluster.system_nodes.release_version.startswith(cluster.kubernetes_version + "."):
+        yield Issue(path=("cluster", "systemNodes", "releaseVersion"), message=f"AMI release {cluster.system_nodes.release_version} is not for Kubernetes {cluster.kubernetes_version}")
+    if cluster.system_nodes is not None and cluster.system_nodes.min_size > cluster.system_nodes.max_size:
+        yield Issue(path=("cluster", "systemNodes", "minSize"), message=f"minSize {cluster.system_nodes.min_size} is larger than maxSize {cluster.system_nodes.max_size}")
+    for path, group in _groups(fleet):
+        if group.local_storage == "RAID0" and group.ami_type.startswith("BOTTLEROCKET"):
+            yield Issue(path=path + ("localStorage",), message="localStorage RAID0 is configured by nodeadm, which only AL2023 AMIs run", hint="use an AL2023_*_NVIDIA AMI type, or localStorage None")

@@ -102,6 +102,29 @@ def _eks_spelling(value: str, allowed: list[str]) -> str | None:
     return spelled if spelled != value else None
 
 
+def _enum_hint(raw: object, value: object, allowed: list[str]) -> str:
+    """"did you mean" when something is close; the values themselves are already in the message."""
+    close = did_you_mean(raw if isinstance(raw, str) else str(raw), allowed)
+    if close.startswith("did you mean"):
+        return close
+    if isinstance(value, bool):
+        return "YAML 1.1 reads a plain on/off/yes/no as a boolean; write one of the values above"
+    return ""
+
+
+def _type_hint(value: object, expected: list[str], field: str) -> str:
+    """The fix for the common wrong types: a quoted number, a single item where a list is expected."""
+    if isinstance(value, str) and ("integer" in expected or "number" in expected):
+        try:
+            number = int(value) if "integer" in expected else float(value)
+        except ValueError:
+            return ""
+        return f"remove the quotes: {field}: {number}"
+    if "array" in expected and isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return f"write a list, even of one item: {field}: [{value}]"
+    return ""
+
+
 def _issues_for(error: ValidationError, plain: Mapping[Path, str]) -> Iterator[Issue]:
     path: Path = tuple(error.absolute_path)
     value = error.instance
@@ -123,24 +146,22 @@ def _issues_for(error: ValidationError, plain: Mapping[Path, str]) -> Iterator[I
         if "string" in expected_list and path in plain:
             raw = plain[path]
             if enum:
-                quoted = f'quote it: "{raw}"' if raw in enum else ""
-                yield Issue(path=path, message=f"{describe_plain(raw, value)}, not one of: {', '.join(enum)}", hint=quoted or did_you_mean(raw, enum))
+                yield Issue(path=path, message=f"{describe_plain(raw, value)}, not one of: {', '.join(enum)}", hint=f'quote it: "{raw}"' if raw in enum else _enum_hint(raw, value, enum))
             else:
                 yield Issue(path=path, message=f"{describe_plain(raw, value)}, but a string is expected", hint=f'quote it: "{raw}"')
         else:
             want = " or ".join("mapping" if t == "object" else "list" if t == "array" else t for t in expected_list)
-            yield Issue(path=path, message=f"expected {want}, got {_type_name(value)} {_json(value)}")
+            yield Issue(path=path, message=f"expected {want}, got {_type_name(value)} {_json(value)}", hint=_type_hint(value, expected_list, field))
     elif validator == "enum":
         allowed = [str(v) for v in error.validator_value]
         if isinstance(value, str) and (spelled := _eks_spelling(value, allowed)):
-            spelling = "Kubernetes spelling" if field == "effect" else "spelling"
-            yield Issue(path=path, message=f'"{value}" is the EKS API spelling; the spec uses the {spelling} "{spelled}"', hint=f'write "{spelled}" (gpufleet converts it for the EKS API)')
+            spelling = "uses the Kubernetes spelling" if field == "effect" else "writes"
+            yield Issue(path=path, message=f'"{value}" is the EKS API spelling; the spec {spelling} "{spelled}"', hint=f'write {field}: {spelled} (gpufleet converts it for the EKS API)')
             return
-        hint = did_you_mean(value, allowed)
         if path in plain:
-            yield Issue(path=path, message=f"{describe_plain(plain[path], value)}, not one of: {', '.join(allowed)}", hint=hint)
+            yield Issue(path=path, message=f"{describe_plain(plain[path], value)}, not one of: {', '.join(allowed)}", hint=_enum_hint(plain[path], value, allowed))
             return
-        yield Issue(path=path, message=f"{_json(value)} is not one of: {', '.join(allowed)}", hint=hint)
+        yield Issue(path=path, message=f"{_json(value)} is not one of: {', '.join(allowed)}", hint=_enum_hint(value, value, allowed))
     elif validator == "pattern":
         what = _PATH_FORMATS.get(path) or _FORMATS.get(field, f"a value matching {error.validator_value}")
         yield Issue(path=path, message=f'"{value}" is not {what}', hint=_PATTERN_HINTS.get(field, ""))
@@ -174,11 +195,11 @@ def schema_issues(data: Any, plain: Mapping[Path, str]) -> list[Issue]:
     issues: list[Issue] = []
     for error in errors:
         path = tuple(error.absolute_path)
-        if error.validator == "propertyNames":  # reported at the mapping by jsonschema; we point at the key
-            names = jsonschema.Draft202012Validator(error.validator_value)
-            for key in error.instance if isinstance(error.instance, dict) else []:
-                if not names.is_valid(key):
-                    issues.append(Issue(path=path + (key,), at_key=True, message=f'"{key}" is not {_FORMATS["name"]}', hint="environment names are also Pulumi stack names"))
+        if "propertyNames" in error.schema_path and isinstance(error.instance, str):
+            # A bad mapping key: jsonschema reports it at the mapping; point at the key itself.
+            key = error.instance
+            what = _FORMATS["name"] if error.validator == "pattern" else str(error.message)
+            issues.append(Issue(path=path + (key,), at_key=True, message=f'"{key}" is not {what}', hint="environment names are also Pulumi stack names, e.g. dev, prod, staging-eu"))
             continue
         if path in typed and error.validator != "type":
             continue

@@ -167,6 +167,16 @@ class Admission:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SystemNodes:
+    """cluster.systemNodes: the CPU node group for add-ons and controllers (mode Create)."""
+
+    instance_type: str
+    release_version: str
+    min_size: int
+    max_size: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Cluster:
     """cluster: the EKS cluster."""
 
@@ -178,6 +188,7 @@ class Cluster:
     public_access_cidrs: tuple[str, ...]
     vpc_id: str
     subnet_ids: tuple[str, ...]
+    system_nodes: SystemNodes | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -351,6 +362,14 @@ def _fleet(d: Mapping[str, Any]) -> Fleet:
             public_access_cidrs=tuple(c.get("publicAccessCidrs", ())),
             vpc_id=c["network"]["vpcId"],
             subnet_ids=tuple(c["network"]["subnetIds"]),
+            system_nodes=None
+            if "systemNodes" not in c
+            else SystemNodes(
+                instance_type=c["systemNodes"]["instanceType"],
+                release_version=c["systemNodes"]["releaseVersion"],
+                min_size=c["systemNodes"]["minSize"],
+                max_size=c["systemNodes"]["maxSize"],
+            ),
         ),
         versions=Versions(
             gpu_operator=v["gpuOperator"]["chart"],

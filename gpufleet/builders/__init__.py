@@ -1,14 +1,4 @@
 """Stage builders: one module per stage, each registering `@builder("<stage>")` with gpufleet.plan.
 
-Importing this package registers all of them; gpufleet.plan imports it lazily."""
-
-from gpufleet.builders import (  # noqa: F401
-    admission,
-    cost,
-    foundation,
-    health,
-    network,
-    sharing,
-    storage,
-    telemetry,
-)
+`gpufleet.builders.registry` imports all of them; gpufleet.plan imports it lazily. This package's own import
+stays empty so manifests can use `gpufleet.builders.common` without import cycles."""

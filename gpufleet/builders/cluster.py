@@ -1,0 +1,168 @@
+"""The cluster half of stage 1: explicit AWS provider, IAM roles, the EKS cluster and its add-ons (mode Create)
+or a lookup of the existing cluster (mode Existing), the system node group, and the Kubernetes provider."""
+
+from __future__ import annotations
+
+import json
+
+from gpufleet.builders.common import AWS_PROVIDER, CLUSTER, K8S_PROVIDER, LABEL_NODE_GROUP
+from gpufleet.plan import Concat, Ref, Resource
+from gpufleet.spec import Fleet
+
+NODE_ROLE = "node-role"
+CLUSTER_ROLE = "cluster-role"
+SYSTEM_NODE_GROUP = "system-node-group"
+
+# EKS add-on name per versions.addons key (https://docs.aws.amazon.com/eks/latest/userguide/workloads-add-ons-available-eks.html).
+ADDONS = {
+    "vpcCni": "vpc-cni",
+    "kubeProxy": "kube-proxy",
+    "coreDns": "coredns",
+    "nodeMonitoringAgent": "eks-node-monitoring-agent",
+    "podIdentityAgent": "eks-pod-identity-agent",
+}
+# Add-ons gpufleet always manages in mode Create (pod identity only when pinned: the storage stage needs it).
+REQUIRED_ADDONS = ("vpcCni", "kubeProxy", "coreDns", "nodeMonitoringAgent")
+
+NODE_POLICIES = (
+    "AmazonEKSWorkerNodePolicy",
+    "AmazonEC2ContainerRegistryReadOnly",
+    "AmazonEKS_CNI_Policy",
+    "AmazonSSMManagedInstanceCore",
+)
+
+
+def partition(region: str) -> str:
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
+
+
+def _assume(service: str) -> str:
+    return json.dumps(
+        {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": ["sts:AssumeRole", "sts:TagSession"] if service == "eks.amazonaws.com" else "sts:AssumeRole"}]},
+        sort_keys=True,
+    )
+
+
+def _role(fleet: Fleet, rid: str, service: str, policies: tuple[str, ...]) -> list[Resource]:
+    out = [Resource(id=rid, type="aws:iam/role:Role", provider=AWS_PROVIDER, args={"name_prefix": f"{fleet.name}-{rid}-"[:38], "assume_role_policy": _assume(service), "tags": tags(fleet)})]
+    arn = f"arn:{partition(fleet.cluster.region)}:iam::aws:policy/"
+    for policy in policies:
+        out.append(Resource(id=f"{rid}-{policy.lower().replace('_', '-')}", type="aws:iam/rolePolicyAttachment:RolePolicyAttachment", provider=AWS_PROVIDER, args={"role": Ref(rid, "name"), "policy_arn": arn + policy}))
+    return out
+
+
+def tags(fleet: Fleet) -> dict[str, str]:
+    return {"gpufleet.io/fleet": fleet.name, "app.kubernetes.io/managed-by": "gpufleet"}
+
+
+def node_role_attachments() -> tuple[str, ...]:
+    return tuple(f"{NODE_ROLE}-{p.lower().replace('_', '-')}" for p in NODE_POLICIES)
+
+
+def kubeconfig(fleet: Fleet, ca_path: str) -> Concat:
+    """A kubeconfig (JSON) from the cluster's endpoint and CA, authenticating with `aws eks get-token`."""
+    head = (
+        '{"apiVersion": "v1", "kind": "Config", "current-context": "gpufleet", '
+        '"clusters": [{"name": "eks", "cluster": {"server": "'
+    )
+    middle = '", "certificate-authority-data": "'
+    tail = (
+        '"}}], "contexts": [{"name": "gpufleet", "context": {"cluster": "eks", "user": "aws"}}], '
+        '"users": [{"name": "aws", "user": {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", '
+        f'"command": "aws", "args": ["eks", "get-token", "--cluster-name", "{fleet.cluster.name}", "--region", "{fleet.cluster.region}"]'
+        "}}}]}"
+    )
+    return Concat(head, Ref(CLUSTER, "endpoint"), middle, Ref(CLUSTER, ca_path), tail)
+
+
+def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
+    """Resources of the cluster half and warnings."""
+    c = fleet.cluster
+    warnings: list[str] = []
+    res = [Resource(id=AWS_PROVIDER, type="pulumi:providers:aws", args={"region": c.region, "default_tags": {"tags": tags(fleet)}})]
+    res += _role(fleet, NODE_ROLE, "ec2.amazonaws.com", NODE_POLICIES)
+    if c.mode == "Existing":
+        res.append(Resource(id=CLUSTER, type="aws:eks/getCluster:getCluster", args={"name": c.name}, provider=AWS_PROVIDER, lookup=True))
+        res.append(Resource(id=K8S_PROVIDER, type="pulumi:providers:kubernetes", args={"kubeconfig": kubeconfig(fleet, "certificateAuthorities[0].data")}))
+        return res, warnings
+    res += _role(fleet, CLUSTER_ROLE, "eks.amazonaws.com", ("AmazonEKSClusterPolicy",))
+    vpc: dict[str, object] = {
+        "subnet_ids": list(c.subnet_ids),
+        "endpoint_private_access": True,
+        "endpoint_public_access": c.endpoint_access == "PublicAndPrivate",
+    }
+    if c.endpoint_access == "PublicAndPrivate":
+        if c.public_access_cidrs:
+            vpc["public_access_cidrs"] = list(c.public_access_cidrs)
+        else:
+            warnings.append("cluster endpoint is public to 0.0.0.0/0: set cluster.publicAccessCidrs")
+    res.append(
+        Resource(
+            id=CLUSTER,
+            type="aws:eks/cluster:Cluster",
+            provider=AWS_PROVIDER,
+            # A deleted cluster takes every node and workload with it: never by accident.
+            protect=True,
+            depends_on=(f"{CLUSTER_ROLE}-amazoneksclusterpolicy",),
+            args={
+                "name": c.name,
+                "version": c.kubernetes_version,
+                "role_arn": Ref(CLUSTER_ROLE, "arn"),
+                "vpc_config": vpc,
+                "access_config": {"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": True},
+                # Add-ons are managed below at pinned versions instead of EKS's unmanaged bootstrap copies.
+                "bootstrap_self_managed_addons": False,
+                "enabled_cluster_log_types": ["api", "audit", "authenticator"],
+                "tags": tags(fleet),
+            },
+        )
+    )
+    system = c.system_nodes
+    assert system is not None  # rules: mode Create requires systemNodes
+    res.append(
+        Resource(
+            id=SYSTEM_NODE_GROUP,
+            type="aws:eks/nodeGroup:NodeGroup",
+            provider=AWS_PROVIDER,
+            ignore_changes=("scalingConfig.desiredSize",),
+            depends_on=node_role_attachments() + ("addon-vpc-cni",),
+            args={
+                "cluster_name": Ref(CLUSTER, "name"),
+                "node_group_name_prefix": f"{fleet.name}-system-",
+                "node_role_arn": Ref(NODE_ROLE, "arn"),
+                "subnet_ids": list(c.subnet_ids),
+                "ami_type": "AL2023_x86_64_STANDARD",
+                "release_version": system.release_version,
+                "instance_types": [system.instance_type],
+                "capacity_type": "ON_DEMAND",
+                "scaling_config": {"min_size": system.min_size, "max_size": system.max_size, "desired_size": system.min_size},
+                "update_config": {"max_unavailable": 1},
+                "labels": {LABEL_NODE_GROUP: "system"},
+                "tags": tags(fleet),
+            },
+        )
+    )
+    for key in ADDONS:
+        version = fleet.versions.addons.get(key)
+        if key not in REQUIRED_ADDONS and version is None:
+            continue
+        if version is None:
+            warnings.append(f"EKS add-on {ADDONS[key]} is not pinned (versions.addons.{key}): EKS picks its default version at creation")
+        args: dict[str, object] = {
+            "cluster_name": Ref(CLUSTER, "name"),
+            "addon_name": ADDONS[key],
+            "resolve_conflicts_on_create": "OVERWRITE",
+            "resolve_conflicts_on_update": "PRESERVE",
+            "tags": tags(fleet),
+        }
+        if version is not None:
+            args["addon_version"] = version
+        # CoreDNS and the monitoring agent need nodes to become healthy; the CNI must exist before any node.
+        after = () if key in ("vpcCni", "kubeProxy") else (SYSTEM_NODE_GROUP,)
+        res.append(Resource(id=f"addon-{ADDONS[key]}", type="aws:eks/addon:Addon", provider=AWS_PROVIDER, args=args, depends_on=after))
+    res.append(Resource(id=K8S_PROVIDER, type="pulumi:providers:kubernetes", args={"kubeconfig": kubeconfig(fleet, "certificateAuthority.data")}))
+    return res, warnings

@@ -1,0 +1,189 @@
+"""The node half of stage 1: per spec node group a launch template (user data, EFA interfaces, placement,
+Capacity Block reservation), an EKS managed node group, and a prepuller DaemonSet for its images."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from gpufleet import catalog
+from gpufleet.builders.cluster import NODE_ROLE, node_role_attachments, tags
+from gpufleet.builders.common import (
+    AWS_PROVIDER,
+    CLUSTER,
+    LABEL_FABRIC,
+    LABEL_GPU_MODEL,
+    LABEL_NODE_GROUP,
+    LABEL_WORKLOAD_CLASS,
+    NS_SYSTEM,
+    eks_effect,
+    group_taints,
+    k8s,
+    tolerations_for,
+)
+from gpufleet.manifests import node_bootstrap
+from gpufleet.plan import BuildContext, Concat, Ref, Resource
+from gpufleet.spec import CapacityType, Fabric, Fleet, NodeGroup
+
+CAPACITY_TYPES = {CapacityType.ON_DEMAND: "ON_DEMAND", CapacityType.SPOT: "SPOT", CapacityType.CAPACITY_BLOCK: "CAPACITY_BLOCK"}
+# Pinned pause image for the prepuller's main container (registry.k8s.io/pause, multi-arch).
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+
+
+def node_group_id(group: NodeGroup) -> str:
+    return f"{group.name}-node-group"
+
+
+def launch_template_id(group: NodeGroup) -> str:
+    return f"{group.name}-launch-template"
+
+
+def node_labels(group: NodeGroup, extra: dict[str, str]) -> dict[str, str]:
+    info = catalog.lookup(group.instance_type)
+    labels = {
+        LABEL_NODE_GROUP: group.name,
+        LABEL_WORKLOAD_CLASS: group.workload_class.value,
+        LABEL_FABRIC: group.fabric.value,
+        LABEL_GPU_MODEL: info.gpu_model if info else "unknown",
+        **dict(group.labels),
+        **extra,
+    }
+    return dict(sorted(labels.items()))
+
+
+def _images(fleet: Fleet, group: NodeGroup) -> list[str]:
+    sets = {s.name: s.images for s in fleet.image_sets}
+    return sorted({image for name in group.images for image in sets.get(name, ())})
+
+
+def _launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str, Any] | None) -> list[Resource]:
+    fleet = ctx.fleet
+    out: list[Resource] = []
+    bottlerocket = group.ami_type.startswith("BOTTLEROCKET")
+    text = node_bootstrap.user_data(group, _images(fleet, group), sharing_toml)
+    args: dict[str, Any] = {
+        "name_prefix": f"{fleet.name}-{group.name}-",
+        "update_default_version": True,
+        "user_data": base64.b64encode(text.encode()).decode(),
+        "block_device_mappings": [
+            {
+                # Bottlerocket keeps images and pods on its data volume (/dev/xvdb); AL2023 on the root volume.
+                "device_name": "/dev/xvdb" if bottlerocket else "/dev/xvda",
+                "ebs": {"volume_size": group.disk_size_gib, "volume_type": "gp3", "encrypted": "true", "delete_on_termination": "true"},
+            }
+        ],
+        # IMDSv2 only, one hop: pods cannot reach the node's credentials (they use EKS Pod Identity instead).
+        "metadata_options": {"http_endpoint": "enabled", "http_tokens": "required", "http_put_response_hop_limit": 1},
+        "tag_specifications": [{"resource_type": "instance", "tags": {**tags(fleet), "Name": f"{fleet.name}-{group.name}", LABEL_NODE_GROUP: group.name}}],
+    }
+    if group.fabric is Fabric.EFA:
+        # One EFA interface per network card: card 0 device 0 is EFA with ENA (the primary); the others
+        # are EFA-only at device index 1 (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html).
+        # EFA-only interfaces need VPC CNI 1.18.5 or later on EKS.
+        security_groups = [Ref(CLUSTER, "vpcConfig.clusterSecurityGroupId")]
+        interfaces = [{"network_card_index": 0, "device_index": 0, "interface_type": "efa", "security_groups": security_groups, "delete_on_termination": "true"}]
+        for card in range(1, node_bootstrap.efa_interfaces(group)):
+            interfaces.append({"network_card_index": card, "device_index": 1, "interface_type": "efa-only", "security_groups": security_groups, "delete_on_termination": "true"})
+        args["network_interfaces"] = interfaces
+        if group.capacity_type is not CapacityType.CAPACITY_BLOCK:
+            # Capacity Blocks are co-located in UltraClusters already; other EFA capacity needs a cluster
+            # placement group for full bisection bandwidth.
+            pg = f"{group.name}-placement-group"
+            out.append(Resource(id=pg, type="aws:ec2/placementGroup:PlacementGroup", provider=AWS_PROVIDER, args={"name": f"{fleet.name}-{group.name}", "strategy": "cluster", "tags": tags(fleet)}))
+            args["placement"] = {"group_name": Ref(pg, "name")}
+    if group.capacity_type is CapacityType.CAPACITY_BLOCK:
+        # https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html
+        args["instance_type"] = group.instance_type
+        args["instance_market_options"] = {"market_type": "capacity-block"}
+        args["capacity_reservation_specification"] = {"capacity_reservation_target": {"capacity_reservation_id": group.reservation_id}}
+    out.append(Resource(id=launch_template_id(group), type="aws:ec2/launchTemplate:LaunchTemplate", provider=AWS_PROVIDER, args=args))
+    return out
+
+
+def _node_group(ctx: BuildContext, group: NodeGroup, extra_labels: dict[str, str], repair: dict[str, Any] | None) -> Resource:
+    fleet = ctx.fleet
+    subnets = list(group.subnet_ids or fleet.cluster.subnet_ids)
+    update: dict[str, Any] = {"update_strategy": "MINIMAL" if group.update.strategy == "Minimal" else "DEFAULT"}
+    if group.update.max_unavailable_percentage is not None:
+        update["max_unavailable_percentage"] = group.update.max_unavailable_percentage
+    else:
+        update["max_unavailable"] = group.update.max_unavailable or 1
+    args: dict[str, Any] = {
+        "cluster_name": Ref(CLUSTER, "name"),
+        # A prefix, not a fixed name: a replacement node group is created before the old one is deleted.
+        "node_group_name_prefix": f"{fleet.name}-{group.name}-",
+        "node_role_arn": Ref(NODE_ROLE, "arn"),
+        "subnet_ids": subnets,
+        "ami_type": group.ami_type,
+        "release_version": group.ami_release_version,
+        "capacity_type": CAPACITY_TYPES[group.capacity_type],
+        "scaling_config": {"min_size": group.min_size, "max_size": group.max_size, "desired_size": group.desired_size if group.desired_size is not None else group.min_size},
+        "update_config": update,
+        "labels": node_labels(group, extra_labels),
+        "taints": [{"key": t["key"], "value": t["value"], "effect": eks_effect(t["effect"])} for t in group_taints(group)],
+        # A numeric version: nodes change only when the template does, never by a floating $Latest.
+        "launch_template": {"id": Ref(launch_template_id(group), "id"), "version": Concat(Ref(launch_template_id(group), "latestVersion"))},
+        "tags": tags(fleet),
+    }
+    if group.capacity_type is not CapacityType.CAPACITY_BLOCK:
+        args["instance_types"] = [group.instance_type]
+    if group.warm_pool is not None:
+        pool = group.warm_pool
+        args["warm_pool_config"] = {
+            "min_size": pool.min_size,
+            "max_group_prepared_capacity": pool.max_prepared_capacity if pool.max_prepared_capacity is not None else group.max_size,
+            "pool_state": pool.state.upper(),
+            "reuse_on_scale_in": pool.reuse_on_scale_in,
+        }
+    if repair is not None:
+        args["node_repair_config"] = repair
+    after = node_role_attachments() + (("addon-vpc-cni",) if fleet.cluster.mode == "Create" else ())
+    # The autoscaler owns the desired size after creation; Pulumi must never scale a group back.
+    return Resource(id=node_group_id(group), type="aws:eks/nodeGroup:NodeGroup", provider=AWS_PROVIDER, args=args, ignore_changes=("scalingConfig.desiredSize",), depends_on=after)
+
+
+def prepuller(fleet: Fleet, group: NodeGroup, namespace_id: str) -> Resource | None:
+    """Keeps the group's images on nodes that join later (or lost them to garbage collection)."""
+    images = _images(fleet, group)
+    if not images:
+        return None
+    name = f"prepull-{group.name}"
+    labels = {"app.kubernetes.io/name": "gpufleet-prepuller", LABEL_NODE_GROUP: group.name}
+    init = [
+        {
+            "name": f"pull-{i}",
+            "image": image,
+            "imagePullPolicy": "IfNotPresent",
+            # Only the pull matters; the container exits at once.
+            "command": ["sh", "-c", "true"],
+            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}},
+            "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True, "runAsUser": 65534},
+        }
+        for i, image in enumerate(images)
+    ]
+    obj = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": NS_SYSTEM, "labels": labels},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "nodeSelector": {LABEL_NODE_GROUP: group.name},
+                    "tolerations": tolerations_for(group_taints(group)),
+                    "initContainers": init,
+                    "containers": [
+                        {
+                            "name": "pause",
+                            "image": PAUSE_IMAGE,
+                            "resources": {"requests": {"cpu": "1m", "memory": "8Mi"}, "limits": {"memory": "16Mi"}},
+                            "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True, "runAsUser": 65534},
+                        }
+                    ],
+                    "automountServiceAccountToken": False,
+                },
+            },
+        },
+    }
+    return k8s(obj, depends_on=(namespace_id,))

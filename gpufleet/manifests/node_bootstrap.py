@@ -1,0 +1,159 @@
+"""Node user data: nodeadm NodeConfig (AL2023) or TOML settings (Bottlerocket), plus the image pre-pull.
+
+Managed node groups with an EKS AMI type merge the cluster details into the NodeConfig themselves, so ours
+carries only what we change: kubelet Topology Manager and CPU manager, and local NVMe. Shape:
+https://awslabs.github.io/amazon-eks-ami/nodeadm/doc/api/ (node.eks.aws/v1alpha1, validated in tests against
+awslabs/amazon-eks-ami nodeadm/crds/node.eks.aws_nodeconfigs.yaml).
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+import yaml
+
+from gpufleet import catalog
+from gpufleet.spec import NodeGroup, WorkloadClass
+
+MIME_BOUNDARY = "==GPUFLEET=="
+
+# The static CPU manager needs a non-zero CPU reservation or the kubelet refuses to start
+# (https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/#static-policy-configuration).
+# nodeadm already sets kubeReserved; we add one whole core of systemReserved so exclusive CPUs never take the
+# cores the OS, containerd and the NVIDIA daemons run on.
+SYSTEM_RESERVED_CPU = "1"
+SYSTEM_RESERVED_MEMORY = "2Gi"
+
+
+def topology(group: NodeGroup) -> tuple[str, str, str]:
+    """(topologyManagerPolicy, topologyManagerScope, cpuManagerPolicy) with workload-class defaults.
+
+    Training and Inference default to single-numa-node with pod scope: a pod's GPUs, NICs and CPUs come from
+    one NUMA node, or the pod is rejected rather than silently slowed by cross-socket traffic."""
+    default = "single-numa-node" if group.workload_class in (WorkloadClass.TRAINING, WorkloadClass.INFERENCE) else "none"
+    policy = group.topology.policy or default
+    scope = group.topology.scope or ("pod" if policy != "none" else "container")
+    cpu = "static" if policy != "none" else "none"
+    return policy, scope, cpu
+
+
+def node_config(group: NodeGroup) -> dict[str, Any]:
+    policy, scope, cpu = topology(group)
+    kubelet: dict[str, Any] = {}
+    if policy != "none":
+        kubelet = {
+            "topologyManagerPolicy": policy,
+            "topologyManagerScope": scope,
+            "cpuManagerPolicy": cpu,
+            "systemReserved": {"cpu": SYSTEM_RESERVED_CPU, "memory": SYSTEM_RESERVED_MEMORY},
+        }
+    spec: dict[str, Any] = {}
+    if kubelet:
+        spec["kubelet"] = {"config": kubelet}
+    if group.local_storage == "RAID0":
+        # Stripes the instance-store NVMe into one array at nodeadm's default mount path /mnt/k8s-disks/,
+        # and moves containerd and pod logs onto it (fast image unpack, scratch space for checkpoints).
+        spec["instance"] = {"localStorage": {"strategy": "RAID0"}}
+    return {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec}
+
+
+def prepull_script(images: list[str]) -> str:
+    """Pull the group's images into containerd before kubelet starts, so a node (and a warm-pool instance,
+    which is stopped right after this) holds them when it joins.
+
+    On AL2023, cloud-init runs user-data scripts before nodeadm-run starts kubelet. If the instance is
+    launching into a warm pool (IMDS target lifecycle state Warmed:*), kubelet is kept from starting on this
+    boot only, so the node does not register and linger NotReady while stopped (kubernetes/autoscaler#4005)."""
+    pulls = "\n".join(f"pull {shlex.quote(image)}" for image in images)
+    return f"""#!/bin/bash
+set -euo pipefail
+TOKEN=$(curl -sS -X PUT http://169.254.169.254/latest/api/token -H 'X-aws-ec2-metadata-token-ttl-seconds: 300')
+STATE=$(curl -sS -H "X-aws-ec2-metadata-token: $TOKEN" http://169.254.169.254/latest/meta-data/autoscaling/target-lifecycle-state || true)
+systemctl start containerd
+pull() {{
+  for attempt in 1 2 3; do
+    ctr --namespace k8s.io images pull "$1" >/dev/null && return 0
+    sleep $((attempt * 10))
+  done
+  echo "gpufleet: could not pre-pull $1; the prepuller DaemonSet will pull it after join" >&2
+}}
+{pulls}
+case "$STATE" in
+  Warmed:*) systemctl mask --runtime --now kubelet ;;
+esac
+"""
+
+
+def _mime(parts: list[tuple[str, str]]) -> str:
+    lines = ["MIME-Version: 1.0", f'Content-Type: multipart/mixed; boundary="{MIME_BOUNDARY}"', ""]
+    for content_type, body in parts:
+        lines += [f"--{MIME_BOUNDARY}", f"Content-Type: {content_type}", "", body.rstrip("\n"), ""]
+    lines.append(f"--{MIME_BOUNDARY}--")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def bottlerocket_settings(group: NodeGroup, sharing: dict[str, Any] | None = None) -> str:
+    """Bottlerocket TOML user data (https://bottlerocket.dev/en/os/1.54.x/api/settings/kubernetes/)."""
+    policy, scope, cpu = topology(group)
+    tables: dict[str, dict[str, Any]] = {"settings.kubernetes": {}}
+    if policy != "none":
+        tables["settings.kubernetes"] = {
+            "cpu-manager-policy": cpu,
+            "topology-manager-policy": policy,
+            "topology-manager-scope": scope,
+        }
+        tables["settings.kubernetes.system-reserved"] = {"cpu": f"{int(SYSTEM_RESERVED_CPU) * 1000}m", "memory": SYSTEM_RESERVED_MEMORY}
+    # Bottlerocket's own NVIDIA device plugin; its defaults already close the NVIDIA_VISIBLE_DEVICES escape
+    # (device-list-strategy volume-mounts, visible-devices-envvar-when-unprivileged false).
+    tables["settings.kubelet-device-plugins.nvidia"] = {"device-list-strategy": "volume-mounts", **(sharing or {})}
+    out = []
+    for name, values in tables.items():
+        if not values:
+            continue
+        out.append(f"[{name}]")
+        out += [f"{k} = {_toml_value(v)}" for k, v in values.items()]
+        out.append("")
+    return "\n".join(out)
+
+
+# The EKS AL2023 NVIDIA AMI leaves the toolkit default accept-nvidia-visible-devices-envvar-when-unprivileged
+# = true, so an unprivileged pod that sets NVIDIA_VISIBLE_DEVICES=all would see every GPU on the node. We
+# flip it on the host and take device lists from volume mounts instead (nvidia-container-toolkit
+# api/config/v1/toml.go; the device plugin side is DEVICE_LIST_STRATEGY=volume-mounts in the operator values).
+CLOSE_ESCAPE_SCRIPT = """#!/bin/bash
+set -euo pipefail
+CONF=/etc/nvidia-container-runtime/config.toml
+if [ -f "$CONF" ]; then
+  sed -i -E 's/^#?\\s*accept-nvidia-visible-devices-envvar-when-unprivileged\\s*=.*/accept-nvidia-visible-devices-envvar-when-unprivileged = false/' "$CONF"
+  sed -i -E 's/^#?\\s*accept-nvidia-visible-devices-as-volume-mounts\\s*=.*/accept-nvidia-visible-devices-as-volume-mounts = true/' "$CONF"
+  grep -q '^accept-nvidia-visible-devices-envvar-when-unprivileged' "$CONF" || sed -i '1i accept-nvidia-visible-devices-envvar-when-unprivileged = false' "$CONF"
+  grep -q '^accept-nvidia-visible-devices-as-volume-mounts' "$CONF" || sed -i '1i accept-nvidia-visible-devices-as-volume-mounts = true' "$CONF"
+fi
+"""
+
+
+def user_data(group: NodeGroup, images: list[str], sharing_toml: dict[str, Any] | None = None) -> str:
+    """The full user data text of a group (base64-encoded by the node group builder)."""
+    if group.ami_type.startswith("BOTTLEROCKET"):
+        return bottlerocket_settings(group, sharing_toml)
+    parts = [("application/node.eks.aws", yaml.safe_dump(node_config(group), sort_keys=True)), ("text/x-shellscript; charset=\"us-ascii\"", CLOSE_ESCAPE_SCRIPT)]
+    if images:
+        parts.append(("text/x-shellscript; charset=\"us-ascii\"", prepull_script(images)))
+    return _mime(parts)
+
+
+def efa_interfaces(group: NodeGroup) -> int:
+    """EFA interfaces to attach: one per network card, up to the type's maximum."""
+    info = catalog.lookup(group.instance_type)
+    if info is None:
+        return 0
+    return min(info.max_efa_interfaces, info.network_cards)
