@@ -19,15 +19,25 @@ def camel_to_snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
 
 
+def _get(value: Any, name: str) -> Any:
+    """One attribute step on a plain value: typed output objects, or dicts with engine or Python names."""
+    if isinstance(value, Mapping):
+        return value.get(name, value.get(camel_to_snake(name)))
+    return getattr(value, camel_to_snake(name))
+
+
 def _attribute(target: Any, path: str) -> Any:
-    """`certificateAuthority.data` or `certificateAuthorities[0].data` on a resource or Output (lifted)."""
-    value = target
-    for part in re.findall(r"[A-Za-z_][A-Za-z0-9_]*|\[\d+\]", path):
+    """`certificateAuthority.data` or `certificateAuthorities[0].data` on a resource or an invoke's Output."""
+    parts = re.findall(r"[A-Za-z_][A-Za-z0-9_]*|\[\d+\]", path)
+    value = pulumi.Output.from_input(target) if not isinstance(target, pulumi.Resource) else None
+    for part in parts:
+        if value is None:  # the first step on a resource is a property of the resource
+            value = getattr(target, camel_to_snake(part))
+            continue
         if part.startswith("["):
-            index = int(part[1:-1])
-            value = pulumi.Output.from_input(value).apply(lambda v, i=index: v[i])
+            value = value.apply(lambda v, i=int(part[1:-1]): v[i])
         else:
-            value = getattr(value, camel_to_snake(part))
+            value = pulumi.Output.from_input(value).apply(lambda v, n=part: _get(v, n))
     return value
 
 

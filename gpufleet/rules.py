@@ -177,7 +177,7 @@ def _sharing(fleet: Fleet) -> Iterator[Issue]:
         ):
             yield Issue(
                 path=spath + ("strategy",),
-                message=f"time-slicing on a {group.workload_class} group: pods share a GPU with no memory bound and no fault isolation",
+                message=f"time-slicing on a workloadClass {group.workload_class} group: pods share a GPU with no memory bound and no fault isolation",
                 hint="time-slicing is for notebooks, CI and bursty low-stakes work; use MIG or MPS, or set sharing.acknowledgeNoIsolation: true",
             )
 
@@ -364,3 +364,14 @@ def _system_nodes(fleet: Fleet) -> Iterator[Issue]:
     for path, group in _groups(fleet):
         if group.local_storage == "RAID0" and group.ami_type.startswith("BOTTLEROCKET"):
             yield Issue(path=path + ("localStorage",), message="localStorage RAID0 is configured by nodeadm, which only AL2023 AMIs run", hint="use an AL2023_*_NVIDIA AMI type, or localStorage None")
+
+
+@rule("driver-source-matches-ami")
+def _driver_source(fleet: Fleet) -> Iterator[Issue]:
+    operator = fleet.versions.driver_source == "Operator"
+    for path, group in _groups(fleet):
+        nvidia_ami = group.ami_type.endswith("_NVIDIA")
+        if operator and nvidia_ami:
+            yield Issue(path=path + ("ami", "type"), message=f"{group.ami_type} ships its own NVIDIA driver, but versions.driver.source is Operator", hint=f"use {'AL2023_ARM_64_STANDARD' if '_ARM_64_' in group.ami_type else 'AL2023_x86_64_STANDARD'} (the operator installs the driver), or driver source Preinstalled")
+        if not operator and not nvidia_ami:
+            yield Issue(path=path + ("ami", "type"), message=f"{group.ami_type} has no NVIDIA driver, but versions.driver.source is Preinstalled", hint="use an *_NVIDIA AMI type, or set versions.driver.source: Operator with a pinned version")

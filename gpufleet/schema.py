@@ -89,8 +89,10 @@ def _type_name(value: object) -> str:
     return type(value).__name__
 
 
-def _json(value: object) -> str:
-    return json.dumps(value, default=str)
+def _json(value: object, limit: int = 60) -> str:
+    """A value as it appears in a message; long mappings and lists are cut short."""
+    text = json.dumps(value, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _eks_spelling(value: str, allowed: list[str]) -> str | None:
@@ -119,9 +121,11 @@ def _type_hint(value: object, expected: list[str], field: str) -> str:
             number = int(value) if "integer" in expected else float(value)
         except ValueError:
             return ""
-        return f"remove the quotes: {field}: {number}"
+        return f"write a number, without quotes: {field}: {number}"
     if "array" in expected and isinstance(value, (str, int, float)) and not isinstance(value, bool):
         return f"write a list, even of one item: {field}: [{value}]"
+    if "boolean" in expected and isinstance(value, str) and value.lower() in ("true", "false"):
+        return f"write {field}: {value.lower()}, without quotes"
     return ""
 
 

@@ -93,18 +93,26 @@ COMPONENTS: Mapping[str, Component] = MappingProxyType(
 # Kubernetes minor versions EKS offers in standard support that gpufleet renders for.
 KUBERNETES_VERSIONS = ("1.32", "1.33", "1.34", "1.35")
 
-_UNPINNED = re.compile(r"(^$|latest|stable|main|master|snapshot|[\^~*<>=|, x]|\.x$|^v?\d+(\.\d+)?$)", re.IGNORECASE)
+# An exact release: three numeric parts (an optional leading v), then optional pre-release/build parts.
+_EXACT = re.compile(r"^v?\d+\.\d+\.\d+([-+.][0-9A-Za-z]+)*$")
+# Words that name a moving target when they are a whole part of the version (v4.3.0-snapshot), not a substring
+# (v1.0.0-mainline is a fixed release).
+_FLOATING = frozenset({"latest", "stable", "main", "master", "head", "snapshot", "nightly", "edge", "x"})
+_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 
 
 def is_pinned(version: str) -> bool:
-    """True for an exact release (e.g. v26.7.0, 0.19.2); false for ranges, wildcards, branches and `latest`."""
-    return not _UNPINNED.search(version)
+    """True for an exact release (e.g. v26.7.0, 0.19.2, 595.91.07); false for ranges, wildcards, branches,
+    `latest`, and versions that name only a major or minor line (0.19, v1)."""
+    if not _EXACT.match(version):
+        return False
+    return not any(part in _FLOATING for part in re.split(r"[-+.]", version.lower()))
 
 
 def image_is_pinned(image: str) -> bool:
-    """True when an image reference carries a digest or an explicit tag other than `latest`."""
-    if "@sha256:" in image:
-        return True
+    """True when an image reference carries a sha256 digest or an explicit tag other than `latest`."""
+    if "@" in image:
+        return bool(_DIGEST.search(image))
     last = image.rsplit("/", 1)[-1]
     if ":" not in last:
         return False

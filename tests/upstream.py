@@ -55,6 +55,12 @@ def _crd_schemas() -> Mapping[tuple[str, str, str], Any]:
                 schema = copy.deepcopy(version["schema"]["openAPIV3Schema"])
                 # metadata is validated by the API server, not the CRD schema
                 schema.setdefault("properties", {})["metadata"] = {"type": "object"}
+                if kind == "NodeConfig":
+                    # nodeadm reads spec.kubelet.config as Go RawExtensions (any JSON value, e.g.
+                    # "cpuManagerPolicy: static"); controller-gen renders them as objects. NodeConfig is parsed
+                    # by nodeadm, never by an API server, so its values are free-form here.
+                    kubelet = schema["properties"]["spec"]["properties"]["kubelet"]["properties"]["config"]
+                    kubelet["additionalProperties"] = {}
                 schemas[(group, version["name"], kind)] = _close(schema)
     return schemas
 

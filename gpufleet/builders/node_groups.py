@@ -48,6 +48,10 @@ def node_labels(group: NodeGroup, extra: dict[str, str]) -> dict[str, str]:
         **dict(group.labels),
         **extra,
     }
+    if group.ami_type.startswith("BOTTLEROCKET"):
+        # Bottlerocket runs its own NVIDIA driver, toolkit and device plugin (configured by its settings):
+        # the GPU Operator must not deploy those operands there (its nvidia.com/gpu.deploy.<operand> labels).
+        labels.update({f"nvidia.com/gpu.deploy.{operand}": "false" for operand in ("driver", "container-toolkit", "device-plugin")})
     return dict(sorted(labels.items()))
 
 

@@ -17,7 +17,8 @@ from gpufleet.diagnose.findings import Finding, Severity
 # before "NCCL WARN". Searched, not anchored: MPI "[1,0]<stdout>:", torchrun "[rank3]:", kubectl --prefix/--timestamps
 # and NCCL_DEBUG_TIMESTAMP_FORMAT all come before the host; interleaved writers can put two headers on one line.
 _HEADER = re.compile(
-    r"(?P<host>[A-Za-z0-9][A-Za-z0-9._-]*):(?P<pid>\d+):\d+ \[\d+\] (?:\S+:\d+ (?:\([^)]*\) )?)?NCCL (?P<level>INFO|WARN) ?"
+    r"(?P<host>[A-Za-z0-9][A-Za-z0-9._-]*):(?P<pid>\d+):\d+ \[\d+\] "
+    r"(?:\S+:\d+ (?:\([^)]*\) )?)?NCCL (?P<level>INFO|WARN) ?"
 )
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)(\S*)")  # init.cc VERSION_STRING; <=2.22 printf()s it bare
 _CHANNEL = re.compile(  # transport/{net,p2p,shm}.cc "Channel %02d/%d : %d[%d] -> %d[%d] [send] via NET/%s/%d%s%s%s"
@@ -99,7 +100,7 @@ def parse_nccl(text: str) -> NcclLog:
             end = headers[i + 1].start() if i + 1 < len(headers) else len(line)
             key = (h.group("host"), int(h.group("pid")))
             proc = log.processes.get(key) or log.processes.setdefault(key, Process(key[0], key[1]))
-            _read(proc, h.group("level"), line[h.end() : end].strip())
+            _read(proc, h.group("level"), " ".join(line[h.end() : end].split()))
     return log
 
 
@@ -144,7 +145,8 @@ def _read(p: Process, level: str, msg: str) -> None:
         value = m.group(2)
         p.env[m.group(1)] = value[:-1] if re.fullmatch(r"-?\d+\.", value) else value
     elif msg.startswith("Failed to initialize NET plugin") and not p.plugin_error:
-        p.plugin_error = msg  # plugin/net.cc (2.28+)
+        if msg.split()[-1] not in ("IB", "Socket"):  # plugin/net.cc (2.28+) tries external, then IB, then Socket
+            p.plugin_error = msg
 
 
 def _read_plugin(p: Process, msg: str) -> None:
@@ -181,9 +183,9 @@ def _transport(p: Process, multi_host: bool) -> str | None:
     """The network of a process's inter-node channels; None when it only talks inside its node."""
     if p.net_channels:
         return "Socket" if "Socket" in p.net_channels else p.net_channels.most_common(1)[0][0]
-    if p.local_channels or not multi_host:
-        return None
-    return p.network  # log cut before channel setup: the network NCCL chose is the best evidence left
+    # Rings leave a node through a few GPUs only; the others, and logs cut before channel setup, still carry the
+    # network NCCL chose for the communicator.
+    return p.network if multi_host else None
 
 
 def _ranks_text(ranks: list[int]) -> str:
@@ -255,7 +257,7 @@ def _transports(rows: list[Row]) -> list[Finding]:
         if major == "Socket":
             fix = "this is the healthy path: move the other ranks onto it (see the NET/Socket finding)"
         elif other == "Socket":
-            res = "vpc.amazonaws.com/efa" if major != "IB" else "the RDMA device resource"
+            res = "the RDMA device resource" if major.startswith("IB") else "vpc.amazonaws.com/efa"
             fix = (f"this host lost the fast path the others have: check its pod requested {res} like the others, "
                    f"that the node advertises it (kubectl describe node: allocatable {res}, the device plugin pod "
                    "on that node) and that it runs the same image; cordon the node if its devices are missing")
@@ -273,7 +275,7 @@ def _plugins(rows: list[Row]) -> list[Finding]:
             errors.setdefault(r[1].plugin_error, []).append(r)
     for msg, members in errors.items():
         lib = _PLUGIN_LIB.search(msg)
-        if msg.startswith("NET/OFI") or msg.startswith("Failed to initialize"):
+        if msg.startswith(("NET/OFI", "Failed to initialize")):
             fix = ("aws-ofi-nccl found no usable EFA device: request vpc.amazonaws.com/efa in the pod (the EFA device "
                    "plugin must run on the node) and run on an EFA-enabled instance and launch template")
         elif lib and "undefined symbol" in msg:
@@ -283,12 +285,17 @@ def _plugins(rows: list[Row]) -> list[Finding]:
             dep = lib.group(1) if lib else "its dependencies"
             fix = (f"the plugin is in the image but cannot load: install {dep} (the EFA installer puts libfabric in "
                    "/opt/amazon/efa/lib) and add its directory to LD_LIBRARY_PATH")
-        what = "the net plugin failed to load: " + re.sub(r"^NET/Plugin ?: ?", "", msg)
+        if msg.startswith(("NET/OFI", "Failed to initialize")):
+            what = "the net plugin loaded but failed to initialize: " + re.sub(r"^NET/OFI ", "", msg)
+        else:
+            what = "the net plugin failed to load: " + re.sub(r"^NET/Plugin ?: ?", "", msg)
         out.append(_finding("critical", members, len(rows), what, fix, "nccl.plugin-failed"))
-    missing = [r for r in rows if r[2] == "Socket" and r[1].plugin_missing and not r[1].plugin and not r[1].plugin_error]
+    missing = [r for r in rows
+               if r[2] == "Socket" and r[1].plugin_missing and not r[1].plugin and not r[1].plugin_error]
     if missing:
         out.append(_finding(
-            "critical", missing, len(rows), "no net plugin found (libnccl-net.so): NCCL fell back to its internal transports",
+            "critical", missing, len(rows),
+            "no net plugin found (libnccl-net.so): NCCL fell back to its internal transports",
             "install aws-ofi-nccl in the image (the EFA installer and NVIDIA's AWS containers ship it) and make "
             "libnccl-net.so loadable: put its directory on LD_LIBRARY_PATH or set NCCL_NET_PLUGIN to its path",
             "nccl.plugin-failed"))
@@ -329,7 +336,8 @@ def _interfaces(rows: list[Row], multi_host: bool) -> list[Finding]:
             "warning", members, len(rows),
             f"NCCL bootstrap/socket traffic uses eth0 (the pod's management interface) although {', '.join(others)} "
             f"{'is' if len(others) == 1 else 'are'} available",
-            f"set NCCL_SOCKET_IFNAME={others[0]} (or exclude the management interface: NCCL_SOCKET_IFNAME=^lo,docker,eth0)",
+            f"set NCCL_SOCKET_IFNAME={others[0]} "
+            "(or exclude the management interface: NCCL_SOCKET_IFNAME=^lo,docker,eth0)",
             "nccl.management-interface"))
     flagged = {id(r[1]) for ms in mgmt.values() for r in ms}
     ib = [r for r in rows if r[2] and r[2].startswith("IB") and r[1].ib_devices and "NCCL_IB_HCA" not in r[1].env]
@@ -348,7 +356,8 @@ def _interfaces(rows: list[Row], multi_host: bool) -> list[Finding]:
             unset.setdefault(iface, []).append(r)
     for iface, members in unset.items():
         out.append(_finding(
-            "warning", members, len(rows), f"NCCL_SOCKET_IFNAME is not set: NCCL picked {iface} by its own interface order",
+            "warning", members, len(rows),
+            f"NCCL_SOCKET_IFNAME is not set: NCCL picked {iface} by its own interface order",
             "pin it in the pod spec (NCCL_SOCKET_IFNAME=eth0 on EKS with the VPC CNI, or =^lo,docker,veth to exclude) "
             "so bootstrap never lands on a docker, veth or loopback interface", "nccl.socket-ifname-unset"))
     return out
@@ -368,7 +377,8 @@ def _versions(logs: Mapping[str, NcclLog], rows: list[Row], other_findings: bool
             full.setdefault(v.split("+")[0], v)
     sources = ", ".join(sorted({s for s, _, _ in rows} | {s for s, log in logs.items() if log.bare_versions}))
     if len(where) > 1:
-        text = "; ".join(f"{v} on {', '.join(sorted(hosts))}" for v, hosts in sorted(where.items()))
+        ordered = sorted(where.items(), key=lambda vh: tuple(int(x) for x in vh[0].split(".")))
+        text = "; ".join(f"{v} on {', '.join(sorted(hosts))}" for v, hosts in ordered)
         return [Finding("warning", sources, "job", f"ranks run different NCCL versions: {text}",
                         "build every worker from one image so all ranks load the same NCCL (check LD_LIBRARY_PATH "
                         "and the pip nvidia-nccl package against the system NCCL)", "nccl.mixed-versions")]

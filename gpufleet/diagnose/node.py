@@ -15,6 +15,7 @@ from gpufleet.diagnose.findings import Finding, Severity
 _TOP = re.compile(r"^([A-Z][A-Za-z ()-]*?):(?:\s+(.*?))?\s*$")
 _RESOURCE = re.compile(r"^\s*(\S+?):\s+(\S+)")
 _COLUMNS = re.compile(r"\s{2,}|\t")
+_TIMESTAMP = re.compile(r"\w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} [+-]\d{4}")  # Last{Heartbeat,Transition}Time
 # GPU Operator / k8s-device-plugin label catalog (see ../shared/UPSTREAM.md section 1).
 PRODUCT, STRATEGY, REPLICAS = "nvidia.com/gpu.product", "nvidia.com/gpu.sharing-strategy", "nvidia.com/gpu.replicas"
 MIG_CONFIG, MIG_STATE, MIG_CAPABLE = "nvidia.com/mig.config", "nvidia.com/mig.config.state", "nvidia.com/mig.capable"
@@ -74,6 +75,9 @@ def parse_nodes(text: str) -> list[Node]:
         elif line.strip():
             key = ""  # an unindented line that is not "Key:": not part of any section
     if sections:
+        last = list(sections)[-1]
+        if last != "Events":  # kubectl ends with Events: input that stops earlier was cut inside its last section
+            del sections[last]
         nodes.append(_node(sections))
     return [n for n in nodes if n.name or n.labels or n.capacity is not None or n.conditions]
 
@@ -90,10 +94,12 @@ def _node(s: dict[str, list[str]]) -> Node:
             k, _, v = kv.partition("=")
             node.taints.append(Taint(k, v, effect))
     for line in s.get("Conditions", []):
-        cols = _COLUMNS.split(line.strip())
-        if len(cols) >= 2 and cols[0] not in ("Type", "----") and cols[1] in ("True", "False", "Unknown"):
-            reason, message = (cols[4:6] + ["", ""])[:2]
-            node.conditions[cols[0]] = Condition(cols[0], cols[1], reason, message)
+        tokens = line.split()
+        if len(tokens) >= 2 and tokens[1] in ("True", "False", "Unknown"):
+            stamps = list(_TIMESTAMP.finditer(line))
+            rest = line[stamps[-1].end():].strip() if stamps else " ".join(_COLUMNS.split(line.strip())[4:])
+            reason, _, message = rest.partition(" ")
+            node.conditions[tokens[0]] = Condition(tokens[0], tokens[1], reason, message.strip())
     node.capacity = _resources(s["Capacity"]) if "Capacity" in s else None
     node.allocatable = _resources(s["Allocatable"]) if "Allocatable" in s else None
     if "Non-terminated Pods" in s:
@@ -190,13 +196,15 @@ def check_node(source: str, node: Node) -> list[Finding]:
                     "(NVRM: Xid), run DCGM diagnostics (dcgmi diag -r 2), then drain and repair or replace the node",
                     "node.gpu-unhealthy")
     if gpu and node.taints is not None and not any(t.key == "nvidia.com/gpu" for t in node.taints):
-        add("warning", "no nvidia.com/gpu taint: pods that do not ask for GPUs can land here and take its CPU and memory",
+        add("warning",
+            "no nvidia.com/gpu taint: pods that do not ask for GPUs can land here and take its CPU and memory",
             "taint the node group nvidia.com/gpu=true:NoSchedule (EKS API: key nvidia.com/gpu, value true, effect "
             "NO_SCHEDULE); GPU pods and the GPU DaemonSets must tolerate it", "node.no-gpu-taint")
     if gpu and node.labels and PRODUCT not in node.labels:
         add("warning", f"no {PRODUCT} label: GPU Feature Discovery has not labelled this node",
             "run GPU Feature Discovery (GPU Operator gfd.enabled with Node Feature Discovery) and make sure its "
-            "DaemonSet tolerates the node's taints; nodeSelectors and Kueue flavors on GPU labels cannot match until then",
+            "DaemonSet tolerates the node's taints; nodeSelectors and Kueue flavors on GPU labels cannot match "
+            "until then",
             "node.no-product-label")
     out += _mig_and_sharing(source, name, node.labels)
     out += _teams(source, name, node)
@@ -231,8 +239,10 @@ def _mig_and_sharing(source: str, name: str, labels: dict[str, str]) -> list[Fin
             "node.mig-pending"))
     if mig_on and labels.get(MIG_CAPABLE) == "false":
         out.append(Finding(
-            "warning", source, name, f"{MIG_CONFIG}={cfg} on a node whose GPUs are not MIG-capable ({MIG_CAPABLE}=false)",
-            "remove the MIG profile from this node group, or move it to a MIG-capable node group (A100, H100, H200, B200)",
+            "warning", source, name,
+            f"{MIG_CONFIG}={cfg} on a node whose GPUs are not MIG-capable ({MIG_CAPABLE}=false)",
+            "remove the MIG profile from this node group, or move it to a MIG-capable node group "
+            "(A100, H100, H200, B200)",
             "node.mig-not-capable"))
     problems = _sharing_problems(labels, cfg, mig_on)
     if problems:
@@ -253,7 +263,8 @@ def _sharing_problems(labels: dict[str, str], cfg: str | None, mig_on: bool) -> 
     if strategy == "none" and (replicas or 0) > 1:
         problems.append(f"{REPLICAS}={replicas} but {STRATEGY}=none")
     if strategy == "mps" and mig_on:
-        problems.append(f"MPS sharing on MIG-enabled GPUs ({MIG_CONFIG}={cfg}), which the device plugin does not support")
+        problems.append(f"MPS sharing on MIG-enabled GPUs ({MIG_CONFIG}={cfg}), "
+                        "which the device plugin does not support")
     fleet = labels.get(FLEET_SHARING)
     mode = re.sub(r"[-_ ]", "", fleet or "").lower()
     want = {"exclusive": "none", "timeslicing": "time-slicing", "mps": "mps", "mig": "none"}.get(mode)
@@ -291,6 +302,7 @@ def _teams(source: str, name: str, node: Node) -> list[Finding]:
 def check_describe(source: str, text: str) -> list[Finding]:
     nodes = parse_nodes(text)
     if not nodes:
-        return [Finding("warning", source, "input", "not `kubectl describe node` output (no Name:, Labels: or "
-                        "Capacity: section)", "pass the output of kubectl describe node NODE", "input.not-node-describe")]
+        return [Finding("warning", source, "input",
+                        "not `kubectl describe node` output (no Name:, Labels: or Capacity: section)",
+                        "pass the output of kubectl describe node NODE", "input.not-node-describe")]
     return [f for node in nodes for f in check_node(source, node)]

@@ -1,0 +1,39 @@
+"""Fixtures: the example fleet and the existing-cluster case, planned and recorded once per session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpufleet.pipeline import load_fleet
+from gpufleet.plan import RolloutPlan, build_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+EXISTING = ROOT / "tests" / "golden" / "cases" / "existing-capacity-block" / "fleet.yaml"
+
+
+def plan_for(spec: Path, env: str) -> RolloutPlan:
+    return build_plan(load_fleet(str(spec), env).environments[env], env)
+
+
+@pytest.fixture(scope="session")
+def prod() -> RolloutPlan:
+    return plan_for(ROOT / "fleet.yaml", "prod")
+
+
+@pytest.fixture(scope="session")
+def dev() -> RolloutPlan:
+    return plan_for(ROOT / "fleet.yaml", "dev")
+
+
+@pytest.fixture(scope="session")
+def existing() -> RolloutPlan:
+    return plan_for(EXISTING, "prod")
+
+
+@pytest.fixture(scope="session")
+def prod_registrations(prod: RolloutPlan):  # type: ignore[no-untyped-def]
+    from components.synth import record
+
+    return {r.name: r for r in record(prod)}

@@ -1,0 +1,81 @@
+"""GPU Operator values: pinned chart, driver source, the container escape, tolerations, chart keys."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpufleet.manifests import gpu_operator
+from gpufleet.pipeline import load_fleet_text
+from gpufleet.plan import RolloutPlan
+from tests.foundation.test_node_groups import resource
+from tests.upstream import chart_values, require_shared, unknown_value_keys
+
+
+def test_preinstalled_driver_and_toolkit_are_not_installed(prod: RolloutPlan) -> None:
+    release = resource(prod, "helm-gpu-operator").args
+    assert release["chart"] == "gpu-operator" and release["version"] == "v26.7.0"
+    assert release["repository_opts"] == {"repo": "https://helm.ngc.nvidia.com/nvidia"}
+    values = release["values"]
+    assert values["driver"] == {"enabled": False}
+    assert values["toolkit"] == {"enabled": False}
+
+
+def test_the_escape_is_closed_on_the_device_plugin(prod: RolloutPlan) -> None:
+    values = resource(prod, "helm-gpu-operator").args["values"]
+    assert values["devicePlugin"]["env"] == [{"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"}]
+    assert values["cdi"] == {"enabled": False}
+    assert values["validator"]["plugin"]["env"] == [{"name": "WITH_WORKLOAD", "value": "true"}]
+    assert values["dcgmExporter"]["serviceMonitor"] == {"enabled": False}
+
+
+def test_operands_tolerate_every_gpu_node_taint(prod: RolloutPlan) -> None:
+    values = resource(prod, "helm-gpu-operator").args["values"]
+    tolerated = {(t["key"], t["effect"]) for t in values["daemonsets"]["tolerations"]}
+    nfd = {(t["key"], t["effect"]) for t in values["node-feature-discovery"]["worker"]["tolerations"]}
+    for stage in prod.stages:
+        for res in stage.content.resources:
+            if res.type == "aws:eks/nodeGroup:NodeGroup" and "taints" in res.args:
+                for taint in res.args["taints"]:
+                    effect = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}[taint["effect"]]
+                    assert (taint["key"], effect) in tolerated, taint
+                    assert (taint["key"], effect) in nfd, taint
+
+
+OPERATOR_SPEC = """
+apiVersion: gpufleet/v1alpha1
+kind: Fleet
+metadata: {name: ops}
+cluster: {mode: Existing, name: ops, region: us-east-1, kubernetesVersion: "1.33", network: {vpcId: vpc-0abc, subnetIds: [subnet-0aa, subnet-0bb]}}
+versions:
+  gpuOperator: {chart: v26.3.3}
+  driver: {source: Operator, version: "580.105.08", toolkitVersion: v1.18.1}
+nodeGroups:
+  - {name: a10, instanceType: g5.2xlarge, workloadClass: Batch, ami: {type: AL2023_x86_64_STANDARD, releaseVersion: "1.33.4-20260724"}, scaling: {maxSize: 2}}
+environments: {prod: {rollout: {through: foundation}}}
+"""
+
+
+def test_operator_installs_pinned_driver_and_toolkit_with_the_escape_closed() -> None:
+    fleet = load_fleet_text(OPERATOR_SPEC).environments["prod"]
+    values = gpu_operator.values(fleet)
+    assert values["driver"] == {"enabled": True, "version": "580.105.08"}
+    assert values["toolkit"] == {
+        "enabled": True,
+        "version": "v1.18.1",
+        "env": [
+            {"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "value": "false"},
+            {"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS", "value": "true"},
+        ],
+    }
+
+
+@pytest.mark.parametrize("version", ["v26.3.3", "v26.7.0"])
+def test_every_value_key_exists_in_the_pinned_chart(version: str) -> None:
+    require_shared()
+    fleet = load_fleet_text(OPERATOR_SPEC.replace("v26.3.3", version)).environments["prod"]
+    assert list(unknown_value_keys(gpu_operator.values(fleet), chart_values("gpu-operator", version))) == []
+
+
+def test_a_made_up_key_is_caught() -> None:
+    require_shared()
+    assert list(unknown_value_keys({"devicePlugin": {"envs": []}}, chart_values("gpu-operator", "v26.7.0"))) == ["devicePlugin.envs"]

@@ -1,0 +1,153 @@
+"""Stage 1 node groups: the inputs EKS gets, asserted on the plan and on what the Pulumi program registers."""
+
+from __future__ import annotations
+
+import base64
+import email
+
+import yaml
+
+from gpufleet.builders.common import AWS_PROVIDER, K8S_PROVIDER
+from gpufleet.plan import Concat, Ref, RolloutPlan
+from gpufleet.tree import decode_user_data
+from tests.upstream import require_shared, validate_object
+
+
+def resource(plan: RolloutPlan, rid: str):  # type: ignore[no-untyped-def]
+    return next(r for s in plan.stages for r in s.content.resources if r.id == rid)
+
+
+def test_every_gpu_group_has_the_gpu_taint_in_eks_spelling_plus_its_own(prod: RolloutPlan) -> None:
+    taints = {g.name: resource(prod, f"{g.name}-node-group").args["taints"] for g in prod.fleet.node_groups}
+    assert taints["h100"] == [
+        {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"},
+        {"key": "vpc.amazonaws.com/efa", "value": "true", "effect": "NO_SCHEDULE"},
+    ]
+    assert taints["l40s"] == [
+        {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"},
+        {"key": "gpufleet.io/serving", "value": "true", "effect": "NO_SCHEDULE"},
+    ]
+    assert taints["notebooks"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
+
+
+def test_labels_name_group_class_fabric_and_gpu_model(prod: RolloutPlan) -> None:
+    labels = resource(prod, "h100-node-group").args["labels"]
+    assert {k: v for k, v in labels.items() if k.startswith("gpufleet.io/")} == {
+        "gpufleet.io/fabric": "EFA",
+        "gpufleet.io/gpu-model": "H100",
+        "gpufleet.io/node-group": "h100",
+        "gpufleet.io/workload-class": "Training",
+    }
+
+
+def test_pinned_ami_numeric_launch_template_version_and_name_prefix(prod: RolloutPlan) -> None:
+    args = resource(prod, "h100-node-group").args
+    assert args["ami_type"] == "AL2023_x86_64_NVIDIA"
+    assert args["release_version"] == "1.33.4-20260724"
+    assert args["launch_template"]["version"] == Concat(Ref("h100-launch-template", "latestVersion"))
+    assert "node_group_name" not in args and args["node_group_name_prefix"] == "research-h100-"
+
+
+def test_desired_size_is_ignored_and_update_is_minimal(prod: RolloutPlan) -> None:
+    for group in prod.fleet.node_groups:
+        res = resource(prod, f"{group.name}-node-group")
+        assert res.ignore_changes == ("scalingConfig.desiredSize",)
+        assert res.args["update_config"] == {"update_strategy": "MINIMAL", "max_unavailable": 1}
+        assert res.provider == AWS_PROVIDER
+
+
+def test_warm_pool_and_capacity_type(prod: RolloutPlan, existing: RolloutPlan) -> None:
+    h100 = resource(prod, "h100-node-group").args
+    assert h100["warm_pool_config"] == {"min_size": 2, "max_group_prepared_capacity": 16, "pool_state": "STOPPED", "reuse_on_scale_in": True}
+    assert resource(prod, "a100-mig-node-group").args["capacity_type"] == "SPOT"
+    assert "warm_pool_config" not in resource(prod, "l40s-node-group").args
+    block = resource(existing, "h200-block-node-group").args
+    assert block["capacity_type"] == "CAPACITY_BLOCK"
+    assert "instance_types" not in block  # the launch template carries the type for a Capacity Block
+
+
+def test_capacity_block_reservation_is_in_the_launch_template(existing: RolloutPlan) -> None:
+    lt = resource(existing, "h200-block-launch-template").args
+    assert lt["instance_market_options"] == {"market_type": "capacity-block"}
+    assert lt["capacity_reservation_specification"] == {"capacity_reservation_target": {"capacity_reservation_id": "cr-0a1b2c3d4e5f67890"}}
+    assert lt["instance_type"] == "p5en.48xlarge"
+    assert "placement" not in lt  # Capacity Blocks are co-located already
+
+
+def test_efa_interfaces_one_per_card_and_placement_group(prod: RolloutPlan) -> None:
+    lt = resource(prod, "h100-launch-template").args
+    nics = lt["network_interfaces"]
+    assert len(nics) == 32
+    assert nics[0]["interface_type"] == "efa" and nics[0]["network_card_index"] == 0 and nics[0]["device_index"] == 0
+    assert {n["interface_type"] for n in nics[1:]} == {"efa-only"}
+    assert [n["network_card_index"] for n in nics] == list(range(32))
+    assert {n["device_index"] for n in nics[1:]} == {1}
+    assert lt["placement"] == {"group_name": Ref("h100-placement-group", "name")}
+    assert resource(prod, "h100-placement-group").args["strategy"] == "cluster"
+    assert "network_interfaces" not in resource(prod, "l40s-launch-template").args
+
+
+def _node_config(plan: RolloutPlan, group: str) -> dict:  # type: ignore[type-arg]
+    text = base64.b64decode(resource(plan, f"{group}-launch-template").args["user_data"]).decode()
+    message = email.message_from_string(text)
+    parts = [p for p in message.walk() if p.get_content_type() == "application/node.eks.aws"]
+    assert len(parts) == 1
+    return yaml.safe_load(parts[0].get_payload())
+
+
+def test_user_data_nodeconfig_topology_cpu_manager_and_raid0(prod: RolloutPlan) -> None:
+    config = _node_config(prod, "h100")
+    assert config["spec"]["kubelet"]["config"] == {
+        "topologyManagerPolicy": "single-numa-node",
+        "topologyManagerScope": "pod",
+        "cpuManagerPolicy": "static",
+        "systemReserved": {"cpu": "1", "memory": "2Gi"},
+    }
+    assert config["spec"]["instance"] == {"localStorage": {"strategy": "RAID0"}}
+    assert _node_config(prod, "notebooks")["spec"] == {}  # Interactive: no Topology Manager by default
+
+
+def test_every_nodeconfig_validates_against_the_nodeadm_crd(prod: RolloutPlan, existing: RolloutPlan) -> None:
+    require_shared()
+    for plan, groups in ((prod, ("h100", "l40s", "a100-mig", "notebooks")), (existing, ("h200-block",))):
+        for group in groups:
+            assert validate_object(_node_config(plan, group)) == []
+
+
+def test_user_data_prepulls_images_and_closes_the_envvar_escape(prod: RolloutPlan) -> None:
+    text = decode_user_data(resource(prod, "h100-launch-template").args["user_data"])
+    assert "pull nvcr.io/nvidia/pytorch:25.08-py3" in text
+    assert "accept-nvidia-visible-devices-envvar-when-unprivileged = false" in text
+    assert "Warmed:*) systemctl mask --runtime --now kubelet" in text
+
+
+def test_bottlerocket_gets_toml_and_keeps_its_own_device_plugin(existing: RolloutPlan) -> None:
+    text = decode_user_data(resource(existing, "l4-serving-launch-template").args["user_data"])
+    assert text.startswith("[settings.kubernetes]\ncpu-manager-policy = \"static\"\ntopology-manager-policy = \"best-effort\"")
+    labels = resource(existing, "l4-serving-node-group").args["labels"]
+    assert labels["nvidia.com/gpu.deploy.device-plugin"] == "false"
+    lt = resource(existing, "l4-serving-launch-template").args
+    assert lt["block_device_mappings"][0]["device_name"] == "/dev/xvdb"
+
+
+def test_existing_mode_looks_up_the_cluster_and_creates_none(existing: RolloutPlan) -> None:
+    foundation = existing.stages[0].content.resources
+    types = {r.type for r in foundation}
+    assert "aws:eks/cluster:Cluster" not in types and "aws:eks/addon:Addon" not in types
+    lookup = resource(existing, "cluster")
+    assert lookup.lookup and lookup.type == "aws:eks/getCluster:getCluster" and lookup.args == {"name": "labs-prod"}
+
+
+def test_every_kubernetes_resource_uses_the_one_provider(prod: RolloutPlan) -> None:
+    k8s = [r for s in prod.stages for r in s.content.resources if r.type.startswith("kubernetes:")]
+    assert k8s and {r.provider for r in k8s} == {K8S_PROVIDER}
+
+
+def test_recorded_options_reach_the_engine(prod_registrations) -> None:  # type: ignore[no-untyped-def]
+    node_group = prod_registrations["h100-node-group"]
+    assert node_group.type == "aws:eks/nodeGroup:NodeGroup"
+    assert node_group.ignore_changes == ("scalingConfig.desiredSize",)
+    assert node_group.parent == "01-foundation"
+    assert "node-role-amazoneksworkernodepolicy" in node_group.depends_on
+    assert prod_registrations["cluster"].protect is True
+    assert node_group.inputs["launchTemplate"]["version"] == "<ref:h100-launch-template.latestVersion>"
