@@ -1,0 +1,148 @@
+"""The AWS clients preflight reads through, and the one place AWS API failures become findings.
+
+Clients come from `boto3.session.Session(region_name=<cluster.region>)`, so the standard credential chain
+(environment, shared config and SSO profiles, container and instance roles) and the standard endpoint
+settings apply: `AWS_ENDPOINT_URL` (or `AWS_ENDPOINT_URL_EC2`, `..._SSM`, `..._SERVICE_QUOTAS`) points every
+call at an emulator. No endpoint is named here.
+
+boto3 and botocore are imported inside the functions that need them, so the rest of the CLI (which imports
+this package for its help text) does not pay for them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, TypeVar
+
+from gpufleet.preflight.findings import Finding
+
+Client = Any  # a boto3 client: generated at runtime, no type stubs are a dependency
+T = TypeVar("T")
+
+# Error codes that mean "these credentials do not work here"; every later call would fail the same way.
+_CREDENTIAL_CODES = frozenset(
+    {
+        "AuthFailure",
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "InvalidClientTokenId",
+        "RequestExpired",
+        "SignatureDoesNotMatch",
+        "UnrecognizedClientException",
+    }
+)
+_DENIED_CODES = frozenset({"AccessDenied", "AccessDeniedException", "UnauthorizedOperation"})
+_CONNECTION_ERRORS = ("EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectionClosedError", "SSLError", "ProxyConnectionError")
+_CREDENTIAL_ERRORS = ("NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError", "ProfileNotFound", "NoRegionError")
+
+CREDENTIALS_FIX = (
+    "configure credentials for the standard AWS chain (AWS_PROFILE, AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, "
+    "or `aws sso login`); against a local emulator set AWS_ENDPOINT_URL and any dummy credentials"
+)
+CONNECTION_FIX = (
+    "check network access to the AWS API (proxy, VPC endpoints); for a local emulator, check that "
+    "AWS_ENDPOINT_URL points at one that is running"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Clients:
+    """The clients preflight uses; tests pass moto-backed or Stubber-backed ones.
+
+    reservations: the EC2 client used only for DescribeCapacityReservations (None: `ec2`). It is separate
+    so that call can be stubbed on its own where an emulator does not implement it.
+    """
+
+    ec2: Client
+    service_quotas: Client
+    ssm: Client
+    reservations: Client | None = None
+
+    @property
+    def capacity_reservations(self) -> Client:
+        return self.reservations if self.reservations is not None else self.ec2
+
+
+class ApiError(Exception):
+    """An AWS call failed. `fatal` means the remaining checks would fail the same way (credentials, network)."""
+
+    def __init__(self, operation: str, code: str, message: str, *, fatal: bool) -> None:
+        super().__init__(f"{operation}: {code}: {message}")
+        self.operation = operation
+        self.code = code
+        self.message = message
+        self.fatal = fatal
+
+    @property
+    def fix(self) -> str:
+        if self.code in _CREDENTIAL_ERRORS or self.code in _CREDENTIAL_CODES:
+            return CREDENTIALS_FIX
+        if self.code in _CONNECTION_ERRORS:
+            return CONNECTION_FIX
+        if self.code in _DENIED_CODES:
+            return f"allow {self.operation} for the caller's IAM identity (preflight only reads)"
+        return f"rerun once {self.operation} succeeds; see the AWS error for the cause"
+
+    def finding(self) -> Finding:
+        return Finding(True, None, f"{self.operation} failed: {self.code}: {self.message}", self.fix, scope="aws")
+
+
+def make_clients(region: str) -> Clients:
+    """Clients for `region` from the standard AWS chain; raises ApiError when no session can be built."""
+
+    def build() -> Clients:
+        import boto3.session  # type: ignore[import-untyped,unused-ignore]
+        from botocore.config import Config  # type: ignore[import-untyped,unused-ignore]
+
+        session = boto3.session.Session(region_name=region)
+        config = Config(
+            retries={"max_attempts": 3, "mode": "standard"},
+            connect_timeout=10,
+            read_timeout=30,
+            user_agent_extra="gpufleet-preflight",
+        )
+        return Clients(
+            ec2=session.client("ec2", config=config),
+            service_quotas=session.client("service-quotas", config=config),
+            ssm=session.client("ssm", config=config),
+        )
+
+    return _guarded("session:CreateClient", build)
+
+
+def _operation(client: Client, method: str) -> str:
+    """`ec2:DescribeSubnets`: the IAM action of a client method, for messages and fixes."""
+    meta = client.meta
+    return f"{meta.service_model.signing_name}:{meta.method_to_api_mapping.get(method, method)}"
+
+
+def call(client: Client, method: str, **params: Any) -> dict[str, Any]:
+    """One API call; any failure is raised as ApiError."""
+    result: dict[str, Any] = _guarded(_operation(client, method), lambda: getattr(client, method)(**params))
+    return result
+
+
+def paginate(client: Client, method: str, key: str, **params: Any) -> list[dict[str, Any]]:
+    """Every item under `key` across the pages of a paginated call; failures are raised as ApiError."""
+
+    def every_page() -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        for page in client.get_paginator(method).paginate(**params):
+            items.extend(page.get(key, []))
+        return items
+
+    return _guarded(_operation(client, method), every_page)
+
+
+def _guarded(operation: str, action: Callable[[], T]) -> T:
+    from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped,unused-ignore]
+
+    try:
+        return action()
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        code = str(error.get("Code") or "ClientError")
+        message = str(error.get("Message") or exc)
+        raise ApiError(operation, code, message, fatal=code in _CREDENTIAL_CODES) from None
+    except BotoCoreError as exc:  # no credentials, endpoint unreachable, timeouts, bad profile...
+        raise ApiError(operation, type(exc).__name__, str(exc), fatal=True) from None

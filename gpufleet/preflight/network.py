@@ -1,0 +1,62 @@
+"""Subnet checks: every subnet exists in the cluster's VPC, the cluster's span two zones EKS accepts, and a
+group pinned to a zone launches only into subnets of that zone.
+
+EKS requirements (awsdocs/amazon-eks-user-guide `latest/ug/networking/network-reqs.adoc`, "Subnet requirements
+for clusters"): cluster subnets "must be in at least two different Availability Zones" and "can't reside in"
+the zone IDs use1-az3, usw1-az2 and cac1-az3.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from gpufleet.preflight.context import Context
+from gpufleet.preflight.findings import Finding
+
+# Zone IDs EKS does not accept for cluster subnets (network-reqs.adoc, table "Disallowed Availability Zone IDs").
+EKS_DISALLOWED_ZONES = frozenset({"use1-az3", "usw1-az2", "cac1-az3"})
+
+
+def _subnet_findings(ctx: Context, subnet_id: str, group: str | None, field: str) -> Iterator[Finding]:
+    subnet = ctx.subnets().get(subnet_id)
+    vpc = ctx.fleet.cluster.vpc_id
+    if subnet is None:
+        yield Finding(True, group, f"subnet {subnet_id} does not exist in {ctx.region}", f"create it, or fix {field}: aws ec2 describe-subnets --filters Name=vpc-id,Values={vpc} --region {ctx.region}")
+    elif subnet.get("VpcId") != vpc:
+        yield Finding(True, group, f"subnet {subnet_id} is in {subnet.get('VpcId')}, not in the cluster's VPC {vpc}", f"use subnets of {vpc} in {field}, or fix cluster.network.vpcId")
+
+
+def check_subnets(ctx: Context) -> Iterator[Finding]:
+    cluster = ctx.fleet.cluster
+    subnets = ctx.subnets()
+    for subnet_id in cluster.subnet_ids:
+        yield from _subnet_findings(ctx, subnet_id, None, "cluster.network.subnetIds")
+    cluster_zones = {str(subnets[s]["AvailabilityZoneId"]): s for s in cluster.subnet_ids if s in subnets}
+    for zone, subnet_id in sorted(cluster_zones.items()):
+        if zone in EKS_DISALLOWED_ZONES:
+            yield Finding(True, None, f"subnet {subnet_id} is in {ctx.zone_label(zone)}, a zone EKS does not accept for cluster subnets", "use subnets in other zones for cluster.network.subnetIds")
+    if len(cluster_zones) == 1:
+        (only,) = cluster_zones
+        yield Finding(
+            True,
+            None,
+            f"the cluster's subnets are all in {ctx.zone_label(only)}; EKS needs subnets in at least two zones",
+            "add a subnet in another zone to cluster.network.subnetIds",
+        )
+    seen = set(cluster.subnet_ids)
+    for group in ctx.fleet.node_groups:
+        for subnet_id in group.subnet_ids or ():
+            if subnet_id not in seen:  # a cluster subnet is reported once, above
+                yield from _subnet_findings(ctx, subnet_id, group.name, "nodeGroups[].subnetIds")
+        if group.zone is None:
+            continue
+        for subnet_id in ctx.group_subnet_ids(group):
+            subnet = subnets.get(subnet_id)
+            subnet_zone = None if subnet is None else str(subnet["AvailabilityZoneId"])
+            if subnet_zone is not None and subnet_zone != group.zone:
+                yield Finding(
+                    True,
+                    group.name,
+                    f"subnet {subnet_id} is in {ctx.zone_label(subnet_zone)}, not in the group's zone {ctx.zone_label(group.zone)}",
+                    f"set nodeGroups[].subnetIds to subnets in {group.zone} only",
+                )

@@ -1,0 +1,124 @@
+"""vCPU quota check: the account's EC2 quotas for P and G instances cover the whole fleet at maxSize.
+
+EC2 limits running instances per Region in vCPUs, per quota class ("On-Demand Instance limits are managed in
+terms of the number of vCPUs that your running On-Demand Instances are using", awsdocs/amazon-ec2-user-guide
+`doc_source/ec2-on-demand-instances.md`); Spot quotas count running and requested Spot vCPUs (EC2 User
+Guide, using-spot-limits.html). So a group needs vCPUs x (maxSize + the warm-pool instances kept Running); a
+Stopped or Hibernated warm pool is not running and uses no running-instance quota.
+
+Quota names: "Running On-Demand P instances", "Running On-Demand G and VT instances" (EC2 console / Service
+Quotas), "All P Spot Instance Requests", "All G and VT Spot Instance Requests" (using-spot-limits.html).
+Quota codes: [I] the AWS pages read do not print them. The pairs below are what ListServiceQuotas returns in
+recorded output (geyang/jaynes-starter-kit `02_ec2_docker_guide/setup/spot_limit.md`: L-7212CCBC "All P Spot
+Instance Requests", L-3819A6DF "All G Spot Instance Requests", the older name of the G quota) and what several
+independent public scripts use for all four. Because of that, the check compares the QuotaName AWS returns
+and warns when it differs.
+
+Capacity Blocks: [I] their instances are not counted against the On-Demand quotas here. A Capacity Block is a
+prepaid reservation launched with market type `capacity-block` rather than On-Demand; no AWS page read
+states how it relates to the Running On-Demand quotas. Confirm on a real account.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Mapping
+
+from gpufleet import catalog
+from gpufleet.preflight.clients import ApiError, call
+from gpufleet.preflight.context import Context
+from gpufleet.preflight.findings import Finding
+from gpufleet.spec import CapacityType, Fleet, NodeGroup
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    code: str
+    name: str
+
+
+# (instance family class, capacity type) -> the EC2 vCPU quota it draws on.
+QUOTAS: Mapping[tuple[str, CapacityType], Quota] = {
+    ("P", CapacityType.ON_DEMAND): Quota("L-417A185B", "Running On-Demand P instances"),
+    ("G", CapacityType.ON_DEMAND): Quota("L-DB2E81BA", "Running On-Demand G and VT instances"),
+    ("P", CapacityType.SPOT): Quota("L-7212CCBC", "All P Spot Instance Requests"),
+    ("G", CapacityType.SPOT): Quota("L-3819A6DF", "All G and VT Spot Instance Requests"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Demand:
+    """vCPUs one node group needs from one quota at maxSize."""
+
+    group: str
+    instances: int
+    instance_type: str
+    vcpus: int
+
+    def describe(self) -> str:
+        return f"{self.group}: {self.instances} x {self.instance_type} = {self.vcpus}"
+
+
+def running_instances(group: NodeGroup) -> int:
+    """Instances running at full scale: maxSize plus a warm pool kept Running.
+
+    At maxSize the pool holds max(minSize, maxPreparedCapacity - maxSize) instances (maxPreparedCapacity
+    defaults to the group's maxSize); only a Running pool uses running-instance quota.
+    """
+    pool = group.warm_pool
+    if pool is None or pool.state != "Running":
+        return group.max_size
+    prepared = pool.max_prepared_capacity if pool.max_prepared_capacity is not None else group.max_size
+    return group.max_size + max(pool.min_size, prepared - group.max_size)
+
+
+def demand(fleet: Fleet) -> dict[tuple[str, CapacityType], list[Demand]]:
+    """Per quota key, what each node group needs. Capacity Block groups draw on no quota here (see above)."""
+    needs: dict[tuple[str, CapacityType], list[Demand]] = {}
+    for group in fleet.node_groups:
+        info = catalog.lookup(group.instance_type)
+        if info is None or group.capacity_type is CapacityType.CAPACITY_BLOCK:
+            continue
+        key = (info.family[0].upper(), group.capacity_type)
+        if key not in QUOTAS:
+            continue
+        count = running_instances(group)
+        if count:
+            needs.setdefault(key, []).append(Demand(group.name, count, group.instance_type, count * info.vcpus))
+    return needs
+
+
+def _quota_value(ctx: Context, quota: Quota) -> tuple[float, str]:
+    """The applied quota (or AWS's default where none was applied) and the name AWS gives it."""
+    try:
+        found = call(ctx.clients.service_quotas, "get_service_quota", ServiceCode="ec2", QuotaCode=quota.code)
+    except ApiError as exc:
+        if exc.code != "NoSuchResourceException":
+            raise
+        found = call(ctx.clients.service_quotas, "get_aws_default_service_quota", ServiceCode="ec2", QuotaCode=quota.code)
+    return float(found["Quota"]["Value"]), str(found["Quota"].get("QuotaName", quota.name))
+
+
+def check_quotas(ctx: Context) -> Iterator[Finding]:
+    for key, needs in sorted(demand(ctx.fleet).items(), key=lambda kv: (kv[0][0], kv[0][1].value)):
+        quota = QUOTAS[key]
+        value, name = _quota_value(ctx, quota)
+        total = sum(d.vcpus for d in needs)
+        group = needs[0].group if len(needs) == 1 else None
+        if name != quota.name:
+            yield Finding(
+                False,
+                group,
+                f"quota {quota.code} is named '{name}' in {ctx.region}, gpufleet expects '{quota.name}'",
+                "check in the Service Quotas console that this is the quota for these instances; report it if AWS renamed or split it",
+                scope="account",
+            )
+        if total > value:
+            breakdown = "; ".join(d.describe() for d in needs)
+            yield Finding(
+                True,
+                group,
+                f"the fleet needs {total} vCPUs of '{quota.name}' ({quota.code}) at maxSize ({breakdown}), the quota in {ctx.region} is {value:g}",
+                f"request at least {total}: aws service-quotas request-service-quota-increase --service-code ec2 --quota-code {quota.code} --desired-value {total} --region {ctx.region}; or lower scaling.maxSize",
+                scope="account",
+            )
