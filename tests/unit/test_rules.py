@@ -1,0 +1,617 @@
+"""Unit tests of the loading pipeline's parts: each cross-field rule on small fleets (a passing and a failing case
+with the exact message), error rendering, the YAML loader, environment merging, and version pinning."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import yaml
+
+from gpufleet import rules
+from gpufleet.environments import merge_environment
+from gpufleet.errors import Issue, Position, SourceFile, SpecError, did_you_mean, format_path, render_issue, sort_issues
+from gpufleet.load import load_text
+from gpufleet.pipeline import load_fleet_text
+from gpufleet.schema import schema_issues, with_defaults
+from gpufleet.spec import Fleet
+from gpufleet.versions import image_is_pinned, is_pinned
+
+ROOT = Path(__file__).resolve().parents[2]
+MINIMAL_TEXT = (ROOT / "tests" / "specs" / "valid" / "minimal.yaml").read_text()
+MINIMAL: dict[str, Any] = yaml.safe_load(MINIMAL_TEXT)
+
+Patch = Callable[[dict[str, Any]], None]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Fleet fixtures: the minimal spec (one g6.xlarge group "l4" of maxSize 4, team "vision" with 4 GPUs on it,
+# environment dev through admission), changed by small patches.
+
+
+def group(**fields: Any) -> Patch:
+    """Set fields of node group 0 ("l4"); a None value removes the field."""
+
+    def patch(data: dict[str, Any]) -> None:
+        for key, value in fields.items():
+            if value is None:
+                data["nodeGroups"][0].pop(key, None)
+            else:
+                data["nodeGroups"][0][key] = value
+
+    return patch
+
+
+def add_group(**fields: Any) -> Patch:
+    def patch(data: dict[str, Any]) -> None:
+        base = {"workloadClass": "Batch", "ami": {"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.33.4-20260724"}, "scaling": {"maxSize": 2}}
+        data["nodeGroups"].append(base | fields)
+
+    return patch
+
+
+def team(**fields: Any) -> Patch:
+    def patch(data: dict[str, Any]) -> None:
+        data["teams"][0].update(fields)
+
+    return patch
+
+
+def quota(**fields: Any) -> Patch:
+    def patch(data: dict[str, Any]) -> None:
+        data["teams"][0]["quotas"][0].update(fields)
+
+    return patch
+
+
+def add_team(**fields: Any) -> Patch:
+    def patch(data: dict[str, Any]) -> None:
+        data["teams"].append({"quotas": [{"nodeGroup": "l4", "gpus": 1}]} | fields)
+
+    return patch
+
+
+def at(*path: str | int, value: Any) -> Patch:
+    """Set one value anywhere (creating mappings on the way); None removes it."""
+
+    def patch(data: dict[str, Any]) -> None:
+        node = data
+        for part in path[:-1]:
+            node = node.setdefault(part, {}) if isinstance(part, str) else node[part]
+        if value is None:
+            node.pop(path[-1], None)
+        else:
+            node[path[-1]] = value
+
+    return patch
+
+
+def through(stage: str) -> Patch:
+    return at("environments", "dev", "rollout", "through", value=stage)
+
+
+IMAGES = at("imageSets", value=[{"name": "training", "images": ["nvcr.io/nvidia/pytorch:25.08-py3"]}])
+EFA_P5 = group(instanceType="p5.48xlarge", fabric="EFA", zone="use1-az4", subnetIds=["subnet-0aa"])
+OPERATOR = at("versions", "driver", value={"source": "Operator", "version": "595.91.07"})
+ALL_VERSIONS = at("versions", value={
+    "gpuOperator": {"chart": "v26.7.0"},
+    "kueue": {"chart": "0.19.2"},
+    "efaDevicePlugin": {"chart": "v0.5.30"},
+    "networkOperator": {"chart": "26.4.1"},
+    "multus": {"tag": "v4.3.0"},
+    "kubePrometheusStack": {"chart": "88.5.3"},
+    "nodeProblemDetector": {"chart": "2.4.1"},
+})  # fmt: skip
+
+
+def build(*patches: Patch) -> Fleet:
+    data = copy.deepcopy(MINIMAL)
+    for patch in patches:
+        patch(data)
+    problems = schema_issues(data, {})
+    assert problems == [], [(format_path(i.path), i.message) for i in problems]
+    return Fleet.create(with_defaults(data))
+
+
+def found(rule: str, fleet: Fleet) -> list[tuple[str, str]]:
+    return [(format_path(i.path), i.message) for i in rules.RULES[rule](fleet)]
+
+
+def test_minimal_fleet_passes_every_rule() -> None:
+    assert rules.check(build()) == []
+
+
+# Each entry: rule name, patches, the (path, message) pairs the rule reports. An empty list is a passing case.
+CASES: list[Any] = [
+    # duplicate-names
+    pytest.param("duplicate-names", [add_group(name="l4b", instanceType="g6.xlarge")], [], id="dup/distinct-groups"),
+    pytest.param("duplicate-names", [add_group(name="l4", instanceType="g6.2xlarge")], [("nodeGroups[1].name", 'duplicate name "l4" in nodeGroups')], id="dup/group"),
+    pytest.param("duplicate-names", [add_team(name="vision", namespace="vision-2")], [("teams[1].name", 'duplicate name "vision" in teams')], id="dup/team"),
+    pytest.param("duplicate-names", [add_team(name="speech", namespace="vision")], [("teams[1].namespace", 'namespace "vision" is already used by team "vision"')], id="dup/namespace"),
+    pytest.param("duplicate-names", [add_team(name="speech")], [], id="dup/namespace-defaults-to-team-name"),
+    pytest.param("duplicate-names", [team(quotas=[{"nodeGroup": "l4", "gpus": 1}, {"nodeGroup": "l4", "gpus": 2}])], [("teams[0].quotas[1].nodeGroup", 'a second quota on node group "l4"')], id="dup/quota"),
+    pytest.param("duplicate-names", [at("imageSets", value=[{"name": "t", "images": ["a:1"]}, {"name": "t", "images": ["b:1"]}])], [("imageSets[1].name", 'duplicate name "t" in imageSets')], id="dup/image-set"),
+    pytest.param("duplicate-names", [at("admission", "priorities", value=[{"name": "batch", "value": 1}, {"name": "batch", "value": 2}])], [("admission.priorities[1].name", 'duplicate priority class "batch"')], id="dup/priority"),
+    # known-instance-type
+    pytest.param("known-instance-type", [group(instanceType="p5.48xlarge")], [], id="instance/known"),
+    pytest.param("known-instance-type", [group(instanceType="m7i.xlarge")], [("nodeGroups[0].instanceType", '"m7i.xlarge" is not a GPU instance type gpufleet knows')], id="instance/cpu-type"),
+    # references
+    pytest.param("references", [IMAGES, group(images=["training"]), at("cost", "gpuHourUsd", value={"l4": 0.8})], [], id="refs/all-known"),
+    pytest.param("references", [IMAGES, group(images=["trainig"])], [("nodeGroups[0].images[0]", 'unknown image set "trainig"')], id="refs/image-set"),
+    pytest.param("references", [quota(nodeGroup="l40s")], [("teams[0].quotas[0].nodeGroup", 'unknown node group "l40s"')], id="refs/node-group"),
+    pytest.param("references", [at("cost", "gpuHourUsd", value={"l40s": 1.0})], [("cost.gpuHourUsd.l40s", 'price for unknown node group "l40s"')], id="refs/cost"),
+    # quota-fits-node-group
+    pytest.param("quota-fits-node-group", [quota(gpus=4)], [], id="quota/exactly-full"),
+    pytest.param("quota-fits-node-group", [quota(gpus=5)], [("teams[0].quotas[0].gpus", '5 GPUs is more than node group "l4" can ever hold (maxSize 4 x 1 GPU(s) per g6.xlarge = 4)')], id="quota/too-large"),
+    pytest.param("quota-fits-node-group", [group(instanceType="p4d.24xlarge", scaling={"maxSize": 2}), quota(gpus=16)], [], id="quota/8-gpu-nodes"),
+    pytest.param("quota-fits-node-group", [group(instanceType="p4d.24xlarge", scaling={"maxSize": 2}), quota(gpus=17)], [("teams[0].quotas[0].gpus", '17 GPUs is more than node group "l4" can ever hold (maxSize 2 x 8 GPU(s) per p4d.24xlarge = 16)')], id="quota/8-gpu-nodes-too-large"),
+    pytest.param("quota-fits-node-group", [team(cohort="r"), quota(lendingLimit=4)], [], id="quota/lend-all"),
+    pytest.param("quota-fits-node-group", [team(cohort="r"), quota(lendingLimit=5)], [("teams[0].quotas[0].lendingLimit", "lendingLimit 5 is more than the nominal quota of 4 GPUs")], id="quota/lend-more-than-owned"),
+    pytest.param("quota-fits-node-group", [add_group(name="l4", instanceType="g6.2xlarge", scaling={"maxSize": 1})], [], id="quota/first-of-duplicate-names"),
+    # limits-need-cohort
+    pytest.param("limits-need-cohort", [team(cohort="research"), quota(borrowingLimit=2, lendingLimit=2)], [], id="cohort/with"),
+    pytest.param("limits-need-cohort", [quota(borrowingLimit=2)], [("teams[0].quotas[0].borrowingLimit", 'borrowingLimit needs a cohort, but team "vision" has none')], id="cohort/borrowing"),
+    pytest.param("limits-need-cohort", [quota(lendingLimit=2)], [("teams[0].quotas[0].lendingLimit", 'lendingLimit needs a cohort, but team "vision" has none')], id="cohort/lending"),
+    # sharing
+    pytest.param("sharing", [group(sharing={"strategy": "MIG", "profile": "1g.10gb"}, instanceType="p5.48xlarge")], [], id="sharing/mig"),
+    pytest.param("sharing", [group(sharing={"strategy": "MIG", "profile": "1g.10gb"})], [("nodeGroups[0].sharing.strategy", "L4 GPUs in g6.xlarge cannot do MIG")], id="sharing/mig-not-capable"),
+    pytest.param("sharing", [group(sharing={"strategy": "MIG"}, instanceType="p5.48xlarge")], [("nodeGroups[0].sharing.profile", "strategy MIG needs a profile")], id="sharing/mig-without-profile"),
+    pytest.param("sharing", [group(sharing={"strategy": "MIG", "profile": "1g.5gb"}, instanceType="p5.48xlarge")], [("nodeGroups[0].sharing.profile", '"1g.5gb" is not a MIG profile of the H100 in p5.48xlarge (profiles: 1g.10gb, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb)')], id="sharing/mig-profile-of-another-gpu"),
+    pytest.param("sharing", [group(sharing={"strategy": "MPS", "replicas": 4})], [], id="sharing/mps"),
+    pytest.param("sharing", [group(sharing={"strategy": "MPS", "replicas": 4, "profile": "1g.10gb"}, instanceType="p5.48xlarge")], [("nodeGroups[0].sharing.profile", "MPS cannot be combined with MIG: the device plugin does not support MPS on MIG-enabled devices")], id="sharing/mps-with-mig"),
+    pytest.param("sharing", [group(sharing={"strategy": "MPS"})], [("nodeGroups[0].sharing.replicas", "strategy MPS needs replicas (pods per GPU)")], id="sharing/mps-without-replicas"),
+    pytest.param("sharing", [group(sharing={"strategy": "Exclusive", "replicas": 2})], [("nodeGroups[0].sharing.replicas", "replicas is only used with TimeSlicing or MPS, not Exclusive")], id="sharing/replicas-unused"),
+    pytest.param("sharing", [group(sharing={"strategy": "Exclusive", "profile": "1g.10gb"})], [("nodeGroups[0].sharing.profile", "profile is only used with MIG, not Exclusive")], id="sharing/profile-unused"),
+    pytest.param("sharing", [group(workloadClass="Interactive", sharing={"strategy": "TimeSlicing", "replicas": 4})], [], id="sharing/time-slicing-interactive"),
+    pytest.param("sharing", [group(workloadClass="Inference", sharing={"strategy": "TimeSlicing", "replicas": 4, "acknowledgeNoIsolation": True})], [], id="sharing/time-slicing-acknowledged"),
+    pytest.param("sharing", [group(workloadClass="Training", sharing={"strategy": "TimeSlicing", "replicas": 4})], [("nodeGroups[0].sharing.strategy", "time-slicing on a workloadClass Training group: pods share a GPU with no memory bound and no fault isolation")], id="sharing/time-slicing-training"),
+    pytest.param("sharing", [group(workloadClass="Inference", sharing={"strategy": "TimeSlicing", "replicas": 4})], [("nodeGroups[0].sharing.strategy", "time-slicing on a workloadClass Inference group: pods share a GPU with no memory bound and no fault isolation")], id="sharing/time-slicing-inference"),
+    # efa
+    pytest.param("efa", [EFA_P5], [], id="efa/pinned"),
+    pytest.param("efa", [EFA_P5, group(instanceType="g5.xlarge")], [("nodeGroups[0].fabric", "g5.xlarge has no EFA")], id="efa/not-supported"),
+    pytest.param("efa", [EFA_P5, group(zone=None)], [("nodeGroups[0].zone", "an EFA group must be pinned to one zone (EFA traffic does not cross availability zones)")], id="efa/no-zone"),
+    pytest.param("efa", [EFA_P5, group(subnetIds=None)], [("nodeGroups[0].subnetIds", "an EFA group must use exactly one subnet, in its zone; it uses 2 (cluster.network.subnetIds)")], id="efa/cluster-subnets"),
+    pytest.param("efa", [EFA_P5, group(subnetIds=["subnet-0aa", "subnet-0bb"])], [("nodeGroups[0].subnetIds", "an EFA group must use exactly one subnet, in its zone; it uses 2")], id="efa/two-subnets"),
+    pytest.param("efa", [group(instanceType="g5.xlarge")], [], id="efa/no-fabric"),
+    # warm-pool
+    pytest.param("warm-pool", [group(warmPool={"minSize": 4, "state": "Hibernated"})], [], id="warm/full-hibernated-small"),
+    pytest.param("warm-pool", [group(warmPool={"minSize": 5})], [("nodeGroups[0].warmPool.minSize", "a warm pool of 5 is larger than the group's maxSize 4")], id="warm/larger-than-max"),
+    pytest.param("warm-pool", [group(warmPool={"minSize": 2, "maxPreparedCapacity": 1})], [("nodeGroups[0].warmPool.maxPreparedCapacity", "maxPreparedCapacity 1 is less than the pool's minSize 2")], id="warm/prepared-below-min"),
+    pytest.param("warm-pool", [group(instanceType="p5.48xlarge", warmPool={"state": "Hibernated"})], [("nodeGroups[0].warmPool.state", "p5.48xlarge has 2048 GiB of RAM; EC2 hibernates only instances with less than 150 GB")], id="warm/hibernated-p5"),
+    pytest.param("warm-pool", [group(capacity={"type": "CapacityBlock", "reservationId": "cr-0123456789abcdef0"}, warmPool={})], [("nodeGroups[0].warmPool", "a CapacityBlock group cannot have a warm pool: the reservation already holds the instances")], id="warm/capacity-block"),
+    # scaling
+    pytest.param("scaling", [group(scaling={"minSize": 4, "maxSize": 4, "desiredSize": 4}, update={"maxUnavailablePercentage": 50})], [], id="scaling/edges"),
+    pytest.param("scaling", [group(scaling={"minSize": 5, "maxSize": 4})], [("nodeGroups[0].scaling.minSize", "minSize 5 is larger than maxSize 4")], id="scaling/min-above-max"),
+    pytest.param("scaling", [group(scaling={"minSize": 1, "maxSize": 4, "desiredSize": 0})], [("nodeGroups[0].scaling.desiredSize", "desiredSize 0 is outside minSize..maxSize (1..4)")], id="scaling/desired-below-min"),
+    pytest.param("scaling", [group(update={"maxUnavailable": 1, "maxUnavailablePercentage": 50})], [("nodeGroups[0].update.maxUnavailablePercentage", "set maxUnavailable or maxUnavailablePercentage, not both (EKS takes one)")], id="scaling/both-update-limits"),
+    # capacity
+    pytest.param("capacity", [group(capacity={"type": "CapacityBlock", "reservationId": "cr-0123456789abcdef0"})], [], id="capacity/block"),
+    pytest.param("capacity", [group(capacity={"type": "CapacityBlock"})], [("nodeGroups[0].capacity.type", "CapacityBlock needs reservationId: the capacity reservation (cr-...) of the purchased Capacity Block")], id="capacity/block-without-reservation"),
+    pytest.param("capacity", [group(capacity={"type": "Spot", "reservationId": "cr-0123456789abcdef0"})], [("nodeGroups[0].capacity.reservationId", "reservationId is only used with capacity type CapacityBlock, not Spot")], id="capacity/reservation-on-spot"),
+    # taints
+    pytest.param("taints", [group(taints=[{"key": f"t{i}", "effect": "NoSchedule"} for i in range(49)])], [], id="taints/49-plus-gpu"),
+    pytest.param("taints", [group(taints=[{"key": f"t{i}", "effect": "NoSchedule"} for i in range(50)])], [("nodeGroups[0].taints", "50 taints plus the 1 gpufleet adds is 51; EKS allows at most 50 per node group")], id="taints/50-plus-gpu"),
+    pytest.param("taints", [EFA_P5, group(taints=[{"key": f"t{i}", "effect": "NoSchedule"} for i in range(48)])], [], id="taints/48-plus-gpu-and-efa"),
+    pytest.param("taints", [EFA_P5, group(taints=[{"key": f"t{i}", "effect": "NoSchedule"} for i in range(49)])], [("nodeGroups[0].taints", "49 taints plus the 2 gpufleet adds is 51; EKS allows at most 50 per node group")], id="taints/49-plus-gpu-and-efa"),
+    pytest.param("taints", [group(taints=[{"key": "nvidia.com/gpu", "effect": "NoSchedule"}])], [("nodeGroups[0].taints[0].key", "the nvidia.com/gpu taint is added by gpufleet on every group")], id="taints/gpu-taint"),
+    pytest.param("taints", [group(taints=[{"key": "a", "effect": "NoSchedule"}, {"key": "a", "effect": "NoExecute"}])], [], id="taints/same-key-other-effect"),
+    pytest.param("taints", [group(taints=[{"key": "a", "effect": "NoSchedule"}, {"key": "a", "value": "x", "effect": "NoSchedule"}])], [("nodeGroups[0].taints[0].key", 'taint "a:NoSchedule" appears more than once')], id="taints/repeated"),
+    # ami
+    pytest.param("ami", [group(instanceType="g5g.xlarge", ami={"type": "AL2023_ARM_64_NVIDIA", "releaseVersion": "1.33.4-20260724"})], [], id="ami/arm"),
+    pytest.param("ami", [group(instanceType="g5g.xlarge")], [("nodeGroups[0].ami.type", "AL2023_x86_64_NVIDIA is an x86_64 AMI, but g5g.xlarge is arm64")], id="ami/x86-on-arm"),
+    pytest.param("ami", [group(ami={"type": "AL2023_ARM_64_NVIDIA", "releaseVersion": "1.33.4-20260724"})], [("nodeGroups[0].ami.type", "AL2023_ARM_64_NVIDIA is an arm64 AMI, but g6.xlarge is x86_64")], id="ami/arm-on-x86"),
+    pytest.param("ami", [group(ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.32.9-20260724"})], [("nodeGroups[0].ami.releaseVersion", "AMI release 1.32.9-20260724 is not for Kubernetes 1.33")], id="ami/release-other-kubernetes"),
+    pytest.param("ami", [group(ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.3.4-20260724"})], [("nodeGroups[0].ami.releaseVersion", "AMI release 1.3.4-20260724 is not for Kubernetes 1.33")], id="ami/release-prefix-is-not-enough"),
+    pytest.param("ami", [group(ami={"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"})], [], id="ami/bottlerocket-release"),
+    # versions
+    pytest.param("versions", [ALL_VERSIONS, through("cost")], [], id="versions/all-pinned"),
+    pytest.param("versions", [at("versions", "kueue", value=None), through("telemetry")], [], id="versions/kueue-not-needed-before-admission"),
+    pytest.param("versions", [at("versions", "kueue", value=None)], [("versions.kueue", "Kueue must be pinned: the admission stage deploys it (supported: 0.18.1, 0.19.2)")], id="versions/kueue-needed"),
+    pytest.param("versions", [at("versions", "kueue", value=None), at("teams", value=[])], [], id="versions/kueue-not-needed-without-teams"),
+    pytest.param("versions", [EFA_P5, through("network")], [("versions.efaDevicePlugin", "AWS EFA Kubernetes device plugin must be pinned: the network stage deploys it (supported: v0.5.30)")], id="versions/efa-needed"),
+    pytest.param("versions", [through("health")], [("versions.nodeProblemDetector", "Node Problem Detector must be pinned: the health stage deploys it (supported: 2.4.1)")], id="versions/npd-needed"),
+    pytest.param("versions", [at("versions", "kubePrometheusStack", value=None), at("telemetry", "prometheus", value="Existing")], [], id="versions/existing-prometheus"),
+    pytest.param("versions", [at("versions", "kueue", "chart", value="latest")], [("versions.kueue.chart", '"latest" is not a pinned version')], id="versions/latest"),
+    pytest.param("versions", [at("versions", "kueue", "chart", value="0.19")], [("versions.kueue.chart", '"0.19" is not a pinned version')], id="versions/minor-only"),
+    pytest.param("versions", [at("versions", "gpuOperator", "chart", value="v25.3.0")], [("versions.gpuOperator.chart", "NVIDIA GPU Operator v25.3.0 is not a version gpufleet supports (supported: v26.3.3, v26.7.0)")], id="versions/unsupported"),
+    pytest.param("versions", [at("versions", "driver", value={"source": "Operator", "version": "595.91.07"})], [], id="versions/driver-operator"),
+    pytest.param("versions", [at("versions", "driver", value={"source": "Operator"})], [("versions.driver", "driver source Operator needs version: the exact driver the operator installs")], id="versions/driver-operator-without-version"),
+    pytest.param("versions", [at("versions", "driver", value={"source": "Operator", "version": "595"})], [("versions.driver.version", '"595" is not a pinned version')], id="versions/driver-not-pinned"),
+    pytest.param("versions", [at("versions", "driver", value={"source": "Preinstalled", "toolkitVersion": "v1.17.8"})], [("versions.driver.toolkitVersion", "toolkitVersion is ignored with source Preinstalled: the AMI's driver and toolkit are used")], id="versions/toolkit-with-preinstalled"),
+    pytest.param("versions", [at("cluster", "kubernetesVersion", value="1.29")], [("cluster.kubernetesVersion", "Kubernetes 1.29 is not a version gpufleet supports (supported: 1.32, 1.33, 1.34, 1.35)")], id="versions/kubernetes"),
+    pytest.param("versions", [at("imageSets", value=[{"name": "t", "images": ["nvcr.io/nvidia/pytorch@sha256:" + "0" * 64, "a:1", "b", "c:latest"]}])], [("imageSets[0].images[2]", 'image "b" is not pinned to a tag or digest'), ("imageSets[0].images[3]", 'image "c:latest" is not pinned to a tag or digest')], id="versions/images"),
+    # telemetry
+    pytest.param("telemetry", [at("telemetry", value={"prometheus": "Existing", "existingNamespace": "monitoring"})], [], id="telemetry/existing"),
+    pytest.param("telemetry", [at("telemetry", value={"prometheus": "Install", "existingNamespace": "monitoring"})], [("telemetry.existingNamespace", "existingNamespace is only used with prometheus: Existing")], id="telemetry/namespace-with-install"),
+    # driver-source-matches-ami
+    pytest.param("driver-source-matches-ami", [], [], id="driver/preinstalled-nvidia-ami"),
+    pytest.param("driver-source-matches-ami", [OPERATOR, group(ami={"type": "AL2023_x86_64_STANDARD", "releaseVersion": "1.33.4-20260724"})], [], id="driver/operator-standard-ami"),
+    pytest.param("driver-source-matches-ami", [OPERATOR], [("nodeGroups[0].ami.type", "AL2023_x86_64_NVIDIA ships its own NVIDIA driver, but versions.driver.source is Operator")], id="driver/operator-nvidia-ami"),
+    pytest.param("driver-source-matches-ami", [group(ami={"type": "AL2023_x86_64_STANDARD", "releaseVersion": "1.33.4-20260724"})], [("nodeGroups[0].ami.type", "AL2023_x86_64_STANDARD has no NVIDIA driver, but versions.driver.source is Preinstalled")], id="driver/preinstalled-standard-ami"),
+    # system-nodes
+    pytest.param("system-nodes", [], [], id="system/create"),
+    pytest.param("system-nodes", [at("cluster", "systemNodes", value=None)], [("cluster", "mode Create needs systemNodes: every GPU group is tainted, so CoreDNS and the controllers need CPU nodes to run on")], id="system/create-without"),
+    pytest.param("system-nodes", [at("cluster", "mode", value="Existing"), at("cluster", "systemNodes", value=None)], [], id="system/existing"),
+    pytest.param("system-nodes", [at("cluster", "mode", value="Existing")], [("cluster.systemNodes", "systemNodes is only used with mode Create: an existing cluster brings its own system nodes")], id="system/existing-with"),
+    pytest.param("system-nodes", [group(ami={"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"}, localStorage="RAID0")], [("nodeGroups[0].localStorage", "localStorage RAID0 is configured by nodeadm, which only AL2023 AMIs run")], id="system/raid0-bottlerocket"),
+]
+
+
+@pytest.mark.parametrize(("rule", "patches", "expected"), CASES)
+def test_rule(rule: str, patches: list[Patch], expected: list[tuple[str, str]]) -> None:
+    assert found(rule, build(*patches)) == expected
+
+
+def test_every_rule_has_a_passing_and_a_failing_case() -> None:
+    passing = {p.values[0] for p in CASES if not p.values[2]}
+    failing = {p.values[0] for p in CASES if p.values[2]}
+    assert set(rules.RULES) - passing == set(), "rules without a passing case"
+    assert set(rules.RULES) - failing == set(), "rules without a failing case"
+
+
+@pytest.mark.parametrize(
+    ("patches", "hint"),
+    [
+        ([group(instanceType="p5.48xlarg")], 'did you mean "p5.48xlarge"?'),
+        ([quota(nodeGroup="l44")], 'did you mean "l4"?'),
+        ([group(sharing={"strategy": "MIG", "profile": "1g.10gb"})], "MIG needs A100 (p4d, p4de), B200 (p6-b200), B300 (p6-b300), H100 (p5), H200 (p5e, p5en) GPUs; use MPS or TimeSlicing on this group"),
+        ([at("versions", "kueue", value=None)], "add kueue: {chart: 0.19.2}"),
+        ([quota(gpus=9)], "lower the quota to at most 4, or raise the group's maxSize"),
+        ([group(instanceType="g5g.xlarge")], "use type: AL2023_ARM_64_NVIDIA"),
+        ([OPERATOR, group(instanceType="g5g.xlarge", ami={"type": "AL2023_ARM_64_NVIDIA", "releaseVersion": "1.33.4-20260724"})], "use AL2023_ARM_64_STANDARD (the operator installs the driver), or driver source Preinstalled"),
+    ],
+)
+def test_rule_hints(patches: list[Patch], hint: str) -> None:
+    assert [i.hint for i in rules.check(build(*patches)) if i.severity == "error"] == [hint]
+
+
+def test_check_can_skip_rules() -> None:
+    fleet = build(quota(gpus=9))
+    assert rules.check(fleet, skip=["quota-fits-node-group"]) == []
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# errors.py: paths, positions, rendering, did-you-mean
+
+
+def test_format_path() -> None:
+    assert format_path(()) == "(root)"
+    assert format_path(("nodeGroups", 1, "taints", 0, "effect")) == "nodeGroups[1].taints[0].effect"
+    assert format_path(("cost", "gpuHourUsd", "h100")) == "cost.gpuHourUsd.h100"
+
+
+SOURCE_TEXT = "cluster:\n  name: research\n  network:\n    subnetIds: [a, b]\n"
+
+
+def _source() -> SourceFile:
+    return load_text(SOURCE_TEXT, "fleet.yaml").source
+
+
+def test_render_puts_the_caret_under_the_value() -> None:
+    text = render_issue(_source(), Issue(path=("cluster", "name"), message="bad name", hint="rename it"))
+    assert text == "fleet.yaml:2:9: cluster.name: bad name\n    2 |   name: research\n      |         ^\nhint: rename it"
+
+
+def test_render_at_key_and_in_flow_sequences() -> None:
+    source = _source()
+    assert render_issue(source, Issue(path=("cluster", "name"), at_key=True, message="m")).splitlines()[2] == "      |   ^"
+    assert render_issue(source, Issue(path=("cluster", "network", "subnetIds", 1), message="m")).splitlines()[0] == "fleet.yaml:4:20: cluster.network.subnetIds[1]: m"
+
+
+def test_render_falls_back_to_the_nearest_parent_with_a_position() -> None:
+    source = _source()
+    # cluster.region is not in the file: the issue is shown at cluster's value (its first key)
+    assert source.position(("cluster", "region")) == Position(2, 3)
+    assert source.position(("cluster", "region"), at_key=True) == Position(1, 1)
+    assert source.position(("cluster", "network", "vpcId")) == Position(4, 5)
+    assert source.position(("nowhere", 3, "x")) == Position(1, 1)
+    assert render_issue(source, Issue(path=("cluster", "region"), message="missing")).startswith("fleet.yaml:2:3: cluster.region: missing\n")
+
+
+def test_render_without_hint_context_and_warning() -> None:
+    source = _source()
+    assert not render_issue(source, Issue(path=("cluster",), message="m")).endswith("hint: ")
+    assert render_issue(source, Issue(path=("cluster",), message="m", context="environment dev")).splitlines()[0] == "fleet.yaml:2:3: cluster: m (environment dev)"
+    assert render_issue(source, Issue(path=("cluster",), message="m", severity="warning")).splitlines()[0] == "fleet.yaml:2:3: warning: cluster: m"
+
+
+def test_render_line_numbers_align_in_the_gutter() -> None:
+    text = "\n" * 11 + "key: value\n"
+    source = load_text(text, "f.yaml").source
+    lines = render_issue(source, Issue(path=("key",), message="m")).splitlines()
+    assert lines[1:] == ["   12 | key: value", "      |      ^"]
+
+
+def test_sort_issues_orders_by_position_and_removes_duplicates() -> None:
+    source = _source()
+    issues = [
+        Issue(path=("cluster", "network", "subnetIds", 0), message="c"),
+        Issue(path=("cluster", "name"), message="b"),
+        Issue(path=("cluster", "name"), message="b"),
+        Issue(path=("cluster",), at_key=True, message="a"),
+    ]
+    assert [i.message for i in sort_issues(source, issues)] == ["a", "b", "c"]
+
+
+def test_spec_error_counts_errors() -> None:
+    error = SpecError(_source(), [Issue(path=("cluster",), message="m"), Issue(path=("cluster", "name"), message="n")])
+    assert error.render().splitlines()[-1] == "fleet.yaml: 2 error(s)"
+
+
+@pytest.mark.parametrize(
+    ("value", "choices", "hint"),
+    [
+        ("workloadclass", ["workloadClass", "warmPool"], 'did you mean "workloadClass"?'),
+        ("mps", ["Exclusive", "MIG", "MPS", "TimeSlicing"], 'did you mean "MPS"?'),
+        ("Trainig", ["Training", "Inference"], 'did you mean "Training"?'),
+        ("zzz", ["b", "a"], "allowed: a, b"),
+        ("zzz", [f"choice{i}" for i in range(20)], ""),
+        (True, ["Enabled", "Disabled"], "allowed: Disabled, Enabled"),
+        ("x", [], ""),
+    ],
+)
+def test_did_you_mean(value: object, choices: list[str], hint: str) -> None:
+    assert did_you_mean(value, choices) == hint
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# load.py: positions, duplicate keys, YAML 1.1, merge keys
+
+
+def _load(text: str) -> tuple[Any, list[tuple[str, str, int, int]]]:
+    loaded = load_text(text, "f.yaml")
+    issues = [(format_path(i.path), i.message, *(lambda p: (p.line, p.column))(loaded.source.locate(i))) for i in loaded.issues]
+    return loaded.data, issues
+
+
+def test_load_records_key_and_value_positions() -> None:
+    loaded = load_text("a:\n  b: [1, {c: x}]\n", "f.yaml")
+    assert loaded.source.keys[("a", "b")] == Position(2, 3)
+    assert loaded.source.values[("a", "b")] == Position(2, 6)
+    assert loaded.source.values[("a", "b", 1, "c")] == Position(2, 14)
+    assert loaded.data == {"a": {"b": [1, {"c": "x"}]}}
+
+
+def test_duplicate_keys_are_errors_at_the_second_key() -> None:
+    data, issues = _load("a: 1\nb: 2\na: 3\na: 4\n")
+    assert issues == [
+        ("a", 'duplicate key "a" (first defined at line 1)', 3, 1),
+        ("a", 'duplicate key "a" (first defined at line 1)', 4, 1),
+    ]
+    assert data == {"a": 1, "b": 2}
+
+
+@pytest.mark.parametrize(
+    ("key", "reading"),
+    [("on", "the boolean true"), ("no", "the boolean false"), ("Yes", "the boolean true"), ("1.30", "the number 1.3"), ("~", "null"), ("2026-07-24", "a date")],
+)
+def test_yaml11_keys_are_errors(key: str, reading: str) -> None:
+    data, issues = _load(f"x:\n  {key}: 1\n")
+    assert issues == [(f"x.{key}", f'key "{key}" is read by YAML 1.1 as {reading}, not a string', 2, 3)]
+    assert data == {"x": {key: 1}}
+
+
+def test_quoted_yaml11_keys_are_strings() -> None:
+    assert _load('"on": 1\n\'no\': 2\n') == ({"on": 1, "no": 2}, [])
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "raw"),
+    [("v: on\n", True, "on"), ("v: no\n", False, "no"), ("v: 1.30\n", 1.3, "1.30"), ("v: 1e3\n", "1e3", None), ("v: 2026-07-24\n", None, "2026-07-24"), ('v: "on"\n', "on", None), ("v: !!str 1.30\n", "1.30", None)],
+)
+def test_yaml11_values_are_kept_and_recorded(text: str, value: Any, raw: str | None) -> None:
+    loaded = load_text(text, "f.yaml")
+    assert loaded.issues == []
+    if value is not None:
+        assert loaded.data["v"] == value
+    assert loaded.source.plain.get(("v",)) == raw
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("v: 10:00\n", "10:00 is read by YAML 1.1 as the base-60 number 600"),
+        ("v: 010\n", "010 is read by YAML 1.1 as the octal number 8"),
+        ("v: 2026-13-45\n", "2026-13-45 is read by YAML 1.1 as a timestamp, but it is not a valid one (month must be in 1..12)"),
+        ("v: !foo 4\n", "unknown YAML tag !foo"),
+    ],
+)
+def test_surprising_scalars_are_errors(text: str, message: str) -> None:
+    assert _load(text)[1] == [("v", message, 1, 4)]
+
+
+def test_plain_numbers_are_not_surprising() -> None:
+    assert _load("a: 0\nb: 10\nc: 0x1f\nd: 1.5\n") == ({"a": 0, "b": 10, "c": 31, "d": 1.5}, [])
+
+
+def test_merge_keys_written_keys_win_and_are_not_duplicates() -> None:
+    text = "base: &b {x: 1, y: 2}\nother: &o {y: 9, z: 3}\nm:\n  <<: [*b, *o]\n  x: 5\n"
+    data, issues = _load(text)
+    assert issues == []
+    assert data["m"] == {"x": 5, "y": 2, "z": 3}
+
+
+def test_merged_keys_keep_the_position_of_the_anchor() -> None:
+    loaded = load_text("base: &b {x: 1}\nm:\n  <<: *b\n", "f.yaml")
+    assert loaded.source.values[("m", "x")] == Position(1, 14)
+
+
+def test_merge_of_a_scalar_is_an_error() -> None:
+    assert _load("m:\n  <<: 5\n  a: 1\n") == ({"m": {"a": 1}}, [("m", "a merge key (<<) needs a mapping or a list of mappings", 2, 7)])
+
+
+def test_recursive_alias_is_an_error() -> None:
+    data, issues = _load("a: &x [1, *x]\n")
+    # PyYAML gives an alias the node it refers to, so the position is the anchored list's
+    assert issues == [("a[1]", "an alias refers to a mapping or list that contains it (a cycle)", 1, 4)]
+    assert data == {"a": [1, None]}
+
+
+@pytest.mark.parametrize(
+    ("text", "message", "line"),
+    [
+        ("", "the file is empty", 1),
+        ("# only a comment\n", "the file is empty", 1),
+        ("---\n---\n", "the file is empty", 1),
+        ("a: 1\n---\nb: 2\n", "expected one YAML document, found 2", 3),
+        ("- a\n", "the spec must be a mapping (apiVersion, kind, metadata, ...), not a list", 1),
+        ("~\n", "the spec must be a mapping (apiVersion, kind, metadata, ...), not null", 1),
+        ("a: [1, 2\n", "invalid YAML: expected ',' or ']', but got '<stream end>' (while parsing a flow sequence at line 1)", 2),
+        ("a: b: c\n", "invalid YAML: mapping values are not allowed here", 1),
+    ],
+)
+def test_fatal_load_errors(text: str, message: str, line: int) -> None:
+    loaded = load_text(text, "f.yaml")
+    assert loaded.fatal
+    assert [(i.message, loaded.source.locate(i).line) for i in loaded.issues] == [(message, line)]
+
+
+def test_load_and_schema_errors_are_reported_together() -> None:
+    text = MINIMAL_TEXT.replace("    workloadClass: Batch\n", "    workloadClass: Batch\n    workloadClass: Batch\n").replace("gpus: 4", "gpus: four")
+    with pytest.raises(SpecError) as caught:
+        load_fleet_text(text)
+    assert [format_path(i.path) for i in caught.value.issues] == ["nodeGroups[0].workloadClass", "teams[0].quotas[0].gpus"]
+
+
+def test_a_yaml11_key_is_not_reported_again_as_unknown_field() -> None:
+    text = MINIMAL_TEXT.replace("    workloadClass: Batch\n", "    workloadClass: Batch\n    labels: {on: demand}\n")
+    with pytest.raises(SpecError) as caught:
+        load_fleet_text(text)
+    assert [i.message for i in caught.value.issues] == ['key "on" is read by YAML 1.1 as the boolean true, not a string']
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# environments.py: merging and the positions it carries
+
+ENV_TEXT = MINIMAL_TEXT.replace(
+    "      through: admission\n",
+    "      through: admission\n"
+    "    overrides:\n"
+    "      nodeGroups:\n"
+    "        l4:\n"
+    "          scaling: {maxSize: 2}\n"
+    "      teams:\n"
+    "        vision:\n"
+    "          quotas: [{nodeGroup: l4, gpus: 2}]\n"
+    "      admission: {podsReadyTimeoutSeconds: 300}\n",
+)
+
+
+def _line_of(text: str, needle: str) -> int:
+    return next(n for n, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def test_override_merges_maps_and_addresses_named_items() -> None:
+    loaded = load_text(ENV_TEXT, "f.yaml")
+    data, _, issues = merge_environment(loaded.data, "dev", loaded.source)
+    assert issues == []
+    assert data["nodeGroups"][0]["scaling"] == {"maxSize": 2}
+    assert data["nodeGroups"][0]["instanceType"] == "g6.xlarge"
+    assert data["teams"][0]["quotas"] == [{"nodeGroup": "l4", "gpus": 2}]  # other lists are replaced whole
+    assert data["admission"] == {"podsReadyTimeoutSeconds": 300}
+    assert loaded.data["nodeGroups"][0]["scaling"] == {"maxSize": 4}  # the base is not changed
+
+
+def test_override_positions_point_at_the_override_line() -> None:
+    loaded = load_text(ENV_TEXT, "f.yaml")
+    _, view, _ = merge_environment(loaded.data, "dev", loaded.source)
+    assert view.position(("nodeGroups", 0, "scaling", "maxSize")).line == _line_of(ENV_TEXT, "scaling: {maxSize: 2}")
+    assert view.position(("teams", 0, "quotas", 0, "gpus")).line == _line_of(ENV_TEXT, "quotas: [{nodeGroup: l4, gpus: 2}]")
+    assert view.position(("nodeGroups", 0, "instanceType")).line == _line_of(ENV_TEXT, "instanceType: g6.xlarge")  # not overridden
+    assert loaded.source.position(("nodeGroups", 0, "scaling", "maxSize")).line == _line_of(ENV_TEXT, "maxSize: 4")
+
+
+@pytest.mark.parametrize(
+    ("section", "name", "message"),
+    [
+        ("nodeGroups", "l40s", 'overrides a node group "l40s" that does not exist in nodeGroups'),
+        ("teams", "visoin", 'overrides a team "visoin" that does not exist in teams'),
+    ],
+)
+def test_override_of_an_unknown_named_item(section: str, name: str, message: str) -> None:
+    text = MINIMAL_TEXT.replace("      through: admission\n", f"      through: admission\n    overrides:\n      {section}:\n        {name}: {{}}\n")
+    loaded = load_text(text, "f.yaml")
+    _, _, issues = merge_environment(loaded.data, "dev", loaded.source)
+    assert [(format_path(i.path), i.message, i.at_key) for i in issues] == [(f"environments.dev.overrides.{section}.{name}", message, True)]
+    assert loaded.source.position(issues[0].path, at_key=True).line == _line_of(text, f"{name}: {{}}")
+
+
+def test_environment_errors_carry_the_environment_and_the_override_position() -> None:
+    text = ENV_TEXT.replace("scaling: {maxSize: 2}", "scaling: {maxSize: 2}\n          warmPool: {minSize: 3}")
+    with pytest.raises(SpecError) as caught:
+        load_fleet_text(text)
+    [issue] = caught.value.issues
+    assert (format_path(issue.path), issue.context) == ("nodeGroups[0].warmPool.minSize", "environment dev")
+    assert caught.value.source.locate(issue).line == _line_of(text, "warmPool: {minSize: 3}")
+
+
+def test_base_errors_are_not_repeated_per_environment() -> None:
+    text = ENV_TEXT.replace("      - nodeGroup: l4\n        gpus: 4", "      - nodeGroup: l40s\n        gpus: 4").replace("quotas: [{nodeGroup: l4, gpus: 2}]", "cohort: research")
+    with pytest.raises(SpecError) as caught:
+        load_fleet_text(text)
+    assert [(i.message, i.context) for i in caught.value.issues] == [('unknown node group "l40s"', "")]
+
+
+def test_one_environment_only() -> None:
+    text = MINIMAL_TEXT + "  prod:\n    rollout: {through: admission}\n    overrides:\n      nodeGroups: {l4: {scaling: {maxSize: 1}}}\n"
+    assert sorted(load_fleet_text(text, env="dev").environments) == ["dev"]
+    with pytest.raises(SpecError):
+        load_fleet_text(text, env="prod")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# versions.py
+
+
+@pytest.mark.parametrize(
+    ("version", "pinned"),
+    [
+        ("v26.7.0", True),
+        ("0.19.2", True),
+        ("595.91.07", True),
+        ("v26.7.0-rc.1", True),
+        ("1.2.3+build.5", True),
+        ("v1.0.0-linux", True),  # an "x" inside a word is not a wildcard
+        ("v1.0.0-mainline", True),  # nor is "main" inside a word a branch
+        ("", False),
+        ("latest", False),
+        ("stable", False),
+        ("main", False),
+        ("0.19", False),
+        ("v1", False),
+        ("0.19.x", False),
+        ("1.2.X", False),
+        ("1.*", False),
+        ("~0.19.2", False),
+        ("^1.2.3", False),
+        (">=1.0.0", False),
+        ("1.2.3, 1.2.4", False),
+        ("1.2.3 ", False),
+        ("v4.3.0-snapshot", False),
+        ("v4.3.0-latest", False),
+    ],
+)
+def test_is_pinned(version: str, pinned: bool) -> None:
+    assert is_pinned(version) is pinned
+
+
+@pytest.mark.parametrize(
+    ("image", "pinned"),
+    [
+        ("nvcr.io/nvidia/pytorch:25.08-py3", True),
+        ("localhost:5000/team/img:1.0", True),
+        ("img@sha256:" + "a" * 64, True),
+        ("ghcr.io/a/b:v1@sha256:" + "b" * 64, True),
+        ("nvcr.io/nvidia/pytorch", False),
+        ("localhost:5000/team/img", False),  # the registry port is not a tag
+        ("img:latest", False),
+        ("img:LATEST", False),
+        ("img:", False),
+        ("img@sha256:", False),
+        ("img@sha256:xyz", False),
+    ],
+)
+def test_image_is_pinned(image: str, pinned: bool) -> None:
+    assert image_is_pinned(image) is pinned
