@@ -375,3 +375,93 @@ def _driver_source(fleet: Fleet) -> Iterator[Issue]:
             yield Issue(path=path + ("ami", "type"), message=f"{group.ami_type} ships its own NVIDIA driver, but versions.driver.source is Operator", hint=f"use {'AL2023_ARM_64_STANDARD' if '_ARM_64_' in group.ami_type else 'AL2023_x86_64_STANDARD'} (the operator installs the driver), or driver source Preinstalled")
         if not operator and not nvidia_ami:
             yield Issue(path=path + ("ami", "type"), message=f"{group.ami_type} has no NVIDIA driver, but versions.driver.source is Preinstalled", hint="use an *_NVIDIA AMI type, or set versions.driver.source: Operator with a pinned version")
+
+
+@rule("network")
+def _network(fleet: Fleet) -> Iterator[Issue]:
+    rdma = fleet.network.rdma
+    rdma_groups = [(path, group) for path, group in _groups(fleet) if group.fabric is Fabric.RDMA]
+    if rdma is None and rdma_groups and stage_used(fleet, "network"):
+        path, group = rdma_groups[0]
+        yield Issue(
+            path=path + ("fabric",),
+            message=f'fabric RDMA needs network.rdma: the RDMA devices and ports of group "{group.name}"\'s NICs (for the device plugin, the secondary networks and NCCL_IB_HCA)',
+            hint="add network.rdma.networks: [{name: rail0, interface: <netdev, e.g. ibp24s0>, hca: <RDMA device, e.g. mlx5_0>}]",
+        )
+    if rdma is not None and not rdma_groups:
+        yield Issue(path=("network", "rdma"), at_key=True, severity="warning", message="network.rdma is set but no node group has fabric RDMA: it is not used")
+    if rdma is not None:
+        for field in ("name", "interface", "hca"):
+            seen: set[str] = set()
+            for i, net in enumerate(rdma.networks):
+                value = getattr(net, field)
+                if value in seen:
+                    yield Issue(path=("network", "rdma", "networks", i, field), message=f'{field} "{value}" appears in more than one RDMA network', hint="one entry per RDMA port")
+                seen.add(value)
+    image = fleet.network.bandwidth_gate.image
+    if not image_is_pinned(image):
+        yield Issue(path=("network", "bandwidthGate", "image"), message=f'image "{image}" is not pinned to a tag or digest', hint="the gate must measure the same bits every time: add an exact tag (not latest) or @sha256:...")
+
+
+# Namespaces a team may not take: Kubernetes' own and those gpufleet's stages run system daemons in.
+RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "gpu-operator", "kueue-system", "monitoring", "gpufleet-network", "gpufleet-health", "gpufleet-system")
+
+
+@rule("admission")
+def _admission(fleet: Fleet) -> Iterator[Issue]:
+    if not stage_used(fleet, "admission"):
+        return
+    from gpufleet.manifests.kueue import TOPOLOGY_INSTANCE_TYPES  # lazy: manifests import the builders package
+
+    adm = fleet.admission
+    if adm.reclaim_within_cohort == "Never" and adm.borrow_within_cohort != "Never":
+        yield Issue(
+            path=("admission", "preemption", "borrowWithinCohort"),
+            message=f"borrowWithinCohort {adm.borrow_within_cohort} needs reclaimWithinCohort other than Never (Kueue rejects the ClusterQueue otherwise)",
+            hint="set reclaimWithinCohort: LowerPriority or Any, or borrowWithinCohort: Never",
+        )
+    protected = [p for p in adm.priorities if not p.preemptible]
+    for i, prio in enumerate(adm.priorities):
+        above = [p.name for p in protected if prio.preemptible and prio.value >= p.value]
+        if above:
+            yield Issue(
+                path=("admission", "priorities", i, "value"),
+                message=f'preemptible class "{prio.name}" ({prio.value}) ranks at or above non-preemptible "{above[0]}": it could preempt it',
+                hint="give every non-preemptible class a higher value than every preemptible one",
+            )
+    for i, team in enumerate(fleet.teams):
+        if team.namespace in RESERVED_NAMESPACES or team.namespace.startswith("kube-"):
+            yield Issue(
+                path=("teams", i, "namespace"),
+                message=f'team namespace "{team.namespace}" is a system namespace',
+                hint="give the team its own namespace (teams[].namespace; omitted, it is the team name)",
+            )
+    for path, group in _groups(fleet):
+        if group.topology.placement not in (None, "None") and group.instance_type not in TOPOLOGY_INSTANCE_TYPES and catalog.lookup(group.instance_type):
+            yield Issue(
+                path=path + ("topology", "placement"),
+                message=f"topology-aware placement needs the EKS network topology labels, which {group.instance_type} nodes do not get (Kueue would find no capacity)",
+                hint="set placement: None, or use an instance type EC2 reports topology for (p4d, p5, p5e, p5en, p6, g6e)",
+            )
+
+
+@rule("sharing-names")
+def _sharing_names(fleet: Fleet) -> Iterator[Issue]:
+    # A group's sharing config is the entry named after it; these names are the entries of everything else.
+    if not stage_used(fleet, "sharing"):
+        return
+    from gpufleet.manifests.sharing import DEFAULT_DEVICE_PLUGIN_CONFIG, MIG_DISABLED
+
+    reserved = {
+        SharingStrategy.TIME_SLICING: DEFAULT_DEVICE_PLUGIN_CONFIG,
+        SharingStrategy.MPS: DEFAULT_DEVICE_PLUGIN_CONFIG,
+        SharingStrategy.MIG: MIG_DISABLED,
+    }
+    for path, group in _groups(fleet):
+        name = reserved.get(group.sharing.strategy)
+        if name is not None and group.name == name:
+            yield Issue(
+                path=path + ("name",),
+                message=f'{"an" if group.sharing.strategy is SharingStrategy.MPS else "a"} {group.sharing.strategy} group cannot be named "{name}": that config entry is the one for groups without sharing',
+                hint="rename the node group",
+            )

@@ -237,6 +237,47 @@ class Checkpoints:
     mean_time_between_failures_hours: float
     interval_minutes: float | None
     retention_days: int
+    local_write_gbps: float  # per node, to the RAID0 instance-store array
+    bucket_write_gbps: float  # per node, to the bucket
+    writer_nodes: int  # nodes writing shards of one checkpoint in parallel
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RdmaNetwork:
+    """network.rdma.networks[]: one RDMA port and its secondary network (one NetworkAttachmentDefinition)."""
+
+    name: str
+    interface: str  # the port's netdev, e.g. ibp24s0 (CNI master, device plugin ifNames selector)
+    hca: str  # the RDMA device, e.g. mlx5_0 (NCCL_IB_HCA)
+    ip_pool: str  # the nv-ipam IPPool the network allocates from
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rdma:
+    """network.rdma: the ConnectX NICs of fabric RDMA groups."""
+
+    link_type: str  # InfiniBand | Ethernet (RoCE)
+    resource_name: str  # advertised as rdma/<resourceName>
+    hca_max: int
+    socket_interface: str
+    networks: tuple[RdmaNetwork, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BandwidthGate:
+    """network.bandwidthGate: the nccl-tests run that gates the rollout after the network stage."""
+
+    image: str
+    efficiency: float  # NCCL_TESTS_MIN_BW = rated line rate (GB/s) x efficiency
+    timeout_minutes: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Network:
+    """network: fabric settings of stage 5."""
+
+    bandwidth_gate: BandwidthGate
+    rdma: Rdma | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -261,6 +302,7 @@ class Fleet:
     telemetry: Telemetry
     health: Health
     checkpoints: Checkpoints | None
+    network: Network
     gpu_hour_usd: Mapping[str, float]
     environments: tuple[Environment, ...]
     # index of each node group / team / image set in the source list, for error paths
@@ -335,6 +377,25 @@ def _node_group(d: Mapping[str, Any]) -> NodeGroup:
 def _chart(versions: Mapping[str, Any], key: str) -> str | None:
     entry = versions.get(key)
     return None if entry is None else str(entry["chart"])
+
+
+def _network(d: Mapping[str, Any]) -> Network:
+    gate = d["bandwidthGate"]
+    rdma = d.get("rdma")
+    return Network(
+        bandwidth_gate=BandwidthGate(image=gate["image"], efficiency=float(gate["efficiency"]), timeout_minutes=gate["timeoutMinutes"]),
+        rdma=None
+        if rdma is None
+        else Rdma(
+            link_type=rdma["linkType"],
+            resource_name=rdma["resourceName"],
+            hca_max=rdma["hcaMax"],
+            socket_interface=rdma["socketInterface"],
+            networks=tuple(
+                RdmaNetwork(name=n["name"], interface=n["interface"], hca=n["hca"], ip_pool=n.get("ipPool", n["name"])) for n in rdma["networks"]
+            ),
+        ),
+    )
 
 
 def _fleet(d: Mapping[str, Any]) -> Fleet:
@@ -438,7 +499,11 @@ def _fleet(d: Mapping[str, Any]) -> Fleet:
             mean_time_between_failures_hours=float(cp["meanTimeBetweenFailuresHours"]),
             interval_minutes=cp.get("intervalMinutes"),
             retention_days=cp["retentionDays"],
+            local_write_gbps=float(cp["localWriteGBps"]),
+            bucket_write_gbps=float(cp["bucketWriteGBps"]),
+            writer_nodes=cp["writerNodes"],
         ),
+        network=_network(d["network"]),
         gpu_hour_usd=dict(sorted(d["cost"]["gpuHourUsd"].items())),
         environments=tuple(
             Environment(name=name, through=env["rollout"]["through"]) for name, env in sorted(d["environments"].items())

@@ -1,8 +1,149 @@
-"""Stage: admission (not built yet)."""
+"""Stage 3, admission: Kueue with all-or-nothing admission, one flavor per node group, one ClusterQueue per
+team, cohorts, LocalQueues in Pod-Security-baseline team namespaces, priority classes, topology-aware
+placement, and the admission policies (queue name required, no NVIDIA_VISIBLE_DEVICES without a GPU).
 
-from gpufleet.plan import BuildContext, StageContent, builder
+Every Kueue object depends on the Kueue release, so its CRDs exist before the objects are created.
+"""
+
+from __future__ import annotations
+
+from gpufleet.builders.common import NS_GPU_OPERATOR, NS_HEALTH, NS_KUEUE, NS_MONITORING, NS_NETWORK, NS_SYSTEM, group_taints, helm, k8s
+from gpufleet.manifests import admission_policy, kueue
+from gpufleet.plan import BuildContext, Resource, StageContent, builder
+from gpufleet.spec import Fleet, Team
+
+KUEUE_RELEASE = "kueue"
+HELM_ID = f"helm-{KUEUE_RELEASE}"
+
+
+def system_namespaces(fleet: Fleet) -> list[str]:
+    """Namespaces whose daemons legitimately see every GPU (exempt from the NVIDIA_VISIBLE_DEVICES policy)."""
+    monitoring = fleet.telemetry.existing_namespace if fleet.telemetry.prometheus == "Existing" and fleet.telemetry.existing_namespace else NS_MONITORING
+    return sorted({"kube-system", NS_GPU_OPERATOR, NS_KUEUE, monitoring, NS_NETWORK, NS_HEALTH, NS_SYSTEM})
 
 
 @builder("admission")
 def build(ctx: BuildContext) -> StageContent:
-    return StageContent()
+    fleet = ctx.fleet
+    if not fleet.teams or fleet.versions.kueue is None:
+        return StageContent(notes=("No teams: nothing to admit, so Kueue is not installed.",))
+
+    release = helm("kueue", fleet.versions.kueue, release=KUEUE_RELEASE, namespace=NS_KUEUE, values=kueue.helm_values(fleet, prometheus=ctx.includes("telemetry")))
+    after_kueue = (release.id,)
+    resources: list[Resource] = [release]
+
+    namespaces = {t.name: k8s(kueue.team_namespace(t, fleet.cluster.kubernetes_version)) for t in fleet.teams}
+    resources += namespaces.values()
+    for priority in fleet.admission.priorities:
+        resources.append(k8s(kueue.priority_class(priority)))
+        resources.append(k8s(kueue.workload_priority_class(priority), depends_on=after_kueue))
+
+    topology_ids: tuple[str, ...] = ()
+    if any(kueue.placement(g) != "None" for g in fleet.node_groups):
+        topology = k8s(kueue.topology(), depends_on=after_kueue)
+        resources.append(topology)
+        topology_ids = (topology.id,)
+    flavor_ids = {}
+    for group in fleet.node_groups:
+        flavor = k8s(kueue.resource_flavor(group), depends_on=after_kueue + (topology_ids if kueue.placement(group) != "None" else ()))
+        flavor_ids[group.name] = flavor.id
+        resources.append(flavor)
+    cohort_ids = {}
+    for name in dict.fromkeys(t.cohort for t in fleet.teams if t.cohort):
+        cohort = k8s(kueue.cohort(name), depends_on=after_kueue)
+        cohort_ids[name] = cohort.id
+        resources.append(cohort)
+    for team in fleet.teams:
+        needs = after_kueue + tuple(flavor_ids[q.node_group] for q in team.quotas) + ((cohort_ids[team.cohort],) if team.cohort else ())
+        queue = k8s(kueue.cluster_queue(fleet, team), depends_on=needs)
+        resources.append(queue)
+        resources.append(k8s(kueue.local_queue(team), depends_on=(queue.id, namespaces[team.name].id)))
+
+    team_ns = [t.namespace for t in fleet.teams]
+    for policy, selector in (
+        (admission_policy.queue_name_policy(), admission_policy.namespaces_in(team_ns)),
+        (admission_policy.visible_devices_policy(), admission_policy.namespaces_not_in(system_namespaces(fleet))),
+    ):
+        created = k8s(policy)
+        resources += [created, k8s(admission_policy.binding(policy["metadata"]["name"], selector), depends_on=(created.id,))]
+
+    return StageContent(resources=tuple(resources), warnings=tuple(_warnings(fleet)), notes=tuple(_notes(fleet)))
+
+
+def _sum_nominal(fleet: Fleet) -> dict[str, int]:
+    totals = {g.name: 0 for g in fleet.node_groups}
+    for team in fleet.teams:
+        for quota in team.quotas:
+            totals[quota.node_group] += quota.gpus
+    return totals
+
+
+def _warnings(fleet: Fleet) -> list[str]:
+    out = []
+    for name, total in _sum_nominal(fleet).items():
+        group = fleet.node_group(name)
+        capacity = kueue.capacity_gpus(group)
+        if total > capacity:
+            out.append(
+                f"flavor {name}: teams' nominal quotas add up to {total} GPUs, more than node group {name} holds at maxSize "
+                f"({group.max_size} nodes, {capacity} GPUs): admitted workloads may wait for nodes that never come"
+            )
+    for group in fleet.node_groups:
+        taints = group_taints(group)
+        if len(taints) > kueue.FLAVOR_MAX_TAINTS:
+            rest = [t["key"] for t in taints[kueue.FLAVOR_MAX_TAINTS :]]
+            dropped = ", ".join(rest[:3]) + (f" and {len(rest) - 3} more" if len(rest) > 3 else "")
+            out.append(
+                f"flavor {group.name}: a Kueue ResourceFlavor holds at most {kueue.FLAVOR_MAX_TAINTS} taints and tolerations, "
+                f"the group has {len(taints)}: pods admitted there must tolerate the rest themselves ({dropped})"
+            )
+    if fleet.admission.within_cluster_queue == "LowerOrNewerEqualPriority" and any(not p.preemptible for p in fleet.admission.priorities):
+        out.append("preemption.withinClusterQueue LowerOrNewerEqualPriority lets a newer workload of a non-preemptible class preempt an older one of the same class")
+    return out
+
+
+def _may_borrow(team: Team, limit: int | None) -> str:
+    if team.cohort is None:
+        return "no (no cohort)"
+    if limit == 0:
+        return "no (borrowingLimit 0)"
+    return "unlimited (cohort's unused quota)" if limit is None else f"up to {limit}"
+
+
+def _may_lend(team: Team, gpus: int, limit: int | None) -> str:
+    if team.cohort is None:
+        return "no (no cohort)"
+    if limit == 0:
+        return "no (lendingLimit 0)"
+    return f"all {gpus} when unused" if limit is None else f"up to {limit}"
+
+
+def _notes(fleet: Fleet) -> list[str]:
+    adm = fleet.admission
+    lines = [
+        f"Kueue {fleet.versions.kueue}: a workload is admitted only when its whole quota fits; if its pods are not all ready "
+        f"within {adm.pods_ready_timeout_seconds}s it is evicted and requeued (backoff {adm.backoff_base_seconds}s doubling up to "
+        f"{adm.backoff_max_seconds}s, deactivated after {adm.backoff_limit_count} requeues). Jobs name their queue with the label "
+        f"`{kueue.LABEL_QUEUE_NAME}: <team>` and pick a node group with `nodeSelector: {{gpufleet.io/node-group: <group>}}`.",
+        "",
+        "| team | namespace | cohort | node group | nominal GPUs | may borrow | may lend | CPU | memory |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for team in fleet.teams:
+        for quota in team.quotas:
+            amounts = kueue.resource_amounts(fleet.node_group(quota.node_group), quota.gpus)
+            lines.append(
+                f"| {team.name} | {team.namespace} | {team.cohort or '-'} | {quota.node_group} | {quota.gpus} | "
+                f"{_may_borrow(team, quota.borrowing_limit)} | {_may_lend(team, quota.gpus, quota.lending_limit)} | {amounts['cpu']} | {amounts['memory']} |"
+            )
+    lines += ["", "| flavor (node group) | GPUs at maxSize | nominal sum | nvidia.com/gpu per GPU | CPU per GPU | memory per GPU | topology |", "|---|---|---|---|---|---|---|"]
+    totals = _sum_nominal(fleet)
+    for group in fleet.node_groups:
+        shape = kueue.per_gpu(group)
+        lines.append(
+            f"| {group.name} | {kueue.capacity_gpus(group)} | {totals[group.name]} | {shape.devices} | {shape.cpu_milli}m | {shape.memory_mib}Mi | {kueue.placement(group)} |"
+        )
+    lines += ["", "| priority | value | preemptible | PriorityClass preemptionPolicy |", "|---|---|---|---|"]
+    for p in adm.priorities:
+        lines.append(f"| {p.name} | {p.value} | {'yes' if p.preemptible else 'no'} | {'Never' if p.preemptible else 'PreemptLowerPriority'} |")
+    return lines

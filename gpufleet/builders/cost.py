@@ -1,8 +1,88 @@
-"""Stage: cost (not built yet)."""
+"""Stage 8: cost. Allocated and allocated-but-idle GPU-hours (and their price) per team namespace as recording
+rules, the weekly report dashboard for budget owners, and the fleet's cost estimate in plan.md."""
 
+from __future__ import annotations
+
+from gpufleet import catalog, pricing
+from gpufleet.builders.telemetry import prometheus_dependency
+from gpufleet.builders.common import k8s
+from gpufleet.manifests import dashboards, rules_promql, telemetry
 from gpufleet.plan import BuildContext, StageContent, builder
+from gpufleet.spec import CapacityType, Fleet, NodeGroup
+
+
+def group_gpu_hour_usd(fleet: Fleet, group: NodeGroup) -> tuple[float | None, str]:
+    """USD per GPU-hour of a group and where it comes from: the spec's cost.gpuHourUsd, else the price table."""
+    if group.name in fleet.gpu_hour_usd:
+        return float(fleet.gpu_hour_usd[group.name]), "spec"
+    price = pricing.gpu_hour_usd(group.instance_type)
+    if price is None:
+        return None, "unknown"
+    suffix = "" if group.capacity_type is CapacityType.ON_DEMAND else f" (on-demand rate; {group.capacity_type.value} prices differ)"
+    return price, f"table {pricing.PRICES_AS_OF}{suffix}"
+
+
+def _usd(value: float) -> str:
+    if value == 0:
+        return "$0"
+    return f"${value:,.0f}" if value >= 100 else f"${value:,.2f}"
+
+
+def estimate_notes(fleet: Fleet) -> tuple[list[str], list[str]]:
+    """plan.md lines (a table per node group and totals) and warnings for groups without a price."""
+    lines = [
+        f"Monthly = {pricing.HOURS_PER_MONTH} hours. Stopped or hibernated warm-pool instances cost their EBS volumes "
+        f"(diskSizeGiB x ${pricing.GP3_USD_PER_GB_MONTH}/GB-month gp3); running ones the full instance rate.",
+        "",
+        "| node group | instance | GPUs/node | USD/GPU-hour (source) | USD/instance-hour | monthly at minSize | monthly at maxSize | warm pool standing/month |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    warnings = []
+    total_min = total_max = total_pool = 0.0
+    for group in fleet.node_groups:
+        info = catalog.lookup(group.instance_type)
+        gpus = info.gpu_count if info else 0
+        price, source = group_gpu_hour_usd(fleet, group)
+        if price is None or gpus == 0:
+            warnings.append(f"cost: no price for node group {group.name} ({group.instance_type}); set cost.gpuHourUsd.{group.name}")
+            lines.append(f"| {group.name} | {group.instance_type} | {gpus} | unknown | - | - | - | - |")
+            continue
+        hourly = price * gpus
+        at_min = group.min_size * hourly * pricing.HOURS_PER_MONTH
+        at_max = group.max_size * hourly * pricing.HOURS_PER_MONTH
+        pool = 0.0
+        pool_text = "-"
+        if group.warm_pool and group.warm_pool.min_size > 0:
+            n = group.warm_pool.min_size
+            if group.warm_pool.state == "Running":
+                pool = n * hourly * pricing.HOURS_PER_MONTH
+            else:
+                pool = n * group.disk_size_gib * pricing.GP3_USD_PER_GB_MONTH
+            pool_text = f"{_usd(pool)} ({n} {group.warm_pool.state})"
+        total_min += at_min
+        total_max += at_max
+        total_pool += pool
+        lines.append(f"| {group.name} | {group.instance_type} | {gpus} | {price:.2f} ({source}) | {hourly:,.2f} | {_usd(at_min)} | {_usd(at_max)} | {pool_text} |")
+    lines += ["", f"Fleet: {_usd(total_min + total_pool)} per month at minSize (warm pools included), {_usd(total_max + total_pool)} at maxSize."]
+    return lines, warnings
 
 
 @builder("cost")
 def build(ctx: BuildContext) -> StageContent:
-    return StageContent()
+    fleet = ctx.fleet
+    ns = telemetry.monitoring_namespace(fleet)
+    prices = {g.name: p for g in fleet.node_groups if (p := group_gpu_hour_usd(fleet, g)[0]) is not None}
+    teams = {t.namespace: t.name for t in fleet.teams}
+    after = prometheus_dependency(ctx)
+    resources = (
+        k8s(rules_promql.prometheus_rule("gpufleet-cost", ns, rules_promql.cost_groups(prices, teams)), depends_on=after),
+        k8s(telemetry.dashboard_configmap("gpufleet-dashboard-gpu-cost", ns, "gpufleet-gpu-cost.json", dashboards.cost_dashboard()), depends_on=after),
+    )
+    estimate, warnings = estimate_notes(fleet)
+    notes = [
+        "- Weekly report: the Grafana dashboard *GPU fleet: cost by team (weekly report)*, backed by the recording rules "
+        "`team:gpufleet_gpu_hours_allocated:1h`, `team:gpufleet_gpu_hours_idle:1h` and their `_cost_*_usd` twins (last 7 days, by team).",
+        "",
+        *estimate,
+    ]
+    return StageContent(resources=resources, warnings=tuple(warnings), notes=tuple(notes))

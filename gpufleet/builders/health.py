@@ -1,8 +1,93 @@
-"""Stage: health (not built yet)."""
+"""Stage 7: health. DCGM health checks to a node condition (Node Problem Detector), cordon/drain remediation,
+straggler alerts, and the planted-fault verification gate. EKS node auto repair is wired into every GPU node
+group by the foundation stage (gpufleet.manifests.health.node_repair_config). See docs/telemetry-health-cost.md."""
 
-from gpufleet.plan import BuildContext, StageContent, builder
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gpufleet.builders.common import NS_HEALTH, helm, k8s
+from gpufleet.builders.telemetry import prometheus_dependency
+from gpufleet.manifests import health, rules_promql, telemetry
+from gpufleet.plan import BuildContext, Gate, Resource, StageContent, builder
+from gpufleet.versions import COMPONENTS
+
+NPD_RELEASE = "node-problem-detector"
+
+
+def _repair_notes(ctx: BuildContext) -> list[str]:
+    fleet = ctx.fleet
+    if fleet.health.auto_repair != "Enabled":
+        return ["- EKS node auto repair: disabled (health.autoRepair)."]
+    reboot = ", ".join(f"`{r}`" for r, a in health.NVIDIA_REPAIRS if a == health.REBOOT)
+    replace_ = ", ".join(f"`{r}`" for r, a in health.NVIDIA_REPAIRS if a == health.REPLACE)
+    lines = [
+        f"- EKS node auto repair on every GPU group, condition `{health.ACCELERATED_HARDWARE_READY}` (EKS node monitoring agent). "
+        f"Reboot: {reboot}. Replace: {replace_}.",
+        "",
+        "| node group | class | repair wait (min) | repairs stop above N unhealthy nodes | parallel repairs |",
+        "|---|---|---|---|---|",
+    ]
+    for group in fleet.node_groups:
+        t = health.repair_thresholds(group)
+        lines.append(
+            f"| {group.name} | {group.workload_class.value} | {health.REPAIR_WAIT_MINUTES[group.workload_class]} | "
+            f"{t['max_unhealthy_node_threshold_count']} | {t['max_parallel_nodes_repaired_count']} |"
+        )
+    return lines + [""]
 
 
 @builder("health")
 def build(ctx: BuildContext) -> StageContent:
-    return StageContent()
+    fleet = ctx.fleet
+    h = fleet.health
+    warnings: list[str] = []
+    version = fleet.versions.node_problem_detector or COMPONENTS["nodeProblemDetector"].supported[-1]
+    npd = helm("nodeProblemDetector", version, release=NPD_RELEASE, namespace=NS_HEALTH, values=health.npd_values(fleet))
+    # The release creates the namespace; everything else in it waits for the release.
+    after = (npd.id,)
+    scripts = k8s(health.scripts_configmap(), depends_on=after)
+    resources: list[Resource] = [npd, scripts]
+    if h.remediation != "None":
+        resources += [k8s(obj, depends_on=after) for obj in health.remediator_objects(fleet)]
+    ns = telemetry.monitoring_namespace(fleet)
+    resources.append(k8s(rules_promql.prometheus_rule("gpufleet-health", ns, rules_promql.health_groups()), depends_on=prometheus_dependency(ctx)))
+    fault = [k8s(obj, depends_on=after) for obj in health.planted_fault_objects(fleet)]
+    job = fault[-1]
+    # The Job runs only once the detector, the scripts and the controller are in place.
+    job = replace(job, depends_on=tuple(r.id for r in resources if r.id.startswith(("helm-", "configmap-", "deployment-"))) + tuple(r.id for r in fault[:-1]))
+    resources += [*fault[:-1], job]
+
+    group = health.gate_group(fleet)
+    drains = h.remediation == "CordonAndDrain" and group.workload_class.value in ("Training", "Batch")
+    steps = [
+        f"on one `{group.name}` node the check fails and Node Problem Detector sets `{rules_promql.DCGM_CONDITION}=True` within about a minute",
+    ]
+    if h.remediation != "None":
+        steps.append("the remediation controller cordons the node")
+    if drains:
+        steps.append("its GPU pods are evicted and their jobs requeued by Kueue onto other nodes (no GPU pod left on the node)")
+    steps.append("after the fault is removed the condition returns to False" + (" and the node is uncordoned" if h.remediation != "None" else ""))
+    gate = Gate(name="planted-fault", resource=job.id, expectation="; ".join(steps) + ". The Job exits 0 only if every step is seen in time.")
+
+    if group.min_size < 1:
+        warnings.append(f"planted-fault gate: no node group has minSize >= 1; the verification Job waits for a `{group.name}` node to exist")
+    if h.auto_repair == "Enabled" and "nodeMonitoringAgent" not in fleet.versions.addons:
+        warnings.append("health.autoRepair is Enabled but versions.addons has no nodeMonitoringAgent: EKS repairs GPU faults only from the conditions that agent reports")
+    if h.dcgm_diag_level >= 2:
+        warnings.append(f"health.dcgmDiagLevel {h.dcgm_diag_level} runs active stress tests every {h.check_interval_seconds}s on GPUs that may be running jobs; NVIDIA intends level 1 for periodic checks")
+
+    notes = _repair_notes(ctx) + [
+        f"- DCGM health: every {h.check_interval_seconds}s a sidecar of Node Problem Detector runs `dcgmi health -c` and `dcgmi diag -r {h.dcgm_diag_level}` "
+        f"against the node's standalone DCGM hostengine; a failure sets the node condition `{rules_promql.DCGM_CONDITION}` (a stale or missing result sets it Unknown).",
+        f"- Remediation ({h.remediation}): "
+        + (
+            "cordon, then Training and Batch nodes are drained at once, Inference nodes one replica at a time once its workload has every replica ready elsewhere, "
+            "Interactive nodes after a one-hour grace period; the node is uncordoned when the check passes again."
+            if h.remediation == "CordonAndDrain"
+            else ("cordon only; draining is left to operators." if h.remediation == "CordonOnly" else "none; the condition and the alert only.")
+        ),
+        f"- Stragglers: training jobs export `{rules_promql.TRAINING_STEP_METRIC}` (labels `training_job`, `rank`); "
+        f"TrainingStragglerRank fires when a rank's step time exceeds {rules_promql.STRAGGLER_RATIO:g}x the job's median rank for 10 minutes.",
+    ]
+    return StageContent(resources=tuple(resources), gates=(gate,), warnings=tuple(warnings), notes=tuple(notes))

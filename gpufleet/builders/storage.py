@@ -1,8 +1,204 @@
-"""Stage: storage (not built yet)."""
+"""Stage 6, storage: where checkpoints go, who may write them, and how often they should be written.
 
-from gpufleet.plan import BuildContext, StageContent, builder
+One S3 bucket per fleet, protected and retained (a deleted stack never deletes checkpoints), versioned,
+encrypted, private, with noncurrent versions expiring after checkpoints.retentionDays. Each team gets a
+`checkpoint-writer` ServiceAccount whose EKS Pod Identity role may touch only `<bucket>/<team>/`, and a
+`checkpoint-config` ConfigMap (bucket prefix, local directory, interval). Groups with localStorage RAID0 stage
+checkpoints on NVMe (the foundation's nodeadm config builds the array). plan.md shows the sizing and the
+Young/Daly interval computed from the failure rate (gpufleet.checkpoints).
+"""
+
+from __future__ import annotations
+
+from gpufleet import catalog, checkpoints
+from gpufleet.builders.cluster import ADDONS, tags
+from gpufleet.builders.common import AWS_PROVIDER, CLUSTER, k8s
+from gpufleet.manifests import storage as st
+from gpufleet.plan import BuildContext, Ref, Resource, StageContent, builder
+from gpufleet.spec import Checkpoints, Fleet, NodeGroup
+
+BUCKET = "checkpoint-bucket"
+POD_IDENTITY_ADDON = f"addon-{ADDONS['podIdentityAgent']}"
+
+
+def sizing(cp: Checkpoints, staged: bool) -> checkpoints.Sizing:
+    return checkpoints.sizing(
+        parameters=cp.model_parameters,
+        bytes_per_parameter=cp.bytes_per_parameter,
+        mtbf_hours=cp.mean_time_between_failures_hours,
+        local_gbps=cp.local_write_gbps,
+        bucket_gbps=cp.bucket_write_gbps,
+        writer_nodes=cp.writer_nodes,
+        staged=staged,
+        interval_minutes=cp.interval_minutes,
+    )
+
+
+def bucket_resources(fleet: Fleet, cp: Checkpoints) -> list[Resource]:
+    """The bucket and its settings. Every one is retained on delete (removing the versioning resource would
+    suspend versioning, removing the public access block would lift it); the bucket is also protected."""
+    name = Ref(BUCKET, "bucket")
+
+    def setting(suffix: str, type_: str, args: dict[str, object], after: tuple[str, ...] = ()) -> Resource:
+        return Resource(id=f"{BUCKET}-{suffix}", type=type_, provider=AWS_PROVIDER, retain_on_delete=True, depends_on=after, args={"bucket": name, **args})
+
+    return [
+        Resource(
+            id=BUCKET,
+            type="aws:s3/bucket:Bucket",
+            provider=AWS_PROVIDER,
+            protect=True,
+            retain_on_delete=True,
+            args={"bucket": cp.bucket, "force_destroy": False, "tags": tags(fleet)},
+        ),
+        setting("versioning", "aws:s3/bucketVersioning:BucketVersioning", {"versioning_configuration": {"status": "Enabled"}}),
+        setting(
+            "encryption",
+            "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+            {"rules": [{"apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"}}]},
+        ),
+        setting(
+            "public-access-block",
+            "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",
+            {"block_public_acls": True, "block_public_policy": True, "ignore_public_acls": True, "restrict_public_buckets": True},
+        ),
+        setting("ownership", "aws:s3/bucketOwnershipControls:BucketOwnershipControls", {"rule": {"object_ownership": "BucketOwnerEnforced"}}),
+        setting("policy", "aws:s3/bucketPolicy:BucketPolicy", {"policy": st.bucket_policy(fleet, cp)}, after=(f"{BUCKET}-public-access-block",)),
+        # Noncurrent-version rules act only on a versioned bucket.
+        setting("lifecycle", "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration", {"rules": st.lifecycle_rules(cp)}, after=(f"{BUCKET}-versioning",)),
+    ]
+
+
+def identity_resources(fleet: Fleet, cp: Checkpoints, interval_s: float) -> list[Resource]:
+    """Per team: IAM role (trusting Pod Identity for its service account only), its prefix policy, the Pod
+    Identity association, and the ServiceAccount and ConfigMap in the team's namespace (which the admission
+    stage creates; this stage runs after it)."""
+    agent = (POD_IDENTITY_ADDON,) if fleet.cluster.mode == "Create" and "podIdentityAgent" in fleet.versions.addons else ()
+    out: list[Resource] = []
+    for team in fleet.teams:
+        role = f"checkpoints-role-{team.name}"
+        policy = f"checkpoints-policy-{team.name}"
+        out += [
+            Resource(
+                id=role,
+                type="aws:iam/role:Role",
+                provider=AWS_PROVIDER,
+                args={
+                    "name_prefix": f"{fleet.name}-{team.name}-ckpt-"[:38],
+                    "description": f"Team {team.name}: checkpoints under s3://{cp.bucket}/{st.team_prefix(team)} (EKS Pod Identity)",
+                    "assume_role_policy": st.pod_identity_trust_policy(fleet, team),
+                    "tags": tags(fleet),
+                },
+            ),
+            Resource(
+                id=policy,
+                type="aws:iam/rolePolicy:RolePolicy",
+                provider=AWS_PROVIDER,
+                args={"name": "checkpoint-prefix", "role": Ref(role, "name"), "policy": st.team_access_policy(fleet, cp, team)},
+            ),
+            Resource(
+                id=f"checkpoints-pod-identity-{team.name}",
+                type="aws:eks/podIdentityAssociation:PodIdentityAssociation",
+                provider=AWS_PROVIDER,
+                depends_on=(policy, *agent),
+                args={
+                    "cluster_name": Ref(CLUSTER, "name"),
+                    "namespace": team.namespace,
+                    "service_account": st.CHECKPOINT_SERVICE_ACCOUNT,
+                    "role_arn": Ref(role, "arn"),
+                    "tags": tags(fleet),
+                },
+            ),
+            k8s(st.service_account(team)),
+            k8s(st.checkpoint_configmap(fleet, cp, team, interval_s)),
+        ]
+    return out
+
+
+def _raid0_rows(groups: list[NodeGroup], s: checkpoints.Sizing) -> tuple[list[str], list[str]]:
+    rows = ["| node group | instance | instance-store NVMe (RAID0 at `" + st.RAID0_MOUNT + "`) | room for 2 checkpoint shards |", "|---|---|---|---|"]
+    warnings = []
+    need = 2 * s.shard_bytes
+    for g in groups:
+        info = catalog.lookup(g.instance_type)
+        nvme = (info.local_nvme_gib if info else 0) * checkpoints.GB
+        fits = nvme >= need
+        rows.append(f"| {g.name} | {g.instance_type} | {checkpoints.human_bytes(nvme) if nvme else 'none'} | {'yes' if fits else 'no'} ({checkpoints.human_bytes(need)} needed) |")
+        if not fits:
+            warnings.append(
+                f'node group "{g.name}" ({g.instance_type}) has {checkpoints.human_bytes(nvme) if nvme else "no"} instance-store NVMe; staging needs room for two '
+                f"checkpoint shards ({checkpoints.human_bytes(need)}: the one uploading and the one being written): raise checkpoints.writerNodes or write to the bucket directly"
+            )
+    return rows, warnings
+
+
+def _sizing_notes(cp: Checkpoints, s: checkpoints.Sizing) -> list[str]:
+    d = checkpoints.duration
+    nodes = "1 node" if cp.writer_nodes == 1 else f"{cp.writer_nodes} nodes in parallel"
+    lines = [
+        f"Checkpoint size: {cp.model_parameters:,} parameters x {cp.bytes_per_parameter} bytes = **{checkpoints.human_bytes(s.checkpoint_bytes)}**, written by {nodes}.",
+        "",
+        "| tier | assumed bandwidth per node | write time |",
+        "|---|---|---|",
+    ]
+    if s.local_write_s is not None:
+        lines.append(f"| node-local NVMe | {s.local_gbps:g} GB/s | {d(s.local_write_s)} |")
+    lines.append(f"| bucket | {s.bucket_gbps:g} GB/s | {d(s.bucket_write_s)} |")
+    blocking = "node-local NVMe write; the upload runs in the background" if s.local_write_s is not None else "bucket write"
+    lines += [
+        "",
+        f"- Young/Daly interval: sqrt(2 x {d(s.blocking_write_s)} ({blocking}) x {cp.mean_time_between_failures_hours:g} h MTBF) = **{d(s.young_daly_s)}**"
+        + (f", raised to the bucket write time {d(s.bucket_write_s)}" if s.recommended_interval_s > s.young_daly_s else "")
+        + ".",
+    ]
+    if s.configured_interval_s is None:
+        lines.append(f"- Interval in use (checkpoint-config `CHECKPOINT_INTERVAL_SECONDS`): the optimum, {d(s.interval_s)}.")
+    else:
+        lines.append(f"- Interval in use (checkpoints.intervalMinutes): {d(s.interval_s)}.")
+    if s.interval_s >= s.blocking_write_s:  # the first-order model only holds then
+        waste = checkpoints.waste_fraction(s.interval_s, s.blocking_write_s, s.mtbf_s)
+        lines.append(f"- Expected time lost to checkpointing and rework at that interval: about {waste:.0%}.")
+    return lines
 
 
 @builder("storage")
 def build(ctx: BuildContext) -> StageContent:
-    return StageContent()
+    fleet = ctx.fleet
+    cp = fleet.checkpoints
+    if cp is None:
+        return StageContent(notes=("No checkpoints section: no bucket and no workload identity.",))
+    raid0 = [g for g in fleet.node_groups if g.local_storage == "RAID0"]
+    s = sizing(cp, staged=bool(raid0))
+    resources = bucket_resources(fleet, cp) + identity_resources(fleet, cp, s.interval_s)
+    warnings = checkpoints.interval_warnings(s)
+    if fleet.teams and fleet.cluster.mode == "Existing":
+        warnings.append("gpufleet manages no EKS add-ons on an existing cluster: the eks-pod-identity-agent add-on must be installed, or the teams' checkpoint-writer service accounts get no AWS credentials")
+    elif fleet.teams and "podIdentityAgent" not in fleet.versions.addons:
+        warnings.append(
+            "versions.addons.podIdentityAgent is not pinned, so the eks-pod-identity-agent add-on is not installed: "
+            "the teams' checkpoint-writer service accounts get no AWS credentials until it is (pin it, e.g. v1.3.8-eksbuild.2)"
+        )
+
+    notes = [
+        f"Checkpoint bucket `{cp.bucket}` ({fleet.cluster.region}): versioned, SSE-S3 encrypted, all public access blocked, ACLs disabled, TLS only; "
+        f"noncurrent versions expire after {cp.retention_days} days, incomplete uploads after {st.ABORT_MULTIPART_DAYS}. "
+        "Pulumi `protect` and `retainOnDelete`: `pulumi destroy` stops at the bucket, and a deleted stack leaves it and its settings in place.",
+        "",
+    ]
+    if fleet.teams:
+        notes += ["| team | service account | may read and write | role |", "|---|---|---|---|"]
+        notes += [f"| {t.name} | `{t.namespace}/{st.CHECKPOINT_SERVICE_ACCOUNT}` | `s3://{cp.bucket}/{st.team_prefix(t)}*` | `checkpoints-role-{t.name}` |" for t in fleet.teams]
+    else:
+        notes.append("No teams: nobody may write checkpoints yet.")
+    notes.append("")
+    if raid0:
+        rows, nvme_warnings = _raid0_rows(raid0, s)
+        warnings += nvme_warnings
+        notes += rows
+        notes += [
+            "",
+            f"nodeadm bind-mounts kubelet's directory onto the array, so an emptyDir mounted at `{st.LOCAL_CHECKPOINT_DIR}` (checkpoint-config `CHECKPOINT_LOCAL_DIR`) is on NVMe.",
+            "",
+        ]
+    notes += _sizing_notes(cp, s)
+    return StageContent(resources=tuple(resources), warnings=tuple(warnings), notes=tuple(notes))

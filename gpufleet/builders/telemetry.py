@@ -1,8 +1,48 @@
-"""Stage: telemetry (not built yet)."""
+"""Stage 2: telemetry. DCGM exporter counters, Prometheus (installed or existing), the exporter's ServiceMonitor,
+recording rules and alerts, and the utilization dashboard. See docs/telemetry-health-cost.md."""
 
-from gpufleet.plan import BuildContext, StageContent, builder
+from __future__ import annotations
+
+from gpufleet.builders.common import helm, k8s
+from gpufleet.manifests import dashboards, rules_promql, telemetry
+from gpufleet.plan import BuildContext, Resource, StageContent, builder
+from gpufleet.versions import COMPONENTS
+
+KPS_RELEASE = "kube-prometheus-stack"
+
+
+def prometheus_dependency(ctx: BuildContext) -> tuple[str, ...]:
+    """Ids that Prometheus Operator objects must wait for: the stack's release (its CRDs) when installed."""
+    return (f"helm-{KPS_RELEASE}",) if ctx.fleet.telemetry.prometheus == "Install" else ()
 
 
 @builder("telemetry")
 def build(ctx: BuildContext) -> StageContent:
-    return StageContent()
+    fleet = ctx.fleet
+    ns = telemetry.monitoring_namespace(fleet)
+    resources: list[Resource] = []
+    notes = []
+    if fleet.telemetry.prometheus == "Install":
+        # rules.py requires the version whenever an environment includes telemetry; without one the stage is
+        # in no environment, and the plan only counts what it would bring.
+        version = fleet.versions.kube_prometheus_stack or COMPONENTS["kubePrometheusStack"].supported[-1]
+        resources.append(helm("kubePrometheusStack", version, release=KPS_RELEASE, namespace=ns, values=telemetry.kube_prometheus_stack_values()))
+        notes.append(f"- Prometheus: kube-prometheus-stack {version} in `{ns}`; it selects ServiceMonitors, PodMonitors and PrometheusRules in every namespace.")
+    else:
+        notes.append(
+            f"- Prometheus: existing, in `{ns}`. It must select objects labelled `gpufleet.io/monitoring=true` (or all), "
+            "kube-state-metrics must export the node labels `gpufleet.io/node-group` and `gpufleet.io/workload-class` "
+            "(`--metric-labels-allowlist=nodes=[...]`), and Grafana's sidecar must load ConfigMaps labelled `grafana_dashboard=1`."
+        )
+    after = prometheus_dependency(ctx)
+    resources.append(k8s(telemetry.dcgm_metrics_configmap()))
+    resources.append(k8s(telemetry.dcgm_service_monitor(), depends_on=after))
+    resources.append(k8s(rules_promql.prometheus_rule("gpufleet-telemetry", ns, rules_promql.telemetry_groups(fleet.telemetry.idle_sm_active_below)), depends_on=after))
+    resources.append(k8s(telemetry.dashboard_configmap("gpufleet-dashboard-gpu-truth", ns, "gpufleet-gpu-truth.json", dashboards.telemetry_dashboard()), depends_on=after))
+    notes += [
+        f"- DCGM exporter counters (ConfigMap `{telemetry.DCGM_METRICS_CONFIGMAP}`): " + ", ".join(f"`{f}`" for f, kind, _ in telemetry.DCGM_FIELDS if kind != "label") + ".",
+        f"- A GPU counts as idle when its SM active ratio (5 m average) is below {fleet.telemetry.idle_sm_active_below:g}.",
+        "- Alerts: GPUNodeZeroAllocatable, GPUXidHardwareError, GPUXidError, GPUThermalThrottling, GPUPowerThrottling, "
+        "GPUUtilizationMisleading, GPUAllocatedIdle, GPUNodeGroupFragmented.",
+    ]
+    return StageContent(resources=tuple(resources), notes=tuple(notes))

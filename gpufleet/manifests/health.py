@@ -1,4 +1,5 @@
-"""Health (stage 7): what the foundation stage wires into each managed node group.
+"""Health (stage 7): EKS node auto repair per GPU group, the Node Problem Detector DCGM plugin, the remediation
+controller and the planted-fault verification Job. See docs/telemetry-health-cost.md.
 
 Interface used by gpufleet/builders/foundation.py (only when the health stage is included):
 - node_repair_config(fleet, group) -> the `node_repair_config` argument of aws.eks.NodeGroup (snake_case keys,
@@ -7,10 +8,261 @@ Interface used by gpufleet/builders/foundation.py (only when the health stage is
 
 from __future__ import annotations
 
+import json
+import math
+from importlib import resources
 from typing import Any
 
-from gpufleet.spec import Fleet, NodeGroup
+from gpufleet.manifests.rules_promql import DCGM_CONDITION, LABEL_MANAGED_BY
+from gpufleet.spec import Fleet, NodeGroup, WorkloadClass
+
+NS_HEALTH = "gpufleet-health"  # = gpufleet.builders.common.NS_HEALTH
+LABEL_NODE_GROUP = "gpufleet.io/node-group"  # = gpufleet.builders.common.LABEL_NODE_GROUP
+STATE_DIR = "/var/run/gpufleet-health"  # hostPath shared by the DCGM sidecar, NPD and the planted-fault Job
+
+# --- EKS node auto repair ----------------------------------------------------------------------------------
+# Condition and reasons exactly as the EKS node monitoring agent reports them, with EKS's default action
+# (https://docs.aws.amazon.com/eks/latest/userguide/node-health-nma.html, "NVIDIA XID error codes" and
+# "AcceleratedHardware node health issues"; awsdocs/amazon-eks-user-guide latest/ug/nodes/node-health-nma.adoc).
+ACCELERATED_HARDWARE_READY = "AcceleratedHardwareReady"
+REBOOT, REPLACE = "Reboot", "Replace"  # NodeRepairConfigOverrides.repairAction: Replace | Reboot | NoAction
+NVIDIA_REPAIRS: tuple[tuple[str, str], ...] = (
+    *((f"NvidiaXID{code}Error", REBOOT) for code in (13, 31, 48, 63, 64, 94, 95)),
+    *((f"NvidiaXID{code}Error", REPLACE) for code in (74, 79, 119, 120, 121, 140)),
+    ("NvidiaDoubleBitError", REPLACE),
+    ("NvidiaNVLinkError", REPLACE),
+)
+# Minutes EKS waits before repairing, per workload class (EKS's default for AcceleratedHardwareReady is 10).
+# Training: a GPU fault has already stopped every rank of the job, so repair sooner. Inference: give the
+# remediation controller time to move replicas off the node first.
+REPAIR_WAIT_MINUTES = {WorkloadClass.TRAINING: 5, WorkloadClass.BATCH: 10, WorkloadClass.INTERACTIVE: 10, WorkloadClass.INFERENCE: 15}
+UNHEALTHY_STOP_FRACTION = 0.2  # EKS's own default: repairs halt when more than 20% of a group is unhealthy
+
+
+def repair_thresholds(group: NodeGroup) -> dict[str, int]:
+    """Counts (not percentages) derived from maxSize: a percentage of a 2-node group stops repairs at the first
+    bad node, and scale-to-zero groups change size all day. Above the unhealthy count repairs stop: that many
+    bad nodes at once points at a systemic cause (driver, AMI, a zonal event), not at hardware."""
+    unhealthy = max(1, math.ceil(group.max_size * UNHEALTHY_STOP_FRACTION))
+    # One at a time where each node is a large share of scarce capacity; more for small interchangeable nodes.
+    parallel = 1 if group.workload_class in (WorkloadClass.TRAINING, WorkloadClass.INFERENCE) else max(1, math.ceil(group.max_size * 0.1))
+    return {"max_unhealthy_node_threshold_count": unhealthy, "max_parallel_nodes_repaired_count": parallel}
 
 
 def node_repair_config(fleet: Fleet, group: NodeGroup) -> dict[str, Any] | None:
-    return None
+    if fleet.health.auto_repair != "Enabled":
+        return None
+    wait = REPAIR_WAIT_MINUTES[group.workload_class]
+    overrides = [
+        {"node_monitoring_condition": ACCELERATED_HARDWARE_READY, "node_unhealthy_reason": reason, "min_repair_wait_time_mins": wait, "repair_action": action}
+        for reason, action in NVIDIA_REPAIRS
+    ]
+    return {"enabled": True, **repair_thresholds(group), "node_repair_config_overrides": overrides}
+
+
+# --- DCGM health checks through Node Problem Detector ----------------------------------------------------
+# The DCGM image the operator runs as its standalone hostengine (dcgm.repository/image/version in
+# deployments/gpu-operator/values.yaml of each supported release): dcgmi must match the hostengine's version.
+DCGM_IMAGES = {
+    "v26.3.3": "nvcr.io/nvidia/cloud-native/dcgm:4.5.2-1-ubuntu22.04",
+    "v26.7.0": "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04",
+}
+# The standalone hostengine's Service (assets/state-dcgm/0500_service.yaml: nvidia-dcgm, port 5555 = dcgmi's
+# default, internalTrafficPolicy Local so every node reaches its own hostengine).
+DCGM_HOST = "nvidia-dcgm.gpu-operator.svc"
+# Pinned image for the remediation controller and the verification Job (stdlib-only Python scripts).
+PYTHON_IMAGE = "python:3.13.5-slim-bookworm"
+# Seconds a dcgmi diag level may take on top of the interval (NVIDIA: r1 seconds, r2 ~2 min, r3 ~15 min).
+DIAG_SECONDS = {1: 60, 2: 300, 3: 1200, 4: 3600}
+
+
+def data_file(name: str) -> str:
+    return (resources.files("gpufleet") / "data" / "health" / name).read_text(encoding="utf-8")
+
+
+def plugin_monitor_config() -> dict[str, Any]:
+    """NPD custom plugin monitor (kubernetes/node-problem-detector config/custom-plugin-monitor.json format)."""
+    return {
+        "plugin": "custom",
+        "pluginConfig": {"invoke_interval": "60s", "timeout": "10s", "max_output_length": 200, "concurrency": 1, "enable_message_change_based_condition_update": False},
+        "source": "gpufleet-dcgm-health",
+        "metricsReporting": True,
+        "conditions": [{"type": DCGM_CONDITION, "reason": "DCGMHealthy", "message": "DCGM health watches and diagnostics pass"}],
+        "rules": [{"type": "permanent", "condition": DCGM_CONDITION, "reason": "DCGMHealthCheckFailed", "path": "/custom-config/check-dcgm-health.sh", "timeout": "10s"}],
+    }
+
+
+def _all_tolerated() -> list[dict[str, str]]:
+    # Health agents must stay on a node whatever taints it carries (including a remediation's own).
+    return [{"operator": "Exists"}]
+
+
+def _on_gpu_groups(fleet: Fleet) -> dict[str, Any]:
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": LABEL_NODE_GROUP, "operator": "In", "values": sorted(g.name for g in fleet.node_groups)}]}]}}}
+
+
+def npd_values(fleet: Fleet) -> dict[str, Any]:
+    """Values for deliveryhero node-problem-detector 2.4.1 (keys checked against its values.yaml in tests)."""
+    h = fleet.health
+    max_age = 3 * h.check_interval_seconds + DIAG_SECONDS[h.dcgm_diag_level]
+    state = {"name": "gpufleet-health-state", "hostPath": {"path": STATE_DIR, "type": "DirectoryOrCreate"}}
+    sidecar = {
+        "name": "dcgm-health",
+        "image": DCGM_IMAGES.get(fleet.versions.gpu_operator, DCGM_IMAGES["v26.7.0"]),
+        "command": ["/bin/bash", "/custom-config/dcgm-health-loop.sh"],
+        "env": [
+            {"name": "DCGM_HOST", "value": DCGM_HOST},
+            {"name": "DCGM_DIAG_LEVEL", "value": str(h.dcgm_diag_level)},
+            {"name": "DCGM_CHECK_INTERVAL_SECONDS", "value": str(h.check_interval_seconds)},
+            {"name": "STATE_DIR", "value": STATE_DIR},
+        ],
+        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "256Mi"}},
+        "volumeMounts": [{"name": "custom-config", "mountPath": "/custom-config", "readOnly": True}, {"name": state["name"], "mountPath": STATE_DIR}],
+    }
+    return {
+        "settings": {
+            # Mounted at /custom-config with mode 0755 (templates/daemonset.yaml: defaultMode 493).
+            "custom_monitor_definitions": {
+                "dcgm-health-monitor.json": json.dumps(plugin_monitor_config(), indent=2, sort_keys=True) + "\n",
+                "check-dcgm-health.sh": data_file("check-dcgm-health.sh"),
+                "dcgm-health-loop.sh": data_file("dcgm-health-loop.sh"),
+            },
+            "custom_plugin_monitors": ["/custom-config/dcgm-health-monitor.json"],
+        },
+        "env": [{"name": "STATE_DIR", "value": STATE_DIR}, {"name": "MAX_RESULT_AGE_SECONDS", "value": str(max_age)}],
+        "extraVolumes": [state],
+        "extraVolumeMounts": [{"name": state["name"], "mountPath": STATE_DIR, "readOnly": True}],
+        "extraContainers": [sidecar],
+        "tolerations": _all_tolerated(),
+        "affinity": _on_gpu_groups(fleet),
+    }
+
+
+# --- remediation controller and planted-fault Job ---------------------------------------------------------
+
+
+def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": {**LABEL_MANAGED_BY, "app.kubernetes.io/name": name}}
+    if namespace:
+        meta["namespace"] = namespace
+    return meta
+
+
+def _rbac(name: str, rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name, NS_HEALTH)},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": _meta(name), "rules": rules},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": _meta(name),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": NS_HEALTH}],
+        },
+    ]
+
+
+SCRIPTS_CONFIGMAP = "gpufleet-health-scripts"
+
+
+def scripts_configmap() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(SCRIPTS_CONFIGMAP, NS_HEALTH),
+        "data": {name: data_file(name) for name in ("kube.py", "remediator.py", "planted_fault.py")},
+    }
+
+
+def _python_container(name: str, script: str, env: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "image": PYTHON_IMAGE,
+        "command": ["python", "-u", f"/opt/gpufleet/{script}"],
+        "env": env,
+        "volumeMounts": [{"name": "scripts", "mountPath": "/opt/gpufleet", "readOnly": True}],
+        "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
+        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+    }
+
+
+def remediator_objects(fleet: Fleet) -> list[dict[str, Any]]:
+    """ServiceAccount, ClusterRole, ClusterRoleBinding and the single-replica Deployment."""
+    name = "gpufleet-remediator"
+    rules = [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "patch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
+        {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
+        {"apiGroups": ["apps"], "resources": ["replicasets", "statefulsets"], "verbs": ["get"]},
+    ]
+    container = _python_container("remediator", "remediator.py", [{"name": "REMEDIATION", "value": fleet.health.remediation}, {"name": "INTERACTIVE_GRACE_SECONDS", "value": "3600"}, {"name": "INTERVAL_SECONDS", "value": "30"}])
+    container["securityContext"] = {**container["securityContext"], "runAsNonRoot": True, "runAsUser": 65534, "readOnlyRootFilesystem": True}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _meta(name, NS_HEALTH),
+        "spec": {
+            "replicas": 1,
+            "strategy": {"type": "Recreate"},  # never two controllers acting on the same nodes
+            "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
+            "template": {
+                "metadata": {"labels": {"app.kubernetes.io/name": name}},
+                "spec": {
+                    "serviceAccountName": name,
+                    "priorityClassName": "system-cluster-critical",
+                    "containers": [container],
+                    "volumes": [{"name": "scripts", "configMap": {"name": SCRIPTS_CONFIGMAP}}],
+                },
+            },
+        },
+    }
+    return [*_rbac(name, rules), deployment]
+
+
+def gate_group(fleet: Fleet) -> NodeGroup:
+    """Where the planted fault lands: a group that always has a node (minSize >= 1), preferring Training/Batch
+    (drained at once, so the requeue is observable), then the largest minSize."""
+    order = {WorkloadClass.TRAINING: 0, WorkloadClass.BATCH: 1, WorkloadClass.INTERACTIVE: 2, WorkloadClass.INFERENCE: 3}
+    return min(fleet.node_groups, key=lambda g: (g.min_size < 1, order[g.workload_class], -g.min_size, g.name))
+
+
+def planted_fault_objects(fleet: Fleet) -> list[dict[str, Any]]:
+    """RBAC and the verification Job, pinned to one node of gate_group(fleet)."""
+    name = "gpufleet-planted-fault"
+    group = gate_group(fleet)
+    step_timeout = 3 * fleet.health.check_interval_seconds + 300
+    rules = [{"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["get", "list"]}]
+    container = _python_container(
+        "verify",
+        "planted_fault.py",
+        [
+            {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+            {"name": "STATE_DIR", "value": STATE_DIR},
+            {"name": "REMEDIATION", "value": fleet.health.remediation},
+            {"name": "WORKLOAD_CLASS", "value": group.workload_class.value},
+            {"name": "STEP_TIMEOUT_SECONDS", "value": str(step_timeout)},
+        ],
+    )
+    container["volumeMounts"] = [*container["volumeMounts"], {"name": "state", "mountPath": STATE_DIR}]
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": _meta(name, NS_HEALTH),
+        "spec": {
+            "backoffLimit": 0,
+            "activeDeadlineSeconds": 6 * step_timeout,
+            "ttlSecondsAfterFinished": 86400,
+            "template": {
+                "metadata": {"labels": {"app.kubernetes.io/name": name}},
+                "spec": {
+                    "serviceAccountName": name,
+                    "restartPolicy": "Never",
+                    "nodeSelector": {LABEL_NODE_GROUP: group.name},
+                    "tolerations": _all_tolerated(),
+                    "containers": [container],
+                    "volumes": [{"name": "scripts", "configMap": {"name": SCRIPTS_CONFIGMAP}}, {"name": "state", "hostPath": {"path": STATE_DIR, "type": "DirectoryOrCreate"}}],
+                },
+            },
+        },
+    }
+    return [*_rbac(name, rules), job]

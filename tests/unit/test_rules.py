@@ -236,6 +236,22 @@ CASES: list[Any] = [
     pytest.param("system-nodes", [at("cluster", "mode", value="Existing"), at("cluster", "systemNodes", value=None)], [], id="system/existing"),
     pytest.param("system-nodes", [at("cluster", "mode", value="Existing")], [("cluster.systemNodes", "systemNodes is only used with mode Create: an existing cluster brings its own system nodes")], id="system/existing-with"),
     pytest.param("system-nodes", [group(ami={"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"}, localStorage="RAID0")], [("nodeGroups[0].localStorage", "localStorage RAID0 is configured by nodeadm, which only AL2023 AMIs run")], id="system/raid0-bottlerocket"),
+    # network
+    pytest.param("network", [EFA_P5], [], id="network/efa"),
+    pytest.param("network", [ALL_VERSIONS, through("network"), group(instanceType="p5en.48xlarge", fabric="RDMA"), at("network", value={"rdma": {"networks": [{"name": "rail0", "interface": "ib0", "hca": "mlx5_0"}]}})], [], id="network/rdma"),
+    pytest.param("network", [ALL_VERSIONS, through("network"), group(instanceType="p5en.48xlarge", fabric="RDMA")], [("nodeGroups[0].fabric", 'fabric RDMA needs network.rdma: the RDMA devices and ports of group "l4"\'s NICs (for the device plugin, the secondary networks and NCCL_IB_HCA)')], id="network/rdma-without-settings"),
+    pytest.param("network", [group(instanceType="p5en.48xlarge", fabric="RDMA")], [], id="network/rdma-stage-not-deployed"),
+    pytest.param("network", [at("network", value={"rdma": {"networks": [{"name": "r0", "interface": "ib0", "hca": "mlx5_0"}, {"name": "r1", "interface": "ib1", "hca": "mlx5_0"}]}})], [("network.rdma", "network.rdma is set but no node group has fabric RDMA: it is not used"), ("network.rdma.networks[1].hca", 'hca "mlx5_0" appears in more than one RDMA network')], id="network/rdma-unused-and-duplicate"),
+    pytest.param("network", [at("network", "bandwidthGate", value={"image": "example.com/nccl-tests:latest"})], [("network.bandwidthGate.image", 'image "example.com/nccl-tests:latest" is not pinned to a tag or digest')], id="network/gate-image-unpinned"),
+    # admission
+    pytest.param("admission", [team(cohort="r"), at("admission", "preemption", value={"reclaimWithinCohort": "LowerPriority", "borrowWithinCohort": "LowerPriority"})], [], id="admission/borrow-with-reclaim"),
+    pytest.param("admission", [at("admission", "preemption", value={"reclaimWithinCohort": "Never", "borrowWithinCohort": "LowerPriority"})], [("admission.preemption.borrowWithinCohort", "borrowWithinCohort LowerPriority needs reclaimWithinCohort other than Never (Kueue rejects the ClusterQueue otherwise)")], id="admission/borrow-without-reclaim"),
+    pytest.param("admission", [team(namespace="kube-system")], [("teams[0].namespace", 'team namespace "kube-system" is a system namespace')], id="admission/system-namespace"),
+    pytest.param("admission", [group(topology={"placement": "Required"})], [("nodeGroups[0].topology.placement", "topology-aware placement needs the EKS network topology labels, which g6.xlarge nodes do not get (Kueue would find no capacity)")], id="admission/placement-without-topology"),
+    pytest.param("admission", [team(namespace="kube-system"), through("telemetry")], [], id="admission/stage-not-deployed"),
+    # sharing-names
+    pytest.param("sharing-names", [through("sharing"), group(sharing={"strategy": "MPS", "replicas": 2})], [], id="sharing-names/own-name"),
+    pytest.param("sharing-names", [through("sharing"), group(name="default", sharing={"strategy": "MPS", "replicas": 2}), quota(nodeGroup="default")], [("nodeGroups[0].name", 'an MPS group cannot be named "default": that config entry is the one for groups without sharing')], id="sharing-names/default"),
 ]
 
 

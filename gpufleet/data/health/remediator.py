@@ -1,0 +1,195 @@
+"""gpufleet remediation controller: turns the DCGMUnhealthy node condition (set by Node Problem Detector from DCGM
+health checks) into cordon, then drain per workload class, and undoes its own cordon when the node is healthy.
+
+Per node (GPU nodes carry gpufleet.io/node-group and gpufleet.io/workload-class labels):
+- condition True: cordon (spec.unschedulable, annotated as ours); with REMEDIATION=CordonAndDrain evict the pods
+  that hold GPUs (never DaemonSet pods, never pods without a GPU request) through the Eviction API, which honours
+  PodDisruptionBudgets:
+    Training, Batch: evict them all now; the job controller / Kueue requeues the work on healthy nodes.
+    Inference: evict one pod per pass, and only when its ReplicaSet/StatefulSet has every replica ready, so the
+      replacement must find capacity elsewhere before the next one goes (serving waits for capacity).
+    Interactive: leave sessions alone for INTERACTIVE_GRACE_SECONDS after the cordon, then evict.
+- condition False and cordoned by us: uncordon. Unknown: leave the node as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+CONDITION = "DCGMUnhealthy"
+LABEL_NODE_GROUP = "gpufleet.io/node-group"
+LABEL_WORKLOAD_CLASS = "gpufleet.io/workload-class"
+ANN_CORDONED = "gpufleet.io/cordoned-by"
+ANN_CORDONED_AT = "gpufleet.io/cordoned-at"
+ME = "gpufleet-remediator"
+GPU_PREFIX = "nvidia.com/"
+
+
+class Api(Protocol):
+    def get(self, path: str) -> Any: ...
+    def patch(self, path: str, body: Any) -> Any: ...
+    def post(self, path: str, body: Any) -> Any: ...
+
+
+@dataclass
+class Config:
+    remediation: str = "CordonAndDrain"  # CordonAndDrain | CordonOnly
+    interactive_grace_seconds: int = 3600
+    dry_run: bool = False
+
+    @staticmethod
+    def from_env() -> "Config":
+        return Config(
+            remediation=os.environ.get("REMEDIATION", "CordonAndDrain"),
+            interactive_grace_seconds=int(os.environ.get("INTERACTIVE_GRACE_SECONDS", "3600")),
+            dry_run=os.environ.get("DRY_RUN", "false") == "true",
+        )
+
+
+@dataclass
+class Actions:
+    """What one pass decided (and, unless dry run, did)."""
+
+    cordon: list[str] = field(default_factory=list)
+    uncordon: list[str] = field(default_factory=list)
+    evict: list[str] = field(default_factory=list)  # namespace/pod
+    waiting: list[str] = field(default_factory=list)  # namespace/pod kept for now, with the reason
+
+
+def condition_status(node: dict[str, Any]) -> str:
+    for cond in node.get("status", {}).get("conditions", []) or []:
+        if cond.get("type") == CONDITION:
+            return str(cond.get("status", "Unknown"))
+    return "Unknown"
+
+
+def holds_gpu(pod: dict[str, Any]) -> bool:
+    for container in pod.get("spec", {}).get("containers", []) or []:
+        resources = container.get("resources", {}) or {}
+        for section in ("requests", "limits"):
+            if any(name.startswith(GPU_PREFIX) for name in (resources.get(section) or {})):
+                return True
+    return False
+
+
+def _owner(pod: dict[str, Any]) -> dict[str, Any] | None:
+    owners = pod.get("metadata", {}).get("ownerReferences", []) or []
+    return next((o for o in owners if o.get("controller")), None)
+
+
+def evictable(pod: dict[str, Any]) -> bool:
+    owner = _owner(pod)
+    if owner is not None and owner.get("kind") == "DaemonSet":
+        return False
+    phase = pod.get("status", {}).get("phase")
+    return phase in ("Pending", "Running") and holds_gpu(pod) and not pod.get("metadata", {}).get("deletionTimestamp")
+
+
+def _ref(pod: dict[str, Any]) -> str:
+    return f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+
+
+def replicas_all_ready(api: Api, pod: dict[str, Any]) -> bool:
+    """For serving pods: is the owning workload at full strength (so evicting one replica keeps the others)?"""
+    owner = _owner(pod)
+    if owner is None or owner.get("kind") not in ("ReplicaSet", "StatefulSet"):
+        return True  # a bare pod has no replicas elsewhere to wait for
+    ns = pod["metadata"]["namespace"]
+    plural = "replicasets" if owner["kind"] == "ReplicaSet" else "statefulsets"
+    obj = api.get(f"/apis/apps/v1/namespaces/{ns}/{plural}/{owner['name']}")
+    wanted = int(obj.get("spec", {}).get("replicas", 1) or 0)
+    ready = int(obj.get("status", {}).get("readyReplicas", 0) or 0)
+    return ready >= wanted
+
+
+def plan_node(api: Api, node: dict[str, Any], pods: list[dict[str, Any]], cfg: Config, now: float) -> Actions:
+    """Decide what to do with one node (pure apart from reading owner workloads)."""
+    acts = Actions()
+    name = node["metadata"]["name"]
+    annotations = node["metadata"].get("annotations", {}) or {}
+    cordoned = bool(node.get("spec", {}).get("unschedulable"))
+    ours = annotations.get(ANN_CORDONED) == ME
+    status = condition_status(node)
+    if status == "False":
+        if cordoned and ours:
+            acts.uncordon.append(name)
+        return acts
+    if status != "True":
+        return acts
+    if not cordoned:
+        acts.cordon.append(name)
+    if cfg.remediation != "CordonAndDrain":
+        return acts
+    candidates = [p for p in pods if evictable(p)]
+    wclass = node["metadata"].get("labels", {}).get(LABEL_WORKLOAD_CLASS, "Training")
+    if wclass in ("Training", "Batch"):
+        acts.evict += [_ref(p) for p in candidates]
+    elif wclass == "Inference":
+        for pod in candidates:
+            if not acts.evict and replicas_all_ready(api, pod):
+                acts.evict.append(_ref(pod))
+            else:
+                acts.waiting.append(f"{_ref(pod)}: waiting for serving capacity")
+    else:  # Interactive
+        since = float(annotations.get(ANN_CORDONED_AT, now)) if ours else now
+        if now - since >= cfg.interactive_grace_seconds:
+            acts.evict += [_ref(p) for p in candidates]
+        else:
+            acts.waiting += [f"{_ref(p)}: interactive grace period" for p in candidates]
+    return acts
+
+
+def apply(api: Api, acts: Actions, now: float, cfg: Config) -> None:
+    if cfg.dry_run:
+        return
+    for name in acts.cordon:
+        api.patch(f"/api/v1/nodes/{name}", {"spec": {"unschedulable": True}, "metadata": {"annotations": {ANN_CORDONED: ME, ANN_CORDONED_AT: str(int(now))}}})
+    for name in acts.uncordon:
+        api.patch(f"/api/v1/nodes/{name}", {"spec": {"unschedulable": False}, "metadata": {"annotations": {ANN_CORDONED: None, ANN_CORDONED_AT: None}}})
+    for ref in acts.evict:
+        ns, pod = ref.split("/", 1)
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": ns}}
+        try:
+            api.post(f"/api/v1/namespaces/{ns}/pods/{pod}/eviction", body)
+        except Exception as exc:  # 429: a PodDisruptionBudget says not now; retried next pass
+            print(json.dumps({"evict": ref, "deferred": str(exc)}), flush=True)
+
+
+def run_once(api: Api, cfg: Config, now: float) -> dict[str, Actions]:
+    nodes = api.get(f"/api/v1/nodes?labelSelector={LABEL_NODE_GROUP}")["items"]
+    done: dict[str, Actions] = {}
+    for node in nodes:
+        name = node["metadata"]["name"]
+        pods: list[dict[str, Any]] = []
+        if condition_status(node) == "True":
+            pods = api.get(f"/api/v1/pods?fieldSelector=spec.nodeName%3D{name}")["items"]
+        acts = plan_node(api, node, pods, cfg, now)
+        apply(api, acts, now, cfg)
+        if acts.cordon or acts.uncordon or acts.evict or acts.waiting:
+            print(json.dumps({"node": name, **acts.__dict__}), flush=True)
+        done[name] = acts
+    return done
+
+
+def main() -> None:  # pragma: no cover - runs in the cluster
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from kube import Kube
+
+    cfg = Config.from_env()
+    interval = int(os.environ.get("INTERVAL_SECONDS", "30"))
+    api = Kube()
+    while True:
+        try:
+            run_once(api, cfg, time.time())
+        except Exception as exc:
+            print(json.dumps({"error": str(exc)}), flush=True)
+        time.sleep(interval)
+
+
+if __name__ == "__main__":
+    main()

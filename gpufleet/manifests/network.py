@@ -1,0 +1,523 @@
+"""Network (stage 5) as plain data: EFA device plugin values, the NVIDIA Network Operator's NicClusterPolicy,
+Multus (thick plugin), NetworkAttachmentDefinitions, the nccl-env ConfigMaps and the bandwidth gate.
+
+Why each NCCL setting is (or is not) there: docs/network-and-storage.md, "NCCL settings".
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Any, Mapping
+
+from gpufleet import catalog
+from gpufleet.builders.common import (
+    LABEL_FABRIC,
+    LABEL_MANAGED_BY,
+    LABEL_NODE_GROUP,
+    NS_NETWORK,
+    group_taints,
+    tolerations_for,
+)
+from gpufleet.spec import Fabric, Fleet, NodeGroup, Rdma, RdmaNetwork
+from gpufleet.versions import COMPONENTS
+
+GPU_RESOURCE = "nvidia.com/gpu"
+# Advertised by the AWS EFA device plugin (aws/eks-charts stable/aws-efa-k8s-device-plugin templates/NOTES.txt).
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+# Instances with the EFA driver pre-allocate 5128 2 MiB huge pages that EFA pods request
+# (awsdocs/amazon-eks-user-guide latest/ug/ml/node-efa.adoc).
+EFA_HUGEPAGES = "5120Mi"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+
+# The Network Operator deploys its operands (device plugin, CNI plugins, nv-ipam) into its release namespace;
+# nv-ipam IPPools live there too.
+NS_NETWORK_OPERATOR = "nvidia-network-operator"
+# The operator reconciles only the NicClusterPolicy of this name (Mellanox/network-operator
+# controllers/nicclusterpolicy_controller.go @v26.4.1, consts.NicClusterPolicyResourceName).
+NIC_CLUSTER_POLICY = "nic-cluster-policy"
+# Operand images released with each supported operator version (Mellanox/network-operator
+# example/crs/mellanox.com_v1alpha1_nicclusterpolicy_cr-full.yaml at the same tag).
+OPERATOR_IMAGES: Mapping[str, Mapping[str, tuple[str, str, str]]] = {
+    "26.4.1": {
+        "rdmaSharedDevicePlugin": ("nvcr.io/nvidia/mellanox", "k8s-rdma-shared-dev-plugin", "network-operator-v26.4.1"),
+        "cniPlugins": ("nvcr.io/nvidia/mellanox", "plugins", "network-operator-v26.4.1"),
+        "ipoib": ("nvcr.io/nvidia/mellanox", "ipoib-cni", "network-operator-v26.4.1"),
+        "nvIpam": ("nvcr.io/nvidia/mellanox", "nvidia-k8s-ipam", "network-operator-v26.4.1"),
+    }
+}
+MELLANOX_VENDOR_ID = "15b3"
+
+# The release workflow pushes `<tag>-thick` for every release tag (k8snetworkplumbingwg/multus-cni
+# .github/workflows/image-push-release.yml).
+MULTUS_IMAGE = COMPONENTS["multus"].repository
+
+NCCL_ENV = "nccl-env"
+# NCCL's name of the aws-ofi-nccl plugin when NCCL_NET selects it. "AWS Libfabric" is the plugin's own name up to
+# 1.11 and an accepted alias since (aws/aws-ofi-nccl src/nccl_ofi_interface_nvidia.cpp nvidia_plugin_name_fixup).
+EFA_NET = "AWS Libfabric"
+RDMA_NET = "IB"  # NCCL's built-in verbs transport (NVIDIA/nccl src/transport/net_ib/common.cc)
+
+GATE_LABEL = "gpufleet.io/gate"
+# nccl-tests fails a run whose average bus bandwidth is below 0.9 x NCCL_TESTS_MIN_BW (NVIDIA/nccl-tests
+# src/common.cu: `bw[0] < check_avg_bw*(0.9)`).
+NCCL_TESTS_SLACK = 0.9
+# Message sizes of the gate: the bandwidth plateau only (the average is over every size tested, so small
+# messages would measure latency, not the fabric).
+GATE_SIZES = ("1G", "4G")
+SSH_PORT = 22
+KEY_PORT = 8022
+
+
+def fabric_groups(fleet: Fleet, fabric: Fabric) -> list[NodeGroup]:
+    return [g for g in fleet.node_groups if g.fabric is fabric]
+
+
+def _unique(tolerations: list[dict[str, str]]) -> list[dict[str, str]]:
+    out: list[dict[str, str]] = []
+    for t in tolerations:
+        if t not in out:
+            out.append(t)
+    return out
+
+
+def group_tolerations(groups: list[NodeGroup]) -> list[dict[str, str]]:
+    """Tolerations matching every taint of every given group, each once, in group order."""
+    return _unique([t for g in groups for t in tolerations_for(group_taints(g))])
+
+
+def fabric_selector(fabric: Fabric) -> dict[str, str]:
+    return {LABEL_FABRIC: fabric.value}
+
+
+# --- EFA -------------------------------------------------------------------------------------------------------
+
+
+def efa_device_plugin_values(fleet: Fleet) -> dict[str, Any]:
+    """Values of the aws-efa-k8s-device-plugin chart: only EFA groups, tolerating all of their taints.
+
+    The chart's tolerations default to [] (it adds only CriticalAddonsOnly), so without these it would never
+    run on tainted GPU nodes. Its required node affinity is built from supportedInstanceLabels; narrowing the
+    list to the fleet's EFA instance types keeps it in step with the nodeSelector."""
+    groups = fabric_groups(fleet, Fabric.EFA)
+    return {
+        "nodeSelector": fabric_selector(Fabric.EFA),
+        "supportedInstanceLabels": {"keys": [INSTANCE_TYPE_LABEL], "values": sorted({g.instance_type for g in groups})},
+        "tolerations": group_tolerations(groups),
+    }
+
+
+# --- NCCL settings -------------------------------------------------------------------------------------------
+
+
+def nccl_env(fabric: Fabric, rdma: Rdma | None = None) -> dict[str, str]:
+    """The NCCL/libfabric settings pinned per fabric (docs/network-and-storage.md explains each one).
+
+    Deliberately absent on EFA: NCCL_PROTO=simple and FI_EFA_USE_DEVICE_RDMA=1 (only for aws-ofi-nccl <= 1.5 /
+    < 1.7; NCCL_PROTO=simple on a current stack gives up the LL/LL128 protocols), RDMAV_FORK_SAFE (breaks things
+    on newer kernels) (aws/aws-ofi-nccl doc/efa-env-var.md). On RDMA: NCCL_IB_GID_INDEX (NCCL picks the RoCEv2
+    GID itself: default -1, src/transport/net_ib/connect.cc)."""
+    if fabric is Fabric.EFA:
+        return {"FI_PROVIDER": "efa", "NCCL_NET": EFA_NET, "NCCL_SOCKET_IFNAME": "=eth0"}
+    if fabric is Fabric.RDMA:
+        assert rdma is not None
+        return {
+            "NCCL_IB_HCA": "=" + ",".join(n.hca for n in rdma.networks),
+            "NCCL_NET": RDMA_NET,
+            "NCCL_SOCKET_IFNAME": "=" + rdma.socket_interface,
+        }
+    raise ValueError(f"no NCCL settings for fabric {fabric}")
+
+
+def nccl_env_name(fabric: Fabric) -> str:
+    return f"{NCCL_ENV}-{fabric.value.lower()}"
+
+
+def nccl_env_configmap(fabric: Fabric, namespace: str, env: Mapping[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": nccl_env_name(fabric),
+            "namespace": namespace,
+            "labels": {**LABEL_MANAGED_BY, LABEL_FABRIC: fabric.value},
+            "annotations": {"gpufleet.io/usage": f"envFrom: [{{configMapRef: {{name: {nccl_env_name(fabric)}}}}}]"},
+        },
+        "data": dict(sorted(env.items())),
+    }
+
+
+# --- RDMA: Network Operator, Multus, secondary networks --------------------------------------------------------
+
+
+def rdma_resource(rdma: Rdma) -> str:
+    """The extended resource pods request for the RDMA devices (the plugin's default prefix is rdma)."""
+    return f"rdma/{rdma.resource_name}"
+
+
+def network_operator_values() -> dict[str, Any]:
+    """Chart values: no second Node Feature Discovery (the GPU Operator runs one with the NodeFeature API), but
+    keep the chart's NodeFeatureRule that labels nodes with NVIDIA NICs (feature.node.kubernetes.io/pci-15b3.present),
+    which the operator reads."""
+    return {"nfd": {"enabled": False, "deployNodeFeatureRules": True}}
+
+
+def rdma_device_plugin_config(rdma: Rdma) -> str:
+    """k8s-rdma-shared-dev-plugin config: one shared resource over the fleet's RDMA ports (selected by netdev)."""
+    config = {
+        "configList": [
+            {
+                "resourceName": rdma.resource_name,
+                "rdmaHcaMax": rdma.hca_max,
+                "selectors": {"vendors": [MELLANOX_VENDOR_ID], "ifNames": [n.interface for n in rdma.networks]},
+            }
+        ]
+    }
+    return json.dumps(config, indent=2)
+
+
+def _image(version: str, component: str) -> dict[str, str]:
+    repository, image, tag = OPERATOR_IMAGES[version][component]
+    return {"repository": repository, "image": image, "version": tag}
+
+
+def nic_cluster_policy(fleet: Fleet, version: str) -> dict[str, Any]:
+    """The NicClusterPolicy (mellanox.com/v1alpha1): RDMA shared device plugin, CNI plugins (+ IPoIB on
+    InfiniBand) and nv-ipam, on RDMA groups only.
+
+    No `ofedDriver` (the node's inbox mlx5 driver is used) and no `secondaryNetwork.multus`: the operator's Multus
+    is the thin plugin (manifests/state-multus-cni runs `install_multus --type thin`), and gpufleet installs the
+    thick plugin itself. `secondaryNetwork.ipamPlugin` no longer exists (removed in 25.10.0); nv-ipam is top level."""
+    rdma = fleet.network.rdma
+    assert rdma is not None
+    groups = fabric_groups(fleet, Fabric.RDMA)
+    secondary: dict[str, Any] = {"cniPlugins": _image(version, "cniPlugins")}
+    if rdma.link_type == "InfiniBand":
+        secondary["ipoib"] = _image(version, "ipoib")
+    return {
+        "apiVersion": "mellanox.com/v1alpha1",
+        "kind": "NicClusterPolicy",
+        "metadata": {"name": NIC_CLUSTER_POLICY, "labels": dict(LABEL_MANAGED_BY)},
+        "spec": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": LABEL_FABRIC, "operator": "In", "values": [Fabric.RDMA.value]}]}]
+                }
+            },
+            "tolerations": group_tolerations(groups),
+            "rdmaSharedDevicePlugin": {**_image(version, "rdmaSharedDevicePlugin"), "config": rdma_device_plugin_config(rdma)},
+            "secondaryNetwork": secondary,
+            "nvIpam": {**_image(version, "nvIpam"), "enableWebhook": False},
+        },
+    }
+
+
+def network_attachment(rdma: Rdma, net: RdmaNetwork) -> dict[str, Any]:
+    """One secondary network on one RDMA port: IPoIB on InfiniBand, macvlan on RoCE; addresses from nv-ipam.
+
+    Same CNI config as the operator's own IPoIBNetwork/MacvlanNetwork templates (manifests/state-ipoib-network,
+    state-macvlan-network @v26.4.1)."""
+    config: dict[str, Any] = {"cniVersion": "0.3.1", "name": net.name}
+    if rdma.link_type == "InfiniBand":
+        config.update({"type": "ipoib", "master": net.interface})
+    else:
+        config.update({"type": "macvlan", "master": net.interface, "mode": "bridge"})
+    config["ipam"] = {"type": "nv-ipam", "poolName": net.ip_pool}
+    return {
+        "apiVersion": "k8s.cni.cncf.io/v1",
+        "kind": "NetworkAttachmentDefinition",
+        "metadata": {"name": net.name, "namespace": NS_NETWORK, "labels": dict(LABEL_MANAGED_BY)},
+        "spec": {"config": json.dumps(config, indent=2)},
+    }
+
+
+def networks_annotation(rdma: Rdma) -> str:
+    """The pod annotation value attaching every secondary network (namespace-qualified)."""
+    return ",".join(f"{NS_NETWORK}/{n.name}" for n in rdma.networks)
+
+
+def multus_objects(tag: str) -> list[dict[str, Any]]:
+    """Multus thick plugin, as k8snetworkplumbingwg/multus-cni deployments/multus-daemonset-thick.yml at the
+    release, with the image pinned to the release's thick tag (upstream's file says :snapshot-thick), in the
+    network namespace, on RDMA nodes only. The NetworkAttachmentDefinition CRD comes with the Network Operator
+    chart (deployment/network-operator/crds), so it is not repeated here.
+
+    Like upstream it tolerates every NoSchedule/NoExecute taint: it is part of the node's pod networking."""
+    labels = {"app": "multus", "name": "multus", "tier": "node"}
+    image = f"{MULTUS_IMAGE}:{tag}-thick"
+    daemon_config = {
+        "chrootDir": "/hostroot",
+        "cniVersion": "0.3.1",
+        "logLevel": "verbose",
+        "logToStderr": True,
+        "cniConfigDir": "/host/etc/cni/net.d",
+        "multusAutoconfigDir": "/host/etc/cni/net.d",
+        "multusConfigFile": "auto",
+        "socketDir": "/host/run/multus/",
+    }
+    host_paths = {
+        "cni": "/etc/cni/net.d",
+        "cnibin": "/opt/cni/bin",
+        "hostroot": "/",
+        "host-run": "/run",
+        "host-var-lib-cni-multus": "/var/lib/cni/multus",
+        "host-var-lib-kubelet": "/var/lib/kubelet",
+        "host-run-k8s-cni-cncf-io": "/run/k8s.cni.cncf.io",
+        "host-run-netns": "/run/netns/",
+        "multus-conf-dir": "/etc/cni/multus/net.d",
+    }
+    volumes: list[dict[str, Any]] = [{"name": name, "hostPath": {"path": path}} for name, path in host_paths.items()]
+    volumes.append({"name": "multus-daemon-config", "configMap": {"name": "multus-daemon-config", "items": [{"key": "daemon-config.json", "path": "daemon-config.json"}]}})
+    mounts = [
+        {"name": "cni", "mountPath": "/host/etc/cni/net.d"},
+        # multus-daemon expects the CNI bin path to be identical in the pod and on the host.
+        {"name": "cnibin", "mountPath": "/opt/cni/bin"},
+        {"name": "host-run", "mountPath": "/host/run"},
+        {"name": "host-var-lib-cni-multus", "mountPath": "/var/lib/cni/multus"},
+        {"name": "host-var-lib-kubelet", "mountPath": "/var/lib/kubelet", "mountPropagation": "HostToContainer"},
+        {"name": "host-run-k8s-cni-cncf-io", "mountPath": "/run/k8s.cni.cncf.io"},
+        {"name": "host-run-netns", "mountPath": "/run/netns", "mountPropagation": "HostToContainer"},
+        {"name": "multus-daemon-config", "mountPath": "/etc/cni/net.d/multus.d", "readOnly": True},
+        {"name": "hostroot", "mountPath": "/hostroot", "mountPropagation": "HostToContainer"},
+        {"name": "multus-conf-dir", "mountPath": "/etc/cni/multus/net.d"},
+    ]
+    meta = {"namespace": NS_NETWORK, "labels": {**LABEL_MANAGED_BY, **labels}}
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "multus", **meta}},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "multus", "labels": meta["labels"]},
+            "rules": [
+                {"apiGroups": ["k8s.cni.cncf.io"], "resources": ["*"], "verbs": ["*"]},
+                {"apiGroups": [""], "resources": ["pods", "pods/status"], "verbs": ["get", "list", "update", "watch"]},
+                {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch", "update"]},
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "multus", "labels": meta["labels"]},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "multus"},
+            "subjects": [{"kind": "ServiceAccount", "name": "multus", "namespace": NS_NETWORK}],
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "multus-daemon-config", **meta},
+            "data": {"daemon-config.json": json.dumps(daemon_config, indent=4) + "\n"},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "kube-multus-ds", **meta},
+            "spec": {
+                "selector": {"matchLabels": {"name": "multus"}},
+                "updateStrategy": {"type": "RollingUpdate"},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "hostNetwork": True,
+                        "hostPID": True,
+                        "nodeSelector": fabric_selector(Fabric.RDMA),
+                        "priorityClassName": "system-node-critical",
+                        "tolerations": [{"operator": "Exists", "effect": "NoSchedule"}, {"operator": "Exists", "effect": "NoExecute"}],
+                        "serviceAccountName": "multus",
+                        "terminationGracePeriodSeconds": 10,
+                        "initContainers": [
+                            {
+                                "name": "install-multus-binary",
+                                "image": image,
+                                "command": ["/usr/src/multus-cni/bin/install_multus", "-d", "/host/opt/cni/bin", "-t", "thick"],
+                                "resources": {"requests": {"cpu": "10m", "memory": "15Mi"}},
+                                "securityContext": {"privileged": True},
+                                "terminationMessagePolicy": "FallbackToLogsOnError",
+                                "volumeMounts": [{"name": "cnibin", "mountPath": "/host/opt/cni/bin", "mountPropagation": "Bidirectional"}],
+                            }
+                        ],
+                        "containers": [
+                            {
+                                "name": "kube-multus",
+                                "image": image,
+                                "command": ["/usr/src/multus-cni/bin/multus-daemon"],
+                                "env": [{"name": "MULTUS_NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+                                "resources": {"requests": {"cpu": "100m", "memory": "50Mi"}, "limits": {"cpu": "100m", "memory": "50Mi"}},
+                                "securityContext": {"privileged": True},
+                                "terminationMessagePolicy": "FallbackToLogsOnError",
+                                "volumeMounts": mounts,
+                            }
+                        ],
+                        "volumes": volumes,
+                    },
+                },
+            },
+        },
+    ]
+
+
+# --- the bandwidth gate ----------------------------------------------------------------------------------------
+
+
+def line_rate_gbytes(info: catalog.InstanceType) -> float:
+    """The instance's rated network bandwidth in GB/s (nccl-tests reports bytes: Gbit/s / 8)."""
+    return info.network_gbps / 8
+
+
+def min_bus_bandwidth(info: catalog.InstanceType, efficiency: float) -> float:
+    """NCCL_TESTS_MIN_BW for a group: rated line rate (GB/s) x efficiency, rounded to 0.1 GB/s."""
+    return round(line_rate_gbytes(info) * efficiency, 1)
+
+
+def gate_name(group: NodeGroup) -> str:
+    return f"nccl-gate-{group.name}"
+
+
+def _gate_script(name: str, gpus: int, net: str, env_names: list[str]) -> str:
+    """Index 0 runs mpirun (its ranks plus the worker's over SSH); index 1 runs sshd for it.
+
+    The SSH key is made fresh in the launcher and only its public half travels (over HTTP to the worker), so no
+    secret is rendered or stored. The run fails on nccl-tests' own threshold (exit code), on a fall-back to TCP
+    sockets (`via NET/Socket` in the NCCL_DEBUG=INFO log), or when NCCL did not use the pinned network. Of
+    `env_names`, those set in the launcher are exported to every rank (a custom image may lack some)."""
+    worker = f"{name}-1.{name}"
+    sizes = f"-b {GATE_SIZES[0]} -e {GATE_SIZES[1]} -f 2"
+    return "\n".join(
+        [
+            "set -euo pipefail",
+            'if [ "${JOB_COMPLETION_INDEX}" != "0" ]; then',
+            "  mkdir -p /root/.ssh /run/sshd && chmod 700 /root/.ssh",
+            "  ssh-keygen -A",
+            "  for _ in $(seq 120); do",
+            f'    curl -fsS "http://{name}-0.{name}:{KEY_PORT}/id.pub" -o /root/.ssh/authorized_keys && break',
+            "    sleep 5",
+            "  done",
+            "  test -s /root/.ssh/authorized_keys",
+            f"  exec /usr/sbin/sshd -D -e -p {SSH_PORT}",
+            "fi",
+            "mkdir -p /root/.ssh /tmp/key && chmod 700 /root/.ssh",
+            'ssh-keygen -q -t ed25519 -N "" -f /root/.ssh/id_ed25519',
+            "cp /root/.ssh/id_ed25519.pub /tmp/key/id.pub",
+            f"python3 -m http.server {KEY_PORT} --directory /tmp/key >/dev/null 2>&1 &",
+            "for _ in $(seq 120); do",
+            f"  ssh -o BatchMode=yes -o ConnectTimeout=5 -p {SSH_PORT} {worker} true 2>/dev/null && break",
+            "  sleep 5",
+            "done",
+            "exports=()",
+            f"for v in {' '.join(shlex.quote(e) for e in env_names)}; do",
+            '  if [ -n "${!v+x}" ]; then exports+=(-x "$v"); fi',
+            "done",
+            "set +e",
+            f"mpirun --allow-run-as-root --prefix /opt/amazon/openmpi -np {2 * gpus} -H \"$(hostname):{gpus},{worker}:{gpus}\" \\",
+            '  --bind-to none "${exports[@]}" \\',
+            f"  /opt/nccl-tests/build/all_reduce_perf {sizes} -g 1 2>&1 | tee /tmp/nccl-tests.log",
+            "status=${PIPESTATUS[0]}",
+            "set -e",
+            "if grep -q 'via NET/Socket' /tmp/nccl-tests.log; then echo 'gate FAILED: NCCL fell back to TCP sockets'; exit 1; fi",
+            f"if ! grep -q 'Using network {net}' /tmp/nccl-tests.log; then echo 'gate FAILED: NCCL did not use network {net}'; exit 1; fi",
+            'if [ "$status" -ne 0 ]; then echo "gate FAILED: all_reduce_perf exited $status (bus bandwidth below 0.9 x NCCL_TESTS_MIN_BW=${NCCL_TESTS_MIN_BW} GB/s, or errors)"; fi',
+            'exit "$status"',
+            "",
+        ]
+    )
+
+
+def gate_objects(fleet: Fleet, group: NodeGroup) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The headless Service and the indexed Job of one group's bandwidth gate.
+
+    Two pods, one per node (anti-affinity), each taking every GPU (and every EFA device) of its node, with the
+    fabric's nccl-env ConfigMap: the gate measures what workloads get. The Job succeeds when index 0 (the
+    launcher) succeeds (successPolicy), which ends the worker."""
+    info = catalog.lookup(group.instance_type)
+    assert info is not None
+    gate = fleet.network.bandwidth_gate
+    name = gate_name(group)
+    labels = {**LABEL_MANAGED_BY, GATE_LABEL: name, LABEL_NODE_GROUP: group.name}
+    fabric = group.fabric
+    env = nccl_env(fabric, fleet.network.rdma)
+    limits: dict[str, Any] = {GPU_RESOURCE: info.gpu_count, "memory": "32Gi"}
+    container_extra: dict[str, Any] = {}
+    pod_annotations: dict[str, str] = {}
+    if fabric is Fabric.EFA:
+        limits[EFA_RESOURCE] = info.max_efa_interfaces
+        limits["hugepages-2Mi"] = EFA_HUGEPAGES
+        net = EFA_NET
+    else:
+        rdma = fleet.network.rdma
+        assert rdma is not None
+        limits[rdma_resource(rdma)] = 1
+        # Verbs pin memory (as the Network Operator's RDMA test pods do).
+        container_extra["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
+        pod_annotations["k8s.v1.cni.cncf.io/networks"] = networks_annotation(rdma)
+        net = RDMA_NET
+    min_bw = min_bus_bandwidth(info, gate.efficiency)
+    gate_env = {"NCCL_DEBUG": "INFO", "NCCL_TESTS_MIN_BW": f"{min_bw}"}
+    forwarded = sorted(set(env) | set(gate_env) | {"PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "OPAL_PREFIX", "PMIX_MCA_gds"})
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": NS_NETWORK, "labels": labels},
+        "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": {GATE_LABEL: name}},
+    }
+    timeout = gate.timeout_minutes * 60
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": NS_NETWORK,
+            "labels": labels,
+            # How long `pulumi up` waits for the Job to complete (pulumi-kubernetes await logic; default 10 min).
+            "annotations": {"pulumi.com/timeoutSeconds": str(timeout)},
+        },
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": 2,
+            "parallelism": 2,
+            "backoffLimit": 0,
+            "activeDeadlineSeconds": timeout,
+            "successPolicy": {"rules": [{"succeededIndexes": "0"}]},
+            "template": {
+                "metadata": {"labels": labels, **({"annotations": pod_annotations} if pod_annotations else {})},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "subdomain": name,
+                    "nodeSelector": {LABEL_NODE_GROUP: group.name},
+                    "tolerations": tolerations_for(group_taints(group)),
+                    "affinity": {
+                        "podAntiAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": [
+                                {"labelSelector": {"matchLabels": {GATE_LABEL: name}}, "topologyKey": "kubernetes.io/hostname"}
+                            ]
+                        }
+                    },
+                    "containers": [
+                        {
+                            "name": "nccl-tests",
+                            "image": gate.image,
+                            "command": ["/bin/bash", "-c", _gate_script(name, info.gpu_count, net, forwarded)],
+                            "env": [{"name": k, "value": v} for k, v in sorted(gate_env.items())],
+                            "envFrom": [{"configMapRef": {"name": nccl_env_name(fabric)}}],
+                            "ports": [{"name": "ssh", "containerPort": SSH_PORT}, {"name": "key", "containerPort": KEY_PORT}],
+                            "resources": {"limits": limits, "requests": dict(limits)},
+                            "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+                            **container_extra,
+                        }
+                    ],
+                    # NCCL's shared-memory transport needs more than the container runtime's 64 MiB /dev/shm.
+                    "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+                },
+            },
+        },
+    }
+    return service, job
+
+
+def gate_threshold_row(fleet: Fleet, group: NodeGroup) -> str:
+    """A plan.md table row: group, fabric, instance, line rate, NCCL_TESTS_MIN_BW, effective floor."""
+    info = catalog.lookup(group.instance_type)
+    assert info is not None
+    min_bw = min_bus_bandwidth(info, fleet.network.bandwidth_gate.efficiency)
+    return (
+        f"| {group.name} | {group.fabric.value} | {group.instance_type} | {info.network_gbps} Gbit/s = {line_rate_gbytes(info):g} GB/s "
+        f"| {min_bw:g} | {round(min_bw * NCCL_TESTS_SLACK, 1):g} |"
+    )

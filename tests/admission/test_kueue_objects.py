@@ -1,0 +1,396 @@
+"""Kueue objects of the admission stage: what each ClusterQueue admits, which nodes each flavor selects, quotas
+and limits against the spec, the controller Configuration, priorities, and the stage's wiring."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pytest
+import yaml
+
+from gpufleet.builders import admission as stage
+from gpufleet.builders.common import LABEL_NODE_GROUP
+from gpufleet.builders.node_groups import node_labels
+from gpufleet.manifests import kueue
+from gpufleet.manifests.sharing import sharing_node_labels
+from gpufleet.plan import BuildContext, Resource
+from gpufleet.spec import Fleet
+
+
+def _build(fleet: Fleet, through: str = "cost") -> tuple[dict[str, Resource], Any]:
+    content = stage.build(BuildContext(fleet=fleet, environment="prod", through=through))
+    return {r.id: r for r in content.resources}, content
+
+
+def _objects(fleet: Fleet, kind: str) -> dict[str, dict[str, Any]]:
+    resources, _ = _build(fleet)
+    return {r.args["object"]["metadata"]["name"]: r.args["object"] for r in resources.values() if "object" in r.args and r.args["object"]["kind"] == kind}
+
+
+def _selects(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """metav1.LabelSelector semantics: null selects nothing, {} everything; matchLabels and matchExpressions ANDed."""
+    if selector is None:
+        return False
+    for key, value in selector.get("matchLabels", {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions", []):
+        present = expr["key"] in labels
+        if expr["operator"] == "In" and not (present and labels[expr["key"]] in expr["values"]):
+            return False
+        if expr["operator"] == "NotIn" and present and labels[expr["key"]] in expr["values"]:
+            return False
+    return True
+
+
+def _ns_labels(name: str) -> dict[str, str]:
+    return {"kubernetes.io/metadata.name": name}  # set by the API server on every namespace
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# ClusterQueue: who is admitted
+
+
+def test_cluster_queue_admits_only_its_team_namespace(fleet: Fleet) -> None:
+    queues = _objects(fleet, "ClusterQueue")
+    namespaces = ["vision", "speech-ml", "ads", "kube-system", "default", "gpu-operator", "speech"]
+    for team in fleet.teams:
+        selector = queues[team.name]["spec"]["namespaceSelector"]
+        assert selector not in (None, {}), "null admits nothing and {} admits every namespace"
+        admitted = [ns for ns in namespaces if _selects(selector, _ns_labels(ns))]
+        assert admitted == [team.namespace]
+
+
+def test_local_queue_points_at_the_team_cluster_queue_in_the_team_namespace(fleet: Fleet) -> None:
+    local = _objects(fleet, "LocalQueue")
+    assert {name: (q["metadata"]["namespace"], q["spec"]["clusterQueue"]) for name, q in local.items()} == {
+        "vision": ("vision", "vision"),
+        "speech": ("speech-ml", "speech"),
+        "ads": ("ads", "ads"),
+    }
+
+
+def test_team_namespaces_enforce_pod_security_baseline(fleet: Fleet) -> None:
+    namespaces = _objects(fleet, "Namespace")
+    assert sorted(namespaces) == ["ads", "speech-ml", "vision"]
+    for ns in namespaces.values():
+        assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
+        assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce-version"] == "v1.33"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# ResourceFlavor: which nodes
+
+
+def test_each_flavor_selects_exactly_its_node_group(fleet: Fleet) -> None:
+    flavors = _objects(fleet, "ResourceFlavor")
+    assert sorted(flavors) == sorted(g.name for g in fleet.node_groups)
+    for group in fleet.node_groups:
+        # the labels the foundation stage really puts on the group's nodes
+        labels = node_labels(group, sharing_node_labels(group))
+        matching = [name for name, f in flavors.items() if all(labels.get(k) == v for k, v in f["spec"]["nodeLabels"].items())]
+        assert matching == [group.name]
+
+
+def test_flavor_carries_the_group_taints_and_tolerates_exactly_them(fleet: Fleet) -> None:
+    flavor = _objects(fleet, "ResourceFlavor")["h100"]["spec"]
+    assert flavor["nodeLabels"] == {LABEL_NODE_GROUP: "h100"}
+    assert flavor["nodeTaints"] == [
+        {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"},
+        {"key": "vpc.amazonaws.com/efa", "value": "true", "effect": "NoSchedule"},
+    ]
+    assert flavor["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"},
+        {"key": "vpc.amazonaws.com/efa", "operator": "Equal", "value": "true", "effect": "NoSchedule"},
+    ]
+
+
+def test_spec_taints_reach_the_flavor(make_fleet: Callable[..., Fleet]) -> None:
+    def taint(d: dict[str, Any]) -> None:
+        d["nodeGroups"][1]["taints"] = [{"key": "example.com/pool", "value": "nb", "effect": "NoExecute"}]
+
+    spec = _objects(make_fleet(taint), "ResourceFlavor")["notebooks"]["spec"]
+    assert spec["nodeTaints"][-1] == {"key": "example.com/pool", "value": "nb", "effect": "NoExecute"}
+    assert spec["tolerations"][-1] == {"key": "example.com/pool", "operator": "Equal", "value": "nb", "effect": "NoExecute"}
+
+
+def test_flavor_keeps_eight_taints_and_the_stage_warns_about_the_rest(make_fleet: Callable[..., Fleet]) -> None:
+    def many(d: dict[str, Any]) -> None:
+        d["nodeGroups"][0]["taints"] = [{"key": f"example.com/t{i}", "value": "x", "effect": "NoSchedule"} for i in range(10)]
+
+    fleet = make_fleet(many)
+    spec = _objects(fleet, "ResourceFlavor")["h100"]["spec"]
+    assert len(spec["nodeTaints"]) == len(spec["tolerations"]) == 8  # Kueue's MaxItems
+    assert [t["key"] for t in spec["nodeTaints"][:3]] == ["nvidia.com/gpu", "vpc.amazonaws.com/efa", "example.com/t0"]
+    _, content = _build(fleet)
+    assert content.warnings == (
+        "flavor h100: a Kueue ResourceFlavor holds at most 8 taints and tolerations, the group has 12: pods admitted "
+        "there must tolerate the rest themselves (example.com/t6, example.com/t7, example.com/t8 and 1 more)",
+    )
+
+
+@pytest.mark.parametrize(
+    ("instance", "fabric", "explicit", "expected"),
+    [
+        ("p5.48xlarge", "EFA", None, "Preferred"),  # EFA on a type EKS labels with network topology
+        ("g5.48xlarge", "EFA", None, "None"),  # EFA, but EC2 reports no topology for g5: no labels, no capacity
+        ("p5.48xlarge", "None", None, "None"),
+        ("p5.48xlarge", "EFA", "Required", "Required"),
+        ("p5.48xlarge", "EFA", "None", "None"),
+    ],
+)
+def test_placement_resolution(make_fleet: Callable[..., Fleet], instance: str, fabric: str, explicit: str | None, expected: str) -> None:
+    def edit(d: dict[str, Any]) -> None:
+        g = d["nodeGroups"][0]
+        g["instanceType"], g["fabric"] = instance, fabric
+        if explicit is not None:
+            g["topology"] = {"placement": explicit}
+
+    fleet = make_fleet(edit)
+    group = fleet.node_group("h100")
+    assert kueue.placement(group) == expected
+    flavor = kueue.resource_flavor(group)["spec"]
+    assert flavor.get("topologyName") == (None if expected == "None" else kueue.TOPOLOGY_NAME)
+    topologies = _objects(fleet, "Topology")
+    assert (kueue.TOPOLOGY_NAME in topologies) == (expected != "None")
+
+
+def test_topology_levels_are_the_eks_network_layers_then_the_host() -> None:
+    assert kueue.topology()["spec"]["levels"] == [
+        {"nodeLabel": "topology.k8s.aws/network-node-layer-1"},
+        {"nodeLabel": "topology.k8s.aws/network-node-layer-2"},
+        {"nodeLabel": "topology.k8s.aws/network-node-layer-3"},
+        {"nodeLabel": "kubernetes.io/hostname"},
+    ]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Quotas
+
+
+@pytest.mark.parametrize(
+    ("vcpus", "milli"),
+    [(1, 60), (2, 70), (4, 80), (8, 90), (192, 550)],  # nodeadm getCPUMillicoresToReserve
+)
+def test_kube_reserved_cpu_follows_nodeadm(vcpus: int, milli: int) -> None:
+    assert kueue.kube_reserved_cpu_milli(vcpus) == milli
+
+
+def test_per_gpu_shape_of_a_p5_training_node(fleet: Fleet) -> None:
+    # p5.48xlarge: 192 vCPU, 2097152 MiB, 8 GPUs, 32 EFA, maxPods 100; Training => Topology Manager reserve too.
+    # CPU: 192000 - (550 kube-reserved + 1000 system-reserved + 1000 DaemonSets) = 189450 / 8
+    # memory: 2097152 - (11*100+255 + 100 eviction + 2048 system-reserved + 2048 DaemonSets) = 2091601 / 8
+    shape = kueue.per_gpu(fleet.node_group("h100"))
+    assert shape == kueue.PerGpu(devices=1, cpu_milli=23681, memory_mib=261450, efa=4.0)
+
+
+def test_per_gpu_shape_of_a_time_sliced_g5(fleet: Fleet) -> None:
+    # g5.xlarge: 4 vCPU, 16384 MiB, 1 GPU, maxPods 58; Interactive => no Topology Manager reserve.
+    shape = kueue.per_gpu(fleet.node_group("notebooks"))
+    assert shape == kueue.PerGpu(devices=4, cpu_milli=4000 - 80 - 1000, memory_mib=16384 - (11 * 58 + 255 + 100 + 2048), efa=0.0)
+
+
+def _flavor(queue: dict[str, Any], name: str) -> dict[str, dict[str, Any]]:
+    group = queue["spec"]["resourceGroups"][0]
+    flavor = next(f for f in group["flavors"] if f["name"] == name)
+    return {r["name"]: {k: v for k, v in r.items() if k != "name"} for r in flavor["resources"]}
+
+
+def test_quota_borrowing_and_lending_follow_the_spec(fleet: Fleet) -> None:
+    vision = _objects(fleet, "ClusterQueue")["vision"]
+    assert vision["spec"]["cohortName"] == "research"
+    assert vision["spec"]["resourceGroups"][0]["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu", "vpc.amazonaws.com/efa"]
+    assert _flavor(vision, "h100") == {
+        "cpu": {"nominalQuota": str(23681 * 16) + "m", "borrowingLimit": str(23681 * 8) + "m", "lendingLimit": str(23681 * 4) + "m"},
+        "memory": {"nominalQuota": f"{261450 * 16}Mi", "borrowingLimit": f"{261450 * 8}Mi", "lendingLimit": f"{261450 * 4}Mi"},
+        "nvidia.com/gpu": {"nominalQuota": 16, "borrowingLimit": 8, "lendingLimit": 4},
+        "vpc.amazonaws.com/efa": {"nominalQuota": 64, "borrowingLimit": 32, "lendingLimit": 16},
+    }
+    # Time-sliced: 2 GPUs are 8 nvidia.com/gpu devices; no limits given = unlimited borrowing, lend everything.
+    assert _flavor(vision, "notebooks") == {
+        "cpu": {"nominalQuota": "5840m"},
+        "memory": {"nominalQuota": f"{13343 * 2}Mi"},
+        "nvidia.com/gpu": {"nominalQuota": 8},
+        "vpc.amazonaws.com/efa": {"nominalQuota": 0},
+    }
+
+
+def test_flavors_keep_the_order_of_the_team_quotas(fleet: Fleet) -> None:
+    vision = _objects(fleet, "ClusterQueue")["vision"]
+    assert [f["name"] for f in vision["spec"]["resourceGroups"][0]["flavors"]] == ["h100", "notebooks"]
+
+
+def test_efa_quota_rounds_up_so_a_single_gpu_can_ask_for_an_interface(make_fleet: Callable[..., Fleet]) -> None:
+    def p4d(d: dict[str, Any]) -> None:
+        d["nodeGroups"][0]["instanceType"] = "p4d.24xlarge"  # 8 GPUs, 4 EFA interfaces
+
+    group = make_fleet(p4d).node_group("h100")
+    assert [kueue.resource_amounts(group, n)["vpc.amazonaws.com/efa"] for n in (1, 2, 3, 8)] == [1, 1, 2, 4]
+
+
+def test_no_borrowing_or_lending_limit_without_a_cohort(make_fleet: Callable[..., Fleet]) -> None:
+    fleet = make_fleet()
+    ads = _objects(fleet, "ClusterQueue")["ads"]["spec"]
+    assert "cohortName" not in ads
+    assert ads["preemption"] == {"withinClusterQueue": "LowerPriority"}
+    for flavor in ads["resourceGroups"][0]["flavors"]:
+        for resource in flavor["resources"]:
+            assert set(resource) == {"name", "nominalQuota"}
+    assert _objects(fleet, "Cohort").keys() == {"research"}
+
+
+def test_cohort_preemption_is_the_spec_policy_and_spares_non_preemptible_classes(fleet: Fleet) -> None:
+    preemption = _objects(fleet, "ClusterQueue")["vision"]["spec"]["preemption"]
+    # Default priorities: serving 100000 is not preemptible, training 1000 is the highest preemptible class.
+    assert preemption == {
+        "withinClusterQueue": "LowerPriority",
+        "reclaimWithinCohort": "Any",
+        "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 1000},
+    }
+
+
+def test_borrow_never_gets_no_threshold(make_fleet: Callable[..., Fleet]) -> None:
+    def never(d: dict[str, Any]) -> None:
+        d["admission"]["preemption"]["borrowWithinCohort"] = "Never"
+
+    assert _objects(make_fleet(never), "ClusterQueue")["vision"]["spec"]["preemption"]["borrowWithinCohort"] == {"policy": "Never"}
+
+
+def test_oversubscribed_flavor_warns_and_exact_fit_does_not(make_fleet: Callable[..., Fleet]) -> None:
+    _, content = _build(make_fleet())
+    assert content.warnings == ()  # h100: 16 + 16 = 4 nodes x 8; notebooks: 2 + 4 <= 8
+
+    def more(d: dict[str, Any]) -> None:
+        d["teams"][2]["quotas"][0]["gpus"] = 7
+
+    _, content = _build(make_fleet(more))
+    assert content.warnings == (
+        "flavor notebooks: teams' nominal quotas add up to 9 GPUs, more than node group notebooks holds at maxSize "
+        "(8 nodes, 8 GPUs): admitted workloads may wait for nodes that never come",
+    )
+
+
+def test_plan_notes_show_nominal_borrow_and_lend_per_team(fleet: Fleet) -> None:
+    _, content = _build(fleet)
+    rows = [line for line in content.notes if line.startswith("| vision |") or line.startswith("| ads |") or line.startswith("| speech |")]
+    assert rows[0].startswith("| vision | vision | research | h100 | 16 | up to 8 | up to 4 |")
+    assert rows[1].startswith("| vision | vision | research | notebooks | 2 | unlimited (cohort's unused quota) | all 2 when unused |")
+    assert rows[2].startswith("| speech | speech-ml | research | h100 | 16 | unlimited (cohort's unused quota) | all 16 when unused |")
+    assert rows[3].startswith("| ads | ads | - | notebooks | 4 | no (no cohort) | no (no cohort) |")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Priorities
+
+
+def test_priority_classes_match_workload_priority_classes(fleet: Fleet) -> None:
+    pcs, wpcs = _objects(fleet, "PriorityClass"), _objects(fleet, "WorkloadPriorityClass")
+    assert {n: o["value"] for n, o in pcs.items()} == {n: o["value"] for n, o in wpcs.items()} == {"serving": 100000, "training": 1000, "batch": 100}
+    # preemptionPolicy is about whether a class may evict others at the scheduler, not whether it can be evicted.
+    assert {n: o["preemptionPolicy"] for n, o in pcs.items()} == {"serving": "PreemptLowerPriority", "training": "Never", "batch": "Never"}
+    assert all(o["globalDefault"] is False for o in pcs.values())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The controller Configuration and the release
+
+
+def test_configuration_turns_on_all_or_nothing_admission(fleet: Fleet) -> None:
+    config = kueue.controller_configuration(fleet)
+    assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
+    assert config["waitForPodsReady"] == {
+        "timeout": "600s",
+        "blockAdmission": False,
+        "requeuingStrategy": {"timestamp": "Eviction", "backoffLimitCount": 5, "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600},
+    }
+    assert "enable" not in config["waitForPodsReady"]  # v1beta1 only
+    assert config["integrations"]["frameworks"] == ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob", "kubeflow.org/mpijob", "trainer.kubeflow.org/trainjob", "pod"]
+    assert config["managedJobsNamespaceSelector"] == {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["ads", "speech-ml", "vision"]}]}
+
+
+def test_plain_pods_are_managed_only_in_team_namespaces(fleet: Fleet) -> None:
+    selector = kueue.controller_configuration(fleet)["managedJobsNamespaceSelector"]
+    for ns in ("kube-system", "kueue-system", "gpu-operator", "monitoring", "default"):
+        assert not _selects(selector, _ns_labels(ns))
+    for team in fleet.teams:
+        assert _selects(selector, _ns_labels(team.namespace))
+
+
+# Top-level fields of Configuration in kubernetes-sigs/kueue apis/config/v1beta2/configuration_types.go @v0.19.2
+# (Configuration and the inlined ControllerManager). The controller rejects unknown fields when decoding strictly.
+CONFIGURATION_FIELDS = {
+    "apiVersion", "kind", "namespace", "manageJobsWithoutQueueName", "managedJobsNamespaceSelector", "internalCertManagement",
+    "waitForPodsReady", "clientConnection", "integrations", "multiKueue", "fairSharing", "admissionFairSharing", "resources",
+    "featureGates", "objectRetentionPolicies", "visibilityServer",
+    "webhook", "leaderElection", "metrics", "health", "pprofBindAddress", "controller", "tls",
+}  # fmt: skip
+
+
+def test_configuration_uses_only_v1beta2_fields(fleet: Fleet) -> None:
+    config = kueue.controller_configuration(fleet)
+    assert set(config) <= CONFIGURATION_FIELDS
+    assert set(config["waitForPodsReady"]) <= {"timeout", "blockAdmission", "requeuingStrategy", "recoveryTimeout"}
+    assert set(config["waitForPodsReady"]["requeuingStrategy"]) <= {"timestamp", "backoffLimitCount", "backoffBaseSeconds", "backoffMaxSeconds"}
+    assert set(config["integrations"]) <= {"frameworks", "externalFrameworks", "labelKeysToCopy"}
+    assert set(config["resources"]) <= {"quotaCheckStrategy", "excludeResourcePrefixes", "transformations", "deviceClassMappings"}
+
+
+def test_release_carries_the_configuration_as_the_chart_expects(fleet: Fleet) -> None:
+    resources, _ = _build(fleet)
+    release = resources[stage.HELM_ID]
+    assert release.args["chart"] == "oci://registry.k8s.io/kueue/charts/kueue"
+    assert release.args["version"] == "0.19.2"
+    values = release.args["values"]
+    assert yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"]) == kueue.controller_configuration(fleet)
+    assert values["enablePrometheus"] is True  # the telemetry stage brings the ServiceMonitor CRD
+    resources, _ = _build(fleet, through="admission")  # (telemetry is stage 2, so it is still included)
+    assert resources[stage.HELM_ID].args["values"]["enablePrometheus"] is True
+    resources, _ = _build(fleet, through="foundation")
+    assert resources[stage.HELM_ID].args["values"]["enablePrometheus"] is False
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Wiring
+
+
+def _depends_on_transitively(resources: dict[str, Resource], rid: str, target: str) -> bool:
+    seen: set[str] = set()
+    stack = [rid]
+    while stack:
+        current = stack.pop()
+        if current == target:
+            return True
+        if current in seen or current not in resources:
+            continue
+        seen.add(current)
+        stack.extend(resources[current].depends_on)
+    return False
+
+
+def test_every_kueue_object_waits_for_the_kueue_release(fleet: Fleet) -> None:
+    resources, _ = _build(fleet)
+    kueue_objects = [r for r in resources.values() if "object" in r.args and r.args["object"]["apiVersion"] == kueue.API]
+    assert len(kueue_objects) == 2 + 3 + 1 + 1 + 3 + 3  # flavors, queues, cohort, topology, local queues, WPCs
+    for res in kueue_objects:
+        assert stage.HELM_ID in res.depends_on or _depends_on_transitively(resources, res.id, stage.HELM_ID), res.id
+    local = next(r for r in kueue_objects if r.args["object"]["kind"] == "LocalQueue" and r.args["object"]["metadata"]["name"] == "speech")
+    assert "namespace-cluster-speech-ml" in local.depends_on
+
+
+def test_no_teams_means_no_kueue(make_fleet: Callable[..., Fleet]) -> None:
+    def no_teams(d: dict[str, Any]) -> None:
+        d["teams"] = []
+
+    resources, content = _build(make_fleet(no_teams))
+    assert resources == {}
+    assert content.notes == ("No teams: nothing to admit, so Kueue is not installed.",)
+
+
+@pytest.mark.parametrize("version", ["0.18.1", "0.19.2"])
+def test_release_values_exist_in_the_pinned_chart(fleet: Fleet, version: str) -> None:
+    from tests.upstream import chart_values, unknown_value_keys
+
+    defaults = chart_values("kueue", version)
+    values = kueue.helm_values(fleet, prometheus=True)
+    assert list(unknown_value_keys(values, defaults)) == []
+    assert set(values["controllerManager"]["podDisruptionBudget"]) <= set(defaults["controllerManager"]["podDisruptionBudget"])

@@ -1,0 +1,279 @@
+"""Health stage builders: EKS auto repair overrides use the names EKS documents, thresholds, NPD plugin config,
+the remediation controller's decisions per workload class, and the health scripts' exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpufleet.manifests import health
+from gpufleet.pipeline import load_fleet
+from tests.promtool import CASES
+
+INSTALL = load_fleet(str(CASES / "observability-install" / "fleet.yaml"), "prod").environments["prod"]
+EXISTING = load_fleet(str(CASES / "observability-existing" / "fleet.yaml"), "prod").environments["prod"]
+DATA = Path(health.__file__).resolve().parents[1] / "data" / "health"
+
+# https://docs.aws.amazon.com/eks/latest/userguide/node-health-nma.html ("NVIDIA XID error codes" and the
+# AcceleratedHardware table); repairAction enum Replace | Reboot | NoAction (API_NodeRepairConfigOverrides).
+EKS_DOCUMENTED = {
+    "NvidiaXID13Error": "Reboot", "NvidiaXID31Error": "Reboot", "NvidiaXID48Error": "Reboot", "NvidiaXID63Error": "Reboot",
+    "NvidiaXID64Error": "Reboot", "NvidiaXID94Error": "Reboot", "NvidiaXID95Error": "Reboot", "NvidiaXID74Error": "Replace",
+    "NvidiaXID79Error": "Replace", "NvidiaXID119Error": "Replace", "NvidiaXID120Error": "Replace", "NvidiaXID121Error": "Replace",
+    "NvidiaXID140Error": "Replace", "NvidiaDoubleBitError": "Replace", "NvidiaNVLinkError": "Replace",
+}  # fmt: skip
+
+
+def test_repair_overrides_use_eks_condition_names_and_actions() -> None:
+    group = INSTALL.node_group("a100")
+    cfg = health.node_repair_config(INSTALL, group)
+    assert cfg is not None and cfg["enabled"] is True
+    overrides = cfg["node_repair_config_overrides"]
+    assert {o["node_monitoring_condition"] for o in overrides} == {"AcceleratedHardwareReady"}
+    assert {o["node_unhealthy_reason"]: o["repair_action"] for o in overrides} == EKS_DOCUMENTED
+    assert {o["min_repair_wait_time_mins"] for o in overrides} == {5}  # Training repairs sooner
+    assert all(set(o) == {"node_monitoring_condition", "node_unhealthy_reason", "min_repair_wait_time_mins", "repair_action"} for o in overrides)
+
+
+def test_repair_args_are_the_pulumi_aws_argument_names() -> None:
+    pytest.importorskip("pulumi_aws")
+    import inspect
+
+    from pulumi_aws.eks import _inputs
+
+    top = set(inspect.signature(_inputs.NodeGroupNodeRepairConfigArgs.__init__).parameters) - {"__self__"}
+    nested = set(inspect.signature(_inputs.NodeGroupNodeRepairConfigNodeRepairConfigOverrideArgs.__init__).parameters) - {"__self__"}
+    cfg = health.node_repair_config(INSTALL, INSTALL.node_group("l4"))
+    assert cfg is not None
+    assert set(cfg) <= top
+    assert set(cfg["node_repair_config_overrides"][0]) == nested
+
+
+@pytest.mark.parametrize(
+    ("name", "unhealthy", "parallel", "wait"),
+    [("a100", 3, 1, 5), ("l4", 2, 1, 15)],  # maxSize 12 -> ceil(2.4) = 3; maxSize 6 -> ceil(1.2) = 2
+)
+def test_repair_thresholds(name: str, unhealthy: int, parallel: int, wait: int) -> None:
+    cfg = health.node_repair_config(INSTALL, INSTALL.node_group(name))
+    assert cfg is not None
+    assert (cfg["max_unhealthy_node_threshold_count"], cfg["max_parallel_nodes_repaired_count"]) == (unhealthy, parallel)
+    assert cfg["node_repair_config_overrides"][0]["min_repair_wait_time_mins"] == wait
+
+
+def test_repair_disabled_gives_none_and_batch_repairs_in_parallel() -> None:
+    assert health.node_repair_config(EXISTING, EXISTING.node_group("batch")) is None
+    assert health.repair_thresholds(EXISTING.node_group("batch")) == {"max_unhealthy_node_threshold_count": 4, "max_parallel_nodes_repaired_count": 2}
+
+
+def test_npd_plugin_and_sidecar() -> None:
+    values = health.npd_values(INSTALL)
+    monitor = json.loads(values["settings"]["custom_monitor_definitions"]["dcgm-health-monitor.json"])
+    assert monitor["plugin"] == "custom"
+    assert monitor["conditions"] == [{"type": "DCGMUnhealthy", "reason": "DCGMHealthy", "message": "DCGM health watches and diagnostics pass"}]
+    assert monitor["rules"][0]["type"] == "permanent" and monitor["rules"][0]["condition"] == "DCGMUnhealthy"
+    assert values["settings"]["custom_plugin_monitors"] == ["/custom-config/dcgm-health-monitor.json"]
+    sidecar = values["extraContainers"][0]
+    assert sidecar["image"] == "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04"  # the operator v26.7.0 hostengine
+    env = {e["name"]: e["value"] for e in sidecar["env"]}
+    assert env == {"DCGM_HOST": "nvidia-dcgm.gpu-operator.svc", "DCGM_DIAG_LEVEL": "1", "DCGM_CHECK_INTERVAL_SECONDS": "120", "STATE_DIR": "/var/run/gpufleet-health"}
+    assert {e["name"]: e["value"] for e in values["env"]}["MAX_RESULT_AGE_SECONDS"] == str(3 * 120 + 60)
+    assert values["tolerations"] == [{"operator": "Exists"}]
+    term = values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+    assert term["matchExpressions"] == [{"key": "gpufleet.io/node-group", "operator": "In", "values": ["a100", "l4"]}]
+    assert health.npd_values(EXISTING)["extraContainers"][0]["image"].endswith("dcgm:4.5.2-1-ubuntu22.04")
+
+
+def test_gate_prefers_a_training_group_that_always_has_a_node() -> None:
+    assert health.gate_group(INSTALL).name == "a100"
+    assert health.gate_group(EXISTING).name == "batch"  # nothing has minSize >= 1: Batch before Interactive
+    job = health.planted_fault_objects(INSTALL)[-1]
+    assert job["kind"] == "Job" and job["spec"]["backoffLimit"] == 0
+    assert job["spec"]["template"]["spec"]["nodeSelector"] == {"gpufleet.io/node-group": "a100"}
+
+
+# --- the remediation controller (gpufleet/data/health/remediator.py) -------------------------------------
+
+
+def _remediator() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpufleet_remediator", DATA / "remediator.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    import sys
+
+    sys.modules["gpufleet_remediator"] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+R = _remediator()
+
+
+def _node(status: str, wclass: str, *, cordoned: bool = False, ours: bool = False, since: int = 0) -> dict[str, Any]:
+    ann = {R.ANN_CORDONED: R.ME, R.ANN_CORDONED_AT: str(since)} if ours else {}
+    return {
+        "metadata": {"name": "n1", "labels": {R.LABEL_NODE_GROUP: "g", R.LABEL_WORKLOAD_CLASS: wclass}, "annotations": ann},
+        "spec": {"unschedulable": cordoned},
+        "status": {"conditions": [{"type": "DCGMUnhealthy", "status": status}]},
+    }
+
+
+def _pod(name: str, *, gpu: bool = True, owner: str | None = "ReplicaSet", phase: str = "Running") -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "ns"}
+    if owner:
+        meta["ownerReferences"] = [{"kind": owner, "name": f"{name}-owner", "controller": True}]
+    res = {"limits": {"nvidia.com/gpu": "1"}} if gpu else {"requests": {"cpu": "1"}}
+    return {"metadata": meta, "spec": {"containers": [{"name": "c", "resources": res}]}, "status": {"phase": phase}}
+
+
+class FakeApi:
+    def __init__(self, ready: dict[str, tuple[int, int]] | None = None) -> None:
+        self.ready = ready or {}
+        self.calls: list[tuple[str, str, Any]] = []
+
+    def get(self, path: str) -> Any:
+        name = path.rsplit("/", 1)[-1]
+        wanted, ready = self.ready.get(name, (1, 1))
+        return {"spec": {"replicas": wanted}, "status": {"readyReplicas": ready}}
+
+    def patch(self, path: str, body: Any) -> Any:
+        self.calls.append(("PATCH", path, body))
+
+    def post(self, path: str, body: Any) -> Any:
+        self.calls.append(("POST", path, body))
+
+
+PODS = [_pod("a"), _pod("b"), _pod("ds", owner="DaemonSet"), _pod("cpu", gpu=False), _pod("done", phase="Succeeded")]
+
+
+@pytest.mark.parametrize(
+    ("wclass", "evicted"),
+    [("Training", ["ns/a", "ns/b"]), ("Batch", ["ns/a", "ns/b"]), ("Inference", ["ns/a"]), ("Interactive", [])],
+)
+def test_unhealthy_node_is_cordoned_then_drained_per_class(wclass: str, evicted: list[str]) -> None:
+    acts = R.plan_node(FakeApi(), _node("True", wclass), PODS, R.Config(), now=100.0)
+    assert acts.cordon == ["n1"]
+    assert acts.evict == evicted
+
+
+def test_inference_waits_for_capacity() -> None:
+    api = FakeApi(ready={"a-owner": (3, 2), "b-owner": (3, 2)})  # a replica is already missing elsewhere
+    acts = R.plan_node(api, _node("True", "Inference", cordoned=True, ours=True), PODS, R.Config(), now=100.0)
+    assert acts.evict == [] and acts.cordon == []
+    assert acts.waiting == ["ns/a: waiting for serving capacity", "ns/b: waiting for serving capacity"]
+
+
+def test_interactive_grace_period_then_drain_and_cordon_only() -> None:
+    node = _node("True", "Interactive", cordoned=True, ours=True, since=1000)
+    assert R.plan_node(FakeApi(), node, PODS, R.Config(interactive_grace_seconds=3600), now=1000 + 3599).evict == []
+    assert R.plan_node(FakeApi(), node, PODS, R.Config(interactive_grace_seconds=3600), now=1000 + 3600).evict == ["ns/a", "ns/b"]
+    only = R.plan_node(FakeApi(), _node("True", "Training"), PODS, R.Config(remediation="CordonOnly"), now=0.0)
+    assert only.cordon == ["n1"] and only.evict == []
+
+
+def test_healthy_node_uncordoned_only_when_we_cordoned_it_and_unknown_is_left_alone() -> None:
+    assert R.plan_node(FakeApi(), _node("False", "Training", cordoned=True, ours=True), [], R.Config(), 0.0).uncordon == ["n1"]
+    assert R.plan_node(FakeApi(), _node("False", "Training", cordoned=True), [], R.Config(), 0.0).uncordon == []
+    unknown = R.plan_node(FakeApi(), _node("Unknown", "Training"), PODS, R.Config(), 0.0)
+    assert (unknown.cordon, unknown.evict) == ([], [])
+
+
+def test_apply_cordons_with_annotation_and_evicts_through_the_eviction_api() -> None:
+    api = FakeApi()
+    R.apply(api, R.Actions(cordon=["n1"], evict=["ns/a"]), 42.0, R.Config())
+    assert api.calls[0] == ("PATCH", "/api/v1/nodes/n1", {"spec": {"unschedulable": True}, "metadata": {"annotations": {R.ANN_CORDONED: R.ME, R.ANN_CORDONED_AT: "42"}}})
+    assert api.calls[1][0:2] == ("POST", "/api/v1/namespaces/ns/pods/a/eviction")
+    assert api.calls[1][2]["kind"] == "Eviction"
+
+
+# --- the shell scripts ------------------------------------------------------------------------------------
+
+
+def _run(script: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["sh" if script.endswith("check-dcgm-health.sh") else "bash", str(DATA / script)], env={**os.environ, **env}, capture_output=True, text=True, timeout=30)
+
+
+@pytest.mark.parametrize(
+    ("result", "planted", "age", "code"),
+    [("0 all good\n", False, 0, 0), ("1 dcgmi diag -r 1: | Memory | Fail |\n", False, 0, 1), ("2 cannot query DCGM\n", False, 0, 2), (None, False, 0, 2), ("0 old\n", False, 5000, 2), ("0 all good\n", True, 0, 1)],
+)
+def test_npd_plugin_exit_codes(tmp_path: Path, result: str | None, planted: bool, age: int, code: int) -> None:
+    if result is not None:
+        (tmp_path / "result").write_text(result)
+        t = time.time() - age
+        os.utime(tmp_path / "result", (t, t))
+    if planted:
+        (tmp_path / "planted-fault").write_text("test\n")
+    proc = _run("check-dcgm-health.sh", {"STATE_DIR": str(tmp_path), "MAX_RESULT_AGE_SECONDS": "900"})
+    assert proc.returncode == code, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("health_out", "health_rc", "diag_out", "code"),
+    [
+        ("Overall Health: Healthy", 0, "| Deployment | Pass |", 0),
+        ("Overall Health: Failure\n  GPU 0 ... Fail: XID 79", 0, "| Deployment | Pass |", 1),
+        ("Overall Health: Healthy", 0, "| Memory             | Fail                  |", 1),
+        ("Error: unable to connect to host engine", 255, "", 2),
+    ],
+)
+def test_dcgm_sidecar_maps_dcgmi_output(tmp_path: Path, health_out: str, health_rc: int, diag_out: str, code: int) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "dcgmi"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f'case "$1" in health) case "$*" in *-c*) printf "%s\\n" "{health_out}"; exit {health_rc};; esac; exit 0;; '
+        f'diag) printf "%s\\n" "{diag_out}"; exit 0;; esac\n'
+    )
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    state = tmp_path / "state"
+    proc = _run("dcgm-health-loop.sh", {"STATE_DIR": str(state), "ONCE": "true", "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert proc.returncode == 0, proc.stderr
+    assert (state / "result").read_text().split(" ", 1)[0] == str(code)
+
+
+def test_planted_fault_verification_sees_every_step(tmp_path: Path) -> None:
+    import importlib.util
+    import sys
+
+    sys.path.insert(0, str(DATA))
+    try:
+        spec = importlib.util.spec_from_file_location("gpufleet_planted_fault", DATA / "planted_fault.py")
+        assert spec and spec.loader
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules["gpufleet_planted_fault"] = mod
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(DATA))
+    fault = tmp_path / "planted-fault"
+    state = {"polls": 0}
+
+    class Cluster:
+        """The node turns unhealthy and cordoned while the fault file exists, healthy again once it is gone."""
+
+        def get(self, path: str) -> Any:
+            state["polls"] += 1
+            if "/pods" in path:
+                return {"items": [] if state["polls"] > 4 else [_pod("job")]}
+            bad = fault.exists()
+            return {"spec": {"unschedulable": bad}, "status": {"conditions": [{"type": "DCGMUnhealthy", "status": "True" if bad else "False"}]}}
+
+    ok = mod.verify(Cluster(), "n1", str(fault), "CordonAndDrain", "Training", timeout=5, poll=0, sleep=lambda s: None)
+    assert ok and not fault.exists()
+
+    class Stuck:
+        def get(self, path: str) -> Any:
+            return {"spec": {}, "status": {"conditions": [{"type": "DCGMUnhealthy", "status": "False"}]}}
+
+    clock = iter(range(100))
+    assert mod.verify(Stuck(), "n1", str(fault), "CordonAndDrain", "Training", timeout=3, poll=0, sleep=lambda s: None, clock=lambda: next(clock)) is False
+    assert not fault.exists()

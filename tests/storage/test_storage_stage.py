@@ -1,0 +1,194 @@
+"""Stage 6: the protected bucket, per-team workload identity, NVMe staging and the sizing notes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpufleet.builders import storage
+from gpufleet.plan import Ref
+from tests.network.fleets import HEAD, fleet, group, plan
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "trees"
+
+CHECKPOINTS = """\
+teams:
+  - {name: llm, quotas: [{nodeGroup: g, gpus: 8}]}
+  - {name: eval, namespace: evaluation, quotas: [{nodeGroup: g, gpus: 8}]}
+checkpoints:
+  bucket: team-checkpoints
+  modelParameters: 70000000000
+  meanTimeBetweenFailuresHours: 6
+"""
+
+
+def content(f):
+    return next(s for s in plan(f).stages if s.name == "storage").content
+
+
+def resource(c, rid: str):
+    return next(r for r in c.resources if r.id == rid)
+
+
+@pytest.fixture(scope="module")
+def golden_inventory() -> dict[str, dict]:
+    entries = json.loads((GOLDEN / "network-efa" / "prod" / "inventory.json").read_text())
+    return {e["id"]: e for e in entries}
+
+
+def test_bucket_options_in_inventory(golden_inventory) -> None:
+    bucket = golden_inventory["checkpoint-bucket"]
+    assert (bucket["type"], bucket["protect"], bucket["retainOnDelete"]) == ("aws:s3/bucket:Bucket", True, True)
+    assert bucket["inputs"]["bucket"] == "efa-checkpoints-example"
+    assert bucket["inputs"]["forceDestroy"] is False
+
+
+@pytest.mark.parametrize(
+    ("rid", "type_", "inputs"),
+    [
+        ("checkpoint-bucket-versioning", "aws:s3/bucketVersioning:BucketVersioning", {"versioningConfiguration": {"status": "Enabled"}}),
+        (
+            "checkpoint-bucket-encryption",
+            "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+            {"rules": [{"applyServerSideEncryptionByDefault": {"sseAlgorithm": "AES256"}}]},
+        ),
+        (
+            "checkpoint-bucket-public-access-block",
+            "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",
+            {"blockPublicAcls": True, "blockPublicPolicy": True, "ignorePublicAcls": True, "restrictPublicBuckets": True},
+        ),
+        ("checkpoint-bucket-ownership", "aws:s3/bucketOwnershipControls:BucketOwnershipControls", {"rule": {"objectOwnership": "BucketOwnerEnforced"}}),
+        (
+            "checkpoint-bucket-lifecycle",
+            "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration",
+            {
+                "rules": [
+                    {
+                        "id": "checkpoint-retention",
+                        "status": "Enabled",
+                        "filter": {},
+                        "noncurrentVersionExpiration": {"noncurrentDays": 14},  # the case's retentionDays
+                        "expiration": {"expiredObjectDeleteMarker": True},
+                        "abortIncompleteMultipartUpload": {"daysAfterInitiation": 7},
+                    }
+                ]
+            },
+        ),
+    ],
+)
+def test_bucket_settings_in_inventory_are_retained(golden_inventory, rid: str, type_: str, inputs: dict) -> None:
+    entry = golden_inventory[rid]
+    assert entry["type"] == type_
+    assert entry["retainOnDelete"] is True
+    assert entry["inputs"] == {"bucket": "<ref:checkpoint-bucket.bucket>", **inputs}
+
+
+def test_bucket_policy_denies_plain_http(golden_inventory) -> None:
+    policy = json.loads(golden_inventory["checkpoint-bucket-policy"]["inputs"]["policy"])
+    (statement,) = policy["Statement"]
+    assert statement["Effect"] == "Deny" and statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    assert statement["Resource"] == ["arn:aws:s3:::efa-checkpoints-example", "arn:aws:s3:::efa-checkpoints-example/*"]
+
+
+@pytest.fixture(scope="module")
+def teams_content():
+    return content(fleet([group("g", "p5.48xlarge", "EFA", local="RAID0")], CHECKPOINTS))
+
+
+@pytest.mark.parametrize(("team", "namespace"), [("llm", "llm"), ("eval", "evaluation")])
+def test_each_team_writes_only_its_prefix(teams_content, team: str, namespace: str) -> None:
+    policy = json.loads(resource(teams_content, f"checkpoints-policy-{team}").args["policy"])
+    statements = {s["Sid"]: s for s in policy["Statement"]}
+    assert statements["TeamPrefixObjects"]["Resource"] == f"arn:aws:s3:::team-checkpoints/{team}/*"
+    assert "s3:DeleteObjectVersion" not in statements["TeamPrefixObjects"]["Action"]
+    assert all(a.startswith("s3:") and "*" not in a for a in statements["TeamPrefixObjects"]["Action"])
+    assert statements["ListTeamPrefix"] == {
+        "Sid": "ListTeamPrefix",
+        "Effect": "Allow",
+        "Action": "s3:ListBucket",
+        "Resource": "arn:aws:s3:::team-checkpoints",
+        "Condition": {"StringLike": {"s3:prefix": [f"{team}/*"]}},
+    }
+    assert set(statements) == {"TeamPrefixObjects", "ListTeamPrefix"}
+
+
+@pytest.mark.parametrize(("team", "namespace"), [("llm", "llm"), ("eval", "evaluation")])
+def test_role_trusts_pod_identity_for_the_team_service_account_only(teams_content, team: str, namespace: str) -> None:
+    role = resource(teams_content, f"checkpoints-role-{team}")
+    (statement,) = json.loads(role.args["assume_role_policy"])["Statement"]
+    assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert statement["Action"] == ["sts:AssumeRole", "sts:TagSession"]
+    assert statement["Condition"]["StringEquals"] == {
+        "aws:RequestTag/eks-cluster-name": "t",
+        "aws:RequestTag/kubernetes-namespace": namespace,
+        "aws:RequestTag/kubernetes-service-account": "checkpoint-writer",
+    }
+    assoc = resource(teams_content, f"checkpoints-pod-identity-{team}")
+    assert assoc.type == "aws:eks/podIdentityAssociation:PodIdentityAssociation"
+    assert assoc.args["namespace"] == namespace and assoc.args["service_account"] == "checkpoint-writer"
+    assert assoc.args["role_arn"] == Ref(role.id, "arn")
+    assert storage.POD_IDENTITY_ADDON in assoc.depends_on  # the agent add-on is pinned in tests.network.fleets
+    sa = resource(teams_content, f"serviceaccount-{namespace}-checkpoint-writer").args["object"]
+    assert sa["metadata"] == {"name": "checkpoint-writer", "namespace": namespace, "labels": {"app.kubernetes.io/managed-by": "gpufleet"}}
+
+
+def test_checkpoint_config_carries_prefix_and_optimum_interval(teams_content) -> None:
+    data = resource(teams_content, "configmap-evaluation-checkpoint-config").args["object"]["data"]
+    assert data == {
+        "AWS_REGION": "us-east-1",
+        "CHECKPOINT_BUCKET": "team-checkpoints",
+        "CHECKPOINT_INTERVAL_SECONDS": "4919",  # sqrt(2 x 560 s x 21600 s): staged on the RAID0 NVMe
+        "CHECKPOINT_LOCAL_DIR": "/local-checkpoints",
+        "CHECKPOINT_PREFIX": "eval/",
+        "CHECKPOINT_S3_URI": "s3://team-checkpoints/eval/",
+    }
+
+
+def test_sizing_notes(teams_content) -> None:
+    notes = "\n".join(teams_content.notes)
+    assert "70,000,000,000 parameters x 16 bytes = **1.12 TB**" in notes
+    assert "| node-local NVMe | 2 GB/s | 9.3 min |" in notes
+    assert "| bucket | 1.25 GB/s | 14.9 min |" in notes
+    assert "sqrt(2 x 9.3 min (node-local NVMe write; the upload runs in the background) x 6 h MTBF) = **82.0 min**" in notes
+    assert "| g | p5.48xlarge | 30.4 TB | yes (2.24 TB needed) |" in notes
+    assert teams_content.warnings == ()
+
+
+def test_configured_interval_shorter_than_the_write_warns() -> None:
+    c = content(fleet([group("g", "p5.48xlarge", "EFA")], CHECKPOINTS + "  intervalMinutes: 10\n"))
+    assert any(w.startswith("checkpoints.intervalMinutes (10.0 min) is shorter than writing one checkpoint to the bucket") for w in c.warnings)
+    data = resource(c, "configmap-llm-checkpoint-config").args["object"]["data"]
+    assert data["CHECKPOINT_INTERVAL_SECONDS"] == "600"
+
+
+def test_nvme_too_small_for_two_shards_warns() -> None:
+    c = content(fleet([group("g", "g6.xlarge", local="RAID0", max_size=16)], CHECKPOINTS))
+    assert any('"g" (g6.xlarge) has 250 GB instance-store NVMe' in w for w in c.warnings)
+
+
+def test_unpinned_pod_identity_agent_warns() -> None:
+    unpinned = HEAD.replace("  addons: {podIdentityAgent: v1.3.8-eksbuild.2}\n", "")
+    assert unpinned != HEAD
+    c = content(fleet([group("g", "p5.48xlarge", "EFA")], CHECKPOINTS, head=unpinned))
+    assert any("versions.addons.podIdentityAgent is not pinned" in w for w in c.warnings)
+    assert storage.POD_IDENTITY_ADDON not in resource(c, "checkpoints-pod-identity-llm").depends_on
+
+
+def test_existing_cluster_warns_that_the_agent_is_not_managed() -> None:
+    existing = HEAD.replace('  systemNodes: {releaseVersion: "1.33.4-20260724"}\n', "  mode: Existing\n")
+    c = content(fleet([group("g", "p5.48xlarge", "EFA")], CHECKPOINTS, head=existing))
+    assert any("gpufleet manages no EKS add-ons on an existing cluster" in w for w in c.warnings)
+    assert storage.POD_IDENTITY_ADDON not in resource(c, "checkpoints-pod-identity-llm").depends_on
+
+
+def test_no_checkpoints_no_storage_resources() -> None:
+    c = content(fleet([group("g", "p5.48xlarge", "EFA")]))
+    assert c.resources == () and c.warnings == ()
+
+
+def test_checkpoint_sizing_defaults_from_the_schema() -> None:
+    cp = fleet([group("g", "p5.48xlarge", "EFA")], CHECKPOINTS).checkpoints
+    assert cp is not None
+    assert (cp.bytes_per_parameter, cp.retention_days, cp.writer_nodes, cp.local_write_gbps, cp.bucket_write_gbps, cp.interval_minutes) == (16, 30, 1, 2.0, 1.25, None)
