@@ -89,7 +89,7 @@ def _subcommands() -> dict[str, tuple[str, Callable[[argparse.ArgumentParser], N
         "plan": ("print the staged rollout of one environment", plan_args, cmd_plan),
         "synth": ("write the reviewable tree of what `pulumi up` would register", synth_args, cmd_synth),
     }
-    for name, module in (("preflight", "gpufleet.preflight"), ("diagnose", "gpufleet.diagnose")):
+    for name, module in (("check", "gpufleet.check"), ("diff", "gpufleet.diff"), ("preflight", "gpufleet.preflight"), ("diagnose", "gpufleet.diagnose")):
         try:
             mod = __import__(module, fromlist=["add_arguments", "run"])
         except ImportError:  # pragma: no cover - a command whose module is not present yet
