@@ -10,7 +10,7 @@ from __future__ import annotations
 from gpufleet.builders.cluster import SYSTEM_NODE_GROUP, cluster_resources
 from gpufleet.builders.common import NS_GPU_OPERATOR, NS_SYSTEM, helm, k8s, namespace
 from gpufleet.builders.node_groups import _launch_template, _node_group, node_group_id, prepuller
-from gpufleet.manifests import gpu_operator, health, sharing, telemetry
+from gpufleet.manifests import gpu_operator, health, node_bootstrap, sharing, telemetry
 from gpufleet.plan import BuildContext, Resource, StageContent, builder
 
 
@@ -18,6 +18,7 @@ from gpufleet.plan import BuildContext, Resource, StageContent, builder
 def build(ctx: BuildContext) -> StageContent:
     fleet = ctx.fleet
     resources, warnings = cluster_resources(fleet)
+    warnings += [w for w in (node_bootstrap.topology_warning(g) for g in fleet.node_groups) if w]
     with_sharing = ctx.includes("sharing")
     with_health = ctx.includes("health") and fleet.health.auto_repair == "Enabled"
     for group in fleet.node_groups:

@@ -38,6 +38,29 @@ def topology(group: NodeGroup) -> tuple[str, str, str]:
     return policy, scope, cpu
 
 
+def numa_nodes(group: NodeGroup) -> int:
+    """NUMA nodes of the instance type. Every 8-GPU type gpufleet knows (p4d, p4de, p5*, p6*, g5/g6/g6e.48xlarge,
+    g4dn.metal) is dual-socket with four GPUs per socket; the smaller GPU types are single-socket."""
+    info = catalog.lookup(group.instance_type)
+    return 2 if info is not None and info.gpu_count >= 8 else 1
+
+
+def topology_warning(group: NodeGroup) -> str | None:
+    """single-numa-node rejects a pod whose GPUs cannot come from one NUMA node: say so where it bites."""
+    policy, scope, _ = topology(group)
+    info = catalog.lookup(group.instance_type)
+    numa = numa_nodes(group)
+    if policy != "single-numa-node" or info is None or numa == 1:
+        return None
+    per_numa = info.gpu_count // numa
+    return (
+        f"node group {group.name}: Topology Manager single-numa-node (scope {scope}) admits at most {per_numa} GPUs per "
+        f"{'pod' if scope == 'pod' else 'container'} on {group.instance_type} ({numa} NUMA nodes); a pod asking for all "
+        f"{info.gpu_count} is rejected by the kubelet (TopologyAffinityError). Run one pod per NUMA node, or set "
+        "topology.policy best-effort for full-node pods"
+    )
+
+
 def node_config(group: NodeGroup) -> dict[str, Any]:
     policy, scope, cpu = topology(group)
     kubelet: dict[str, Any] = {}
