@@ -14,6 +14,7 @@ from gpufleet.builders.common import (
     LABEL_FABRIC,
     LABEL_GPU_MODEL,
     LABEL_NODE_GROUP,
+    LABEL_SHARING,
     LABEL_WORKLOAD_CLASS,
     NS_SYSTEM,
     eks_effect,
@@ -45,6 +46,8 @@ def node_labels(group: NodeGroup, extra: dict[str, str]) -> dict[str, str]:
         LABEL_WORKLOAD_CLASS: group.workload_class.value,
         LABEL_FABRIC: group.fabric.value,
         LABEL_GPU_MODEL: info.gpu_model if info else "unknown",
+        # The intended sharing, so `gpufleet diagnose` can compare it with what the device plugin reports.
+        LABEL_SHARING: group.sharing.strategy.value,
         **dict(group.labels),
         **extra,
     }

@@ -7,6 +7,8 @@ prints several nodes one after another, each starting with "Name:".
 
 from __future__ import annotations
 
+from gpufleet.builders.common import LABEL_SHARING
+
 import re
 from dataclasses import dataclass, field
 
@@ -19,7 +21,7 @@ _TIMESTAMP = re.compile(r"\w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} [+-]\d{4}")
 # GPU Operator / k8s-device-plugin label catalog (see ../shared/UPSTREAM.md section 1).
 PRODUCT, STRATEGY, REPLICAS = "nvidia.com/gpu.product", "nvidia.com/gpu.sharing-strategy", "nvidia.com/gpu.replicas"
 MIG_CONFIG, MIG_STATE, MIG_CAPABLE = "nvidia.com/mig.config", "nvidia.com/mig.config.state", "nvidia.com/mig.capable"
-DP_CONFIG, FLEET_SHARING = "nvidia.com/device-plugin.config", "gpufleet.io/sharing"
+DP_CONFIG, FLEET_SHARING = "nvidia.com/device-plugin.config", LABEL_SHARING
 _INSTANCE_TYPE = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
 _GPU_FAMILY = re.compile(r"^(p[2-9][a-z0-9-]*|g[3-9][a-z0-9-]*|gr\d[a-z]*)\.")  # NVIDIA GPU EC2 families
 _SYSTEM_NS = frozenset({"kube-system", "kube-public", "kube-node-lease", "gpu-operator", "network-operator",

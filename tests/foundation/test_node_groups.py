@@ -36,6 +36,7 @@ def test_labels_name_group_class_fabric_and_gpu_model(prod: RolloutPlan) -> None
         "gpufleet.io/fabric": "EFA",
         "gpufleet.io/gpu-model": "H100",
         "gpufleet.io/node-group": "h100",
+        "gpufleet.io/sharing": "Exclusive",
         "gpufleet.io/workload-class": "Training",
     }
 
