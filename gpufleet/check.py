@@ -1,0 +1,57 @@
+"""run the fleet policies over a synth tree and print each finding with its fix (exit 1 on a mandatory violation)
+
+`gpufleet check out/prod` reads the tree's inventory.json (every registered resource with its inputs and
+options, DESIGN.md section 5) and runs the same pure predicates as the CrossGuard pack in policies/
+(`pulumi preview --policy-pack policies`), so CI catches a violation before any credentials are involved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from policies.rules import MANDATORY, RULES, Finding, evaluate
+
+EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
+
+
+def load_inventory(directory: str | Path) -> list[dict[str, Any]]:
+    """The resources of a synth tree; raises FileNotFoundError / ValueError when DIR is not one."""
+    path = Path(directory) / "inventory.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, list):
+        raise ValueError(f"{path}: expected a list of resources")
+    return data
+
+
+def render(findings: list[Finding], resource_count: int, directory: str) -> str:
+    lines = []
+    for f in findings:
+        lines.append(f"{f.level.upper()} {f.rule} {f.resource or '-'}: {f.message}")
+        lines.append(f"  fix: {f.fix}")
+    mandatory = sum(1 for f in findings if f.level == MANDATORY)
+    advisory = len(findings) - mandatory
+    verdict = "FAILED" if mandatory else "passed"
+    lines.append(
+        f"{directory}: {verdict}: {len(RULES)} rules over {resource_count} resources: "
+        f"{mandatory} mandatory violation{'s' * (mandatory != 1)}, {advisory} advisory finding{'s' * (advisory != 1)}"
+    )
+    return "\n".join(lines)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dir", help="a synth tree (the --out of `gpufleet synth`, e.g. out/prod)")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        resources = load_inventory(args.dir)
+    except (OSError, ValueError) as exc:
+        print(f"gpufleet check: error: {args.dir} is not a synth tree: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    findings = evaluate(resources)
+    print(render(findings, len(resources), args.dir))
+    return EXIT_VIOLATION if any(f.level == MANDATORY for f in findings) else EXIT_OK

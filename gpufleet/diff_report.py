@@ -1,0 +1,142 @@
+"""Render a `gpufleet.impact.Report` as plain text (terminal, CI log) or Markdown (a pull request comment)."""
+
+from __future__ import annotations
+
+from gpufleet import pricing
+from gpufleet.impact import Change, GroupCost, NodeImpact, Report
+
+# First line of the Markdown body: lets a CI job find and update its own comment instead of adding another.
+MARKER = "<!-- gpufleet-diff:{env} -->"
+_SYMBOL = {"add": "+", "remove": "-", "update": "~", "replace": "-/+"}
+_NODE_WORDS = {
+    "replace": "REPLACED: a new node group is created and the old one drained and deleted; every node is terminated",
+    "roll": "ROLLED: every node is replaced, maxUnavailable at a time (pods are evicted)",
+    "remove": "REMOVED: its nodes are drained and terminated",
+}
+
+
+def _usd(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:,.0f}"
+
+
+def _delta(old: float | None, new: float | None) -> str:
+    if old is None or new is None:
+        return "unknown"
+    d = new - old
+    return "$0" if abs(d) < 0.5 else f"{'+' if d > 0 else '-'}${abs(d):,.0f}"
+
+
+def _totals(costs: tuple[GroupCost, ...], which: str) -> float | None:
+    values = [c.monthly(c.min_size if which == "min" else c.max_size) for c in costs]
+    return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+
+
+def _cost_rows(report: Report) -> list[tuple[str, GroupCost | None, GroupCost | None]]:
+    old = {c.node_group: c for c in report.cost_old}
+    new = {c.node_group: c for c in report.cost_new}
+    return [(name, old.get(name), new.get(name)) for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)]
+
+
+def _size(c: GroupCost | None) -> str:
+    if c is None:
+        return "-"
+    return f"{c.instance_type} x {c.min_size}..{c.max_size} ({c.gpus_per_node} GPUs/node)"
+
+
+def _node_line(n: NodeImpact) -> str:
+    kind = "GPU node group" if n.gpu else "node group"
+    return f"{kind} {n.node_group} ({n.id}) {_NODE_WORDS[n.action]}"
+
+
+def _stages(report: Report) -> list[tuple[str, list[Change]]]:
+    names = list(report.stages) + sorted({c.stage or "(no stage)" for c in report.changes} - set(report.stages))
+    return [(name, [c for c in report.changes if (c.stage or "(no stage)") == name]) for name in names if any((c.stage or "(no stage)") == name for c in report.changes)]
+
+
+def _counts(changes: list[Change]) -> str:
+    parts = [f"{sum(1 for c in changes if c.action == a)} {w}" for a, w in (("add", "added"), ("update", "changed"), ("replace", "replaced"), ("remove", "removed"))]
+    return ", ".join(p for p in parts if not p.startswith("0 "))
+
+
+def _protected(report: Report) -> list[Change]:
+    return [c for c in report.changes if c.protected and c.action in ("replace", "remove")]
+
+
+def text(report: Report, old: str, new: str) -> str:
+    env = f" (environment {report.environment})" if report.environment else ""
+    out = [f"gpufleet diff {old} -> {new}{env}"]
+    if not report.changes:
+        out.append("no changes")
+    for c in _protected(report):
+        out.append(f"!! protected resource {c.id} would be {c.action}d: `pulumi up` stops on it")
+    for n in report.nodes:
+        out.append(f"!! {_node_line(n)}")
+        out += [f"!!     because {r}" for r in n.reasons]
+    for stage, changes in _stages(report):
+        out.append(f"stage {stage}: {_counts(changes)}")
+        for c in changes:
+            line = f"  {_SYMBOL[c.action]:>3} {c.id} ({c.type})"
+            if c.action == "replace":
+                line += " REPLACE"
+            out.append(line)
+            for path in c.paths:
+                out.append(f"        {path}")
+            out += [f"        replaces because {r}" for r in c.reasons]
+    if report.quotas:
+        out.append("GPU quota (nvidia.com/gpu) per team:")
+        out += [f"  {q.team} / {q.flavor}: {q.field} {q.old or '-'} -> {q.new or '-'}" for q in report.quotas]
+    rows = _cost_rows(report)
+    if rows:
+        out.append(f"cost per month ({pricing.HOURS_PER_MONTH} h), at minSize / maxSize:")
+        for name, a, b in rows:
+            out.append(f"  {name}: {_size(a)} -> {_size(b)}: min {_delta(a.monthly(a.min_size) if a else 0.0, b.monthly(b.min_size) if b else 0.0)}, max {_delta(a.monthly(a.max_size) if a else 0.0, b.monthly(b.max_size) if b else 0.0)}")
+        out.append(f"  fleet: min {_usd(_totals(report.cost_old, 'min'))} -> {_usd(_totals(report.cost_new, 'min'))} ({_delta(_totals(report.cost_old, 'min'), _totals(report.cost_new, 'min'))}), "
+                   f"max {_usd(_totals(report.cost_old, 'max'))} -> {_usd(_totals(report.cost_new, 'max'))} ({_delta(_totals(report.cost_old, 'max'), _totals(report.cost_new, 'max'))})")
+    return "\n".join(out) + "\n"
+
+
+def _cell(value: str) -> str:
+    return value.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(report: Report, old: str, new: str) -> str:
+    env = report.environment or "?"
+    out = [MARKER.format(env=env), f"### gpufleet diff: `{env}`", ""]
+    if not report.changes:
+        out += ["No changes to registered resources.", ""]
+    disruptive = [n for n in report.nodes]
+    if disruptive or _protected(report):
+        out += ["> [!CAUTION]"]
+        for c in _protected(report):
+            out.append(f"> **protected resource `{c.id}` would be {c.action}d**: `pulumi up` stops on it.  ")
+        for n in disruptive:
+            out.append(f"> **{_cell(_node_line(n))}**, because: {'; '.join(_cell(r) for r in n.reasons)}.  ")
+        out.append("")
+    summary = ", ".join(f"{s} ({_counts(ch)})" for s, ch in _stages(report))
+    if summary:
+        out += [f"Changed stages: {summary}.", ""]
+    for stage, changes in _stages(report):
+        out += [f"<details><summary><b>{stage}</b>: {_counts(changes)}</summary>", "", "| | resource | type | changed fields |", "|---|---|---|---|"]
+        for c in changes:
+            fields = "<br>".join(f"`{_cell(p)}`" for p in c.paths) or "-"
+            if c.reasons:
+                fields += "<br>**replaces:** " + "; ".join(_cell(r) for r in c.reasons)
+            out.append(f"| {_SYMBOL[c.action]} | `{c.id}` | `{c.type}` | {fields} |")
+        out += ["", "</details>", ""]
+    if report.quotas:
+        out += ["**GPU quota (`nvidia.com/gpu`) per team**", "", "| team | flavor | field | before | after |", "|---|---|---|---|---|"]
+        out += [f"| {q.team} | {q.flavor} | {q.field} | {q.old or '-'} | {q.new or '-'} |" for q in report.quotas]
+        out.append("")
+    rows = _cost_rows(report)
+    if rows:
+        out += [f"**Cost per month** ({pricing.HOURS_PER_MONTH} h; prices from the cost stage, else the on-demand list)", "",
+                "| node group | before | after | at minSize | at maxSize |", "|---|---|---|---|---|"]
+        for name, a, b in rows:
+            dmin = _delta(a.monthly(a.min_size) if a else 0.0, b.monthly(b.min_size) if b else 0.0)
+            dmax = _delta(a.monthly(a.max_size) if a else 0.0, b.monthly(b.max_size) if b else 0.0)
+            out.append(f"| {name} | {_size(a)} | {_size(b)} | {dmin} | {dmax} |")
+        tmin = (_totals(report.cost_old, "min"), _totals(report.cost_new, "min"))
+        tmax = (_totals(report.cost_old, "max"), _totals(report.cost_new, "max"))
+        out += [f"| **fleet** | | | {_usd(tmin[0])} -> {_usd(tmin[1])} ({_delta(*tmin)}) | {_usd(tmax[0])} -> {_usd(tmax[1])} ({_delta(*tmax)}) |", ""]
+    out.append(f"<sub>`gpufleet diff {old} {new}`: what `pulumi up` would register, compared by logical name; no state or credentials read.</sub>")
+    return "\n".join(out) + "\n"

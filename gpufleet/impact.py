@@ -1,0 +1,372 @@
+"""What a change between two synth trees does to the running fleet: per resource add / remove / update /
+replace with the changed field paths, which node groups are replaced or rolled (and why), nvidia.com/gpu quota
+changes per team, and the fleet's cost at min and max size. Pure: inventory dicts in, a `Report` out.
+
+Replace vs roll for an EKS managed node group follows the provider schema (pulumi-aws bridges
+terraform-provider-aws `internal/service/eks/node_group.go`):
+- ForceNew, so the node group is **replaced** (a new group is created, the old one drained and deleted):
+  amiType, capacityType, clusterName, diskSize, instanceTypes, launchTemplate.id/name, nodeGroupName(Prefix),
+  nodeRoleArn, remoteAccess, subnetIds.
+- UpdateNodegroupVersion, so every node is **rolled** (replaced a few at a time under updateConfig):
+  launchTemplate.version, releaseVersion, version.
+- UpdateNodegroupConfig, in place, no node replaced: labels, taints, scalingConfig, updateConfig, nodeRepairConfig
+  (and anything else: tags, warm pool).
+A launch template change other than tags/description/default-version creates a new template version
+(terraform-provider-aws `ec2/launch_template.go` update), so a node group that follows `latestVersion` rolls.
+A change to an input that holds `<ref:X...>` of a replaced resource X is a change too (the value is new at
+deploy time): that is how a replaced launch template or node role replaces the node group.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from gpufleet import catalog, pricing
+from policies.resources import LAUNCH_TEMPLATE, NODE_GROUP, group_name, is_gpu_node_group
+
+# Field paths (prefixes) whose change replaces a resource, by type token.
+FORCE_NEW: Mapping[str, tuple[str, ...]] = {
+    NODE_GROUP: (
+        "amiType", "capacityType", "clusterName", "diskSize", "instanceTypes", "launchTemplate.id", "launchTemplate.name",
+        "nodeGroupName", "nodeGroupNamePrefix", "nodeRoleArn", "remoteAccess", "subnetIds",
+    ),
+    LAUNCH_TEMPLATE: ("name", "namePrefix"),
+    # A provider whose region changes replaces every resource it manages (each then lives elsewhere).
+    "pulumi:providers:aws": ("region",),
+    "aws:eks/cluster:Cluster": ("name", "roleArn"),
+    "aws:eks/addon:Addon": ("addonName", "clusterName"),
+    "aws:ec2/placementGroup:PlacementGroup": ("name", "strategy", "partitionCount", "spreadLevel"),
+    "aws:iam/role:Role": ("name", "namePrefix"),
+    "aws:s3/bucket:Bucket": ("bucket", "bucketPrefix"),
+    "aws:s3/bucketV2:BucketV2": ("bucket", "bucketPrefix"),
+    "kubernetes:helm.sh/v3:Release": ("name", "namespace"),
+    "kubernetes:apps/v1:DaemonSet": ("spec.selector",),
+    "kubernetes:apps/v1:Deployment": ("spec.selector",),
+    "kubernetes:apps/v1:StatefulSet": ("spec.selector", "spec.serviceName", "spec.volumeClaimTemplates"),
+    "kubernetes:batch/v1:Job": ("spec.selector", "spec.template"),
+}
+K8S_IDENTITY = ("metadata.name", "metadata.namespace", "apiVersion", "kind")
+NODE_GROUP_ROLL = ("launchTemplate.version", "releaseVersion", "version")
+# Launch template inputs that do not create a new template version.
+LT_NO_VERSION = ("tags", "tagsAll", "description", "updateDefaultVersion", "defaultVersion")
+GPU_RESOURCE = "nvidia.com/gpu"
+QUOTA_FIELDS = ("nominalQuota", "borrowingLimit", "lendingLimit")
+PRICE_RECORD = "gpufleet:gpu_hour_price_usd"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Change:
+    id: str
+    type: str
+    stage: str | None
+    action: str  # add | remove | update | replace
+    paths: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
+    protected: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeImpact:
+    node_group: str
+    id: str
+    action: str  # replace | roll | remove
+    gpu: bool
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuotaChange:
+    team: str
+    flavor: str
+    field: str
+    old: str | None
+    new: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupCost:
+    node_group: str
+    instance_type: str | None
+    gpus_per_node: int
+    min_size: int
+    max_size: int
+    gpu_hour_usd: float | None
+    price_source: str
+
+    def monthly(self, size: int) -> float | None:
+        if self.gpu_hour_usd is None:
+            return None
+        return size * self.gpus_per_node * self.gpu_hour_usd * pricing.HOURS_PER_MONTH
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Report:
+    environment: str | None
+    stages: tuple[str, ...]
+    changes: tuple[Change, ...]
+    nodes: tuple[NodeImpact, ...]
+    quotas: tuple[QuotaChange, ...]
+    cost_old: tuple[GroupCost, ...]
+    cost_new: tuple[GroupCost, ...]
+
+    @property
+    def replacements(self) -> tuple[NodeImpact, ...]:
+        return tuple(n for n in self.nodes if n.action == "replace")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Field paths.
+
+
+def _key(prefix: str, key: str) -> str:
+    if re.fullmatch(r"[A-Za-z0-9_-]+", key):
+        return f"{prefix}.{key}" if prefix else key
+    return f'{prefix}["{key}"]'
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Leaf paths of nested dicts/lists, e.g. `spec.containers[pause].image`, `labels["example.com/tier"]`.
+
+    Items of a list whose elements all have distinct `name`s are addressed by name (what a reviewer reads, and
+    stable when an item is inserted); other lists by index. Empty containers are leaves."""
+    if isinstance(value, Mapping) and value:
+        out: dict[str, Any] = {}
+        for key in sorted(value, key=str):
+            out.update(flatten(value[key], _key(prefix, str(key))))
+        return out
+    if isinstance(value, list) and value:
+        names = [item.get("name") if isinstance(item, Mapping) else None for item in value]
+        by_name = all(isinstance(n, str) and n for n in names) and len(set(names)) == len(names)
+        out = {}
+        for i, item in enumerate(value):
+            out.update(flatten(item, f"{prefix}[{names[i] if by_name else i}]"))
+        return out
+    return {prefix: value}
+
+
+def changed_paths(old: Any, new: Any) -> list[str]:
+    a, b = flatten(old), flatten(new)
+    return sorted(p for p in set(a) | set(b) if a.get(p, _MISSING) != b.get(p, _MISSING))
+
+
+_MISSING = object()
+
+
+def _under(path: str, prefixes: Iterable[str]) -> str | None:
+    """The prefix `path` falls under (`instanceTypes[0]` is under `instanceTypes`), or None."""
+    for prefix in prefixes:
+        if path == prefix or path.startswith(prefix + ".") or path.startswith(prefix + "["):
+            return prefix
+    return None
+
+
+def _short(value: Any) -> str:
+    text = repr(value) if not isinstance(value, str) else value
+    text = text if "\n" not in text else f"<{text.count(chr(10)) + 1} lines>"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _top(path: str) -> str:
+    return re.split(r"[.\[]", path, maxsplit=1)[0]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Compare.
+
+
+def _options(entry: Mapping[str, Any]) -> dict[str, Any]:
+    return {"protect": bool(entry.get("protect")), "retainOnDelete": bool(entry.get("retainOnDelete")), "ignoreChanges": sorted(entry.get("ignoreChanges") or [])}
+
+
+def _ref_paths(inputs: Any, targets: Mapping[str, tuple[str, ...] | None]) -> dict[str, str]:
+    """Input paths holding `<ref:X.attr>` where X is in `targets` and attr is one of its changed attributes
+    (None = all attributes), mapped to the referenced `X.attr`."""
+    out = {}
+    for path, value in flatten(inputs).items():
+        if not isinstance(value, str):
+            continue
+        for rid, attr in re.findall(r"<ref:([a-z0-9][a-z0-9-]*)\.([^>]*)>", value):
+            attrs = targets.get(rid, ())
+            if rid in targets and (attrs is None or attr in attrs):
+                out[path] = f"{rid}.{attr}"
+    return out
+
+
+def _classify(entry: Mapping[str, Any], paths: Sequence[str], old: Any, new: Any, via: Mapping[str, str]) -> tuple[str, list[str]]:
+    """("replace" | "update", reasons) for a resource whose input `paths` changed (`via`: path -> the
+    `<ref:X.attr>` of a changed resource it holds)."""
+    rtype = str(entry.get("type"))
+    prefixes = FORCE_NEW.get(rtype, ())
+    if rtype.startswith("kubernetes:") and rtype != "kubernetes:helm.sh/v3:Release":
+        prefixes = prefixes + K8S_IDENTITY
+    reasons = []
+    a, b = flatten(old), flatten(new)
+    for path in paths:
+        if not _under(path, prefixes):
+            continue
+        if path in via and a.get(path) == b.get(path):
+            reasons.append(f"{path}: new {via[path]} at deploy")
+        else:
+            reasons.append(f"{path}: {_short(a.get(path, '(none)'))} -> {_short(b.get(path, '(none)'))}")
+    return ("replace" if reasons else "update"), reasons
+
+
+def compare(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]], *, stages: Sequence[str] = (), environment: str | None = None) -> Report:
+    """Every change between two inventories (resource id -> inventory entry), classified."""
+    fixed: dict[str, Change] = {}
+    for rid in sorted(set(old) - set(new)):
+        e = old[rid]
+        fixed[rid] = Change(id=rid, type=str(e.get("type")), stage=e.get("stage"), action="remove", protected=bool(e.get("protect")))
+    for rid in sorted(set(new) - set(old)):
+        e = new[rid]
+        fixed[rid] = Change(id=rid, type=str(e.get("type")), stage=e.get("stage"), action="add")
+    common = sorted(set(old) & set(new))
+    own_inputs: dict[str, list[str]] = {}
+    own_options: dict[str, list[str]] = {}
+    for rid in common:
+        a, b = old[rid], new[rid]
+        own_inputs[rid] = changed_paths(a.get("inputs"), b.get("inputs"))
+        own_options[rid] = [f"({k})" for k, v in _options(a).items() if _options(b)[k] != v]
+        if a.get("type") != b.get("type") or a.get("parent") != b.get("parent"):
+            why = "type" if a.get("type") != b.get("type") else "parent"
+            fixed[rid] = Change(id=rid, type=str(b.get("type")), stage=b.get("stage"), action="replace", paths=tuple(own_inputs[rid] + own_options[rid]),
+                                reasons=(f"{why} changed: {a.get(why)} -> {b.get(why)} (a new Pulumi URN)",), protected=bool(a.get("protect")))
+    # Iterate to a fixpoint: an input holding a ref to a replaced resource (or to the version of a launch
+    # template that gets a new version) changes at deploy time, which may replace or version its holder.
+    changes: dict[str, Change] = dict(fixed)
+    versioned: set[str] = set()
+    while True:
+        targets: dict[str, tuple[str, ...] | None] = {rid: ("latestVersion", "defaultVersion") for rid in versioned}
+        targets.update({rid: None for rid, c in changes.items() if c.action == "replace"})
+        current: dict[str, Change] = dict(fixed)
+        for rid in common:
+            if rid in fixed:
+                continue
+            a, b = old[rid], new[rid]
+            via = _ref_paths(b.get("inputs"), targets)
+            paths = sorted(set(own_inputs[rid]) | set(via))
+            if not paths and not own_options[rid]:
+                continue
+            action, reasons = _classify(b, paths, a.get("inputs"), b.get("inputs"), via)
+            current[rid] = Change(id=rid, type=str(b.get("type")), stage=b.get("stage"), action=action, paths=tuple(paths + own_options[rid]),
+                                  reasons=tuple(reasons), protected=bool(a.get("protect")))
+            if b.get("type") == LAUNCH_TEMPLATE and action == "update" and any(_top(p) not in LT_NO_VERSION for p in paths):
+                versioned.add(rid)
+        if current == changes:
+            break
+        changes = current
+    ordered = sorted(changes.values(), key=lambda c: (_stage_index(c.stage, stages), c.action != "replace", c.id))
+    return Report(
+        environment=environment,
+        stages=tuple(stages),
+        changes=tuple(ordered),
+        nodes=tuple(_node_impacts(old, new, changes, versioned)),
+        quotas=tuple(quota_changes(old.values(), new.values())),
+        cost_old=tuple(fleet_cost(old.values())),
+        cost_new=tuple(fleet_cost(new.values())),
+    )
+
+
+def _stage_index(stage: str | None, stages: Sequence[str]) -> int:
+    return stages.index(stage) if stage in stages else len(stages)
+
+
+def _node_impacts(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]], changes: Mapping[str, Change], lt_versioned: set[str]) -> list[NodeImpact]:
+    out = []
+    for rid, change in sorted(changes.items()):
+        if change.type != NODE_GROUP:
+            continue
+        entry = new.get(rid) or old[rid]
+        name, gpu = group_name(entry), is_gpu_node_group(entry)
+        if change.action == "remove":
+            out.append(NodeImpact(node_group=name, id=rid, action="remove", gpu=gpu, reasons=("node group removed: its nodes are drained and terminated",)))
+        elif change.action == "replace":
+            out.append(NodeImpact(node_group=name, id=rid, action="replace", gpu=gpu, reasons=change.reasons))
+        elif change.action == "update":
+            rolls = [p for p in change.paths if _under(p, NODE_GROUP_ROLL)]
+            if rolls:
+                flat_a, flat_b = flatten(old[rid].get("inputs")), flatten(new[rid].get("inputs"))
+                reasons = []
+                for p in rolls:
+                    src = next((lt for lt in lt_versioned if f"<ref:{lt}." in str(flat_b.get(p, ""))), None)
+                    reasons.append(f"{p}: new version of launch template {src} ({', '.join(_lt_paths(old, new, src))})" if src else f"{p}: {_short(flat_a.get(p))} -> {_short(flat_b.get(p))}")
+                out.append(NodeImpact(node_group=name, id=rid, action="roll", gpu=gpu, reasons=tuple(reasons)))
+    return out
+
+
+def _lt_paths(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]], rid: str) -> list[str]:
+    paths = [p for p in changed_paths(old[rid].get("inputs"), new[rid].get("inputs")) if _top(p) not in LT_NO_VERSION]
+    return paths if len(paths) <= 4 else paths[:4] + [f"{len(paths) - 4} more"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Quotas and cost.
+
+
+def _kube(entries: Iterable[Mapping[str, Any]], kind: str) -> list[Mapping[str, Any]]:
+    return [e["inputs"] for e in entries if str(e.get("type", "")).startswith("kubernetes:") and isinstance(e.get("inputs"), Mapping) and e["inputs"].get("kind") == kind]
+
+
+def gpu_quotas(entries: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], str]:
+    """(team, flavor, field) -> value for nvidia.com/gpu in every ClusterQueue (team = the queue's name)."""
+    out = {}
+    for cq in _kube(entries, "ClusterQueue"):
+        meta = cq.get("metadata") or {}
+        team = str((meta.get("labels") or {}).get("gpufleet.io/team") or meta.get("name"))
+        for group in (cq.get("spec") or {}).get("resourceGroups") or []:
+            for flavor in group.get("flavors") or []:
+                for res in flavor.get("resources") or []:
+                    if res.get("name") != GPU_RESOURCE:
+                        continue
+                    for fld in QUOTA_FIELDS:
+                        if res.get(fld) is not None:
+                            out[(team, str(flavor.get("name")), fld)] = str(res[fld])
+    return out
+
+
+def quota_changes(old: Iterable[Mapping[str, Any]], new: Iterable[Mapping[str, Any]]) -> list[QuotaChange]:
+    a, b = gpu_quotas(old), gpu_quotas(new)
+    return [QuotaChange(team=k[0], flavor=k[1], field=k[2], old=a.get(k), new=b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+def _prices(entries: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+    """USD per GPU-hour by node group, as the cost stage deploys them (`gpufleet:gpu_hour_price_usd` records)."""
+    out = {}
+    for rule in _kube(entries, "PrometheusRule"):
+        for group in (rule.get("spec") or {}).get("groups") or []:
+            for record in group.get("rules") or []:
+                match = re.fullmatch(r"\s*vector\(\s*([0-9.eE+-]+)\s*\)\s*", str(record.get("expr", "")))
+                name = (record.get("labels") or {}).get("node_group")
+                if record.get("record") == PRICE_RECORD and match and name:
+                    out[str(name)] = float(match.group(1))
+    return out
+
+
+def fleet_cost(entries: Iterable[Mapping[str, Any]]) -> list[GroupCost]:
+    entries = list(entries)
+    prices = _prices(entries)
+    templates = {e["id"]: e for e in entries if e.get("type") == LAUNCH_TEMPLATE}
+    out = []
+    for e in entries:
+        if not is_gpu_node_group(e):
+            continue
+        args = e.get("inputs") or {}
+        types = args.get("instanceTypes") or []
+        itype = types[0] if types else None
+        if itype is None:  # Capacity Block groups name the type in their launch template
+            ref = re.match(r"<ref:([a-z0-9-]+)\.", str((args.get("launchTemplate") or {}).get("id", "")))
+            itype = (templates.get(ref.group(1), {}).get("inputs") or {}).get("instanceType") if ref else None
+        info = catalog.lookup(itype) if isinstance(itype, str) else None
+        name = group_name(e)
+        scaling = args.get("scalingConfig") or {}
+        price, source = prices.get(name), "cost stage"
+        if price is None and isinstance(itype, str):
+            price, source = pricing.gpu_hour_usd(itype), f"on-demand list price {pricing.PRICES_AS_OF}"
+        out.append(GroupCost(
+            node_group=name, instance_type=itype, gpus_per_node=info.gpu_count if info else 0,
+            min_size=int(scaling.get("minSize") or 0), max_size=int(scaling.get("maxSize") or 0),
+            gpu_hour_usd=price, price_source=source if price is not None else "unknown",
+        ))
+    return sorted(out, key=lambda c: c.node_group)

@@ -1,0 +1,134 @@
+"""Predicates over node groups and their launch templates (registered as rules in `policies.rules`).
+
+Resource-scope predicates take one resource and yield messages; stack-scope ones take every resource and
+yield (resource, message). Each returns nothing for resources it does not concern.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator, Mapping, Sequence
+
+from policies.resources import (
+    LABEL_FABRIC,
+    LAUNCH_TEMPLATE,
+    NODE_GROUP,
+    Resource,
+    by_type,
+    group_name,
+    inputs,
+    is_gpu_node_group,
+    is_node_group,
+    is_unknown,
+    labels,
+    launch_template_of,
+    taints,
+    topology_manager_policy,
+    user_data_text,
+    workload_class,
+)
+
+GPU_TAINT_KEY = "nvidia.com/gpu"
+EFA_TAINT_KEY = "vpc.amazonaws.com/efa"
+FLOATING_VERSIONS = ("$Latest", "$Default")
+
+
+def gpu_taint(resource: Resource) -> Iterator[str]:
+    if not is_gpu_node_group(resource):
+        return
+    raw = inputs(resource).get("taints")
+    if is_unknown(raw):
+        return
+    if not any(t.get("key") == GPU_TAINT_KEY and t.get("effect") == "NO_SCHEDULE" for t in taints(resource)):
+        yield f"GPU node group {group_name(resource)!r} has no {GPU_TAINT_KEY} NO_SCHEDULE taint: any pod can land on its GPU nodes"
+
+
+def one_instance_type(resource: Resource) -> Iterator[str]:
+    if not is_gpu_node_group(resource):
+        return
+    types = inputs(resource).get("instanceTypes")
+    if isinstance(types, list) and len(types) > 1:
+        yield f"GPU node group {group_name(resource)!r} mixes instance types {types}: its nodes differ in GPU model or count"
+
+
+def image_pinned(resource: Resource) -> Iterator[str]:
+    if not is_node_group(resource):
+        return
+    args = inputs(resource)
+    # A CUSTOM AMI comes from the launch template's imageId, which is an exact image by definition.
+    if args.get("amiType") != "CUSTOM" and not args.get("releaseVersion"):
+        yield f"node group {group_name(resource)!r} has no releaseVersion: EKS picks the latest AMI release when nodes are created or updated"
+    template = args.get("launchTemplate")
+    if isinstance(template, Mapping):
+        version = template.get("version")
+        if version is None or version == "":
+            yield f"node group {group_name(resource)!r} uses a launch template without a version: EKS follows its default version"
+        elif not is_unknown(version) and str(version) in FLOATING_VERSIONS:
+            yield f"node group {group_name(resource)!r} uses launch template version {version}: nodes change whenever the template does"
+
+
+def _camel(path: str) -> str:
+    return ".".join(re.sub(r"_([a-z])", lambda m: m.group(1).upper(), part) for part in path.split("."))
+
+
+def desired_size_ignored(resource: Resource) -> Iterator[str]:
+    if not is_node_group(resource):
+        return
+    ignored = {_camel(p) for p in resource.get("ignoreChanges") or ()}
+    if not ignored & {"scalingConfig.desiredSize", "scalingConfig"}:
+        yield f"node group {group_name(resource)!r} does not ignore scalingConfig.desiredSize: a deploy resets the autoscaler's size (and can drain running GPU jobs)"
+
+
+def training_topology(resources: Sequence[Resource]) -> Iterator[tuple[Resource, str]]:
+    for group in by_type(resources, NODE_GROUP):
+        if not is_gpu_node_group(group) or workload_class(group) != "Training":
+            continue
+        name = group_name(group)
+        template = launch_template_of(resources, group)
+        if template is None:
+            yield group, f"Training group {name!r} has no launch template, so nothing sets the kubelet Topology Manager policy"
+            continue
+        if isinstance(template, str):
+            continue  # not resolvable before deployment
+        text = user_data_text(template)
+        if text is None:
+            if inputs(template).get("userData") is None:
+                yield template, f"launch template of Training group {name!r} has no user data: Topology Manager stays at policy none"
+            continue
+        policy = topology_manager_policy(text)
+        if policy != "single-numa-node":
+            yield template, f"launch template of Training group {name!r} sets topologyManagerPolicy {policy or 'none (unset)'}, not single-numa-node: a pod's GPUs, NICs and CPUs may span NUMA nodes"
+
+
+def _is_efa_group(group: Resource) -> bool:
+    return labels(group).get(LABEL_FABRIC) == "EFA" or any(t.get("key") == EFA_TAINT_KEY for t in taints(group))
+
+
+def efa_single_zone(resources: Sequence[Resource]) -> Iterator[tuple[Resource, str]]:
+    for group in by_type(resources, NODE_GROUP):
+        if not _is_efa_group(group):
+            continue
+        name = group_name(group)
+        subnets = inputs(group).get("subnetIds")
+        if isinstance(subnets, list) and len(subnets) != 1:
+            yield group, f"EFA group {name!r} spans {len(subnets)} subnets: EFA traffic does not cross zones, so nodes in different zones cannot talk over EFA"
+        template = launch_template_of(resources, group)
+        if template is None:
+            yield group, f"EFA group {name!r} has no launch template, so its nodes get no EFA interfaces"
+            continue
+        if isinstance(template, str) or template.get("type") != LAUNCH_TEMPLATE:
+            continue
+        interfaces = inputs(template).get("networkInterfaces")
+        if is_unknown(interfaces):
+            continue
+        kinds = {str(i.get("interfaceType")) for i in interfaces or [] if isinstance(i, Mapping)}
+        if "efa" not in kinds:
+            yield template, f"launch template of EFA group {name!r} attaches no EFA interface (interfaceType efa)"
+
+
+def interactive_warm_pool(resource: Resource) -> Iterator[str]:
+    if not is_gpu_node_group(resource) or workload_class(resource) != "Interactive":
+        return
+    pool = inputs(resource).get("warmPoolConfig")
+    if pool is None or (isinstance(pool, Mapping) and pool.get("enabled") is False):
+        yield f"Interactive group {group_name(resource)!r} has no warm pool: a user waits for a cold GPU node (minutes) on scale-up"

@@ -1,0 +1,220 @@
+"""The fleet's policies as pure predicates. Importing this module starts nothing and imports no Pulumi.
+
+Each rule reads plain resource dicts (see `policies.resources`) and yields violations. The same rules run in
+two places: `gpufleet check DIR` over a synth tree, and the CrossGuard pack (`policies/__main__.py`) during
+`pulumi preview --policy-pack policies`. Rules judge only values known at preview time: an unknown value
+(`<ref:...>`) is never a violation. Every rule passes on resources it does not concern, so stages can grow
+without breaking policies that do not look at them.
+
+    from policies.rules import evaluate
+    findings = evaluate(resources)          # list[Finding], mandatory first
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
+
+from policies import checks_cluster, checks_nodes
+from policies.resources import Resource
+
+MANDATORY = "mandatory"
+ADVISORY = "advisory"
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """What a check yields: the offending resource id, what is wrong, and (optionally) a specific fix."""
+
+    resource: str | None
+    message: str
+    fix: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Finding:
+    rule: str
+    level: str  # mandatory | advisory
+    resource: str | None
+    message: str
+    fix: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rule:
+    """A named policy. `scope` "resource": `check(resource)`; "stack": `check(resources)` (cross-resource)."""
+
+    name: str
+    level: str
+    scope: str
+    description: str
+    fix: str
+    check: Callable[..., Iterable[Violation]]
+
+    def run(self, resources: Sequence[Resource]) -> list[Finding]:
+        if self.scope == "resource":
+            found = [v for r in resources for v in self.check(r)]
+        else:
+            found = list(self.check(resources))
+        return [Finding(rule=self.name, level=self.level, resource=v.resource, message=v.message, fix=v.fix or self.fix) for v in found]
+
+
+def _resource_rule(fn: Callable[[Resource], Iterable[str]]) -> Callable[[Resource], Iterator[Violation]]:
+    def check(resource: Resource) -> Iterator[Violation]:
+        for message in fn(resource):
+            yield Violation(str(resource.get("id")), message)
+
+    check.__name__ = fn.__name__
+    return check
+
+
+def _stack_rule(fn: Callable[[Sequence[Resource]], Iterable[tuple[Resource, str] | tuple[Resource, str, str]]]) -> Callable[[Sequence[Resource]], Iterator[Violation]]:
+    """Wraps a predicate yielding (resource, message) or (resource, message, specific fix)."""
+
+    def check(resources: Sequence[Resource]) -> Iterator[Violation]:
+        for found in fn(resources):
+            yield Violation(str(found[0].get("id")), found[1], found[2] if len(found) == 3 else None)
+
+    check.__name__ = fn.__name__
+    return check
+
+
+_MIN_OPERATOR = checks_cluster.dotted(checks_cluster.MIN_GPU_OPERATOR)
+_MIN_TOOLKIT = checks_cluster.dotted(checks_cluster.MIN_CONTAINER_TOOLKIT)
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        name="gpu-node-group-tainted",
+        level=MANDATORY,
+        scope="resource",
+        description="Every GPU node group carries the nvidia.com/gpu NO_SCHEDULE taint, so only pods that request GPUs land there.",
+        fix="add the taint {key: nvidia.com/gpu, value: \"true\", effect: NO_SCHEDULE} to the node group (EKS's "
+        "ExtendedResourceToleration admission adds the toleration to every pod requesting nvidia.com/gpu)",
+        check=_resource_rule(checks_nodes.gpu_taint),
+    ),
+    Rule(
+        name="one-instance-type",
+        level=MANDATORY,
+        scope="resource",
+        description="A GPU node group has exactly one instance type: one device type per group keeps quotas, flavors and topology exact.",
+        fix="split the node group: one node group per instance type",
+        check=_resource_rule(checks_nodes.one_instance_type),
+    ),
+    Rule(
+        name="node-image-pinned",
+        level=MANDATORY,
+        scope="resource",
+        description="The AMI release is pinned (releaseVersion) and the launch template version is a number, never $Latest or $Default.",
+        fix="set nodeGroups[].ami.releaseVersion (cluster.systemNodes.releaseVersion for the system group) and "
+        "reference the launch template's latestVersion, not $Latest/$Default",
+        check=_resource_rule(checks_nodes.image_pinned),
+    ),
+    Rule(
+        name="desired-size-ignored",
+        level=MANDATORY,
+        scope="resource",
+        description="Node groups ignore changes to scalingConfig.desiredSize: the autoscaler owns it, and a deploy must never scale GPUs back.",
+        fix="register the node group with ignore_changes=[\"scalingConfig.desiredSize\"]",
+        check=_resource_rule(checks_nodes.desired_size_ignored),
+    ),
+    Rule(
+        name="training-topology-single-numa",
+        level=MANDATORY,
+        scope="stack",
+        description="Training node groups run the kubelet Topology Manager with policy single-numa-node (launch template user data).",
+        fix="set nodeGroups[].topology.policy: single-numa-node (or leave it unset on Training groups) so the "
+        "launch template's NodeConfig / Bottlerocket settings carry topologyManagerPolicy single-numa-node",
+        check=_stack_rule(checks_nodes.training_topology),
+    ),
+    Rule(
+        name="efa-single-zone",
+        level=MANDATORY,
+        scope="stack",
+        description="EFA node groups sit in one zone (one subnet) and their launch template attaches EFA interfaces.",
+        fix="give the EFA group one subnet (nodeGroups[].zone and subnetIds) and fabric: EFA so its launch "
+        "template gets one EFA interface per network card",
+        check=_stack_rule(checks_nodes.efa_single_zone),
+    ),
+    Rule(
+        name="gpu-operator-cve-fixed",
+        level=MANDATORY,
+        scope="resource",
+        description=f"The GPU Operator chart is pinned to an exact version >= {_MIN_OPERATOR} (container toolkit "
+        f">= {_MIN_TOOLKIT}): the fixes for CVE-2025-23266 (NVIDIAScape) and CVE-2024-0132.",
+        fix=f"pin versions.gpuOperator.chart to {_MIN_OPERATOR} or later (and the toolkit version, when set, to {_MIN_TOOLKIT} or later)",
+        check=_resource_rule(checks_cluster.gpu_operator_cve_fixed),
+    ),
+    Rule(
+        name="gpu-operator-escape-closed",
+        level=MANDATORY,
+        scope="resource",
+        description="The NVIDIA_VISIBLE_DEVICES container escape is closed in the GPU Operator values: device lists "
+        "as volume mounts, and the operator's toolkit refuses the env var from unprivileged pods.",
+        fix="devicePlugin.env: [{name: DEVICE_LIST_STRATEGY, value: volume-mounts}]; with toolkit.enabled, "
+        "toolkit.env: ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED=false, ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS=true",
+        check=_resource_rule(checks_cluster.gpu_operator_escape_closed),
+    ),
+    Rule(
+        name="host-toolkit-escape-closed",
+        level=MANDATORY,
+        scope="stack",
+        description="Where the node's own container toolkit is used (operator toolkit disabled), the GPU launch "
+        "templates turn off accept-nvidia-visible-devices-envvar-when-unprivileged.",
+        fix="keep gpufleet's user data part that sets accept-nvidia-visible-devices-envvar-when-unprivileged = false "
+        "in /etc/nvidia-container-runtime/config.toml (AL2023), or do not enable it in Bottlerocket settings",
+        check=_stack_rule(checks_cluster.host_toolkit_escape_closed),
+    ),
+    Rule(
+        name="checkpoint-bucket-protected",
+        level=MANDATORY,
+        scope="stack",
+        description="The checkpoint bucket is protected, retained on delete, encrypted and private.",
+        fix="register the bucket with protect and retain_on_delete, add a server-side encryption configuration "
+        "and a public access block with all four settings true",
+        check=_stack_rule(checks_cluster.bucket_protected),
+    ),
+    Rule(
+        name="team-namespace-queued",
+        level=MANDATORY,
+        scope="stack",
+        description="Every team namespace has a LocalQueue bound to a ClusterQueue that admits it, and is covered by "
+        "the denying queue-name ValidatingAdmissionPolicy.",
+        fix="give the team a LocalQueue in its namespace pointing at its ClusterQueue, and bind the queue-name "
+        "ValidatingAdmissionPolicy (validationActions [Deny]) to the namespace",
+        check=_stack_rule(checks_cluster.team_namespace_queued),
+    ),
+    Rule(
+        name="cluster-queue-selects-namespaces",
+        level=MANDATORY,
+        scope="resource",
+        description="No ClusterQueue admits all namespaces: its namespaceSelector is set and selects positively.",
+        fix="set spec.namespaceSelector to select the team's namespace only (e.g. matchLabels "
+        "{kubernetes.io/metadata.name: <namespace>})",
+        check=_resource_rule(checks_cluster.cluster_queue_selector),
+    ),
+    Rule(
+        name="interactive-warm-pool",
+        level=ADVISORY,
+        scope="resource",
+        description="Interactive node groups keep a warm pool, so a notebook does not wait for a cold GPU node.",
+        fix="add nodeGroups[].warmPool (e.g. {minSize: 1, state: Stopped})",
+        check=_resource_rule(checks_nodes.interactive_warm_pool),
+    ),
+    Rule(
+        name="time-slicing-interactive-or-batch",
+        level=ADVISORY,
+        scope="stack",
+        description="Time-slicing (no memory or fault isolation) is used only on Interactive or Batch node groups.",
+        fix="use sharing Exclusive, MIG or MPS on Training and Inference groups, or change the workload class",
+        check=_stack_rule(checks_cluster.time_slicing_class),
+    ),
+)
+
+RULES_BY_NAME: Mapping[str, Rule] = {rule.name: rule for rule in RULES}
+
+
+def evaluate(resources: Sequence[Resource], rules: Sequence[Rule] = RULES) -> list[Finding]:
+    """Every finding of every rule, mandatory first, then by rule order and resource."""
+    order = {rule.name: i for i, rule in enumerate(RULES)}
+    findings = [f for rule in rules for f in rule.run(resources)]
+    return sorted(findings, key=lambda f: (f.level != MANDATORY, order.get(f.rule, len(order)), f.resource or ""))

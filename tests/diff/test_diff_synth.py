@@ -1,0 +1,107 @@
+"""`gpufleet diff` on real synth trees of the example fleet, each differing from the base in one spec change."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import yaml
+
+from gpufleet.cli import main
+from gpufleet.diff import diff_trees, load_tree
+from gpufleet.impact import Report
+from gpufleet.pipeline import load_fleet
+from gpufleet.synth import synth_tree
+from gpufleet.tree import write_tree
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _group(spec: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(g for g in spec["nodeGroups"] if g["name"] == name)
+
+
+def _instance_type(spec: dict[str, Any]) -> None:
+    _group(spec, "notebooks")["instanceType"] = "g5.2xlarge"  # same GPU (1 x A10G), more CPU and memory
+
+
+def _labels(spec: dict[str, Any]) -> None:
+    _group(spec, "h100")["labels"] = {"example.com/tier": "gold"}
+
+
+def _quota_and_size(spec: dict[str, Any]) -> None:
+    vision = next(t for t in spec["teams"] if t["name"] == "vision")
+    vision["quotas"][0].update(gpus=32, borrowingLimit=16, lendingLimit=16)
+    _group(spec, "h100")["scaling"]["maxSize"] = 8
+
+
+VARIANTS: dict[str, Callable[[dict[str, Any]], None] | None] = {"base": None, "instance-type": _instance_type, "labels": _labels, "quota-and-size": _quota_and_size}
+
+
+@pytest.fixture(scope="module")
+def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("diff")
+    out = {}
+    for name, change in VARIANTS.items():
+        spec = yaml.safe_load((ROOT / "fleet.yaml").read_text())
+        if change is not None:
+            change(spec)
+        path = root / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(spec, sort_keys=False))
+        fleet = load_fleet(str(path), "prod").environments["prod"]
+        write_tree(synth_tree(fleet, "prod")[1], str(root / name))
+        out[name] = root / name
+    return out
+
+
+def report(trees: dict[str, Path], new: str) -> Report:
+    return diff_trees(load_tree(trees["base"]), load_tree(trees[new]))
+
+
+def test_same_tree_has_no_changes(trees: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert report(trees, "base").changes == ()
+    assert main(["diff", str(trees["base"]), str(trees["base"])]) == 0
+    assert "no changes" in capsys.readouterr().out
+
+
+def test_instance_type_change_replaces_exactly_one_node_group(trees: dict[str, Path]) -> None:
+    r = report(trees, "instance-type")
+    assert [(n.node_group, n.action, n.gpu) for n in r.nodes] == [("notebooks", "replace", True)]
+    assert r.nodes[0].reasons == ("instanceTypes[0]: g5.xlarge -> g5.2xlarge",)
+    assert [c.id for c in r.changes if c.action == "replace"] == ["notebooks-node-group"]
+    assert r.quotas == ()  # same GPU count: no nvidia.com/gpu quota moves
+
+
+def test_label_change_replaces_nothing(trees: dict[str, Path]) -> None:
+    r = report(trees, "labels")
+    assert r.nodes == ()
+    assert [(c.id, c.action, c.paths) for c in r.changes if c.type == "aws:eks/nodeGroup:NodeGroup"] == [("h100-node-group", "update", ('labels["example.com/tier"]',))]
+    assert all(c.action != "replace" for c in r.changes)
+
+
+def test_quota_change_per_team_and_cost_delta(trees: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    r = report(trees, "quota-and-size")
+    assert r.nodes == ()  # a max size change is in place
+    assert [(q.team, q.flavor, q.field, q.old, q.new) for q in r.quotas] == [
+        ("vision", "h100", "borrowingLimit", "32", "16"),
+        ("vision", "h100", "lendingLimit", "32", "16"),
+        ("vision", "h100", "nominalQuota", "64", "32"),
+    ]
+    old = next(c for c in r.cost_old if c.node_group == "h100")
+    new = next(c for c in r.cost_new if c.node_group == "h100")
+    assert (old.max_size, new.max_size, new.gpus_per_node, new.gpu_hour_usd) == (16, 8, 8, 6.88)  # the spec's price, via the cost stage
+    assert old.monthly(old.max_size) - new.monthly(new.max_size) == pytest.approx(8 * 8 * 6.88 * 730)
+    assert main(["diff", str(trees["base"]), str(trees["quota-and-size"]), "--format", "markdown"]) == 0
+    body = capsys.readouterr().out
+    assert body.startswith("<!-- gpufleet-diff:prod -->\n")
+    assert "| vision | h100 | nominalQuota | 64 | 32 |" in body
+    assert "-$321,434" in body  # 8 nodes x 8 GPUs x $6.88 x 730 h
+    assert "[!CAUTION]" not in body
+
+
+def test_markdown_flags_the_replacement_loudly(trees: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diff", str(trees["base"]), str(trees["instance-type"]), "--format", "markdown"]) == 0
+    body = capsys.readouterr().out
+    assert "> [!CAUTION]\n> **GPU node group notebooks (notebooks-node-group) REPLACED" in body
+    assert "instanceTypes[0]: g5.xlarge -> g5.2xlarge" in body

@@ -1,0 +1,143 @@
+"""Replace / roll / update classification on small inventories (no synth), and the renderers."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from gpufleet import diff_report
+from gpufleet.impact import compare, fleet_cost, flatten
+from tests.policies.objects import CLOSE_ESCAPE, b64, bucket_set, k8s, launch_template, mime, node_group, res, system_group
+
+
+def inv(*resources: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r["id"]: dict(r, stage="foundation") for r in copy.deepcopy(list(resources))}
+
+
+def base() -> dict[str, dict[str, Any]]:
+    role = res("node-role", "aws:iam/role:Role", {"namePrefix": "research-node-"})
+    ng = node_group()
+    ng["inputs"]["nodeRoleArn"] = "<ref:node-role.arn>"
+    return inv(role, ng, launch_template("h100"), system_group())
+
+
+def nodes(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str, tuple[str, ...]]]:
+    return [(n.id, n.action, n.reasons) for n in compare(old, new).nodes]
+
+
+def test_user_data_change_rolls_the_group_through_a_new_template_version() -> None:
+    old, new = base(), base()
+    new["h100-launch-template"]["inputs"]["userData"] = b64(mime("kind: NodeConfig\nspec: {}\n", CLOSE_ESCAPE))
+    report = compare(old, new)
+    assert {c.id: c.action for c in report.changes} == {"h100-launch-template": "update", "h100-node-group": "update"}
+    assert nodes(old, new) == [("h100-node-group", "roll", ("launchTemplate.version: new version of launch template h100-launch-template (userData)",))]
+
+
+def test_template_tags_make_no_new_version() -> None:
+    old, new = base(), base()
+    new["h100-launch-template"]["inputs"]["tags"] = {"team": "ml"}
+    assert [c.id for c in compare(old, new).changes] == ["h100-launch-template"]
+    assert nodes(old, new) == []
+
+
+def test_template_replacement_replaces_the_group() -> None:
+    old, new = base(), base()
+    new["h100-launch-template"]["inputs"]["namePrefix"] = "other-h100-"
+    assert nodes(old, new) == [("h100-node-group", "replace", ("launchTemplate.id: new h100-launch-template.id at deploy",))]
+
+
+def test_node_role_replacement_replaces_every_group_using_it() -> None:
+    old, new = base(), base()
+    new["node-role"]["inputs"]["namePrefix"] = "fleet-node-"
+    assert nodes(old, new) == [("h100-node-group", "replace", ("nodeRoleArn: new node-role.arn at deploy",))]
+
+
+def test_in_place_node_group_changes_replace_nothing() -> None:
+    old, new = base(), base()
+    ng = new["h100-node-group"]["inputs"]
+    ng["taints"].append({"key": "dedicated", "value": "ml", "effect": "NO_SCHEDULE"})
+    ng["scalingConfig"]["maxSize"] = 8
+    ng["labels"]["example.com/tier"] = "gold"
+    ng["updateConfig"] = {"maxUnavailable": 2}
+    change = next(c for c in compare(old, new).changes if c.id == "h100-node-group")
+    assert change.action == "update" and change.reasons == ()
+    assert 'labels["example.com/tier"]' in change.paths and "taints[1].key" in change.paths
+    assert nodes(old, new) == []
+
+
+def test_each_force_new_field_replaces() -> None:
+    for path, value in (("instanceTypes", ["p5en.48xlarge"]), ("subnetIds", ["subnet-9"]), ("capacityType", "SPOT"), ("amiType", "BOTTLEROCKET_x86_64_NVIDIA")):
+        old, new = base(), base()
+        new["h100-node-group"]["inputs"][path] = value
+        assert [a for _, a, _ in nodes(old, new)] == ["replace"], path
+
+
+def test_removed_group_and_system_group_are_flagged_with_their_kind() -> None:
+    old, new = base(), base()
+    del new["h100-node-group"]
+    new["system-node-group"]["inputs"]["releaseVersion"] = "1.33.5-20260801"
+    report = compare(old, new)
+    assert [(n.id, n.action, n.gpu) for n in report.nodes] == [("h100-node-group", "remove", True), ("system-node-group", "roll", False)]
+    text = diff_report.text(report, "a", "b")
+    assert "!! GPU node group h100 (h100-node-group) REMOVED" in text
+    assert "!! node group system (system-node-group) ROLLED" in text
+
+
+def test_protected_bucket_rename_is_a_loud_replacement() -> None:
+    old, new = inv(*bucket_set()), inv(*bucket_set())
+    new["checkpoint-bucket"]["inputs"]["bucket"] = "renamed"
+    report = compare(old, new)
+    replaced = [c for c in report.changes if c.action == "replace"]
+    assert [c.id for c in replaced] == ["checkpoint-bucket"] and replaced[0].protected
+    assert "!! protected resource checkpoint-bucket would be replaced" in diff_report.text(report, "a", "b")
+    # the encryption and access block follow the bucket (their `bucket` ref is new at deploy): updated, not replaced
+    assert {c.id: c.action for c in report.changes if c.id != "checkpoint-bucket"} == {"checkpoint-bucket-encryption": "update", "checkpoint-bucket-public-access": "update"}
+
+
+def test_kubernetes_immutable_fields_and_parents() -> None:
+    ds = k8s({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "p", "namespace": "s"},
+              "spec": {"selector": {"matchLabels": {"a": "1"}}, "template": {"spec": {"containers": [{"name": "pause", "image": "pause:3.9"}]}}}})
+    old = inv(ds)
+    selector, image, parent = inv(ds), inv(ds), inv(ds)
+    selector[ds["id"]]["inputs"]["spec"]["selector"]["matchLabels"]["a"] = "2"
+    image[ds["id"]]["inputs"]["spec"]["template"]["spec"]["containers"][0]["image"] = "pause:3.10"
+    parent[ds["id"]]["parent"] = "02-telemetry"
+    assert [(c.action, c.paths) for c in compare(old, image).changes] == [("update", ("spec.template.spec.containers[pause].image",))]
+    assert compare(old, selector).changes[0].action == "replace"
+    assert compare(old, parent).changes[0].reasons[0].startswith("parent changed")
+
+
+def test_option_changes_are_listed() -> None:
+    old, new = inv(*bucket_set()), inv(*bucket_set())
+    new["checkpoint-bucket"]["retainOnDelete"] = False
+    assert [(c.id, c.action, c.paths) for c in compare(old, new).changes] == [("checkpoint-bucket", "update", ("(retainOnDelete)",))]
+
+
+def test_flatten_names_list_items_and_quotes_dotted_keys() -> None:
+    assert flatten({"a": [{"name": "x", "v": 1}, {"name": "y", "v": 2}], "l": {"k.io/x": 1}, "t": [1, 2], "e": []}) == {
+        "a[x].name": "x", "a[x].v": 1, "a[y].name": "y", "a[y].v": 2, 'l["k.io/x"]': 1, "t[0]": 1, "t[1]": 2, "e": [],
+    }
+
+
+def test_capacity_block_group_cost_takes_the_type_from_its_template() -> None:
+    ng = node_group("h200")
+    del ng["inputs"]["instanceTypes"]
+    ng["inputs"]["scalingConfig"] = {"minSize": 2, "maxSize": 2, "desiredSize": 2}
+    lt = launch_template("h200", instanceType="p5en.48xlarge")
+    [cost] = fleet_cost([ng, lt])
+    assert (cost.instance_type, cost.gpus_per_node, cost.min_size) == ("p5en.48xlarge", 8, 2)
+    assert cost.gpu_hour_usd is not None and cost.price_source.startswith("on-demand list price")
+
+
+def test_markdown_without_changes() -> None:
+    report = compare(base(), base())
+    body = diff_report.markdown(report, "a", "b")
+    assert "No changes to registered resources." in body and "[!CAUTION]" not in body
+
+
+def test_provider_region_change_is_a_replacement() -> None:
+    provider = res("aws-provider", "pulumi:providers:aws", {"region": "us-east-1"})
+    old, new = inv(provider), inv(provider)
+    new["aws-provider"]["inputs"]["region"] = "us-west-2"
+    [change] = compare(old, new).changes
+    assert (change.action, change.reasons) == ("replace", ("region: us-east-1 -> us-west-2",))

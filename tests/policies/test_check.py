@@ -1,0 +1,109 @@
+"""`gpufleet check DIR`: clean on every golden tree and on a fresh synth of the example; each violation planted
+into a real tree is reported with its rule name and resource, and a mandatory one fails the command."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from gpufleet.cli import main
+from gpufleet.pipeline import load_fleet
+from gpufleet.synth import synth_tree
+from gpufleet.tree import write_tree
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = sorted(p.parent for p in (ROOT / "tests" / "golden" / "trees").glob("*/*/inventory.json"))
+
+
+@pytest.fixture(scope="module")
+def prod_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("synth") / "prod"
+    fleet = load_fleet(str(ROOT / "fleet.yaml"), "prod").environments["prod"]
+    write_tree(synth_tree(fleet, "prod")[1], str(out))
+    return out
+
+
+def check(directory: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(["check", str(directory)])
+    return code, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("tree", GOLDEN, ids=lambda p: str(p.relative_to(ROOT / "tests" / "golden" / "trees")))
+def test_golden_trees_have_no_mandatory_violation(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = check(tree, capsys)
+    assert code == 0, out
+    assert "MANDATORY" not in out
+
+
+def test_example_synth_is_clean(prod_tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = check(prod_tree, capsys)
+    assert code == 0, out
+    assert out.splitlines()[-1].endswith("0 mandatory violations, 0 advisory findings")
+
+
+def _find(inventory: list[dict[str, Any]], rid: str) -> dict[str, Any]:
+    return next(e for e in inventory if e["id"] == rid)
+
+
+def _user_data(inventory: list[dict[str, Any]], rid: str, edit: Callable[[str], str]) -> None:
+    entry = _find(inventory, rid)
+    text = base64.b64decode(entry["inputs"]["userData"]).decode()
+    entry["inputs"]["userData"] = base64.b64encode(edit(text).encode()).decode()
+
+
+def _kube(inventory: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    return next(e for e in inventory if e["inputs"].get("kind") == kind and e["inputs"]["metadata"]["name"] == name)
+
+
+def _plant_taint(inv: list[dict[str, Any]]) -> None:
+    _find(inv, "h100-node-group")["inputs"]["taints"] = [t for t in _find(inv, "h100-node-group")["inputs"]["taints"] if t["key"] != "nvidia.com/gpu"]
+
+
+def _plant_values(inv: list[dict[str, Any]], **values: Any) -> None:
+    _find(inv, "helm-gpu-operator")["inputs"]["values"].update(values)
+
+
+PLANTED: list[tuple[str, Callable[[list[dict[str, Any]]], None], str, str]] = [
+    # (rule, plant, resource id reported, level)
+    ("gpu-node-group-tainted", _plant_taint, "h100-node-group", "MANDATORY"),
+    ("one-instance-type", lambda inv: _find(inv, "l40s-node-group")["inputs"].update(instanceTypes=["g6e.12xlarge", "g6e.24xlarge"]), "l40s-node-group", "MANDATORY"),
+    ("node-image-pinned", lambda inv: _find(inv, "a100-mig-node-group")["inputs"].pop("releaseVersion"), "a100-mig-node-group", "MANDATORY"),
+    ("node-image-pinned", lambda inv: _find(inv, "a100-mig-node-group")["inputs"]["launchTemplate"].update(version="$Latest"), "a100-mig-node-group", "MANDATORY"),
+    ("desired-size-ignored", lambda inv: _find(inv, "notebooks-node-group").update(ignoreChanges=[]), "notebooks-node-group", "MANDATORY"),
+    ("training-topology-single-numa", lambda inv: _user_data(inv, "h100-launch-template", lambda t: t.replace("topologyManagerPolicy: single-numa-node", "topologyManagerPolicy: best-effort")), "h100-launch-template", "MANDATORY"),
+    ("efa-single-zone", lambda inv: _find(inv, "h100-node-group")["inputs"].update(subnetIds=["subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60002"]), "h100-node-group", "MANDATORY"),
+    ("efa-single-zone", lambda inv: _find(inv, "h100-launch-template")["inputs"].pop("networkInterfaces"), "h100-launch-template", "MANDATORY"),
+    ("gpu-operator-cve-fixed", lambda inv: _find(inv, "helm-gpu-operator")["inputs"].update(version="v25.3.0"), "helm-gpu-operator", "MANDATORY"),
+    ("gpu-operator-escape-closed", lambda inv: _plant_values(inv, devicePlugin={}), "helm-gpu-operator", "MANDATORY"),
+    ("gpu-operator-escape-closed", lambda inv: _plant_values(inv, toolkit={"enabled": True, "version": "v1.17.8"}), "helm-gpu-operator", "MANDATORY"),
+    ("host-toolkit-escape-closed", lambda inv: _user_data(inv, "l40s-launch-template", lambda t: t.replace("envvar-when-unprivileged = false", "envvar-when-unprivileged = true")), "l40s-launch-template", "MANDATORY"),
+    ("checkpoint-bucket-protected", lambda inv: _find(inv, "checkpoint-bucket").update(protect=False), "checkpoint-bucket", "MANDATORY"),
+    ("checkpoint-bucket-protected", lambda inv: inv.remove(_find(inv, "checkpoint-bucket-public-access-block")), "checkpoint-bucket", "MANDATORY"),
+    ("team-namespace-queued", lambda inv: inv.remove(_kube(inv, "LocalQueue", "speech")), "namespace-cluster-speech", "MANDATORY"),
+    ("cluster-queue-selects-namespaces", lambda inv: _kube(inv, "ClusterQueue", "vision")["inputs"]["spec"].update(namespaceSelector={}), "clusterqueue-cluster-vision", "MANDATORY"),
+    ("interactive-warm-pool", lambda inv: _find(inv, "notebooks-node-group")["inputs"].pop("warmPoolConfig"), "notebooks-node-group", "ADVISORY"),
+    ("time-slicing-interactive-or-batch", lambda inv: _find(inv, "l40s-node-group")["inputs"]["labels"].update({"nvidia.com/device-plugin.config": "notebooks"}), "l40s-node-group", "ADVISORY"),
+]
+
+
+@pytest.mark.parametrize(("rule", "plant", "resource", "level"), PLANTED, ids=[f"{p[0]}-{i}" for i, p in enumerate(PLANTED)])
+def test_planted_violation_is_caught(rule: str, plant: Callable[[list[dict[str, Any]]], None], resource: str, level: str, prod_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    inventory = copy.deepcopy(json.loads((prod_tree / "inventory.json").read_text()))
+    plant(inventory)
+    (tmp_path / "inventory.json").write_text(json.dumps(inventory))
+    code, out = check(tmp_path, capsys)
+    assert f"{level} {rule} {resource}: " in out, out
+    assert "\n  fix: " in out
+    reported = {line.split(" ")[1] for line in out.splitlines() if line.startswith(("MANDATORY ", "ADVISORY "))}
+    assert reported == {rule}, out
+    assert code == (1 if level == "MANDATORY" else 0)
+
+
+def test_not_a_tree_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(tmp_path)]) == 2
+    assert "is not a synth tree" in capsys.readouterr().err
