@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 from typing import Any, Callable, Mapping
@@ -26,18 +27,19 @@ def _get(value: Any, name: str) -> Any:
     return getattr(value, camel_to_snake(name))
 
 
+def _index(value: Any, name: str) -> Any:
+    return value[int(name[1:-1])]
+
+
 def _attribute(target: Any, path: str) -> Any:
     """`certificateAuthority.data` or `certificateAuthorities[0].data` on a resource or an invoke's Output."""
     parts = re.findall(r"[A-Za-z_][A-Za-z0-9_]*|\[\d+\]", path)
-    value = pulumi.Output.from_input(target) if not isinstance(target, pulumi.Resource) else None
+    value: Any = pulumi.Output.from_input(target) if not isinstance(target, pulumi.Resource) else None
     for part in parts:
         if value is None:  # the first step on a resource is a property of the resource
             value = getattr(target, camel_to_snake(part))
             continue
-        if part.startswith("["):
-            value = value.apply(lambda v, i=int(part[1:-1]): v[i])
-        else:
-            value = pulumi.Output.from_input(value).apply(lambda v, n=part: _get(v, n))
+        value = pulumi.Output.from_input(value).apply(functools.partial(_index if part.startswith("[") else _get, name=part))
     return value
 
 
@@ -59,7 +61,8 @@ def _class_for(token: str) -> Callable[..., Any]:
     """`aws:eks/nodeGroup:NodeGroup` -> pulumi_aws.eks.NodeGroup; `kubernetes:core/v1:ConfigMap` -> ...core.v1.ConfigMap."""
     package, module, name = token.split(":")
     if package == "pulumi" and module == "providers":
-        return {"aws": importlib.import_module("pulumi_aws").Provider, "kubernetes": k8s.Provider}[name]
+        provider: Callable[..., Any] = {"aws": importlib.import_module("pulumi_aws").Provider, "kubernetes": k8s.Provider}[name]
+        return provider
     mod_path = module.split("/")[0]
     if package == "kubernetes":
         group, version = module.rsplit("/", 1)

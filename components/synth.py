@@ -80,7 +80,8 @@ class RecordingMocks(pulumi_mocks.Mocks):
         self.inputs[args.name] = (args.typ, _integral(copy.deepcopy(args.inputs)))
         return f"<ref:{args.name}.id>", self._state(args.name, args.inputs)
 
-    def call(self, args: pulumi_mocks.MockCallArgs) -> dict[str, Any]:
+    # Return a plain dict: the SDK's (dict, None) form raises, it iterates the second item (UPSTREAM.md, Pulumi).
+    def call(self, args: pulumi_mocks.MockCallArgs) -> dict[str, Any]:  # type: ignore[override]
         if args.token not in self.lookups:
             raise UnmockedInvoke(f"synth reached an undeclared invoke {args.token}")
         return self._state(self.lookups[args.token], {})
@@ -112,7 +113,10 @@ def record(plan: RolloutPlan) -> list[Registration]:
         pulumi_settings.reset_options()  # a fresh root stack for every recording
         pulumi.runtime.set_mocks(mocks, project="gpufleet", stack=plan.environment, preview=False)
         pulumi.runtime.register_stack_transformation(capture)
-        loop.run_until_complete(run_pulumi_func(lambda: deploy(plan) and None))
+        def program() -> None:
+            deploy(plan)
+
+        loop.run_until_complete(run_pulumi_func(program))
     finally:
         pulumi_settings.reset_options()
         loop.close()

@@ -7,6 +7,7 @@ traceback is printed). User errors never print a traceback and never write outpu
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import traceback
 from typing import Callable, Sequence
@@ -71,7 +72,10 @@ def cmd_synth(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _subcommands() -> dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]]:
+Command = tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
+
+
+def _subcommands() -> dict[str, Command]:
     def validate_args(p: argparse.ArgumentParser) -> None:
         _spec_arg(p)
         p.add_argument("--env", help="validate only this environment (default: every environment)")
@@ -84,18 +88,14 @@ def _subcommands() -> dict[str, tuple[str, Callable[[argparse.ArgumentParser], N
         plan_args(p)
         p.add_argument("--out", help="output directory (default: out/<env>); replaced whole")
 
-    commands = {
+    commands: dict[str, Command] = {
         "validate": ("parse, schema-check and rule-check the spec", validate_args, cmd_validate),
         "plan": ("print the staged rollout of one environment", plan_args, cmd_plan),
         "synth": ("write the reviewable tree of what `pulumi up` would register", synth_args, cmd_synth),
     }
-    for name, module in (("check", "gpufleet.check"), ("diff", "gpufleet.diff"), ("preflight", "gpufleet.preflight"), ("diagnose", "gpufleet.diagnose")):
-        try:
-            mod = __import__(module, fromlist=["add_arguments", "run"])
-        except ImportError:  # pragma: no cover - a command whose module is not present yet
-            continue
-        if not (hasattr(mod, "add_arguments") and hasattr(mod, "run")):  # pragma: no cover - module not finished yet
-            continue
+    # Commands with a module of their own expose add_arguments(parser) and run(args) -> exit code.
+    for name in ("check", "diff", "preflight", "diagnose"):
+        mod = importlib.import_module(f"gpufleet.{name}")
         commands[name] = ((mod.__doc__ or name).strip().splitlines()[0], mod.add_arguments, mod.run)
     return commands
 

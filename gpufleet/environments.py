@@ -8,21 +8,28 @@ merged spec points at the line the user wrote for that environment.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, TypeVar
 
 from gpufleet.errors import Issue, Path, SourceFile, did_you_mean
 
 NAMED_LISTS = ("nodeGroups", "teams")
 
 
-def _remap(source: SourceFile, target: SourceFile, src: Path, dst: Path) -> None:
-    """Copy positions of everything under `src` in the file to `dst` in the merged view."""
+T = TypeVar("T")
+
+
+def _copy_under(table_from: dict[Path, T], table_to: dict[Path, T], src: Path, dst: Path) -> None:
     n = len(src)
-    tables = ((source.values, target.values), (source.keys, target.keys), (source.plain, target.plain))
-    for table_from, table_to in tables:  # type: ignore[assignment]
-        for path, pos in table_from.items():
-            if path[:n] == src:
-                table_to[dst + path[n:]] = pos
+    for path, entry in table_from.items():
+        if path[:n] == src:
+            table_to[dst + path[n:]] = entry
+
+
+def _remap(source: SourceFile, target: SourceFile, src: Path, dst: Path) -> None:
+    """Copy positions (and YAML 1.1 scalar notes) of everything under `src` in the file to `dst` in the view."""
+    _copy_under(source.values, target.values, src, dst)
+    _copy_under(source.keys, target.keys, src, dst)
+    _copy_under(source.plain, target.plain, src, dst)
 
 
 def _merge_map(base: dict[str, Any], patch: dict[str, Any], src: Path, dst: Path, source: SourceFile, view: SourceFile) -> None:

@@ -129,7 +129,9 @@ def _type_hint(value: object, expected: list[str], field: str) -> str:
     return ""
 
 
-def _issues_for(error: ValidationError, plain: Mapping[Path, str]) -> Iterator[Issue]:
+def _issues_for(validation_error: ValidationError, plain: Mapping[Path, str]) -> Iterator[Issue]:
+    # The stubs type schema/validator_value as unions with Unset; here they are always set (iter_errors).
+    error: Any = validation_error
     path: Path = tuple(error.absolute_path)
     value = error.instance
     validator = error.validator

@@ -123,7 +123,7 @@ class Tree:
 def build_tree(plan: RolloutPlan, registrations: list[Registration], plan_md: str) -> Tree:
     by_name = {r.name: r for r in registrations}
     files: dict[str, str] = {}
-    inventory = []
+    inventory: list[dict[str, Any]] = []
     per_stage: dict[str, list[str]] = {s.directory: [] for s in plan.stages}
     for reg in registrations:
         stage_dir = _stage_of(reg, by_name)
