@@ -22,7 +22,7 @@ from gpufleet.builders.common import (
     k8s,
     tolerations_for,
 )
-from gpufleet.manifests import node_bootstrap
+from gpufleet.manifests import checkov, node_bootstrap
 from gpufleet.plan import BuildContext, Concat, Ref, Resource
 from gpufleet.spec import CapacityType, Fabric, Fleet, NodeGroup
 
@@ -152,10 +152,12 @@ def _node_group(ctx: BuildContext, group: NodeGroup, extra_labels: dict[str, str
 # The prepuller runs nothing but `sh -c true` and pause: the Pod Security "restricted" profile fits whole.
 _RESTRICTED = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "runAsNonRoot": True, "runAsUser": 65534, "capabilities": {"drop": ["ALL"]}}
 # Checkov checks that are wrong for this object, with the reason (docs/policies-and-diff.md, "Checkov").
-_CHECKOV_SKIPS = {
-    "checkov.io/skip1": "CKV_K8S_8=a pause container has no endpoint or command to probe; the kubelet already restarts it if it exits",
-    "checkov.io/skip2": "CKV_K8S_9=no Service selects the prepuller, so readiness has no consumer",
-}
+_CHECKOV_SKIPS = checkov.skip_annotations(
+    {
+        "CKV_K8S_8": "a pause container has no endpoint or command to probe; the kubelet already restarts it if it exits",
+        "CKV_K8S_9": "no Service selects the prepuller, so readiness has no consumer",
+    }
+)
 
 
 def prepuller(fleet: Fleet, group: NodeGroup, namespace_id: str) -> Resource | None:

@@ -98,6 +98,26 @@ def test_gate_prefers_a_training_group_that_always_has_a_node() -> None:
     assert job["spec"]["template"]["spec"]["nodeSelector"] == {"gpufleet.io/node-group": "a100"}
 
 
+def test_remediator_and_planted_fault_run_with_the_least_they_need() -> None:
+    deployment = health.remediator_objects(INSTALL)[-1]
+    job = health.planted_fault_objects(INSTALL)[-1]
+    for obj in (deployment, job):
+        pod = obj["spec"]["template"]["spec"]
+        assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        (container,) = pod["containers"]
+        assert container["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}}
+        # Both call the API with their own ServiceAccount, so the token stays (an annotated Checkov skip).
+        assert "automountServiceAccountToken" not in pod and pod["serviceAccountName"] == obj["metadata"]["name"]
+    assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsUser"] == 65534
+    # The planted fault is written as root into the root-owned hostPath directory NPD reads; nothing else is writable.
+    job_pod = job["spec"]["template"]["spec"]
+    assert job_pod["securityContext"]["runAsUser"] == 0
+    mounts = {m["mountPath"]: m for m in job_pod["containers"][0]["volumeMounts"]}
+    assert health.STATE_DIR in mounts and not mounts[health.STATE_DIR].get("readOnly")
+    skips = {obj["metadata"]["name"]: {v.split("=", 1)[0] for k, v in obj["metadata"]["annotations"].items() if k.startswith("checkov.io/skip")} for obj in (deployment, job)}
+    assert skips == {"gpufleet-remediator": {"CKV_K8S_8", "CKV_K8S_9", "CKV_K8S_38"}, "gpufleet-planted-fault": {"CKV_K8S_23", "CKV_K8S_38", "CKV_K8S_40"}}
+
+
 # --- the remediation controller (gpufleet/data/health/remediator.py) -------------------------------------
 
 

@@ -99,7 +99,9 @@ def test_gate_job_runs_on_two_nodes_of_its_group_with_all_their_devices(efa_plan
     limits = pod["containers"][0]["resources"]["limits"]
     assert limits[net.GPU_RESOURCE] == info.gpu_count
     assert limits[net.EFA_RESOURCE] == info.max_efa_interfaces
-    assert pod["containers"][0]["resources"]["requests"] == limits
+    # A CPU per rank is requested, never limited (docs/policies-and-diff.md, CKV_K8S_11).
+    assert pod["containers"][0]["resources"]["requests"] == {**limits, "cpu": info.gpu_count}
+    assert "cpu" not in limits
     assert job["spec"]["completions"] == job["spec"]["parallelism"] == 2
     assert job["spec"]["completionMode"] == "Indexed"
     assert job["spec"]["successPolicy"] == {"rules": [{"succeededIndexes": "0"}]}
@@ -199,7 +201,7 @@ def test_rdma_nccl_env_and_gate_use_the_hcas_and_the_networks(rdma_plan) -> None
     container = template["spec"]["containers"][0]
     assert container["resources"]["limits"]["rdma/rdma_shared_device"] == 1
     assert net.EFA_RESOURCE not in container["resources"]["limits"]
-    assert container["securityContext"]["capabilities"]["add"] == ["IPC_LOCK"]
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": [*net.GATE_CAPABILITIES, "IPC_LOCK"]}
 
 
 def test_multus_is_the_thick_plugin_at_the_pinned_release(rdma_plan) -> None:
@@ -218,6 +220,31 @@ def test_network_attachments_wait_for_the_operator_crd_and_multus(rdma_plan) -> 
     nad = next(r for r in resources.values() if r.type.endswith(":NetworkAttachmentDefinition"))
     assert "helm-network-operator" in nad.depends_on
     assert any(resources[d].type.endswith(":DaemonSet") for d in nad.depends_on)
+
+
+def test_gate_keeps_only_what_sshd_and_mpirun_need(efa_plan) -> None:
+    job = next(o for o in by_kind(stage(efa_plan, "network").content.resources, "Job") if o["metadata"]["name"] == "nccl-gate-h100")
+    pod = job["spec"]["template"]["spec"]
+    # Keys travel over HTTP and SSH between the two pods; no token is needed.
+    assert pod["automountServiceAccountToken"] is False
+    # Root on purpose (sshd), with every capability dropped but what sshd needs, and no way to gain more.
+    assert pod["securityContext"] == {"runAsUser": 0, "runAsGroup": 0}
+    assert pod["containers"][0]["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"], "add": ["NET_BIND_SERVICE", "SETGID", "SETUID", "SYS_CHROOT"]},
+    }
+    skipped = {v.split("=", 1)[0] for k, v in job["metadata"]["annotations"].items() if k.startswith("checkov.io/skip")}
+    assert skipped == {"CKV_K8S_22", "CKV_K8S_23", "CKV_K8S_25", "CKV_K8S_31", "CKV_K8S_40"}
+
+
+def test_multus_reads_only_network_attachment_definitions(rdma_plan) -> None:
+    _, p = rdma_plan
+    (role,) = by_kind(stage(p, "network").content.resources, "ClusterRole")
+    rule = next(r for r in role["rules"] if r["apiGroups"] == ["k8s.cni.cncf.io"])
+    assert rule == {"apiGroups": ["k8s.cni.cncf.io"], "resources": ["network-attachment-definitions"], "verbs": ["get", "list", "watch"]}
+    (ds,) = by_kind(stage(p, "network").content.resources, "DaemonSet")
+    spec = ds["spec"]["template"]["spec"]
+    assert all(c["resources"]["limits"]["memory"] for c in spec["initContainers"] + spec["containers"])
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash not installed")
