@@ -107,17 +107,24 @@ def record(plan: RolloutPlan) -> list[Registration]:
         }
         return None
 
+    def program() -> None:
+        deploy(plan)
+
     loop = asyncio.new_event_loop()
+    # A failed registration leaves sibling outputs failing and unawaited; the first error is raised below, so
+    # the echoes of it ("Future exception was never retrieved") would only bury it.
+    loop.set_exception_handler(lambda _loop, _context: None)
     asyncio.set_event_loop(loop)
     try:
         pulumi_settings.reset_options()  # a fresh root stack for every recording
         pulumi.runtime.set_mocks(mocks, project="gpufleet", stack=plan.environment, preview=False)
         pulumi.runtime.register_stack_transformation(capture)
-        def program() -> None:
-            deploy(plan)
-
         loop.run_until_complete(run_pulumi_func(program))
     finally:
+        pending = asyncio.all_tasks(loop)
+        for task in pending:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         pulumi_settings.reset_options()
         loop.close()
         asyncio.set_event_loop(None)
