@@ -280,6 +280,7 @@ _STAGE_OF_COMPONENT = {
     "multus": "network",
     "kubePrometheusStack": "telemetry",
     "nodeProblemDetector": "health",
+    "clusterAutoscaler": "foundation",
 }
 
 
@@ -293,6 +294,8 @@ def _needed_components(fleet: Fleet) -> set[str]:
     if fleet.telemetry.prometheus == "Install":
         need.add("kubePrometheusStack")
     need.add("nodeProblemDetector")
+    if fleet.cluster.autoscaler == "Install":
+        need.add("clusterAutoscaler")
     return {c for c in need if stage_used(fleet, _STAGE_OF_COMPONENT[c])}
 
 
@@ -307,6 +310,7 @@ def _versions(fleet: Fleet) -> Iterator[Issue]:
         "multus": v.multus,
         "kubePrometheusStack": v.kube_prometheus_stack,
         "nodeProblemDetector": v.node_problem_detector,
+        "clusterAutoscaler": v.cluster_autoscaler,
     }
     for key, version in given.items():
         field = "tag" if key == "multus" else "chart"
@@ -314,7 +318,10 @@ def _versions(fleet: Fleet) -> Iterator[Issue]:
         supported = ", ".join(component.supported)
         if version is None:
             if key in _needed_components(fleet):
-                yield Issue(path=("versions", key), at_key=True, message=f"{component.title} must be pinned: the {_STAGE_OF_COMPONENT[key]} stage deploys it (supported: {supported})", hint=f"add {key}: {{{field}: {component.supported[-1]}}}")
+                hint = f"add {key}: {{{field}: {component.supported[-1]}}}"
+                if key == "clusterAutoscaler":
+                    hint += ", or set cluster.autoscaler: None if you run Karpenter or another autoscaler"
+                yield Issue(path=("versions", key), at_key=True, message=f"{component.title} must be pinned: the {_STAGE_OF_COMPONENT[key]} stage deploys it (supported: {supported})", hint=hint)
             continue
         path = ("versions", key, field)
         if not is_pinned(version):

@@ -189,6 +189,7 @@ class Cluster:
     vpc_id: str
     subnet_ids: tuple[str, ...]
     system_nodes: SystemNodes | None
+    autoscaler: str  # Install | None (the Cluster Autoscaler in stage 1)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -205,6 +206,7 @@ class Versions:
     multus: str | None
     kube_prometheus_stack: str | None
     node_problem_detector: str | None
+    cluster_autoscaler: str | None
     addons: Mapping[str, str]
 
 
@@ -431,6 +433,7 @@ def _fleet(d: Mapping[str, Any]) -> Fleet:
                 min_size=c["systemNodes"]["minSize"],
                 max_size=c["systemNodes"]["maxSize"],
             ),
+            autoscaler=c["autoscaler"],
         ),
         versions=Versions(
             gpu_operator=v["gpuOperator"]["chart"],
@@ -443,6 +446,7 @@ def _fleet(d: Mapping[str, Any]) -> Fleet:
             multus=v["multus"]["tag"] if "multus" in v else None,
             kube_prometheus_stack=_chart(v, "kubePrometheusStack"),
             node_problem_detector=_chart(v, "nodeProblemDetector"),
+            cluster_autoscaler=_chart(v, "clusterAutoscaler"),
             addons=dict(sorted(v["addons"].items())),
         ),
         node_groups=tuple(_node_group(g) for g in d["nodeGroups"]),

@@ -15,7 +15,7 @@ STAGES: tuple[str, ...] = (
 
 WHAT: dict[str, str] = {
     "foundation": "EKS cluster or existing one, GPU node groups (taints, labels, Topology Manager, warm pools, "
-    "pre-pulled images, pinned AMI), namespaces, GPU Operator",
+    "pre-pulled images, pinned AMI), Cluster Autoscaler, namespaces, GPU Operator",
     "telemetry": "DCGM exporter profiling counters, Prometheus, ServiceMonitors, recording rules, alerts, dashboard",
     "admission": "Kueue all-or-nothing admission, flavors, team ClusterQueues, cohorts, LocalQueues, priorities",
     "sharing": "time-slicing / MPS device plugin configs, MIG profiles, isolation contract per group",

@@ -87,11 +87,38 @@ COMPONENTS: Mapping[str, Component] = MappingProxyType(
             supported=("2.4.1",),
             notes={"2.4.1": "image tag v1.35.1 by default"},
         ),
+        # https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-chart-9.59.0/cluster-autoscaler/charts/cluster-autoscaler/Chart.yaml
+        # (the chart moved from charts/cluster-autoscaler to cluster-autoscaler/charts/cluster-autoscaler in 9.52.0).
+        # Both pinned charts have appVersion 1.35.0 (the newest Kubernetes minor below); gpufleet sets image.tag from
+        # CLUSTER_AUTOSCALER_IMAGES, so the chart version only decides the templates.
+        "clusterAutoscaler": Component(
+            title="Kubernetes Cluster Autoscaler",
+            chart="cluster-autoscaler",
+            repository="https://kubernetes.github.io/autoscaler",
+            supported=("9.58.0", "9.59.0"),
+            notes={
+                "9.58.0": "appVersion 1.35.0; values.yaml identical to 9.59.0",
+                "9.59.0": "appVersion 1.35.0; ClusterRole adds deployments and capacitybuffers/capacityquotas (autoscaling.x-k8s.io) for CA 1.36 features",
+            },
+        ),
     }
 )
 
 # Kubernetes minor versions EKS offers in standard support that gpufleet renders for.
 KUBERNETES_VERSIONS = ("1.32", "1.33", "1.34", "1.35")
+
+# Cluster Autoscaler image per Kubernetes minor. Upstream tests each CA minor only with the matching control
+# plane ("We recommend using Cluster Autoscaler with the Kubernetes control plane version for which it was meant",
+# kubernetes/autoscaler cluster-autoscaler/README.md), so the image follows cluster.kubernetesVersion, not the
+# chart's appVersion. Each is the newest patch tag cluster-autoscaler-<version> of kubernetes/autoscaler for its minor.
+CLUSTER_AUTOSCALER_IMAGES: Mapping[str, str] = MappingProxyType(
+    {
+        "1.32": "v1.32.7",
+        "1.33": "v1.33.6",
+        "1.34": "v1.34.5",
+        "1.35": "v1.35.2",
+    }
+)
 
 # An exact release: three numeric parts (an optional leading v), then optional pre-release/build parts.
 _EXACT = re.compile(r"^v?\d+\.\d+\.\d+([-+.][0-9A-Za-z]+)*$")

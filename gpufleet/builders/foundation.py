@@ -3,15 +3,27 @@
 What later stages bring to these resources is wired here only when that stage is in the environment's
 rollout: sharing labels and device-plugin/MIG configs (stage 4), DCGM metrics config (stage 2), EKS node
 auto repair (stage 7). Each of those comes from the owning stage's manifests module.
+
+With cluster.autoscaler Install this stage also runs the Cluster Autoscaler (gpufleet.manifests.autoscaler): it
+must exist before the gates of stages 5 and 7 and before Kueue admits jobs, all of which wait for nodes of groups
+that may start empty.
 """
 
 from __future__ import annotations
 
-from gpufleet.builders.cluster import SYSTEM_NODE_GROUP, cluster_resources
-from gpufleet.builders.common import NS_GPU_OPERATOR, NS_SYSTEM, helm, k8s, namespace
+from dataclasses import replace
+
+from gpufleet.builders.cluster import ADDONS, SYSTEM_NODE_GROUP, cluster_resources, tags
+from gpufleet.builders.common import AWS_PROVIDER, CLUSTER, NS_GPU_OPERATOR, NS_SYSTEM, helm, k8s, namespace
 from gpufleet.builders.node_groups import _launch_template, _node_group, node_group_id, prepuller
-from gpufleet.manifests import gpu_operator, health, node_bootstrap, sharing, telemetry
-from gpufleet.plan import BuildContext, Resource, StageContent, builder
+from gpufleet.manifests import autoscaler, gpu_operator, health, node_bootstrap, sharing, telemetry
+from gpufleet.manifests.storage import pod_identity_trust
+from gpufleet.plan import BuildContext, Ref, Resource, StageContent, builder
+from gpufleet.spec import Fleet
+
+AUTOSCALER_ROLE = "cluster-autoscaler-role"
+AUTOSCALER_POLICY = "cluster-autoscaler-policy"
+AUTOSCALER_POD_IDENTITY = "cluster-autoscaler-pod-identity"
 
 
 @builder("foundation")
@@ -21,12 +33,20 @@ def build(ctx: BuildContext) -> StageContent:
     warnings += [w for w in (node_bootstrap.topology_warning(g) for g in fleet.node_groups) if w]
     with_sharing = ctx.includes("sharing")
     with_health = ctx.includes("health") and fleet.health.auto_repair == "Enabled"
+    scaled = fleet.cluster.autoscaler == "Install"
     for group in fleet.node_groups:
         labels = sharing.sharing_node_labels(group) if with_sharing else {}
+        if scaled:
+            labels = {**labels, **autoscaler.accelerator_label(group)}
         toml = sharing.bottlerocket_sharing_settings(group) if with_sharing and hasattr(sharing, "bottlerocket_sharing_settings") else None
         resources += _launch_template(ctx, group, toml)
         repair = health.node_repair_config(fleet, group) if with_health else None
-        resources.append(_node_group(ctx, group, labels, repair))
+        node_group = _node_group(ctx, group, labels, repair)
+        if scaled:
+            node_group = _with_tags(node_group, autoscaler.node_group_tags(fleet, group, with_sharing=with_sharing, with_network=ctx.includes("network")))
+        resources.append(node_group)
+    if scaled:
+        resources = [_with_tags(r, autoscaler.discovery_tags(fleet)) if r.id == SYSTEM_NODE_GROUP else r for r in resources]
 
     system_ns = k8s(namespace(NS_SYSTEM, {"pod-security.kubernetes.io/enforce": "baseline"}))
     # The operator's operands (driver, toolkit, device plugin, DCGM) are privileged by nature.
@@ -44,8 +64,100 @@ def build(ctx: BuildContext) -> StageContent:
         extra.append(sharing.operator_sharing_values(fleet))
     after = (operator_ns.id,) + ((SYSTEM_NODE_GROUP,) if fleet.cluster.mode == "Create" else ())
     resources.append(helm("gpuOperator", fleet.versions.gpu_operator, release="gpu-operator", namespace=NS_GPU_OPERATOR, values=gpu_operator.values(fleet, *extra), depends_on=after))
-    notes = _notes(ctx, resources)
+    if scaled:
+        resources += autoscaler_resources(fleet)
+        warnings += _autoscaler_warnings(fleet)
+    notes = _notes(ctx, resources) + _autoscaler_notes(ctx)
     return StageContent(resources=tuple(resources), warnings=tuple(warnings), notes=tuple(notes))
+
+
+def _with_tags(resource: Resource, extra: dict[str, str]) -> Resource:
+    return replace(resource, args={**resource.args, "tags": {**resource.args["tags"], **extra}})
+
+
+def autoscaler_resources(fleet: Fleet) -> list[Resource]:
+    """The Cluster Autoscaler: its Pod Identity role (trusting only kube-system/cluster-autoscaler on this
+    cluster), the role's policy, the association, and the Helm release, which waits for the association (the
+    Pod Identity webhook injects credentials only into pods created after it) and for the system nodes."""
+    version = fleet.versions.cluster_autoscaler
+    assert version is not None  # rules: cluster.autoscaler Install requires versions.clusterAutoscaler
+    create = fleet.cluster.mode == "Create"
+    agent = (f"addon-{ADDONS['podIdentityAgent']}",) if create and "podIdentityAgent" in fleet.versions.addons else ()
+    return [
+        Resource(
+            id=AUTOSCALER_ROLE,
+            type="aws:iam/role:Role",
+            provider=AWS_PROVIDER,
+            args={
+                "name_prefix": f"{fleet.name}-cluster-autoscaler-"[:38],
+                "description": f"Cluster Autoscaler of EKS cluster {fleet.cluster.name} (EKS Pod Identity, {autoscaler.NAMESPACE}/{autoscaler.SERVICE_ACCOUNT})",
+                "assume_role_policy": pod_identity_trust(fleet, autoscaler.NAMESPACE, autoscaler.SERVICE_ACCOUNT),
+                "tags": tags(fleet),
+            },
+        ),
+        Resource(
+            id=AUTOSCALER_POLICY,
+            type="aws:iam/rolePolicy:RolePolicy",
+            provider=AWS_PROVIDER,
+            args={"name": "cluster-autoscaler", "role": Ref(AUTOSCALER_ROLE, "name"), "policy": autoscaler.iam_policy(fleet)},
+        ),
+        Resource(
+            id=AUTOSCALER_POD_IDENTITY,
+            type="aws:eks/podIdentityAssociation:PodIdentityAssociation",
+            provider=AWS_PROVIDER,
+            depends_on=(AUTOSCALER_POLICY, *agent),
+            args={
+                "cluster_name": Ref(CLUSTER, "name"),
+                "namespace": autoscaler.NAMESPACE,
+                "service_account": autoscaler.SERVICE_ACCOUNT,
+                "role_arn": Ref(AUTOSCALER_ROLE, "arn"),
+                "tags": tags(fleet),
+            },
+        ),
+        helm(
+            "clusterAutoscaler",
+            version,
+            release=autoscaler.RELEASE,
+            namespace=autoscaler.NAMESPACE,
+            values=autoscaler.values(fleet),
+            depends_on=(AUTOSCALER_POD_IDENTITY,) + ((SYSTEM_NODE_GROUP,) if create else ()),
+        ),
+    ]
+
+
+def _autoscaler_warnings(fleet: Fleet) -> list[str]:
+    if fleet.cluster.mode == "Existing":
+        return [
+            "gpufleet manages no EKS add-ons on an existing cluster: the eks-pod-identity-agent add-on must be installed, "
+            "or the Cluster Autoscaler gets no AWS credentials and scales nothing (or set cluster.autoscaler: None if the cluster has its own autoscaler)"
+        ]
+    if "podIdentityAgent" not in fleet.versions.addons:
+        return [
+            "versions.addons.podIdentityAgent is not pinned, so the eks-pod-identity-agent add-on is not installed: "
+            "the Cluster Autoscaler gets no AWS credentials and scales nothing until it is (pin it, e.g. v1.3.8-eksbuild.2)"
+        ]
+    return []
+
+
+def _autoscaler_notes(ctx: BuildContext) -> list[str]:
+    fleet = ctx.fleet
+    if fleet.cluster.autoscaler != "Install":
+        return ["", "Node autoscaling: none (cluster.autoscaler None); node groups stay at their initial size unless your own autoscaler changes them."]
+    args = autoscaler.EXTRA_ARGS
+    where = "on the system nodes" if fleet.cluster.mode == "Create" else "where the chart places it"
+    lines = [
+        "",
+        f"Cluster Autoscaler chart {fleet.versions.cluster_autoscaler}, image {autoscaler.image_tag(fleet)} (Kubernetes {fleet.cluster.kubernetes_version}), "
+        f"in `{autoscaler.NAMESPACE}` {where}: adds nodes to a group (up to maxSize) when pods are pending; removes a GPU node once no pod has used its GPUs "
+        f"for {args['scale-down-unneeded-time']} (never below minSize).",
+        "",
+        "| node group | min..max | an empty group's nodes offer (scale-from-zero template) |",
+        "|---|---|---|",
+    ]
+    for g in fleet.node_groups:
+        offered = autoscaler.template_resources(fleet, g, with_sharing=ctx.includes("sharing"), with_network=ctx.includes("network"))
+        lines.append(f"| {g.name} | {g.min_size}..{g.max_size} | " + ", ".join(f"`{k}: {v}`" for k, v in offered.items()) + " |")
+    return lines
 
 
 def _notes(ctx: BuildContext, resources: list[Resource]) -> list[str]:

@@ -70,7 +70,7 @@ def build(ctx: BuildContext) -> StageContent:
     steps.append("after the fault is removed the condition returns to False" + (" and the node is uncordoned" if h.remediation != "None" else ""))
     gate = Gate(name="planted-fault", resource=job.id, expectation="; ".join(steps) + ". The Job exits 0 only if every step is seen in time.")
 
-    if group.min_size < 1:
+    if group.min_size < 1 and fleet.cluster.autoscaler == "None":
         warnings.append(f"planted-fault gate: no node group has minSize >= 1; the verification Job waits for a `{group.name}` node to exist")
     if h.auto_repair == "Enabled" and "nodeMonitoringAgent" not in fleet.versions.addons:
         warnings.append("health.autoRepair is Enabled but versions.addons has no nodeMonitoringAgent: EKS repairs GPU faults only from the conditions that agent reports")

@@ -37,10 +37,11 @@ def _gate(fleet: Fleet, group: NodeGroup, after: tuple[str, ...]) -> tuple[list[
     if group.max_size < 2:
         return [], None, [f'node group "{group.name}" has maxSize {group.max_size}: the {group.fabric.value} bandwidth gate needs two nodes, so it is skipped']
     warnings = []
-    if max(group.min_size, group.desired_size or 0) < 2:
+    # With the Cluster Autoscaler (stage 1) the gate's pending pods scale the group up themselves.
+    if fleet.cluster.autoscaler == "None" and max(group.min_size, group.desired_size or 0) < 2:
         warnings.append(
             f'node group "{group.name}" may run fewer than two nodes (minSize {group.min_size}): the bandwidth gate waits up to '
-            f"{fleet.network.bandwidth_gate.timeout_minutes} min for two (a cluster autoscaler must add them, or raise minSize)"
+            f"{fleet.network.bandwidth_gate.timeout_minutes} min for two (cluster.autoscaler is None: your autoscaler must add them, or raise minSize)"
         )
     service, job = net.gate_objects(fleet, group)
     svc = k8s(service, depends_on=after)

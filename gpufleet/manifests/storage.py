@@ -86,6 +86,12 @@ def lifecycle_rules(cp: Checkpoints) -> list[dict[str, Any]]:
 def pod_identity_trust_policy(fleet: Fleet, team: Team) -> str:
     """EKS Pod Identity may assume the role only for the team's service account in its namespace on this
     cluster (session tags; https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html)."""
+    return pod_identity_trust(fleet, team.namespace, CHECKPOINT_SERVICE_ACCOUNT)
+
+
+def pod_identity_trust(fleet: Fleet, namespace: str, service_account: str) -> str:
+    """The trust policy of any EKS Pod Identity role of the fleet: only `namespace/service_account` on this
+    cluster may assume it (also used by the foundation stage's Cluster Autoscaler role)."""
     return _json(
         {
             "Version": "2012-10-17",
@@ -98,8 +104,8 @@ def pod_identity_trust_policy(fleet: Fleet, team: Team) -> str:
                     "Condition": {
                         "StringEquals": {
                             "aws:RequestTag/eks-cluster-name": fleet.cluster.name,
-                            "aws:RequestTag/kubernetes-namespace": team.namespace,
-                            "aws:RequestTag/kubernetes-service-account": CHECKPOINT_SERVICE_ACCOUNT,
+                            "aws:RequestTag/kubernetes-namespace": namespace,
+                            "aws:RequestTag/kubernetes-service-account": service_account,
                         }
                     },
                 }

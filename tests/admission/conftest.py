@@ -25,6 +25,7 @@ BASE: dict[str, Any] = {
     },
     "versions": {
         "gpuOperator": {"chart": "v26.7.0"},
+        "clusterAutoscaler": {"chart": "9.59.0"},
         "driver": {"source": "Preinstalled"},
         "kueue": {"chart": "0.19.2"},
         "efaDevicePlugin": {"chart": "v0.5.30"},

@@ -48,6 +48,7 @@ metadata: {name: ops}
 cluster: {mode: Existing, name: ops, region: us-east-1, kubernetesVersion: "1.33", network: {vpcId: vpc-0abc, subnetIds: [subnet-0aa, subnet-0bb]}}
 versions:
   gpuOperator: {chart: v26.3.3}
+  clusterAutoscaler: {chart: 9.59.0}
   driver: {source: Operator, version: "580.105.08", toolkitVersion: v1.18.1}
 nodeGroups:
   - {name: a10, instanceType: g5.2xlarge, workloadClass: Batch, ami: {type: AL2023_x86_64_STANDARD, releaseVersion: "1.33.4-20260724"}, scaling: {maxSize: 2}}

@@ -20,6 +20,7 @@ cluster:
   network: {vpcId: vpc-0a1b2c3d, subnetIds: [subnet-0aa, subnet-0bb]}
 versions:
   gpuOperator: {chart: v26.7.0}
+  clusterAutoscaler: {chart: 9.59.0}
   kueue: {chart: 0.19.2}
   efaDevicePlugin: {chart: v0.5.30}
   networkOperator: {chart: 26.4.1}

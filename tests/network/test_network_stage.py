@@ -15,7 +15,7 @@ from gpufleet.manifests import network as net
 from gpufleet.plan import Resource
 from gpufleet.spec import Fabric
 from gpufleet.versions import image_is_pinned
-from tests.network.fleets import RDMA, fleet, group, plan
+from tests.network.fleets import HEAD, RDMA, fleet, group, plan
 
 K8S_EFFECT = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 
@@ -259,10 +259,14 @@ def test_gate_script_is_valid_bash(fabric: str) -> None:
 
 
 def test_group_too_small_for_the_gate_is_skipped_with_a_warning() -> None:
-    p = plan(fleet([group("one", "p5.48xlarge", "EFA", min_size=0, max_size=1), group("two", "p4d.24xlarge", "EFA", min_size=0, max_size=2)]))
-    content = stage(p, "network").content
+    groups = [group("one", "p5.48xlarge", "EFA", min_size=0, max_size=1), group("two", "p4d.24xlarge", "EFA", min_size=0, max_size=2)]
+    content = stage(plan(fleet(groups)), "network").content
     assert [g.name for g in content.gates] == ["nccl-bandwidth-two"]
     assert any('"one" has maxSize 1' in w for w in content.warnings)
+    # The Cluster Autoscaler (the default) scales "two" up for the gate's pending pods: nothing to warn about.
+    assert not any("may run fewer than two nodes" in w for w in content.warnings)
+    head = HEAD.replace("cluster:\n", "cluster:\n  autoscaler: None\n", 1)
+    content = stage(plan(fleet(groups, head=head)), "network").content
     assert any('"two" may run fewer than two nodes' in w for w in content.warnings)
 
 

@@ -108,6 +108,7 @@ cluster:
   systemNodes: {{releaseVersion: "1.33.4-20260724"}}
 versions:
   gpuOperator: {{chart: v26.7.0}}
+  clusterAutoscaler: {{chart: 9.59.0}}
   kueue: {{chart: 0.19.2}}
   efaDevicePlugin: {{chart: v0.5.30}}
 nodeGroups:

@@ -97,6 +97,7 @@ EFA_P5 = group(instanceType="p5.48xlarge", fabric="EFA", zone="use1-az4", subnet
 OPERATOR = at("versions", "driver", value={"source": "Operator", "version": "595.91.07"})
 ALL_VERSIONS = at("versions", value={
     "gpuOperator": {"chart": "v26.7.0"},
+    "clusterAutoscaler": {"chart": "9.59.0"},
     "kueue": {"chart": "0.19.2"},
     "efaDevicePlugin": {"chart": "v0.5.30"},
     "networkOperator": {"chart": "26.4.1"},
@@ -212,6 +213,10 @@ CASES: list[Any] = [
     pytest.param("versions", [at("versions", "kueue", value=None), at("teams", value=[])], [], id="versions/kueue-not-needed-without-teams"),
     pytest.param("versions", [EFA_P5, through("network")], [("versions.efaDevicePlugin", "AWS EFA Kubernetes device plugin must be pinned: the network stage deploys it (supported: v0.5.30)")], id="versions/efa-needed"),
     pytest.param("versions", [through("health")], [("versions.nodeProblemDetector", "Node Problem Detector must be pinned: the health stage deploys it (supported: 2.4.1)")], id="versions/npd-needed"),
+    pytest.param("versions", [at("versions", "clusterAutoscaler", value=None)], [("versions.clusterAutoscaler", "Kubernetes Cluster Autoscaler must be pinned: the foundation stage deploys it (supported: 9.58.0, 9.59.0)")], id="versions/autoscaler-needed"),
+    pytest.param("versions", [at("versions", "clusterAutoscaler", value=None), through("foundation")], [("versions.clusterAutoscaler", "Kubernetes Cluster Autoscaler must be pinned: the foundation stage deploys it (supported: 9.58.0, 9.59.0)")], id="versions/autoscaler-needed-in-foundation"),
+    pytest.param("versions", [at("versions", "clusterAutoscaler", value=None), at("cluster", "autoscaler", value="None")], [], id="versions/autoscaler-none"),
+    pytest.param("versions", [at("versions", "clusterAutoscaler", "chart", value="9.50.1")], [("versions.clusterAutoscaler.chart", "Kubernetes Cluster Autoscaler 9.50.1 is not a version gpufleet supports (supported: 9.58.0, 9.59.0)")], id="versions/autoscaler-unsupported"),
     pytest.param("versions", [at("versions", "kubePrometheusStack", value=None), at("telemetry", "prometheus", value="Existing")], [], id="versions/existing-prometheus"),
     pytest.param("versions", [at("versions", "kueue", "chart", value="latest")], [("versions.kueue.chart", '"latest" is not a pinned version')], id="versions/latest"),
     pytest.param("versions", [at("versions", "kueue", "chart", value="0.19")], [("versions.kueue.chart", '"0.19" is not a pinned version')], id="versions/minor-only"),
@@ -274,6 +279,7 @@ def test_every_rule_has_a_passing_and_a_failing_case() -> None:
         ([quota(nodeGroup="l44")], 'did you mean "l4"?'),
         ([group(sharing={"strategy": "MIG", "profile": "1g.10gb"})], "MIG needs A100 (p4d, p4de), B200 (p6-b200), B300 (p6-b300), H100 (p5), H200 (p5e, p5en) GPUs; use MPS or TimeSlicing on this group"),
         ([at("versions", "kueue", value=None)], "add kueue: {chart: 0.19.2}"),
+        ([at("versions", "clusterAutoscaler", value=None)], "add clusterAutoscaler: {chart: 9.59.0}, or set cluster.autoscaler: None if you run Karpenter or another autoscaler"),
         ([quota(gpus=9)], "lower the quota to at most 4, or raise the group's maxSize"),
         ([group(instanceType="g5g.xlarge")], "use type: AL2023_ARM_64_NVIDIA"),
         ([OPERATOR, group(instanceType="g5g.xlarge", ami={"type": "AL2023_ARM_64_NVIDIA", "releaseVersion": "1.33.4-20260724"})], "use AL2023_ARM_64_STANDARD (the operator installs the driver), or driver source Preinstalled"),
