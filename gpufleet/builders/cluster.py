@@ -21,8 +21,22 @@ ADDONS = {
     "nodeMonitoringAgent": "eks-node-monitoring-agent",
     "podIdentityAgent": "eks-pod-identity-agent",
 }
-# Add-ons gpufleet always manages in mode Create (pod identity only when pinned: the storage stage needs it).
-REQUIRED_ADDONS = ("vpcCni", "kubeProxy", "coreDns", "nodeMonitoringAgent")
+# Add-ons gpufleet always manages in mode Create (an unpinned one gets EKS's default version, with a warning).
+# The pod identity agent gives the Cluster Autoscaler and the teams' checkpoint writers their AWS credentials.
+REQUIRED_ADDONS = ("vpcCni", "kubeProxy", "coreDns", "nodeMonitoringAgent", "podIdentityAgent")
+POD_IDENTITY_ADDON = f"addon-{ADDONS['podIdentityAgent']}"
+
+
+def pod_identity_after(fleet: Fleet) -> tuple[str, ...]:
+    """What a PodIdentityAssociation waits for: the agent add-on, which gpufleet installs in mode Create."""
+    return (POD_IDENTITY_ADDON,) if fleet.cluster.mode == "Create" else ()
+
+
+def pod_identity_warning(fleet: Fleet, who: str) -> str | None:
+    """On an existing cluster nobody here installs the agent: say who goes without credentials."""
+    if fleet.cluster.mode == "Existing":
+        return f"gpufleet manages no EKS add-ons on an existing cluster: the eks-pod-identity-agent add-on must be installed, or {who}"
+    return None
 
 NODE_POLICIES = (
     "AmazonEKSWorkerNodePolicy",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gpufleet.builders.cluster import ADDONS, SYSTEM_NODE_GROUP, cluster_resources, tags
+from gpufleet.builders.cluster import SYSTEM_NODE_GROUP, cluster_resources, pod_identity_after, pod_identity_warning, tags
 from gpufleet.builders.common import AWS_PROVIDER, CLUSTER, NS_GPU_OPERATOR, NS_SYSTEM, helm, k8s, namespace
 from gpufleet.builders.node_groups import _launch_template, _node_group, node_group_id, prepuller
 from gpufleet.manifests import autoscaler, gpu_operator, health, node_bootstrap, sharing, telemetry
@@ -82,7 +82,7 @@ def autoscaler_resources(fleet: Fleet) -> list[Resource]:
     version = fleet.versions.cluster_autoscaler
     assert version is not None  # rules: cluster.autoscaler Install requires versions.clusterAutoscaler
     create = fleet.cluster.mode == "Create"
-    agent = (f"addon-{ADDONS['podIdentityAgent']}",) if create and "podIdentityAgent" in fleet.versions.addons else ()
+    agent = pod_identity_after(fleet)
     return [
         Resource(
             id=AUTOSCALER_ROLE,
@@ -126,17 +126,11 @@ def autoscaler_resources(fleet: Fleet) -> list[Resource]:
 
 
 def _autoscaler_warnings(fleet: Fleet) -> list[str]:
-    if fleet.cluster.mode == "Existing":
-        return [
-            "gpufleet manages no EKS add-ons on an existing cluster: the eks-pod-identity-agent add-on must be installed, "
-            "or the Cluster Autoscaler gets no AWS credentials and scales nothing (or set cluster.autoscaler: None if the cluster has its own autoscaler)"
-        ]
-    if "podIdentityAgent" not in fleet.versions.addons:
-        return [
-            "versions.addons.podIdentityAgent is not pinned, so the eks-pod-identity-agent add-on is not installed: "
-            "the Cluster Autoscaler gets no AWS credentials and scales nothing until it is (pin it, e.g. v1.3.8-eksbuild.2)"
-        ]
-    return []
+    warning = pod_identity_warning(
+        fleet,
+        "the Cluster Autoscaler gets no AWS credentials and scales nothing (or set cluster.autoscaler: None if the cluster has its own autoscaler)",
+    )
+    return [warning] if warning else []
 
 
 def _autoscaler_notes(ctx: BuildContext) -> list[str]:

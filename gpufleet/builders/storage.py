@@ -11,14 +11,13 @@ Young/Daly interval computed from the failure rate (gpufleet.checkpoints).
 from __future__ import annotations
 
 from gpufleet import catalog, checkpoints
-from gpufleet.builders.cluster import ADDONS, tags
+from gpufleet.builders.cluster import pod_identity_after, pod_identity_warning, tags
 from gpufleet.builders.common import AWS_PROVIDER, CLUSTER, k8s
 from gpufleet.manifests import storage as st
 from gpufleet.plan import BuildContext, Ref, Resource, StageContent, builder
 from gpufleet.spec import Checkpoints, Fleet, NodeGroup
 
 BUCKET = "checkpoint-bucket"
-POD_IDENTITY_ADDON = f"addon-{ADDONS['podIdentityAgent']}"
 
 
 def sizing(cp: Checkpoints, staged: bool) -> checkpoints.Sizing:
@@ -73,7 +72,7 @@ def identity_resources(fleet: Fleet, cp: Checkpoints, interval_s: float) -> list
     """Per team: IAM role (trusting Pod Identity for its service account only), its prefix policy, the Pod
     Identity association, and the ServiceAccount and ConfigMap in the team's namespace (which the admission
     stage creates; this stage runs after it)."""
-    agent = (POD_IDENTITY_ADDON,) if fleet.cluster.mode == "Create" and "podIdentityAgent" in fleet.versions.addons else ()
+    agent = pod_identity_after(fleet)
     out: list[Resource] = []
     for team in fleet.teams:
         role = f"checkpoints-role-{team.name}"
@@ -171,13 +170,9 @@ def build(ctx: BuildContext) -> StageContent:
     s = sizing(cp, staged=bool(raid0))
     resources = bucket_resources(fleet, cp) + identity_resources(fleet, cp, s.interval_s)
     warnings = checkpoints.interval_warnings(s)
-    if fleet.teams and fleet.cluster.mode == "Existing":
-        warnings.append("gpufleet manages no EKS add-ons on an existing cluster: the eks-pod-identity-agent add-on must be installed, or the teams' checkpoint-writer service accounts get no AWS credentials")
-    elif fleet.teams and "podIdentityAgent" not in fleet.versions.addons:
-        warnings.append(
-            "versions.addons.podIdentityAgent is not pinned, so the eks-pod-identity-agent add-on is not installed: "
-            "the teams' checkpoint-writer service accounts get no AWS credentials until it is (pin it, e.g. v1.3.8-eksbuild.2)"
-        )
+    warning = pod_identity_warning(fleet, "the teams' checkpoint-writer service accounts get no AWS credentials")
+    if fleet.teams and warning:
+        warnings.append(warning)
 
     notes = [
         f"Checkpoint bucket `{cp.bucket}` ({fleet.cluster.region}): versioned, SSE-S3 encrypted, all public access blocked, ACLs disabled, TLS only; "

@@ -243,7 +243,6 @@ def test_registered_release_waits_for_the_association(prod_registrations) -> Non
     assert "cluster-autoscaler-pod-identity" in release.depends_on
 
 
-AGENT_WARNING = "versions.addons.podIdentityAgent is not pinned"
 EXISTING_WARNING = "gpufleet manages no EKS add-ons on an existing cluster: the eks-pod-identity-agent add-on must be installed"
 
 
@@ -251,18 +250,30 @@ EXISTING_WARNING = "gpufleet manages no EKS add-ons on an existing cluster: the 
     ("text", "expected"),
     [
         pytest.param(spec(), None, id="create-pinned"),
-        pytest.param(spec(addons="{}"), AGENT_WARNING, id="create-unpinned"),
         pytest.param(spec(mode="Existing", addons="{}"), EXISTING_WARNING, id="existing"),
         pytest.param(spec(addons="{}", autoscaler_line="  autoscaler: None\n", pin=False), None, id="none"),
     ],
 )
 def test_warns_when_the_pod_identity_agent_may_be_missing(text: str, expected: str | None) -> None:
-    warnings = [w for w in plan_of(text).stages[0].content.warnings if "eks-pod-identity-agent" in w]
+    warnings = [w for w in plan_of(text).stages[0].content.warnings if "get no AWS credentials" in w or "gets no AWS credentials" in w]
     if expected is None:
         assert warnings == []
     else:
         (warning,) = warnings
         assert warning.startswith(expected) and "Cluster Autoscaler gets no AWS credentials" in warning
+
+
+def test_mode_create_always_installs_the_pod_identity_agent() -> None:
+    """Unpinned, the add-on still comes (at EKS's default version, with the generic unpinned warning), so the
+    autoscaler's association always has an agent to wait for."""
+    foundation = plan_of(spec(addons="{}")).stages[0].content
+    agent = next(r for r in foundation.resources if r.id == "addon-eks-pod-identity-agent")
+    assert "addon_version" not in agent.args
+    association = next(r for r in foundation.resources if r.id == "cluster-autoscaler-pod-identity")
+    assert "addon-eks-pod-identity-agent" in association.depends_on
+    assert [w for w in foundation.warnings if "eks-pod-identity-agent" in w] == [
+        "EKS add-on eks-pod-identity-agent is not pinned (versions.addons.podIdentityAgent): EKS picks its default version at creation"
+    ]
 
 
 # --- node groups ------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from gpufleet.builders import storage
+from gpufleet.builders.cluster import POD_IDENTITY_ADDON
 from gpufleet.plan import Ref
 from tests.network.fleets import HEAD, fleet, group, plan
 
@@ -129,7 +130,7 @@ def test_role_trusts_pod_identity_for_the_team_service_account_only(teams_conten
     assert assoc.type == "aws:eks/podIdentityAssociation:PodIdentityAssociation"
     assert assoc.args["namespace"] == namespace and assoc.args["service_account"] == "checkpoint-writer"
     assert assoc.args["role_arn"] == Ref(role.id, "arn")
-    assert storage.POD_IDENTITY_ADDON in assoc.depends_on  # the agent add-on is pinned in tests.network.fleets
+    assert POD_IDENTITY_ADDON in assoc.depends_on  # the agent add-on is pinned in tests.network.fleets
     sa = resource(teams_content, f"serviceaccount-{namespace}-checkpoint-writer").args["object"]
     assert sa["metadata"] == {"name": "checkpoint-writer", "namespace": namespace, "labels": {"app.kubernetes.io/managed-by": "gpufleet"}}
 
@@ -168,19 +169,20 @@ def test_nvme_too_small_for_two_shards_warns() -> None:
     assert any('"g" (g6.xlarge) has 250 GB instance-store NVMe' in w for w in c.warnings)
 
 
-def test_unpinned_pod_identity_agent_warns() -> None:
+def test_unpinned_pod_identity_agent_is_still_installed_and_waited_for() -> None:
     unpinned = HEAD.replace("  addons: {podIdentityAgent: v1.3.8-eksbuild.2}\n", "")
     assert unpinned != HEAD
     c = content(fleet([group("g", "p5.48xlarge", "EFA")], CHECKPOINTS, head=unpinned))
-    assert any("versions.addons.podIdentityAgent is not pinned" in w for w in c.warnings)
-    assert storage.POD_IDENTITY_ADDON not in resource(c, "checkpoints-pod-identity-llm").depends_on
+    # Mode Create always installs the agent (the foundation warns that its version is EKS's default).
+    assert not any("get no AWS credentials" in w for w in c.warnings)
+    assert POD_IDENTITY_ADDON in resource(c, "checkpoints-pod-identity-llm").depends_on
 
 
 def test_existing_cluster_warns_that_the_agent_is_not_managed() -> None:
     existing = HEAD.replace('  systemNodes: {releaseVersion: "1.33.4-20260724"}\n', "  mode: Existing\n")
     c = content(fleet([group("g", "p5.48xlarge", "EFA")], CHECKPOINTS, head=existing))
     assert any("gpufleet manages no EKS add-ons on an existing cluster" in w for w in c.warnings)
-    assert storage.POD_IDENTITY_ADDON not in resource(c, "checkpoints-pod-identity-llm").depends_on
+    assert POD_IDENTITY_ADDON not in resource(c, "checkpoints-pod-identity-llm").depends_on
 
 
 def test_no_checkpoints_no_storage_resources() -> None:
