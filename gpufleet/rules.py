@@ -222,6 +222,10 @@ def _warm_pool(fleet: Fleet) -> Iterator[Issue]:
             yield Issue(path=path + ("warmPool", "state"), message=f"{group.instance_type} has {info.memory_mib // 1024} GiB of RAM; EC2 hibernates only instances with less than 150 GB", hint="use state: Stopped")
         if group.capacity_type is CapacityType.CAPACITY_BLOCK:
             yield Issue(path=path + ("warmPool",), at_key=True, message="a CapacityBlock group cannot have a warm pool: the reservation already holds the instances", hint="remove warmPool")
+        if group.capacity_type is CapacityType.SPOT:
+            # PutWarmPool "cannot be called on an Auto Scaling group that ... requests Spot Instances"
+            # (https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_PutWarmPool.html).
+            yield Issue(path=path + ("warmPool",), at_key=True, message="a Spot group cannot have a warm pool: EC2 Auto Scaling warm pools do not support Spot Instances", hint="remove warmPool, or use capacity type OnDemand")
 
 
 @rule("scaling")

@@ -182,6 +182,7 @@ CASES: list[Any] = [
     pytest.param("warm-pool", [group(warmPool={"minSize": 2, "maxPreparedCapacity": 1})], [("nodeGroups[0].warmPool.maxPreparedCapacity", "maxPreparedCapacity 1 is less than the pool's minSize 2")], id="warm/prepared-below-min"),
     pytest.param("warm-pool", [group(instanceType="p5.48xlarge", warmPool={"state": "Hibernated"})], [("nodeGroups[0].warmPool.state", "p5.48xlarge has 2048 GiB of RAM; EC2 hibernates only instances with less than 150 GB")], id="warm/hibernated-p5"),
     pytest.param("warm-pool", [group(capacity={"type": "CapacityBlock", "reservationId": "cr-0123456789abcdef0"}, warmPool={})], [("nodeGroups[0].warmPool", "a CapacityBlock group cannot have a warm pool: the reservation already holds the instances")], id="warm/capacity-block"),
+    pytest.param("warm-pool", [group(capacity={"type": "Spot"}, warmPool={})], [("nodeGroups[0].warmPool", "a Spot group cannot have a warm pool: EC2 Auto Scaling warm pools do not support Spot Instances")], id="warm/spot"),
     # scaling
     pytest.param("scaling", [group(scaling={"minSize": 4, "maxSize": 4, "desiredSize": 4}, update={"maxUnavailablePercentage": 50})], [], id="scaling/edges"),
     pytest.param("scaling", [group(scaling={"minSize": 5, "maxSize": 4})], [("nodeGroups[0].scaling.minSize", "minSize 5 is larger than maxSize 4")], id="scaling/min-above-max"),
