@@ -32,6 +32,81 @@ def pod_identity_after(fleet: Fleet) -> tuple[str, ...]:
     return (POD_IDENTITY_ADDON,) if fleet.cluster.mode == "Create" else ()
 
 
+def pod_identity_trust(fleet: Fleet, namespace: str, service_account: str) -> str:
+    """The trust policy of any EKS Pod Identity role of the fleet: only `namespace/service_account` on this
+    cluster may assume it (the Cluster Autoscaler's and each team's checkpoint writer)."""
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "AllowEksAuthToAssumeRoleForPodIdentity",
+                    "Effect": "Allow",
+                    "Principal": {"Service": "pods.eks.amazonaws.com"},
+                    "Action": ["sts:AssumeRole", "sts:TagSession"],
+                    "Condition": {
+                        "StringEquals": {
+                            "aws:RequestTag/eks-cluster-name": fleet.cluster.name,
+                            "aws:RequestTag/kubernetes-namespace": namespace,
+                            "aws:RequestTag/kubernetes-service-account": service_account,
+                        }
+                    },
+                }
+            ],
+        },
+        indent=2,
+    )
+
+
+def pod_identity_resources(
+    fleet: Fleet,
+    *,
+    role: str,
+    policy: str,
+    association: str,
+    name_prefix: str,
+    description: str,
+    policy_name: str,
+    policy_document: str,
+    namespace: str,
+    service_account: str,
+) -> list[Resource]:
+    """An IAM role only `namespace/service_account` of this cluster may assume through EKS Pod Identity, its
+    inline policy, and the association (after the policy, so a pod never starts with a role that can do nothing)."""
+    return [
+        Resource(
+            id=role,
+            type="aws:iam/role:Role",
+            provider=AWS_PROVIDER,
+            args={
+                "name_prefix": name_prefix[:38],
+                "description": description,
+                "assume_role_policy": pod_identity_trust(fleet, namespace, service_account),
+                "tags": tags(fleet),
+            },
+        ),
+        Resource(
+            id=policy,
+            type="aws:iam/rolePolicy:RolePolicy",
+            provider=AWS_PROVIDER,
+            args={"name": policy_name, "role": Ref(role, "name"), "policy": policy_document},
+        ),
+        Resource(
+            id=association,
+            type="aws:eks/podIdentityAssociation:PodIdentityAssociation",
+            provider=AWS_PROVIDER,
+            depends_on=(policy, *pod_identity_after(fleet)),
+            args={
+                "cluster_name": Ref(CLUSTER, "name"),
+                "namespace": namespace,
+                "service_account": service_account,
+                "role_arn": Ref(role, "arn"),
+                "tags": tags(fleet),
+            },
+        ),
+    ]
+
+
 def pod_identity_warning(fleet: Fleet, who: str) -> str | None:
     """On an existing cluster nobody here installs the agent: say who goes without credentials."""
     if fleet.cluster.mode == "Existing":

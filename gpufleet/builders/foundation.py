@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gpufleet.builders.cluster import SYSTEM_NODE_GROUP, cluster_resources, pod_identity_after, pod_identity_warning, tags
-from gpufleet.builders.common import AWS_PROVIDER, CLUSTER, NS_GPU_OPERATOR, NS_SYSTEM, helm, k8s, namespace
+from gpufleet.builders.cluster import SYSTEM_NODE_GROUP, cluster_resources, pod_identity_resources, pod_identity_warning
+from gpufleet.builders.common import NS_GPU_OPERATOR, NS_SYSTEM, helm, k8s, namespace
 from gpufleet.builders.node_groups import _launch_template, _node_group, node_group_id, prepuller
 from gpufleet.manifests import autoscaler, gpu_operator, health, node_bootstrap, sharing, telemetry
-from gpufleet.manifests.storage import pod_identity_trust
-from gpufleet.plan import BuildContext, Ref, Resource, StageContent, builder
+from gpufleet.plan import BuildContext, Resource, StageContent, builder
 from gpufleet.spec import Fleet
 
 AUTOSCALER_ROLE = "cluster-autoscaler-role"
@@ -82,37 +81,18 @@ def autoscaler_resources(fleet: Fleet) -> list[Resource]:
     version = fleet.versions.cluster_autoscaler
     assert version is not None  # rules: cluster.autoscaler Install requires versions.clusterAutoscaler
     create = fleet.cluster.mode == "Create"
-    agent = pod_identity_after(fleet)
     return [
-        Resource(
-            id=AUTOSCALER_ROLE,
-            type="aws:iam/role:Role",
-            provider=AWS_PROVIDER,
-            args={
-                "name_prefix": f"{fleet.name}-cluster-autoscaler-"[:38],
-                "description": f"Cluster Autoscaler of EKS cluster {fleet.cluster.name} (EKS Pod Identity, {autoscaler.NAMESPACE}/{autoscaler.SERVICE_ACCOUNT})",
-                "assume_role_policy": pod_identity_trust(fleet, autoscaler.NAMESPACE, autoscaler.SERVICE_ACCOUNT),
-                "tags": tags(fleet),
-            },
-        ),
-        Resource(
-            id=AUTOSCALER_POLICY,
-            type="aws:iam/rolePolicy:RolePolicy",
-            provider=AWS_PROVIDER,
-            args={"name": "cluster-autoscaler", "role": Ref(AUTOSCALER_ROLE, "name"), "policy": autoscaler.iam_policy(fleet)},
-        ),
-        Resource(
-            id=AUTOSCALER_POD_IDENTITY,
-            type="aws:eks/podIdentityAssociation:PodIdentityAssociation",
-            provider=AWS_PROVIDER,
-            depends_on=(AUTOSCALER_POLICY, *agent),
-            args={
-                "cluster_name": Ref(CLUSTER, "name"),
-                "namespace": autoscaler.NAMESPACE,
-                "service_account": autoscaler.SERVICE_ACCOUNT,
-                "role_arn": Ref(AUTOSCALER_ROLE, "arn"),
-                "tags": tags(fleet),
-            },
+        *pod_identity_resources(
+            fleet,
+            role=AUTOSCALER_ROLE,
+            policy=AUTOSCALER_POLICY,
+            association=AUTOSCALER_POD_IDENTITY,
+            name_prefix=f"{fleet.name}-cluster-autoscaler-",
+            description=f"Cluster Autoscaler of EKS cluster {fleet.cluster.name} (EKS Pod Identity, {autoscaler.NAMESPACE}/{autoscaler.SERVICE_ACCOUNT})",
+            policy_name="cluster-autoscaler",
+            policy_document=autoscaler.iam_policy(fleet),
+            namespace=autoscaler.NAMESPACE,
+            service_account=autoscaler.SERVICE_ACCOUNT,
         ),
         helm(
             "clusterAutoscaler",

@@ -11,8 +11,8 @@ Young/Daly interval computed from the failure rate (gpufleet.checkpoints).
 from __future__ import annotations
 
 from gpufleet import catalog, checkpoints
-from gpufleet.builders.cluster import pod_identity_after, pod_identity_warning, tags
-from gpufleet.builders.common import AWS_PROVIDER, CLUSTER, k8s
+from gpufleet.builders.cluster import pod_identity_resources, pod_identity_warning, tags
+from gpufleet.builders.common import AWS_PROVIDER, k8s
 from gpufleet.manifests import storage as st
 from gpufleet.plan import BuildContext, Ref, Resource, StageContent, builder
 from gpufleet.spec import Checkpoints, Fleet, NodeGroup
@@ -72,41 +72,20 @@ def identity_resources(fleet: Fleet, cp: Checkpoints, interval_s: float) -> list
     """Per team: IAM role (trusting Pod Identity for its service account only), its prefix policy, the Pod
     Identity association, and the ServiceAccount and ConfigMap in the team's namespace (which the admission
     stage creates; this stage runs after it)."""
-    agent = pod_identity_after(fleet)
     out: list[Resource] = []
     for team in fleet.teams:
-        role = f"checkpoints-role-{team.name}"
-        policy = f"checkpoints-policy-{team.name}"
         out += [
-            Resource(
-                id=role,
-                type="aws:iam/role:Role",
-                provider=AWS_PROVIDER,
-                args={
-                    "name_prefix": f"{fleet.name}-{team.name}-ckpt-"[:38],
-                    "description": f"Team {team.name}: checkpoints under s3://{cp.bucket}/{st.team_prefix(team)} (EKS Pod Identity)",
-                    "assume_role_policy": st.pod_identity_trust_policy(fleet, team),
-                    "tags": tags(fleet),
-                },
-            ),
-            Resource(
-                id=policy,
-                type="aws:iam/rolePolicy:RolePolicy",
-                provider=AWS_PROVIDER,
-                args={"name": "checkpoint-prefix", "role": Ref(role, "name"), "policy": st.team_access_policy(fleet, cp, team)},
-            ),
-            Resource(
-                id=f"checkpoints-pod-identity-{team.name}",
-                type="aws:eks/podIdentityAssociation:PodIdentityAssociation",
-                provider=AWS_PROVIDER,
-                depends_on=(policy, *agent),
-                args={
-                    "cluster_name": Ref(CLUSTER, "name"),
-                    "namespace": team.namespace,
-                    "service_account": st.CHECKPOINT_SERVICE_ACCOUNT,
-                    "role_arn": Ref(role, "arn"),
-                    "tags": tags(fleet),
-                },
+            *pod_identity_resources(
+                fleet,
+                role=f"checkpoints-role-{team.name}",
+                policy=f"checkpoints-policy-{team.name}",
+                association=f"checkpoints-pod-identity-{team.name}",
+                name_prefix=f"{fleet.name}-{team.name}-ckpt-",
+                description=f"Team {team.name}: checkpoints under s3://{cp.bucket}/{st.team_prefix(team)} (EKS Pod Identity)",
+                policy_name="checkpoint-prefix",
+                policy_document=st.team_access_policy(fleet, cp, team),
+                namespace=team.namespace,
+                service_account=st.CHECKPOINT_SERVICE_ACCOUNT,
             ),
             k8s(st.service_account(team)),
             k8s(st.checkpoint_configmap(fleet, cp, team, interval_s)),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gpufleet.builders.cluster import partition
+from gpufleet.builders.cluster import partition, pod_identity_trust
 from gpufleet.builders.common import LABEL_MANAGED_BY
 from gpufleet.spec import Checkpoints, Fleet, Team
 
@@ -87,31 +87,6 @@ def pod_identity_trust_policy(fleet: Fleet, team: Team) -> str:
     """EKS Pod Identity may assume the role only for the team's service account in its namespace on this
     cluster (session tags; https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html)."""
     return pod_identity_trust(fleet, team.namespace, CHECKPOINT_SERVICE_ACCOUNT)
-
-
-def pod_identity_trust(fleet: Fleet, namespace: str, service_account: str) -> str:
-    """The trust policy of any EKS Pod Identity role of the fleet: only `namespace/service_account` on this
-    cluster may assume it (also used by the foundation stage's Cluster Autoscaler role)."""
-    return _json(
-        {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Sid": "AllowEksAuthToAssumeRoleForPodIdentity",
-                    "Effect": "Allow",
-                    "Principal": {"Service": "pods.eks.amazonaws.com"},
-                    "Action": ["sts:AssumeRole", "sts:TagSession"],
-                    "Condition": {
-                        "StringEquals": {
-                            "aws:RequestTag/eks-cluster-name": fleet.cluster.name,
-                            "aws:RequestTag/kubernetes-namespace": namespace,
-                            "aws:RequestTag/kubernetes-service-account": service_account,
-                        }
-                    },
-                }
-            ],
-        }
-    )
 
 
 def team_access_policy(fleet: Fleet, cp: Checkpoints, team: Team) -> str:
