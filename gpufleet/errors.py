@@ -44,15 +44,29 @@ class Issue:
     position: Position | None = None  # set only where no path applies (YAML syntax errors)
 
 
+def closest(value: object, choices: Iterable[str]) -> str | None:
+    """The allowed value closest to `value` (ignoring case), or None when none is close or it is `value` itself."""
+    if not isinstance(value, str):
+        return None
+    by_case = {o.lower(): o for o in sorted(set(choices))}
+    close = difflib.get_close_matches(value.lower(), list(by_case), n=1, cutoff=0.6)
+    if close and by_case[close[0]] != value:
+        return by_case[close[0]]
+    return None
+
+
+def suggest(match: str) -> str:
+    return f'did you mean "{match}"?'
+
+
 def did_you_mean(value: object, choices: Iterable[str]) -> str:
     """A hint naming the closest allowed value, or listing the allowed ones when nothing is close."""
     options = sorted(set(choices))
     if not isinstance(value, str):
         return f"allowed: {', '.join(options)}" if options else ""
-    by_case = {o.lower(): o for o in options}
-    close = difflib.get_close_matches(value.lower(), list(by_case), n=1, cutoff=0.6)
-    if close and by_case[close[0]] != value:
-        return f'did you mean "{by_case[close[0]]}"?'
+    match = closest(value, options)
+    if match is not None:
+        return suggest(match)
     if options and len(options) <= 12:
         return f"allowed: {', '.join(options)}"
     return ""

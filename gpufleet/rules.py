@@ -10,7 +10,7 @@ from collections import Counter
 from typing import Callable, Iterable, Iterator
 
 from gpufleet import catalog, stages
-from gpufleet.errors import Issue, Path, did_you_mean
+from gpufleet.errors import Issue, Path, closest, did_you_mean
 from gpufleet.spec import CapacityType, Fabric, Fleet, NodeGroup, SharingStrategy, WorkloadClass
 from gpufleet.versions import COMPONENTS, KUBERNETES_VERSIONS as KUBERNETES_SUPPORTED, image_is_pinned, is_pinned
 
@@ -331,7 +331,7 @@ def _versions(fleet: Fleet) -> Iterator[Issue]:
         if not is_pinned(version):
             yield Issue(path=path, message=f'"{version}" is not a pinned version', hint=f"pin one exact version: {supported}")
         elif version not in component.supported:
-            yield Issue(path=path, message=f"{component.title} {version} is not a version gpufleet supports (supported: {supported})", hint=f"pin one of them, e.g. {_closest(version, component.supported) or component.supported[-1]} (Helm values are rendered for the keys of these exact versions)")
+            yield Issue(path=path, message=f"{component.title} {version} is not a version gpufleet supports (supported: {supported})", hint=f"pin one of them, e.g. {closest(version, component.supported) or component.supported[-1]} (Helm values are rendered for the keys of these exact versions)")
     if v.driver_source == "Operator" and v.driver_version is None:
         yield Issue(path=("versions", "driver"), at_key=True, message="driver source Operator needs version: the exact driver the operator installs", hint='add version, e.g. version: "595.91.07"')
     if v.driver_source == "Preinstalled" and (v.driver_version or v.toolkit_version):
@@ -346,11 +346,6 @@ def _versions(fleet: Fleet) -> Iterator[Issue]:
         for j, image in enumerate(image_set.images):
             if not image_is_pinned(image):
                 yield Issue(path=("imageSets", i, "images", j), message=f'image "{image}" is not pinned to a tag or digest', hint="add an exact tag (not latest) or @sha256:... so every node pulls the same bits")
-
-
-def _closest(version: str, choices: Iterable[str]) -> str:
-    hint = did_you_mean(version, choices)
-    return hint.split('"')[1] if hint.startswith("did you mean") else ""
 
 
 

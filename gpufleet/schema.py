@@ -16,7 +16,7 @@ from typing import Any, Iterator, Mapping
 import jsonschema
 from jsonschema.exceptions import ValidationError
 
-from gpufleet.errors import Issue, Path, did_you_mean
+from gpufleet.errors import Issue, Path, closest, did_you_mean, suggest
 from gpufleet.load import describe_plain
 
 SCHEMA_PATH = FsPath(__file__).resolve().parent.parent / "schemas" / "fleet.schema.json"
@@ -106,9 +106,9 @@ def _eks_spelling(value: str, allowed: list[str]) -> str | None:
 
 def _enum_hint(raw: object, value: object, allowed: list[str]) -> str:
     """"did you mean" when something is close; the values themselves are already in the message."""
-    close = did_you_mean(raw if isinstance(raw, str) else str(raw), allowed)
-    if close.startswith("did you mean"):
-        return close
+    match = closest(raw if isinstance(raw, str) else str(raw), allowed)
+    if match is not None:
+        return suggest(match)
     if isinstance(value, bool):
         return "YAML 1.1 reads a plain on/off/yes/no as a boolean; write one of the values above"
     return ""
