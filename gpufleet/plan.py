@@ -135,22 +135,18 @@ def builder(stage: str) -> Callable[[Builder], Builder]:
     return register
 
 
-def _refs(value: Any) -> Iterator[Ref]:
+def refs_of(value: Any) -> Iterator[Ref]:
+    """Every Ref inside a resource's args."""
     if isinstance(value, Ref):
         yield value
     elif isinstance(value, Concat):
-        yield from _refs(value.parts)
+        yield from refs_of(value.parts)
     elif isinstance(value, Mapping):
         for v in value.values():
-            yield from _refs(v)
+            yield from refs_of(v)
     elif isinstance(value, (list, tuple)):
         for v in value:
-            yield from _refs(v)
-
-
-def refs_of(value: Any) -> Iterator[Ref]:
-    """Every Ref inside a resource's args."""
-    return _refs(value)
+            yield from refs_of(v)
 
 
 def check_order(plan: RolloutPlan) -> list[str]:
@@ -164,8 +160,7 @@ def check_order(plan: RolloutPlan) -> list[str]:
             stage_of[res.id] = stage.index
     for stage in plan.stages:
         for res in stage.content.resources:
-            targets = [r.resource for r in _refs(res.args)] + list(res.depends_on) + ([res.provider] if res.provider else [])
-            for target in targets:
+            for target in sorted(_dependencies(res)):
                 if target not in stage_of:
                     problems.append(f"{res.id} references unknown resource {target}")
                 elif stage_of[target] > stage.index:
@@ -174,7 +169,7 @@ def check_order(plan: RolloutPlan) -> list[str]:
 
 
 def _dependencies(res: Resource) -> set[str]:
-    return {r.resource for r in _refs(res.args)} | set(res.depends_on) | ({res.provider} if res.provider else set())
+    return {r.resource for r in refs_of(res.args)} | set(res.depends_on) | ({res.provider} if res.provider else set())
 
 
 def ordered(resources: tuple[Resource, ...]) -> tuple[Resource, ...]:
