@@ -31,9 +31,9 @@ def _index(value: Any, name: str) -> Any:
     return value[int(name[1:-1])]
 
 
-def _attribute(target: Any, path: str) -> Any:
+def _attribute(target: Any, ref: Ref) -> Any:
     """`certificateAuthority.data` or `certificateAuthorities[0].data` on a resource or an invoke's Output."""
-    parts = re.findall(r"[A-Za-z_][A-Za-z0-9_]*|\[\d+\]", path)
+    parts = ref.steps()
     value: Any = pulumi.Output.from_input(target) if not isinstance(target, pulumi.Resource) else None
     for part in parts:
         if value is None:  # the first step on a resource is a property of the resource
@@ -46,7 +46,7 @@ def _attribute(target: Any, path: str) -> Any:
 def resolve(value: Any, registry: Registry) -> Any:
     """Replace Refs and Concats by Outputs of already created resources, recursively."""
     if isinstance(value, Ref):
-        return _attribute(registry[value.resource], value.attribute)
+        return _attribute(registry[value.resource], value)
     if isinstance(value, Concat):
         # Output.concat needs strings; numeric attributes (a launch template's latestVersion) are formatted.
         return pulumi.Output.all(*(resolve(p, registry) for p in value.parts)).apply(lambda xs: "".join(str(x) for x in xs))

@@ -17,7 +17,7 @@ from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.stack import run_pulumi_func
 
-from gpufleet.plan import RolloutPlan, refs_of
+from gpufleet.plan import Ref, RolloutPlan, refs_of
 from gpufleet.tree import Registration
 
 
@@ -25,15 +25,13 @@ class UnmockedInvoke(Exception):
     """An invoke the plan did not declare as a lookup: synth must never reach the cloud."""
 
 
-def _placeholder(state: dict[str, Any], resource: str, attribute: str) -> None:
+def _placeholder(state: dict[str, Any], ref: Ref) -> None:
     """Put `<ref:resource.attribute>` at the attribute's (camelCase, dotted, [n]-indexed) path in state."""
-    import re
-
-    parts = re.findall(r"[A-Za-z_][A-Za-z0-9_]*|\[\d+\]", attribute)
+    parts = ref.steps()
     node: Any = state
     for i, part in enumerate(parts):
         last = i == len(parts) - 1
-        value: Any = f"<ref:{resource}.{attribute}>" if last else ({} if not parts[i + 1].startswith("[") else [])
+        value: Any = str(ref) if last else ({} if not parts[i + 1].startswith("[") else [])
         if part.startswith("["):
             index = int(part[1:-1])
             while len(node) <= index:
@@ -60,20 +58,20 @@ def _integral(value: Any) -> Any:
 
 class RecordingMocks(pulumi_mocks.Mocks):
     def __init__(self, plan: RolloutPlan) -> None:
-        self.referenced: dict[str, set[str]] = {}
+        self.referenced: dict[str, set[Ref]] = {}
         self.lookups: dict[str, str] = {}
         for stage in plan.included():
             for res in stage.content.resources:
                 for ref in refs_of(res.args):
-                    self.referenced.setdefault(ref.resource, set()).add(ref.attribute)
+                    self.referenced.setdefault(ref.resource, set()).add(ref)
                 if res.lookup:
                     self.lookups[res.type] = res.id
         self.inputs: dict[str, tuple[str, dict[str, Any]]] = {}
 
     def _state(self, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
         state = copy.deepcopy(inputs)
-        for attribute in sorted(self.referenced.get(name, ())):
-            _placeholder(state, name, attribute)
+        for ref in sorted(self.referenced.get(name, ()), key=lambda r: r.attribute):
+            _placeholder(state, ref)
         return state
 
     def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
@@ -103,7 +101,6 @@ def record(plan: RolloutPlan) -> list[Registration]:
             "protect": bool(opts.protect),
             "retainOnDelete": bool(opts.retain_on_delete),
             "ignoreChanges": list(opts.ignore_changes or []),
-            "custom": args.resource is not None and isinstance(args.resource, pulumi.CustomResource),
         }
         return None
 
@@ -128,20 +125,19 @@ def record(plan: RolloutPlan) -> list[Registration]:
         pulumi_settings.reset_options()
         loop.close()
         asyncio.set_event_loop(None)
-    registrations = []
-    for name, (typ, inputs) in mocks.inputs.items():
+    def registration(name: str, typ: str, inputs: dict[str, Any]) -> Registration:
         opt = options.get(name, {})
-        registrations.append(
-            Registration(
-                name=name,
-                type=typ,
-                parent=opt.get("parent"),
-                depends_on=tuple(opt.get("dependsOn", ())),
-                protect=opt.get("protect", False),
-                retain_on_delete=opt.get("retainOnDelete", False),
-                ignore_changes=tuple(opt.get("ignoreChanges", ())),
-                inputs=inputs,
-            )
+        return Registration(
+            name=name,
+            type=typ,
+            parent=opt.get("parent"),
+            depends_on=tuple(opt.get("dependsOn", ())),
+            protect=opt.get("protect", False),
+            retain_on_delete=opt.get("retainOnDelete", False),
+            ignore_changes=tuple(opt.get("ignoreChanges", ())),
+            inputs=inputs,
         )
-    components = [Registration(name=n, type=o["type"], parent=o["parent"], depends_on=tuple(o["dependsOn"]), protect=o["protect"], retain_on_delete=o["retainOnDelete"], ignore_changes=tuple(o["ignoreChanges"]), inputs={}) for n, o in options.items() if n not in mocks.inputs and o["type"].startswith("gpufleet:")]
-    return components + registrations
+
+    # Every registration, stage components included, reaches the mock monitor; the options come from the
+    # transformation.
+    return [registration(name, typ, inputs) for name, (typ, inputs) in mocks.inputs.items()]

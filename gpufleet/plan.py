@@ -7,6 +7,7 @@ stages' resources (`check_order` enforces it, like cluster-toolkit's "earlier gr
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 
@@ -25,6 +26,10 @@ class Ref:
 
     def __str__(self) -> str:
         return f"<ref:{self.resource}.{self.attribute}>"
+
+    def steps(self) -> list[str]:
+        """The attribute path split into names and `[n]` indexes: `a.b[0].c` -> ["a", "b", "[0]", "c"]."""
+        return re.findall(r"[A-Za-z_][A-Za-z0-9_]*|\[\d+\]", self.attribute)
 
 
 @dataclass(frozen=True, slots=True, init=False)
