@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable, Iterable, Iterator
 
-from gpufleet import catalog, stages
+from gpufleet import access, catalog, stages
 from gpufleet.errors import Issue, Path, closest, did_you_mean
 from gpufleet.spec import CapacityType, Fabric, Fleet, NodeGroup, SharingStrategy, WorkloadClass
 from gpufleet.versions import COMPONENTS, KUBERNETES_VERSIONS as KUBERNETES_SUPPORTED, image_is_pinned, is_pinned
@@ -370,6 +370,25 @@ def _system_nodes(fleet: Fleet) -> Iterator[Issue]:
     for path, group in _groups(fleet):
         if group.local_storage == "RAID0" and group.ami_type.startswith("BOTTLEROCKET"):
             yield Issue(path=path + ("localStorage",), message="localStorage RAID0 is configured by nodeadm, which only AL2023 AMIs run", hint="use an AL2023_*_NVIDIA AMI type, or localStorage None")
+
+
+@rule("endpoint")
+def _endpoint(fleet: Fleet) -> Iterator[Issue]:
+    cluster = fleet.cluster
+    if cluster.public_cidrs is None and cluster.open_endpoint_reason is None:
+        return
+    where = ("cluster", "publicEndpoint")
+    if cluster.mode == "Existing":
+        yield Issue(path=where, at_key=True, message="publicEndpoint is only used with mode Create: gpufleet does not change an existing cluster's endpoint")
+    elif cluster.endpoint_access == "Private":
+        yield Issue(path=where, at_key=True, message="publicEndpoint is set but endpointAccess is Private: there is no public endpoint", hint="remove publicEndpoint, or set endpointAccess: PublicAndPrivate")
+    elif cluster.open_endpoint_reason is not None and not access.endpoint_open(cluster):
+        yield Issue(
+            path=where + ("acknowledgeOpenToInternet",),
+            at_key=True,
+            message=f"acknowledgeOpenToInternet is set but the endpoint is not open: only {', '.join(access.public_cidrs(cluster))} may reach it",
+            hint="remove acknowledgeOpenToInternet (it would record a reason for an exposure that does not exist)",
+        )
 
 
 @rule("driver-source-matches-ami")

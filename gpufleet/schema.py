@@ -37,7 +37,8 @@ _FORMATS: Mapping[str, str] = {
     "region": 'an AWS region such as "us-east-1"',
     "vpcId": 'a VPC ID such as "vpc-0a1b2c3d"',
     "subnetIds": 'a subnet ID such as "subnet-0a1b2c3d"',
-    "publicAccessCidrs": 'an IPv4 CIDR such as "203.0.113.0/24"',
+    "cidrs": 'an IPv4 CIDR such as "203.0.113.0/24"',
+    "acknowledgeOpenToInternet": "a reason of 10 to 256 letters, digits, spaces and _ . : / = + @ - (it becomes an AWS tag value)",
     "bucket": "an S3 bucket name (3-63 lowercase letters, digits, '.' and '-')",
     "profile": 'a MIG profile such as "1g.10gb"',
     "key": 'a taint key such as "example.com/dedicated"',
@@ -46,6 +47,10 @@ _FORMATS: Mapping[str, str] = {
     "kubeProxy": 'an EKS add-on version such as "v1.33.5-eksbuild.2"',
     "nodeMonitoringAgent": 'an EKS add-on version such as "v1.4.0-eksbuild.2"',
     "podIdentityAgent": 'an EKS add-on version such as "v1.3.8-eksbuild.2"',
+}
+# Fields that moved: an unknown field with one of these names says where it went.
+_MOVED: Mapping[str, str] = {
+    "publicAccessCidrs": "publicAccessCidrs moved: write publicEndpoint: {cidrs: [...]} (an endpoint open to 0.0.0.0/0 also needs publicEndpoint.acknowledgeOpenToInternet)",
 }
 # Formats that depend on more than the field name.
 _PATH_FORMATS: Mapping[Path, str] = {
@@ -140,7 +145,7 @@ def _issues_for(validation_error: ValidationError, plain: Mapping[Path, str]) ->
         allowed = list(error.schema.get("properties", {}))
         for key in value:
             if key not in allowed:
-                yield Issue(path=path + (key,), at_key=True, message=f'unknown field "{key}"', hint=did_you_mean(key, allowed))
+                yield Issue(path=path + (key,), at_key=True, message=f'unknown field "{key}"', hint=_MOVED.get(key) or did_you_mean(key, allowed))
     elif validator == "required":
         missing = str(error.message).split("'")[1]
         described = _resolve(error.schema.get("properties", {}).get(missing, {})).get("description", "")

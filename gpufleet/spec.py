@@ -184,8 +184,9 @@ class Cluster:
     name: str
     region: str
     kubernetes_version: str
-    endpoint_access: str
-    public_access_cidrs: tuple[str, ...]
+    endpoint_access: str  # Private | PublicAndPrivate
+    public_cidrs: tuple[str, ...] | None  # publicEndpoint.cidrs; None: EKS's default 0.0.0.0/0
+    open_endpoint_reason: str | None  # publicEndpoint.acknowledgeOpenToInternet
     vpc_id: str
     subnet_ids: tuple[str, ...]
     system_nodes: SystemNodes | None
@@ -422,7 +423,8 @@ def _fleet(d: Mapping[str, Any]) -> Fleet:
             region=c["region"],
             kubernetes_version=c["kubernetesVersion"],
             endpoint_access=c["endpointAccess"],
-            public_access_cidrs=tuple(c.get("publicAccessCidrs", ())),
+            public_cidrs=tuple(c["publicEndpoint"]["cidrs"]) if "cidrs" in c.get("publicEndpoint", {}) else None,
+            open_endpoint_reason=c.get("publicEndpoint", {}).get("acknowledgeOpenToInternet"),
             vpc_id=c["network"]["vpcId"],
             subnet_ids=tuple(c["network"]["subnetIds"]),
             system_nodes=None

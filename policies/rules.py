@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
-from policies import checks_cluster, checks_nodes
+from policies import checks_access, checks_cluster, checks_nodes
 from policies.resources import Resource
 
 MANDATORY = "mandatory"
@@ -83,6 +83,16 @@ _MIN_OPERATOR = checks_cluster.dotted(checks_cluster.MIN_GPU_OPERATOR)
 _MIN_TOOLKIT = checks_cluster.dotted(checks_cluster.MIN_CONTAINER_TOOLKIT)
 
 RULES: tuple[Rule, ...] = (
+    Rule(
+        name="endpoint-not-open",
+        level=MANDATORY,
+        scope="resource",
+        description="The cluster's public API endpoint is not open to 0.0.0.0/0 (explicitly, or by omitting publicAccessCidrs), "
+        "unless the spec acknowledges it with a reason.",
+        fix="set cluster.publicEndpoint.cidrs to the networks that need the API (VPN egress, CI runners), or endpointAccess: "
+        "Private; if it must stay open, say why in cluster.publicEndpoint.acknowledgeOpenToInternet",
+        check=_resource_rule(checks_access.endpoint_not_open),
+    ),
     Rule(
         name="gpu-node-group-tainted",
         level=MANDATORY,
@@ -191,6 +201,14 @@ RULES: tuple[Rule, ...] = (
         fix="set spec.namespaceSelector to select the team's namespace only (e.g. matchLabels "
         "{kubernetes.io/metadata.name: <namespace>})",
         check=_resource_rule(checks_cluster.cluster_queue_selector),
+    ),
+    Rule(
+        name="endpoint-open-acknowledged",
+        level=ADVISORY,
+        scope="resource",
+        description="A public API endpoint open to the internet with a recorded reason (cluster tag gpufleet.io/open-endpoint-reason).",
+        fix="review the reason; limit cluster.publicEndpoint.cidrs when it no longer holds",
+        check=_resource_rule(checks_access.endpoint_open_acknowledged),
     ),
     Rule(
         name="interactive-warm-pool",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from gpufleet import access
 from gpufleet.builders.common import AWS_PROVIDER, CLUSTER, K8S_PROVIDER, LABEL_NODE_GROUP
 from gpufleet.plan import Concat, Ref, Resource
 from gpufleet.spec import Fleet
@@ -184,11 +185,14 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
         "endpoint_private_access": True,
         "endpoint_public_access": c.endpoint_access == "PublicAndPrivate",
     }
+    cluster_tags = tags(fleet)
     if c.endpoint_access == "PublicAndPrivate":
-        if c.public_access_cidrs:
-            vpc["public_access_cidrs"] = list(c.public_access_cidrs)
-        else:
-            warnings.append("cluster endpoint is public to 0.0.0.0/0: set cluster.publicAccessCidrs")
+        # Written out even when it is EKS's default, so the tree and the policies see who can reach the endpoint.
+        vpc["public_access_cidrs"] = list(access.public_cidrs(c))
+        if access.endpoint_open(c) and c.open_endpoint_reason is None:
+            warnings.append("cluster endpoint is public to 0.0.0.0/0 and gpufleet check fails on it: set cluster.publicEndpoint.cidrs, or say why in publicEndpoint.acknowledgeOpenToInternet")
+        if c.open_endpoint_reason is not None:
+            cluster_tags[access.TAG_OPEN_ENDPOINT_REASON] = c.open_endpoint_reason
     res.append(
         Resource(
             id=CLUSTER,
@@ -206,7 +210,7 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
                 # Add-ons are managed below at pinned versions instead of EKS's unmanaged bootstrap copies.
                 "bootstrap_self_managed_addons": False,
                 "enabled_cluster_log_types": ["api", "audit", "authenticator"],
-                "tags": tags(fleet),
+                "tags": cluster_tags,
             },
         )
     )

@@ -119,3 +119,14 @@ def device_plugin_configmap(entries: dict[str, str]) -> dict[str, Any]:
 
 def clone(value: Any) -> Any:
     return copy.deepcopy(value)
+
+
+def eks_cluster(cidrs: list[str] | None = None, public: bool | None = True, reason: str | None = None) -> dict[str, Any]:
+    """The EKS cluster of mode Create: public endpoint limited to `cidrs` (None: the field omitted)."""
+    vpc: dict[str, Any] = {"endpointPrivateAccess": True, "subnetIds": ["subnet-1", "subnet-2"]}
+    if public is not None:
+        vpc["endpointPublicAccess"] = public
+    if cidrs is not None:
+        vpc["publicAccessCidrs"] = cidrs
+    tags = {"gpufleet.io/fleet": "research"} | ({"gpufleet.io/open-endpoint-reason": reason} if reason else {})
+    return res("cluster", "aws:eks/cluster:Cluster", {"name": "research", "vpcConfig": vpc, "tags": tags, "accessConfig": {"authenticationMode": "API"}}, protect=True)

@@ -70,6 +70,8 @@ def _plant_values(inv: list[dict[str, Any]], **values: Any) -> None:
 
 PLANTED: list[tuple[str, Callable[[list[dict[str, Any]]], None], str, str]] = [
     # (rule, plant, resource id reported, level)
+    ("endpoint-not-open", lambda inv: _find(inv, "cluster")["inputs"]["vpcConfig"].update(publicAccessCidrs=["0.0.0.0/0"]), "cluster", "MANDATORY"),
+    ("endpoint-not-open", lambda inv: _find(inv, "cluster")["inputs"]["vpcConfig"].pop("publicAccessCidrs"), "cluster", "MANDATORY"),
     ("gpu-node-group-tainted", _plant_taint, "h100-node-group", "MANDATORY"),
     ("one-instance-type", lambda inv: _find(inv, "l40s-node-group")["inputs"].update(instanceTypes=["g6e.12xlarge", "g6e.24xlarge"]), "l40s-node-group", "MANDATORY"),
     ("node-image-pinned", lambda inv: _find(inv, "a100-mig-node-group")["inputs"].pop("releaseVersion"), "a100-mig-node-group", "MANDATORY"),
@@ -107,3 +109,9 @@ def test_planted_violation_is_caught(rule: str, plant: Callable[[list[dict[str, 
 def test_not_a_tree_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", str(tmp_path)]) == 2
     assert "is not a synth tree" in capsys.readouterr().err
+
+
+def test_acknowledged_open_endpoint_passes_with_an_advisory_finding(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = check(ROOT / "tests" / "golden" / "trees" / "observability-install" / "prod", capsys)
+    assert code == 0, out
+    assert "ADVISORY endpoint-open-acknowledged cluster: the public API endpoint of cluster obs is open to the internet (0.0.0.0/0), acknowledged: lab cluster - engineers connect from changing home networks" in out

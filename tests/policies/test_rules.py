@@ -18,6 +18,7 @@ from tests.policies.objects import (
     bucket_set,
     clone,
     device_plugin_configmap,
+    eks_cluster,
     gpu_operator,
     k8s,
     launch_template,
@@ -101,6 +102,15 @@ def _group(group: str, cls: str, **labels: str) -> list[dict[str, Any]]:
 
 CASES: list[tuple[str, str, list[dict[str, Any]], set[str]]] = [
     # (rule, case, resources, ids the rule must report)
+    ("endpoint-not-open", "public endpoint limited to a VPN range", [eks_cluster(["203.0.113.0/24"])], set()),
+    ("endpoint-not-open", "private endpoint", [eks_cluster(None, public=False)], set()),
+    ("endpoint-not-open", "open but acknowledged", [eks_cluster(["0.0.0.0/0"], reason="lab cluster without a VPN")], set()),
+    ("endpoint-not-open", "CIDRs unknown at preview", [eks_cluster(["<ref:?.?>"])], set()),
+    ("endpoint-not-open", "explicit 0.0.0.0/0", [eks_cluster(["203.0.113.0/24", "0.0.0.0/0"])], {"cluster"}),
+    ("endpoint-not-open", "CIDRs omitted (EKS default)", [eks_cluster(None)], {"cluster"}),
+    ("endpoint-not-open", "public access omitted (EKS default true)", [eks_cluster(None, public=None)], {"cluster"}),
+    ("endpoint-open-acknowledged", "limited endpoint", [eks_cluster(["203.0.113.0/24"])], set()),
+    ("endpoint-open-acknowledged", "acknowledged open endpoint", [eks_cluster(None, reason="lab cluster without a VPN")], {"cluster"}),
     ("gpu-node-group-tainted", "tainted GPU group", fleet(), set()),
     ("gpu-node-group-tainted", "untainted system group", fleet(system_group()), set()),
     ("gpu-node-group-tainted", "taints unknown at preview", fleet(group=with_inputs(node_group(), taints="<ref:?.?>")), set()),
@@ -206,7 +216,7 @@ def test_every_rule_has_a_passing_and_a_failing_fixture() -> None:
 def test_rule_names_are_unique_and_levels_known() -> None:
     assert len({r.name for r in RULES}) == len(RULES)
     assert {r.level for r in RULES} == {"mandatory", "advisory"}
-    assert {r.name for r in RULES if r.level == "advisory"} == {"interactive-warm-pool", "time-slicing-interactive-or-batch"}
+    assert {r.name for r in RULES if r.level == "advisory"} == {"endpoint-open-acknowledged", "interactive-warm-pool", "time-slicing-interactive-or-batch"}
 
 
 def test_findings_are_sorted_mandatory_first() -> None:

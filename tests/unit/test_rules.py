@@ -242,6 +242,13 @@ CASES: list[Any] = [
     pytest.param("system-nodes", [at("cluster", "mode", value="Existing"), at("cluster", "systemNodes", value=None)], [], id="system/existing"),
     pytest.param("system-nodes", [at("cluster", "mode", value="Existing")], [("cluster.systemNodes", "systemNodes is only used with mode Create: an existing cluster brings its own system nodes")], id="system/existing-with"),
     pytest.param("system-nodes", [group(ami={"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"}, localStorage="RAID0")], [("nodeGroups[0].localStorage", "localStorage RAID0 is configured by nodeadm, which only AL2023 AMIs run")], id="system/raid0-bottlerocket"),
+    # endpoint
+    pytest.param("endpoint", [at("cluster", "publicEndpoint", value={"cidrs": ["203.0.113.0/24"]})], [], id="endpoint/limited"),
+    pytest.param("endpoint", [at("cluster", "publicEndpoint", value={"cidrs": ["0.0.0.0/0"], "acknowledgeOpenToInternet": "lab cluster without a VPN"})], [], id="endpoint/open-acknowledged"),
+    pytest.param("endpoint", [at("cluster", "publicEndpoint", value={"acknowledgeOpenToInternet": "lab cluster without a VPN"})], [], id="endpoint/default-acknowledged"),
+    pytest.param("endpoint", [at("cluster", "mode", value="Existing"), at("cluster", "systemNodes", value=None), at("cluster", "publicEndpoint", value={"cidrs": ["203.0.113.0/24"]})], [("cluster.publicEndpoint", "publicEndpoint is only used with mode Create: gpufleet does not change an existing cluster's endpoint")], id="endpoint/existing"),
+    pytest.param("endpoint", [at("cluster", "endpointAccess", value="Private"), at("cluster", "publicEndpoint", value={"cidrs": ["203.0.113.0/24"]})], [("cluster.publicEndpoint", "publicEndpoint is set but endpointAccess is Private: there is no public endpoint")], id="endpoint/private"),
+    pytest.param("endpoint", [at("cluster", "publicEndpoint", value={"cidrs": ["203.0.113.0/24"], "acknowledgeOpenToInternet": "lab cluster without a VPN"})], [("cluster.publicEndpoint.acknowledgeOpenToInternet", "acknowledgeOpenToInternet is set but the endpoint is not open: only 203.0.113.0/24 may reach it")], id="endpoint/acknowledged-but-limited"),
     # network
     pytest.param("network", [EFA_P5], [], id="network/efa"),
     pytest.param("network", [ALL_VERSIONS, through("network"), group(instanceType="p5en.48xlarge", fabric="RDMA"), at("network", value={"rdma": {"networks": [{"name": "rail0", "interface": "ib0", "hca": "mlx5_0"}]}})], [], id="network/rdma"),
