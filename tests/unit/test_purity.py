@@ -48,3 +48,15 @@ def test_importing_every_core_module_loads_no_pulumi() -> None:
     ) + "print(bad)\n"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=CORE.parent, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_model_is_a_pure_layer_below_the_cli() -> None:
+    """gpufleet.model reads spec, catalog, plan and the manifest builders; the CLI and commands sit above it."""
+    offenders = []
+    for path in sorted((CORE / "model").rglob("*.py")):
+        rel = str(path.relative_to(CORE.parent))
+        for node, names in _imports(ast.parse(path.read_text(), filename=rel)):
+            for name in names:
+                if name in ("gpufleet.cli", "gpufleet.explain", "gpufleet.synth", "gpufleet.report") or name.startswith("components"):
+                    offenders.append(f"{rel}:{node.lineno} imports {name}")
+    assert offenders == []

@@ -1,0 +1,254 @@
+"""Will it run? A workload through every gate a real cluster puts in its way, in the order it meets them:
+Kueue admission (and the API server's admission policies), then per pod set: scheduling on the node groups it may
+use, the Cluster Autoscaler bringing the nodes, the kubelet's Topology Manager, the device plugin's Allocate.
+
+Assumption, stated in every report: an otherwise idle fleet (no other workload holds quota or nodes), node groups
+able to grow to maxSize through the autoscaler, and Kueue TAS seeing only the minSize nodes that exist before any
+scale-up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+from gpufleet.builders.common import LABEL_NODE_GROUP
+from gpufleet.errors import Path
+from gpufleet.manifests.network import GPU_RESOURCE
+from gpufleet.model import device_plugin, kubelet, kueue_admission, scheduling
+from gpufleet.model.autoscaler import scale_up_blocker
+from gpufleet.model.nodes import NodeModel, fleet_nodes
+from gpufleet.model.workload import QUEUE_LABEL, PodSet, PodSpec, Workload
+from gpufleet.plan import RolloutPlan
+
+ASSUMPTION = "assumes an otherwise idle fleet: no other workload holds quota or nodes; groups grow to maxSize through the autoscaler"
+SYSTEM_GROUP = "system"
+STAGES = ("admission", "scheduling", "kubelet", "device-plugin", "autoscaler")
+# Policy resource names -> kinds (admissionregistration resourceRules).
+_RESOURCE_KIND = {"jobs": "Job", "jobsets": "JobSet", "pods": "Pod", "deployments": "Deployment", "statefulsets": "StatefulSet", "pytorchjobs": "PyTorchJob", "mpijobs": "MPIJob", "trainjobs": "TrainJob"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reason:
+    stage: str
+    message: str
+    fix: str
+    spec_path: Path | None = None  # the fleet spec field to change, when the fix is the spec's
+
+    def json(self) -> dict[str, str]:
+        return {"stage": self.stage, "message": self.message, "fix": self.fix}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    kind: str
+    namespace: str
+    name: str
+    runs: bool
+    cluster_queue: str | None = None
+    flavor: str | None = None
+    node_group: str | None = None
+    reasons: tuple[Reason, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            "runs": self.runs,
+            "clusterQueue": self.cluster_queue,
+            "flavor": self.flavor,
+            "nodeGroup": self.node_group,
+            "reasons": [r.json() for r in self.reasons],
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FleetModel:
+    """Everything the gates read, derived once from the plan of one environment."""
+
+    plan: RolloutPlan
+    nodes: Mapping[str, NodeModel]
+    kueue: kueue_admission.Kueue | None
+    queue_policy: tuple[frozenset[str], frozenset[str], str] | None  # (kinds, namespaces, message)
+    system_nodes: bool
+    paths: Mapping[str, Path] = field(default_factory=dict)
+
+    def group_path(self, group: str, *rest: str | int) -> Path | None:
+        base = self.paths.get(f"nodeGroup:{group}")
+        return None if base is None else base + rest
+
+
+def _queue_policy(plan: RolloutPlan) -> tuple[frozenset[str], frozenset[str], str] | None:
+    policy = binding = None
+    for stage in plan.included():
+        for res in stage.content.resources:
+            obj = res.args.get("object") or {}
+            if obj.get("metadata", {}).get("name") == "gpufleet-require-queue-name":
+                if obj["kind"] == "ValidatingAdmissionPolicy":
+                    policy = obj
+                elif obj["kind"] == "ValidatingAdmissionPolicyBinding":
+                    binding = obj
+    if policy is None or binding is None:
+        return None
+    kinds = frozenset(_RESOURCE_KIND[r] for rule in policy["spec"]["matchConstraints"]["resourceRules"] for r in rule["resources"] if r in _RESOURCE_KIND)
+    namespaces = frozenset(v for e in binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"] for v in e["values"])
+    return kinds, namespaces, policy["spec"]["validations"][0]["message"]
+
+
+def fleet_model(plan: RolloutPlan) -> FleetModel:
+    return FleetModel(
+        plan=plan,
+        nodes={n.group: n for n in fleet_nodes(plan)},
+        kueue=kueue_admission.from_plan(plan),
+        queue_policy=_queue_policy(plan),
+        system_nodes=plan.fleet.cluster.system_nodes is not None,
+        paths=plan.fleet.paths,
+    )
+
+
+def _effective_pod(pod: PodSpec, flavor: kueue_admission.Flavor | None) -> tuple[PodSpec, list[Mapping[str, Any]]]:
+    """The pod as the scheduler sees it: Kueue's flavor injection, then ExtendedResourceToleration."""
+    selector = dict(pod.node_selector)
+    tolerations = list(pod.tolerations)
+    if flavor is not None:
+        selector.update(flavor.node_labels)
+        tolerations += list(flavor.tolerations)
+    tolerations += scheduling.extended_resource_tolerations(pod)
+    effective = PodSpec(
+        containers=pod.containers,
+        init_containers=pod.init_containers,
+        node_selector=selector,
+        required_terms=pod.required_terms,
+        tolerations=tuple(tolerations),
+        topology_request=pod.topology_request,
+    )
+    return effective, tolerations
+
+
+def _wants_gpu_nodes(pod: PodSpec) -> bool:
+    return any(scheduling.is_extended(r) and v > 0 for r, v in pod.request().items())
+
+
+def _place(model: FleetModel, ps: PodSet, pod: PodSpec, tolerations: list[Mapping[str, Any]], daemon: bool) -> tuple[list[str], Reason | None]:
+    """The node groups this pod set runs on, or the first gate that stops it."""
+    request = pod.request()
+    selected = [n for n in model.nodes.values() if scheduling.matches_node(pod, n.labels)]
+    for node in selected:
+        mig = device_plugin.unadvertised_mig(node, pod)
+        if mig:
+            return [], Reason(stage="device-plugin", message=mig, fix=f"request {GPU_RESOURCE} (one MIG slice each) on node group {node.group}")
+    explicit = bool(pod.node_selector or pod.required_terms)
+    tolerated = [n for n in selected if not scheduling.untolerated(n.taints, tolerations)]
+    if daemon:
+        refused = [n for n in selected if n not in tolerated]
+        if refused and explicit:
+            t = scheduling.untolerated(refused[0].taints, tolerations)[0]
+            return [], Reason(stage="scheduling", message=f"node group {refused[0].group} has taint {t['key']}={t['value']}:{t['effect']} the DaemonSet does not tolerate", fix=f"add a toleration for {t['key']}")
+        groups = [n.group for n in tolerated]
+        if not groups and model.system_nodes and not _wants_gpu_nodes(pod) and scheduling.matches_node(pod, {LABEL_NODE_GROUP: SYSTEM_GROUP}):
+            return [SYSTEM_GROUP], None
+        if not groups:
+            return [], Reason(stage="scheduling", message="the DaemonSet selects no node of this fleet it tolerates", fix="select a node group by gpufleet.io/node-group and tolerate its taints")
+        for node in tolerated:
+            refusal = _on_node(model, node, pod, tolerations, 1)
+            if refusal:
+                return [], refusal
+        return groups, None
+    on_system = model.system_nodes and not _wants_gpu_nodes(pod) and scheduling.matches_node(pod, {LABEL_NODE_GROUP: SYSTEM_GROUP})
+    if on_system and not tolerated:
+        return [SYSTEM_GROUP], None  # the untainted CPU nodes take what the GPU groups refuse
+    if not selected:
+        wanted = ", ".join(f"{k}={v}" for k, v in sorted(pod.node_selector.items())) or "its node affinity"
+        return [], Reason(stage="scheduling", message=f"no node group matches {wanted}", fix=f"select a node group with nodeSelector gpufleet.io/node-group: <group> ({', '.join(sorted(model.nodes))})")
+    if not tolerated:
+        node = selected[0]
+        t = scheduling.untolerated(node.taints, tolerations)[0]
+        return [], Reason(stage="scheduling", message=f"node(s) had untolerated taint {{{t['key']}: {t['value']}}} on node group {node.group}", fix=f"add a toleration for {t['key']}, or submit it through the team's queue (Kueue adds the flavor's tolerations)")
+    fitting = [n for n in tolerated if not scheduling.insufficient(request, n.allocatable)]
+    if not fitting:
+        node = tolerated[0]
+        missing = scheduling.insufficient(request, node.allocatable)
+        detail = ", ".join(f"{r} (asks {kueue_admission.fmt(r, request[r])}, a node offers {kueue_admission.fmt(r, node.allocatable.get(r, 0))})" for r in missing)
+        return [], Reason(stage="scheduling", message=f"Insufficient {', '.join(missing)} on node group {node.group}: {detail}", fix="ask for at most what one node offers (`gpufleet plan` lists the per-node shape)")
+    stop: Reason | None = None
+    for node in fitting:
+        stop = _on_node(model, node, pod, tolerations, ps.count)
+        if stop is None:
+            return [node.group], None
+    return [], stop
+
+
+def _on_node(model: FleetModel, node: NodeModel, pod: PodSpec, tolerations: list[Mapping[str, Any]], pods: int) -> Reason | None:
+    blocked = scale_up_blocker(node, pod, tolerations, pods)
+    if blocked:
+        return Reason(stage="autoscaler", message=blocked[0], fix=blocked[1], spec_path=model.group_path(node.group, "scaling"))
+    refused = kubelet.topology_error(node, pod)
+    if refused:
+        what, needed = refused
+        gpus = node.per_numa.get(GPU_RESOURCE, {}).get(0, 0)
+        message = (
+            f"TopologyAffinityError on node group {node.group}: Topology Manager {node.topology_policy} (scope {node.topology_scope}) cannot align the "
+            f"{what}'s devices and CPUs on {'one NUMA node' if node.topology_policy == 'single-numa-node' else 'a preferred NUMA set'}; "
+            f"{node.instance_type} has {len(node.numa_nodes)} NUMA nodes with {gpus} GPUs each and the narrowest fit spans {needed}"
+        )
+        fix = f"set topology.policy: restricted on node group {node.group} (admits the narrowest NUMA set), or ask for at most {gpus} GPUs per pod"
+        return Reason(stage="kubelet", message=message, fix=fix, spec_path=model.group_path(node.group, "topology", "policy"))
+    error = device_plugin.allocate_error(node, pod)
+    if error:
+        return Reason(stage="device-plugin", message=f"UnexpectedAdmissionError on node group {node.group}: {error}", fix=f"ask for {GPU_RESOURCE}: 1 per container on shared node group {node.group}, or use an Exclusive group")
+    return None
+
+
+def _admission_policy(model: FleetModel, wl: Workload) -> Reason | None:
+    if model.queue_policy is None or model.kueue is None:
+        return None
+    kinds, namespaces, message = model.queue_policy
+    if wl.kind not in kinds or wl.namespace not in namespaces or wl.owner_kinds:
+        return None
+    if kueue_admission.queue_name(model.kueue, wl):
+        return None
+    return Reason(stage="admission", message=f"denied by ValidatingAdmissionPolicy gpufleet-require-queue-name: {message}", fix=f"set the label {QUEUE_LABEL}: <team> on the {wl.kind}")
+
+
+def explain(model: FleetModel, wl: Workload) -> Verdict:
+    base = Verdict(kind=wl.kind, namespace=wl.namespace, name=wl.name, runs=False)
+    injected: Mapping[str, kueue_admission.Flavor] = {}
+    cluster_queue = None
+    flavor = None
+    notes: list[str] = []
+    if model.kueue is not None:
+        denied = _admission_policy(model, wl)
+        if denied:
+            return replace(base, runs=False, reasons=(denied,))
+        admission = kueue_admission.admit(model.kueue, wl, model.nodes)
+        cluster_queue = admission.cluster_queue
+        flavor = ", ".join(dict.fromkeys(admission.flavors.values())) or None
+        if admission.managed and admission.reason:
+            return replace(base, runs=False, cluster_queue=cluster_queue, flavor=flavor, reasons=(Reason(stage="admission", message=admission.reason, fix=admission.fix or _admission_fix(model, admission.reason)),))
+        if not admission.managed:
+            notes.append(f"not managed by Kueue: {admission.reason}")
+        injected = admission.injected
+    groups: list[str] = []
+    for ps in wl.pod_sets:
+        pod, tolerations = _effective_pod(ps.pod, injected.get(ps.name))
+        placed, stop = _place(model, ps, pod, tolerations, daemon=wl.kind == "DaemonSet")
+        if stop:
+            return replace(base, runs=False, cluster_queue=cluster_queue, flavor=flavor, reasons=(stop,), notes=tuple(notes))
+        groups += [g for g in placed if g not in groups]
+    return replace(base, runs=True, cluster_queue=cluster_queue, flavor=flavor, node_group=", ".join(groups) or None, notes=tuple(notes))
+
+
+def _admission_fix(model: FleetModel, reason: str) -> str:
+    if "supports only TopologyAwareScheduling" in reason:
+        return "add the pod template annotation kueue.x-k8s.io/podset-preferred-topology: kubernetes.io/hostname, or set topology.placement: None on the node group"
+    if "allows to fit only" in reason:
+        return "set topology.placement: None on the node group (TAS counts only Ready nodes), or raise its minSize"
+    if "unavailable in ClusterQueue" in reason:
+        return "remove the request, or give the team quota on a node group that offers it"
+    if "insufficient quota" in reason:
+        return "ask for less, or raise the team's quota (teams[].quotas[].gpus, borrowingLimit) on that node group"
+    if "doesn't match node affinity" in reason or "untolerated taint" in reason:
+        return "select a node group the team has quota on (nodeSelector gpufleet.io/node-group)"
+    return "see the Kueue Workload's status for details"

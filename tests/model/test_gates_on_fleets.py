@@ -1,0 +1,138 @@
+"""The gates on whole fleets: the contradictions of issue 11, each as a fleet that has it, and the node model."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from gpufleet.model import device_plugin
+from gpufleet.model.canonical import canonical, rendered
+from gpufleet.model.explain import FleetModel, explain
+from gpufleet.model.workload import workload
+from tests.model.conftest import group
+
+MakeModel = Callable[..., FleetModel]
+
+
+def _job(ns: str, limits: dict[str, Any], selector: dict[str, str], labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    template: dict[str, Any] = {"spec": {"nodeSelector": selector, "containers": [{"name": "c", "resources": {"limits": limits}}]}}
+    if annotations:
+        template["metadata"] = {"annotations": annotations}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": ns, "labels": labels or {}}, "spec": {"template": template}}
+
+
+def test_node_model_of_p5(make_model: MakeModel) -> None:
+    node = make_model().nodes["h100"]
+    assert node.labels["gpufleet.io/node-group"] == "h100"
+    assert [t["key"] for t in node.taints] == ["nvidia.com/gpu", "vpc.amazonaws.com/efa"]
+    assert node.allocatable["nvidia.com/gpu"] == 8 and node.allocatable["vpc.amazonaws.com/efa"] == 32
+    assert node.per_numa["nvidia.com/gpu"] == {0: 4, 1: 4}
+    assert node.template is not None and node.template["resources"]["vpc.amazonaws.com/efa"] == 32
+    notebooks = make_model().nodes["notebooks"]
+    assert notebooks.allocatable["nvidia.com/gpu"] == 4 and notebooks.fail_requests_greater_than_one
+
+
+def test_single_numa_node_rejects_the_bandwidth_gate(make_model: MakeModel) -> None:
+    """Contradiction 1: the NCCL gate asks for 8 GPUs and every EFA device on a 2-NUMA p5 under single-numa-node."""
+
+    def edit(d: dict[str, Any]) -> None:
+        group(d, "h100")["topology"] = {"policy": "single-numa-node", "scope": "pod", "placement": "None"}
+
+    model = make_model(edit)
+    gate = next(w for w in rendered(model) if w.name == "nccl-gate-h100")
+    verdict = explain(model, gate)
+    assert not verdict.runs
+    assert verdict.reasons[0].stage == "kubelet"
+    assert verdict.reasons[0].spec_path == ("nodeGroups", 0, "topology", "policy")
+    assert "TopologyAffinityError on node group h100" in verdict.reasons[0].message
+
+
+def test_restricted_admits_the_full_node_pod(make_model: MakeModel) -> None:
+    def edit(d: dict[str, Any]) -> None:
+        group(d, "h100")["topology"] = {"policy": "restricted", "scope": "pod", "placement": "None"}
+
+    model = make_model(edit)
+    gate = next(w for w in rendered(model) if w.name == "nccl-gate-h100")
+    assert explain(model, gate).runs
+    assert explain(model, canonical(model, model.plan.fleet.node_group("h100"))).runs
+
+
+def test_single_numa_node_rejects_tp8_inference_on_g6e_48xlarge(make_model: MakeModel) -> None:
+    def edit(d: dict[str, Any]) -> None:
+        g = group(d, "l40s")
+        g["instanceType"] = "g6e.48xlarge"
+        g["topology"] = {"policy": "single-numa-node"}
+
+    model = make_model(edit)
+    job = workload(_job("language", {"nvidia.com/gpu": 8, "cpu": "64", "memory": "256Gi"}, {"gpufleet.io/node-group": "l40s"}, {"kueue.x-k8s.io/queue-name": "language"}))
+    verdict = explain(model, job)
+    assert not verdict.runs and verdict.reasons[0].stage == "kubelet"
+
+
+def test_tas_flavor_on_a_group_scaling_from_zero_admits_nothing(make_model: MakeModel) -> None:
+    """Contradiction 2: TAS counts Ready nodes only; minSize 0 and no ProvisioningRequest check: never admitted."""
+
+    def edit(d: dict[str, Any]) -> None:
+        group(d, "h100")["topology"] = {"policy": "restricted", "placement": "Required"}
+
+    model = make_model(edit)
+    job = _job("vision", {"nvidia.com/gpu": 8}, {"gpufleet.io/node-group": "h100"}, {"kueue.x-k8s.io/queue-name": "vision"}, {"kueue.x-k8s.io/podset-required-topology": "kubernetes.io/hostname"})
+    verdict = explain(model, workload(job))
+    assert not verdict.runs and verdict.reasons[0].stage == "admission"
+    assert 'topology "aws-network" allows to fit only 0 out of 1 pod(s)' in verdict.reasons[0].message
+
+
+def test_mixed_queue_refuses_a_plain_job_on_the_tas_flavor(make_model: MakeModel) -> None:
+    """Contradiction 3: the documented example Job has no topology request; the TAS flavor refuses it."""
+
+    def edit(d: dict[str, Any]) -> None:
+        group(d, "h100")["topology"] = {"policy": "restricted", "placement": "Preferred"}
+
+    model = make_model(edit)
+    verdict = explain(model, workload(_job("vision", {"nvidia.com/gpu": 8}, {"gpufleet.io/node-group": "h100"}, {"kueue.x-k8s.io/queue-name": "vision"})))
+    assert not verdict.runs
+    assert 'Flavor "h100" supports only TopologyAwareScheduling' in verdict.reasons[0].message
+
+
+def test_gpu_pod_without_queue_label_escapes_when_kueue_ignores_it(make_model: MakeModel) -> None:
+    """Contradiction 4 as the model sees it: a bare GPU Pod in a team namespace, not managed by Kueue."""
+    model = make_model()
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "vision"}, "spec": {"nodeSelector": {"gpufleet.io/node-group": "notebooks"}, "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
+    verdict = explain(model, workload(pod))
+    assert verdict.runs and verdict.cluster_queue is None
+    assert verdict.notes[0].startswith("not managed by Kueue: no kueue.x-k8s.io/queue-name label")
+
+
+def test_time_slicing_refuses_two_shared_gpus(make_model: MakeModel) -> None:
+    model = make_model()
+    node = model.nodes["notebooks"]
+    job = workload(_job("vision", {"nvidia.com/gpu": 2}, {"gpufleet.io/node-group": "notebooks"}, {"kueue.x-k8s.io/queue-name": "vision"}))
+    assert device_plugin.allocate_error(node, job.pod_sets[0].pod) == "request for 'nvidia.com/gpu: 2' too large: maximum request size for shared resources is 1"
+    verdict = explain(model, job)
+    assert not verdict.runs and verdict.reasons[0].stage == "device-plugin"
+
+
+def test_mig_resource_name_under_single_strategy(make_model: MakeModel) -> None:
+    model = make_model()
+    job = workload(_job("default", {"nvidia.com/mig-1g.5gb": 1}, {"gpufleet.io/node-group": "a100-mig"}))
+    verdict = explain(model, job)
+    assert not verdict.runs and verdict.reasons[0].stage == "device-plugin"
+    assert "advertises every slice as nvidia.com/gpu" in verdict.reasons[0].message
+
+
+def test_autoscaler_cannot_exceed_max_size(make_model: MakeModel) -> None:
+    model = make_model()
+    job = _job("speech", {"nvidia.com/gpu": 1}, {"gpufleet.io/node-group": "a100-mig"}, {"kueue.x-k8s.io/queue-name": "speech"})
+    job["spec"]["parallelism"] = 4 * 56 + 1  # a100-mig: maxSize 4 nodes x 8 GPUs x 7 slices
+    verdict = explain(model, workload(job))
+    assert not verdict.runs
+
+
+def test_without_autoscaler_a_group_at_zero_never_grows(make_model: MakeModel) -> None:
+    def edit(d: dict[str, Any]) -> None:
+        d["cluster"]["autoscaler"] = "None"
+
+    model = make_model(edit)
+    job = workload(_job("speech", {"nvidia.com/gpu": 1}, {"gpufleet.io/node-group": "a100-mig"}, {"kueue.x-k8s.io/queue-name": "speech"}))
+    verdict = explain(model, job)
+    assert not verdict.runs and verdict.reasons[0].stage == "autoscaler"
+    assert verdict.reasons[0].message == "node group a100-mig keeps 0 node(s) and nothing scales it up (cluster.autoscaler is None); 1 needed"
