@@ -13,39 +13,64 @@ from typing import Mapping
 
 from gpufleet.diagnose.findings import Finding, Severity
 
+# Every pattern below is anchored or bounded (a run-away line costs O(length), not O(length^2)), and lines are cut at
+# MAX_LINE: NCCL's longest lines (a ring order of 1,024 ranks) are about 5 KB.
+MAX_LINE = 16_384
 # debug.cc: "%s:%d:%d [%d] NCCL INFO " (host, pid, tid, cudaDev); a WARN puts "file:line " (2.30: "file:line (fn) ")
-# before "NCCL WARN". Searched, not anchored: MPI "[1,0]<stdout>:", torchrun "[rank3]:", kubectl --prefix/--timestamps
-# and NCCL_DEBUG_TIMESTAMP_FORMAT all come before the host; interleaved writers can put two headers on one line.
-_HEADER = re.compile(
-    r"(?P<host>[A-Za-z0-9][A-Za-z0-9._-]*):(?P<pid>\d+):\d+ \[\d+\] "
-    r"(?:\S+:\d+ (?:\([^)]*\) )?)?NCCL (?P<level>INFO|WARN) ?"
+# before "NCCL WARN". MPI "[1,0]<stdout>:", torchrun "[rank3]:", kubectl --prefix/--timestamps and
+# NCCL_DEBUG_TIMESTAMP_FORMAT all come before the host; interleaved writers can put two headers on one line. So the
+# parser finds each "NCCL INFO|WARN" marker (a literal: a fast scan) and reads the header in a bounded window before
+# it, ending at the marker; the host must start after a character that cannot be part of it.
+_MARKER = re.compile(r"NCCL (INFO|WARN)\b ?")
+_WINDOW = 800  # longer than any header: host (253), pid and tid, device, "file:line (function) "
+_HEAD = re.compile(
+    r"(?<![\w.-])(?P<host>[A-Za-z0-9][\w.-]{0,252}):(?P<pid>\d{1,10}):\d{1,10} \[\d{1,5}\] "
+    r"(?:[\w./+-]{1,255}:\d{1,7} (?:\([^()]{0,255}\) )?)?$"
 )
+# Without "host:pid:tid" (NCCL_DEBUG_FILE tails, some launchers' stdout, old bug reports: "[1] NCCL INFO ...",
+# "transport/nvls.cc:165 NCCL WARN ...") a marker's lines go to the process with host "".
+# aws-ofi-nccl before 1.2 logged through its own macros: "INFO: Function: ofi_init Line: 1076: NET/OFI ...".
+_OFI_OLD = re.compile(r"\b(?P<level>INFO|WARN): Function: \w{1,100} Line: \d{1,7}: ")
+# ISO-8601 stamps of log shippers. A CloudWatch export glues the stamp to the host ("...208-07:00ip-10-36-29-253:79"),
+# which would otherwise read as a host named "00ip-10-36-29-253".
+_STAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?")
+# libfabric's own log: "libfabric:85:1747438790::core:core:fi_getinfo_():1392<warn> fi_getinfo: ..."
+_LIBFABRIC = re.compile(r"libfabric:\d{1,10}:\d{1,20}::[^\s<]{0,200}<warn> (.*)")
+# Fatal error strings that NCCL and PyTorch print outside a WARN line (ncclGetErrorString, "NCCL error in: ...").
+_FAILURE = re.compile(r"(?:Cuda|CUDA|NCCL) failure\b|ncclUnhandledCudaError|ncclSystemError|ncclInternalError|ncclRemoteError")
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)(\S*)")  # init.cc VERSION_STRING; <=2.22 printf()s it bare
-_CHANNEL = re.compile(  # transport/{net,p2p,shm}.cc "Channel %02d/%d : %d[%d] -> %d[%d] [send] via NET/%s/%d%s%s%s"
-    r"^Channel \d+(?:/\d+)? : (\d+)\[\w+\] -> (\d+)\[\w+\] (?:\[(send|receive)\] )?via (.+)$"
+# transport/{net,p2p,shm}.cc "Channel %02d/%d : %d[%d] -> %d[%d] [send] via NET/%s/%d%s%s%s"; before 2.12
+# (transport.cc) "Ring %02d : %d -> %d [receive] via NET/%s/%d" for network peers and "%d[%d] -> %d[%d]" inside.
+_CHANNEL = re.compile(
+    r"^(?:Channel|Ring) \d+(?:/\d+)? : (\d+)(?:\[\w+\])? -> (\d+)(?:\[\w+\])? (?:\[(send|receive)\] )?via (.+)$"
 )
 _VIA_NET = re.compile(r"^NET/([^/]+)/\d+(?:\(\d+\))?(\S*)")  # net name may hold a space: "AWS Libfabric"
-_NETWORK = re.compile(r"^Using network (.+?)\s*$")  # init.cc "Using network %s"
+_NETWORK = re.compile(r"^Using network (.+)$")  # init.cc "Using network %s"
 _PLUGIN_LOADED = re.compile(r"^NET/Plugin ?: ?Loaded net plugin (.+?) \(v\d+\)")  # plugin/net/net_v*.cc
-_PLUGIN_LIB = re.compile(r"([\w.+-]+\.so[\w.]*): (?:cannot open shared object file|undefined symbol)")
+_PLUGIN_LIB = re.compile(r"(?<![\w.+-])([\w.+-]{1,200}\.so[\w.]{0,20}): (?:cannot open shared object file|undefined symbol)")
 _BOOTSTRAP = re.compile(r"^Bootstrap ?: ?Using ?(?:\[\d+\])?([^:\s]+):")  # bootstrap.cc, "Bootstrap :" before 2.24
 _SOCKET = re.compile(r"^NET/Socket ?: ?Using (.*)")  # net_socket.cc "NET/Socket : Using [0]eth0:10.0.0.5<0>"
 _IFACE = re.compile(r"\[\d+\]([^:\s\[]+):")
 _IB = re.compile(r"^NET/IB\w* ?: ?Using (.*?)(?:; OOB ([^:\s]+):.*)?$")  # net_ib "...[RO]; OOB %s:%s", HPC-X "IBext"
 _IB_DEV = re.compile(r"\[\d+\]([^:\s\[]+):\d+[:\d]*/(\w+)")
-_GDR = re.compile(r"GPU Direct RDMA (Enabled|Disabled) for (?:HCA|GPU)")  # graph/topo.cc, graph/paths.cc
-_ENV = re.compile(r"^([A-Z][A-Z0-9_]+) set (?:by environment )?to (.*?)\s*$")  # "%s set by environment to %s";
+# graph/paths.cc "GPU Direct RDMA Disabled for GPU %d[%d] / HCA %d (distance %d > %d)" (">=" before 2.12), transport/
+# net_ib.cc "NET/IB : GPU Direct RDMA Disabled for HCA %d '%s' (no module)" (the suffix since 2.19).
+_GDR = re.compile(r"GPU Direct RDMA (Enabled|Disabled) for (?:HCA|GPU)(?:[^(]{0,100}\((distance \d+ >=? \d+|no module)\))?")
+_ENV = re.compile(r"^([A-Z][A-Z0-9_]+) set (?:by environment )?to (.*)$")  # "%s set by environment to %s";
 # net_ib prints "NCCL_IB_HCA set to %s", param.cc ends numbers with "."
 _INIT = re.compile(r"comm \S+ rank (\d+) nranks (\d+) cudaDev \d+")  # init.cc "... - Init START|COMPLETE"
-_OFI_VERSION = re.compile(r"^NET/OFI Initializing aws-ofi-nccl (\S+)")
-_OFI_PROVIDER = re.compile(r"^NET/OFI Selected [Pp]rovider is ([^,\s]+),?(?: fabric is \S+)? \(found (\d+) nics\)")
+# init.cc (2.19+) "comm %p rank %d nRanks %d nNodes %d localRanks %d localRank %d MNNVL %d"
+_SHAPE = re.compile(r"comm \S+ rank \d+ nRanks (\d+) nNodes (\d+) localRanks (\d+) ")
+_PLATFORM = re.compile(r"^NET/OFI Running on (\S+) platform")  # aws-ofi-nccl platform-aws.cpp
+_OFI_VERSION = re.compile(r"^NET/OFI (?:Initializing|Using) aws-ofi-nccl (\S+)")
+_OFI_PROVIDER = re.compile(r"^NET/OFI Selected [Pp]rovider is ([^,\s]+),?(?: fabric is \S+)?(?: \(found (\d+) nics\))?")
 
 MANAGEMENT_IFACES = frozenset({"eth0"})
 
 
 @dataclass(slots=True)
 class Process:
-    """One NCCL process (host:pid) as its log lines describe it."""
+    """One NCCL process (host:pid) as its log lines describe it; host "" holds the lines without a host prefix."""
 
     host: str
     pid: int
@@ -63,12 +88,16 @@ class Process:
     ofi_version: str | None = None
     ofi_provider: str | None = None
     ofi_nics: int = 0
+    platform: str | None = None
     bootstrap_iface: str | None = None
     socket_ifaces: list[str] = field(default_factory=list)
     ib_devices: list[str] = field(default_factory=list)
     oob_iface: str | None = None
     gdr_enabled: bool = False
     gdr_disabled: bool = False
+    gdr_reason: str | None = None  # "distance 7 > 4" or "no module"
+    shape: tuple[int, int, int] | None = None  # (nRanks, nNodes, localRanks) of the largest communicator
+    warnings: list[str] = field(default_factory=list)  # NCCL WARN messages, first seen first, without repeats
     env: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -78,11 +107,23 @@ class Process:
 
 @dataclass(slots=True)
 class NcclLog:
-    """processes by (host, pid); bare_versions: "NCCL version" lines without a header (rank 0, NCCL <= 2.22)."""
+    """processes by (host, pid); bare_versions: "NCCL version" lines without a header (rank 0, NCCL <= 2.22);
+    failures: "Cuda failure"/"NCCL failure" lines and NCCL error codes outside WARN lines (the application's own
+    report); libfabric: libfabric's own warnings."""
 
     processes: dict[tuple[str, int], Process] = field(default_factory=dict)
     bare_versions: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    libfabric: list[str] = field(default_factory=list)
     truncated: bool = False
+
+
+_KEEP = 20  # evidence lines kept per kind: enough to quote, bounded for logs of millions of lines
+
+
+def _note(items: list[str], msg: str) -> None:
+    if len(items) < _KEEP and msg not in items:
+        items.append(msg)
 
 
 def parse_nccl(text: str) -> NcclLog:
@@ -90,21 +131,51 @@ def parse_nccl(text: str) -> NcclLog:
     lines = text.splitlines()
     if text and not text.endswith(("\n", "\r")):
         lines, log.truncated = lines[:-1], True  # the last line was cut mid-write
-    for line in lines:
-        headers = list(_HEADER.finditer(line))
-        if not headers:
-            if m := _VERSION.search(line):
-                log.bare_versions.append(m.group(1) + m.group(2))
+    for raw in lines:
+        line = raw[:MAX_LINE]
+        headers = _headers(line)
+        seen: set[tuple[tuple[str, int], str]] = set()
+        for i, (key, level, _, end) in enumerate(headers):
+            stop = headers[i + 1][2] if i + 1 < len(headers) else len(line)
+            msg = " ".join(line[end:stop].split()).removesuffix(" |").removesuffix("|")
+            if (key, msg) not in seen:  # a log shipper that repeats the line after " | "
+                seen.add((key, msg))
+                _read(_process(log, key), level, msg)
+        if headers:
             continue
-        for i, h in enumerate(headers):
-            end = headers[i + 1].start() if i + 1 < len(headers) else len(line)
-            key = (h.group("host"), int(h.group("pid")))
-            proc = log.processes.get(key) or log.processes.setdefault(key, Process(key[0], key[1]))
-            _read(proc, h.group("level"), " ".join(line[h.end() : end].split()))
+        if "Function: " in line and (old := _OFI_OLD.search(line)):
+            _read(_process(log, ("", 0)), old.group("level"), " ".join(line[old.end():].split()))
+        elif m := _VERSION.search(line):
+            log.bare_versions.append(m.group(1) + m.group(2))
+        elif "libfabric:" in line and (m := _LIBFABRIC.search(line)):
+            _note(log.libfabric, " ".join(m.group(1).split()).removesuffix(" |"))
+        elif ("failure" in line or "nccl" in line) and _FAILURE.search(line):
+            _note(log.failures, " ".join(line.split()))
     return log
 
 
+def _headers(line: str) -> list[tuple[tuple[str, int], str, int, int]]:
+    """(process key, level, start of the header, end of the header) of each NCCL line header in a line."""
+    out: list[tuple[tuple[str, int], str, int, int]] = []
+    floor = 0
+    for marker in _MARKER.finditer(line):
+        lo = max(floor, marker.start() - _WINDOW)
+        # Blank out shippers' timestamps (same length, so offsets hold): glued to the host they would become part of it.
+        window = _STAMP.sub(lambda m: " " * len(m.group()), line[lo : marker.start()])
+        head = _HEAD.search(window)
+        key = (head.group("host"), int(head.group("pid"))) if head else ("", 0)
+        out.append((key, marker.group(1), lo + head.start() if head else marker.start(), marker.end()))
+        floor = marker.end()
+    return out
+
+
+def _process(log: NcclLog, key: tuple[str, int]) -> Process:
+    return log.processes.get(key) or log.processes.setdefault(key, Process(key[0], key[1]))
+
+
 def _read(p: Process, level: str, msg: str) -> None:
+    if level == "WARN" and msg:
+        _note(p.warnings, msg)
     if m := _CHANNEL.match(msg):
         p.channel_ranks.add(int(m.group(2) if m.group(3) == "receive" else m.group(1)))
         if net := _VIA_NET.match(m.group(4)):
@@ -118,13 +189,19 @@ def _read(p: Process, level: str, msg: str) -> None:
             p.nranks, p.ranks = nranks, {rank}
         elif nranks == p.nranks:
             p.ranks.add(rank)
+    elif m := _SHAPE.search(msg):
+        shape = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        if p.shape is None or shape[0] > p.shape[0]:
+            p.shape = shape
     elif msg.startswith("NET/Plugin"):
         _read_plugin(p, msg)
     elif msg.startswith("NET/OFI"):
         if m := _OFI_VERSION.match(msg):
             p.ofi_version = m.group(1)
         elif m := _OFI_PROVIDER.match(msg):
-            p.ofi_provider, p.ofi_nics = m.group(1), int(m.group(2))
+            p.ofi_provider, p.ofi_nics = m.group(1), int(m.group(2) or 0)
+        elif m := _PLATFORM.match(msg):
+            p.platform = m.group(1)
         elif p.network is None and (level == "WARN" or "No eligible providers" in msg) and not p.plugin_error:
             p.plugin_error = msg  # aws-ofi-nccl failed during init: NCCL moves on to its internal transports
     elif m := _VERSION.match(msg):
@@ -140,7 +217,8 @@ def _read(p: Process, level: str, msg: str) -> None:
         p.oob_iface = m.group(2)
     elif m := _GDR.search(msg):
         p.gdr_enabled |= m.group(1) == "Enabled"
-        p.gdr_disabled |= m.group(1) == "Disabled"
+        if m.group(1) == "Disabled":
+            p.gdr_disabled, p.gdr_reason = True, p.gdr_reason or m.group(2)
     elif m := _ENV.match(msg):
         value = m.group(2)
         p.env[m.group(1)] = value[:-1] if re.fullmatch(r"-?\d+\.", value) else value

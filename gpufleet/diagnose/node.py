@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 
 from gpufleet.diagnose.findings import Finding, Severity
 
-_TOP = re.compile(r"^([A-Z][A-Za-z ()-]*?):(?:\s+(.*?))?\s*$")
-_RESOURCE = re.compile(r"^\s*(\S+?):\s+(\S+)")
+# Anchored and bounded: a line of any length is matched in one pass (the value is cut with str.strip, not a regex).
+_TOP = re.compile(r"^([A-Z][A-Za-z ()-]{0,63}):(?=\s|$)")
+_RESOURCE = re.compile(r"^\s{1,64}([^\s:]{1,253}):\s+(\S+)")
+MAX_LINE = 16_384  # kubectl's widest lines (a Conditions row with a long message) are far shorter
 _COLUMNS = re.compile(r"\s{2,}|\t")
 _TIMESTAMP = re.compile(r"\w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} [+-]\d{4}")  # Last{Heartbeat,Transition}Time
 # GPU Operator / k8s-device-plugin label catalog (see ../shared/UPSTREAM.md section 1).
@@ -58,34 +60,40 @@ class Node:
     allocatable: dict[str, str] | None = None
     pods: list[tuple[str, str]] | None = None  # (namespace, name)
     allocated: dict[str, str] | None = None  # resource -> requests
+    cut: str | None = None  # the section a partial paste stops in (its lines so far are kept)
 
 
 def parse_nodes(text: str) -> list[Node]:
     nodes: list[Node] = []
     sections: dict[str, list[str]] = {}
     key = ""
-    for line in text.splitlines():
+    lines = text.splitlines()
+    if text and not text.endswith(("\n", "\r")):
+        lines = lines[:-1]  # the paste stops inside its last line
+    for raw in lines:
+        line = raw[:MAX_LINE]
         top = _TOP.match(line)
-        if top and not line[0].isspace():
+        if top:
             key = top.group(1)
             if key == "Name" and sections:
-                nodes.append(_node(sections))
+                nodes.append(_node(sections, cut=None))
                 sections = {}
-            sections[key] = [top.group(2)] if top.group(2) else []
+            value = line[top.end():].strip()
+            sections[key] = [value] if value else []
         elif key and line[:1].isspace() and line.strip():
             sections[key].append(line)
         elif line.strip():
             key = ""  # an unindented line that is not "Key:": not part of any section
     if sections:
+        # kubectl ends with Events: input that stops earlier was cut inside its last section, whose lines are
+        # still whole; the checks treat what that section lacks as unknown, not absent.
         last = list(sections)[-1]
-        if last != "Events":  # kubectl ends with Events: input that stops earlier was cut inside its last section
-            del sections[last]
-        nodes.append(_node(sections))
+        nodes.append(_node(sections, cut=None if last == "Events" else last))
     return [n for n in nodes if n.name or n.labels or n.capacity is not None or n.conditions]
 
 
-def _node(s: dict[str, list[str]]) -> Node:
-    node = Node(name=(s.get("Name") or [""])[0].strip())
+def _node(s: dict[str, list[str]], cut: str | None) -> Node:
+    node = Node(name=(s.get("Name") or [""])[0].strip(), cut=cut)
     for item in _items(s.get("Labels", [])):
         k, _, v = item.partition("=")
         node.labels[k] = v
@@ -177,7 +185,9 @@ def check_node(source: str, node: Node) -> list[Finding]:
 
     gpu = is_gpu_node(node)
     cap, alloc = _gpus(node.capacity or {}), _gpus(node.allocatable or {})
-    if gpu and ready and ready.status == "True" and node.allocatable is not None and not sum(alloc.values()):
+    # A paste cut inside Allocatable shows some of its resources: a GPU resource it does not show is unknown, not 0.
+    alloc_known = node.allocatable is not None and (node.cut != "Allocatable" or bool(alloc))
+    if gpu and ready and ready.status == "True" and alloc_known and not sum(alloc.values()):
         if sum(cap.values()):
             add("critical", f"Ready but all {sum(cap.values())} GPUs are unhealthy (capacity "
                 f"{sum(cap.values())}, allocatable 0)",
@@ -197,7 +207,7 @@ def check_node(source: str, node: Node) -> list[Finding]:
                     "the device plugin withdrew GPUs after an error: read its pod log on this node and dmesg "
                     "(NVRM: Xid), run DCGM diagnostics (dcgmi diag -r 2), then drain and repair or replace the node",
                     "node.gpu-unhealthy")
-    if gpu and node.taints is not None and not any(t.key == "nvidia.com/gpu" for t in node.taints):
+    if gpu and node.taints is not None and node.cut != "Taints" and not any(t.key == "nvidia.com/gpu" for t in node.taints):
         add("warning",
             "no nvidia.com/gpu taint: pods that do not ask for GPUs can land here and take its CPU and memory",
             "taint the node group nvidia.com/gpu=true:NoSchedule (EKS API: key nvidia.com/gpu, value true, effect "
