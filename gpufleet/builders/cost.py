@@ -4,11 +4,22 @@ rules, the weekly report dashboard for budget owners, and the fleet's cost estim
 from __future__ import annotations
 
 from gpufleet import catalog, pricing
-from gpufleet.builders.telemetry import prometheus_dependency
+from gpufleet.builders.telemetry import devices_per_gpu, prometheus_dependency
 from gpufleet.builders.common import k8s
 from gpufleet.manifests import dashboards, rules_promql, telemetry
 from gpufleet.plan import BuildContext, StageContent, builder
-from gpufleet.spec import CapacityType, Fleet, NodeGroup
+from gpufleet.spec import CapacityType, Fleet, NodeGroup, SharingStrategy
+
+# What the idle figure of a group can and cannot tell, by sharing strategy (rules_promql.telemetry_groups; the
+# exporter's per-pod series under KUBERNETES_VIRTUAL_GPUS, gpufleet/manifests/telemetry.py).
+IDLE_MEANING = {
+    SharingStrategy.EXCLUSIVE: "the GPU's SMs stayed below the threshold while the pod held it",
+    SharingStrategy.MIG: "the MIG instance's own SMs stayed below the threshold (DCGM reports each instance): per pod",
+    SharingStrategy.TIME_SLICING: "the whole GPU stayed idle while the pod held a replica, split between the pods holding it; "
+    "a pod idling beside a busy neighbour is not idle (DCGM reports the GPU, not the replica)",
+    SharingStrategy.MPS: "the whole GPU stayed idle while the pod held a replica, split between the pods holding it; "
+    "a pod idling beside a busy MPS client is not idle (DCGM reports the GPU, not the client)",
+}
 
 
 def group_gpu_hour_usd(fleet: Fleet, group: NodeGroup) -> tuple[float | None, str]:
@@ -79,9 +90,16 @@ def build(ctx: BuildContext) -> StageContent:
         k8s(telemetry.dashboard_configmap("gpufleet-dashboard-gpu-cost", ns, "gpufleet-gpu-cost.json", dashboards.cost_dashboard()), depends_on=after),
     )
     estimate, warnings = estimate_notes(fleet)
+    devices = devices_per_gpu(ctx)
     notes = [
         "- Weekly report: the Grafana dashboard *GPU fleet: cost by team (weekly report)*, backed by the recording rules "
         "`team:gpufleet_gpu_hours_allocated:1h`, `team:gpufleet_gpu_hours_idle:1h` and their `_cost_*_usd` twins (last 7 days, by team).",
+        "- GPU-hours are physical GPU-hours, priced per physical GPU: a pod's `nvidia.com/gpu` devices over the devices one GPU of "
+        "its group advertises, counted minute by minute (an hour with no GPUs held adds nothing).",
+        "",
+        "| node group | nvidia.com/gpu per GPU | one device is | idle means |",
+        "|---|---|---|---|",
+        *(f"| {g.name} | {devices[g.name]} | {1 / devices[g.name]:.3g} GPU | {IDLE_MEANING[g.sharing.strategy]} |" for g in fleet.node_groups),
         "",
         *estimate,
     ]

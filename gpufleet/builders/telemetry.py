@@ -4,7 +4,7 @@ recording rules and alerts, and the utilization dashboard. See docs/telemetry-he
 from __future__ import annotations
 
 from gpufleet.builders.common import helm, k8s
-from gpufleet.manifests import dashboards, rules_promql, telemetry
+from gpufleet.manifests import dashboards, rules_promql, sharing, telemetry
 from gpufleet.plan import BuildContext, Resource, StageContent, builder
 from gpufleet.versions import COMPONENTS
 
@@ -14,6 +14,12 @@ KPS_RELEASE = "kube-prometheus-stack"
 def prometheus_dependency(ctx: BuildContext) -> tuple[str, ...]:
     """Ids that Prometheus Operator objects must wait for: the stack's release (its CRDs) when installed."""
     return (f"helm-{KPS_RELEASE}",) if ctx.fleet.telemetry.prometheus == "Install" else ()
+
+
+def devices_per_gpu(ctx: BuildContext) -> dict[str, int]:
+    """`nvidia.com/gpu` devices per physical GPU of every group: its MIG instances or replicas once the sharing
+    stage configures them, else whole GPUs."""
+    return {g.name: sharing.units_per_gpu(g) if ctx.includes("sharing") else 1 for g in ctx.fleet.node_groups}
 
 
 @builder("telemetry")
@@ -37,7 +43,8 @@ def build(ctx: BuildContext) -> StageContent:
     after = prometheus_dependency(ctx)
     resources.append(k8s(telemetry.dcgm_metrics_configmap()))
     resources.append(k8s(telemetry.dcgm_service_monitor(), depends_on=after))
-    resources.append(k8s(rules_promql.prometheus_rule("gpufleet-telemetry", ns, rules_promql.telemetry_groups(fleet.telemetry.idle_sm_active_below)), depends_on=after))
+    groups = rules_promql.telemetry_groups(fleet.telemetry.idle_sm_active_below, devices_per_gpu(ctx))
+    resources.append(k8s(rules_promql.prometheus_rule("gpufleet-telemetry", ns, groups), depends_on=after))
     resources.append(k8s(telemetry.dashboard_configmap("gpufleet-dashboard-gpu-truth", ns, "gpufleet-gpu-truth.json", dashboards.telemetry_dashboard()), depends_on=after))
     notes += [
         f"- DCGM exporter counters (ConfigMap `{telemetry.DCGM_METRICS_CONFIGMAP}`): " + ", ".join(f"`{f}`" for f, kind, _ in telemetry.DCGM_FIELDS if kind != "label") + ".",

@@ -9,7 +9,16 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
+from gpufleet.manifests.rules_promql import DEVICE, gpu_hours, per_device, window
+
 DATASOURCE = {"type": "prometheus", "uid": "prometheus"}
+GROUP = "on (node) group_left (node_group) gpufleet:node_group:info"
+DAY, WEEK = 86400, 7 * 86400
+
+
+def _by_group(metric: str, agg: str = "avg") -> str:
+    """`agg` of a DCGM series per node group, each device counted once (pods sharing it have a copy each)."""
+    return f"{agg} by (node_group) ({per_device(metric)} * {GROUP})"
 
 
 def _panel(pid: int, title: str, targets: Sequence[tuple[str, str]], x: int, y: int, *, unit: str = "none", kind: str = "timeseries", w: int = 12, h: int = 8, instant: bool = False) -> dict[str, Any]:
@@ -45,20 +54,20 @@ def telemetry_dashboard() -> str:
     """Utilization that tells the truth: naive utilization beside SM active and tensor pipe, framebuffer,
     allocation versus work, fragmentation per node group, and idle GPU-hours by team namespace."""
     panels = [
-        _panel(1, "Naive GPU utilization (DCGM_FI_DEV_GPU_UTIL, %)", [("avg by (node_group) (DCGM_FI_DEV_GPU_UTIL * on (node) group_left (node_group) gpufleet:node_group:info)", "{{node_group}}")], 0, 0, unit="percent", w=8),
-        _panel(2, "SM active (ratio)", [("avg by (node_group) (gpufleet:gpu_sm_active:avg5m)", "{{node_group}}")], 8, 0, unit="percentunit", w=8),
-        _panel(3, "Tensor pipe active (ratio)", [("avg by (node_group) (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE * on (node) group_left (node_group) gpufleet:node_group:info)", "{{node_group}}")], 16, 0, unit="percentunit", w=8),
+        _panel(1, "Naive GPU utilization (DCGM_FI_DEV_GPU_UTIL, %)", [(_by_group("DCGM_FI_DEV_GPU_UTIL"), "{{node_group}}")], 0, 0, unit="percent", w=8),
+        _panel(2, "SM active (ratio)", [(f"avg by (node_group) (max by (node_group, {DEVICE}) (gpufleet:gpu_sm_active:avg5m))", "{{node_group}}")], 8, 0, unit="percentunit", w=8),
+        _panel(3, "Tensor pipe active (ratio)", [(_by_group("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"), "{{node_group}}")], 16, 0, unit="percentunit", w=8),
         _panel(
             4,
             "Framebuffer used (ratio)",
-            [("sum by (node_group) (DCGM_FI_DEV_FB_USED * on (node) group_left (node_group) gpufleet:node_group:info) / sum by (node_group) ((DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) * on (node) group_left (node_group) gpufleet:node_group:info)", "{{node_group}}")],
+            [(f"{_by_group('DCGM_FI_DEV_FB_USED', 'sum')} / ({_by_group('DCGM_FI_DEV_FB_USED', 'sum')} + {_by_group('DCGM_FI_DEV_FB_FREE', 'sum')})", "{{node_group}}")],
             0,
             8,
             unit="percentunit",
         ),
         _panel(
             5,
-            "Allocated GPUs versus GPUs doing work",
+            "Allocated versus working nvidia.com/gpu devices",
             [("node_group:gpufleet_gpus_allocated:sum", "{{node_group}} allocated"), ("node_group:gpufleet_gpus_busy:sum", "{{node_group}} SM active above threshold")],
             12,
             8,
@@ -70,23 +79,28 @@ def telemetry_dashboard() -> str:
             0,
             16,
         ),
-        _panel(7, "Idle GPU-hours by team namespace (last 24 h)", [("sort_desc(avg_over_time(namespace:gpufleet_gpus_idle:sum[24h]) * 24)", "{{namespace}}")], 12, 16, kind="bargauge", instant=True),
+        _panel(7, "Idle GPU-hours by team namespace (last 24 h, physical GPUs)", [(f"sort_desc({gpu_hours('namespace:gpufleet_gpus_idle:sum', DAY)})", "{{namespace}}")], 12, 16, kind="bargauge", instant=True),
     ]
     return _dashboard("gpufleet-gpu-truth", "GPU fleet: utilization that tells the truth", panels, "now-6h")
 
 
+def week_total(record: str) -> str:
+    """An hourly record summed at every hour of the last week: an hour without GPUs adds nothing (averaging the
+    hours that exist and multiplying by 168 would count a team active one day in seven seven times)."""
+    return f"sum_over_time({record}{window(WEEK, '1h')})"
+
+
 def cost_dashboard() -> str:
     """The weekly report for budget owners: GPU-hours and their cost by team over the last 7 days."""
-    week = "168"
     panels = [
         _panel(
             1,
-            "Last 7 days by team: allocated and idle GPU-hours, cost (USD)",
+            "Last 7 days by team: allocated and idle GPU-hours (physical GPUs), cost (USD)",
             [
-                (f"avg_over_time(team:gpufleet_gpu_hours_allocated:1h[7d]) * {week}", "allocated GPU-hours"),
-                (f"avg_over_time(team:gpufleet_gpu_hours_idle:1h[7d]) * {week}", "idle GPU-hours"),
-                (f"avg_over_time(team:gpufleet_gpu_cost_allocated_usd:1h[7d]) * {week}", "cost USD"),
-                (f"avg_over_time(team:gpufleet_gpu_cost_idle_usd:1h[7d]) * {week}", "idle cost USD"),
+                (week_total("team:gpufleet_gpu_hours_allocated:1h"), "allocated GPU-hours"),
+                (week_total("team:gpufleet_gpu_hours_idle:1h"), "idle GPU-hours"),
+                (week_total("team:gpufleet_gpu_cost_allocated_usd:1h"), "cost USD"),
+                (week_total("team:gpufleet_gpu_cost_idle_usd:1h"), "idle cost USD"),
             ],
             0,
             0,

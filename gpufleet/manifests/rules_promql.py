@@ -95,12 +95,48 @@ def _alert(name: str, expr: str, for_: str, severity: str, summary: str, descrip
 # ---------------------------------------------------------------------------------------------------------
 
 
-def telemetry_groups(idle_sm_active_below: float) -> list[dict[str, Any]]:
-    """Allocation versus work per node group, fragmentation, and the GPU alerts."""
+def window(duration_seconds: int, step: str) -> str:
+    """A subquery range of `duration_seconds` minus one second at `step`: Prometheus 2 selects a closed range
+    ([t - range, t]) and Prometheus 3 a left-open one ((t - range, t]), so a whole-hour range takes 61 steps in
+    the first and 60 in the second; one second less takes exactly duration / step steps in both."""
+    left = duration_seconds - 1
+    hours, rest = divmod(left, 3600)
+    minutes, seconds = divmod(rest, 60)
+    text = (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes else "") + (f"{seconds}s" if seconds else "")
+    return f"[{text}:{step}]"
+
+
+def gpu_hours(expr: str, duration_seconds: int) -> str:
+    """GPU-hours of a series of GPUs held, over the `duration_seconds` before now.
+
+    `avg_over_time` would average only the samples that exist, and a namespace's series exists only while it holds
+    GPUs: 8 GPUs held for 6 minutes of an hour would average 8. Summing the series at every minute (absent minutes
+    add nothing) and dividing by the minutes in an hour counts the time: 6 x 8 / 60 = 0.8."""
+    return f"sum_over_time({expr}{window(duration_seconds, '1m')}) / 60"
+
+
+# The exporter's device labels (NVIDIA/dcgm-exporter internal/pkg/rendermetrics/render_metrics.go): one
+# physical GPU is (node, gpu); a MIG instance adds GPU_I_ID. With KUBERNETES_VIRTUAL_GPUS every pod holding a
+# share of a device gets its own copy of the device's series, so per-device figures take the max of the copies.
+DEVICE = "node, gpu, GPU_I_ID"
+
+
+def per_device(expr: str) -> str:
+    return f"max by ({DEVICE}) ({expr})"
+
+
+def telemetry_groups(idle_sm_active_below: float, devices_per_gpu: Mapping[str, int]) -> list[dict[str, Any]]:
+    """Allocation versus work per node group, fragmentation, GPUs held and idle per namespace, and the GPU alerts.
+
+    `devices_per_gpu`: node group -> `nvidia.com/gpu` devices one physical GPU advertises (MIG instances or
+    shared replicas; 1 for whole GPUs). Scheduling figures (allocatable, free, fragmentation) stay in devices,
+    what the scheduler sees; what a namespace holds and leaves idle is in physical GPUs, what the fleet pays for."""
     thr = _fmt(idle_sm_active_below)
     running = 'max by (namespace, pod) (kube_pod_status_phase{phase=~"Pending|Running"} == 1)'
     ready = 'max by (node) (kube_node_status_condition{condition="Ready",status="true"} == 1)'
     schedulable_ready = f"(({ready}) unless on (node) (kube_node_spec_unschedulable == 1))"
+    per_gpu = "on (node_group) group_left () gpufleet:devices_per_gpu"
+    constants = [_record("gpufleet:devices_per_gpu", f"vector({n})", {"node_group": group}) for group, n in sorted(devices_per_gpu.items())]
     records = [
         # node -> node group (value 1), from the kube-state-metrics node label allowlist.
         _record("gpufleet:node_group:info", f'max by (node, node_group) (label_replace(kube_node_labels{{{KSM_NODE_GROUP}!=""}}, "node_group", "$1", "{KSM_NODE_GROUP}", "(.+)"))'),
@@ -108,7 +144,8 @@ def telemetry_groups(idle_sm_active_below: float) -> list[dict[str, Any]]:
         # GPUs held by pods bound to a node and not finished: the device plugin allocates at admission.
         _record("gpufleet:pod_gpus_requested:sum", f'sum by (namespace, pod, node) (kube_pod_container_resource_requests{{resource=~"{GPU_RESOURCES}",node!=""}}) * on (namespace, pod) group_left () {running}'),
         _record("gpufleet:node_gpus_allocated:sum", "sum by (node) (gpufleet:pod_gpus_requested:sum) * on (node) group_left (node_group) gpufleet:node_group:info"),
-        _record("namespace_node_group:gpufleet_gpus_allocated:sum", "sum by (namespace, node_group) (gpufleet:pod_gpus_requested:sum * on (node) group_left (node_group) gpufleet:node_group:info)"),
+        # Physical GPUs a namespace holds: its devices over the devices per GPU of the group.
+        _record("namespace_node_group:gpufleet_gpus_allocated:sum", f"sum by (namespace, node_group) (gpufleet:pod_gpus_requested:sum * on (node) group_left (node_group) gpufleet:node_group:info) / {per_gpu}"),
         # Free GPUs on nodes that can take a pod now (Ready, not cordoned).
         _record(
             "gpufleet:node_gpus_free:sum",
@@ -121,14 +158,19 @@ def telemetry_groups(idle_sm_active_below: float) -> list[dict[str, Any]]:
         # The fragmentation signal: the largest block of free GPUs on any one node of the group.
         _record("node_group:gpufleet_largest_free_block:max", "max by (node_group) (gpufleet:node_gpus_free:sum)"),
         _record("node_group:gpufleet_gpus_per_node:max", "max by (node_group) (gpufleet:node_gpus_allocatable:sum)"),
-        # Per-GPU SM activity, smoothed, with its node group.
+        # SM activity per exporter series (one per device, or per pod sharing it), smoothed, with its node group.
         _record("gpufleet:gpu_sm_active:avg5m", "avg_over_time(DCGM_FI_PROF_SM_ACTIVE[5m]) * on (node) group_left (node_group) gpufleet:node_group:info"),
-        _record("node_group:gpufleet_gpus_busy:sum", f"sum by (node_group) (gpufleet:gpu_sm_active:avg5m >= bool {thr})"),
-        _record("node_group:gpufleet_gpus_allocated_idle:sum", f'sum by (node_group) (gpufleet:gpu_sm_active:avg5m{{exported_pod!=""}} < bool {thr})'),
+        # Devices doing work (a shared device counts once, however many pods hold it).
+        _record("node_group:gpufleet_gpus_busy:sum", f"sum by (node_group) (max by (node_group, {DEVICE}) (gpufleet:gpu_sm_active:avg5m) >= bool {thr})"),
+        # Idle physical GPUs held per namespace: its devices whose SMs stayed below the threshold, over the devices
+        # per GPU. A MIG instance has its own series (with GPU_I_ID) mapped to the pod holding it; a time-sliced or
+        # MPS GPU has one copy per pod holding a replica (KUBERNETES_VIRTUAL_GPUS, see telemetry.py), so a shared
+        # GPU's idleness is split between the pods holding it.
         _record(
             "namespace_node_group:gpufleet_gpus_idle:sum",
-            f'sum by (namespace, node_group) (label_replace(gpufleet:gpu_sm_active:avg5m{{exported_pod!=""}} < bool {thr}, "namespace", "$1", "exported_namespace", "(.+)"))',
+            f'sum by (namespace, node_group) (label_replace(gpufleet:gpu_sm_active:avg5m{{exported_pod!=""}} < bool {thr}, "namespace", "$1", "exported_namespace", "(.+)")) / {per_gpu}',
         ),
+        _record("node_group:gpufleet_gpus_allocated_idle:sum", "sum by (node_group) (namespace_node_group:gpufleet_gpus_idle:sum)"),
         _record("namespace:gpufleet_gpus_allocated:sum", "sum by (namespace) (namespace_node_group:gpufleet_gpus_allocated:sum)"),
         _record("namespace:gpufleet_gpus_idle:sum", "sum by (namespace) (namespace_node_group:gpufleet_gpus_idle:sum)"),
     ]
@@ -179,7 +221,7 @@ def telemetry_groups(idle_sm_active_below: float) -> list[dict[str, Any]]:
         ),
         _alert(
             "GPUUtilizationMisleading",
-            "(DCGM_FI_DEV_GPU_UTIL > 90) and on (node, gpu) (DCGM_FI_PROF_SM_ACTIVE < 0.3)",
+            f"({per_device('DCGM_FI_DEV_GPU_UTIL')} > 90) and on ({DEVICE}) ({per_device('DCGM_FI_PROF_SM_ACTIVE')} < 0.3)",
             "15m",
             "info",
             "GPU {{ $labels.gpu }} on {{ $labels.node }} looks 90%+ busy but its SMs are mostly idle",
@@ -205,6 +247,7 @@ def telemetry_groups(idle_sm_active_below: float) -> list[dict[str, Any]]:
         ),
     ]
     return [
+        {"name": "gpufleet-telemetry.constants", "rules": constants},
         {"name": "gpufleet-telemetry.rules", "rules": records},
         {"name": "gpufleet-telemetry.alerts", "rules": alerts},
     ]
@@ -264,16 +307,16 @@ def health_groups() -> list[dict[str, Any]]:
 
 
 def cost_groups(prices: Mapping[str, float], team_namespaces: Mapping[str, str]) -> list[dict[str, Any]]:
-    """GPU-hours (allocated and allocated-but-idle) and their price per namespace and per team.
+    """GPU-hours (allocated and allocated-but-idle, in physical GPUs) and their price per namespace and per team.
 
-    `prices`: node group -> USD per GPU-hour; `team_namespaces`: namespace -> team."""
+    `prices`: node group -> USD per physical GPU-hour; `team_namespaces`: namespace -> team."""
     constants = [_record("gpufleet:gpu_hour_price_usd", f"vector({_fmt(price)})", {"node_group": group}) for group, price in sorted(prices.items())]
     constants += [_record("gpufleet:team_namespace:info", "vector(1)", {"namespace": ns, "team": team}) for ns, team in sorted(team_namespaces.items())]
     hours = []
     for kind in ("allocated", "idle"):
-        # Average GPUs held over the last hour = GPU-hours accrued in that hour.
+        # GPU-hours accrued in the last hour (the telemetry records are in physical GPUs).
         hours += [
-            _record(f"namespace_node_group:gpufleet_gpu_hours_{kind}:1h", f"avg_over_time(namespace_node_group:gpufleet_gpus_{kind}:sum[1h])"),
+            _record(f"namespace_node_group:gpufleet_gpu_hours_{kind}:1h", gpu_hours(f"namespace_node_group:gpufleet_gpus_{kind}:sum", 3600)),
             _record(f"namespace:gpufleet_gpu_hours_{kind}:1h", f"sum by (namespace) (namespace_node_group:gpufleet_gpu_hours_{kind}:1h)"),
             _record(
                 f"namespace:gpufleet_gpu_cost_{kind}_usd:1h",

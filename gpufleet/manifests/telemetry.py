@@ -24,6 +24,8 @@ DCGM_METRICS_KEY = "dcgm-metrics.csv"
 # The exporter Service the operator creates (assets/state-dcgm-exporter/0400_service.yaml @v26.7.0).
 DCGM_EXPORTER_APP = "nvidia-dcgm-exporter"
 DCGM_EXPORTER_PORT = "gpu-metrics"
+# Exporter setting: one series per pod sharing a GPU (pkg/cmd/app.go CLIKubernetesVirtualGPUs, default false).
+VIRTUAL_GPUS_ENV = "KUBERNETES_VIRTUAL_GPUS"
 # Grafana's dashboard sidecar label in kube-prometheus-stack 88.5.3 (grafana.sidecar.dashboards.label/labelValue).
 DASHBOARD_LABEL = "grafana_dashboard"
 DASHBOARD_LABEL_VALUE = "1"
@@ -78,6 +80,12 @@ def operator_telemetry_values(fleet: Fleet) -> dict[str, Any]:
       internalTrafficPolicy Local). The exporter then connects to it instead of embedding its own, and the
       health stage's `dcgmi` checks reach the same hostengine (one DCGM per GPU: diagnostics and profiling
       metrics do not fight over the GPU).
+    - `dcgmExporter.env` KUBERNETES_VIRTUAL_GPUS=true: every pod holding a time-sliced or MPS replica of a GPU gets
+      its own copy of the GPU's series (labels pod/namespace/container and `vgpu`, the replica); without it the
+      exporter keeps one series per GPU labelled with whichever sharing pod it saw last, so idle GPU-hours of a
+      shared GPU land on one namespace (NVIDIA/dcgm-exporter internal/pkg/transformation/kubernetes.go,
+      toDeviceToSharingPods / toDeviceToPod, 4.5.3-4.8.2, the version GPU Operator v26.3.3 pins; unchanged since).
+      MIG instances have their own series either way. The rules count a device once where they mean the device.
     """
     digest = hashlib.sha256(dcgm_metrics_csv().encode()).hexdigest()[:16]
     return {
@@ -85,6 +93,7 @@ def operator_telemetry_values(fleet: Fleet) -> dict[str, Any]:
         "dcgmExporter": {
             "config": {"name": DCGM_METRICS_CONFIGMAP},
             "annotations": {"gpufleet.io/dcgm-metrics-sha256": digest},
+            "env": [{"name": VIRTUAL_GPUS_ENV, "value": "true"}],
         },
     }
 

@@ -194,7 +194,7 @@ def test_naive_utilization_above_90_with_low_sm_active_fires(tmp_path: Path, gro
                 "input_series": inputs,
                 "alert_rule_test": [
                     {"eval_time": "10m", "alertname": "GPUUtilizationMisleading", "exp_alerts": []},
-                    {"eval_time": "20m", "alertname": "GPUUtilizationMisleading", "exp_alerts": [{"exp_labels": {"node": "n1", "gpu": "0", "namespace": "gpu-operator", "severity": "info"}}]},
+                    {"eval_time": "20m", "alertname": "GPUUtilizationMisleading", "exp_alerts": [{"exp_labels": {"node": "n1", "gpu": "0", "severity": "info"}}]},
                 ],
             }
         ],

@@ -29,6 +29,8 @@ def test_operator_values_point_at_the_configmap_and_standalone_dcgm() -> None:
     assert values["dcgmExporter"]["config"] == {"name": "gpufleet-dcgm-metrics"}
     assert values["dcgm"] == {"enabled": True}
     assert len(values["dcgmExporter"]["annotations"]["gpufleet.io/dcgm-metrics-sha256"]) == 16
+    # one series per pod sharing a GPU, so idle GPU-hours of a shared GPU are split between its pods
+    assert values["dcgmExporter"]["env"] == [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]
 
 
 def test_service_monitor_keeps_pod_labels_as_exported_and_adds_node() -> None:
@@ -57,7 +59,7 @@ def _exprs(groups: list[dict]) -> dict[str, str]:
 
 
 def test_rules_name_the_upstream_metrics_and_labels() -> None:
-    e = _exprs(rules_promql.telemetry_groups(0.05))
+    e = _exprs(rules_promql.telemetry_groups(0.05, {"a100": 7}))
     assert 'kube_node_status_allocatable{resource=~"nvidia_com_gpu|' in e["gpufleet:node_gpus_allocatable:sum"]
     assert "kube_pod_container_resource_requests{" in e["gpufleet:pod_gpus_requested:sum"] and 'node!=""' in e["gpufleet:pod_gpus_requested:sum"]
     assert "label_gpufleet_io_node_group" in e["gpufleet:node_group:info"]
@@ -66,7 +68,7 @@ def test_rules_name_the_upstream_metrics_and_labels() -> None:
     assert 'kube_node_spec_taint{key="nvidia.com/gpu"}' in e["GPUNodeZeroAllocatable"]
     assert "floor(DCGM_FI_DEV_CLOCKS_EVENT_REASONS / 32) % 2 == 1" in e["GPUThermalThrottling"] and "/ 64)" in e["GPUThermalThrottling"]
     assert "/ 8)" in e["GPUPowerThrottling"] and "/ 128)" in e["GPUPowerThrottling"] and "/ 4)" not in e["GPUPowerThrottling"]
-    assert "DCGM_FI_DEV_GPU_UTIL > 90" in e["GPUUtilizationMisleading"] and "DCGM_FI_PROF_SM_ACTIVE < 0.3" in e["GPUUtilizationMisleading"]
+    assert "(DCGM_FI_DEV_GPU_UTIL) > 90" in e["GPUUtilizationMisleading"] and "(DCGM_FI_PROF_SM_ACTIVE) < 0.3" in e["GPUUtilizationMisleading"]
     h = _exprs(rules_promql.health_groups())
     assert "gpufleet_training_step_seconds[5m]" in h["gpufleet:training_step_seconds:avg5m"]
     assert 'condition="DCGMUnhealthy"' in h["GPUNodeDCGMUnhealthy"]
@@ -78,6 +80,6 @@ def test_dashboards_have_the_required_panels() -> None:
     assert any("Naive" in t for t in titles) and any("SM active" in t for t in titles) and any("Tensor" in t for t in titles)
     assert any("Framebuffer" in t for t in titles) and any("Fragmentation" in t for t in titles) and any("Idle GPU-hours by team" in t for t in titles)
     cost = json.loads(dashboards.cost_dashboard())
-    assert "team:gpufleet_gpu_hours_idle:1h[7d]" in json.dumps(cost)
+    assert "sum_over_time(team:gpufleet_gpu_hours_idle:1h[167h59m59s:1h])" in json.dumps(cost)
     cm = telemetry.dashboard_configmap("x", "monitoring", "x.json", "{}")
     assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
