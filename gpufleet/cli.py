@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 import traceback
 from typing import Callable, Sequence
@@ -15,10 +16,19 @@ from typing import Callable, Sequence
 from gpufleet.errors import SpecError
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3
+EXIT_SIGINT, EXIT_SIGTERM = 128 + signal.SIGINT, 128 + signal.SIGTERM  # the shell's convention: 130, 143
 
 
 class UsageError(Exception):
     """A command-line mistake (exit 2)."""
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised like KeyboardInterrupt so that cleanup runs before the conventional exit 143."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated()
 
 
 def _spec_arg(parser: argparse.ArgumentParser) -> None:
@@ -59,14 +69,25 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_synth(args: argparse.Namespace) -> int:
+    from gpufleet.output import TargetRefused, prepare
     from gpufleet.synth import synth_tree
-    from gpufleet.tree import write_tree
 
     validated = _open_spec(args.spec, args.env)
     _print_warnings(validated)
-    out = args.out or f"out/{args.env}"
-    plan, tree = synth_tree(validated.environments[args.env], args.env)
-    write_tree(tree, out)
+    out = args.out if args.out is not None else f"out/{args.env}"
+    try:
+        staging = prepare(out, args.spec)  # refuses a foreign target and proves it writable before synthesising
+    except TargetRefused as exc:
+        raise UsageError(f"--out {out}: {exc}") from None
+    try:
+        plan, tree = synth_tree(validated.environments[args.env], args.env)
+        staging.commit(tree)
+    except TargetRefused as exc:  # the target changed while synthesising
+        staging.discard()
+        raise UsageError(f"--out {out}: {exc}") from None
+    except BaseException:  # an error, SIGINT or SIGTERM: leave nothing behind
+        staging.discard()
+        raise
     counts = sum(1 for path in tree.files if "/" in path)
     print(f"wrote {out}: {counts} files, stages {', '.join(s.name for s in plan.included())}")
     return EXIT_OK
@@ -86,7 +107,7 @@ def _subcommands() -> dict[str, Command]:
 
     def synth_args(p: argparse.ArgumentParser) -> None:
         plan_args(p)
-        p.add_argument("--out", help="output directory (default: out/<env>); replaced whole")
+        p.add_argument("--out", help="output directory (default: out/<env>): absent, empty, or a tree gpufleet wrote, which is replaced whole")
 
     commands: dict[str, Command] = {
         "validate": ("parse, schema-check and rule-check the spec", validate_args, cmd_validate),
@@ -111,6 +132,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _main(argv)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -125,7 +154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gpufleet {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        return 130
+        return EXIT_SIGINT
+    except Terminated:
+        return EXIT_SIGTERM
     except Exception:  # a bug: show everything so it can be reported
         traceback.print_exc()
         print("gpufleet: internal error (exit 3); please report it with the traceback above", file=sys.stderr)

@@ -5,8 +5,9 @@ Layout:
   NN-<stage>/k8s/<Kind>-<namespace|cluster>-<name>.yaml
   NN-<stage>/helm/<release>.yaml
   NN-<stage>/aws/<resource>.yaml
-Output is byte-identical for the same input: sorted keys, no timestamps, no absolute paths. The tree is written
-to a temporary directory next to the target and swapped in whole, so a failure never leaves half a tree.
+plan.json names the tree format (`format`, `formatVersion`): it marks a directory as one gpufleet wrote, the only
+kind `synth --out` replaces (gpufleet.output writes it). Output is byte-identical for the same input: sorted keys,
+no timestamps, no absolute paths.
 """
 
 from __future__ import annotations
@@ -14,9 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import os
-import shutil
-import tempfile
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -25,6 +24,12 @@ import yaml
 
 from gpufleet import stages
 from gpufleet.plan import RolloutPlan
+
+TREE_FORMAT = "gpufleet synth tree"
+TREE_FORMAT_VERSION = 1
+# The directories and files a tree may hold, relative to its root (the layout above).
+_TREE_DIR = re.compile(r"\d\d-[a-z]+(/(k8s|helm|aws))?\Z")
+_TREE_FILE = re.compile(r"(plan\.json|plan\.md|inventory\.json|\d\d-[a-z]+/(k8s|helm|aws)/[^/]+\.yaml)\Z")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -153,6 +158,8 @@ def build_tree(plan: RolloutPlan, registrations: list[Registration], plan_md: st
     files["inventory.json"] = dump_json(inventory)
     files["plan.json"] = dump_json(
         {
+            "format": TREE_FORMAT,
+            "formatVersion": TREE_FORMAT_VERSION,
             "fleet": plan.fleet.name,
             "environment": plan.environment,
             "through": plan.through,
@@ -167,24 +174,19 @@ def build_tree(plan: RolloutPlan, registrations: list[Registration], plan_md: st
     return Tree(files=dict(sorted(files.items())))
 
 
-def write_tree(tree: Tree, out: str) -> None:
-    """Write atomically: build beside `out`, then replace it."""
-    target = Path(out)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+def tree_problem(root: Path) -> str | None:
+    """Why the directory `root` is not a tree gpufleet wrote (its plan.json marker, nothing outside the layout)."""
     try:
-        for rel, text in tree.files.items():
-            path = staging / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-        if target.exists():
-            backup = target.with_name(f".{target.name}.old")
-            shutil.rmtree(backup, ignore_errors=True)
-            os.replace(target, backup)
-            os.replace(staging, target)
-            shutil.rmtree(backup, ignore_errors=True)
-        else:
-            os.replace(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        plan = json.loads((root / "plan.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return "no plan.json"
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return f"plan.json is unreadable: {exc}"
+    if not isinstance(plan, dict) or plan.get("format") != TREE_FORMAT:
+        return f'plan.json does not say format "{TREE_FORMAT}"'
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        expected = _TREE_DIR if path.is_dir() else _TREE_FILE
+        if path.is_symlink() or not expected.match(rel):
+            return f"{rel} is not part of a synth tree"
+    return None

@@ -13,7 +13,7 @@ from gpufleet.diff import diff_trees, load_tree
 from gpufleet.impact import Report
 from gpufleet.pipeline import load_fleet
 from gpufleet.synth import synth_tree
-from gpufleet.tree import write_tree
+from gpufleet.output import write_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 

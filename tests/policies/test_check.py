@@ -14,7 +14,7 @@ import pytest
 from gpufleet.cli import main
 from gpufleet.pipeline import load_fleet
 from gpufleet.synth import synth_tree
-from gpufleet.tree import write_tree
+from gpufleet.output import write_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = sorted(p.parent for p in (ROOT / "tests" / "golden" / "trees").glob("*/*/inventory.json"))

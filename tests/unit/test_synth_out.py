@@ -1,0 +1,244 @@
+"""`synth --out` writes only where it may: absent, empty, or a tree gpufleet wrote (issue 14 item 1).
+
+Every refusal exits 2 before synthesis starts and leaves the file system exactly as it was; a failure or a
+signal during synthesis removes the staging directory and any parent directory synth created; concurrent
+writers all succeed and leave nothing but the tree.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gpufleet import output
+from gpufleet import synth as synth_module
+from gpufleet.cli import main
+from gpufleet.output import write_tree
+from gpufleet.pipeline import load_fleet
+from gpufleet.tree import Tree
+
+ROOT = Path(__file__).resolve().parents[2]
+MINIMAL = ROOT / "tests/specs/valid/minimal.yaml"
+
+
+@pytest.fixture(scope="module")
+def mini_tree() -> Tree:
+    return synth_module.synth_tree(load_fleet(str(MINIMAL), "dev").environments["dev"], "dev")[1]
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A working directory holding the spec and a file of the user's."""
+    (tmp_path / "fleet.yaml").write_text(MINIMAL.read_text())
+    (tmp_path / "notes.txt").write_text("mine\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def no_synthesis(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Refusals must come before synthesis: reaching it fails the test."""
+
+    def fail(*_: object) -> None:
+        raise AssertionError("synthesised although the target was refused")
+
+    monkeypatch.setattr(synth_module, "synth_tree", fail)
+
+
+@pytest.fixture
+def fake_synthesis(monkeypatch: pytest.MonkeyPatch, mini_tree: Tree) -> None:
+    monkeypatch.setattr(synth_module, "synth_tree", lambda fleet, env: (synth_module.build_plan(fleet, env), mini_tree))
+
+
+def snapshot(root: Path) -> dict[str, str | None]:
+    """Every entry under root (hidden ones included) with its content; None for a directory."""
+    return {p.relative_to(root).as_posix(): (None if p.is_dir() else p.read_text()) for p in sorted(root.rglob("*"))}
+
+
+def synth(capsys: pytest.CaptureFixture[str], out: str) -> tuple[int, str, str]:
+    code = main(["synth", "fleet.yaml", "--env", "dev", "--out", out])
+    stdout, stderr = capsys.readouterr()
+    assert "Traceback" not in stdout + stderr
+    return code, stdout, stderr
+
+
+@pytest.mark.usefixtures("no_synthesis")
+@pytest.mark.parametrize(
+    ("out", "setup", "reason"),
+    [
+        (".", None, "holds the spec fleet.yaml; write the tree to a directory of its own"),
+        ("fleet.yaml", None, "not a directory"),
+        ("notes.txt/tree", None, "cannot write in notes.txt: Not a directory"),
+        ("/proc/gpufleet-out", None, "cannot write in /proc: No such file or directory"),
+        ("", None, "an empty path; name a directory"),
+        ("/", None, "the root directory"),
+        ("docs", "foreign", "not empty and not a tree gpufleet wrote (no plan.json); give a new or empty directory"),
+        ("docs", "bad-plan", 'not empty and not a tree gpufleet wrote (plan.json does not say format "gpufleet synth tree"); give a new or empty directory'),
+        ("link", "symlink", "a symbolic link; give the directory it points to, or a new one"),
+    ],
+    ids=["spec-dir", "spec-file", "under-a-file", "proc", "empty-path", "root", "foreign-dir", "foreign-plan-json", "symlink"],
+)
+def test_a_target_that_is_not_ours_is_refused_before_synthesis(
+    capsys: pytest.CaptureFixture[str], workdir: Path, out: str, setup: str | None, reason: str
+) -> None:
+    if setup in ("foreign", "bad-plan"):
+        (workdir / "docs").mkdir()
+        (workdir / "docs/plan.json").write_text('{"fleet": "x"}' if setup == "bad-plan" else "")
+        if setup == "foreign":
+            (workdir / "docs/plan.json").unlink()
+            (workdir / "docs/README").write_text("theirs\n")
+    elif setup == "symlink":
+        (workdir / "elsewhere").mkdir()
+        (workdir / "link").symlink_to("elsewhere")
+    before = snapshot(workdir)
+    assert synth(capsys, out) == (2, "", f"gpufleet synth: error: --out {out}: {reason}\n")
+    assert snapshot(workdir) == before
+
+
+@pytest.mark.usefixtures("no_synthesis")
+@pytest.mark.parametrize("out", [".", "..", "../.."])
+def test_the_working_directory_and_its_parents_are_refused(
+    capsys: pytest.CaptureFixture[str], workdir: Path, monkeypatch: pytest.MonkeyPatch, out: str
+) -> None:
+    (workdir / "fleet.yaml").rename(workdir / "spec.yaml")
+    (workdir / "a/b").mkdir(parents=True)
+    monkeypatch.chdir(workdir / "a/b")
+    before = snapshot(workdir)
+    assert main(["synth", "../../spec.yaml", "--env", "dev", "--out", out]) == 2
+    reason = "the working directory or one of its parents" if out != "../.." else "holds the spec ../../spec.yaml; write the tree to a directory of its own"
+    assert capsys.readouterr().err == f"gpufleet synth: error: --out {out}: {reason}\n"
+    assert snapshot(workdir) == before
+
+
+@pytest.mark.usefixtures("no_synthesis")
+def test_a_tree_of_ours_with_a_file_of_the_users_is_not_replaced(capsys: pytest.CaptureFixture[str], workdir: Path, mini_tree: Tree) -> None:
+    write_tree(mini_tree, "out/dev")
+    (workdir / "out/dev/01-foundation/review-notes.md").write_text("mine\n")
+    before = snapshot(workdir)
+    assert synth(capsys, "out/dev") == (
+        2,
+        "",
+        "gpufleet synth: error: --out out/dev: not empty and not a tree gpufleet wrote "
+        "(01-foundation/review-notes.md is not part of a synth tree); give a new or empty directory\n",
+    )
+    assert snapshot(workdir) == before
+
+
+@pytest.mark.usefixtures("no_synthesis")
+def test_a_tree_of_ours_holding_the_spec_is_not_replaced(capsys: pytest.CaptureFixture[str], workdir: Path, mini_tree: Tree) -> None:
+    write_tree(mini_tree, "out/dev")
+    (workdir / "fleet.yaml").rename(workdir / "out/dev/fleet.yaml")
+    assert main(["synth", "out/dev/fleet.yaml", "--env", "dev", "--out", "out/dev"]) == 2
+    assert capsys.readouterr().err == "gpufleet synth: error: --out out/dev: holds the spec out/dev/fleet.yaml; write the tree to a directory of its own\n"
+    assert (workdir / "out/dev/fleet.yaml").read_text() == MINIMAL.read_text()
+
+
+@pytest.mark.usefixtures("fake_synthesis")
+@pytest.mark.parametrize("existing", ["absent", "empty", "ours"])
+def test_absent_empty_and_own_targets_are_written(capsys: pytest.CaptureFixture[str], workdir: Path, mini_tree: Tree, existing: str) -> None:
+    if existing == "empty":
+        (workdir / "out/dev").mkdir(parents=True)
+    elif existing == "ours":
+        write_tree(Tree(files={"plan.json": mini_tree.files["plan.json"], "09-old/k8s/Old-cluster-x.yaml": "old\n"}), "out/dev")
+    code, stdout, _ = synth(capsys, "out/dev")
+    files = sum(1 for path in mini_tree.files if "/" in path)
+    assert (code, stdout) == (0, f"wrote out/dev: {files} files, stages foundation, telemetry, admission\n")
+    assert {k: v for k, v in snapshot(workdir / "out/dev").items() if v is not None} == dict(mini_tree.files)
+    assert sorted(p.name for p in workdir.iterdir()) == ["fleet.yaml", "notes.txt", "out"]
+    assert sorted(p.name for p in (workdir / "out").iterdir()) == ["dev"]
+
+
+def test_the_tree_gets_the_umask_mode_not_the_staging_mode(workdir: Path, mini_tree: Tree) -> None:
+    write_tree(mini_tree, "out/dev")
+    assert (workdir / "out/dev").stat().st_mode & 0o777 == 0o777 & ~output._umask()
+
+
+def test_an_invalid_spec_writes_nothing(capsys: pytest.CaptureFixture[str], workdir: Path) -> None:
+    (workdir / "fleet.yaml").write_text(MINIMAL.read_text().replace("maxSize: 4", "maxSize: four"))
+    before = snapshot(workdir)
+    assert synth(capsys, "out/a/b")[0] == 1
+    assert snapshot(workdir) == before
+
+
+def test_a_failed_synthesis_removes_staging_and_the_parents_it_created(
+    capsys: pytest.CaptureFixture[str], workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def boom(*_: object) -> None:
+        assert any(workdir.glob("out/a/.b.gpufleet-staging-*")), "staging exists while synthesising"
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(synth_module, "synth_tree", boom)
+    before = snapshot(workdir)
+    assert main(["synth", "fleet.yaml", "--env", "dev", "--out", "out/a/b"]) == 3
+    assert snapshot(workdir) == before
+
+
+def test_a_target_that_turns_foreign_while_synthesising_is_left_alone(
+    capsys: pytest.CaptureFixture[str], workdir: Path, monkeypatch: pytest.MonkeyPatch, mini_tree: Tree
+) -> None:
+    def meanwhile(fleet: object, env: str) -> tuple[object, Tree]:
+        (workdir / "out").mkdir()
+        (workdir / "out/theirs.txt").write_text("theirs\n")
+        return None, mini_tree
+
+    monkeypatch.setattr(synth_module, "synth_tree", meanwhile)
+    code, _, err = synth(capsys, "out")
+    assert (code, err) == (2, "gpufleet synth: error: --out out: not empty and not a tree gpufleet wrote (no plan.json); give a new or empty directory\n")
+    assert sorted(p.name for p in workdir.iterdir()) == ["fleet.yaml", "notes.txt", "out"]
+    assert snapshot(workdir / "out") == {"theirs.txt": "theirs\n"}
+
+
+def _writer(target: str, tree: Tree, times: int) -> None:
+    for _ in range(times):
+        write_tree(tree, target)
+
+
+@pytest.mark.parametrize("exchange", ["renameat2", "two-renames"])
+def test_concurrent_writers_all_succeed_and_leave_only_the_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mini_tree: Tree, exchange: str) -> None:
+    if exchange == "two-renames":
+        monkeypatch.setattr(output, "_renameat2", None)  # the fallback where the system cannot exchange
+    else:
+        assert output._renameat2 is not None, "this test runs on Linux with glibc"
+    target = tmp_path / "out"
+    write_tree(mini_tree, str(target))
+    ctx = multiprocessing.get_context("fork")  # the patched module state carries over
+    writers = [ctx.Process(target=_writer, args=(str(target), mini_tree, 15)) for _ in range(4)]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join(timeout=60)
+    assert [w.exitcode for w in writers] == [0, 0, 0, 0]
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+    assert {k: v for k, v in snapshot(target).items() if v is not None} == dict(mini_tree.files)
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_during_synthesis_removes_staging_and_exits_quietly(tmp_path: Path, sig: signal.Signals, code: int) -> None:
+    (tmp_path / "fleet.yaml").write_text(MINIMAL.read_text())
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpufleet.cli", "synth", "fleet.yaml", "--env", "dev", "--out", "out/dev"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # a background job may inherit SIGINT ignored; the user's Ctrl-C is not
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 30
+    while not list(tmp_path.glob("out/.dev.gpufleet-staging-*")):
+        assert proc.poll() is None and time.monotonic() < deadline, "synth never staged"
+        time.sleep(0.02)
+    time.sleep(0.5)  # into the synthesis (the Pulumi program under mocks takes seconds)
+    proc.send_signal(sig)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert (proc.returncode, stdout, stderr) == (code, "", "")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fleet.yaml"]
