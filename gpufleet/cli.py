@@ -115,7 +115,7 @@ def _subcommands() -> dict[str, Command]:
         "synth": ("write the reviewable tree of what `pulumi up` would register", synth_args, cmd_synth),
     }
     # Commands with a module of their own expose add_arguments(parser) and run(args) -> exit code.
-    for name in ("check", "diff", "preflight", "diagnose"):
+    for name in ("check", "diff", "preflight", "diagnose", "explain"):
         mod = importlib.import_module(f"gpufleet.{name}")
         commands[name] = ((mod.__doc__ or name).strip().splitlines()[0], mod.add_arguments, mod.run)
     return commands

@@ -1,0 +1,79 @@
+"""`gpufleet explain`: the JSON contract (issue 11), exit codes, positioned manifest errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpufleet.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = str(ROOT / "fleet.yaml")
+NOTEBOOK = str(ROOT / "docs/examples/notebook.yaml")
+
+
+def _write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_json_contract(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    two_shares = _write(tmp_path, "two.yaml", Path(NOTEBOOK).read_text().replace("notebook-alice", "greedy").replace("nvidia.com/gpu: 1", "nvidia.com/gpu: 2"))
+    code = main(["explain", SPEC, "--env", "prod", NOTEBOOK, two_shares, "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert out == {
+        "workloads": [
+            {"kind": "Pod", "namespace": "vision", "name": "notebook-alice", "runs": True, "clusterQueue": "vision", "flavor": "notebooks", "nodeGroup": "notebooks", "reasons": []},
+            {
+                "kind": "Pod",
+                "namespace": "vision",
+                "name": "greedy",
+                "runs": False,
+                "clusterQueue": "vision",
+                "flavor": "notebooks",
+                "nodeGroup": None,
+                "reasons": [
+                    {
+                        "stage": "device-plugin",
+                        "message": "UnexpectedAdmissionError on node group notebooks: request for 'nvidia.com/gpu: 2' too large: maximum request size for shared resources is 1",
+                        "fix": "ask for nvidia.com/gpu: 1 per container on shared node group notebooks, or use an Exclusive group",
+                    }
+                ],
+            },
+        ]
+    }
+
+
+def test_text_and_exit_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "--env", "prod", SPEC, NOTEBOOK]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "Pod vision/notebook-alice: runs, through ClusterQueue vision, flavor notebooks, on node group notebooks"
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("a: [\n", ":2:1: not valid YAML: expected the node content, but found '<stream end>'"),
+        ("---\nfoo: 1\n", ":2:1: not a Kubernetes object: a manifest document needs apiVersion and kind"),
+        (
+            "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: vision}\nspec:\n  template:\n    spec:\n      containers:\n        - name: c\n          resources: {limits: {cpu: lots}}\n",
+            ":9:37: Job spec.template.spec.containers[0].resources.limits.cpu: 'lots' is not a Kubernetes quantity",
+        ),
+    ],
+)
+def test_bad_manifest_is_a_positioned_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, message: str) -> None:
+    path = _write(tmp_path, "m.yaml", text)
+    assert main(["explain", SPEC, "--env", "prod", path]) == 2
+    err = capsys.readouterr().err
+    assert err == f"gpufleet explain: error: {path}{message}\n"
+
+
+def test_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", SPEC, NOTEBOOK]) == 2
+    assert "the following arguments are required: --env" in capsys.readouterr().err
+    assert main(["explain", "--env", "prod", SPEC]) == 2
+    assert "error: no workload in" in capsys.readouterr().err
