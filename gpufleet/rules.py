@@ -220,6 +220,14 @@ def _warm_pool(fleet: Fleet) -> Iterator[Issue]:
         info = catalog.lookup(group.instance_type)
         if pool.state == "Hibernated" and info is not None and info.memory_mib > HIBERNATE_MAX_MEMORY_MIB:
             yield Issue(path=path + ("warmPool", "state"), message=f"{group.instance_type} has {info.memory_mib // 1024} GiB of RAM; EC2 hibernates only instances with less than 150 GB", hint="use state: Stopped")
+        if group.ami_type.startswith("BOTTLEROCKET"):
+            # "Not supported on Bottlerocket" (pinned pulumi-aws NodeGroupWarmPoolConfig.reuse_on_scale_in; EKS user
+            # guide, warm pools for managed node groups: reuse on scale-in and Hibernated are not supported with
+            # Bottlerocket AMIs).
+            if pool.reuse_on_scale_in:
+                yield Issue(path=path + ("warmPool", "reuseOnScaleIn"), message=f"EKS does not support reuseOnScaleIn with Bottlerocket AMIs ({group.ami_type})", hint="remove reuseOnScaleIn (scaled-in instances are terminated), or use an AL2023 AMI")
+            if pool.state == "Hibernated":
+                yield Issue(path=path + ("warmPool", "state"), message=f"EKS does not support the Hibernated warm-pool state with Bottlerocket AMIs ({group.ami_type})", hint="use state: Stopped")
         if group.capacity_type is CapacityType.CAPACITY_BLOCK:
             yield Issue(path=path + ("warmPool",), at_key=True, message="a CapacityBlock group cannot have a warm pool: the reservation already holds the instances", hint="remove warmPool")
         if group.capacity_type is CapacityType.SPOT:

@@ -3,7 +3,7 @@ rules, the weekly report dashboard for budget owners, and the fleet's cost estim
 
 from __future__ import annotations
 
-from gpufleet import catalog, pricing
+from gpufleet import catalog, pricing, warm_pool
 from gpufleet.builders.telemetry import devices_per_gpu, prometheus_dependency
 from gpufleet.builders.common import k8s
 from gpufleet.manifests import dashboards, rules_promql, telemetry
@@ -33,7 +33,7 @@ def group_gpu_hour_usd(fleet: Fleet, group: NodeGroup) -> tuple[float | None, st
     return price, f"table {pricing.PRICES_AS_OF}{suffix}"
 
 
-def _usd(value: float) -> str:
+def usd(value: float) -> str:
     if value == 0:
         return "$0"
     return f"${value:,.0f}" if value >= 100 else f"${value:,.2f}"
@@ -63,18 +63,15 @@ def estimate_notes(fleet: Fleet) -> tuple[list[str], list[str]]:
         at_max = group.max_size * hourly * pricing.HOURS_PER_MONTH
         pool = 0.0
         pool_text = "-"
-        if group.warm_pool and group.warm_pool.min_size > 0:
-            n = group.warm_pool.min_size
-            if group.warm_pool.state == "Running":
-                pool = n * hourly * pricing.HOURS_PER_MONTH
-            else:
-                pool = n * group.disk_size_gib * pricing.GP3_USD_PER_GB_MONTH
-            pool_text = f"{_usd(pool)} ({n} {group.warm_pool.state})"
+        n = warm_pool.held(group, group.min_size)
+        if group.warm_pool and n > 0:
+            pool = warm_pool.standing_usd_per_month(group, n, hourly)
+            pool_text = f"{usd(pool)} ({n} {group.warm_pool.state})"
         total_min += at_min
         total_max += at_max
         total_pool += pool
-        lines.append(f"| {group.name} | {group.instance_type} | {gpus} | {price:.2f} ({source}) | {hourly:,.2f} | {_usd(at_min)} | {_usd(at_max)} | {pool_text} |")
-    lines += ["", f"Fleet: {_usd(total_min + total_pool)} per month at minSize (warm pools included), {_usd(total_max + total_pool)} at maxSize."]
+        lines.append(f"| {group.name} | {group.instance_type} | {gpus} | {price:.2f} ({source}) | {hourly:,.2f} | {usd(at_min)} | {usd(at_max)} | {pool_text} |")
+    lines += ["", f"Fleet: {usd(total_min + total_pool)} per month at minSize (warm pools included), {usd(total_max + total_pool)} at maxSize."]
     return lines, warnings
 
 

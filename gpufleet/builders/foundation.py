@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gpufleet import catalog
+from gpufleet import catalog, warm_pool
 from gpufleet.builders.cluster import SYSTEM_NODE_GROUP, cluster_resources, pod_identity_resources, pod_identity_warning
+from gpufleet.builders.cost import group_gpu_hour_usd, usd
 from gpufleet.builders.common import NS_GPU_OPERATOR, NS_SYSTEM, helm, k8s, namespace
 from gpufleet.builders.node_groups import _launch_template, _node_group, prepuller
 from gpufleet.manifests import autoscaler, gpu_operator, health, node_bootstrap, sharing, telemetry
@@ -145,4 +146,28 @@ def _notes(ctx: BuildContext) -> list[str]:
         policy, scope, _ = node_bootstrap.topology(g)
         share = g.sharing.strategy.value + (f" x{g.sharing.replicas}" if g.sharing.replicas else "") + (f" {g.sharing.profile}" if g.sharing.profile else "")
         lines.append(f"| {g.name} | {g.instance_type} | {gpus} | {g.workload_class.value} | {g.capacity_type.value} | {g.min_size}..{g.max_size} | {pool} | {g.fabric.value} | {policy}/{scope} | {share} |")
+    return lines + _warm_pool_notes(fleet)
+
+
+def _warm_pool_notes(fleet: Fleet) -> list[str]:
+    """How many instances each warm pool holds and what they cost while they wait (gpufleet.warm_pool)."""
+    pooled = [g for g in fleet.node_groups if g.warm_pool is not None]
+    if not pooled:
+        return []
+    lines = [
+        "",
+        "Warm pools hold max(minSize, maxGroupPreparedCapacity - desired) instances (EC2 PutWarmPool); gpufleet sets "
+        "maxGroupPreparedCapacity to the pool's minSize unless `warmPool.maxPreparedCapacity` is set. A Stopped or "
+        "Hibernated instance costs its gp3 volume, a Running one the full instance rate.",
+        "",
+        "| node group | state | maxGroupPreparedCapacity | held at desired 0 | held at desired minSize | standing cost/month at minSize |",
+        "|---|---|---|---|---|---|",
+    ]
+    for g in pooled:
+        assert g.warm_pool is not None
+        info = catalog.lookup(g.instance_type)
+        price = group_gpu_hour_usd(fleet, g)[0]
+        at_min = warm_pool.held(g, g.min_size)
+        cost = "unknown" if price is None or info is None else usd(warm_pool.standing_usd_per_month(g, at_min, price * info.gpu_count))
+        lines.append(f"| {g.name} | {g.warm_pool.state} | {warm_pool.prepared_capacity(g)} | {warm_pool.held(g, 0)} | {at_min} (minSize {g.min_size}) | {cost} |")
     return lines

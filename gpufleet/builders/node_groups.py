@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from gpufleet import catalog
+from gpufleet import catalog, warm_pool
 from gpufleet.builders.cluster import NODE_ROLE, node_role_attachments, tags
 from gpufleet.builders.common import (
     AWS_PROVIDER,
@@ -138,7 +138,8 @@ def _node_group(ctx: BuildContext, group: NodeGroup, extra_labels: dict[str, str
         pool = group.warm_pool
         args["warm_pool_config"] = {
             "min_size": pool.min_size,
-            "max_group_prepared_capacity": pool.max_prepared_capacity if pool.max_prepared_capacity is not None else group.max_size,
+            # minSize unless the spec asks for "max minus desired": the pool holds what warmPool.minSize says.
+            "max_group_prepared_capacity": warm_pool.prepared_capacity(group),
             "pool_state": pool.state.upper(),
             "reuse_on_scale_in": pool.reuse_on_scale_in,
         }

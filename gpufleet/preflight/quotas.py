@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Mapping
 
-from gpufleet import catalog
+from gpufleet import catalog, warm_pool
 from gpufleet.preflight.clients import ApiError, call
 from gpufleet.preflight.context import Context
 from gpufleet.preflight.findings import Finding
@@ -62,14 +62,12 @@ class Demand:
 def running_instances(group: NodeGroup) -> int:
     """Instances running at full scale: maxSize plus a warm pool kept Running.
 
-    At maxSize the pool holds max(minSize, maxPreparedCapacity - maxSize) instances (maxPreparedCapacity
-    defaults to the group's maxSize); only a Running pool uses running-instance quota.
+    At maxSize the pool holds what gpufleet.warm_pool.held says; only a Running pool uses running-instance quota.
     """
     pool = group.warm_pool
     if pool is None or pool.state != "Running":
         return group.max_size
-    prepared = pool.max_prepared_capacity if pool.max_prepared_capacity is not None else group.max_size
-    return group.max_size + max(pool.min_size, prepared - group.max_size)
+    return group.max_size + warm_pool.held(group, group.max_size)
 
 
 def demand(fleet: Fleet) -> dict[tuple[str, CapacityType], list[Demand]]:

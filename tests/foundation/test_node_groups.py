@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import base64
 import email
+from dataclasses import replace
 
 import yaml
 
+from gpufleet import warm_pool
 from gpufleet.builders.common import AWS_PROVIDER, K8S_PROVIDER
-from gpufleet.plan import Concat, Ref, RolloutPlan
+from gpufleet.builders.cost import usd
+from gpufleet.builders.node_groups import _node_group
+from gpufleet.plan import BuildContext, Concat, Ref, RolloutPlan
 from gpufleet.tree import decode_user_data
 from tests.upstream import require_shared, validate_object
 
@@ -59,12 +63,36 @@ def test_desired_size_is_ignored_and_update_is_minimal(prod: RolloutPlan) -> Non
 
 def test_warm_pool_and_capacity_type(prod: RolloutPlan, existing: RolloutPlan) -> None:
     h100 = resource(prod, "h100-node-group").args
-    assert h100["warm_pool_config"] == {"min_size": 2, "max_group_prepared_capacity": 16, "pool_state": "STOPPED", "reuse_on_scale_in": True}
+    # maxGroupPreparedCapacity = minSize: the pool holds 2, not maxSize - desired = 16 p5.48xlarge (PutWarmPool
+    # sizing); reuseOnScaleIn takes the API's default (false).
+    assert h100["warm_pool_config"] == {"min_size": 2, "max_group_prepared_capacity": 2, "pool_state": "STOPPED", "reuse_on_scale_in": False}
     assert resource(prod, "a100-mig-node-group").args["capacity_type"] == "SPOT"
     assert "warm_pool_config" not in resource(prod, "l40s-node-group").args
     block = resource(existing, "h200-block-node-group").args
     assert block["capacity_type"] == "CAPACITY_BLOCK"
     assert "instance_types" not in block  # the launch template carries the type for a Capacity Block
+
+
+def test_dev_warm_pool_of_zero_holds_none(dev: RolloutPlan) -> None:
+    assert resource(dev, "h100-node-group").args["warm_pool_config"]["max_group_prepared_capacity"] == 0
+
+
+def test_warm_pool_sizing_follows_put_warm_pool(prod: RolloutPlan) -> None:
+    h100 = next(g for g in prod.fleet.node_groups if g.name == "h100")
+    assert [warm_pool.held(h100, desired) for desired in (0, 2, 16)] == [2, 2, 2]
+    # "max minus desired", asked for explicitly, never below minSize.
+    explicit = replace(h100, warm_pool=replace(h100.warm_pool, max_prepared_capacity=16))
+    assert [warm_pool.held(explicit, desired) for desired in (0, 10, 15, 16)] == [16, 6, 2, 2]
+    ctx = BuildContext(fleet=prod.fleet, environment="prod", through="cost")
+    assert _node_group(ctx, explicit, {}, None).args["warm_pool_config"]["max_group_prepared_capacity"] == 16
+
+
+def test_plan_md_shows_what_each_warm_pool_holds_and_costs(prod: RolloutPlan) -> None:
+    text = "\n".join(prod.stages[0].content.notes)
+    # 2 stopped p5.48xlarge: two gp3 root volumes of diskSizeGiB each at $0.08/GB-month.
+    disk = next(g for g in prod.fleet.node_groups if g.name == "h100").disk_size_gib
+    assert f"| h100 | Stopped | 2 | 2 | 2 (minSize 0) | {usd(2 * disk * 0.08)} |" in text
+    assert "| notebooks | Stopped | 2 | 2 | 2 (minSize 1) |" in text
 
 
 def test_capacity_block_reservation_is_in_the_launch_template(existing: RolloutPlan) -> None:

@@ -93,6 +93,7 @@ def through(stage: str) -> Patch:
 
 
 IMAGES = at("imageSets", value=[{"name": "training", "images": ["nvcr.io/nvidia/pytorch:25.08-py3"]}])
+BOTTLEROCKET = {"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"}
 EFA_P5 = group(instanceType="p5.48xlarge", fabric="EFA", zone="use1-az4", subnetIds=["subnet-0aa"])
 OPERATOR = at("versions", "driver", value={"source": "Operator", "version": "595.91.07"})
 ALL_VERSIONS = at("versions", value={
@@ -182,6 +183,9 @@ CASES: list[Any] = [
     pytest.param("warm-pool", [group(warmPool={"minSize": 2, "maxPreparedCapacity": 1})], [("nodeGroups[0].warmPool.maxPreparedCapacity", "maxPreparedCapacity 1 is less than the pool's minSize 2")], id="warm/prepared-below-min"),
     pytest.param("warm-pool", [group(instanceType="p5.48xlarge", warmPool={"state": "Hibernated"})], [("nodeGroups[0].warmPool.state", "p5.48xlarge has 2048 GiB of RAM; EC2 hibernates only instances with less than 150 GB")], id="warm/hibernated-p5"),
     pytest.param("warm-pool", [group(capacity={"type": "CapacityBlock", "reservationId": "cr-0123456789abcdef0"}, warmPool={})], [("nodeGroups[0].warmPool", "a CapacityBlock group cannot have a warm pool: the reservation already holds the instances")], id="warm/capacity-block"),
+    pytest.param("warm-pool", [group(ami=BOTTLEROCKET, warmPool={"minSize": 1})], [], id="warm/bottlerocket-defaults"),
+    pytest.param("warm-pool", [group(ami=BOTTLEROCKET, warmPool={"reuseOnScaleIn": True})], [("nodeGroups[0].warmPool.reuseOnScaleIn", "EKS does not support reuseOnScaleIn with Bottlerocket AMIs (BOTTLEROCKET_x86_64_NVIDIA)")], id="warm/bottlerocket-reuse"),
+    pytest.param("warm-pool", [group(ami=BOTTLEROCKET, warmPool={"state": "Hibernated"})], [("nodeGroups[0].warmPool.state", "EKS does not support the Hibernated warm-pool state with Bottlerocket AMIs (BOTTLEROCKET_x86_64_NVIDIA)")], id="warm/bottlerocket-hibernated"),
     pytest.param("warm-pool", [group(capacity={"type": "Spot"}, warmPool={})], [("nodeGroups[0].warmPool", "a Spot group cannot have a warm pool: EC2 Auto Scaling warm pools do not support Spot Instances")], id="warm/spot"),
     # scaling
     pytest.param("scaling", [group(scaling={"minSize": 4, "maxSize": 4, "desiredSize": 4}, update={"maxUnavailablePercentage": 50})], [], id="scaling/edges"),
