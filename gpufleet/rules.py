@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable, Iterable, Iterator
 
-from gpufleet import access, catalog, stages
+from gpufleet import access, ami_releases, catalog, stages
+from gpufleet.ami_releases import SYSTEM_NODES_AMI_TYPE
 from gpufleet.errors import Issue, Path, closest, did_you_mean
 from gpufleet.spec import CapacityType, Fabric, Fleet, NodeGroup, SharingStrategy, WorkloadClass
 from gpufleet.versions import COMPONENTS, KUBERNETES_VERSIONS as KUBERNETES_SUPPORTED, image_is_pinned, is_pinned
@@ -281,8 +282,9 @@ def _ami(fleet: Fleet) -> Iterator[Issue]:
             if arm != (info.architecture == "arm64"):
                 other = group.ami_type.replace("ARM_64", "x86_64") if arm else group.ami_type.replace("x86_64", "ARM_64")
                 yield Issue(path=path + ("ami", "type"), message=f"{group.ami_type} is an {'arm64' if arm else 'x86_64'} AMI, but {group.instance_type} is {info.architecture}", hint=f"use type: {other}")
-        if group.ami_type.startswith("AL2023") and not group.ami_release_version.startswith(fleet.cluster.kubernetes_version + "."):
-            yield Issue(path=path + ("ami", "releaseVersion"), message=f"AMI release {group.ami_release_version} is not for Kubernetes {fleet.cluster.kubernetes_version}", hint=f"use a {fleet.cluster.kubernetes_version}.x-YYYYMMDD release of the EKS AL2023 NVIDIA AMI")
+        found = ami_releases.check(group.ami_type, group.ami_release_version, fleet.cluster.kubernetes_version)
+        if found is not None:
+            yield Issue(path=path + ("ami", "releaseVersion"), severity=found.severity, message=found.message, hint=found.hint)
 
 
 _STAGE_OF_COMPONENT = {
@@ -371,8 +373,10 @@ def _system_nodes(fleet: Fleet) -> Iterator[Issue]:
         yield Issue(path=("cluster",), message="mode Create needs systemNodes: every GPU group is tainted, so CoreDNS and the controllers need CPU nodes to run on", hint='add cluster.systemNodes: {releaseVersion: "<the AMI release of your GPU groups>"}')
     if cluster.mode == "Existing" and cluster.system_nodes is not None:
         yield Issue(path=("cluster", "systemNodes"), at_key=True, message="systemNodes is only used with mode Create: an existing cluster brings its own system nodes")
-    if cluster.system_nodes is not None and not cluster.system_nodes.release_version.startswith(cluster.kubernetes_version + "."):
-        yield Issue(path=("cluster", "systemNodes", "releaseVersion"), message=f"AMI release {cluster.system_nodes.release_version} is not for Kubernetes {cluster.kubernetes_version}")
+    if cluster.system_nodes is not None:
+        found = ami_releases.check(SYSTEM_NODES_AMI_TYPE, cluster.system_nodes.release_version, cluster.kubernetes_version)
+        if found is not None:
+            yield Issue(path=("cluster", "systemNodes", "releaseVersion"), severity=found.severity, message=found.message, hint=found.hint)
     if cluster.system_nodes is not None and cluster.system_nodes.min_size > cluster.system_nodes.max_size:
         yield Issue(path=("cluster", "systemNodes", "minSize"), message=f"minSize {cluster.system_nodes.min_size} is larger than maxSize {cluster.system_nodes.max_size}")
     for path, group in _groups(fleet):

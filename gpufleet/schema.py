@@ -31,7 +31,7 @@ _FORMATS: Mapping[str, str] = {
     "images": "an imageSets name (a DNS-1123 label)",
     "existingNamespace": "a DNS-1123 label (lowercase letters, digits and '-', starting and ending alphanumeric)",
     "zone": 'an availability zone ID such as "use1-az4" (zone IDs, not names like "us-east-1a", are the same in every account)',
-    "releaseVersion": 'an EKS AMI release such as "1.33.4-20260724"',
+    "releaseVersion": 'an EKS AMI release such as "1.33.13-20260714"',
     "reservationId": 'a capacity reservation ID such as "cr-0123456789abcdef0"',
     "kubernetesVersion": 'a quoted minor version such as "1.33"',
     "region": 'an AWS region such as "us-east-1"',

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from gpufleet import access
+from gpufleet.ami_releases import SYSTEM_NODES_AMI_TYPE
 from gpufleet.builders.common import AWS_PROVIDER, CLUSTER, K8S_PROVIDER, LABEL_NODE_GROUP
 from gpufleet.plan import Concat, Ref, Resource
 from gpufleet.spec import Fleet
@@ -228,7 +229,7 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
                 "node_group_name_prefix": f"{fleet.name}-system-",
                 "node_role_arn": Ref(NODE_ROLE, "arn"),
                 "subnet_ids": list(c.subnet_ids),
-                "ami_type": "AL2023_x86_64_STANDARD",
+                "ami_type": SYSTEM_NODES_AMI_TYPE,
                 "release_version": system.release_version,
                 "instance_types": [system.instance_type],
                 "capacity_type": "ON_DEMAND",

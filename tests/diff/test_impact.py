@@ -75,7 +75,7 @@ def test_each_force_new_field_replaces() -> None:
 def test_removed_group_and_system_group_are_flagged_with_their_kind() -> None:
     old, new = base(), base()
     del new["h100-node-group"]
-    new["system-node-group"]["inputs"]["releaseVersion"] = "1.33.5-20260801"
+    new["system-node-group"]["inputs"]["releaseVersion"] = "1.33.12-20260610"
     report = compare(old, new)
     assert [(n.id, n.action, n.gpu) for n in report.nodes] == [("h100-node-group", "remove", True), ("system-node-group", "roll", False)]
     text = diff_report.text(report, "a", "b")

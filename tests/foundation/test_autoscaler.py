@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gpufleet import catalog
+from gpufleet import ami_releases, catalog
 from gpufleet.builders.common import K8S_PROVIDER
 from gpufleet.manifests import autoscaler
 from gpufleet.pipeline import load_fleet_text
@@ -46,7 +46,8 @@ def ids(plan: RolloutPlan) -> set[str]:
 
 
 def spec(*, mode: str = "Create", kubernetes: str = "1.33", autoscaler_line: str = "", addons: str = "{podIdentityAgent: v1.3.8-eksbuild.2}", pin: bool = True) -> str:
-    system = f'  systemNodes: {{releaseVersion: "{kubernetes}.4-20260724"}}\n' if mode == "Create" else ""
+    release = ami_releases.catalog().releases["AL2023_x86_64_NVIDIA"][kubernetes][-1]
+    system = f'  systemNodes: {{releaseVersion: "{release}"}}\n' if mode == "Create" else ""
     return f"""
 apiVersion: gpufleet/v1alpha1
 kind: Fleet
@@ -62,7 +63,7 @@ cluster:
 {"  clusterAutoscaler: {chart: 9.58.0}" if pin else ""}
   addons: {addons}
 nodeGroups:
-  - {{name: l4, instanceType: g6.12xlarge, workloadClass: Batch, ami: {{type: AL2023_x86_64_NVIDIA, releaseVersion: "{kubernetes}.4-20260724"}}, scaling: {{maxSize: 2}}}}
+  - {{name: l4, instanceType: g6.12xlarge, workloadClass: Batch, ami: {{type: AL2023_x86_64_NVIDIA, releaseVersion: "{release}"}}, scaling: {{maxSize: 2}}}}
 environments: {{prod: {{rollout: {{through: foundation}}}}}}
 """
 

@@ -51,7 +51,7 @@ versions:
   clusterAutoscaler: {chart: 9.59.0}
   driver: {source: Operator, version: "580.105.08", toolkitVersion: v1.18.1}
 nodeGroups:
-  - {name: a10, instanceType: g5.2xlarge, workloadClass: Batch, ami: {type: AL2023_x86_64_STANDARD, releaseVersion: "1.33.4-20260724"}, scaling: {maxSize: 2}}
+  - {name: a10, instanceType: g5.2xlarge, workloadClass: Batch, ami: {type: AL2023_x86_64_STANDARD, releaseVersion: "1.33.13-20260714"}, scaling: {maxSize: 2}}
 environments: {prod: {rollout: {through: foundation}}}
 """
 

@@ -48,7 +48,7 @@ def test_labels_name_group_class_fabric_and_gpu_model(prod: RolloutPlan) -> None
 def test_pinned_ami_numeric_launch_template_version_and_name_prefix(prod: RolloutPlan) -> None:
     args = resource(prod, "h100-node-group").args
     assert args["ami_type"] == "AL2023_x86_64_NVIDIA"
-    assert args["release_version"] == "1.33.4-20260724"
+    assert args["release_version"] == "1.33.13-20260714"
     assert args["launch_template"]["version"] == Concat(Ref("h100-launch-template", "latestVersion"))
     assert "node_group_name" not in args and args["node_group_name_prefix"] == "research-h100-"
 

@@ -16,7 +16,7 @@ cluster:
   name: t
   region: us-east-1
   kubernetesVersion: "1.33"
-  systemNodes: {releaseVersion: "1.33.4-20260724"}
+  systemNodes: {releaseVersion: "1.33.13-20260714"}
   network: {vpcId: vpc-0a1b2c3d, subnetIds: [subnet-0aa, subnet-0bb]}
 versions:
   gpuOperator: {chart: v26.7.0}
@@ -37,7 +37,7 @@ def group(name: str, instance: str, fabric: str = "None", *, taints: str = "[]",
   - name: {name}
     instanceType: {instance}
     workloadClass: Training
-    ami: {{type: AL2023_x86_64_NVIDIA, releaseVersion: "1.33.4-20260724"}}
+    ami: {{type: AL2023_x86_64_NVIDIA, releaseVersion: "1.33.13-20260714"}}
     scaling: {{minSize: {min_size}, maxSize: {max_size}}}
     fabric: {fabric}
     localStorage: {local}

@@ -27,7 +27,10 @@ from gpufleet.spec import CapacityType, Fleet, NodeGroup  # noqa: E402
 
 REGION = "us-east-1"
 RESERVATION = "cr-0123456789abcdef0"
-AL2023_PARAM = "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/nvidia/amazon-eks-node-al2023-x86_64-nvidia-1.33-v20260724/image_id"
+RELEASE = "1.33.13-20260714"
+AMI_ID = "ami-0123456789abcdef0"
+AL2023_PARAM = "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/nvidia/amazon-eks-node-al2023-x86_64-nvidia-1.33-v20260714/release_version"
+SYSTEM_PARAM = "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/standard/amazon-eks-node-al2023-x86_64-standard-1.33-v20260714/release_version"
 BOTTLEROCKET_PARAM = "/aws/service/bottlerocket/aws-k8s-1.33-nvidia/x86_64/1.54.0-5043decc/image_id"
 QUOTA_CODE = {key: quota.code for key, quota in QUOTAS.items()}
 P_ON_DEMAND = QUOTA_CODE[("P", CapacityType.ON_DEMAND)]
@@ -105,7 +108,7 @@ cluster:
   region: us-east-1
   kubernetesVersion: "1.33"
   network: {{vpcId: {vpc}, subnetIds: [{cluster_subnets}]}}
-  systemNodes: {{releaseVersion: "1.33.4-20260724"}}
+  systemNodes: {{releaseVersion: "1.33.13-20260714"}}
 versions:
   gpuOperator: {{chart: v26.7.0}}
   clusterAutoscaler: {{chart: 9.59.0}}
@@ -115,7 +118,7 @@ nodeGroups:
   - name: h100
     instanceType: p5.48xlarge
     workloadClass: Training
-    ami: {{type: AL2023_x86_64_NVIDIA, releaseVersion: "1.33.4-20260724"}}
+    ami: {{type: AL2023_x86_64_NVIDIA, releaseVersion: "1.33.13-20260714"}}
     scaling: {{minSize: 0, maxSize: 2}}
     warmPool: {{minSize: 1, state: Stopped}}
     zone: use1-az4
@@ -124,7 +127,7 @@ nodeGroups:
   - name: cb
     instanceType: p5.48xlarge
     workloadClass: Training
-    ami: {{type: AL2023_x86_64_NVIDIA, releaseVersion: "1.33.4-20260724"}}
+    ami: {{type: AL2023_x86_64_NVIDIA, releaseVersion: "1.33.13-20260714"}}
     capacity: {{type: CapacityBlock, reservationId: {reservation}}}
     scaling: {{minSize: 0, maxSize: 2}}
     zone: use1-az4
@@ -132,7 +135,7 @@ nodeGroups:
   - name: l40s
     instanceType: g6e.12xlarge
     workloadClass: Inference
-    ami: {{type: AL2023_x86_64_NVIDIA, releaseVersion: "1.33.4-20260724"}}
+    ami: {{type: AL2023_x86_64_NVIDIA, releaseVersion: "1.33.13-20260714"}}
     scaling: {{minSize: 0, maxSize: 2}}
   - name: notebooks
     instanceType: g5.xlarge
@@ -144,7 +147,7 @@ nodeGroups:
   - name: spot
     instanceType: p4d.24xlarge
     workloadClass: Batch
-    ami: {{type: AL2023_x86_64_NVIDIA, releaseVersion: "1.33.4-20260724"}}
+    ami: {{type: AL2023_x86_64_NVIDIA, releaseVersion: "1.33.13-20260714"}}
     capacity: {{type: Spot}}
     scaling: {{minSize: 0, maxSize: 1}}
 cost:
@@ -211,12 +214,12 @@ def quotas_client(values: dict[str, float]) -> tuple[Any, Any]:
     return client, stub
 
 
-def ssm_client(answers: list[tuple[str, bool]]) -> tuple[Any, Any]:
-    """SSM answering GetParameter for each (name, exists) in order."""
+def ssm_client(answers: list[tuple[str, str | None]]) -> tuple[Any, Any]:
+    """SSM answering GetParameter for each (name, value) in order; a value of None is ParameterNotFound."""
     client, stub = stubbed("ssm")
-    for name, exists in answers:
-        if exists:
-            stub.add_response("get_parameter", {"Parameter": {"Name": name, "Type": "String", "Value": "ami-0123456789abcdef0", "Version": 1}}, {"Name": name})
+    for name, value in answers:
+        if value is not None:
+            stub.add_response("get_parameter", {"Parameter": {"Name": name, "Type": "String", "Value": value, "Version": 1}}, {"Name": name})
         else:
             stub.add_client_error("get_parameter", "ParameterNotFound", http_status_code=400, expected_params={"Name": name})
     return client, stub
@@ -254,9 +257,9 @@ def reservations_client(*found: dict[str, Any], error: str | None = None) -> tup
     return client, stub
 
 
-def all_clients(world: World, quotas: dict[str, float] | None = None, ssm: list[tuple[str, bool]] | None = None, reservations: tuple[dict[str, Any], ...] | None = None) -> tuple[Clients, list[Any]]:
+def all_clients(world: World, quotas: dict[str, float] | None = None, ssm: list[tuple[str, str | None]] | None = None, reservations: tuple[dict[str, Any], ...] | None = None) -> tuple[Clients, list[Any]]:
     """Clients for a whole preflight run of the fixture fleet: moto EC2 plus stubs that pass by default."""
     sq, sq_stub = quotas_client(quotas if quotas is not None else dict(NEEDED))
-    ssm_c, ssm_stub = ssm_client(ssm if ssm is not None else [(AL2023_PARAM, True), (BOTTLEROCKET_PARAM, True)])
+    ssm_c, ssm_stub = ssm_client(ssm if ssm is not None else [(SYSTEM_PARAM, RELEASE), (AL2023_PARAM, RELEASE), (BOTTLEROCKET_PARAM, AMI_ID)])
     res, res_stub = reservations_client(*(reservations if reservations is not None else (reservation(),)))
     return Clients(ec2=world.ec2, service_quotas=sq, ssm=ssm_c, reservations=res), [sq_stub, ssm_stub, res_stub]

@@ -10,7 +10,10 @@ import pytest
 
 from tests.preflight.support import (
     AL2023_PARAM,
+    AMI_ID,
     BOTTLEROCKET_PARAM,
+    RELEASE,
+    SYSTEM_PARAM,
     G_ON_DEMAND,
     NEEDED,
     P_ON_DEMAND,
@@ -278,37 +281,54 @@ def test_a_renamed_quota_is_a_warning(world: World) -> None:
 
 
 def test_ami_parameter_names(world: World) -> None:
-    fleet = fleet_of(world)
-    assert ami.parameter_names(fleet.node_group("h100"), "1.33") == (AL2023_PARAM,)
-    assert ami.parameter_names(fleet.node_group("notebooks"), "1.33") == (BOTTLEROCKET_PARAM, "/aws/service/bottlerocket/aws-k8s-1.33-nvidia/x86_64/1.54.0/image_id")
-    arm = dataclasses.replace(fleet.node_group("h100"), ami_type="AL2023_ARM_64_NVIDIA")
-    assert ami.parameter_names(arm, "1.33") == ("/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/arm64/nvidia/amazon-eks-node-al2023-arm64-nvidia-1.33-v20260724/image_id",)
+    assert ami.parameter_names("AL2023_x86_64_NVIDIA", RELEASE, "1.33") == (AL2023_PARAM,)
+    assert ami.parameter_names("AL2023_x86_64_STANDARD", RELEASE, "1.33") == (SYSTEM_PARAM,)
+    assert ami.parameter_names("BOTTLEROCKET_x86_64_NVIDIA", "1.54.0-5043decc", "1.33") == (BOTTLEROCKET_PARAM, "/aws/service/bottlerocket/aws-k8s-1.33-nvidia/x86_64/1.54.0/image_id")
+    assert ami.parameter_names("AL2023_ARM_64_NVIDIA", RELEASE, "1.33") == ("/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/arm64/nvidia/amazon-eks-node-al2023-arm64-nvidia-1.33-v20260714/release_version",)
 
 
 def test_published_ami_releases_pass(world: World) -> None:
-    client, stub = ssm_client([(AL2023_PARAM, True), (BOTTLEROCKET_PARAM, True)])
+    client, stub = ssm_client([(SYSTEM_PARAM, RELEASE), (AL2023_PARAM, RELEASE), (BOTTLEROCKET_PARAM, AMI_ID)])
     assert run(ami.check_ami, fleet_of(world), dataclasses.replace(ec2_only(world), ssm=client)) == []
-    stub.assert_no_pending_responses()  # one lookup per distinct parameter
+    stub.assert_no_pending_responses()  # one lookup per distinct parameter, the system nodes' included
 
 
 def test_an_unpublished_ami_release_is_blocking(world: World) -> None:
-    client, _ = ssm_client([(AL2023_PARAM, False)])
+    client, _ = ssm_client([(SYSTEM_PARAM, RELEASE), (AL2023_PARAM, None)])
     found = run(ami.check_ami, only(fleet_of(world), "h100", "spot"), dataclasses.replace(ec2_only(world), ssm=client))
     assert [f.node_group for f in found] == ["h100", "spot"] and all(f.blocking for f in found)
-    assert f"AMI release 1.33.4-20260724 (AL2023_x86_64_NVIDIA) does not exist for Kubernetes 1.33 in us-east-1: no SSM parameter {AL2023_PARAM}" in found[0].what
+    assert f"AMI release 1.33.13-20260714 (AL2023_x86_64_NVIDIA) does not exist for Kubernetes 1.33 in us-east-1: no SSM parameter {AL2023_PARAM}" in found[0].what
     assert "get-parameters-by-path --path /aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/nvidia" in found[0].fix
+
+
+def test_a_wrong_patch_version_names_an_existing_ami_but_is_blocking(world: World) -> None:
+    # The AMI name carries only minor and date: 1.33.4-20260714 finds the v20260714 AMI, whose release is 1.33.13.
+    fleet = with_group(only(fleet_of(world), "h100"), "h100", ami_release_version="1.33.4-20260714")
+    client, _ = ssm_client([(SYSTEM_PARAM, RELEASE), (AL2023_PARAM, RELEASE)])
+    (finding,) = run(ami.check_ami, fleet, dataclasses.replace(ec2_only(world), ssm=client))
+    assert finding.blocking and finding.node_group == "h100"
+    assert finding.what == f"AMI release 1.33.4-20260714 (AL2023_x86_64_NVIDIA) is not what EKS publishes: {AL2023_PARAM} is 1.33.13-20260714"
+    assert finding.fix == 'pin releaseVersion: "1.33.13-20260714"'
+
+
+def test_the_system_nodes_release_is_checked(world: World) -> None:
+    client, _ = ssm_client([(SYSTEM_PARAM, None)])
+    (finding,) = run(ami.check_ami, only(fleet_of(world)), dataclasses.replace(ec2_only(world), ssm=client))
+    assert finding.blocking and finding.where == "cluster"
+    assert finding.what == f"AMI release 1.33.13-20260714 (AL2023_x86_64_STANDARD) does not exist for Kubernetes 1.33 in us-east-1: no SSM parameter {SYSTEM_PARAM}"
 
 
 def test_a_bottlerocket_release_is_found_by_its_version(world: World) -> None:
     bare = "/aws/service/bottlerocket/aws-k8s-1.33-nvidia/x86_64/1.54.0/image_id"
-    client, stub = ssm_client([(BOTTLEROCKET_PARAM, False), (bare, True)])
+    client, stub = ssm_client([(SYSTEM_PARAM, RELEASE), (BOTTLEROCKET_PARAM, None), (bare, AMI_ID)])
     assert run(ami.check_ami, only(fleet_of(world), "notebooks"), dataclasses.replace(ec2_only(world), ssm=client)) == []
     stub.assert_no_pending_responses()
 
 
 def test_a_release_in_the_wrong_form_is_blocking(world: World) -> None:
     fleet = with_group(only(fleet_of(world), "h100"), "h100", ami_release_version="1.54.0-5043decc")
-    (finding,) = run(ami.check_ami, fleet, ec2_only(world))
+    client, _ = ssm_client([(SYSTEM_PARAM, RELEASE)])
+    (finding,) = run(ami.check_ami, fleet, dataclasses.replace(ec2_only(world), ssm=client))
     assert finding.blocking and "is not a AL2023_x86_64_NVIDIA release" in finding.what
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from gpufleet.cli import main
 from gpufleet.preflight import Clients
-from tests.preflight.support import AL2023_PARAM, BOTTLEROCKET_PARAM, NEEDED, P_ON_DEMAND, World, all_clients, reservation, spec_text
+from tests.preflight.support import AL2023_PARAM, AMI_ID, BOTTLEROCKET_PARAM, NEEDED, RELEASE, SYSTEM_PARAM, P_ON_DEMAND, World, all_clients, reservation, spec_text
 
 
 def use(monkeypatch: pytest.MonkeyPatch, clients: Clients) -> list[str]:
@@ -45,7 +45,7 @@ def test_blocking_findings_exit_1_with_what_and_fix(world: World, tmp_path: Path
     clients, _ = all_clients(
         world,
         quotas={**NEEDED, P_ON_DEMAND: 192},
-        ssm=[(AL2023_PARAM, False), (BOTTLEROCKET_PARAM, True)],
+        ssm=[(SYSTEM_PARAM, RELEASE), (AL2023_PARAM, None), (BOTTLEROCKET_PARAM, AMI_ID)],
         reservations=(reservation(State="scheduled"),),
     )
     use(monkeypatch, clients)
@@ -56,10 +56,10 @@ def test_blocking_findings_exit_1_with_what_and_fix(world: World, tmp_path: Path
     heads = [line for line in blocks if not line.startswith("  fix: ")][:-1]
     assert heads == [
         "error: nodeGroups/h100: the fleet needs 384 vCPUs of 'Running On-Demand P instances' (L-417A185B) at maxSize (h100: 2 x p5.48xlarge = 384), the quota in us-east-1 is 192",
-        f"error: nodeGroups/h100: AMI release 1.33.4-20260724 (AL2023_x86_64_NVIDIA) does not exist for Kubernetes 1.33 in us-east-1: no SSM parameter {AL2023_PARAM}",
-        f"error: nodeGroups/cb: AMI release 1.33.4-20260724 (AL2023_x86_64_NVIDIA) does not exist for Kubernetes 1.33 in us-east-1: no SSM parameter {AL2023_PARAM}",
-        f"error: nodeGroups/l40s: AMI release 1.33.4-20260724 (AL2023_x86_64_NVIDIA) does not exist for Kubernetes 1.33 in us-east-1: no SSM parameter {AL2023_PARAM}",
-        f"error: nodeGroups/spot: AMI release 1.33.4-20260724 (AL2023_x86_64_NVIDIA) does not exist for Kubernetes 1.33 in us-east-1: no SSM parameter {AL2023_PARAM}",
+        f"error: nodeGroups/h100: AMI release 1.33.13-20260714 (AL2023_x86_64_NVIDIA) does not exist for Kubernetes 1.33 in us-east-1: no SSM parameter {AL2023_PARAM}",
+        f"error: nodeGroups/cb: AMI release 1.33.13-20260714 (AL2023_x86_64_NVIDIA) does not exist for Kubernetes 1.33 in us-east-1: no SSM parameter {AL2023_PARAM}",
+        f"error: nodeGroups/l40s: AMI release 1.33.13-20260714 (AL2023_x86_64_NVIDIA) does not exist for Kubernetes 1.33 in us-east-1: no SSM parameter {AL2023_PARAM}",
+        f"error: nodeGroups/spot: AMI release 1.33.13-20260714 (AL2023_x86_64_NVIDIA) does not exist for Kubernetes 1.33 in us-east-1: no SSM parameter {AL2023_PARAM}",
         "warning: nodeGroups/cb: Capacity Block cr-0123456789abcdef0 is scheduled, not active yet: nodes launch from 2026-08-01 11:30:00+00:00",
     ]
     fixes = [line for line in blocks if line.startswith("  fix: ")]

@@ -179,7 +179,7 @@ def test_unpinned_pod_identity_agent_is_still_installed_and_waited_for() -> None
 
 
 def test_existing_cluster_warns_that_the_agent_is_not_managed() -> None:
-    existing = HEAD.replace('  systemNodes: {releaseVersion: "1.33.4-20260724"}\n', "  mode: Existing\n")
+    existing = HEAD.replace('  systemNodes: {releaseVersion: "1.33.13-20260714"}\n', "  mode: Existing\n")
     c = content(fleet([group("g", "p5.48xlarge", "EFA")], CHECKPOINTS, head=existing))
     assert any("gpufleet manages no EKS add-ons on an existing cluster" in w for w in c.warnings)
     assert POD_IDENTITY_ADDON not in resource(c, "checkpoints-pod-identity-llm").depends_on

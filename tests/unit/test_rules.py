@@ -46,7 +46,7 @@ def group(**fields: Any) -> Patch:
 
 def add_group(**fields: Any) -> Patch:
     def patch(data: dict[str, Any]) -> None:
-        base = {"workloadClass": "Batch", "ami": {"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.33.4-20260724"}, "scaling": {"maxSize": 2}}
+        base = {"workloadClass": "Batch", "ami": {"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.33.13-20260714"}, "scaling": {"maxSize": 2}}
         data["nodeGroups"].append(base | fields)
 
     return patch
@@ -205,11 +205,14 @@ CASES: list[Any] = [
     pytest.param("taints", [group(taints=[{"key": "a", "effect": "NoSchedule"}, {"key": "a", "effect": "NoExecute"}])], [], id="taints/same-key-other-effect"),
     pytest.param("taints", [group(taints=[{"key": "a", "effect": "NoSchedule"}, {"key": "a", "value": "x", "effect": "NoSchedule"}])], [("nodeGroups[0].taints[0].key", 'taint "a:NoSchedule" appears more than once')], id="taints/repeated"),
     # ami
-    pytest.param("ami", [group(instanceType="g5g.xlarge", ami={"type": "AL2023_ARM_64_NVIDIA", "releaseVersion": "1.33.4-20260724"})], [], id="ami/arm"),
+    pytest.param("ami", [group(instanceType="g5g.xlarge", ami={"type": "AL2023_ARM_64_NVIDIA", "releaseVersion": "1.33.13-20260714"})], [], id="ami/arm"),
     pytest.param("ami", [group(instanceType="g5g.xlarge")], [("nodeGroups[0].ami.type", "AL2023_x86_64_NVIDIA is an x86_64 AMI, but g5g.xlarge is arm64")], id="ami/x86-on-arm"),
-    pytest.param("ami", [group(ami={"type": "AL2023_ARM_64_NVIDIA", "releaseVersion": "1.33.4-20260724"})], [("nodeGroups[0].ami.type", "AL2023_ARM_64_NVIDIA is an arm64 AMI, but g6.xlarge is x86_64")], id="ami/arm-on-x86"),
-    pytest.param("ami", [group(ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.32.9-20260724"})], [("nodeGroups[0].ami.releaseVersion", "AMI release 1.32.9-20260724 is not for Kubernetes 1.33")], id="ami/release-other-kubernetes"),
-    pytest.param("ami", [group(ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.3.4-20260724"})], [("nodeGroups[0].ami.releaseVersion", "AMI release 1.3.4-20260724 is not for Kubernetes 1.33")], id="ami/release-prefix-is-not-enough"),
+    pytest.param("ami", [group(ami={"type": "AL2023_ARM_64_NVIDIA", "releaseVersion": "1.33.13-20260714"})], [("nodeGroups[0].ami.type", "AL2023_ARM_64_NVIDIA is an arm64 AMI, but g6.xlarge is x86_64")], id="ami/arm-on-x86"),
+    pytest.param("ami", [group(ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.32.13-20260714"})], [("nodeGroups[0].ami.releaseVersion", "AMI release 1.32.13-20260714 is for Kubernetes 1.32, but the cluster runs 1.33")], id="ami/release-other-kubernetes"),
+    pytest.param("ami", [group(ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.3.4-20260724"})], [("nodeGroups[0].ami.releaseVersion", "AMI release 1.3.4-20260724 is for Kubernetes 1.3, but the cluster runs 1.33")], id="ami/release-prefix-is-not-enough"),
+    # 1.33.4-20260724 is the kind of release that was never published (v20260724 is not in the CHANGELOG).
+    pytest.param("ami", [group(ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.33.4-20260724"})], [("nodeGroups[0].ami.releaseVersion", "AMI release 1.33.4-20260724 is not among the published AL2023_x86_64_NVIDIA releases for Kubernetes 1.33 known to gpufleet (awslabs/amazon-eks-ami CHANGELOG as of 2026-07-23); the newest known is 1.33.13-20260714")], id="ami/release-unknown"),
+    pytest.param("ami", [group(ami={"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.33.13-20260714"})], [("nodeGroups[0].ami.releaseVersion", "1.33.13-20260714 is not a Bottlerocket release")], id="ami/bottlerocket-form"),
     pytest.param("ami", [group(ami={"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"})], [], id="ami/bottlerocket-release"),
     # versions
     pytest.param("versions", [ALL_VERSIONS, through("cost")], [], id="versions/all-pinned"),
@@ -237,13 +240,15 @@ CASES: list[Any] = [
     pytest.param("telemetry", [at("telemetry", value={"prometheus": "Install", "existingNamespace": "monitoring"})], [("telemetry.existingNamespace", "existingNamespace is only used with prometheus: Existing")], id="telemetry/namespace-with-install"),
     # driver-source-matches-ami
     pytest.param("driver-source-matches-ami", [], [], id="driver/preinstalled-nvidia-ami"),
-    pytest.param("driver-source-matches-ami", [OPERATOR, group(ami={"type": "AL2023_x86_64_STANDARD", "releaseVersion": "1.33.4-20260724"})], [], id="driver/operator-standard-ami"),
+    pytest.param("driver-source-matches-ami", [OPERATOR, group(ami={"type": "AL2023_x86_64_STANDARD", "releaseVersion": "1.33.13-20260714"})], [], id="driver/operator-standard-ami"),
     pytest.param("driver-source-matches-ami", [OPERATOR], [("nodeGroups[0].ami.type", "AL2023_x86_64_NVIDIA ships its own NVIDIA driver, but versions.driver.source is Operator")], id="driver/operator-nvidia-ami"),
-    pytest.param("driver-source-matches-ami", [group(ami={"type": "AL2023_x86_64_STANDARD", "releaseVersion": "1.33.4-20260724"})], [("nodeGroups[0].ami.type", "AL2023_x86_64_STANDARD has no NVIDIA driver, but versions.driver.source is Preinstalled")], id="driver/preinstalled-standard-ami"),
+    pytest.param("driver-source-matches-ami", [group(ami={"type": "AL2023_x86_64_STANDARD", "releaseVersion": "1.33.13-20260714"})], [("nodeGroups[0].ami.type", "AL2023_x86_64_STANDARD has no NVIDIA driver, but versions.driver.source is Preinstalled")], id="driver/preinstalled-standard-ami"),
     # system-nodes
     pytest.param("system-nodes", [], [], id="system/create"),
     pytest.param("system-nodes", [at("cluster", "systemNodes", value=None)], [("cluster", "mode Create needs systemNodes: every GPU group is tainted, so CoreDNS and the controllers need CPU nodes to run on")], id="system/create-without"),
     pytest.param("system-nodes", [at("cluster", "mode", value="Existing"), at("cluster", "systemNodes", value=None)], [], id="system/existing"),
+    pytest.param("system-nodes", [at("cluster", "systemNodes", "releaseVersion", value="1.34.9-20260714")], [("cluster.systemNodes.releaseVersion", "AMI release 1.34.9-20260714 is for Kubernetes 1.34, but the cluster runs 1.33")], id="system/release-other-kubernetes"),
+    pytest.param("system-nodes", [at("cluster", "systemNodes", "releaseVersion", value="1.33.4-20260724")], [("cluster.systemNodes.releaseVersion", "AMI release 1.33.4-20260724 is not among the published AL2023_x86_64_STANDARD releases for Kubernetes 1.33 known to gpufleet (awslabs/amazon-eks-ami CHANGELOG as of 2026-07-23); the newest known is 1.33.13-20260714")], id="system/release-unknown"),
     pytest.param("system-nodes", [at("cluster", "mode", value="Existing")], [("cluster.systemNodes", "systemNodes is only used with mode Create: an existing cluster brings its own system nodes")], id="system/existing-with"),
     pytest.param("system-nodes", [group(ami={"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"}, localStorage="RAID0")], [("nodeGroups[0].localStorage", "localStorage RAID0 is configured by nodeadm, which only AL2023 AMIs run")], id="system/raid0-bottlerocket"),
     # endpoint
@@ -294,11 +299,18 @@ def test_every_rule_has_a_passing_and_a_failing_case() -> None:
         ([at("versions", "clusterAutoscaler", value=None)], "add clusterAutoscaler: {chart: 9.59.0}, or set cluster.autoscaler: None if you run Karpenter or another autoscaler"),
         ([quota(gpus=9)], "lower the quota to at most 4, or raise the group's maxSize"),
         ([group(instanceType="g5g.xlarge")], "use type: AL2023_ARM_64_NVIDIA"),
-        ([OPERATOR, group(instanceType="g5g.xlarge", ami={"type": "AL2023_ARM_64_NVIDIA", "releaseVersion": "1.33.4-20260724"})], "use AL2023_ARM_64_STANDARD (the operator installs the driver), or driver source Preinstalled"),
+        ([OPERATOR, group(instanceType="g5g.xlarge", ami={"type": "AL2023_ARM_64_NVIDIA", "releaseVersion": "1.33.13-20260714"})], "use AL2023_ARM_64_STANDARD (the operator installs the driver), or driver source Preinstalled"),
     ],
 )
 def test_rule_hints(patches: list[Patch], hint: str) -> None:
     assert [i.hint for i in rules.check(build(*patches)) if i.severity == "error"] == [hint]
+
+
+def test_an_unknown_release_is_a_warning_and_a_wrong_minor_an_error() -> None:
+    unknown = rules.check(build(group(ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.33.4-20260724"})))
+    assert [(i.severity, i.hint) for i in unknown] == [("warning", "EKS rejects a release it does not know: check it with `gpufleet preflight`, or pin a published one")]
+    other = rules.check(build(group(ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.32.13-20260714"})))
+    assert [(i.severity, i.hint) for i in other] == [("error", "use a 1.33 release of AL2023_x86_64_NVIDIA; the newest known is 1.33.13-20260714")]
 
 
 def test_check_can_skip_rules() -> None:

@@ -1,0 +1,80 @@
+"""Which EKS AMI releases exist: an offline, dated catalog, and the check `validate` runs with it.
+
+An EKS-optimized AL2023 AMI release is `<kubernetes patch version>-<YYYYMMDD>`, as listed per Kubernetes minor in
+awslabs/amazon-eks-ami `CHANGELOG.md` (release v20260714 ships `1.33.13-20260714` and `1.34.9-20260714`); EKS
+rejects any other (`InvalidParameterException: Requested Nodegroup release version ... is invalid`).
+`data/eks-ami-releases.json` holds those releases per AMI type and minor, written by
+`tools/eks_ami_releases.py` from the CHANGELOG at the commit and date it records: a release newer than that date is
+unknown here, so "not in the catalog" is a warning that names the newest known release, never an error.
+`gpufleet preflight` asks AWS for the exact release (gpufleet/preflight/ami.py).
+
+Bottlerocket releases follow Bottlerocket's own versioning, `<major>.<minor>.<patch>` with an optional
+`-<8 hex digits>` build (`1.54.0-5043decc`); they carry no Kubernetes version: the variant
+(`aws-k8s-<minor>-nvidia`) is chosen from the cluster's Kubernetes minor, so only the form is checked offline.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Mapping
+
+_AL2023 = re.compile(r"^(?P<minor>\d+\.\d+)\.\d+-\d{8}$")
+_BOTTLEROCKET = re.compile(r"^\d+\.\d+\.\d+(-[0-9a-f]{8})?$")
+_AL2023_DATE = re.compile(r"^\d+\.\d+\.\d+-20\d\d(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])$")
+BOTTLEROCKET_FORM = "1.54.0-5043decc"
+# The CPU system node group (cluster.systemNodes) runs the standard AL2023 AMI.
+SYSTEM_NODES_AMI_TYPE = "AL2023_x86_64_STANDARD"
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    source: str
+    commit: str
+    as_of: str
+    releases: Mapping[str, Mapping[str, tuple[str, ...]]]  # AMI type -> Kubernetes minor -> releases, oldest first
+
+
+@cache
+def catalog() -> Catalog:
+    data = json.loads(resources.files("gpufleet").joinpath("data/eks-ami-releases.json").read_text())
+    releases = {t: {m: tuple(r) for m, r in minors.items()} for t, minors in data["releases"].items()}
+    return Catalog(source=data["source"], commit=data["commit"], as_of=data["asOf"], releases=releases)
+
+
+def is_bottlerocket(ami_type: str) -> bool:
+    return ami_type.startswith("BOTTLEROCKET")
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    severity: str  # error | warning
+    message: str
+    hint: str
+
+
+def check(ami_type: str, release: str, kubernetes_version: str) -> Finding | None:
+    """What is wrong with pinning `release` of `ami_type` on a cluster of `kubernetes_version`, if anything."""
+    if is_bottlerocket(ami_type):
+        # A build id is 8 hex digits, so an EKS AL2023 release (1.33.13-20260714) fits the form; its date gives it away.
+        if _BOTTLEROCKET.match(release) and not _AL2023_DATE.match(release):
+            return None
+        return Finding("error", f"{release} is not a Bottlerocket release", f"use a Bottlerocket version like {BOTTLEROCKET_FORM} (the variant aws-k8s-{kubernetes_version}-nvidia follows the cluster)")
+    known = catalog().releases.get(ami_type, {}).get(kubernetes_version, ())
+    newest = f"; the newest known is {known[-1]}" if known else ""
+    match = _AL2023.match(release)
+    if match is None:
+        return Finding("error", f"{release} is not an EKS AMI release (<kubernetes patch version>-<YYYYMMDD>)", f"use a {kubernetes_version} release of {ami_type}{newest}")
+    if match["minor"] != kubernetes_version:
+        return Finding("error", f"AMI release {release} is for Kubernetes {match['minor']}, but the cluster runs {kubernetes_version}", f"use a {kubernetes_version} release of {ami_type}{newest}")
+    if known and release not in known:  # no releases at all: a Kubernetes minor gpufleet does not support (rules say so)
+        cat = catalog()
+        return Finding(
+            "warning",
+            f"AMI release {release} is not among the published {ami_type} releases for Kubernetes {kubernetes_version} known to gpufleet (awslabs/amazon-eks-ami CHANGELOG as of {cat.as_of}){newest}",
+            "EKS rejects a release it does not know: check it with `gpufleet preflight`, or pin a published one",
+        )
+    return None
