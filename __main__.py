@@ -5,7 +5,7 @@ import pulumi
 from components import deploy
 from gpufleet.errors import SpecError
 from gpufleet.pipeline import load_fleet
-from gpufleet.plan import build_plan
+from gpufleet.rollout import build_plan
 
 environment = pulumi.get_stack()
 spec = pulumi.Config("gpufleet").get("spec") or "fleet.yaml"

@@ -17,6 +17,7 @@ from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.stack import run_pulumi_func
 
+from components.deploy import deploy
 from gpufleet.plan import Ref, RolloutPlan, refs_of
 from gpufleet.tree import Registration
 
@@ -87,8 +88,6 @@ class RecordingMocks(pulumi_mocks.Mocks):
 
 def record(plan: RolloutPlan) -> list[Registration]:
     """Every resource `deploy(plan)` registers, with inputs and options, in registration order."""
-    from components.deploy import deploy
-
     mocks = RecordingMocks(plan)
     options: dict[str, dict[str, Any]] = {}
 

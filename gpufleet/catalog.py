@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
-__all__ = ["CATALOG", "InstanceType", "gpu_instance_names", "lookup"]
+__all__ = ["CATALOG", "TOPOLOGY_INSTANCE_TYPES", "InstanceType", "gpu_instance_names", "lookup"]
 
 Architecture = Literal["x86_64", "arm64"]
 
@@ -223,6 +223,17 @@ CATALOG: Final[Mapping[str, InstanceType]] = types.MappingProxyType(
 )
 if len(CATALOG) != len(_TABLE):  # pragma: no cover - guards against a duplicated row
     raise AssertionError("duplicate instance type in the GPU catalog")
+
+# Catalog instance types that EC2 instance topology covers
+# (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-instance-topology-prerequisites.html).
+# p6-b200/p6-b300 have a fourth layer; layer 3 still groups them, one level coarser.
+TOPOLOGY_INSTANCE_TYPES = frozenset(
+    {
+        "g6e.xlarge", "g6e.2xlarge", "g6e.4xlarge", "g6e.8xlarge", "g6e.12xlarge", "g6e.16xlarge", "g6e.24xlarge", "g6e.48xlarge",
+        "p3dn.24xlarge", "p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge",
+        "p6-b200.48xlarge", "p6-b300.48xlarge",
+    }
+)  # fmt: skip
 
 
 def lookup(name: str) -> InstanceType | None:

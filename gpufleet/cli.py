@@ -7,20 +7,21 @@ traceback is printed). User errors never print a traceback and never write outpu
 from __future__ import annotations
 
 import argparse
-import importlib
 import signal
 import sys
 import traceback
 from typing import Callable, Sequence
 
-from gpufleet.errors import SpecError
+from gpufleet import check, diagnose, diff, explain, preflight
+from gpufleet.errors import SpecError, UsageError, render_issue
+from gpufleet.output import TargetRefused, prepare
+from gpufleet.pipeline import Validated, open_spec
+from gpufleet.plan import render_table
+from gpufleet.rollout import build_plan
+from gpufleet.synth import synth_tree
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3
 EXIT_SIGINT, EXIT_SIGTERM = 128 + signal.SIGINT, 128 + signal.SIGTERM  # the shell's convention: 130, 143
-
-
-class UsageError(Exception):
-    """A command-line mistake (exit 2)."""
 
 
 class Terminated(BaseException):
@@ -35,24 +36,13 @@ def _spec_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", nargs="?", default="fleet.yaml", help="the fleet spec (default: fleet.yaml)")
 
 
-def _open_spec(path: str, env: str | None):  # type: ignore[no-untyped-def]
-    from gpufleet.pipeline import load_fleet
-
-    try:
-        return load_fleet(path, env)
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-
-
-def _print_warnings(validated) -> None:  # type: ignore[no-untyped-def]
-    from gpufleet.errors import render_issue
-
+def _print_warnings(validated: Validated) -> None:
     for warning in validated.warnings:
         print(render_issue(validated.source, warning), file=sys.stderr)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    validated = _open_spec(args.spec, args.env)
+    validated = open_spec(args.spec, args.env)
     _print_warnings(validated)
     envs = ", ".join(validated.environments)
     print(f"{args.spec}: valid (environments: {envs})")
@@ -60,19 +50,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from gpufleet.plan import build_plan, render_table
-
-    validated = _open_spec(args.spec, args.env)
+    validated = open_spec(args.spec, args.env)
     _print_warnings(validated)
     print(render_table(build_plan(validated.environments[args.env], args.env)))
     return EXIT_OK
 
 
 def cmd_synth(args: argparse.Namespace) -> int:
-    from gpufleet.output import TargetRefused, prepare
-    from gpufleet.synth import synth_tree
-
-    validated = _open_spec(args.spec, args.env)
+    validated = open_spec(args.spec, args.env)
     _print_warnings(validated)
     out = args.out if args.out is not None else f"out/{args.env}"
     try:
@@ -115,8 +100,7 @@ def _subcommands() -> dict[str, Command]:
         "synth": ("write the reviewable tree of what `pulumi up` would register", synth_args, cmd_synth),
     }
     # Commands with a module of their own expose add_arguments(parser) and run(args) -> exit code.
-    for name in ("check", "diff", "preflight", "diagnose", "explain"):
-        mod = importlib.import_module(f"gpufleet.{name}")
+    for name, mod in (("check", check), ("diff", diff), ("preflight", preflight), ("diagnose", diagnose), ("explain", explain)):
         commands[name] = ((mod.__doc__ or name).strip().splitlines()[0], mod.add_arguments, mod.run)
     return commands
 

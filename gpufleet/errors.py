@@ -10,6 +10,10 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
+
+class UsageError(Exception):
+    """A command-line mistake, such as an unreadable file (exit 2)."""
+
 PathPart = str | int
 Path = tuple[PathPart, ...]
 

@@ -18,8 +18,11 @@ from typing import Any
 
 import yaml
 
+from gpufleet.errors import UsageError
 from gpufleet.model.explain import ASSUMPTION, Verdict, explain, fleet_model
 from gpufleet.model.workload import KINDS, WorkloadError, is_workload, workload
+from gpufleet.pipeline import open_spec
+from gpufleet.rollout import build_plan
 
 EXIT_RUNS, EXIT_WOULD_NOT, EXIT_USAGE = 0, 1, 2
 
@@ -131,9 +134,6 @@ def _text(verdicts: list[Verdict]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpufleet.cli import UsageError, _open_spec
-    from gpufleet.plan import build_plan
-
     try:
         given = [f"--{name}={getattr(args, name)}" for name in ("env", "format") if getattr(args, name, None)]
         args = _parse(list(args.paths) + given)
@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if not workloads:
         raise UsageError(f"no workload in {', '.join(paths)} (kinds: {', '.join(KINDS)})")
-    validated = _open_spec(spec, args.env)
+    validated = open_spec(spec, args.env)
     model = fleet_model(build_plan(validated.environments[args.env], args.env))
     verdicts = [explain(model, w) for w in workloads]
     if args.format == "json":

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from gpufleet import catalog, pricing
-from policies.resources import LAUNCH_TEMPLATE, NODE_GROUP, group_name, is_gpu_node_group
+from gpufleet.entries import LAUNCH_TEMPLATE, NODE_GROUP, group_name, is_gpu_node_group
+from gpufleet.names import GPU_RESOURCE
 
 # Field paths (prefixes) whose change replaces a resource, by type token.
 FORCE_NEW: Mapping[str, tuple[str, ...]] = {
@@ -51,7 +52,6 @@ K8S_IDENTITY = ("metadata.name", "metadata.namespace", "apiVersion", "kind")
 NODE_GROUP_ROLL = ("launchTemplate.version", "releaseVersion", "version")
 # Launch template inputs that do not create a new template version.
 LT_NO_VERSION = ("tags", "tagsAll", "description", "updateDefaultVersion", "defaultVersion")
-GPU_RESOURCE = "nvidia.com/gpu"
 QUOTA_FIELDS = ("nominalQuota", "borrowingLimit", "lendingLimit")
 PRICE_RECORD = "gpufleet:gpu_hour_price_usd"
 
@@ -110,10 +110,6 @@ class Report:
     quotas: tuple[QuotaChange, ...]
     cost_old: tuple[GroupCost, ...]
     cost_new: tuple[GroupCost, ...]
-
-    @property
-    def replacements(self) -> tuple[NodeImpact, ...]:
-        return tuple(n for n in self.nodes if n.action == "replace")
 
 
 # ---------------------------------------------------------------------------------------------------------------

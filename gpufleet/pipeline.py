@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from gpufleet import rules
 from gpufleet.environments import merge_environment
-from gpufleet.errors import Issue, Path, SourceFile, SpecError, did_you_mean, sort_issues
+from gpufleet.errors import Issue, Path, SourceFile, SpecError, UsageError, did_you_mean, sort_issues
 from gpufleet.load import Loaded, load_file, load_text
 from gpufleet.schema import schema_issues, with_defaults
 from gpufleet.spec import Fleet
@@ -77,6 +77,14 @@ def validate_loaded(loaded: Loaded, env: str | None = None) -> Validated:
 def load_fleet(path: str, env: str | None = None) -> Validated:
     """Load and validate a spec file (every environment, or only `env`)."""
     return validate_loaded(load_file(path), env)
+
+
+def open_spec(path: str, env: str | None = None) -> Validated:
+    """`load_fleet` for a command: an unreadable file is a usage error (exit 2), a wrong spec a SpecError (exit 1)."""
+    try:
+        return load_fleet(path, env)
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def load_fleet_text(text: str, name: str = "fleet.yaml", env: str | None = None) -> Validated:

@@ -1,6 +1,7 @@
-"""Fleet -> RolloutPlan: the eight stages in order, each with the resources it registers, its gates and warnings.
+"""What a rollout plan is made of: resources (by id, with deploy-time references), gates, each stage's content and
+the plan of the eight stages (built by gpufleet.rollout).
 
-Every decision is made here (through the stage builders); components only turn `Resource`s into Pulumi
+Every decision is made before a plan exists (by the stage builders); components only turn `Resource`s into Pulumi
 resources. Resources reference each other only by id, and a stage may reference only its own or earlier
 stages' resources (`check_order` enforces it, like cluster-toolkit's "earlier groups only" rule).
 """
@@ -126,18 +127,6 @@ class BuildContext:
 
 
 Builder = Callable[[BuildContext], StageContent]
-# Stage builders register themselves here (gpufleet.builders imports each module once).
-BUILDERS: dict[str, Builder] = {}
-
-
-def builder(stage: str) -> Callable[[Builder], Builder]:
-    assert stage in stages.STAGES, stage
-
-    def register(fn: Builder) -> Builder:
-        BUILDERS[stage] = fn
-        return fn
-
-    return register
 
 
 def refs_of(value: Any) -> Iterator[Ref]:
@@ -194,25 +183,6 @@ def ordered(resources: tuple[Resource, ...]) -> tuple[Resource, ...]:
         if not progressed:
             raise AssertionError("dependency cycle among: " + ", ".join(r.id for r in pending))
     return tuple(out)
-
-
-def build_plan(fleet: Fleet, environment: str) -> RolloutPlan:
-    """The staged plan of `fleet` (already merged for `environment`)."""
-    import gpufleet.builders.registry  # noqa: F401  (registers the stage builders)
-
-    through = fleet.environment(environment).through
-    ctx = BuildContext(fleet=fleet, environment=environment, through=through)
-    built = []
-    for name in stages.STAGES:
-        fn = BUILDERS.get(name)
-        content = fn(ctx) if fn else StageContent()
-        content = StageContent(resources=ordered(content.resources), gates=content.gates, warnings=content.warnings, notes=content.notes)
-        built.append(StagePlan(index=stages.index(name), name=name, included=stages.included(name, through), content=content))
-    plan = RolloutPlan(fleet=fleet, environment=environment, through=through, stages=tuple(built))
-    problems = check_order(plan)
-    if problems:  # a bug in a builder, not a user error
-        raise AssertionError("inconsistent plan: " + "; ".join(problems))
-    return plan
 
 
 def render_table(plan: RolloutPlan) -> str:

@@ -12,6 +12,7 @@ from typing import Callable, Iterable, Iterator
 from gpufleet import access, ami_releases, catalog, stages
 from gpufleet.ami_releases import SYSTEM_NODES_AMI_TYPE
 from gpufleet.errors import Issue, Path, closest, did_you_mean
+from gpufleet.names import DEFAULT_DEVICE_PLUGIN_CONFIG, MIG_DISABLED, RESERVED_NAMESPACES
 from gpufleet.spec import CapacityType, Fabric, Fleet, NodeGroup, SharingStrategy, WorkloadClass
 from gpufleet.versions import COMPONENTS, KUBERNETES_VERSIONS as KUBERNETES_SUPPORTED, image_is_pinned, is_pinned
 
@@ -440,16 +441,10 @@ def _network(fleet: Fleet) -> Iterator[Issue]:
         yield Issue(path=("network", "bandwidthGate", "image"), message=f'image "{image}" is not pinned to a tag or digest', hint="the gate must measure the same bits every time: add an exact tag (not latest) or @sha256:...")
 
 
-# Namespaces a team may not take: Kubernetes' own and those gpufleet's stages run system daemons in.
-RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "gpu-operator", "kueue-system", "monitoring", "gpufleet-network", "gpufleet-health", "gpufleet-system")
-
-
 @rule("admission")
 def _admission(fleet: Fleet) -> Iterator[Issue]:
     if not stage_used(fleet, "admission"):
         return
-    from gpufleet.manifests.kueue import TOPOLOGY_INSTANCE_TYPES  # lazy: manifests import the builders package
-
     adm = fleet.admission
     if adm.reclaim_within_cohort == "Never" and adm.borrow_within_cohort != "Never":
         yield Issue(
@@ -474,7 +469,7 @@ def _admission(fleet: Fleet) -> Iterator[Issue]:
                 hint="give the team its own namespace (teams[].namespace; omitted, it is the team name)",
             )
     for path, group in _groups(fleet):
-        if group.topology.placement not in (None, "None") and group.instance_type not in TOPOLOGY_INSTANCE_TYPES and catalog.lookup(group.instance_type):
+        if group.topology.placement not in (None, "None") and group.instance_type not in catalog.TOPOLOGY_INSTANCE_TYPES and catalog.lookup(group.instance_type):
             yield Issue(
                 path=path + ("topology", "placement"),
                 message=f"topology-aware placement needs the EKS network topology labels, which {group.instance_type} nodes do not get (Kueue would find no capacity)",
@@ -487,8 +482,6 @@ def _sharing_names(fleet: Fleet) -> Iterator[Issue]:
     # A group's sharing config is the entry named after it; these names are the entries of everything else.
     if not stage_used(fleet, "sharing"):
         return
-    from gpufleet.manifests.sharing import DEFAULT_DEVICE_PLUGIN_CONFIG, MIG_DISABLED
-
     reserved = {
         SharingStrategy.TIME_SLICING: DEFAULT_DEVICE_PLUGIN_CONFIG,
         SharingStrategy.MPS: DEFAULT_DEVICE_PLUGIN_CONFIG,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from gpufleet.plan import RolloutPlan, build_plan
+from gpufleet.plan import RolloutPlan
+from gpufleet.rollout import build_plan
 from gpufleet.report import plan_markdown
 from gpufleet.spec import Fleet
 from gpufleet.tree import Tree, build_tree

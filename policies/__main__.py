@@ -7,8 +7,9 @@ Builds the pack from the pure rules in policies/rules.py and serves it; nothing 
 import os
 import sys
 
-# The pack runs from this directory; make the repository root importable so `policies.*` resolves even where
-# gpufleet itself is not installed (only policies/requirements.txt is).
+# The pack runs from this directory; make the repository root importable so `policies.*` (and the standard-library
+# leaves of gpufleet it shares names with: gpufleet.names, gpufleet.entries) resolve even where gpufleet itself is
+# not installed (only policies/requirements.txt is).
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from pulumi_policy import EnforcementLevel, PolicyPack, ResourceValidationPolicy, StackValidationPolicy, proxy  # noqa: E402

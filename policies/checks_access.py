@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from policies.resources import Resource, get, inputs, is_unknown
+from gpufleet.entries import inputs
+from policies.resources import Resource, get, is_unknown
 
 CLUSTER = "aws:eks/cluster:Cluster"
 # = gpufleet.access.TAG_OPEN_ENDPOINT_REASON: the cluster tag that records publicEndpoint.acknowledgeOpenToInternet.

@@ -8,12 +8,12 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import yaml
 
+from gpufleet.entries import NODE_GROUP, group_name, inputs, is_gpu_node_group, labels
+from gpufleet.names import LABEL_SHARING
 from policies.resources import (
     BUCKET_TYPES,
     HELM_TYPES,
-    LABEL_SHARING,
     NAME_LABEL,
-    NODE_GROUP,
     Resource,
     bottlerocket_settings,
     by_kind,
@@ -21,11 +21,7 @@ from policies.resources import (
     env_list,
     find,
     get,
-    group_name,
-    inputs,
-    is_gpu_node_group,
     is_unknown,
-    labels,
     launch_template_of,
     mime_parts,
     selector_is_open,

@@ -9,18 +9,12 @@ from __future__ import annotations
 import re
 from typing import Iterator, Mapping, Sequence
 
+from gpufleet.entries import LAUNCH_TEMPLATE, NODE_GROUP, group_name, inputs, is_gpu_node_group, is_node_group, labels
+from gpufleet.names import LABEL_FABRIC
 from policies.resources import (
-    LABEL_FABRIC,
-    LAUNCH_TEMPLATE,
-    NODE_GROUP,
     Resource,
     by_type,
-    group_name,
-    inputs,
-    is_gpu_node_group,
-    is_node_group,
     is_unknown,
-    labels,
     launch_template_of,
     taints,
     topology_manager_policy,

@@ -20,20 +20,14 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import yaml
 
+from gpufleet.entries import LAUNCH_TEMPLATE, inputs, labels
+from gpufleet.names import LABEL_WORKLOAD_CLASS
+
 Resource = Mapping[str, Any]
 
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
-LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 HELM_TYPES = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart")
 BUCKET_TYPES = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
 
-LABEL_NODE_GROUP = "gpufleet.io/node-group"
-LABEL_WORKLOAD_CLASS = "gpufleet.io/workload-class"
-LABEL_FABRIC = "gpufleet.io/fabric"
-LABEL_SHARING = "gpufleet.io/sharing"
-SYSTEM_GROUP = "system"
-# EKS AMI types that carry the NVIDIA driver (https://docs.aws.amazon.com/eks/latest/APIReference/API_Nodegroup.html).
-GPU_AMI_TYPES = ("AL2_x86_64_GPU", "AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA", "BOTTLEROCKET_ARM_64_NVIDIA")
 
 _REF = re.compile(r"<ref:([a-z0-9][a-z0-9-]*)[.>]")
 
@@ -49,11 +43,6 @@ def ref_target(value: Any) -> str | None:
         return None
     match = _REF.search(value)
     return match.group(1) if match else None
-
-
-def inputs(resource: Resource) -> Mapping[str, Any]:
-    value = resource.get("inputs")
-    return value if isinstance(value, Mapping) else {}
 
 
 def get(data: Any, path: str, default: Any = None) -> Any:
@@ -78,29 +67,6 @@ def by_type(resources: Sequence[Resource], *types: str) -> list[Resource]:
 def by_kind(resources: Sequence[Resource], kind: str) -> list[Resource]:
     """Kubernetes objects of a kind (any API group or version)."""
     return [r for r in resources if str(r.get("type", "")).startswith("kubernetes:") and inputs(r).get("kind") == kind]
-
-
-def labels(resource: Resource) -> Mapping[str, Any]:
-    value = inputs(resource).get("labels")
-    return value if isinstance(value, Mapping) else {}
-
-
-def is_node_group(resource: Resource) -> bool:
-    return resource.get("type") == NODE_GROUP
-
-
-def is_gpu_node_group(resource: Resource) -> bool:
-    """A managed node group of GPU nodes: gpufleet's node-group label other than `system`, or an NVIDIA AMI type."""
-    if not is_node_group(resource):
-        return False
-    group = labels(resource).get(LABEL_NODE_GROUP)
-    if group is not None:
-        return bool(group != SYSTEM_GROUP)
-    return bool(inputs(resource).get("amiType") in GPU_AMI_TYPES)
-
-
-def group_name(resource: Resource) -> str:
-    return str(labels(resource).get(LABEL_NODE_GROUP) or resource.get("id"))
 
 
 def workload_class(resource: Resource) -> str | None:
@@ -136,10 +102,6 @@ def launch_template_of(resources: Sequence[Resource], node_group: Resource) -> R
     ref = spec.get("id") if spec.get("id") is not None else spec.get("name")
     found = find(resources, ref, LAUNCH_TEMPLATE, match_inputs=("id", "name"))
     return found if found is not None else "unknown"
-
-
-def node_groups_using(resources: Sequence[Resource], template: Resource) -> list[Resource]:
-    return [ng for ng in by_type(resources, NODE_GROUP) if launch_template_of(resources, ng) is template]
 
 
 # ---------------------------------------------------------------------------------------------------------------

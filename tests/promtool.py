@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from gpufleet.pipeline import load_fleet
-from gpufleet.plan import build_plan
+from gpufleet.rollout import build_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "tests" / "golden" / "cases"

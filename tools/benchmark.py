@@ -18,6 +18,8 @@ from pathlib import Path
 
 import yaml
 
+from gpufleet.pipeline import load_fleet
+
 ROOT = Path(__file__).resolve().parents[1]
 TYPES = ["p5.48xlarge", "p4d.24xlarge", "g6e.12xlarge", "g5.xlarge", "g6.2xlarge"]
 
@@ -40,8 +42,6 @@ def generated_fleet(groups: int, teams: int) -> str:
 
 
 def time_validate(path: Path, runs: int = 5) -> float:
-    from gpufleet.pipeline import load_fleet
-
     best = float("inf")
     for _ in range(runs):
         start = time.perf_counter()

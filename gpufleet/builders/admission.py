@@ -7,9 +7,10 @@ Every Kueue object depends on the Kueue release, so its CRDs exist before the ob
 
 from __future__ import annotations
 
-from gpufleet.builders.common import NS_GPU_OPERATOR, NS_HEALTH, NS_KUEUE, NS_MONITORING, NS_NETWORK, NS_SYSTEM, group_taints, helm, k8s
+from gpufleet.builders.common import helm, k8s
+from gpufleet.names import NS_GPU_OPERATOR, NS_HEALTH, NS_KUEUE, NS_MONITORING, NS_NETWORK, NS_SYSTEM, group_taints
 from gpufleet.manifests import admission_policy, kueue
-from gpufleet.plan import BuildContext, Resource, StageContent, builder
+from gpufleet.plan import BuildContext, Resource, StageContent
 from gpufleet.spec import Fleet, Team
 
 KUEUE_RELEASE = "kueue"
@@ -22,7 +23,6 @@ def system_namespaces(fleet: Fleet) -> list[str]:
     return sorted({"kube-system", NS_GPU_OPERATOR, NS_KUEUE, monitoring, NS_NETWORK, NS_HEALTH, NS_SYSTEM})
 
 
-@builder("admission")
 def build(ctx: BuildContext) -> StageContent:
     fleet = ctx.fleet
     if not fleet.teams or fleet.versions.kueue is None:

@@ -7,7 +7,8 @@ import json
 
 from gpufleet import access
 from gpufleet.ami_releases import SYSTEM_NODES_AMI_TYPE
-from gpufleet.builders.common import AWS_PROVIDER, CLUSTER, K8S_PROVIDER, LABEL_NODE_GROUP
+from gpufleet.builders.common import AWS_PROVIDER, CLUSTER, K8S_PROVIDER
+from gpufleet.names import LABEL_NODE_GROUP, SYSTEM_GROUP, partition
 from gpufleet.plan import Concat, Ref, Resource
 from gpufleet.spec import Fleet
 
@@ -123,14 +124,6 @@ NODE_POLICIES = (
 )
 
 
-def partition(region: str) -> str:
-    if region.startswith("cn-"):
-        return "aws-cn"
-    if region.startswith("us-gov-"):
-        return "aws-us-gov"
-    return "aws"
-
-
 def _assume(service: str) -> str:
     return json.dumps(
         {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": ["sts:AssumeRole", "sts:TagSession"] if service == "eks.amazonaws.com" else "sts:AssumeRole"}]},
@@ -235,7 +228,7 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
                 "capacity_type": "ON_DEMAND",
                 "scaling_config": {"min_size": system.min_size, "max_size": system.max_size, "desired_size": system.min_size},
                 "update_config": {"max_unavailable": 1},
-                "labels": {LABEL_NODE_GROUP: "system"},
+                "labels": {LABEL_NODE_GROUP: SYSTEM_GROUP},
                 "tags": tags(fleet),
             },
         )

@@ -1,61 +1,19 @@
-"""Conventions every stage builder shares: provider and cluster ids, labels, taints, namespaces, and the
-constructors for Kubernetes objects and Helm releases as plan `Resource`s."""
+"""Conventions every stage builder shares: provider and cluster ids, and the constructors for Kubernetes objects
+and Helm releases as plan `Resource`s (labels, taints and namespaces are in gpufleet.names)."""
 
 from __future__ import annotations
 
 import re
 from typing import Any, Mapping
 
+from gpufleet.names import LABEL_MANAGED_BY
 from gpufleet.plan import Resource
-from gpufleet.spec import Fabric, NodeGroup
 from gpufleet.versions import COMPONENTS
 
 # Ids of resources created by the foundation stage that later stages reference.
 AWS_PROVIDER = "aws-provider"
 K8S_PROVIDER = "k8s-provider"
 CLUSTER = "cluster"  # the aws.eks.Cluster (mode Create) or the getCluster lookup (mode Existing)
-
-# Node labels gpufleet sets on every GPU group (the selectors of Kueue flavors, device plugin configs, etc.).
-LABEL_NODE_GROUP = "gpufleet.io/node-group"
-LABEL_WORKLOAD_CLASS = "gpufleet.io/workload-class"
-LABEL_FABRIC = "gpufleet.io/fabric"
-LABEL_GPU_MODEL = "gpufleet.io/gpu-model"
-LABEL_SHARING = "gpufleet.io/sharing"
-LABEL_MANAGED_BY = {"app.kubernetes.io/managed-by": "gpufleet"}
-
-# Taints: key nvidia.com/gpu so that EKS's ExtendedResourceToleration admission plugin adds the toleration
-# to every pod requesting nvidia.com/gpu (https://docs.aws.amazon.com/eks/latest/userguide/platform-versions.html).
-GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
-EFA_TAINT = {"key": "vpc.amazonaws.com/efa", "value": "true", "effect": "NoSchedule"}
-
-NS_GPU_OPERATOR = "gpu-operator"
-NS_KUEUE = "kueue-system"
-NS_MONITORING = "monitoring"
-NS_NETWORK = "gpufleet-network"
-NS_HEALTH = "gpufleet-health"
-NS_SYSTEM = "gpufleet-system"
-
-_EKS_EFFECT = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
-
-
-def eks_effect(effect: str) -> str:
-    """Kubernetes spelling -> EKS API spelling (API_Taint accepts only NO_SCHEDULE style)."""
-    return _EKS_EFFECT[effect]
-
-
-def group_taints(group: NodeGroup) -> list[dict[str, str]]:
-    """All taints of a group in Kubernetes spelling: GPU taint, EFA taint on EFA groups, then the spec's."""
-    taints = [dict(GPU_TAINT)]
-    if group.fabric is Fabric.EFA:
-        taints.append(dict(EFA_TAINT))
-    taints += [{"key": t.key, "value": t.value, "effect": t.effect} for t in group.taints]
-    return taints
-
-
-def tolerations_for(taints: list[dict[str, str]]) -> list[dict[str, str]]:
-    """Tolerations that match exactly the given taints."""
-    return [{"key": t["key"], "operator": "Equal", "value": t["value"], "effect": t["effect"]} for t in taints]
-
 
 # Built-in Kubernetes API groups and their Pulumi module; any other apiVersion is a custom resource whose
 # token is `kubernetes:<group>/<version>:<Kind>`.

@@ -7,7 +7,7 @@ from gpufleet import catalog, pricing, warm_pool
 from gpufleet.builders.telemetry import devices_per_gpu, prometheus_dependency
 from gpufleet.builders.common import k8s
 from gpufleet.manifests import dashboards, rules_promql, telemetry
-from gpufleet.plan import BuildContext, StageContent, builder
+from gpufleet.plan import BuildContext, StageContent
 from gpufleet.spec import CapacityType, Fleet, NodeGroup, SharingStrategy
 
 # What the idle figure of a group can and cannot tell, by sharing strategy (rules_promql.telemetry_groups; the
@@ -75,7 +75,6 @@ def estimate_notes(fleet: Fleet) -> tuple[list[str], list[str]]:
     return lines, warnings
 
 
-@builder("cost")
 def build(ctx: BuildContext) -> StageContent:
     fleet = ctx.fleet
     ns = telemetry.monitoring_namespace(fleet)

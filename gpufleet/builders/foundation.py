@@ -15,11 +15,12 @@ from dataclasses import replace
 
 from gpufleet import catalog, warm_pool
 from gpufleet.builders.cluster import SYSTEM_NODE_GROUP, cluster_resources, pod_identity_resources, pod_identity_warning
+from gpufleet.builders.common import helm, k8s, namespace
 from gpufleet.builders.cost import group_gpu_hour_usd, usd
-from gpufleet.builders.common import NS_GPU_OPERATOR, NS_SYSTEM, helm, k8s, namespace
+from gpufleet.names import NS_GPU_OPERATOR, NS_SYSTEM
 from gpufleet.builders.node_groups import _launch_template, _node_group, prepuller
 from gpufleet.manifests import autoscaler, gpu_operator, health, node_bootstrap, sharing, telemetry
-from gpufleet.plan import BuildContext, Resource, StageContent, builder
+from gpufleet.plan import BuildContext, Resource, StageContent
 from gpufleet.spec import Fleet
 
 AUTOSCALER_ROLE = "cluster-autoscaler-role"
@@ -27,7 +28,6 @@ AUTOSCALER_POLICY = "cluster-autoscaler-policy"
 AUTOSCALER_POD_IDENTITY = "cluster-autoscaler-pod-identity"
 
 
-@builder("foundation")
 def build(ctx: BuildContext) -> StageContent:
     fleet = ctx.fleet
     resources, warnings = cluster_resources(fleet)

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gpufleet.builders.common import NS_HEALTH, helm, k8s
+from gpufleet.builders.common import helm, k8s
+from gpufleet.names import NS_HEALTH
 from gpufleet.builders.telemetry import prometheus_dependency
 from gpufleet.manifests import health, rules_promql, telemetry
-from gpufleet.plan import BuildContext, Gate, Resource, StageContent, builder
+from gpufleet.plan import BuildContext, Gate, Resource, StageContent
 from gpufleet.versions import COMPONENTS
 
 NPD_RELEASE = "node-problem-detector"
@@ -37,7 +38,6 @@ def _repair_notes(ctx: BuildContext) -> list[str]:
     return lines + [""]
 
 
-@builder("health")
 def build(ctx: BuildContext) -> StageContent:
     fleet = ctx.fleet
     h = fleet.health

@@ -11,9 +11,10 @@ created (NCCL falling back to TCP is correct but ten times slower, and nothing e
 from __future__ import annotations
 
 from gpufleet import catalog, rules
-from gpufleet.builders.common import NS_NETWORK, helm, k8s, namespace
+from gpufleet.builders.common import helm, k8s, namespace
+from gpufleet.names import NS_NETWORK
 from gpufleet.manifests import network as net
-from gpufleet.plan import BuildContext, Gate, Resource, StageContent, builder
+from gpufleet.plan import BuildContext, Gate, Resource, StageContent
 from gpufleet.spec import Fabric, Fleet, NodeGroup
 
 
@@ -60,7 +61,6 @@ def _gate(fleet: Fleet, group: NodeGroup, after: tuple[str, ...]) -> tuple[list[
     return [svc, job_res], Gate(name=f"nccl-bandwidth-{group.name}", resource=job_res.id, expectation=expectation), warnings
 
 
-@builder("network")
 def build(ctx: BuildContext) -> StageContent:
     fleet = ctx.fleet
     efa_groups = net.fabric_groups(fleet, Fabric.EFA)

@@ -8,9 +8,9 @@ from typing import Any
 
 from gpufleet import catalog, warm_pool
 from gpufleet.builders.cluster import NODE_ROLE, node_role_attachments, tags
-from gpufleet.builders.common import (
-    AWS_PROVIDER,
-    CLUSTER,
+from gpufleet.builders.common import AWS_PROVIDER, CLUSTER, k8s
+from gpufleet.manifests import checkov, node_bootstrap
+from gpufleet.names import (
     LABEL_FABRIC,
     LABEL_GPU_MODEL,
     LABEL_NODE_GROUP,
@@ -19,10 +19,8 @@ from gpufleet.builders.common import (
     NS_SYSTEM,
     eks_effect,
     group_taints,
-    k8s,
     tolerations_for,
 )
-from gpufleet.manifests import checkov, node_bootstrap
 from gpufleet.plan import BuildContext, Concat, Ref, Resource
 from gpufleet.spec import CapacityType, Fabric, Fleet, NodeGroup
 

@@ -8,13 +8,13 @@ plan.md gets each group's isolation contract: memory bound, fault isolation, rec
 
 from __future__ import annotations
 
-from gpufleet.builders.common import NS_GPU_OPERATOR, k8s
+from gpufleet.builders.common import k8s
+from gpufleet.names import NS_GPU_OPERATOR
 from gpufleet.manifests import sharing
-from gpufleet.plan import BuildContext, StageContent, builder
+from gpufleet.plan import BuildContext, StageContent
 from gpufleet.spec import SharingStrategy
 
 
-@builder("sharing")
 def build(ctx: BuildContext) -> StageContent:
     fleet = ctx.fleet
     resources = (

@@ -14,7 +14,7 @@ from gpufleet import catalog, checkpoints
 from gpufleet.builders.cluster import pod_identity_resources, pod_identity_warning, tags
 from gpufleet.builders.common import AWS_PROVIDER, k8s
 from gpufleet.manifests import storage as st
-from gpufleet.plan import BuildContext, Ref, Resource, StageContent, builder
+from gpufleet.plan import BuildContext, Ref, Resource, StageContent
 from gpufleet.spec import Checkpoints, Fleet, NodeGroup
 
 BUCKET = "checkpoint-bucket"
@@ -139,7 +139,6 @@ def _sizing_notes(cp: Checkpoints, s: checkpoints.Sizing) -> list[str]:
     return lines
 
 
-@builder("storage")
 def build(ctx: BuildContext) -> StageContent:
     fleet = ctx.fleet
     cp = fleet.checkpoints

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpufleet.builders.common import helm, k8s
 from gpufleet.manifests import dashboards, rules_promql, sharing, telemetry
-from gpufleet.plan import BuildContext, Resource, StageContent, builder
+from gpufleet.plan import BuildContext, Resource, StageContent
 from gpufleet.versions import COMPONENTS
 
 KPS_RELEASE = "kube-prometheus-stack"
@@ -22,7 +22,6 @@ def devices_per_gpu(ctx: BuildContext) -> dict[str, int]:
     return {g.name: sharing.units_per_gpu(g) if ctx.includes("sharing") else 1 for g in ctx.fleet.node_groups}
 
 
-@builder("telemetry")
 def build(ctx: BuildContext) -> StageContent:
     fleet = ctx.fleet
     ns = telemetry.monitoring_namespace(fleet)

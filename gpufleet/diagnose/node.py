@@ -7,7 +7,7 @@ prints several nodes one after another, each starting with "Name:".
 
 from __future__ import annotations
 
-from gpufleet.builders.common import LABEL_SHARING
+from gpufleet.names import LABEL_SHARING
 
 import re
 from dataclasses import dataclass, field

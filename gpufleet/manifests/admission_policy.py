@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from gpufleet.builders.common import LABEL_MANAGED_BY
+from gpufleet.names import LABEL_MANAGED_BY
 
 API = "admissionregistration.k8s.io/v1"
 QUEUE_NAME_POLICY = "gpufleet-require-queue-name"

@@ -25,11 +25,10 @@ import json
 from typing import Any
 
 from gpufleet import catalog
-from gpufleet.builders.cluster import partition
-from gpufleet.builders.common import LABEL_NODE_GROUP
 from gpufleet.manifests import node_bootstrap
-from gpufleet.manifests.network import EFA_RESOURCE, GPU_RESOURCE, rdma_resource
+from gpufleet.manifests.network import rdma_resource
 from gpufleet.manifests.sharing import units_per_gpu
+from gpufleet.names import EFA_RESOURCE, GPU_RESOURCE, LABEL_NODE_GROUP, SYSTEM_GROUP, partition
 from gpufleet.spec import Fabric, Fleet, NodeGroup
 from gpufleet.versions import CLUSTER_AUTOSCALER_IMAGES
 
@@ -133,7 +132,7 @@ def values(fleet: Fleet) -> dict[str, Any]:
         "containerSecurityContext": _CONTAINER_SECURITY,
     }
     if fleet.cluster.mode == "Create":
-        out["nodeSelector"] = {LABEL_NODE_GROUP: "system"}
+        out["nodeSelector"] = {LABEL_NODE_GROUP: SYSTEM_GROUP}
     return out
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpufleet.builders.common import group_taints
+from gpufleet.names import group_taints
 from gpufleet.spec import Fleet
 
 ESCAPE_ENV_TOOLKIT = [

@@ -14,11 +14,10 @@ from importlib import resources
 from typing import Any
 
 from gpufleet.manifests import checkov
-from gpufleet.manifests.rules_promql import DCGM_CONDITION, LABEL_MANAGED_BY
+from gpufleet.manifests.rules_promql import DCGM_CONDITION
+from gpufleet.names import LABEL_MANAGED_BY, LABEL_NODE_GROUP, NS_HEALTH
 from gpufleet.spec import Fleet, NodeGroup, WorkloadClass
 
-NS_HEALTH = "gpufleet-health"  # = gpufleet.builders.common.NS_HEALTH
-LABEL_NODE_GROUP = "gpufleet.io/node-group"  # = gpufleet.builders.common.LABEL_NODE_GROUP
 STATE_DIR = "/var/run/gpufleet-health"  # hostPath shared by the DCGM sidecar, NPD and the planted-fault Job
 
 # --- EKS node auto repair ----------------------------------------------------------------------------------

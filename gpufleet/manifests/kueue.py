@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 from gpufleet import catalog
-from gpufleet.builders.common import LABEL_MANAGED_BY, LABEL_NODE_GROUP, group_taints, tolerations_for
+from gpufleet.names import EFA_RESOURCE, GPU_RESOURCE, LABEL_MANAGED_BY, LABEL_NODE_GROUP, group_taints, tolerations_for
 from gpufleet.manifests import node_bootstrap
 from gpufleet.manifests.sharing import units_per_gpu
 from gpufleet.spec import Fabric, Fleet, NodeGroup, Priority, Quota, Team
@@ -37,11 +37,8 @@ from gpufleet.spec import Fabric, Fleet, NodeGroup, Priority, Quota, Team
 API = "kueue.x-k8s.io/v1beta2"
 CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
 LABEL_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
-LABEL_PRIORITY_CLASS = "kueue.x-k8s.io/priority-class"
 LABEL_TEAM = "gpufleet.io/team"
 LABEL_NAMESPACE_NAME = "kubernetes.io/metadata.name"
-RESOURCE_GPU = "nvidia.com/gpu"
-RESOURCE_EFA = "vpc.amazonaws.com/efa"
 
 # Integrations, spelled as Kueue 0.19 names them (pkg/controller/jobs/*/..._controller.go FrameworkName):
 # batch Jobs, JobSet, Kubeflow training (PyTorchJob and MPIJob of the training operator, TrainJob of Trainer
@@ -66,17 +63,6 @@ TOPOLOGY_LEVELS = (
     "topology.k8s.aws/network-node-layer-3",
     "kubernetes.io/hostname",
 )
-# Catalog instance types that EC2 instance topology covers
-# (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-instance-topology-prerequisites.html).
-# p6-b200/p6-b300 have a fourth layer; layer 3 still groups them, one level coarser.
-TOPOLOGY_INSTANCE_TYPES = frozenset(
-    {
-        "g6e.xlarge", "g6e.2xlarge", "g6e.4xlarge", "g6e.8xlarge", "g6e.12xlarge", "g6e.16xlarge", "g6e.24xlarge", "g6e.48xlarge",
-        "p3dn.24xlarge", "p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge",
-        "p6-b200.48xlarge", "p6-b300.48xlarge",
-    }
-)  # fmt: skip
-
 # ---------------------------------------------------------------------------------------------------------------
 # What a node keeps for itself, so that quota matches what pods can actually be given.
 #
@@ -180,10 +166,10 @@ def resource_amounts(group: NodeGroup, gpus: int) -> dict[str, Any]:
     amounts: dict[str, Any] = {
         "cpu": _cpu(shape.cpu_milli * gpus),
         "memory": f"{shape.memory_mib * gpus}Mi",
-        RESOURCE_GPU: shape.devices * gpus,
+        GPU_RESOURCE: shape.devices * gpus,
     }
     if group.fabric is Fabric.EFA:
-        amounts[RESOURCE_EFA] = math.ceil(shape.efa * gpus)
+        amounts[EFA_RESOURCE] = math.ceil(shape.efa * gpus)
     return amounts
 
 
@@ -192,7 +178,7 @@ def placement(group: NodeGroup) -> str:
     reports topology for, else None."""
     if group.topology.placement is not None:
         return group.topology.placement
-    if group.fabric in (Fabric.EFA, Fabric.RDMA) and group.instance_type in TOPOLOGY_INSTANCE_TYPES:
+    if group.fabric in (Fabric.EFA, Fabric.RDMA) and group.instance_type in catalog.TOPOLOGY_INSTANCE_TYPES:
         return "Preferred"
     return "None"
 
@@ -240,9 +226,9 @@ def cohort(name: str) -> dict[str, Any]:
 
 def covered_resources(fleet: Fleet, team: Team) -> list[str]:
     groups = [fleet.node_group(q.node_group) for q in team.quotas]
-    covered = ["cpu", "memory", RESOURCE_GPU]
+    covered = ["cpu", "memory", GPU_RESOURCE]
     if any(g.fabric is Fabric.EFA for g in groups):
-        covered.append(RESOURCE_EFA)
+        covered.append(EFA_RESOURCE)
     return covered
 
 

@@ -11,21 +11,12 @@ import shlex
 from typing import Any, Mapping
 
 from gpufleet import catalog
-from gpufleet.builders.common import (
-    LABEL_FABRIC,
-    LABEL_MANAGED_BY,
-    LABEL_NODE_GROUP,
-    NS_NETWORK,
-    group_taints,
-    tolerations_for,
-)
 from gpufleet.manifests import checkov
+from gpufleet.names import EFA_RESOURCE, GPU_RESOURCE, LABEL_FABRIC, LABEL_MANAGED_BY, LABEL_NODE_GROUP, NS_NETWORK, group_taints, tolerations_for
 from gpufleet.spec import Fabric, Fleet, NodeGroup, Rdma, RdmaNetwork
 from gpufleet.versions import COMPONENTS
 
-GPU_RESOURCE = "nvidia.com/gpu"
-# Advertised by the AWS EFA device plugin (aws/eks-charts stable/aws-efa-k8s-device-plugin templates/NOTES.txt).
-EFA_RESOURCE = "vpc.amazonaws.com/efa"
+# EFA_RESOURCE is advertised by the AWS EFA device plugin (aws/eks-charts stable/aws-efa-k8s-device-plugin templates/NOTES.txt).
 # Instances with the EFA driver pre-allocate 5128 2 MiB huge pages that EFA pods request
 # (awsdocs/amazon-eks-user-guide latest/ug/ml/node-efa.adoc).
 EFA_HUGEPAGES = "5120Mi"

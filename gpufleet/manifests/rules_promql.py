@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from gpufleet.names import LABEL_MANAGED_BY
+
 
 # kube-state-metrics' name for our node-group label: labelName("label", "gpufleet.io/node-group").
 KSM_NODE_GROUP = "label_gpufleet_io_node_group"
@@ -32,7 +34,6 @@ GPU_TAINT_KEY = "nvidia.com/gpu"
 # DCGM clock event reason bits (NVIDIA/DCGM dcgmlib/dcgm_fields.h, as quoted in NVIDIA/dcgm-exporter
 # internal/pkg/collector/clock_events_collector.go). PromQL has no bitwise operators: bit b of x is
 # floor(x / 2^b) % 2.
-CLOCK_SW_POWER_CAP = 0x4  # recorded, not alerted: a GPU at its power limit under full load is normal
 CLOCK_HW_SLOWDOWN = 0x8
 CLOCK_SW_THERMAL = 0x20
 CLOCK_HW_THERMAL = 0x40
@@ -53,8 +54,6 @@ TRAINING_STEP_METRIC = "gpufleet_training_step_seconds"
 DCGM_CONDITION = "DCGMUnhealthy"
 
 MONITORING_LABEL = {"gpufleet.io/monitoring": "true"}
-# Same as gpufleet.builders.common.LABEL_MANAGED_BY (manifests do not import builders: import cycle).
-LABEL_MANAGED_BY = {"app.kubernetes.io/managed-by": "gpufleet"}
 API_VERSION = "monitoring.coreos.com/v1"
 
 

@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from gpufleet import catalog
+from gpufleet.names import DEFAULT_DEVICE_PLUGIN_CONFIG, MIG_DISABLED
 from gpufleet.spec import Fleet, NodeGroup, SharingStrategy
 
 DEVICE_PLUGIN_CONFIGMAP = "gpufleet-device-plugin-config"
@@ -40,9 +41,6 @@ LABEL_DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
 LABEL_MIG_CONFIG = "nvidia.com/mig.config"
 # The operator's own label for "do not run the MIG manager here" (controllers/state_manager.go migManagerLabelKey).
 LABEL_DEPLOY_MIG_MANAGER = "nvidia.com/gpu.deploy.mig-manager"
-# Reserved entry names: a group of that strategy may not use them (rules.py "sharing-names").
-DEFAULT_DEVICE_PLUGIN_CONFIG = "default"
-MIG_DISABLED = "all-disabled"
 # MIG strategy `single`: every MIG device is advertised as nvidia.com/gpu. A node group partitions all its
 # GPUs with one profile, which is exactly what `single` requires; `mixed` would rename resources per profile.
 MIG_STRATEGY = "single"

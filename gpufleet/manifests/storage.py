@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gpufleet.builders.cluster import partition, pod_identity_trust
-from gpufleet.builders.common import LABEL_MANAGED_BY
+from gpufleet.names import LABEL_MANAGED_BY, partition
 from gpufleet.spec import Checkpoints, Fleet, Team
 
 CHECKPOINT_SERVICE_ACCOUNT = "checkpoint-writer"
@@ -81,12 +80,6 @@ def lifecycle_rules(cp: Checkpoints) -> list[dict[str, Any]]:
             "abort_incomplete_multipart_upload": {"days_after_initiation": ABORT_MULTIPART_DAYS},
         }
     ]
-
-
-def pod_identity_trust_policy(fleet: Fleet, team: Team) -> str:
-    """EKS Pod Identity may assume the role only for the team's service account in its namespace on this
-    cluster (session tags; https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html)."""
-    return pod_identity_trust(fleet, team.namespace, CHECKPOINT_SERVICE_ACCOUNT)
 
 
 def team_access_policy(fleet: Fleet, cp: Checkpoints, team: Team) -> str:

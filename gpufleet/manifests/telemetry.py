@@ -12,11 +12,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from gpufleet.manifests.rules_promql import API_VERSION, LABEL_MANAGED_BY, MONITORING_LABEL
+from gpufleet.manifests.rules_promql import API_VERSION, MONITORING_LABEL
+from gpufleet.names import LABEL_MANAGED_BY, NS_GPU_OPERATOR, NS_MONITORING
 from gpufleet.spec import Fleet
 
-NS_GPU_OPERATOR = "gpu-operator"  # = gpufleet.builders.common.NS_GPU_OPERATOR (the operator's release namespace)
-NS_MONITORING = "monitoring"  # = gpufleet.builders.common.NS_MONITORING
 DCGM_METRICS_CONFIGMAP = "gpufleet-dcgm-metrics"
 # The operator mounts this key at /etc/dcgm-exporter/dcgm-metrics.csv and points DCGM_EXPORTER_COLLECTORS at it
 # (NVIDIA/gpu-operator controllers/object_controls.go MetricsConfigFileName, both v26.3.3 and v26.7.0).

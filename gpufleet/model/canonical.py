@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpufleet.builders.common import LABEL_NODE_GROUP
+from gpufleet.names import GPU_RESOURCE, LABEL_NODE_GROUP
 from gpufleet.manifests import kueue
-from gpufleet.manifests.network import GPU_RESOURCE
 from gpufleet.model.explain import FleetModel
 from gpufleet.model.nodes import NUMA_ALIGNED_PREFIXES
 from gpufleet.model.workload import KINDS, QUEUE_LABEL, Workload, workload

@@ -10,7 +10,7 @@ device is advertised as `nvidia.com/gpu`; `nvidia.com/mig-<profile>` exists only
 
 from __future__ import annotations
 
-from gpufleet.manifests.network import GPU_RESOURCE
+from gpufleet.names import GPU_RESOURCE
 from gpufleet.model.nodes import NodeModel
 from gpufleet.model.workload import PodSpec
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from gpufleet.builders.common import LABEL_NODE_GROUP
+from gpufleet.names import GPU_RESOURCE, LABEL_NODE_GROUP
 from gpufleet.errors import Path
-from gpufleet.manifests.network import GPU_RESOURCE
 from gpufleet.model import device_plugin, kubelet, kueue_admission, scheduling
 from gpufleet.model.autoscaler import scale_up_blocker
 from gpufleet.model.nodes import NodeModel, fleet_nodes

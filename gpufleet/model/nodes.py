@@ -18,12 +18,11 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from gpufleet import catalog
-from gpufleet.builders.common import LABEL_NODE_GROUP
+from gpufleet.names import GPU_RESOURCE, LABEL_NODE_GROUP
 from gpufleet.builders.node_groups import node_group_id
 from gpufleet.manifests import kueue, node_bootstrap
 from gpufleet.manifests.autoscaler import RELEASE as AUTOSCALER_RELEASE
 from gpufleet.manifests.autoscaler import TEMPLATE_RESOURCE_TAG
-from gpufleet.manifests.network import GPU_RESOURCE
 from gpufleet.manifests.sharing import MIG_STRATEGY
 from gpufleet.plan import RolloutPlan
 from gpufleet.spec import NodeGroup, SharingStrategy

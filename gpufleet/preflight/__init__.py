@@ -36,7 +36,11 @@ from __future__ import annotations
 import argparse
 import os
 
+from gpufleet.pipeline import open_spec
+from gpufleet.preflight import clients as aws
 from gpufleet.preflight.clients import ApiError, Clients
+from gpufleet.preflight.core import CHECKS
+from gpufleet.preflight.core import preflight as run_checks
 from gpufleet.preflight.findings import Finding, blocking, render
 from gpufleet.spec import Fleet
 
@@ -50,22 +54,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def preflight(fleet: Fleet, clients: Clients) -> list[Finding]:
     """Every finding for `fleet`, read through `clients` (see gpufleet.preflight.core)."""
-    from gpufleet.preflight.core import preflight as run_checks
-
     return run_checks(fleet, clients)
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpufleet.pipeline import load_fleet
-    from gpufleet.preflight import clients as aws
-    from gpufleet.preflight.core import CHECKS
-
-    try:
-        validated = load_fleet(args.spec, args.env)  # SpecError: rendered by gpufleet.cli, exit 1
-    except OSError as exc:
-        from gpufleet.cli import UsageError
-
-        raise UsageError(f"cannot read {args.spec}: {exc.strerror or exc}") from None
+    validated = open_spec(args.spec, args.env)  # SpecError: rendered by gpufleet.cli, exit 1
     fleet = validated.environments[args.env]
     region = fleet.cluster.region
     try:

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from gpufleet.builders import admission as stage
-from gpufleet.builders.common import LABEL_NODE_GROUP
+from gpufleet.names import LABEL_NODE_GROUP
 from gpufleet.builders.node_groups import node_labels
 from gpufleet.manifests import kueue
 from gpufleet.manifests.sharing import sharing_node_labels

@@ -11,7 +11,7 @@ import pytest
 
 from components.synth import RecordingMocks, record
 from gpufleet.pipeline import load_fleet
-from gpufleet.plan import build_plan
+from gpufleet.rollout import build_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 

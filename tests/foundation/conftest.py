@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from gpufleet.pipeline import load_fleet
-from gpufleet.plan import RolloutPlan, build_plan
+from gpufleet.plan import RolloutPlan
+from gpufleet.rollout import build_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 EXISTING = ROOT / "tests" / "golden" / "cases" / "existing-capacity-block" / "fleet.yaml"

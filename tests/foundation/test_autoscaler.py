@@ -12,7 +12,8 @@ from gpufleet import ami_releases, catalog
 from gpufleet.builders.common import K8S_PROVIDER
 from gpufleet.manifests import autoscaler
 from gpufleet.pipeline import load_fleet_text
-from gpufleet.plan import Ref, Resource, RolloutPlan, build_plan
+from gpufleet.plan import Ref, Resource, RolloutPlan
+from gpufleet.rollout import build_plan
 from gpufleet.spec import Fleet
 from gpufleet.versions import CLUSTER_AUTOSCALER_IMAGES, COMPONENTS, KUBERNETES_VERSIONS
 

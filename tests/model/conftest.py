@@ -11,7 +11,7 @@ import yaml
 
 from gpufleet.model.explain import FleetModel, fleet_model
 from gpufleet.pipeline import load_fleet_text
-from gpufleet.plan import build_plan
+from gpufleet.rollout import build_plan
 
 EXAMPLE: dict[str, Any] = yaml.safe_load((Path(__file__).parents[2] / "fleet.yaml").read_text())
 

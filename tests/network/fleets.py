@@ -5,7 +5,8 @@ from __future__ import annotations
 import textwrap
 
 from gpufleet.pipeline import load_fleet_text
-from gpufleet.plan import RolloutPlan, build_plan
+from gpufleet.plan import RolloutPlan
+from gpufleet.rollout import build_plan
 from gpufleet.spec import Fleet
 
 HEAD = """\

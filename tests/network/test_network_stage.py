@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpufleet import catalog
-from gpufleet.builders.common import LABEL_FABRIC, LABEL_NODE_GROUP
+from gpufleet.names import LABEL_FABRIC, LABEL_NODE_GROUP
 from gpufleet.manifests import network as net
 from gpufleet.plan import Resource
 from gpufleet.spec import Fabric

@@ -1,0 +1,152 @@
+"""Imports run one way: each module imports only modules of its own or a lower layer, there is no import cycle,
+and no import hides inside a function to dodge one (DESIGN.md section 1; issue 15).
+
+Read bottom up, a layer may use everything below it:
+facts (errors, stages, catalog, versions) -> the spec model -> shared names and the plan's vocabulary -> rules ->
+manifests (pure objects) -> stage builders -> the rollout, its reports and the tree -> what reads trees and accounts
+(diff, preflight, diagnose) -> the Pulumi layer and the policy pack -> the commands.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("gpufleet", "components", "policies", "tools")
+
+# Lowest first. A module belongs to the layer of its longest matching prefix (the bare `gpufleet` matches only the
+# package itself, so a new module must be placed here).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("gpufleet", "gpufleet.errors", "gpufleet.stages", "gpufleet.catalog", "gpufleet.versions", "gpufleet.ami_releases", "gpufleet.checkpoints", "gpufleet.pricing"),
+    ("gpufleet.spec", "gpufleet.load", "gpufleet.schema", "gpufleet.environments", "gpufleet.access", "gpufleet.warm_pool"),
+    ("gpufleet.names", "gpufleet.entries", "gpufleet.plan"),
+    ("gpufleet.rules", "gpufleet.pipeline"),
+    ("gpufleet.manifests",),
+    ("gpufleet.builders",),
+    ("gpufleet.rollout", "gpufleet.report", "gpufleet.tree", "gpufleet.output"),
+    ("gpufleet.impact", "gpufleet.diff_report", "gpufleet.preflight", "gpufleet.diagnose", "gpufleet.model"),
+    ("components", "policies"),
+    ("gpufleet.synth", "gpufleet.check", "gpufleet.diff", "gpufleet.explain", "gpufleet.cli", "tools"),
+)
+# The only imports allowed inside a function, with the reason. gpufleet.synth is the core's one door to the Pulumi
+# layer, opened only when synth runs (tests/unit/test_purity.py).
+LAZY = {("gpufleet.synth", "components.synth")}
+# The policy pack runs where gpufleet is not installed (policies/__main__.py puts the checkout on sys.path): what it
+# reaches of gpufleet must be standard-library only.
+PACK_MAY_REACH = {"gpufleet", "gpufleet.names", "gpufleet.entries", "gpufleet.spec", "gpufleet.errors"}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _sources() -> dict[str, Path]:
+    files = [p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py") if "data" not in p.relative_to(ROOT).parts]
+    return {_module_name(p): p for p in files}
+
+
+SOURCES = _sources()
+
+
+def _resolve(module: str, name: str | None) -> str:
+    """`from module import name`: the submodule when `name` is one, else the module."""
+    if name is not None and f"{module}.{name}" in SOURCES:
+        return f"{module}.{name}"
+    return module
+
+
+def _imports(module: str) -> list[tuple[str, int, bool]]:
+    """(imported project module, line, at module level) for every import of a project module."""
+    path = SOURCES[module]
+    tree = ast.parse(path.read_text(), filename=str(path))
+    nested = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(f) if n is not f}
+    out: list[tuple[str, int, bool]] = []
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            targets = [_resolve(base, a.name) for a in node.names]
+        for target in targets:
+            if target.split(".")[0] in PACKAGES and target != module:
+                out.append((target, node.lineno, id(node) not in nested))
+    return out
+
+
+GRAPH = {module: _imports(module) for module in SOURCES}
+
+
+def _layer(module: str) -> int:
+    best, layer = -1, -1
+    for i, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or (prefix != "gpufleet" and module.startswith(prefix + "."))) and len(prefix) > best:
+                best, layer = len(prefix), i
+    return layer
+
+
+def test_every_module_has_a_layer() -> None:
+    assert [m for m in SOURCES if _layer(m) < 0] == []
+
+
+def test_imports_point_down() -> None:
+    upward = [
+        f"{SOURCES[m].relative_to(ROOT)}:{line}: {m} (layer {_layer(m)}) imports {target} (layer {_layer(target)})"
+        for m, imports in GRAPH.items()
+        for target, line, _ in imports
+        if _layer(target) > _layer(m)
+    ]
+    assert upward == []
+
+
+def test_no_import_hides_in_a_function() -> None:
+    lazy = [f"{SOURCES[m].relative_to(ROOT)}:{line}: {m} imports {target} inside a function" for m, imports in GRAPH.items() for target, line, top in imports if not top and (m, target) not in LAZY]
+    assert lazy == []
+
+
+def test_no_import_cycle() -> None:
+    edges = {m: sorted({t for t, _, _ in imports if t in SOURCES}) for m, imports in GRAPH.items()}
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+    cycles: list[list[str]] = []
+
+    def visit(module: str, stack: list[str]) -> None:
+        state[module] = 1
+        for target in edges[module]:
+            if state.get(target) == 1:
+                cycles.append(stack[stack.index(target):] + [target])
+            elif target not in state:
+                visit(target, stack + [target])
+        state[module] = 2
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module, [module])
+    assert cycles == []
+
+
+def test_the_policy_pack_reaches_only_standard_library_leaves_of_gpufleet() -> None:
+    reached: set[str] = set()
+    todo = [m for m in SOURCES if m.split(".")[0] == "policies"]
+    while todo:
+        module = todo.pop()
+        for target, _, _ in GRAPH[module]:
+            if target.split(".")[0] == "gpufleet" and target not in reached:
+                reached.add(target)
+                todo.append(target)
+    assert reached <= PACK_MAY_REACH
+
+
+@pytest.mark.parametrize("forbidden", ["gpufleet.manifests -> gpufleet.builders", "gpufleet.rules -> gpufleet.manifests", "gpufleet.impact -> policies"])
+def test_the_layers_forbid_the_old_tangles(forbidden: str) -> None:
+    # The directions issue 15 removed stay upward in the table, so test_imports_point_down catches them again.
+    low, high = forbidden.split(" -> ")
+    assert _layer(low) < _layer(high)
