@@ -1,6 +1,6 @@
 """run the fleet policies over a synth tree and print each finding with its fix (exit 1 on a mandatory violation)
 
-`gpufleet check out/prod` reads the tree's inventory.json (every registered resource with its inputs and
+`gpufleet check out/prod` verifies the tree (gpufleet.tree_reader: format, layout, digest), reads its inventory.json (every registered resource with its inputs and
 options, DESIGN.md section 5) and runs the same pure predicates as the CrossGuard pack in policies/
 (`pulumi preview --policy-pack policies`), so CI catches a violation before any credentials are involved.
 """
@@ -8,23 +8,12 @@ options, DESIGN.md section 5) and runs the same pure predicates as the CrossGuar
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
-from typing import Any
 
+from gpufleet.tree_reader import NotATree, read_tree
 from policies.rules import MANDATORY, RULES, Finding, evaluate
 
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
-
-
-def load_inventory(directory: str | Path) -> list[dict[str, Any]]:
-    """The resources of a synth tree; raises FileNotFoundError / ValueError when DIR is not one."""
-    path = Path(directory) / "inventory.json"
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(data, list):
-        raise ValueError(f"{path}: expected a list of resources")
-    return data
 
 
 def render(findings: list[Finding], resource_count: int, directory: str) -> str:
@@ -48,8 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        resources = load_inventory(args.dir)
-    except (OSError, ValueError) as exc:
+        resources = read_tree(args.dir).resources
+    except NotATree as exc:
         print(f"gpufleet check: error: {args.dir} is not a synth tree: {exc}", file=sys.stderr)
         return EXIT_USAGE
     findings = evaluate(resources)

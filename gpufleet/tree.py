@@ -6,7 +6,8 @@ Layout:
   NN-<stage>/helm/<release>.yaml
   NN-<stage>/aws/<resource>.yaml
 plan.json names the tree format (`format`, `formatVersion`): it marks a directory as one gpufleet wrote, the only
-kind `synth --out` replaces (gpufleet.output writes it). Output is byte-identical for the same input: sorted keys,
+kind `synth --out` replaces (gpufleet.output writes it). It also names the fleet (`fleet`: name, cluster, region)
+and carries a digest of the whole tree, which `check` and `diff` verify (gpufleet.tree_reader). Output is byte-identical for the same input: sorted keys,
 no timestamps, no absolute paths.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -28,8 +30,8 @@ from gpufleet.plan import RolloutPlan
 TREE_FORMAT = "gpufleet synth tree"
 TREE_FORMAT_VERSION = 1
 # The directories and files a tree may hold, relative to its root (the layout above).
-_TREE_DIR = re.compile(r"\d\d-[a-z]+(/(k8s|helm|aws))?\Z")
-_TREE_FILE = re.compile(r"(plan\.json|plan\.md|inventory\.json|\d\d-[a-z]+/(k8s|helm|aws)/[^/]+\.yaml)\Z")
+TREE_DIR = re.compile(r"\d\d-[a-z]+(/(k8s|helm|aws))?\Z")
+TREE_FILE = re.compile(r"(plan\.json|plan\.md|inventory\.json|\d\d-[a-z]+/(k8s|helm|aws)/[^/]+\.yaml)\Z")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -156,22 +158,39 @@ def build_tree(plan: RolloutPlan, registrations: list[Registration], plan_md: st
             files[path] = dump_yaml(document_for(reg))
     inventory.sort(key=lambda e: (stages.index(e["stage"]) if e["stage"] else 0, e["id"]))
     files["inventory.json"] = dump_json(inventory)
-    files["plan.json"] = dump_json(
-        {
-            "format": TREE_FORMAT,
-            "formatVersion": TREE_FORMAT_VERSION,
-            "fleet": plan.fleet.name,
-            "environment": plan.environment,
-            "through": plan.through,
-            "stages": [
-                {"index": s.index, "name": s.name, "included": s.included, "resources": sorted(per_stage.get(s.directory, []))}
-                for s in plan.stages
-            ],
-            "warnings": list(plan.warnings),
-        }
-    )
     files["plan.md"] = plan_md
+    summary: dict[str, Any] = {
+        "format": TREE_FORMAT,
+        "formatVersion": TREE_FORMAT_VERSION,
+        "fleet": fleet_identity(plan),
+        "environment": plan.environment,
+        "through": plan.through,
+        "stages": [
+            {"index": s.index, "name": s.name, "included": s.included, "resources": sorted(per_stage.get(s.directory, []))}
+            for s in plan.stages
+        ],
+        "warnings": list(plan.warnings),
+    }
+    files["plan.json"] = dump_json({**summary, "digest": digest(summary, files)})
     return Tree(files=dict(sorted(files.items())))
+
+
+def fleet_identity(plan: RolloutPlan) -> dict[str, str]:
+    """What makes two trees trees of the same fleet: its name and the cluster it deploys to."""
+    return {"name": plan.fleet.name, "cluster": plan.fleet.cluster.name, "region": plan.fleet.cluster.region}
+
+
+def digest(summary: Mapping[str, Any], files: Mapping[str, str]) -> str:
+    """sha256 over plan.json without its digest and every other file of the tree (path, NUL, text, NUL; sorted).
+
+    It lets `check` and `diff` tell a tree as synth wrote it from one that was edited, truncated or damaged
+    since, instead of trusting (and crashing on) whatever the files hold.
+    """
+    sha = hashlib.sha256(dump_json(summary).encode("utf-8"))
+    for path in sorted(files):
+        if path != "plan.json":
+            sha.update(f"{path}\0{files[path]}\0".encode("utf-8"))
+    return f"sha256:{sha.hexdigest()}"
 
 
 def tree_problem(root: Path) -> str | None:
@@ -186,7 +205,7 @@ def tree_problem(root: Path) -> str | None:
         return f'plan.json does not say format "{TREE_FORMAT}"'
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
-        expected = _TREE_DIR if path.is_dir() else _TREE_FILE
+        expected = TREE_DIR if path.is_dir() else TREE_FILE
         if path.is_symlink() or not expected.match(rel):
             return f"{rel} is not part of a synth tree"
     return None

@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from gpufleet.cli import main
-from gpufleet.diff import diff_trees, load_tree
+from gpufleet.diff import diff_trees
+from gpufleet.tree_reader import read_tree
 from gpufleet.impact import Report
 from gpufleet.pipeline import load_fleet
 from gpufleet.synth import synth_tree
@@ -56,7 +57,7 @@ def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def report(trees: dict[str, Path], new: str) -> Report:
-    return diff_trees(load_tree(trees["base"]), load_tree(trees[new]))
+    return diff_trees(read_tree(trees["base"]), read_tree(trees[new]))
 
 
 def test_same_tree_has_no_changes(trees: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,105 @@
+"""`check` and `diff` trust a tree only as synth wrote it (issue 14 item 4): every incomplete, damaged or edited
+tree is "not a synth tree" with exit 2 and the reason, and `diff` warns when the trees are of different fleets."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from gpufleet.cli import main
+from gpufleet.output import write_tree
+from gpufleet.pipeline import load_fleet
+from gpufleet.synth import synth_tree
+from tests.trees import reseal
+
+ROOT = Path(__file__).resolve().parents[2]
+MINIMAL = ROOT / "tests/specs/valid/minimal.yaml"
+YAML_FILE = "01-foundation/aws/cluster.yaml"
+
+
+@pytest.fixture(scope="module")
+def mini(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("mini") / "dev"
+    write_tree(synth_tree(load_fleet(str(MINIMAL), "dev").environments["dev"], "dev")[1], str(out))
+    return out
+
+
+def _plan_edit(edit: Callable[[dict[str, object]], None]) -> Callable[[Path], None]:
+    def apply(root: Path) -> None:
+        plan = json.loads((root / "plan.json").read_text())
+        edit(plan)
+        (root / "plan.json").write_text(json.dumps(plan))
+
+    return apply
+
+
+def _nested(root: Path) -> None:
+    (root / "plan.json").write_text("[" * 100_000 + "]" * 100_000)
+
+
+DIGEST = "its files differ from what synth wrote (the digest in plan.json does not match); synthesise it again"
+
+DAMAGE: list[tuple[str, Callable[[Path], None], str]] = [
+    ("only-inventory", lambda r: [p.unlink() if p.is_file() and p.name != "inventory.json" else None for p in r.iterdir()] and shutil.rmtree(r / "01-foundation"), "no plan.json"),
+    ("empty-inventory", lambda r: (r / "inventory.json").write_text("[]\n"), DIGEST),
+    ("yaml-garbage", lambda r: (r / YAML_FILE).write_text("\x00: [garbage\n"), DIGEST),
+    ("yaml-removed", lambda r: (r / YAML_FILE).unlink(), DIGEST),
+    ("yaml-added", lambda r: (r / "01-foundation/aws/extra.yaml").write_text("a: 1\n"), DIGEST),
+    ("inventory-removed", lambda r: (r / "inventory.json").unlink(), "no inventory.json"),
+    ("plan-md-removed", lambda r: (r / "plan.md").unlink(), "no plan.md"),
+    ("plan-json-garbage", lambda r: (r / "plan.json").write_text("{garbage"), "plan.json is not valid JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"),
+    ("plan-json-nested", _nested, "plan.json is not valid JSON: maximum recursion depth exceeded while decoding a JSON array from a unicode string"),
+    ("plan-json-list", lambda r: (r / "plan.json").write_text("[]"), 'plan.json does not say format "gpufleet synth tree"'),
+    ("no-format", _plan_edit(lambda p: p.pop("format")), 'plan.json does not say format "gpufleet synth tree"'),
+    ("newer-format", _plan_edit(lambda p: p.update(formatVersion=2)), "plan.json: format version 2: written by a newer gpufleet; upgrade it (this gpufleet reads version 1)"),
+    ("string-format", _plan_edit(lambda p: p.update(formatVersion="1")), 'plan.json: format version "1": not a version gpufleet writes (this gpufleet reads version 1)'),
+    ("no-digest", _plan_edit(lambda p: p.pop("digest")), "plan.json has no digest"),
+    ("plan-edited", _plan_edit(lambda p: p.update(environment="prod")), DIGEST),
+    ("foreign-file", lambda r: (r / "notes.txt").write_text("mine\n"), "notes.txt is not part of a synth tree"),
+    ("symlink", lambda r: (r / "01-foundation/aws/link.yaml").symlink_to(r / YAML_FILE), "01-foundation/aws/link.yaml is a symbolic link"),
+    ("not-utf8", lambda r: (r / YAML_FILE).write_bytes(b"\xff\xfe"), f"{YAML_FILE} is not UTF-8 text"),
+]
+
+
+@pytest.mark.parametrize(("damage", "reason"), [(d, r) for _, d, r in DAMAGE], ids=[i for i, _, _ in DAMAGE])
+@pytest.mark.parametrize("command", ["check", "diff"])
+def test_a_damaged_tree_is_not_a_synth_tree(mini: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, damage: Callable[[Path], None], reason: str) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(mini, tree)
+    damage(tree)
+    argv = [command, str(tree)] if command == "check" else [command, str(mini), str(tree)]
+    assert main(argv) == 2
+    assert capsys.readouterr() == ("", f"gpufleet {command}: error: {tree} is not a synth tree: {reason}\n")
+
+
+@pytest.mark.parametrize(("path", "reason"), [("missing", "no such directory"), ("file", "not a directory")])
+def test_a_path_that_is_no_directory_is_not_a_synth_tree(tmp_path: Path, capsys: pytest.CaptureFixture[str], path: str, reason: str) -> None:
+    (tmp_path / "file").write_text("x")
+    assert main(["check", str(tmp_path / path)]) == 2
+    assert capsys.readouterr().err == f"gpufleet check: error: {tmp_path / path} is not a synth tree: {reason}\n"
+
+
+def test_an_intact_tree_is_read(mini: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(mini)]) == 1  # read and checked: the minimal fleet leaves its API endpoint open
+    assert main(["diff", str(mini), str(mini)]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_diff_warns_when_the_trees_are_of_different_fleets(mini: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    other = tmp_path / "other"
+    shutil.copytree(mini, other)
+    plan = json.loads((other / "plan.json").read_text())
+    plan["fleet"] = {"name": "mini", "cluster": "mini", "region": "eu-west-1"}
+    (other / "plan.json").write_text(json.dumps(plan))
+    reseal(other)
+    assert main(["diff", str(mini), str(other)]) == 0
+    out, err = capsys.readouterr()
+    assert err == (
+        f"gpufleet diff: warning: the trees are of different fleets: {mini} of fleet mini (cluster mini in us-east-1), "
+        f"{other} of fleet mini (cluster mini in eu-west-1)\n"
+    )
+    assert "no changes" in out
