@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from gpufleet import output
-from gpufleet import synth as synth_module
+from gpufleet import cli, output
 from gpufleet.cli import main
 from gpufleet.output import write_tree
 from gpufleet.pipeline import load_fleet
+from gpufleet.rollout import build_plan
+from gpufleet.synth import synth_tree
 from gpufleet.tree import Tree
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +31,7 @@ MINIMAL = ROOT / "tests/specs/valid/minimal.yaml"
 
 @pytest.fixture(scope="module")
 def mini_tree() -> Tree:
-    return synth_module.synth_tree(load_fleet(str(MINIMAL), "dev").environments["dev"], "dev")[1]
+    return synth_tree(load_fleet(str(MINIMAL), "dev").environments["dev"], "dev")[1]
 
 
 @pytest.fixture
@@ -49,12 +50,12 @@ def no_synthesis(monkeypatch: pytest.MonkeyPatch) -> None:
     def fail(*_: object) -> None:
         raise AssertionError("synthesised although the target was refused")
 
-    monkeypatch.setattr(synth_module, "synth_tree", fail)
+    monkeypatch.setattr(cli, "synth_tree", fail)
 
 
 @pytest.fixture
 def fake_synthesis(monkeypatch: pytest.MonkeyPatch, mini_tree: Tree) -> None:
-    monkeypatch.setattr(synth_module, "synth_tree", lambda fleet, env: (synth_module.build_plan(fleet, env), mini_tree))
+    monkeypatch.setattr(cli, "synth_tree", lambda fleet, env: (build_plan(fleet, env), mini_tree))
 
 
 def snapshot(root: Path) -> dict[str, str | None]:
@@ -174,7 +175,7 @@ def test_a_failed_synthesis_removes_staging_and_the_parents_it_created(
         assert any(workdir.glob("out/a/.b.gpufleet-staging-*")), "staging exists while synthesising"
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(synth_module, "synth_tree", boom)
+    monkeypatch.setattr(cli, "synth_tree", boom)
     before = snapshot(workdir)
     assert main(["synth", "fleet.yaml", "--env", "dev", "--out", "out/a/b"]) == 3
     assert snapshot(workdir) == before
@@ -188,7 +189,7 @@ def test_a_target_that_turns_foreign_while_synthesising_is_left_alone(
         (workdir / "out/theirs.txt").write_text("theirs\n")
         return None, mini_tree
 
-    monkeypatch.setattr(synth_module, "synth_tree", meanwhile)
+    monkeypatch.setattr(cli, "synth_tree", meanwhile)
     code, _, err = synth(capsys, "out")
     assert (code, err) == (2, "gpufleet synth: error: --out out: not empty and not a tree gpufleet wrote (no plan.json); give a new or empty directory\n")
     assert sorted(p.name for p in workdir.iterdir()) == ["fleet.yaml", "notes.txt", "out"]
