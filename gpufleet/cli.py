@@ -10,10 +10,12 @@ import argparse
 import signal
 import sys
 import traceback
+from dataclasses import replace
 from typing import Callable, Sequence
 
 from gpufleet import check, diagnose, diff, explain, preflight
-from gpufleet.errors import SpecError, UsageError, render_issue
+from gpufleet.errors import SpecError, UsageError, render_issue, sort_issues
+from gpufleet.model.check import Contradictions
 from gpufleet.output import TargetRefused, prepare
 from gpufleet.pipeline import Validated, open_spec
 from gpufleet.plan import render_table
@@ -67,6 +69,9 @@ def cmd_synth(args: argparse.Namespace) -> int:
     try:
         plan, tree = synth_tree(validated.environments[args.env], args.env)
         staging.commit(tree)
+    except Contradictions as exc:  # the fleet contradicts itself: an error of the spec, nothing written
+        staging.discard()
+        raise SpecError(validated.source, sort_issues(validated.source, [replace(i, context=f"environment {args.env}") for i in exc.issues])) from None
     except TargetRefused as exc:  # the target changed while synthesising
         staging.discard()
         raise UsageError(f"--out {out}: {exc}") from None

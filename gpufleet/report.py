@@ -6,7 +6,8 @@ from gpufleet import access, stages
 from gpufleet.plan import RolloutPlan
 
 
-def plan_markdown(plan: RolloutPlan) -> str:
+def plan_markdown(plan: RolloutPlan, will_it_run: list[str] | None = None) -> str:
+    """The review page; `will_it_run` is the model's table of canonical workloads (gpufleet.model.check)."""
     fleet = plan.fleet
     lines = [
         f"# Fleet `{fleet.name}`, environment `{plan.environment}`",
@@ -30,4 +31,6 @@ def plan_markdown(plan: RolloutPlan) -> str:
             lines += ["", f"**Gate `{gate.name}`**: {gate.expectation}"]
         if s.content.warnings:
             lines += [""] + [f"- warning: {w}" for w in s.content.warnings]
+    if will_it_run:
+        lines += [""] + will_it_run
     return "\n".join(lines) + "\n"

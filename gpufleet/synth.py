@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+from gpufleet.model.check import Contradictions, canonical_rows, contradictions, will_it_run
+from gpufleet.model.explain import fleet_model
 from gpufleet.plan import RolloutPlan
-from gpufleet.rollout import build_plan
 from gpufleet.report import plan_markdown
+from gpufleet.rollout import build_plan
 from gpufleet.spec import Fleet
 from gpufleet.tree import Tree, build_tree
 
 
 def synth_tree(fleet: Fleet, environment: str) -> tuple[RolloutPlan, Tree]:
-    """The tree for one environment. Imports the Pulumi layer only here, when synth actually runs."""
+    """The tree for one environment. Imports the Pulumi layer only here, when synth actually runs.
+
+    Raises Contradictions (before anything is recorded) when a workload gpufleet renders, or the canonical workload
+    of a node group, would not run on this fleet."""
     from components.synth import record
 
     plan = build_plan(fleet, environment)
-    return plan, build_tree(plan, record(plan), plan_markdown(plan))
+    model = fleet_model(plan)
+    rows = canonical_rows(model)
+    issues = contradictions(model, rows)
+    if issues:
+        raise Contradictions(issues)
+    return plan, build_tree(plan, record(plan), plan_markdown(plan, will_it_run(rows)))

@@ -90,8 +90,8 @@ def training_topology(resources: Sequence[Resource]) -> Iterator[tuple[Resource,
                 yield template, f"launch template of Training group {name!r} has no user data: Topology Manager stays at policy none"
             continue
         policy = topology_manager_policy(text)
-        if policy != "single-numa-node":
-            yield template, f"launch template of Training group {name!r} sets topologyManagerPolicy {policy or 'none (unset)'}, not single-numa-node: a pod's GPUs, NICs and CPUs may span NUMA nodes"
+        if policy not in ("restricted", "single-numa-node"):
+            yield template, f"launch template of Training group {name!r} sets topologyManagerPolicy {policy or 'none (unset)'}, not restricted: a pod's GPUs, NICs and CPUs may span more NUMA nodes than they need"
 
 
 def _is_efa_group(group: Resource) -> bool:

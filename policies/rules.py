@@ -128,12 +128,12 @@ RULES: tuple[Rule, ...] = (
         check=_resource_rule(checks_nodes.desired_size_ignored),
     ),
     Rule(
-        name="training-topology-single-numa",
+        name="training-topology-aligned",
         level=MANDATORY,
         scope="stack",
-        description="Training node groups run the kubelet Topology Manager with policy single-numa-node (launch template user data).",
-        fix="set nodeGroups[].topology.policy: single-numa-node (or leave it unset on Training groups) so the "
-        "launch template's NodeConfig / Bottlerocket settings carry topologyManagerPolicy single-numa-node",
+        description="Training node groups run the kubelet Topology Manager with an aligning policy, restricted or single-numa-node (launch template user data).",
+        fix="set nodeGroups[].topology.policy: restricted (or leave it unset on Training groups) so the launch template's "
+        "NodeConfig / Bottlerocket settings carry topologyManagerPolicy restricted",
         check=_stack_rule(checks_nodes.training_topology),
     ),
     Rule(

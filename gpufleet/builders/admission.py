@@ -39,13 +39,13 @@ def build(ctx: BuildContext) -> StageContent:
         resources.append(k8s(kueue.workload_priority_class(priority), depends_on=after_kueue))
 
     topology_ids: tuple[str, ...] = ()
-    if any(kueue.placement(g) != "None" for g in fleet.node_groups):
+    if any(kueue.placement(fleet, g) != "None" for g in fleet.node_groups):
         topology = k8s(kueue.topology(), depends_on=after_kueue)
         resources.append(topology)
         topology_ids = (topology.id,)
     flavor_ids = {}
     for group in fleet.node_groups:
-        flavor = k8s(kueue.resource_flavor(group), depends_on=after_kueue + (topology_ids if kueue.placement(group) != "None" else ()))
+        flavor = k8s(kueue.resource_flavor(fleet, group), depends_on=after_kueue + (topology_ids if kueue.placement(fleet, group) != "None" else ()))
         flavor_ids[group.name] = flavor.id
         resources.append(flavor)
     cohort_ids = {}
@@ -58,6 +58,9 @@ def build(ctx: BuildContext) -> StageContent:
         queue = k8s(kueue.cluster_queue(fleet, team), depends_on=needs)
         resources.append(queue)
         resources.append(k8s(kueue.local_queue(team), depends_on=(queue.id, namespaces[team.name].id)))
+        default = kueue.default_local_queue(team)
+        if default is not None:
+            resources.append(k8s(default, depends_on=(queue.id, namespaces[team.name].id)))
 
     team_ns = [t.namespace for t in fleet.teams]
     for policy, selector in (
@@ -141,7 +144,7 @@ def _notes(fleet: Fleet) -> list[str]:
     for group in fleet.node_groups:
         shape = kueue.per_gpu(group)
         lines.append(
-            f"| {group.name} | {kueue.capacity_gpus(group)} | {totals[group.name]} | {shape.devices} | {shape.cpu_milli}m | {shape.memory_mib}Mi | {kueue.placement(group)} |"
+            f"| {group.name} | {kueue.capacity_gpus(group)} | {totals[group.name]} | {shape.devices} | {shape.cpu_milli}m | {shape.memory_mib}Mi | {kueue.placement(fleet, group)} |"
         )
     lines += ["", "| priority | value | preemptible | PriorityClass preemptionPolicy |", "|---|---|---|---|"]
     for p in adm.priorities:

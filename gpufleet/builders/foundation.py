@@ -31,7 +31,6 @@ AUTOSCALER_POD_IDENTITY = "cluster-autoscaler-pod-identity"
 def build(ctx: BuildContext) -> StageContent:
     fleet = ctx.fleet
     resources, warnings = cluster_resources(fleet)
-    warnings += [w for w in (node_bootstrap.topology_warning(g) for g in fleet.node_groups) if w]
     with_sharing = ctx.includes("sharing")
     with_health = ctx.includes("health") and fleet.health.auto_repair == "Enabled"
     scaled = fleet.cluster.autoscaler == "Install"

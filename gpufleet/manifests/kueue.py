@@ -42,7 +42,8 @@ LABEL_NAMESPACE_NAME = "kubernetes.io/metadata.name"
 
 # Integrations, spelled as Kueue 0.19 names them (pkg/controller/jobs/*/..._controller.go FrameworkName):
 # batch Jobs, JobSet, Kubeflow training (PyTorchJob and MPIJob of the training operator, TrainJob of Trainer
-# v2) and plain pods. An integration whose CRD is not installed stays idle.
+# v2), plain pods, Deployments and StatefulSets, so a GPU workload of any of these kinds in a team namespace goes
+# through the team's queue. An integration whose CRD is not installed stays idle.
 FRAMEWORKS = (
     "batch/job",
     "jobset.x-k8s.io/jobset",
@@ -50,6 +51,8 @@ FRAMEWORKS = (
     "kubeflow.org/mpijob",
     "trainer.kubeflow.org/trainjob",
     "pod",
+    "deployment",
+    "statefulset",
 )
 
 # Topology-aware scheduling: the EKS network-topology node labels, coarsest first, then the node
@@ -173,14 +176,31 @@ def resource_amounts(group: NodeGroup, gpus: int) -> dict[str, Any]:
     return amounts
 
 
-def placement(group: NodeGroup) -> str:
-    """topology.placement, resolved: the spec's value, else Preferred on EFA/RDMA groups of instance types EC2
-    reports topology for, else None."""
+def _tas_capable(group: NodeGroup) -> bool:
+    """A group whose capacity Kueue TAS can count: an EFA/RDMA group of a type EC2 reports topology for, with its
+    size fixed (minSize = maxSize). TAS counts only Ready nodes, and a workload it does not admit creates no pod for
+    the autoscaler to act on (kueue v0.19.2 site/content/en/docs/concepts/topology_aware_scheduling.md, "Capacity
+    calculation"; scaling up needs a ProvisioningRequest AdmissionCheck, which gpufleet does not render), so on a
+    group that scales TAS would admit only what already runs."""
+    if group.topology.placement is not None:
+        return group.topology.placement != "None"
+    return group.fabric in (Fabric.EFA, Fabric.RDMA) and group.instance_type in catalog.TOPOLOGY_INSTANCE_TYPES and group.min_size == group.max_size
+
+
+def placement(fleet: Fleet, group: NodeGroup) -> str:
+    """topology.placement, resolved: the spec's value, else Preferred where TAS can count the group's capacity and
+    every team with quota on it has quota only on such groups, else None. A ClusterQueue mixing TAS and non-TAS
+    flavors refuses a pod set without a topology request on the TAS flavor (pkg/scheduler/flavorassigner/
+    tas_flavorassigner.go, "supports only TopologyAwareScheduling"); a TAS-only queue implies the request."""
     if group.topology.placement is not None:
         return group.topology.placement
-    if group.fabric in (Fabric.EFA, Fabric.RDMA) and group.instance_type in catalog.TOPOLOGY_INSTANCE_TYPES:
-        return "Preferred"
-    return "None"
+    if not _tas_capable(group):
+        return "None"
+    for team in fleet.teams:
+        groups = [fleet.node_group(q.node_group) for q in team.quotas]
+        if group in groups and not all(_tas_capable(g) for g in groups):
+            return "None"
+    return "Preferred"
 
 
 def _meta(name: str, namespace: str | None = None, labels: dict[str, str] | None = None) -> dict[str, Any]:
@@ -204,14 +224,14 @@ def flavor_taints(group: NodeGroup) -> list[dict[str, str]]:
     return group_taints(group)[:FLAVOR_MAX_TAINTS]
 
 
-def resource_flavor(group: NodeGroup) -> dict[str, Any]:
+def resource_flavor(fleet: Fleet, group: NodeGroup) -> dict[str, Any]:
     taints = flavor_taints(group)
     spec: dict[str, Any] = {
         "nodeLabels": {LABEL_NODE_GROUP: group.name},
         "nodeTaints": taints,
         "tolerations": tolerations_for(taints),
     }
-    if placement(group) != "None":
+    if placement(fleet, group) != "None":
         spec["topologyName"] = TOPOLOGY_NAME
     return {"apiVersion": API, "kind": "ResourceFlavor", "metadata": _meta(group.name, labels={LABEL_NODE_GROUP: group.name}), "spec": spec}
 
@@ -280,13 +300,26 @@ def cluster_queue(fleet: Fleet, team: Team) -> dict[str, Any]:
     return {"apiVersion": API, "kind": "ClusterQueue", "metadata": _meta(team.name, labels={LABEL_TEAM: team.name}), "spec": spec}
 
 
-def local_queue(team: Team) -> dict[str, Any]:
+def local_queue(team: Team, name: str | None = None) -> dict[str, Any]:
     return {
         "apiVersion": API,
         "kind": "LocalQueue",
-        "metadata": _meta(team.name, team.namespace, {LABEL_TEAM: team.name}),
+        "metadata": _meta(name or team.name, team.namespace, {LABEL_TEAM: team.name}),
         "spec": {"clusterQueue": team.name},
     }
+
+
+# A workload without a queue name in a managed namespace gets the LocalQueue named `default` of its namespace
+# (kueue v0.19.2 pkg/controller/jobframework/defaults.go, pod_webhook.go "Local queue defaulting"): with one per
+# team namespace, a Job, JobSet, MPIJob, TrainJob, Deployment or bare Pod that names no queue still goes through
+# the team's ClusterQueue instead of starting outside every quota (manageJobsWithoutQueueName stays false, so
+# namespaces outside the teams are untouched).
+DEFAULT_LOCAL_QUEUE = "default"
+
+
+def default_local_queue(team: Team) -> dict[str, Any] | None:
+    """The team namespace's `default` LocalQueue (None when the team's own queue already has that name)."""
+    return None if team.name == DEFAULT_LOCAL_QUEUE else local_queue(team, DEFAULT_LOCAL_QUEUE)
 
 
 def team_namespace(team: Team, kubernetes_version: str) -> dict[str, Any]:
@@ -388,7 +421,9 @@ def controller_configuration(fleet: Fleet) -> dict[str, Any]:
         # Kueue blocks a workload requesting a resource its ClusterQueue does not cover (quotaCheckStrategy
         # BlockUndeclared, the default). Ephemeral storage and huge pages (EFA jobs request hugepages-2Mi) are
         # node-level limits, not quotas gpufleet manages (apis/config/v1beta2 Resources.excludeResourcePrefixes).
-        "resources": {"excludeResourcePrefixes": ["ephemeral-storage", "hugepages-"]},
+        # The RDMA shared device plugin's rdma/<name> is a per-node connection count (hcaMax), not a quota either: a
+        # queue that does not cover it would refuse every RDMA job ("resource ... unavailable in ClusterQueue").
+        "resources": {"excludeResourcePrefixes": ["ephemeral-storage", "hugepages-", "rdma/"]},
     }
 
 

@@ -29,9 +29,12 @@ SYSTEM_RESERVED_MEMORY = "2Gi"
 def topology(group: NodeGroup) -> tuple[str, str, str]:
     """(topologyManagerPolicy, topologyManagerScope, cpuManagerPolicy) with workload-class defaults.
 
-    Training and Inference default to single-numa-node with pod scope: a pod's GPUs, NICs and CPUs come from
-    one NUMA node, or the pod is rejected rather than silently slowed by cross-socket traffic."""
-    default = "single-numa-node" if group.workload_class in (WorkloadClass.TRAINING, WorkloadClass.INFERENCE) else "none"
+    Training and Inference default to `restricted` with pod scope: the kubelet admits a pod only on the narrowest
+    NUMA set that can hold its GPUs, NICs and pinned CPUs, so a 4-GPU pod stays on one socket and a full-node 8-GPU
+    pod (training rank, TP=8 server, the bandwidth gate) is admitted on both sockets of a dual-socket type.
+    `single-numa-node` would reject that full-node pod outright on p4d/p5/p5en/g6e.48xlarge (two NUMA nodes with four
+    GPUs each; kubernetes pkg/kubelet/cm/topologymanager policy_restricted.go, policy_single_numa_node.go)."""
+    default = "restricted" if group.workload_class in (WorkloadClass.TRAINING, WorkloadClass.INFERENCE) else "none"
     policy = group.topology.policy or default
     scope = group.topology.scope or ("pod" if policy != "none" else "container")
     cpu = "static" if policy != "none" else "none"
@@ -43,22 +46,6 @@ def numa_nodes(group: NodeGroup) -> int:
     g4dn.metal) is dual-socket with four GPUs per socket; the smaller GPU types are single-socket."""
     info = catalog.lookup(group.instance_type)
     return 2 if info is not None and info.gpu_count >= 8 else 1
-
-
-def topology_warning(group: NodeGroup) -> str | None:
-    """single-numa-node rejects a pod whose GPUs cannot come from one NUMA node: say so where it bites."""
-    policy, scope, _ = topology(group)
-    info = catalog.lookup(group.instance_type)
-    numa = numa_nodes(group)
-    if policy != "single-numa-node" or info is None or numa == 1:
-        return None
-    per_numa = info.gpu_count // numa
-    return (
-        f"node group {group.name}: Topology Manager single-numa-node (scope {scope}) admits at most {per_numa} GPUs per "
-        f"{'pod' if scope == 'pod' else 'container'} on {group.instance_type} ({numa} NUMA nodes); a pod asking for all "
-        f"{info.gpu_count} is rejected by the kubelet (TopologyAffinityError). Run one pod per NUMA node, or set "
-        "topology.policy best-effort for full-node pods"
-    )
 
 
 def node_config(group: NodeGroup) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpufleet.names import GPU_RESOURCE, LABEL_NODE_GROUP
+from gpufleet.names import GPU_RESOURCE, LABEL_NODE_GROUP, group_taints, tolerations_for
 from gpufleet.manifests import kueue
 from gpufleet.model.explain import FleetModel
 from gpufleet.model.nodes import NUMA_ALIGNED_PREFIXES
@@ -55,7 +55,8 @@ def canonical(model: FleetModel, group: NodeGroup) -> Workload:
         "metadata": {"name": f"canonical-{group.name}", "namespace": team.namespace if team else "default", "labels": labels},
         "spec": {
             "parallelism": 1,
-            "template": {"spec": {"nodeSelector": {LABEL_NODE_GROUP: group.name}, "containers": [{"name": "main", "resources": {"limits": limits}}]}},
+            # It tolerates the group's taints as a workload meant for the group does (Kueue adds at most 8 of them).
+            "template": {"spec": {"nodeSelector": {LABEL_NODE_GROUP: group.name}, "tolerations": tolerations_for(group_taints(group)), "containers": [{"name": "main", "resources": {"limits": limits}}]}},
         },
     }
     return workload(obj)

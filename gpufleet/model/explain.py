@@ -102,7 +102,8 @@ def fleet_model(plan: RolloutPlan) -> FleetModel:
         nodes={n.group: n for n in fleet_nodes(plan)},
         kueue=kueue_admission.from_plan(plan),
         queue_policy=_queue_policy(plan),
-        system_nodes=plan.fleet.cluster.system_nodes is not None,
+        # mode Create: gpufleet's untainted system group; mode Existing: the cluster's own nodes.
+        system_nodes=True,
         paths=plan.fleet.paths,
     )
 
@@ -225,7 +226,8 @@ def explain(model: FleetModel, wl: Workload) -> Verdict:
         cluster_queue = admission.cluster_queue
         flavor = ", ".join(dict.fromkeys(admission.flavors.values())) or None
         if admission.managed and admission.reason:
-            return replace(base, runs=False, cluster_queue=cluster_queue, flavor=flavor, reasons=(Reason(stage="admission", message=admission.reason, fix=admission.fix or _admission_fix(model, admission.reason)),))
+            reason = Reason(stage="admission", message=admission.reason, fix=admission.fix or _admission_fix(admission.reason), spec_path=_tas_path(model, wl, cluster_queue, admission.reason))
+            return replace(base, cluster_queue=cluster_queue, flavor=flavor, reasons=(reason,))
         if not admission.managed:
             notes.append(f"not managed by Kueue: {admission.reason}")
         injected = admission.injected
@@ -239,7 +241,18 @@ def explain(model: FleetModel, wl: Workload) -> Verdict:
     return replace(base, runs=True, cluster_queue=cluster_queue, flavor=flavor, node_group=", ".join(groups) or None, notes=tuple(notes))
 
 
-def _admission_fix(model: FleetModel, reason: str) -> str:
+def _tas_path(model: FleetModel, wl: Workload, cluster_queue: str | None, reason: str) -> Path | None:
+    """topology.placement of the group whose TAS flavor refused the workload (the pod set's group first)."""
+    if model.kueue is None or cluster_queue is None or not ("TopologyAwareScheduling" in reason or "allows to fit only" in reason):
+        return None
+    tas = [model.kueue.flavors[f] for f in model.kueue.cluster_queues[cluster_queue].flavors() if f in model.kueue.flavors and model.kueue.flavors[f].topology_name]
+    wanted = {ps.pod.node_selector.get(LABEL_NODE_GROUP) for ps in wl.pod_sets}
+    groups = [g for g in (f.node_labels.get(LABEL_NODE_GROUP) for f in tas) if g]
+    group = next((g for g in groups if g in wanted), groups[0] if groups else None)
+    return model.group_path(group, "topology", "placement") if group else None
+
+
+def _admission_fix(reason: str) -> str:
     if "supports only TopologyAwareScheduling" in reason:
         return "add the pod template annotation kueue.x-k8s.io/podset-preferred-topology: kubernetes.io/hostname, or set topology.placement: None on the node group"
     if "allows to fit only" in reason:

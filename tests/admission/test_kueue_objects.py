@@ -62,12 +62,18 @@ def test_cluster_queue_admits_only_its_team_namespace(fleet: Fleet) -> None:
 
 
 def test_local_queue_points_at_the_team_cluster_queue_in_the_team_namespace(fleet: Fleet) -> None:
-    local = _objects(fleet, "LocalQueue")
-    assert {name: (q["metadata"]["namespace"], q["spec"]["clusterQueue"]) for name, q in local.items()} == {
-        "vision": ("vision", "vision"),
-        "speech": ("speech-ml", "speech"),
-        "ads": ("ads", "ads"),
-    }
+    resources, _ = _build(fleet)
+    local = [r.args["object"] for r in resources.values() if "object" in r.args and r.args["object"]["kind"] == "LocalQueue"]
+    # Each team namespace also holds a LocalQueue "default" to the team's queue: Kueue fills it in for any workload
+    # that names no queue (kueue v0.19.2 pkg/controller/jobframework/defaults.go), so none escapes the quota.
+    assert sorted((q["metadata"]["namespace"], q["metadata"]["name"], q["spec"]["clusterQueue"]) for q in local) == [
+        ("ads", "ads", "ads"),
+        ("ads", "default", "ads"),
+        ("speech-ml", "default", "speech"),
+        ("speech-ml", "speech", "speech"),
+        ("vision", "default", "vision"),
+        ("vision", "vision", "vision"),
+    ]
 
 
 def test_team_namespaces_enforce_pod_security_baseline(fleet: Fleet) -> None:
@@ -130,26 +136,35 @@ def test_flavor_keeps_eight_taints_and_the_stage_warns_about_the_rest(make_fleet
 
 
 @pytest.mark.parametrize(
-    ("instance", "fabric", "explicit", "expected"),
+    ("instance", "fabric", "explicit", "fixed", "only_tas_teams", "expected"),
     [
-        ("p5.48xlarge", "EFA", None, "Preferred"),  # EFA on a type EKS labels with network topology
-        ("g5.48xlarge", "EFA", None, "None"),  # EFA, but EC2 reports no topology for g5: no labels, no capacity
-        ("p5.48xlarge", "None", None, "None"),
-        ("p5.48xlarge", "EFA", "Required", "Required"),
-        ("p5.48xlarge", "EFA", "None", "None"),
+        # EFA on a type EKS labels with network topology, fixed size, its teams use no other group: TAS counts it all
+        ("p5.48xlarge", "EFA", None, True, True, "Preferred"),
+        # scales from zero: TAS counts only Ready nodes and nothing scales a group for a workload it never admits
+        ("p5.48xlarge", "EFA", None, False, True, "None"),
+        # a team also has quota on a non-TAS group: its queue would refuse plain jobs on the TAS flavor
+        ("p5.48xlarge", "EFA", None, True, False, "None"),
+        ("g5.48xlarge", "EFA", None, True, True, "None"),  # EFA, but EC2 reports no topology for g5: no labels, no capacity
+        ("p5.48xlarge", "None", None, True, True, "None"),
+        ("p5.48xlarge", "EFA", "Required", False, False, "Required"),
+        ("p5.48xlarge", "EFA", "None", True, True, "None"),
     ],
 )
-def test_placement_resolution(make_fleet: Callable[..., Fleet], instance: str, fabric: str, explicit: str | None, expected: str) -> None:
+def test_placement_resolution(make_fleet: Callable[..., Fleet], instance: str, fabric: str, explicit: str | None, fixed: bool, only_tas_teams: bool, expected: str) -> None:
     def edit(d: dict[str, Any]) -> None:
         g = d["nodeGroups"][0]
         g["instanceType"], g["fabric"] = instance, fabric
+        if fixed:
+            g["scaling"] = {"minSize": 4, "maxSize": 4}
+        if only_tas_teams:
+            d["teams"] = [t for t in d["teams"] if all(q["nodeGroup"] == "h100" for q in t["quotas"])]
         if explicit is not None:
             g["topology"] = {"placement": explicit}
 
     fleet = make_fleet(edit)
     group = fleet.node_group("h100")
-    assert kueue.placement(group) == expected
-    flavor = kueue.resource_flavor(group)["spec"]
+    assert kueue.placement(fleet, group) == expected
+    flavor = kueue.resource_flavor(fleet, group)["spec"]
     assert flavor.get("topologyName") == (None if expected == "None" else kueue.TOPOLOGY_NAME)
     topologies = _objects(fleet, "Topology")
     assert (kueue.TOPOLOGY_NAME in topologies) == (expected != "None")
@@ -304,7 +319,7 @@ def test_configuration_turns_on_all_or_nothing_admission(fleet: Fleet) -> None:
         "requeuingStrategy": {"timestamp": "Eviction", "backoffLimitCount": 5, "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600},
     }
     assert "enable" not in config["waitForPodsReady"]  # v1beta1 only
-    assert config["integrations"]["frameworks"] == ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob", "kubeflow.org/mpijob", "trainer.kubeflow.org/trainjob", "pod"]
+    assert config["integrations"]["frameworks"] == ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob", "kubeflow.org/mpijob", "trainer.kubeflow.org/trainjob", "pod", "deployment", "statefulset"]
     assert config["managedJobsNamespaceSelector"] == {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["ads", "speech-ml", "vision"]}]}
 
 
@@ -370,7 +385,9 @@ def _depends_on_transitively(resources: dict[str, Resource], rid: str, target: s
 def test_every_kueue_object_waits_for_the_kueue_release(fleet: Fleet) -> None:
     resources, _ = _build(fleet)
     kueue_objects = [r for r in resources.values() if "object" in r.args and r.args["object"]["apiVersion"] == kueue.API]
-    assert len(kueue_objects) == 2 + 3 + 1 + 1 + 3 + 3  # flavors, queues, cohort, topology, local queues, WPCs
+    # flavors, queues, cohort, local queues (the team's and "default" per namespace), WPCs; no Topology: the EFA
+    # group scales from zero, so TAS could not count its capacity
+    assert len(kueue_objects) == 2 + 3 + 1 + 6 + 3
     for res in kueue_objects:
         assert stage.HELM_ID in res.depends_on or _depends_on_transitively(resources, res.id, stage.HELM_ID), res.id
     local = next(r for r in kueue_objects if r.args["object"]["kind"] == "LocalQueue" and r.args["object"]["metadata"]["name"] == "speech")

@@ -127,7 +127,7 @@ def _node_config(plan: RolloutPlan, group: str) -> dict:  # type: ignore[type-ar
 def test_user_data_nodeconfig_topology_cpu_manager_and_raid0(prod: RolloutPlan) -> None:
     config = _node_config(prod, "h100")
     assert config["spec"]["kubelet"]["config"] == {
-        "topologyManagerPolicy": "single-numa-node",
+        "topologyManagerPolicy": "restricted",
         "topologyManagerScope": "pod",
         "cpuManagerPolicy": "static",
         "systemReserved": {"cpu": "1", "memory": "2Gi"},
@@ -182,13 +182,3 @@ def test_recorded_options_reach_the_engine(prod_registrations) -> None:  # type:
     assert node_group.inputs["launchTemplate"]["version"] == "<ref:h100-launch-template.latestVersion>"
 
 
-def test_single_numa_node_on_a_dual_socket_type_warns_about_full_node_pods(prod: RolloutPlan) -> None:
-    warnings = prod.stages[0].content.warnings
-    h100 = [w for w in warnings if w.startswith("node group h100:")]
-    assert h100 == [
-        "node group h100: Topology Manager single-numa-node (scope pod) admits at most 4 GPUs per pod on p5.48xlarge "
-        "(2 NUMA nodes); a pod asking for all 8 is rejected by the kubelet (TopologyAffinityError). Run one pod per "
-        "NUMA node, or set topology.policy best-effort for full-node pods"
-    ]
-    # g6e.12xlarge (4 GPUs, one socket): single-numa-node costs nothing there.
-    assert not [w for w in warnings if w.startswith("node group l40s:")]

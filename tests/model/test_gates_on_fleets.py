@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import pytest
+
 from gpufleet.model import device_plugin
 from gpufleet.model.canonical import canonical, rendered
 from gpufleet.model.explain import FleetModel, explain
@@ -93,13 +95,26 @@ def test_mixed_queue_refuses_a_plain_job_on_the_tas_flavor(make_model: MakeModel
     assert 'Flavor "h100" supports only TopologyAwareScheduling' in verdict.reasons[0].message
 
 
-def test_gpu_pod_without_queue_label_escapes_when_kueue_ignores_it(make_model: MakeModel) -> None:
-    """Contradiction 4 as the model sees it: a bare GPU Pod in a team namespace, not managed by Kueue."""
+@pytest.mark.parametrize(
+    "kind, api, wrap",
+    [
+        ("Pod", "v1", lambda pod: pod),
+        ("Job", "batch/v1", lambda pod: {"template": pod}),
+        ("Deployment", "apps/v1", lambda pod: {"replicas": 1, "template": pod}),
+        ("JobSet", "jobset.x-k8s.io/v1alpha2", lambda pod: {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": pod}}}]}),
+        ("MPIJob", "kubeflow.org/v2beta1", lambda pod: {"mpiReplicaSpecs": {"Worker": {"replicas": 1, "template": pod}}}),
+        ("TrainJob", "trainer.kubeflow.org/v1alpha1", lambda pod: {"trainer": {"numNodes": 1, "resourcesPerNode": {"limits": {"nvidia.com/gpu": 1}}}}),
+    ],
+)
+def test_gpu_workload_without_queue_label_cannot_escape_its_team_queue(make_model: MakeModel, kind: str, api: str, wrap: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """Contradiction 4: with manageJobsWithoutQueueName false, a GPU workload naming no queue ran outside every
+    quota. The team namespace's LocalQueue "default" now takes it to the team's ClusterQueue, whatever its kind."""
     model = make_model()
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "vision"}, "spec": {"nodeSelector": {"gpufleet.io/node-group": "notebooks"}, "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
-    verdict = explain(model, workload(pod))
-    assert verdict.runs and verdict.cluster_queue is None
-    assert verdict.notes[0].startswith("not managed by Kueue: no kueue.x-k8s.io/queue-name label")
+    pod = {"spec": {"nodeSelector": {"gpufleet.io/node-group": "notebooks"}, "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
+    spec = wrap(pod) if kind != "Pod" else pod["spec"]
+    obj = {"apiVersion": api, "kind": kind, "metadata": {"name": "w", "namespace": "vision"}, "spec": spec}
+    verdict = explain(model, workload(obj))
+    assert verdict.cluster_queue == "vision", verdict
 
 
 def test_time_slicing_refuses_two_shared_gpus(make_model: MakeModel) -> None:

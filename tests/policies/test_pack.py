@@ -87,7 +87,7 @@ def _stack(resources: list[dict[str, Any]], unknown_lt_id: bool) -> tuple[StackV
 def test_stack_policy_follows_unknown_refs_through_property_dependencies(pack: dict[str, Any]) -> None:
     bad = launch_template("h100", mime("apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec: {}\n"))
     args, by_name = _stack([node_group(), bad, gpu_operator()], unknown_lt_id=True)
-    policy = pack["policies"]["training-topology-single-numa"]
+    policy = pack["policies"]["training-topology-aligned"]
     reported: list[tuple[str, Any]] = []
     policy.validate(args, lambda message, urn=None: reported.append((message, urn)))
     assert reported == [], "without property dependencies the template cannot be resolved: no verdict at preview"

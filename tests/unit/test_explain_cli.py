@@ -77,3 +77,15 @@ def test_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert "the following arguments are required: --env" in capsys.readouterr().err
     assert main(["explain", "--env", "prod", SPEC]) == 2
     assert "error: no workload in" in capsys.readouterr().err
+
+
+def test_docs_examples_run_on_the_group_they_name(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 11 "done when": `gpufleet explain fleet.yaml --env prod` on the docs' example jobs reports each runs,
+    on the group it names."""
+    examples = sorted(str(p) for p in (ROOT / "docs/examples").glob("*.yaml"))
+    assert len(examples) >= 3
+    assert main(["explain", SPEC, "--env", "prod", *examples, "--format", "json"]) == 0
+    workloads = json.loads(capsys.readouterr().out)["workloads"]
+    named = {"finetune": "h100", "llm-server": "l40s", "notebook-alice": "notebooks"}
+    assert {w["name"]: w["nodeGroup"] for w in workloads} == named
+    assert all(w["runs"] and w["clusterQueue"] == w["namespace"] for w in workloads)

@@ -1,0 +1,72 @@
+"""The fleet against itself: every workload gpufleet renders and one canonical workload per node group go through
+the model; one that would not run on the nodes it targets is an error of the spec, positioned at the field to
+change (synth refuses the fleet). The same verdicts make plan.md's "will it run" table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpufleet.errors import Issue, Path
+from gpufleet.model.canonical import canonical, rendered, shape
+from gpufleet.model.explain import ASSUMPTION, FleetModel, Verdict, explain
+from gpufleet.spec import NodeGroup
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    group: NodeGroup
+    shape: str
+    verdict: Verdict
+
+
+class Contradictions(Exception):
+    """The fleet contradicts itself; `issues` say where."""
+
+    def __init__(self, issues: list[Issue]) -> None:
+        super().__init__("; ".join(i.message for i in issues))
+        self.issues = issues
+
+
+def canonical_rows(model: FleetModel) -> list[Row]:
+    return [Row(g, shape(g), explain(model, canonical(model, g))) for g in model.plan.fleet.node_groups]
+
+
+def _path(model: FleetModel, verdict: Verdict, group: str | None) -> Path:
+    reason = verdict.reasons[0]
+    if reason.spec_path is not None:
+        return reason.spec_path
+    return model.paths.get(f"nodeGroup:{group}", ()) if group else ()
+
+
+def contradictions(model: FleetModel, rows: list[Row]) -> list[Issue]:
+    issues = []
+    for wl in rendered(model):
+        verdict = explain(model, wl)
+        if not verdict.runs:
+            group = next((ps.pod.node_selector.get("gpufleet.io/node-group") for ps in wl.pod_sets), None)
+            reason = verdict.reasons[0]
+            message = f"gpufleet's own {wl.kind} {wl.namespace}/{wl.name} would not run ({reason.stage}): {reason.message}"
+            issues.append(Issue(path=_path(model, verdict, group), message=message, hint=reason.fix))
+    for row in rows:
+        if not row.verdict.runs:
+            reason = row.verdict.reasons[0]
+            message = f"node group {row.group.name}: a {row.shape} pod (its workload class's shape) would not run ({reason.stage}): {reason.message}"
+            issues.append(Issue(path=_path(model, row.verdict, row.group.name), message=message, hint=reason.fix))
+    return issues
+
+
+def will_it_run(rows: list[Row]) -> list[str]:
+    """plan.md's table: the canonical workload of each group, where it runs or what stops it."""
+    lines = [
+        "## Will it run?",
+        "",
+        f"The canonical workload of each node group through the model of `gpufleet explain` ({ASSUMPTION}).",
+        "",
+        "| node group | workload | runs | ClusterQueue | flavor | stopped by |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        v = row.verdict
+        stop = f"{v.reasons[0].stage}: {v.reasons[0].message}" if v.reasons else "-"
+        lines.append(f"| {row.group.name} | {row.shape} | {'yes' if v.runs else 'no'} | {v.cluster_queue or '-'} | {v.flavor or '-'} | {stop} |")
+    return lines

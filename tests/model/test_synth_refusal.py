@@ -1,0 +1,56 @@
+"""Synth refuses a fleet that contradicts itself (issue 11): an error of the spec, positioned at the field to change,
+exit 1, nothing written; plan.md carries the "will it run" table."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpufleet.cli import main
+from tests.model.conftest import EXAMPLE, group
+
+
+def _spec(tmp_path: Path, **h100_topology: str) -> Path:
+    data: dict[str, Any] = copy.deepcopy(EXAMPLE)
+    group(data, "h100")["topology"] = dict(h100_topology)
+    path = tmp_path / "fleet.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def _line_of(path: Path, needle: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if needle in line)
+
+
+def test_single_numa_node_on_p5_is_refused_at_the_policy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = _spec(tmp_path, policy="single-numa-node", scope="pod")
+    out = tmp_path / "out"
+    assert main(["synth", str(spec), "--env", "prod", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    line = _line_of(spec, "policy: single-numa-node")
+    assert f"{spec}:{line}:" in err
+    assert "nodeGroups[0].topology.policy: gpufleet's own Job gpufleet-network/nccl-gate-h100 would not run (kubelet): TopologyAffinityError on node group h100" in err
+    assert "hint: set topology.policy: restricted on node group h100 (admits the narrowest NUMA set), or ask for at most 4 GPUs per pod" in err
+    assert "node group h100: a full node pod (its workload class's shape) would not run (kubelet)" in err
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_tas_on_a_group_that_scales_from_zero_is_refused_at_the_placement(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = _spec(tmp_path, policy="restricted", placement="Preferred")
+    assert main(["synth", str(spec), "--env", "prod", "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert f"{spec}:{_line_of(spec, 'placement: Preferred')}:" in err
+    assert 'nodeGroups[0].topology.placement: node group h100: a full node pod (its workload class\'s shape) would not run (admission): couldn\'t assign flavors to pod set main: Flavor "h100" supports only TopologyAwareScheduling' in err
+
+
+def test_plan_md_has_the_will_it_run_table(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert main(["synth", str(Path(__file__).parents[2] / "fleet.yaml"), "--env", "prod", "--out", str(out)]) == 0
+    plan = (out / "plan.md").read_text()
+    assert "| node group | workload | runs | ClusterQueue | flavor | stopped by |" in plan
+    assert "| h100 | full node | yes | vision | h100 | - |" in plan
+    assert "| notebooks | one shared unit | yes | vision | notebooks | - |" in plan
