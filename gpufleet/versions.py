@@ -1,7 +1,13 @@
-"""Every upstream version gpufleet knows, in one place: the supported range per component and what differs.
+"""Every version-dependent fact gpufleet knows, in one place: the supported releases of each component and what
+each release brings (images, chart defaults gpufleet keeps), the Cluster Autoscaler image per Kubernetes minor and
+the NVIDIA reasons the EKS node monitoring agent reports. Each fact names its upstream source.
 
 A spec must pin each component it uses to one of these exact versions. Helm values are rendered for (and
-tested against) the keys of these chart versions, so a version outside the list is an error, never a guess.
+tested against) the keys of these chart versions, so a version outside the list is an error, never a guess, and no
+code falls back to another version's value. Adding a chart version means adding one release entry here (a typed
+record, so every fact of that release must be given) plus the upstream chart files in ../shared/charts;
+tests/unit/test_versions.py checks each entry against those files. Larger dated catalogs live in data files with
+their own loader: the EKS AMI releases in gpufleet/data/eks-ami-releases.json (gpufleet.ami_releases).
 """
 
 from __future__ import annotations
@@ -9,83 +15,171 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Release:
+    """One supported release of a component."""
+
+    notes: str  # what differs from the previous supported release
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuOperatorRelease(Release):
+    # The DCGM image the operator runs as its standalone hostengine: dcgm.repository/image:version in
+    # deployments/gpu-operator/values.yaml. The health stage's dcgmi must match the hostengine's version.
+    dcgm_image: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KueueRelease(Release):
+    # The chart's own controller Configuration (charts/kueue/values.yaml managerConfig.controllerManagerConfigYaml,
+    # without apiVersion, kind and the integrations gpufleet chooses). gpufleet's Configuration replaces the whole
+    # document, so it keeps all of this.
+    chart_configuration: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NetworkOperatorRelease(Release):
+    # Operand images released with the operator, component -> (repository, image, tag)
+    # (Mellanox/network-operator example/crs/mellanox.com_v1alpha1_nicclusterpolicy_cr-full.yaml at the same tag).
+    operand_images: Mapping[str, tuple[str, str, str]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Component:
-    """One upstream component: where it comes from and the versions gpufleet renders for."""
+    """One upstream component: where it comes from and the releases gpufleet renders for."""
 
     title: str
     chart: str  # chart name or image
     repository: str  # Helm repository URL or OCI reference
-    supported: tuple[str, ...]  # oldest first; the last is the current line
-    notes: Mapping[str, str]  # version -> what differs from the previous supported one
+    releases: Mapping[str, Release]  # oldest first; the last is the current line
+
+    @property
+    def supported(self) -> tuple[str, ...]:
+        return tuple(self.releases)
+
+
+# https://github.com/NVIDIA/gpu-operator/blob/v26.7.0/deployments/gpu-operator/values.yaml (and v26.3.3)
+GPU_OPERATOR: Mapping[str, GpuOperatorRelease] = MappingProxyType(
+    {
+        "v26.3.3": GpuOperatorRelease(
+            notes="dcgmExporter.serviceMonitor.enabled defaults to false; CDI on by default",
+            dcgm_image="nvcr.io/nvidia/cloud-native/dcgm:4.5.2-1-ubuntu22.04",
+        ),
+        "v26.7.0": GpuOperatorRelease(
+            notes="dcgmExporter.serviceMonitor.enabled defaults to true (the ServiceMonitor CRD must exist first); "
+            "driver 595.91.07 by default; GPUCluster CRD (DRA path) added, off by default",
+            dcgm_image="nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04",
+        ),
+    }
+)
+
+# https://github.com/kubernetes-sigs/kueue/blob/v0.19.2/charts/kueue/values.yaml (and v0.18.1)
+KUEUE: Mapping[str, KueueRelease] = MappingProxyType(
+    {
+        "0.18.1": KueueRelease(
+            notes="serves kueue.x-k8s.io/v1beta2 (storage) and deprecated v1beta1",
+            chart_configuration=MappingProxyType(
+                {
+                    "health": {"healthProbeBindAddress": ":8081"},
+                    "metrics": {"bindAddress": ":8443"},
+                    "webhook": {"port": 9443},
+                    "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+                    "controller": {
+                        "groupKindConcurrency": {
+                            "Job.batch": 5,
+                            "Pod": 5,
+                            "Workload.kueue.x-k8s.io": 5,
+                            "LocalQueue.kueue.x-k8s.io": 1,
+                            "ClusterQueue.kueue.x-k8s.io": 1,
+                            "ResourceFlavor.kueue.x-k8s.io": 1,
+                        }
+                    },
+                    "clientConnection": {"qps": 50, "burst": 100},
+                }
+            ),
+        ),
+        "0.19.2": KueueRelease(
+            notes="same APIs as 0.18; v1beta1 still served but deprecated; the chart raises controller concurrency and client QPS",
+            chart_configuration=MappingProxyType(
+                {
+                    "health": {"healthProbeBindAddress": ":8081"},
+                    "metrics": {"bindAddress": ":8443"},
+                    "webhook": {"port": 9443},
+                    "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+                    "controller": {
+                        "groupKindConcurrency": {
+                            "Job.batch": 5,
+                            "Pod": 5,
+                            "Workload.kueue.x-k8s.io": 10,
+                            "LocalQueue.kueue.x-k8s.io": 5,
+                            "ClusterQueue.kueue.x-k8s.io": 5,
+                            "ResourceFlavor.kueue.x-k8s.io": 1,
+                        }
+                    },
+                    "clientConnection": {"qps": 300, "burst": 500},
+                }
+            ),
+        ),
+    }
+)
+
+# https://github.com/Mellanox/network-operator/tree/v26.4.1/deployment/network-operator
+NETWORK_OPERATOR: Mapping[str, NetworkOperatorRelease] = MappingProxyType(
+    {
+        "26.4.1": NetworkOperatorRelease(
+            notes="nvIpam is top level; secondaryNetwork.ipamPlugin was removed in 25.10.0",
+            operand_images=MappingProxyType(
+                {
+                    "rdmaSharedDevicePlugin": ("nvcr.io/nvidia/mellanox", "k8s-rdma-shared-dev-plugin", "network-operator-v26.4.1"),
+                    "cniPlugins": ("nvcr.io/nvidia/mellanox", "plugins", "network-operator-v26.4.1"),
+                    "ipoib": ("nvcr.io/nvidia/mellanox", "ipoib-cni", "network-operator-v26.4.1"),
+                    "nvIpam": ("nvcr.io/nvidia/mellanox", "nvidia-k8s-ipam", "network-operator-v26.4.1"),
+                }
+            ),
+        ),
+    }
+)
+
+
+def _notes(**notes: str) -> Mapping[str, Release]:
+    """Releases of a component that carry no facts beyond their notes (versions with dots are passed as a dict)."""
+    return MappingProxyType({version: Release(notes=text) for version, text in notes.items()})
 
 
 COMPONENTS: Mapping[str, Component] = MappingProxyType(
     {
-        # https://github.com/NVIDIA/gpu-operator/blob/v26.7.0/deployments/gpu-operator/values.yaml
-        "gpuOperator": Component(
-            title="NVIDIA GPU Operator",
-            chart="gpu-operator",
-            repository="https://helm.ngc.nvidia.com/nvidia",
-            supported=("v26.3.3", "v26.7.0"),
-            notes={
-                "v26.3.3": "dcgmExporter.serviceMonitor.enabled defaults to false; CDI on by default",
-                "v26.7.0": "dcgmExporter.serviceMonitor.enabled defaults to true (the ServiceMonitor CRD must exist first); "
-                "driver 595.91.07 by default; GPUCluster CRD (DRA path) added, off by default",
-            },
-        ),
-        # https://github.com/kubernetes-sigs/kueue/blob/v0.19.2/charts/kueue/values.yaml
-        "kueue": Component(
-            title="Kueue",
-            chart="kueue",
-            repository="oci://registry.k8s.io/kueue/charts",
-            supported=("0.18.1", "0.19.2"),
-            notes={
-                "0.18.1": "serves kueue.x-k8s.io/v1beta2 (storage) and deprecated v1beta1",
-                "0.19.2": "same APIs as 0.18; v1beta1 still served but deprecated",
-            },
-        ),
+        "gpuOperator": Component(title="NVIDIA GPU Operator", chart="gpu-operator", repository="https://helm.ngc.nvidia.com/nvidia", releases=GPU_OPERATOR),
+        "kueue": Component(title="Kueue", chart="kueue", repository="oci://registry.k8s.io/kueue/charts", releases=KUEUE),
         # https://github.com/aws/eks-charts/tree/master/stable/aws-efa-k8s-device-plugin
         "efaDevicePlugin": Component(
             title="AWS EFA Kubernetes device plugin",
             chart="aws-efa-k8s-device-plugin",
             repository="https://aws.github.io/eks-charts",
-            supported=("v0.5.30",),
-            notes={"v0.5.30": "app v0.5.20; tolerations default to [] (gpufleet always sets them)"},
+            releases=_notes(**{"v0.5.30": "app v0.5.20; tolerations default to [] (gpufleet always sets them)"}),
         ),
-        # https://github.com/Mellanox/network-operator/tree/v26.4.1/deployment/network-operator
-        "networkOperator": Component(
-            title="NVIDIA Network Operator",
-            chart="network-operator",
-            repository="https://helm.ngc.nvidia.com/nvidia",
-            supported=("26.4.1",),
-            notes={"26.4.1": "nvIpam is top level; secondaryNetwork.ipamPlugin was removed in 25.10.0"},
-        ),
+        "networkOperator": Component(title="NVIDIA Network Operator", chart="network-operator", repository="https://helm.ngc.nvidia.com/nvidia", releases=NETWORK_OPERATOR),
         "multus": Component(
             title="Multus CNI (thick plugin)",
             chart="multus-cni",
             repository="ghcr.io/k8snetworkplumbingwg/multus-cni",
-            supported=("v4.2.3", "v4.3.0"),
-            notes={"v4.3.0": "upstream manifest references a snapshot tag; gpufleet pins the release tag"},
+            releases=_notes(**{"v4.2.3": "the oldest supported release", "v4.3.0": "upstream manifest references a snapshot tag; gpufleet pins the release tag"}),
         ),
         # https://github.com/prometheus-community/helm-charts/tree/main/charts/kube-prometheus-stack
         "kubePrometheusStack": Component(
             title="kube-prometheus-stack",
             chart="kube-prometheus-stack",
             repository="https://prometheus-community.github.io/helm-charts",
-            supported=("88.5.3",),
-            notes={"88.5.3": "prometheus-operator v0.93.1"},
+            releases=_notes(**{"88.5.3": "prometheus-operator v0.93.1"}),
         ),
         # https://github.com/deliveryhero/helm-charts/tree/master/stable/node-problem-detector
         "nodeProblemDetector": Component(
             title="Node Problem Detector",
             chart="node-problem-detector",
             repository="oci://ghcr.io/deliveryhero/helm-charts",
-            supported=("2.4.1",),
-            notes={"2.4.1": "image tag v1.35.1 by default"},
+            releases=_notes(**{"2.4.1": "image tag v1.35.1 by default"}),
         ),
         # https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-chart-9.59.0/cluster-autoscaler/charts/cluster-autoscaler/Chart.yaml
         # (the chart moved from charts/cluster-autoscaler to cluster-autoscaler/charts/cluster-autoscaler in 9.52.0).
@@ -95,11 +189,12 @@ COMPONENTS: Mapping[str, Component] = MappingProxyType(
             title="Kubernetes Cluster Autoscaler",
             chart="cluster-autoscaler",
             repository="https://kubernetes.github.io/autoscaler",
-            supported=("9.58.0", "9.59.0"),
-            notes={
-                "9.58.0": "appVersion 1.35.0; values.yaml identical to 9.59.0",
-                "9.59.0": "appVersion 1.35.0; ClusterRole adds deployments and capacitybuffers/capacityquotas (autoscaling.x-k8s.io) for CA 1.36 features",
-            },
+            releases=_notes(
+                **{
+                    "9.58.0": "appVersion 1.35.0; values.yaml identical to 9.59.0",
+                    "9.59.0": "appVersion 1.35.0; ClusterRole adds deployments and capacitybuffers/capacityquotas (autoscaling.x-k8s.io) for CA 1.36 features",
+                }
+            ),
         ),
     }
 )
@@ -145,3 +240,16 @@ def image_is_pinned(image: str) -> bool:
         return False
     tag = last.rsplit(":", 1)[1]
     return bool(tag) and tag.lower() != "latest"
+
+
+# --- EKS node monitoring agent ------------------------------------------------------------------------------
+# Reasons of the AcceleratedHardwareReady condition exactly as the agent reports them, with EKS's default repair
+# action (https://docs.aws.amazon.com/eks/latest/userguide/node-health-nma.html, "NVIDIA XID error codes" and
+# "AcceleratedHardware node health issues"; awsdocs/amazon-eks-user-guide latest/ug/nodes/node-health-nma.adoc).
+REBOOT, REPLACE = "Reboot", "Replace"  # NodeRepairConfigOverrides.repairAction: Replace | Reboot | NoAction
+NVIDIA_REPAIRS: tuple[tuple[str, str], ...] = (
+    *((f"NvidiaXID{code}Error", REBOOT) for code in (13, 31, 48, 63, 64, 94, 95)),
+    *((f"NvidiaXID{code}Error", REPLACE) for code in (74, 79, 119, 120, 121, 140)),
+    ("NvidiaDoubleBitError", REPLACE),
+    ("NvidiaNVLinkError", REPLACE),
+)

@@ -11,7 +11,7 @@ from gpufleet.names import NS_HEALTH
 from gpufleet.builders.telemetry import prometheus_dependency
 from gpufleet.manifests import health, rules_promql, telemetry
 from gpufleet.plan import BuildContext, Gate, Resource, StageContent
-from gpufleet.versions import COMPONENTS
+from gpufleet.versions import COMPONENTS, NVIDIA_REPAIRS, REBOOT, REPLACE
 
 NPD_RELEASE = "node-problem-detector"
 
@@ -20,8 +20,8 @@ def _repair_notes(ctx: BuildContext) -> list[str]:
     fleet = ctx.fleet
     if fleet.health.auto_repair != "Enabled":
         return ["- EKS node auto repair: disabled (health.autoRepair)."]
-    reboot = ", ".join(f"`{r}`" for r, a in health.NVIDIA_REPAIRS if a == health.REBOOT)
-    replace_ = ", ".join(f"`{r}`" for r, a in health.NVIDIA_REPAIRS if a == health.REPLACE)
+    reboot = ", ".join(f"`{r}`" for r, a in NVIDIA_REPAIRS if a == REBOOT)
+    replace_ = ", ".join(f"`{r}`" for r, a in NVIDIA_REPAIRS if a == REPLACE)
     lines = [
         f"- EKS node auto repair on every GPU group, condition `{health.ACCELERATED_HARDWARE_READY}` (EKS node monitoring agent). "
         f"Reboot: {reboot}. Replace: {replace_}.",

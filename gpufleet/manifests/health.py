@@ -17,21 +17,13 @@ from gpufleet.manifests import checkov
 from gpufleet.manifests.rules_promql import DCGM_CONDITION
 from gpufleet.names import LABEL_MANAGED_BY, LABEL_NODE_GROUP, NS_HEALTH
 from gpufleet.spec import Fleet, NodeGroup, WorkloadClass
+from gpufleet.versions import GPU_OPERATOR, NVIDIA_REPAIRS
 
 STATE_DIR = "/var/run/gpufleet-health"  # hostPath shared by the DCGM sidecar, NPD and the planted-fault Job
 
 # --- EKS node auto repair ----------------------------------------------------------------------------------
-# Condition and reasons exactly as the EKS node monitoring agent reports them, with EKS's default action
-# (https://docs.aws.amazon.com/eks/latest/userguide/node-health-nma.html, "NVIDIA XID error codes" and
-# "AcceleratedHardware node health issues"; awsdocs/amazon-eks-user-guide latest/ug/nodes/node-health-nma.adoc).
+# The node monitoring agent's condition; its NVIDIA reasons and EKS's default actions are versions.NVIDIA_REPAIRS.
 ACCELERATED_HARDWARE_READY = "AcceleratedHardwareReady"
-REBOOT, REPLACE = "Reboot", "Replace"  # NodeRepairConfigOverrides.repairAction: Replace | Reboot | NoAction
-NVIDIA_REPAIRS: tuple[tuple[str, str], ...] = (
-    *((f"NvidiaXID{code}Error", REBOOT) for code in (13, 31, 48, 63, 64, 94, 95)),
-    *((f"NvidiaXID{code}Error", REPLACE) for code in (74, 79, 119, 120, 121, 140)),
-    ("NvidiaDoubleBitError", REPLACE),
-    ("NvidiaNVLinkError", REPLACE),
-)
 # Minutes EKS waits before repairing, per workload class (EKS's default for AcceleratedHardwareReady is 10).
 # Training: a GPU fault has already stopped every rank of the job, so repair sooner. Inference: give the
 # remediation controller time to move replicas off the node first.
@@ -61,12 +53,8 @@ def node_repair_config(fleet: Fleet, group: NodeGroup) -> dict[str, Any] | None:
 
 
 # --- DCGM health checks through Node Problem Detector ----------------------------------------------------
-# The DCGM image the operator runs as its standalone hostengine (dcgm.repository/image/version in
-# deployments/gpu-operator/values.yaml of each supported release): dcgmi must match the hostengine's version.
-DCGM_IMAGES = {
-    "v26.3.3": "nvcr.io/nvidia/cloud-native/dcgm:4.5.2-1-ubuntu22.04",
-    "v26.7.0": "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04",
-}
+# The sidecar runs the operator's own DCGM image (versions.GpuOperatorRelease.dcgm_image): dcgmi must match the
+# hostengine's version.
 # The standalone hostengine's Service (assets/state-dcgm/0500_service.yaml: nvidia-dcgm, port 5555 = dcgmi's
 # default, internalTrafficPolicy Local so every node reaches its own hostengine).
 DCGM_HOST = "nvidia-dcgm.gpu-operator.svc"
@@ -108,7 +96,7 @@ def npd_values(fleet: Fleet) -> dict[str, Any]:
     state = {"name": "gpufleet-health-state", "hostPath": {"path": STATE_DIR, "type": "DirectoryOrCreate"}}
     sidecar = {
         "name": "dcgm-health",
-        "image": DCGM_IMAGES.get(fleet.versions.gpu_operator, DCGM_IMAGES["v26.7.0"]),
+        "image": GPU_OPERATOR[fleet.versions.gpu_operator].dcgm_image,
         "command": ["/bin/bash", "/custom-config/dcgm-health-loop.sh"],
         "env": [
             {"name": "DCGM_HOST", "value": DCGM_HOST},

@@ -14,7 +14,7 @@ from gpufleet import catalog
 from gpufleet.manifests import checkov
 from gpufleet.names import EFA_RESOURCE, GPU_RESOURCE, LABEL_FABRIC, LABEL_MANAGED_BY, LABEL_NODE_GROUP, NS_NETWORK, group_taints, tolerations_for
 from gpufleet.spec import Fabric, Fleet, NodeGroup, Rdma, RdmaNetwork
-from gpufleet.versions import COMPONENTS
+from gpufleet.versions import COMPONENTS, NETWORK_OPERATOR
 
 # EFA_RESOURCE is advertised by the AWS EFA device plugin (aws/eks-charts stable/aws-efa-k8s-device-plugin templates/NOTES.txt).
 # Instances with the EFA driver pre-allocate 5128 2 MiB huge pages that EFA pods request
@@ -28,16 +28,6 @@ NS_NETWORK_OPERATOR = "nvidia-network-operator"
 # The operator reconciles only the NicClusterPolicy of this name (Mellanox/network-operator
 # controllers/nicclusterpolicy_controller.go @v26.4.1, consts.NicClusterPolicyResourceName).
 NIC_CLUSTER_POLICY = "nic-cluster-policy"
-# Operand images released with each supported operator version (Mellanox/network-operator
-# example/crs/mellanox.com_v1alpha1_nicclusterpolicy_cr-full.yaml at the same tag).
-OPERATOR_IMAGES: Mapping[str, Mapping[str, tuple[str, str, str]]] = {
-    "26.4.1": {
-        "rdmaSharedDevicePlugin": ("nvcr.io/nvidia/mellanox", "k8s-rdma-shared-dev-plugin", "network-operator-v26.4.1"),
-        "cniPlugins": ("nvcr.io/nvidia/mellanox", "plugins", "network-operator-v26.4.1"),
-        "ipoib": ("nvcr.io/nvidia/mellanox", "ipoib-cni", "network-operator-v26.4.1"),
-        "nvIpam": ("nvcr.io/nvidia/mellanox", "nvidia-k8s-ipam", "network-operator-v26.4.1"),
-    }
-}
 MELLANOX_VENDOR_ID = "15b3"
 
 # The release workflow pushes `<tag>-thick` for every release tag (k8snetworkplumbingwg/multus-cni
@@ -172,7 +162,7 @@ def rdma_device_plugin_config(rdma: Rdma) -> str:
 
 
 def _image(version: str, component: str) -> dict[str, str]:
-    repository, image, tag = OPERATOR_IMAGES[version][component]
+    repository, image, tag = NETWORK_OPERATOR[version].operand_images[component]
     return {"repository": repository, "image": image, "version": tag}
 
 

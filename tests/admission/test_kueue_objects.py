@@ -15,6 +15,7 @@ from gpufleet.manifests import kueue
 from gpufleet.manifests.sharing import sharing_node_labels
 from gpufleet.plan import BuildContext, Resource
 from gpufleet.spec import Fleet
+from gpufleet.versions import COMPONENTS
 
 
 def _build(fleet: Fleet, through: str = "cost") -> tuple[dict[str, Resource], Any]:
@@ -403,7 +404,7 @@ def test_no_teams_means_no_kueue(make_fleet: Callable[..., Fleet]) -> None:
     assert content.notes == ("No teams: nothing to admit, so Kueue is not installed.",)
 
 
-@pytest.mark.parametrize("version", ["0.18.1", "0.19.2"])
+@pytest.mark.parametrize("version", COMPONENTS["kueue"].supported)
 def test_release_values_exist_in_the_pinned_chart(fleet: Fleet, version: str) -> None:
     from tests.upstream import chart_values, unknown_value_keys
 

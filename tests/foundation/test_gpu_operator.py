@@ -7,6 +7,7 @@ import pytest
 from gpufleet.manifests import gpu_operator
 from gpufleet.pipeline import load_fleet_text
 from gpufleet.plan import RolloutPlan
+from gpufleet.versions import COMPONENTS
 from tests.foundation.test_node_groups import resource
 from tests.upstream import chart_values, require_shared, unknown_value_keys
 
@@ -70,7 +71,7 @@ def test_operator_installs_pinned_driver_and_toolkit_with_the_escape_closed() ->
     }
 
 
-@pytest.mark.parametrize("version", ["v26.3.3", "v26.7.0"])
+@pytest.mark.parametrize("version", COMPONENTS["gpuOperator"].supported)
 def test_every_value_key_exists_in_the_pinned_chart(version: str) -> None:
     require_shared()
     fleet = load_fleet_text(OPERATOR_SPEC.replace("v26.3.3", version)).environments["prod"]

@@ -284,11 +284,3 @@ def test_later_stages_wait_for_the_network_stage() -> None:
     assert job["parent"] == "05-network"
     storage = [e for e in inventory if e["parent"] == "06-storage"]
     assert storage and all("05-network" in e["dependsOn"] for e in storage)
-
-
-def test_every_supported_network_operator_version_has_its_operand_images() -> None:
-    from gpufleet.versions import COMPONENTS
-
-    for version in COMPONENTS["networkOperator"].supported:
-        assert set(net.OPERATOR_IMAGES[version]) == {"rdmaSharedDevicePlugin", "cniPlugins", "ipoib", "nvIpam"}
-        assert all(tag == f"network-operator-v{version}" for _, _, tag in net.OPERATOR_IMAGES[version].values())

@@ -16,6 +16,7 @@ from gpufleet.manifests import sharing
 from gpufleet.pipeline import load_fleet_text
 from gpufleet.plan import BuildContext
 from gpufleet.spec import Fleet, SharingStrategy
+from gpufleet.versions import COMPONENTS
 from tests.upstream import chart_values, require_shared, unknown_value_keys
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,7 +107,7 @@ def test_operator_values_point_at_the_stage_configmaps(fleet: Fleet) -> None:
     }
 
 
-@pytest.mark.parametrize("version", ["v26.3.3", "v26.7.0"])
+@pytest.mark.parametrize("version", COMPONENTS["gpuOperator"].supported)
 def test_operator_values_exist_in_the_pinned_chart(fleet: Fleet, version: str) -> None:
     require_shared()
     defaults = chart_values("gpu-operator", version)

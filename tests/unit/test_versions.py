@@ -1,0 +1,66 @@
+"""Every supported version has every fact, and each fact matches its upstream source (../shared/charts)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpufleet.manifests import health
+from gpufleet.pipeline import load_fleet
+from gpufleet.versions import CLUSTER_AUTOSCALER_IMAGES, COMPONENTS, GPU_OPERATOR, KUBERNETES_VERSIONS, KUEUE, NETWORK_OPERATOR, Release
+from tests.upstream import chart_values, require_shared
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "fleet.yaml"
+# Components that are an image, not a Helm chart (no chart files upstream).
+IMAGES = {"multus"}
+
+
+@pytest.mark.parametrize("key", sorted(COMPONENTS))
+def test_every_release_of_a_component_carries_the_same_facts(key: str) -> None:
+    releases = COMPONENTS[key].releases
+    assert releases, f"{key} has no supported release"
+    assert len({type(r) for r in releases.values()}) == 1
+    for release in releases.values():
+        assert isinstance(release, Release) and release.notes
+        assert all(getattr(release, f.name) for f in dataclasses.fields(release)), f"{key}: an empty fact"
+
+
+@pytest.mark.parametrize(("key", "version"), [(k, v) for k, c in sorted(COMPONENTS.items()) if k not in IMAGES for v in c.supported])
+def test_every_supported_chart_version_has_its_upstream_chart(key: str, version: str) -> None:
+    chart = require_shared() / "charts" / COMPONENTS[key].chart / version
+    assert (chart / "values.yaml").is_file(), f"add the chart files of {key} {version} to ../shared/charts"
+
+
+def test_every_kubernetes_minor_has_an_autoscaler_image() -> None:
+    assert tuple(CLUSTER_AUTOSCALER_IMAGES) == KUBERNETES_VERSIONS
+
+
+@pytest.mark.parametrize("version", GPU_OPERATOR)
+def test_dcgm_image_is_the_operators_own(version: str) -> None:
+    dcgm = chart_values("gpu-operator", version)["dcgm"]
+    assert GPU_OPERATOR[version].dcgm_image == f"{dcgm['repository']}/{dcgm['image']}:{dcgm['version']}"
+
+
+@pytest.mark.parametrize("version", GPU_OPERATOR)
+def test_the_health_sidecar_runs_the_pinned_operators_dcgm(version: str) -> None:
+    fleet = load_fleet(str(EXAMPLE), "prod").environments["prod"]
+    fleet = dataclasses.replace(fleet, versions=dataclasses.replace(fleet.versions, gpu_operator=version))
+    (sidecar,) = health.npd_values(fleet)["extraContainers"]
+    assert sidecar["image"] == GPU_OPERATOR[version].dcgm_image
+
+
+@pytest.mark.parametrize("version", KUEUE)
+def test_kueue_chart_configuration_is_the_charts_own(version: str) -> None:
+    document = yaml.safe_load(chart_values("kueue", version)["managerConfig"]["controllerManagerConfigYaml"])
+    # gpufleet chooses the integrations itself (gpufleet.manifests.kueue.FRAMEWORKS)
+    assert {k: v for k, v in document.items() if k not in ("apiVersion", "kind", "integrations")} == KUEUE[version].chart_configuration
+
+
+@pytest.mark.parametrize("version", NETWORK_OPERATOR)
+def test_network_operator_operands_are_released_with_it(version: str) -> None:
+    images = NETWORK_OPERATOR[version].operand_images
+    assert set(images) == {"rdmaSharedDevicePlugin", "cniPlugins", "ipoib", "nvIpam"}
+    assert all(tag == f"network-operator-v{version}" for _, _, tag in images.values())
