@@ -6,12 +6,10 @@ review says is what gets rendered.
 
 from __future__ import annotations
 
+from gpufleet.names import TEAM_GROUP_PREFIX
 from gpufleet.spec import Cluster
 
 OPEN_TO_INTERNET = "0.0.0.0/0"
-# The cluster tag that carries publicEndpoint.acknowledgeOpenToInternet into the synth tree and the CrossGuard
-# pack (policies/checks_access.py reads it): the policy sees the resource, not the spec.
-TAG_OPEN_ENDPOINT_REASON = "gpufleet.io/open-endpoint-reason"
 
 
 def public_cidrs(cluster: Cluster) -> tuple[str, ...]:
@@ -41,6 +39,14 @@ def endpoint_reach(cluster: Cluster) -> str:
     return f"API endpoint: reachable {private} and publicly only from {', '.join(cidrs)}."
 
 
-def access_section(cluster: Cluster) -> list[str]:
-    """The "Access" section of plan.md."""
-    return ["## Access", "", endpoint_reach(cluster)]
+# EKS access policies (https://docs.aws.amazon.com/eks/latest/userguide/access-policy-permissions.html).
+CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+EDIT_POLICY = "AmazonEKSEditPolicy"
+
+
+def team_group(team: str) -> str:
+    return TEAM_GROUP_PREFIX + team
+
+
+def arn_partition(principal_arn: str) -> str:
+    return principal_arn.split(":", 2)[1]

@@ -20,6 +20,14 @@ LABEL_SHARING = "gpufleet.io/sharing"
 SYSTEM_GROUP = "system"
 LABEL_MANAGED_BY = {"app.kubernetes.io/managed-by": "gpufleet"}
 
+# Tenancy (docs/tenancy-and-access.md). The team label of team namespaces, queues and RBAC objects, also the tag on
+# a team member's EKS access entry; the Kubernetes group of a team's access entries (EKS rejects groups starting
+# with system:, eks:, aws:, amazon: or iam:); the cluster tag that records publicEndpoint.acknowledgeOpenToInternet
+# (the policies see resources, not the spec).
+LABEL_TEAM = "gpufleet.io/team"
+TEAM_GROUP_PREFIX = "gpufleet-team-"
+TAG_OPEN_ENDPOINT_REASON = "gpufleet.io/open-endpoint-reason"
+
 # Extended resources the device plugins advertise.
 GPU_RESOURCE = "nvidia.com/gpu"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable, Iterable, Iterator
 
-from gpufleet import access, ami_releases, catalog, stages
+from gpufleet import access, ami_releases, catalog, names, stages
 from gpufleet.ami_releases import SYSTEM_NODES_AMI_TYPE
 from gpufleet.errors import Issue, Path, closest, did_you_mean
 from gpufleet.names import DEFAULT_DEVICE_PLUGIN_CONFIG, MIG_DISABLED, RESERVED_NAMESPACES
@@ -402,6 +402,29 @@ def _endpoint(fleet: Fleet) -> Iterator[Issue]:
             message=f"acknowledgeOpenToInternet is set but the endpoint is not open: only {', '.join(access.public_cidrs(cluster))} may reach it",
             hint="remove acknowledgeOpenToInternet (it would record a reason for an exposure that does not exist)",
         )
+
+
+@rule("access")
+def _access(fleet: Fleet) -> Iterator[Issue]:
+    cluster = fleet.cluster
+    if cluster.mode == "Create" and not cluster.admins:
+        yield Issue(
+            path=("cluster",),
+            message="mode Create needs cluster.admins: the cluster is created without an implicit admin (bootstrapClusterCreatorAdminPermissions false), so nobody could deploy into it",
+            hint='add cluster.admins: [{principalArn: "arn:aws:iam::<account>:role/<the role that runs pulumi up>"}]',
+        )
+    partition = names.partition(cluster.region)
+    owners: list[tuple[Path, list[str] | tuple[str, ...], str]] = [(("cluster", "admins"), [p.principal_arn for p in cluster.admins], "cluster.admins")]
+    owners += [(("teams", i, "members"), [p.principal_arn for p in team.members], f"team {team.name}") for i, team in enumerate(fleet.teams)]
+    seen: dict[str, str] = {}
+    for path, arns, owner in owners:
+        for j, arn in enumerate(arns):
+            where = path + (j, "principalArn")
+            if access.arn_partition(arn) != partition:
+                yield Issue(path=where, message=f"{arn} is in partition {access.arn_partition(arn)}, the cluster (region {cluster.region}) in {partition}", hint=f"use the principal's arn:{partition}:iam::... ARN")
+            if arn in seen:
+                yield Issue(path=where, message=f"{arn} is already listed in {seen[arn]}: EKS allows one access entry per principal", hint="give each principal one role in the spec (a person in two teams assumes a different role for each)")
+            seen.setdefault(arn, owner)
 
 
 @rule("driver-source-matches-ami")

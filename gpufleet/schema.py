@@ -37,6 +37,7 @@ _FORMATS: Mapping[str, str] = {
     "region": 'an AWS region such as "us-east-1"',
     "vpcId": 'a VPC ID such as "vpc-0a1b2c3d"',
     "subnetIds": 'a subnet ID such as "subnet-0a1b2c3d"',
+    "principalArn": 'an IAM role or user ARN such as "arn:aws:iam::111122223333:role/ml-platform"',
     "cidrs": 'an IPv4 CIDR such as "203.0.113.0/24"',
     "acknowledgeOpenToInternet": "a reason of 10 to 256 letters, digits, spaces and _ . : / = + @ - (it becomes an AWS tag value)",
     "bucket": "an S3 bucket name (3-63 lowercase letters, digits, '.' and '-')",
@@ -57,6 +58,7 @@ _PATH_FORMATS: Mapping[Path, str] = {
     ("cluster", "name"): "an EKS cluster name (letters, digits, '-' and '_', starting with a letter or digit, at most 100)",
 }
 _PATTERN_HINTS: Mapping[str, str] = {
+    "principalArn": "an STS assumed-role ARN (arn:aws:sts::...:assumed-role/ROLE/SESSION) names one session: use the role, arn:aws:iam::ACCOUNT:role/ROLE",
     "zone": "list the zone IDs of your region: aws ec2 describe-availability-zones --query 'AvailabilityZones[].[ZoneName,ZoneId]'",
     "releaseVersion": "quote it, and take the release from the EKS AMI release notes (Kubernetes version, patch, build date)",
     "name": "e.g. h100-training",

@@ -133,13 +133,21 @@ class Quota:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Principal:
+    """cluster.admins[], teams[].members[]: an IAM role or user that gets one EKS access entry."""
+
+    principal_arn: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Team:
-    """teams[]: a team with its namespace, cohort and quotas."""
+    """teams[]: a team with its namespace, cohort, quotas and members."""
 
     name: str
     namespace: str
     cohort: str | None
     quotas: tuple[Quota, ...]
+    members: tuple[Principal, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -191,6 +199,7 @@ class Cluster:
     subnet_ids: tuple[str, ...]
     system_nodes: SystemNodes | None
     autoscaler: str  # Install | None (the Cluster Autoscaler in stage 1)
+    admins: tuple[Principal, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -377,6 +386,10 @@ def _node_group(d: Mapping[str, Any]) -> NodeGroup:
     )
 
 
+def _principals(items: Any) -> tuple[Principal, ...]:
+    return tuple(Principal(principal_arn=p["principalArn"]) for p in items)
+
+
 def _chart(versions: Mapping[str, Any], key: str) -> str | None:
     entry = versions.get(key)
     return None if entry is None else str(entry["chart"])
@@ -436,6 +449,7 @@ def _fleet(d: Mapping[str, Any]) -> Fleet:
                 max_size=c["systemNodes"]["maxSize"],
             ),
             autoscaler=c["autoscaler"],
+            admins=_principals(c.get("admins", ())),
         ),
         versions=Versions(
             gpu_operator=v["gpuOperator"]["chart"],
@@ -467,6 +481,7 @@ def _fleet(d: Mapping[str, Any]) -> Fleet:
                     )
                     for q in t["quotas"]
                 ),
+                members=_principals(t.get("members", ())),
             )
             for t in d["teams"]
         ),

@@ -3,14 +3,13 @@ isolation of team namespaces and Pod Security levels (registered as rules in `po
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping, Sequence
 
 from gpufleet.entries import inputs
-from policies.resources import Resource, get, is_unknown
+from gpufleet.names import LABEL_TEAM, TAG_OPEN_ENDPOINT_REASON, TEAM_GROUP_PREFIX
+from policies.resources import Resource, by_kind, by_type, get, is_unknown
 
 CLUSTER = "aws:eks/cluster:Cluster"
-# = gpufleet.access.TAG_OPEN_ENDPOINT_REASON: the cluster tag that records publicEndpoint.acknowledgeOpenToInternet.
-TAG_OPEN_ENDPOINT_REASON = "gpufleet.io/open-endpoint-reason"
 
 
 def _open_cidrs(resource: Resource) -> list[str] | None:
@@ -51,3 +50,105 @@ def endpoint_open_acknowledged(resource: Resource) -> Iterator[str]:
     reason = _reason(resource)
     if cidrs is not None and reason is not None:
         yield f"the public API endpoint of cluster {inputs(resource).get('name')} is open to the internet ({', '.join(cidrs)}), acknowledged: {reason}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Teams: access entries, their policy associations, and RBAC bound to a team's Kubernetes group.
+
+ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
+ASSOCIATION = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
+READ_VERBS = frozenset({"get", "list", "watch"})
+# Cluster-scoped kinds a team may read cluster-wide (Kueue's queues, cohorts, flavors and priority classes): nothing
+# namespaced, so no other team's objects.
+CLUSTER_READABLE = {"kueue.x-k8s.io": frozenset({"clusterqueues", "clusterqueues/status", "cohorts", "cohorts/status", "resourceflavors", "topologies", "workloadpriorityclasses"})}
+
+
+def _k8s_meta(resource: Resource, key: str) -> Any:
+    return get(inputs(resource), f"metadata.{key}")
+
+
+def team_namespaces(resources: Sequence[Resource]) -> dict[str, Resource]:
+    """Team -> its Namespace object (label gpufleet.io/team)."""
+    out = {}
+    for ns in by_kind(resources, "Namespace"):
+        team = (_k8s_meta(ns, "labels") or {}).get(LABEL_TEAM)
+        if isinstance(team, str):
+            out[team] = ns
+    return out
+
+
+def _entry_team(entry: Resource) -> str | None:
+    """The team an access entry belongs to: its gpufleet.io/team tag, or a gpufleet-team-<team> group."""
+    tags = inputs(entry).get("tags")
+    team = tags.get(LABEL_TEAM) if isinstance(tags, Mapping) else None
+    if isinstance(team, str):
+        return team
+    groups = inputs(entry).get("kubernetesGroups")
+    names = [g.removeprefix(TEAM_GROUP_PREFIX) for g in groups if isinstance(g, str) and g.startswith(TEAM_GROUP_PREFIX)] if isinstance(groups, list) else []
+    return names[0] if names else None
+
+
+def team_has_members(resources: Sequence[Resource]) -> Iterator[tuple[Resource, str, str]]:
+    teams_with_entries = {_entry_team(e) for e in by_type(resources, ACCESS_ENTRY)}
+    for team, ns in sorted(team_namespaces(resources).items()):
+        if team not in teams_with_entries:
+            yield (ns, f"team {team} (namespace {_k8s_meta(ns, 'name')}) has no members: no access entry belongs to it, so nobody can submit its work except cluster admins",
+                   f"add teams[].members to team {team}: the IAM roles its people assume")
+
+
+def _rules_beyond(rules: Any) -> list[str]:
+    """What a ClusterRole bound to a team grants beyond reading the cluster-scoped kinds in CLUSTER_READABLE."""
+    out = []
+    for rule in rules if isinstance(rules, list) else []:
+        if not isinstance(rule, Mapping):
+            continue
+        verbs = set(rule.get("verbs") or [])
+        if verbs - READ_VERBS:
+            out.append(f"verbs {sorted(verbs - READ_VERBS)}")
+        if rule.get("nonResourceURLs"):
+            out.append("non-resource URLs")
+        for group in rule.get("apiGroups") or []:
+            allowed = CLUSTER_READABLE.get(group, frozenset())
+            extra = sorted(set(rule.get("resources") or []) - allowed)
+            if extra:
+                out.append(f"{group or 'core'} {extra}")
+    return out
+
+
+def team_access_in_namespace(resources: Sequence[Resource]) -> Iterator[tuple[Resource, str, str]]:
+    namespaces = {team: _k8s_meta(ns, "name") for team, ns in team_namespaces(resources).items()}
+    teams = {str(inputs(e).get("principalArn")): t for e in by_type(resources, ACCESS_ENTRY) if (t := _entry_team(e)) is not None}
+    for assoc in by_type(resources, ASSOCIATION):
+        args = inputs(assoc)
+        team = teams.get(str(args.get("principalArn")))
+        if team is None:
+            continue
+        raw_scope = args.get("accessScope")
+        scope: Mapping[str, Any] = raw_scope if isinstance(raw_scope, Mapping) else {}
+        raw_namespaces = scope.get("namespaces")
+        scoped: list[Any] = raw_namespaces if isinstance(raw_namespaces, list) else []
+        own = namespaces.get(team)
+        if is_unknown(scope.get("type")) or any(is_unknown(n) for n in scoped):
+            continue
+        if scope.get("type") != "namespace" or not scoped or (own is not None and set(scoped) != {own}) or (own is None and len(scoped) != 1):
+            yield (assoc, f"team {team}'s access policy {str(args.get('policyArn')).rsplit('/', 1)[-1]} reaches beyond its namespace (scope {dict(scope)!r})",
+                   f"scope the association to the team's namespace only: accessScope {{type: namespace, namespaces: [{own or '<team namespace>'}]}}")
+    cluster_roles = {_k8s_meta(r, "name"): r for r in by_kind(resources, "ClusterRole")}
+    for binding in by_kind(resources, "RoleBinding") + by_kind(resources, "ClusterRoleBinding"):
+        subjects = inputs(binding).get("subjects") or []
+        bound = [s.get("name", "").removeprefix(TEAM_GROUP_PREFIX) for s in subjects if isinstance(s, Mapping) and s.get("kind") == "Group" and str(s.get("name", "")).startswith(TEAM_GROUP_PREFIX)]
+        for team in bound:
+            kind = inputs(binding).get("kind")
+            name = _k8s_meta(binding, "name")
+            if kind == "RoleBinding":
+                where = _k8s_meta(binding, "namespace")
+                if namespaces.get(team) not in (None, where):
+                    yield (binding, f"RoleBinding {where}/{name} gives team {team} access in namespace {where}, not its own ({namespaces[team]})",
+                           f"bind the team's group only in namespace {namespaces[team]}")
+                # Any role bound by a RoleBinding (a ClusterRole too) acts only in the binding's namespace.
+                continue
+            role = cluster_roles.get(get(inputs(binding), "roleRef.name"))
+            beyond = _rules_beyond(inputs(role).get("rules")) if role is not None else ["a ClusterRole not in this tree"]
+            if beyond:
+                yield (binding, f"ClusterRoleBinding {name} gives team {team} cluster-wide access beyond reading Kueue's cluster-scoped kinds: {', '.join(beyond)}",
+                       "bind teams cluster-wide only to read-only ClusterRoles over clusterqueues, cohorts, resourceflavors, topologies and workloadpriorityclasses; grant everything else with a RoleBinding in the team's namespace")

@@ -211,6 +211,26 @@ RULES: tuple[Rule, ...] = (
         check=_resource_rule(checks_access.endpoint_open_acknowledged),
     ),
     Rule(
+        name="team-has-members",
+        level=MANDATORY,
+        scope="stack",
+        description="Every team namespace (label gpufleet.io/team) has at least one EKS access entry of the team "
+        "(tag gpufleet.io/team or Kubernetes group gpufleet-team-<team>).",
+        fix="add teams[].members: the IAM roles the team's people assume",
+        check=_stack_rule(checks_access.team_has_members),
+    ),
+    Rule(
+        name="team-access-in-namespace",
+        level=MANDATORY,
+        scope="stack",
+        description="A team's access stays in its namespace: its access policy associations are scoped to exactly its "
+        "namespace, RoleBindings of its group live there, and ClusterRoleBindings of its group only read Kueue's "
+        "cluster-scoped kinds.",
+        fix="scope team access policies to {type: namespace, namespaces: [<team namespace>]}, bind team groups in their "
+        "own namespace, and cluster-wide only to read-only ClusterRoles over Kueue's cluster-scoped kinds",
+        check=_stack_rule(checks_access.team_access_in_namespace),
+    ),
+    Rule(
         name="interactive-warm-pool",
         level=ADVISORY,
         scope="resource",

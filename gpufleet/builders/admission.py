@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from gpufleet.builders.common import helm, k8s
 from gpufleet.names import NS_GPU_OPERATOR, NS_HEALTH, NS_KUEUE, NS_MONITORING, NS_NETWORK, NS_SYSTEM, group_taints
-from gpufleet.manifests import admission_policy, kueue
+from gpufleet.manifests import admission_policy, kueue, tenancy
 from gpufleet.plan import BuildContext, Resource, StageContent
 from gpufleet.spec import Fleet, Team
 
@@ -34,6 +34,7 @@ def build(ctx: BuildContext) -> StageContent:
 
     namespaces = {t.name: k8s(kueue.team_namespace(t, fleet.cluster.kubernetes_version)) for t in fleet.teams}
     resources += namespaces.values()
+    resources += _team_access(fleet, namespaces)
     for priority in fleet.admission.priorities:
         resources.append(k8s(kueue.priority_class(priority)))
         resources.append(k8s(kueue.workload_priority_class(priority), depends_on=after_kueue))
@@ -71,6 +72,18 @@ def build(ctx: BuildContext) -> StageContent:
         resources += [created, k8s(admission_policy.binding(policy["metadata"]["name"], selector), depends_on=(created.id,))]
 
     return StageContent(resources=tuple(resources), warnings=tuple(_warnings(fleet)), notes=tuple(_notes(fleet)))
+
+
+def _team_access(fleet: Fleet, namespaces: dict[str, Resource]) -> list[Resource]:
+    """RBAC for each team's access-entry group: a Role and RoleBinding in its namespace, and read access to the
+    cluster-scoped Kueue kinds (gpufleet.manifests.tenancy)."""
+    viewer = k8s(tenancy.queue_viewer_role())
+    out = [viewer]
+    for team in fleet.teams:
+        ns = (namespaces[team.name].id,)
+        role = k8s(tenancy.team_role(team), depends_on=ns)
+        out += [role, k8s(tenancy.team_role_binding(team), depends_on=(role.id,)), k8s(tenancy.queue_viewer_binding(team), depends_on=(viewer.id,))]
+    return out
 
 
 def _sum_nominal(fleet: Fleet) -> dict[str, int]:

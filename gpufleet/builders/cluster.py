@@ -7,8 +7,9 @@ import json
 
 from gpufleet import access
 from gpufleet.ami_releases import SYSTEM_NODES_AMI_TYPE
+from gpufleet.builders.access_entries import access_entry_resources, admin_associations
 from gpufleet.builders.common import AWS_PROVIDER, CLUSTER, K8S_PROVIDER
-from gpufleet.names import LABEL_NODE_GROUP, SYSTEM_GROUP, partition
+from gpufleet.names import LABEL_NODE_GROUP, SYSTEM_GROUP, TAG_OPEN_ENDPOINT_REASON, partition
 from gpufleet.plan import Concat, Ref, Resource
 from gpufleet.spec import Fleet
 
@@ -166,12 +167,18 @@ def kubeconfig(fleet: Fleet, ca_path: str) -> Concat:
 def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
     """Resources of the cluster half and warnings."""
     c = fleet.cluster
-    warnings: list[str] = []
+    warnings = [f"team {t.name} has no members: nobody can submit its work, and gpufleet check fails (add teams[].members)" for t in fleet.teams if not t.members]
     res = [Resource(id=AWS_PROVIDER, type="pulumi:providers:aws", args={"region": c.region, "default_tags": {"tags": tags(fleet)}})]
     res += _role(fleet, NODE_ROLE, "ec2.amazonaws.com", NODE_POLICIES)
     if c.mode == "Existing":
         res.append(Resource(id=CLUSTER, type="aws:eks/getCluster:getCluster", args={"name": c.name}, provider=AWS_PROVIDER, lookup=True))
-        res.append(Resource(id=K8S_PROVIDER, type="pulumi:providers:kubernetes", args={"kubeconfig": kubeconfig(fleet, "certificateAuthorities[0].data")}))
+        res += access_entry_resources(fleet, tags(fleet))
+        res.append(_kubernetes_provider(fleet, "certificateAuthorities[0].data"))
+        if c.admins or any(t.members for t in fleet.teams):
+            warnings.append(
+                    "gpufleet adds access entries to the existing cluster: its authentication mode must be API or API_AND_CONFIG_MAP, "
+                "and a principal that already has an access entry there makes CreateAccessEntry fail (import or remove that entry)"
+            )
         return res, warnings
     res += _role(fleet, CLUSTER_ROLE, "eks.amazonaws.com", ("AmazonEKSClusterPolicy",))
     vpc: dict[str, object] = {
@@ -186,7 +193,7 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
         if access.endpoint_open(c) and c.open_endpoint_reason is None:
             warnings.append("cluster endpoint is public to 0.0.0.0/0 and gpufleet check fails on it: set cluster.publicEndpoint.cidrs, or say why in publicEndpoint.acknowledgeOpenToInternet")
         if c.open_endpoint_reason is not None:
-            cluster_tags[access.TAG_OPEN_ENDPOINT_REASON] = c.open_endpoint_reason
+            cluster_tags[TAG_OPEN_ENDPOINT_REASON] = c.open_endpoint_reason
     res.append(
         Resource(
             id=CLUSTER,
@@ -200,7 +207,10 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
                 "version": c.kubernetes_version,
                 "role_arn": Ref(CLUSTER_ROLE, "arn"),
                 "vpc_config": vpc,
-                "access_config": {"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": True},
+                # No implicit admin for whoever runs `pulumi up`: cluster.admins are the admins, each an explicit
+                # access entry. True would also make an explicit entry for the creator fail as a duplicate
+                # (pulumi/pulumi-eks#2373); the field is immutable (ForceNew in the AWS provider).
+                "access_config": {"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": False},
                 # Add-ons are managed below at pinned versions instead of EKS's unmanaged bootstrap copies.
                 "bootstrap_self_managed_addons": False,
                 "enabled_cluster_log_types": ["api", "audit", "authenticator"],
@@ -251,5 +261,11 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
         # CoreDNS and the monitoring agent need nodes to become healthy; the CNI must exist before any node.
         after = () if key in ("vpcCni", "kubeProxy") else (SYSTEM_NODE_GROUP,)
         res.append(Resource(id=f"addon-{ADDONS[key]}", type="aws:eks/addon:Addon", provider=AWS_PROVIDER, args=args, depends_on=after))
-    res.append(Resource(id=K8S_PROVIDER, type="pulumi:providers:kubernetes", args={"kubeconfig": kubeconfig(fleet, "certificateAuthority.data")}))
+    res += access_entry_resources(fleet, tags(fleet))
+    res.append(_kubernetes_provider(fleet, "certificateAuthority.data"))
     return res, warnings
+
+
+def _kubernetes_provider(fleet: Fleet, ca_path: str) -> Resource:
+    """The one Kubernetes provider; it waits for the admins' access, through which `pulumi up` reaches the API."""
+    return Resource(id=K8S_PROVIDER, type="pulumi:providers:kubernetes", args={"kubeconfig": kubeconfig(fleet, ca_path)}, depends_on=admin_associations(fleet))

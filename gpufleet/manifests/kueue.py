@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 from gpufleet import catalog
-from gpufleet.names import EFA_RESOURCE, GPU_RESOURCE, LABEL_MANAGED_BY, LABEL_NODE_GROUP, group_taints, tolerations_for
+from gpufleet.names import EFA_RESOURCE, GPU_RESOURCE, LABEL_MANAGED_BY, LABEL_NODE_GROUP, LABEL_TEAM, group_taints, tolerations_for
 from gpufleet.manifests import node_bootstrap
 from gpufleet.manifests.sharing import units_per_gpu
 from gpufleet.spec import Fabric, Fleet, NodeGroup, Priority, Quota, Team
@@ -37,7 +37,6 @@ from gpufleet.spec import Fabric, Fleet, NodeGroup, Priority, Quota, Team
 API = "kueue.x-k8s.io/v1beta2"
 CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
 LABEL_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
-LABEL_TEAM = "gpufleet.io/team"
 LABEL_NAMESPACE_NAME = "kubernetes.io/metadata.name"
 
 # Integrations, spelled as Kueue 0.19 names them (pkg/controller/jobs/*/..._controller.go FrameworkName):

@@ -20,6 +20,7 @@ BASE: dict[str, Any] = {
         "name": "t",
         "region": "us-east-1",
         "kubernetesVersion": "1.33",
+        "admins": [{"principalArn": "arn:aws:iam::111122223333:role/platform-admin"}],
         "systemNodes": {"releaseVersion": "1.33.13-20260714"},
         "network": {"vpcId": "vpc-0a1b2c3d", "subnetIds": ["subnet-0aa", "subnet-0bb"]},
     },

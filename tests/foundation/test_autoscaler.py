@@ -58,6 +58,8 @@ cluster:
   name: ca-cluster
   region: eu-west-1
   kubernetesVersion: "{kubernetes}"
+  admins:
+    - principalArn: arn:aws:iam::111122223333:role/platform-admin
   network: {{vpcId: vpc-0abc, subnetIds: [subnet-0aa, subnet-0bb]}}
 {system}{autoscaler_line}versions:
   gpuOperator: {{chart: v26.7.0}}
@@ -201,7 +203,7 @@ def test_policy_reads_what_the_readme_lists_and_writes_only_this_clusters_groups
 
 
 def test_policy_arn_uses_the_regions_partition() -> None:
-    fleet = fleet_of(spec().replace("region: eu-west-1", "region: cn-north-1"))
+    fleet = fleet_of(spec().replace("region: eu-west-1", "region: cn-north-1").replace("arn:aws:iam", "arn:aws-cn:iam"))
     templates = json.loads(autoscaler.iam_policy(fleet))["Statement"][1]
     assert templates["Resource"] == "arn:aws-cn:eks:cn-north-1:*:nodegroup/ca-cluster/*"
 

@@ -100,7 +100,28 @@ def team(name: str) -> list[dict[str, Any]]:
     cq = k8s({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name},
               "spec": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}}, "resourceGroups": []}})
     lq = k8s({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": name, "namespace": name}, "spec": {"clusterQueue": name}})
-    return [ns, cq, lq]
+    return [ns, cq, lq, *team_access(name)]
+
+
+def team_access(name: str, namespace: str | None = None) -> list[dict[str, Any]]:
+    """One member's access entry and edit association, and the team group's RBAC, as the fleet renders them."""
+    ns = namespace or name
+    arn = f"arn:aws:iam::111122223333:role/{name}"
+    entry = res(f"access-team-{name}", "aws:eks/accessEntry:AccessEntry",
+                {"clusterName": "<ref:cluster.name>", "principalArn": arn, "type": "STANDARD", "kubernetesGroups": [f"gpufleet-team-{name}"], "tags": {"gpufleet.io/team": name}})
+    assoc = res(f"access-team-{name}-edit", "aws:eks/accessPolicyAssociation:AccessPolicyAssociation",
+                {"clusterName": "<ref:cluster.name>", "principalArn": arn, "policyArn": "arn:aws:eks::aws:cluster-access-policy/AmazonEKSEditPolicy",
+                 "accessScope": {"type": "namespace", "namespaces": [ns]}})
+    group = [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": f"gpufleet-team-{name}"}]
+    role = k8s({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "gpufleet-team", "namespace": ns},
+                "rules": [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["localqueues", "workloads"], "verbs": ["get", "list", "watch"]}]})
+    binding = k8s({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": f"gpufleet-team-{name}", "namespace": ns},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "gpufleet-team"}, "subjects": group})
+    viewer = k8s({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "gpufleet-team-queue-viewer"},
+                  "rules": [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues", "clusterqueues/status", "cohorts"], "verbs": ["get", "list", "watch"]}]})
+    viewer_binding = k8s({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": f"gpufleet-team-{name}-queue-viewer"},
+                          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "gpufleet-team-queue-viewer"}, "subjects": group})
+    return [entry, assoc, role, binding, viewer, viewer_binding]
 
 
 def queue_name_policy(namespaces: list[str], actions: tuple[str, ...] = ("Deny",)) -> list[dict[str, Any]]:

@@ -70,10 +70,14 @@ def _plant_values(inv: list[dict[str, Any]], **values: Any) -> None:
     _find(inv, "helm-gpu-operator")["inputs"]["values"].update(values)
 
 
+SPEECH_ENTRY = "access-team-speech-111122223333-teams-speech-researchers"
 PLANTED: list[tuple[str, Callable[[list[dict[str, Any]]], None], str, str]] = [
     # (rule, plant, resource id reported, level)
     ("endpoint-not-open", lambda inv: _find(inv, "cluster")["inputs"]["vpcConfig"].update(publicAccessCidrs=["0.0.0.0/0"]), "cluster", "MANDATORY"),
     ("endpoint-not-open", lambda inv: _find(inv, "cluster")["inputs"]["vpcConfig"].pop("publicAccessCidrs"), "cluster", "MANDATORY"),
+    ("team-has-members", lambda inv: inv.remove(_find(inv, SPEECH_ENTRY)), "namespace-cluster-speech", "MANDATORY"),
+    ("team-access-in-namespace", lambda inv: _find(inv, SPEECH_ENTRY + "-edit")["inputs"].update(accessScope={"type": "cluster"}), SPEECH_ENTRY + "-edit", "MANDATORY"),
+    ("team-access-in-namespace", lambda inv: _kube(inv, "ClusterRole", "gpufleet-team-queue-viewer")["inputs"]["rules"][0]["verbs"].append("delete"), "clusterrolebinding-cluster-gpufleet-team-language-queue-viewer", "MANDATORY"),
     ("gpu-node-group-tainted", _plant_taint, "h100-node-group", "MANDATORY"),
     ("one-instance-type", lambda inv: _find(inv, "l40s-node-group")["inputs"].update(instanceTypes=["g6e.12xlarge", "g6e.24xlarge"]), "l40s-node-group", "MANDATORY"),
     ("node-image-pinned", lambda inv: _find(inv, "a100-mig-node-group")["inputs"].pop("releaseVersion"), "a100-mig-node-group", "MANDATORY"),

@@ -85,6 +85,40 @@ def _lq_to(cluster_queue: str) -> list[dict[str, Any]]:
     return out
 
 
+def _teams(edit: Any = None) -> list[dict[str, Any]]:
+    """Two complete teams (vision, speech) and the queue-name policy; `edit(resources)` plants a violation."""
+    out = clone(TEAMS) + queue_name_policy(["vision", "speech"])
+    if edit is not None:
+        edit(out)
+    return out
+
+
+def _by_id(resources: list[dict[str, Any]], rid: str) -> dict[str, Any]:
+    return next(r for r in resources if r["id"] == rid)
+
+
+def _untag(resources: list[dict[str, Any]]) -> None:
+    entry = _by_id(resources, "access-team-vision")
+    entry["inputs"]["tags"] = {}
+    _by_id(resources, "access-team-vision-edit")["inputs"]["accessScope"] = {"type": "cluster"}
+
+
+def _bind_to(role: dict[str, Any]) -> Any:
+    def edit(resources: list[dict[str, Any]]) -> None:
+        resources.append(role)
+        _by_id(resources, "clusterrolebinding-cluster-gpufleet-team-vision-queue-viewer")["inputs"]["roleRef"]["name"] = role["inputs"]["metadata"]["name"]
+
+    return edit
+
+
+def _cluster_role(name: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
+    return k8s({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules})
+
+
+VISION_EDIT = "access-team-vision-edit"
+VISION_VIEWER = "clusterrolebinding-cluster-gpufleet-team-vision-queue-viewer"
+
+
 def _operator_with_dp_config(default: str | None) -> dict[str, Any]:
     config: dict[str, Any] = {"name": "gpufleet-device-plugin-config", "create": False}
     if default:
@@ -187,6 +221,20 @@ CASES: list[tuple[str, str, list[dict[str, Any]], set[str]]] = [
     ("cluster-queue-selects-namespaces", "no selector", _cq_selector(...), {"clusterqueue-cluster-vision"}),
     ("cluster-queue-selects-namespaces", "name label exists (every namespace)", _cq_selector({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "Exists"}]}), {"clusterqueue-cluster-vision"}),
     ("cluster-queue-selects-namespaces", "NotIn only", _cq_selector({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system"]}]}), {"clusterqueue-cluster-vision"}),
+    ("team-has-members", "every team has an access entry", _teams(), set()),
+    ("team-has-members", "member found by group when the tag is missing", _teams(lambda r: _by_id(r, "access-team-vision")["inputs"].update(tags={})), set()),
+    ("team-has-members", "no access entry for vision", _teams(lambda r: r.remove(_by_id(r, "access-team-vision"))), {"namespace-cluster-vision"}),
+    ("team-access-in-namespace", "edit scoped to the team namespace, read-only queue viewer", _teams(), set()),
+    ("team-access-in-namespace", "ClusterRole bound in the team namespace by a RoleBinding", _teams(lambda r: _by_id(r, "rolebinding-vision-gpufleet-team-vision")["inputs"]["roleRef"].update(kind="ClusterRole", name="edit")), set()),
+    ("team-access-in-namespace", "scope unknown at preview", _teams(lambda r: _by_id(r, VISION_EDIT)["inputs"].update(accessScope={"type": "<ref:?.?>"})), set()),
+    ("team-access-in-namespace", "cluster-scoped edit", _teams(lambda r: _by_id(r, VISION_EDIT)["inputs"].update(accessScope={"type": "cluster"})), {VISION_EDIT}),
+    ("team-access-in-namespace", "edit in two namespaces", _teams(lambda r: _by_id(r, VISION_EDIT)["inputs"]["accessScope"].update(namespaces=["vision", "speech"])), {VISION_EDIT}),
+    ("team-access-in-namespace", "edit in another team's namespace", _teams(lambda r: _by_id(r, VISION_EDIT)["inputs"]["accessScope"].update(namespaces=["speech"])), {VISION_EDIT}),
+    ("team-access-in-namespace", "team found by group, cluster-scoped", _teams(_untag), {VISION_EDIT}),
+    ("team-access-in-namespace", "RoleBinding in another team's namespace", _teams(lambda r: _by_id(r, "rolebinding-speech-gpufleet-team-speech")["inputs"]["subjects"].append({"kind": "Group", "name": "gpufleet-team-vision"})), {"rolebinding-speech-gpufleet-team-speech"}),
+    ("team-access-in-namespace", "bound cluster-wide to the built-in edit role", _teams(lambda r: _by_id(r, VISION_VIEWER)["inputs"]["roleRef"].update(name="edit")), {VISION_VIEWER}),
+    ("team-access-in-namespace", "cluster role that writes ClusterQueues", _teams(_bind_to(_cluster_role("queue-admin", [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"], "verbs": ["get", "update"]}]))), {VISION_VIEWER}),
+    ("team-access-in-namespace", "cluster role that reads every namespace's pods", _teams(_bind_to(_cluster_role("pod-reader", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]))), {VISION_VIEWER}),
     ("interactive-warm-pool", "Interactive with warm pool", _group("notebooks", "Interactive"), set()),
     ("interactive-warm-pool", "Training without warm pool", fleet(), set()),
     ("interactive-warm-pool", "Interactive without warm pool", [node_group("notebooks", cls="Interactive"), launch_template("notebooks")], {"notebooks-node-group"}),

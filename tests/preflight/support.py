@@ -107,6 +107,8 @@ cluster:
   name: probe
   region: us-east-1
   kubernetesVersion: "1.33"
+  admins:
+    - principalArn: arn:aws:iam::111122223333:role/platform-admin
   network: {{vpcId: {vpc}, subnetIds: [{cluster_subnets}]}}
   systemNodes: {{releaseVersion: "1.33.13-20260714"}}
 versions:

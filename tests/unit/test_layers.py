@@ -21,12 +21,12 @@ PACKAGES = ("gpufleet", "components", "policies", "tools")
 # package itself, so a new module must be placed here).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("gpufleet", "gpufleet.errors", "gpufleet.stages", "gpufleet.catalog", "gpufleet.versions", "gpufleet.ami_releases", "gpufleet.checkpoints", "gpufleet.pricing"),
-    ("gpufleet.spec", "gpufleet.load", "gpufleet.schema", "gpufleet.environments", "gpufleet.access", "gpufleet.warm_pool"),
-    ("gpufleet.names", "gpufleet.entries", "gpufleet.plan"),
+    ("gpufleet.spec", "gpufleet.load", "gpufleet.schema", "gpufleet.environments", "gpufleet.warm_pool"),
+    ("gpufleet.names", "gpufleet.access", "gpufleet.entries", "gpufleet.plan"),
     ("gpufleet.rules", "gpufleet.pipeline"),
     ("gpufleet.manifests",),
     ("gpufleet.builders",),
-    ("gpufleet.rollout", "gpufleet.report", "gpufleet.tree", "gpufleet.tree_reader", "gpufleet.output"),
+    ("gpufleet.rollout", "gpufleet.report", "gpufleet.access_table", "gpufleet.tree", "gpufleet.tree_reader", "gpufleet.output"),
     ("gpufleet.impact", "gpufleet.diff_report", "gpufleet.preflight", "gpufleet.diagnose", "gpufleet.model"),
     ("components", "policies"),
     ("gpufleet.synth", "gpufleet.check", "gpufleet.diff", "gpufleet.explain", "gpufleet.cli", "tools"),

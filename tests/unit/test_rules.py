@@ -258,6 +258,12 @@ CASES: list[Any] = [
     pytest.param("endpoint", [at("cluster", "mode", value="Existing"), at("cluster", "systemNodes", value=None), at("cluster", "publicEndpoint", value={"cidrs": ["203.0.113.0/24"]})], [("cluster.publicEndpoint", "publicEndpoint is only used with mode Create: gpufleet does not change an existing cluster's endpoint")], id="endpoint/existing"),
     pytest.param("endpoint", [at("cluster", "endpointAccess", value="Private"), at("cluster", "publicEndpoint", value={"cidrs": ["203.0.113.0/24"]})], [("cluster.publicEndpoint", "publicEndpoint is set but endpointAccess is Private: there is no public endpoint")], id="endpoint/private"),
     pytest.param("endpoint", [at("cluster", "publicEndpoint", value={"cidrs": ["203.0.113.0/24"], "acknowledgeOpenToInternet": "lab cluster without a VPN"})], [("cluster.publicEndpoint.acknowledgeOpenToInternet", "acknowledgeOpenToInternet is set but the endpoint is not open: only 203.0.113.0/24 may reach it")], id="endpoint/acknowledged-but-limited"),
+    # access
+    pytest.param("access", [team(members=[{"principalArn": "arn:aws:iam::111122223333:role/teams/vision"}])], [], id="access/admin-and-member"),
+    pytest.param("access", [at("cluster", "mode", value="Existing"), at("cluster", "systemNodes", value=None), at("cluster", "admins", value=None)], [], id="access/existing-without-admins"),
+    pytest.param("access", [at("cluster", "admins", value=None)], [("cluster", "mode Create needs cluster.admins: the cluster is created without an implicit admin (bootstrapClusterCreatorAdminPermissions false), so nobody could deploy into it")], id="access/create-without-admins"),
+    pytest.param("access", [team(members=[{"principalArn": "arn:aws:iam::111122223333:role/platform-admin"}])], [("teams[0].members[0].principalArn", "arn:aws:iam::111122223333:role/platform-admin is already listed in cluster.admins: EKS allows one access entry per principal")], id="access/admin-in-a-team"),
+    pytest.param("access", [team(members=[{"principalArn": "arn:aws-cn:iam::111122223333:role/vision"}])], [("teams[0].members[0].principalArn", "arn:aws-cn:iam::111122223333:role/vision is in partition aws-cn, the cluster (region us-east-1) in aws")], id="access/partition"),
     # network
     pytest.param("network", [EFA_P5], [], id="network/efa"),
     pytest.param("network", [ALL_VERSIONS, through("network"), group(instanceType="p5en.48xlarge", fabric="RDMA"), at("network", value={"rdma": {"networks": [{"name": "rail0", "interface": "ib0", "hca": "mlx5_0"}]}})], [], id="network/rdma"),

@@ -1,0 +1,93 @@
+"""What a team may do in the cluster beyond the managed EKS edit policy, as plain RBAC objects bound to the
+Kubernetes group of the team's access entries (`gpufleet-team-<team>`, see gpufleet.builders.access_entries).
+
+AmazonEKSEditPolicy, scoped to the team's namespace, is close to Kubernetes' `edit` role for built-in kinds
+(https://docs.aws.amazon.com/eks/latest/userguide/access-policy-permissions.html), but EKS access policies do not
+aggregate custom resources, so a team member could neither see the team's Kueue queue and workloads nor
+submit the training kinds Kueue manages. The Role below adds exactly those, in the team's namespace only;
+the ClusterRole adds read access to the cluster-scoped Kueue objects a user needs to understand admission
+(every ClusterQueue's quota and usage, cohorts, flavors, priority classes): read-only, and no namespaced kind, so
+a team reads nothing of another team's namespace.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpufleet import access
+from gpufleet.manifests import kueue
+from gpufleet.names import LABEL_MANAGED_BY, LABEL_TEAM
+from gpufleet.spec import Team
+
+RBAC = "rbac.authorization.k8s.io/v1"
+READ = ["get", "list", "watch"]
+WRITE = ["create", "delete", "get", "list", "patch", "update", "watch"]
+TEAM_ROLE = "gpufleet-team"
+QUEUE_VIEWER = "gpufleet-team-queue-viewer"
+
+# Resources of the Kueue job integrations (kueue.FRAMEWORKS) that the edit policy does not cover: batch Jobs,
+# plain pods, Deployments and StatefulSets are built-in kinds it already grants. Plurals from each project's CRD (spec.names.plural).
+JOB_RESOURCES = {
+    "jobset.x-k8s.io/jobset": ("jobset.x-k8s.io", "jobsets"),
+    "kubeflow.org/pytorchjob": ("kubeflow.org", "pytorchjobs"),
+    "kubeflow.org/mpijob": ("kubeflow.org", "mpijobs"),
+    "trainer.kubeflow.org/trainjob": ("trainer.kubeflow.org", "trainjobs"),
+}
+_BUILT_IN = ("batch/job", "pod", "deployment", "statefulset")
+# Cluster-scoped Kueue kinds (kueue.x-k8s.io v1beta2 CRDs with scope Cluster) a team may read.
+CLUSTER_READABLE = ["clusterqueues", "clusterqueues/status", "cohorts", "cohorts/status", "resourceflavors", "topologies", "workloadpriorityclasses"]
+
+
+def _meta(name: str, namespace: str | None = None, team: str | None = None) -> dict[str, Any]:
+    labels = {**LABEL_MANAGED_BY, **({LABEL_TEAM: team} if team else {})}
+    meta: dict[str, Any] = {"name": name, "labels": labels}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    return meta
+
+
+def _group_subject(team: Team) -> list[dict[str, str]]:
+    return [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": access.team_group(team.name)}]
+
+
+def team_role(team: Team) -> dict[str, Any]:
+    """In the team's namespace: read its LocalQueue and Workloads, run the Kueue-managed training kinds."""
+    groups: dict[str, list[str]] = {}
+    for framework in kueue.FRAMEWORKS:
+        if framework in _BUILT_IN:
+            continue
+        group, plural = JOB_RESOURCES[framework]
+        groups.setdefault(group, []).append(plural)
+    rules = [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["localqueues", "localqueues/status", "workloads", "workloads/status"], "verbs": READ}]
+    rules += [{"apiGroups": [group], "resources": sorted(plurals), "verbs": WRITE} for group, plurals in sorted(groups.items())]
+    return {"apiVersion": RBAC, "kind": "Role", "metadata": _meta(TEAM_ROLE, team.namespace, team.name), "rules": rules}
+
+
+def team_role_binding(team: Team) -> dict[str, Any]:
+    return {
+        "apiVersion": RBAC,
+        "kind": "RoleBinding",
+        "metadata": _meta(access.team_group(team.name), team.namespace, team.name),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": TEAM_ROLE},
+        "subjects": _group_subject(team),
+    }
+
+
+def queue_viewer_role() -> dict[str, Any]:
+    """Read-only, cluster-scoped Kueue kinds only (one ClusterRole for every team)."""
+    return {
+        "apiVersion": RBAC,
+        "kind": "ClusterRole",
+        "metadata": _meta(QUEUE_VIEWER),
+        "rules": [{"apiGroups": ["kueue.x-k8s.io"], "resources": CLUSTER_READABLE, "verbs": READ}],
+    }
+
+
+def queue_viewer_binding(team: Team) -> dict[str, Any]:
+    return {
+        "apiVersion": RBAC,
+        "kind": "ClusterRoleBinding",
+        "metadata": _meta(f"{access.team_group(team.name)}-queue-viewer", team=team.name),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": QUEUE_VIEWER},
+        "subjects": _group_subject(team),
+    }
