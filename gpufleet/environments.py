@@ -56,7 +56,8 @@ def merge_environment(data: dict[str, Any], env: str, source: SourceFile) -> tup
             items = merged.get(section)
             if not isinstance(items, list):
                 continue  # the base spec's own issues say what is wrong with it
-            names = [item.get("name") for item in items if isinstance(item, dict)]
+            # one entry per item, so an index here is an index into items (a null entry is the schema's to report)
+            names = [item.get("name") if isinstance(item, dict) else None for item in items]
             for name, item_patch in patch.items():
                 if name not in names:
                     kind = "node group" if section == "nodeGroups" else "team"

@@ -86,6 +86,7 @@ class SourceFile:
     keys: dict[Path, Position] = field(default_factory=dict)
     # path -> source text of a plain scalar that YAML 1.1 resolved to a non-string (bool, number, null, date)
     plain: dict[Path, str] = field(default_factory=dict)
+    lines: list[str] | None = field(default=None, repr=False, compare=False)  # text.splitlines(), when first needed
 
     def locate(self, issue: Issue) -> Position:
         return issue.position or self.position(issue.path, issue.at_key)
@@ -105,8 +106,9 @@ class SourceFile:
             probe = probe[:-1]
 
     def line_text(self, line: int) -> str:
-        lines = self.text.splitlines()
-        return lines[line - 1] if 0 < line <= len(lines) else ""
+        if self.lines is None:  # split once: rendering thousands of errors stays linear in the file
+            self.lines = self.text.splitlines()
+        return self.lines[line - 1] if 0 < line <= len(self.lines) else ""
 
 
 def render_issue(source: SourceFile, issue: Issue) -> str:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import math
+import re
 from pathlib import Path as FsPath
 from typing import Any, Iterator, Mapping
 
@@ -20,6 +22,9 @@ from gpufleet.errors import Issue, Path, closest, did_you_mean, suggest
 from gpufleet.load import describe_plain
 
 SCHEMA_PATH = FsPath(__file__).resolve().parent.parent / "schemas" / "fleet.schema.json"
+
+_LABEL_VALUE = "a Kubernetes label value (at most 63 letters, digits, '-', '_' and '.', starting and ending alphanumeric)"
+
 
 # Human words for the string formats the schema enforces with a pattern, keyed by field name (for list items:
 # the list's name). Where the value sits decides the words, not the regular expression.
@@ -43,6 +48,15 @@ _FORMATS: Mapping[str, str] = {
     "bucket": "an S3 bucket name (3-63 lowercase letters, digits, '.' and '-')",
     "profile": 'a MIG profile such as "1g.10gb"',
     "key": 'a taint key such as "example.com/dedicated"',
+    "value": _LABEL_VALUE,
+    "image": 'an image reference such as "nvcr.io/nvidia/pytorch:25.08-py3" (no spaces or control characters)',
+    "instanceType": 'an EC2 instance type such as "p5.48xlarge"',
+    "chart": 'a chart version such as "0.19.2" (letters, digits and . _ + -)',
+    "tag": 'an image tag such as "v4.2.2" (letters, digits and . _ + -)',
+    "version": 'a driver version such as "595.91.07" (letters, digits and . _ + -)',
+    "toolkitVersion": 'a toolkit version such as "v1.20.0" (letters, digits and . _ + -)',
+    "interface": 'a network device name such as "ibp24s0"',
+    "socketInterface": 'a network device name such as "eth0"',
     "vpcCni": 'an EKS add-on version such as "v1.20.4-eksbuild.1"',
     "coreDns": 'an EKS add-on version such as "v1.12.4-eksbuild.1"',
     "kubeProxy": 'an EKS add-on version such as "v1.33.5-eksbuild.2"',
@@ -57,6 +71,15 @@ _MOVED: Mapping[str, str] = {
 _PATH_FORMATS: Mapping[Path, str] = {
     ("cluster", "name"): "an EKS cluster name (letters, digits, '-' and '_', starting with a letter or digit, at most 100)",
 }
+def _format_at(path: Path) -> str | None:
+    """Formats that depend on where a list item or a map value sits."""
+    if len(path) >= 2 and path[-2] == "labels":
+        return _LABEL_VALUE
+    if len(path) == 4 and path[0] == "imageSets" and path[2] == "images":
+        return 'an image reference such as "nvcr.io/nvidia/pytorch:25.08-py3" (no spaces or control characters)'
+    return None
+
+
 _PATTERN_HINTS: Mapping[str, str] = {
     "principalArn": "an STS assumed-role ARN (arn:aws:sts::...:assumed-role/ROLE/SESSION) names one session: use the role, arn:aws:iam::ACCOUNT:role/ROLE",
     "zone": "list the zone IDs of your region: aws ec2 describe-availability-zones --query 'AvailabilityZones[].[ZoneName,ZoneId]'",
@@ -74,8 +97,54 @@ def fleet_schema() -> dict[str, Any]:
 
 
 @functools.cache
+def _whole_string(pattern: str) -> re.Pattern[str]:
+    """`pattern` with ECMA-262 semantics for `$`, the regex dialect of JSON Schema: the end of the string.
+
+    Python's `$` also matches before a final newline, so "vision\\n" would pass ^[a-z0-9]...$ and become a
+    namespace, a file name and an AWS tag; `\\Z` is the end only. Escapes and character classes are kept.
+    """
+    out: list[str] = []
+    escaped = in_class = False
+    for char in pattern:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "[":
+            in_class = True
+        elif char == "]":
+            in_class = False
+        elif char == "$" and not in_class:
+            out.append(r"\Z")
+            continue
+        out.append(char)
+    return re.compile("".join(out))
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Mapping[str, Any]) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and not _whole_string(pattern).search(instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _is_integer(checker: Any, instance: object) -> bool:
+    """Only a whole number written as one: 1.0e+308 is a float (and overflows where an int is needed)."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+def _is_number(checker: Any, instance: object) -> bool:
+    """A finite number: YAML's .nan and .inf are floats, but no field means them."""
+    if isinstance(instance, float):
+        return math.isfinite(instance)
+    return _is_integer(checker, instance)
+
+
+@functools.cache
 def _validator() -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(fleet_schema())
+    base = jsonschema.Draft202012Validator
+    types = base.TYPE_CHECKER.redefine_many({"integer": _is_integer, "number": _is_number})
+    strict = jsonschema.validators.extend(base, validators={"pattern": _pattern}, type_checker=types)  # type: ignore[no-untyped-call]
+    validator: jsonschema.Draft202012Validator = strict(fleet_schema())
+    return validator
 
 
 def _type_name(value: object) -> str:
@@ -162,9 +231,13 @@ def _issues_for(validation_error: ValidationError, plain: Mapping[Path, str]) ->
                 yield Issue(path=path, message=f"{describe_plain(raw, value)}, not one of: {', '.join(enum)}", hint=f'quote it: "{raw}"' if raw in enum else _enum_hint(raw, value, enum))
             else:
                 yield Issue(path=path, message=f"{describe_plain(raw, value)}, but a string is expected", hint=f'quote it: "{raw}"')
+        elif isinstance(value, float) and not math.isfinite(value) and "number" in expected_list:
+            yield Issue(path=path, message=f"{plain.get(path, value)} is not a finite number", hint="write a number such as 0.5")
+        elif isinstance(value, float) and "integer" in expected_list:
+            yield Issue(path=path, message=f"{plain.get(path, value)} is not a whole number", hint="write an integer without a decimal point or exponent, e.g. 8")
         else:
             want = " or ".join("mapping" if t == "object" else "list" if t == "array" else t for t in expected_list)
-            yield Issue(path=path, message=f"expected {want}, got {_type_name(value)} {_json(value)}", hint=_type_hint(value, expected_list, field))
+            yield Issue(path=path, message=f"expected {want}, got {_type_name(value)}{'' if value is None else ' ' + _json(value)}", hint=_type_hint(value, expected_list, field))
     elif validator == "enum":
         allowed = [str(v) for v in error.validator_value]
         if isinstance(value, str) and (spelled := _eks_spelling(value, allowed)):
@@ -176,8 +249,8 @@ def _issues_for(validation_error: ValidationError, plain: Mapping[Path, str]) ->
             return
         yield Issue(path=path, message=f"{_json(value)} is not one of: {', '.join(allowed)}", hint=_enum_hint(value, value, allowed))
     elif validator == "pattern":
-        what = _PATH_FORMATS.get(path) or _FORMATS.get(field, f"a value matching {error.validator_value}")
-        yield Issue(path=path, message=f'"{value}" is not {what}', hint=_PATTERN_HINTS.get(field, ""))
+        what = _PATH_FORMATS.get(path) or _format_at(path) or _FORMATS.get(field, f"a value matching {error.validator_value}")
+        yield Issue(path=path, message=f"{json.dumps(value, ensure_ascii=False)} is not {what}", hint=_PATTERN_HINTS.get(field, ""))
     elif validator == "const":
         yield Issue(path=path, message=f"{_json(value)} must be {_json(error.validator_value)}", hint=f"write {field}: {error.validator_value}")
     elif validator in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):

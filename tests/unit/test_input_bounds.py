@@ -1,0 +1,100 @@
+"""Bounded input and values the schema must not let through (issue 14 items 2 and 3).
+
+The exact messages of the YAML cases live in the corpus (tests/specs/invalid: alias-bomb, deep-nesting,
+name-trailing-newline, integer-as-exponent, integer-too-large, nan-number, null-list-entry-override); here: what
+is not a spec file, the time it takes, and the schema-wide invariants.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from gpufleet.cli import main
+from gpufleet.errors import Issue, Position, SourceFile, SpecError, sort_issues
+from gpufleet.load import MAX_SPEC_BYTES
+from gpufleet.schema import SCHEMA_PATH, _whole_string
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_an_endless_file_is_not_read_to_the_end(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", "/dev/zero"]) == 2
+    assert capsys.readouterr() == ("", "gpufleet validate: error: cannot read /dev/zero: larger than 1024 KiB, which no fleet spec needs\n")
+
+
+def test_a_file_just_over_the_bound_is_refused_and_one_at_it_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "big.yaml"
+    spec.write_text("#" * (MAX_SPEC_BYTES + 1))
+    assert main(["validate", str(spec)]) == 2
+    spec.write_text("#" * MAX_SPEC_BYTES)
+    assert main(["validate", str(spec)]) == 1  # read, and reported as empty
+    assert "the file is empty" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("case", ["alias-bomb", "deep-nesting"])
+def test_bombs_are_stopped_quickly(capsys: pytest.CaptureFixture[str], case: str) -> None:
+    start = time.monotonic()
+    assert main(["validate", str(ROOT / f"tests/specs/invalid/{case}.yaml")]) == 1
+    assert time.monotonic() - start < 2
+    capsys.readouterr()
+
+
+def test_twenty_thousand_errors_render_in_linear_time() -> None:
+    lines = 20_000
+    source = SourceFile(name="big.yaml", text="".join(f"k{i}: v\n" for i in range(lines)))
+    for i in range(lines):
+        source.values[(f"k{i}",)] = Position(i + 1, 5)
+    issues = [Issue(path=(f"k{i}",), message="wrong") for i in range(lines)]
+    start = time.monotonic()
+    text = SpecError(source, sort_issues(source, issues)).render()
+    assert time.monotonic() - start < 2  # was 73 s: the file was split once per error
+    assert text.count("\n") == 3 * lines
+    assert text.endswith("big.yaml: 20000 error(s)")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "value", "matches"),
+    [
+        ("^[a-z]+$", "vision", True),
+        ("^[a-z]+$", "vision\n", False),  # Python's $ alone would match before the newline
+        ("^[a-z$]+$", "a$b", True),  # $ inside a class is a character
+        (r"^a\$$", "a$", True),  # an escaped $ is a character
+        (r"^a\\$", "a\\", True),  # an escaped backslash, then the end
+    ],
+)
+def test_patterns_match_the_whole_string(pattern: str, value: str, matches: bool) -> None:
+    assert bool(_whole_string(pattern).search(value)) is matches
+
+
+def _nodes(node: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    if isinstance(node, dict):
+        yield path, node
+        for key, value in node.items():
+            yield from _nodes(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _nodes(value, f"{path}/{i}")
+
+
+SCHEMA_NODES = list(_nodes(json.loads(SCHEMA_PATH.read_text())))
+
+
+def test_every_pattern_is_anchored_at_both_ends() -> None:
+    loose = [(path, n["pattern"]) for path, n in SCHEMA_NODES if isinstance(n.get("pattern"), str) and not (n["pattern"].startswith("^") and n["pattern"].endswith("$"))]
+    assert loose == []
+
+
+def test_every_string_is_constrained() -> None:
+    """A free string field would take newlines and control characters into names, files and tags."""
+    free = [path for path, n in SCHEMA_NODES if n.get("type") == "string" and not {"pattern", "enum", "const"} & n.keys()]
+    assert free == []
+
+
+def test_every_number_is_bounded_above() -> None:
+    unbounded = [path for path, n in SCHEMA_NODES if n.get("type") in ("integer", "number") and not {"maximum", "exclusiveMaximum", "enum"} & n.keys()]
+    assert unbounded == []
