@@ -15,6 +15,7 @@ the CLI calls it on every failure, SIGINT and SIGTERM included.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import errno
@@ -109,7 +110,9 @@ def prepare(out: str, spec: str | None = None) -> Staging:
     if absolute.parent == absolute:
         raise TargetRefused("the root directory")
     spec_path = Path(spec) if spec is not None else None
-    reason = _refusal(absolute, spec_path)
+    # under the lock: a concurrent writer swapping the tree must not change it while it is inspected
+    with _locked(absolute.parent) if absolute.parent.is_dir() else contextlib.nullcontext():
+        reason = _refusal(absolute, spec_path)
     if reason is not None:
         raise TargetRefused(reason)
     created: list[Path] = []

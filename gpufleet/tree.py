@@ -203,7 +203,11 @@ def tree_problem(root: Path) -> str | None:
         return f"plan.json is unreadable: {exc}"
     if not isinstance(plan, dict) or plan.get("format") != TREE_FORMAT:
         return f'plan.json does not say format "{TREE_FORMAT}"'
-    for path in sorted(root.rglob("*")):
+    try:
+        entries = sorted(root.rglob("*"))
+    except OSError as exc:  # changed or unreadable while walked
+        return f"cannot be read: {exc.strerror or exc}"
+    for path in entries:
         rel = path.relative_to(root).as_posix()
         expected = TREE_DIR if path.is_dir() else TREE_FILE
         if path.is_symlink() or not expected.match(rel):

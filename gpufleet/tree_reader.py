@@ -68,7 +68,11 @@ def _plan(root: Path) -> dict[str, Any]:
 def _files(root: Path) -> dict[str, str]:
     """Every file of the tree but plan.json; anything outside the layout is refused."""
     files: dict[str, str] = {}
-    for path in sorted(root.rglob("*")):
+    try:
+        entries = sorted(root.rglob("*"))
+    except OSError as exc:
+        raise NotATree(f"cannot be read: {exc.strerror or exc}") from None
+    for path in entries:
         rel = path.relative_to(root).as_posix()
         if path.is_symlink():
             raise NotATree(f"{rel} is a symbolic link")
