@@ -1,7 +1,7 @@
 """find what slows a GPU job: NCCL_DEBUG=INFO logs and `kubectl describe node` output, most important first
 
-`gpufleet diagnose [--nccl-log F]... [--node-describe F]...` exits 0 when nothing is found, 1 with findings, 2 on a
-usage error (no input, or a file that cannot be read). All NCCL logs of one run are read as one job (one file per
+`gpufleet diagnose [--nccl-log F]... [--node-describe F]...` exits 0 when nothing above info is found, 1 with a
+warning or critical finding, 2 on a usage error (no input, or a file that cannot be read). All NCCL logs of one run are read as one job (one file per
 pod works), so ranks can be compared with each other. `-` reads standard input.
 """
 
@@ -12,7 +12,8 @@ import sys
 from typing import Mapping
 
 from gpufleet.diagnose.findings import Finding, rank, render
-from gpufleet.diagnose.nccl import check_job, parse_nccl
+from gpufleet.diagnose.nccl import parse_nccl
+from gpufleet.diagnose.nccl_checks import check_job
 from gpufleet.diagnose.node import check_describe
 
 __all__ = ["Finding", "add_arguments", "diagnose", "render", "run"]
@@ -67,4 +68,5 @@ def run(args: argparse.Namespace) -> int:
         print("gpufleet diagnose: no findings")
         return EXIT_CLEAN
     print(render(findings))
-    return EXIT_FINDINGS
+    # Info findings are context (versions, unpinned settings that did no harm): they do not fail a pipeline.
+    return EXIT_FINDINGS if any(f.severity != "info" for f in findings) else EXIT_CLEAN

@@ -9,18 +9,25 @@ Severity = Literal["critical", "warning", "info"]
 
 SEVERITY_ORDER: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
 
-# Within one severity, the order in which a user should act: a node that cannot run GPU pods, then a job whose
-# traffic left the fast fabric, then what costs bandwidth, then hygiene. Checks not listed sort last.
+# Within one severity, what stops work first: a node that cannot run GPU pods, a job that died at init (the error it
+# printed, then EFA or the net plugin missing), a job whose traffic left the fast fabric, then what costs bandwidth,
+# then hygiene. Checks not listed sort last.
 IMPORTANCE: tuple[str, ...] = (
     "node.not-ready",
+    "nccl.fabric-manager",
     "node.accelerated-hardware",
     "node.gpu-not-allocatable",
+    "nccl.efa-unavailable",
+    "nccl.plugin-failed",
+    "nccl.error",
     "nccl.socket-fallback",
     "nccl.transport-mismatch",
-    "nccl.plugin-failed",
+    "nccl.socket-interface",
     "nccl.gdr-off",
+    "nccl.one-gpu-per-pod",
     "nccl.mixed-versions",
     "node.gpu-unhealthy",
+    "node.device-plugin-restarting",
     "node.hardware-condition",
     "node.mig-pending",
     "node.mig-not-capable",

@@ -7,12 +7,11 @@ prints several nodes one after another, each starting with "Name:".
 
 from __future__ import annotations
 
-from gpufleet.names import LABEL_SHARING
-
 import re
 from dataclasses import dataclass, field
 
 from gpufleet.diagnose.findings import Finding, Severity
+from gpufleet.names import LABEL_NODE_GROUP, LABEL_SHARING
 
 # Anchored and bounded: a line of any length is matched in one pass (the value is cut with str.strip, not a regex).
 _TOP = re.compile(r"^([A-Z][A-Za-z ()-]{0,63}):(?=\s|$)")
@@ -26,10 +25,16 @@ MIG_CONFIG, MIG_STATE, MIG_CAPABLE = "nvidia.com/mig.config", "nvidia.com/mig.co
 DP_CONFIG, FLEET_SHARING = "nvidia.com/device-plugin.config", LABEL_SHARING
 _INSTANCE_TYPE = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
 _GPU_FAMILY = re.compile(r"^(p[2-9][a-z0-9-]*|g[3-9][a-z0-9-]*|gr\d[a-z]*)\.")  # NVIDIA GPU EC2 families
+# Namespaces of cluster software, not teams: the GPU Operator's (gpu-operator, before v1.9 gpu-operator-resources,
+# on OpenShift nvidia-gpu-operator), where Helm installs land by default ("default"), CNIs and storage.
 _SYSTEM_NS = frozenset({"kube-system", "kube-public", "kube-node-lease", "gpu-operator", "network-operator",
+                        "gpu-operator-resources", "default", "calico-system", "tigera-operator", "kube-flannel",
+                        "ingress-nginx", "local-path-storage", "metallb-system", "longhorn-system",
                         "cert-manager", "kueue-system", "monitoring", "prometheus", "karpenter", "kyverno",
                         "gatekeeper-system", "amazon-cloudwatch", "amazon-guardduty"})
-_SYSTEM_PREFIXES = ("nvidia-", "kube-", "aws-", "amazon-", "eks-")
+_SYSTEM_PREFIXES = ("nvidia-", "kube-", "aws-", "amazon-", "eks-", "openshift-", "cattle-", "gpu-operator")
+_AGE = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")  # kubectl's duration column: 5d2h, 3m4s, 12s
+_RESTART_GRACE_S = 300  # a device plugin younger than this may still be registering its GPUs with the kubelet
 _EKS_HEALTH = ("AcceleratedHardwareReady", "NetworkingReady", "StorageReady", "KernelReady", "ContainerRuntimeReady")
 
 
@@ -59,6 +64,7 @@ class Node:
     capacity: dict[str, str] | None = None
     allocatable: dict[str, str] | None = None
     pods: list[tuple[str, str]] | None = None  # (namespace, name)
+    ages: dict[str, int] = field(default_factory=dict)  # pod name -> age in seconds, where the table shows one
     allocated: dict[str, str] | None = None  # resource -> requests
     cut: str | None = None  # the section a partial paste stops in (its lines so far are kept)
 
@@ -89,7 +95,8 @@ def parse_nodes(text: str) -> list[Node]:
         # still whole; the checks treat what that section lacks as unknown, not absent.
         last = list(sections)[-1]
         nodes.append(_node(sections, cut=None if last == "Events" else last))
-    return [n for n in nodes if n.name or n.labels or n.capacity is not None or n.conditions]
+    return [n for n in nodes if n.name or n.labels or n.conditions or n.capacity is not None
+            or n.allocatable is not None or n.allocated is not None or n.pods is not None]
 
 
 def _node(s: dict[str, list[str]], cut: str | None) -> Node:
@@ -115,11 +122,20 @@ def _node(s: dict[str, list[str]], cut: str | None) -> Node:
     if "Non-terminated Pods" in s:
         rows = [line.split() for line in s["Non-terminated Pods"] if line.startswith((" ", "\t"))]
         node.pods = [(r[0], r[1]) for r in rows if len(r) >= 2 and r[0] != "Namespace" and not r[0].startswith("-")]
+        node.ages = {r[1]: age for r in rows if len(r) >= 3 and (age := _seconds(r[-1])) is not None}
     if "Allocated resources" in s:
         rows = [line.split() for line in s["Allocated resources"]]
         node.allocated = {r[0]: r[1] for r in rows if len(r) >= 2 and r[0] not in ("Resource", "(Total")
                           and not r[0].startswith("-")}
     return node
+
+
+def _seconds(text: str) -> int | None:
+    m = _AGE.match(text)
+    if not m or not any(m.groups()):
+        return None
+    d, h, mi, sec = (int(g or 0) for g in m.groups())
+    return ((d * 24 + h) * 60 + mi) * 60 + sec
 
 
 def _items(lines: list[str]) -> list[str]:
@@ -149,6 +165,7 @@ def is_gpu_node(node: Node) -> bool:
         or "k8s.amazonaws.com/accelerator" in labels
         or (_GPU_FAMILY.match(itype) and not itype.startswith("g4ad."))
         or sum(_gpus(node.capacity or {}).values())
+        or sum(_gpus(node.allocatable or {}).values())
         or any(t.key == "nvidia.com/gpu" for t in node.taints or [])
     )
 
@@ -187,8 +204,15 @@ def check_node(source: str, node: Node) -> list[Finding]:
     cap, alloc = _gpus(node.capacity or {}), _gpus(node.allocatable or {})
     # A paste cut inside Allocatable shows some of its resources: a GPU resource it does not show is unknown, not 0.
     alloc_known = node.allocatable is not None and (node.cut != "Allocatable" or bool(alloc))
+    plugin_age = min((age for pod, age in node.ages.items() if pod.startswith("nvidia-device-plugin")), default=None)
     if gpu and ready and ready.status == "True" and alloc_known and not sum(alloc.values()):
-        if sum(cap.values()):
+        if sum(cap.values()) and plugin_age is not None and plugin_age < _RESTART_GRACE_S:
+            add("warning", f"allocatable nvidia.com/gpu is 0 (capacity {sum(cap.values())}) while the device plugin "
+                f"pod is {plugin_age}s old: it is still registering the GPUs with the kubelet",
+                "wait a minute and describe the node again; if allocatable stays 0, read the device plugin pod's log "
+                "(kubectl logs -n <namespace> <nvidia-device-plugin pod>) -- do not replace the node for this",
+                "node.device-plugin-restarting")
+        elif sum(cap.values()):
             add("critical", f"Ready but all {sum(cap.values())} GPUs are unhealthy (capacity "
                 f"{sum(cap.values())}, allocatable 0)",
                 "the device plugin withdrew every GPU: read the nvidia-device-plugin-daemonset pod log on this node "
@@ -207,19 +231,24 @@ def check_node(source: str, node: Node) -> list[Finding]:
                     "the device plugin withdrew GPUs after an error: read its pod log on this node and dmesg "
                     "(NVRM: Xid), run DCGM diagnostics (dcgmi diag -r 2), then drain and repair or replace the node",
                     "node.gpu-unhealthy")
+    # Fleet hygiene is gpufleet's to enforce only on the nodes it manages (their node-group label); elsewhere it is
+    # context, since a small or single-tenant cluster runs fine without a taint or GFD.
+    hygiene: Severity = "warning" if LABEL_NODE_GROUP in node.labels else "info"
     if gpu and node.taints is not None and node.cut != "Taints" and not any(t.key == "nvidia.com/gpu" for t in node.taints):
-        add("warning",
+        add(hygiene,
             "no nvidia.com/gpu taint: pods that do not ask for GPUs can land here and take its CPU and memory",
             "taint the node group nvidia.com/gpu=true:NoSchedule (EKS API: key nvidia.com/gpu, value true, effect "
-            "NO_SCHEDULE); GPU pods and the GPU DaemonSets must tolerate it", "node.no-gpu-taint")
-    if gpu and node.labels and PRODUCT not in node.labels:
-        add("warning", f"no {PRODUCT} label: GPU Feature Discovery has not labelled this node",
+            "NO_SCHEDULE; gpufleet: nodeGroups[].taints); GPU pods and the GPU DaemonSets must tolerate it",
+            "node.no-gpu-taint")
+    if gpu and node.labels and PRODUCT not in node.labels and node.cut != "Labels":
+        add(hygiene, f"no {PRODUCT} label: GPU Feature Discovery has not labelled this node",
             "run GPU Feature Discovery (GPU Operator gfd.enabled with Node Feature Discovery) and make sure its "
             "DaemonSet tolerates the node's taints; nodeSelectors and Kueue flavors on GPU labels cannot match "
             "until then",
             "node.no-product-label")
-    out += _mig_and_sharing(source, name, node.labels)
-    out += _teams(source, name, node)
+    if node.cut != "Labels":  # a label the cut removed would read as a contradiction
+        out += _mig_and_sharing(source, name, node.labels)
+    out += _teams(source, name, node, hygiene)
     return out
 
 
@@ -294,7 +323,7 @@ def _sharing_problems(labels: dict[str, str], cfg: str | None, mig_on: bool) -> 
     return problems
 
 
-def _teams(source: str, name: str, node: Node) -> list[Finding]:
+def _teams(source: str, name: str, node: Node, hygiene: Severity) -> list[Finding]:
     if node.pods is None or not is_gpu_node(node):
         return []
     requested = _int((node.allocated or {}).get("nvidia.com/gpu"))
@@ -302,19 +331,28 @@ def _teams(source: str, name: str, node: Node) -> list[Finding]:
     if len(teams) < 2 or requested == 0:
         return []
     labels = node.labels
-    shared = labels.get(STRATEGY) in ("time-slicing", "mps") or labels.get(MIG_CONFIG, "all-disabled") != "all-disabled"
+    shared = is_shared(labels)
     # Non-terminated Pods shows no GPU requests per pod, so this names namespaces, not proven GPU users.
     return [Finding(
-        "info" if shared else "warning", source, name,
+        "info" if shared else hygiene, source, name,
         f"pods from {len(teams)} team namespaces share this GPU node: {', '.join(teams)}",
         "give each team its own node group (taint and label) or admit GPU work only through Kueue flavors that map "
         "teams to node groups; share a node on purpose with time-slicing, MPS or MIG", "node.several-teams")]
+
+
+def is_shared(labels: dict[str, str]) -> bool:
+    """Sharing on purpose: GFD's sharing-strategy label, or (GFD before it had one) replicas > 1 and the "-SHARED"
+    product suffix it appends for time-sliced GPUs, or a MIG layout."""
+    return (labels.get(STRATEGY) in ("time-slicing", "mps") or (_int(labels.get(REPLICAS)) or 0) > 1
+            or labels.get(PRODUCT, "").endswith("-SHARED")
+            or labels.get(MIG_CONFIG, "all-disabled") != "all-disabled")
 
 
 def check_describe(source: str, text: str) -> list[Finding]:
     nodes = parse_nodes(text)
     if not nodes:
         return [Finding("warning", source, "input",
-                        "not `kubectl describe node` output (no Name:, Labels: or Capacity: section)",
+                        "not `kubectl describe node` output (no Name:, Labels:, Conditions:, Capacity:, Allocatable: "
+                        "or pods section)",
                         "pass the output of kubectl describe node NODE", "input.not-node-describe")]
     return [f for node in nodes for f in check_node(source, node)]

@@ -40,16 +40,29 @@ def test_findings_exit_1_most_important_first(capsys: pytest.CaptureFixture[str]
         f"[critical] {fx('node_p4d_zero_allocatable.txt')}: ip-10-1-88-41.us-west-2.compute.internal: "
         "Ready but advertises no allocatable nvidia.com/gpu: the device plugin never registered",
         f"[critical] {fx('socket_fallback_nccl2.24.log')}: all ranks: "
-        "inter-node channels use NET/Socket (TCP fallback) over eth0",
-        f"[critical] {fx('socket_fallback_nccl2.24.log')}: all ranks: "
         "the net plugin failed to load: libfabric.so.1: cannot open shared object file: No such file or directory",
-        f"[warning] {fx('socket_fallback_nccl2.24.log')}: all ranks: "
-        "NCCL_SOCKET_IFNAME is not set: NCCL picked eth0 by its own interface order",
+        f"[critical] {fx('socket_fallback_nccl2.24.log')}: all ranks: "
+        "inter-node channels use NET/Socket (TCP fallback) over eth0",
         f"[warning] {fx('node_p5_disk_pressure.txt')}: ip-10-1-41-66.us-west-2.compute.internal: "
         "DiskPressure=True (KubeletHasDiskPressure: kubelet has disk pressure): the kubelet evicts pods and rejects new ones",
+        f"[info] {fx('socket_fallback_nccl2.24.log')}: all ranks: "
+        "NCCL_SOCKET_IFNAME is not set: NCCL picked eth0 by its own interface order",
         f"[info] {fx('socket_fallback_nccl2.24.log')}: job: NCCL 2.24.3+cuda12.6",
     ]
-    assert out.count("\n  fix: ") == 5  # every finding but the info one says what to change
+    assert out.count("\n  fix: ") == 5  # every finding but the version says what to change
+
+
+def test_info_only_findings_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
+    code = run_cli("--node-describe", fx("node_g5_untainted.txt"))
+    out = capsys.readouterr().out
+    assert code == 0
+    node = "ip-10-1-20-7.us-west-2.compute.internal: "
+    assert [line.split(node)[-1] for line in out.splitlines() if line.startswith("[")] == [
+        "no nvidia.com/gpu taint: pods that do not ask for GPUs can land here and take its CPU and memory",
+        "no nvidia.com/gpu.product label: GPU Feature Discovery has not labelled this node",
+        "pods from 2 team namespaces share this GPU node: nlp, recsys",
+    ]
+    assert all(line.startswith("[info]") for line in out.splitlines() if line.startswith("["))
 
 
 def test_unreadable_file_exits_2_without_traceback(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

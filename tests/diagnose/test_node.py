@@ -55,13 +55,19 @@ def test_ready_node_with_zero_allocatable_gpus() -> None:
 
 def test_untainted_node_without_gfd_labels_shared_by_two_teams() -> None:
     node = "ip-10-1-20-7.us-west-2.compute.internal"
-    assert summary("node_g5_untainted.txt") == [
-        ("warning", "node.no-gpu-taint", node,
+    expected = [
+        ("node.no-gpu-taint", node,
          "no nvidia.com/gpu taint: pods that do not ask for GPUs can land here and take its CPU and memory"),
-        ("warning", "node.no-product-label", node,
+        ("node.no-product-label", node,
          "no nvidia.com/gpu.product label: GPU Feature Discovery has not labelled this node"),
-        ("warning", "node.several-teams", node, "pods from 2 team namespaces share this GPU node: nlp, recsys"),
+        ("node.several-teams", node, "pods from 2 team namespaces share this GPU node: nlp, recsys"),
     ]
+    # Not a gpufleet node: fleet hygiene is context only.
+    assert summary("node_g5_untainted.txt") == [("info", *e) for e in expected]
+    # The same node in a gpufleet node group: gpufleet's own rules, so warnings.
+    managed = relabel((FIXTURES / "node_g5_untainted.txt").read_text(), "Labels:             ",
+                      "Labels:             gpufleet.io/node-group=g5-inference\n                    ")
+    assert summary("n.txt", managed) == [("warning", *e) for e in expected]
 
 
 def test_mig_pending_and_mig_on_a_gpu_without_mig() -> None:
@@ -146,4 +152,4 @@ def test_crlf_and_not_a_node_description() -> None:
     assert summary("n.txt", HEALTHY.replace("\n", "\r\n")) == []
     assert summary("pods.txt", "NAME   READY   STATUS\ntrainer-0   1/1   Running\n") == [
         ("warning", "input.not-node-describe", "input",
-         "not `kubectl describe node` output (no Name:, Labels: or Capacity: section)")]
+         "not `kubectl describe node` output (no Name:, Labels:, Conditions:, Capacity:, Allocatable: or pods section)")]

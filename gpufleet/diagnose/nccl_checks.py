@@ -1,0 +1,436 @@
+"""Checks over the NCCL logs of one job: what stopped it, what slows it, what to change.
+
+Order of evidence: an error NCCL reported (every WARN line, every "Cuda failure"/"NCCL failure") beats anything
+inferred from INFO lines; a job that died at init has no channels to judge. Hygiene (interfaces, HCAs) is info unless
+the log shows it hurting.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Mapping
+
+from gpufleet import catalog
+from gpufleet.diagnose.findings import Finding, Severity
+from gpufleet.diagnose.nccl import EFA_MISSING, PLUGIN_LIB, NcclLog, Process
+
+Row = tuple[str, Process, str | None]  # (source file, process, inter-node transport or None)
+
+MANAGEMENT_IFACES = frozenset({"eth0"})
+# Interfaces no inter-node traffic can use: loopback, container bridges, veth ends, and link-local ones such as
+# EKS Pod Identity's pod-id-link0 (169.254.170.23; aws-samples/aws-do-eks PR 54 traced a cross-node hang to it).
+_BAD_IFACE = re.compile(r"^(?:lo|docker\d*|veth\w*|virbr\d*|cni\d*|flannel\.\d+|pod-id-link\d*)$")
+# aws-ofi-nccl's GPUDirect RDMA over EFA starts with p4d (A100); p3dn (V100) has none, so its plain
+# "via NET/AWS Libfabric/0" channels are normal.
+_EFA_GDR_FAMILIES = ("p4d", "p4de", "p5", "p5e", "p5en", "p6")
+# WARN lines NCCL prints and carries on from (graph/search.cc: a topology search that falls back to a simpler order;
+# before 2.12 "Failed to open libibverbs" when IB is simply absent).
+_BENIGN_WARN = re.compile(r"Could not find a path for pattern|falling back to simple order|Failed to open libibverbs")
+# NVLink SHARP (transport/nvls.cc) and CUDA error 802 (cudaErrorSystemNotReady) both fail when the NVSwitch fabric
+# manager is down or was restarted under running GPU contexts (NVIDIA/nccl issues 976, 1488; nccl-tests 264).
+_FABRIC = re.compile(r"nvls\.cc:\d+ .*Cuda failure|Cuda failure 802\b|system not yet initialized|cudaErrorSystemNotReady")
+
+_SOCKET_FIX = (
+    "put the job on the fast fabric: request vpc.amazonaws.com/efa in the pod (all EFA devices of the instance) and "
+    "check the aws-ofi-nccl plugin (libnccl-net.so) is in the image and on LD_LIBRARY_PATH; on InfiniBand request the "
+    "RDMA device resource and mount /dev/infiniband; set NCCL_NET=Libfabric (or NCCL_NET=IB) so a missing fast path "
+    "fails at startup instead of falling back to TCP (gpufleet's nccl-env ConfigMap for nodeGroups[].fabric sets it)"
+)
+_EFA_FIX = (
+    "aws-ofi-nccl found no usable EFA device inside the container: request vpc.amazonaws.com/efa in the pod's "
+    "resources (all EFA interfaces of the instance; gpufleet installs the EFA device plugin for node groups with "
+    "fabric: efa), do not mount /dev/infiniband with a hostPath (the device plugin injects exactly the EFA devices; "
+    "other uverbs devices make libfabric's EFA provider fail), and run on an EFA-enabled instance type; "
+    "`fi_info -p efa` in the pod must list the provider"
+)
+_FABRIC_FIX = (
+    "the NVSwitch fabric manager is not running, or was restarted while GPUs were in use: on HGX instances (p4d, p5, "
+    "p6) nvidia-fabricmanager must run at the driver's exact version before any CUDA context exists "
+    "(EKS-optimized accelerated AMIs start it; with versions.driver.source: Operator it runs in the driver pod); "
+    "after a fabric-manager restart, drain the node and reboot it (or reset the GPUs) -- health.autoRepair lets EKS "
+    "do that; NCCL_NVLS_ENABLE=0 only hides the NVLink SHARP failure until then"
+)
+
+
+def check_job(logs: Mapping[str, NcclLog]) -> list[Finding]:
+    """The logs of one job (one file, or one per pod): what to change, unranked."""
+    out = [
+        Finding("warning", src, "log", "no NCCL_DEBUG=INFO lines found",
+                "run the job with NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,ENV,NET adds the GPUDirect lines) "
+                "and pass its whole output", "input.no-nccl-lines")
+        for src, log in logs.items()
+        if not log.processes and not log.bare_versions and not log.failures and not log.libfabric
+    ]
+    procs = sorted(((s, p) for s, log in logs.items() for p in log.processes.values()),
+                   key=lambda sp: (sp[1].rank_list[:1] or [1 << 30], sp[1].host, sp[1].pid))
+    multi_host = len({p.host for _, p in procs if p.host}) > 1
+    rows: list[Row] = [(s, p, _transport(p, multi_host)) for s, p in procs]
+    found = (_errors(logs, rows) + _efa(logs, rows) + _transports(rows) + _plugins(rows) + _gdr(rows)
+             + _one_gpu_per_pod(rows) + _interfaces(rows, multi_host))
+    return out + found + _versions(logs, rows, bool(found))
+
+
+# ---- helpers -------------------------------------------------------------------------------------------------------
+
+
+def _transport(p: Process, multi_host: bool) -> str | None:
+    """The network of a process's inter-node channels; None when it only talks inside its node."""
+    if p.net_channels:
+        return "Socket" if "Socket" in p.net_channels else p.net_channels.most_common(1)[0][0]
+    # Rings leave a node through a few GPUs only; the others, and logs cut before channel setup, still carry the
+    # network NCCL chose for the communicator.
+    return p.network if multi_host else None
+
+
+def _ranks_text(ranks: list[int]) -> str:
+    spans: list[tuple[int, int]] = []
+    for r in sorted(set(ranks)):
+        if spans and r == spans[-1][1] + 1:
+            spans[-1] = (spans[-1][0], r)
+        else:
+            spans.append((r, r))
+    text = ", ".join(f"{a}-{b}" if b > a else str(a) for a, b in spans)
+    return ("ranks " if len(set(ranks)) > 1 else "rank ") + text
+
+
+def _who(members: list[Row], everyone: int) -> str:
+    if everyone > 1 and len(members) == everyone:
+        return "all ranks"
+    by_host: dict[str, list[int]] = {}
+    for _, p, _ in members:
+        by_host.setdefault(p.host or "(no host prefix)", []).extend(p.rank_list)
+    return ", ".join(f"{host} ({_ranks_text(r)})" if r else host for host, r in by_host.items())
+
+
+def _sources(members: list[Row]) -> str:
+    return ", ".join(sorted({s for s, _, _ in members}))
+
+
+def _count(members: list[Row]) -> int:
+    return sum(max(1, len(p.rank_list)) for _, p, _ in members)
+
+
+def _finding(severity: Severity, members: list[Row], everyone: int, what: str, fix: str, check: str) -> Finding:
+    return Finding(severity, _sources(members), _who(members, everyone), what, fix, check)
+
+
+def _gpus_of(platform: str | None) -> int:
+    """GPUs of the instance aws-ofi-nccl says it runs on ("p4d.24xlarge"; before 1.4 "P4d")."""
+    if not platform:
+        return 0
+    name = platform.lower()
+    entry = catalog.lookup(name) or catalog.lookup({"p4d": "p4d.24xlarge", "p5": "p5.48xlarge"}.get(name, ""))
+    return entry.gpu_count if entry else 0
+
+
+# ---- errors --------------------------------------------------------------------------------------------------------
+
+
+def _errors(logs: Mapping[str, NcclLog], rows: list[Row]) -> list[Finding]:
+    """Every WARN and failure line is evidence; the fabric manager's signature gets its own finding."""
+    fabric: list[Row] = []
+    fabric_msg = ""
+    other: dict[str, list[Row]] = {}
+    for r in rows:
+        for msg in r[1].warnings:
+            if _FABRIC.search(msg):
+                fabric.append(r)
+                fabric_msg = fabric_msg or msg
+                break
+        else:
+            first = next((m for m in r[1].warnings if not _explained(m, r[1])), None)
+            if first:
+                other.setdefault(_LOC.sub("", first), []).append(r)  # the same error at another file:line
+    out: list[Finding] = []
+    loose = [(src, msg) for src, log in logs.items() for msg in log.failures]
+    if not fabric_msg and (hit := next(((s, m) for s, m in loose if _FABRIC.search(m)), None)):
+        out.append(Finding("critical", hit[0], "job", f"CUDA cannot start on the GPUs: {hit[1]}", _FABRIC_FIX,
+                           "nccl.fabric-manager"))
+    if fabric:
+        out.append(_finding("critical", fabric, len(rows), f"NCCL failed in NVLink SHARP setup: {fabric_msg}",
+                            _FABRIC_FIX, "nccl.fabric-manager"))
+    for msg, members in other.items():
+        shown = next(m for m in members[0][1].warnings if _LOC.sub("", m) == msg)
+        out.append(_finding("critical", members, len(rows), f"NCCL reported an error: {shown}", _error_fix(shown),
+                            "nccl.error"))
+    if not out and (hit := next(((s, m) for s, m in loose), None)):
+        out.append(Finding("critical", hit[0], "job", f"the job reported an NCCL/CUDA failure: {hit[1]}",
+                           _error_fix(hit[1]), "nccl.error"))
+    return out
+
+
+def _explained(msg: str, p: Process) -> bool:
+    """A WARN another check reports with a better fix, one NCCL carries on from, or aws-ofi-nccl's follow-up to
+    finding no EFA device."""
+    return bool(_BENIGN_WARN.search(msg) or EFA_MISSING.search(msg) or (p.efa_missing and "NET/OFI" in msg)
+                or _LOC.sub("", msg).startswith(("NET/Plugin", "Failed to init")))
+
+
+_LOC = re.compile(r"^[\w./+-]{1,255}:\d{1,7} (?:\([^()]{0,255}\) )?")
+
+
+def _error_fix(msg: str) -> str:
+    """The fix for an NCCL error line, in the user's terms (what the message means on Kubernetes)."""
+    if "initialization error" in msg or "no CUDA-capable device" in msg or "driver version is insufficient" in msg:
+        return ("CUDA could not start in this pod: check `nvidia-smi` inside it; the GPUs must come from an "
+                "nvidia.com/gpu request (not NVIDIA_VISIBLE_DEVICES=all on a pod without one), the node's driver must "
+                "support the image's CUDA, and the container runtime must be NVIDIA's (GPU Operator toolkit)")
+    if "out of memory" in msg:
+        return ("a GPU ran out of memory while NCCL allocated its buffers: lower the batch or NCCL_BUFFSIZE, and make "
+                "sure no other process (another pod on a time-sliced GPU) holds memory on it")
+    if "register memory" in msg and "NET/OFI" in msg:
+        return ("EFA could not register GPU memory: NCCL 2.19 and later need libfabric from EFA installer 1.29 or "
+                "later (set FI_EFA_SET_CUDA_SYNC_MEMOPS=0 until the image is rebuilt), and the pod needs its EFA "
+                "devices' hugepages (gpufleet requests them for fabric: efa groups)")
+    if "NET/OFI" in msg:
+        return ("aws-ofi-nccl or libfabric failed on EFA: build the image from one EFA installer (libfabric and "
+                "aws-ofi-nccl together) that supports the image's NCCL, request every vpc.amazonaws.com/efa of the "
+                "instance, and check the node group's security group allows all traffic to and from itself (EFA "
+                "needs it)")
+    if "NET/IB" in msg or "net_ib" in msg:
+        return ("the RDMA network failed (a work completion with an error status): check the link (ibstat, port "
+                "counters), on RoCE the GID index (NCCL_IB_GID_INDEX) and lossless settings, and run "
+                "ib_write_bw between the two hosts")
+    if "p2p.cc" in msg or "P2P" in msg:
+        return ("CUDA peer-to-peer (IPC) between the GPUs of one node failed: run all ranks of a node in one pod "
+                "with all its GPUs and shared IPC; NCCL_P2P_DISABLE=1 confirms it is P2P (at a bandwidth cost)")
+    if re.search(r"[Cc]onnect|[Ss]ocket|[Bb]ootstrap", msg):
+        return ("ranks cannot reach each other: pin NCCL_SOCKET_IFNAME to the pod network interface and check "
+                "network policies and security groups between the pods")
+    return ("NCCL stopped on this error: the WARN line names the source file and line; fix what it says before "
+            "tuning anything else (NCCL_DEBUG_SUBSYS=INIT,NET,ENV shows more)")
+
+
+# ---- EFA, transports and plugins -----------------------------------------------------------------------------------
+
+
+def _efa(logs: Mapping[str, NcclLog], rows: list[Row]) -> list[Finding]:
+    members = [r for r in rows if r[1].efa_missing]
+    if members:
+        first = members[0][1].efa_missing or ""
+        return [_finding("critical", members, len(rows), f"EFA is not usable: {first}", _EFA_FIX,
+                         "nccl.efa-unavailable")]
+    selected = any(p.ofi_provider for _, p, _ in rows)
+    out = []
+    for src, log in logs.items():
+        msg = next((m for m in log.libfabric if EFA_MISSING.search(m)), None)
+        if msg and not selected:
+            out.append(Finding("critical", src, "job", f"EFA is not usable: libfabric: {msg}", _EFA_FIX,
+                               "nccl.efa-unavailable"))
+    return out
+
+
+def _transports(rows: list[Row]) -> list[Finding]:
+    counts = Counter(t for _, _, t in rows if t)
+    order = sorted(counts, key=lambda t: (-counts[t], t == "Socket", t))
+    if not order:
+        return []
+    major = order[0]
+    out = []
+    if major == "Socket":
+        members = [r for r in rows if r[2] == "Socket"]
+        ifaces = sorted({i for _, p, _ in members for i in p.socket_ifaces})
+        over = f" over {', '.join(ifaces)}" if ifaces else ""
+        what = f"inter-node channels use NET/Socket (TCP fallback){over}"
+        out.append(_finding("critical", members, len(rows), what, _SOCKET_FIX, "nccl.socket-fallback"))
+    majority = [r for r in rows if r[2] == major]
+    for other in order[1:]:
+        members = [r for r in rows if r[2] == other]
+        fallback = " (TCP fallback)" if other == "Socket" else ""
+        what = f"NET/{other}{fallback} selected while {_count(majority)} other ranks use NET/{major}"
+        if major == "Socket":
+            fix = "this is the healthy path: move the other ranks onto it (see the NET/Socket finding)"
+        elif other == "Socket":
+            res = "the RDMA device resource" if major.startswith("IB") else "vpc.amazonaws.com/efa"
+            fix = (f"this host lost the fast path the others have: check its pod requested {res} like the others, "
+                   f"that the node advertises it (kubectl describe node: allocatable {res}, the device plugin pod "
+                   "on that node) and that it runs the same image; cordon the node if its devices are missing")
+        else:
+            fix = f"all ranks must use one network: set NCCL_NET={major} and run every worker from the same image"
+        out.append(_finding("critical", members, len(rows), what, fix, "nccl.transport-mismatch"))
+    return out
+
+
+def _plugins(rows: list[Row]) -> list[Finding]:
+    out: list[Finding] = []
+    errors: dict[str, list[Row]] = {}
+    for r in rows:
+        if r[1].plugin_error:
+            errors.setdefault(r[1].plugin_error, []).append(r)
+    for msg, members in errors.items():
+        lib = PLUGIN_LIB.search(msg)
+        if msg.startswith("Failed to initialize"):
+            fix = _EFA_FIX
+            what = "the net plugin loaded but failed to initialize: " + msg
+        else:
+            if lib and "undefined symbol" in msg:
+                fix = ("the plugin was built for another NCCL or libfabric: install the aws-ofi-nccl build that "
+                       "matches the image's NCCL (the EFA installer's, or the one in NVIDIA's AWS containers)")
+            else:
+                dep = lib.group(1) if lib else "its dependencies"
+                fix = (f"the plugin is in the image but cannot load: install {dep} (the EFA installer puts libfabric "
+                       "in /opt/amazon/efa/lib) and add its directory to LD_LIBRARY_PATH")
+            what = "the net plugin failed to load: " + re.sub(r"^NET/Plugin ?: ?", "", msg)
+        out.append(_finding("critical", members, len(rows), what, fix, "nccl.plugin-failed"))
+    missing = [r for r in rows if r[2] == "Socket" and r[1].plugin_missing and not r[1].plugin
+               and not r[1].plugin_error and not r[1].efa_missing]
+    if missing:
+        out.append(_finding(
+            "critical", missing, len(rows),
+            "no net plugin found (libnccl-net.so): NCCL fell back to its internal transports",
+            "install aws-ofi-nccl in the image (the EFA installer and NVIDIA's AWS containers ship it) and make "
+            "libnccl-net.so loadable: put its directory on LD_LIBRARY_PATH or set NCCL_NET_PLUGIN to its path",
+            "nccl.plugin-failed"))
+    return out
+
+
+# ---- GPUDirect RDMA and topology ----------------------------------------------------------------------------------
+
+
+def _gdr_off(r: Row) -> bool:
+    _, p, net = r
+    if p.gdr_disabled and not p.gdr_enabled:
+        return True  # NCCL said so, on one host as on many
+    if not p.net_channels or p.gdr_channels or net in (None, "Socket"):
+        return False
+    if net.startswith("IB"):
+        return True
+    return (p.platform or "").lower().split(".")[0] in _EFA_GDR_FAMILIES  # EFA: only where GDR exists
+
+
+def _gdr(rows: list[Row]) -> list[Finding]:
+    members = [r for r in rows if _gdr_off(r)]
+    if not members:
+        return []
+    reasons = sorted({p.gdr_reason for _, p, _ in members if p.gdr_reason})
+    nets = sorted({net or p.network or "IB" for _, p, net in members})
+    efa = all(n != "IB" and not n.startswith("IB") for n in nets)
+    what = "GPUDirect RDMA is off: GPU buffers are staged through host memory on every inter-node transfer"
+    if any(r.startswith("distance") for r in reasons):
+        dist = next(r for r in reasons if r.startswith("distance"))
+        what = f"GPUDirect RDMA is off: the GPU and the NIC are too far apart on PCIe ({dist})"
+        fix = ("NCCL keeps GPUDirect RDMA off when GPU and NIC do not share a PCIe switch: give each GPU the HCA "
+               "nearest it (list those in NCCL_IB_HCA; gpufleet: network.rdma.networks[].hca), and only if the "
+               "platform's topology is known to be fine set NCCL_NET_GDR_LEVEL=SYS and measure with nccl-tests "
+               "(it can be slower than staging)")
+    elif efa:
+        fix = ("GPUDirect over EFA needs a GDR-capable instance (p4d, p5 and later), libfabric >= 1.18 with "
+               "aws-ofi-nccl >= 1.7 (EFA installer), and no NCCL_NET_GDR_LEVEL override")
+    else:
+        if "no module" in reasons:
+            what += " (no GPU peer-memory module loaded)"
+        fix = ("load the GPU peer-memory support on every node: the GPU Operator's driver.rdma.enabled=true "
+               "(nvidia-peermem), or DMA-BUF with the open kernel modules; `lsmod | grep peermem` on the host and "
+               "/sys/kernel/mm/memory_peers/nv_mem must exist; leave NCCL_NET_GDR_LEVEL unset or at least PXB")
+    return [_finding("warning", members, len(rows), what, fix, "nccl.gdr-off")]
+
+
+def _one_gpu_per_pod(rows: list[Row]) -> list[Finding]:
+    """nNodes == nRanks with one local rank each, on an instance with several GPUs: one-GPU pods on one machine talk
+    over the network (NCCL counts each pod as a node) instead of NVLink."""
+    members = []
+    gpus = 0
+    for r in rows:
+        p = r[1]
+        n = _gpus_of(p.platform)
+        if p.shape and p.shape[0] > 1 and p.shape[1] == p.shape[0] and p.shape[2] == 1 and n > 1:
+            members.append(r)
+            gpus = n
+    if not members:
+        return []
+    nranks = max(p.shape[0] for _, p, _ in members if p.shape)
+    platform = members[0][1].platform
+    return [_finding(
+        "warning", members, len(rows),
+        f"{nranks} ranks on {nranks} nodes with 1 GPU each, on {platform} instances with {gpus} GPUs: pods that share "
+        "an instance talk over the network instead of NVLink",
+        f"run one pod per instance with all {gpus} GPUs (nvidia.com/gpu: {gpus}, vpc.amazonaws.com/efa: all) and "
+        f"{gpus} ranks per pod (torchrun --nproc_per_node={gpus}), or pack the ranks with a required "
+        "pod anti-affinity per instance; Kueue topology placement (nodeGroups[].topology.placement) keeps a job's "
+        "pods together", "nccl.one-gpu-per-pod")]
+
+
+# ---- interfaces and versions ---------------------------------------------------------------------------------------
+
+
+def _interfaces(rows: list[Row], multi_host: bool) -> list[Finding]:
+    out = []
+    bad = [r for r in rows if any(_BAD_IFACE.match(i) for i in r[1].socket_ifaces)]
+    if bad:
+        names = sorted({i for _, p, _ in bad for i in p.socket_ifaces if _BAD_IFACE.match(i)})
+        good = sorted({i for _, p, _ in bad for i in p.socket_ifaces if not _BAD_IFACE.match(i)})
+        out.append(_finding(
+            "warning", bad, len(rows),
+            f"NCCL's socket transport uses {', '.join(names)}, which other hosts cannot reach",
+            f"set NCCL_SOCKET_IFNAME={'=' + good[0] if good else '^lo,docker,veth,pod-id-link0'} (or exclude with "
+            "NCCL_SOCKET_IFNAME=^lo,docker,veth,eni,pod-id-link0; gpufleet's nccl-env ConfigMap pins =eth0 on EFA "
+            "groups and network.rdma.socketInterface on RDMA groups)", "nccl.socket-interface"))
+    flagged = {id(r[1]) for r in bad}
+    mgmt: dict[tuple[str, ...], list[Row]] = {}
+    for r in rows:
+        p = r[1]
+        control = {i for i in (p.bootstrap_iface, p.oob_iface) if i}
+        chosen = control | (set(p.socket_ifaces) if r[2] == "Socket" else set())
+        others = tuple(sorted((control | set(p.socket_ifaces)) - MANAGEMENT_IFACES - {"lo"}))
+        if chosen & MANAGEMENT_IFACES and others and id(p) not in flagged:
+            mgmt.setdefault(others, []).append(r)
+    for others, members in mgmt.items():
+        # Bootstrap over eth0 is harmless; only data over it (the socket transport) costs bandwidth.
+        on_socket = any(r[2] == "Socket" for r in members)
+        out.append(_finding(
+            "warning" if on_socket else "info", members, len(rows),
+            f"NCCL bootstrap/socket traffic uses eth0 (the pod's management interface) although {', '.join(others)} "
+            f"{'is' if len(others) == 1 else 'are'} available",
+            f"set NCCL_SOCKET_IFNAME={others[0]} "
+            "(or exclude the management interface: NCCL_SOCKET_IFNAME=^lo,docker,eth0)",
+            "nccl.management-interface"))
+    flagged |= {id(r[1]) for ms in mgmt.values() for r in ms}
+    ib = [r for r in rows if r[2] and r[2].startswith("IB") and r[1].ib_devices and "NCCL_IB_HCA" not in r[1].env]
+    if ib:
+        devs = sorted({d for _, p, _ in ib for d in p.ib_devices})
+        out.append(_finding(
+            "info", ib, len(rows), f"NCCL_IB_HCA is not set: NCCL uses every HCA it finds ({', '.join(devs)})",
+            f"pin the compute HCAs, e.g. NCCL_IB_HCA={','.join(devs)} (a leading '=' matches names exactly, '^' "
+            "excludes), so a storage or management port is never used (gpufleet: network.rdma.networks[].hca)",
+            "nccl.ib-hca-unset"))
+    internode = multi_host or any(r[1].net_channels for r in rows)
+    unset: dict[str, list[Row]] = {}
+    for r in rows:
+        p = r[1]
+        iface = p.bootstrap_iface or p.oob_iface or (p.socket_ifaces[0] if p.socket_ifaces else None)
+        if internode and iface and "NCCL_SOCKET_IFNAME" not in p.env and id(p) not in flagged:
+            unset.setdefault(iface, []).append(r)
+    for iface, members in unset.items():
+        out.append(_finding(
+            "warning" if _BAD_IFACE.match(iface) else "info", members, len(rows),
+            f"NCCL_SOCKET_IFNAME is not set: NCCL picked {iface} by its own interface order",
+            "pin it in the pod spec (NCCL_SOCKET_IFNAME=eth0 on EKS with the VPC CNI, or =^lo,docker,veth to exclude) "
+            "so bootstrap never lands on a docker, veth or loopback interface", "nccl.socket-ifname-unset"))
+    return out
+
+
+def _versions(logs: Mapping[str, NcclLog], rows: list[Row], other_findings: bool) -> list[Finding]:
+    where: dict[str, set[str]] = {}
+    full: dict[str, str] = {}
+    for _, p, _ in rows:
+        if p.version:
+            base = p.version.split("+")[0]
+            where.setdefault(base, set()).add(p.host or "(no host prefix)")
+            full.setdefault(base, p.version)
+    for src, log in logs.items():
+        for v in log.bare_versions:
+            where.setdefault(v.split("+")[0], set()).add(src)
+            full.setdefault(v.split("+")[0], v)
+    sources = ", ".join(sorted({s for s, _, _ in rows} | {s for s, log in logs.items() if log.bare_versions}))
+    if len(where) > 1:
+        ordered = sorted(where.items(), key=lambda vh: tuple(int(x) for x in vh[0].split(".")))
+        text = "; ".join(f"{v} on {', '.join(sorted(hosts))}" for v, hosts in ordered)
+        return [Finding("warning", sources, "job", f"ranks run different NCCL versions: {text}",
+                        "build every worker from one image so all ranks load the same NCCL (check LD_LIBRARY_PATH "
+                        "and the pip nvidia-nccl package against the system NCCL)", "nccl.mixed-versions")]
+    if where and other_findings:
+        ofi = sorted({p.ofi_version for _, p, _ in rows if p.ofi_version})
+        extra = f", aws-ofi-nccl {', '.join(ofi)}" if ofi else ""
+        return [Finding("info", sources, "job", f"NCCL {next(iter(full.values()))}{extra}", "", "nccl.version")]
+    return []
