@@ -1,7 +1,8 @@
 """NCCL_DEBUG=INFO logs: a per-process summary of what each NCCL process printed (the checks: nccl_checks.py).
 
 Format strings: NVIDIA/nccl `src/` v2.18.1-1 to v2.30.7-1 and aws/aws-ofi-nccl `src/` v1.7 to v1.18 (the file
-that prints each line is named next to its pattern).
+that prints each line is named next to its pattern); older forms (NCCL 2.4 to 2.11 "Ring" lines, aws-ofi-nccl before
+1.2) as posted in the threads of tests/diagnose/real.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ _HEAD = re.compile(
 )
 # The "file:line" a WARN names when the host prefix is missing ("transport/nvls.cc:165 NCCL WARN ...").
 _LOC = re.compile(r"(?<![\w./+-])(?P<loc>[\w./+-]{1,255}:\d{1,7}) (?:\([^()]{0,255}\) )?$")
-# Without "host:pid:tid" (NCCL_DEBUG_FILE tails, some launchers' stdout, old bug reports: "[1] NCCL INFO ...",
-# "transport/nvls.cc:165 NCCL WARN ...") a marker's lines go to the process with host "".
-# NCCL messages quoted without any header (trimmed into a bug report or a pull request description).
+# Lines without "host:pid:tid" (NCCL_DEBUG_FILE tails, some launchers' stdout, bug reports: "[1] NCCL INFO ...",
+# "transport/nvls.cc:165 NCCL WARN ...") go to the process with host "", and so do NCCL messages quoted without any
+# header at all (trimmed into a bug report or a pull request description), which this recognises by their start:
 _BARE_MESSAGE = re.compile(
     r"^[\s>|]{0,20}(?=NET/(?:OFI|IB|Socket|Plugin)|Using network |Bootstrap ?: |Initialized NET plugin |"
     r"Failed to initialize NET plugin |GPU Direct RDMA |NCCL_[A-Z_]{1,60} set )"
