@@ -31,7 +31,7 @@ def build(ctx: BuildContext) -> StageContent:
         # rules.py requires the version whenever an environment includes telemetry; without one the stage is
         # in no environment, and the plan only counts what it would bring.
         version = fleet.versions.kube_prometheus_stack or COMPONENTS["kubePrometheusStack"].supported[-1]
-        resources.append(helm("kubePrometheusStack", version, release=KPS_RELEASE, namespace=ns, values=telemetry.kube_prometheus_stack_values()))
+        resources.append(helm("kubePrometheusStack", version, release=KPS_RELEASE, namespace=ns, values=telemetry.kube_prometheus_stack_values(fleet)))
         notes.append(f"- Prometheus: kube-prometheus-stack {version} in `{ns}`; it selects ServiceMonitors, PodMonitors and PrometheusRules in every namespace.")
     else:
         notes.append(

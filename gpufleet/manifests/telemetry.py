@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from gpufleet.manifests.gpu_operator import operand_tolerations
 from gpufleet.manifests.rules_promql import API_VERSION, MONITORING_LABEL
 from gpufleet.names import LABEL_MANAGED_BY, NS_GPU_OPERATOR, NS_MONITORING
 from gpufleet.spec import Fleet
@@ -129,7 +130,15 @@ def dcgm_service_monitor() -> dict[str, Any]:
     }
 
 
-def kube_prometheus_stack_values() -> dict[str, Any]:
+def node_exporter_tolerations(fleet: Fleet) -> list[dict[str, str]]:
+    """The node exporter subchart's default (Exists NoSchedule, charts/prometheus-node-exporter/values.yaml at 88.5.3),
+    plus every NoExecute taint of a GPU group: without them a group with a NoExecute taint has no node metrics
+    (gpufleet.model.operands checks it)."""
+    no_execute = [t for t in operand_tolerations(fleet) if t["effect"] != "NoSchedule"]
+    return [{"operator": "Exists", "effect": "NoSchedule"}, *no_execute]
+
+
+def kube_prometheus_stack_values(fleet: Fleet) -> dict[str, Any]:
     """Values for kube-prometheus-stack 88.5.3 (keys checked against its values.yaml in tests).
 
     The *SelectorNilUsesHelmValues=false settings make Prometheus select ServiceMonitors, PodMonitors and
@@ -147,6 +156,7 @@ def kube_prometheus_stack_values() -> dict[str, Any]:
         # kube-state-metrics 8.4.0 (the subchart of 88.5.3): metricLabelsAllowlist renders
         # --metric-labels-allowlist (prometheus-community/helm-charts charts/kube-state-metrics/values.yaml).
         "kube-state-metrics": {"metricLabelsAllowlist": [allowlist]},
+        "prometheus-node-exporter": {"tolerations": node_exporter_tolerations(fleet)},
         "grafana": {"sidecar": {"dashboards": {"enabled": True, "label": DASHBOARD_LABEL, "labelValue": DASHBOARD_LABEL_VALUE, "searchNamespace": "ALL"}}},
     }
 

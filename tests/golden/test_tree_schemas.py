@@ -24,7 +24,9 @@ UNLISTED: dict[str, dict] = {
     "gpu-operator": {"dcgmExporter": {"config": {"name": ""}}},
     # Values of the remote kube-state-metrics 8.4.0 subchart, not vendored in ../shared
     # (prometheus-community/helm-charts charts/kube-state-metrics/values.yaml: metricLabelsAllowlist: []).
-    "kube-prometheus-stack": {"kube-state-metrics": {"metricLabelsAllowlist": []}},
+    # The prometheus-node-exporter subchart's own values (../shared/charts/kube-prometheus-stack/88.5.3/charts/
+    # prometheus-node-exporter/values.yaml: tolerations), which the parent values.yaml does not repeat.
+    "kube-prometheus-stack": {"kube-state-metrics": {"metricLabelsAllowlist": []}, "prometheus-node-exporter": {"tolerations": []}},
 }
 
 # Charts whose values.yaml is not in ../shared/charts (and is not vendored into the project), with where their keys

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable
 
 import pytest
@@ -151,3 +152,29 @@ def test_without_autoscaler_a_group_at_zero_never_grows(make_model: MakeModel) -
     verdict = explain(model, job)
     assert not verdict.runs and verdict.reasons[0].stage == "autoscaler"
     assert verdict.reasons[0].message == "node group a100-mig keeps 0 node(s) and nothing scales it up (cluster.autoscaler is None); 1 needed"
+
+
+def test_chart_operands_run_on_every_group_they_serve(make_model: MakeModel) -> None:
+    """The pinned charts' node DaemonSets (gpufleet.model.operands): the device plugins must reach every group."""
+    from gpufleet.model.operands import operands
+
+    model = make_model()
+    verdicts = {w.name: explain(model, w) for w in operands(model.plan)}
+    assert verdicts["nvidia-device-plugin-daemonset"].node_group == "h100, l40s, a100-mig, notebooks"
+    assert verdicts["aws-efa-k8s-device-plugin"].node_group == "h100"
+    assert all(v.runs for v in verdicts.values())
+
+
+def test_a_no_execute_taint_the_node_exporter_does_not_tolerate_is_found(make_model: MakeModel) -> None:
+    from gpufleet.model.operands import operands
+
+    def edit(d: dict[str, Any]) -> None:
+        group(d, "a100-mig")["taints"] = [{"key": "example.com/spot", "value": "true", "effect": "NoExecute"}]
+
+    model = make_model(edit)
+    exporter = next(w for w in operands(model.plan) if w.name == "prometheus-node-exporter")
+    assert explain(model, exporter).runs  # gpufleet adds the NoExecute toleration to the subchart's default
+    bare = replace(exporter, pod_sets=(replace(exporter.pod_sets[0], pod=replace(exporter.pod_sets[0].pod, tolerations=({"operator": "Exists", "effect": "NoSchedule"},))),))
+    verdict = explain(model, bare)
+    assert not verdict.runs
+    assert verdict.reasons[0].message == "node group a100-mig has taint example.com/spot=true:NoExecute the DaemonSet does not tolerate"

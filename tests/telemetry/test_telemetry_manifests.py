@@ -42,7 +42,7 @@ def test_service_monitor_keeps_pod_labels_as_exported_and_adds_node() -> None:
 
 
 def test_kps_values_select_everything_and_export_node_group_label() -> None:
-    v = telemetry.kube_prometheus_stack_values()
+    v = telemetry.kube_prometheus_stack_values(INSTALL)
     spec = v["prometheus"]["prometheusSpec"]
     assert spec["ruleSelectorNilUsesHelmValues"] is False and spec["serviceMonitorSelectorNilUsesHelmValues"] is False
     assert v["kube-state-metrics"]["metricLabelsAllowlist"] == ["nodes=[gpufleet.io/node-group,gpufleet.io/workload-class]"]
