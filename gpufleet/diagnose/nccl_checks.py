@@ -363,7 +363,7 @@ def _interfaces(rows: list[Row], multi_host: bool) -> list[Finding]:
         out.append(_finding(
             "warning", bad, len(rows),
             f"NCCL's socket transport uses {', '.join(names)}, which other hosts cannot reach",
-            f"set NCCL_SOCKET_IFNAME={'=' + good[0] if good else '^lo,docker,veth,pod-id-link0'} (or exclude with "
+            f"set NCCL_SOCKET_IFNAME={good[0] if good else '^lo,docker,veth,pod-id-link0'} (or exclude with "
             "NCCL_SOCKET_IFNAME=^lo,docker,veth,eni,pod-id-link0; gpufleet's nccl-env ConfigMap pins =eth0 on EFA "
             "groups and network.rdma.socketInterface on RDMA groups)", "nccl.socket-interface"))
     flagged = {id(r[1]) for r in bad}

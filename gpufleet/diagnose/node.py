@@ -229,7 +229,9 @@ def check_node(source: str, node: Node) -> list[Finding]:
                 add("warning", f"{res}: capacity {n} but allocatable {alloc[res]}: {n - alloc[res]} device(s) "
                     "marked unhealthy",
                     "the device plugin withdrew GPUs after an error: read its pod log on this node and dmesg "
-                    "(NVRM: Xid), run DCGM diagnostics (dcgmi diag -r 2), then drain and repair or replace the node",
+                    "(NVRM: Xid) and run DCGM diagnostics (dcgmi diag -r 2); after a contained, recoverable XID "
+                    "(e.g. 94) whose diagnostics pass, restarting the device plugin pod advertises the GPU again "
+                    "(it does not re-check a withdrawn GPU by itself); otherwise drain and repair or replace the node",
                     "node.gpu-unhealthy")
     # Fleet hygiene is gpufleet's to enforce only on the nodes it manages (their node-group label); elsewhere it is
     # context, since a small or single-tenant cluster runs fine without a taint or GFD.

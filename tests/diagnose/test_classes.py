@@ -154,3 +154,12 @@ def test_operator_namespaces_are_not_teams_and_time_slicing_is_sharing() -> None
     shared = text.replace("nvidia.com/gpu.replicas=1", "nvidia.com/gpu.replicas=4").replace(
         "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3-SHARED")
     assert [c for c in checks(node=shared) if c[1] == "node.several-teams"] == [("info", "node.several-teams")]
+
+
+def test_fixes_name_the_setting_to_change() -> None:
+    eks = diagnose({"j.log": (REAL / "aws-do-eks-54-efa-init-failed-pod-identity-link.log").read_text()}, {})
+    assert [f.check for f in eks] == ["nccl.efa-unavailable", "nccl.socket-interface"]
+    assert "vpc.amazonaws.com/efa" in eks[0].fix and "fabric: efa" in eks[0].fix
+    assert eks[1].fix.startswith("set NCCL_SOCKET_IFNAME=enp73s0 ")
+    [xid] = diagnose({}, {"n.txt": (REAL / "gpu-operator-1065-xid94-capacity8-allocatable7.txt").read_text()})
+    assert "restarting the device plugin pod advertises the GPU again" in xid.fix
