@@ -11,17 +11,20 @@ trees of different fleets are compared with a warning. The classification itself
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from typing import Any
 
-from gpufleet import diff_report, impact
+from gpufleet import diff_report, impact, running_work
 from gpufleet.tree_reader import NotATree, SynthTree, describe_fleet, read_tree
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
 
 def diff_trees(old: SynthTree, new: SynthTree) -> impact.Report:
-    return impact.compare(_by_id(old), _by_id(new), stages=_stage_order(old, new), environment=new.plan.get("environment") or old.plan.get("environment"))
+    a, b = _by_id(old), _by_id(new)
+    report = impact.compare(a, b, stages=_stage_order(old, new), environment=new.plan.get("environment") or old.plan.get("environment"))
+    return dataclasses.replace(report, work=tuple(running_work.effects(a, b)))
 
 
 def _by_id(tree: SynthTree) -> dict[str, dict[str, Any]]:

@@ -7,7 +7,8 @@ from gpufleet.impact import Change, GroupCost, NodeImpact, Report
 
 # First line of the Markdown body: lets a CI job find and update its own comment instead of adding another.
 MARKER = "<!-- gpufleet-diff:{env} -->"
-_SYMBOL = {"add": "+", "remove": "-", "update": "~", "replace": "-/+"}
+# The symbols `pulumi preview` prints for each operation.
+_SYMBOL = {"add": "+", "remove": "-", "update": "~", "replace": "+-"}
 _NODE_WORDS = {
     "replace": "REPLACED: a new node group is created and the old one drained and deleted; every node is terminated",
     "roll": "ROLLED: every node is replaced, maxUnavailable at a time (pods are evicted)",
@@ -40,7 +41,8 @@ def _cost_rows(report: Report) -> list[tuple[str, GroupCost | None, GroupCost | 
 def _size(c: GroupCost | None) -> str:
     if c is None:
         return "-"
-    return f"{c.instance_type} x {c.min_size}..{c.max_size} ({c.gpus_per_node} GPUs/node)"
+    pool = f", warm pool {c.warm_pool} {'running' if c.warm_pool_running else 'stopped'}" if c.warm_pool else ""
+    return f"{c.instance_type} x {c.min_size}..{c.max_size} ({c.gpus_per_node} GPUs/node{pool})"
 
 
 def _node_line(n: NodeImpact) -> str:
@@ -72,6 +74,9 @@ def text(report: Report, old: str, new: str) -> str:
     for n in report.nodes:
         out.append(f"!! {_node_line(n)}")
         out += [f"!!     because {r}" for r in n.reasons]
+    if report.work:
+        out.append("running work:")
+        out += [f"{'!!' if e.disruptive else '  '} {e.what} ({e.id})" for e in report.work]
     for stage, changes in _stages(report):
         out.append(f"stage {stage}: {_counts(changes)}")
         for c in changes:
@@ -105,13 +110,19 @@ def markdown(report: Report, old: str, new: str) -> str:
     if not report.changes:
         out += ["No changes to registered resources.", ""]
     disruptive = [n for n in report.nodes]
-    if disruptive or _protected(report):
+    stops = [e for e in report.work if e.disruptive]
+    if disruptive or stops or _protected(report):
         out += ["> [!CAUTION]"]
         for c in _protected(report):
             out.append(f"> **protected resource `{c.id}` would be {c.action}d**: `pulumi up` stops on it.  ")
         for n in disruptive:
             out.append(f"> **{_cell(_node_line(n))}**, because: {'; '.join(_cell(r) for r in n.reasons)}.  ")
+        for e in stops:
+            out.append(f"> **{_cell(e.what)}** (`{e.id}`).  ")
         out.append("")
+    restarts = [e for e in report.work if not e.disruptive]
+    if restarts:
+        out += ["**Running work**", ""] + [f"- {_cell(e.what)} (`{e.id}`)" for e in restarts] + [""]
     summary = ", ".join(f"{s} ({_counts(ch)})" for s, ch in _stages(report))
     if summary:
         out += [f"Changed stages: {summary}.", ""]

@@ -19,6 +19,7 @@ deploy time): that is how a replaced launch template or node role replaces the n
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
@@ -49,6 +50,11 @@ FORCE_NEW: Mapping[str, tuple[str, ...]] = {
     "kubernetes:batch/v1:Job": ("spec.selector", "spec.template"),
 }
 K8S_IDENTITY = ("metadata.name", "metadata.namespace", "apiVersion", "kind")
+# pulumi-kubernetes replaces a ConfigMap whose data changes unless the provider sets enableConfigMapMutable
+# (provider/pkg/provider/diff.go forceNewProperties, 4.34; off by default).
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+CONFIG_MAP_DATA = ("data", "binaryData")
+K8S_PROVIDER_TYPE = "pulumi:providers:kubernetes"
 NODE_GROUP_ROLL = ("launchTemplate.version", "releaseVersion", "version")
 # Launch template inputs that do not create a new template version.
 LT_NO_VERSION = ("tags", "tagsAll", "description", "updateDefaultVersion", "defaultVersion")
@@ -94,11 +100,27 @@ class GroupCost:
     max_size: int
     gpu_hour_usd: float | None
     price_source: str
+    warm_pool: int = 0
+    warm_pool_running: bool = False
+    disk_gib: int = 0
 
     def monthly(self, size: int) -> float | None:
+        """At `size` nodes, plus the warm pool's standing cost (running: the full rate; stopped or hibernated:
+        the root volumes, as the cost stage's estimate counts it)."""
         if self.gpu_hour_usd is None:
             return None
-        return size * self.gpus_per_node * self.gpu_hour_usd * pricing.HOURS_PER_MONTH
+        hourly = self.gpus_per_node * self.gpu_hour_usd
+        pool = self.warm_pool * (hourly * pricing.HOURS_PER_MONTH if self.warm_pool_running else self.disk_gib * pricing.GP3_USD_PER_GB_MONTH)
+        return size * hourly * pricing.HOURS_PER_MONTH + pool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Effect:
+    """What a change does to work running on the GPU nodes (gpufleet.running_work)."""
+
+    id: str  # the resource whose change causes it
+    disruptive: bool  # running GPU work stops (drain first) rather than a daemon restarting beside it
+    what: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,6 +132,7 @@ class Report:
     quotas: tuple[QuotaChange, ...]
     cost_old: tuple[GroupCost, ...]
     cost_new: tuple[GroupCost, ...]
+    work: tuple[Effect, ...] = ()  # gpufleet.running_work, filled in by gpufleet.diff
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -133,18 +156,53 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
             out.update(flatten(value[key], _key(prefix, str(key))))
         return out
     if isinstance(value, list) and value:
-        names = [item.get("name") if isinstance(item, Mapping) else None for item in value]
-        by_name = all(isinstance(n, str) and n for n in names) and len(set(names)) == len(names)
         out = {}
         for i, item in enumerate(value):
-            out.update(flatten(item, f"{prefix}[{names[i] if by_name else i}]"))
+            out.update(flatten(item, f"{prefix}[{_item_keys(value)[i]}]"))
         return out
     return {prefix: value}
 
 
+# EKS spells taint effects NO_SCHEDULE, NO_EXECUTE, PREFER_NO_SCHEDULE (aws:eks/nodeGroup taints[].effect);
+# a reviewer reads them the Kubernetes way.
+K8S_EFFECT = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+
+
+def _item_keys(items: list[Any]) -> list[str]:
+    """How a list's items are addressed: by distinct `name`s, taints as `key=value:Effect`, else by index."""
+    names = [item.get("name") if isinstance(item, Mapping) else None for item in items]
+    if all(isinstance(n, str) and n for n in names) and len(set(names)) == len(names):
+        return [str(n) for n in names]
+    taints = [f"{t['key']}={t.get('value', '')}:{K8S_EFFECT.get(str(t['effect']), t['effect'])}" if isinstance(t, Mapping) and {"key", "effect"} <= set(t) else None for t in items]
+    if all(taints) and len(set(taints)) == len(taints):
+        return [str(t) for t in taints]
+    return [str(i) for i in range(len(items))]
+
+
+def field_changes(old: Any, new: Any, prefix: str = "") -> dict[str, tuple[Any, Any]]:
+    """Changed field paths -> (old, new) value; a subtree that exists on one side only is one path (its value the
+    whole subtree, the other side _MISSING)."""
+    if isinstance(old, Mapping) and isinstance(new, Mapping) and old and new:
+        out: dict[str, tuple[Any, Any]] = {}
+        for key in set(old) | set(new):
+            out.update(field_changes(old.get(key, _MISSING), new.get(key, _MISSING), _key(prefix, str(key))))
+        return out
+    if isinstance(old, list) and isinstance(new, list) and old and new:
+        a, b = dict(zip(_item_keys(old), old)), dict(zip(_item_keys(new), new))
+        out = {}
+        for key in set(a) | set(b):
+            out.update(field_changes(a.get(key, _MISSING), b.get(key, _MISSING), f"{prefix}[{key}]"))
+        return out
+    return {} if old == new else {prefix: (old, new)}
+
+
+def path_order(path: str) -> list[tuple[int, int | str]]:
+    """Sort key: numeric list indices in numeric order (`[2]` before `[10]`)."""
+    return [(0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"\[(\d+)\]", path)]
+
+
 def changed_paths(old: Any, new: Any) -> list[str]:
-    a, b = flatten(old), flatten(new)
-    return sorted(p for p in set(a) | set(b) if a.get(p, _MISSING) != b.get(p, _MISSING))
+    return sorted(field_changes(old, new), key=path_order)
 
 
 _MISSING = object()
@@ -155,10 +213,14 @@ def _under(path: str, prefixes: Iterable[str]) -> str | None:
     for prefix in prefixes:
         if path == prefix or path.startswith(prefix + ".") or path.startswith(prefix + "["):
             return prefix
+        if prefix.startswith(path + ".") or prefix.startswith(path + "["):  # a whole subtree added or removed
+            return prefix
     return None
 
 
 def _short(value: Any) -> str:
+    if value is _MISSING:
+        return "(none)"
     text = repr(value) if not isinstance(value, str) else value
     text = text if "\n" not in text else f"<{text.count(chr(10)) + 1} lines>"
     return text if len(text) <= 60 else text[:57] + "..."
@@ -190,23 +252,31 @@ def _ref_paths(inputs: Any, targets: Mapping[str, tuple[str, ...] | None]) -> di
     return out
 
 
-def _classify(entry: Mapping[str, Any], paths: Sequence[str], old: Any, new: Any, via: Mapping[str, str]) -> tuple[str, list[str]]:
+def _classify(entry: Mapping[str, Any], paths: Sequence[str], old: Any, new: Any, via: Mapping[str, str], configmaps_mutable: bool) -> tuple[str, list[str]]:
     """("replace" | "update", reasons) for a resource whose input `paths` changed (`via`: path -> the
     `<ref:X.attr>` of a changed resource it holds)."""
     rtype = str(entry.get("type"))
     prefixes = FORCE_NEW.get(rtype, ())
     if rtype.startswith("kubernetes:") and rtype != "kubernetes:helm.sh/v3:Release":
         prefixes = prefixes + K8S_IDENTITY
+    if rtype == CONFIG_MAP and not configmaps_mutable:
+        prefixes = prefixes + CONFIG_MAP_DATA
     reasons = []
-    a, b = flatten(old), flatten(new)
+    fields = field_changes(old, new)
     for path in paths:
         if not _under(path, prefixes):
             continue
-        if path in via and a.get(path) == b.get(path):
+        a, b = fields.get(path, (_MISSING, _MISSING))
+        if path in via and a == b:
             reasons.append(f"{path}: new {via[path]} at deploy")
         else:
-            reasons.append(f"{path}: {_short(a.get(path, '(none)'))} -> {_short(b.get(path, '(none)'))}")
+            reasons.append(f"{path}: {_short(a)} -> {_short(b)}")
     return ("replace" if reasons else "update"), reasons
+
+
+def configmaps_mutable(entries: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Whether the Kubernetes provider patches ConfigMaps in place (its `enableConfigMapMutable` input; provider inputs are recorded as strings)."""
+    return any(e.get("type") == K8S_PROVIDER_TYPE and (e.get("inputs") or {}).get("enableConfigMapMutable") in (True, "true") for e in entries.values())
 
 
 def compare(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]], *, stages: Sequence[str] = (), environment: str | None = None) -> Report:
@@ -219,6 +289,7 @@ def compare(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str,
         e = new[rid]
         fixed[rid] = Change(id=rid, type=str(e.get("type")), stage=e.get("stage"), action="add")
     common = sorted(set(old) & set(new))
+    mutable = configmaps_mutable(new)
     own_inputs: dict[str, list[str]] = {}
     own_options: dict[str, list[str]] = {}
     for rid in common:
@@ -245,7 +316,7 @@ def compare(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str,
             paths = sorted(set(own_inputs[rid]) | set(via))
             if not paths and not own_options[rid]:
                 continue
-            action, reasons = _classify(b, paths, a.get("inputs"), b.get("inputs"), via)
+            action, reasons = _classify(b, paths, a.get("inputs"), b.get("inputs"), via, mutable)
             current[rid] = Change(id=rid, type=str(b.get("type")), stage=b.get("stage"), action=action, paths=tuple(paths + own_options[rid]),
                                   reasons=tuple(reasons), protected=bool(a.get("protect")))
             if b.get("type") == LAUNCH_TEMPLATE and action == "update" and any(_top(p) not in LT_NO_VERSION for p in paths):
@@ -261,7 +332,7 @@ def compare(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str,
         nodes=tuple(_node_impacts(old, new, changes, versioned)),
         quotas=tuple(quota_changes(old.values(), new.values())),
         cost_old=tuple(fleet_cost(old.values())),
-        cost_new=tuple(fleet_cost(new.values())),
+        cost_new=tuple(repriced(fleet_cost(old.values()), fleet_cost(new.values()))),
     )
 
 
@@ -360,9 +431,30 @@ def fleet_cost(entries: Iterable[Mapping[str, Any]]) -> list[GroupCost]:
         price, source = prices.get(name), "cost stage"
         if price is None and isinstance(itype, str):
             price, source = pricing.gpu_hour_usd(itype), f"on-demand list price {pricing.PRICES_AS_OF}"
+        pool = args.get("warmPoolConfig") or {}
+        lt_ref = re.match(r"<ref:([a-z0-9-]+)\.", str((args.get("launchTemplate") or {}).get("id", "")))
+        volumes = (templates.get(lt_ref.group(1), {}).get("inputs") or {}).get("blockDeviceMappings") or [] if lt_ref else []
         out.append(GroupCost(
             node_group=name, instance_type=itype, gpus_per_node=info.gpu_count if info else 0,
             min_size=int(scaling.get("minSize") or 0), max_size=int(scaling.get("maxSize") or 0),
             gpu_hour_usd=price, price_source=source if price is not None else "unknown",
+            warm_pool=int(pool.get("minSize") or 0), warm_pool_running=pool.get("poolState") == "RUNNING",
+            disk_gib=sum(int((v.get("ebs") or {}).get("volumeSize") or 0) for v in volumes),
         ))
     return sorted(out, key=lambda c: c.node_group)
+
+
+def repriced(old: Iterable[GroupCost], new: Iterable[GroupCost]) -> list[GroupCost]:
+    """`new`, with the price of a group whose instance type changed but whose per-GPU price did not (a per-group
+    `cost.gpuHourUsd` written for the old type) scaled by the list prices of the two types: a negotiated discount
+    carries over, the type's own price does not stay behind."""
+    before = {c.node_group: c for c in old}
+    out = []
+    for c in new:
+        b = before.get(c.node_group)
+        if b and c.instance_type and b.instance_type and c.instance_type != b.instance_type and c.gpu_hour_usd == b.gpu_hour_usd and c.gpu_hour_usd is not None:
+            list_old, list_new = pricing.gpu_hour_usd(b.instance_type), pricing.gpu_hour_usd(c.instance_type)
+            if list_old and list_new:
+                c = dataclasses.replace(c, gpu_hour_usd=c.gpu_hour_usd * list_new / list_old, price_source=f"{c.price_source}, re-priced for {c.instance_type} by the list price ratio {list_new:.4g}/{list_old:.4g}")
+        out.append(c)
+    return out

@@ -267,5 +267,16 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
 
 
 def _kubernetes_provider(fleet: Fleet, ca_path: str) -> Resource:
-    """The one Kubernetes provider; it waits for the admins' access, through which `pulumi up` reaches the API."""
-    return Resource(id=K8S_PROVIDER, type="pulumi:providers:kubernetes", args={"kubeconfig": kubeconfig(fleet, ca_path)}, depends_on=admin_associations(fleet))
+    """The one Kubernetes provider; it waits for the admins' access, through which `pulumi up` reaches the API.
+
+    `enable_config_map_mutable`: a changed ConfigMap is patched in place. Off (the
+    default of pulumi-kubernetes 4.34, provider/pkg/provider/provider.go), a change to `data` or `binaryData`
+    replaces the ConfigMap (provider/pkg/provider/diff.go forceNewProperties), and since every ConfigMap here has
+    the fixed name its consumer reads, the replacement deletes it before creating it again (provider.go
+    deleteBeforeReplace): a window in which the GPU Operator's operands miss a non-optional volume, and no
+    consumer rolls anyway. What rolls the consumers of a changed ConfigMap instead: content hashes in the GPU
+    Operator values (DCGM CSV: exporter pod annotation; device plugin and MIG configs: an environment variable),
+    so the operator rolls its DaemonSets; Grafana's sidecar reloads dashboards on its own; the health stage
+    hashes its scripts into the remediation controller's pod template."""
+    args = {"kubeconfig": kubeconfig(fleet, ca_path), "enable_config_map_mutable": True}
+    return Resource(id=K8S_PROVIDER, type="pulumi:providers:kubernetes", args=args, depends_on=admin_associations(fleet))

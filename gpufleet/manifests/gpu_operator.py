@@ -47,10 +47,15 @@ def operand_tolerations(fleet: Fleet) -> list[dict[str, str]]:
 
 
 def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """`extra` over `base`; `env` lists merge by variable name (several stages set variables on one operand,
+    e.g. the device plugin's escape setting and the sharing stage's config hash), other lists are replaced."""
     out = dict(base)
     for key, value in extra.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = deep_merge(out[key], value)
+        elif key == "env" and isinstance(value, list) and isinstance(out.get(key), list):
+            names = {item["name"] for item in value}
+            out[key] = [item for item in out[key] if item["name"] not in names] + value
         else:
             out[key] = value
     return out

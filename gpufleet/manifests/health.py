@@ -14,6 +14,7 @@ from importlib import resources
 from typing import Any
 
 from gpufleet.manifests import checkov
+from gpufleet.manifests.checksum import data_sha256
 from gpufleet.manifests.rules_promql import DCGM_CONDITION
 from gpufleet.names import LABEL_MANAGED_BY, LABEL_NODE_GROUP, NS_HEALTH
 from gpufleet.spec import Fleet, NodeGroup, WorkloadClass
@@ -215,7 +216,8 @@ def remediator_objects(fleet: Fleet) -> list[dict[str, Any]]:
             "strategy": {"type": "Recreate"},  # never two controllers acting on the same nodes
             "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
             "template": {
-                "metadata": {"labels": {"app.kubernetes.io/name": name}},
+                # The scripts are read at start: a changed script rolls the controller.
+                "metadata": {"labels": {"app.kubernetes.io/name": name}, "annotations": {"gpufleet.io/scripts-sha256": data_sha256(scripts_configmap()["data"])}},
                 "spec": {
                     "serviceAccountName": name,
                     "priorityClassName": "system-cluster-critical",
@@ -263,7 +265,8 @@ def planted_fault_objects(fleet: Fleet) -> list[dict[str, Any]]:
             "activeDeadlineSeconds": 6 * step_timeout,
             "ttlSecondsAfterFinished": 86400,
             "template": {
-                "metadata": {"labels": {"app.kubernetes.io/name": name}},
+                # The scripts are read at start: a changed script rolls the controller.
+                "metadata": {"labels": {"app.kubernetes.io/name": name}, "annotations": {"gpufleet.io/scripts-sha256": data_sha256(scripts_configmap()["data"])}},
                 "spec": {
                     "serviceAccountName": name,
                     "restartPolicy": "Never",

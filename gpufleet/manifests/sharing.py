@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from gpufleet import catalog
+from gpufleet.manifests.checksum import data_sha256
 from gpufleet.names import DEFAULT_DEVICE_PLUGIN_CONFIG, MIG_DISABLED
 from gpufleet.spec import Fleet, NodeGroup, SharingStrategy
 
@@ -44,6 +45,7 @@ LABEL_DEPLOY_MIG_MANAGER = "nvidia.com/gpu.deploy.mig-manager"
 # MIG strategy `single`: every MIG device is advertised as nvidia.com/gpu. A node group partitions all its
 # GPUs with one profile, which is exactly what `single` requires; `mixed` would rename resources per profile.
 MIG_STRATEGY = "single"
+CONFIG_HASH_ENV = "GPUFLEET_CONFIG_SHA256"
 
 _PROFILE = re.compile(r"^(\d+)g\.(\d+)gb$")
 # Compute slices per GPU of every MIG-capable board (A100, H100, H200, B200, B300 all have 7).
@@ -104,10 +106,21 @@ def operator_sharing_values(fleet: Fleet) -> dict[str, Any]:
     """GPU Operator values pointing the device plugin and MIG manager at the ConfigMaps of stage 4.
 
     Rendered whenever the sharing stage is included, even when every group is Exclusive, so that switching one
-    group later changes only its label and its entry, not every node's device plugin."""
+    group later changes only its label, its entry and the hash of the ConfigMap it is in.
+
+    The hash of each ConfigMap is an environment variable (ClusterPolicy devicePlugin.env / migManager.env; neither
+    takes pod annotations). The device plugin's config-manager sidecar switches configs only when its node label
+    changes (NVIDIA/k8s-device-plugin cmd/config-manager/main.go, continuouslySyncConfigChanges), and the MIG
+    manager applies the config its label selects, so a changed entry under an unchanged label (4 -> 8 replicas, a
+    new MIG profile) takes effect only when the operand restarts: the hash rolls its DaemonSet on every GPU node.
+    A device plugin restart leaves running pods their GPUs; a MIG manager restart re-applies each node's selected
+    config, which changes nothing where it is already applied and repartitions where the profile changed
+    (gpufleet diff says: drain that group first)."""
+    plugin_hash = data_sha256(device_plugin_configmap(fleet, "")["data"])
+    mig_hash = data_sha256(mig_configmap(fleet, "")["data"])
     return {
-        "devicePlugin": {"config": {"create": False, "name": DEVICE_PLUGIN_CONFIGMAP, "default": DEFAULT_DEVICE_PLUGIN_CONFIG}},
-        "migManager": {"config": {"create": False, "name": MIG_CONFIGMAP, "default": MIG_DISABLED}},
+        "devicePlugin": {"config": {"create": False, "name": DEVICE_PLUGIN_CONFIGMAP, "default": DEFAULT_DEVICE_PLUGIN_CONFIG}, "env": [{"name": CONFIG_HASH_ENV, "value": plugin_hash}]},
+        "migManager": {"config": {"create": False, "name": MIG_CONFIGMAP, "default": MIG_DISABLED}, "env": [{"name": CONFIG_HASH_ENV, "value": mig_hash}]},
         "mig": {"strategy": MIG_STRATEGY},
     }
 

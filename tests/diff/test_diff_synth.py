@@ -12,6 +12,7 @@ from gpufleet.cli import main
 from gpufleet.diff import diff_trees
 from gpufleet.tree_reader import read_tree
 from gpufleet.impact import Report
+from gpufleet.manifests import telemetry
 from gpufleet.pipeline import load_fleet
 from gpufleet.synth import synth_tree
 from gpufleet.output import write_tree
@@ -37,7 +38,20 @@ def _quota_and_size(spec: dict[str, Any]) -> None:
     _group(spec, "h100")["scaling"]["maxSize"] = 8
 
 
-VARIANTS: dict[str, Callable[[dict[str, Any]], None] | None] = {"base": None, "instance-type": _instance_type, "labels": _labels, "quota-and-size": _quota_and_size}
+def _mig_profile(spec: dict[str, Any]) -> None:
+    _group(spec, "a100-mig")["sharing"]["profile"] = "2g.10gb"
+
+
+def _older_operator(spec: dict[str, Any]) -> None:
+    spec["versions"]["gpuOperator"]["chart"] = "v26.3.3"
+
+
+VARIANTS: dict[str, Callable[[dict[str, Any]], None] | None] = {
+    "base": None, "instance-type": _instance_type, "labels": _labels, "quota-and-size": _quota_and_size,
+    "mig-profile": _mig_profile, "older-operator": _older_operator, "dcgm-csv": None,
+}  # fmt: skip
+# A change in code rather than in the spec: one more DCGM counter in the exporter's CSV.
+CODE_CHANGES = {"dcgm-csv": (telemetry, "DCGM_FIELDS", telemetry.DCGM_FIELDS + (("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "PCIe replays."),))}
 
 
 @pytest.fixture(scope="module")
@@ -51,13 +65,24 @@ def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         path = root / f"{name}.yaml"
         path.write_text(yaml.safe_dump(spec, sort_keys=False))
         fleet = load_fleet(str(path), "prod").environments["prod"]
-        write_tree(synth_tree(fleet, "prod")[1], str(root / name))
+        with pytest.MonkeyPatch.context() as patch:
+            if name in CODE_CHANGES:
+                patch.setattr(*CODE_CHANGES[name])
+            write_tree(synth_tree(fleet, "prod")[1], str(root / name))
         out[name] = root / name
     return out
 
 
-def report(trees: dict[str, Path], new: str) -> Report:
-    return diff_trees(read_tree(trees["base"]), read_tree(trees[new]))
+def report(trees: dict[str, Path], new: str, old: str = "base") -> Report:
+    return diff_trees(read_tree(trees[old]), read_tree(trees[new]))
+
+
+def _actions(r: Report, rtype: str) -> list[tuple[str, str]]:
+    return [(c.id, c.action) for c in r.changes if c.type == rtype]
+
+
+CM = "kubernetes:core/v1:ConfigMap"
+RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
 def test_same_tree_has_no_changes(trees: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
@@ -106,3 +131,53 @@ def test_markdown_flags_the_replacement_loudly(trees: dict[str, Path], capsys: p
     body = capsys.readouterr().out
     assert "> [!CAUTION]\n> **GPU node group notebooks (notebooks-node-group) REPLACED" in body
     assert "instanceTypes[0]: g5.xlarge -> g5.2xlarge" in body
+
+
+def test_mig_profile_change_patches_the_config_and_says_drain_first(trees: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    r = report(trees, "mig-profile")
+    # enableConfigMapMutable on the provider: pulumi preview shows `~` for the ConfigMap, not `+-`
+    assert _actions(r, CM) == [("configmap-gpu-operator-gpufleet-mig-config", "update")]
+    assert _actions(r, RELEASE) == [("helm-gpu-operator", "update")]  # the MIG config hash rolls the MIG manager
+    assert [(e.disruptive, e.what.split(":")[0]) for e in r.work] == [(True, "MIG profile of node group a100-mig changes (1g.5gb x 7 -> 2g.10gb x 3)")]
+    assert "drain the group first (kubectl drain -l gpufleet.io/node-group=a100-mig)" in r.work[0].what
+    assert main(["diff", str(trees["base"]), str(trees["mig-profile"])]) == 0
+    out = capsys.readouterr().out
+    assert "    ~ configmap-gpu-operator-gpufleet-mig-config (kubernetes:core/v1:ConfigMap)\n" in out
+    assert "!! MIG profile of node group a100-mig changes" in out
+
+
+def test_operator_bump_restarts_operands_and_downgrade_is_flagged(trees: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    bump = report(trees, "base", old="older-operator")
+    # the health stage's DCGM image follows the operator's DCGM version
+    assert _actions(bump, RELEASE) == [("helm-gpu-operator", "update"), ("helm-node-problem-detector", "update")]
+    assert [(e.disruptive, e.what.split(":")[0]) for e in bump.work] == [(False, "GPU Operator v26.3.3 -> v26.7.0")]
+    down = report(trees, "older-operator")
+    assert [e.what.split(":")[0] for e in down.work if e.disruptive] == ["DOWNGRADE of the GPU Operator v26.7.0 -> v26.3.3"]
+    assert main(["diff", str(trees["base"]), str(trees["older-operator"]), "--format", "markdown"]) == 0
+    assert "> **DOWNGRADE of the GPU Operator v26.7.0 -> v26.3.3: Helm does not downgrade CRDs" in capsys.readouterr().out
+
+
+def test_dcgm_csv_change_patches_in_place_and_rolls_the_exporter(trees: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    r = report(trees, "dcgm-csv")
+    assert _actions(r, CM) == [("configmap-gpu-operator-gpufleet-dcgm-metrics", "update")]
+    change = next(c for c in r.changes if c.type == RELEASE)
+    assert change.paths == ('values.dcgmExporter.annotations["gpufleet.io/dcgm-metrics-sha256"]',)
+    assert all(not e.disruptive for e in r.work) and len(r.work) == 2
+    assert main(["diff", str(trees["base"]), str(trees["dcgm-csv"]), "--format", "markdown"]) == 0
+    body = capsys.readouterr().out
+    assert "[!CAUTION]" not in body and "- DCGM exporter pods restart on every GPU node" in body
+
+
+def test_instance_type_change_is_a_replacement_and_is_re_priced(trees: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    r = report(trees, "instance-type")
+    new = next(c for c in r.cost_new if c.node_group == "notebooks")
+    # cost.gpuHourUsd.notebooks (1.01) was the g5.xlarge's price: scaled by the list prices 1.212 / 1.006
+    assert new.gpu_hour_usd == pytest.approx(1.01 * 1.212 / 1.006)
+    old = next(c for c in r.cost_old if c.node_group == "notebooks")
+    # the warm pool (2 stopped, 100 GiB root volumes each... as rendered) is in both sides' standing cost
+    assert old.warm_pool == 2 and not old.warm_pool_running and old.disk_gib > 0
+    assert old.monthly(0) == pytest.approx(2 * old.disk_gib * 0.08)
+    assert main(["diff", str(trees["base"]), str(trees["instance-type"])]) == 0
+    out = capsys.readouterr().out
+    assert "   +- notebooks-node-group (aws:eks/nodeGroup:NodeGroup) REPLACE" in out
+    assert "notebooks: g5.xlarge x 1..20 (1 GPUs/node, warm pool 2 stopped) -> g5.2xlarge x 1..20 (1 GPUs/node, warm pool 2 stopped)" in out

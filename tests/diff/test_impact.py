@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 from gpufleet import diff_report
-from gpufleet.impact import compare, fleet_cost, flatten
+from gpufleet.impact import changed_paths, compare, fleet_cost, flatten
 from tests.policies.objects import CLOSE_ESCAPE, b64, bucket_set, k8s, launch_template, mime, node_group, res, system_group
 
 
@@ -61,7 +61,8 @@ def test_in_place_node_group_changes_replace_nothing() -> None:
     ng["updateConfig"] = {"maxUnavailable": 2}
     change = next(c for c in compare(old, new).changes if c.id == "h100-node-group")
     assert change.action == "update" and change.reasons == ()
-    assert 'labels["example.com/tier"]' in change.paths and "taints[1].key" in change.paths
+    # An added taint (spelled the EKS way) is one path named the Kubernetes way; an added subtree is one path.
+    assert change.paths == ('labels["example.com/tier"]', "scalingConfig.maxSize", "taints[dedicated=ml:NoSchedule]", "updateConfig")
     assert nodes(old, new) == []
 
 
@@ -141,3 +142,27 @@ def test_provider_region_change_is_a_replacement() -> None:
     new["aws-provider"]["inputs"]["region"] = "us-west-2"
     [change] = compare(old, new).changes
     assert (change.action, change.reasons) == ("replace", ("region: us-east-1 -> us-west-2",))
+
+
+def _configmap(data: dict[str, str]) -> dict[str, Any]:
+    return k8s({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "gpu-operator"}, "data": data})
+
+
+def test_configmap_data_change_replaces_unless_the_provider_makes_configmaps_mutable() -> None:
+    # pulumi-kubernetes 4.34 provider/pkg/provider/diff.go: .data and .binaryData are force-new for a ConfigMap
+    # unless enableConfigMapMutable (recorded by the inventory as the string "true").
+    old, new = inv(_configmap({"a": "1"})), inv(_configmap({"a": "2"}))
+    [change] = compare(old, new).changes
+    assert (change.action, change.reasons) == ("replace", ('data.a: 1 -> 2',))
+    provider = res("k8s-provider", "pulumi:providers:kubernetes", {"kubeconfig": "x", "enableConfigMapMutable": "true"})
+    old, new = inv(_configmap({"a": "1"}), provider), inv(_configmap({"a": "2"}), provider)
+    [change] = compare(old, new).changes
+    assert (change.action, change.paths) == ("update", ("data.a",))
+
+
+def test_added_subtree_is_one_path_and_indices_sort_numerically() -> None:
+    old = {"spec": {"items": list(range(12))}}
+    new = {"spec": {"items": [*range(2), 99, *range(3, 12)], "extra": {"a": {"b": 1, "c": [1, 2]}}}}
+    new["spec"]["items"][10] = 100
+    assert changed_paths(old, new) == ["spec.extra", "spec.items[2]", "spec.items[10]"]
+    assert changed_paths(new, old) == ["spec.extra", "spec.items[2]", "spec.items[10]"]

@@ -23,7 +23,9 @@ def test_preinstalled_driver_and_toolkit_are_not_installed(prod: RolloutPlan) ->
 
 def test_the_escape_is_closed_on_the_device_plugin(prod: RolloutPlan) -> None:
     values = resource(prod, "helm-gpu-operator").args["values"]
-    assert values["devicePlugin"]["env"] == [{"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"}]
+    # the sharing stage's config hash joins the escape setting (env lists merge by name, they do not replace)
+    assert [e["name"] for e in values["devicePlugin"]["env"]] == ["DEVICE_LIST_STRATEGY", "GPUFLEET_CONFIG_SHA256"]
+    assert values["devicePlugin"]["env"][0] == {"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"}
     assert values["cdi"] == {"enabled": False}
     assert values["validator"]["plugin"]["env"] == [{"name": "WITH_WORKLOAD", "value": "true"}]
     assert values["dcgmExporter"]["serviceMonitor"] == {"enabled": False}

@@ -13,6 +13,7 @@ import yaml
 from gpufleet import catalog
 from gpufleet.builders import sharing as stage
 from gpufleet.manifests import sharing
+from gpufleet.manifests.checksum import data_sha256
 from gpufleet.pipeline import load_fleet_text
 from gpufleet.plan import BuildContext
 from gpufleet.spec import Fleet, SharingStrategy
@@ -100,9 +101,11 @@ def test_bottlerocket_mig_group_keeps_the_operator_mig_manager_away() -> None:
 
 
 def test_operator_values_point_at_the_stage_configmaps(fleet: Fleet) -> None:
+    plugin = data_sha256(sharing.device_plugin_configmap(fleet, "gpu-operator")["data"])
+    mig = data_sha256(sharing.mig_configmap(fleet, "gpu-operator")["data"])
     assert sharing.operator_sharing_values(fleet) == {
-        "devicePlugin": {"config": {"create": False, "name": "gpufleet-device-plugin-config", "default": "default"}},
-        "migManager": {"config": {"create": False, "name": "gpufleet-mig-config", "default": "all-disabled"}},
+        "devicePlugin": {"config": {"create": False, "name": "gpufleet-device-plugin-config", "default": "default"}, "env": [{"name": "GPUFLEET_CONFIG_SHA256", "value": plugin}]},
+        "migManager": {"config": {"create": False, "name": "gpufleet-mig-config", "default": "all-disabled"}, "env": [{"name": "GPUFLEET_CONFIG_SHA256", "value": mig}]},
         "mig": {"strategy": "single"},
     }
 
@@ -157,6 +160,10 @@ def _everything(fleet: Fleet) -> dict[str, Any]:
     }
 
 
+# A changed entry also changes the hash that rolls its ConfigMap's consumer (operator_sharing_values).
+ROLLS = {"device-plugin": ("values", "devicePlugin"), "mig": ("values", "migManager")}
+
+
 @pytest.mark.parametrize(
     ("group", "new", "changed"),
     [
@@ -170,7 +177,7 @@ def test_changing_one_group_changes_only_its_label_and_entry(fleet: Fleet, group
     before = _everything(fleet)
     after = _everything(make(group_edit(group, sharing=new)))
     diff = {(part, key) for part in before for key in set(before[part]) | set(after[part]) if before[part].get(key) != after[part].get(key)}
-    assert diff == changed
+    assert diff == changed | {ROLLS[part] for part, _ in changed if part in ROLLS}
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gpufleet.manifests",),
     ("gpufleet.builders",),
     ("gpufleet.rollout", "gpufleet.report", "gpufleet.access_table", "gpufleet.tree", "gpufleet.tree_reader", "gpufleet.output"),
-    ("gpufleet.impact", "gpufleet.diff_report", "gpufleet.preflight", "gpufleet.diagnose", "gpufleet.model"),
+    ("gpufleet.impact", "gpufleet.running_work", "gpufleet.diff_report", "gpufleet.preflight", "gpufleet.diagnose", "gpufleet.model"),
     ("components", "policies"),
     ("gpufleet.synth", "gpufleet.check", "gpufleet.diff", "gpufleet.explain", "gpufleet.cli", "tools"),
 )
