@@ -91,10 +91,29 @@ def validate_object(obj: Mapping[str, Any]) -> list[str]:
 
 @functools.cache
 def chart_values(chart: str, version: str) -> Any:
-    path = require_shared() / "charts" / chart / version / "values.yaml"
-    if not path.exists():
+    """The chart's default values, with each vendored subchart's own defaults under its dependency name (or alias),
+    as Helm merges them: the parent's values for a subchart override the subchart's values.yaml."""
+    root = require_shared() / "charts" / chart / version
+    if not (root / "values.yaml").exists():
         pytest.fail(f"no chart values for {chart} {version} in ../shared/charts: add the version or pin a known one")
-    return yaml.safe_load(path.read_text())
+    return _with_subcharts(root)
+
+
+def _with_subcharts(root: Path) -> Any:
+    values = yaml.safe_load((root / "values.yaml").read_text()) or {}
+    chart = yaml.safe_load((root / "Chart.yaml").read_text()) if (root / "Chart.yaml").exists() else {}
+    for dependency in chart.get("dependencies") or []:
+        sub = root / "charts" / dependency["name"]
+        if (sub / "values.yaml").exists():
+            key = dependency.get("alias") or dependency["name"]
+            values[key] = _merged(_with_subcharts(sub), values.get(key))
+    return values
+
+
+def _merged(base: Any, override: Any) -> Any:
+    if not isinstance(base, dict) or not isinstance(override, dict):
+        return override if override is not None else base
+    return {**base, **{k: _merged(base.get(k), v) for k, v in override.items()}}
 
 
 def unknown_value_keys(values: Any, defaults: Any, path: str = "", free_form: Iterable[str] = ()) -> Iterator[str]:

@@ -16,23 +16,8 @@ from gpufleet.plan import Ref, Resource, RolloutPlan
 from gpufleet.rollout import build_plan
 from gpufleet.spec import Fleet
 from gpufleet.versions import CLUSTER_AUTOSCALER_IMAGES, COMPONENTS, KUBERNETES_VERSIONS
+from tests.upstream import chart_values
 
-# The values.yaml keys gpufleet may set, each read at kubernetes/autoscaler
-# cluster-autoscaler/charts/cluster-autoscaler/values.yaml @ cluster-autoscaler-chart-9.59.0 (and 9.58.0, identical).
-# Frozen here on purpose: a new key must be looked up upstream and added in both places.
-UPSTREAM_VALUE_KEYS = {
-    "cloudProvider",
-    "awsRegion",
-    "autoDiscovery.clusterName",
-    "image.tag",
-    "fullnameOverride",
-    "rbac.serviceAccount.name",
-    "extraArgs",
-    "nodeSelector",
-    "resources",
-    "securityContext",
-    "containerSecurityContext",
-}
 # Flags read at kubernetes/autoscaler cluster-autoscaler/config/flags/flags.go @ cluster-autoscaler-1.35.2
 # (cluster-autoscaler/main.go @ cluster-autoscaler-1.32.7).
 UPSTREAM_FLAGS = {"expander", "scale-down-gpu-utilization-threshold", "scale-down-unneeded-time", "max-node-provision-time"}
@@ -143,11 +128,20 @@ def test_values_of_the_example(prod: RolloutPlan) -> None:
     }
 
 
-def test_rendered_values_use_exactly_the_frozen_upstream_keys(prod: RolloutPlan, existing: RolloutPlan) -> None:
-    assert autoscaler.VALUE_KEYS == UPSTREAM_VALUE_KEYS
-    assert key_paths(resource(prod, "helm-cluster-autoscaler").args["values"]) == UPSTREAM_VALUE_KEYS
+@pytest.mark.parametrize("version", sorted(COMPONENTS["clusterAutoscaler"].releases))
+def test_every_value_key_exists_in_the_pinned_chart(version: str) -> None:
+    defaults = chart_values("cluster-autoscaler", version)
+    for path in autoscaler.VALUE_KEYS:
+        node = defaults
+        for part in path.split("."):
+            assert isinstance(node, dict) and part in node, f"{path} is not a key of cluster-autoscaler {version} values.yaml"
+            node = node[part]
+
+
+def test_rendered_values_use_exactly_the_listed_keys(prod: RolloutPlan, existing: RolloutPlan) -> None:
+    assert key_paths(resource(prod, "helm-cluster-autoscaler").args["values"]) == autoscaler.VALUE_KEYS
     # Mode Existing leaves placement to the chart: the same keys but nodeSelector.
-    assert key_paths(resource(existing, "helm-cluster-autoscaler").args["values"]) == UPSTREAM_VALUE_KEYS - {"nodeSelector"}
+    assert key_paths(resource(existing, "helm-cluster-autoscaler").args["values"]) == autoscaler.VALUE_KEYS - {"nodeSelector"}
 
 
 def test_extra_args_are_upstream_flags_as_strings() -> None:

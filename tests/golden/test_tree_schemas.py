@@ -15,27 +15,18 @@ TREES = Path(__file__).resolve().parent / "trees"
 K8S_FILES = sorted(TREES.glob("*/*/*/k8s/*.yaml"))
 HELM_FILES = sorted(TREES.glob("*/*/*/helm/*.yaml"))
 # Value paths whose content is free-form by the chart's design even where the default is not empty.
-FREE_FORM: dict[str, tuple[str, ...]] = {}
+FREE_FORM: dict[str, tuple[str, ...]] = {
+    # The deployment template ranges over extraArgs and renders each as `--key=value`: its keys are the autoscaler's
+    # flags (checked in tests/foundation/test_autoscaler.py), not chart keys
+    # (kubernetes/autoscaler charts/cluster-autoscaler/templates/deployment.yaml).
+    "cluster-autoscaler": ("extraArgs",),
+}
 # Keys a chart reads although its vendored values.yaml does not list them (with the upstream place that reads them).
 # They are merged into the defaults, so every key beside or below them is still checked.
 UNLISTED: dict[str, dict] = {
     # Commented out in values.yaml of v26.3.3 and v26.7.0; templates/clusterpolicy.yaml renders
     # dcgmExporter.config.name (NVIDIA/gpu-operator deployments/gpu-operator/templates/clusterpolicy.yaml).
     "gpu-operator": {"dcgmExporter": {"config": {"name": ""}}},
-    # Values of the remote kube-state-metrics 8.4.0 subchart, not vendored in ../shared
-    # (prometheus-community/helm-charts charts/kube-state-metrics/values.yaml: metricLabelsAllowlist: []).
-    # The prometheus-node-exporter subchart's own values (../shared/charts/kube-prometheus-stack/88.5.3/charts/
-    # prometheus-node-exporter/values.yaml: tolerations), which the parent values.yaml does not repeat.
-    "kube-prometheus-stack": {"kube-state-metrics": {"metricLabelsAllowlist": []}, "prometheus-node-exporter": {"tolerations": []}},
-}
-
-# Charts whose values.yaml is not in ../shared/charts (and is not vendored into the project), with where their keys
-# are checked instead. Their values files in the trees are skipped here.
-NO_UPSTREAM_VALUES: dict[str, str] = {
-    # Keys read at kubernetes/autoscaler cluster-autoscaler/charts/cluster-autoscaler/values.yaml
-    # @ cluster-autoscaler-chart-9.59.0 (= 9.58.0), listed in gpufleet.manifests.autoscaler.VALUE_KEYS and
-    # frozen by tests/foundation/test_autoscaler.py.
-    "cluster-autoscaler": "no cluster-autoscaler values.yaml in ../shared/charts; keys frozen in tests/foundation/test_autoscaler.py",
 }
 
 
@@ -66,7 +57,5 @@ def test_helm_values_exist_in_pinned_chart(path: Path) -> None:
     chart = release["chart"].rsplit("/", 1)[-1]
     known = {c.chart for c in COMPONENTS.values()}
     assert chart in known
-    if chart in NO_UPSTREAM_VALUES:
-        pytest.skip(NO_UPSTREAM_VALUES[chart])
     defaults = _with_unlisted(chart_values(chart, release["version"]), UNLISTED.get(chart, {}))
     assert list(unknown_value_keys(release["values"], defaults, free_form=FREE_FORM.get(chart, ()))) == []
