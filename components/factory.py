@@ -66,7 +66,7 @@ def _class_for(token: str) -> Callable[..., Any]:
     mod_path = module.split("/")[0]
     if package == "kubernetes":
         group, version = module.rsplit("/", 1)
-        package_name = {"helm.sh": "helm", "scheduling.k8s.io": "scheduling", "admissionregistration.k8s.io": "admissionregistration", "rbac.authorization.k8s.io": "rbac", "storage.k8s.io": "storage"}.get(group, group)
+        package_name = {"helm.sh": "helm", "scheduling.k8s.io": "scheduling", "admissionregistration.k8s.io": "admissionregistration", "rbac.authorization.k8s.io": "rbac", "networking.k8s.io": "networking", "storage.k8s.io": "storage"}.get(group, group)
         mod = importlib.import_module(f"pulumi_kubernetes.{package_name}.{version}")
     else:
         mod = importlib.import_module(f"pulumi_{package}.{mod_path}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gpufleet import access, stages
 from gpufleet.manifests import autoscaler, storage, tenancy
+from gpufleet.manifests.telemetry import monitoring_namespace
 from gpufleet.spec import Fleet
 
 _TEAM_EDIT = (
@@ -44,4 +45,8 @@ def access_section(fleet: Fleet, through: str) -> list[str]:
                 f"| `{team.namespace}/{storage.CHECKPOINT_SERVICE_ACCOUNT}` (EKS Pod Identity) | read, write and delete checkpoints "
                 f"| `s3://{cp.bucket}/{storage.team_prefix(team)}` only |"
             )
+    if admission and fleet.teams:
+        lines += ["", "| team namespace | Pod Security enforced | ingress admitted from (NetworkPolicy `" + tenancy.DEFAULT_DENY + "`) |", "|---|---|---|"]
+        for team in fleet.teams:
+            lines.append(f"| `{team.namespace}` | {team.pod_security.lower()} | its own pods, namespace `{monitoring_namespace(fleet)}` (EFA traffic is not governed) |")
     return lines

@@ -148,6 +148,7 @@ class Team:
     cohort: str | None
     quotas: tuple[Quota, ...]
     members: tuple[Principal, ...]
+    pod_security: str  # Baseline | Restricted (the namespace's Pod Security Admission enforce level)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -482,6 +483,7 @@ def _fleet(d: Mapping[str, Any]) -> Fleet:
                     for q in t["quotas"]
                 ),
                 members=_principals(t.get("members", ())),
+                pod_security=t["podSecurity"],
             )
             for t in d["teams"]
         ),

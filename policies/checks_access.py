@@ -3,6 +3,7 @@ isolation of team namespaces and Pod Security levels (registered as rules in `po
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterator, Mapping, Sequence
 
 from gpufleet.entries import inputs
@@ -152,3 +153,90 @@ def team_access_in_namespace(resources: Sequence[Resource]) -> Iterator[tuple[Re
             if beyond:
                 yield (binding, f"ClusterRoleBinding {name} gives team {team} cluster-wide access beyond reading Kueue's cluster-scoped kinds: {', '.join(beyond)}",
                        "bind teams cluster-wide only to read-only ClusterRoles over clusterqueues, cohorts, resourceflavors, topologies and workloadpriorityclasses; grant everything else with a RoleBinding in the team's namespace")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Team namespaces: network isolation and Pod Security.
+
+ADDON = "aws:eks/addon:Addon"
+PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
+PSA_AT_LEAST_BASELINE = ("baseline", "restricted")
+
+
+def _workload_namespaces(resources: Sequence[Resource]) -> dict[str, Resource]:
+    """Namespace name -> Namespace object, for namespaces that hold teams' work: label gpufleet.io/team, or a
+    LocalQueue in them."""
+    objects = {_k8s_meta(ns, "name"): ns for ns in by_kind(resources, "Namespace")}
+    out = {str(_k8s_meta(ns, "name")): ns for ns in team_namespaces(resources).values()}
+    for lq in by_kind(resources, "LocalQueue"):
+        name = _k8s_meta(lq, "namespace")
+        if name in objects:
+            out.setdefault(str(name), objects[name])
+    return out
+
+
+def _open_peer(peer: Any) -> str | None:
+    """Why an ingress `from` peer admits more than the namespace itself and named namespaces, or None."""
+    if not isinstance(peer, Mapping):
+        return None
+    if "ipBlock" in peer:
+        return f"ipBlock {peer['ipBlock'].get('cidr') if isinstance(peer['ipBlock'], Mapping) else '?'}"
+    selector = peer.get("namespaceSelector")
+    if selector is not None and not (isinstance(selector, Mapping) and selector.get("matchLabels")):
+        return "a namespaceSelector that matches more than named namespaces"
+    return None
+
+
+def _denies_by_default(policy: Resource) -> str | None:
+    """None when a NetworkPolicy selects every pod of its namespace for Ingress and admits only the namespace's
+    own pods and named namespaces; else what is wrong."""
+    raw = inputs(policy).get("spec")
+    spec: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    if spec.get("podSelector"):
+        return "it does not select every pod"
+    if "Ingress" not in (spec.get("policyTypes") or ["Ingress"]):
+        return "it does not govern ingress"
+    for rule in spec.get("ingress") or []:
+        peers = rule.get("from") if isinstance(rule, Mapping) else None
+        if not peers:
+            return "an ingress rule without `from` admits every source"
+        reasons = [r for r in (_open_peer(p) for p in peers) if r]
+        if reasons:
+            return f"an ingress rule admits {reasons[0]}"
+    return None
+
+
+def team_namespace_default_deny(resources: Sequence[Resource]) -> Iterator[tuple[Resource, str, str]]:
+    namespaces = _workload_namespaces(resources)
+    if not namespaces:
+        return
+    for addon in by_type(resources, ADDON):
+        if inputs(addon).get("addonName") != "vpc-cni":
+            continue
+        raw = inputs(addon).get("configurationValues")
+        if is_unknown(raw):
+            continue
+        try:
+            config = json.loads(raw) if isinstance(raw, str) else {}
+        except ValueError:
+            config = {}
+        if str(config.get("enableNetworkPolicy", "false")).lower() != "true":
+            yield (addon, "the VPC CNI add-on does not enable its network policy agent: the teams' NetworkPolicies are accepted but not enforced",
+                   'set the vpc-cni add-on configurationValues to {"enableNetworkPolicy": "true"}')
+    policies = by_kind(resources, "NetworkPolicy")
+    for name, ns in sorted(namespaces.items()):
+        own = [p for p in policies if _k8s_meta(p, "namespace") == name]
+        problems = [why for why in (_denies_by_default(p) for p in own) if why]
+        if not own or len(problems) == len(own):
+            detail = f" ({problems[0]})" if problems else ""
+            yield (ns, f"team namespace {name} has no default-deny ingress NetworkPolicy{detail}: any pod in the cluster can connect to its pods",
+                   f"add a NetworkPolicy in {name} with podSelector {{}}, policyTypes [Ingress], and ingress only from podSelector {{}} and named namespaces (the monitoring namespace)")
+
+
+def workload_namespace_pod_security(resources: Sequence[Resource]) -> Iterator[tuple[Resource, str, str]]:
+    for name, ns in sorted(_workload_namespaces(resources).items()):
+        level = (_k8s_meta(ns, "labels") or {}).get(PSA_ENFORCE)
+        if is_unknown(level) or level in PSA_AT_LEAST_BASELINE:
+            continue
+        yield (ns, f"workload namespace {name} enforces Pod Security {level or 'nothing (privileged)'}: a privileged container there sees every GPU of its node, whatever the device plugin allotted",
+               f"label namespace {name} {PSA_ENFORCE}: baseline (or restricted: teams[].podSecurity)")

@@ -231,6 +231,26 @@ RULES: tuple[Rule, ...] = (
         check=_stack_rule(checks_access.team_access_in_namespace),
     ),
     Rule(
+        name="team-namespace-default-deny",
+        level=MANDATORY,
+        scope="stack",
+        description="Every workload namespace (label gpufleet.io/team, or holding a LocalQueue) has a NetworkPolicy that "
+        "selects all its pods for Ingress and admits only its own pods and named namespaces, and the VPC CNI add-on "
+        "(when in the stack) enables its network policy agent.",
+        fix="add the default-deny ingress NetworkPolicy (podSelector {}, ingress from podSelector {} and the monitoring "
+        'namespace) to the namespace, and set the vpc-cni add-on configurationValues {"enableNetworkPolicy": "true"}',
+        check=_stack_rule(checks_access.team_namespace_default_deny),
+    ),
+    Rule(
+        name="workload-namespace-pod-security",
+        level=MANDATORY,
+        scope="stack",
+        description="Every workload namespace enforces Pod Security Admission baseline or restricted "
+        "(label pod-security.kubernetes.io/enforce).",
+        fix="label the namespace pod-security.kubernetes.io/enforce: baseline (teams[].podSecurity: Restricted for restricted)",
+        check=_stack_rule(checks_access.workload_namespace_pod_security),
+    ),
+    Rule(
         name="interactive-warm-pool",
         level=ADVISORY,
         scope="resource",

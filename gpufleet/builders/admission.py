@@ -10,6 +10,7 @@ from __future__ import annotations
 from gpufleet.builders.common import helm, k8s
 from gpufleet.names import NS_GPU_OPERATOR, NS_HEALTH, NS_KUEUE, NS_MONITORING, NS_NETWORK, NS_SYSTEM, group_taints
 from gpufleet.manifests import admission_policy, kueue, tenancy
+from gpufleet.manifests.telemetry import monitoring_namespace
 from gpufleet.plan import BuildContext, Resource, StageContent
 from gpufleet.spec import Fleet, Team
 
@@ -75,14 +76,15 @@ def build(ctx: BuildContext) -> StageContent:
 
 
 def _team_access(fleet: Fleet, namespaces: dict[str, Resource]) -> list[Resource]:
-    """RBAC for each team's access-entry group: a Role and RoleBinding in its namespace, and read access to the
-    cluster-scoped Kueue kinds (gpufleet.manifests.tenancy)."""
+    """Per team (gpufleet.manifests.tenancy): RBAC for its access-entry group (a Role and RoleBinding in its namespace,
+    read access to the cluster-scoped Kueue kinds) and the namespace's default-deny ingress NetworkPolicy."""
     viewer = k8s(tenancy.queue_viewer_role())
     out = [viewer]
     for team in fleet.teams:
         ns = (namespaces[team.name].id,)
         role = k8s(tenancy.team_role(team), depends_on=ns)
         out += [role, k8s(tenancy.team_role_binding(team), depends_on=(role.id,)), k8s(tenancy.queue_viewer_binding(team), depends_on=(viewer.id,))]
+        out.append(k8s(tenancy.default_deny_ingress(team, monitoring_namespace(fleet)), depends_on=ns))
     return out
 
 

@@ -28,6 +28,11 @@ ADDONS = {
 # Add-ons gpufleet always manages in mode Create (an unpinned one gets EKS's default version, with a warning).
 # The pod identity agent gives the Cluster Autoscaler and the teams' checkpoint writers their AWS credentials.
 REQUIRED_ADDONS = ("vpcCni", "kubeProxy", "coreDns", "nodeMonitoringAgent", "podIdentityAgent")
+# The VPC CNI enforces Kubernetes NetworkPolicies (the teams' default-deny ingress) only with its network policy
+# agent turned on: add-on configuration value enableNetworkPolicy, a string (EKS user guide "Restrict Pod network
+# traffic with Kubernetes network policies"; aws/amazon-vpc-cni-k8s charts/aws-vpc-cni values.yaml
+# enableNetworkPolicy). Without it NetworkPolicy objects are accepted and silently not enforced.
+VPC_CNI_CONFIGURATION = {"enableNetworkPolicy": "true"}
 POD_IDENTITY_ADDON = f"addon-{ADDONS['podIdentityAgent']}"
 
 
@@ -174,6 +179,11 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
         res.append(Resource(id=CLUSTER, type="aws:eks/getCluster:getCluster", args={"name": c.name}, provider=AWS_PROVIDER, lookup=True))
         res += access_entry_resources(fleet, tags(fleet))
         res.append(_kubernetes_provider(fleet, "certificateAuthorities[0].data"))
+        if fleet.teams:
+            warnings.append(
+                "gpufleet manages no EKS add-ons on an existing cluster: turn on the VPC CNI's network policy agent "
+                "(add-on configuration {\"enableNetworkPolicy\": \"true\"}), or the teams' default-deny NetworkPolicies are not enforced"
+            )
         if c.admins or any(t.members for t in fleet.teams):
             warnings.append(
                     "gpufleet adds access entries to the existing cluster: its authentication mode must be API or API_AND_CONFIG_MAP, "
@@ -258,6 +268,8 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
         }
         if version is not None:
             args["addon_version"] = version
+        if key == "vpcCni":
+            args["configuration_values"] = json.dumps(VPC_CNI_CONFIGURATION, sort_keys=True)
         # CoreDNS and the monitoring agent need nodes to become healthy; the CNI must exist before any node.
         after = () if key in ("vpcCni", "kubeProxy") else (SYSTEM_NODE_GROUP,)
         res.append(Resource(id=f"addon-{ADDONS[key]}", type="aws:eks/addon:Addon", provider=AWS_PROVIDER, args=args, depends_on=after))

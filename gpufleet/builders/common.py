@@ -24,6 +24,7 @@ CORE_GROUPS: Mapping[str, str] = {
     "scheduling.k8s.io/v1": "scheduling.k8s.io/v1",
     "admissionregistration.k8s.io/v1": "admissionregistration.k8s.io/v1",
     "rbac.authorization.k8s.io/v1": "rbac.authorization.k8s.io/v1",
+    "networking.k8s.io/v1": "networking.k8s.io/v1",
     "policy/v1": "policy/v1",
     "storage.k8s.io/v1": "storage.k8s.io/v1",
 }

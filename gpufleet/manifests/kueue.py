@@ -322,11 +322,11 @@ def default_local_queue(team: Team) -> dict[str, Any] | None:
 
 
 def team_namespace(team: Team, kubernetes_version: str) -> dict[str, Any]:
-    """The team's namespace: Pod Security `baseline` enforced, pinned to the cluster's version so an upgrade
-    of the API server does not tighten the rules under running teams."""
+    """The team's namespace: its Pod Security level (`baseline` unless the team asks for `restricted`) enforced,
+    pinned to the cluster's version so an upgrade of the API server does not tighten the rules under running teams."""
     labels = {
         LABEL_TEAM: team.name,
-        "pod-security.kubernetes.io/enforce": "baseline",
+        "pod-security.kubernetes.io/enforce": team.pod_security.lower(),
         "pod-security.kubernetes.io/enforce-version": f"v{kubernetes_version}",
     }
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": team.namespace, "labels": {**LABEL_MANAGED_BY, **labels}}}

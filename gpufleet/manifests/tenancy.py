@@ -20,6 +20,7 @@ from gpufleet.names import LABEL_MANAGED_BY, LABEL_TEAM
 from gpufleet.spec import Team
 
 RBAC = "rbac.authorization.k8s.io/v1"
+LABEL_NAMESPACE_NAME = kueue.LABEL_NAMESPACE_NAME  # set by the API server on every namespace
 READ = ["get", "list", "watch"]
 WRITE = ["create", "delete", "get", "list", "patch", "update", "watch"]
 TEAM_ROLE = "gpufleet-team"
@@ -90,4 +91,28 @@ def queue_viewer_binding(team: Team) -> dict[str, Any]:
         "metadata": _meta(f"{access.team_group(team.name)}-queue-viewer", team=team.name),
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": QUEUE_VIEWER},
         "subjects": _group_subject(team),
+    }
+
+
+DEFAULT_DENY = "gpufleet-default-deny-ingress"
+
+
+def default_deny_ingress(team: Team, monitoring_namespace: str) -> dict[str, Any]:
+    """Every pod of the team's namespace accepts connections only from pods of the same namespace (distributed
+    jobs talk pod to pod: rendezvous, NCCL bootstrap, parameter servers) and from the monitoring namespace (the
+    Prometheus scrapers). Other teams' pods cannot connect. Egress stays open (image pulls, the checkpoint
+    bucket, the API server). Enforced by the VPC CNI network policy agent (`enableNetworkPolicy`, stage 1);
+    EFA traffic bypasses it (docs/tenancy-and-access.md)."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _meta(DEFAULT_DENY, team.namespace, team.name),
+        "spec": {
+            "podSelector": {},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {"from": [{"podSelector": {}}]},
+                {"from": [{"namespaceSelector": {"matchLabels": {LABEL_NAMESPACE_NAME: monitoring_namespace}}}]},
+            ],
+        },
     }

@@ -96,11 +96,24 @@ def bucket_set(name: str = "research-checkpoints") -> list[dict[str, Any]]:
 
 def team(name: str) -> list[dict[str, Any]]:
     """Namespace, ClusterQueue and LocalQueue of one team, as the admission stage renders them."""
-    ns = k8s({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {"gpufleet.io/team": name}}})
+    ns = k8s({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {"gpufleet.io/team": name, "pod-security.kubernetes.io/enforce": "baseline"}}})
     cq = k8s({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name},
               "spec": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}}, "resourceGroups": []}})
     lq = k8s({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": name, "namespace": name}, "spec": {"clusterQueue": name}})
-    return [ns, cq, lq, *team_access(name)]
+    return [ns, cq, lq, *team_access(name), default_deny(name)]
+
+
+def default_deny(namespace: str) -> dict[str, Any]:
+    return k8s({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "default-deny", "namespace": namespace},
+                "spec": {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{"from": [{"podSelector": {}}]},
+                         {"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]}]}})
+
+
+def vpc_cni(configuration: str | None = '{"enableNetworkPolicy": "true"}') -> dict[str, Any]:
+    inputs: dict[str, Any] = {"addonName": "vpc-cni", "clusterName": "<ref:cluster.name>"}
+    if configuration is not None:
+        inputs["configurationValues"] = configuration
+    return res("addon-vpc-cni", "aws:eks/addon:Addon", inputs)
 
 
 def team_access(name: str, namespace: str | None = None) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ from tests.policies.objects import (
     clone,
     device_plugin_configmap,
     eks_cluster,
+    vpc_cni,
     gpu_operator,
     k8s,
     launch_template,
@@ -115,6 +116,24 @@ def _cluster_role(name: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
     return k8s({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules})
 
 
+def _policy(edit: Any) -> Any:
+    def plant(resources: list[dict[str, Any]]) -> None:
+        edit(_by_id(resources, "networkpolicy-vision-default-deny")["inputs"]["spec"])
+
+    return plant
+
+
+def _psa(level: str | None) -> Any:
+    def plant(resources: list[dict[str, Any]]) -> None:
+        labels = _by_id(resources, "namespace-cluster-vision")["inputs"]["metadata"]["labels"]
+        labels.pop("pod-security.kubernetes.io/enforce")
+        if level is not None:
+            labels["pod-security.kubernetes.io/enforce"] = level
+
+    return plant
+
+
+VISION_NS = "namespace-cluster-vision"
 VISION_EDIT = "access-team-vision-edit"
 VISION_VIEWER = "clusterrolebinding-cluster-gpufleet-team-vision-queue-viewer"
 
@@ -235,6 +254,21 @@ CASES: list[tuple[str, str, list[dict[str, Any]], set[str]]] = [
     ("team-access-in-namespace", "bound cluster-wide to the built-in edit role", _teams(lambda r: _by_id(r, VISION_VIEWER)["inputs"]["roleRef"].update(name="edit")), {VISION_VIEWER}),
     ("team-access-in-namespace", "cluster role that writes ClusterQueues", _teams(_bind_to(_cluster_role("queue-admin", [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"], "verbs": ["get", "update"]}]))), {VISION_VIEWER}),
     ("team-access-in-namespace", "cluster role that reads every namespace's pods", _teams(_bind_to(_cluster_role("pod-reader", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]))), {VISION_VIEWER}),
+    ("team-namespace-default-deny", "default deny and CNI enforcement", _teams() + [vpc_cni()], set()),
+    ("team-namespace-default-deny", "no team namespaces", [vpc_cni(None)], set()),
+    ("team-namespace-default-deny", "a second, wider policy beside the default deny", _teams(lambda r: r.append(clone(_by_id(r, "networkpolicy-vision-default-deny")) | {"id": "np-2"})), set()),
+    ("team-namespace-default-deny", "no NetworkPolicy in vision", _teams(lambda r: r.remove(_by_id(r, "networkpolicy-vision-default-deny"))), {VISION_NS}),
+    ("team-namespace-default-deny", "policy selects some pods only", _teams(_policy(lambda s: s.update(podSelector={"matchLabels": {"app": "x"}}))), {VISION_NS}),
+    ("team-namespace-default-deny", "egress-only policy", _teams(_policy(lambda s: s.update(policyTypes=["Egress"]))), {VISION_NS}),
+    ("team-namespace-default-deny", "ingress from every namespace", _teams(_policy(lambda s: s["ingress"].append({"from": [{"namespaceSelector": {}}]}))), {VISION_NS}),
+    ("team-namespace-default-deny", "ingress rule without from", _teams(_policy(lambda s: s["ingress"].append({"ports": [{"port": 80}]}))), {VISION_NS}),
+    ("team-namespace-default-deny", "ingress from 0.0.0.0/0", _teams(_policy(lambda s: s["ingress"].append({"from": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}))), {VISION_NS}),
+    ("team-namespace-default-deny", "CNI without network policy agent", _teams() + [vpc_cni(None)], {"addon-vpc-cni"}),
+    ("team-namespace-default-deny", "CNI agent turned off", _teams() + [vpc_cni('{"enableNetworkPolicy": "false"}')], {"addon-vpc-cni"}),
+    ("workload-namespace-pod-security", "baseline", _teams(), set()),
+    ("workload-namespace-pod-security", "restricted", _teams(_psa("restricted")), set()),
+    ("workload-namespace-pod-security", "privileged", _teams(_psa("privileged")), {VISION_NS}),
+    ("workload-namespace-pod-security", "no enforce label (privileged)", _teams(_psa(None)), {VISION_NS}),
     ("interactive-warm-pool", "Interactive with warm pool", _group("notebooks", "Interactive"), set()),
     ("interactive-warm-pool", "Training without warm pool", fleet(), set()),
     ("interactive-warm-pool", "Interactive without warm pool", [node_group("notebooks", cls="Interactive"), launch_template("notebooks")], {"notebooks-node-group"}),
