@@ -16,7 +16,7 @@ def deploy(plan: RolloutPlan) -> Registry:
         if not stage.content.resources:
             continue  # an empty component's dependents would not wait for anything (pulumi/pulumi#8721)
         component = Stage(stage, registry, after=previous)
-        previous = [component]
+        previous = [component.ready]
     pulumi.export("fleet", plan.fleet.name)
     pulumi.export("environment", plan.environment)
     pulumi.export("through", plan.through)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from typing import Any
+from typing import Any, Callable
 
 import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
@@ -86,6 +86,34 @@ class RecordingMocks(pulumi_mocks.Mocks):
         return self._state(self.lookups[args.token], {})
 
 
+def run_under_mocks(
+    mocks: pulumi_mocks.Mocks,
+    program: Callable[[], None],
+    stack: str,
+    transformation: Callable[[pulumi.ResourceTransformationArgs], None] | None = None,
+) -> None:
+    """Run `program` as a Pulumi program under `mocks`, on a fresh event loop and a fresh root stack."""
+    loop = asyncio.new_event_loop()
+    # A failed registration leaves sibling outputs failing and unawaited; the first error is raised below, so
+    # the echoes of it ("Future exception was never retrieved") would only bury it.
+    loop.set_exception_handler(lambda _loop, _context: None)
+    asyncio.set_event_loop(loop)
+    try:
+        pulumi_settings.reset_options()  # a fresh root stack for every recording
+        pulumi.runtime.set_mocks(mocks, project="gpufleet", stack=stack, preview=False)
+        if transformation is not None:
+            pulumi.runtime.register_stack_transformation(transformation)
+        loop.run_until_complete(run_pulumi_func(program))
+    finally:
+        pending = asyncio.all_tasks(loop)
+        for task in pending:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        pulumi_settings.reset_options()
+        loop.close()
+        asyncio.set_event_loop(None)
+
+
 def record(plan: RolloutPlan) -> list[Registration]:
     """Every resource `deploy(plan)` registers, with inputs and options, in registration order."""
     mocks = RecordingMocks(plan)
@@ -106,24 +134,8 @@ def record(plan: RolloutPlan) -> list[Registration]:
     def program() -> None:
         deploy(plan)
 
-    loop = asyncio.new_event_loop()
-    # A failed registration leaves sibling outputs failing and unawaited; the first error is raised below, so
-    # the echoes of it ("Future exception was never retrieved") would only bury it.
-    loop.set_exception_handler(lambda _loop, _context: None)
-    asyncio.set_event_loop(loop)
-    try:
-        pulumi_settings.reset_options()  # a fresh root stack for every recording
-        pulumi.runtime.set_mocks(mocks, project="gpufleet", stack=plan.environment, preview=False)
-        pulumi.runtime.register_stack_transformation(capture)
-        loop.run_until_complete(run_pulumi_func(program))
-    finally:
-        pending = asyncio.all_tasks(loop)
-        for task in pending:
-            task.cancel()
-        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        pulumi_settings.reset_options()
-        loop.close()
-        asyncio.set_event_loop(None)
+    run_under_mocks(mocks, program, plan.environment, capture)
+
     def registration(name: str, typ: str, inputs: dict[str, Any]) -> Registration:
         opt = options.get(name, {})
         return Registration(

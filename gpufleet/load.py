@@ -48,6 +48,28 @@ _INT_TAG = "tag:yaml.org,2002:int"
 _STANDARD_TAG = "tag:yaml.org,2002:"
 _SEXAGESIMAL = re.compile(r"^[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?$")
 _LEGACY_OCTAL = re.compile(r"^[-+]?0[0-7_]+$")
+# Where LibYAML reads a text differently from PyYAML's pure-Python parser (found by running both over mutated
+# specs): it accepts a tab after a colon, `?` inside a flow plain scalar and `|#`, which PyYAML rejects; a BOM
+# inside the text shifts its columns; it does not check for non-printable characters. Such texts take the
+# pure-Python path; so does any text LibYAML rejects, so that errors read the same with or without it.
+_PURE_ONLY = re.compile(r"[\t\ufeff?]|[|>][-+0-9]*#")
+
+
+def _compose(text: str) -> tuple[Issue | None, list[yaml.Node]]:
+    """The bounds issue, or the text's documents as nodes with marks; through LibYAML (PyYAML's C extension) where
+    that reads the text exactly as the pure-Python parser does: same events, nodes, tags, values and positions
+    (tests/unit/test_yaml_c.py)."""
+    if yaml.__with_libyaml__ and not _PURE_ONLY.search(text) and not yaml.reader.Reader.NON_PRINTABLE.search(text):
+        try:
+            return _read(text, yaml.CSafeLoader)
+        except yaml.YAMLError:
+            pass  # reported by the pure-Python parser, in its words
+    return _read(text, yaml.SafeLoader)
+
+
+def _read(text: str, loader: type[yaml.SafeLoader] | type[yaml.CSafeLoader]) -> tuple[Issue | None, list[yaml.Node]]:
+    too_big = _beyond_bounds(text, loader)
+    return (too_big, []) if too_big is not None else (None, list(yaml.compose_all(text, Loader=loader)))
 
 
 class _Walker:
@@ -86,7 +108,8 @@ class _Walker:
             what = node.tag.removeprefix(_STANDARD_TAG)
             self._issue(path, f"{node.value} is read by YAML 1.1 as a {what}, but it is not a valid one ({problem})", node.start_mark, f'quote it if a string is meant: "{node.value}"')
             return node.value
-        if node.tag != _STR_TAG and node.style is None and value is not None:
+        # A plain scalar has style None from PyYAML and "" from LibYAML.
+        if node.tag != _STR_TAG and not node.style and value is not None:
             self.loaded.source.plain[path] = node.value
             if node.tag == _INT_TAG and _SEXAGESIMAL.match(node.value):
                 self._issue(path, f"{node.value} is read by YAML 1.1 as the base-60 number {value}", node.start_mark, f"write the number you mean (e.g. {value}), or quote it if a string is meant")
@@ -144,7 +167,7 @@ class _Walker:
                     )
                 )
                 continue
-            if key_node.tag != _STR_TAG and key_node.style is None:
+            if key_node.tag != _STR_TAG and not key_node.style:
                 try:
                     resolved: object = self.constructor.construct_object(key_node)
                 except (yaml.YAMLError, ValueError, TypeError, OverflowError):
@@ -213,7 +236,7 @@ def _event_pos(event: yaml.Event) -> Position:
     return Position(mark.line + 1, mark.column + 1) if mark is not None else Position(1, 1)
 
 
-def _beyond_bounds(text: str) -> Issue | None:
+def _beyond_bounds(text: str, loader: type[yaml.SafeLoader] | type[yaml.CSafeLoader]) -> Issue | None:
     """Depth and size after alias expansion, from the event stream before composing (iterative, linear).
 
     PyYAML composes an alias as a reference to one node, but the walker expands every use, so a few hundred bytes
@@ -222,7 +245,7 @@ def _beyond_bounds(text: str) -> Issue | None:
     sizes: dict[str, int] = {}  # anchor -> values it expands to
     open_nodes: list[list[Any]] = []  # [anchor, values inside so far, itself included] per open mapping or list
     total = 0
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+    for event in yaml.parse(text, Loader=loader):
         if isinstance(event, yaml.CollectionStartEvent):
             if len(open_nodes) == MAX_DEPTH:
                 return Issue(path=(), message=f"the document nests deeper than {MAX_DEPTH} levels", hint="a fleet spec is about ten levels deep", position=_event_pos(event))
@@ -261,12 +284,11 @@ def load_text(text: str, name: str) -> Loaded:
         return loaded
 
     try:
-        too_big = _beyond_bounds(text)
+        too_big, documents = _compose(text)
         if too_big is not None:
             loaded.issues.append(too_big)
             loaded.fatal = True
             return loaded
-        documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "cannot parse"

@@ -166,6 +166,17 @@ def _dependencies(res: Resource) -> set[str]:
     return {r.resource for r in refs_of(res.args)} | set(res.depends_on) | ({res.provider} if res.provider else set())
 
 
+def readiness(stage: StagePlan) -> tuple[str, ...]:
+    """What the next stage waits for: the stage's gates and every resource of the stage that nothing else of the
+    stage references or depends on. Each other resource is an ancestor of one of these through references and
+    dependsOn (both recorded in the tree), so waiting for them is waiting for the whole stage, gates included.
+    A provider counts by itself: the tree does not record who uses it."""
+    registered = [r for r in stage.content.resources if not r.lookup]
+    used = {d for r in registered for d in ({ref.resource for ref in refs_of(r.args)} | set(r.depends_on))}
+    gates = {g.resource for g in stage.content.gates}
+    return tuple(r.id for r in registered if r.id in gates or r.id not in used)
+
+
 def ordered(resources: tuple[Resource, ...]) -> tuple[Resource, ...]:
     """Stable topological order within a stage: a resource comes after what it references in that stage."""
     ids = {r.id for r in resources}

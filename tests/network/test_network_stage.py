@@ -276,11 +276,13 @@ def test_no_fabric_groups_no_network_resources() -> None:
 
 
 def test_later_stages_wait_for_the_network_stage() -> None:
-    """The gate blocks the rollout: the Job is a child of the network stage component, and every storage
-    resource depends on that component (Pulumi waits for all of a component's children), as recorded in the
-    golden inventory of the Pulumi program."""
+    """The gate blocks the rollout: the Job is a child of the network stage component and a dependency of its
+    readiness, and every storage resource depends on that readiness, as recorded in the golden inventory of the
+    Pulumi program (tests/components/test_stage_order.py checks the readiness of every stage)."""
     inventory = json.loads((Path(__file__).resolve().parents[1] / "golden" / "trees" / "network-efa" / "prod" / "inventory.json").read_text())
     job = next(e for e in inventory if e["id"] == "job-gpufleet-network-nccl-gate-h100")
     assert job["parent"] == "05-network"
-    storage = [e for e in inventory if e["parent"] == "06-storage"]
-    assert storage and all("05-network" in e["dependsOn"] for e in storage)
+    ready = next(e for e in inventory if e["id"] == "05-network-ready")
+    assert job["id"] in ready["dependsOn"]
+    storage = [e for e in inventory if e["parent"] == "06-storage" and e["id"] != "06-storage-ready"]
+    assert storage and all("05-network-ready" in e["dependsOn"] for e in storage)
