@@ -17,7 +17,9 @@ cluster and reports, per node group, what would make the rollout fail:
 
 Each finding prints as `error: nodeGroups/<name>: <what>` (or `warning:`) with a `fix:` line, then a summary
 line. Exit 0 when nothing blocks, 1 when something does (or the spec is invalid), 2 on a usage error. AWS API
-failures (no credentials, endpoint unreachable, access denied) are findings, never tracebacks.
+failures (no credentials, endpoint unreachable, access denied, a response that is not an AWS one) are findings,
+never tracebacks. Time is bounded: connect and read timeouts are short (3 s and 10 s, two attempts), and the
+whole run stops at `--deadline` (default 120 s) with a blocking finding, however slowly an endpoint drips.
 
 AWS access is the standard chain: `boto3.session.Session(region_name=cluster.region)` with the usual
 credential sources and endpoint settings. To run against a local emulator instead of AWS, start one (for
@@ -39,7 +41,7 @@ import os
 from gpufleet.pipeline import open_spec
 from gpufleet.preflight import clients as aws
 from gpufleet.preflight.clients import ApiError, Clients
-from gpufleet.preflight.core import CHECKS
+from gpufleet.preflight.core import CHECKS, DEFAULT_DEADLINE_S
 from gpufleet.preflight.core import preflight as run_checks
 from gpufleet.preflight.findings import Finding, blocking, render
 from gpufleet.spec import Fleet
@@ -50,11 +52,28 @@ __all__ = ["ApiError", "Clients", "Finding", "add_arguments", "preflight", "run"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", nargs="?", default="fleet.yaml", help="the fleet spec (default: fleet.yaml)")
     parser.add_argument("--env", required=True, help="the environment (stack) whose cluster and node groups to check")
+    parser.add_argument(
+        "--deadline",
+        type=_seconds,
+        default=DEFAULT_DEADLINE_S,
+        metavar="SECONDS",
+        help=f"stop after this long and report what was found so far as blocking (default: {DEFAULT_DEADLINE_S:g})",
+    )
 
 
-def preflight(fleet: Fleet, clients: Clients) -> list[Finding]:
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 3600 seconds")
+    return value
+
+
+def preflight(fleet: Fleet, clients: Clients, deadline: float | None = None) -> list[Finding]:
     """Every finding for `fleet`, read through `clients` (see gpufleet.preflight.core)."""
-    return run_checks(fleet, clients)
+    return run_checks(fleet, clients, deadline)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     fleet = validated.environments[args.env]
     region = fleet.cluster.region
     try:
-        findings = preflight(fleet, aws.make_clients(region))
+        findings = preflight(fleet, aws.make_clients(region), args.deadline)
     except ApiError as exc:  # no session could be built (a broken profile, say)
         findings = [exc.finding()]
     endpoint = os.environ.get("AWS_ENDPOINT_URL")

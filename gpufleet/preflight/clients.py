@@ -35,6 +35,15 @@ _DENIED_CODES = frozenset({"AccessDenied", "AccessDeniedException", "Unauthorize
 _CONNECTION_ERRORS = ("EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectionClosedError", "SSLError", "ProxyConnectionError")
 _CREDENTIAL_ERRORS = ("NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError", "ProfileNotFound", "NoRegionError")
 
+# Short: a describe call answers in well under a second; a silent endpoint should cost seconds, not minutes
+# (botocore's defaults, 60 s each over 3 attempts, took 122 s). A dripping endpoint defeats any read timeout:
+# the run's deadline (gpufleet.preflight.core) bounds that.
+CONNECT_TIMEOUT_S = 3.0
+READ_TIMEOUT_S = 10.0
+MAX_ATTEMPTS = 2
+# Longest AWS error message shown: a parser error carries the whole response body.
+_MESSAGE_LIMIT = 300
+
 CREDENTIALS_FIX = (
     "configure credentials for the standard AWS chain (AWS_PROFILE, AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, "
     "or `aws sso login`); against a local emulator set AWS_ENDPOINT_URL and any dummy credentials"
@@ -79,6 +88,8 @@ class ApiError(Exception):
             return CREDENTIALS_FIX
         if self.code in _CONNECTION_ERRORS:
             return CONNECTION_FIX
+        if self.code == "ResponseParserError":
+            return f"the endpoint answered with something that is not an AWS API response: {CONNECTION_FIX}"
         if self.code in _DENIED_CODES:
             return f"allow {self.operation} for the caller's IAM identity (preflight only reads)"
         return f"rerun once {self.operation} succeeds; see the AWS error for the cause"
@@ -96,9 +107,9 @@ def make_clients(region: str) -> Clients:
 
         session = boto3.session.Session(region_name=region)
         config = Config(
-            retries={"max_attempts": 3, "mode": "standard"},
-            connect_timeout=10,
-            read_timeout=30,
+            retries={"max_attempts": MAX_ATTEMPTS, "mode": "standard"},
+            connect_timeout=CONNECT_TIMEOUT_S,
+            read_timeout=READ_TIMEOUT_S,
             user_agent_extra="gpufleet-preflight",
         )
         return Clients(
@@ -136,6 +147,7 @@ def paginate(client: Client, method: str, key: str, **params: Any) -> list[dict[
 
 def _guarded(operation: str, action: Callable[[], T]) -> T:
     from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped,unused-ignore]
+    from botocore.parsers import ResponseParserError  # type: ignore[import-untyped,unused-ignore]
 
     try:
         return action()
@@ -144,5 +156,12 @@ def _guarded(operation: str, action: Callable[[], T]) -> T:
         code = str(error.get("Code") or "ClientError")
         message = str(error.get("Message") or exc)
         raise ApiError(operation, code, message, fatal=code in _CREDENTIAL_CODES) from None
-    except BotoCoreError as exc:  # no credentials, endpoint unreachable, timeouts, bad profile...
-        raise ApiError(operation, type(exc).__name__, str(exc), fatal=True) from None
+    # No credentials, endpoint unreachable, timeouts, a bad profile -- and a body that is not an AWS response
+    # (ResponseParserError is not a BotoCoreError): every later call would fail the same way.
+    except (BotoCoreError, ResponseParserError) as exc:
+        raise ApiError(operation, type(exc).__name__, _first_line(str(exc)), fatal=True) from None
+
+
+def _first_line(message: str) -> str:
+    line = message.strip().split("\n", 1)[0]
+    return line if len(line) <= _MESSAGE_LIMIT else line[: _MESSAGE_LIMIT - 3] + "..."

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator
 
 from gpufleet.preflight.ami import check_ami
-from gpufleet.preflight.clients import ApiError, Clients
+from gpufleet.preflight.clients import CONNECTION_FIX, ApiError, Clients
 from gpufleet.preflight.context import Context
 from gpufleet.preflight.findings import Finding, ordered
 from gpufleet.preflight.instances import check_efa, check_instance_types, check_offerings, check_zones
@@ -28,20 +31,55 @@ CHECKS: tuple[tuple[str, Check], ...] = (
 )
 
 
-def preflight(fleet: Fleet, clients: Clients) -> list[Finding]:
+DEFAULT_DEADLINE_S = 120.0
+DEADLINE_FIX = f"{CONNECTION_FIX}; or allow more time with --deadline SECONDS"
+
+
+class _DeadlineExceeded(BaseException):
+    """Raised from SIGALRM; a BaseException so that no `except Exception` in botocore or urllib3 swallows it."""
+
+
+@contextmanager
+def _alarm(seconds: float | None) -> Iterator[None]:
+    """SIGALRM after `seconds`: it interrupts a blocked socket read, which no read timeout does for a server
+    that drips a byte at a time. Only the main thread receives signals; elsewhere the run is unbounded."""
+    if seconds is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: object) -> None:
+        raise _DeadlineExceeded()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def preflight(fleet: Fleet, clients: Clients, deadline: float | None = None) -> list[Finding]:
     """Every finding for one environment's fleet, errors first. Reads only; never creates anything.
 
     A failed AWS call ends its check with one blocking finding naming the call; a credential or connection
-    failure ends the run, since every later call would fail the same way.
+    failure ends the run, since every later call would fail the same way. After `deadline` seconds the run
+    stops with a blocking finding naming the check it was in; findings so far are kept.
     """
     ctx = Context(fleet, clients)
     findings: list[Finding] = []
-    for _name, check in CHECKS:
-        try:
-            for finding in check(ctx):
-                findings.append(finding)
-        except ApiError as exc:
-            findings.append(exc.finding())
-            if exc.fatal:
-                break
+    current = CHECKS[0][0]
+    try:
+        with _alarm(deadline):
+            for current, check in CHECKS:
+                try:
+                    for finding in check(ctx):
+                        findings.append(finding)
+                except ApiError as exc:
+                    findings.append(exc.finding())
+                    if exc.fatal:
+                        break
+    except _DeadlineExceeded:
+        message = f"preflight stopped after {deadline:g} s (--deadline) in the {current} check: the AWS API did not answer in time"
+        findings.append(Finding(True, None, message, DEADLINE_FIX, scope="aws"))
     return ordered(findings)
