@@ -240,6 +240,9 @@ def test_a_signal_during_synthesis_removes_staging_and_exits_quietly(tmp_path: P
         time.sleep(0.02)
     time.sleep(0.5)  # into the synthesis (the Pulumi program under mocks takes seconds)
     proc.send_signal(sig)
-    stdout, stderr = proc.communicate(timeout=30)
+    try:
+        stdout, stderr = proc.communicate(timeout=30)
+    finally:
+        proc.kill()  # a no-op once it exited; never leave a hung synth behind
     assert (proc.returncode, stdout, stderr) == (code, "", "")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fleet.yaml"]
