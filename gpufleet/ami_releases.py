@@ -45,6 +45,12 @@ def catalog() -> Catalog:
     return Catalog(source=data["source"], commit=data["commit"], as_of=data["asOf"], releases=releases)
 
 
+def newest(ami_type: str, kubernetes_version: str) -> str | None:
+    """The newest published release of `ami_type` for `kubernetes_version` known to gpufleet, if any."""
+    known = catalog().releases.get(ami_type, {}).get(kubernetes_version, ())
+    return known[-1] if known else None
+
+
 def is_bottlerocket(ami_type: str) -> bool:
     return ami_type.startswith("BOTTLEROCKET")
 

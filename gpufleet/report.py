@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gpufleet import stages
 from gpufleet.access_table import access_section
+from gpufleet.pins import pins_section
 from gpufleet.plan import RolloutPlan
 
 
@@ -23,6 +24,7 @@ def plan_markdown(plan: RolloutPlan, will_it_run: list[str] | None = None) -> st
         count = len([r for r in s.content.resources if not r.lookup])
         gates = ", ".join(g.name for g in s.content.gates) or "-"
         lines.append(f"| {s.index} | {s.name} | {'yes' if s.included else 'no'} | {count} | {gates} |")
+    lines += [""] + pins_section(plan)
     lines += [""] + access_section(fleet, plan.through)
     for s in plan.stages:
         lines += ["", f"## {s.index}. {s.name}{'' if s.included else ' (not in this environment)'}", "", stages.WHAT[s.name] + "."]

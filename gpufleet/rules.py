@@ -288,7 +288,8 @@ def _ami(fleet: Fleet) -> Iterator[Issue]:
             yield Issue(path=path + ("ami", "releaseVersion"), severity=found.severity, message=found.message, hint=found.hint)
 
 
-_STAGE_OF_COMPONENT = {
+STAGE_OF_COMPONENT: dict[str, str] = {
+    "gpuOperator": "foundation",
     "kueue": "admission",
     "efaDevicePlugin": "network",
     "networkOperator": "network",
@@ -299,9 +300,10 @@ _STAGE_OF_COMPONENT = {
 }
 
 
-def _needed_components(fleet: Fleet) -> set[str]:
+def deployed_components(fleet: Fleet) -> set[str]:
+    """The component keys (versions.COMPONENTS) some environment of the fleet deploys."""
     fabrics = {g.fabric for g in fleet.node_groups}
-    need = {"kueue"} if fleet.teams else set()
+    need = {"gpuOperator", "kueue"} if fleet.teams else {"gpuOperator"}
     if Fabric.EFA in fabrics:
         need.add("efaDevicePlugin")
     if Fabric.RDMA in fabrics:
@@ -311,13 +313,13 @@ def _needed_components(fleet: Fleet) -> set[str]:
     need.add("nodeProblemDetector")
     if fleet.cluster.autoscaler == "Install":
         need.add("clusterAutoscaler")
-    return {c for c in need if stage_used(fleet, _STAGE_OF_COMPONENT[c])}
+    return {c for c in need if stage_used(fleet, STAGE_OF_COMPONENT[c])}
 
 
-@rule("versions")
-def _versions(fleet: Fleet) -> Iterator[Issue]:
+def component_versions(fleet: Fleet) -> dict[str, str]:
+    """Each component key of versions.COMPONENTS with the version the fleet uses (pinned or tested)."""
     v = fleet.versions
-    given = {
+    return {
         "gpuOperator": v.gpu_operator,
         "kueue": v.kueue,
         "efaDevicePlugin": v.efa_device_plugin,
@@ -327,16 +329,16 @@ def _versions(fleet: Fleet) -> Iterator[Issue]:
         "nodeProblemDetector": v.node_problem_detector,
         "clusterAutoscaler": v.cluster_autoscaler,
     }
-    for key, version in given.items():
+
+
+@rule("versions")
+def _versions(fleet: Fleet) -> Iterator[Issue]:
+    v = fleet.versions
+    for key, version in component_versions(fleet).items():
         field = "tag" if key == "multus" else "chart"
         component = COMPONENTS[key]
         supported = ", ".join(component.supported)
-        if version is None:
-            if key in _needed_components(fleet):
-                hint = f"add {key}: {{{field}: {component.supported[-1]}}}"
-                if key == "clusterAutoscaler":
-                    hint += ", or set cluster.autoscaler: None if you run Karpenter or another autoscaler"
-                yield Issue(path=("versions", key), at_key=True, message=f"{component.title} must be pinned: the {_STAGE_OF_COMPONENT[key]} stage deploys it (supported: {supported})", hint=hint)
+        if key in v.defaulted:
             continue
         path = ("versions", key, field)
         if not is_pinned(version):

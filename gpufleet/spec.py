@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Mapping
 
+from gpufleet import ami_releases
 from gpufleet.errors import Path
+from gpufleet.versions import COMPONENTS, default_release
 
 
 class WorkloadClass(StrEnum):
@@ -205,20 +207,22 @@ class Cluster:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Versions:
-    """versions: pinned upstream components; None means not given (rules decide whether it was needed)."""
+    """versions: the upstream components; one the spec does not pin is the release gpufleet is tested with
+    (versions.default_release), and `defaulted` names it (plan.json, plan.md)."""
 
     gpu_operator: str
     driver_source: str  # Preinstalled | Operator
     driver_version: str | None
     toolkit_version: str | None
-    kueue: str | None
-    efa_device_plugin: str | None
-    network_operator: str | None
-    multus: str | None
-    kube_prometheus_stack: str | None
-    node_problem_detector: str | None
-    cluster_autoscaler: str | None
+    kueue: str
+    efa_device_plugin: str
+    network_operator: str
+    multus: str
+    kube_prometheus_stack: str
+    node_problem_detector: str
+    cluster_autoscaler: str
     addons: Mapping[str, str]
+    defaulted: frozenset[str]  # component keys (versions.COMPONENTS) the spec does not pin
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -391,9 +395,20 @@ def _principals(items: Any) -> tuple[Principal, ...]:
     return tuple(Principal(principal_arn=p["principalArn"]) for p in items)
 
 
-def _chart(versions: Mapping[str, Any], key: str) -> str | None:
+def _chart(versions: Mapping[str, Any], key: str) -> str:
     entry = versions.get(key)
-    return None if entry is None else str(entry["chart"])
+    return default_release(key) if entry is None else str(entry["tag" if key == "multus" else "chart"])
+
+
+# cluster.systemNodes omitted with mode Create: the schema's defaults of systemNodes (m7i.xlarge, 2..6 nodes) on the
+# newest standard AL2023 AMI release gpufleet knows for the cluster's Kubernetes version. Every GPU group is tainted,
+# so CoreDNS and the controllers need these CPU nodes; None when no release is known (the rules then ask for one).
+def _system_nodes(c: Mapping[str, Any]) -> SystemNodes | None:
+    if "systemNodes" in c:
+        sn = c["systemNodes"]
+        return SystemNodes(instance_type=sn["instanceType"], release_version=sn["releaseVersion"], min_size=sn["minSize"], max_size=sn["maxSize"])
+    release = ami_releases.newest(ami_releases.SYSTEM_NODES_AMI_TYPE, c["kubernetesVersion"]) if c["mode"] == "Create" else None
+    return None if release is None else SystemNodes(instance_type="m7i.xlarge", release_version=release, min_size=2, max_size=6)
 
 
 def _network(d: Mapping[str, Any]) -> Network:
@@ -441,30 +456,24 @@ def _fleet(d: Mapping[str, Any]) -> Fleet:
             open_endpoint_reason=c.get("publicEndpoint", {}).get("acknowledgeOpenToInternet"),
             vpc_id=c["network"]["vpcId"],
             subnet_ids=tuple(c["network"]["subnetIds"]),
-            system_nodes=None
-            if "systemNodes" not in c
-            else SystemNodes(
-                instance_type=c["systemNodes"]["instanceType"],
-                release_version=c["systemNodes"]["releaseVersion"],
-                min_size=c["systemNodes"]["minSize"],
-                max_size=c["systemNodes"]["maxSize"],
-            ),
+            system_nodes=_system_nodes(c),
             autoscaler=c["autoscaler"],
             admins=_principals(c.get("admins", ())),
         ),
         versions=Versions(
-            gpu_operator=v["gpuOperator"]["chart"],
+            gpu_operator=_chart(v, "gpuOperator"),
             driver_source=v["driver"]["source"],
             driver_version=v["driver"].get("version"),
             toolkit_version=v["driver"].get("toolkitVersion"),
             kueue=_chart(v, "kueue"),
             efa_device_plugin=_chart(v, "efaDevicePlugin"),
             network_operator=_chart(v, "networkOperator"),
-            multus=v["multus"]["tag"] if "multus" in v else None,
+            multus=_chart(v, "multus"),
             kube_prometheus_stack=_chart(v, "kubePrometheusStack"),
             node_problem_detector=_chart(v, "nodeProblemDetector"),
             cluster_autoscaler=_chart(v, "clusterAutoscaler"),
             addons=dict(sorted(v["addons"].items())),
+            defaulted=frozenset(key for key in COMPONENTS if key not in v),
         ),
         node_groups=tuple(_node_group(g) for g in d["nodeGroups"]),
         image_sets=tuple(ImageSet(name=s["name"], images=tuple(s["images"])) for s in d["imageSets"]),

@@ -26,6 +26,7 @@ import yaml
 
 from gpufleet import stages
 from gpufleet.plan import RolloutPlan
+from gpufleet.pins import pins
 
 TREE_FORMAT = "gpufleet synth tree"
 TREE_FORMAT_VERSION = 1
@@ -195,6 +196,7 @@ def build_tree(plan: RolloutPlan, registrations: list[Registration], plan_md: st
             {"index": s.index, "name": s.name, "included": s.included, "resources": sorted(per_stage.get(s.directory, []))}
             for s in plan.stages
         ],
+        "versions": pins(plan),
         "warnings": list(plan.warnings),
     }
     files["plan.json"] = dump_json({**summary, "digest": digest(summary, files)})

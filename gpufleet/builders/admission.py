@@ -26,7 +26,7 @@ def system_namespaces(fleet: Fleet) -> list[str]:
 
 def build(ctx: BuildContext) -> StageContent:
     fleet = ctx.fleet
-    if not fleet.teams or fleet.versions.kueue is None:
+    if not fleet.teams:
         return StageContent(notes=("No teams: nothing to admit, so Kueue is not installed.",))
 
     release = helm("kueue", fleet.versions.kueue, release=KUEUE_RELEASE, namespace=NS_KUEUE, values=kueue.helm_values(fleet, prometheus=ctx.includes("telemetry")))

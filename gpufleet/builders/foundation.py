@@ -80,7 +80,6 @@ def autoscaler_resources(fleet: Fleet) -> list[Resource]:
     cluster), the role's policy, the association, and the Helm release, which waits for the association (the
     Pod Identity webhook injects credentials only into pods created after it) and for the system nodes."""
     version = fleet.versions.cluster_autoscaler
-    assert version is not None  # rules: cluster.autoscaler Install requires versions.clusterAutoscaler
     create = fleet.cluster.mode == "Create"
     return [
         *pod_identity_resources(

@@ -11,7 +11,7 @@ from gpufleet.names import NS_HEALTH
 from gpufleet.builders.telemetry import prometheus_dependency
 from gpufleet.manifests import health, rules_promql, telemetry
 from gpufleet.plan import BuildContext, Gate, Resource, StageContent
-from gpufleet.versions import COMPONENTS, NVIDIA_REPAIRS, REBOOT, REPLACE
+from gpufleet.versions import NVIDIA_REPAIRS, REBOOT, REPLACE
 
 NPD_RELEASE = "node-problem-detector"
 
@@ -42,7 +42,7 @@ def build(ctx: BuildContext) -> StageContent:
     fleet = ctx.fleet
     h = fleet.health
     warnings: list[str] = []
-    version = fleet.versions.node_problem_detector or COMPONENTS["nodeProblemDetector"].supported[-1]
+    version = fleet.versions.node_problem_detector
     npd = helm("nodeProblemDetector", version, release=NPD_RELEASE, namespace=NS_HEALTH, values=health.npd_values(fleet))
     # The release creates the namespace; everything else in it waits for the release.
     after = (npd.id,)

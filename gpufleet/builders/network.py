@@ -82,7 +82,6 @@ def build(ctx: BuildContext) -> StageContent:
 
     if efa_groups:
         version = fleet.versions.efa_device_plugin
-        assert version is not None  # rules: required when the network stage is deployed
         plugin = helm("efaDevicePlugin", version, release="aws-efa-k8s-device-plugin", namespace=NS_NETWORK, values=net.efa_device_plugin_values(fleet), depends_on=(ns.id,))
         resources.append(plugin)
         configmaps, lines = _nccl_env(fleet, Fabric.EFA, (ns.id,))
@@ -97,7 +96,7 @@ def build(ctx: BuildContext) -> StageContent:
     if rdma_groups:
         rdma = fleet.network.rdma
         version = fleet.versions.network_operator
-        assert rdma is not None and version is not None and fleet.versions.multus is not None  # rules
+        assert rdma is not None  # rules
         operator = helm("networkOperator", version, release="network-operator", namespace=net.NS_NETWORK_OPERATOR, values=net.network_operator_values())
         policy = k8s(net.nic_cluster_policy(fleet, version), depends_on=(operator.id,))
         multus = [k8s(obj, depends_on=(ns.id,)) for obj in net.multus_objects(fleet.versions.multus)]

@@ -6,7 +6,6 @@ from __future__ import annotations
 from gpufleet.builders.common import helm, k8s
 from gpufleet.manifests import dashboards, rules_promql, sharing, telemetry
 from gpufleet.plan import BuildContext, Resource, StageContent
-from gpufleet.versions import COMPONENTS
 
 KPS_RELEASE = "kube-prometheus-stack"
 
@@ -30,7 +29,7 @@ def build(ctx: BuildContext) -> StageContent:
     if fleet.telemetry.prometheus == "Install":
         # rules.py requires the version whenever an environment includes telemetry; without one the stage is
         # in no environment, and the plan only counts what it would bring.
-        version = fleet.versions.kube_prometheus_stack or COMPONENTS["kubePrometheusStack"].supported[-1]
+        version = fleet.versions.kube_prometheus_stack
         resources.append(helm("kubePrometheusStack", version, release=KPS_RELEASE, namespace=ns, values=telemetry.kube_prometheus_stack_values(fleet)))
         notes.append(f"- Prometheus: kube-prometheus-stack {version} in `{ns}`; it selects ServiceMonitors, PodMonitors and PrometheusRules in every namespace.")
     else:

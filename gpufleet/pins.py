@@ -1,0 +1,32 @@
+"""The component versions one environment deploys and where each comes from, for plan.json and plan.md.
+
+A version the spec does not pin is the release this gpufleet is tested with (gpufleet.versions.default_release); recording
+it in the tree makes a gpufleet upgrade that bumps it visible in review and in `gpufleet diff`.
+"""
+
+from __future__ import annotations
+
+from gpufleet import stages
+from gpufleet.plan import RolloutPlan
+from gpufleet.rules import STAGE_OF_COMPONENT, component_versions, deployed_components
+from gpufleet.versions import COMPONENTS
+
+
+def pins(plan: RolloutPlan) -> dict[str, dict[str, str]]:
+    """The component versions this environment deploys, each with where it comes from: `spec` (pinned in the spec)
+    or `tested` (not pinned: the release this gpufleet is tested with), so a gpufleet upgrade that bumps a default
+    shows in the tree and in `gpufleet diff`."""
+    return {
+        key: {"version": component_versions(plan.fleet)[key], "from": "tested" if key in plan.fleet.versions.defaulted else "spec"}
+        for key in sorted(deployed_components(plan.fleet))
+        if stages.included(STAGE_OF_COMPONENT[key], plan.through)
+    }
+
+
+def pins_section(plan: RolloutPlan) -> list[str]:
+    """plan.md's table of the deployed component versions."""
+    lines = ["## Versions", "", "| component | version | from |", "|---|---|---|"]
+    for key, pin in pins(plan).items():
+        source = "the spec" if pin["from"] == "spec" else "tested with this gpufleet (not pinned in the spec)"
+        lines.append(f"| {COMPONENTS[key].title} | {pin['version']} | {source} |")
+    return lines
