@@ -345,7 +345,7 @@ def test_gpu_groups_carry_the_aws_accelerator_label(prod: RolloutPlan) -> None:
 
 def test_none_renders_nothing_and_needs_no_pin() -> None:
     plan = plan_of(spec(autoscaler_line="  autoscaler: None\n", pin=False))
-    assert plan.fleet.cluster.autoscaler == "None" and plan.fleet.versions.cluster_autoscaler is None
+    assert plan.fleet.cluster.autoscaler == "None" and "clusterAutoscaler" in plan.fleet.versions.defaulted
     assert not {i for i in ids(plan) if "autoscaler" in i}
     for rid in ("l4-node-group", "system-node-group"):
         res = resource(plan, rid)

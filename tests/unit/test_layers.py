@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gpufleet.rules", "gpufleet.pipeline"),
     ("gpufleet.manifests",),
     ("gpufleet.builders",),
-    ("gpufleet.rollout", "gpufleet.report", "gpufleet.access_table", "gpufleet.tree", "gpufleet.tree_reader", "gpufleet.output"),
+    ("gpufleet.rollout", "gpufleet.report", "gpufleet.access_table", "gpufleet.pins", "gpufleet.tree", "gpufleet.tree_reader", "gpufleet.output"),
     ("gpufleet.impact", "gpufleet.running_work", "gpufleet.diff_report", "gpufleet.preflight", "gpufleet.diagnose", "gpufleet.model"),
     ("components", "policies"),
     ("gpufleet.synth", "gpufleet.check", "gpufleet.diff", "gpufleet.explain", "gpufleet.cli", "tools"),
