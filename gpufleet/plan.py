@@ -8,6 +8,7 @@ stages' resources (`check_order` enforces it, like cluster-toolkit's "earlier gr
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
@@ -44,6 +45,31 @@ class Concat:
 
     def __str__(self) -> str:
         return "".join(str(p) for p in self.parts)
+
+
+_MARK = "\u0001ref{}\u0001"  # json.dumps writes it as the escaped text matched below
+_MARKED = re.compile(r"\\u0001ref(\d+)\\u0001")
+
+
+def json_document(doc: Any) -> str | Concat:
+    """`doc` as indented JSON; Refs inside it become deploy-time strings (e.g. an IAM role's ARN in a key policy)."""
+    refs: list[Ref] = []
+
+    def mark(value: Any) -> Any:
+        if isinstance(value, Ref):
+            refs.append(value)
+            return _MARK.format(len(refs) - 1)
+        if isinstance(value, Mapping):
+            return {k: mark(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [mark(v) for v in value]
+        return value
+
+    text = json.dumps(mark(doc), indent=2)
+    if not refs:
+        return text
+    pieces = _MARKED.split(text)  # literal, index, literal, index, ..., literal
+    return Concat(*(refs[int(p)] if i % 2 else p for i, p in enumerate(pieces)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

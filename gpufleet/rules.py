@@ -415,6 +415,12 @@ def _access(fleet: Fleet) -> Iterator[Issue]:
             message="mode Create needs cluster.admins: the cluster is created without an implicit admin (bootstrapClusterCreatorAdminPermissions false), so nobody could deploy into it",
             hint='add cluster.admins: [{principalArn: "arn:aws:iam::<account>:role/<the role that runs pulumi up>"}]',
         )
+    if fleet.checkpoints is not None and fleet.checkpoints.encryption == "CustomerManagedKey" and not cluster.admins:
+        yield Issue(
+            path=("checkpoints", "encryption"),
+            message="encryption CustomerManagedKey needs cluster.admins: they administer the checkpoint key, and nobody else may",
+            hint="add cluster.admins, or use encryption S3Managed",
+        )
     partition = names.partition(cluster.region)
     owners: list[tuple[Path, list[str] | tuple[str, ...], str]] = [(("cluster", "admins"), [p.principal_arn for p in cluster.admins], "cluster.admins")]
     owners += [(("teams", i, "members"), [p.principal_arn for p in team.members], f"team {team.name}") for i, team in enumerate(fleet.teams)]

@@ -254,6 +254,7 @@ class Checkpoints:
     mean_time_between_failures_hours: float
     interval_minutes: float | None
     retention_days: int
+    encryption: str  # S3Managed (SSE-S3) or CustomerManagedKey (SSE-KMS with the fleet's own key)
     local_write_gbps: float  # per node, to the RAID0 instance-store array
     bucket_write_gbps: float  # per node, to the bucket
     writer_nodes: int  # nodes writing shards of one checkpoint in parallel
@@ -531,6 +532,7 @@ def _fleet(d: Mapping[str, Any]) -> Fleet:
             mean_time_between_failures_hours=float(cp["meanTimeBetweenFailuresHours"]),
             interval_minutes=cp.get("intervalMinutes"),
             retention_days=cp["retentionDays"],
+            encryption=cp["encryption"],
             local_write_gbps=float(cp["localWriteGBps"]),
             bucket_write_gbps=float(cp["bucketWriteGBps"]),
             writer_nodes=cp["writerNodes"],

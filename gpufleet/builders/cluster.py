@@ -76,7 +76,7 @@ def pod_identity_resources(
     name_prefix: str,
     description: str,
     policy_name: str,
-    policy_document: str,
+    policy_document: str | Concat,
     namespace: str,
     service_account: str,
 ) -> list[Resource]:

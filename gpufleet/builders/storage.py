@@ -18,6 +18,7 @@ from gpufleet.plan import BuildContext, Ref, Resource, StageContent
 from gpufleet.spec import Checkpoints, Fleet, NodeGroup
 
 BUCKET = "checkpoint-bucket"
+KEY = "checkpoint-key"
 
 
 def sizing(cp: Checkpoints, staged: bool) -> checkpoints.Sizing:
@@ -31,6 +32,38 @@ def sizing(cp: Checkpoints, staged: bool) -> checkpoints.Sizing:
         staged=staged,
         interval_minutes=cp.interval_minutes,
     )
+
+
+def _encryption_rule(cp: Checkpoints) -> dict[str, object]:
+    """SSE-S3, or SSE-KMS with the fleet's key and an S3 Bucket Key (S3 derives object keys from one bucket-level
+    data key, so writing a sharded checkpoint is not one KMS request per object: KMS request quotas and cost)."""
+    if not st.customer_managed_key(cp):
+        return {"apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"}}
+    return {"apply_server_side_encryption_by_default": {"sse_algorithm": "aws:kms", "kms_master_key_id": Ref(KEY, "arn")}, "bucket_key_enabled": True}
+
+
+def key_resources(fleet: Fleet, cp: Checkpoints) -> list[Resource]:
+    """checkpoints.encryption CustomerManagedKey: the key (yearly automatic rotation; protected and retained like
+    the bucket, since deleting it would make every checkpoint unreadable) and an alias naming it."""
+    if not st.customer_managed_key(cp):
+        return []
+    roles = [Ref(f"checkpoints-role-{t.name}", "arn") for t in fleet.teams]
+    return [
+        Resource(
+            id=KEY,
+            type="aws:kms/key:Key",
+            provider=AWS_PROVIDER,
+            protect=True,
+            retain_on_delete=True,
+            args={
+                "description": f"Fleet {fleet.name}: checkpoints in s3://{cp.bucket} (SSE-KMS)",
+                "enable_key_rotation": True,
+                "policy": st.key_policy(fleet, roles),
+                "tags": tags(fleet),
+            },
+        ),
+        Resource(id=f"{KEY}-alias", type="aws:kms/alias:Alias", provider=AWS_PROVIDER, args={"name": st.key_alias(fleet), "target_key_id": Ref(KEY, "keyId")}),
+    ]
 
 
 def bucket_resources(fleet: Fleet, cp: Checkpoints) -> list[Resource]:
@@ -54,7 +87,7 @@ def bucket_resources(fleet: Fleet, cp: Checkpoints) -> list[Resource]:
         setting(
             "encryption",
             "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
-            {"rules": [{"apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"}}]},
+            {"rules": [_encryption_rule(cp)]},
         ),
         setting(
             "public-access-block",
@@ -83,7 +116,7 @@ def identity_resources(fleet: Fleet, cp: Checkpoints, interval_s: float) -> list
                 name_prefix=f"{fleet.name}-{team.name}-ckpt-",
                 description=f"Team {team.name}: checkpoints under s3://{cp.bucket}/{st.team_prefix(team)} (EKS Pod Identity)",
                 policy_name="checkpoint-prefix",
-                policy_document=st.team_access_policy(fleet, cp, team),
+                policy_document=st.team_access_policy(fleet, cp, team, Ref(KEY, "arn") if st.customer_managed_key(cp) else None),
                 namespace=team.namespace,
                 service_account=st.CHECKPOINT_SERVICE_ACCOUNT,
             ),
@@ -139,6 +172,15 @@ def _sizing_notes(cp: Checkpoints, s: checkpoints.Sizing) -> list[str]:
     return lines
 
 
+def _encryption_note(fleet: Fleet, cp: Checkpoints) -> str:
+    if not st.customer_managed_key(cp):
+        return "SSE-S3 encrypted"
+    return (
+        f"SSE-KMS encrypted with the fleet's key `{st.key_alias(fleet)}` (rotated yearly, protected and retained; "
+        "cluster.admins administer it, only the teams' checkpoint roles may use it, and only through S3)"
+    )
+
+
 def build(ctx: BuildContext) -> StageContent:
     fleet = ctx.fleet
     cp = fleet.checkpoints
@@ -146,14 +188,14 @@ def build(ctx: BuildContext) -> StageContent:
         return StageContent(notes=("No checkpoints section: no bucket and no workload identity.",))
     raid0 = [g for g in fleet.node_groups if g.local_storage == "RAID0"]
     s = sizing(cp, staged=bool(raid0))
-    resources = bucket_resources(fleet, cp) + identity_resources(fleet, cp, s.interval_s)
+    resources = bucket_resources(fleet, cp) + identity_resources(fleet, cp, s.interval_s) + key_resources(fleet, cp)
     warnings = checkpoints.interval_warnings(s)
     warning = pod_identity_warning(fleet, "the teams' checkpoint-writer service accounts get no AWS credentials")
     if fleet.teams and warning:
         warnings.append(warning)
 
     notes = [
-        f"Checkpoint bucket `{cp.bucket}` ({fleet.cluster.region}): versioned, SSE-S3 encrypted, all public access blocked, ACLs disabled, TLS only; "
+        f"Checkpoint bucket `{cp.bucket}` ({fleet.cluster.region}): versioned, {_encryption_note(fleet, cp)}, all public access blocked, ACLs disabled, TLS only; "
         f"noncurrent versions expire after {cp.retention_days} days, incomplete uploads after {st.ABORT_MULTIPART_DAYS}. "
         "Pulumi `protect` and `retainOnDelete`: `pulumi destroy` stops at the bucket, and a deleted stack leaves it and its settings in place.",
         "",

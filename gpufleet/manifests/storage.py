@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from gpufleet.names import LABEL_MANAGED_BY, partition
+from gpufleet.plan import Concat, Ref, json_document
 from gpufleet.spec import Checkpoints, Fleet, Team
 
 CHECKPOINT_SERVICE_ACCOUNT = "checkpoint-writer"
@@ -33,6 +34,80 @@ OBJECT_ACTIONS = (
     "s3:ListMultipartUploadParts",
     "s3:PutObject",
 )
+
+
+# checkpoints.encryption CustomerManagedKey. What S3 needs of the key for SSE-KMS reads and writes (multipart
+# uploads need kms:GenerateDataKey and kms:Decrypt), the AWS KMS developer guide's "key users" actions
+# (kms/latest/developerguide/key-policy-default.html, "Allows key users to use the KMS key").
+KEY_USE_ACTIONS = ("kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*")
+# Its "key administrators" actions (same page): manage the key, never encrypt or decrypt with it.
+KEY_ADMIN_ACTIONS = (
+    "kms:CancelKeyDeletion",
+    "kms:Create*",
+    "kms:Delete*",
+    "kms:Describe*",
+    "kms:Disable*",
+    "kms:Enable*",
+    "kms:Get*",
+    "kms:List*",
+    "kms:Put*",
+    "kms:Revoke*",
+    "kms:RotateKeyOnDemand",
+    "kms:ScheduleKeyDeletion",
+    "kms:TagResource",
+    "kms:UntagResource",
+    "kms:Update*",
+)
+
+
+def customer_managed_key(cp: Checkpoints) -> bool:
+    return cp.encryption == "CustomerManagedKey"
+
+
+def key_alias(fleet: Fleet) -> str:
+    return f"alias/{fleet.name}-checkpoints"
+
+
+def s3_endpoint(fleet: Fleet) -> str:
+    """The service principal S3 calls KMS as, the value of kms:ViaService (s3.<region>.amazonaws.com[.cn])."""
+    region = fleet.cluster.region
+    return f"s3.{region}.amazonaws.com" + (".cn" if partition(region) == "aws-cn" else "")
+
+
+def account_of(fleet: Fleet) -> str:
+    """The fleet's account, from its first admin's ARN (EKS access entries only take principals of the cluster's
+    account; the `checkpoints` rule requires an admin when the key exists)."""
+    return fleet.cluster.admins[0].principal_arn.split(":")[4]
+
+
+def key_policy(fleet: Fleet, team_roles: list[Ref]) -> str | Concat:
+    """Who may do what with the checkpoint key. cluster.admins administer it. The account root may administer it
+    too, so IAM policies can grant administration (KMS refuses a key policy that would lock out the principal
+    creating the key unless it can still change the policy -- the lockout safety check), but it gets no use
+    actions, so no IAM policy can grant encrypting or decrypting. Only the teams' checkpoint roles may use the
+    key, and only through S3 (kms:ViaService) in this account (kms:CallerAccount)."""
+    root = f"arn:{partition(fleet.cluster.region)}:iam::{account_of(fleet)}:root"
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "KeyAdministration",
+            "Effect": "Allow",
+            "Principal": {"AWS": [root, *(a.principal_arn for a in fleet.cluster.admins)]},
+            "Action": list(KEY_ADMIN_ACTIONS),
+            "Resource": "*",
+        }
+    ]
+    if team_roles:
+        statements.append(
+            {
+                "Sid": "TeamCheckpointRolesThroughS3",
+                "Effect": "Allow",
+                "Principal": {"AWS": team_roles},
+                "Action": list(KEY_USE_ACTIONS),
+                "Resource": "*",
+                "Condition": {"StringEquals": {"kms:ViaService": s3_endpoint(fleet), "kms:CallerAccount": account_of(fleet)}},
+            }
+        )
+    return json_document({"Version": "2012-10-17", "Statement": statements})
 
 
 def bucket_arn(fleet: Fleet, bucket: str) -> str:
@@ -82,25 +157,32 @@ def lifecycle_rules(cp: Checkpoints) -> list[dict[str, Any]]:
     ]
 
 
-def team_access_policy(fleet: Fleet, cp: Checkpoints, team: Team) -> str:
-    """Objects under <bucket>/<team>/ only, and listing only that prefix."""
+def team_access_policy(fleet: Fleet, cp: Checkpoints, team: Team, key: Ref | None) -> str | Concat:
+    """Objects under <bucket>/<team>/ only, and listing only that prefix; with a customer-managed key, using the
+    key through S3 (the key policy allows the role too: KMS needs both)."""
     arn = bucket_arn(fleet, cp.bucket)
     prefix = team_prefix(team)
-    return _json(
+    statements: list[dict[str, Any]] = [
+        {"Sid": "TeamPrefixObjects", "Effect": "Allow", "Action": list(OBJECT_ACTIONS), "Resource": f"{arn}/{prefix}*"},
         {
-            "Version": "2012-10-17",
-            "Statement": [
-                {"Sid": "TeamPrefixObjects", "Effect": "Allow", "Action": list(OBJECT_ACTIONS), "Resource": f"{arn}/{prefix}*"},
-                {
-                    "Sid": "ListTeamPrefix",
-                    "Effect": "Allow",
-                    "Action": "s3:ListBucket",
-                    "Resource": arn,
-                    "Condition": {"StringLike": {"s3:prefix": [f"{prefix}*"]}},
-                },
-            ],
-        }
-    )
+            "Sid": "ListTeamPrefix",
+            "Effect": "Allow",
+            "Action": "s3:ListBucket",
+            "Resource": arn,
+            "Condition": {"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+        },
+    ]
+    if key is not None:
+        statements.append(
+            {
+                "Sid": "CheckpointKeyThroughS3",
+                "Effect": "Allow",
+                "Action": list(KEY_USE_ACTIONS),
+                "Resource": key,
+                "Condition": {"StringEquals": {"kms:ViaService": s3_endpoint(fleet)}},
+            }
+        )
+    return json_document({"Version": "2012-10-17", "Statement": statements})
 
 
 def service_account(team: Team) -> dict[str, Any]:

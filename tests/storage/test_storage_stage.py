@@ -194,3 +194,63 @@ def test_checkpoint_sizing_defaults_from_the_schema() -> None:
     cp = fleet([group("g", "p5.48xlarge", "EFA")], CHECKPOINTS).checkpoints
     assert cp is not None
     assert (cp.bytes_per_parameter, cp.retention_days, cp.writer_nodes, cp.local_write_gbps, cp.bucket_write_gbps, cp.interval_minutes) == (16, 30, 1, 2.0, 1.25, None)
+
+
+@pytest.fixture(scope="module")
+def key_content():
+    return content(fleet([group("g", "p5.48xlarge", "EFA")], CHECKPOINTS + "  encryption: CustomerManagedKey\n"))
+
+
+def rendered(document) -> dict:
+    """A policy whose Refs are shown as synth shows them (`<ref:resource.attribute>`)."""
+    return json.loads(str(document))
+
+
+def test_default_encryption_is_sse_s3_without_a_key(teams_content) -> None:
+    assert resource(teams_content, "checkpoint-bucket-encryption").args["rules"] == [{"apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"}}]
+    assert not any(r.type.startswith("aws:kms/") for r in teams_content.resources)
+    assert "SSE-S3 encrypted" in "\n".join(teams_content.notes)
+
+
+def test_customer_managed_key_is_rotated_protected_and_aliased(key_content) -> None:
+    key = resource(key_content, "checkpoint-key")
+    assert (key.type, key.protect, key.retain_on_delete) == ("aws:kms/key:Key", True, True)
+    assert key.args["enable_key_rotation"] is True
+    alias = resource(key_content, "checkpoint-key-alias")
+    assert alias.type == "aws:kms/alias:Alias"
+    assert alias.args == {"name": "alias/t-checkpoints", "target_key_id": Ref("checkpoint-key", "keyId")}
+    assert resource(key_content, "checkpoint-bucket-encryption").args["rules"] == [
+        {"apply_server_side_encryption_by_default": {"sse_algorithm": "aws:kms", "kms_master_key_id": Ref("checkpoint-key", "arn")}, "bucket_key_enabled": True}
+    ]
+    assert "SSE-KMS encrypted with the fleet's key `alias/t-checkpoints`" in "\n".join(key_content.notes)
+
+
+def test_key_policy_admins_administer_and_only_team_roles_use_through_s3(key_content) -> None:
+    statements = {s["Sid"]: s for s in rendered(resource(key_content, "checkpoint-key").args["policy"])["Statement"]}
+    assert set(statements) == {"KeyAdministration", "TeamCheckpointRolesThroughS3"}
+    admin = statements["KeyAdministration"]
+    assert admin["Principal"] == {"AWS": ["arn:aws:iam::111122223333:root", "arn:aws:iam::111122223333:role/platform-admin"]}
+    assert not {"kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*", "kms:*"} & set(admin["Action"])
+    use = statements["TeamCheckpointRolesThroughS3"]
+    assert use["Principal"] == {"AWS": ["<ref:checkpoints-role-llm.arn>", "<ref:checkpoints-role-eval.arn>"]}
+    assert use["Action"] == ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*"]
+    assert use["Condition"] == {"StringEquals": {"kms:ViaService": "s3.us-east-1.amazonaws.com", "kms:CallerAccount": "111122223333"}}
+
+
+@pytest.mark.parametrize("team", ["llm", "eval"])
+def test_team_role_may_use_the_key_through_s3(key_content, team: str) -> None:
+    statements = {s["Sid"]: s for s in rendered(resource(key_content, f"checkpoints-policy-{team}").args["policy"])["Statement"]}
+    assert statements["CheckpointKeyThroughS3"] == {
+        "Sid": "CheckpointKeyThroughS3",
+        "Effect": "Allow",
+        "Action": ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*"],
+        "Resource": "<ref:checkpoint-key.arn>",
+        "Condition": {"StringEquals": {"kms:ViaService": "s3.us-east-1.amazonaws.com"}},
+    }
+    assert statements["TeamPrefixObjects"]["Resource"] == f"arn:aws:s3:::team-checkpoints/{team}/*"
+
+
+def test_key_without_teams_names_no_user() -> None:
+    c = content(fleet([group("g", "p5.48xlarge", "EFA")], "checkpoints:\n  bucket: b-ckpt\n  modelParameters: 1000\n  meanTimeBetweenFailuresHours: 6\n  encryption: CustomerManagedKey\n"))
+    (statement,) = rendered(resource(c, "checkpoint-key").args["policy"])["Statement"]
+    assert statement["Sid"] == "KeyAdministration"

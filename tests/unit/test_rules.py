@@ -94,6 +94,7 @@ def through(stage: str) -> Patch:
 
 IMAGES = at("imageSets", value=[{"name": "training", "images": ["nvcr.io/nvidia/pytorch:25.08-py3"]}])
 BOTTLEROCKET = {"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"}
+CUSTOMER_KEY = at("checkpoints", value={"bucket": "labs-ckpt", "modelParameters": 7_000_000_000, "meanTimeBetweenFailuresHours": 24, "encryption": "CustomerManagedKey"})
 EFA_P5 = group(instanceType="p5.48xlarge", fabric="EFA", zone="use1-az4", subnetIds=["subnet-0aa"])
 OPERATOR = at("versions", "driver", value={"source": "Operator", "version": "595.91.07"})
 ALL_VERSIONS = at("versions", value={
@@ -262,6 +263,13 @@ CASES: list[Any] = [
     pytest.param("access", [at("cluster", "mode", value="Existing"), at("cluster", "systemNodes", value=None), at("cluster", "admins", value=None)], [], id="access/existing-without-admins"),
     pytest.param("access", [at("cluster", "admins", value=None)], [("cluster", "mode Create needs cluster.admins: the cluster is created without an implicit admin (bootstrapClusterCreatorAdminPermissions false), so nobody could deploy into it")], id="access/create-without-admins"),
     pytest.param("access", [team(members=[{"principalArn": "arn:aws:iam::111122223333:role/platform-admin"}])], [("teams[0].members[0].principalArn", "arn:aws:iam::111122223333:role/platform-admin is already listed in cluster.admins: EKS allows one access entry per principal")], id="access/admin-in-a-team"),
+    pytest.param("access", [CUSTOMER_KEY], [], id="access/key-with-admins"),
+    pytest.param(
+        "access",
+        [at("cluster", "mode", value="Existing"), at("cluster", "systemNodes", value=None), at("cluster", "admins", value=None), CUSTOMER_KEY],
+        [("checkpoints.encryption", "encryption CustomerManagedKey needs cluster.admins: they administer the checkpoint key, and nobody else may")],
+        id="access/key-without-admins",
+    ),
     pytest.param("access", [team(members=[{"principalArn": "arn:aws-cn:iam::111122223333:role/vision"}])], [("teams[0].members[0].principalArn", "arn:aws-cn:iam::111122223333:role/vision is in partition aws-cn, the cluster (region us-east-1) in aws")], id="access/partition"),
     # network
     pytest.param("network", [EFA_P5], [], id="network/efa"),
