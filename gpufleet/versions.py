@@ -201,10 +201,75 @@ COMPONENTS: Mapping[str, Component] = MappingProxyType(
     }
 )
 
+
 def default_release(key: str) -> str:
     """The release of component `key` this gpufleet is tested with: the last supported one (the current line)."""
     return COMPONENTS[key].supported[-1]
 
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControllerPlacement:
+    """Where a chart's controller pod may run when gpufleet's values leave it alone: the chart's default
+    nodeSelector and tolerations at their values keys (a subchart's keys under its dependency name, as Helm merges
+    them). Required node affinity is not a default of any pinned chart (only preferred terms, which never stop a pod)."""
+
+    name: str  # the workload as the chart names it
+    kind: str  # Deployment | StatefulSet
+    node_selector_key: str
+    node_selector: Mapping[str, str]
+    tolerations_key: str
+    tolerations: tuple[Mapping[str, str], ...]
+    enabled_key: str | None = None  # a values key that switches the controller off (default on)
+
+
+_CONTROL_PLANE = MappingProxyType({"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"})
+_MASTER = MappingProxyType({"key": "node-role.kubernetes.io/master", "operator": "Equal", "value": "", "effect": "NoSchedule"})
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+
+
+def _nfd(enabled_key: str) -> tuple[ControllerPlacement, ...]:
+    # node-feature-discovery subchart values.yaml: master.nodeSelector {}, master.tolerations [control-plane],
+    # gc.nodeSelector {}, gc.tolerations [] (the same in every pinned operator's vendored NFD).
+    return (
+        ControllerPlacement(name="nfd-master", kind="Deployment", node_selector_key="node-feature-discovery.master.nodeSelector", node_selector=_EMPTY, tolerations_key="node-feature-discovery.master.tolerations", tolerations=(_CONTROL_PLANE,), enabled_key=enabled_key),
+        ControllerPlacement(name="nfd-gc", kind="Deployment", node_selector_key="node-feature-discovery.gc.nodeSelector", node_selector=_EMPTY, tolerations_key="node-feature-discovery.gc.tolerations", tolerations=(), enabled_key=enabled_key),
+    )
+
+
+_KUEUE_CONTROLLERS = (ControllerPlacement(name="kueue-controller-manager", kind="Deployment", node_selector_key="controllerManager.nodeSelector", node_selector=_EMPTY, tolerations_key="controllerManager.tolerations", tolerations=()),)
+_AUTOSCALER_CONTROLLERS = (ControllerPlacement(name="cluster-autoscaler", kind="Deployment", node_selector_key="nodeSelector", node_selector=_EMPTY, tolerations_key="tolerations", tolerations=()),)
+
+# The controllers (Deployments and the Prometheus StatefulSet) of each pinned chart, chart -> version -> placement,
+# from ../shared/charts/<chart>/<version>/values.yaml and its vendored subcharts (tests/unit/test_versions.py checks
+# each against them). Grafana is left out: its subchart is not vendored with kube-prometheus-stack here.
+CHART_CONTROLLERS: Mapping[str, Mapping[str, tuple[ControllerPlacement, ...]]] = MappingProxyType(
+    {
+        "kueue": MappingProxyType({"0.18.1": _KUEUE_CONTROLLERS, "0.19.2": _KUEUE_CONTROLLERS}),
+        "gpu-operator": MappingProxyType(
+            {
+                # v26.3.3 sets no operator.nodeSelector; v26.7.0 adds kubernetes.io/os: linux.
+                "v26.3.3": (ControllerPlacement(name="gpu-operator", kind="Deployment", node_selector_key="operator.nodeSelector", node_selector=_EMPTY, tolerations_key="operator.tolerations", tolerations=(_CONTROL_PLANE,)), *_nfd("nfd.enabled")),
+                "v26.7.0": (
+                    ControllerPlacement(name="gpu-operator", kind="Deployment", node_selector_key="operator.nodeSelector", node_selector=MappingProxyType({"kubernetes.io/os": "linux"}), tolerations_key="operator.tolerations", tolerations=(_CONTROL_PLANE,)),
+                    *_nfd("nfd.enabled"),
+                ),
+            }
+        ),
+        "network-operator": MappingProxyType(
+            {"26.4.1": (ControllerPlacement(name="network-operator", kind="Deployment", node_selector_key="operator.nodeSelector", node_selector=_EMPTY, tolerations_key="operator.tolerations", tolerations=(_MASTER, _CONTROL_PLANE)), *_nfd("nfd.enabled"))}
+        ),
+        "kube-prometheus-stack": MappingProxyType(
+            {
+                "88.5.3": (
+                    ControllerPlacement(name="prometheus-operator", kind="Deployment", node_selector_key="prometheusOperator.nodeSelector", node_selector=_EMPTY, tolerations_key="prometheusOperator.tolerations", tolerations=()),
+                    ControllerPlacement(name="prometheus", kind="StatefulSet", node_selector_key="prometheus.prometheusSpec.nodeSelector", node_selector=_EMPTY, tolerations_key="prometheus.prometheusSpec.tolerations", tolerations=()),
+                    ControllerPlacement(name="kube-state-metrics", kind="Deployment", node_selector_key="kube-state-metrics.nodeSelector", node_selector=_EMPTY, tolerations_key="kube-state-metrics.tolerations", tolerations=()),
+                )
+            }
+        ),
+        "cluster-autoscaler": MappingProxyType({"9.58.0": _AUTOSCALER_CONTROLLERS, "9.59.0": _AUTOSCALER_CONTROLLERS}),
+    }
+)
 
 # Kubernetes minor versions EKS offers in standard support that gpufleet renders for.
 KUBERNETES_VERSIONS = ("1.32", "1.33", "1.34", "1.35")

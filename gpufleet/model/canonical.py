@@ -12,15 +12,16 @@ from gpufleet.names import GPU_RESOURCE, LABEL_NODE_GROUP, group_taints, tolerat
 from gpufleet.manifests import kueue
 from gpufleet.model.explain import FleetModel
 from gpufleet.model.nodes import NUMA_ALIGNED_PREFIXES
+from gpufleet.model.controllers import controllers
 from gpufleet.model.operands import operands
 from gpufleet.model.workload import KINDS, QUEUE_LABEL, Workload, workload
 from gpufleet.spec import NodeGroup, SharingStrategy, WorkloadClass
 
 
 def rendered(model: FleetModel) -> list[Workload]:
-    """Every workload object of the included stages (gate Jobs, prepuller and health DaemonSets, Deployments), and
-    the node DaemonSets of the pinned charts (gpufleet.model.operands)."""
-    out = operands(model.plan)
+    """Every workload object of the included stages (gate Jobs, prepuller and health DaemonSets, Deployments), the
+    node DaemonSets of the pinned charts (gpufleet.model.operands) and their controllers (gpufleet.model.controllers)."""
+    out = operands(model.plan) + controllers(model.plan)
     for stage in model.plan.included():
         for res in stage.content.resources:
             obj = res.args.get("object")

@@ -35,7 +35,8 @@ def _path(model: FleetModel, verdict: Verdict, group: str | None) -> Path:
     reason = verdict.reasons[0]
     if reason.spec_path is not None:
         return reason.spec_path
-    return model.paths.get(f"nodeGroup:{group}", ()) if group else ()
+    # No node group: a controller that needs the untainted nodes (cluster.systemNodes in mode Create).
+    return model.paths.get(f"nodeGroup:{group}", ()) if group else ("cluster",)
 
 
 def contradictions(model: FleetModel, rows: list[Row]) -> list[Issue]:

@@ -22,6 +22,9 @@ from gpufleet.plan import RolloutPlan
 
 ASSUMPTION = "assumes an otherwise idle fleet: no other workload holds quota or nodes; groups grow to maxSize through the autoscaler"
 SYSTEM_GROUP = "system"
+# The labels a pod may select untainted CPU nodes by: gpufleet's system group (AL2023 x86_64, mode Create) or the
+# existing cluster's nodes; the kubelet sets kubernetes.io/os on every node.
+SYSTEM_LABELS = {LABEL_NODE_GROUP: SYSTEM_GROUP, "kubernetes.io/os": "linux"}
 STAGES = ("admission", "scheduling", "kubelet", "device-plugin", "autoscaler")
 # Policy resource names -> kinds (admissionregistration resourceRules).
 _RESOURCE_KIND = {"jobs": "Job", "jobsets": "JobSet", "pods": "Pod", "deployments": "Deployment", "statefulsets": "StatefulSet", "pytorchjobs": "PyTorchJob", "mpijobs": "MPIJob", "trainjobs": "TrainJob"}
@@ -102,8 +105,8 @@ def fleet_model(plan: RolloutPlan) -> FleetModel:
         nodes={n.group: n for n in fleet_nodes(plan)},
         kueue=kueue_admission.from_plan(plan),
         queue_policy=_queue_policy(plan),
-        # mode Create: gpufleet's untainted system group; mode Existing: the cluster's own nodes.
-        system_nodes=True,
+        # mode Create: gpufleet's untainted system group (cluster.systemNodes); mode Existing: the cluster's own nodes.
+        system_nodes=plan.fleet.cluster.mode == "Existing" or plan.fleet.cluster.system_nodes is not None,
         paths=plan.fleet.paths,
     )
 
@@ -147,7 +150,7 @@ def _place(model: FleetModel, ps: PodSet, pod: PodSpec, tolerations: list[Mappin
             t = scheduling.untolerated(refused[0].taints, tolerations)[0]
             return [], Reason(stage="scheduling", message=f"node group {refused[0].group} has taint {t['key']}={t['value']}:{t['effect']} the DaemonSet does not tolerate", fix=f"add a toleration for {t['key']}")
         groups = [n.group for n in tolerated]
-        if not groups and model.system_nodes and not _wants_gpu_nodes(pod) and scheduling.matches_node(pod, {LABEL_NODE_GROUP: SYSTEM_GROUP}):
+        if not groups and model.system_nodes and not _wants_gpu_nodes(pod) and scheduling.matches_node(pod, SYSTEM_LABELS):
             return [SYSTEM_GROUP], None
         if not groups:
             return [], Reason(stage="scheduling", message="the DaemonSet selects no node of this fleet it tolerates", fix="select a node group by gpufleet.io/node-group and tolerate its taints")
@@ -156,7 +159,7 @@ def _place(model: FleetModel, ps: PodSet, pod: PodSpec, tolerations: list[Mappin
             if refusal:
                 return [], refusal
         return groups, None
-    on_system = model.system_nodes and not _wants_gpu_nodes(pod) and scheduling.matches_node(pod, {LABEL_NODE_GROUP: SYSTEM_GROUP})
+    on_system = model.system_nodes and not _wants_gpu_nodes(pod) and scheduling.matches_node(pod, SYSTEM_LABELS)
     if on_system and not tolerated:
         return [SYSTEM_GROUP], None  # the untainted CPU nodes take what the GPU groups refuse
     if not selected:

@@ -9,7 +9,8 @@ tolerate, read from the Helm values gpufleet renders, with the chart's own defau
 | kube-prometheus-stack | node exporter | every group | `prometheus-node-exporter.tolerations`; its subchart values.yaml at 88.5.3: Exists NoSchedule |
 
 A device plugin that cannot run on a group leaves the group without its GPUs or EFA devices: every workload there
-stays pending. Other operands (network operator, Multus) are not modelled yet.
+stays pending. The network operator's NicClusterPolicy operands are not modelled yet; Multus is a DaemonSet gpufleet
+renders itself (gpufleet.model.canonical.rendered), the charts' controllers are in gpufleet.model.controllers.
 """
 
 from __future__ import annotations

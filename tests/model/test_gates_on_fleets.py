@@ -178,3 +178,36 @@ def test_a_no_execute_taint_the_node_exporter_does_not_tolerate_is_found(make_mo
     verdict = explain(model, bare)
     assert not verdict.runs
     assert verdict.reasons[0].message == "node group a100-mig has taint example.com/spot=true:NoExecute the DaemonSet does not tolerate"
+
+
+def test_chart_controllers_run_on_the_system_nodes(make_model: MakeModel) -> None:
+    """The pinned charts' controllers (gpufleet.model.controllers) with their chart-default placement."""
+    from gpufleet.model.controllers import controllers
+
+    model = make_model()
+    verdicts = {w.name: explain(model, w) for w in controllers(model.plan)}
+    assert set(verdicts) == {"gpu-operator", "nfd-master", "nfd-gc", "cluster-autoscaler", "prometheus-operator", "prometheus", "kube-state-metrics", "kueue-controller-manager"}
+    assert all(v.runs and v.node_group == "system" for v in verdicts.values())
+
+
+def test_a_controller_with_no_untainted_node_is_a_contradiction_of_the_spec(make_model: MakeModel) -> None:
+    """Without system nodes every GPU group is tainted: Kueue's controller (no tolerations) has nowhere to run."""
+    from gpufleet.model.check import contradictions
+
+    model = replace(make_model(), system_nodes=False)
+    issues = {i.message: i for i in contradictions(model, [])}
+    message = "gpufleet's own Deployment kueue-system/kueue-controller-manager would not run (scheduling): node(s) had untolerated taint {nvidia.com/gpu: true} on node group h100"
+    assert message in issues, sorted(issues)
+    assert issues[message].path == ("cluster",)
+
+
+def test_the_model_has_system_nodes_only_where_the_fleet_has_them(make_model: MakeModel) -> None:
+    """mode Create brings cluster.systemNodes (given or defaulted; the rules refuse a spec left without them), mode
+    Existing the cluster's own nodes."""
+    from gpufleet.model.explain import fleet_model
+
+    plan = make_model().plan
+    bare = replace(plan.fleet, cluster=replace(plan.fleet.cluster, system_nodes=None))
+    assert make_model().system_nodes
+    assert not fleet_model(replace(plan, fleet=bare)).system_nodes
+    assert fleet_model(replace(plan, fleet=replace(bare, cluster=replace(bare.cluster, mode="Existing")))).system_nodes

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from gpufleet.manifests import health
 from gpufleet.pipeline import load_fleet
-from gpufleet.versions import CLUSTER_AUTOSCALER_IMAGES, COMPONENTS, GPU_OPERATOR, KUBERNETES_VERSIONS, KUEUE, NETWORK_OPERATOR, Release
+from gpufleet.versions import CHART_CONTROLLERS, CLUSTER_AUTOSCALER_IMAGES, COMPONENTS, GPU_OPERATOR, KUBERNETES_VERSIONS, KUEUE, NETWORK_OPERATOR, Release
 from tests.upstream import chart_values, require_shared
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "fleet.yaml"
@@ -64,3 +65,23 @@ def test_network_operator_operands_are_released_with_it(version: str) -> None:
     images = NETWORK_OPERATOR[version].operand_images
     assert set(images) == {"rdmaSharedDevicePlugin", "cniPlugins", "ipoib", "nvIpam"}
     assert all(tag == f"network-operator-v{version}" for _, _, tag in images.values())
+
+
+def _at(values: Any, key: str) -> Any:
+    for part in key.split("."):
+        values = values.get(part) if isinstance(values, dict) else None
+    return values
+
+
+@pytest.mark.parametrize(("chart", "version"), [(c, v) for c, releases in sorted(CHART_CONTROLLERS.items()) for v in releases])
+def test_controller_placement_is_the_charts_own(chart: str, version: str) -> None:
+    values = chart_values(chart, version)
+    for c in CHART_CONTROLLERS[chart][version]:
+        assert (_at(values, c.node_selector_key) or {}) == c.node_selector, f"{chart} {version} {c.node_selector_key}"
+        assert (_at(values, c.tolerations_key) or []) == [dict(t) for t in c.tolerations], f"{chart} {version} {c.tolerations_key}"
+        assert c.enabled_key is None or _at(values, c.enabled_key) is True
+
+
+def test_every_pinned_controller_chart_is_supported() -> None:
+    charts = {c.chart: set(c.supported) for c in COMPONENTS.values()}
+    assert all(set(releases) == charts[chart] for chart, releases in CHART_CONTROLLERS.items())
