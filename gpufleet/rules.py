@@ -14,7 +14,7 @@ from gpufleet.ami_releases import SYSTEM_NODES_AMI_TYPE
 from gpufleet.errors import Issue, Path, closest, did_you_mean
 from gpufleet.names import DEFAULT_DEVICE_PLUGIN_CONFIG, MIG_DISABLED, RESERVED_NAMESPACES
 from gpufleet.spec import CapacityType, Fabric, Fleet, NodeGroup, SharingStrategy, WorkloadClass
-from gpufleet.versions import COMPONENTS, KUBERNETES_VERSIONS as KUBERNETES_SUPPORTED, image_is_pinned, is_pinned
+from gpufleet.versions import COMPONENTS, KUBERNETES_VERSIONS as KUBERNETES_SUPPORTED, NODE_MONITORING_AGENT_XIDS, image_is_pinned, is_pinned, node_monitoring_agent_release
 
 Rule = Callable[[Fleet], Iterable[Issue]]
 RULES: dict[str, Rule] = {}
@@ -353,6 +353,14 @@ def _versions(fleet: Fleet) -> Iterator[Issue]:
     for field, value in (("version", v.driver_version), ("toolkitVersion", v.toolkit_version)):
         if value is not None and not is_pinned(value):
             yield Issue(path=("versions", "driver", field), message=f'"{value}" is not a pinned version', hint="pin one exact version, e.g. 595.91.07")
+    agent = v.addons.get("nodeMonitoringAgent")
+    if agent is not None and node_monitoring_agent_release(agent) not in NODE_MONITORING_AGENT_XIDS:
+        known = ", ".join(NODE_MONITORING_AGENT_XIDS)
+        yield Issue(
+            path=("versions", "addons", "nodeMonitoringAgent"),
+            message=f"EKS node monitoring agent {agent} is not a version gpufleet knows (known: {known}): its repair overrides follow the agent's list of fatal XIDs",
+            hint=f"pin {sorted(NODE_MONITORING_AGENT_XIDS)[-1]}-eksbuild.1",
+        )
     if fleet.cluster.kubernetes_version not in KUBERNETES_SUPPORTED:
         yield Issue(path=("cluster", "kubernetesVersion"), message=f"Kubernetes {fleet.cluster.kubernetes_version} is not a version gpufleet supports (supported: {', '.join(KUBERNETES_SUPPORTED)})", hint=f'pin one of them, quoted, e.g. kubernetesVersion: "{KUBERNETES_SUPPORTED[-1]}"')
     for i, image_set in enumerate(fleet.image_sets):

@@ -60,7 +60,7 @@ _FORMATS: Mapping[str, str] = {
     "vpcCni": 'an EKS add-on version such as "v1.20.4-eksbuild.1"',
     "coreDns": 'an EKS add-on version such as "v1.12.4-eksbuild.1"',
     "kubeProxy": 'an EKS add-on version such as "v1.33.5-eksbuild.2"',
-    "nodeMonitoringAgent": 'an EKS add-on version such as "v1.4.0-eksbuild.2"',
+    "nodeMonitoringAgent": 'an EKS add-on version such as "v1.7.0-eksbuild.1"',
     "podIdentityAgent": 'an EKS add-on version such as "v1.3.8-eksbuild.2"',
 }
 # Fields that moved: an unknown field with one of these names says where it went.

@@ -315,13 +315,20 @@ def image_is_pinned(image: str) -> bool:
 
 
 # --- EKS node monitoring agent ------------------------------------------------------------------------------
-# Reasons of the AcceleratedHardwareReady condition exactly as the agent reports them, with EKS's default repair
-# action (https://docs.aws.amazon.com/eks/latest/userguide/node-health-nma.html, "NVIDIA XID error codes" and
-# "AcceleratedHardware node health issues"; awsdocs/amazon-eks-user-guide latest/ug/nodes/node-health-nma.adoc).
-REBOOT, REPLACE = "Reboot", "Replace"  # NodeRepairConfigOverrides.repairAction: Replace | Reboot | NoAction
-NVIDIA_REPAIRS: tuple[tuple[str, str], ...] = (
-    *((f"NvidiaXID{code}Error", REBOOT) for code in (13, 31, 48, 63, 64, 94, 95)),
-    *((f"NvidiaXID{code}Error", REPLACE) for code in (74, 79, 119, 120, 121, 140)),
-    ("NvidiaDoubleBitError", REPLACE),
-    ("NvidiaNVLinkError", REPLACE),
+# EKS node monitoring agent: the XIDs each agent version treats as fatal ("well-known"): only these become an
+# `NvidiaXID<code>Error` reason on AcceleratedHardwareReady, which node auto repair acts on; any other XID is only
+# an event (aws/eks-node-monitoring-agent monitors/nvidia/dcgm/dcgm_policies.go WellKnownXidCodes at each tag; the
+# list changed in v1.6.4, from 13, 31, 48, 63, 64, 74, 79, 94, 95, 119, 120, 121, 140). Repair overrides are keyed
+# to the pinned version, so an override never names a reason the agent cannot report. Both versions' add-on
+# configuration schema (charts/configuration.schema.json) has dcgmAgent.tolerations, the key gpufleet sets.
+NODE_MONITORING_AGENT_XIDS: Mapping[str, tuple[int, ...]] = MappingProxyType(
+    {
+        "v1.6.4": (46, 48, 54, 62, 63, 64, 74, 79, 95, 109, 110, 119, 120, 140),
+        "v1.7.0": (46, 48, 54, 62, 63, 64, 74, 79, 95, 109, 110, 119, 120, 136, 140, 142, 143, 151, 155, 156, 158),
+    }
 )
+
+
+def node_monitoring_agent_release(addon_version: str) -> str:
+    """The agent release of an EKS add-on version: v1.7.0-eksbuild.1 -> v1.7.0."""
+    return addon_version.split("-", 1)[0]

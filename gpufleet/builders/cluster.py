@@ -9,6 +9,7 @@ from gpufleet import access
 from gpufleet.ami_releases import SYSTEM_NODES_AMI_TYPE
 from gpufleet.builders.access_entries import access_entry_resources, admin_associations
 from gpufleet.builders.common import AWS_PROVIDER, CLUSTER, K8S_PROVIDER
+from gpufleet.manifests import node_monitoring
 from gpufleet.names import LABEL_NODE_GROUP, SYSTEM_GROUP, TAG_OPEN_ENDPOINT_REASON, partition
 from gpufleet.plan import Concat, Ref, Resource
 from gpufleet.spec import Fleet
@@ -270,6 +271,9 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
             args["addon_version"] = version
         if key == "vpcCni":
             args["configuration_values"] = json.dumps(VPC_CNI_CONFIGURATION, sort_keys=True)
+        if key == "nodeMonitoringAgent":
+            # Its dcgm-server stays off GPU nodes: the GPU Operator's host engine serves the agent there.
+            args["configuration_values"] = json.dumps(node_monitoring.ADDON_CONFIGURATION, sort_keys=True)
         # CoreDNS and the monitoring agent need nodes to become healthy; the CNI must exist before any node.
         after = () if key in ("vpcCni", "kubeProxy") else (SYSTEM_NODE_GROUP,)
         res.append(Resource(id=f"addon-{ADDONS[key]}", type="aws:eks/addon:Addon", provider=AWS_PROVIDER, args=args, depends_on=after))

@@ -9,9 +9,9 @@ from dataclasses import replace
 from gpufleet.builders.common import helm, k8s
 from gpufleet.names import NS_HEALTH
 from gpufleet.builders.telemetry import prometheus_dependency
-from gpufleet.manifests import health, rules_promql, telemetry
+from gpufleet.manifests import health, node_monitoring, rules_promql, telemetry
 from gpufleet.plan import BuildContext, Gate, Resource, StageContent
-from gpufleet.versions import NVIDIA_REPAIRS, REBOOT, REPLACE
+from gpufleet.versions import COMPONENTS
 
 NPD_RELEASE = "node-problem-detector"
 
@@ -20,20 +20,24 @@ def _repair_notes(ctx: BuildContext) -> list[str]:
     fleet = ctx.fleet
     if fleet.health.auto_repair != "Enabled":
         return ["- EKS node auto repair: disabled (health.autoRepair)."]
-    reboot = ", ".join(f"`{r}`" for r, a in NVIDIA_REPAIRS if a == REBOOT)
-    replace_ = ", ".join(f"`{r}`" for r, a in NVIDIA_REPAIRS if a == REPLACE)
+    agent = node_monitoring.pinned_release(fleet) or "unpinned"
+    actions = {reason: action for reason, action in node_monitoring.repair_actions(fleet, fleet.node_groups[0]) if reason != "DCGMDiagnosticFailure"}
+    by_action = {a: ", ".join(f"`{r}`" for r, b in actions.items() if b == a) for a in (node_monitoring.REBOOT, node_monitoring.REPLACE, node_monitoring.NO_ACTION)}
     lines = [
-        f"- EKS node auto repair on every GPU group, condition `{health.ACCELERATED_HARDWARE_READY}` (EKS node monitoring agent). "
-        f"Reboot: {reboot}. Replace: {replace_}.",
+        f"- EKS node auto repair on every GPU group, condition `{health.ACCELERATED_HARDWARE_READY}` (EKS node monitoring agent {agent}; "
+        f"XID reasons are that agent's well-known XIDs). Reboot: {by_action['Reboot']}. Replace: {by_action['Replace']}. "
+        f"NoAction: {by_action['NoAction']} (the agent lost its DCGM host engine: software, not the GPUs). "
+        "`DCGMDiagnosticFailure`: Replace, NoAction on MIG groups (dcgmi diag does not run on MIG-partitioned GPUs).",
         "",
-        "| node group | class | repair wait (min) | repairs stop above N unhealthy nodes | parallel repairs |",
-        "|---|---|---|---|---|",
+        "| node group | class | repair wait (min) | repairs stop above N unhealthy nodes | parallel repairs | DCGMDiagnosticFailure |",
+        "|---|---|---|---|---|---|",
     ]
     for group in fleet.node_groups:
         t = health.repair_thresholds(group)
+        diag = dict(node_monitoring.repair_actions(fleet, group))["DCGMDiagnosticFailure"]
         lines.append(
             f"| {group.name} | {group.workload_class.value} | {health.REPAIR_WAIT_MINUTES[group.workload_class]} | "
-            f"{t['max_unhealthy_node_threshold_count']} | {t['max_parallel_nodes_repaired_count']} |"
+            f"{t['max_unhealthy_node_threshold_count']} | {t['max_parallel_nodes_repaired_count']} | {diag} |"
         )
     return lines + [""]
 

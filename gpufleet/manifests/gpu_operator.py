@@ -16,6 +16,8 @@ Decisions, and why:
   until a kernel actually ran.
 - dcgmExporter.serviceMonitor.enabled is false (v26.7.0 turned it on by default): the telemetry stage creates
   the ServiceMonitor itself once the Prometheus Operator CRDs exist.
+- `dcgm.enabled` with `dcgm.hostNetwork`: the operator's standalone DCGM host engine is the node's only one, and
+  listens on the node's port 5555 where the EKS node monitoring agent connects (gpufleet.manifests.node_monitoring).
 - Operands and NFD workers tolerate every taint gpufleet puts on GPU nodes (GPU, EFA and the spec's own).
 """
 
@@ -78,6 +80,9 @@ def values(fleet: Fleet, *extra: dict[str, Any]) -> dict[str, Any]:
         "toolkit": toolkit,
         "devicePlugin": {"env": ESCAPE_ENV_DEVICE_PLUGIN},
         "validator": {"plugin": {"env": [{"name": "WITH_WORKLOAD", "value": "true"}]}},
+        # The node's one DCGM host engine, on the host network (port 5555) where the EKS node monitoring agent
+        # dials; dcgm-exporter and the health checks use it too (gpufleet.manifests.node_monitoring).
+        "dcgm": {"enabled": True, "hostNetwork": True},
         "dcgmExporter": {"serviceMonitor": {"enabled": False}},
         "daemonsets": {"tolerations": tolerations},
         "node-feature-discovery": {"worker": {"tolerations": [_CONTROL_PLANE, *tolerations]}},

@@ -13,17 +13,19 @@ import math
 from importlib import resources
 from typing import Any
 
-from gpufleet.manifests import checkov
+from gpufleet.manifests import checkov, node_monitoring
 from gpufleet.manifests.checksum import data_sha256
 from gpufleet.manifests.rules_promql import DCGM_CONDITION
 from gpufleet.names import LABEL_MANAGED_BY, LABEL_NODE_GROUP, NS_HEALTH
 from gpufleet.spec import Fleet, NodeGroup, WorkloadClass
-from gpufleet.versions import GPU_OPERATOR, NVIDIA_REPAIRS
+from gpufleet.versions import GPU_OPERATOR
 
 STATE_DIR = "/var/run/gpufleet-health"  # hostPath shared by the DCGM sidecar, NPD and the planted-fault Job
 
 # --- EKS node auto repair ----------------------------------------------------------------------------------
-# The node monitoring agent's condition; its NVIDIA reasons and EKS's default actions are versions.NVIDIA_REPAIRS.
+# Condition and reasons exactly as the EKS node monitoring agent reports them
+# (https://docs.aws.amazon.com/eks/latest/userguide/node-health-nma.html; aws/eks-node-monitoring-agent
+# pkg/reasons/reasons.yaml). The decision per reason, keyed to the pinned agent: gpufleet.manifests.node_monitoring.
 ACCELERATED_HARDWARE_READY = "AcceleratedHardwareReady"
 # Minutes EKS waits before repairing, per workload class (EKS's default for AcceleratedHardwareReady is 10).
 # Training: a GPU fault has already stopped every rank of the job, so repair sooner. Inference: give the
@@ -48,7 +50,7 @@ def node_repair_config(fleet: Fleet, group: NodeGroup) -> dict[str, Any] | None:
     wait = REPAIR_WAIT_MINUTES[group.workload_class]
     overrides = [
         {"node_monitoring_condition": ACCELERATED_HARDWARE_READY, "node_unhealthy_reason": reason, "min_repair_wait_time_mins": wait, "repair_action": action}
-        for reason, action in NVIDIA_REPAIRS
+        for reason, action in node_monitoring.repair_actions(fleet, group)
     ]
     return {"enabled": True, **repair_thresholds(group), "node_repair_config_overrides": overrides}
 

@@ -76,10 +76,10 @@ def operator_telemetry_values(fleet: Fleet) -> dict[str, Any]:
       commented out in values.yaml of v26.3.3 and v26.7.0, templates/clusterpolicy.yaml reads it).
     - `dcgmExporter.annotations`: a hash of the CSV on the exporter pods, so a changed CSV rolls them (the CSV is
       mounted with subPath, which never sees ConfigMap updates).
-    - `dcgm.enabled: true`: a standalone DCGM hostengine per GPU node (Service nvidia-dcgm:5555,
-      internalTrafficPolicy Local). The exporter then connects to it instead of embedding its own, and the
-      health stage's `dcgmi` checks reach the same hostengine (one DCGM per GPU: diagnostics and profiling
-      metrics do not fight over the GPU).
+    - The standalone DCGM hostengine per GPU node (`dcgm.enabled`, set by stage 1 in gpufleet.manifests.gpu_operator;
+      Service nvidia-dcgm:5555, internalTrafficPolicy Local): the exporter connects to it instead of embedding its
+      own, and the health stage's `dcgmi` checks reach the same hostengine (one DCGM per GPU: diagnostics and
+      profiling metrics do not fight over the GPU).
     - `dcgmExporter.env` KUBERNETES_VIRTUAL_GPUS=true: every pod holding a time-sliced or MPS replica of a GPU gets
       its own copy of the GPU's series (labels pod/namespace/container and `vgpu`, the replica); without it the
       exporter keeps one series per GPU labelled with whichever sharing pod it saw last, so idle GPU-hours of a
@@ -89,7 +89,6 @@ def operator_telemetry_values(fleet: Fleet) -> dict[str, Any]:
     """
     digest = hashlib.sha256(dcgm_metrics_csv().encode()).hexdigest()[:16]
     return {
-        "dcgm": {"enabled": True},
         "dcgmExporter": {
             "config": {"name": DCGM_METRICS_CONFIGMAP},
             "annotations": {"gpufleet.io/dcgm-metrics-sha256": digest},

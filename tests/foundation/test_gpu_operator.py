@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from gpufleet.manifests import gpu_operator
+from gpufleet.manifests import gpu_operator, node_monitoring
 from gpufleet.pipeline import load_fleet_text
 from gpufleet.plan import RolloutPlan
 from gpufleet.versions import COMPONENTS
@@ -29,6 +31,23 @@ def test_the_escape_is_closed_on_the_device_plugin(prod: RolloutPlan) -> None:
     assert values["cdi"] == {"enabled": False}
     assert values["validator"]["plugin"]["env"] == [{"name": "WITH_WORKLOAD", "value": "true"}]
     assert values["dcgmExporter"]["serviceMonitor"] == {"enabled": False}
+
+
+def test_one_dcgm_host_engine_serves_the_node_monitoring_agent(dev: RolloutPlan) -> None:
+    # dev stops at admission: the host engine the agent dials must not depend on the telemetry stage.
+    values = resource(dev, "helm-gpu-operator").args["values"]
+    assert values["dcgm"] == {"enabled": True, "hostNetwork": True}
+    addon = resource(dev, "addon-eks-node-monitoring-agent").args
+    assert addon["addon_version"] == "v1.7.0-eksbuild.1"
+    # Its dcgm-server stays off the (always tainted) GPU nodes: no second host engine there.
+    assert json.loads(addon["configuration_values"]) == {"dcgmAgent": {"tolerations": []}}
+    assert all(any(t["key"] == "nvidia.com/gpu" for t in resource(dev, f"{g.name}-node-group").args["taints"]) for g in dev.fleet.node_groups)
+
+
+def test_node_monitoring_agent_configuration_uses_keys_of_its_schema() -> None:
+    # aws/eks-node-monitoring-agent charts/configuration.schema.json, v1.6.4 and v1.7.0: DCGMAgent has tolerations.
+    assert set(node_monitoring.ADDON_CONFIGURATION) == {"dcgmAgent"}
+    assert set(node_monitoring.ADDON_CONFIGURATION["dcgmAgent"]) <= {"affinity", "podAnnotations", "podLabels", "resources", "resizePolicy", "tolerations"}
 
 
 def test_operands_tolerate_every_gpu_node_taint(prod: RolloutPlan) -> None:

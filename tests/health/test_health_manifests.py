@@ -9,26 +9,43 @@ import stat
 import subprocess
 import time
 from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from gpufleet.manifests import health
 from gpufleet.pipeline import load_fleet
+from gpufleet.spec import Fleet
 from tests.promtool import CASES
 
 INSTALL = load_fleet(str(CASES / "observability-install" / "fleet.yaml"), "prod").environments["prod"]
+SHARING = load_fleet(str(CASES / "sharing-strategies" / "fleet.yaml"), "prod").environments["prod"]
 EXISTING = load_fleet(str(CASES / "observability-existing" / "fleet.yaml"), "prod").environments["prod"]
 DATA = Path(health.__file__).resolve().parents[1] / "data" / "health"
 
-# https://docs.aws.amazon.com/eks/latest/userguide/node-health-nma.html ("NVIDIA XID error codes" and the
-# AcceleratedHardware table); repairAction enum Replace | Reboot | NoAction (API_NodeRepairConfigOverrides).
-EKS_DOCUMENTED = {
-    "NvidiaXID13Error": "Reboot", "NvidiaXID31Error": "Reboot", "NvidiaXID48Error": "Reboot", "NvidiaXID63Error": "Reboot",
-    "NvidiaXID64Error": "Reboot", "NvidiaXID94Error": "Reboot", "NvidiaXID95Error": "Reboot", "NvidiaXID74Error": "Replace",
-    "NvidiaXID79Error": "Replace", "NvidiaXID119Error": "Replace", "NvidiaXID120Error": "Replace", "NvidiaXID121Error": "Replace",
-    "NvidiaXID140Error": "Replace", "NvidiaDoubleBitError": "Replace", "NvidiaNVLinkError": "Replace",
+# EKS's documented actions (https://docs.aws.amazon.com/eks/latest/userguide/node-health-nma.html, "NVIDIA XID error
+# codes") for the codes it lists; NVIDIA's resolution bucket for the codes agent v1.7.0 added; repairAction enum
+# Replace | Reboot | NoAction (API_NodeRepairConfigOverrides).
+V170_XIDS = {
+    "NvidiaXID46Error": "Reboot", "NvidiaXID48Error": "Reboot", "NvidiaXID54Error": "Replace", "NvidiaXID62Error": "Reboot",
+    "NvidiaXID63Error": "Reboot", "NvidiaXID64Error": "Reboot", "NvidiaXID74Error": "Replace", "NvidiaXID79Error": "Replace",
+    "NvidiaXID95Error": "Reboot", "NvidiaXID109Error": "Reboot", "NvidiaXID110Error": "Reboot", "NvidiaXID119Error": "Replace",
+    "NvidiaXID120Error": "Replace", "NvidiaXID136Error": "Reboot", "NvidiaXID140Error": "Replace", "NvidiaXID142Error": "Replace",
+    "NvidiaXID143Error": "Reboot", "NvidiaXID151Error": "Replace", "NvidiaXID155Error": "Reboot", "NvidiaXID156Error": "Reboot",
+    "NvidiaXID158Error": "Reboot",
 }  # fmt: skip
+EXPLICIT = {
+    "NvidiaDoubleBitError": "Replace", "NvidiaNVLinkError": "Replace", "NvidiaDeviceCountMismatch": "Replace",
+    # The agent lost its DCGM host engine: nothing about the GPUs; a replacement would run the same software.
+    "DCGMError": "NoAction", "DCGMDiagnosticFailure": "Replace",
+}  # fmt: skip
+
+
+def actions(fleet: Fleet, group: str) -> dict[str, str]:
+    cfg = health.node_repair_config(fleet, fleet.node_group(group))
+    assert cfg is not None
+    return {o["node_unhealthy_reason"]: o["repair_action"] for o in cfg["node_repair_config_overrides"]}
 
 
 def test_repair_overrides_use_eks_condition_names_and_actions() -> None:
@@ -37,9 +54,24 @@ def test_repair_overrides_use_eks_condition_names_and_actions() -> None:
     assert cfg is not None and cfg["enabled"] is True
     overrides = cfg["node_repair_config_overrides"]
     assert {o["node_monitoring_condition"] for o in overrides} == {"AcceleratedHardwareReady"}
-    assert {o["node_unhealthy_reason"]: o["repair_action"] for o in overrides} == EKS_DOCUMENTED
+    assert actions(INSTALL, "a100") == {**V170_XIDS, **EXPLICIT}
     assert {o["min_repair_wait_time_mins"] for o in overrides} == {5}  # Training repairs sooner
     assert all(set(o) == {"node_monitoring_condition", "node_unhealthy_reason", "min_repair_wait_time_mins", "repair_action"} for o in overrides)
+
+
+def test_xid_overrides_follow_the_pinned_agent_version() -> None:
+    # v1.6.4's well-known list lacks 136, 142, 143, 151, 155, 156 and 158 (dcgm_policies.go at each tag); XIDs the
+    # agent only reports as events (13, 31, 94, 121 before v1.6.4) get no override.
+    older = replace(INSTALL, versions=replace(INSTALL.versions, addons={**INSTALL.versions.addons, "nodeMonitoringAgent": "v1.6.4-eksbuild.1"}))
+    xids = {r for r in actions(older, "a100") if r.startswith("NvidiaXID")}
+    assert xids == set(V170_XIDS) - {f"NvidiaXID{c}Error" for c in (136, 142, 143, 151, 155, 156, 158)}
+    assert not {"NvidiaXID13Error", "NvidiaXID31Error", "NvidiaXID94Error", "NvidiaXID121Error"} & set(actions(INSTALL, "a100"))
+
+
+def test_dcgm_diagnostic_failure_replaces_no_mig_node() -> None:
+    mig = next(g for g in SHARING.node_groups if g.sharing.strategy.value == "MIG")
+    assert actions(SHARING, mig.name)["DCGMDiagnosticFailure"] == "NoAction"
+    assert actions(SHARING, mig.name)["DCGMError"] == "NoAction"
 
 
 def test_repair_args_are_the_pulumi_aws_argument_names() -> None:

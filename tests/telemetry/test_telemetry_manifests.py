@@ -24,10 +24,10 @@ def test_csv_enables_the_profiling_and_fault_counters() -> None:
     assert telemetry.dcgm_metrics_configmap()["data"].keys() == {"dcgm-metrics.csv"}
 
 
-def test_operator_values_point_at_the_configmap_and_standalone_dcgm() -> None:
+def test_operator_values_point_at_the_configmap() -> None:
     values = telemetry.operator_telemetry_values(INSTALL)
     assert values["dcgmExporter"]["config"] == {"name": "gpufleet-dcgm-metrics"}
-    assert values["dcgm"] == {"enabled": True}
+    assert "dcgm" not in values  # stage 1 runs the host engine (gpu_operator.values), telemetry or not
     assert len(values["dcgmExporter"]["annotations"]["gpufleet.io/dcgm-metrics-sha256"]) == 16
     # one series per pod sharing a GPU, so idle GPU-hours of a shared GPU are split between its pods
     assert values["dcgmExporter"]["env"] == [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]

@@ -178,6 +178,7 @@ CASES: list[Any] = [
     pytest.param("efa", [EFA_P5, group(subnetIds=None)], [("nodeGroups[0].subnetIds", "an EFA group must use exactly one subnet, in its zone; it uses 2 (cluster.network.subnetIds)")], id="efa/cluster-subnets"),
     pytest.param("efa", [EFA_P5, group(subnetIds=["subnet-0aa", "subnet-0bb"])], [("nodeGroups[0].subnetIds", "an EFA group must use exactly one subnet, in its zone; it uses 2")], id="efa/two-subnets"),
     pytest.param("efa", [group(instanceType="g5.xlarge")], [], id="efa/no-fabric"),
+    pytest.param("versions", [at("versions", "addons", "nodeMonitoringAgent", value="v1.4.0-eksbuild.2")], [("versions.addons.nodeMonitoringAgent", "EKS node monitoring agent v1.4.0-eksbuild.2 is not a version gpufleet knows (known: v1.6.4, v1.7.0): its repair overrides follow the agent's list of fatal XIDs")], id="versions/node-monitoring-agent-unknown"),
     # warm-pool
     pytest.param("warm-pool", [group(warmPool={"minSize": 4, "state": "Hibernated"})], [], id="warm/full-hibernated-small"),
     pytest.param("warm-pool", [group(warmPool={"minSize": 5})], [("nodeGroups[0].warmPool.minSize", "a warm pool of 5 is larger than the group's maxSize 4")], id="warm/larger-than-max"),
