@@ -92,10 +92,21 @@ def _on_gpu_groups(fleet: Fleet) -> dict[str, Any]:
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": LABEL_NODE_GROUP, "operator": "In", "values": sorted(g.name for g in fleet.node_groups)}]}]}}}
 
 
+def max_result_age_seconds(fleet: Fleet) -> int:
+    """How old the sidecar's verdict may be before the NPD plugin calls it Unknown: three check intervals plus a diag."""
+    return 3 * fleet.health.check_interval_seconds + DIAG_SECONDS[fleet.health.dcgm_diag_level]
+
+
+def unknown_release_seconds(fleet: Fleet) -> int:
+    """How long a node the remediator cordoned may sit at Unknown (no verdict: the check cannot run, NPD is gone)
+    before the remediator gives it back: two stale windows, at least 30 minutes. A True condition never expires."""
+    return max(1800, 2 * max_result_age_seconds(fleet))
+
+
 def npd_values(fleet: Fleet) -> dict[str, Any]:
     """Values for deliveryhero node-problem-detector 2.4.1 (keys checked against its values.yaml in tests)."""
     h = fleet.health
-    max_age = 3 * h.check_interval_seconds + DIAG_SECONDS[h.dcgm_diag_level]
+    max_age = max_result_age_seconds(fleet)
     state = {"name": "gpufleet-health-state", "hostPath": {"path": STATE_DIR, "type": "DirectoryOrCreate"}}
     sidecar = {
         "name": "dcgm-health",
@@ -208,7 +219,7 @@ def remediator_objects(fleet: Fleet) -> list[dict[str, Any]]:
         {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
         {"apiGroups": ["apps"], "resources": ["replicasets", "statefulsets"], "verbs": ["get"]},
     ]
-    container = _python_container("remediator", "remediator.py", [{"name": "REMEDIATION", "value": fleet.health.remediation}, {"name": "INTERACTIVE_GRACE_SECONDS", "value": "3600"}, {"name": "INTERVAL_SECONDS", "value": "30"}])
+    container = _python_container("remediator", "remediator.py", [{"name": "REMEDIATION", "value": fleet.health.remediation}, {"name": "INTERACTIVE_GRACE_SECONDS", "value": "3600"}, {"name": "UNKNOWN_RELEASE_SECONDS", "value": str(unknown_release_seconds(fleet))}, {"name": "INTERVAL_SECONDS", "value": "30"}])
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",

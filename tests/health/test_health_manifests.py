@@ -238,6 +238,40 @@ def test_healthy_node_uncordoned_only_when_we_cordoned_it_and_unknown_is_left_al
     assert (unknown.cordon, unknown.evict) == ([], [])
 
 
+def test_a_node_we_cordoned_is_released_when_its_verdict_stays_unknown() -> None:
+    # Before: Unknown left a node cordoned for good (dcgmi diag cannot run on MIG GPUs, NPD gone, stale result).
+    cfg = R.Config(unknown_release_seconds=1800)
+    node = _node("Unknown", "Training", cordoned=True, ours=True, since=1000)
+    assert R.plan_node(FakeApi(), node, PODS, cfg, now=1000 + 1799).uncordon == []
+    assert R.plan_node(FakeApi(), node, PODS, cfg, now=1000 + 1800).uncordon == ["n1"]
+    # The condition's own transition time wins over our cordon time.
+    node["status"]["conditions"][0]["lastTransitionTime"] = "1970-01-01T01:00:00Z"  # 3600
+    assert R.plan_node(FakeApi(), node, PODS, cfg, now=3600 + 1799).uncordon == []
+    assert R.plan_node(FakeApi(), node, PODS, cfg, now=3600 + 1800).uncordon == ["n1"]
+    # Not ours: someone else's cordon is never touched.
+    assert R.plan_node(FakeApi(), _node("Unknown", "Training", cordoned=True), PODS, cfg, now=10**9).uncordon == []
+
+
+@pytest.mark.parametrize("remediation", ["CordonAndDrain", "CordonOnly"])
+@pytest.mark.parametrize("wclass", ["Training", "Batch", "Inference", "Interactive"])
+@pytest.mark.parametrize("after", ["False", "Unknown", "absent"])
+def test_every_path_that_cordons_has_a_path_that_uncordons(remediation: str, wclass: str, after: str) -> None:
+    cfg = R.Config(remediation=remediation, unknown_release_seconds=1800)
+    api = FakeApi()
+    acts = R.plan_node(api, _node("True", wclass), PODS, cfg, now=100.0)
+    assert acts.cordon == ["n1"]
+    R.apply(api, acts, 100.0, cfg)
+    patched = api.calls[0][2]
+    node = _node(after if after != "absent" else "Unknown", wclass, cordoned=patched["spec"]["unschedulable"], ours=patched["metadata"]["annotations"][R.ANN_CORDONED] == R.ME, since=100)
+    if after == "absent":
+        node["status"]["conditions"] = []
+    assert R.plan_node(api, node, [], cfg, now=100.0 + 1800).uncordon == ["n1"]
+
+
+def test_the_remediator_gets_its_release_time_from_the_check_cadence() -> None:
+    assert health.unknown_release_seconds(INSTALL) == max(1800, 2 * (3 * INSTALL.health.check_interval_seconds + health.DIAG_SECONDS[INSTALL.health.dcgm_diag_level]))
+
+
 def test_apply_cordons_with_annotation_and_evicts_through_the_eviction_api() -> None:
     api = FakeApi()
     R.apply(api, R.Actions(cordon=["n1"], evict=["ns/a"]), 42.0, R.Config())
@@ -275,16 +309,25 @@ def test_npd_plugin_exit_codes(tmp_path: Path, result: str | None, planted: bool
         ("Overall Health: Failure\n  GPU 0 ... Fail: XID 79", 0, "| Deployment | Pass |", 1),
         ("Overall Health: Healthy", 0, "| Memory             | Fail                  |", 1),
         ("Error: unable to connect to host engine", 255, "", 2),
+        # MIG: the hierarchy lists GPU instances, so diag is skipped and the health watches decide (was: Unknown).
+        ("Overall Health: Healthy", 0, "MIG", 0),
+        ("Overall Health: Failure\n  GPU 0 ... Fail: XID 79", 0, "MIG", 1),
+        # A diag that refuses because of MIG is a skip, not Unknown; one that fails to run otherwise stays Unknown.
+        ("Overall Health: Healthy", 0, "Error: Running diagnostics on MIG-enabled GPUs is not supported", 0),
+        ("Overall Health: Healthy", 0, "Error: the diagnostic plugin crashed", 2),
     ],
 )
 def test_dcgm_sidecar_maps_dcgmi_output(tmp_path: Path, health_out: str, health_rc: int, diag_out: str, code: int) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "dcgmi"
+    hierarchy = "| -> I 0/1 | GPU Instance (EntityID: 0) |" if diag_out == "MIG" else "| GPU 0 | GPU GPU-0 (EntityID: 0) |"
+    diag_rc = 0 if "|" in diag_out else 1
     fake.write_text(
         "#!/bin/sh\n"
         f'case "$1" in health) case "$*" in *-c*) printf "%s\\n" "{health_out}"; exit {health_rc};; esac; exit 0;; '
-        f'diag) printf "%s\\n" "{diag_out}"; exit 0;; esac\n'
+        f'discovery) printf "%s\\n" "{hierarchy}"; exit 0;; '
+        f'diag) printf "%s\\n" "{diag_out}"; exit {diag_rc};; esac\n'
     )
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     state = tmp_path / "state"

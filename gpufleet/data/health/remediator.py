@@ -9,7 +9,12 @@ Per node (GPU nodes carry gpufleet.io/node-group and gpufleet.io/workload-class 
     Inference: evict one pod per pass, and only when its ReplicaSet/StatefulSet has every replica ready, so the
       replacement must find capacity elsewhere before the next one goes (serving waits for capacity).
     Interactive: leave sessions alone for INTERACTIVE_GRACE_SECONDS after the cordon, then evict.
-- condition False and cordoned by us: uncordon. Unknown: leave the node as it is.
+- condition False and cordoned by us: uncordon.
+- condition Unknown or absent (the check cannot run, its verdict is stale, Node Problem Detector is gone): never
+  cordon on it; a node we cordoned is uncordoned once the condition has not been True for UNKNOWN_RELEASE_SECONDS
+  (since the condition's lastTransitionTime, or our cordon when there is no condition). Every path that cordons has a
+  path that uncordons: True -> False, and True -> Unknown for that long. A node stays cordoned only while it is
+  reported unhealthy (EKS node auto repair acts on the GPU faults behind it).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any, Protocol
 
 CONDITION = "DCGMUnhealthy"
@@ -40,6 +46,7 @@ class Api(Protocol):
 class Config:
     remediation: str = "CordonAndDrain"  # CordonAndDrain | CordonOnly
     interactive_grace_seconds: int = 3600
+    unknown_release_seconds: int = 1800
     dry_run: bool = False
 
     @staticmethod
@@ -47,6 +54,7 @@ class Config:
         return Config(
             remediation=os.environ.get("REMEDIATION", "CordonAndDrain"),
             interactive_grace_seconds=int(os.environ.get("INTERACTIVE_GRACE_SECONDS", "3600")),
+            unknown_release_seconds=int(os.environ.get("UNKNOWN_RELEASE_SECONDS", "1800")),
             dry_run=os.environ.get("DRY_RUN", "false") == "true",
         )
 
@@ -61,11 +69,26 @@ class Actions:
     waiting: list[str] = field(default_factory=list)  # namespace/pod kept for now, with the reason
 
 
-def condition_status(node: dict[str, Any]) -> str:
+def _condition(node: dict[str, Any]) -> dict[str, Any] | None:
     for cond in node.get("status", {}).get("conditions", []) or []:
         if cond.get("type") == CONDITION:
-            return str(cond.get("status", "Unknown"))
-    return "Unknown"
+            return dict(cond)
+    return None
+
+
+def condition_status(node: dict[str, Any]) -> str:
+    cond = _condition(node)
+    return "Unknown" if cond is None else str(cond.get("status", "Unknown"))
+
+
+def not_true_since(node: dict[str, Any]) -> float | None:
+    """When the condition last left True (its lastTransitionTime), else our cordon time; None when neither is known."""
+    cond = _condition(node)
+    stamp = (cond or {}).get("lastTransitionTime")
+    if stamp:
+        return datetime.strptime(str(stamp), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+    cordoned_at = (node["metadata"].get("annotations", {}) or {}).get(ANN_CORDONED_AT)
+    return float(cordoned_at) if cordoned_at else None
 
 
 def holds_gpu(pod: dict[str, Any]) -> bool:
@@ -120,6 +143,9 @@ def plan_node(api: Api, node: dict[str, Any], pods: list[dict[str, Any]], cfg: C
             acts.uncordon.append(name)
         return acts
     if status != "True":
+        since = not_true_since(node)
+        if cordoned and ours and since is not None and now - since >= cfg.unknown_release_seconds:
+            acts.uncordon.append(name)
         return acts
     if not cordoned:
         acts.cordon.append(name)
