@@ -57,12 +57,19 @@ def build(ctx: BuildContext) -> StageContent:
         if daemonset is not None:
             resources.append(daemonset)
 
+    # The operator mounts the ConfigMaps its values name as non-optional volumes (NVIDIA/gpu-operator
+    # controllers/object_controls.go @ v26.7.0): they are created here, before the release, not by the stage whose
+    # settings they hold, so no operand waits in ContainerCreating for a later stage (tests/golden/test_stage_references.py).
     extra = []
+    configs: list[Resource] = []
     if ctx.includes("telemetry"):
         extra.append(telemetry.operator_telemetry_values(fleet))
+        configs.append(k8s(telemetry.dcgm_metrics_configmap(), depends_on=(operator_ns.id,)))
     if with_sharing:
         extra.append(sharing.operator_sharing_values(fleet))
-    after = (operator_ns.id,) + ((SYSTEM_NODE_GROUP,) if fleet.cluster.mode == "Create" else ())
+        configs += [k8s(sharing.device_plugin_configmap(fleet, NS_GPU_OPERATOR), depends_on=(operator_ns.id,)), k8s(sharing.mig_configmap(fleet, NS_GPU_OPERATOR), depends_on=(operator_ns.id,))]
+    resources += configs
+    after = (operator_ns.id, *(c.id for c in configs)) + ((SYSTEM_NODE_GROUP,) if fleet.cluster.mode == "Create" else ())
     resources.append(helm("gpuOperator", fleet.versions.gpu_operator, release="gpu-operator", namespace=NS_GPU_OPERATOR, values=gpu_operator.values(fleet, *extra), depends_on=after))
     if scaled:
         resources += autoscaler_resources(fleet)

@@ -1,15 +1,15 @@
-"""Stage 4, sharing: the device plugin ConfigMap (time-slicing and MPS entries per group, `default` for the
-rest) and the MIG manager ConfigMap (`config.yaml` with `mig-configs` per MIG group), in the GPU Operator's
-namespace. The foundation stage labels each group's nodes and points the operator at both ConfigMaps
-(gpufleet.manifests.sharing), so changing one group's sharing changes only its label and its entry.
+"""Stage 4, sharing: what each group's sharing means. Its objects, the device plugin ConfigMap (time-slicing and
+MPS entries per group, `default` for the rest) and the MIG manager ConfigMap (`config.yaml` with `mig-configs` per
+MIG group), are created by the foundation stage with the GPU Operator when this stage is in the rollout: the
+operator mounts them as non-optional volumes, so they must exist before its operands start. The foundation stage
+also labels each group's nodes (gpufleet.manifests.sharing), so changing one group's sharing changes only its
+label and its entry.
 
 plan.md gets each group's isolation contract: memory bound, fault isolation, reconfigure cost.
 """
 
 from __future__ import annotations
 
-from gpufleet.builders.common import k8s
-from gpufleet.names import NS_GPU_OPERATOR
 from gpufleet.manifests import sharing
 from gpufleet.plan import BuildContext, StageContent
 from gpufleet.spec import SharingStrategy
@@ -17,11 +17,10 @@ from gpufleet.spec import SharingStrategy
 
 def build(ctx: BuildContext) -> StageContent:
     fleet = ctx.fleet
-    resources = (
-        k8s(sharing.device_plugin_configmap(fleet, NS_GPU_OPERATOR)),
-        k8s(sharing.mig_configmap(fleet, NS_GPU_OPERATOR)),
-    )
     notes = [
+        f"The device plugin ConfigMap `{sharing.DEVICE_PLUGIN_CONFIGMAP}` and the MIG ConfigMap `{sharing.MIG_CONFIGMAP}` "
+        "are created in stage 1 with the GPU Operator, which mounts them.",
+        "",
         "Every group advertises `nvidia.com/gpu`; on a shared group one device is a slice of a GPU. Isolation contract per group:",
         "",
         *sharing.CONTRACT_HEADER,
@@ -34,4 +33,4 @@ def build(ctx: BuildContext) -> StageContent:
                 f"node group {group.name}: Bottlerocket partitions only A100, H100 and H200 with MIG; {group.instance_type} "
                 "will come up unpartitioned (use an AL2023 AMI, where the GPU Operator's MIG manager does it)"
             )
-    return StageContent(resources=resources, warnings=tuple(warnings), notes=tuple(notes))
+    return StageContent(resources=(), warnings=tuple(warnings), notes=tuple(notes))

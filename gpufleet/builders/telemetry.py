@@ -39,13 +39,12 @@ def build(ctx: BuildContext) -> StageContent:
             "(`--metric-labels-allowlist=nodes=[...]`), and Grafana's sidecar must load ConfigMaps labelled `grafana_dashboard=1`."
         )
     after = prometheus_dependency(ctx)
-    resources.append(k8s(telemetry.dcgm_metrics_configmap()))
     resources.append(k8s(telemetry.dcgm_service_monitor(), depends_on=after))
     groups = rules_promql.telemetry_groups(fleet.telemetry.idle_sm_active_below, devices_per_gpu(ctx))
     resources.append(k8s(rules_promql.prometheus_rule("gpufleet-telemetry", ns, groups), depends_on=after))
     resources.append(k8s(telemetry.dashboard_configmap("gpufleet-dashboard-gpu-truth", ns, "gpufleet-gpu-truth.json", dashboards.telemetry_dashboard()), depends_on=after))
     notes += [
-        f"- DCGM exporter counters (ConfigMap `{telemetry.DCGM_METRICS_CONFIGMAP}`): " + ", ".join(f"`{f}`" for f, kind, _ in telemetry.DCGM_FIELDS if kind != "label") + ".",
+        f"- DCGM exporter counters (ConfigMap `{telemetry.DCGM_METRICS_CONFIGMAP}`, created in stage 1 with the GPU Operator, which mounts it): " + ", ".join(f"`{f}`" for f, kind, _ in telemetry.DCGM_FIELDS if kind != "label") + ".",
         f"- A GPU counts as idle when its SM active ratio (5 m average) is below {fleet.telemetry.idle_sm_active_below:g}.",
         "- Alerts: GPUNodeZeroAllocatable, GPUXidHardwareError, GPUXidError, GPUThermalThrottling, GPUPowerThrottling, "
         "GPUUtilizationMisleading, GPUAllocatedIdle, GPUNodeGroupFragmented.",

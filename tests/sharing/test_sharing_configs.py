@@ -219,13 +219,17 @@ def test_bottlerocket_mig_on_an_unsupported_board_warns() -> None:
 # The stage and the isolation contract
 
 
-def test_stage_renders_both_configmaps_in_the_operator_namespace(fleet: Fleet) -> None:
+def test_both_configmaps_exist_with_the_operator_that_mounts_them(fleet: Fleet) -> None:
+    # The operator mounts them as non-optional volumes: created in stage 1 before its release, none in stage 4.
+    from gpufleet.builders import foundation
+
     content = stage.build(BuildContext(fleet=fleet, environment="prod", through="cost"))
-    assert [(r.type, r.args["object"]["metadata"]["namespace"], r.args["object"]["metadata"]["name"]) for r in content.resources] == [
-        ("kubernetes:core/v1:ConfigMap", "gpu-operator", "gpufleet-device-plugin-config"),
-        ("kubernetes:core/v1:ConfigMap", "gpu-operator", "gpufleet-mig-config"),
-    ]
-    assert content.warnings == ()
+    assert content.resources == () and content.warnings == ()
+    first = foundation.build(BuildContext(fleet=fleet, environment="prod", through="cost")).resources
+    configs = [r for r in first if r.type == "kubernetes:core/v1:ConfigMap" and r.args["object"]["metadata"]["namespace"] == "gpu-operator"]
+    assert [r.args["object"]["metadata"]["name"] for r in configs] == ["gpufleet-dcgm-metrics", "gpufleet-device-plugin-config", "gpufleet-mig-config"]
+    release = next(r for r in first if r.id == "helm-gpu-operator")
+    assert {c.id for c in configs} <= set(release.depends_on)
 
 
 def test_plan_states_each_group_contract(fleet: Fleet) -> None:
