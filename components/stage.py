@@ -31,6 +31,8 @@ class Stage(pulumi.ComponentResource):
                 protect=res.protect,
                 retain_on_delete=res.retain_on_delete,
                 ignore_changes=list(res.ignore_changes) or None,
+                replace_on_changes=list(res.replace_on_changes) or None,
+                delete_before_replace=res.delete_before_replace or None,
                 provider=registry[res.provider] if res.provider else None,
             )
             registry[res.id] = create(res, registry, child_opts)

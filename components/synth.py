@@ -128,6 +128,8 @@ def record(plan: RolloutPlan) -> list[Registration]:
             "protect": bool(opts.protect),
             "retainOnDelete": bool(opts.retain_on_delete),
             "ignoreChanges": list(opts.ignore_changes or []),
+            "replaceOnChanges": list(opts.replace_on_changes or []),
+            "deleteBeforeReplace": bool(opts.delete_before_replace),
         }
         return None
 
@@ -146,6 +148,8 @@ def record(plan: RolloutPlan) -> list[Registration]:
             protect=opt.get("protect", False),
             retain_on_delete=opt.get("retainOnDelete", False),
             ignore_changes=tuple(opt.get("ignoreChanges", ())),
+            replace_on_changes=tuple(opt.get("replaceOnChanges", ())),
+            delete_before_replace=opt.get("deleteBeforeReplace", False),
             inputs=inputs,
         )
 

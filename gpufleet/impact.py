@@ -235,7 +235,13 @@ def _top(path: str) -> str:
 
 
 def _options(entry: Mapping[str, Any]) -> dict[str, Any]:
-    return {"protect": bool(entry.get("protect")), "retainOnDelete": bool(entry.get("retainOnDelete")), "ignoreChanges": sorted(entry.get("ignoreChanges") or [])}
+    return {
+        "protect": bool(entry.get("protect")),
+        "retainOnDelete": bool(entry.get("retainOnDelete")),
+        "ignoreChanges": sorted(entry.get("ignoreChanges") or []),
+        "replaceOnChanges": sorted(entry.get("replaceOnChanges") or []),
+        "deleteBeforeReplace": bool(entry.get("deleteBeforeReplace")),
+    }
 
 
 def _ref_paths(inputs: Any, targets: Mapping[str, tuple[str, ...] | None]) -> dict[str, str]:
@@ -261,6 +267,8 @@ def _classify(entry: Mapping[str, Any], paths: Sequence[str], old: Any, new: Any
         prefixes = prefixes + K8S_IDENTITY
     if rtype == CONFIG_MAP and not configmaps_mutable:
         prefixes = prefixes + CONFIG_MAP_DATA
+    # What the resource itself declares the API server will not update in place (Pulumi replaceOnChanges).
+    prefixes = prefixes + tuple(entry.get("replaceOnChanges") or ())
     reasons = []
     fields = field_changes(old, new)
     for path in paths:
@@ -271,6 +279,8 @@ def _classify(entry: Mapping[str, Any], paths: Sequence[str], old: Any, new: Any
             reasons.append(f"{path}: new {via[path]} at deploy")
         else:
             reasons.append(f"{path}: {_short(a)} -> {_short(b)}")
+    if reasons and entry.get("deleteBeforeReplace"):
+        reasons.append("deleteBeforeReplace: its name is fixed, so the old object is deleted before the new one is created")
     return ("replace" if reasons else "update"), reasons
 
 

@@ -85,6 +85,10 @@ class Resource:
     protect: bool = False
     retain_on_delete: bool = False
     ignore_changes: tuple[str, ...] = ()
+    # Input paths the API server will not update in place: a change replaces the resource (Pulumi replaceOnChanges),
+    # deleting it first when its name is fixed (deleteBeforeReplace).
+    replace_on_changes: tuple[str, ...] = ()
+    delete_before_replace: bool = False
     depends_on: tuple[str, ...] = ()
     provider: str | None = None  # id of the explicit provider resource (aws or kubernetes) this one uses
     # Invokes (data sources) are not registered resources but their results are referenced like one.

@@ -47,6 +47,8 @@ class Registration:
     retain_on_delete: bool
     ignore_changes: tuple[str, ...]
     inputs: Mapping[str, Any]
+    replace_on_changes: tuple[str, ...] = ()
+    delete_before_replace: bool = False
 
 
 def _str_presenter(dumper: yaml.representer.SafeRepresenter, data: str) -> yaml.ScalarNode:
@@ -174,6 +176,8 @@ def build_tree(plan: RolloutPlan, registrations: list[Registration], plan_md: st
                 "protect": reg.protect,
                 "retainOnDelete": reg.retain_on_delete,
                 "ignoreChanges": sorted(reg.ignore_changes),
+                "replaceOnChanges": sorted(reg.replace_on_changes),
+                "deleteBeforeReplace": reg.delete_before_replace,
                 "inputs": reg.inputs,
             }
         )

@@ -7,6 +7,8 @@ Every Kueue object depends on the Kueue release, so its CRDs exist before the ob
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gpufleet.builders.common import helm, k8s
 from gpufleet.names import NS_GPU_OPERATOR, NS_HEALTH, NS_KUEUE, NS_MONITORING, NS_NETWORK, NS_SYSTEM, group_taints
 from gpufleet.manifests import admission_policy, kueue, tenancy
@@ -15,6 +17,13 @@ from gpufleet.plan import BuildContext, Resource, StageContent
 from gpufleet.spec import Fleet, Team
 
 KUEUE_RELEASE = "kueue"
+# Immutable per the pinned Kueue CRDs' CEL rules (kueue.x-k8s.io_resourceflavors.yaml: "nodeLabels / tolerations /
+# topologyName are immutable when topologyName is set"; kueue.x-k8s.io_topologies.yaml: spec.levels): the API server
+# rejects an update, so a change replaces the object. Its name is fixed, so the old one is deleted first; Kueue holds
+# an in-use flavor or topology with its kueue.x-k8s.io/resource-in-use finalizer until nothing uses it
+# (docs/admission-and-sharing.md says what that means for a rollout).
+TAS_FLAVOR_IMMUTABLE = ("spec.nodeLabels", "spec.tolerations", "spec.topologyName")
+TOPOLOGY_IMMUTABLE = ("spec.levels",)
 HELM_ID = f"helm-{KUEUE_RELEASE}"
 
 
@@ -42,12 +51,14 @@ def build(ctx: BuildContext) -> StageContent:
 
     topology_ids: tuple[str, ...] = ()
     if any(kueue.placement(fleet, g) != "None" for g in fleet.node_groups):
-        topology = k8s(kueue.topology(), depends_on=after_kueue)
+        topology = replace(k8s(kueue.topology(), depends_on=after_kueue), replace_on_changes=TOPOLOGY_IMMUTABLE, delete_before_replace=True)
         resources.append(topology)
         topology_ids = (topology.id,)
     flavor_ids = {}
     for group in fleet.node_groups:
         flavor = k8s(kueue.resource_flavor(fleet, group), depends_on=after_kueue + (topology_ids if kueue.placement(fleet, group) != "None" else ()))
+        if "topologyName" in flavor.args["object"]["spec"]:
+            flavor = replace(flavor, replace_on_changes=TAS_FLAVOR_IMMUTABLE, delete_before_replace=True)
         flavor_ids[group.name] = flavor.id
         resources.append(flavor)
     cohort_ids = {}

@@ -412,3 +412,23 @@ def test_release_values_exist_in_the_pinned_chart(fleet: Fleet, version: str) ->
     values = kueue.helm_values(fleet, prometheus=True)
     assert list(unknown_value_keys(values, defaults)) == []
     assert set(values["controllerManager"]["podDisruptionBudget"]) <= set(defaults["controllerManager"]["podDisruptionBudget"])
+
+
+def test_tas_flavors_and_the_topology_are_replaced_on_immutable_changes() -> None:
+    # The pinned CRDs' CEL rules reject updates of these fields; Pulumi must replace (names are fixed: delete first).
+    import json
+    from pathlib import Path
+
+    from gpufleet.pipeline import load_fleet
+
+    root = Path(__file__).resolve().parents[2]
+    fleet = load_fleet(str(root / "fleet.yaml"), "prod").environments["prod"]
+    content = stage.build(BuildContext(fleet=fleet, environment="prod", through="cost"))
+    options = {r.id: (r.replace_on_changes, r.delete_before_replace) for r in content.resources if r.type.endswith((":ResourceFlavor", ":Topology"))}
+    tas = {r.id for r in content.resources if r.type.endswith(":ResourceFlavor") and "topologyName" in r.args["object"]["spec"]}
+    assert tas and all(options[i] == (("spec.nodeLabels", "spec.tolerations", "spec.topologyName"), True) for i in tas)
+    assert all(options[i] == ((), False) for i in options if i not in tas and not i.startswith("topology-"))
+    assert options["topology-cluster-aws-network"] == (("spec.levels",), True)
+    # What synth recorded through Pulumi's resource options.
+    inventory = {e["id"]: e for e in json.loads((root / "tests/golden/trees/example/prod/inventory.json").read_text())}
+    assert {i: (tuple(inventory[i]["replaceOnChanges"]), inventory[i]["deleteBeforeReplace"]) for i in options} == options

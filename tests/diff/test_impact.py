@@ -166,3 +166,24 @@ def test_added_subtree_is_one_path_and_indices_sort_numerically() -> None:
     new["spec"]["items"][10] = 100
     assert changed_paths(old, new) == ["spec.extra", "spec.items[2]", "spec.items[10]"]
     assert changed_paths(new, old) == ["spec.extra", "spec.items[2]", "spec.items[10]"]
+
+
+def _tas_flavor(**labels: str) -> dict[str, Any]:
+    obj = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "h100"},
+           "spec": {"nodeLabels": {"gpufleet.io/node-group": "h100", **labels}, "topologyName": "gpufleet-topology", "nodeTaints": []}}  # fmt: skip
+    flavor = k8s(obj)
+    flavor.update(replaceOnChanges=["spec.nodeLabels", "spec.tolerations", "spec.topologyName"], deleteBeforeReplace=True)
+    return flavor
+
+
+def test_an_immutable_tas_flavor_field_is_a_replacement_in_the_diff() -> None:
+    old, new = inv(_tas_flavor()), inv(_tas_flavor(tier="gold"))
+    (change,) = compare(old, new).changes
+    assert (change.action, change.reasons) == ("replace", ("spec.nodeLabels.tier: (none) -> gold", "deleteBeforeReplace: its name is fixed, so the old object is deleted before the new one is created"))
+    text = diff_report.text(compare(old, new), "a", "b")
+    assert "+- resourceflavor-cluster-h100 (kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor)" in text
+    assert "replaces because deleteBeforeReplace: its name is fixed" in text
+    # A field the API server updates in place stays an update.
+    moved = inv(_tas_flavor())
+    moved["resourceflavor-cluster-h100"]["inputs"]["spec"]["nodeTaints"] = [{"key": "k", "effect": "NoSchedule"}]
+    assert [c.action for c in compare(old, moved).changes] == ["update"]
