@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable, Iterable, Iterator
 
-from gpufleet import access, ami_releases, catalog, names, stages
+from gpufleet import access, ami_releases, catalog, cold_start, names, stages
 from gpufleet.ami_releases import SYSTEM_NODES_AMI_TYPE
 from gpufleet.errors import Issue, Path, closest, did_you_mean
 from gpufleet.names import DEFAULT_DEVICE_PLUGIN_CONFIG, MIG_DISABLED, RESERVED_NAMESPACES
@@ -485,6 +485,15 @@ def _admission(fleet: Fleet) -> Iterator[Issue]:
     if not stage_used(fleet, "admission"):
         return
     adm = fleet.admission
+    derived, slowest = cold_start.default_timeout_seconds(fleet)
+    if adm.pods_ready_timeout_seconds is not None and adm.pods_ready_timeout_seconds < derived:
+        yield Issue(
+            path=("admission", "podsReadyTimeoutSeconds"),
+            severity="warning",
+            message=f"{adm.pods_ready_timeout_seconds}s is shorter than a cold start of node group {slowest} (about {derived}s with margin: node boot and join, image pulls, GPU Operator operands): "
+            f"a job that must scale the group up is evicted, and deactivated after {adm.backoff_limit_count} requeues",
+            hint=f"remove podsReadyTimeoutSeconds (the default is {derived}s), or set at least {derived}",
+        )
     if adm.reclaim_within_cohort == "Never" and adm.borrow_within_cohort != "Never":
         yield Issue(
             path=("admission", "preemption", "borrowWithinCohort"),

@@ -166,7 +166,7 @@ class Priority:
 class Admission:
     """admission: Kueue settings."""
 
-    pods_ready_timeout_seconds: int
+    pods_ready_timeout_seconds: int | None  # None: gpufleet.cold_start derives it from the slowest group
     backoff_limit_count: int
     backoff_base_seconds: int
     backoff_max_seconds: int
@@ -498,7 +498,7 @@ def _fleet(d: Mapping[str, Any]) -> Fleet:
             for t in d["teams"]
         ),
         admission=Admission(
-            pods_ready_timeout_seconds=adm["podsReadyTimeoutSeconds"],
+            pods_ready_timeout_seconds=adm.get("podsReadyTimeoutSeconds"),
             backoff_limit_count=adm["requeuing"]["backoffLimitCount"],
             backoff_base_seconds=adm["requeuing"]["backoffBaseSeconds"],
             backoff_max_seconds=adm["requeuing"]["backoffMaxSeconds"],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from gpufleet import cold_start
 from gpufleet.builders.common import helm, k8s
 from gpufleet.names import NS_GPU_OPERATOR, NS_HEALTH, NS_KUEUE, NS_MONITORING, NS_NETWORK, NS_SYSTEM, group_taints
 from gpufleet.manifests import admission_policy, kueue, tenancy
@@ -151,7 +152,7 @@ def _notes(fleet: Fleet) -> list[str]:
     adm = fleet.admission
     lines = [
         f"Kueue {fleet.versions.kueue}: a workload is admitted only when its whole quota fits; if its pods are not all ready "
-        f"within {adm.pods_ready_timeout_seconds}s it is evicted and requeued (backoff {adm.backoff_base_seconds}s doubling up to "
+        f"within {cold_start.pods_ready_timeout_seconds(fleet)}s it is evicted and requeued (backoff {adm.backoff_base_seconds}s doubling up to "
         f"{adm.backoff_max_seconds}s, deactivated after {adm.backoff_limit_count} requeues). Jobs name their queue with the label "
         f"`{kueue.LABEL_QUEUE_NAME}: <team>` and pick a node group with `nodeSelector: {{gpufleet.io/node-group: <group>}}`.",
         "",

@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from gpufleet import catalog
+from gpufleet import catalog, cold_start
 from gpufleet.names import EFA_RESOURCE, GPU_RESOURCE, LABEL_MANAGED_BY, LABEL_NODE_GROUP, LABEL_TEAM, group_taints, tolerations_for
 from gpufleet.manifests import node_bootstrap
 from gpufleet.manifests.sharing import units_per_gpu
@@ -403,7 +403,7 @@ def controller_configuration(fleet: Fleet) -> dict[str, Any]:
         **_CHART_CONFIGURATION,
         # v1beta2 has no `enable`: the block's presence turns the feature on.
         "waitForPodsReady": {
-            "timeout": f"{adm.pods_ready_timeout_seconds}s",
+            "timeout": f"{cold_start.pods_ready_timeout_seconds(fleet)}s",
             "blockAdmission": False,
             "requeuingStrategy": {
                 "timestamp": "Eviction",

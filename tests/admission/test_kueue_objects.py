@@ -315,7 +315,7 @@ def test_configuration_turns_on_all_or_nothing_admission(fleet: Fleet) -> None:
     config = kueue.controller_configuration(fleet)
     assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
     assert config["waitForPodsReady"] == {
-        "timeout": "600s",
+        "timeout": "540s",  # derived: no image sets, so boot and join 180 s + operands 180 s, x1.5 (gpufleet.cold_start)
         "blockAdmission": False,
         "requeuingStrategy": {"timestamp": "Eviction", "backoffLimitCount": 5, "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600},
     }
@@ -432,3 +432,19 @@ def test_tas_flavors_and_the_topology_are_replaced_on_immutable_changes() -> Non
     # What synth recorded through Pulumi's resource options.
     inventory = {e["id"]: e for e in json.loads((root / "tests/golden/trees/example/prod/inventory.json").read_text())}
     assert {i: (tuple(inventory[i]["replaceOnChanges"]), inventory[i]["deleteBeforeReplace"]) for i in options} == options
+
+
+def test_pods_ready_timeout_defaults_to_the_slowest_cold_start() -> None:
+    # Before: 600 s (the example's value), shorter than a p5 group scaling from zero with a pre-pulled framework image.
+    from pathlib import Path
+
+    from gpufleet import cold_start
+    from gpufleet.pipeline import load_fleet
+
+    fleet = load_fleet(str(Path(__file__).resolve().parents[2] / "fleet.yaml"), "prod").environments["prod"]
+    assert fleet.admission.pods_ready_timeout_seconds is None
+    # h100: boot and join 180 s + one 300 s image pull + operands 180 s = 660 s; x1.5 = 990 s -> 17 minutes. Its warm
+    # pool does not help: instance-store RAID0 loses the images at every stop. notebooks: warm resume 60 s + 180 s.
+    assert {g.name: cold_start.group_seconds(fleet, g) for g in fleet.node_groups} == {"h100": 660, "l40s": 660, "a100-mig": 660, "notebooks": 240}
+    assert cold_start.default_timeout_seconds(fleet) == (1020, "h100")
+    assert kueue.controller_configuration(fleet)["waitForPodsReady"]["timeout"] == "1020s"

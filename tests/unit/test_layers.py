@@ -21,7 +21,7 @@ PACKAGES = ("gpufleet", "components", "policies", "tools")
 # package itself, so a new module must be placed here).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("gpufleet", "gpufleet.errors", "gpufleet.stages", "gpufleet.catalog", "gpufleet.versions", "gpufleet.ami_releases", "gpufleet.checkpoints", "gpufleet.pricing"),
-    ("gpufleet.spec", "gpufleet.load", "gpufleet.schema", "gpufleet.environments", "gpufleet.warm_pool"),
+    ("gpufleet.spec", "gpufleet.load", "gpufleet.schema", "gpufleet.environments", "gpufleet.warm_pool", "gpufleet.cold_start"),
     ("gpufleet.names", "gpufleet.access", "gpufleet.entries", "gpufleet.plan"),
     ("gpufleet.rules", "gpufleet.pipeline"),
     ("gpufleet.manifests",),

@@ -179,6 +179,9 @@ CASES: list[Any] = [
     pytest.param("efa", [EFA_P5, group(subnetIds=["subnet-0aa", "subnet-0bb"])], [("nodeGroups[0].subnetIds", "an EFA group must use exactly one subnet, in its zone; it uses 2")], id="efa/two-subnets"),
     pytest.param("efa", [group(instanceType="g5.xlarge")], [], id="efa/no-fabric"),
     pytest.param("versions", [at("versions", "addons", "nodeMonitoringAgent", value="v1.4.0-eksbuild.2")], [("versions.addons.nodeMonitoringAgent", "EKS node monitoring agent v1.4.0-eksbuild.2 is not a version gpufleet knows (known: v1.6.4, v1.7.0): its repair overrides follow the agent's list of fatal XIDs")], id="versions/node-monitoring-agent-unknown"),
+    # A group without image sets: boot and join 180 s + operands 180 s = 360 s, x1.5 = 540 s (gpufleet.cold_start).
+    pytest.param("admission", [at("admission", "podsReadyTimeoutSeconds", value=540)], [], id="admission/timeout-covers-cold-start"),
+    pytest.param("admission", [at("admission", "podsReadyTimeoutSeconds", value=300)], [("admission.podsReadyTimeoutSeconds", "300s is shorter than a cold start of node group l4 (about 540s with margin: node boot and join, image pulls, GPU Operator operands): a job that must scale the group up is evicted, and deactivated after 5 requeues")], id="admission/timeout-shorter-than-cold-start"),
     # warm-pool
     pytest.param("warm-pool", [group(warmPool={"minSize": 4, "state": "Hibernated"})], [], id="warm/full-hibernated-small"),
     pytest.param("warm-pool", [group(warmPool={"minSize": 5})], [("nodeGroups[0].warmPool.minSize", "a warm pool of 5 is larger than the group's maxSize 4")], id="warm/larger-than-max"),
@@ -553,7 +556,7 @@ ENV_TEXT = MINIMAL_TEXT.replace(
     "      teams:\n"
     "        vision:\n"
     "          quotas: [{nodeGroup: l4, gpus: 2}]\n"
-    "      admission: {podsReadyTimeoutSeconds: 300}\n",
+    "      admission: {podsReadyTimeoutSeconds: 900}\n",
 )
 
 
@@ -568,7 +571,7 @@ def test_override_merges_maps_and_addresses_named_items() -> None:
     assert data["nodeGroups"][0]["scaling"] == {"maxSize": 2}
     assert data["nodeGroups"][0]["instanceType"] == "g6.xlarge"
     assert data["teams"][0]["quotas"] == [{"nodeGroup": "l4", "gpus": 2}]  # other lists are replaced whole
-    assert data["admission"] == {"podsReadyTimeoutSeconds": 300}
+    assert data["admission"] == {"podsReadyTimeoutSeconds": 900}
     assert loaded.data["nodeGroups"][0]["scaling"] == {"maxSize": 4}  # the base is not changed
 
 
