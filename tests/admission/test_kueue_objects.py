@@ -416,22 +416,26 @@ def test_release_values_exist_in_the_pinned_chart(fleet: Fleet, version: str) ->
 
 def test_tas_flavors_and_the_topology_are_replaced_on_immutable_changes() -> None:
     # The pinned CRDs' CEL rules reject updates of these fields; Pulumi must replace (names are fixed: delete first).
-    import json
+    from dataclasses import replace
     from pathlib import Path
 
+    from components.synth import record
     from gpufleet.pipeline import load_fleet
+    from gpufleet.rollout import build_plan
 
-    root = Path(__file__).resolve().parents[2]
-    fleet = load_fleet(str(root / "fleet.yaml"), "prod").environments["prod"]
-    content = stage.build(BuildContext(fleet=fleet, environment="prod", through="cost"))
+    base = load_fleet(str(Path(__file__).resolve().parents[2] / "fleet.yaml"), "dev").environments["dev"]
+    groups = tuple(replace(g, topology=replace(g.topology, placement="Required")) if g.name == "h100" else g for g in base.node_groups)
+    fleet = replace(base, node_groups=groups)
+    content = stage.build(BuildContext(fleet=fleet, environment="dev", through="admission"))
     options = {r.id: (r.replace_on_changes, r.delete_before_replace) for r in content.resources if r.type.endswith((":ResourceFlavor", ":Topology"))}
     tas = {r.id for r in content.resources if r.type.endswith(":ResourceFlavor") and "topologyName" in r.args["object"]["spec"]}
-    assert tas and all(options[i] == (("spec.nodeLabels", "spec.tolerations", "spec.topologyName"), True) for i in tas)
-    assert all(options[i] == ((), False) for i in options if i not in tas and not i.startswith("topology-"))
+    assert tas == {"resourceflavor-cluster-h100"}
+    assert options["resourceflavor-cluster-h100"] == (("spec.nodeLabels", "spec.tolerations", "spec.topologyName"), True)
     assert options["topology-cluster-aws-network"] == (("spec.levels",), True)
-    # What synth recorded through Pulumi's resource options.
-    inventory = {e["id"]: e for e in json.loads((root / "tests/golden/trees/example/prod/inventory.json").read_text())}
-    assert {i: (tuple(inventory[i]["replaceOnChanges"]), inventory[i]["deleteBeforeReplace"]) for i in options} == options
+    assert all(options[i] == ((), False) for i in options if i not in tas and not i.startswith("topology-"))
+    # What synth records through Pulumi's resource options (inventory.json's replaceOnChanges / deleteBeforeReplace).
+    recorded = {r.name: (r.replace_on_changes, r.delete_before_replace) for r in record(build_plan(fleet, "dev")) if r.name in options}
+    assert recorded == options
 
 
 def test_pods_ready_timeout_defaults_to_the_slowest_cold_start() -> None:
