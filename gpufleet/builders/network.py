@@ -15,7 +15,7 @@ from gpufleet.builders.common import helm, k8s, namespace
 from gpufleet.names import NS_NETWORK
 from gpufleet.manifests import network as net
 from gpufleet.plan import BuildContext, Gate, Resource, StageContent
-from gpufleet.spec import Fabric, Fleet, NodeGroup
+from gpufleet.spec import CapacityType, Fabric, Fleet, NodeGroup
 
 
 def _team_namespaces(fleet: Fleet, fabric: Fabric) -> list[str]:
@@ -47,6 +47,14 @@ def _gate(fleet: Fleet, group: NodeGroup, after: tuple[str, ...]) -> tuple[list[
     service, job = net.gate_objects(fleet, group)
     svc = k8s(service, depends_on=after)
     job_res = k8s(job, depends_on=after + (svc.id,))
+    if group.capacity_type is CapacityType.CAPACITY_BLOCK:
+        # A Capacity Block has nodes only inside its reservation window; a gate would time out outside it and hold
+        # back every later stage. The Job is rendered without a deadline and Pulumi does not wait for it: it runs
+        # when the window opens and the group scales up, and its result is read from the Job, not from the rollout.
+        return [svc, job_res], None, warnings + [
+            f'node group "{group.name}" is a Capacity Block: its bandwidth check (Job {NS_NETWORK}/{net.gate_name(group)}) runs once the '
+            "reservation window opens and does not gate later stages; read its result with kubectl before scheduling jobs on the group"
+        ]
     info = catalog.lookup(group.instance_type)
     assert info is not None
     gate = fleet.network.bandwidth_gate
@@ -55,7 +63,7 @@ def _gate(fleet: Fleet, group: NodeGroup, after: tuple[str, ...]) -> tuple[list[
     expectation = (
         f"`all_reduce_perf` across 2 x {group.instance_type} ({2 * info.gpu_count} GPUs, {net.GATE_SIZES[0]}-{net.GATE_SIZES[1]} messages) "
         f"averages at least {round(min_bw * net.NCCL_TESTS_SLACK, 1):g} GB/s bus bandwidth "
-        f"(nccl-tests fails below 0.9 x `NCCL_TESTS_MIN_BW={min_bw:g}`, which is {gate.efficiency:g} x the {net.line_rate_gbytes(info):g} GB/s rated line rate), "
+        f"(nccl-tests fails below 0.9 x `NCCL_TESTS_MIN_BW={min_bw:g}`, the {net.floor_source(info, gate.efficiency)}), "
         f"over NCCL network `{network}` with no `NET/Socket` fallback (Job `{NS_NETWORK}/{net.gate_name(group)}`)."
     )
     return [svc, job_res], Gate(name=f"nccl-bandwidth-{group.name}", resource=job_res.id, expectation=expectation), warnings
