@@ -68,30 +68,56 @@ def node_config(group: NodeGroup) -> dict[str, Any]:
     return {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec}
 
 
-def prepull_script(images: list[str]) -> str:
-    """Pull the group's images into containerd before kubelet starts, so a node (and a warm-pool instance,
-    which is stopped right after this) holds them when it joins.
-
-    On AL2023, cloud-init runs user-data scripts before nodeadm-run starts kubelet. If the instance is
-    launching into a warm pool (IMDS target lifecycle state Warmed:*), kubelet is kept from starting on this
-    boot only, so the node does not register and linger NotReady while stopped (kubernetes/autoscaler#4005)."""
-    pulls = "\n".join(f"pull {shlex.quote(image)}" for image in images)
-    return f"""#!/bin/bash
-set -euo pipefail
-TOKEN=$(curl -sS -X PUT http://169.254.169.254/latest/api/token -H 'X-aws-ec2-metadata-token-ttl-seconds: 300')
-STATE=$(curl -sS -H "X-aws-ec2-metadata-token: $TOKEN" http://169.254.169.254/latest/meta-data/autoscaling/target-lifecycle-state || true)
-systemctl start containerd
-pull() {{
+_PULL_FUNCTION = """pull() {
   for attempt in 1 2 3; do
     ctr --namespace k8s.io images pull "$1" >/dev/null && return 0
     sleep $((attempt * 10))
   done
   echo "gpufleet: could not pre-pull $1; the prepuller DaemonSet will pull it after join" >&2
-}}
+}"""
+PREPULL_UNIT = "gpufleet-prepull.service"
+
+
+def prepull_script(images: list[str], *, raid0: bool) -> str:
+    """Pull the group's images into containerd on the disk that serves it, touching neither kubelet nor its lifecycle.
+
+    Without local storage, containerd keeps images on the root volume: cloud-init runs this user-data script before
+    nodeadm-run starts kubelet, so the node holds its images when it joins. With `localStorage: RAID0`, nodeadm
+    builds the array in its run phase after cloud-init (`nodeadm-run.service` is `After=cloud-final.service`), and
+    `setup-local-disks` copies /var/lib/containerd into the array and bind-mounts it: images pulled from user data
+    would land on the root volume first and be copied again. So a RAID0 group gets a oneshot unit ordered after
+    nodeadm-run instead, which pulls straight onto the array. Kubelet is never started, stopped or masked here
+    (EKS launch template guidance: "Don't specify any commands in your user data that starts or modifies kubelet");
+    warm-pool instances follow EKS's own warm-pool lifecycle."""
+    pulls = "\n".join(f"pull {shlex.quote(image)}" for image in images)
+    if not raid0:
+        return f"""#!/bin/bash
+set -euo pipefail
+systemctl start containerd
+{_PULL_FUNCTION}
 {pulls}
-case "$STATE" in
-  Warmed:*) systemctl mask --runtime --now kubelet ;;
-esac
+"""
+    return f"""#!/bin/bash
+set -euo pipefail
+cat > /usr/local/bin/gpufleet-prepull <<'PULL'
+#!/bin/bash
+set -uo pipefail
+{_PULL_FUNCTION}
+{pulls}
+PULL
+chmod 0755 /usr/local/bin/gpufleet-prepull
+cat > /etc/systemd/system/{PREPULL_UNIT} <<'UNIT'
+[Unit]
+Description=gpufleet: pre-pull the node group's images onto the instance-store RAID0 array
+After=nodeadm-run.service containerd.service
+Requires=containerd.service
+
+[Service]
+Type=oneshot
+ExecStart=/usr/local/bin/gpufleet-prepull
+UNIT
+systemctl daemon-reload
+systemctl start --no-block {PREPULL_UNIT}
 """
 
 
@@ -157,7 +183,7 @@ def user_data(group: NodeGroup, images: list[str], sharing_toml: dict[str, Any] 
         return bottlerocket_settings(group, sharing_toml)
     parts = [("application/node.eks.aws", yaml.safe_dump(node_config(group), sort_keys=True)), ("text/x-shellscript; charset=\"us-ascii\"", CLOSE_ESCAPE_SCRIPT)]
     if images:
-        parts.append(("text/x-shellscript; charset=\"us-ascii\"", prepull_script(images)))
+        parts.append(("text/x-shellscript; charset=\"us-ascii\"", prepull_script(images, raid0=group.local_storage == "RAID0")))
     return _mime(parts)
 
 

@@ -143,11 +143,35 @@ def test_every_nodeconfig_validates_against_the_nodeadm_crd(prod: RolloutPlan, e
             assert validate_object(_node_config(plan, group)) == []
 
 
+def _scripts(plan: RolloutPlan, group: str) -> list[str]:
+    text = base64.b64decode(resource(plan, f"{group}-launch-template").args["user_data"]).decode()
+    return [str(p.get_payload()) for p in email.message_from_string(text).walk() if p.get_content_type() == "text/x-shellscript"]
+
+
 def test_user_data_prepulls_images_and_closes_the_envvar_escape(prod: RolloutPlan) -> None:
     text = decode_user_data(resource(prod, "h100-launch-template").args["user_data"])
     assert "pull nvcr.io/nvidia/pytorch:25.08-py3" in text
     assert "accept-nvidia-visible-devices-envvar-when-unprivileged = false" in text
-    assert "Warmed:*) systemctl mask --runtime --now kubelet" in text
+
+
+def test_raid0_groups_pull_onto_the_array_after_nodeadm_builds_it(prod: RolloutPlan) -> None:
+    # h100 has instance-store RAID0: nodeadm-run (After=cloud-final) builds the array and copies /var/lib/containerd
+    # into it, so a pull from cloud-init would land on the root volume and be copied again.
+    (prepull,) = [s for s in _scripts(prod, "h100") if "pull nvcr.io" in s]
+    assert "After=nodeadm-run.service containerd.service" in prepull
+    assert "systemctl start --no-block gpufleet-prepull.service" in prepull
+    assert "systemctl start containerd" not in prepull
+    # Without local storage containerd's disk is the root volume: pull from cloud-init, before the node joins.
+    (plain,) = [s for s in _scripts(prod, "l40s") if "pull nvcr.io" in s]
+    assert "systemctl start containerd" in plain and "nodeadm-run" not in plain
+
+
+def test_user_data_never_starts_stops_or_masks_kubelet(prod: RolloutPlan, existing: RolloutPlan) -> None:
+    # EKS launch template guidance: no user data command that starts or modifies kubelet; warm pools follow EKS.
+    for plan in (prod, existing):
+        for group in plan.fleet.node_groups:
+            if not group.ami_type.startswith("BOTTLEROCKET"):
+                assert all("kubelet" not in script for script in _scripts(plan, group.name)), group.name
 
 
 def test_bottlerocket_gets_toml_and_keeps_its_own_device_plugin(existing: RolloutPlan) -> None:
