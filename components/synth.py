@@ -86,6 +86,10 @@ class RecordingMocks(pulumi_mocks.Mocks):
         return self._state(self.lookups[args.token], {})
 
 
+# How long cancelled registrations may take to unwind once the program has ended or been interrupted.
+_CANCEL_WAIT_SECONDS = 5.0
+
+
 def run_under_mocks(
     mocks: pulumi_mocks.Mocks,
     program: Callable[[], None],
@@ -108,7 +112,10 @@ def run_under_mocks(
         pending = asyncio.all_tasks(loop)
         for task in pending:
             task.cancel()
-        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        if pending:
+            # Bounded: after an interrupt a task blocked in the mock monitor may never see its cancellation, and
+            # the user's Ctrl-C must still end the run (the caller removes the staging directory and exits).
+            loop.run_until_complete(asyncio.wait(pending, timeout=_CANCEL_WAIT_SECONDS))
         pulumi_settings.reset_options()
         loop.close()
         asyncio.set_event_loop(None)
