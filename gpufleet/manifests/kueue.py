@@ -22,6 +22,7 @@ apis/config/v1beta2/configuration_types.go at v0.19.2; tests validate every obje
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,7 @@ from gpufleet.names import EFA_RESOURCE, GPU_RESOURCE, LABEL_MANAGED_BY, LABEL_N
 from gpufleet.manifests import node_bootstrap
 from gpufleet.manifests.sharing import units_per_gpu
 from gpufleet.spec import Fabric, Fleet, NodeGroup, Priority, Quota, Team
+from gpufleet.versions import KUEUE
 
 API = "kueue.x-k8s.io/v1beta2"
 CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
@@ -370,37 +372,19 @@ def _priority_description(priority: Priority) -> str:
 # The controller Configuration and the Helm values
 
 
-# The chart's own Configuration (charts/kueue/values.yaml managerConfig.controllerManagerConfigYaml @v0.19.2):
-# the value replaces the whole document, so everything the chart sets is kept.
-_CHART_CONFIGURATION: dict[str, Any] = {
-    "health": {"healthProbeBindAddress": ":8081"},
-    "metrics": {"bindAddress": ":8443"},
-    "webhook": {"port": 9443},
-    "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
-    "controller": {
-        "groupKindConcurrency": {
-            "Job.batch": 5,
-            "Pod": 5,
-            "Workload.kueue.x-k8s.io": 10,
-            "LocalQueue.kueue.x-k8s.io": 5,
-            "ClusterQueue.kueue.x-k8s.io": 5,
-            "ResourceFlavor.kueue.x-k8s.io": 1,
-        }
-    },
-    "clientConnection": {"qps": 300, "burst": 500},
-}
-
-
 def team_namespaces(fleet: Fleet) -> list[str]:
     return sorted({t.namespace for t in fleet.teams})
 
 
 def controller_configuration(fleet: Fleet) -> dict[str, Any]:
+    """The whole controller Configuration: it replaces the chart's document, so the pinned chart's own settings
+    (versions.KueueRelease.chart_configuration) come first."""
     adm = fleet.admission
+    assert fleet.versions.kueue is not None  # rules: the admission stage needs a pinned Kueue
     return {
         "apiVersion": CONFIG_API,
         "kind": "Configuration",
-        **_CHART_CONFIGURATION,
+        **copy.deepcopy(dict(KUEUE[fleet.versions.kueue].chart_configuration)),
         # v1beta2 has no `enable`: the block's presence turns the feature on.
         "waitForPodsReady": {
             "timeout": f"{cold_start.pods_ready_timeout_seconds(fleet)}s",
