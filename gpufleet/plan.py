@@ -117,7 +117,7 @@ class StageContent:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StagePlan:
     index: int
-    name: str
+    name: stages.StageName
     included: bool
     content: StageContent
 
@@ -130,7 +130,7 @@ class StagePlan:
 class RolloutPlan:
     fleet: Fleet
     environment: str
-    through: str
+    through: stages.StageName
     stages: tuple[StagePlan, ...]
 
     @property
@@ -150,9 +150,9 @@ class BuildContext:
 
     fleet: Fleet
     environment: str
-    through: str
+    through: stages.StageName
 
-    def includes(self, stage: str) -> bool:
+    def includes(self, stage: stages.StageName) -> bool:
         return stages.included(stage, self.through)
 
 

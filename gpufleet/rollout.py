@@ -9,7 +9,7 @@ from gpufleet.plan import BuildContext, Builder, RolloutPlan, StageContent, Stag
 from gpufleet.spec import Fleet
 
 # The builder of each stage, in rollout order (the same order as gpufleet.stages.STAGES; a test holds them equal).
-STAGE_BUILDERS: tuple[tuple[str, Builder], ...] = (
+STAGE_BUILDERS: tuple[tuple[stages.StageName, Builder], ...] = (
     ("foundation", foundation.build),
     ("telemetry", telemetry.build),
     ("admission", admission.build),

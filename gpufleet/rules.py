@@ -48,7 +48,7 @@ def gpu_taints_added(group: NodeGroup) -> int:
     return 2 if group.fabric is Fabric.EFA else 1
 
 
-def stage_used(fleet: Fleet, stage: str) -> bool:
+def stage_used(fleet: Fleet, stage: stages.StageName) -> bool:
     """Whether any environment's rollout includes `stage`."""
     return any(stages.included(stage, env.through) for env in fleet.environments)
 
@@ -288,7 +288,7 @@ def _ami(fleet: Fleet) -> Iterator[Issue]:
             yield Issue(path=path + ("ami", "releaseVersion"), severity=found.severity, message=found.message, hint=found.hint)
 
 
-STAGE_OF_COMPONENT: dict[str, str] = {
+STAGE_OF_COMPONENT: dict[str, stages.StageName] = {
     "gpuOperator": "foundation",
     "kueue": "admission",
     "efaDevicePlugin": "network",

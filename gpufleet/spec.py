@@ -8,11 +8,36 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping
 
 from gpufleet import ami_releases
 from gpufleet.errors import Path
 from gpufleet.versions import COMPONENTS, default_release
+from gpufleet.stages import StageName
+
+
+# Closed sets of the spec, spelled as in the YAML (schemas/fleet.schema.json enums; tests/unit/test_spec_types.py
+# holds them equal), so mypy --strict checks every comparison against them.
+TaintEffect = Literal["NoSchedule", "NoExecute", "PreferNoSchedule"]
+WarmPoolState = Literal["Stopped", "Running", "Hibernated"]
+TopologyPolicy = Literal["none", "best-effort", "restricted", "single-numa-node"]
+TopologyScope = Literal["container", "pod"]
+Placement = Literal["None", "Preferred", "Required"]
+UpdateStrategy = Literal["Default", "Minimal"]
+AmiType = Literal["AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA", "BOTTLEROCKET_ARM_64_NVIDIA", "AL2023_x86_64_STANDARD", "AL2023_ARM_64_STANDARD"]
+LocalStorage = Literal["None", "RAID0"]
+QueueingStrategy = Literal["BestEffortFIFO", "StrictFIFO"]
+WithinClusterQueue = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"]
+ReclaimWithinCohort = Literal["Never", "LowerPriority", "Any"]
+BorrowWithinCohort = Literal["Never", "LowerPriority"]
+ClusterMode = Literal["Create", "Existing"]
+EndpointAccess = Literal["Private", "PublicAndPrivate"]
+AutoscalerChoice = Literal["Install", "None"]
+DriverSource = Literal["Preinstalled", "Operator"]
+PrometheusChoice = Literal["Install", "Existing"]
+AutoRepair = Literal["Enabled", "Disabled"]
+Remediation = Literal["CordonAndDrain", "CordonOnly", "None"]
+LinkType = Literal["InfiniBand", "Ethernet"]
 
 
 class WorkloadClass(StrEnum):
@@ -47,7 +72,7 @@ class Taint:
 
     key: str
     value: str
-    effect: str  # NoSchedule | NoExecute | PreferNoSchedule
+    effect: TaintEffect
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,7 +81,7 @@ class WarmPool:
 
     min_size: int
     max_prepared_capacity: int | None
-    state: str  # Stopped | Running | Hibernated
+    state: WarmPoolState
     reuse_on_scale_in: bool
 
 
@@ -74,16 +99,16 @@ class Sharing:
 class Topology:
     """topology: kubelet Topology Manager and Kueue placement; None fields are resolved by defaults.py."""
 
-    policy: str | None
-    scope: str | None
-    placement: str | None
+    policy: TopologyPolicy | None
+    scope: TopologyScope | None
+    placement: Placement | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Update:
     """update: node group update config."""
 
-    strategy: str  # Default | Minimal
+    strategy: UpdateStrategy
     max_unavailable: int | None
     max_unavailable_percentage: int | None
 
@@ -95,7 +120,7 @@ class NodeGroup:
     name: str
     instance_type: str
     workload_class: WorkloadClass
-    ami_type: str
+    ami_type: AmiType
     ami_release_version: str
     capacity_type: CapacityType
     reservation_id: str | None
@@ -106,7 +131,7 @@ class NodeGroup:
     zone: str | None
     subnet_ids: tuple[str, ...] | None
     fabric: Fabric
-    local_storage: str  # None | RAID0
+    local_storage: LocalStorage
     sharing: Sharing
     topology: Topology
     images: tuple[str, ...]
@@ -170,10 +195,10 @@ class Admission:
     backoff_limit_count: int
     backoff_base_seconds: int
     backoff_max_seconds: int
-    queueing_strategy: str
-    within_cluster_queue: str
-    reclaim_within_cohort: str
-    borrow_within_cohort: str
+    queueing_strategy: QueueingStrategy
+    within_cluster_queue: WithinClusterQueue
+    reclaim_within_cohort: ReclaimWithinCohort
+    borrow_within_cohort: BorrowWithinCohort
     priorities: tuple[Priority, ...]
 
 
@@ -191,17 +216,17 @@ class SystemNodes:
 class Cluster:
     """cluster: the EKS cluster."""
 
-    mode: str  # Create | Existing
+    mode: ClusterMode
     name: str
     region: str
     kubernetes_version: str
-    endpoint_access: str  # Private | PublicAndPrivate
+    endpoint_access: EndpointAccess
     public_cidrs: tuple[str, ...] | None  # publicEndpoint.cidrs; None: EKS's default 0.0.0.0/0
     open_endpoint_reason: str | None  # publicEndpoint.acknowledgeOpenToInternet
     vpc_id: str
     subnet_ids: tuple[str, ...]
     system_nodes: SystemNodes | None
-    autoscaler: str  # Install | None (the Cluster Autoscaler in stage 1)
+    autoscaler: AutoscalerChoice  # the Cluster Autoscaler in stage 1
     admins: tuple[Principal, ...]
 
 
@@ -211,7 +236,7 @@ class Versions:
     (versions.default_release), and `defaulted` names it (plan.json, plan.md)."""
 
     gpu_operator: str
-    driver_source: str  # Preinstalled | Operator
+    driver_source: DriverSource
     driver_version: str | None
     toolkit_version: str | None
     kueue: str
@@ -229,7 +254,7 @@ class Versions:
 class Telemetry:
     """telemetry: Prometheus and the idle threshold."""
 
-    prometheus: str  # Install | Existing
+    prometheus: PrometheusChoice
     existing_namespace: str | None
     idle_sm_active_below: float
 
@@ -238,8 +263,8 @@ class Telemetry:
 class Health:
     """health: the fault-to-repair loop."""
 
-    auto_repair: str
-    remediation: str
+    auto_repair: AutoRepair
+    remediation: Remediation
     dcgm_diag_level: int
     check_interval_seconds: int
 
@@ -274,7 +299,7 @@ class RdmaNetwork:
 class Rdma:
     """network.rdma: the ConnectX NICs of fabric RDMA groups."""
 
-    link_type: str  # InfiniBand | Ethernet (RoCE)
+    link_type: LinkType  # Ethernet: RoCE
     resource_name: str  # advertised as rdma/<resourceName>
     hca_max: int
     socket_interface: str
@@ -303,7 +328,7 @@ class Environment:
     """environments.<name>: one stack."""
 
     name: str
-    through: str
+    through: StageName
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-STAGES: tuple[str, ...] = (
+from typing import Literal
+
+StageName = Literal["foundation", "telemetry", "admission", "sharing", "network", "storage", "health", "cost"]
+
+STAGES: tuple[StageName, ...] = (
     "foundation",
     "telemetry",
     "admission",
@@ -13,7 +17,7 @@ STAGES: tuple[str, ...] = (
     "cost",
 )
 
-WHAT: dict[str, str] = {
+WHAT: dict[StageName, str] = {
     "foundation": "EKS cluster or existing one, GPU node groups (taints, labels, Topology Manager, warm pools, "
     "pre-pulled images, pinned AMI), Cluster Autoscaler, namespaces, GPU Operator",
     "telemetry": "DCGM exporter profiling counters, Prometheus, ServiceMonitors, recording rules, alerts, dashboard",
@@ -26,15 +30,15 @@ WHAT: dict[str, str] = {
 }
 
 
-def index(stage: str) -> int:
+def index(stage: StageName) -> int:
     """1-based position of a stage."""
     return STAGES.index(stage) + 1
 
 
-def included(stage: str, through: str) -> bool:
+def included(stage: StageName, through: StageName) -> bool:
     return STAGES.index(stage) <= STAGES.index(through)
 
 
-def directory(stage: str) -> str:
+def directory(stage: StageName) -> str:
     """`NN-<stage>`, the synth tree directory of a stage."""
     return f"{index(stage):02d}-{stage}"

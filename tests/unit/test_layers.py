@@ -36,7 +36,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 LAZY = {("gpufleet.synth", "components.synth")}
 # The policy pack runs where gpufleet is not installed (policies/__main__.py puts the checkout on sys.path): what it
 # reaches of gpufleet must be standard-library only.
-PACK_MAY_REACH = {"gpufleet", "gpufleet.names", "gpufleet.entries", "gpufleet.spec", "gpufleet.errors", "gpufleet.versions", "gpufleet.ami_releases"}
+PACK_MAY_REACH = {"gpufleet", "gpufleet.names", "gpufleet.entries", "gpufleet.spec", "gpufleet.errors", "gpufleet.versions", "gpufleet.ami_releases", "gpufleet.stages"}
 
 
 def _module_name(path: Path) -> str:
