@@ -18,7 +18,7 @@ def _team_kinds() -> str:
     return ", ".join(plural for _, plural in sorted(tenancy.JOB_RESOURCES.values()))
 
 
-def access_section(fleet: Fleet, through: str) -> list[str]:
+def access_section(fleet: Fleet, through: stages.StageName) -> list[str]:
     admission = stages.included("admission", through)
     lines = ["## Access", "", access.endpoint_reach(fleet.cluster), "", "| principal | may | where |", "|---|---|---|"]
     for admin in fleet.cluster.admins:
