@@ -1,6 +1,7 @@
-"""Write docs/spec-reference.md from schemas/fleet.schema.json (the schema is the one source of truth).
+"""Write docs/spec-reference.md from schemas/fleet.schema.json (structure and static defaults) and gpufleet.defaults
+(the defaults computed from other fields, with their reasons).
 
-Run `python tools/spec_reference.py` after changing the schema; tests/unit/test_spec_reference.py fails
+Run `python -m tools.spec_reference` after changing the schema; tests/unit/test_spec_reference.py fails
 while the committed reference is stale."""
 
 from __future__ import annotations
@@ -9,6 +10,10 @@ import json
 import sys
 from pathlib import Path
 from typing import Any, Iterator
+
+from gpufleet.defaults import COMPUTED
+
+COMPUTED_BY_PATH = {c.path: c for c in COMPUTED}
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "schemas" / "fleet.schema.json"
@@ -41,6 +46,8 @@ def _rows(node: dict[str, Any], path: str, required: bool, defs: dict[str, Any])
     node = _resolve(node, defs)
     desc = " ".join(str(node.get("description", "")).split()).replace("|", "\\|")
     default = f"`{json.dumps(node['default'])}`" if "default" in node else ""
+    if path in COMPUTED_BY_PATH:
+        default = f"computed: {COMPUTED_BY_PATH[path].rule}"
     if path:
         yield f"| `{path}` | {_type(node)} | {'yes' if required else ''} | {default} | {desc} |"
     props = node.get("properties", {})
@@ -60,13 +67,16 @@ def render() -> str:
     lines = [
         "# Fleet spec reference (gpufleet/v1alpha1)",
         "",
-        "Generated from `schemas/fleet.schema.json` by `python tools/spec_reference.py`; do not edit by hand.",
+        "Generated from `schemas/fleet.schema.json` and `gpufleet/defaults.py` by `python -m tools.spec_reference`; do not edit by hand.",
         "Every optional field says what happens when it is omitted. Validate a spec with `gpufleet validate`.",
         "",
         "| field | type | required | default | description |",
         "|---|---|---|---|---|",
     ]
     lines += list(_rows(schema, "", True, schema.get("$defs", {})))
+    lines += ["", "## Computed defaults", "", "Resolved from other fields by `gpufleet/defaults.py`; `plan.md` lists the ones a fleet took.", ""]
+    lines += ["| field | default | why |", "|---|---|---|"]
+    lines += [f"| `{c.path}` | {c.rule} | {c.reason} |" for c in COMPUTED]
     return "\n".join(lines) + "\n"
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gpufleet import cold_start
+from gpufleet import cold_start, defaults
 from gpufleet.builders.common import helm, k8s
 from gpufleet.names import NS_GPU_OPERATOR, NS_HEALTH, NS_KUEUE, NS_MONITORING, NS_NETWORK, NS_SYSTEM, group_taints
 from gpufleet.manifests import admission_policy, kueue, tenancy
@@ -51,13 +51,13 @@ def build(ctx: BuildContext) -> StageContent:
         resources.append(k8s(kueue.workload_priority_class(priority), depends_on=after_kueue))
 
     topology_ids: tuple[str, ...] = ()
-    if any(kueue.placement(fleet, g) != "None" for g in fleet.node_groups):
+    if any(defaults.placement(fleet, g) != "None" for g in fleet.node_groups):
         topology = replace(k8s(kueue.topology(), depends_on=after_kueue), replace_on_changes=TOPOLOGY_IMMUTABLE, delete_before_replace=True)
         resources.append(topology)
         topology_ids = (topology.id,)
     flavor_ids = {}
     for group in fleet.node_groups:
-        flavor = k8s(kueue.resource_flavor(fleet, group), depends_on=after_kueue + (topology_ids if kueue.placement(fleet, group) != "None" else ()))
+        flavor = k8s(kueue.resource_flavor(fleet, group), depends_on=after_kueue + (topology_ids if defaults.placement(fleet, group) != "None" else ()))
         if "topologyName" in flavor.args["object"]["spec"]:
             flavor = replace(flavor, replace_on_changes=TAS_FLAVOR_IMMUTABLE, delete_before_replace=True)
         flavor_ids[group.name] = flavor.id
@@ -171,7 +171,7 @@ def _notes(fleet: Fleet) -> list[str]:
     for group in fleet.node_groups:
         shape = kueue.per_gpu(group)
         lines.append(
-            f"| {group.name} | {kueue.capacity_gpus(group)} | {totals[group.name]} | {shape.devices} | {shape.cpu_milli}m | {shape.memory_mib}Mi | {kueue.placement(fleet, group)} |"
+            f"| {group.name} | {kueue.capacity_gpus(group)} | {totals[group.name]} | {shape.devices} | {shape.cpu_milli}m | {shape.memory_mib}Mi | {defaults.placement(fleet, group)} |"
         )
     lines += ["", "| priority | value | preemptible | PriorityClass preemptionPolicy |", "|---|---|---|---|"]
     for p in adm.priorities:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from gpufleet import catalog, warm_pool
+from gpufleet import catalog, defaults, warm_pool
 from gpufleet.builders.cluster import NODE_ROLE, node_role_attachments, tags
 from gpufleet.builders.common import AWS_PROVIDER, CLUSTER, k8s
 from gpufleet.manifests import checkov, node_bootstrap
@@ -112,7 +112,7 @@ def _node_group(ctx: BuildContext, group: NodeGroup, extra_labels: dict[str, str
     if group.update.max_unavailable_percentage is not None:
         update["max_unavailable_percentage"] = group.update.max_unavailable_percentage
     else:
-        update["max_unavailable"] = group.update.max_unavailable or 1
+        update["max_unavailable"] = defaults.max_unavailable(group)
     args: dict[str, Any] = {
         "cluster_name": Ref(CLUSTER, "name"),
         # A prefix, not a fixed name: a replacement node group is created before the old one is deleted.
@@ -122,7 +122,7 @@ def _node_group(ctx: BuildContext, group: NodeGroup, extra_labels: dict[str, str
         "ami_type": group.ami_type,
         "release_version": group.ami_release_version,
         "capacity_type": CAPACITY_TYPES[group.capacity_type],
-        "scaling_config": {"min_size": group.min_size, "max_size": group.max_size, "desired_size": group.desired_size if group.desired_size is not None else group.min_size},
+        "scaling_config": {"min_size": group.min_size, "max_size": group.max_size, "desired_size": defaults.desired_size(group)},
         "update_config": update,
         "labels": node_labels(group, extra_labels),
         "taints": [{"key": t["key"], "value": t["value"], "effect": eks_effect(t["effect"])} for t in group_taints(group)],

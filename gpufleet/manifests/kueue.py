@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from gpufleet import catalog, cold_start
+from gpufleet import catalog, cold_start, defaults
 from gpufleet.names import EFA_RESOURCE, GPU_RESOURCE, LABEL_MANAGED_BY, LABEL_NODE_GROUP, LABEL_TEAM, group_taints, tolerations_for
 from gpufleet.manifests import node_bootstrap
 from gpufleet.manifests.sharing import units_per_gpu
@@ -177,33 +177,6 @@ def resource_amounts(group: NodeGroup, gpus: int) -> dict[str, Any]:
     return amounts
 
 
-def _tas_capable(group: NodeGroup) -> bool:
-    """A group whose capacity Kueue TAS can count: an EFA/RDMA group of a type EC2 reports topology for, with its
-    size fixed (minSize = maxSize). TAS counts only Ready nodes, and a workload it does not admit creates no pod for
-    the autoscaler to act on (kueue v0.19.2 site/content/en/docs/concepts/topology_aware_scheduling.md, "Capacity
-    calculation"; scaling up needs a ProvisioningRequest AdmissionCheck, which gpufleet does not render), so on a
-    group that scales TAS would admit only what already runs."""
-    if group.topology.placement is not None:
-        return group.topology.placement != "None"
-    return group.fabric in (Fabric.EFA, Fabric.RDMA) and group.instance_type in catalog.TOPOLOGY_INSTANCE_TYPES and group.min_size == group.max_size
-
-
-def placement(fleet: Fleet, group: NodeGroup) -> str:
-    """topology.placement, resolved: the spec's value, else Preferred where TAS can count the group's capacity and
-    every team with quota on it has quota only on such groups, else None. A ClusterQueue mixing TAS and non-TAS
-    flavors refuses a pod set without a topology request on the TAS flavor (pkg/scheduler/flavorassigner/
-    tas_flavorassigner.go, "supports only TopologyAwareScheduling"); a TAS-only queue implies the request."""
-    if group.topology.placement is not None:
-        return group.topology.placement
-    if not _tas_capable(group):
-        return "None"
-    for team in fleet.teams:
-        groups = [fleet.node_group(q.node_group) for q in team.quotas]
-        if group in groups and not all(_tas_capable(g) for g in groups):
-            return "None"
-    return "Preferred"
-
-
 def _meta(name: str, namespace: str | None = None, labels: dict[str, str] | None = None) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "labels": {**LABEL_MANAGED_BY, **(labels or {})}}
     if namespace is not None:
@@ -232,7 +205,7 @@ def resource_flavor(fleet: Fleet, group: NodeGroup) -> dict[str, Any]:
         "nodeTaints": taints,
         "tolerations": tolerations_for(taints),
     }
-    if placement(fleet, group) != "None":
+    if defaults.placement(fleet, group) != "None":
         spec["topologyName"] = TOPOLOGY_NAME
     return {"apiVersion": API, "kind": "ResourceFlavor", "metadata": _meta(group.name, labels={LABEL_NODE_GROUP: group.name}), "spec": spec}
 

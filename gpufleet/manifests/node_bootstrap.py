@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from gpufleet import catalog
-from gpufleet.spec import NodeGroup, WorkloadClass
+from gpufleet import catalog, defaults
+from gpufleet.spec import NodeGroup
 
 MIME_BOUNDARY = "==GPUFLEET=="
 
@@ -27,16 +27,9 @@ SYSTEM_RESERVED_MEMORY = "2Gi"
 
 
 def topology(group: NodeGroup) -> tuple[str, str, str]:
-    """(topologyManagerPolicy, topologyManagerScope, cpuManagerPolicy) with workload-class defaults.
-
-    Training and Inference default to `restricted` with pod scope: the kubelet admits a pod only on the narrowest
-    NUMA set that can hold its GPUs, NICs and pinned CPUs, so a 4-GPU pod stays on one socket and a full-node 8-GPU
-    pod (training rank, TP=8 server, the bandwidth gate) is admitted on both sockets of a dual-socket type.
-    `single-numa-node` would reject that full-node pod outright on p4d/p5/p5en/g6e.48xlarge (two NUMA nodes with four
-    GPUs each; kubernetes pkg/kubelet/cm/topologymanager policy_restricted.go, policy_single_numa_node.go)."""
-    default = "restricted" if group.workload_class in (WorkloadClass.TRAINING, WorkloadClass.INFERENCE) else "none"
-    policy = group.topology.policy or default
-    scope = group.topology.scope or ("pod" if policy != "none" else "container")
+    """(topologyManagerPolicy, topologyManagerScope, cpuManagerPolicy); the first two default by workload class
+    (gpufleet.defaults.TOPOLOGY_POLICY, TOPOLOGY_SCOPE), the CPU manager is static wherever NUMA alignment is on."""
+    policy, scope = defaults.topology_policy(group), defaults.topology_scope(group)
     cpu = "static" if policy != "none" else "none"
     return policy, scope, cpu
 

@@ -8,6 +8,7 @@ from typing import Any, Callable
 import pytest
 import yaml
 
+from gpufleet import defaults
 from gpufleet.builders import admission as stage
 from gpufleet.names import LABEL_NODE_GROUP
 from gpufleet.builders.node_groups import node_labels
@@ -164,7 +165,7 @@ def test_placement_resolution(make_fleet: Callable[..., Fleet], instance: str, f
 
     fleet = make_fleet(edit)
     group = fleet.node_group("h100")
-    assert kueue.placement(fleet, group) == expected
+    assert defaults.placement(fleet, group) == expected
     flavor = kueue.resource_flavor(fleet, group)["spec"]
     assert flavor.get("topologyName") == (None if expected == "None" else kueue.TOPOLOGY_NAME)
     topologies = _objects(fleet, "Topology")

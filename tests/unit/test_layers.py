@@ -22,7 +22,7 @@ PACKAGES = ("gpufleet", "components", "policies", "tools")
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("gpufleet", "gpufleet.errors", "gpufleet.stages", "gpufleet.catalog", "gpufleet.versions", "gpufleet.ami_releases", "gpufleet.checkpoints", "gpufleet.pricing"),
     ("gpufleet.spec", "gpufleet.load", "gpufleet.schema", "gpufleet.environments", "gpufleet.warm_pool", "gpufleet.cold_start"),
-    ("gpufleet.names", "gpufleet.access", "gpufleet.entries", "gpufleet.plan"),
+    ("gpufleet.names", "gpufleet.access", "gpufleet.entries", "gpufleet.plan", "gpufleet.defaults"),
     ("gpufleet.rules", "gpufleet.pipeline"),
     ("gpufleet.manifests",),
     ("gpufleet.builders",),
