@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpufleet import stages
+from gpufleet import defaults, stages
 from gpufleet.access_table import access_section
 from gpufleet.pins import pins_section
 from gpufleet.plan import RolloutPlan
@@ -26,6 +26,7 @@ def plan_markdown(plan: RolloutPlan, will_it_run: list[str] | None = None) -> st
         lines.append(f"| {s.index} | {s.name} | {'yes' if s.included else 'no'} | {count} | {gates} |")
     lines += [""] + pins_section(plan)
     lines += [""] + access_section(fleet, plan.through)
+    lines += _defaults_section(plan)
     for s in plan.stages:
         lines += ["", f"## {s.index}. {s.name}{'' if s.included else ' (not in this environment)'}", "", stages.WHAT[s.name] + "."]
         if s.content.notes:
@@ -37,3 +38,15 @@ def plan_markdown(plan: RolloutPlan, will_it_run: list[str] | None = None) -> st
     if will_it_run:
         lines += [""] + will_it_run
     return "\n".join(lines) + "\n"
+
+
+def _defaults_section(plan: RolloutPlan) -> list[str]:
+    """The values this environment took from computed defaults (gpufleet.defaults), so a reviewer sees what the
+    spec left to gpufleet; static defaults are in docs/spec-reference.md."""
+    taken = defaults.applied(plan.fleet, tuple(s.name for s in plan.included()))
+    if not taken:
+        return []
+    lines = ["", "## Defaulted values", "", "| field | value |", "|---|---|"]
+    lines += [f"| `{field}` | `{value}` |" for field, value, _ in taken]
+    used = [d for d in defaults.COMPUTED if any(default is d for _, _, default in taken)]
+    return lines + [""] + [f"- `{d.path}`: {d.rule}. Why: {d.reason}." for d in used]
