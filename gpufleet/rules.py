@@ -255,7 +255,7 @@ def _capacity(fleet: Fleet) -> Iterator[Issue]:
         if group.capacity_type is CapacityType.CAPACITY_BLOCK and group.reservation_id is None:
             yield Issue(path=path + ("capacity", "type"), message="CapacityBlock needs reservationId: the capacity reservation (cr-...) of the purchased Capacity Block", hint="add capacity.reservationId, e.g. reservationId: cr-0123456789abcdef0")
         if group.capacity_type is not CapacityType.CAPACITY_BLOCK and group.reservation_id is not None:
-            yield Issue(path=path + ("capacity", "reservationId"), at_key=True, message=f"reservationId is only used with capacity type CapacityBlock, not {group.capacity_type}", hint="remove reservationId, or set type: CapacityBlock")
+            yield Issue(path=path + ("capacity", "reservationId"), at_key=True, message=f"reservationId is only used with capacity type CapacityBlock, not {group.capacity_type}: on-demand capacity reservations (ODCR) are not supported yet", hint="remove reservationId")
 
 
 @rule("taints")

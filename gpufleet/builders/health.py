@@ -70,14 +70,26 @@ def build(ctx: BuildContext) -> StageContent:
     if h.remediation != "None":
         steps.append("the remediation controller cordons the node")
     if drains:
-        steps.append("its GPU pods are evicted and their jobs requeued by Kueue onto other nodes (no GPU pod left on the node)")
+        # Kueue is installed only with teams and a pinned version (builders/admission.py); without it the pods'
+        # own controllers (Job, JobSet, Deployment) recreate them, and nothing requeues.
+        kueue = ctx.includes("admission") and bool(fleet.teams) and fleet.versions.kueue is not None
+        steps.append(
+            "its GPU pods are evicted and their jobs requeued by Kueue onto other nodes (no GPU pod left on the node)"
+            if kueue
+            else "its GPU pods are evicted and their controllers recreate them on other nodes (no GPU pod left on the node)"
+        )
     steps.append("after the fault is removed the condition returns to False" + (" and the node is uncordoned" if h.remediation != "None" else ""))
     gate = Gate(name="planted-fault", resource=job.id, expectation="; ".join(steps) + ". The Job exits 0 only if every step is seen in time.")
 
     if group.min_size < 1 and fleet.cluster.autoscaler == "None":
         warnings.append(f"planted-fault gate: no node group has minSize >= 1; the verification Job waits for a `{group.name}` node to exist")
-    if h.auto_repair == "Enabled" and "nodeMonitoringAgent" not in fleet.versions.addons:
-        warnings.append("health.autoRepair is Enabled but versions.addons has no nodeMonitoringAgent: EKS repairs GPU faults only from the conditions that agent reports")
+    # In mode Create gpufleet always installs the agent (builders/cluster.py REQUIRED_ADDONS; an unpinned one gets
+    # EKS's default version, warned there); only on an existing cluster can it be missing.
+    if h.auto_repair == "Enabled" and fleet.cluster.mode == "Existing":
+        warnings.append(
+            "health.autoRepair is Enabled on an existing cluster, where gpufleet manages no EKS add-ons: the eks-node-monitoring-agent add-on must be installed "
+            "(EKS repairs GPU faults only from the conditions that agent reports)"
+        )
     if h.dcgm_diag_level >= 2:
         warnings.append(f"health.dcgmDiagLevel {h.dcgm_diag_level} runs active stress tests every {h.check_interval_seconds}s on GPUs that may be running jobs; NVIDIA intends level 1 for periodic checks")
 

@@ -191,12 +191,14 @@ def _on_node(model: FleetModel, node: NodeModel, pod: PodSpec, tolerations: list
     if refused:
         what, needed = refused
         gpus = node.per_numa.get(GPU_RESOURCE, {}).get(0, 0)
+        # A MIG group (strategy single) advertises slices under nvidia.com/gpu, not whole GPUs.
+        unit = f"MIG slices ({GPU_RESOURCE})" if node.mig_strategy else "GPUs"
         message = (
             f"TopologyAffinityError on node group {node.group}: Topology Manager {node.topology_policy} (scope {node.topology_scope}) cannot align the "
             f"{what}'s devices and CPUs on {'one NUMA node' if node.topology_policy == 'single-numa-node' else 'a preferred NUMA set'}; "
-            f"{node.instance_type} has {len(node.numa_nodes)} NUMA nodes with {gpus} GPUs each and the narrowest fit spans {needed}"
+            f"{node.instance_type} has {len(node.numa_nodes)} NUMA nodes with {gpus} {unit} each and the narrowest fit spans {needed}"
         )
-        fix = f"set topology.policy: restricted on node group {node.group} (admits the narrowest NUMA set), or ask for at most {gpus} GPUs per pod"
+        fix = f"set topology.policy: restricted on node group {node.group} (admits the narrowest NUMA set), or ask for at most {gpus} {unit} per pod"
         return Reason(stage="kubelet", message=message, fix=fix, spec_path=model.group_path(node.group, "topology", "policy"))
     error = device_plugin.allocate_error(node, pod)
     if error:

@@ -211,3 +211,18 @@ def test_the_model_has_system_nodes_only_where_the_fleet_has_them(make_model: Ma
     assert make_model().system_nodes
     assert not fleet_model(replace(plan, fleet=bare)).system_nodes
     assert fleet_model(replace(plan, fleet=replace(bare, cluster=replace(bare.cluster, mode="Existing")))).system_nodes
+
+
+def test_topology_refusal_on_a_mig_group_counts_slices_not_gpus(make_model: MakeModel) -> None:
+    """p4d.24xlarge with 1g.5gb under strategy single advertises 56 nvidia.com/gpu slices, 28 per NUMA node (issue 18)."""
+
+    def edit(d: dict[str, Any]) -> None:
+        group(d, "a100-mig")["topology"] = {"policy": "single-numa-node", "scope": "pod", "placement": "None"}
+
+    job = workload(_job("speech", {"nvidia.com/gpu": 29}, {"gpufleet.io/node-group": "a100-mig"}, {"kueue.x-k8s.io/queue-name": "speech"}))
+    (reason,) = explain(make_model(edit), job).reasons
+    assert reason.message == (
+        "TopologyAffinityError on node group a100-mig: Topology Manager single-numa-node (scope pod) cannot align the pod's devices and CPUs on one NUMA node; "
+        "p4d.24xlarge has 2 NUMA nodes with 28 MIG slices (nvidia.com/gpu) each and the narrowest fit spans 2"
+    )
+    assert reason.fix == "set topology.policy: restricted on node group a100-mig (admits the narrowest NUMA set), or ask for at most 28 MIG slices (nvidia.com/gpu) per pod"

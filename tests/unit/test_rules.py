@@ -200,7 +200,7 @@ CASES: list[Any] = [
     # capacity
     pytest.param("capacity", [group(capacity={"type": "CapacityBlock", "reservationId": "cr-0123456789abcdef0"})], [], id="capacity/block"),
     pytest.param("capacity", [group(capacity={"type": "CapacityBlock"})], [("nodeGroups[0].capacity.type", "CapacityBlock needs reservationId: the capacity reservation (cr-...) of the purchased Capacity Block")], id="capacity/block-without-reservation"),
-    pytest.param("capacity", [group(capacity={"type": "Spot", "reservationId": "cr-0123456789abcdef0"})], [("nodeGroups[0].capacity.reservationId", "reservationId is only used with capacity type CapacityBlock, not Spot")], id="capacity/reservation-on-spot"),
+    pytest.param("capacity", [group(capacity={"type": "Spot", "reservationId": "cr-0123456789abcdef0"})], [("nodeGroups[0].capacity.reservationId", "reservationId is only used with capacity type CapacityBlock, not Spot: on-demand capacity reservations (ODCR) are not supported yet")], id="capacity/reservation-on-spot"),
     # taints
     pytest.param("taints", [group(taints=[{"key": f"t{i}", "effect": "NoSchedule"} for i in range(49)])], [], id="taints/49-plus-gpu"),
     pytest.param("taints", [group(taints=[{"key": f"t{i}", "effect": "NoSchedule"} for i in range(50)])], [("nodeGroups[0].taints", "50 taints plus the 1 gpufleet adds is 51; EKS allows at most 50 per node group")], id="taints/50-plus-gpu"),
