@@ -60,9 +60,10 @@ def eks_effect(effect: str) -> str:
 
 
 def group_taints(group: NodeGroup) -> list[dict[str, str]]:
-    """All taints of a group in Kubernetes spelling: GPU taint, EFA taint on EFA groups, then the spec's."""
+    """All taints of a group in Kubernetes spelling: GPU taint, EFA taint on EFA groups (unless efaTaint is
+    Disabled), then the spec's. Node group, Kueue flavor and every toleration gpufleet writes derive from this."""
     taints = [dict(GPU_TAINT)]
-    if group.fabric is Fabric.EFA:
+    if group.fabric is Fabric.EFA and group.efa_taint == "Enabled":
         taints.append(dict(EFA_TAINT))
     taints += [{"key": t.key, "value": t.value, "effect": t.effect} for t in group.taints]
     return taints

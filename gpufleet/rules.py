@@ -197,6 +197,8 @@ def _mig_gpus() -> str:
 def _efa(fleet: Fleet) -> Iterator[Issue]:
     for path, group in _groups(fleet):
         if group.fabric is not Fabric.EFA:
+            if group.efa_taint == "Disabled":
+                yield Issue(path=path + ("efaTaint",), at_key=True, message=f"efaTaint Disabled has no effect on fabric {group.fabric}: only fabric EFA groups carry the EFA taint", hint="remove efaTaint")
             continue
         info = catalog.lookup(group.instance_type)
         if info is not None and not info.efa_supported:

@@ -131,6 +131,7 @@ class NodeGroup:
     zone: str | None
     subnet_ids: tuple[str, ...] | None
     fabric: Fabric
+    efa_taint: str  # Enabled | Disabled: the EFA taint on fabric EFA groups
     local_storage: LocalStorage
     sharing: Sharing
     topology: Topology
@@ -397,6 +398,7 @@ def _node_group(d: Mapping[str, Any]) -> NodeGroup:
         zone=d.get("zone"),
         subnet_ids=tuple(d["subnetIds"]) if "subnetIds" in d else None,
         fabric=Fabric(d["fabric"]),
+        efa_taint=d["efaTaint"],
         local_storage=d["localStorage"],
         sharing=Sharing(
             strategy=SharingStrategy(sh["strategy"]),

@@ -175,6 +175,8 @@ CASES: list[Any] = [
     pytest.param("efa", [EFA_P5], [], id="efa/pinned"),
     pytest.param("efa", [EFA_P5, group(instanceType="g5.xlarge")], [("nodeGroups[0].fabric", "g5.xlarge has no EFA")], id="efa/not-supported"),
     pytest.param("efa", [EFA_P5, group(zone=None)], [("nodeGroups[0].zone", "an EFA group must be pinned to one zone (EFA traffic does not cross availability zones)")], id="efa/no-zone"),
+    pytest.param("efa", [group(efaTaint="Disabled")], [("nodeGroups[0].efaTaint", "efaTaint Disabled has no effect on fabric None: only fabric EFA groups carry the EFA taint")], id="efa/taint-opt-out-without-efa"),
+    pytest.param("efa", [EFA_P5, group(efaTaint="Disabled")], [], id="efa/taint-opt-out"),
     pytest.param("efa", [EFA_P5, group(subnetIds=None)], [("nodeGroups[0].subnetIds", "an EFA group must use exactly one subnet, in its zone; it uses 2 (cluster.network.subnetIds)")], id="efa/cluster-subnets"),
     pytest.param("efa", [EFA_P5, group(subnetIds=["subnet-0aa", "subnet-0bb"])], [("nodeGroups[0].subnetIds", "an EFA group must use exactly one subnet, in its zone; it uses 2")], id="efa/two-subnets"),
     pytest.param("efa", [group(instanceType="g5.xlarge")], [], id="efa/no-fabric"),
