@@ -1,8 +1,9 @@
 """`gpufleet diagnose` on logs and node descriptions posted in public threads (tests/diagnose/real, README there).
 
 Each input's sidecar <name>.source.yaml names the thread, the root cause it established (or says it did not) and the
-finding that must come first ("none": nothing above info). The score over the corpus is pinned below and reported in
-README.md ("Diagnose: corpus score"); a change that lowers it fails here.
+finding that must come first ("none": nothing above info). Two sets: the inputs the checks were written on (real/) and
+inputs collected afterwards and scored before any check was changed for them (real/heldout/). The score of each is
+pinned below and reported in README.md ("Corpus score"); a change that lowers either fails here.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from gpufleet.diagnose import diagnose
 from gpufleet.diagnose.findings import Finding
 
 REAL = Path(__file__).parent / "real"
+HELDOUT = REAL / "heldout"
 FIELDS = {"source", "thread", "excerpt", "kind", "category", "root_cause_established", "class", "root_cause",
           "expected_top"}
 
@@ -28,22 +30,25 @@ class Case:
     name: str
     path: Path
     meta: dict[str, object]
+    heldout: bool
 
     @property
     def faulty(self) -> bool:
         return self.meta["category"] == "faulty"
 
 
-def cases() -> list[Case]:
+def cases(where: Path) -> list[Case]:
     out = []
-    for sidecar in sorted(REAL.glob("*.source.yaml")):
+    for sidecar in sorted(where.glob("*.source.yaml")):
         name = sidecar.name.removesuffix(".source.yaml")
-        [path] = [p for p in REAL.glob(name + ".*") if p != sidecar]
-        out.append(Case(name, path, yaml.safe_load(sidecar.read_text())))
+        [path] = [p for p in where.glob(name + ".*") if p != sidecar]
+        out.append(Case(name, path, yaml.safe_load(sidecar.read_text()), where == HELDOUT))
     return out
 
 
-CASES = cases()
+CASES = cases(REAL) + cases(HELDOUT)
+# Held-out inputs whose expected finding the checks missed when the set was scored (before any change for them).
+HELDOUT_MISSES = {"agentic-harness-173-p5en-nvls-bind-401", "microsoft-pai-4589-p100-notready-unreachable"}
 
 
 def run(case: Case) -> tuple[list[Finding], float]:
@@ -58,7 +63,7 @@ def top(found: list[Finding]) -> str:
 
 
 def test_corpus_size_and_sidecars() -> None:
-    kinds = Counter((c.meta["kind"], c.meta["category"]) for c in CASES)
+    kinds = Counter((c.meta["kind"], c.meta["category"]) for c in CASES if not c.heldout)
     assert kinds[("nccl", "faulty")] + kinds[("nccl", "healthy")] >= 20
     assert kinds[("node", "faulty")] + kinds[("node", "healthy")] >= 8
     for c in CASES:
@@ -68,7 +73,9 @@ def test_corpus_size_and_sidecars() -> None:
         assert (c.meta["expected_top"] == "none") == (not c.faulty), c.name
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+@pytest.mark.parametrize("case", [
+    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="held-out miss")) if c.name in HELDOUT_MISSES else c
+    for c in CASES], ids=[("heldout/" if c.heldout else "") + c.name for c in CASES])
 def test_expected_top_finding(case: Case) -> None:
     found, took = run(case)
     assert took < 1.0
@@ -78,17 +85,25 @@ def test_expected_top_finding(case: Case) -> None:
     assert all(f.fix for f in found if f.severity != "info")  # every finding above info says what to change
 
 
-# The score this corpus reached when it was pinned (README.md reports the same numbers).
-PINNED_TOP1, PINNED_FOUND, PINNED_FAULTY = 19, 19, 19
+# The score each set reached when it was pinned: (faulty inputs, right cause first, found). README.md reports the same.
+PINNED = {False: (19, 19, 19), True: (9, 7, 7)}
 
 
-def test_corpus_score_does_not_regress() -> None:
-    faulty = [c for c in CASES if c.faulty]
+def score(heldout: bool) -> tuple[int, int, int]:
+    faulty = [c for c in CASES if c.faulty and c.heldout == heldout]
     top1 = found = 0
     for c in faulty:
         findings, _ = run(c)
         top1 += top(findings) == c.meta["expected_top"]
         found += any(f.check == c.meta["expected_top"] and f.severity != "info" for f in findings)
-    assert len(faulty) >= PINNED_FAULTY
-    assert (top1, found) >= (PINNED_TOP1, PINNED_FOUND)
-    assert top1 >= 0.8 * len(faulty) and found >= 0.95 * len(faulty)
+    return len(faulty), top1, found
+
+
+@pytest.mark.parametrize("heldout", [False, True], ids=["tuned", "heldout"])
+def test_corpus_score_does_not_regress(heldout: bool) -> None:
+    faulty, top1, found = score(heldout)
+    pinned_faulty, pinned_top1, pinned_found = PINNED[heldout]
+    assert faulty >= pinned_faulty
+    assert (top1, found) >= (pinned_top1, pinned_found)
+    if not heldout:
+        assert top1 >= 0.8 * faulty and found >= 0.95 * faulty
