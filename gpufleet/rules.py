@@ -392,9 +392,6 @@ def _system_nodes(fleet: Fleet) -> Iterator[Issue]:
             yield Issue(path=("cluster", "systemNodes", "releaseVersion"), severity=found.severity, message=found.message, hint=found.hint)
     if cluster.system_nodes is not None and cluster.system_nodes.min_size > cluster.system_nodes.max_size:
         yield Issue(path=("cluster", "systemNodes", "minSize"), message=f"minSize {cluster.system_nodes.min_size} is larger than maxSize {cluster.system_nodes.max_size}")
-    for path, group in _groups(fleet):
-        if group.local_storage == "RAID0" and group.ami_type.startswith("BOTTLEROCKET"):
-            yield Issue(path=path + ("localStorage",), message="localStorage RAID0 is configured by nodeadm, which only AL2023 AMIs run", hint="use an AL2023_*_NVIDIA AMI type, or localStorage None")
 
 
 @rule("endpoint")

@@ -4,7 +4,8 @@ One S3 bucket per fleet, protected and retained (a deleted stack never deletes c
 encrypted, private, with noncurrent versions expiring after checkpoints.retentionDays. Each team gets a
 `checkpoint-writer` ServiceAccount whose EKS Pod Identity role may touch only `<bucket>/<team>/`, and a
 `checkpoint-config` ConfigMap (bucket prefix, local directory, interval). Groups with localStorage RAID0 stage
-checkpoints on NVMe (the foundation's nodeadm config builds the array). plan.md shows the sizing and the
+checkpoints on NVMe (the foundation's user data builds the array: nodeadm on AL2023, a bootstrap command on
+Bottlerocket). plan.md shows the sizing and the
 Young/Daly interval computed from the failure rate (gpufleet.checkpoints).
 """
 
@@ -127,14 +128,14 @@ def identity_resources(fleet: Fleet, cp: Checkpoints, interval_s: float) -> list
 
 
 def _raid0_rows(groups: list[NodeGroup], s: checkpoints.Sizing) -> tuple[list[str], list[str]]:
-    rows = ["| node group | instance | instance-store NVMe (RAID0 at `" + st.RAID0_MOUNT + "`) | room for 2 checkpoint shards |", "|---|---|---|---|"]
+    rows = ["| node group | instance | instance-store NVMe (RAID0) | mounted at | room for 2 checkpoint shards |", "|---|---|---|---|---|"]
     warnings = []
     need = 2 * s.shard_bytes
     for g in groups:
         info = catalog.lookup(g.instance_type)
         nvme = (info.local_nvme_gib if info else 0) * checkpoints.GB
         fits = nvme >= need
-        rows.append(f"| {g.name} | {g.instance_type} | {checkpoints.human_bytes(nvme) if nvme else 'none'} | {'yes' if fits else 'no'} ({checkpoints.human_bytes(need)} needed) |")
+        rows.append(f"| {g.name} | {g.instance_type} | {checkpoints.human_bytes(nvme) if nvme else 'none'} | `{st.raid0_mount(g)}` | {'yes' if fits else 'no'} ({checkpoints.human_bytes(need)} needed) |")
         if not fits:
             warnings.append(
                 f'node group "{g.name}" ({g.instance_type}) has {checkpoints.human_bytes(nvme) if nvme else "no"} instance-store NVMe; staging needs room for two '
@@ -212,7 +213,7 @@ def build(ctx: BuildContext) -> StageContent:
         notes += rows
         notes += [
             "",
-            f"nodeadm bind-mounts kubelet's directory onto the array, so an emptyDir mounted at `{st.LOCAL_CHECKPOINT_DIR}` (checkpoint-config `CHECKPOINT_LOCAL_DIR`) is on NVMe.",
+            f"nodeadm (AL2023) and `apiclient ephemeral-storage bind` (Bottlerocket) bind-mount kubelet's directory onto the array, so an emptyDir mounted at `{st.LOCAL_CHECKPOINT_DIR}` (checkpoint-config `CHECKPOINT_LOCAL_DIR`) is on NVMe.",
             "",
         ]
     notes += _sizing_notes(cp, s)

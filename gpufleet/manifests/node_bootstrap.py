@@ -123,11 +123,35 @@ def _mime(parts: list[tuple[str, str]]) -> str:
 
 
 def _toml_value(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+# `localStorage: RAID0` on Bottlerocket: its own API builds the array, as a bootstrap command (1.54.x
+# concepts/bootstrap-commands "Configure ephemeral disks", settings.bootstrap-commands.<name>.{commands, essential,
+# mode}; Karpenter renders the same two commands for `instanceStorePolicy: RAID0`, aws/karpenter-provider-aws
+# pkg/providers/amifamily/bootstrap/bottlerocket.go). `ephemeral-storage init` stripes every instance-store disk
+# into the RAID0 array /dev/md/ephemeral (mdadm --level=0, 256 KiB chunks) and formats it xfs, or formats the one
+# disk there is, and does nothing on a type without instance store; `bind` mounts it at /mnt/.ephemeral and
+# bind-mounts each directory onto it. The three directories are the ones the k8s variants allow
+# (bottlerocket-os/bottlerocket-core-kit sources/api/apiserver/src/server/ephemeral_storage.rs, initialize, bind,
+# allowed_bind_dirs). `essential` halts the boot when it fails, so a node never joins without its array; `always`
+# runs it on every boot, because instance store comes back empty after a stop.
+EPHEMERAL_STORAGE_COMMAND = "k8s-ephemeral-storage"
+EPHEMERAL_STORAGE_DIRS = ("/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods")
+
+
+def bottlerocket_ephemeral_storage() -> dict[str, Any]:
+    return {
+        "commands": [["apiclient", "ephemeral-storage", "init"], ["apiclient", "ephemeral-storage", "bind", "--dirs", *EPHEMERAL_STORAGE_DIRS]],
+        "essential": True,
+        "mode": "always",
+    }
 
 
 def bottlerocket_settings(group: NodeGroup, sharing: dict[str, Any] | None = None) -> str:
@@ -144,6 +168,8 @@ def bottlerocket_settings(group: NodeGroup, sharing: dict[str, Any] | None = Non
     # Bottlerocket's own NVIDIA device plugin; its defaults already close the NVIDIA_VISIBLE_DEVICES escape
     # (device-list-strategy volume-mounts, visible-devices-envvar-when-unprivileged false).
     tables["settings.kubelet-device-plugins.nvidia"] = {"device-list-strategy": "volume-mounts", **(sharing or {})}
+    if group.local_storage == "RAID0":
+        tables[f"settings.bootstrap-commands.{EPHEMERAL_STORAGE_COMMAND}"] = bottlerocket_ephemeral_storage()
     out = []
     for name, values in tables.items():
         if not values:

@@ -12,7 +12,7 @@ from typing import Any
 
 from gpufleet.names import LABEL_MANAGED_BY, partition
 from gpufleet.plan import Concat, Ref, json_document
-from gpufleet.spec import Checkpoints, Fleet, Team
+from gpufleet.spec import Checkpoints, Fleet, NodeGroup, Team
 
 CHECKPOINT_SERVICE_ACCOUNT = "checkpoint-writer"
 CHECKPOINT_CONFIGMAP = "checkpoint-config"
@@ -21,6 +21,13 @@ CHECKPOINT_CONFIGMAP = "checkpoint-config"
 # (awslabs/amazon-eks-ami templates/al2023/runtime/bin/setup-local-disks).
 LOCAL_CHECKPOINT_DIR = "/local-checkpoints"
 RAID0_MOUNT = "/mnt/k8s-disks/0"
+# Bottlerocket's `apiclient ephemeral-storage bind` mounts its array here (bottlerocket-core-kit
+# sources/api/apiserver/src/server/ephemeral_storage.rs, EPHEMERAL_MNT) and bind-mounts /var/lib/kubelet onto it.
+BOTTLEROCKET_RAID0_MOUNT = "/mnt/.ephemeral"
+
+
+def raid0_mount(group: NodeGroup) -> str:
+    return BOTTLEROCKET_RAID0_MOUNT if group.ami_type.startswith("BOTTLEROCKET") else RAID0_MOUNT
 ABORT_MULTIPART_DAYS = 7
 
 # Object actions a team may take under its own prefix. No s3:DeleteObjectVersion and no lifecycle or policy

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import email
+import tomllib
 from dataclasses import replace
 
 import yaml
@@ -12,6 +13,7 @@ from gpufleet import warm_pool
 from gpufleet.builders.common import AWS_PROVIDER, K8S_PROVIDER
 from gpufleet.builders.cost import usd
 from gpufleet.builders.node_groups import _node_group
+from gpufleet.manifests.node_bootstrap import user_data
 from gpufleet.plan import BuildContext, Concat, Ref, RolloutPlan
 from gpufleet.tree import decode_user_data
 from tests.upstream import require_shared, validate_object
@@ -206,3 +208,23 @@ def test_recorded_options_reach_the_engine(prod_registrations) -> None:  # type:
     assert node_group.inputs["launchTemplate"]["version"] == "<ref:h100-launch-template.latestVersion>"
 
 
+
+
+def test_bottlerocket_raid0_is_its_own_ephemeral_storage_bootstrap_command(existing: RolloutPlan) -> None:
+    # bottlerocket.dev 1.54.x concepts/bootstrap-commands "Configure ephemeral disks"; Karpenter renders the same
+    # two commands for instanceStorePolicy RAID0 (pkg/providers/amifamily/bootstrap/bottlerocket.go).
+    group = replace(existing.fleet.node_group("l4-serving"), local_storage="RAID0")
+    settings = tomllib.loads(user_data(group, images=["nvcr.io/nvidia/tritonserver:25.08-py3"]))["settings"]
+    assert settings["bootstrap-commands"] == {
+        "k8s-ephemeral-storage": {
+            "commands": [
+                ["apiclient", "ephemeral-storage", "init"],
+                ["apiclient", "ephemeral-storage", "bind", "--dirs", "/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods"],
+            ],
+            "essential": True,
+            "mode": "always",
+        }
+    }
+    assert settings["kubernetes"]["topology-manager-policy"] == "best-effort"  # the rest of the settings stay
+    without = tomllib.loads(user_data(existing.fleet.node_group("l4-serving"), images=[]))["settings"]
+    assert "bootstrap-commands" not in without

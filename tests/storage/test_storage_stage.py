@@ -153,7 +153,7 @@ def test_sizing_notes(teams_content) -> None:
     assert "| node-local NVMe | 2 GB/s | 9.3 min |" in notes
     assert "| bucket | 1.25 GB/s | 14.9 min |" in notes
     assert "sqrt(2 x 9.3 min (node-local NVMe write; the upload runs in the background) x 6 h MTBF) = **82.0 min**" in notes
-    assert "| g | p5.48xlarge | 30.4 TB | yes (2.24 TB needed) |" in notes
+    assert "| g | p5.48xlarge | 30.4 TB | `/mnt/k8s-disks/0` | yes (2.24 TB needed) |" in notes
     assert teams_content.warnings == ()
 
 
@@ -254,3 +254,13 @@ def test_key_without_teams_names_no_user() -> None:
     c = content(fleet([group("g", "p5.48xlarge", "EFA")], "checkpoints:\n  bucket: b-ckpt\n  modelParameters: 1000\n  meanTimeBetweenFailuresHours: 6\n  encryption: CustomerManagedKey\n"))
     (statement,) = rendered(resource(c, "checkpoint-key").args["policy"])["Statement"]
     assert statement["Sid"] == "KeyAdministration"
+
+
+def test_raid0_rows_name_where_each_os_mounts_the_array() -> None:
+    bottlerocket = group("br", "p5.48xlarge", "EFA", local="RAID0").replace(
+        'ami: {type: AL2023_x86_64_NVIDIA, releaseVersion: "1.33.13-20260714"}', 'ami: {type: BOTTLEROCKET_x86_64_NVIDIA, releaseVersion: "1.54.0-5043decc"}'
+    )
+    assert "BOTTLEROCKET" in bottlerocket
+    notes = content(fleet([group("g", "p5.48xlarge", "EFA", local="RAID0"), bottlerocket], CHECKPOINTS)).notes
+    assert "| g | p5.48xlarge | 30.4 TB | `/mnt/k8s-disks/0` | yes (2.24 TB needed) |" in notes
+    assert "| br | p5.48xlarge | 30.4 TB | `/mnt/.ephemeral` | yes (2.24 TB needed) |" in notes
