@@ -7,12 +7,12 @@ Why each NCCL setting is (or is not) there: docs/network-and-storage.md, "NCCL s
 from __future__ import annotations
 
 import json
-import shlex
 from typing import Any, Mapping
 
 from gpufleet import catalog
 from gpufleet.manifests import checkov
 from gpufleet.names import EFA_RESOURCE, GPU_RESOURCE, LABEL_FABRIC, LABEL_MANAGED_BY, LABEL_NODE_GROUP, NS_NETWORK, group_taints, tolerations_for
+from gpufleet.render import render
 from gpufleet.spec import CapacityType, Fabric, Fleet, NodeGroup, Rdma, RdmaNetwork
 from gpufleet.versions import COMPONENTS, NETWORK_OPERATOR
 
@@ -403,52 +403,8 @@ def gate_name(group: NodeGroup) -> str:
 
 
 def _gate_script(name: str, gpus: int, net: str, env_names: list[str]) -> str:
-    """Index 0 runs mpirun (its ranks plus the worker's over SSH); index 1 runs sshd for it.
-
-    The SSH key is made fresh in the launcher and only its public half travels (over HTTP to the worker), so no
-    secret is rendered or stored. The run fails on nccl-tests' own threshold (exit code), on a fall-back to TCP
-    sockets (`via NET/Socket` in the NCCL_DEBUG=INFO log), or when NCCL did not use the pinned network. Of
-    `env_names`, those set in the launcher are exported to every rank (a custom image may lack some)."""
-    worker = f"{name}-1.{name}"
-    sizes = f"-b {GATE_SIZES[0]} -e {GATE_SIZES[1]} -f 2"
-    return "\n".join(
-        [
-            "set -euo pipefail",
-            'if [ "${JOB_COMPLETION_INDEX}" != "0" ]; then',
-            "  mkdir -p /root/.ssh /run/sshd && chmod 700 /root/.ssh",
-            "  ssh-keygen -A",
-            "  for _ in $(seq 120); do",
-            f'    curl -fsS "http://{name}-0.{name}:{KEY_PORT}/id.pub" -o /root/.ssh/authorized_keys && break',
-            "    sleep 5",
-            "  done",
-            "  test -s /root/.ssh/authorized_keys",
-            f"  exec /usr/sbin/sshd -D -e -p {SSH_PORT}",
-            "fi",
-            "mkdir -p /root/.ssh /tmp/key && chmod 700 /root/.ssh",
-            'ssh-keygen -q -t ed25519 -N "" -f /root/.ssh/id_ed25519',
-            "cp /root/.ssh/id_ed25519.pub /tmp/key/id.pub",
-            f"python3 -m http.server {KEY_PORT} --directory /tmp/key >/dev/null 2>&1 &",
-            "for _ in $(seq 120); do",
-            f"  ssh -o BatchMode=yes -o ConnectTimeout=5 -p {SSH_PORT} {worker} true 2>/dev/null && break",
-            "  sleep 5",
-            "done",
-            "exports=()",
-            f"for v in {' '.join(shlex.quote(e) for e in env_names)}; do",
-            '  if [ -n "${!v+x}" ]; then exports+=(-x "$v"); fi',
-            "done",
-            "set +e",
-            f"mpirun --allow-run-as-root --prefix /opt/amazon/openmpi -np {2 * gpus} -H \"$(hostname):{gpus},{worker}:{gpus}\" \\",
-            '  --bind-to none "${exports[@]}" \\',
-            f"  /opt/nccl-tests/build/all_reduce_perf {sizes} -g 1 2>&1 | tee /tmp/nccl-tests.log",
-            "status=${PIPESTATUS[0]}",
-            "set -e",
-            "if grep -q 'via NET/Socket' /tmp/nccl-tests.log; then echo 'gate FAILED: NCCL fell back to TCP sockets'; exit 1; fi",
-            f"if ! grep -q 'Using network {net}' /tmp/nccl-tests.log; then echo 'gate FAILED: NCCL did not use network {net}'; exit 1; fi",
-            'if [ "$status" -ne 0 ]; then echo "gate FAILED: all_reduce_perf exited $status (bus bandwidth below 0.9 x NCCL_TESTS_MIN_BW=${NCCL_TESTS_MIN_BW} GB/s, or errors)"; fi',
-            'exit "$status"',
-            "",
-        ]
-    )
+    """The gate's script: gpufleet/templates/nccl-gate.sh.j2 (what each pod does, and why, is written there)."""
+    return render("nccl-gate.sh.j2", name=name, gpus=gpus, net=net, env_names=env_names, sizes=GATE_SIZES, ssh_port=SSH_PORT, key_port=KEY_PORT)
 
 
 def _gate_checkov_skips(capabilities: list[str]) -> dict[str, str]:

@@ -8,12 +8,13 @@ awslabs/amazon-eks-ami nodeadm/crds/node.eks.aws_nodeconfigs.yaml).
 
 from __future__ import annotations
 
-import shlex
+from email.message import Message
 from typing import Any
 
 import yaml
 
 from gpufleet import catalog, defaults
+from gpufleet.render import render
 from gpufleet.spec import NodeGroup
 
 MIME_BOUNDARY = "==GPUFLEET=="
@@ -61,18 +62,12 @@ def node_config(group: NodeGroup) -> dict[str, Any]:
     return {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec}
 
 
-_PULL_FUNCTION = """pull() {
-  for attempt in 1 2 3; do
-    ctr --namespace k8s.io images pull "$1" >/dev/null && return 0
-    sleep $((attempt * 10))
-  done
-  echo "gpufleet: could not pre-pull $1; the prepuller DaemonSet will pull it after join" >&2
-}"""
 PREPULL_UNIT = "gpufleet-prepull.service"
 
 
 def prepull_script(images: list[str], *, raid0: bool) -> str:
-    """Pull the group's images into containerd on the disk that serves it, touching neither kubelet nor its lifecycle.
+    """Pull the group's images into containerd on the disk that serves it, touching neither kubelet nor its lifecycle
+    (gpufleet/templates/prepull.sh.j2).
 
     Without local storage, containerd keeps images on the root volume: cloud-init runs this user-data script before
     nodeadm-run starts kubelet, so the node holds its images when it joins. With `localStorage: RAID0`, nodeadm
@@ -82,44 +77,21 @@ def prepull_script(images: list[str], *, raid0: bool) -> str:
     nodeadm-run instead, which pulls straight onto the array. Kubelet is never started, stopped or masked here
     (EKS launch template guidance: "Don't specify any commands in your user data that starts or modifies kubelet");
     warm-pool instances follow EKS's own warm-pool lifecycle."""
-    pulls = "\n".join(f"pull {shlex.quote(image)}" for image in images)
-    if not raid0:
-        return f"""#!/bin/bash
-set -euo pipefail
-systemctl start containerd
-{_PULL_FUNCTION}
-{pulls}
-"""
-    return f"""#!/bin/bash
-set -euo pipefail
-cat > /usr/local/bin/gpufleet-prepull <<'PULL'
-#!/bin/bash
-set -uo pipefail
-{_PULL_FUNCTION}
-{pulls}
-PULL
-chmod 0755 /usr/local/bin/gpufleet-prepull
-cat > /etc/systemd/system/{PREPULL_UNIT} <<'UNIT'
-[Unit]
-Description=gpufleet: pre-pull the node group's images onto the instance-store RAID0 array
-After=nodeadm-run.service containerd.service
-Requires=containerd.service
-
-[Service]
-Type=oneshot
-ExecStart=/usr/local/bin/gpufleet-prepull
-UNIT
-systemctl daemon-reload
-systemctl start --no-block {PREPULL_UNIT}
-"""
+    return render("prepull.sh.j2", images=images, raid0=raid0, unit=PREPULL_UNIT)
 
 
 def _mime(parts: list[tuple[str, str]]) -> str:
-    lines = ["MIME-Version: 1.0", f'Content-Type: multipart/mixed; boundary="{MIME_BOUNDARY}"', ""]
+    """A multipart/mixed document of (content type, body) parts, written by the standard library's email package
+    (nodeadm reads the NodeConfig part, cloud-init runs the shell parts in order)."""
+    message = Message()
+    message["MIME-Version"] = "1.0"
+    message["Content-Type"] = f'multipart/mixed; boundary="{MIME_BOUNDARY}"'
     for content_type, body in parts:
-        lines += [f"--{MIME_BOUNDARY}", f"Content-Type: {content_type}", "", body.rstrip("\n"), ""]
-    lines.append(f"--{MIME_BOUNDARY}--")
-    return "\n".join(lines) + "\n"
+        part = Message()
+        part["Content-Type"] = content_type
+        part.set_payload(body.rstrip("\n") + "\n")
+        message.attach(part)
+    return message.as_string()
 
 
 def _toml_value(value: Any) -> str:
@@ -180,27 +152,11 @@ def bottlerocket_settings(group: NodeGroup, sharing: dict[str, Any] | None = Non
     return "\n".join(out)
 
 
-# The EKS AL2023 NVIDIA AMI leaves the toolkit default accept-nvidia-visible-devices-envvar-when-unprivileged
-# = true, so an unprivileged pod that sets NVIDIA_VISIBLE_DEVICES=all would see every GPU on the node. We
-# flip it on the host and take device lists from volume mounts instead (nvidia-container-toolkit
-# api/config/v1/toml.go; the device plugin side is DEVICE_LIST_STRATEGY=volume-mounts in the operator values).
-CLOSE_ESCAPE_SCRIPT = """#!/bin/bash
-set -euo pipefail
-CONF=/etc/nvidia-container-runtime/config.toml
-if [ -f "$CONF" ]; then
-  sed -i -E 's/^#?\\s*accept-nvidia-visible-devices-envvar-when-unprivileged\\s*=.*/accept-nvidia-visible-devices-envvar-when-unprivileged = false/' "$CONF"
-  sed -i -E 's/^#?\\s*accept-nvidia-visible-devices-as-volume-mounts\\s*=.*/accept-nvidia-visible-devices-as-volume-mounts = true/' "$CONF"
-  grep -q '^accept-nvidia-visible-devices-envvar-when-unprivileged' "$CONF" || sed -i '1i accept-nvidia-visible-devices-envvar-when-unprivileged = false' "$CONF"
-  grep -q '^accept-nvidia-visible-devices-as-volume-mounts' "$CONF" || sed -i '1i accept-nvidia-visible-devices-as-volume-mounts = true' "$CONF"
-fi
-"""
-
-
 def user_data(group: NodeGroup, images: list[str], sharing_toml: dict[str, Any] | None = None) -> str:
     """The full user data text of a group (base64-encoded by the node group builder)."""
     if group.ami_type.startswith("BOTTLEROCKET"):
         return bottlerocket_settings(group, sharing_toml)
-    parts = [("application/node.eks.aws", yaml.safe_dump(node_config(group), sort_keys=True)), ("text/x-shellscript; charset=\"us-ascii\"", CLOSE_ESCAPE_SCRIPT)]
+    parts = [("application/node.eks.aws", yaml.safe_dump(node_config(group), sort_keys=True)), ("text/x-shellscript; charset=\"us-ascii\"", render("close-visible-devices-escape.sh.j2"))]
     if images:
         parts.append(("text/x-shellscript; charset=\"us-ascii\"", prepull_script(images, raid0=group.local_storage == "RAID0")))
     return _mime(parts)

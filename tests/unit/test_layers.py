@@ -20,7 +20,7 @@ PACKAGES = ("gpufleet", "components", "policies", "tools")
 # Lowest first. A module belongs to the layer of its longest matching prefix (the bare `gpufleet` matches only the
 # package itself, so a new module must be placed here).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("gpufleet", "gpufleet.errors", "gpufleet.stages", "gpufleet.catalog", "gpufleet.versions", "gpufleet.ami_releases", "gpufleet.checkpoints", "gpufleet.pricing"),
+    ("gpufleet", "gpufleet.errors", "gpufleet.stages", "gpufleet.catalog", "gpufleet.versions", "gpufleet.ami_releases", "gpufleet.checkpoints", "gpufleet.pricing", "gpufleet.render"),
     ("gpufleet.spec", "gpufleet.load", "gpufleet.schema", "gpufleet.environments", "gpufleet.warm_pool", "gpufleet.cold_start"),
     ("gpufleet.names", "gpufleet.access", "gpufleet.entries", "gpufleet.plan", "gpufleet.defaults"),
     ("gpufleet.rules", "gpufleet.pipeline"),

@@ -1,0 +1,56 @@
+"""Text gpufleet writes from templates: the shell scripts it puts on nodes and in pods, plan.md and the pull
+request comment of `gpufleet diff`. The templates are package data in gpufleet/templates/ (README.md, "Layout",
+says how to change one); this module is the only place that loads them.
+
+Jinja2 settings, and why:
+- StrictUndefined: a template naming a value the caller did not pass fails instead of rendering an empty string.
+- No autoescaping: HTML escaping is wrong for shell and for Markdown. Shell templates quote explicitly instead:
+  every value goes through `q` (a whole shell word: shlex.quote) or `word` (spliced into a longer word or a quoted
+  string: it must need no quoting at all, else rendering fails); tests/unit/test_templates.py enforces it.
+- keep_trailing_newline, trim_blocks and lstrip_blocks: a template's text is the output byte for byte, while
+  `{% %}` tags may sit on lines of their own, indented like the text around them.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any
+
+import jinja2
+
+# PackageLoader reads through the package's import machinery, so it finds the templates in a checkout and in an
+# installed wheel alike (pyproject's package-data ships gpufleet/templates/).
+ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("gpufleet", "templates"),
+    undefined=jinja2.StrictUndefined,
+    autoescape=False,
+    keep_trailing_newline=True,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+# The characters shlex.quote leaves unquoted: a value made only of these means the same inside and outside quotes.
+_SAFE_WORD = re.compile(r"[\w@%+=:,./-]+", re.ASCII)
+
+
+def shell_quote(value: Any) -> str:
+    """A value as one complete shell word (the `q` filter)."""
+    return shlex.quote(str(value))
+
+
+def shell_word(value: Any) -> str:
+    """A value spliced into a longer shell word or a quoted string (the `word` filter): it must need no quoting."""
+    text = str(value)
+    if not _SAFE_WORD.fullmatch(text):
+        raise ValueError(f"{text!r} needs shell quoting and cannot be spliced into a word; pass it through the q filter as a word of its own")
+    return text
+
+
+ENV.filters["q"] = shell_quote
+ENV.filters["word"] = shell_word
+
+
+def render(template: str, /, **values: Any) -> str:
+    """`template` (a path under gpufleet/templates/) rendered with `values`."""
+    return ENV.get_template(template).render(**values)

@@ -1,0 +1,123 @@
+"""The templates in gpufleet/templates/: every one is used, every value it names is required (StrictUndefined), and
+every value a shell template interpolates goes through a quoting filter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import jinja2.nodes
+import pytest
+
+from gpufleet.pipeline import load_fleet
+from gpufleet.render import ENV, render, shell_quote, shell_word
+from gpufleet.rollout import build_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATES = sorted(ENV.list_templates())
+
+
+def _render_everything() -> None:
+    """Everything gpufleet renders from templates, on the example fleet."""
+    for env, fleet in load_fleet(str(ROOT / "fleet.yaml")).environments.items():
+        build_plan(fleet, env)
+
+
+@pytest.fixture(scope="module")
+def rendered() -> tuple[set[str], list[tuple[str, dict[str, Any]]]]:
+    """(every template loaded, including by {% include %}; (template, values) of every top-level render)."""
+    loaded: set[str] = set()
+    calls: list[tuple[str, dict[str, Any]]] = []
+    loader = ENV.loader
+    assert loader is not None
+    get_source = loader.get_source
+    template_render = jinja2.Template.render
+
+    def recording_source(environment: jinja2.Environment, name: str) -> Any:
+        loaded.add(name)
+        return get_source(environment, name)
+
+    def recording_render(self: jinja2.Template, *args: Any, **kwargs: Any) -> str:
+        assert self.name is not None
+        calls.append((self.name, dict(*args, **kwargs)))
+        return template_render(self, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ENV, "cache", None)  # every get_template goes to the loader
+        patch.setattr(loader, "get_source", recording_source)
+        patch.setattr(jinja2.Template, "render", recording_render)
+        _render_everything()
+    return loaded, calls
+
+
+def test_the_package_has_templates() -> None:
+    assert "nccl-gate.sh.j2" in TEMPLATES and all(t.endswith(".j2") for t in TEMPLATES)
+
+
+def test_every_template_is_used(rendered: tuple[set[str], list[tuple[str, dict[str, Any]]]]) -> None:
+    loaded, _ = rendered
+    assert sorted(set(TEMPLATES) - loaded) == []
+
+
+def test_every_value_a_template_names_is_required(rendered: tuple[set[str], list[tuple[str, dict[str, Any]]]]) -> None:
+    """Leaving out any one value of a real render fails (StrictUndefined), for every value of every template."""
+    _, calls = rendered
+    optional = []
+    for template in sorted({name for name, _ in calls}):
+        contexts = [values for name, values in calls if name == template]
+        for key in sorted({k for values in contexts for k in values}):
+            failed = False
+            for values in contexts:
+                try:
+                    render(template, **{k: v for k, v in values.items() if k != key})
+                except jinja2.UndefinedError:
+                    failed = True
+                    break
+            if not failed:
+                optional.append(f"{template}: {key}")
+    assert optional == []
+
+
+def test_an_undefined_value_fails_rendering() -> None:
+    with pytest.raises(jinja2.UndefinedError, match="'images' is undefined"):
+        render("prepull.sh.j2", raid0=False, unit="x.service")
+
+
+def _quoted(node: jinja2.nodes.Node) -> bool:
+    """`x | q`, `x | word`, or `xs | map("q") | join(" ")`."""
+    if not isinstance(node, jinja2.nodes.Filter):
+        return False
+    if node.name in ("q", "word"):
+        return True
+    inner = node.node
+    return (
+        node.name == "join"
+        and isinstance(inner, jinja2.nodes.Filter)
+        and inner.name == "map"
+        and [a.value for a in inner.args if isinstance(a, jinja2.nodes.Const)] == ["q"]
+    )
+
+
+@pytest.mark.parametrize("template", [t for t in TEMPLATES if t.endswith(".sh.j2")])
+def test_every_shell_value_is_quoted(template: str) -> None:
+    assert ENV.loader is not None
+    source, _, _ = ENV.loader.get_source(ENV, template)
+    unquoted = [
+        f"{template}:{node.lineno}"
+        for output in ENV.parse(source).find_all(jinja2.nodes.Output)
+        for node in output.nodes
+        if not isinstance(node, jinja2.nodes.TemplateData) and not _quoted(node)
+    ]
+    assert unquoted == []
+
+
+@pytest.mark.parametrize(("value", "quoted"), [("nvcr.io/nvidia/pytorch:25.08-py3", "nvcr.io/nvidia/pytorch:25.08-py3"), ("it's", "'it'\"'\"'s'"), (8, "8")])
+def test_q_quotes_a_whole_word(value: Any, quoted: str) -> None:
+    assert shell_quote(value) == quoted
+
+
+def test_word_refuses_a_value_that_needs_quoting() -> None:
+    assert shell_word("nccl-gate-h100-1.nccl-gate-h100") == "nccl-gate-h100-1.nccl-gate-h100"
+    with pytest.raises(ValueError, match=r"^'a b' needs shell quoting and cannot be spliced into a word; pass it through the q filter as a word of its own$"):
+        shell_word("a b")
