@@ -35,6 +35,8 @@ _BARE_MESSAGE = re.compile(
     r"^[\s>|]{0,20}(?=NET/(?:OFI|IB|Socket|Plugin)|Using network |Bootstrap ?: |Initialized NET plugin |"
     r"Failed to initialize NET plugin |GPU Direct RDMA |NCCL_[A-Z_]{1,60} set )"
 )
+# Ray's log deduplication appends " [repeated 15x across cluster]" to a line several workers printed.
+_RAY_REPEAT = re.compile(r" \[repeated \d{1,9}x across cluster\]$")
 # aws-ofi-nccl before 1.2 logged through its own macros: "INFO: Function: ofi_init Line: 1076: NET/OFI ...".
 _OFI_OLD = re.compile(r"\b(?P<level>INFO|WARN): Function: \w{1,100} Line: \d{1,7}: ")
 # ISO-8601 stamps of log shippers. A CloudWatch export glues the stamp to the host ("...208-07:00ip-10-36-29-253:79"),
@@ -149,7 +151,7 @@ def parse_nccl(text: str) -> NcclLog:
         seen: set[tuple[tuple[str, int], str]] = set()
         for i, (key, level, loc, _, end) in enumerate(headers):
             stop = headers[i + 1][3] if i + 1 < len(headers) else len(line)
-            msg = " ".join(line[end:stop].split()).removesuffix(" |").removesuffix("|")
+            msg = _RAY_REPEAT.sub("", " ".join(line[end:stop].split()).removesuffix(" |").removesuffix("|"))
             if (key, msg) not in seen:  # a log shipper that repeats the line after " | "
                 seen.add((key, msg))
                 _read(_process(log, key), level, msg, loc)

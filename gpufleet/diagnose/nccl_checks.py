@@ -27,9 +27,10 @@ _EFA_GDR_FAMILIES = ("p4d", "p4de", "p5", "p5e", "p5en", "p6")
 # WARN lines NCCL prints and carries on from (graph/search.cc: a topology search that falls back to a simpler order;
 # before 2.12 "Failed to open libibverbs" when IB is simply absent).
 _BENIGN_WARN = re.compile(r"Could not find a path for pattern|falling back to simple order|Failed to open libibverbs")
-# NVLink SHARP (transport/nvls.cc) and CUDA error 802 (cudaErrorSystemNotReady) both fail when the NVSwitch fabric
-# manager is down or was restarted under running GPU contexts (NVIDIA/nccl issues 976, 1488; nccl-tests 264).
-_FABRIC = re.compile(r"nvls\.cc:\d+ .*Cuda failure|Cuda failure 802\b|system not yet initialized|cudaErrorSystemNotReady")
+# NVLink SHARP (any WARN from transport/nvls.cc: "Cuda failure 1", or "Failed to bind NVLink SHARP (NVLS) Multicast
+# memory ... CUDA error 401") and CUDA error 802 (cudaErrorSystemNotReady) fail when the NVSwitch fabric manager is
+# down or was restarted under running GPU contexts (NVIDIA/nccl issues 976, 1488; nccl-tests 264; pytorch#150852).
+_FABRIC = re.compile(r"nvls\.cc:\d+ |NVLink SHARP|Cuda failure 802\b|system not yet initialized|cudaErrorSystemNotReady")
 
 _SOCKET_FIX = (
     "put the job on the fast fabric: request vpc.amazonaws.com/efa in the pod (all EFA devices of the instance) and "
@@ -176,6 +177,13 @@ def _error_fix(msg: str) -> str:
         return ("CUDA could not start in this pod: check `nvidia-smi` inside it; the GPUs must come from an "
                 "nvidia.com/gpu request (not NVIDIA_VISIBLE_DEVICES=all on a pod without one), the node's driver must "
                 "support the image's CUDA, and the container runtime must be NVIDIA's (GPU Operator toolkit)")
+    if "node cpu not found" in msg or "xml.h" in msg:
+        # aws-ofi-nccl before 1.11 set NCCL_TOPO_FILE to a static file per platform (p4d, p5), which fails when a
+        # process sees only some of the GPUs (aws-ofi-nccl#785, maintainer); 1.11 and later generate it.
+        return ("NCCL read a topology file that does not match the devices this process sees: aws-ofi-nccl before "
+                "1.11 sets NCCL_TOPO_FILE to a static file for p4d/p5 that breaks when a pod gets only some of the "
+                "GPUs; upgrade aws-ofi-nccl (the EFA installer's, 1.11 or later generates the file), or unset a "
+                "NCCL_TOPO_FILE you set yourself")
     if "out of memory" in msg:
         return ("a GPU ran out of memory while NCCL allocated its buffers: lower the batch or NCCL_BUFFSIZE, and make "
                 "sure no other process (another pod on a time-sliced GPU) holds memory on it")

@@ -35,6 +35,7 @@ _SYSTEM_NS = frozenset({"kube-system", "kube-public", "kube-node-lease", "gpu-op
 _SYSTEM_PREFIXES = ("nvidia-", "kube-", "aws-", "amazon-", "eks-", "openshift-", "cattle-", "gpu-operator")
 _AGE = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")  # kubectl's duration column: 5d2h, 3m4s, 12s
 _RESTART_GRACE_S = 300  # a device plugin younger than this may still be registering its GPUs with the kubelet
+_UNREACHABLE = "node.kubernetes.io/unreachable"
 _EKS_HEALTH = ("AcceleratedHardwareReady", "NetworkingReady", "StorageReady", "KernelReady", "ContainerRuntimeReady")
 
 
@@ -179,8 +180,14 @@ def check_node(source: str, node: Node) -> list[Finding]:
 
     conds = node.conditions
     ready = conds.get("Ready")
-    if ready and ready.status != "True":
-        add("critical", f"Ready={ready.status}{_why(ready)}",
+    # The node lifecycle controller taints a node whose Ready condition is Unknown (the kubelet stopped posting) with
+    # node.kubernetes.io/unreachable (kubernetes.io docs, "Taints and Tolerations"), so a paste cut before the
+    # Conditions rows still shows a lost node. Its not-ready taint (Ready False) is not used: every node carries it
+    # for its first seconds, next to Karpenter's own startup taint.
+    lost = next((t.key for t in node.taints or [] if t.key == _UNREACHABLE), None) if ready is None else None
+    if (ready and ready.status != "True") or lost:
+        add("critical", f"Ready={ready.status}{_why(ready)}" if ready else f"not ready: tainted {lost} by the node "
+            "controller",
             "the kubelet stopped reporting: check the instance (EC2 status checks, journalctl -u kubelet), then let "
             "EKS node auto-repair replace it or cordon and drain it; its GPU pods cannot make progress",
             "node.not-ready")

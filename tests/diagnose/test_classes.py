@@ -10,6 +10,7 @@ from gpufleet.diagnose.nccl import parse_nccl
 from gpufleet.diagnose.node import parse_nodes
 
 REAL = Path(__file__).parent / "real"
+HELDOUT = REAL / "heldout"
 FIXTURES = Path(__file__).parent / "fixtures"
 HEALTHY = (FIXTURES / "node_p5_healthy.txt").read_text()
 
@@ -75,6 +76,29 @@ def test_fabric_manager_signatures() -> None:
     assert "nvidia-fabricmanager" in f.fix and "reboot" in f.fix and "NCCL_NVLS_ENABLE=0" in f.fix
 
 
+def test_any_nvls_warning_points_at_the_fabric_manager() -> None:
+    # NCCL prints an NVLS multicast bind failure as "CUDA error 401", not "Cuda failure" (held-out, p5en).
+    bind = (HELDOUT / "agentic-harness-173-p5en-nvls-bind-401.log").read_text()
+    [f] = diagnose({"j.log": bind}, {})
+    assert (f.check, f.what) == ("nccl.fabric-manager", "NCCL failed in NVLink SHARP setup: transport/nvls.cc:287 "
+                                 "Failed to bind NVLink SHARP (NVLS) Multicast memory")
+    assert checks("h:1:2 [0] transport/net_ib.cc:1296 NCCL WARN NET/IB : Got completion with status=12\n") == [
+        ("critical", "nccl.error")]
+
+
+def test_a_static_topology_file_error_names_the_plugin_upgrade() -> None:
+    for name in ("aws-ofi-nccl-785-p5-static-topology-arch.log", "aws-ofi-nccl-476-p5-mpirun-arch-not-found.log"):
+        [f] = [f for f in diagnose({"j.log": (HELDOUT / name).read_text()}, {}) if f.severity != "info"]
+        assert f.check == "nccl.error" and "upgrade aws-ofi-nccl" in f.fix and "NCCL_TOPO_FILE" in f.fix
+
+
+def test_ray_repeat_suffix_is_not_part_of_the_message() -> None:
+    log = parse_nccl((HELDOUT / "awsome-distributed-ai-386-ray-ofi-init-failed.log").read_text())
+    p = log.processes[("ini-worker-ray-worker-p5", 954)]
+    assert p.warnings == ["nccl_net_ofi_create_plugin:1067 NET/OFI aws-ofi-nccl initialization failed"]
+    assert (p.network, p.socket_ifaces, p.nranks) == ("Socket", ["eth0"], 16)
+
+
 def test_libfabric_empty_list_is_benign_once_efa_is_selected() -> None:
     glued = (REAL / "aws-ofi-nccl-889-cloudwatch-glued-fi-getinfo-empty.log").read_text()
     selected = "ip-10-36-29-253:79:79 [0] NCCL INFO NET/OFI Selected provider is efa, fabric is efa (found 4 nics)\n"
@@ -131,6 +155,17 @@ def test_a_device_plugin_restarted_seconds_ago_is_not_a_dead_node() -> None:
     assert checks(node=zero_allocatable("12s")) == [("warning", "node.device-plugin-restarting")]
     assert checks(node=zero_allocatable("3m4s")) == [("warning", "node.device-plugin-restarting")]
     assert checks(node=zero_allocatable("2d3h")) == [("critical", "node.gpu-not-allocatable")]
+
+
+def test_a_lost_node_cut_before_its_conditions_is_not_ready() -> None:
+    # The node controller's unreachable taint says Ready=Unknown even when the paste stops at the Conditions header.
+    lost = (HELDOUT / "microsoft-pai-4589-p100-notready-unreachable.txt").read_text()
+    [f] = diagnose({}, {"n.txt": lost})
+    assert (f.severity, f.check, f.subject) == ("critical", "node.not-ready", "p100")
+    assert f.what == "not ready: tainted node.kubernetes.io/unreachable by the node controller"
+    # A node seconds old carries node.kubernetes.io/not-ready (and Karpenter's startup taint): not a fault.
+    new = checks(node=(REAL / "karpenter-1476-g5-new-node-taints.txt").read_text())
+    assert "node.not-ready" not in [c for _, c in new]
 
 
 def test_a_paste_cut_anywhere_keeps_what_it_shows() -> None:

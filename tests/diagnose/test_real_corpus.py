@@ -47,8 +47,6 @@ def cases(where: Path) -> list[Case]:
 
 
 CASES = cases(REAL) + cases(HELDOUT)
-# Held-out inputs whose expected finding the checks missed when the set was scored (before any change for them).
-HELDOUT_MISSES = {"agentic-harness-173-p5en-nvls-bind-401", "microsoft-pai-4589-p100-notready-unreachable"}
 
 
 def run(case: Case) -> tuple[list[Finding], float]:
@@ -73,9 +71,7 @@ def test_corpus_size_and_sidecars() -> None:
         assert (c.meta["expected_top"] == "none") == (not c.faulty), c.name
 
 
-@pytest.mark.parametrize("case", [
-    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="held-out miss")) if c.name in HELDOUT_MISSES else c
-    for c in CASES], ids=[("heldout/" if c.heldout else "") + c.name for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[("heldout/" if c.heldout else "") + c.name for c in CASES])
 def test_expected_top_finding(case: Case) -> None:
     found, took = run(case)
     assert took < 1.0
@@ -85,8 +81,9 @@ def test_expected_top_finding(case: Case) -> None:
     assert all(f.fix for f in found if f.severity != "info")  # every finding above info says what to change
 
 
-# The score each set reached when it was pinned: (faulty inputs, right cause first, found). README.md reports the same.
-PINNED = {False: (19, 19, 19), True: (9, 7, 7)}
+# The score each set reached when it was pinned: (faulty inputs, right cause first, found). README.md reports the same;
+# the held-out set scored (9, 7, 7) before the checks were changed for it.
+PINNED = {False: (19, 19, 19), True: (9, 9, 9)}
 
 
 def score(heldout: bool) -> tuple[int, int, int]:
