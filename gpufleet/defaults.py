@@ -55,7 +55,14 @@ MAX_UNAVAILABLE = Computed(
     rule="1 (when maxUnavailablePercentage is not set either)",
     reason="EKS's own default: one node of the group is replaced at a time during an update",
 )
-COMPUTED: tuple[Computed, ...] = (TOPOLOGY_POLICY, TOPOLOGY_SCOPE, PLACEMENT, DESIRED_SIZE, MAX_UNAVAILABLE)
+GDRCOPY = Computed(
+    path="versions.driver.gdrCopy",
+    rule="Enabled with driver source Operator when a Training group has fabric EFA, else Disabled",
+    reason="NCCL, NVSHMEM and libfabric's EFA provider use GDRCopy for small GPU-memory copies (ai-on-eks enables it "
+    "for EFA training); the GPU Operator loads gdrdrv only beside the driver it installs (gpufleet.versions "
+    "GpuOperatorRelease.gdrcopy_needs_operator_driver)",
+)
+COMPUTED: tuple[Computed, ...] = (TOPOLOGY_POLICY, TOPOLOGY_SCOPE, PLACEMENT, DESIRED_SIZE, MAX_UNAVAILABLE, GDRCOPY)
 
 
 def topology_policy(group: NodeGroup) -> TopologyPolicy:
@@ -97,6 +104,14 @@ def placement(fleet: Fleet, group: NodeGroup) -> Placement:
     return "Preferred"
 
 
+def gdrcopy(fleet: Fleet) -> bool:
+    """versions.driver.gdrCopy, resolved."""
+    if fleet.versions.gdrcopy is not None:
+        return fleet.versions.gdrcopy == "Enabled"
+    efa_training = any(g.fabric is Fabric.EFA and g.workload_class is WorkloadClass.TRAINING for g in fleet.node_groups)
+    return fleet.versions.driver_source == "Operator" and efa_training
+
+
 def desired_size(group: NodeGroup) -> int:
     return group.desired_size if group.desired_size is not None else group.min_size
 
@@ -109,6 +124,8 @@ def applied(fleet: Fleet, included: tuple[StageName, ...]) -> list[tuple[str, st
     """(field, resolved value, default) for every computed default this fleet took, in spec order (placement only
     where the admission stage is in `included` and there are teams: nothing reads it otherwise)."""
     out: list[tuple[str, str, Computed]] = []
+    if fleet.versions.gdrcopy is None:
+        out.append(("versions.driver.gdrCopy", "Enabled" if gdrcopy(fleet) else "Disabled", GDRCOPY))
     for group in fleet.node_groups:
         at = f"nodeGroups[{group.name}]"
         if group.topology.policy is None:

@@ -14,7 +14,7 @@ from gpufleet.ami_releases import SYSTEM_NODES_AMI_TYPE
 from gpufleet.errors import Issue, Path, closest, did_you_mean
 from gpufleet.names import DEFAULT_DEVICE_PLUGIN_CONFIG, MIG_DISABLED, RESERVED_NAMESPACES
 from gpufleet.spec import CapacityType, Fabric, Fleet, NodeGroup, SharingStrategy, WorkloadClass
-from gpufleet.versions import COMPONENTS, KUBERNETES_VERSIONS as KUBERNETES_SUPPORTED, NODE_MONITORING_AGENT_XIDS, image_is_pinned, is_pinned, node_monitoring_agent_release
+from gpufleet.versions import COMPONENTS, GPU_OPERATOR, KUBERNETES_VERSIONS as KUBERNETES_SUPPORTED, NODE_MONITORING_AGENT_XIDS, image_is_pinned, is_pinned, node_monitoring_agent_release
 
 Rule = Callable[[Fleet], Iterable[Issue]]
 RULES: dict[str, Rule] = {}
@@ -445,6 +445,16 @@ def _access(fleet: Fleet) -> Iterator[Issue]:
 @rule("driver-source-matches-ami")
 def _driver_source(fleet: Fleet) -> Iterator[Issue]:
     operator = fleet.versions.driver_source == "Operator"
+    release = GPU_OPERATOR.get(fleet.versions.gpu_operator)
+    if fleet.versions.gdrcopy == "Enabled" and not operator and release is not None and release.gdrcopy_needs_operator_driver:
+        hint = "set source: Operator (its driver DaemonSet loads gdrdrv), or gdrCopy: Disabled"
+        if release.device_plugin_detects_gdrdrv:
+            hint += "; a node that loads gdrdrv itself gets GDRCopy from the device plugin without this setting"
+        yield Issue(
+            path=("versions", "driver", "gdrCopy"),
+            message=f"GPU Operator {fleet.versions.gpu_operator} loads gdrdrv only beside the driver it installs, and with source Preinstalled it installs none (the EKS NVIDIA AMI ships no gdrdrv)",
+            hint=hint,
+        )
     for path, group in _groups(fleet):
         nvidia_ami = group.ami_type.endswith("_NVIDIA")
         if operator and nvidia_ami:

@@ -34,6 +34,7 @@ ClusterMode = Literal["Create", "Existing"]
 EndpointAccess = Literal["Private", "PublicAndPrivate"]
 AutoscalerChoice = Literal["Install", "None"]
 DriverSource = Literal["Preinstalled", "Operator"]
+GdrCopy = Literal["Enabled", "Disabled"]
 PrometheusChoice = Literal["Install", "Existing"]
 AutoRepair = Literal["Enabled", "Disabled"]
 Remediation = Literal["CordonAndDrain", "CordonOnly", "None"]
@@ -240,6 +241,7 @@ class Versions:
     driver_source: DriverSource
     driver_version: str | None
     toolkit_version: str | None
+    gdrcopy: GdrCopy | None  # versions.driver.gdrCopy; None: computed (gpufleet.defaults.gdrcopy)
     kueue: str
     efa_device_plugin: str
     network_operator: str
@@ -493,6 +495,7 @@ def _fleet(d: Mapping[str, Any]) -> Fleet:
             driver_source=v["driver"]["source"],
             driver_version=v["driver"].get("version"),
             toolkit_version=v["driver"].get("toolkitVersion"),
+            gdrcopy=v["driver"].get("gdrCopy"),
             kueue=_chart(v, "kueue"),
             efa_device_plugin=_chart(v, "efaDevicePlugin"),
             network_operator=_chart(v, "networkOperator"),

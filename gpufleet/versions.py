@@ -32,6 +32,19 @@ class GpuOperatorRelease(Release):
     # The DCGM image the operator runs as its standalone hostengine: dcgm.repository/image:version in
     # deployments/gpu-operator/values.yaml. The health stage's dcgmi must match the hostengine's version.
     dcgm_image: str
+    # GDRCopy (chart values `gdrcopy.enabled`, ClusterPolicy spec.gdrcopy): whether the operator loads gdrdrv only
+    # when it manages the driver (not with driver.enabled false, gpufleet's Preinstalled). True in both pinned releases
+    # (NVIDIA/gpu-operator at the release tag): gdrdrv is loaded only by the `nvidia-gdrcopy-ctr` sidecar of the
+    # operator's own driver DaemonSet (controllers/object_controls.go transformDriver -> transformGDRCopyContainer;
+    # assets/state-driver/0500_daemonset.yaml), and that DaemonSet is not deployed when the driver is disabled
+    # (controllers/state_manager.go isStateEnabled "state-driver"). gdrcopy.enabled then only sets GDRCOPY_ENABLED on
+    # the device plugin.
+    gdrcopy_needs_operator_driver: bool
+    # The device plugin's entrypoint turns GDRCopy on by itself where the host has gdrdrv loaded and GDRCOPY_ENABLED
+    # is unset (assets/state-device-plugin/0400_configmap.yaml: `lsmod | grep -q "^gdrdrv "` -> GDRCOPY_ENABLED=true),
+    # so containers get NVIDIA_GDRCOPY=enabled and the toolkit mounts /dev/gdrdrv (NVIDIA/k8s-device-plugin
+    # internal/plugin/server.go getAllocateResponse).
+    device_plugin_detects_gdrdrv: bool
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,11 +82,15 @@ GPU_OPERATOR: Mapping[str, GpuOperatorRelease] = MappingProxyType(
         "v26.3.3": GpuOperatorRelease(
             notes="dcgmExporter.serviceMonitor.enabled defaults to false; CDI on by default",
             dcgm_image="nvcr.io/nvidia/cloud-native/dcgm:4.5.2-1-ubuntu22.04",
+            gdrcopy_needs_operator_driver=True,
+            device_plugin_detects_gdrdrv=True,
         ),
         "v26.7.0": GpuOperatorRelease(
             notes="dcgmExporter.serviceMonitor.enabled defaults to true (the ServiceMonitor CRD must exist first); "
             "driver 595.91.07 by default; GPUCluster CRD (DRA path) added, off by default",
             dcgm_image="nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04",
+            gdrcopy_needs_operator_driver=True,
+            device_plugin_detects_gdrdrv=True,
         ),
     }
 )

@@ -19,12 +19,17 @@ Decisions, and why:
 - `dcgm.enabled` with `dcgm.hostNetwork`: the operator's standalone DCGM host engine is the node's only one, and
   listens on the node's port 5555 where the EKS node monitoring agent connects (gpufleet.manifests.node_monitoring).
 - Operands and NFD workers tolerate every taint gpufleet puts on GPU nodes (GPU, EFA and the spec's own).
+- `gdrcopy.enabled` follows `versions.driver.gdrCopy` (gpufleet.defaults.gdrcopy): the operator then runs the gdrdrv
+  sidecar in its driver DaemonSet and sets GDRCOPY_ENABLED on the device plugin, so GPU containers get /dev/gdrdrv.
+  It is rendered only when on (the chart's default is off), and only with source Operator (a rule refuses it with
+  Preinstalled, gpufleet.versions GpuOperatorRelease.gdrcopy_needs_operator_driver).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from gpufleet import defaults
 from gpufleet.names import group_taints
 from gpufleet.spec import Fleet
 
@@ -87,6 +92,8 @@ def values(fleet: Fleet, *extra: dict[str, Any]) -> dict[str, Any]:
         "daemonsets": {"tolerations": tolerations},
         "node-feature-discovery": {"worker": {"tolerations": [_CONTROL_PLANE, *tolerations]}},
     }
+    if defaults.gdrcopy(fleet):
+        out["gdrcopy"] = {"enabled": True}
     for more in extra:
         out = deep_merge(out, more)
     return out

@@ -9,6 +9,7 @@ import pytest
 from gpufleet.manifests import gpu_operator, node_monitoring
 from gpufleet.pipeline import load_fleet_text
 from gpufleet.plan import RolloutPlan
+from gpufleet.spec import Fleet
 from gpufleet.versions import COMPONENTS
 from tests.foundation.test_node_groups import resource
 from tests.upstream import chart_values, require_shared, unknown_value_keys
@@ -95,10 +96,37 @@ def test_operator_installs_pinned_driver_and_toolkit_with_the_escape_closed() ->
 @pytest.mark.parametrize("version", COMPONENTS["gpuOperator"].supported)
 def test_every_value_key_exists_in_the_pinned_chart(version: str) -> None:
     require_shared()
-    fleet = load_fleet_text(OPERATOR_SPEC.replace("v26.3.3", version)).environments["prod"]
+    fleet = load_fleet_text(OPERATOR_SPEC.replace("v26.3.3", version).replace("toolkitVersion: v1.18.1", "toolkitVersion: v1.18.1, gdrCopy: Enabled")).environments["prod"]
+    assert gpu_operator.values(fleet)["gdrcopy"] == {"enabled": True}
     assert list(unknown_value_keys(gpu_operator.values(fleet), chart_values("gpu-operator", version))) == []
 
 
 def test_a_made_up_key_is_caught() -> None:
     require_shared()
     assert list(unknown_value_keys({"devicePlugin": {"envs": []}}, chart_values("gpu-operator", "v26.7.0"))) == ["devicePlugin.envs"]
+
+
+def _operator_fleet(driver: str, group: str) -> Fleet:
+    spec = OPERATOR_SPEC.replace('driver: {source: Operator, version: "580.105.08", toolkitVersion: v1.18.1}', driver)
+    spec = spec.replace("  - {name: a10, instanceType: g5.2xlarge, workloadClass: Batch,", group)
+    if "Preinstalled" in driver:
+        spec = spec.replace("AL2023_x86_64_STANDARD", "AL2023_x86_64_NVIDIA")
+    return load_fleet_text(spec).environments["prod"]
+
+
+EFA_TRAINING = "  - {name: h100, instanceType: p5.48xlarge, workloadClass: Training, fabric: EFA, zone: use1-az4, subnetIds: [subnet-0aa],"
+OPERATOR_DRIVER = 'driver: {source: Operator, version: "580.105.08"}'
+
+
+@pytest.mark.parametrize(
+    ("driver", "group", "gdrcopy"),
+    [
+        (OPERATOR_DRIVER, EFA_TRAINING, {"enabled": True}),  # default on: the operator's driver DaemonSet loads gdrdrv
+        (OPERATOR_DRIVER, "  - {name: a10, instanceType: g5.2xlarge, workloadClass: Batch,", None),  # no EFA training group
+        ('driver: {source: Operator, version: "580.105.08", gdrCopy: Disabled}', EFA_TRAINING, None),
+        ('driver: {source: Operator, version: "580.105.08", gdrCopy: Enabled}', "  - {name: a10, instanceType: g5.2xlarge, workloadClass: Batch,", {"enabled": True}),
+        ("driver: {source: Preinstalled}", EFA_TRAINING, None),  # no gdrdrv without the operator's driver
+    ],
+)
+def test_gdrcopy_follows_the_driver_source_and_efa_training(driver: str, group: str, gdrcopy: dict[str, bool] | None) -> None:
+    assert gpu_operator.values(_operator_fleet(driver, group)).get("gdrcopy") == gdrcopy

@@ -27,3 +27,13 @@ def test_a_field_the_spec_sets_is_not_listed() -> None:
     taken = [field for field, _, _ in defaults.applied(dataclasses.replace(fleet, node_groups=groups), ("foundation", "admission"))]
     assert not [f for f in taken if f.startswith("nodeGroups[l40s].topology")]
     assert "nodeGroups[notebooks].topology.policy" in taken
+
+
+def test_gdrcopy_is_listed_until_the_spec_sets_it() -> None:
+    # fleet.yaml: Preinstalled driver, so GDRCopy stays off although h100 is an EFA Training group.
+    fleet = load_fleet(str(EXAMPLE), "prod").environments["prod"]
+    assert ("versions.driver.gdrCopy", "Disabled", defaults.GDRCOPY) in defaults.applied(fleet, ("foundation",))
+    operator = dataclasses.replace(fleet, versions=dataclasses.replace(fleet.versions, driver_source="Operator", driver_version="595.91.07"))
+    assert ("versions.driver.gdrCopy", "Enabled", defaults.GDRCOPY) in defaults.applied(operator, ("foundation",))
+    pinned = dataclasses.replace(fleet, versions=dataclasses.replace(fleet.versions, gdrcopy="Disabled"))
+    assert not [f for f, _, _ in defaults.applied(pinned, ("foundation",)) if f.startswith("versions.")]

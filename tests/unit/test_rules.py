@@ -97,6 +97,7 @@ BOTTLEROCKET = {"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-
 CUSTOMER_KEY = at("checkpoints", value={"bucket": "labs-ckpt", "modelParameters": 7_000_000_000, "meanTimeBetweenFailuresHours": 24, "encryption": "CustomerManagedKey"})
 EFA_P5 = group(instanceType="p5.48xlarge", fabric="EFA", zone="use1-az4", subnetIds=["subnet-0aa"])
 OPERATOR = at("versions", "driver", value={"source": "Operator", "version": "595.91.07"})
+OPERATOR_GDRCOPY = at("versions", "driver", value={"source": "Operator", "version": "595.91.07", "gdrCopy": "Enabled"})
 ALL_VERSIONS = at("versions", value={
     "gpuOperator": {"chart": "v26.7.0"},
     "clusterAutoscaler": {"chart": "9.59.0"},
@@ -247,6 +248,9 @@ CASES: list[Any] = [
     pytest.param("driver-source-matches-ami", [], [], id="driver/preinstalled-nvidia-ami"),
     pytest.param("driver-source-matches-ami", [OPERATOR, group(ami={"type": "AL2023_x86_64_STANDARD", "releaseVersion": "1.33.13-20260714"})], [], id="driver/operator-standard-ami"),
     pytest.param("driver-source-matches-ami", [OPERATOR], [("nodeGroups[0].ami.type", "AL2023_x86_64_NVIDIA ships its own NVIDIA driver, but versions.driver.source is Operator")], id="driver/operator-nvidia-ami"),
+    pytest.param("driver-source-matches-ami", [OPERATOR_GDRCOPY, group(ami={"type": "AL2023_x86_64_STANDARD", "releaseVersion": "1.33.13-20260714"})], [], id="driver/gdrcopy-with-the-operators-driver"),
+    pytest.param("driver-source-matches-ami", [at("versions", "driver", value={"source": "Preinstalled", "gdrCopy": "Disabled"})], [], id="driver/gdrcopy-disabled-with-preinstalled"),
+    pytest.param("driver-source-matches-ami", [at("versions", "driver", value={"source": "Preinstalled", "gdrCopy": "Enabled"})], [("versions.driver.gdrCopy", "GPU Operator v26.7.0 loads gdrdrv only beside the driver it installs, and with source Preinstalled it installs none (the EKS NVIDIA AMI ships no gdrdrv)")], id="driver/gdrcopy-with-preinstalled"),
     pytest.param("driver-source-matches-ami", [group(ami={"type": "AL2023_x86_64_STANDARD", "releaseVersion": "1.33.13-20260714"})], [("nodeGroups[0].ami.type", "AL2023_x86_64_STANDARD has no NVIDIA driver, but versions.driver.source is Preinstalled")], id="driver/preinstalled-standard-ami"),
     # system-nodes
     pytest.param("system-nodes", [], [], id="system/create"),
@@ -317,6 +321,7 @@ def test_every_rule_has_a_passing_and_a_failing_case() -> None:
         ([quota(gpus=9)], "lower the quota to at most 4, or raise the group's maxSize"),
         ([group(instanceType="g5g.xlarge")], "use type: AL2023_ARM_64_NVIDIA"),
         ([OPERATOR, group(instanceType="g5g.xlarge", ami={"type": "AL2023_ARM_64_NVIDIA", "releaseVersion": "1.33.13-20260714"})], "use AL2023_ARM_64_STANDARD (the operator installs the driver), or driver source Preinstalled"),
+        ([at("versions", "driver", value={"source": "Preinstalled", "gdrCopy": "Enabled"})], "set source: Operator (its driver DaemonSet loads gdrdrv), or gdrCopy: Disabled; a node that loads gdrdrv itself gets GDRCopy from the device plugin without this setting"),
     ],
 )
 def test_rule_hints(patches: list[Patch], hint: str) -> None:
