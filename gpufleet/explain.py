@@ -1,8 +1,10 @@
 """would these workloads run on this fleet: queue, flavor, node group, or the first gate that stops them and why
 
-`gpufleet explain [SPEC] --env ENV MANIFEST... [--format text|json]` puts every Job, JobSet, PyTorchJob, MPIJob,
+`gpufleet explain [SPEC] --env ENV MANIFEST... [--as ARN] [--format text|json]` puts every Job, JobSet, PyTorchJob, MPIJob,
 TrainJob, Deployment, StatefulSet, DaemonSet and Pod of the manifests (multi-document YAML; other kinds are skipped)
-through the behavioural model of `gpufleet.model` on the plan of ENV. SPEC defaults to fleet.yaml; it is told apart
+through the behavioural model of `gpufleet.model` on the plan of ENV. With `--as ARN` (the IAM role, user or
+assumed-role session that submits them) the first gate is the API server's authorization, as the fleet's access
+entries and team RBAC grant it. SPEC defaults to fleet.yaml; it is told apart
 from a manifest by its `kind: Fleet`. Exit 0 when every workload runs, 1 when one would not, 2 on a usage error
 (including a manifest that is not Kubernetes YAML: a positioned error, nothing judged). Pulumi never runs.
 """
@@ -19,6 +21,7 @@ from typing import Any
 import yaml
 
 from gpufleet.errors import UsageError
+from gpufleet.model import authorization
 from gpufleet.model.explain import ASSUMPTION, Verdict, explain, fleet_model
 from gpufleet.model.workload import KINDS, WorkloadError, is_workload, workload
 from gpufleet.pipeline import open_spec
@@ -99,6 +102,7 @@ def _is_spec(path: str) -> bool:
 def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", required=True, help="the environment whose plan the workloads meet")
     parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--as", dest="principal", metavar="ARN", help="the IAM principal that submits the workloads")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -106,6 +110,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # subcommand parsing cannot express: the paths and options are parsed again, intermixed, in run().
     parser.add_argument("--env", help="the environment whose plan the workloads meet (required)")
     parser.add_argument("--format", choices=("text", "json"))
+    parser.add_argument("--as", dest="principal", metavar="ARN", help="the IAM role, user or assumed-role ARN that submits the workloads: checks it may create them")
     parser.add_argument("paths", nargs=argparse.REMAINDER, metavar="[SPEC] MANIFEST...", help="the fleet spec (default: fleet.yaml), then manifests")
 
 
@@ -135,7 +140,7 @@ def _text(verdicts: list[Verdict]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        given = [f"--{name}={getattr(args, name)}" for name in ("env", "format") if getattr(args, name, None)]
+        given = [f"--{flag}={getattr(args, name)}" for flag, name in (("env", "env"), ("format", "format"), ("as", "principal")) if getattr(args, name, None)]
         args = _parse(list(args.paths) + given)
     except SystemExit as exc:  # argparse printed the usage error
         return int(exc.code or 0)
@@ -143,6 +148,11 @@ def run(args: argparse.Namespace) -> int:
     spec = paths.pop(0) if len(paths) > 1 and _is_spec(paths[0]) else "fleet.yaml"
     if not paths:
         raise UsageError("give at least one MANIFEST")
+    if args.principal is not None:
+        try:
+            authorization.identity(args.principal)
+        except authorization.PrincipalError as exc:
+            raise UsageError(f"--as: {exc}") from None
     try:
         docs = [d for p in paths for d in read_manifests(p)]
         workloads = []
@@ -161,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"no workload in {', '.join(paths)} (kinds: {', '.join(KINDS)})")
     validated = open_spec(spec, args.env)
     model = fleet_model(build_plan(validated.environments[args.env], args.env))
-    verdicts = [explain(model, w) for w in workloads]
+    verdicts = [explain(model, w, args.principal) for w in workloads]
     if args.format == "json":
         print(json.dumps({"workloads": [v.json() for v in verdicts]}, indent=2))
     else:

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from gpufleet.names import GPU_RESOURCE, LABEL_NODE_GROUP
 from gpufleet.errors import Path
-from gpufleet.model import device_plugin, kubelet, kueue_admission, scheduling
+from gpufleet.model import authorization, device_plugin, kubelet, kueue_admission, scheduling
 from gpufleet.model.autoscaler import scale_up_blocker
 from gpufleet.model.nodes import NodeModel, fleet_nodes
 from gpufleet.model.workload import QUEUE_LABEL, PodSet, PodSpec, Workload
@@ -25,7 +25,7 @@ SYSTEM_GROUP = "system"
 # The labels a pod may select untainted CPU nodes by: gpufleet's system group (AL2023 x86_64, mode Create) or the
 # existing cluster's nodes; the kubelet sets kubernetes.io/os on every node.
 SYSTEM_LABELS = {LABEL_NODE_GROUP: SYSTEM_GROUP, "kubernetes.io/os": "linux"}
-STAGES = ("admission", "scheduling", "kubelet", "device-plugin", "autoscaler")
+STAGES = ("access", "admission", "scheduling", "kubelet", "device-plugin", "autoscaler")
 # Policy resource names -> kinds (admissionregistration resourceRules).
 _RESOURCE_KIND = {"jobs": "Job", "jobsets": "JobSet", "pods": "Pod", "deployments": "Deployment", "statefulsets": "StatefulSet", "pytorchjobs": "PyTorchJob", "mpijobs": "MPIJob", "trainjobs": "TrainJob"}
 
@@ -217,12 +217,21 @@ def _admission_policy(model: FleetModel, wl: Workload) -> Reason | None:
     return Reason(stage="admission", message=f"denied by ValidatingAdmissionPolicy gpufleet-require-queue-name: {message}", fix=f"set the label {QUEUE_LABEL}: <team> on the {wl.kind}")
 
 
-def explain(model: FleetModel, wl: Workload) -> Verdict:
+def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Verdict:
+    """The verdict on one workload; with `principal` (an IAM ARN, already checked by authorization.identity), the
+    API server's authorization of its creation comes first."""
     base = Verdict(kind=wl.kind, namespace=wl.namespace, name=wl.name, runs=False)
     injected: Mapping[str, kueue_admission.Flavor] = {}
     cluster_queue = None
     flavor = None
     notes: list[str] = []
+    if principal is not None:
+        decision = authorization.may_create(model.plan.fleet, model.plan.through, principal, wl.kind, wl.namespace)
+        if decision.refusal:
+            r = decision.refusal
+            return replace(base, reasons=(Reason(stage="access", message=r.message, fix=r.fix, spec_path=r.spec_path),))
+        if decision.note:
+            notes.append(decision.note)
     if model.kueue is not None:
         denied = _admission_policy(model, wl)
         if denied:

@@ -89,3 +89,27 @@ def test_docs_examples_run_on_the_group_they_name(capsys: pytest.CaptureFixture[
     named = {"finetune": "h100", "llm-server": "l40s", "notebook-alice": "notebooks"}
     assert {w["name"]: w["nodeGroup"] for w in workloads} == named
     assert all(w["runs"] and w["clusterQueue"] == w["namespace"] for w in workloads)
+
+
+def test_as_a_member_of_another_team(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 17: a workload in a namespace its submitter cannot write to is stopped at the access gate."""
+    member = "arn:aws:sts::111122223333:assumed-role/language-researchers/alice"
+    assert main(["explain", SPEC, "--env", "prod", NOTEBOOK, "--as", member, "--format", "json"]) == 1
+    (verdict,) = json.loads(capsys.readouterr().out)["workloads"]
+    assert verdict["reasons"] == [
+        {
+            "stage": "access",
+            "message": f"{member} (team language, group gpufleet-team-language) may create workloads only in namespace language; "
+            "the Pod is in namespace vision, where the API server forbids it (Forbidden)",
+            "fix": "submit it in namespace language, or move arn:aws:iam::111122223333:role/language-researchers to teams[vision].members (one access entry per principal)",
+        }
+    ]
+    assert main(["explain", SPEC, "--env", "prod", NOTEBOOK, "--as", "arn:aws:iam::111122223333:role/vision-researchers"]) == 0
+
+
+def test_as_needs_a_principal_arn(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", SPEC, "--env", "prod", NOTEBOOK, "--as", "alice"]) == 2
+    assert capsys.readouterr().err == (
+        "gpufleet explain: error: --as: 'alice' is not an IAM role, user or assumed-role ARN (arn:aws:iam::<account>:role/<name>, "
+        "arn:aws:iam::<account>:user/<name> or arn:aws:sts::<account>:assumed-role/<name>/<session>)\n"
+    )
