@@ -114,7 +114,9 @@ def test_a_dripping_endpoint_is_stopped_by_the_deadline(tmp_path: Path, capsys: 
         "error: aws: preflight stopped after 1 s (--deadline) in the instance types and GPUs check: the AWS API did not answer in time\n",
         f"  fix: {DEADLINE_FIX}\n",
     ]
-    assert 1 <= elapsed < 4  # the read timeout alone would never fire: a byte arrives every 50 ms
+    # The read timeout alone would never fire (a byte arrives every 50 ms): without the deadline this runs for
+    # minutes. The bound leaves room for a loaded CI machine.
+    assert 1 <= elapsed < 15
 
 
 def test_the_shipped_timeouts_are_short() -> None:
