@@ -4,6 +4,7 @@ on create (rules that compare with oldSelf only apply on update and are skipped 
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -22,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CASES = [ROOT / "fleet.yaml", *sorted((ROOT / "tests" / "golden" / "cases").glob("*/fleet.yaml"))]
 
 
+@functools.cache  # the CRD files are parsed once per kind, not once per object
 def _crd_schema(kind: str) -> dict[str, Any]:
     for path in sorted((require_shared() / "crds").glob("kueue.x-k8s.io_*.yaml")):
         crd = yaml.safe_load(path.read_text())
@@ -44,10 +46,14 @@ def _rules(schema: dict[str, Any], node: Any, path: str = "") -> Iterator[tuple[
             yield from _rules(schema["items"], item, f"{path}[{i}]")
 
 
-def _evaluate(rule: str, node: Any) -> bool:
+@functools.cache  # compiling a rule (parsing CEL) costs far more than evaluating it; every case shares the rules
+def _program(rule: str) -> Any:
     env = celpy.Environment()
-    program = env.program(env.compile(rule))
-    return bool(program.evaluate({"self": celpy.json_to_cel(node)}))
+    return env.program(env.compile(rule))
+
+
+def _evaluate(rule: str, node: Any) -> bool:
+    return bool(_program(rule).evaluate({"self": celpy.json_to_cel(node)}))
 
 
 def _kueue_objects(fleet: Fleet) -> list[dict[str, Any]]:
