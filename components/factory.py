@@ -57,6 +57,7 @@ def resolve(value: Any, registry: Registry) -> Any:
     return value
 
 
+@functools.cache  # once per type: the lookup goes through the SDK's lazy modules
 def _class_for(token: str) -> Callable[..., Any]:
     """`aws:eks/nodeGroup:NodeGroup` -> pulumi_aws.eks.NodeGroup; `kubernetes:core/v1:ConfigMap` -> ...core.v1.ConfigMap."""
     package, module, name = token.split(":")

@@ -70,13 +70,20 @@ class RecordingMocks(pulumi_mocks.Mocks):
         self.inputs: dict[str, tuple[str, dict[str, Any]]] = {}
 
     def _state(self, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+        """The inputs echoed back, with placeholders where the plan references the resource. The monitor
+        serializes the state at once, so unreferenced inputs are returned as they are; only a referenced
+        resource's are copied, because the placeholders are written into them."""
+        refs = self.referenced.get(name)
+        if not refs:
+            return inputs
         state = copy.deepcopy(inputs)
-        for ref in sorted(self.referenced.get(name, ()), key=lambda r: r.attribute):
+        for ref in sorted(refs, key=lambda r: r.attribute):
             _placeholder(state, ref)
         return state
 
     def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
-        self.inputs[args.name] = (args.typ, _integral(copy.deepcopy(args.inputs)))
+        # _integral builds new containers, so the recording shares nothing with what the SDK may still hold.
+        self.inputs[args.name] = (args.typ, _integral(args.inputs))
         return f"<ref:{args.name}.id>", self._state(args.name, args.inputs)
 
     # Return a plain dict: the SDK's (dict, None) form raises, it iterates the second item (UPSTREAM.md, Pulumi).
