@@ -1,7 +1,10 @@
-"""The "Access" section of plan.md: who can reach the API endpoint, and a table of every principal gpufleet gives
-access to (people through EKS access entries, controllers through EKS Pod Identity), what it may do, and where."""
+"""The "Access" section of plan.md (laid out by gpufleet/templates/_plan-access.md.j2): who can reach the API
+endpoint, and every principal gpufleet gives access to (people through EKS access entries, controllers through EKS
+Pod Identity), what it may do, and where."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from gpufleet import access, stages
 from gpufleet.manifests import autoscaler, storage, tenancy
@@ -18,35 +21,32 @@ def _team_kinds() -> str:
     return ", ".join(plural for _, plural in sorted(tenancy.JOB_RESOURCES.values()))
 
 
-def access_section(fleet: Fleet, through: stages.StageName) -> list[str]:
-    admission = stages.included("admission", through)
-    lines = ["## Access", "", access.endpoint_reach(fleet.cluster), "", "| principal | may | where |", "|---|---|---|"]
-    for admin in fleet.cluster.admins:
-        lines.append(f"| `{admin.principal_arn}` (admin) | cluster admin ({access.CLUSTER_ADMIN_POLICY}): everything | the whole cluster |")
-    for team in fleet.teams:
-        if not team.members:
-            lines.append(f"| nobody (team {team.name} has no members) | - | namespace `{team.namespace}` |")
-        for member in team.members:
-            who = f"`{member.principal_arn}` (team {team.name}, group `{access.team_group(team.name)}`)"
-            if admission:
-                lines.append(f"| {who} | {_TEAM_EDIT.format(kinds=_team_kinds())} | namespace `{team.namespace}` only |")
-                lines.append(f"| {who} | read: {', '.join(tenancy.CLUSTER_READABLE)} | cluster-scoped Kueue objects (no namespaced kind) |")
-            else:
-                lines.append(f"| {who} | edit ({access.EDIT_POLICY}) | namespace `{team.namespace}` only (created by the admission stage, not in this environment) |")
-    if fleet.cluster.autoscaler == "Install":
-        lines.append(
-            f"| `{autoscaler.NAMESPACE}/{autoscaler.SERVICE_ACCOUNT}` (EKS Pod Identity) | describe node groups and instance types; "
-            f"set the desired size of, and terminate instances in, Auto Scaling groups tagged for cluster {fleet.cluster.name} | AWS |"
-        )
+def access_values(fleet: Fleet, through: stages.StageName) -> dict[str, Any]:
+    """The values of _plan-access.md.j2 for one environment deployed through `through`."""
     cp = fleet.checkpoints
-    if cp is not None and stages.included("storage", through):
-        for team in fleet.teams:
-            lines.append(
-                f"| `{team.namespace}/{storage.CHECKPOINT_SERVICE_ACCOUNT}` (EKS Pod Identity) | read, write and delete checkpoints "
-                f"| `s3://{cp.bucket}/{storage.team_prefix(team)}` only |"
-            )
-    if admission and fleet.teams:
-        lines += ["", "| team namespace | Pod Security enforced | ingress admitted from (NetworkPolicy `" + tenancy.DEFAULT_DENY + "`) |", "|---|---|---|"]
-        for team in fleet.teams:
-            lines.append(f"| `{team.namespace}` | {team.pod_security.lower()} | its own pods, namespace `{monitoring_namespace(fleet)}` (EFA traffic is not governed) |")
-    return lines
+    return {
+        "endpoint": access.endpoint_reach(fleet.cluster),
+        "admins": [admin.principal_arn for admin in fleet.cluster.admins],
+        "teams": [
+            {
+                "name": team.name,
+                "namespace": team.namespace,
+                "members": [member.principal_arn for member in team.members],
+                "group": access.team_group(team.name),
+                "pod_security": team.pod_security.lower(),
+                "checkpoint_prefix": storage.team_prefix(team),
+            }
+            for team in fleet.teams
+        ],
+        "admission": stages.included("admission", through),
+        "team_edit": _TEAM_EDIT.format(kinds=_team_kinds()),
+        "cluster_readable": list(tenancy.CLUSTER_READABLE),
+        "cluster_name": fleet.cluster.name,
+        "cluster_admin_policy": access.CLUSTER_ADMIN_POLICY,
+        "edit_policy": access.EDIT_POLICY,
+        "autoscaler": f"{autoscaler.NAMESPACE}/{autoscaler.SERVICE_ACCOUNT}" if fleet.cluster.autoscaler == "Install" else None,
+        "checkpoint_bucket": cp.bucket if cp is not None and stages.included("storage", through) else None,
+        "checkpoint_service_account": storage.CHECKPOINT_SERVICE_ACCOUNT,
+        "default_deny": tenancy.DEFAULT_DENY,
+        "monitoring_namespace": monitoring_namespace(fleet),
+    }

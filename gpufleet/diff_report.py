@@ -1,12 +1,12 @@
-"""Render a `gpufleet.impact.Report` as plain text (terminal, CI log) or Markdown (a pull request comment)."""
+"""Render a `gpufleet.impact.Report` as plain text (terminal, CI log) or Markdown (a pull request comment, laid out by
+gpufleet/templates/diff-comment.md.j2)."""
 
 from __future__ import annotations
 
 from gpufleet import pricing
 from gpufleet.impact import Change, GroupCost, NodeImpact, Report
+from gpufleet.render import render
 
-# First line of the Markdown body: lets a CI job find and update its own comment instead of adding another.
-MARKER = "<!-- gpufleet-diff:{env} -->"
 # The symbols `pulumi preview` prints for each operation.
 _SYMBOL = {"add": "+", "remove": "-", "update": "~", "replace": "+-"}
 _NODE_WORDS = {
@@ -32,10 +32,24 @@ def _totals(costs: tuple[GroupCost, ...], which: str) -> float | None:
     return None if any(v is None for v in values) else sum(v for v in values if v is not None)
 
 
+def _fleet_total(report: Report, which: str) -> str:
+    """The fleet's monthly cost at every group's minSize or maxSize: before -> after (change)."""
+    old, new = _totals(report.cost_old, which), _totals(report.cost_new, which)
+    return f"{_usd(old)} -> {_usd(new)} ({_delta(old, new)})"
+
+
 def _cost_rows(report: Report) -> list[tuple[str, GroupCost | None, GroupCost | None]]:
     old = {c.node_group: c for c in report.cost_old}
     new = {c.node_group: c for c in report.cost_new}
     return [(name, old.get(name), new.get(name)) for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)]
+
+
+def _size_deltas(a: GroupCost | None, b: GroupCost | None) -> tuple[str, str]:
+    """The monthly cost change of one node group at minSize and at maxSize (a group that is new or gone costs 0)."""
+    return (
+        _delta(a.monthly(a.min_size) if a else 0.0, b.monthly(b.min_size) if b else 0.0),
+        _delta(a.monthly(a.max_size) if a else 0.0, b.monthly(b.max_size) if b else 0.0),
+    )
 
 
 def _size(c: GroupCost | None) -> str:
@@ -94,60 +108,28 @@ def text(report: Report, old: str, new: str) -> str:
     if rows:
         out.append(f"cost per month ({pricing.HOURS_PER_MONTH} h), at minSize / maxSize:")
         for name, a, b in rows:
-            out.append(f"  {name}: {_size(a)} -> {_size(b)}: min {_delta(a.monthly(a.min_size) if a else 0.0, b.monthly(b.min_size) if b else 0.0)}, max {_delta(a.monthly(a.max_size) if a else 0.0, b.monthly(b.max_size) if b else 0.0)}")
-        out.append(f"  fleet: min {_usd(_totals(report.cost_old, 'min'))} -> {_usd(_totals(report.cost_new, 'min'))} ({_delta(_totals(report.cost_old, 'min'), _totals(report.cost_new, 'min'))}), "
-                   f"max {_usd(_totals(report.cost_old, 'max'))} -> {_usd(_totals(report.cost_new, 'max'))} ({_delta(_totals(report.cost_old, 'max'), _totals(report.cost_new, 'max'))})")
+            at_min, at_max = _size_deltas(a, b)
+            out.append(f"  {name}: {_size(a)} -> {_size(b)}: min {at_min}, max {at_max}")
+        out.append(f"  fleet: min {_fleet_total(report, 'min')}, max {_fleet_total(report, 'max')}")
     return "\n".join(out) + "\n"
-
-
-def _cell(value: str) -> str:
-    return value.replace("|", "\\|").replace("\n", " ")
 
 
 def markdown(report: Report, old: str, new: str) -> str:
-    env = report.environment or "?"
-    out = [MARKER.format(env=env), f"### gpufleet diff: `{env}`", ""]
-    if not report.changes:
-        out += ["No changes to registered resources.", ""]
-    disruptive = [n for n in report.nodes]
-    stops = [e for e in report.work if e.disruptive]
-    if disruptive or stops or _protected(report):
-        out += ["> [!CAUTION]"]
-        for c in _protected(report):
-            out.append(f"> **protected resource `{c.id}` would be {c.action}d**: `pulumi up` stops on it.  ")
-        for n in disruptive:
-            out.append(f"> **{_cell(_node_line(n))}**, because: {'; '.join(_cell(r) for r in n.reasons)}.  ")
-        for e in stops:
-            out.append(f"> **{_cell(e.what)}** (`{e.id}`).  ")
-        out.append("")
-    restarts = [e for e in report.work if not e.disruptive]
-    if restarts:
-        out += ["**Running work**", ""] + [f"- {_cell(e.what)} (`{e.id}`)" for e in restarts] + [""]
-    summary = ", ".join(f"{s} ({_counts(ch)})" for s, ch in _stages(report))
-    if summary:
-        out += [f"Changed stages: {summary}.", ""]
-    for stage, changes in _stages(report):
-        out += [f"<details><summary><b>{stage}</b>: {_counts(changes)}</summary>", "", "| | resource | type | changed fields |", "|---|---|---|---|"]
-        for c in changes:
-            fields = "<br>".join(f"`{_cell(p)}`" for p in c.paths) or "-"
-            if c.reasons:
-                fields += "<br>**replaces:** " + "; ".join(_cell(r) for r in c.reasons)
-            out.append(f"| {_SYMBOL[c.action]} | `{c.id}` | `{c.type}` | {fields} |")
-        out += ["", "</details>", ""]
-    if report.quotas:
-        out += ["**GPU quota (`nvidia.com/gpu`) per team**", "", "| team | flavor | field | before | after |", "|---|---|---|---|---|"]
-        out += [f"| {q.team} | {q.flavor} | {q.field} | {q.old or '-'} | {q.new or '-'} |" for q in report.quotas]
-        out.append("")
-    rows = _cost_rows(report)
-    if rows:
-        out += [f"**Cost per month** ({pricing.HOURS_PER_MONTH} h; prices from the cost stage, else the on-demand list)", "",
-                "| node group | before | after | at minSize | at maxSize |", "|---|---|---|---|---|"]
-        for name, a, b in rows:
-            dmin = _delta(a.monthly(a.min_size) if a else 0.0, b.monthly(b.min_size) if b else 0.0)
-            dmax = _delta(a.monthly(a.max_size) if a else 0.0, b.monthly(b.max_size) if b else 0.0)
-            out.append(f"| {name} | {_size(a)} | {_size(b)} | {dmin} | {dmax} |")
-        tmin = (_totals(report.cost_old, "min"), _totals(report.cost_new, "min"))
-        tmax = (_totals(report.cost_old, "max"), _totals(report.cost_new, "max"))
-        out += [f"| **fleet** | | | {_usd(tmin[0])} -> {_usd(tmin[1])} ({_delta(*tmin)}) | {_usd(tmax[0])} -> {_usd(tmax[1])} ({_delta(*tmax)}) |", ""]
-    out.append(f"<sub>`gpufleet diff {old} {new}`: what `pulumi up` would register, compared by logical name; no state or credentials read.</sub>")
-    return "\n".join(out) + "\n"
+    """The pull request comment, laid out by gpufleet/templates/diff-comment.md.j2."""
+    return render(
+        "diff-comment.md.j2",
+        env=report.environment or "?",
+        old=old,
+        new=new,
+        protected=_protected(report),
+        nodes=[(_node_line(n), n.reasons) for n in report.nodes],
+        stops=[e for e in report.work if e.disruptive],
+        restarts=[e for e in report.work if not e.disruptive],
+        stages=[(stage, _counts(changes), changes) for stage, changes in _stages(report)],
+        symbol=_SYMBOL,
+        quotas=report.quotas,
+        hours=pricing.HOURS_PER_MONTH,
+        costs=[(name, _size(a), _size(b), *_size_deltas(a, b)) for name, a, b in _cost_rows(report)],
+        fleet_min=_fleet_total(report, "min"),
+        fleet_max=_fleet_total(report, "max"),
+    )

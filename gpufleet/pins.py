@@ -21,12 +21,3 @@ def pins(plan: RolloutPlan) -> dict[str, dict[str, str]]:
         for key in sorted(deployed_components(plan.fleet))
         if stages.included(STAGE_OF_COMPONENT[key], plan.through)
     }
-
-
-def pins_section(plan: RolloutPlan) -> list[str]:
-    """plan.md's table of the deployed component versions."""
-    lines = ["## Versions", "", "| component | version | from |", "|---|---|---|"]
-    for key, pin in pins(plan).items():
-        source = "the spec" if pin["from"] == "spec" else "tested with this gpufleet (not pinned in the spec)"
-        lines.append(f"| {COMPONENTS[key].title} | {pin['version']} | {source} |")
-    return lines

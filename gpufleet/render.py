@@ -6,7 +6,8 @@ Jinja2 settings, and why:
 - StrictUndefined: a template naming a value the caller did not pass fails instead of rendering an empty string.
 - No autoescaping: HTML escaping is wrong for shell and for Markdown. Shell templates quote explicitly instead:
   every value goes through `q` (a whole shell word: shlex.quote) or `word` (spliced into a longer word or a quoted
-  string: it must need no quoting at all, else rendering fails); tests/unit/test_templates.py enforces it.
+  string: it must need no quoting at all, else rendering fails); tests/unit/test_templates.py enforces it. Markdown
+  templates put free text into table cells through `cell`.
 - keep_trailing_newline, trim_blocks and lstrip_blocks: a template's text is the output byte for byte, while
   `{% %}` tags may sit on lines of their own, indented like the text around them.
 """
@@ -47,8 +48,14 @@ def shell_word(value: Any) -> str:
     return text
 
 
+def markdown_cell(value: Any) -> str:
+    """A value in a Markdown table cell (the `cell` filter): a `|` would end the cell and a line break the row."""
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
 ENV.filters["q"] = shell_quote
 ENV.filters["word"] = shell_word
+ENV.filters["cell"] = markdown_cell
 
 
 def render(template: str, /, **values: Any) -> str:

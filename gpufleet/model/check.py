@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from gpufleet.errors import Issue, Path
 from gpufleet.model.canonical import canonical, rendered, shape
 from gpufleet.model.explain import ASSUMPTION, FleetModel, Verdict, explain
+from gpufleet.render import render
 from gpufleet.spec import NodeGroup
 
 
@@ -56,18 +57,7 @@ def contradictions(model: FleetModel, rows: list[Row]) -> list[Issue]:
     return issues
 
 
-def will_it_run(rows: list[Row]) -> list[str]:
-    """plan.md's table: the canonical workload of each group, where it runs or what stops it."""
-    lines = [
-        "## Will it run?",
-        "",
-        f"The canonical workload of each node group through the model of `gpufleet explain` ({ASSUMPTION}).",
-        "",
-        "| node group | workload | runs | ClusterQueue | flavor | stopped by |",
-        "|---|---|---|---|---|---|",
-    ]
-    for row in rows:
-        v = row.verdict
-        stop = f"{v.reasons[0].stage}: {v.reasons[0].message}" if v.reasons else "-"
-        lines.append(f"| {row.group.name} | {row.shape} | {'yes' if v.runs else 'no'} | {v.cluster_queue or '-'} | {v.flavor or '-'} | {stop} |")
-    return lines
+def will_it_run(rows: list[Row]) -> str:
+    """plan.md's section (gpufleet/templates/plan-will-it-run.md.j2): the canonical workload of each group, where it
+    runs or what stops it."""
+    return render("plan-will-it-run.md.j2", assumption=ASSUMPTION, rows=rows)

@@ -1,5 +1,6 @@
 """The templates in gpufleet/templates/: every one is used, every value it names is required (StrictUndefined), and
-every value a shell template interpolates goes through a quoting filter."""
+every value a shell template interpolates goes through a quoting filter. Byte-identical output is the golden trees'
+job (tests/golden: scripts and plan.md) and tests/diff (the pull request comment)."""
 
 from __future__ import annotations
 
@@ -9,24 +10,38 @@ from typing import Any
 import jinja2
 import jinja2.nodes
 import pytest
+import yaml
 
+from gpufleet import diff_report
+from gpufleet.model.check import canonical_rows, will_it_run
+from gpufleet.model.explain import fleet_model
 from gpufleet.pipeline import load_fleet
-from gpufleet.render import ENV, render, shell_quote, shell_word
+from gpufleet.render import ENV, markdown_cell, render, shell_quote, shell_word
+from gpufleet.report import plan_markdown
 from gpufleet.rollout import build_plan
+from tests.diff.test_comment import EVERY_SECTION
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = sorted(ENV.list_templates())
 
 
-def _render_everything() -> None:
-    """Everything gpufleet renders from templates, on the example fleet."""
-    for env, fleet in load_fleet(str(ROOT / "fleet.yaml")).environments.items():
-        build_plan(fleet, env)
+def _render_everything(spec: Path) -> None:
+    """Everything gpufleet renders from templates: the plans and plan.md of every environment of `spec`, and a diff
+    comment."""
+    for env, fleet in load_fleet(str(spec)).environments.items():
+        plan = build_plan(fleet, env)
+        plan_markdown(plan, will_it_run(canonical_rows(fleet_model(plan))))
+    diff_report.markdown(EVERY_SECTION, "a", "b")
 
 
 @pytest.fixture(scope="module")
-def rendered() -> tuple[set[str], list[tuple[str, dict[str, Any]]]]:
-    """(every template loaded, including by {% include %}; (template, values) of every top-level render)."""
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[set[str], list[tuple[str, dict[str, Any]]]]:
+    """(every template loaded, including by {% include %}; (template, values) of every top-level render), on the
+    example fleet with one more environment that stops before the admission stage."""
+    spec = yaml.safe_load((ROOT / "fleet.yaml").read_text())
+    spec["environments"]["early"] = {"rollout": {"through": "telemetry"}}
+    path = tmp_path_factory.mktemp("templates") / "fleet.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
     loaded: set[str] = set()
     calls: list[tuple[str, dict[str, Any]]] = []
     loader = ENV.loader
@@ -47,7 +62,7 @@ def rendered() -> tuple[set[str], list[tuple[str, dict[str, Any]]]]:
         patch.setattr(ENV, "cache", None)  # every get_template goes to the loader
         patch.setattr(loader, "get_source", recording_source)
         patch.setattr(jinja2.Template, "render", recording_render)
-        _render_everything()
+        _render_everything(path)
     return loaded, calls
 
 
@@ -115,6 +130,10 @@ def test_every_shell_value_is_quoted(template: str) -> None:
 @pytest.mark.parametrize(("value", "quoted"), [("nvcr.io/nvidia/pytorch:25.08-py3", "nvcr.io/nvidia/pytorch:25.08-py3"), ("it's", "'it'\"'\"'s'"), (8, "8")])
 def test_q_quotes_a_whole_word(value: Any, quoted: str) -> None:
     assert shell_quote(value) == quoted
+
+
+def test_cell_keeps_a_markdown_table_row_whole() -> None:
+    assert markdown_cell("a | b\nc") == "a \\| b c"
 
 
 def test_word_refuses_a_value_that_needs_quoting() -> None:
