@@ -24,6 +24,7 @@ IMPORTANCE: tuple[str, ...] = (
     "nccl.transport-mismatch",
     "nccl.socket-interface",
     "nccl.gdr-off",
+    "nccl.efa-devices",
     "nccl.one-gpu-per-pod",
     "nccl.mixed-versions",
     "node.gpu-unhealthy",

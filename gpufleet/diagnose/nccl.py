@@ -94,13 +94,12 @@ class Process:
     network: str | None = None
     net_channels: Counter[str] = field(default_factory=Counter)
     gdr_channels: int = 0
-    local_channels: int = 0
     plugin: str | None = None
     plugin_missing: bool = False
     plugin_error: str | None = None
     ofi_version: str | None = None
     ofi_provider: str | None = None
-    ofi_nics: int = 0
+    ofi_nics: int = 0  # EFA devices aws-ofi-nccl found ("found 32 nics"); 0 when it did not say
     platform: str | None = None
     efa_missing: str | None = None  # aws-ofi-nccl's first message that it found no usable EFA device
     bootstrap_iface: str | None = None
@@ -129,7 +128,6 @@ class NcclLog:
     bare_versions: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     libfabric: list[str] = field(default_factory=list)
-    truncated: bool = False
 
 
 _KEEP = 20  # evidence lines kept per kind: enough to quote, bounded for logs of millions of lines
@@ -144,7 +142,7 @@ def parse_nccl(text: str) -> NcclLog:
     log = NcclLog()
     lines = text.splitlines()
     if text and not text.endswith(("\n", "\r")):
-        lines, log.truncated = lines[:-1], True  # the last line was cut mid-write
+        lines = lines[:-1]  # the last line was cut mid-write
     for raw in lines:
         line = raw[:MAX_LINE]
         headers = _headers(line)
@@ -201,8 +199,6 @@ def _read(p: Process, level: str, msg: str, loc: str | None = None) -> None:
         if net := _VIA_NET.match(m.group(4)):
             p.net_channels[net.group(1)] += 1
             p.gdr_channels += "/GDRDMA" in net.group(2)
-        else:
-            p.local_channels += 1
     elif m := _INIT.search(msg):
         rank, nranks = int(m.group(1)), int(m.group(2))
         if nranks > p.nranks:

@@ -68,7 +68,7 @@ def check_job(logs: Mapping[str, NcclLog]) -> list[Finding]:
     multi_host = len({p.host for _, p in procs if p.host}) > 1
     rows: list[Row] = [(s, p, _transport(p, multi_host)) for s, p in procs]
     found = (_errors(logs, rows) + _efa(logs, rows) + _transports(rows) + _plugins(rows) + _gdr(rows)
-             + _one_gpu_per_pod(rows) + _interfaces(rows, multi_host))
+             + _efa_devices(rows) + _one_gpu_per_pod(rows) + _interfaces(rows, multi_host))
     return out + found + _versions(logs, rows, bool(found))
 
 
@@ -116,12 +116,16 @@ def _finding(severity: Severity, members: list[Row], everyone: int, what: str, f
     return Finding(severity, _sources(members), _who(members, everyone), what, fix, check)
 
 
-def _gpus_of(platform: str | None) -> int:
-    """GPUs of the instance aws-ofi-nccl says it runs on ("p4d.24xlarge"; before 1.4 "P4d")."""
+def _instance(platform: str | None) -> catalog.InstanceType | None:
+    """The instance aws-ofi-nccl says it runs on ("p4d.24xlarge"; before 1.4 "P4d")."""
     if not platform:
-        return 0
+        return None
     name = platform.lower()
-    entry = catalog.lookup(name) or catalog.lookup({"p4d": "p4d.24xlarge", "p5": "p5.48xlarge"}.get(name, ""))
+    return catalog.lookup(name) or catalog.lookup({"p4d": "p4d.24xlarge", "p5": "p5.48xlarge"}.get(name, ""))
+
+
+def _gpus_of(platform: str | None) -> int:
+    entry = _instance(platform)
     return entry.gpu_count if entry else 0
 
 
@@ -332,6 +336,36 @@ def _gdr(rows: list[Row]) -> list[Finding]:
                "(nvidia-peermem), or DMA-BUF with the open kernel modules; `lsmod | grep peermem` on the host and "
                "/sys/kernel/mm/memory_peers/nv_mem must exist; leave NCCL_NET_GDR_LEVEL unset or at least PXB")
     return [_finding("warning", members, len(rows), what, fix, "nccl.gdr-off")]
+
+
+def _efa_devices(rows: list[Row]) -> list[Finding]:
+    """aws-ofi-nccl's "found N nics" against the EFA interfaces of the instance it runs on: a process driving L of the
+    instance's G GPUs needs its share, ceil(E * L / G), of the E interfaces (EC2 MaximumEfaInterfaces: p5 32, p5en 16,
+    p4d 4). Fewer means the pod requested fewer vpc.amazonaws.com/efa and its traffic shares the NICs it has."""
+    short: list[Row] = []
+    per_host = Counter(p.host for _, p, _ in rows)
+    need = have = 0
+    entry = None
+    for r in rows:
+        p = r[1]
+        e = _instance(p.platform)
+        if not e or e.max_efa_interfaces < 2 or not p.ofi_nics or not e.gpu_count:
+            continue
+        local = min(p.shape[2] if p.shape else per_host[p.host] if p.host else 1, e.gpu_count)
+        want = -(-e.max_efa_interfaces * local // e.gpu_count)
+        if p.ofi_nics < want:
+            short.append(r)
+            need, have, entry = max(need, want), p.ofi_nics, e
+    if not short or entry is None:
+        return []
+    return [_finding(
+        "warning", short, len(rows),
+        f"aws-ofi-nccl found {have} EFA device(s) on {entry.name}, which has {entry.max_efa_interfaces}: these "
+        f"ranks need {need}, so they share a fraction of the instance's network bandwidth",
+        f"request every EFA interface the pod's GPUs go with: vpc.amazonaws.com/efa: {entry.max_efa_interfaces} in a pod "
+        f"with all {entry.gpu_count} GPUs (the EFA device plugin, which gpufleet installs for fabric: efa groups, "
+        "hands out exactly what is requested); a pod with fewer GPUs needs its share",
+        "nccl.efa-devices")]
 
 
 def _one_gpu_per_pod(rows: list[Row]) -> list[Finding]:

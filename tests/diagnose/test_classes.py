@@ -51,7 +51,8 @@ def test_pre_2_12_ring_lines_are_channels() -> None:
     log = parse_nccl((REAL / "aws-ofi-nccl-24-couldnt-open-av-pre212-rings.log").read_text())
     p = log.processes[("ip-172-32-38-1", 21471)]
     assert (p.channel_ranks, dict(p.net_channels)) == ({7}, {"AWS Libfabric": 1})
-    assert log.processes[("ip-172-32-36-209", 8716)].local_channels == 1
+    inside = log.processes[("ip-172-32-36-209", 8716)]  # "Ring 00 : 26[2] -> 30[6] via P2P/IPC": no network
+    assert (inside.channel_ranks, dict(inside.net_channels)) == ({26}, {})
     old = parse_nccl("h:1:2 [0] NCCL INFO Ring 00 : 6 -> 2 [receive] via NET/IB/0\n").processes[("h", 1)]
     assert (old.channel_ranks, dict(old.net_channels), old.gdr_channels) == ({2}, {"IB": 1}, 0)
 
@@ -120,6 +121,22 @@ def test_gdr_disabled_forms() -> None:
         assert checks(line) == [("warning", "nccl.gdr-off")]
     enabled = "h:1:2 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'\n"
     assert checks("h:1:2 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 1 'mlx5_1'\n" + enabled) == []
+
+
+def test_a_pod_with_fewer_efa_devices_than_its_gpus_need() -> None:
+    # aws-ofi-nccl platform-aws.cpp / nccl_ofi_net.cpp lines of one full-node pod on p5.48xlarge (32 EFA interfaces).
+    def pod(nics: int, local: int) -> str:
+        return "".join(
+            f"w0:{40 + r}:41 [{r}] NCCL INFO NET/OFI Running on p5.48xlarge platform, Setting NCCL_TOPO_FILE\n"
+            f"w0:{40 + r}:41 [{r}] NCCL INFO NET/OFI Selected provider is efa, fabric is efa-direct (found {nics} nics)\n"
+            f"w0:{40 + r}:41 [{r}] NCCL INFO comm 0x1 rank {r} nRanks 16 nNodes 2 localRanks {local} localRank {r} MNNVL 0\n"
+            for r in range(local))
+    found = diagnose({"j.log": pod(4, 8)}, {})
+    assert [(f.severity, f.check) for f in found] == [("warning", "nccl.efa-devices")]
+    assert found[0].what.startswith("aws-ofi-nccl found 4 EFA device(s) on p5.48xlarge, which has 32: these ranks need 32")
+    assert "vpc.amazonaws.com/efa: 32" in found[0].fix
+    assert checks(pod(32, 8)) == [] and checks(pod(4, 1)) == []  # all of them; a 1-GPU pod's share is 4
+    assert checks((REAL / "aws-ofi-nccl-889-cloudwatch-p4d-efa-selected.log").read_text()) == []  # p4d: 4 of 4
 
 
 def test_one_gpu_pods_on_an_eight_gpu_instance() -> None:
