@@ -26,7 +26,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from gpufleet import catalog, pricing
 from gpufleet.entries import LAUNCH_TEMPLATE, NODE_GROUP, group_name, is_gpu_node_group
-from gpufleet.names import GPU_RESOURCE
+from gpufleet.names import GPU_RESOURCE, MIG_RESOURCE_PREFIX
 
 # Field paths (prefixes) whose change replaces a resource, by type token.
 FORCE_NEW: Mapping[str, tuple[str, ...]] = {
@@ -387,7 +387,8 @@ def _kube(entries: Iterable[Mapping[str, Any]], kind: str) -> list[Mapping[str, 
 
 
 def gpu_quotas(entries: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], str]:
-    """(team, flavor, field) -> value for nvidia.com/gpu in every ClusterQueue (team = the queue's name)."""
+    """(team, flavor, field) -> value for nvidia.com/gpu in every ClusterQueue (team = the queue's name); the MIG
+    resources of a mixed group as `field (nvidia.com/mig-<profile>)`."""
     out = {}
     for cq in _kube(entries, "ClusterQueue"):
         meta = cq.get("metadata") or {}
@@ -395,11 +396,12 @@ def gpu_quotas(entries: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str
         for group in (cq.get("spec") or {}).get("resourceGroups") or []:
             for flavor in group.get("flavors") or []:
                 for res in flavor.get("resources") or []:
-                    if res.get("name") != GPU_RESOURCE:
+                    name = str(res.get("name"))
+                    if name != GPU_RESOURCE and not name.startswith(MIG_RESOURCE_PREFIX):
                         continue
                     for fld in QUOTA_FIELDS:
                         if res.get(fld) is not None:
-                            out[(team, str(flavor.get("name")), fld)] = str(res[fld])
+                            out[(team, str(flavor.get("name")), fld if name == GPU_RESOURCE else f"{fld} ({name})")] = str(res[fld])
     return out
 
 

@@ -30,6 +30,8 @@ TAG_OPEN_ENDPOINT_REASON = "gpufleet.io/open-endpoint-reason"
 
 # Extended resources the device plugins advertise.
 GPU_RESOURCE = "nvidia.com/gpu"
+# MIG strategy mixed: one resource per profile, nvidia.com/mig-<profile> (NVIDIA/k8s-device-plugin internal/rm/rm.go)
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 
 # Taints: key nvidia.com/gpu so that EKS's ExtendedResourceToleration admission plugin adds the toleration

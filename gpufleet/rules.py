@@ -149,8 +149,38 @@ def _limits_need_cohort(fleet: Fleet) -> Iterator[Issue]:
                     )
 
 
+def _mig_layout(group: NodeGroup, spath: Path, info: catalog.InstanceType | None) -> Iterator[Issue]:
+    """A Mixed group: profiles in `layout` only, each a profile of the GPU, covering exactly the node's GPUs."""
+    sharing = group.sharing
+    if sharing.profile is not None:
+        yield Issue(path=spath + ("profile",), at_key=True, message="with migStrategy Mixed the profiles are given per GPU in layout, not in profile", hint=f"use layout: [{{gpus: {info.gpu_count if info else 'N'}, profile: {sharing.profile}}}]")
+    if not sharing.layout:
+        yield Issue(path=spath + ("migStrategy",), message="migStrategy Mixed needs a layout: the profile of each of the node's GPUs", hint="add layout: [{gpus: 4, profile: <profile>}, {gpus: 4, profile: <profile>}]")
+        return
+    if group.ami_type.startswith("BOTTLEROCKET"):
+        yield Issue(path=spath + ("migStrategy",), message=f"Bottlerocket partitions MIG from its own settings, one profile per board ({group.ami_type}); migStrategy Mixed needs the GPU Operator's MIG manager", hint="use an AL2023 NVIDIA AMI, or migStrategy Single with one profile")
+    if info is None:
+        return
+    for k, item in enumerate(sharing.layout):
+        if item.profile not in info.mig_profiles:
+            yield Issue(path=spath + ("layout", k, "profile"), message=f'"{item.profile}" is not a MIG profile of the {info.gpu_model} in {group.instance_type} (profiles: {", ".join(info.mig_profiles)})', hint=did_you_mean(item.profile, info.mig_profiles))
+    covered = sum(item.gpus for item in sharing.layout)
+    if covered != info.gpu_count:
+        yield Issue(path=spath + ("layout",), message=f"layout covers {covered} GPUs, but {group.instance_type} has {info.gpu_count}", hint=f"make the gpus of the layout add up to {info.gpu_count}")
+
+
 @rule("sharing")
 def _sharing(fleet: Fleet) -> Iterator[Issue]:
+    operator_mig = [(path, group) for path, group in _groups(fleet) if group.sharing.strategy is SharingStrategy.MIG and not group.ami_type.startswith("BOTTLEROCKET")]
+    if len({group.sharing.mig_strategy for _, group in operator_mig}) > 1:
+        mixed = next(group.name for _, group in operator_mig if group.sharing.mig_strategy == "Mixed")
+        for path, group in operator_mig:
+            if group.sharing.mig_strategy == "Single":
+                yield Issue(
+                    path=path + ("sharing", "strategy"),
+                    message=f'the GPU Operator applies one MIG strategy to the whole cluster (ClusterPolicy mig.strategy), and node group "{mixed}" uses Mixed: this group\'s slices would be advertised as nvidia.com/mig-{group.sharing.profile}, not nvidia.com/gpu',
+                    hint=f"set migStrategy: Mixed with layout: [{{gpus: <all GPUs>, profile: {group.sharing.profile}}}] here too (its pods then request nvidia.com/mig-{group.sharing.profile}), or use Single everywhere",
+                )
     for path, group in _groups(fleet):
         sharing = group.sharing
         spath = path + ("sharing",)
@@ -165,9 +195,16 @@ def _sharing(fleet: Fleet) -> Iterator[Issue]:
             yield Issue(path=spath + ("replicas",), at_key=True, message=f"replicas is only used with TimeSlicing or MPS, not {strategy}", hint="remove replicas")
         if strategy is not SharingStrategy.MIG and sharing.profile is not None:
             yield Issue(path=spath + ("profile",), at_key=True, message=f"profile is only used with MIG, not {strategy}", hint="remove profile, or set strategy: MIG")
+        if strategy is not SharingStrategy.MIG and (sharing.mig_strategy != "Single" or sharing.layout):
+            field = "layout" if sharing.layout else "migStrategy"
+            yield Issue(path=spath + (field,), at_key=True, message=f"{field} is only used with MIG, not {strategy}", hint=f"remove {field}, or set strategy: MIG")
         if strategy is SharingStrategy.MIG:
             if info is not None and not info.mig_capable:
                 yield Issue(path=spath + ("strategy",), message=f"{info.gpu_model} GPUs in {group.instance_type} cannot do MIG", hint=f"MIG needs {_mig_gpus()} GPUs; use MPS or TimeSlicing on this group")
+            elif sharing.mig_strategy == "Mixed":
+                yield from _mig_layout(group, spath, info)
+            elif sharing.layout:
+                yield Issue(path=spath + ("layout",), at_key=True, message="layout needs migStrategy Mixed: under Single every slice is nvidia.com/gpu, so a node holds one profile", hint="set migStrategy: Mixed, or replace layout with one profile")
             elif sharing.profile is None:
                 yield Issue(path=spath + ("profile",), message="strategy MIG needs a profile", hint=f"profiles of the {info.gpu_model} in {group.instance_type}: {', '.join(info.mig_profiles)}" if info and info.mig_profiles else "")
             elif info is not None and sharing.profile not in info.mig_profiles:

@@ -35,6 +35,7 @@ EndpointAccess = Literal["Private", "PublicAndPrivate"]
 AutoscalerChoice = Literal["Install", "None"]
 DriverSource = Literal["Preinstalled", "Operator"]
 GdrCopy = Literal["Enabled", "Disabled"]
+MigStrategy = Literal["Single", "Mixed"]
 PrometheusChoice = Literal["Install", "Existing"]
 AutoRepair = Literal["Enabled", "Disabled"]
 Remediation = Literal["CordonAndDrain", "CordonOnly", "None"]
@@ -87,12 +88,22 @@ class WarmPool:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class MigSlice:
+    """sharing.layout[]: `gpus` consecutive GPUs of a node partitioned into `profile` (MIG strategy Mixed)."""
+
+    gpus: int
+    profile: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Sharing:
     """sharing: how GPUs are shared between pods."""
 
     strategy: SharingStrategy
     replicas: int | None
     profile: str | None
+    mig_strategy: MigStrategy
+    layout: tuple[MigSlice, ...]
     acknowledge_no_isolation: bool
 
 
@@ -406,6 +417,8 @@ def _node_group(d: Mapping[str, Any]) -> NodeGroup:
             strategy=SharingStrategy(sh["strategy"]),
             replicas=sh.get("replicas"),
             profile=sh.get("profile"),
+            mig_strategy=sh["migStrategy"],
+            layout=tuple(MigSlice(gpus=s["gpus"], profile=s["profile"]) for s in sh.get("layout", ())),
             acknowledge_no_isolation=sh["acknowledgeNoIsolation"],
         ),
         topology=Topology(policy=topo.get("policy"), scope=topo.get("scope"), placement=topo.get("placement")),

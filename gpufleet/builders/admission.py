@@ -12,7 +12,7 @@ from dataclasses import replace
 from gpufleet import cold_start, defaults
 from gpufleet.builders.common import helm, k8s
 from gpufleet.names import NS_GPU_OPERATOR, NS_HEALTH, NS_KUEUE, NS_MONITORING, NS_NETWORK, NS_SYSTEM, group_taints
-from gpufleet.manifests import admission_policy, kueue, tenancy
+from gpufleet.manifests import admission_policy, kueue, sharing, tenancy
 from gpufleet.manifests.telemetry import monitoring_namespace
 from gpufleet.plan import BuildContext, Resource, StageContent
 from gpufleet.spec import Fleet, Team
@@ -166,12 +166,13 @@ def _notes(fleet: Fleet) -> list[str]:
                 f"| {team.name} | {team.namespace} | {team.cohort or '-'} | {quota.node_group} | {quota.gpus} | "
                 f"{_may_borrow(team, quota.borrowing_limit)} | {_may_lend(team, quota.gpus, quota.lending_limit)} | {amounts['cpu']} | {amounts['memory']} |"
             )
-    lines += ["", "| flavor (node group) | GPUs at maxSize | nominal sum | nvidia.com/gpu per GPU | CPU per GPU | memory per GPU | topology |", "|---|---|---|---|---|---|---|"]
+    lines += ["", "| flavor (node group) | GPUs at maxSize | nominal sum | devices per GPU | CPU per GPU | memory per GPU | topology |", "|---|---|---|---|---|---|---|"]
     totals = _sum_nominal(fleet)
     for group in fleet.node_groups:
         shape = kueue.per_gpu(group)
+        devices = ", ".join(f"{n} `{name}`" for name, n in sharing.devices_per_gpu(group).items())
         lines.append(
-            f"| {group.name} | {kueue.capacity_gpus(group)} | {totals[group.name]} | {shape.devices} | {shape.cpu_milli}m | {shape.memory_mib}Mi | {defaults.placement(fleet, group)} |"
+            f"| {group.name} | {kueue.capacity_gpus(group)} | {totals[group.name]} | {devices} | {shape.cpu_milli}m | {shape.memory_mib}Mi | {defaults.placement(fleet, group)} |"
         )
     lines += ["", "| priority | value | preemptible | PriorityClass preemptionPolicy |", "|---|---|---|---|"]
     for p in adm.priorities:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from gpufleet import catalog, pricing, warm_pool
 from gpufleet.builders.telemetry import devices_per_gpu, prometheus_dependency
 from gpufleet.builders.common import k8s
-from gpufleet.manifests import dashboards, rules_promql, telemetry
+from gpufleet.manifests import dashboards, rules_promql, sharing, telemetry
+from gpufleet.names import GPU_RESOURCE
 from gpufleet.plan import BuildContext, StageContent
 from gpufleet.spec import CapacityType, Fleet, NodeGroup, SharingStrategy
 
@@ -37,6 +38,11 @@ def usd(value: float) -> str:
     if value == 0:
         return "$0"
     return f"${value:,.0f}" if value >= 100 else f"${value:,.2f}"
+
+
+def _devices(ctx: BuildContext, group: NodeGroup) -> dict[str, int]:
+    """Devices per physical GPU by resource name, as the sharing stage configures them (whole GPUs without it)."""
+    return sharing.devices_per_gpu(group) if ctx.includes("sharing") else {GPU_RESOURCE: 1}
 
 
 def estimate_notes(fleet: Fleet) -> tuple[list[str], list[str]]:
@@ -90,12 +96,18 @@ def build(ctx: BuildContext) -> StageContent:
     notes = [
         "- Weekly report: the Grafana dashboard *GPU fleet: cost by team (weekly report)*, backed by the recording rules "
         "`team:gpufleet_gpu_hours_allocated:1h`, `team:gpufleet_gpu_hours_idle:1h` and their `_cost_*_usd` twins (last 7 days, by team).",
-        "- GPU-hours are physical GPU-hours, priced per physical GPU: a pod's `nvidia.com/gpu` devices over the devices one GPU of "
+        "- GPU-hours are physical GPU-hours, priced per physical GPU: a pod's GPU devices (`nvidia.com/gpu`, or `nvidia.com/mig-<profile>` under MIG strategy mixed) over the devices one GPU of "
         "its group advertises, counted minute by minute (an hour with no GPUs held adds nothing).",
         "",
-        "| node group | nvidia.com/gpu per GPU | one device is | idle means |",
+        "| node group | devices per GPU | one device is | idle means |",
         "|---|---|---|---|",
-        *(f"| {g.name} | {devices[g.name]} | {1 / devices[g.name]:.3g} GPU | {IDLE_MEANING[g.sharing.strategy]} |" for g in fleet.node_groups),
+        *(f"| {g.name} | {n} `{name}` | {1 / n:.3g} GPU | {IDLE_MEANING[g.sharing.strategy]} |" for g in fleet.node_groups for name, n in _devices(ctx, g).items()),
+        *(
+            f"\nNode group {g.name} mixes MIG profiles: Prometheus converts its devices to GPUs at the node's average, "
+            f"{devices[g.name]:.3g} devices per GPU, so its GPU-hours by team are approximate (a slice of a larger profile counts less than it holds)."
+            for g in fleet.node_groups
+            if ctx.includes("sharing") and sharing.is_mixed(g)
+        ),
         "",
         *estimate,
     ]

@@ -150,6 +150,8 @@ def _notes(ctx: BuildContext) -> list[str]:
         pool = f"{g.warm_pool.min_size} {g.warm_pool.state}" if g.warm_pool else "-"
         policy, scope, _ = node_bootstrap.topology(g)
         share = g.sharing.strategy.value + (f" x{g.sharing.replicas}" if g.sharing.replicas else "") + (f" {g.sharing.profile}" if g.sharing.profile else "")
+        if g.sharing.layout:
+            share += " mixed " + ", ".join(f"{s.gpus} x {s.profile}" for s in g.sharing.layout)
         lines.append(f"| {g.name} | {g.instance_type} | {gpus} | {g.workload_class.value} | {g.capacity_type.value} | {g.min_size}..{g.max_size} | {pool} | {g.fabric.value} | {policy}/{scope} | {share} |")
     return lines + _warm_pool_notes(fleet)
 

@@ -21,7 +21,12 @@ def build(ctx: BuildContext) -> StageContent:
         f"The device plugin ConfigMap `{sharing.DEVICE_PLUGIN_CONFIGMAP}` and the MIG ConfigMap `{sharing.MIG_CONFIGMAP}` "
         "are created in stage 1 with the GPU Operator, which mounts them.",
         "",
-        "Every group advertises `nvidia.com/gpu`; on a shared group one device is a slice of a GPU. Isolation contract per group:",
+        (
+            "Every group advertises `nvidia.com/gpu`; on a shared group one device is a slice of a GPU. Isolation contract per group:"
+            if sharing.mig_strategy(fleet) == sharing.MIG_SINGLE
+            else "MIG strategy `mixed` (one value for the cluster): MIG groups advertise each slice as `nvidia.com/mig-<profile>`, "
+            "the others `nvidia.com/gpu`; on a shared group one device is a slice of a GPU. Isolation contract per group:"
+        ),
         "",
         *sharing.CONTRACT_HEADER,
         *(sharing.contract_line(g) for g in fleet.node_groups),

@@ -15,9 +15,10 @@ def prometheus_dependency(ctx: BuildContext) -> tuple[str, ...]:
     return (f"helm-{KPS_RELEASE}",) if ctx.fleet.telemetry.prometheus == "Install" else ()
 
 
-def devices_per_gpu(ctx: BuildContext) -> dict[str, int]:
-    """`nvidia.com/gpu` devices per physical GPU of every group: its MIG instances or replicas once the sharing
-    stage configures them, else whole GPUs."""
+def devices_per_gpu(ctx: BuildContext) -> dict[str, float]:
+    """GPU devices per physical GPU of every group: its MIG instances or replicas once the sharing stage configures
+    them, else whole GPUs. [I] A MIG-mixed group has a different count per profile; Prometheus gets the node's
+    average (its slices over its GPUs), so a namespace's GPU-hours there are an approximation (docs say so)."""
     return {g.name: sharing.units_per_gpu(g) if ctx.includes("sharing") else 1 for g in ctx.fleet.node_groups}
 
 

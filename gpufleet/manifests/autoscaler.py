@@ -27,7 +27,7 @@ from typing import Any
 from gpufleet import catalog
 from gpufleet.manifests import node_bootstrap
 from gpufleet.manifests.network import rdma_resource
-from gpufleet.manifests.sharing import units_per_gpu
+from gpufleet.manifests.sharing import gpu_resources
 from gpufleet.names import EFA_RESOURCE, GPU_RESOURCE, LABEL_NODE_GROUP, SYSTEM_GROUP, partition
 from gpufleet.spec import Fabric, Fleet, NodeGroup
 from gpufleet.versions import CLUSTER_AUTOSCALER_IMAGES
@@ -143,11 +143,12 @@ def discovery_tags(fleet: Fleet) -> dict[str, str]:
 def template_resources(fleet: Fleet, group: NodeGroup, *, with_sharing: bool, with_network: bool) -> dict[str, str]:
     """Extended resources a node of the group advertises once its device plugins run, for the autoscaler's
     scale-from-zero template. Only what this environment's stages install: the sharing stage multiplies
-    nvidia.com/gpu, the network stage brings the EFA and RDMA device plugins."""
+    nvidia.com/gpu or, under MIG strategy mixed, names each slice nvidia.com/mig-<profile>; the network stage brings
+    the EFA and RDMA device plugins."""
     info = catalog.lookup(group.instance_type)
     if info is None:
         return {}
-    out = {GPU_RESOURCE: str(info.gpu_count * (units_per_gpu(group) if with_sharing else 1))}
+    out = {name: str(n) for name, n in gpu_resources(group).items()} if with_sharing else {GPU_RESOURCE: str(info.gpu_count)}
     if with_network and group.fabric is Fabric.EFA:
         out[EFA_RESOURCE] = str(node_bootstrap.efa_interfaces(group))
         out["hugepages-2Mi"] = EFA_HUGEPAGES_2MI

@@ -13,6 +13,10 @@ apis/config/v1beta2/configuration_types.go at v0.19.2; tests validate every obje
   GPU: time-slicing/MPS replicas or MIG instances), plus the CPU and memory that come with those GPUs on the
   instance shape, minus what the node keeps for itself (`node_reserve`), and EFA interfaces on EFA groups.
   Borrowing and lending limits scale the same way, so a team that may borrow 8 GPUs may also borrow their CPU.
+  Under MIG strategy mixed a group advertises one resource per profile (`nvidia.com/mig-1g.10gb`, ...): each is
+  a covered resource of the ClusterQueues with quota on the group (an uncovered resource makes a pod
+  inadmissible, kueue pkg/scheduler/flavorassigner), and G GPUs of quota hold each profile's slices in the
+  layout's proportion: the node's slices of that profile x G / the node's GPUs, rounded down.
 - All-or-nothing admission: `waitForPodsReady` with the spec's timeout and a requeue backoff. blockAdmission
   stays false (Kueue's default): blocking would serialize every admission behind the slowest node scale-up;
   the timeout and requeue already break the "six of eight pods placed" deadlock.
@@ -32,7 +36,7 @@ import yaml
 from gpufleet import catalog, cold_start, defaults
 from gpufleet.names import EFA_RESOURCE, GPU_RESOURCE, LABEL_MANAGED_BY, LABEL_NODE_GROUP, LABEL_TEAM, group_taints, tolerations_for
 from gpufleet.manifests import node_bootstrap
-from gpufleet.manifests.sharing import units_per_gpu
+from gpufleet.manifests.sharing import devices_per_gpu, gpu_resources
 from gpufleet.spec import Fabric, Fleet, NodeGroup, Priority, Quota, Team
 from gpufleet.versions import KUEUE
 
@@ -134,7 +138,7 @@ def node_reserve(group: NodeGroup) -> tuple[int, int]:
 class PerGpu:
     """What one physical GPU of a group brings to a quota."""
 
-    devices: int  # nvidia.com/gpu devices (sharing replicas / MIG instances)
+    devices: int  # devices per GPU (sharing replicas / MIG instances; the smallest slice of a mixed layout)
     cpu_milli: int
     memory_mib: int
     efa: float  # EFA interfaces per GPU; 0 on groups without fabric EFA
@@ -146,7 +150,7 @@ def per_gpu(group: NodeGroup) -> PerGpu:
     cpu, memory = node_reserve(group)
     efa = info.max_efa_interfaces / info.gpu_count if group.fabric is Fabric.EFA else 0.0
     return PerGpu(
-        devices=units_per_gpu(group),
+        devices=max(devices_per_gpu(group).values()),
         cpu_milli=(info.vcpus * 1000 - cpu) // info.gpu_count,
         memory_mib=(info.memory_mib - memory) // info.gpu_count,
         efa=efa,
@@ -167,11 +171,11 @@ def resource_amounts(group: NodeGroup, gpus: int) -> dict[str, Any]:
     """The quantities `gpus` physical GPUs of the group stand for, by resource name (EFA rounded up: a team
     with one GPU of an 8-GPU, 4-EFA node must still be able to ask for one interface)."""
     shape = per_gpu(group)
-    amounts: dict[str, Any] = {
-        "cpu": _cpu(shape.cpu_milli * gpus),
-        "memory": f"{shape.memory_mib * gpus}Mi",
-        GPU_RESOURCE: shape.devices * gpus,
-    }
+    info = catalog.lookup(group.instance_type)
+    assert info is not None, group.instance_type
+    amounts: dict[str, Any] = {"cpu": _cpu(shape.cpu_milli * gpus), "memory": f"{shape.memory_mib * gpus}Mi"}
+    for name, per_node in gpu_resources(group).items():
+        amounts[name] = per_node * gpus // info.gpu_count
     if group.fabric is Fabric.EFA:
         amounts[EFA_RESOURCE] = math.ceil(shape.efa * gpus)
     return amounts
@@ -221,6 +225,7 @@ def cohort(name: str) -> dict[str, Any]:
 def covered_resources(fleet: Fleet, team: Team) -> list[str]:
     groups = [fleet.node_group(q.node_group) for q in team.quotas]
     covered = ["cpu", "memory", GPU_RESOURCE]
+    covered += sorted({name for g in groups for name in gpu_resources(g)} - {GPU_RESOURCE})
     if any(g.fabric is Fabric.EFA for g in groups):
         covered.append(EFA_RESOURCE)
     return covered

@@ -124,7 +124,7 @@ def per_device(expr: str) -> str:
     return f"max by ({DEVICE}) ({expr})"
 
 
-def telemetry_groups(idle_sm_active_below: float, devices_per_gpu: Mapping[str, int]) -> list[dict[str, Any]]:
+def telemetry_groups(idle_sm_active_below: float, devices_per_gpu: Mapping[str, float]) -> list[dict[str, Any]]:
     """Allocation versus work per node group, fragmentation, GPUs held and idle per namespace, and the GPU alerts.
 
     `devices_per_gpu`: node group -> `nvidia.com/gpu` devices one physical GPU advertises (MIG instances or

@@ -18,9 +18,15 @@ GPU Operator values.yaml `devicePlugin.config`, `migManager.config`):
 - Exclusive: neither label, so the defaults apply. Changing one group's sharing changes only that group's
   label and its own entry.
 
-The resource name stays `nvidia.com/gpu` everywhere (renameByDefault false, MIG strategy `single`), so Kueue
-quotas, requests and the NVIDIA_VISIBLE_DEVICES policy treat every group alike; what one `nvidia.com/gpu` is
-worth on a group is `units_per_gpu(group)` devices per physical GPU.
+The resource name stays `nvidia.com/gpu` (renameByDefault false, MIG strategy `single`), so Kueue quotas, requests
+and the NVIDIA_VISIBLE_DEVICES policy treat every group alike; what one `nvidia.com/gpu` is worth on a group is
+`units_per_gpu(group)` devices per physical GPU. The exception is MIG strategy `mixed` (`sharing.migStrategy:
+Mixed` with a per-GPU `layout`): every slice is then advertised as `nvidia.com/mig-<profile>`
+(NVIDIA/k8s-device-plugin internal/rm/rm.go AddDefaultResourcesToConfig: "mig-" + profile, for profiles whose
+compute and memory slices match). The strategy is one ClusterPolicy value (`mig.strategy`, passed to the device
+plugin and GFD as MIG_STRATEGY, which overrides a config file), so it is the fleet's (`mig_strategy(fleet)`):
+every operator-managed MIG group must use the same one (a rule checks). `gpu_resources(group)` is what one node
+advertises, by resource name; Kueue quotas, the autoscaler's template and the model all read it.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ import yaml
 
 from gpufleet import catalog
 from gpufleet.manifests.checksum import data_sha256
-from gpufleet.names import DEFAULT_DEVICE_PLUGIN_CONFIG, MIG_DISABLED
+from gpufleet.names import DEFAULT_DEVICE_PLUGIN_CONFIG, GPU_RESOURCE, MIG_DISABLED, MIG_RESOURCE_PREFIX
 from gpufleet.spec import Fleet, NodeGroup, SharingStrategy
 
 DEVICE_PLUGIN_CONFIGMAP = "gpufleet-device-plugin-config"
@@ -42,9 +48,11 @@ LABEL_DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
 LABEL_MIG_CONFIG = "nvidia.com/mig.config"
 # The operator's own label for "do not run the MIG manager here" (controllers/state_manager.go migManagerLabelKey).
 LABEL_DEPLOY_MIG_MANAGER = "nvidia.com/gpu.deploy.mig-manager"
-# MIG strategy `single`: every MIG device is advertised as nvidia.com/gpu. A node group partitions all its
-# GPUs with one profile, which is exactly what `single` requires; `mixed` would rename resources per profile.
-MIG_STRATEGY = "single"
+# MIG strategy `single`: every MIG device is advertised as nvidia.com/gpu; a node group partitions all its GPUs
+# with one profile, which is what `single` requires. `mixed`: each slice is `nvidia.com/mig-<profile>`.
+MIG_SINGLE = "single"
+MIG_MIXED = "mixed"
+MIG_PREFIX = MIG_RESOURCE_PREFIX
 CONFIG_HASH_ENV = "GPUFLEET_CONFIG_SHA256"
 
 _PROFILE = re.compile(r"^(\d+)g\.(\d+)gb$")
@@ -73,16 +81,67 @@ def mig_instances_per_gpu(profile: str, profiles: tuple[str, ...]) -> int:
     return min(_COMPUTE_SLICES // compute, _MEMORY_SLICES // memory_slices)
 
 
-def units_per_gpu(group: NodeGroup) -> int:
-    """`nvidia.com/gpu` devices one physical GPU of the group advertises: replicas, MIG instances, or 1."""
+def is_mixed(group: NodeGroup) -> bool:
+    return group.sharing.strategy is SharingStrategy.MIG and group.sharing.mig_strategy == "Mixed"
+
+
+def mig_strategy(fleet: Fleet) -> str:
+    """The GPU Operator's `mig.strategy` for the cluster: mixed when an operator-managed group uses Mixed."""
+    return MIG_MIXED if any(is_mixed(g) and _uses_operator_plugin(g) for g in fleet.node_groups) else MIG_SINGLE
+
+
+def mig_layout(group: NodeGroup) -> tuple[tuple[int, str], ...]:
+    """(GPUs, profile) of a MIG group in GPU index order: its `layout`, or every GPU in its one `profile`;
+    empty for other groups and for profiles the GPU does not have (a rule reports those)."""
+    info = catalog.lookup(group.instance_type)
+    sharing = group.sharing
+    if info is None or sharing.strategy is not SharingStrategy.MIG:
+        return ()
+    layout = tuple((s.gpus, s.profile) for s in sharing.layout) if is_mixed(group) else ((info.gpu_count, sharing.profile),) if sharing.profile else ()
+    return layout if layout and all(p in info.mig_profiles for _, p in layout) else ()
+
+
+def mig_resource(group: NodeGroup, profile: str) -> str:
+    return MIG_PREFIX + profile if is_mixed(group) else GPU_RESOURCE
+
+
+def devices_per_gpu(group: NodeGroup) -> dict[str, int]:
+    """Devices one physical GPU of the group advertises, by resource name: replicas, MIG instances of its profile,
+    or 1 -- what one device is worth (1/n of a GPU) in quotas and cost."""
     sharing = group.sharing
     if sharing.strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS):
-        return sharing.replicas or 1
-    if sharing.strategy is SharingStrategy.MIG and sharing.profile:
-        info = catalog.lookup(group.instance_type)
-        if info is not None and sharing.profile in info.mig_profiles:
-            return mig_instances_per_gpu(sharing.profile, info.mig_profiles)
-    return 1
+        return {GPU_RESOURCE: sharing.replicas or 1}
+    layout = mig_layout(group)
+    info = catalog.lookup(group.instance_type)
+    if layout and info is not None:
+        return {mig_resource(group, p): mig_instances_per_gpu(p, info.mig_profiles) for _, p in layout}
+    return {GPU_RESOURCE: 1}
+
+
+def gpu_resources(group: NodeGroup) -> dict[str, int]:
+    """What the device plugin advertises on one node of the group once the sharing stage runs, by resource name."""
+    info = catalog.lookup(group.instance_type)
+    if info is None:
+        return {}
+    layout = mig_layout(group)
+    if not layout:
+        return {GPU_RESOURCE: info.gpu_count * devices_per_gpu(group)[GPU_RESOURCE]}
+    per_gpu = devices_per_gpu(group)
+    out: dict[str, int] = {}
+    for gpus, profile in layout:
+        name = mig_resource(group, profile)
+        out[name] = out.get(name, 0) + gpus * per_gpu[name]
+    return out
+
+
+def units_per_gpu(group: NodeGroup) -> float:
+    """Devices one physical GPU of the group advertises on average (replicas, MIG instances, or 1); a Mixed group's
+    profiles differ per GPU, so this is the node's devices over its GPUs (see devices_per_gpu for each)."""
+    info = catalog.lookup(group.instance_type)
+    if info is None:
+        return 1
+    total = sum(gpu_resources(group).values()) / info.gpu_count
+    return int(total) if total == int(total) else total
 
 
 def _uses_operator_plugin(group: NodeGroup) -> bool:
@@ -121,7 +180,7 @@ def operator_sharing_values(fleet: Fleet) -> dict[str, Any]:
     return {
         "devicePlugin": {"config": {"create": False, "name": DEVICE_PLUGIN_CONFIGMAP, "default": DEFAULT_DEVICE_PLUGIN_CONFIG}, "env": [{"name": CONFIG_HASH_ENV, "value": plugin_hash}]},
         "migManager": {"config": {"create": False, "name": MIG_CONFIGMAP, "default": MIG_DISABLED}, "env": [{"name": CONFIG_HASH_ENV, "value": mig_hash}]},
-        "mig": {"strategy": MIG_STRATEGY},
+        "mig": {"strategy": mig_strategy(fleet)},
     }
 
 
@@ -156,11 +215,21 @@ def device_plugin_configmap(fleet: Fleet, namespace: str) -> dict[str, Any]:
 
 
 def mig_config(group: NodeGroup) -> list[dict[str, Any]] | None:
-    """The mig-parted config of a MIG group: every GPU partitioned into as many `profile` instances as fit."""
-    if group.sharing.strategy is not SharingStrategy.MIG or not group.sharing.profile:
+    """The mig-parted config of a MIG group: every GPU partitioned into as many instances of its profile as fit;
+    `devices: all` for one profile, else one entry per layout item with its GPU indices (NVIDIA/mig-parted
+    api/spec/v1/spec.go MigConfigSpec: `devices` is "all" or a list of indices)."""
+    layout = mig_layout(group)
+    if not layout:
         return None
-    count = units_per_gpu(group)
-    return [{"devices": "all", "mig-enabled": True, "mig-devices": {group.sharing.profile: count}}]
+    per_gpu = devices_per_gpu(group)
+    if len(layout) == 1 and not is_mixed(group):
+        ((_, profile),) = layout
+        return [{"devices": "all", "mig-enabled": True, "mig-devices": {profile: per_gpu[GPU_RESOURCE]}}]
+    out, first = [], 0
+    for gpus, profile in layout:
+        out.append({"devices": list(range(first, first + gpus)), "mig-enabled": True, "mig-devices": {profile: per_gpu[mig_resource(group, profile)]}})
+        first += gpus
+    return out
 
 
 def mig_configmap(fleet: Fleet, namespace: str) -> dict[str, Any]:
@@ -273,7 +342,10 @@ def contract_line(group: NodeGroup) -> str:
     sharing = group.sharing
     units = units_per_gpu(group)
     contract = CONTRACTS[sharing.strategy]
-    if sharing.strategy is SharingStrategy.MIG:
+    if is_mixed(group):
+        per_gpu = devices_per_gpu(group)
+        what = "MIG mixed: " + ", ".join(f"{gpus} GPUs of {p} ({per_gpu[mig_resource(group, p)]} each)" for gpus, p in mig_layout(group))
+    elif sharing.strategy is SharingStrategy.MIG:
         what = f"MIG {sharing.profile}: {units} per GPU"
     elif sharing.strategy is SharingStrategy.EXCLUSIVE:
         what = "Exclusive: 1 per GPU"
@@ -281,7 +353,7 @@ def contract_line(group: NodeGroup) -> str:
         what = f"{sharing.strategy.value}: {units} pods per GPU"
     if sharing.strategy is SharingStrategy.MPS and info is not None:
         what += f" ({info.gpu_memory_mib // units} MiB each)"
-    per_node = f"{units * info.gpu_count}" if info else "?"
+    per_node = ", ".join(f"{n} `{name}`" for name, n in gpu_resources(group).items()) or "?"
     if is_bottlerocket(group):
         selected = "Bottlerocket settings (user data)"
     else:
@@ -291,6 +363,6 @@ def contract_line(group: NodeGroup) -> str:
 
 
 CONTRACT_HEADER = (
-    "| node group | sharing | nvidia.com/gpu per node | memory bound | fault isolation | reconfigure cost | selected by |",
+    "| node group | sharing | devices per node | memory bound | fault isolation | reconfigure cost | selected by |",
     "|---|---|---|---|---|---|---|",
 )

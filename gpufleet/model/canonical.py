@@ -10,6 +10,7 @@ from typing import Any
 
 from gpufleet.names import GPU_RESOURCE, LABEL_NODE_GROUP, group_taints, tolerations_for
 from gpufleet.manifests import kueue
+from gpufleet.manifests.sharing import devices_per_gpu as per_gpu_devices
 from gpufleet.model.explain import FleetModel
 from gpufleet.model.nodes import NUMA_ALIGNED_PREFIXES
 from gpufleet.model.controllers import controllers
@@ -46,7 +47,8 @@ def canonical(model: FleetModel, group: NodeGroup) -> Workload:
             limits["hugepages-2Mi"] = f"{node.allocatable['hugepages-2Mi']}Mi"
         cpu_milli, memory = per.cpu_milli * units // per.devices, per.memory_mib * units // per.devices
     else:
-        limits = {GPU_RESOURCE: 1}
+        # one unit of the group's most numerous device: nvidia.com/gpu, or the smallest slice of a mixed MIG layout
+        limits = {max(per_gpu_devices(group).items(), key=lambda item: item[1])[0]: 1}
         cpu_milli, memory = per.cpu_milli // per.devices, per.memory_mib // per.devices
     # Guaranteed with whole CPUs: the shape the static CPU manager pins, the hardest for the Topology Manager.
     limits.update({"cpu": str(max(1, cpu_milli // 1000)), "memory": f"{memory}Mi"})

@@ -5,16 +5,16 @@ time-slicing config sets it; MPS forces it on, api/config/v1/config.go) a contai
 device is refused: "request for 'nvidia.com/gpu: 2' too large: maximum request size for shared resources is 1"
 (the kubelet reports UnexpectedAdmissionError and the pod does not recover). Under MIG strategy `single` every MIG
 device is advertised as `nvidia.com/gpu`; `nvidia.com/mig-<profile>` exists only under strategy `mixed`
-(README "MIG Support", deployments/helm values `migStrategy`).
+(README "MIG Support", deployments/helm values `migStrategy`; internal/rm/rm.go AddDefaultResourcesToConfig), and
+then only for the profiles the node's layout has.
 """
 
 from __future__ import annotations
 
+from gpufleet.manifests.sharing import MIG_MIXED, MIG_PREFIX
 from gpufleet.names import GPU_RESOURCE
 from gpufleet.model.nodes import NodeModel
 from gpufleet.model.workload import PodSpec
-
-MIG_PREFIX = "nvidia.com/mig-"
 
 
 def allocate_error(node: NodeModel, pod: PodSpec) -> str | None:
@@ -27,11 +27,23 @@ def allocate_error(node: NodeModel, pod: PodSpec) -> str | None:
     return None
 
 
+def advertised_mig(node: NodeModel) -> list[str]:
+    return sorted(r for r in node.allocatable if r.startswith(MIG_PREFIX))
+
+
 def unadvertised_mig(node: NodeModel, pod: PodSpec) -> str | None:
-    """A MIG resource name the group's strategy does not advertise."""
+    """A MIG resource name the group does not advertise, or whole GPUs asked of a group that has only MIG slices."""
+    mixed = advertised_mig(node)
     for c in pod.containers + pod.init_containers:
-        for r in c.requests:
-            if r.startswith(MIG_PREFIX):
-                where = f"MIG strategy {node.mig_strategy} advertises every slice as {GPU_RESOURCE}" if node.mig_strategy else "the group has no MIG slices"
+        for r, n in c.requests.items():
+            if r.startswith(MIG_PREFIX) and r not in mixed:
+                if node.mig_strategy == MIG_MIXED:
+                    where = f"its layout has {', '.join(mixed)}"
+                elif node.mig_strategy:
+                    where = f"MIG strategy {node.mig_strategy} advertises every slice as {GPU_RESOURCE}"
+                else:
+                    where = "the group has no MIG slices"
                 return f"{r} is not advertised on node group {node.group}: {where}"
+            if r == GPU_RESOURCE and n > 0 and node.mig_strategy == MIG_MIXED:
+                return f"{GPU_RESOURCE} is not advertised on node group {node.group}: MIG strategy {MIG_MIXED} advertises each slice by its profile ({', '.join(mixed)})"
     return None

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
+from gpufleet.manifests.sharing import MIG_MIXED
 from gpufleet.names import GPU_RESOURCE, LABEL_NODE_GROUP
 from gpufleet.errors import Path
 from gpufleet.model import authorization, device_plugin, kubelet, kueue_admission, scheduling
@@ -138,10 +139,13 @@ def _place(model: FleetModel, ps: PodSet, pod: PodSpec, tolerations: list[Mappin
     """The node groups this pod set runs on, or the first gate that stops it."""
     request = pod.request()
     selected = [n for n in model.nodes.values() if scheduling.matches_node(pod, n.labels)]
-    for node in selected:
-        mig = device_plugin.unadvertised_mig(node, pod)
-        if mig:
-            return [], Reason(stage="device-plugin", message=mig, fix=f"request {GPU_RESOURCE} (one MIG slice each) on node group {node.group}")
+    # The device plugin's resource names stop a pod only where no selected group advertises what it asks for.
+    refusals = [(node, mig) for node in selected if (mig := device_plugin.unadvertised_mig(node, pod))]
+    if refusals and len(refusals) == len(selected):
+        node, mig = refusals[0]
+        mixed = device_plugin.advertised_mig(node)
+        fix = f"request one of {', '.join(mixed)} (one MIG slice each)" if mixed else f"request {GPU_RESOURCE} (one MIG slice each)"
+        return [], Reason(stage="device-plugin", message=mig, fix=f"{fix} on node group {node.group}")
     explicit = bool(pod.node_selector or pod.required_terms)
     tolerated = [n for n in selected if not scheduling.untolerated(n.taints, tolerations)]
     if daemon:
@@ -191,8 +195,11 @@ def _on_node(model: FleetModel, node: NodeModel, pod: PodSpec, tolerations: list
     if refused:
         what, needed = refused
         gpus = node.per_numa.get(GPU_RESOURCE, {}).get(0, 0)
-        # A MIG group (strategy single) advertises slices under nvidia.com/gpu, not whole GPUs.
+        # A MIG group (strategy single) advertises slices under nvidia.com/gpu, not whole GPUs; a mixed one by profile.
         unit = f"MIG slices ({GPU_RESOURCE})" if node.mig_strategy else "GPUs"
+        if node.mig_strategy == MIG_MIXED:
+            gpus = sum(node.per_numa.get(r, {}).get(0, 0) for r in device_plugin.advertised_mig(node))
+            unit = f"MIG slices ({', '.join(device_plugin.advertised_mig(node))})"
         message = (
             f"TopologyAffinityError on node group {node.group}: Topology Manager {node.topology_policy} (scope {node.topology_scope}) cannot align the "
             f"{what}'s devices and CPUs on {'one NUMA node' if node.topology_policy == 'single-numa-node' else 'a preferred NUMA set'}; "

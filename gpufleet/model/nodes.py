@@ -23,7 +23,7 @@ from gpufleet.builders.node_groups import node_group_id
 from gpufleet.manifests import kueue, node_bootstrap
 from gpufleet.manifests.autoscaler import RELEASE as AUTOSCALER_RELEASE
 from gpufleet.manifests.autoscaler import TEMPLATE_RESOURCE_TAG
-from gpufleet.manifests.sharing import MIG_STRATEGY
+from gpufleet.manifests.sharing import MIG_MIXED, MIG_PREFIX, MIG_SINGLE, devices_per_gpu, is_mixed, mig_layout, mig_resource
 from gpufleet.plan import RolloutPlan
 from gpufleet.spec import NodeGroup, SharingStrategy
 
@@ -79,6 +79,23 @@ def _split(total: int, nodes: tuple[int, ...]) -> dict[int, int]:
     return {n: total // len(nodes) + (1 if i < total % len(nodes) else 0) for i, n in enumerate(nodes)}
 
 
+def _mig_per_numa(group: NodeGroup, nodes: tuple[int, ...]) -> dict[str, dict[int, int]]:
+    """A mixed MIG layout's slices by NUMA node: GPU i sits on NUMA node i // (GPUs per NUMA node), and the layout
+    partitions GPUs in index order (mig-parted `devices: [indices]`)."""
+    info = catalog.lookup(group.instance_type)
+    assert info is not None, group.instance_type
+    per_gpu, per_node = devices_per_gpu(group), max(1, info.gpu_count // len(nodes))
+    out: dict[str, dict[int, int]] = {}
+    index = 0
+    for gpus, profile in mig_layout(group):
+        name = mig_resource(group, profile)
+        for gpu in range(index, index + gpus):
+            numa = nodes[min(gpu // per_node, len(nodes) - 1)]
+            out.setdefault(name, dict.fromkeys(nodes, 0))[numa] += per_gpu[name]
+        index += gpus
+    return out
+
+
 def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
     args = _node_group_args(plan, group)
     info = catalog.lookup(group.instance_type)
@@ -99,6 +116,8 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
     numa = node_bootstrap.numa_nodes(group)
     nodes = tuple(range(numa))
     per_numa = {r: _split(v, nodes) for r, v in extended.items() if r.startswith(NUMA_ALIGNED_PREFIXES)}
+    if is_mixed(group) and any(r.startswith(MIG_PREFIX) for r in extended):
+        per_numa.update(_mig_per_numa(group, nodes))
     # The static CPU manager hands out whole CPUs outside the kubelet's reservation; DaemonSet pods share the rest
     # (cpumanager/policy_static.go), so exclusive CPUs per NUMA node count the DaemonSet budget back in.
     per_numa["cpu"] = {n: cores * 1000 for n, cores in _split((allocatable["cpu"] + kueue.DAEMONSET_CPU_MILLI) // 1000, nodes).items()}
@@ -123,7 +142,7 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
         # time-slicing: gpufleet's config sets it (manifests/sharing.py); MPS: the plugin forces it on
         # (NVIDIA/k8s-device-plugin api/config/v1/config.go, "preserve the historical MPS behavior").
         fail_requests_greater_than_one=strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS),
-        mig_strategy=MIG_STRATEGY if strategy is SharingStrategy.MIG else None,
+        mig_strategy=(MIG_MIXED if is_mixed(group) else MIG_SINGLE) if strategy is SharingStrategy.MIG else None,
         min_size=scaling["min_size"],
         max_size=scaling["max_size"],
         template=template,

@@ -135,6 +135,35 @@ def test_mig_resource_name_under_single_strategy(make_model: MakeModel) -> None:
     assert "advertises every slice as nvidia.com/gpu" in verdict.reasons[0].message
 
 
+def _mixed(d: dict[str, Any]) -> None:
+    group(d, "a100-mig")["sharing"] = {"strategy": "MIG", "migStrategy": "Mixed", "layout": [{"gpus": 4, "profile": "1g.5gb"}, {"gpus": 4, "profile": "3g.20gb"}]}
+
+
+def test_mig_mixed_advertises_each_profile_and_queues_cover_them(make_model: MakeModel) -> None:
+    model = make_model(_mixed)
+    node = model.nodes["a100-mig"]
+    assert node.mig_strategy == "mixed" and "nvidia.com/gpu" not in node.allocatable
+    assert {r: node.allocatable[r] for r in device_plugin.advertised_mig(node)} == {"nvidia.com/mig-1g.5gb": 28, "nvidia.com/mig-3g.20gb": 8}
+    # GPUs 0-3 (NUMA node 0) hold the 1g.5gb slices, GPUs 4-7 (NUMA node 1) the 3g.20gb ones
+    assert node.per_numa["nvidia.com/mig-1g.5gb"] == {0: 28, 1: 0} and node.per_numa["nvidia.com/mig-3g.20gb"] == {0: 0, 1: 8}
+    for resource in ("nvidia.com/mig-1g.5gb", "nvidia.com/mig-3g.20gb"):
+        job = workload(_job("speech", {resource: 1}, {"gpufleet.io/node-group": "a100-mig"}, {"kueue.x-k8s.io/queue-name": "speech"}))
+        assert explain(model, job).runs, resource
+    assert explain(model, canonical(model, model.plan.fleet.node_group("a100-mig"))).runs
+
+
+def test_mig_mixed_refuses_whole_gpus_and_unknown_profiles(make_model: MakeModel) -> None:
+    model = make_model(_mixed)
+    queued = explain(model, workload(_job("speech", {"nvidia.com/gpu": 1}, {"gpufleet.io/node-group": "a100-mig"}, {"kueue.x-k8s.io/queue-name": "speech"})))
+    assert not queued.runs and queued.reasons[0].stage == "admission"  # Kueue first: no nvidia.com/gpu quota on that flavor
+    verdict = explain(model, workload(_job("default", {"nvidia.com/gpu": 1}, {"gpufleet.io/node-group": "a100-mig"})))
+    assert not verdict.runs and verdict.reasons[0].stage == "device-plugin"
+    assert verdict.reasons[0].message == "nvidia.com/gpu is not advertised on node group a100-mig: MIG strategy mixed advertises each slice by its profile (nvidia.com/mig-1g.5gb, nvidia.com/mig-3g.20gb)"
+    assert verdict.reasons[0].fix == "request one of nvidia.com/mig-1g.5gb, nvidia.com/mig-3g.20gb (one MIG slice each) on node group a100-mig"
+    verdict = explain(model, workload(_job("default", {"nvidia.com/mig-2g.10gb": 1}, {"gpufleet.io/node-group": "a100-mig"})))
+    assert verdict.reasons[0].message == "nvidia.com/mig-2g.10gb is not advertised on node group a100-mig: its layout has nvidia.com/mig-1g.5gb, nvidia.com/mig-3g.20gb"
+
+
 def test_autoscaler_cannot_exceed_max_size(make_model: MakeModel) -> None:
     model = make_model()
     job = _job("speech", {"nvidia.com/gpu": 1}, {"gpufleet.io/node-group": "a100-mig"}, {"kueue.x-k8s.io/queue-name": "speech"})

@@ -12,7 +12,7 @@ import yaml
 
 from gpufleet import catalog
 from gpufleet.builders import sharing as stage
-from gpufleet.manifests import sharing
+from gpufleet.manifests import kueue, sharing
 from gpufleet.manifests.checksum import data_sha256
 from gpufleet.pipeline import load_fleet_text
 from gpufleet.plan import BuildContext
@@ -75,10 +75,28 @@ def test_mig_instances_match_the_operator_table_for_every_catalog_profile() -> N
 
 @pytest.mark.parametrize(
     ("group", "units"),
-    [("h100", 1), ("notebooks", 4), ("l40s-mps", 3), ("a100-mig", 3), ("ci", 2)],
+    [("h100", 1), ("notebooks", 4), ("l40s-mps", 3), ("a100-mig", 4.5), ("ci", 2)],  # a100-mig: (4 x 7 + 4 x 2) / 8
 )
-def test_units_per_gpu(fleet: Fleet, group: str, units: int) -> None:
+def test_units_per_gpu(fleet: Fleet, group: str, units: float) -> None:
     assert sharing.units_per_gpu(fleet.node_group(group)) == units
+
+
+SINGLE_MIG = {"strategy": "MIG", "profile": "2g.10gb"}
+
+
+@pytest.mark.parametrize(
+    ("sharing_spec", "resources", "per_gpu"),
+    [
+        (None, {"nvidia.com/mig-1g.5gb": 28, "nvidia.com/mig-3g.20gb": 8}, {"nvidia.com/mig-1g.5gb": 7, "nvidia.com/mig-3g.20gb": 2}),
+        (SINGLE_MIG, {"nvidia.com/gpu": 24}, {"nvidia.com/gpu": 3}),
+        ({"strategy": "MIG", "migStrategy": "Mixed", "layout": [{"gpus": 8, "profile": "1g.5gb"}]}, {"nvidia.com/mig-1g.5gb": 56}, {"nvidia.com/mig-1g.5gb": 7}),
+    ],
+)
+def test_resource_names_follow_the_mig_strategy(sharing_spec: dict[str, Any] | None, resources: dict[str, int], per_gpu: dict[str, int]) -> None:
+    # NVIDIA/k8s-device-plugin internal/rm/rm.go: single -> nvidia.com/gpu; mixed -> "mig-" + profile
+    group = make(*([group_edit("a100-mig", sharing=sharing_spec)] if sharing_spec else [])).node_group("a100-mig")
+    assert sharing.gpu_resources(group) == resources
+    assert sharing.devices_per_gpu(group) == per_gpu
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -96,7 +114,7 @@ def test_node_labels_select_each_group_config(fleet: Fleet) -> None:
 
 
 def test_bottlerocket_mig_group_keeps_the_operator_mig_manager_away() -> None:
-    fleet = make(group_edit("a100-mig", ami={"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"}))
+    fleet = make(group_edit("a100-mig", sharing=SINGLE_MIG, ami={"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"}))
     assert sharing.sharing_node_labels(fleet.node_group("a100-mig")) == {"nvidia.com/gpu.deploy.mig-manager": "false"}
 
 
@@ -106,8 +124,9 @@ def test_operator_values_point_at_the_stage_configmaps(fleet: Fleet) -> None:
     assert sharing.operator_sharing_values(fleet) == {
         "devicePlugin": {"config": {"create": False, "name": "gpufleet-device-plugin-config", "default": "default"}, "env": [{"name": "GPUFLEET_CONFIG_SHA256", "value": plugin}]},
         "migManager": {"config": {"create": False, "name": "gpufleet-mig-config", "default": "all-disabled"}, "env": [{"name": "GPUFLEET_CONFIG_SHA256", "value": mig}]},
-        "mig": {"strategy": "single"},
+        "mig": {"strategy": "mixed"},  # a100-mig mixes profiles; one strategy for the whole cluster
     }
+    assert sharing.operator_sharing_values(make(group_edit("a100-mig", sharing=SINGLE_MIG)))["mig"] == {"strategy": "single"}
 
 
 @pytest.mark.parametrize("version", COMPONENTS["gpuOperator"].supported)
@@ -146,9 +165,15 @@ def test_mig_configmap_has_all_disabled_and_one_entry_per_mig_group(fleet: Fleet
         "version": "v1",
         "mig-configs": {
             "all-disabled": [{"devices": "all", "mig-enabled": False}],
-            "a100-mig": [{"devices": "all", "mig-enabled": True, "mig-devices": {"2g.10gb": 3}}],
+            # mig-parted api/spec/v1 MigConfigSpec: `devices` is "all" or a list of GPU indices
+            "a100-mig": [
+                {"devices": [0, 1, 2, 3], "mig-enabled": True, "mig-devices": {"1g.5gb": 7}},
+                {"devices": [4, 5, 6, 7], "mig-enabled": True, "mig-devices": {"3g.20gb": 2}},
+            ],
         },
     }
+    single = _data(sharing.mig_configmap(make(group_edit("a100-mig", sharing=SINGLE_MIG)), "gpu-operator"))["config.yaml"]
+    assert single["mig-configs"]["a100-mig"] == [{"devices": "all", "mig-enabled": True, "mig-devices": {"2g.10gb": 3}}]
 
 
 def _everything(fleet: Fleet) -> dict[str, Any]:
@@ -167,10 +192,10 @@ ROLLS = {"device-plugin": ("values", "devicePlugin"), "mig": ("values", "migMana
 @pytest.mark.parametrize(
     ("group", "new", "changed"),
     [
-        ("h100", {"strategy": "MIG", "profile": "1g.20gb"}, {("labels", "h100"), ("mig", "h100")}),
+        ("h100", {"strategy": "MIG", "migStrategy": "Mixed", "layout": [{"gpus": 8, "profile": "1g.20gb"}]}, {("labels", "h100"), ("mig", "h100")}),
         ("notebooks", {"strategy": "TimeSlicing", "replicas": 8}, {("device-plugin", "notebooks")}),
         ("l40s-mps", {"strategy": "Exclusive"}, {("labels", "l40s-mps"), ("device-plugin", "l40s-mps")}),
-        ("a100-mig", {"strategy": "MIG", "profile": "1g.5gb"}, {("mig", "a100-mig")}),
+        ("a100-mig", {"strategy": "MIG", "migStrategy": "Mixed", "layout": [{"gpus": 2, "profile": "1g.5gb"}, {"gpus": 6, "profile": "3g.20gb"}]}, {("mig", "a100-mig")}),
     ],
 )
 def test_changing_one_group_changes_only_its_label_and_entry(fleet: Fleet, group: str, new: dict[str, Any], changed: set[tuple[str, str]]) -> None:
@@ -198,7 +223,7 @@ def test_bottlerocket_settings(sharing_spec: dict[str, Any], expected: dict[str,
 
 def test_bottlerocket_mig_settings_use_its_board_key() -> None:
     bottlerocket = {"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"}
-    fleet = make(group_edit("a100-mig", ami=bottlerocket))
+    fleet = make(group_edit("a100-mig", sharing=SINGLE_MIG, ami=bottlerocket))
     assert sharing.bottlerocket_sharing_settings(fleet.node_group("a100-mig")) == {"device-partitioning-strategy": "mig", 'mig.profile."a100.40gb"': "2g.10gb"}
     assert sharing.bottlerocket_sharing_settings(fleet.node_group("notebooks")) == {}  # AL2023: the operator's plugin
 
@@ -241,7 +266,7 @@ def test_plan_states_each_group_contract(fleet: Fleet) -> None:
         for text in (contract.memory_bound, contract.fault_isolation, contract.reconfigure_cost):
             assert text in rows[group.name]
     assert "MPS: 3 pods per GPU (15258 MiB each)" in rows["l40s-mps"]  # 45776 MiB / 3
-    assert "| 24 |" in rows["a100-mig"]  # 8 GPUs x 3 instances of 2g.10gb
+    assert "| MIG mixed: 4 GPUs of 1g.5gb (7 each), 4 GPUs of 3g.20gb (2 each) | 28 `nvidia.com/mig-1g.5gb`, 8 `nvidia.com/mig-3g.20gb` |" in rows["a100-mig"]
 
 
 def test_docs_isolation_table_is_the_contract() -> None:
@@ -250,3 +275,16 @@ def test_docs_isolation_table_is_the_contract() -> None:
         contract = sharing.CONTRACTS[strategy]
         row = f"| {strategy.value} | {contract.memory_bound} | {contract.fault_isolation} | {contract.reconfigure_cost} |"
         assert row in doc, f"docs/admission-and-sharing.md: isolation table row for {strategy.value} differs from gpufleet.manifests.sharing.CONTRACTS"
+
+
+def test_kueue_quota_has_one_covered_resource_per_mig_name(fleet: Fleet) -> None:
+    """The a100-mig layout (4 GPUs of 1g.5gb, 4 of 3g.20gb) becomes two covered resources; 8 GPUs of quota hold one
+    node's slices of each, a lending limit of 4 GPUs half of them; other flavors list them at 0."""
+    queue = kueue.cluster_queue(fleet, next(t for t in fleet.teams if t.name == "research"))
+    (group,) = queue["spec"]["resourceGroups"]
+    assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu", "nvidia.com/mig-1g.5gb", "nvidia.com/mig-3g.20gb", "vpc.amazonaws.com/efa"]
+    flavors = {f["name"]: {r["name"]: r for r in f["resources"]} for f in group["flavors"]}
+    mig = flavors["a100-mig"]
+    assert (mig["nvidia.com/gpu"]["nominalQuota"], mig["nvidia.com/mig-1g.5gb"]["nominalQuota"], mig["nvidia.com/mig-3g.20gb"]["nominalQuota"]) == (0, 28, 8)
+    assert (mig["nvidia.com/mig-1g.5gb"]["lendingLimit"], mig["nvidia.com/mig-3g.20gb"]["lendingLimit"]) == (14, 4)
+    assert flavors["h100"]["nvidia.com/mig-1g.5gb"]["nominalQuota"] == 0 and flavors["h100"]["nvidia.com/gpu"]["nominalQuota"] == 16
