@@ -46,6 +46,7 @@ _STAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]
 _LIBFABRIC = re.compile(r"libfabric:\d{1,10}:\d{1,20}::[^\s<]{0,200}<warn> (.*)")
 # Fatal error strings that NCCL and PyTorch print outside a WARN line (ncclGetErrorString, "NCCL error in: ...").
 _FAILURE = re.compile(r"(?:Cuda|CUDA|NCCL) failure\b|ncclUnhandledCudaError|ncclSystemError|ncclInternalError|ncclRemoteError")
+_EVIDENCE = re.compile(r"NCCL WARN|WARN: Function|<warn>|" + _FAILURE.pattern)  # errors, whole or cut
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)(\S*)")  # init.cc VERSION_STRING; <=2.22 printf()s it bare
 # transport/{net,p2p,shm}.cc "Channel %02d/%d : %d[%d] -> %d[%d] [send] via NET/%s/%d%s%s%s"; before 2.12
 # (transport.cc) "Ring %02d : %d -> %d [receive] via NET/%s/%d" for network peers and "%d[%d] -> %d[%d]" inside.
@@ -141,8 +142,9 @@ def _note(items: list[str], msg: str) -> None:
 def parse_nccl(text: str) -> NcclLog:
     log = NcclLog()
     lines = text.splitlines()
-    if text and not text.endswith(("\n", "\r")):
-        lines = lines[:-1]  # the last line was cut mid-write
+    if text and not text.endswith(("\n", "\r")) and not _EVIDENCE.search(lines[-1][:MAX_LINE]):
+        lines = lines[:-1]  # the last line was cut mid-write; an error it shows is kept (a paste without a final
+        # newline, or the last thing a dying job wrote), anything else could be half a value ("NCCL version 2.2")
     for raw in lines:
         line = raw[:MAX_LINE]
         headers = _headers(line)

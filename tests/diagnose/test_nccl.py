@@ -64,6 +64,11 @@ def test_truncated_log_drops_the_cut_line_and_keeps_the_rest() -> None:
     assert not text.endswith("\n") and text.endswith("NCCL INFO Bootstra")
     cut = "\nh:1:2 [0] NCCL INFO Using network Socket"  # a whole line, but the paste stops in it
     assert ("h", 1) not in parse_nccl(text + cut).processes and ("h", 1) in parse_nccl(text + cut + "\n").processes
+    # An error on the last line is kept: a paste without a final newline, or the last line a dying job wrote.
+    for last in ("h:1:2 [0] init.cc:1 NCCL WARN Cuda failure 802 'system not yet initialized'",
+                 "[rank0]: Cuda failure 802 'system not yet initialized'"):
+        found = diagnose({"j.log": last}, {})
+        assert [(f.severity, f.check) for f in found] == [("critical", "nccl.fabric-manager")]
     assert len(parsed.processes) == 16
     assert all(p.network == "Socket" and not p.net_channels for p in parsed.processes.values())
     assert all(p.plugin_missing and p.plugin_error is None for p in parsed.processes.values())  # IB init failing is normal
