@@ -2,7 +2,7 @@
 
 import pulumi
 
-from components import deploy
+from gpufleet.components import deploy
 from gpufleet.errors import SpecError
 from gpufleet.pipeline import load_fleet
 from gpufleet.rollout import build_plan

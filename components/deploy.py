@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pulumi
 
-from components.factory import Registry
-from components.stage import Stage
+from gpufleet.components.factory import Registry
+from gpufleet.components.stage import Stage
 from gpufleet.plan import RolloutPlan
 
 

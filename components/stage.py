@@ -14,7 +14,7 @@ from typing import Sequence
 
 import pulumi
 
-from components.factory import Registry, create
+from gpufleet.components.factory import Registry, create
 from gpufleet.plan import StagePlan, readiness
 
 

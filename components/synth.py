@@ -17,7 +17,7 @@ from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.stack import run_pulumi_func
 
-from components.deploy import deploy
+from gpufleet.components.deploy import deploy
 from gpufleet.plan import Ref, RolloutPlan, refs_of
 from gpufleet.tree import Registration
 

@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from gpufleet.tree_reader import NotATree, read_tree
-from policies.rules import MANDATORY, RULES, Finding, evaluate
+from gpufleet.policies.rules import MANDATORY, RULES, Finding, evaluate
 
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
 

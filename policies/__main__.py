@@ -1,21 +1,26 @@
 """The gpufleet CrossGuard policy pack: `pulumi preview --policy-pack policies`.
 
-Builds the pack from the pure rules in policies/rules.py and serves it; nothing else. Constructing a
-`PolicyPack` starts the analyzer server, so this file is only ever run by the Pulumi CLI, never imported.
+Builds the pack from the pure rules in policies/rules.py (imported as gpufleet.policies.rules) and serves it;
+nothing else. Constructing a `PolicyPack` starts the analyzer server, so this file is only ever run by the Pulumi
+CLI, never imported.
 """
 
 import os
 import sys
 
-# The pack runs from this directory; make the repository root importable so `policies.*` (and the standard-library
-# leaves of gpufleet it shares names with: gpufleet.names, gpufleet.entries) resolve even where gpufleet itself is
-# not installed (only policies/requirements.txt is).
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The Pulumi CLI runs the pack from this directory. In a checkout (gpufleet/policies links to this folder), make the
+# repository root importable so `gpufleet.policies.*` and the standard-library leaves of gpufleet it shares names with
+# (gpufleet.names, gpufleet.entries) resolve even where gpufleet itself is not installed (only
+# policies/requirements.txt is). Installed from the wheel, this file is gpufleet/policies/__main__.py and gpufleet
+# is importable already.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if os.path.isdir(os.path.join(ROOT, "gpufleet")):
+    sys.path.insert(0, ROOT)
 
 from pulumi_policy import EnforcementLevel, PolicyPack, ResourceValidationPolicy, StackValidationPolicy, proxy  # noqa: E402
 
-from policies import adapter  # noqa: E402
-from policies.rules import MANDATORY, RULES, Rule  # noqa: E402
+from gpufleet.policies import adapter  # noqa: E402
+from gpufleet.policies.rules import MANDATORY, RULES, Rule  # noqa: E402
 
 SENTINELS = frozenset(v for k, v in vars(proxy).items() if k.startswith("UNKNOWN_") and k.endswith("_VALUE"))
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Collection, Mapping, Sequence
 
-from policies.rules import Finding, Rule
+from gpufleet.policies.rules import Finding, Rule
 
 UNKNOWN = "<ref:?.?>"
 

@@ -1,5 +1,5 @@
 """Predicates over who can reach and use the cluster: the API endpoint, access entries, team RBAC, network
-isolation of team namespaces and Pod Security levels (registered as rules in `policies.rules`)."""
+isolation of team namespaces and Pod Security levels (registered as rules in `gpufleet.policies.rules`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from gpufleet.entries import inputs
 from gpufleet.names import LABEL_TEAM, TAG_OPEN_ENDPOINT_REASON, TEAM_GROUP_PREFIX
-from policies.resources import Resource, by_kind, by_type, get, is_unknown
+from gpufleet.policies.resources import Resource, by_kind, by_type, get, is_unknown
 
 CLUSTER = "aws:eks/cluster:Cluster"
 

@@ -1,5 +1,5 @@
 """Predicates over the in-cluster stack and storage: GPU Operator, container escape, checkpoint bucket, Kueue
-admission, GPU sharing (registered as rules in `policies.rules`)."""
+admission, GPU sharing (registered as rules in `gpufleet.policies.rules`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import yaml
 
 from gpufleet.entries import NODE_GROUP, group_name, inputs, is_gpu_node_group, labels
 from gpufleet.names import LABEL_SHARING
-from policies.resources import (
+from gpufleet.policies.resources import (
     BUCKET_TYPES,
     HELM_TYPES,
     NAME_LABEL,

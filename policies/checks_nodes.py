@@ -1,4 +1,4 @@
-"""Predicates over node groups and their launch templates (registered as rules in `policies.rules`).
+"""Predicates over node groups and their launch templates (registered as rules in `gpufleet.policies.rules`).
 
 Resource-scope predicates take one resource and yield messages; stack-scope ones take every resource and
 yield (resource, message). Each returns nothing for resources it does not concern.
@@ -11,7 +11,7 @@ from typing import Iterator, Mapping, Sequence
 
 from gpufleet.entries import LAUNCH_TEMPLATE, NODE_GROUP, group_name, inputs, is_gpu_node_group, is_node_group, labels
 from gpufleet.names import LABEL_FABRIC
-from policies.resources import (
+from gpufleet.policies.resources import (
     Resource,
     by_type,
     is_unknown,

@@ -1,12 +1,12 @@
 """The fleet's policies as pure predicates. Importing this module starts nothing and imports no Pulumi.
 
-Each rule reads plain resource dicts (see `policies.resources`) and yields violations. The same rules run in
+Each rule reads plain resource dicts (see `gpufleet.policies.resources`) and yields violations. The same rules run in
 two places: `gpufleet check DIR` over a synth tree, and the CrossGuard pack (`policies/__main__.py`) during
 `pulumi preview --policy-pack policies`. Rules judge only values known at preview time: an unknown value
 (`<ref:...>`) is never a violation. Every rule passes on resources it does not concern, so stages can grow
 without breaking policies that do not look at them.
 
-    from policies.rules import evaluate
+    from gpufleet.policies.rules import evaluate
     findings = evaluate(resources)          # list[Finding], mandatory first
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
-from policies import checks_access, checks_cluster, checks_nodes
-from policies.resources import Resource
+from gpufleet.policies import checks_access, checks_cluster, checks_nodes
+from gpufleet.policies.resources import Resource
 
 MANDATORY = "mandatory"
 ADVISORY = "advisory"

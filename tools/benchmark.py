@@ -28,7 +28,7 @@ import pulumi
 import yaml
 from pulumi.runtime import mocks as pulumi_mocks
 
-from components.synth import run_under_mocks
+from gpufleet.components.synth import run_under_mocks
 from gpufleet.pipeline import load_fleet
 from gpufleet.plan import render_table
 from gpufleet.rollout import build_plan

@@ -420,7 +420,7 @@ def test_tas_flavors_and_the_topology_are_replaced_on_immutable_changes() -> Non
     from dataclasses import replace
     from pathlib import Path
 
-    from components.synth import record
+    from gpufleet.components.synth import record
     from gpufleet.pipeline import load_fleet
     from gpufleet.rollout import build_plan
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pulumi
 import pytest
 
-from components.synth import RecordingMocks, record
+from gpufleet.components.synth import RecordingMocks, record
 from gpufleet.pipeline import load_fleet
 from gpufleet.rollout import build_plan
 

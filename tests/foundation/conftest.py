@@ -35,6 +35,6 @@ def existing() -> RolloutPlan:
 
 @pytest.fixture(scope="session")
 def prod_registrations(prod: RolloutPlan):  # type: ignore[no-untyped-def]
-    from components.synth import record
+    from gpufleet.components.synth import record
 
     return {r.name: r for r in record(prod)}

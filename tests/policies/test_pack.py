@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from policies.rules import RULES
+from gpufleet.policies.rules import RULES
 from tests.policies.objects import launch_template, node_group, mime, gpu_operator
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +27,7 @@ from pulumi_policy.policy import (  # noqa: E402
 
 
 def test_importing_the_rules_loads_no_pulumi() -> None:
-    code = "import sys, policies.rules, policies.adapter, gpufleet.check, gpufleet.diff\nprint(sorted(m for m in sys.modules if m.split('.')[0] in ('pulumi', 'pulumi_policy', 'grpc')))"
+    code = "import sys, gpufleet.policies.rules, gpufleet.policies.adapter, gpufleet.check, gpufleet.diff\nprint(sorted(m for m in sys.modules if m.split('.')[0] in ('pulumi', 'pulumi_policy', 'grpc')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]"
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from policies.rules import MANDATORY, RULES, RULES_BY_NAME, evaluate
+from gpufleet.policies.rules import MANDATORY, RULES, RULES_BY_NAME, evaluate
 from tests.policies.objects import (
     CLOSE_ESCAPE,
     SINGLE_NUMA,

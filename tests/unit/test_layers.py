@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("gpufleet", "components", "policies", "tools")
+# Folder of the checkout -> the package it installs as: components/ and policies/ install under gpufleet
+# (gpufleet/components and gpufleet/policies link to them; pyproject.toml).
+PACKAGES = {"gpufleet": "gpufleet", "components": "gpufleet.components", "policies": "gpufleet.policies", "tools": "tools"}
 
 # Lowest first. A module belongs to the layer of its longest matching prefix (the bare `gpufleet` matches only the
 # package itself, so a new module must be placed here).
@@ -28,20 +30,20 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gpufleet.builders",),
     ("gpufleet.rollout", "gpufleet.report", "gpufleet.access_table", "gpufleet.pins", "gpufleet.tree", "gpufleet.tree_reader", "gpufleet.output"),
     ("gpufleet.impact", "gpufleet.running_work", "gpufleet.diff_report", "gpufleet.preflight", "gpufleet.diagnose", "gpufleet.model"),
-    ("components", "policies"),
+    ("gpufleet.components", "gpufleet.policies"),
     ("gpufleet.synth", "gpufleet.check", "gpufleet.diff", "gpufleet.explain", "gpufleet.cli", "tools"),
 )
 # The only imports allowed inside a function, with the reason. gpufleet.synth is the core's one door to the Pulumi
 # layer, opened only when synth runs (tests/unit/test_purity.py).
-LAZY = {("gpufleet.synth", "components.synth")}
+LAZY = {("gpufleet.synth", "gpufleet.components.synth")}
 # The policy pack runs where gpufleet is not installed (policies/__main__.py puts the checkout on sys.path): what it
 # reaches of gpufleet must be standard-library only.
 PACK_MAY_REACH = {"gpufleet", "gpufleet.names", "gpufleet.entries", "gpufleet.spec", "gpufleet.errors", "gpufleet.versions", "gpufleet.ami_releases", "gpufleet.stages"}
 
 
 def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    folder, *parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join([PACKAGES[folder]] + (parts[:-1] if parts[-1:] == ["__init__"] else parts))
 
 
 def _sources() -> dict[str, Path]:
@@ -77,7 +79,7 @@ def _imports(module: str) -> list[tuple[str, int, bool]]:
                 base = ".".join(anchor + ([node.module] if node.module else []))
             targets = [_resolve(base, a.name) for a in node.names]
         for target in targets:
-            if target.split(".")[0] in PACKAGES and target != module:
+            if target.split(".")[0] in ("gpufleet", "tools") and target != module:
                 out.append((target, node.lineno, id(node) not in nested))
     return out
 
@@ -135,17 +137,17 @@ def test_no_import_cycle() -> None:
 
 def test_the_policy_pack_reaches_only_standard_library_leaves_of_gpufleet() -> None:
     reached: set[str] = set()
-    todo = [m for m in SOURCES if m.split(".")[0] == "policies"]
+    todo = [m for m in SOURCES if m.startswith("gpufleet.policies")]
     while todo:
         module = todo.pop()
         for target, _, _ in GRAPH[module]:
-            if target.split(".")[0] == "gpufleet" and target not in reached:
+            if target.split(".")[0] == "gpufleet" and not target.startswith("gpufleet.policies") and target not in reached:
                 reached.add(target)
                 todo.append(target)
     assert reached <= PACK_MAY_REACH
 
 
-@pytest.mark.parametrize("forbidden", ["gpufleet.manifests -> gpufleet.builders", "gpufleet.rules -> gpufleet.manifests", "gpufleet.impact -> policies"])
+@pytest.mark.parametrize("forbidden", ["gpufleet.manifests -> gpufleet.builders", "gpufleet.rules -> gpufleet.manifests", "gpufleet.impact -> gpufleet.policies"])
 def test_the_layers_forbid_the_old_tangles(forbidden: str) -> None:
     # The directions issue 15 removed stay upward in the table, so test_imports_point_down catches them again.
     low, high = forbidden.split(" -> ")
