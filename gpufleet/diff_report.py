@@ -56,7 +56,8 @@ def _size(c: GroupCost | None) -> str:
     if c is None:
         return "-"
     pool = f", warm pool {c.warm_pool} {'running' if c.warm_pool_running else 'stopped'}" if c.warm_pool else ""
-    return f"{c.instance_type} x {c.min_size}..{c.max_size} ({c.gpus_per_node} GPUs/node{pool})"
+    reserved = f", {c.reserved} reserved" if c.reserved else ""
+    return f"{c.instance_type} x {c.min_size}..{c.max_size} ({c.gpus_per_node} GPUs/node{pool}{reserved})"
 
 
 def _node_line(n: NodeImpact) -> str:

@@ -26,7 +26,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from gpufleet import catalog, pricing
 from gpufleet.entries import LAUNCH_TEMPLATE, NODE_GROUP, group_name, is_gpu_node_group
-from gpufleet.names import GPU_RESOURCE, MIG_RESOURCE_PREFIX
+from gpufleet.names import GPU_RESOURCE, MIG_RESOURCE_PREFIX, TAG_RESERVED_INSTANCES
 
 # Field paths (prefixes) whose change replaces a resource, by type token.
 FORCE_NEW: Mapping[str, tuple[str, ...]] = {
@@ -103,15 +103,16 @@ class GroupCost:
     warm_pool: int = 0
     warm_pool_running: bool = False
     disk_gib: int = 0
+    reserved: int = 0  # instances of an On-Demand Capacity Reservation, billed whether they run or not
 
     def monthly(self, size: int) -> float | None:
-        """At `size` nodes, plus the warm pool's standing cost (running: the full rate; stopped or hibernated:
-        the root volumes, as the cost stage's estimate counts it)."""
+        """At `size` nodes (at least the reserved ones: pricing.billed_nodes), plus the warm pool's standing cost
+        (running: the full rate; stopped or hibernated: the root volumes, as the cost stage's estimate counts it)."""
         if self.gpu_hour_usd is None:
             return None
         hourly = self.gpus_per_node * self.gpu_hour_usd
         pool = self.warm_pool * (hourly * pricing.HOURS_PER_MONTH if self.warm_pool_running else self.disk_gib * pricing.GP3_USD_PER_GB_MONTH)
-        return size * hourly * pricing.HOURS_PER_MONTH + pool
+        return pricing.billed_nodes(size, self.reserved) * hourly * pricing.HOURS_PER_MONTH + pool
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -452,6 +453,7 @@ def fleet_cost(entries: Iterable[Mapping[str, Any]]) -> list[GroupCost]:
             gpu_hour_usd=price, price_source=source if price is not None else "unknown",
             warm_pool=int(pool.get("minSize") or 0), warm_pool_running=pool.get("poolState") == "RUNNING",
             disk_gib=sum(int((v.get("ebs") or {}).get("volumeSize") or 0) for v in volumes),
+            reserved=int((args.get("tags") or {}).get(TAG_RESERVED_INSTANCES) or 0),
         ))
     return sorted(out, key=lambda c: c.node_group)
 

@@ -12,6 +12,9 @@ from gpufleet.spec import Fabric, NodeGroup
 
 # Node labels gpufleet sets on every node group (the selectors of Kueue flavors, device plugin configs, etc.).
 LABEL_NODE_GROUP = "gpufleet.io/node-group"
+# Tag on a node group with an On-Demand Capacity Reservation: the reserved instance count, which the synth tree
+# otherwise lacks and `gpufleet diff` needs for the standing cost.
+TAG_RESERVED_INSTANCES = "gpufleet.io/reserved-instances"
 LABEL_WORKLOAD_CLASS = "gpufleet.io/workload-class"
 LABEL_FABRIC = "gpufleet.io/fabric"
 LABEL_GPU_MODEL = "gpufleet.io/gpu-model"

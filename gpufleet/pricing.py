@@ -9,6 +9,10 @@ AWS's price cut of June 2025 for those families; p5e.48xlarge (sold mostly throu
 p5.4xlarge and the p6 rates are the least certain. Set `cost.gpuHourUsd` in the spec for negotiated or
 Spot/Capacity Block prices: it always wins over this table.
 
+On-Demand Capacity Reservations: "billed at the equivalent On-Demand rate whether you run instances in reserved
+capacity or not" (EC2 User Guide, capacity-reservations-pricing-billing.html); an instance running in one is not
+billed again. So a group with a reservation of N instances pays for max(nodes, N) at every size (`billed_nodes`).
+
 gp3 EBS: USD 0.08 per GB-month in us-east-1 (https://aws.amazon.com/ebs/pricing/), used for the standing cost of
 stopped warm-pool instances (their root volumes keep billing; the instance-hours stop).
 """
@@ -47,6 +51,12 @@ ON_DEMAND_USD_PER_HOUR: Mapping[str, float] = MappingProxyType(
 
 def instance_hour_usd(instance_type: str) -> float | None:
     return ON_DEMAND_USD_PER_HOUR.get(instance_type)
+
+
+def billed_nodes(nodes: int, reserved: int) -> int:
+    """Instances billed at the on-demand rate for `nodes` running ones beside a reservation of `reserved`: the
+    reservation always, and the nodes it does not cover."""
+    return max(nodes, reserved)
 
 
 def gpu_hour_usd(instance_type: str) -> float | None:

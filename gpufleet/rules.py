@@ -293,8 +293,55 @@ def _capacity(fleet: Fleet) -> Iterator[Issue]:
     for path, group in _groups(fleet):
         if group.capacity_type is CapacityType.CAPACITY_BLOCK and group.reservation_id is None:
             yield Issue(path=path + ("capacity", "type"), message="CapacityBlock needs reservationId: the capacity reservation (cr-...) of the purchased Capacity Block", hint="add capacity.reservationId, e.g. reservationId: cr-0123456789abcdef0")
-        if group.capacity_type is not CapacityType.CAPACITY_BLOCK and group.reservation_id is not None:
-            yield Issue(path=path + ("capacity", "reservationId"), at_key=True, message=f"reservationId is only used with capacity type CapacityBlock, not {group.capacity_type}: on-demand capacity reservations (ODCR) are not supported yet", hint="remove reservationId")
+        if group.capacity_type is CapacityType.ON_DEMAND and group.reservation_id is not None:
+            # The Capacity Block field on an OnDemand group: it is an ODCR (preflight tells a Capacity Block
+            # apart by its ReservationType when the guess is wrong).
+            yield Issue(
+                path=path + ("capacity", "reservationId"),
+                at_key=True,
+                message="reservationId names a Capacity Block (type CapacityBlock); an On-Demand Capacity Reservation (ODCR) is capacity.reservation",
+                hint=f"replace reservationId with reservation: {{id: {group.reservation_id}, instanceCount: <instances reserved>}}",
+            )
+        elif group.capacity_type is CapacityType.SPOT and group.reservation_id is not None:
+            yield Issue(path=path + ("capacity", "reservationId"), at_key=True, message="reservationId is only used with capacity type CapacityBlock; Spot Instances do not launch into capacity reservations", hint="remove reservationId")
+        if group.reservation is not None:
+            yield from _reservation(fleet, path + ("capacity", "reservation"), group)
+
+
+def _reservation(fleet: Fleet, path: Path, group: NodeGroup) -> Iterator[Issue]:
+    r = group.reservation
+    assert r is not None
+    if group.capacity_type is not CapacityType.ON_DEMAND:
+        yield Issue(path=path, at_key=True, message=f"reservation is an On-Demand Capacity Reservation (ODCR): it is used only with capacity type OnDemand, not {group.capacity_type}", hint="remove reservation")
+        return
+    targets = [key for key, set_ in (("id", r.id is not None), ("resourceGroupArn", r.resource_group_arn is not None), ("open", r.open)) if set_]
+    if len(targets) != 1:
+        said = " and ".join(targets) if targets else "none of them"
+        yield Issue(path=path, at_key=True, message=f"reservation names exactly one of id, resourceGroupArn or open; it names {said}", hint="keep one: id (one reservation), resourceGroupArn (a Capacity Reservation group) or open: true")
+        return
+    if r.id is not None and group.max_size > r.instance_count:
+        # "Specify Capacity Reservation: ... If the selected Capacity Reservation does not have sufficient capacity
+        # for the number of instances you selected, the instance launch fails" (EC2 User Guide,
+        # capacity-reservations-launch.html); a group target falls back to On-Demand instead.
+        yield Issue(
+            path=path + ("instanceCount",),
+            message=f"maxSize {group.max_size} is more than the {r.instance_count} instance(s) reserved: launches into a full targeted reservation fail",
+            hint=f"lower scaling.maxSize to {r.instance_count}",
+        )
+    if r.resource_group_arn is not None and r.resource_group_arn.split(":")[3] != fleet.cluster.region:
+        yield Issue(
+            path=path + ("resourceGroupArn",),
+            message=f"the Capacity Reservation group is in {r.resource_group_arn.split(':')[3]}, the cluster in {fleet.cluster.region}: a launch template targets a group of its own region",
+            hint="use the ARN of a Capacity Reservation group in the cluster's region",
+        )
+    usable = min(r.instance_count, group.max_size)
+    if group.min_size < usable:
+        yield Issue(
+            path=path + ("instanceCount",),
+            severity="warning",
+            message=f"{r.instance_count} reserved instance(s) are billed around the clock whether they run or not; minSize {group.min_size} keeps {group.min_size} of them running",
+            hint=f"set scaling.minSize to {usable}: running reserved instances costs nothing more",
+        )
 
 
 @rule("taints")

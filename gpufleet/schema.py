@@ -38,6 +38,7 @@ _FORMATS: Mapping[str, str] = {
     "zone": 'an availability zone ID such as "use1-az4" (zone IDs, not names like "us-east-1a", are the same in every account)',
     "releaseVersion": 'an EKS AMI release such as "1.33.13-20260714"',
     "reservationId": 'a capacity reservation ID such as "cr-0123456789abcdef0"',
+    "resourceGroupArn": 'a Capacity Reservation group ARN such as "arn:aws:resource-groups:us-east-1:111122223333:group/training-odcrs"',
     "kubernetesVersion": 'a quoted minor version such as "1.33"',
     "region": 'an AWS region such as "us-east-1"',
     "vpcId": 'a VPC ID such as "vpc-0a1b2c3d"',
@@ -75,6 +76,8 @@ def _format_at(path: Path) -> str | None:
     """Formats that depend on where a list item or a map value sits."""
     if len(path) >= 2 and path[-2] == "labels":
         return _LABEL_VALUE
+    if path[-2:] == ("reservation", "id"):
+        return 'an On-Demand Capacity Reservation ID: "cr-" and 17 hex digits, such as "cr-0123456789abcdef0"'
     if len(path) == 4 and path[0] == "imageSets" and path[2] == "images":
         return 'an image reference such as "nvcr.io/nvidia/pytorch:25.08-py3" (no spaces or control characters)'
     return None

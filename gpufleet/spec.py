@@ -117,6 +117,17 @@ class Topology:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Reservation:
+    """capacity.reservation: an On-Demand Capacity Reservation (ODCR); exactly one of id, resource_group_arn and
+    open is set (rules.py says so when not)."""
+
+    id: str | None
+    resource_group_arn: str | None
+    open: bool
+    instance_count: int  # reserved instances, billed around the clock whether they run or not
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Update:
     """update: node group update config."""
 
@@ -135,7 +146,8 @@ class NodeGroup:
     ami_type: AmiType
     ami_release_version: str
     capacity_type: CapacityType
-    reservation_id: str | None
+    reservation_id: str | None  # a Capacity Block's
+    reservation: Reservation | None  # an ODCR of an OnDemand group
     min_size: int
     max_size: int
     desired_size: int | None
@@ -384,6 +396,12 @@ _DEFAULT_PRIORITIES = (
 )
 
 
+def _reservation(d: Mapping[str, Any] | None) -> Reservation | None:
+    if d is None:
+        return None
+    return Reservation(id=d.get("id"), resource_group_arn=d.get("resourceGroupArn"), open=d.get("open", False), instance_count=d["instanceCount"])
+
+
 def _node_group(d: Mapping[str, Any]) -> NodeGroup:
     wp = d.get("warmPool")
     sh = d["sharing"]
@@ -397,6 +415,7 @@ def _node_group(d: Mapping[str, Any]) -> NodeGroup:
         ami_release_version=d["ami"]["releaseVersion"],
         capacity_type=CapacityType(d["capacity"]["type"]),
         reservation_id=d["capacity"].get("reservationId"),
+        reservation=_reservation(d["capacity"].get("reservation")),
         min_size=d["scaling"]["minSize"],
         max_size=d["scaling"]["maxSize"],
         desired_size=d["scaling"].get("desiredSize"),

@@ -33,7 +33,8 @@ def _type(node: dict[str, Any]) -> str:
     if "enum" in node:
         return " \\| ".join(f"`{v}`" for v in node["enum"])
     if "const" in node:
-        return f"`{node['const']}`"
+        const = node["const"]
+        return f"`{const if isinstance(const, str) else json.dumps(const)}`"
     t = node.get("type", "")
     if t == "array":
         return "list"

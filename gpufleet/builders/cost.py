@@ -50,6 +50,8 @@ def estimate_notes(fleet: Fleet) -> tuple[list[str], list[str]]:
     lines = [
         f"Monthly = {pricing.HOURS_PER_MONTH} hours. Stopped or hibernated warm-pool instances cost their EBS volumes "
         f"(diskSizeGiB x ${pricing.GP3_USD_PER_GB_MONTH}/GB-month gp3); running ones the full instance rate.",
+        *(["An On-Demand Capacity Reservation is billed at the on-demand rate for every reserved instance, running or not: "
+           "a group with one costs at least its reserved count (capacity.reservation.instanceCount) at any size."] if any(g.reservation for g in fleet.node_groups) else []),
         "",
         "| node group | instance | GPUs/node | USD/GPU-hour (source) | USD/instance-hour | monthly at minSize | monthly at maxSize | warm pool standing/month |",
         "|---|---|---|---|---|---|---|---|",
@@ -65,8 +67,9 @@ def estimate_notes(fleet: Fleet) -> tuple[list[str], list[str]]:
             lines.append(f"| {group.name} | {group.instance_type} | {gpus} | unknown | - | - | - | - |")
             continue
         hourly = price * gpus
-        at_min = group.min_size * hourly * pricing.HOURS_PER_MONTH
-        at_max = group.max_size * hourly * pricing.HOURS_PER_MONTH
+        reserved = group.reservation.instance_count if group.reservation else 0
+        at_min = pricing.billed_nodes(group.min_size, reserved) * hourly * pricing.HOURS_PER_MONTH
+        at_max = pricing.billed_nodes(group.max_size, reserved) * hourly * pricing.HOURS_PER_MONTH
         pool = 0.0
         pool_text = "-"
         n = warm_pool.held(group, group.min_size)
@@ -76,7 +79,8 @@ def estimate_notes(fleet: Fleet) -> tuple[list[str], list[str]]:
         total_min += at_min
         total_max += at_max
         total_pool += pool
-        lines.append(f"| {group.name} | {group.instance_type} | {gpus} | {price:.2f} ({source}) | {hourly:,.2f} | {usd(at_min)} | {usd(at_max)} | {pool_text} |")
+        held = f" ({reserved} reserved)" if reserved else ""
+        lines.append(f"| {group.name} | {group.instance_type} | {gpus} | {price:.2f} ({source}) | {hourly:,.2f} | {usd(at_min)}{held} | {usd(at_max)}{held} | {pool_text} |")
     lines += ["", f"Fleet: {usd(total_min + total_pool)} per month at minSize (warm pools included), {usd(total_max + total_pool)} at maxSize."]
     return lines, warnings
 

@@ -1,5 +1,5 @@
 """The node half of stage 1: per spec node group a launch template (user data, EFA interfaces, placement,
-Capacity Block reservation), an EKS managed node group, and a prepuller DaemonSet for its images."""
+Capacity Block or On-Demand Capacity Reservation), an EKS managed node group, and a prepuller DaemonSet for its images."""
 
 from __future__ import annotations
 
@@ -17,12 +17,13 @@ from gpufleet.names import (
     LABEL_SHARING,
     LABEL_WORKLOAD_CLASS,
     NS_SYSTEM,
+    TAG_RESERVED_INSTANCES,
     eks_effect,
     group_taints,
     tolerations_for,
 )
 from gpufleet.plan import BuildContext, Concat, Ref, Resource
-from gpufleet.spec import CapacityType, Fabric, Fleet, NodeGroup
+from gpufleet.spec import CapacityType, Fabric, Fleet, NodeGroup, Reservation
 
 CAPACITY_TYPES = {CapacityType.ON_DEMAND: "ON_DEMAND", CapacityType.SPOT: "SPOT", CapacityType.CAPACITY_BLOCK: "CAPACITY_BLOCK"}
 # Pinned pause image for the prepuller's main container (registry.k8s.io/pause, multi-arch).
@@ -59,6 +60,19 @@ def node_labels(group: NodeGroup, extra: dict[str, str]) -> dict[str, str]:
 def _images(fleet: Fleet, group: NodeGroup) -> list[str]:
     sets = {s.name: s.images for s in fleet.image_sets}
     return sorted({image for name in group.images for image in sets.get(name, ())})
+
+
+def odcr_specification(r: Reservation) -> dict[str, Any]:
+    """The launch template's capacityReservationSpecification for an ODCR, as EC2 defines each choice
+    (LaunchTemplateCapacityReservationSpecificationRequest): a target (one reservation, or a Capacity
+    Reservation group) without a preference, which EC2 and the pinned pulumi-aws allow only as
+    `capacity-reservations-only`; or the preference `open`. The node group stays ON_DEMAND with its
+    instance type, as eksctl's capacityReservation and the EKS Blueprints targeted-odcr pattern do."""
+    if r.id is not None:
+        return {"capacity_reservation_target": {"capacity_reservation_id": r.id}}
+    if r.resource_group_arn is not None:
+        return {"capacity_reservation_target": {"capacity_reservation_resource_group_arn": r.resource_group_arn}}
+    return {"capacity_reservation_preference": "open"}
 
 
 def _launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str, Any] | None) -> list[Resource]:
@@ -101,6 +115,8 @@ def _launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str
         args["instance_type"] = group.instance_type
         args["instance_market_options"] = {"market_type": "capacity-block"}
         args["capacity_reservation_specification"] = {"capacity_reservation_target": {"capacity_reservation_id": group.reservation_id}}
+    elif group.reservation is not None:
+        args["capacity_reservation_specification"] = odcr_specification(group.reservation)
     out.append(Resource(id=launch_template_id(group), type="aws:ec2/launchTemplate:LaunchTemplate", provider=AWS_PROVIDER, args=args))
     return out
 
@@ -132,6 +148,8 @@ def _node_group(ctx: BuildContext, group: NodeGroup, extra_labels: dict[str, str
     }
     if group.capacity_type is not CapacityType.CAPACITY_BLOCK:
         args["instance_types"] = [group.instance_type]
+    if group.reservation is not None:
+        args["tags"] = {**args["tags"], TAG_RESERVED_INSTANCES: str(group.reservation.instance_count)}
     if group.warm_pool is not None:
         pool = group.warm_pool
         args["warm_pool_config"] = {

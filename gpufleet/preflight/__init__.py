@@ -11,6 +11,9 @@ cluster and reports, per node group, what would make the rollout fail:
   subnets are in its zone;
 - a Capacity Block exists, is active (scheduled: a warning), is a Capacity Block of the group's instance
   type in the group's zone, and holds its maxSize;
+- a targeted On-Demand Capacity Reservation exists, is active, is not a Capacity Block, matches the group's
+  instance type, platform, tenancy and zone, and holds its maxSize (its count and free instances against the
+  spec: warnings); open reservations of the type in the group's zones hold its instanceCount (a warning);
 - the account's P and G vCPU quotas (On-Demand and Spot) cover the fleet at maxSize, Running warm pools
   included;
 - the pinned AMI release is published for the cluster's Kubernetes version.

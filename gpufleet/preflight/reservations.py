@@ -1,5 +1,13 @@
-"""Capacity Block checks: the reservation a CapacityBlock group names exists, is (or will become) active, is a
-Capacity Block for the group's instance type in the group's zone, and holds the group's maxSize.
+"""Capacity reservation checks. A Capacity Block group's reservation exists, is (or will become) active, is a
+Capacity Block for the group's instance type in the group's zone, and holds the group's maxSize. An OnDemand
+group's targeted ODCR (`reservation.id`) exists, is active, is an ODCR (not a Capacity Block) for the group's
+instance type, platform and tenancy in the group's zone, holds maxSize (launches into a full targeted
+reservation fail) and as many instances as `instanceCount` says (the cost estimate's figure); fewer available
+than desiredSize is a warning (instances already running in it, the fleet's own nodes on a re-run included,
+hold the rest). An `open` reservation: the active open ODCRs of the type in the group's zones hold at least
+instanceCount (a warning otherwise: the nodes run as plain On-Demand). A Capacity Reservation group
+(`resourceGroupArn`) is not read: its members are listed by AWS Resource Groups, and a launch falls back to
+On-Demand when they are used up.
 
 Capacity Blocks are "targeted Capacity Reservations in a single Availability Zone"; an instance "can't launch
 in a subnet in a different Availability Zone" from the block's (EC2 User Guide, capacity-blocks-using.html and
@@ -12,10 +20,11 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Mapping
 
-from gpufleet.preflight.clients import ApiError, call
+from gpufleet import defaults
+from gpufleet.preflight.clients import ApiError, call, paginate
 from gpufleet.preflight.context import Context
 from gpufleet.preflight.findings import Finding
-from gpufleet.spec import CapacityType, NodeGroup
+from gpufleet.spec import CapacityType, Fabric, NodeGroup
 
 
 def _describe(ctx: Context, reservation_id: str) -> Mapping[str, Any] | None:
@@ -29,7 +38,44 @@ def _describe(ctx: Context, reservation_id: str) -> Mapping[str, Any] | None:
     return reservations[0] if reservations else None
 
 
-def _check(ctx: Context, group: NodeGroup, rid: str, r: Mapping[str, Any]) -> Iterator[Finding]:
+def _placement(ctx: Context, group: NodeGroup, rid: str, r: Mapping[str, Any]) -> Iterator[Finding]:
+    """Where the reservation sits: instance type, platform, tenancy, zone (shared by Capacity Blocks and ODCRs)."""
+    field = "reservationId" if group.capacity_type is CapacityType.CAPACITY_BLOCK else "reservation.id"
+    if r.get("InstanceType") != group.instance_type:
+        yield Finding(
+            True,
+            group.name,
+            f"reservation {rid} is for {r.get('InstanceType')}, the group runs {group.instance_type}",
+            f"set instanceType to {r.get('InstanceType')}, or capacity.{field} to a reservation of {group.instance_type}",
+        )
+    platform = str(r.get("InstancePlatform", "Linux/UNIX"))
+    if not platform.startswith("Linux/UNIX"):
+        yield Finding(True, group.name, f"reservation {rid} is for platform {platform}; EKS nodes run Linux/UNIX", "use a Linux/UNIX reservation")
+    tenancy = str(r.get("Tenancy", "default"))
+    if tenancy != "default":
+        # Instances match a reservation of their own tenancy (capacity-reservations-launch.html); the launch
+        # template sets none, so nodes run with default tenancy.
+        yield Finding(True, group.name, f"reservation {rid} is for {tenancy} tenancy; the group's nodes run with default tenancy", "use a reservation with default tenancy")
+    zone = str(r.get("AvailabilityZoneId", ""))
+    if group.zone is not None and zone != group.zone:
+        yield Finding(
+            True,
+            group.name,
+            f"reservation {rid} is in {ctx.zone_label(zone)}, the group is pinned to {ctx.zone_label(group.zone)}",
+            f"set zone to {zone} and subnetIds to a subnet there",
+        )
+    elif group.zone is None:
+        outside = sorted(ctx.group_subnet_zones(group) - {zone})
+        if outside:
+            yield Finding(
+                True,
+                group.name,
+                f"reservation {rid} is in {ctx.zone_label(zone)}, but the group's subnets reach {', '.join(ctx.zone_label(z) for z in outside)}",
+                f"set zone: {zone} and subnetIds to the subnet in that zone (the nodes launch only in the reservation's zone)",
+            )
+
+
+def _capacity_block(ctx: Context, group: NodeGroup, rid: str, r: Mapping[str, Any]) -> Iterator[Finding]:
     state = str(r.get("State", ""))
     if state == "scheduled":
         yield Finding(
@@ -46,35 +92,9 @@ def _check(ctx: Context, group: NodeGroup, rid: str, r: Mapping[str, Any]) -> It
             True,
             group.name,
             f"reservation {rid} is a {kind} capacity reservation, not a Capacity Block",
-            "set capacity.reservationId to the cr-... of a purchased Capacity Block",
+            f"for an On-Demand Capacity Reservation write capacity: {{type: OnDemand, reservation: {{id: {rid}, instanceCount: {r.get('TotalInstanceCount', 'N')}}}}}",
         )
-    if r.get("InstanceType") != group.instance_type:
-        yield Finding(
-            True,
-            group.name,
-            f"reservation {rid} is for {r.get('InstanceType')}, the group runs {group.instance_type}",
-            f"set instanceType to {r.get('InstanceType')}, or reservationId to a block of {group.instance_type}",
-        )
-    platform = str(r.get("InstancePlatform", "Linux/UNIX"))
-    if not platform.startswith("Linux/UNIX"):
-        yield Finding(True, group.name, f"reservation {rid} is for platform {platform}; EKS nodes run Linux/UNIX", "use a Linux/UNIX Capacity Block")
-    zone = str(r.get("AvailabilityZoneId", ""))
-    if group.zone is not None and zone != group.zone:
-        yield Finding(
-            True,
-            group.name,
-            f"reservation {rid} is in {ctx.zone_label(zone)}, the group is pinned to {ctx.zone_label(group.zone)}",
-            f"set zone to {zone} and subnetIds to a subnet there",
-        )
-    elif group.zone is None:
-        outside = sorted(ctx.group_subnet_zones(group) - {zone})
-        if outside:
-            yield Finding(
-                True,
-                group.name,
-                f"reservation {rid} is in {ctx.zone_label(zone)}, but the group's subnets reach {', '.join(ctx.zone_label(z) for z in outside)}",
-                f"set zone: {zone} and subnetIds to the subnet in that zone (EKS takes only subnets in the block's zone)",
-            )
+    yield from _placement(ctx, group, rid, r)
     total = int(r.get("TotalInstanceCount", 0))
     if total < group.max_size:
         yield Finding(
@@ -85,18 +105,96 @@ def _check(ctx: Context, group: NodeGroup, rid: str, r: Mapping[str, Any]) -> It
         )
 
 
+def _odcr(ctx: Context, group: NodeGroup, rid: str, count: int, r: Mapping[str, Any]) -> Iterator[Finding]:
+    state = str(r.get("State", ""))
+    if state != "active":
+        # ODCR states: active, expired, cancelled, pending, failed, scheduled, ... (DescribeCapacityReservations);
+        # instances launch only into an active one (capacity-reservations-launch.html).
+        yield Finding(True, group.name, f"reservation {rid} is {state}, not active: instances launch only into an active reservation", "set capacity.reservation.id to an active On-Demand Capacity Reservation")
+    if r.get("ReservationType", "default") == "capacity-block":
+        yield Finding(
+            True,
+            group.name,
+            f"reservation {rid} is a Capacity Block, not an On-Demand Capacity Reservation: it launches only with market type capacity-block",
+            f"write capacity: {{type: CapacityBlock, reservationId: {rid}}}",
+        )
+    yield from _placement(ctx, group, rid, r)
+    total = int(r.get("TotalInstanceCount", 0))
+    if total < group.max_size:
+        yield Finding(
+            True,
+            group.name,
+            f"reservation {rid} holds {total} instance(s) but scaling.maxSize is {group.max_size}: launches into a full targeted reservation fail",
+            f"lower scaling.maxSize and capacity.reservation.instanceCount to {total}, or enlarge the reservation",
+        )
+    elif total != count:
+        yield Finding(
+            False,
+            group.name,
+            f"reservation {rid} holds {total} instance(s), capacity.reservation.instanceCount says {count}: the cost estimate counts {count}",
+            f"set capacity.reservation.instanceCount to {total}",
+        )
+    available = int(r.get("AvailableInstanceCount", 0))
+    wanted = defaults.desired_size(group)
+    if available < wanted:
+        yield Finding(
+            False,
+            group.name,
+            f"reservation {rid} has {available} of {total} instance(s) free; the group starts {wanted}: launches beyond the free ones fail until instances in it stop",
+            "stop what else runs in the reservation, or lower scaling.desiredSize (instances of this fleet already in it are fine)",
+        )
+    pg = r.get("PlacementGroupArn")
+    if pg and group.fabric is Fabric.EFA:
+        # A reservation is created in a placement group or not, and cannot be moved (cr-cpg.html); gpufleet
+        # launches an EFA group into its own cluster placement group.
+        yield Finding(
+            False,
+            group.name,
+            f"reservation {rid} was created in placement group {pg}; gpufleet launches the group into its own cluster placement group {ctx.fleet.name}-{group.name}",
+            "use a reservation created without a placement group",
+        )
+
+
+def _open(ctx: Context, group: NodeGroup, count: int) -> Iterator[Finding]:
+    zones = {group.zone} if group.zone is not None else set(ctx.group_subnet_zones(group))
+    found = paginate(
+        ctx.clients.capacity_reservations,
+        "describe_capacity_reservations",
+        "CapacityReservations",
+        Filters=[
+            {"Name": "instance-type", "Values": [group.instance_type]},
+            {"Name": "state", "Values": ["active"]},
+            {"Name": "instance-match-criteria", "Values": ["open"]},
+        ],
+    )
+    usable = [r for r in found if r.get("AvailabilityZoneId") in zones and str(r.get("InstancePlatform", "Linux/UNIX")).startswith("Linux/UNIX") and r.get("Tenancy", "default") == "default"]
+    total = sum(int(r.get("TotalInstanceCount", 0)) for r in usable)
+    if total < count:
+        yield Finding(
+            False,
+            group.name,
+            f"the active open reservations of {group.instance_type} in {', '.join(sorted(ctx.zone_label(z) for z in zones))} hold {total} instance(s), capacity.reservation.instanceCount says {count}: nodes beyond them run as plain On-Demand",
+            f"set capacity.reservation.instanceCount to {total}, or create the open reservation",
+        )
+
+
+def _missing(ctx: Context, group: NodeGroup, rid: str, field: str) -> Finding:
+    return Finding(
+        True,
+        group.name,
+        f"capacity reservation {rid} does not exist in {ctx.region} (or is not visible to this account)",
+        f"check capacity.{field} against: aws ec2 describe-capacity-reservations --region {ctx.region}",
+    )
+
+
 def check_reservations(ctx: Context) -> Iterator[Finding]:
     for group in ctx.fleet.node_groups:
-        rid = group.reservation_id
-        if group.capacity_type is not CapacityType.CAPACITY_BLOCK or rid is None:
-            continue
-        reservation = _describe(ctx, rid)
-        if reservation is None:
-            yield Finding(
-                True,
-                group.name,
-                f"capacity reservation {rid} does not exist in {ctx.region} (or is not visible to this account)",
-                f"check capacity.reservationId against: aws ec2 describe-capacity-reservations --region {ctx.region}",
-            )
-            continue
-        yield from _check(ctx, group, rid, reservation)
+        odcr = group.reservation
+        if group.capacity_type is CapacityType.CAPACITY_BLOCK and group.reservation_id is not None:
+            found = _describe(ctx, group.reservation_id)
+            yield from _capacity_block(ctx, group, group.reservation_id, found) if found else [_missing(ctx, group, group.reservation_id, "reservationId")]
+        elif odcr is not None and odcr.id is not None:
+            found = _describe(ctx, odcr.id)
+            yield from _odcr(ctx, group, odcr.id, odcr.instance_count, found) if found else [_missing(ctx, group, odcr.id, "reservation.id")]
+        elif odcr is not None and odcr.open:
+            yield from _open(ctx, group, odcr.instance_count)

@@ -39,3 +39,14 @@ def test_estimate_rows_min_max_and_warm_pools() -> None:
     # l4: Stopped warm pool of 2 costs only its volumes: 2 x 300 GiB x 0.08.
     assert rows["l4"].endswith("| $6,718 | $20,155 | $48.00 (2 Stopped) |")
     assert lines[-1] == "Fleet: $38,886 per month at minSize (warm pools included), $228,983 at maxSize."
+
+
+def test_a_reservation_is_billed_at_every_size() -> None:
+    """network-efa's a100 group holds a targeted ODCR of 4 p4d.24xlarge with minSize 0: its standing cost is the
+    reservation's (4 x 21.96 x 730 = 64,123), not minSize x price ($0), and maxSize 4 costs no more."""
+    fleet = load_fleet(str(CASES / "network-efa" / "fleet.yaml"), "prod").environments["prod"]
+    lines, _ = estimate_notes(fleet)
+    (row,) = [line for line in lines if line.startswith("| a100 ")]
+    assert row.endswith("| 21.96 | $64,123 (4 reserved) | $64,123 (4 reserved) | - |")
+    assert any(line.startswith("An On-Demand Capacity Reservation is billed at the on-demand rate for every reserved instance") for line in lines)
+    assert pricing.billed_nodes(6, 4) == 6 and pricing.billed_nodes(0, 4) == 4

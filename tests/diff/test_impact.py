@@ -187,3 +187,20 @@ def test_an_immutable_tas_flavor_field_is_a_replacement_in_the_diff() -> None:
     moved = inv(_tas_flavor())
     moved["resourceflavor-cluster-h100"]["inputs"]["spec"]["nodeTaints"] = [{"key": "k", "effect": "NoSchedule"}]
     assert [c.action for c in compare(old, moved).changes] == ["update"]
+
+
+def test_a_reserved_group_costs_its_reservation_at_any_size() -> None:
+    """An ODCR is billed for every reserved instance whether it runs or not: the node group's reserved-instances
+    tag (written by the node group builder) makes minSize 0 cost 4 instances, and maxSize 6 cost 6."""
+    ng = node_group("h100")
+    ng["inputs"]["scalingConfig"] = {"minSize": 0, "maxSize": 6, "desiredSize": 0}
+    ng["inputs"]["tags"] = {"gpufleet.io/reserved-instances": "4"}
+    [cost] = fleet_cost([ng])
+    hourly = 8 * cost.gpu_hour_usd if cost.gpu_hour_usd else 0.0
+    assert cost.reserved == 4
+    assert (cost.monthly(0), cost.monthly(6)) == (4 * hourly * 730, 6 * hourly * 730)
+    unreserved = copy.deepcopy(ng)
+    unreserved["inputs"]["tags"] = {}
+    report = compare(inv(unreserved), inv(ng))
+    text = diff_report.text(report, "a", "b")
+    assert "h100: p5.48xlarge x 0..6 (8 GPUs/node) -> p5.48xlarge x 0..6 (8 GPUs/node, 4 reserved): min +$160,717" in text, text

@@ -7,14 +7,16 @@ import email
 import tomllib
 from dataclasses import replace
 
+import pytest
 import yaml
 
 from gpufleet import warm_pool
 from gpufleet.builders.common import AWS_PROVIDER, K8S_PROVIDER
 from gpufleet.builders.cost import usd
-from gpufleet.builders.node_groups import _node_group
+from gpufleet.builders.node_groups import _launch_template, _node_group
 from gpufleet.manifests.node_bootstrap import user_data
 from gpufleet.plan import BuildContext, Concat, Ref, RolloutPlan
+from gpufleet.spec import Reservation
 from gpufleet.tree import decode_user_data
 from tests.upstream import require_shared, validate_object
 
@@ -228,3 +230,28 @@ def test_bottlerocket_raid0_is_its_own_ephemeral_storage_bootstrap_command(exist
     assert settings["kubernetes"]["topology-manager-policy"] == "best-effort"  # the rest of the settings stay
     without = tomllib.loads(user_data(existing.fleet.node_group("l4-serving"), images=[]))["settings"]
     assert "bootstrap-commands" not in without
+
+
+@pytest.mark.parametrize(
+    ("reservation", "specification"),
+    [
+        (Reservation(id="cr-0a1b2c3d4e5f60718", resource_group_arn=None, open=False, instance_count=2), {"capacity_reservation_target": {"capacity_reservation_id": "cr-0a1b2c3d4e5f60718"}}),
+        (
+            Reservation(id=None, resource_group_arn="arn:aws:resource-groups:us-east-1:111122223333:group/odcrs", open=False, instance_count=2),
+            {"capacity_reservation_target": {"capacity_reservation_resource_group_arn": "arn:aws:resource-groups:us-east-1:111122223333:group/odcrs"}},
+        ),
+        (Reservation(id=None, resource_group_arn=None, open=True, instance_count=2), {"capacity_reservation_preference": "open"}),
+    ],
+    ids=["id", "resource-group", "open"],
+)
+def test_an_odcr_is_the_launch_templates_capacity_reservation_specification(prod: RolloutPlan, reservation: Reservation, specification: dict[str, object]) -> None:
+    """EC2's LaunchTemplateCapacityReservationSpecificationRequest: a target without a preference, or the
+    preference open; the group stays ON_DEMAND with its instance type and (EFA) its cluster placement group."""
+    h100 = replace(next(g for g in prod.fleet.node_groups if g.name == "h100"), reservation=reservation)
+    ctx = BuildContext(fleet=prod.fleet, environment="prod", through="cost")
+    template, group = [r for r in _launch_template(ctx, h100, None) if r.id == "h100-launch-template"][0], _node_group(ctx, h100, {}, None)
+    assert template.args["capacity_reservation_specification"] == specification
+    assert "instance_market_options" not in template.args and "instance_type" not in template.args
+    assert template.args["placement"] == {"group_name": Ref("h100-placement-group", "name")}
+    assert (group.args["capacity_type"], group.args["instance_types"]) == ("ON_DEMAND", ["p5.48xlarge"])
+    assert group.args["tags"]["gpufleet.io/reserved-instances"] == "2"

@@ -31,6 +31,10 @@ Patch = Callable[[dict[str, Any]], None]
 # environment dev through admission), changed by small patches.
 
 
+ODCR = "cr-0a1b2c3d4e5f60718"
+ODCR_GROUP = "arn:aws:resource-groups:us-east-1:111122223333:group/training-odcrs"
+
+
 def group(**fields: Any) -> Patch:
     """Set fields of node group 0 ("l4"); a None value removes the field."""
 
@@ -212,7 +216,17 @@ CASES: list[Any] = [
     # capacity
     pytest.param("capacity", [group(capacity={"type": "CapacityBlock", "reservationId": "cr-0123456789abcdef0"})], [], id="capacity/block"),
     pytest.param("capacity", [group(capacity={"type": "CapacityBlock"})], [("nodeGroups[0].capacity.type", "CapacityBlock needs reservationId: the capacity reservation (cr-...) of the purchased Capacity Block")], id="capacity/block-without-reservation"),
-    pytest.param("capacity", [group(capacity={"type": "Spot", "reservationId": "cr-0123456789abcdef0"})], [("nodeGroups[0].capacity.reservationId", "reservationId is only used with capacity type CapacityBlock, not Spot: on-demand capacity reservations (ODCR) are not supported yet")], id="capacity/reservation-on-spot"),
+    pytest.param("capacity", [group(capacity={"type": "Spot", "reservationId": "cr-0123456789abcdef0"})], [("nodeGroups[0].capacity.reservationId", "reservationId is only used with capacity type CapacityBlock; Spot Instances do not launch into capacity reservations")], id="capacity/reservation-on-spot"),
+    pytest.param("capacity", [group(capacity={"reservationId": "cr-0123456789abcdef0"})], [("nodeGroups[0].capacity.reservationId", "reservationId names a Capacity Block (type CapacityBlock); an On-Demand Capacity Reservation (ODCR) is capacity.reservation")], id="capacity/reservation-id-on-on-demand"),
+    pytest.param("capacity", [group(capacity={"reservation": {"id": ODCR, "instanceCount": 4}}, scaling={"minSize": 4, "maxSize": 4})], [], id="capacity/odcr-targeted"),
+    pytest.param("capacity", [group(capacity={"reservation": {"resourceGroupArn": ODCR_GROUP, "instanceCount": 2}}, scaling={"minSize": 2, "maxSize": 8})], [], id="capacity/odcr-group-may-exceed-its-count"),
+    pytest.param("capacity", [group(capacity={"reservation": {"open": True, "instanceCount": 1}}, scaling={"minSize": 1, "maxSize": 4})], [], id="capacity/odcr-open"),
+    pytest.param("capacity", [group(capacity={"reservation": {"id": ODCR, "instanceCount": 4}})], [("nodeGroups[0].capacity.reservation.instanceCount", "4 reserved instance(s) are billed around the clock whether they run or not; minSize 0 keeps 0 of them running")], id="capacity/odcr-idle-reserved"),
+    pytest.param("capacity", [group(capacity={"reservation": {"id": ODCR, "instanceCount": 2}}, scaling={"minSize": 2, "maxSize": 4})], [("nodeGroups[0].capacity.reservation.instanceCount", "maxSize 4 is more than the 2 instance(s) reserved: launches into a full targeted reservation fail")], id="capacity/odcr-targeted-above-count"),
+    pytest.param("capacity", [group(capacity={"reservation": {"id": ODCR, "open": True, "instanceCount": 4}}, scaling={"minSize": 4, "maxSize": 4})], [("nodeGroups[0].capacity.reservation", "reservation names exactly one of id, resourceGroupArn or open; it names id and open")], id="capacity/odcr-two-targets"),
+    pytest.param("capacity", [group(capacity={"reservation": {"instanceCount": 4}}, scaling={"minSize": 4, "maxSize": 4})], [("nodeGroups[0].capacity.reservation", "reservation names exactly one of id, resourceGroupArn or open; it names none of them")], id="capacity/odcr-no-target"),
+    pytest.param("capacity", [group(capacity={"reservation": {"resourceGroupArn": ODCR_GROUP.replace("us-east-1", "us-west-2"), "instanceCount": 1}}, scaling={"minSize": 1, "maxSize": 4})], [("nodeGroups[0].capacity.reservation.resourceGroupArn", "the Capacity Reservation group is in us-west-2, the cluster in us-east-1: a launch template targets a group of its own region")], id="capacity/odcr-group-other-region"),
+    pytest.param("capacity", [group(capacity={"type": "Spot", "reservation": {"id": ODCR, "instanceCount": 1}})], [("nodeGroups[0].capacity.reservation", "reservation is an On-Demand Capacity Reservation (ODCR): it is used only with capacity type OnDemand, not Spot")], id="capacity/odcr-on-spot"),
     # taints
     pytest.param("taints", [group(taints=[{"key": f"t{i}", "effect": "NoSchedule"} for i in range(49)])], [], id="taints/49-plus-gpu"),
     pytest.param("taints", [group(taints=[{"key": f"t{i}", "effect": "NoSchedule"} for i in range(50)])], [("nodeGroups[0].taints", "50 taints plus the 1 gpufleet adds is 51; EKS allows at most 50 per node group")], id="taints/50-plus-gpu"),
