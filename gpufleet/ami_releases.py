@@ -62,6 +62,12 @@ class Finding:
     hint: str
 
 
+def kubernetes_minor(release: str) -> str | None:
+    """The Kubernetes minor an EKS AL2023 release is for ("1.33.13-20260714" -> "1.33"); None for other forms."""
+    match = _AL2023.match(release)
+    return match["minor"] if match else None
+
+
 def check(ami_type: str, release: str, kubernetes_version: str) -> Finding | None:
     """What is wrong with pinning `release` of `ami_type` on a cluster of `kubernetes_version`, if anything."""
     if is_bottlerocket(ami_type):

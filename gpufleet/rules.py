@@ -417,6 +417,11 @@ def component_versions(fleet: Fleet) -> dict[str, str]:
     }
 
 
+def _pinned_releases(fleet: Fleet) -> list[str]:
+    releases = [g.ami_release_version for g in fleet.node_groups]
+    return releases + ([fleet.cluster.system_nodes.release_version] if fleet.cluster.system_nodes else [])
+
+
 @rule("versions")
 def _versions(fleet: Fleet) -> Iterator[Issue]:
     v = fleet.versions
@@ -448,7 +453,10 @@ def _versions(fleet: Fleet) -> Iterator[Issue]:
             hint=f"pin {sorted(NODE_MONITORING_AGENT_XIDS)[-1]}-eksbuild.1",
         )
     if fleet.cluster.kubernetes_version not in KUBERNETES_SUPPORTED:
-        yield Issue(path=("cluster", "kubernetesVersion"), message=f"Kubernetes {fleet.cluster.kubernetes_version} is not a version gpufleet supports (supported: {', '.join(KUBERNETES_SUPPORTED)})", hint=f'pin one of them, quoted, e.g. kubernetesVersion: "{KUBERNETES_SUPPORTED[-1]}"')
+        # Suggest the version the pinned AMI releases are for: any other one makes every release a mismatch.
+        minors = {m for m in map(ami_releases.kubernetes_minor, _pinned_releases(fleet)) if m is not None}
+        suggested = minors.pop() if len(minors) == 1 and minors <= set(KUBERNETES_SUPPORTED) else KUBERNETES_SUPPORTED[-1]
+        yield Issue(path=("cluster", "kubernetesVersion"), message=f"Kubernetes {fleet.cluster.kubernetes_version} is not a version gpufleet supports (supported: {', '.join(KUBERNETES_SUPPORTED)})", hint=f'pin one of them, quoted, e.g. kubernetesVersion: "{suggested}"')
     for i, image_set in enumerate(fleet.image_sets):
         for j, image in enumerate(image_set.images):
             if not image_is_pinned(image):
