@@ -29,6 +29,13 @@ def scale_up_blocker(node: NodeModel, pod: PodSpec, tolerations: list[Mapping[st
             f"node group {node.group} keeps {node.min_size} node(s) and nothing scales it up (cluster.autoscaler is None); {needed} needed",
             f"set nodeGroups[{node.group}].scaling.minSize to {needed}, or cluster.autoscaler: Install",
         )
+    if node.max_size < needed and node.reserved is not None:
+        # maxSize may not exceed a targeted reservation (rules.py): growing means a larger reservation first.
+        return (
+            f"node group {node.group} may grow to {node.max_size} node(s), within the {node.reserved} instance(s) of the capacity reservation it targets; "
+            f"{pods} pod(s) of this shape need {needed}",
+            f"enlarge the reservation, then raise nodeGroups[{node.group}].capacity.reservation.instanceCount and scaling.maxSize to {needed}; or ask for fewer pods",
+        )
     if node.max_size < needed:
         return (
             f"node group {node.group} may grow to {node.max_size} node(s); {pods} pod(s) of this shape need {needed}",

@@ -53,6 +53,9 @@ class NodeModel:
     mig_strategy: str | None
     min_size: int
     max_size: int
+    # The instances of the capacity reservation the group targets by id (a launch into it beyond them fails:
+    # EC2 User Guide, capacity-reservations-launch.html); None when nothing caps the group below maxSize.
+    reserved: int | None
     # The Cluster Autoscaler's scale-from-zero template (None when no autoscaler is deployed).
     template: Mapping[str, Any] | None
 
@@ -145,6 +148,7 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
         mig_strategy=(MIG_MIXED if is_mixed(group) else MIG_SINGLE) if strategy is SharingStrategy.MIG else None,
         min_size=scaling["min_size"],
         max_size=scaling["max_size"],
+        reserved=group.reservation.instance_count if group.reservation is not None and group.reservation.id is not None else None,
         template=template,
     )
 

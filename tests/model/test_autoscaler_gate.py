@@ -4,11 +4,12 @@ a group never grows past maxSize."""
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from gpufleet.model.autoscaler import scale_up_blocker
 from gpufleet.model.explain import FleetModel
 from gpufleet.model.workload import Container, PodSpec
+from tests.model.conftest import group
 
 MakeModel = Callable[..., FleetModel]
 
@@ -41,3 +42,22 @@ def test_never_past_max_size(make_model: MakeModel) -> None:
 def test_existing_nodes_need_no_scale_up(make_model: MakeModel) -> None:
     node = make_model().nodes["l40s"]  # minSize 2 nodes of 4 GPUs
     assert scale_up_blocker(node, _pod({"nvidia.com/gpu": 4, "ephemeral-storage": 1024}), [], 2) is None
+
+
+def test_a_targeted_reservation_caps_the_scale_up_and_its_fix_enlarges_the_reservation(make_model: MakeModel) -> None:
+    """A group targeting an ODCR by id may not outgrow it (a launch into a full targeted reservation fails, and
+    maxSize may not exceed instanceCount): the gate's fix is a larger reservation, not only a larger maxSize."""
+
+    def reserve(data: dict[str, Any]) -> None:
+        h100 = group(data, "h100")
+        h100["capacity"] = {"type": "OnDemand", "reservation": {"id": "cr-0a1b2c3d4e5f60718", "instanceCount": 16}}
+        h100["scaling"]["minSize"] = 16
+
+    node = make_model(reserve).nodes["h100"]
+    assert node.reserved == 16
+    blocked = scale_up_blocker(node, _pod({"nvidia.com/gpu": 8}), [{"operator": "Exists"}], 17)
+    assert blocked == (
+        "node group h100 may grow to 16 node(s), within the 16 instance(s) of the capacity reservation it targets; 17 pod(s) of this shape need 17",
+        "enlarge the reservation, then raise nodeGroups[h100].capacity.reservation.instanceCount and scaling.maxSize to 17; or ask for fewer pods",
+    )
+    assert make_model().nodes["h100"].reserved is None
