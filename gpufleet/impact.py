@@ -12,7 +12,7 @@ terraform-provider-aws `internal/service/eks/node_group.go`):
 - UpdateNodegroupConfig, in place, no node replaced: labels, taints, scalingConfig, updateConfig, nodeRepairConfig
   (and anything else: tags, warm pool).
 A launch template change other than tags/description/default-version creates a new template version
-(terraform-provider-aws `ec2/launch_template.go` update), so a node group that follows `latestVersion` rolls.
+(terraform-provider-aws `ec2/ec2_launch_template.go` update), so a node group that follows `latestVersion` rolls.
 A change to an input that holds `<ref:X...>` of a replaced resource X is a change too (the value is new at
 deploy time): that is how a replaced launch template or node role replaces the node group.
 """
@@ -37,21 +37,33 @@ FORCE_NEW: Mapping[str, tuple[str, ...]] = {
     LAUNCH_TEMPLATE: ("name", "namePrefix"),
     # A provider whose region changes replaces every resource it manages (each then lives elsewhere).
     "pulumi:providers:aws": ("region",),
-    "aws:eks/cluster:Cluster": ("name", "roleArn"),
+    # terraform-provider-aws internal/service/eks/cluster.go: ForceNew among the inputs gpufleet sets.
+    "aws:eks/cluster:Cluster": ("accessConfig.bootstrapClusterCreatorAdminPermissions", "bootstrapSelfManagedAddons", "name", "roleArn"),
     "aws:eks/addon:Addon": ("addonName", "clusterName"),
     "aws:ec2/placementGroup:PlacementGroup": ("name", "strategy", "partitionCount", "spreadLevel"),
     "aws:iam/role:Role": ("name", "namePrefix"),
     "aws:s3/bucket:Bucket": ("bucket", "bucketPrefix"),
     "aws:s3/bucketV2:BucketV2": ("bucket", "bucketPrefix"),
+    # pulumi-kubernetes provider/pkg/provider/helm_release.go (Diff: forceNewFields).
     "kubernetes:helm.sh/v3:Release": ("name", "namespace"),
+    # pulumi-kubernetes provider/pkg/provider/diff.go `forceNew`, tag v4.32.0 (the same table from v4.26.0 to
+    # the source of July 2026, the newest read; the pinned 4.34.2 was not available), for the kinds gpufleet
+    # renders, and StatefulSet. A path matches every change under it, as the provider's JSONPath over the patch
+    # does, so the selector's matchLabels/matchExpressions entries upstream lists are under `spec.selector`.
     "kubernetes:apps/v1:DaemonSet": ("spec.selector",),
     "kubernetes:apps/v1:Deployment": ("spec.selector",),
-    "kubernetes:apps/v1:StatefulSet": ("spec.selector", "spec.serviceName", "spec.volumeClaimTemplates"),
-    "kubernetes:batch/v1:Job": ("spec.selector", "spec.template"),
+    "kubernetes:apps/v1:StatefulSet": ("spec.podManagementPolicy", "spec.revisionHistoryLimit", "spec.selector", "spec.serviceName", "spec.volumeClaimTemplates"),
+    "kubernetes:batch/v1:Job": ("spec.completions", "spec.parallelism", "spec.selector", "spec.template"),
+    "kubernetes:core/v1:Service": ("spec.clusterIP",),
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": ("roleRef",),
+    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": ("roleRef",),
 }
-K8S_IDENTITY = ("metadata.name", "metadata.namespace", "apiVersion", "kind")
-# pulumi-kubernetes replaces a ConfigMap whose data changes unless the provider sets enableConfigMapMutable
-# (provider/pkg/provider/diff.go forceNewProperties, 4.34; off by default).
+# Every Kubernetes object (diff.go metadataForceNewProperties). apiVersion and kind are in the type token, so a
+# change of either is a new URN (a replacement before any field is looked at).
+K8S_IDENTITY = ("metadata.name", "metadata.namespace")
+# pulumi-kubernetes replaces a ConfigMap whose data changes unless the provider sets enableConfigMapMutable and the
+# ConfigMap is not `immutable: true` (diff.go forceNewProperties, clients.IsImmutable on the new inputs; the
+# option is off by default).
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 CONFIG_MAP_DATA = ("data", "binaryData")
 K8S_PROVIDER_TYPE = "pulumi:providers:kubernetes"
@@ -266,7 +278,7 @@ def _classify(entry: Mapping[str, Any], paths: Sequence[str], old: Any, new: Any
     prefixes = FORCE_NEW.get(rtype, ())
     if rtype.startswith("kubernetes:") and rtype != "kubernetes:helm.sh/v3:Release":
         prefixes = prefixes + K8S_IDENTITY
-    if rtype == CONFIG_MAP and not configmaps_mutable:
+    if rtype == CONFIG_MAP and (not configmaps_mutable or isinstance(new, Mapping) and new.get("immutable") is True):
         prefixes = prefixes + CONFIG_MAP_DATA
     # What the resource itself declares the API server will not update in place (Pulumi replaceOnChanges).
     prefixes = prefixes + tuple(entry.get("replaceOnChanges") or ())

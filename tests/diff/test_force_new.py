@@ -1,0 +1,92 @@
+"""The replace-on-change table (gpufleet.impact.FORCE_NEW), one row per kind: a change that replaces the resource
+and one that updates it in place, read as the symbol the text diff prints (`+-` / `~`, what `pulumi preview`
+prints). Kubernetes rows follow pulumi-kubernetes provider/pkg/provider/diff.go (v4.32.0); AWS rows the
+terraform-provider-aws resource schemas (ForceNew)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable
+
+import pytest
+
+from gpufleet import diff_report
+from gpufleet.impact import compare
+from tests.policies.objects import k8s, res
+
+Edit = Callable[[dict[str, Any]], None]
+
+SELECTOR = {"matchLabels": {"app": "a"}}
+POD = {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "c:1"}]}}
+DAEMON_SET = k8s({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d", "namespace": "s"}, "spec": {"selector": SELECTOR, "template": POD}})
+DEPLOYMENT = k8s({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "s"}, "spec": {"replicas": 1, "selector": SELECTOR, "template": POD}})
+STATEFUL_SET = k8s({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "d", "namespace": "s"},
+                    "spec": {"replicas": 1, "serviceName": "d", "podManagementPolicy": "OrderedReady", "revisionHistoryLimit": 10, "selector": SELECTOR, "template": POD}})
+JOB = k8s({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "s"},
+           "spec": {"completions": 1, "parallelism": 1, "backoffLimit": 0, "template": POD}})
+SERVICE = k8s({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "g", "namespace": "s"},
+               "spec": {"clusterIP": "None", "selector": {"app": "a"}, "ports": [{"name": "p", "port": 29500}]}})
+ROLE_REF = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"}
+SUBJECTS = [{"kind": "Group", "name": "team-a", "apiGroup": "rbac.authorization.k8s.io"}]
+CLUSTER_ROLE_BINDING = k8s({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "b"}, "roleRef": ROLE_REF, "subjects": SUBJECTS})
+ROLE_BINDING = k8s({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "b", "namespace": "s"}, "roleRef": ROLE_REF, "subjects": SUBJECTS})
+SERVICE_ACCOUNT = k8s({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "a", "namespace": "s"}})
+RELEASE = res("gpu-operator", "kubernetes:helm.sh/v3:Release", {"name": "gpu-operator", "namespace": "gpu-operator", "chart": "gpu-operator", "values": {"driver": {"enabled": False}}})
+CLUSTER = res("cluster", "aws:eks/cluster:Cluster", {
+    "name": "research", "roleArn": "arn:aws:iam::111122223333:role/c", "version": "1.33", "bootstrapSelfManagedAddons": False,
+    "accessConfig": {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False},
+})
+MUTABLE = res("k8s-provider", "pulumi:providers:kubernetes", {"enableConfigMapMutable": "true"})
+
+
+def config_map(**extra: Any) -> dict[str, Any]:
+    return k8s({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m", "namespace": "s"}, "data": {"k": "1"}, **extra})
+
+
+def set_(path: str, value: Any) -> Edit:
+    """Set (or add) the input at a dotted path."""
+    def edit(inputs: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        for key in parents:
+            inputs = inputs.setdefault(key, {})
+        inputs[last] = value
+    return edit
+
+
+def symbol(entries: list[dict[str, Any]], edit: Edit) -> str:
+    """What the text diff prints in front of the first entry after `edit` changed its inputs."""
+    old = {e["id"]: dict(e, stage="foundation") for e in copy.deepcopy(entries)}
+    new = copy.deepcopy(old)
+    target = entries[0]
+    edit(new[target["id"]]["inputs"])
+    line = next(line for line in diff_report.text(compare(old, new), "a", "b").splitlines() if f" {target['id']} ({target['type']})" in line)
+    return line.split()[0]
+
+
+CASES: list[tuple[str, list[dict[str, Any]], Edit, Edit]] = [
+    # (kind, entries (the changed one first), a change that replaces, a change made in place)
+    ("DaemonSet", [DAEMON_SET], set_("spec.selector.matchLabels.app", "b"), set_("spec.template.spec.containers", [{"name": "c", "image": "c:2"}])),
+    ("Deployment", [DEPLOYMENT], set_("spec.selector.matchLabels.tier", "x"), set_("spec.replicas", 3)),
+    ("StatefulSet podManagementPolicy", [STATEFUL_SET], set_("spec.podManagementPolicy", "Parallel"), set_("spec.replicas", 3)),
+    ("StatefulSet revisionHistoryLimit", [STATEFUL_SET], set_("spec.revisionHistoryLimit", 3), set_("spec.template.metadata.annotations", {"a": "1"})),
+    ("StatefulSet serviceName", [STATEFUL_SET], set_("spec.serviceName", "other"), set_("metadata.labels", {"a": "1"})),
+    ("Job completions", [JOB], set_("spec.completions", 4), set_("spec.backoffLimit", 2)),
+    ("Job parallelism", [JOB], set_("spec.parallelism", 4), set_("spec.activeDeadlineSeconds", 600)),
+    ("Job template", [JOB], set_("spec.template.spec.containers", [{"name": "c", "image": "c:2"}]), set_("metadata.annotations", {"a": "1"})),
+    ("Service", [SERVICE], set_("spec.clusterIP", "10.100.0.10"), set_("spec.ports", [{"name": "p", "port": 29501}])),
+    ("ClusterRoleBinding", [CLUSTER_ROLE_BINDING], set_("roleRef.name", "edit"), set_("subjects", SUBJECTS + [{"kind": "Group", "name": "team-b", "apiGroup": "rbac.authorization.k8s.io"}])),
+    ("RoleBinding", [ROLE_BINDING], set_("roleRef.name", "edit"), set_("subjects", [])),
+    ("any kind: name and namespace", [SERVICE_ACCOUNT], set_("metadata.namespace", "t"), set_("metadata.labels", {"a": "1"})),
+    ("ConfigMap, enableConfigMapMutable", [config_map(), MUTABLE], set_("metadata.name", "n"), set_("data.k", "2")),
+    ("ConfigMap, default provider", [config_map()], set_("data.k", "2"), set_("metadata.labels", {"a": "1"})),
+    ("ConfigMap immutable, enableConfigMapMutable", [config_map(immutable=True), MUTABLE], set_("data.k", "2"), set_("metadata.labels", {"a": "1"})),
+    ("Helm Release", [RELEASE], set_("namespace", "other"), set_("values.driver.enabled", True)),
+    ("EKS cluster bootstrapSelfManagedAddons", [CLUSTER], set_("bootstrapSelfManagedAddons", True), set_("version", "1.34")),
+    ("EKS cluster bootstrapClusterCreatorAdminPermissions", [CLUSTER], set_("accessConfig.bootstrapClusterCreatorAdminPermissions", True), set_("accessConfig.authenticationMode", "API_AND_CONFIG_MAP")),
+]
+
+
+@pytest.mark.parametrize(("kind", "entries", "replaces", "in_place"), CASES, ids=[c[0] for c in CASES])
+def test_replace_and_in_place_change_per_kind(kind: str, entries: list[dict[str, Any]], replaces: Edit, in_place: Edit) -> None:
+    assert symbol(entries, replaces) == "+-"
+    assert symbol(entries, in_place) == "~"
