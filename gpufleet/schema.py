@@ -12,7 +12,7 @@ import functools
 import json
 import math
 import re
-from pathlib import Path as FsPath
+from importlib import resources
 from typing import Any, Iterator, Mapping
 
 import jsonschema
@@ -21,7 +21,9 @@ from jsonschema.exceptions import ValidationError
 from gpufleet.errors import Issue, Path, closest, did_you_mean, suggest
 from gpufleet.load import describe_plain
 
-SCHEMA_PATH = FsPath(__file__).resolve().parent.parent / "schemas" / "fleet.schema.json"
+# Package data: gpufleet/schemas links to the top-level schemas/ folder (one file, two paths); the wheel ships it
+# (pyproject.toml), so an installed gpufleet reads it where the checkout does not exist.
+SCHEMA_FILE = resources.files("gpufleet") / "schemas" / "fleet.schema.json"
 
 _LABEL_VALUE = "a Kubernetes label value (at most 63 letters, digits, '-', '_' and '.', starting and ending alphanumeric)"
 
@@ -93,8 +95,7 @@ _PATTERN_HINTS: Mapping[str, str] = {
 
 @functools.cache
 def fleet_schema() -> dict[str, Any]:
-    with open(SCHEMA_PATH, encoding="utf-8") as handle:
-        schema: dict[str, Any] = json.load(handle)
+    schema: dict[str, Any] = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator.check_schema(schema)
     return schema
 

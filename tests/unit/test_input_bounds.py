@@ -17,7 +17,7 @@ import pytest
 from gpufleet.cli import main
 from gpufleet.errors import Issue, Position, SourceFile, SpecError, sort_issues
 from gpufleet.load import MAX_SPEC_BYTES
-from gpufleet.schema import SCHEMA_PATH, _whole_string
+from gpufleet.schema import SCHEMA_FILE, _whole_string
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -81,7 +81,7 @@ def _nodes(node: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
             yield from _nodes(value, f"{path}/{i}")
 
 
-SCHEMA_NODES = list(_nodes(json.loads(SCHEMA_PATH.read_text())))
+SCHEMA_NODES = list(_nodes(json.loads(SCHEMA_FILE.read_text())))
 
 
 def test_every_pattern_is_anchored_at_both_ends() -> None:
