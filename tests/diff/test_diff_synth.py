@@ -16,6 +16,7 @@ from gpufleet.manifests import telemetry
 from gpufleet.pipeline import load_fleet
 from gpufleet.synth import synth_tree
 from gpufleet.output import write_tree
+from tests.synthesized import tree_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,6 +60,10 @@ def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("diff")
     out = {}
     for name, change in VARIANTS.items():
+        if name == "base":  # the example itself, as the other tests of the session synthesise it
+            write_tree(tree_of(ROOT / "fleet.yaml", "prod"), str(root / name))
+            out[name] = root / name
+            continue
         spec = yaml.safe_load((ROOT / "fleet.yaml").read_text())
         if change is not None:
             change(spec)

@@ -14,6 +14,7 @@ import pytest
 
 from gpufleet.pipeline import load_fleet
 from gpufleet.synth import synth_tree
+from tests.synthesized import tree_of
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -36,8 +37,7 @@ def golden_dir(case: str, env: str) -> Path:
 
 @pytest.mark.parametrize(("case", "spec", "env"), cases(), ids=lambda v: str(v) if not isinstance(v, Path) else "")
 def test_synth_matches_golden(case: str, spec: Path, env: str) -> None:
-    fleet = load_fleet(str(spec), env).environments[env]
-    _, tree = synth_tree(fleet, env)
+    tree = tree_of(spec, env)
     expected_dir = golden_dir(case, env)
     if UPDATE:
         shutil.rmtree(expected_dir, ignore_errors=True)
@@ -52,5 +52,6 @@ def test_synth_matches_golden(case: str, spec: Path, env: str) -> None:
 
 
 def test_synth_is_byte_identical_twice() -> None:
+    # A fresh synth against the session's (tests/synthesized.py): two separate recordings either way.
     fleet = load_fleet(str(ROOT / "fleet.yaml"), "prod").environments["prod"]
-    assert synth_tree(fleet, "prod")[1] == synth_tree(fleet, "prod")[1]
+    assert synth_tree(fleet, "prod")[1] == tree_of(ROOT / "fleet.yaml", "prod")

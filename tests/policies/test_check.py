@@ -13,9 +13,8 @@ from typing import Any, Callable
 import pytest
 
 from gpufleet.cli import main
-from gpufleet.pipeline import load_fleet
-from gpufleet.synth import synth_tree
 from gpufleet.output import write_tree
+from tests.synthesized import tree_of
 from tests.trees import reseal
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,8 +24,7 @@ GOLDEN = sorted(p.parent for p in (ROOT / "tests" / "golden" / "trees").glob("*/
 @pytest.fixture(scope="module")
 def prod_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("synth") / "prod"
-    fleet = load_fleet(str(ROOT / "fleet.yaml"), "prod").environments["prod"]
-    write_tree(synth_tree(fleet, "prod")[1], str(out))
+    write_tree(tree_of(ROOT / "fleet.yaml", "prod"), str(out))
     return out
 
 
