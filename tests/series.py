@@ -28,11 +28,12 @@ def ksm_node(name: str, group: str, devices: int, values: str) -> list[dict[str,
     ]
 
 
-def ksm_pod(namespace: str, pod: str, node: str, devices: int, values: str) -> list[dict[str, str]]:
-    """A Running pod requesting `devices` nvidia.com/gpu; `values` gives its lifetime (end it with `stale`)."""
+def ksm_pod(namespace: str, pod: str, node: str, devices: int, values: str, resource: str = "nvidia_com_gpu") -> list[dict[str, str]]:
+    """A Running pod requesting `devices` of `resource` (nvidia.com/gpu; nvidia_com_mig_1g_5gb for a MIG slice under
+    strategy mixed); `values` gives its lifetime (end it with `stale`)."""
     ids = {**KSM, "namespace": namespace, "pod": pod, "uid": f"uid-{pod}"}
     return [
-        series("kube_pod_container_resource_requests", {**ids, "container": "main", "node": node, "resource": "nvidia_com_gpu", "unit": "integer"}, values.replace("N", str(devices))),
+        series("kube_pod_container_resource_requests", {**ids, "container": "main", "node": node, "resource": resource, "unit": "integer"}, values.replace("N", str(devices))),
         series("kube_pod_status_phase", {**ids, "phase": "Running"}, values.replace("N", "1")),
     ]
 

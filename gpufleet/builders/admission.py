@@ -69,7 +69,7 @@ def build(ctx: BuildContext) -> StageContent:
         resources.append(cohort)
     for team in fleet.teams:
         needs = after_kueue + tuple(flavor_ids[q.node_group] for q in team.quotas) + ((cohort_ids[team.cohort],) if team.cohort else ())
-        queue = k8s(kueue.cluster_queue(fleet, team), depends_on=needs)
+        queue = k8s(kueue.cluster_queue(fleet, team, with_sharing=ctx.includes("sharing")), depends_on=needs)
         resources.append(queue)
         resources.append(k8s(kueue.local_queue(team), depends_on=(queue.id, namespaces[team.name].id)))
         default = kueue.default_local_queue(team)

@@ -4,7 +4,7 @@ rules, the weekly report dashboard for budget owners, and the fleet's cost estim
 from __future__ import annotations
 
 from gpufleet import catalog, pricing, warm_pool
-from gpufleet.builders.telemetry import devices_per_gpu, prometheus_dependency
+from gpufleet.builders.telemetry import prometheus_dependency
 from gpufleet.builders.common import k8s
 from gpufleet.manifests import dashboards, rules_promql, sharing, telemetry
 from gpufleet.names import GPU_RESOURCE
@@ -41,7 +41,8 @@ def usd(value: float) -> str:
 
 
 def _devices(ctx: BuildContext, group: NodeGroup) -> dict[str, int]:
-    """Devices per physical GPU by resource name, as the sharing stage configures them (whole GPUs without it)."""
+    """Devices per physical GPU by resource name, as the sharing stage configures them (whole GPUs without it); the
+    same figures as the `gpufleet:devices_per_gpu` constants of the telemetry stage (builders/telemetry.py)."""
     return sharing.devices_per_gpu(group) if ctx.includes("sharing") else {GPU_RESOURCE: 1}
 
 
@@ -96,7 +97,6 @@ def build(ctx: BuildContext) -> StageContent:
         k8s(telemetry.dashboard_configmap("gpufleet-dashboard-gpu-cost", ns, "gpufleet-gpu-cost.json", dashboards.cost_dashboard()), depends_on=after),
     )
     estimate, warnings = estimate_notes(fleet)
-    devices = devices_per_gpu(ctx)
     notes = [
         "- Weekly report: the Grafana dashboard *GPU fleet: cost by team (weekly report)*, backed by the recording rules "
         "`team:gpufleet_gpu_hours_allocated:1h`, `team:gpufleet_gpu_hours_idle:1h` and their `_cost_*_usd` twins (last 7 days, by team).",
@@ -106,12 +106,6 @@ def build(ctx: BuildContext) -> StageContent:
         "| node group | devices per GPU | one device is | idle means |",
         "|---|---|---|---|",
         *(f"| {g.name} | {n} `{name}` | {1 / n:.3g} GPU | {IDLE_MEANING[g.sharing.strategy]} |" for g in fleet.node_groups for name, n in _devices(ctx, g).items()),
-        *(
-            f"\nNode group {g.name} mixes MIG profiles: Prometheus converts its devices to GPUs at the node's average, "
-            f"{devices[g.name]:.3g} devices per GPU, so its GPU-hours by team are approximate (a slice of a larger profile counts less than it holds)."
-            for g in fleet.node_groups
-            if ctx.includes("sharing") and sharing.is_mixed(g)
-        ),
         "",
         *estimate,
     ]

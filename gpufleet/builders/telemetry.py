@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gpufleet.builders.common import helm, k8s
 from gpufleet.manifests import dashboards, rules_promql, sharing, telemetry
+from gpufleet.names import GPU_RESOURCE
 from gpufleet.plan import BuildContext, Resource, StageContent
 
 KPS_RELEASE = "kube-prometheus-stack"
@@ -15,11 +16,22 @@ def prometheus_dependency(ctx: BuildContext) -> tuple[str, ...]:
     return (f"helm-{KPS_RELEASE}",) if ctx.fleet.telemetry.prometheus == "Install" else ()
 
 
-def devices_per_gpu(ctx: BuildContext) -> dict[str, float]:
-    """GPU devices per physical GPU of every group: its MIG instances or replicas once the sharing stage configures
-    them, else whole GPUs. [I] A MIG-mixed group has a different count per profile; Prometheus gets the node's
-    average (its slices over its GPUs), so a namespace's GPU-hours there are an approximation (docs say so)."""
-    return {g.name: sharing.units_per_gpu(g) if ctx.includes("sharing") else 1 for g in ctx.fleet.node_groups}
+def devices_per_gpu(ctx: BuildContext) -> list[tuple[dict[str, str], int]]:
+    """GPU devices per physical GPU, one figure per node group and device resource: the MIG instances of the
+    resource's profile or the replicas once the sharing stage configures them, else whole GPUs. Labelled with the
+    resource as kube-state-metrics spells it (requests) and, on MIG groups, the profile as dcgm-exporter labels each
+    instance (GPU_I_PROFILE), so a slice of any profile of a mixed layout counts as its own share of a GPU."""
+    out: list[tuple[dict[str, str], int]] = []
+    for group in ctx.fleet.node_groups:
+        per_gpu = sharing.devices_per_gpu(group) if ctx.includes("sharing") else {GPU_RESOURCE: 1}
+        layout = sharing.mig_layout(group) if ctx.includes("sharing") else ()
+        profiles = {sharing.mig_resource(group, p): p for _, p in layout}
+        for name, n in per_gpu.items():
+            labels = {"node_group": group.name, "resource": rules_promql.ksm_resource(name)}
+            if name in profiles:
+                labels["GPU_I_PROFILE"] = profiles[name]
+            out.append((labels, n))
+    return out
 
 
 def build(ctx: BuildContext) -> StageContent:

@@ -36,7 +36,7 @@ import yaml
 from gpufleet import catalog, cold_start, defaults
 from gpufleet.names import EFA_RESOURCE, GPU_RESOURCE, LABEL_MANAGED_BY, LABEL_NODE_GROUP, LABEL_TEAM, group_taints, tolerations_for
 from gpufleet.manifests import node_bootstrap
-from gpufleet.manifests.sharing import devices_per_gpu, gpu_resources
+from gpufleet.manifests.sharing import advertised, devices_per_gpu
 from gpufleet.spec import Fabric, Fleet, NodeGroup, Priority, Quota, Team
 from gpufleet.versions import KUEUE
 
@@ -167,14 +167,14 @@ def _cpu(milli: int) -> str:
     return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
 
 
-def resource_amounts(group: NodeGroup, gpus: int) -> dict[str, Any]:
+def resource_amounts(group: NodeGroup, gpus: int, *, with_sharing: bool = True) -> dict[str, Any]:
     """The quantities `gpus` physical GPUs of the group stand for, by resource name (EFA rounded up: a team
     with one GPU of an 8-GPU, 4-EFA node must still be able to ask for one interface)."""
     shape = per_gpu(group)
     info = catalog.lookup(group.instance_type)
     assert info is not None, group.instance_type
     amounts: dict[str, Any] = {"cpu": _cpu(shape.cpu_milli * gpus), "memory": f"{shape.memory_mib * gpus}Mi"}
-    for name, per_node in gpu_resources(group).items():
+    for name, per_node in advertised(group, with_sharing=with_sharing).items():
         amounts[name] = per_node * gpus // info.gpu_count
     if group.fabric is Fabric.EFA:
         amounts[EFA_RESOURCE] = math.ceil(shape.efa * gpus)
@@ -222,20 +222,20 @@ def cohort(name: str) -> dict[str, Any]:
     return {"apiVersion": API, "kind": "Cohort", "metadata": _meta(name), "spec": {}}
 
 
-def covered_resources(fleet: Fleet, team: Team) -> list[str]:
+def covered_resources(fleet: Fleet, team: Team, *, with_sharing: bool = True) -> list[str]:
     groups = [fleet.node_group(q.node_group) for q in team.quotas]
     covered = ["cpu", "memory", GPU_RESOURCE]
-    covered += sorted({name for g in groups for name in gpu_resources(g)} - {GPU_RESOURCE})
+    covered += sorted({name for g in groups for name in advertised(g, with_sharing=with_sharing)} - {GPU_RESOURCE})
     if any(g.fabric is Fabric.EFA for g in groups):
         covered.append(EFA_RESOURCE)
     return covered
 
 
-def _flavor_quota(fleet: Fleet, quota: Quota, covered: list[str], has_cohort: bool) -> dict[str, Any]:
+def _flavor_quota(fleet: Fleet, quota: Quota, covered: list[str], has_cohort: bool, with_sharing: bool) -> dict[str, Any]:
     group = fleet.node_group(quota.node_group)
-    nominal = resource_amounts(group, quota.gpus)
-    borrowing = resource_amounts(group, quota.borrowing_limit) if has_cohort and quota.borrowing_limit is not None else None
-    lending = resource_amounts(group, quota.lending_limit) if has_cohort and quota.lending_limit is not None else None
+    nominal = resource_amounts(group, quota.gpus, with_sharing=with_sharing)
+    borrowing = resource_amounts(group, quota.borrowing_limit, with_sharing=with_sharing) if has_cohort and quota.borrowing_limit is not None else None
+    lending = resource_amounts(group, quota.lending_limit, with_sharing=with_sharing) if has_cohort and quota.lending_limit is not None else None
     resources = []
     for name in covered:
         entry: dict[str, Any] = {"name": name, "nominalQuota": nominal.get(name, 0)}
@@ -255,9 +255,10 @@ def _preemptible_ceiling(priorities: tuple[Priority, ...]) -> int | None:
     return max(values) if values else None
 
 
-def cluster_queue(fleet: Fleet, team: Team) -> dict[str, Any]:
+def cluster_queue(fleet: Fleet, team: Team, *, with_sharing: bool = True) -> dict[str, Any]:
+    """`with_sharing`: whether the environment includes the sharing stage (a mixed MIG group's resource names)."""
     adm = fleet.admission
-    covered = covered_resources(fleet, team)
+    covered = covered_resources(fleet, team, with_sharing=with_sharing)
     has_cohort = team.cohort is not None
     preemption: dict[str, Any] = {"withinClusterQueue": adm.within_cluster_queue}
     if has_cohort:
@@ -272,7 +273,7 @@ def cluster_queue(fleet: Fleet, team: Team) -> dict[str, Any]:
         "namespaceSelector": {"matchLabels": {LABEL_NAMESPACE_NAME: team.namespace}},
         "queueingStrategy": adm.queueing_strategy,
         "preemption": preemption,
-        "resourceGroups": [{"coveredResources": covered, "flavors": [_flavor_quota(fleet, q, covered, has_cohort) for q in team.quotas]}],
+        "resourceGroups": [{"coveredResources": covered, "flavors": [_flavor_quota(fleet, q, covered, has_cohort, with_sharing) for q in team.quotas]}],
     }
     if has_cohort:
         spec = {"cohortName": team.cohort, **spec}

@@ -19,6 +19,7 @@ Where the input series come from (names verified upstream, see docs/telemetry-he
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping, Sequence
 
 from gpufleet.names import LABEL_MANAGED_BY
@@ -27,7 +28,8 @@ from gpufleet.names import LABEL_MANAGED_BY
 # kube-state-metrics' name for our node-group label: labelName("label", "gpufleet.io/node-group").
 KSM_NODE_GROUP = "label_gpufleet_io_node_group"
 # GPU resources in device-plugin units: whole GPUs, shared replicas (renameByDefault) and MIG slices
-# (mixed strategy). A node group has one sharing mode, so summing them per group stays in one unit.
+# (mixed strategy). Scheduling figures sum them per node (slices of different profiles alike); GPU-hours divide each
+# by its own devices per GPU (gpufleet:devices_per_gpu by resource and GPU_I_PROFILE).
 GPU_RESOURCES = "nvidia_com_gpu|nvidia_com_gpu_shared|nvidia_com_mig_.+"
 GPU_TAINT_KEY = "nvidia.com/gpu"
 
@@ -124,27 +126,36 @@ def per_device(expr: str) -> str:
     return f"max by ({DEVICE}) ({expr})"
 
 
-def telemetry_groups(idle_sm_active_below: float, devices_per_gpu: Mapping[str, float]) -> list[dict[str, Any]]:
+def ksm_resource(name: str) -> str:
+    """A resource name as kube-state-metrics labels it (`resource="nvidia_com_mig_1g_5gb"`)."""
+    return re.sub(r"[^a-zA-Z0-9_]", "_", name)
+
+
+def telemetry_groups(idle_sm_active_below: float, devices_per_gpu: Sequence[tuple[Mapping[str, str], int]]) -> list[dict[str, Any]]:
     """Allocation versus work per node group, fragmentation, GPUs held and idle per namespace, and the GPU alerts.
 
-    `devices_per_gpu`: node group -> `nvidia.com/gpu` devices one physical GPU advertises (MIG instances or
-    shared replicas; 1 for whole GPUs). Scheduling figures (allocatable, free, fragmentation) stay in devices,
+    `devices_per_gpu`: (labels, devices one physical GPU advertises) per node group and device resource (MIG
+    instances of the profile or shared replicas; 1 for whole GPUs), labelled `node_group`, `resource` (as
+    kube-state-metrics spells it) and on MIG groups `GPU_I_PROFILE` (as dcgm-exporter labels a MIG instance). A
+    pod's requests are divided by the figure of their resource, an idle exporter series by that of its profile, so
+    each slice of a mixed MIG layout counts as its own share of a GPU. Scheduling figures (allocatable, free, fragmentation) stay in devices,
     what the scheduler sees; what a namespace holds and leaves idle is in physical GPUs, what the fleet pays for."""
     thr = _fmt(idle_sm_active_below)
     running = 'max by (namespace, pod) (kube_pod_status_phase{phase=~"Pending|Running"} == 1)'
     ready = 'max by (node) (kube_node_status_condition{condition="Ready",status="true"} == 1)'
     schedulable_ready = f"(({ready}) unless on (node) (kube_node_spec_unschedulable == 1))"
-    per_gpu = "on (node_group) group_left () gpufleet:devices_per_gpu"
-    constants = [_record("gpufleet:devices_per_gpu", f"vector({n})", {"node_group": group}) for group, n in sorted(devices_per_gpu.items())]
+    per_request = "on (node_group, resource) group_left () gpufleet:devices_per_gpu"
+    per_series = "on (node_group, GPU_I_PROFILE) group_left () gpufleet:devices_per_gpu"
+    constants = [_record("gpufleet:devices_per_gpu", f"vector({n})", dict(labels)) for labels, n in sorted(devices_per_gpu, key=lambda item: sorted(item[0].items()))]
     records = [
         # node -> node group (value 1), from the kube-state-metrics node label allowlist.
         _record("gpufleet:node_group:info", f'max by (node, node_group) (label_replace(kube_node_labels{{{KSM_NODE_GROUP}!=""}}, "node_group", "$1", "{KSM_NODE_GROUP}", "(.+)"))'),
         _record("gpufleet:node_gpus_allocatable:sum", f'sum by (node) (kube_node_status_allocatable{{resource=~"{GPU_RESOURCES}"}}) * on (node) group_left (node_group) gpufleet:node_group:info'),
         # GPUs held by pods bound to a node and not finished: the device plugin allocates at admission.
-        _record("gpufleet:pod_gpus_requested:sum", f'sum by (namespace, pod, node) (kube_pod_container_resource_requests{{resource=~"{GPU_RESOURCES}",node!=""}}) * on (namespace, pod) group_left () {running}'),
+        _record("gpufleet:pod_gpus_requested:sum", f'sum by (namespace, pod, node, resource) (kube_pod_container_resource_requests{{resource=~"{GPU_RESOURCES}",node!=""}}) * on (namespace, pod) group_left () {running}'),
         _record("gpufleet:node_gpus_allocated:sum", "sum by (node) (gpufleet:pod_gpus_requested:sum) * on (node) group_left (node_group) gpufleet:node_group:info"),
         # Physical GPUs a namespace holds: its devices over the devices per GPU of the group.
-        _record("namespace_node_group:gpufleet_gpus_allocated:sum", f"sum by (namespace, node_group) (gpufleet:pod_gpus_requested:sum * on (node) group_left (node_group) gpufleet:node_group:info) / {per_gpu}"),
+        _record("namespace_node_group:gpufleet_gpus_allocated:sum", f"sum by (namespace, node_group) (sum by (namespace, node_group, resource) (gpufleet:pod_gpus_requested:sum * on (node) group_left (node_group) gpufleet:node_group:info) / {per_request})"),
         # Free GPUs on nodes that can take a pod now (Ready, not cordoned).
         _record(
             "gpufleet:node_gpus_free:sum",
@@ -167,7 +178,7 @@ def telemetry_groups(idle_sm_active_below: float, devices_per_gpu: Mapping[str, 
         # GPU's idleness is split between the pods holding it.
         _record(
             "namespace_node_group:gpufleet_gpus_idle:sum",
-            f'sum by (namespace, node_group) (label_replace(gpufleet:gpu_sm_active:avg5m{{exported_pod!=""}} < bool {thr}, "namespace", "$1", "exported_namespace", "(.+)")) / {per_gpu}',
+            f'sum by (namespace, node_group) (sum by (namespace, node_group, GPU_I_PROFILE) (label_replace(gpufleet:gpu_sm_active:avg5m{{exported_pod!=""}} < bool {thr}, "namespace", "$1", "exported_namespace", "(.+)")) / {per_series})',
         ),
         _record("node_group:gpufleet_gpus_allocated_idle:sum", "sum by (node_group) (namespace_node_group:gpufleet_gpus_idle:sum)"),
         _record("namespace:gpufleet_gpus_allocated:sum", "sum by (namespace) (namespace_node_group:gpufleet_gpus_allocated:sum)"),

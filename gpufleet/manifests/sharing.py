@@ -20,7 +20,7 @@ GPU Operator values.yaml `devicePlugin.config`, `migManager.config`):
 
 The resource name stays `nvidia.com/gpu` (renameByDefault false, MIG strategy `single`), so Kueue quotas, requests
 and the NVIDIA_VISIBLE_DEVICES policy treat every group alike; what one `nvidia.com/gpu` is worth on a group is
-`units_per_gpu(group)` devices per physical GPU. The exception is MIG strategy `mixed` (`sharing.migStrategy:
+`devices_per_gpu(group)` devices per physical GPU. The exception is MIG strategy `mixed` (`sharing.migStrategy:
 Mixed` with a per-GPU `layout`): every slice is then advertised as `nvidia.com/mig-<profile>`
 (NVIDIA/k8s-device-plugin internal/rm/rm.go AddDefaultResourcesToConfig: "mig-" + profile, for profiles whose
 compute and memory slices match). The strategy is one ClusterPolicy value (`mig.strategy`, passed to the device
@@ -118,6 +118,16 @@ def devices_per_gpu(group: NodeGroup) -> dict[str, int]:
     return {GPU_RESOURCE: 1}
 
 
+def advertised(group: NodeGroup, *, with_sharing: bool) -> dict[str, int]:
+    """gpu_resources in an environment with or without the sharing stage. Without it a mixed MIG group is not
+    partitioned (the MIG manager's config comes with the sharing stage) and advertises whole GPUs as
+    nvidia.com/gpu; other groups keep their device counts (quotas in slices or replicas either way)."""
+    info = catalog.lookup(group.instance_type)
+    if not with_sharing and is_mixed(group) and info is not None:
+        return {GPU_RESOURCE: info.gpu_count}
+    return gpu_resources(group)
+
+
 def gpu_resources(group: NodeGroup) -> dict[str, int]:
     """What the device plugin advertises on one node of the group once the sharing stage runs, by resource name."""
     info = catalog.lookup(group.instance_type)
@@ -133,15 +143,6 @@ def gpu_resources(group: NodeGroup) -> dict[str, int]:
         out[name] = out.get(name, 0) + gpus * per_gpu[name]
     return out
 
-
-def units_per_gpu(group: NodeGroup) -> float:
-    """Devices one physical GPU of the group advertises on average (replicas, MIG instances, or 1); a Mixed group's
-    profiles differ per GPU, so this is the node's devices over its GPUs (see devices_per_gpu for each)."""
-    info = catalog.lookup(group.instance_type)
-    if info is None:
-        return 1
-    total = sum(gpu_resources(group).values()) / info.gpu_count
-    return int(total) if total == int(total) else total
 
 
 def _uses_operator_plugin(group: NodeGroup) -> bool:
@@ -340,10 +341,10 @@ def contract_line(group: NodeGroup) -> str:
     """One plan.md table row: the group's sharing, what a pod gets, and its isolation contract."""
     info = catalog.lookup(group.instance_type)
     sharing = group.sharing
-    units = units_per_gpu(group)
+    per_gpu = devices_per_gpu(group)
+    units = per_gpu.get(GPU_RESOURCE, 1)
     contract = CONTRACTS[sharing.strategy]
     if is_mixed(group):
-        per_gpu = devices_per_gpu(group)
         what = "MIG mixed: " + ", ".join(f"{gpus} GPUs of {p} ({per_gpu[mig_resource(group, p)]} each)" for gpus, p in mig_layout(group))
     elif sharing.strategy is SharingStrategy.MIG:
         what = f"MIG {sharing.profile}: {units} per GPU"

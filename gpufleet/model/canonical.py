@@ -47,8 +47,10 @@ def canonical(model: FleetModel, group: NodeGroup) -> Workload:
             limits["hugepages-2Mi"] = f"{node.allocatable['hugepages-2Mi']}Mi"
         cpu_milli, memory = per.cpu_milli * units // per.devices, per.memory_mib * units // per.devices
     else:
-        # one unit of the group's most numerous device: nvidia.com/gpu, or the smallest slice of a mixed MIG layout
-        limits = {max(per_gpu_devices(group).items(), key=lambda item: item[1])[0]: 1}
+        # one unit of the group's most numerous device as the node advertises it: nvidia.com/gpu, or the smallest
+        # slice of a mixed MIG layout once the sharing stage partitions the node
+        per_gpu = {r: n for r, n in per_gpu_devices(group).items() if r in node.allocatable} or {GPU_RESOURCE: 1}
+        limits = {max(per_gpu.items(), key=lambda item: item[1])[0]: 1}
         cpu_milli, memory = per.cpu_milli // per.devices, per.memory_mib // per.devices
     # Guaranteed with whole CPUs: the shape the static CPU manager pins, the hardest for the Topology Manager.
     limits.update({"cpu": str(max(1, cpu_milli // 1000)), "memory": f"{memory}Mi"})

@@ -145,7 +145,8 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
         # time-slicing: gpufleet's config sets it (manifests/sharing.py); MPS: the plugin forces it on
         # (NVIDIA/k8s-device-plugin api/config/v1/config.go, "preserve the historical MPS behavior").
         fail_requests_greater_than_one=strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS),
-        mig_strategy=(MIG_MIXED if is_mixed(group) else MIG_SINGLE) if strategy is SharingStrategy.MIG else None,
+        # what the node advertises: mixed names only once the sharing stage partitions it (before, whole GPUs)
+        mig_strategy=(MIG_MIXED if any(r.startswith(MIG_PREFIX) for r in extended) else None if is_mixed(group) else MIG_SINGLE) if strategy is SharingStrategy.MIG else None,
         min_size=scaling["min_size"],
         max_size=scaling["max_size"],
         reserved=group.reservation.instance_count if group.reservation is not None and group.reservation.id is not None else None,

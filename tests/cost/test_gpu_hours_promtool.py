@@ -28,6 +28,7 @@ WHOLE = f"x{MINUTES}"
 TRAIN = "_x20 Nx5 stale"  # present at minutes 20..25
 SHARED = [("vision", "nb-a"), ("vision", "nb-b"), ("vision", "nb-c"), ("speech", "nb-d")]
 MIG = [("speech", f"mig-{i}") for i in range(7)]
+GPU = "nvidia_com_gpu"
 
 
 @pytest.fixture(scope="module")
@@ -68,12 +69,17 @@ def _ng(**labels: str) -> dict[str, str]:
 IDLE_MIG = 6 / 7
 # Every recording rule at minute 22 (vision's training pod running) and the hourly ones at minute 70.
 TELEMETRY_AT_22: dict[str, list[tuple[dict[str, str], float]]] = {
-    "gpufleet:devices_per_gpu": [(_ng(node_group="a100-mig"), 7), (_ng(node_group="h100"), 1), (_ng(node_group="l40s"), 1), (_ng(node_group="notebooks"), 4)],
+    "gpufleet:devices_per_gpu": [
+        (_ng(node_group="a100-mig", resource=GPU, GPU_I_PROFILE="1g.5gb"), 7),
+        (_ng(node_group="h100", resource=GPU), 1),
+        (_ng(node_group="l40s", resource=GPU), 1),
+        (_ng(node_group="notebooks", resource=GPU), 4),
+    ],
     "gpufleet:node_group:info": [(_ng(node="h1", node_group="h100"), 1), (_ng(node="nb1", node_group="notebooks"), 1), (_ng(node="m1", node_group="a100-mig"), 1)],
     "gpufleet:node_gpus_allocatable:sum": [(_ng(node="h1", node_group="h100"), 8), (_ng(node="nb1", node_group="notebooks"), 4), (_ng(node="m1", node_group="a100-mig"), 56)],
-    "gpufleet:pod_gpus_requested:sum": [(_ng(namespace="vision", pod="train", node="h1"), 8)]
-    + [(_ng(namespace=ns, pod=pod, node="nb1"), 1) for ns, pod in SHARED]
-    + [(_ng(namespace=ns, pod=pod, node="m1"), 1) for ns, pod in MIG],
+    "gpufleet:pod_gpus_requested:sum": [(_ng(namespace="vision", pod="train", node="h1", resource=GPU), 8)]
+    + [(_ng(namespace=ns, pod=pod, node="nb1", resource=GPU), 1) for ns, pod in SHARED]
+    + [(_ng(namespace=ns, pod=pod, node="m1", resource=GPU), 1) for ns, pod in MIG],
     "gpufleet:node_gpus_allocated:sum": [(_ng(node="h1", node_group="h100"), 8), (_ng(node="nb1", node_group="notebooks"), 4), (_ng(node="m1", node_group="a100-mig"), 7)],
     # Physical GPUs: 4 replicas of one A10G, 7 slices of one A100.
     "namespace_node_group:gpufleet_gpus_allocated:sum": [
@@ -173,3 +179,29 @@ def test_issue_figures_before_and_after(tmp_path: Path, groups: list[dict[str, A
         _expect('namespace:gpufleet_gpus_allocated:sum{namespace="vision"}', "60m", [(_ng(namespace="vision"), 0.75)], name="namespace:gpufleet_gpus_allocated:sum"),
     ]
     run_rule_tests(tmp_path, groups, [{"interval": "1m", "input_series": _inputs(), "promql_expr_test": tests}])
+
+
+def test_a_mixed_mig_layout_counts_each_slice_as_its_share(tmp_path: Path) -> None:
+    """a100-mig as `migStrategy: Mixed` (4 GPUs of 1g.5gb, 4 of 3g.20gb): `speech` holds the seven 1g.5gb slices of
+    one A100 (one busy) and one idle 3g.20gb slice, half of another A100: 1.5 GPUs held, 6/7 + 1/2 of a GPU idle."""
+    spec = tmp_path / "fleet.yaml"
+    layout = "{strategy: MIG, migStrategy: Mixed, layout: [{gpus: 4, profile: 1g.5gb}, {gpus: 4, profile: 3g.20gb}]}"
+    text = SPEC.read_text()
+    assert "sharing: {strategy: MIG, profile: 1g.5gb}" in text
+    spec.write_text(text.replace("sharing: {strategy: MIG, profile: 1g.5gb}", f"sharing: {layout}"))
+    groups = stage_rule_groups(spec, "prod", "telemetry")
+    inputs = ksm_node("m1", "a100-mig", 36, WHOLE)
+    for ns, pod in MIG:
+        inputs += ksm_pod(ns, pod, "m1", 1, f"N{WHOLE}", resource="nvidia_com_mig_1g_5gb")
+    inputs += ksm_pod("speech", "big", "m1", 1, f"N{WHOLE}", resource="nvidia_com_mig_3g_20gb")
+    inputs += [dcgm("DCGM_FI_PROF_SM_ACTIVE", "m1", 0, f"{0.5 if i == 0 else 0}{WHOLE}", pod=pod, mig=("1g.5gb", 7 + i)) for i, pod in enumerate(MIG)]
+    inputs.append(dcgm("DCGM_FI_PROF_SM_ACTIVE", "m1", 4, f"0{WHOLE}", pod=("speech", "big"), mig=("3g.20gb", 1)))
+    tests = [
+        _expect('gpufleet:devices_per_gpu{node_group="a100-mig"}', "22m", [
+            (_ng(node_group="a100-mig", resource="nvidia_com_mig_1g_5gb", GPU_I_PROFILE="1g.5gb"), 7),
+            (_ng(node_group="a100-mig", resource="nvidia_com_mig_3g_20gb", GPU_I_PROFILE="3g.20gb"), 2),
+        ], name="gpufleet:devices_per_gpu"),
+        _expect("namespace_node_group:gpufleet_gpus_allocated:sum", "22m", [(_ng(namespace="speech", node_group="a100-mig"), 1.5)]),
+        _expect("namespace_node_group:gpufleet_gpus_idle:sum", "22m", [(_ng(namespace="speech", node_group="a100-mig"), 6 / 7 + 0.5)]),
+    ]
+    run_rule_tests(tmp_path, groups, [{"interval": "1m", "input_series": inputs, "promql_expr_test": tests}])

@@ -152,6 +152,17 @@ def test_mig_mixed_advertises_each_profile_and_queues_cover_them(make_model: Mak
     assert explain(model, canonical(model, model.plan.fleet.node_group("a100-mig"))).runs
 
 
+def test_mig_mixed_before_the_sharing_stage_is_whole_gpus(make_model: MakeModel) -> None:
+    """dev stops at admission: no MIG manager config yet, so the node advertises whole GPUs and the queues count
+    nvidia.com/gpu, and the group's canonical pod still runs."""
+    model = make_model(_mixed, env="dev")
+    node = model.nodes["a100-mig"]
+    assert node.mig_strategy is None and node.allocatable["nvidia.com/gpu"] == 8 and not device_plugin.advertised_mig(node)
+    assert explain(model, canonical(model, model.plan.fleet.node_group("a100-mig"))).runs
+    queues = [r.args["object"] for s in model.plan.included() for r in s.content.resources if r.args.get("object", {}).get("kind") == "ClusterQueue"]
+    assert queues and not any(name.startswith("nvidia.com/mig-") for q in queues for name in q["spec"]["resourceGroups"][0]["coveredResources"])
+
+
 def test_mig_mixed_refuses_whole_gpus_and_unknown_profiles(make_model: MakeModel) -> None:
     model = make_model(_mixed)
     queued = explain(model, workload(_job("speech", {"nvidia.com/gpu": 1}, {"gpufleet.io/node-group": "a100-mig"}, {"kueue.x-k8s.io/queue-name": "speech"})))

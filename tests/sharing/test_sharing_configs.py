@@ -75,10 +75,10 @@ def test_mig_instances_match_the_operator_table_for_every_catalog_profile() -> N
 
 @pytest.mark.parametrize(
     ("group", "units"),
-    [("h100", 1), ("notebooks", 4), ("l40s-mps", 3), ("a100-mig", 4.5), ("ci", 2)],  # a100-mig: (4 x 7 + 4 x 2) / 8
+    [("h100", 1), ("notebooks", 4), ("l40s-mps", 3), ("ci", 2)],  # a100-mig (mixed): test_resource_names_follow_the_mig_strategy
 )
-def test_units_per_gpu(fleet: Fleet, group: str, units: float) -> None:
-    assert sharing.units_per_gpu(fleet.node_group(group)) == units
+def test_devices_per_gpu(fleet: Fleet, group: str, units: int) -> None:
+    assert sharing.devices_per_gpu(fleet.node_group(group)) == {"nvidia.com/gpu": units}
 
 
 SINGLE_MIG = {"strategy": "MIG", "profile": "2g.10gb"}

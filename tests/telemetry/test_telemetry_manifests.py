@@ -59,7 +59,11 @@ def _exprs(groups: list[dict]) -> dict[str, str]:
 
 
 def test_rules_name_the_upstream_metrics_and_labels() -> None:
-    e = _exprs(rules_promql.telemetry_groups(0.05, {"a100": 7}))
+    e = _exprs(rules_promql.telemetry_groups(0.05, [({"node_group": "a100", "resource": "nvidia_com_gpu", "GPU_I_PROFILE": "1g.5gb"}, 7)]))
+    # requests divide by their resource's figure, exporter series by their MIG profile's
+    assert "on (node_group, resource) group_left () gpufleet:devices_per_gpu" in e["namespace_node_group:gpufleet_gpus_allocated:sum"]
+    assert "on (node_group, GPU_I_PROFILE) group_left () gpufleet:devices_per_gpu" in e["namespace_node_group:gpufleet_gpus_idle:sum"]
+    assert rules_promql.ksm_resource("nvidia.com/mig-1g.5gb") == "nvidia_com_mig_1g_5gb"
     assert 'kube_node_status_allocatable{resource=~"nvidia_com_gpu|' in e["gpufleet:node_gpus_allocatable:sum"]
     assert "kube_pod_container_resource_requests{" in e["gpufleet:pod_gpus_requested:sum"] and 'node!=""' in e["gpufleet:pod_gpus_requested:sum"]
     assert "label_gpufleet_io_node_group" in e["gpufleet:node_group:info"]
