@@ -44,6 +44,21 @@ FORCE_NEW: Mapping[str, tuple[str, ...]] = {
     "aws:iam/role:Role": ("name", "namePrefix"),
     "aws:s3/bucket:Bucket": ("bucket", "bucketPrefix"),
     "aws:s3/bucketV2:BucketV2": ("bucket", "bucketPrefix"),
+    # The other AWS types gpufleet renders, ForceNew (RequiresReplace in plugin-framework resources) in
+    # terraform-provider-aws internal/service/<service>/<resource>.go. Each is keyed by what it attaches to, so
+    # it is replaced when that is (its input holds the replaced resource's ref). KMS keys: nothing gpufleet sets.
+    "aws:eks/accessEntry:AccessEntry": ("clusterName", "principalArn", "type"),
+    "aws:eks/accessPolicyAssociation:AccessPolicyAssociation": ("accessScope", "clusterName", "policyArn", "principalArn"),
+    "aws:eks/podIdentityAssociation:PodIdentityAssociation": ("clusterName", "namespace", "serviceAccount"),
+    "aws:iam/rolePolicy:RolePolicy": ("name", "namePrefix", "role"),
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": ("policyArn", "role"),
+    "aws:kms/alias:Alias": ("name", "namePrefix"),
+    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration": ("bucket", "expectedBucketOwner"),
+    "aws:s3/bucketOwnershipControls:BucketOwnershipControls": ("bucket",),
+    "aws:s3/bucketPolicy:BucketPolicy": ("bucket",),
+    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": ("bucket",),
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration": ("bucket", "expectedBucketOwner"),
+    "aws:s3/bucketVersioning:BucketVersioning": ("bucket", "expectedBucketOwner"),
     # pulumi-kubernetes provider/pkg/provider/helm_release.go (Diff: forceNewFields).
     "kubernetes:helm.sh/v3:Release": ("name", "namespace"),
     # pulumi-kubernetes provider/pkg/provider/diff.go `forceNew`, tag v4.32.0 (the same table from v4.26.0 to

@@ -89,10 +89,12 @@ def test_protected_bucket_rename_is_a_loud_replacement() -> None:
     new["checkpoint-bucket"]["inputs"]["bucket"] = "renamed"
     report = compare(old, new)
     replaced = [c for c in report.changes if c.action == "replace"]
-    assert [c.id for c in replaced] == ["checkpoint-bucket"] and replaced[0].protected
+    assert [(c.id, c.protected) for c in replaced] == [("checkpoint-bucket", True), ("checkpoint-bucket-encryption", False), ("checkpoint-bucket-public-access", False)]
     assert "!! protected resource checkpoint-bucket would be replaced" in diff_report.text(report, "a", "b")
-    # the encryption and access block follow the bucket (their `bucket` ref is new at deploy): updated, not replaced
-    assert {c.id: c.action for c in report.changes if c.id != "checkpoint-bucket"} == {"checkpoint-bucket-encryption": "update", "checkpoint-bucket-public-access": "update"}
+    # the encryption and access block follow the bucket: their `bucket` (ForceNew in terraform-provider-aws
+    # s3/bucket_server_side_encryption_configuration.go, s3/bucket_public_access_block.go) holds the replaced
+    # bucket's ref, new at deploy
+    assert [c.reasons for c in replaced[1:]] == [("bucket: new checkpoint-bucket.id at deploy",)] * 2
 
 
 def test_kubernetes_immutable_fields_and_parents() -> None:
