@@ -1,6 +1,6 @@
 """run the fleet policies over a synth tree and print each finding with its fix (exit 1 on a mandatory violation)
 
-`gpufleet check out/prod` verifies the tree (gpufleet.tree_reader: format, layout, digest), reads its inventory.json (every registered resource with its inputs and
+`gpufleet check out/prod` verifies the tree (gpufleet.tree_reader: format, layout, digest), reads its resources (every registered resource with its inputs and
 options, DESIGN.md section 5) and runs the same pure predicates as the CrossGuard pack in policies/
 (`pulumi preview --policy-pack policies`), so CI catches a violation before any credentials are involved.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from gpufleet.tree_reader import NotATree, read_tree
 from gpufleet.policies.rules import MANDATORY, RULES, Finding, evaluate
@@ -41,6 +42,12 @@ def run(args: argparse.Namespace) -> int:
     except NotATree as exc:
         print(f"gpufleet check: error: {args.dir} is not a synth tree: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    code, text = report(resources, args.dir)
+    print(text)
+    return code
+
+
+def report(resources: list[dict[str, Any]], directory: str) -> tuple[int, str]:
+    """(exit code, text) of the policies over the resources of the tree at `directory`."""
     findings = evaluate(resources)
-    print(render(findings, len(resources), args.dir))
-    return EXIT_VIOLATION if any(f.level == MANDATORY for f in findings) else EXIT_OK
+    return EXIT_VIOLATION if any(f.level == MANDATORY for f in findings) else EXIT_OK, render(findings, len(resources), directory)

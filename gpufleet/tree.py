@@ -5,10 +5,13 @@ Layout:
   NN-<stage>/k8s/<Kind>-<namespace|cluster>-<name>.yaml
   NN-<stage>/helm/<release>.yaml
   NN-<stage>/aws/<resource>.yaml
+Each fact is stored once: a resource's inputs live in its file (or, for resources without one, in inventory.json),
+and its inventory.json entry names the file with the file's sha256 (see `render`).
 plan.json names the tree format (`format`, `formatVersion`): it marks a directory as one gpufleet wrote, the only
 kind `synth --out` replaces (gpufleet.output writes it). It also names the fleet (`fleet`: name, cluster, region)
-and carries a digest of the whole tree, which `check` and `diff` verify (gpufleet.tree_reader). Output is byte-identical for the same input: sorted keys,
-no timestamps, no absolute paths.
+and carries a digest over plan.json, plan.md and inventory.json (see `digest`), which `check` and `diff` verify
+with the files' hashes (gpufleet.tree_reader). Output is byte-identical for the same input: sorted keys, no
+timestamps, no absolute paths.
 """
 
 from __future__ import annotations
@@ -29,7 +32,9 @@ from gpufleet.plan import RolloutPlan
 from gpufleet.pins import pins
 
 TREE_FORMAT = "gpufleet synth tree"
-TREE_FORMAT_VERSION = 1
+TREE_FORMAT_VERSION = 2  # 2: inventory.json references each resource's file instead of repeating its inputs
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+_HELM_FILE_KEYS = ("chart", "version", "namespace", "values")
 # The directories and files a tree may hold, relative to its root (the layout above).
 TREE_DIR = re.compile(r"\d\d-[a-z]+(/(k8s|helm|aws))?\Z")
 TREE_FILE = re.compile(r"(plan\.json|plan\.md|inventory\.json|\d\d-[a-z]+/(k8s|helm|aws)/[^/]+\.yaml)\Z")
@@ -118,35 +123,54 @@ def decode_user_data(value: str) -> str:
         return value
 
 
-def file_for(reg: Registration) -> str | None:
-    """Path of a registration's file within its stage directory, or None (inventory only)."""
-    inputs = reg.inputs
-    if reg.type == "kubernetes:helm.sh/v3:Release":
-        return f"helm/{inputs.get('name', reg.name)}.yaml"
-    if reg.type.startswith("kubernetes:") and "kind" in inputs:
+def file_for(entry: Mapping[str, Any]) -> str | None:
+    """Path of an inventory entry's file within the tree, or None (inventory only: components, providers)."""
+    if entry["stage"] is None:
+        return None
+    stage_dir, inputs = stages.directory(entry["stage"]), entry["inputs"]
+    if entry["type"] == HELM_RELEASE:
+        return f"{stage_dir}/helm/{inputs.get('name', entry['name'])}.yaml"
+    if entry["type"].startswith("kubernetes:") and "kind" in inputs:
         meta = inputs.get("metadata", {})
-        return f"k8s/{inputs['kind']}-{meta.get('namespace', 'cluster')}-{meta.get('name', reg.name)}.yaml"
-    if reg.type.startswith("aws:"):
-        return f"aws/{reg.name}.yaml"
+        return f"{stage_dir}/k8s/{inputs['kind']}-{meta.get('namespace', 'cluster')}-{meta.get('name', entry['name'])}.yaml"
+    if entry["type"].startswith("aws:"):
+        return f"{stage_dir}/aws/{entry['name']}.yaml"
     return None
 
 
-def document_for(reg: Registration) -> Any:
-    inputs = dict(reg.inputs)
-    if reg.type == "kubernetes:helm.sh/v3:Release":
-        return {
-            "chart": inputs.get("chart"),
-            "repository": (inputs.get("repositoryOpts") or {}).get("repo"),
-            "version": inputs.get("version"),
-            "namespace": inputs.get("namespace"),
-            "values": inputs.get("values", {}),
-        }
-    if reg.type.startswith("aws:"):
+def split_inputs(entry: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """An entry's inputs as (the document its file holds, the inputs the file does not hold).
+
+    A Kubernetes object's file is the object; an AWS resource's is its type, name and inputs with user data
+    decoded; a Helm release's is DESIGN's {chart, repository, version, namespace, values}, and the release's
+    other inputs (name, createNamespace, ...) stay in inventory.json. `join_inputs` is the inverse.
+    """
+    inputs = dict(entry["inputs"])
+    if entry["type"] == HELM_RELEASE:
+        repository = dict(inputs.pop("repositoryOpts", None) or {})
+        document = {key: inputs.pop(key, None) for key in _HELM_FILE_KEYS}
+        document["repository"] = repository.pop("repo", None)
+        document["values"] = document["values"] or {}
+        return document, {**inputs, **({"repositoryOpts": repository} if repository else {})}
+    if entry["type"].startswith("aws:"):
         data = inputs.get("userData")
         if isinstance(data, str):
             inputs["userData"] = decode_user_data(data)
-        return {"type": reg.type, "name": reg.name, "inputs": inputs}
-    return inputs
+        return {"type": entry["type"], "name": entry["name"], "inputs": inputs}, {}
+    return inputs, {}
+
+
+def join_inputs(entry: Mapping[str, Any], document: Any) -> dict[str, Any]:
+    """The inputs of an entry whose file holds `document` (the inverse of `split_inputs`; user data stays text)."""
+    rest = dict(entry.get("inputs", {}))
+    if entry["type"] == HELM_RELEASE:
+        inputs = {**rest, **{key: document[key] for key in _HELM_FILE_KEYS if document[key] is not None}}
+        if document["repository"] is not None:
+            inputs["repositoryOpts"] = {**rest.get("repositoryOpts", {}), "repo": document["repository"]}
+        return inputs
+    if entry["type"].startswith("aws:"):
+        return dict(document["inputs"])
+    return dict(document)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,16 +180,25 @@ class Tree:
     files: Mapping[str, str]
 
 
-def build_tree(plan: RolloutPlan, registrations: list[Registration], plan_md: str) -> Tree:
+# The options an inventory entry states only when they differ from these (what Pulumi assumes when not given).
+OPTION_DEFAULTS: Mapping[str, Any] = {
+    "parent": None,
+    "dependsOn": [],
+    "protect": False,
+    "retainOnDelete": False,
+    "ignoreChanges": [],
+    "replaceOnChanges": [],
+    "deleteBeforeReplace": False,
+}
+
+
+def inventory_entries(registrations: list[Registration]) -> list[dict[str, Any]]:
+    """Every registration as one resource entry (what `check`, `diff` and the policies read), sorted by stage then id."""
     by_name = {r.name: r for r in registrations}
-    files: dict[str, str] = {}
-    inventory: list[dict[str, Any]] = []
-    per_stage: dict[str, list[str]] = {s.directory: [] for s in plan.stages}
+    entries = []
     for reg in registrations:
         stage_dir = _stage_of(reg, by_name)
-        if stage_dir is not None:
-            per_stage[stage_dir].append(reg.name)
-        inventory.append(
+        entries.append(
             {
                 "id": reg.name,
                 "stage": stage_dir.split("-", 1)[1] if stage_dir else None,
@@ -181,15 +214,11 @@ def build_tree(plan: RolloutPlan, registrations: list[Registration], plan_md: st
                 "inputs": reg.inputs,
             }
         )
-        rel = file_for(reg)
-        if rel is not None and stage_dir is not None:
-            path = f"{stage_dir}/{rel}"
-            if path in files:
-                raise AssertionError(f"two resources render to {path}")
-            files[path] = dump_yaml(document_for(reg))
-    inventory.sort(key=lambda e: (stages.index(e["stage"]) if e["stage"] else 0, e["id"]))
-    files["inventory.json"] = dump_json(inventory)
-    files["plan.md"] = plan_md
+    return sorted(entries, key=lambda e: (stages.index(e["stage"]) if e["stage"] else 0, e["id"]))
+
+
+def build_tree(plan: RolloutPlan, registrations: list[Registration], plan_md: str) -> Tree:
+    entries = inventory_entries(registrations)
     summary: dict[str, Any] = {
         "format": TREE_FORMAT,
         "formatVersion": TREE_FORMAT_VERSION,
@@ -197,13 +226,38 @@ def build_tree(plan: RolloutPlan, registrations: list[Registration], plan_md: st
         "environment": plan.environment,
         "through": plan.through,
         "stages": [
-            {"index": s.index, "name": s.name, "included": s.included, "resources": sorted(per_stage.get(s.directory, []))}
+            {"index": s.index, "name": s.name, "included": s.included, "resources": sorted(e["id"] for e in entries if e["stage"] == s.name)}
             for s in plan.stages
         ],
         "versions": pins(plan),
         "warnings": list(plan.warnings),
     }
-    files["plan.json"] = dump_json({**summary, "digest": digest(summary, files)})
+    return render(summary, entries, plan_md)
+
+
+def render(summary: Mapping[str, Any], entries: list[dict[str, Any]], plan_md: str) -> Tree:
+    """The files of a tree: each resource's file, inventory.json referencing it, plan.md, and plan.json sealing them.
+
+    Each fact is written once: a resource with a file keeps in inventory.json only what the file does not hold
+    (its options, the file's path and sha256), so a change to an object changes its file and one hash line. An
+    entry leaves out its name (its id) and every option at its default (OPTION_DEFAULTS); the reader restores them.
+    """
+    files: dict[str, str] = {}
+    inventory: list[dict[str, Any]] = []
+    for entry in entries:
+        record = {key: value for key, value in entry.items() if key not in ("name", "inputs") and value != OPTION_DEFAULTS.get(key, ...)}
+        path = file_for(entry)
+        if path is None:
+            inventory.append({**record, "inputs": entry["inputs"]})
+            continue
+        if path in files:
+            raise AssertionError(f"two resources render to {path}")
+        document, rest = split_inputs(entry)
+        files[path] = dump_yaml(document)
+        inventory.append({**record, "file": path, "sha256": sha256(files[path]), **({"inputs": rest} if rest else {})})
+    files["inventory.json"] = dump_json(inventory)
+    files["plan.md"] = plan_md
+    files["plan.json"] = dump_json({**summary, "digest": digest(summary, inventory, plan_md)})
     return Tree(files=dict(sorted(files.items())))
 
 
@@ -212,17 +266,20 @@ def fleet_identity(plan: RolloutPlan) -> dict[str, str]:
     return {"name": plan.fleet.name, "cluster": plan.fleet.cluster.name, "region": plan.fleet.cluster.region}
 
 
-def digest(summary: Mapping[str, Any], files: Mapping[str, str]) -> str:
-    """sha256 over plan.json without its digest and every other file of the tree (path, NUL, text, NUL; sorted).
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
-    It lets `check` and `diff` tell a tree as synth wrote it from one that was edited, truncated or damaged
-    since, instead of trusting (and crashing on) whatever the files hold.
+
+def digest(summary: Mapping[str, Any], inventory: list[dict[str, Any]], plan_md: str) -> str:
+    """sha256 over plan.json without its digest, inventory.json without the files' hashes, and plan.md.
+
+    With the hash of each resource's file in its inventory entry, it lets `check` and `diff` tell a tree as synth
+    wrote it from one that was edited, truncated or damaged since, instead of trusting (and crashing on) whatever
+    the files hold. The files' hashes stay out of it so that a change to one object changes that object's file and
+    its hash line, not a line every other change also touches (two branches changing different objects merge).
     """
-    sha = hashlib.sha256(dump_json(summary).encode("utf-8"))
-    for path in sorted(files):
-        if path != "plan.json":
-            sha.update(f"{path}\0{files[path]}\0".encode("utf-8"))
-    return f"sha256:{sha.hexdigest()}"
+    sealed = [{key: value for key, value in entry.items() if key != "sha256"} for entry in inventory]
+    return "sha256:" + sha256(f"{dump_json(summary)}\0{dump_json(sealed)}\0{plan_md}")
 
 
 def tree_problem(root: Path) -> str | None:

@@ -1,19 +1,29 @@
 """Read a synth tree for `check` and `diff`, refusing anything but a complete tree exactly as synth wrote it.
 
 A tree is trusted only when its plan.json names the tree format in a version this gpufleet reads, nothing in
-the directory lies outside the tree layout, and the digest in plan.json matches the files (gpufleet.tree.digest).
-A tree that holds only inventory.json, an emptied inventory, YAML replaced by garbage or a hand-edited file is
-"not a synth tree" (exit 2) rather than a clean result or a crash.
+the directory lies outside the tree layout, the digest in plan.json matches plan.json, plan.md and inventory.json
+(gpufleet.tree.digest), and every resource file is there, matches the sha256 its inventory entry gives and is
+some entry's file. A tree that holds only inventory.json, an emptied inventory, YAML replaced by garbage or a
+hand-edited file is "not a synth tree" (exit 2) rather than a clean result or a crash.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
-from gpufleet.tree import TREE_DIR, TREE_FILE, TREE_FORMAT, TREE_FORMAT_VERSION, digest
+import yaml
+
+from gpufleet.tree import OPTION_DEFAULTS, TREE_DIR, TREE_FILE, TREE_FORMAT, TREE_FORMAT_VERSION, digest, join_inputs, sha256
+
+# LibYAML's loader (PyYAML's C extension) reads what either emitter wrote, several times faster
+_LOADER = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
+_INDEX = ("plan.json", "inventory.json", "plan.md")
 
 # plan.json of the largest fleet is a few hundred KB; anything far bigger is not one
 _MAX_PLAN_BYTES = 16 * 1024 * 1024
@@ -26,7 +36,7 @@ class NotATree(Exception):
 @dataclass(frozen=True, slots=True)
 class SynthTree:
     plan: dict[str, Any]  # plan.json
-    resources: list[dict[str, Any]]  # inventory.json
+    resources: list[dict[str, Any]]  # inventory.json's entries, each with its inputs (gpufleet.tree.inventory_entries)
 
     @property
     def fleet(self) -> dict[str, str]:
@@ -57,8 +67,9 @@ def _plan(root: Path) -> dict[str, Any]:
         raise NotATree(f'plan.json does not say format "{TREE_FORMAT}"')
     version = plan.get("formatVersion")
     if version != TREE_FORMAT_VERSION:
-        newer = isinstance(version, int) and not isinstance(version, bool) and version > TREE_FORMAT_VERSION
-        why = "written by a newer gpufleet; upgrade it" if newer else "not a version gpufleet writes"
+        why = "not a version gpufleet writes"
+        if isinstance(version, int) and not isinstance(version, bool) and version > 0:
+            why = "written by a newer gpufleet; upgrade it" if version > TREE_FORMAT_VERSION else "written by an older gpufleet; synthesise it again"
         raise NotATree(f"plan.json: format version {json.dumps(version)}: {why} (this gpufleet reads version {TREE_FORMAT_VERSION})")
     if not isinstance(plan.get("digest"), str):
         raise NotATree("plan.json has no digest")
@@ -89,6 +100,60 @@ def _files(root: Path) -> dict[str, str]:
     return files
 
 
+DIGEST = "plan.json, plan.md or inventory.json differ from what synth wrote (the digest in plan.json does not match); synthesise it again"
+
+
+def _inventory(plan: dict[str, Any], files: Mapping[str, str]) -> list[dict[str, Any]]:
+    """inventory.json, once the digest proves it, plan.json and plan.md as synth wrote them."""
+    for required in ("inventory.json", "plan.md"):
+        if required not in files:
+            raise NotATree(f"no {required}")
+    try:
+        inventory = json.loads(files["inventory.json"])
+    except (ValueError, RecursionError):
+        raise NotATree(DIGEST) from None
+    if not isinstance(inventory, list) or not all(isinstance(entry, dict) for entry in inventory):
+        raise NotATree(DIGEST)
+    summary = {key: value for key, value in plan.items() if key != "digest"}
+    if plan["digest"] != digest(summary, inventory, files["plan.md"]):
+        raise NotATree(DIGEST)
+    return inventory
+
+
+def _verify_files(inventory: list[dict[str, Any]], files: Mapping[str, str]) -> None:
+    """Every file an entry names is there as synth wrote it, and every other file is some entry's."""
+    named = set(_INDEX)
+    for entry in inventory:
+        if "file" not in entry:
+            continue
+        rel = entry["file"]
+        named.add(rel)
+        if rel not in files:
+            raise NotATree(f"no {rel} (inventory.json lists it)")
+        if sha256(files[rel]) != entry["sha256"]:
+            raise NotATree(f"{rel} differs from what synth wrote (its sha256 in inventory.json does not match); synthesise it again")
+    stray = sorted(set(files) - named)
+    if stray:
+        raise NotATree(f"{stray[0]} is the file of no resource in inventory.json")
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> bytes:
+    """A file's document, parsed once per content: `diff` reads two trees that share most of their files, and
+    unpickling a private copy costs a tenth of parsing the YAML again."""
+    return pickle.dumps(yaml.load(text, Loader=_LOADER))
+
+
+def resources(inventory: list[dict[str, Any]], files: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The entries of a verified tree with their inputs, read back from the files that hold them."""
+    out = []
+    for entry in inventory:
+        record = {key: value for key, value in entry.items() if key not in ("file", "sha256", "inputs")}
+        inputs = join_inputs(entry, pickle.loads(_parsed(files[entry["file"]]))) if "file" in entry else entry["inputs"]
+        out.append({**copy.deepcopy(OPTION_DEFAULTS), **record, "name": entry["id"], "inputs": inputs})
+    return out
+
+
 def read_tree(directory: str | Path) -> SynthTree:
     """The tree at `directory`; raises NotATree with the reason when it is not one to trust."""
     root = Path(directory)
@@ -96,11 +161,7 @@ def read_tree(directory: str | Path) -> SynthTree:
         raise NotATree("not a directory" if root.exists() else "no such directory")
     plan = _plan(root)
     files = _files(root)
-    for required in ("inventory.json", "plan.md"):
-        if required not in files:
-            raise NotATree(f"no {required}")
-    summary = {key: value for key, value in plan.items() if key != "digest"}
-    if plan["digest"] != digest(summary, files):
-        raise NotATree("its files differ from what synth wrote (the digest in plan.json does not match); synthesise it again")
-    # The digest matches: both files are exactly as gpufleet.tree.build_tree wrote them.
-    return SynthTree(plan=plan, resources=json.loads(files["inventory.json"]))
+    inventory = _inventory(plan, files)
+    _verify_files(inventory, files)
+    # Every file is exactly as gpufleet.tree.render wrote it.
+    return SynthTree(plan=plan, resources=resources(inventory, files))

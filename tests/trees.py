@@ -1,16 +1,28 @@
-"""Test helper: re-seal a synth tree after a test edited it on purpose (gpufleet.tree.digest)."""
+"""Test helpers: read a synth tree's resources, and write a tree a test edited on purpose as synth would have."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
+from typing import Any
 
-from gpufleet.tree import digest, dump_json
+from gpufleet.tree import render
+from gpufleet.tree_reader import read_tree
 
 
-def reseal(root: Path) -> None:
-    """Recompute plan.json's digest, as if synth had written the edited files."""
-    plan = json.loads((root / "plan.json").read_text())
-    plan.pop("digest")
-    files = {p.relative_to(root).as_posix(): p.read_text() for p in root.rglob("*") if p.is_file() and p.name != "plan.json"}
-    (root / "plan.json").write_text(dump_json({**plan, "digest": digest(plan, files)}))
+def resources(root: Path) -> list[dict[str, Any]]:
+    """The entries of the tree at `root`, each with its inputs (what `check` and `diff` read)."""
+    return read_tree(root).resources
+
+
+def rewrite(root: Path, entries: list[dict[str, Any]] | None = None, plan: dict[str, Any] | None = None) -> None:
+    """Write the tree at `root` again from (edited) resource entries and plan.json, sealed as synth seals a tree."""
+    plan = plan if plan is not None else json.loads((root / "plan.json").read_text())
+    summary = {key: value for key, value in plan.items() if key != "digest"}
+    files = render(summary, resources(root) if entries is None else entries, (root / "plan.md").read_text()).files
+    for path in root.iterdir():
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)

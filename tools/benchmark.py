@@ -33,6 +33,7 @@ from gpufleet.pipeline import load_fleet
 from gpufleet.plan import render_table
 from gpufleet.rollout import build_plan
 from gpufleet.synth import synth_tree
+from gpufleet.tree_reader import resources
 
 ROOT = Path(__file__).resolve().parents[1]
 TYPES = ["p5.48xlarge", "p4d.24xlarge", "g6e.12xlarge", "g5.xlarge", "g6.2xlarge"]
@@ -91,24 +92,30 @@ class FloorMocks(pulumi_mocks.Mocks):
         return {}
 
 
-def floor(inventory_path: str) -> None:
+def load_inventory(tree_path: str) -> list[dict[str, Any]]:
+    """The entries, with their inputs, of the tree `synth` left (read before the floor's clock starts)."""
+    files: dict[str, str] = json.loads(Path(tree_path).read_text())
+    return resources(json.loads(files["inventory.json"]), files)
+
+
+def floor(inventory: list[dict[str, Any]]) -> None:
     """Child process: replay an inventory under the mock runtime synth uses."""
-    inventory = json.loads(Path(inventory_path).read_text())
     run_under_mocks(FloorMocks(), lambda: replay(inventory), "prod")
 
 
-def synth(spec: str, env: str, inventory_path: str) -> None:
-    """Child process: `gpufleet synth` without writing files; leaves inventory.json for the floor."""
+def synth(spec: str, env: str, tree_path: str) -> None:
+    """Child process: `gpufleet synth` without writing files; leaves the tree's files for the floor."""
     _, tree = synth_tree(load_fleet(spec, env).environments[env], env)
-    Path(inventory_path).write_text(tree.files["inventory.json"])
+    Path(tree_path).write_text(json.dumps(dict(tree.files)))
 
 
 def child(argv: list[str]) -> None:
     """Measure one synth or floor run. Both processes import the same modules (above) before the clock starts:
     the Pulumi runtime and SDK packages; the SDK submodules synth loads on demand are counted in synth."""
     kind, *args = argv
+    inventory = load_inventory(args[0]) if kind == "floor" else []
     start = time.process_time()
-    synth(*args) if kind == "synth" else floor(*args)
+    synth(*args) if kind == "synth" else floor(inventory)
     cpu = time.process_time() - start
     print(json.dumps({"cpu": cpu, "mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
@@ -158,10 +165,10 @@ def main() -> None:
             spec.write_text(generated_fleet(n, 3 * n))
             cases.append((f"{n} node groups, {3 * n} teams", spec, n))
         for label, spec, n in cases:
-            inventory = Path(tmp) / f"inventory-{n}.json"
-            s = best(args.repeat, "synth", str(spec), "prod", str(inventory))
-            f = best(args.repeat, "floor", str(inventory))
-            count = len(json.loads(inventory.read_text()))
+            tree = Path(tmp) / f"tree-{n}.json"
+            s = best(args.repeat, "synth", str(spec), "prod", str(tree))
+            f = best(args.repeat, "floor", str(tree))
+            count = len(load_inventory(str(tree)))
             times[n] = s["cpu"]
             print(f"  {label:28s} {count:9d} {s['cpu']:8.2f} {f['cpu']:8.2f} {s['cpu'] / f['cpu']:6.2f} {s['mib']:10.0f} {f['mib']:10.0f}")
     for small, large in ((24, 96), (12, 48)):

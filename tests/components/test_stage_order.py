@@ -13,9 +13,10 @@ import pytest
 
 from gpufleet.pipeline import load_fleet
 from gpufleet.rollout import build_plan
+from tests.trees import resources
 
 ROOT = Path(__file__).resolve().parents[2]
-TREES = sorted((ROOT / "tests" / "golden" / "trees").glob("*/*/inventory.json"))
+TREES = sorted(p.parent for p in (ROOT / "tests" / "golden" / "trees").glob("*/*/plan.json"))
 REF = re.compile(r"<ref:([^.>]+)\.")
 
 
@@ -35,9 +36,9 @@ def _closure(start: str, by_id: dict[str, dict[str, Any]]) -> set[str]:
     return seen
 
 
-@pytest.mark.parametrize("path", TREES, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
+@pytest.mark.parametrize("path", TREES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_each_stage_waits_for_the_whole_previous_stage_through_its_readiness(path: Path) -> None:
-    inventory = json.loads(path.read_text())
+    inventory = resources(path)
     by_id = {e["id"]: e for e in inventory}
     components = [e["id"] for e in inventory if e["type"].startswith("gpufleet:stage:")]
     assert components == sorted(components) and len(components) >= 2
@@ -61,7 +62,7 @@ def test_each_stage_waits_for_the_whole_previous_stage_through_its_readiness(pat
 
 def test_the_readiness_names_the_gates() -> None:
     plan = build_plan(load_fleet(str(ROOT / "fleet.yaml"), "prod").environments["prod"], "prod")
-    inventory = {e["id"]: e for e in json.loads((ROOT / "tests/golden/trees/example/prod/inventory.json").read_text())}
+    inventory = {e["id"]: e for e in resources(ROOT / "tests/golden/trees/example/prod")}
     gated = [s for s in plan.included() if s.content.gates]
     assert {s.name for s in gated} == {"network", "health"}
     for stage in gated:

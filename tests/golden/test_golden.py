@@ -55,3 +55,8 @@ def test_synth_is_byte_identical_twice() -> None:
     # A fresh synth against the session's (tests/synthesized.py): two separate recordings either way.
     fleet = load_fleet(str(ROOT / "fleet.yaml"), "prod").environments["prod"]
     assert synth_tree(fleet, "prod")[1] == tree_of(ROOT / "fleet.yaml", "prod")
+
+
+def test_every_golden_tree_is_of_a_case() -> None:
+    """A golden tree left behind by a removed case or environment would be read by other tests but never compared."""
+    assert sorted(p.parent.relative_to(HERE / "trees").as_posix() for p in (HERE / "trees").glob("*/*/plan.json")) == sorted(f"{c}/{e}" for c, _, e in cases())

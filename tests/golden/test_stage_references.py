@@ -8,16 +8,16 @@ GPUs, until the later stage lands; a pod's configMap/secret volume, env source o
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
 from gpufleet import stages
+from tests.trees import resources
 
 TREES = Path(__file__).resolve().parent / "trees"
-INVENTORIES = sorted(TREES.glob("*/*/inventory.json"))
+TREE_DIRS = sorted(p.parent for p in TREES.glob("*/*/plan.json"))
 # Pod-spec keys whose value names an object: key -> (kind, field holding the name).
 POD_REFERENCES = {
     "configMap": ("ConfigMap", "name"),
@@ -85,9 +85,9 @@ def later_references(inventory: list[dict[str, Any]]) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("inventory", INVENTORIES, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
-def test_no_stage_references_an_object_of_a_later_stage(inventory: Path) -> None:
-    assert later_references(json.loads(inventory.read_text())) == []
+@pytest.mark.parametrize("tree", TREE_DIRS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_no_stage_references_an_object_of_a_later_stage(tree: Path) -> None:
+    assert later_references(resources(tree)) == []
 
 
 def test_the_check_sees_a_late_config_map() -> None:

@@ -16,6 +16,7 @@ from gpufleet.plan import Resource
 from gpufleet.spec import Fabric
 from gpufleet.versions import image_is_pinned
 from tests.network.fleets import HEAD, RDMA, fleet, group, plan
+from tests.trees import resources
 
 K8S_EFFECT = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 
@@ -282,7 +283,7 @@ def test_later_stages_wait_for_the_network_stage() -> None:
     """The gate blocks the rollout: the Job is a child of the network stage component and a dependency of its
     readiness, and every storage resource depends on that readiness, as recorded in the golden inventory of the
     Pulumi program (tests/components/test_stage_order.py checks the readiness of every stage)."""
-    inventory = json.loads((Path(__file__).resolve().parents[1] / "golden" / "trees" / "network-efa" / "prod" / "inventory.json").read_text())
+    inventory = resources(Path(__file__).resolve().parents[1] / "golden" / "trees" / "network-efa" / "prod")
     job = next(e for e in inventory if e["id"] == "job-gpufleet-network-nccl-gate-h100")
     assert job["parent"] == "05-network"
     ready = next(e for e in inventory if e["id"] == "05-network-ready")

@@ -1,12 +1,10 @@
 """`gpufleet check DIR`: clean on every golden tree and on a fresh synth of the example; each violation planted
-into a real tree is reported with its rule name and resource, and a mandatory one fails the command."""
+into the resources of a real tree (as `check` reads them from it) is reported with its rule name and resource, and
+a mandatory one fails the command (its exit code)."""
 
 from __future__ import annotations
 
-import base64
 import copy
-import json
-import shutil
 from pathlib import Path
 from typing import Any, Callable
 
@@ -14,11 +12,12 @@ import pytest
 
 from gpufleet.cli import main
 from gpufleet.output import write_tree
+from gpufleet.check import report
 from tests.synthesized import tree_of
-from tests.trees import reseal
+from tests.trees import resources
 
 ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = sorted(p.parent for p in (ROOT / "tests" / "golden" / "trees").glob("*/*/inventory.json"))
+GOLDEN = sorted(p.parent for p in (ROOT / "tests" / "golden" / "trees").glob("*/*/plan.json"))
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +25,11 @@ def prod_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("synth") / "prod"
     write_tree(tree_of(ROOT / "fleet.yaml", "prod"), str(out))
     return out
+
+
+@pytest.fixture(scope="module")
+def prod_resources(prod_tree: Path) -> list[dict[str, Any]]:
+    return resources(prod_tree)
 
 
 def check(directory: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -52,8 +56,7 @@ def _find(inventory: list[dict[str, Any]], rid: str) -> dict[str, Any]:
 
 def _user_data(inventory: list[dict[str, Any]], rid: str, edit: Callable[[str], str]) -> None:
     entry = _find(inventory, rid)
-    text = base64.b64decode(entry["inputs"]["userData"]).decode()
-    entry["inputs"]["userData"] = base64.b64encode(edit(text).encode()).decode()
+    entry["inputs"]["userData"] = edit(entry["inputs"]["userData"])  # a tree holds user data as text
 
 
 def _kube(inventory: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
@@ -101,14 +104,12 @@ PLANTED: list[tuple[str, Callable[[list[dict[str, Any]]], None], str, str]] = [
 
 
 @pytest.mark.parametrize(("rule", "plant", "resource", "level"), PLANTED, ids=[f"{p[0]}-{i}" for i, p in enumerate(PLANTED)])
-def test_planted_violation_is_caught(rule: str, plant: Callable[[list[dict[str, Any]]], None], resource: str, level: str, prod_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    inventory = copy.deepcopy(json.loads((prod_tree / "inventory.json").read_text()))
+def test_planted_violation_is_caught(
+    rule: str, plant: Callable[[list[dict[str, Any]]], None], resource: str, level: str, prod_resources: list[dict[str, Any]]
+) -> None:
+    inventory = copy.deepcopy(prod_resources)
     plant(inventory)
-    planted = tmp_path / "prod"
-    shutil.copytree(prod_tree, planted)
-    (planted / "inventory.json").write_text(json.dumps(inventory))
-    reseal(planted)
-    code, out = check(planted, capsys)
+    code, out = report(inventory, "prod")
     assert f"{level} {rule} {resource}: " in out, out
     assert "\n  fix: " in out
     reported = {line.split(" ")[1] for line in out.splitlines() if line.startswith(("MANDATORY ", "ADVISORY "))}

@@ -11,6 +11,7 @@ from gpufleet.builders import storage
 from gpufleet.builders.cluster import POD_IDENTITY_ADDON
 from gpufleet.plan import Ref
 from tests.network.fleets import HEAD, fleet, group, plan
+from tests.trees import resources
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "trees"
 
@@ -35,7 +36,7 @@ def resource(c, rid: str):
 
 @pytest.fixture(scope="module")
 def golden_inventory() -> dict[str, dict]:
-    entries = json.loads((GOLDEN / "network-efa" / "prod" / "inventory.json").read_text())
+    entries = resources(GOLDEN / "network-efa" / "prod")
     return {e["id"]: e for e in entries}
 
 

@@ -16,6 +16,7 @@ from gpufleet.pipeline import validate_loaded
 from gpufleet.load import load_text
 from gpufleet.spec import Fleet
 from gpufleet.versions import COMPONENTS, default_release
+from tests.trees import resources
 
 ROOT = Path(__file__).resolve().parents[2]
 FIRST_HOUR = ROOT / "tests" / "specs" / "valid" / "first-hour.yaml"
@@ -42,7 +43,7 @@ def test_the_minimal_spec_validates_plans_and_synthesises(capsys: pytest.Capture
     expected = {"gpuOperator", "clusterAutoscaler", "kubePrometheusStack", "kueue"} | ({"nodeProblemDetector"} if env == "prod" else set())
     assert plan["versions"] == {key: {"version": default_release(key), "from": "tested"} for key in sorted(expected)}
     assert f"| Kueue | {default_release('kueue')} | tested with this gpufleet (not pinned in the spec) |" in (out / "plan.md").read_text()
-    inventory = json.loads((out / "inventory.json").read_text())
+    inventory = resources(out)
     system = next(r for r in inventory if r["id"] == "system-node-group")
     assert system["inputs"]["releaseVersion"] == ami_releases.newest(ami_releases.SYSTEM_NODES_AMI_TYPE, "1.33")
 

@@ -13,8 +13,11 @@ import pytest
 from gpufleet.cli import main
 from gpufleet.output import write_tree
 from gpufleet.pipeline import load_fleet
+from gpufleet.rollout import build_plan
 from gpufleet.synth import synth_tree
-from tests.trees import reseal
+from gpufleet.tree import HELM_RELEASE, decode_user_data, inventory_entries
+from gpufleet.tree_reader import read_tree
+from tests.trees import rewrite
 
 ROOT = Path(__file__).resolve().parents[2]
 MINIMAL = ROOT / "tests/specs/valid/minimal.yaml"
@@ -37,26 +40,38 @@ def _plan_edit(edit: Callable[[dict[str, object]], None]) -> Callable[[Path], No
     return apply
 
 
+def _unprotect_cluster(root: Path) -> None:
+    inventory = json.loads((root / "inventory.json").read_text())
+    next(e for e in inventory if e["id"] == "cluster").update(protect=False)
+    (root / "inventory.json").write_text(json.dumps(inventory))
+
+
 def _nested(root: Path) -> None:
     (root / "plan.json").write_text("[" * 100_000 + "]" * 100_000)
 
 
-DIGEST = "its files differ from what synth wrote (the digest in plan.json does not match); synthesise it again"
+DIGEST = "plan.json, plan.md or inventory.json differ from what synth wrote (the digest in plan.json does not match); synthesise it again"
+CHANGED = f"{YAML_FILE} differs from what synth wrote (its sha256 in inventory.json does not match); synthesise it again"
 
 DAMAGE: list[tuple[str, Callable[[Path], None], str]] = [
     ("only-inventory", lambda r: [p.unlink() if p.is_file() and p.name != "inventory.json" else None for p in r.iterdir()] and shutil.rmtree(r / "01-foundation"), "no plan.json"),
     ("empty-inventory", lambda r: (r / "inventory.json").write_text("[]\n"), DIGEST),
-    ("yaml-garbage", lambda r: (r / YAML_FILE).write_text("\x00: [garbage\n"), DIGEST),
-    ("yaml-removed", lambda r: (r / YAML_FILE).unlink(), DIGEST),
-    ("yaml-added", lambda r: (r / "01-foundation/aws/extra.yaml").write_text("a: 1\n"), DIGEST),
+    ("inventory-garbage", lambda r: (r / "inventory.json").write_text("[{garbage"), DIGEST),
+    ("inventory-entry-edited", _unprotect_cluster, DIGEST),
+    ("yaml-garbage", lambda r: (r / YAML_FILE).write_text("\x00: [garbage\n"), CHANGED),
+    ("yaml-edited", lambda r: (r / YAML_FILE).write_text((r / YAML_FILE).read_text() + "extra: 1\n"), CHANGED),
+    ("yaml-removed", lambda r: (r / YAML_FILE).unlink(), f"no {YAML_FILE} (inventory.json lists it)"),
+    ("yaml-added", lambda r: (r / "01-foundation/aws/extra.yaml").write_text("a: 1\n"), "01-foundation/aws/extra.yaml is the file of no resource in inventory.json"),
+    ("plan-md-edited", lambda r: (r / "plan.md").write_text((r / "plan.md").read_text() + "\n"), DIGEST),
     ("inventory-removed", lambda r: (r / "inventory.json").unlink(), "no inventory.json"),
     ("plan-md-removed", lambda r: (r / "plan.md").unlink(), "no plan.md"),
     ("plan-json-garbage", lambda r: (r / "plan.json").write_text("{garbage"), "plan.json is not valid JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"),
     ("plan-json-nested", _nested, "plan.json is not valid JSON: maximum recursion depth exceeded while decoding a JSON array from a unicode string"),
     ("plan-json-list", lambda r: (r / "plan.json").write_text("[]"), 'plan.json does not say format "gpufleet synth tree"'),
     ("no-format", _plan_edit(lambda p: p.pop("format")), 'plan.json does not say format "gpufleet synth tree"'),
-    ("newer-format", _plan_edit(lambda p: p.update(formatVersion=2)), "plan.json: format version 2: written by a newer gpufleet; upgrade it (this gpufleet reads version 1)"),
-    ("string-format", _plan_edit(lambda p: p.update(formatVersion="1")), 'plan.json: format version "1": not a version gpufleet writes (this gpufleet reads version 1)'),
+    ("newer-format", _plan_edit(lambda p: p.update(formatVersion=3)), "plan.json: format version 3: written by a newer gpufleet; upgrade it (this gpufleet reads version 2)"),
+    ("older-format", _plan_edit(lambda p: p.update(formatVersion=1)), "plan.json: format version 1: written by an older gpufleet; synthesise it again (this gpufleet reads version 2)"),
+    ("string-format", _plan_edit(lambda p: p.update(formatVersion="2")), 'plan.json: format version "2": not a version gpufleet writes (this gpufleet reads version 2)'),
     ("no-digest", _plan_edit(lambda p: p.pop("digest")), "plan.json has no digest"),
     ("plan-edited", _plan_edit(lambda p: p.update(environment="prod")), DIGEST),
     ("foreign-file", lambda r: (r / "notes.txt").write_text("mine\n"), "notes.txt is not part of a synth tree"),
@@ -94,8 +109,7 @@ def test_diff_warns_when_the_trees_are_of_different_fleets(mini: Path, tmp_path:
     shutil.copytree(mini, other)
     plan = json.loads((other / "plan.json").read_text())
     plan["fleet"] = {"name": "mini", "cluster": "mini", "region": "eu-west-1"}
-    (other / "plan.json").write_text(json.dumps(plan))
-    reseal(other)
+    rewrite(other, plan=plan)
     assert main(["diff", str(mini), str(other)]) == 0
     out, err = capsys.readouterr()
     assert err == (
@@ -103,3 +117,17 @@ def test_diff_warns_when_the_trees_are_of_different_fleets(mini: Path, tmp_path:
         f"{other} of fleet mini (cluster mini in eu-west-1)\n"
     )
     assert "no changes" in out
+
+
+def test_the_reader_gives_back_every_registration_with_its_inputs() -> None:
+    """Each input is stored once (in the resource's file, or inventory.json for what no file holds), and the reader
+    joins them back into exactly the entries synth recorded; only launch template user data stays decoded text."""
+    from gpufleet.components.synth import record
+
+    fleet = load_fleet(str(ROOT / "fleet.yaml"), "prod").environments["prod"]
+    expected = json.loads(json.dumps(inventory_entries(record(build_plan(fleet, "prod")))))
+    for entry in expected:
+        if "userData" in entry["inputs"]:
+            entry["inputs"]["userData"] = decode_user_data(entry["inputs"]["userData"])
+    assert sum(e["type"] == HELM_RELEASE for e in expected) >= 5 and sum("userData" in e["inputs"] for e in expected) >= 4
+    assert read_tree(ROOT / "tests/golden/trees/example/prod").resources == expected

@@ -13,7 +13,8 @@ import yaml
 
 from gpufleet import load
 from gpufleet import tree
-from gpufleet.tree import DUMPER, PURE_DUMPER, Registration, document_for, dump_yaml
+from gpufleet.tree import DUMPER, PURE_DUMPER, dump_yaml, split_inputs
+from tests.trees import resources
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,10 +32,9 @@ AWKWARD = [
 def _documents() -> list[Any]:
     """Every distinct document of the golden trees, from their inventories, and the awkward strings."""
     docs: dict[str, Any] = {}
-    for path in sorted((ROOT / "tests" / "golden" / "trees").glob("*/*/inventory.json")):
-        for e in json.loads(path.read_text()):
-            reg = Registration(name=e["name"], type=e["type"], parent=e["parent"], depends_on=tuple(e["dependsOn"]), protect=e["protect"], retain_on_delete=e["retainOnDelete"], ignore_changes=tuple(e["ignoreChanges"]), inputs=e["inputs"])
-            doc = document_for(reg)
+    for path in sorted((ROOT / "tests" / "golden" / "trees").glob("*/*/plan.json")):
+        for e in resources(path.parent):
+            doc = split_inputs(e)[0]
             docs[json.dumps(doc, sort_keys=True)] = doc
     awkward = [{s: [s, {"k": s}]} if s else {"k": [s]} for s in AWKWARD]
     scalars = {"numbers": [0, -1, 2**70, 1.5, 1e-9, float("inf"), True, None], "empty": [{}, [], ""]}
