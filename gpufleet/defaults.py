@@ -2,18 +2,23 @@
 
 A default that is the same whatever else the spec says is static: it lives in schemas/fleet.schema.json and is
 filled before the model is built (gpufleet.schema.with_defaults). A default computed from other fields (the
-workload class, the fabric, the instance type, the teams' quotas) is resolved here and nowhere
-else; `COMPUTED` lists them for the spec reference (tools/spec_reference.py) and `applied(fleet)` says which of
-them a fleet took, for plan.md.
+Kubernetes version, the team's name, gpufleet's tested releases, the workload class, the fabric, the instance
+type, the teams' quotas) is resolved here and nowhere else: `fill` fills those the model is built with (the
+pipeline calls it between the schema's defaults and gpufleet.spec.Fleet.create), the functions below resolve
+those that need the model. `COMPUTED` lists them for the spec reference (tools/spec_reference.py) and
+`applied(fleet)` says which of them a fleet took, for plan.md.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from gpufleet import catalog
+from gpufleet import ami_releases, catalog
 from gpufleet.spec import Fabric, Fleet, NodeGroup, Placement, TopologyPolicy, TopologyScope, WorkloadClass
 from gpufleet.stages import StageName
+from gpufleet.versions import COMPONENTS, default_release
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -23,6 +28,29 @@ class Computed:
     path: str  # as in docs/spec-reference.md, e.g. nodeGroups[].topology.policy
     rule: str
     reason: str
+    fields: tuple[str, ...] = ()  # the spec reference rows it is the default of, when not just `path`
+
+
+PINS = Computed(
+    path="versions.<component>",
+    fields=tuple(f"versions.{key}" for key in COMPONENTS),
+    rule="the release this gpufleet is tested with (the newest supported one in gpufleet/versions.py)",
+    reason="nothing floats: an omitted pin still deploys one exact release, recorded in plan.json and plan.md, so a "
+    "gpufleet upgrade that bumps it shows in `gpufleet diff`",
+)
+# The schema's defaults of cluster.systemNodes' own fields (tests/unit/test_defaults.py holds them equal).
+SYSTEM_NODES_INSTANCE_TYPE, SYSTEM_NODES_MIN, SYSTEM_NODES_MAX = "m7i.xlarge", 2, 6
+SYSTEM_NODES = Computed(
+    path="cluster.systemNodes",
+    rule=f"with mode Create, {SYSTEM_NODES_INSTANCE_TYPE}, {SYSTEM_NODES_MIN} to {SYSTEM_NODES_MAX} nodes, on the newest "
+    "AL2023 standard AMI release gpufleet knows for kubernetesVersion (none with mode Existing, or when no release is known)",
+    reason="every GPU group is tainted, so CoreDNS and the controllers need CPU nodes; two survive one node loss",
+)
+TEAM_NAMESPACE = Computed(
+    path="teams[].namespace",
+    rule="the team's name",
+    reason="one namespace per team, named as the team, keeps its quota, queue and access readable together",
+)
 
 
 TOPOLOGY_POLICY = Computed(
@@ -62,7 +90,31 @@ GDRCOPY = Computed(
     "for EFA training); the GPU Operator loads gdrdrv only beside the driver it installs (gpufleet.versions "
     "GpuOperatorRelease.gdrcopy_needs_operator_driver)",
 )
-COMPUTED: tuple[Computed, ...] = (TOPOLOGY_POLICY, TOPOLOGY_SCOPE, PLACEMENT, DESIRED_SIZE, MAX_UNAVAILABLE, GDRCOPY)
+COMPUTED: tuple[Computed, ...] = (SYSTEM_NODES, PINS, GDRCOPY, TOPOLOGY_POLICY, TOPOLOGY_SCOPE, PLACEMENT, DESIRED_SIZE, MAX_UNAVAILABLE, TEAM_NAMESPACE)
+
+
+def fill(data: Mapping[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
+    """Schema-valid data with static defaults filled -> the same with the computed defaults the model is built
+    with filled too (component pins, the system node group, team namespaces), and the spec paths it filled."""
+    filled: list[str] = []
+    cluster = dict(data["cluster"])
+    if "systemNodes" not in cluster and cluster["mode"] == "Create":
+        release = ami_releases.newest(ami_releases.SYSTEM_NODES_AMI_TYPE, cluster["kubernetesVersion"])
+        if release is not None:
+            cluster["systemNodes"] = {"instanceType": SYSTEM_NODES_INSTANCE_TYPE, "releaseVersion": release, "minSize": SYSTEM_NODES_MIN, "maxSize": SYSTEM_NODES_MAX}
+            filled.append(SYSTEM_NODES.path)
+    versions = dict(data["versions"])
+    for key, component in COMPONENTS.items():
+        if key not in versions:
+            versions[key] = {component.pin_field: default_release(key)}
+            filled.append(f"versions.{key}")
+    teams = []
+    for team in data["teams"]:
+        if "namespace" not in team:
+            team = {**team, "namespace": team["name"]}
+            filled.append(f"teams[{team['name']}].namespace")
+        teams.append(team)
+    return {**data, "cluster": cluster, "versions": versions, "teams": teams}, frozenset(filled)
 
 
 def topology_policy(group: NodeGroup) -> TopologyPolicy:
@@ -120,10 +172,16 @@ def max_unavailable(group: NodeGroup) -> int:
     return group.update.max_unavailable or 1
 
 
-def applied(fleet: Fleet, included: tuple[StageName, ...]) -> list[tuple[str, str, Computed]]:
-    """(field, resolved value, default) for every computed default this fleet took, in spec order (placement only
-    where the admission stage is in `included` and there are teams: nothing reads it otherwise)."""
+def applied(fleet: Fleet, included: tuple[StageName, ...], deployed: Mapping[str, str]) -> list[tuple[str, str, Computed]]:
+    """(field, resolved value, default) for every computed default this fleet took, in spec order: pins only of the
+    components the environment deploys (`deployed`: component key -> version, gpufleet.pins), placement only where
+    the admission stage is in `included` and there are teams (nothing reads them otherwise)."""
     out: list[tuple[str, str, Computed]] = []
+    nodes = fleet.cluster.system_nodes
+    if SYSTEM_NODES.path in fleet.defaulted and nodes is not None:
+        value = f"{nodes.instance_type}, {nodes.min_size} to {nodes.max_size} nodes, AMI release {nodes.release_version}"
+        out.append((SYSTEM_NODES.path, value, SYSTEM_NODES))
+    out += [(f"versions.{key}", version, PINS) for key, version in deployed.items() if key in fleet.versions.defaulted]
     if fleet.versions.gdrcopy is None:
         out.append(("versions.driver.gdrCopy", "Enabled" if gdrcopy(fleet) else "Disabled", GDRCOPY))
     for group in fleet.node_groups:
@@ -138,4 +196,5 @@ def applied(fleet: Fleet, included: tuple[StageName, ...]) -> list[tuple[str, st
             out.append((f"{at}.scaling.desiredSize", str(desired_size(group)), DESIRED_SIZE))
         if group.update.max_unavailable is None and group.update.max_unavailable_percentage is None:
             out.append((f"{at}.update.maxUnavailable", str(max_unavailable(group)), MAX_UNAVAILABLE))
+    out += [(field, team.namespace, TEAM_NAMESPACE) for team in fleet.teams if (field := f"teams[{team.name}].namespace") in fleet.defaulted]
     return out

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from gpufleet import rules
+from gpufleet import defaults, rules
 from gpufleet.environments import merge_environment
 from gpufleet.errors import Issue, Path, SourceFile, SpecError, UsageError, did_you_mean, sort_issues
 from gpufleet.load import Loaded, load_file, load_text
@@ -29,8 +29,13 @@ def _check(data: Any, source: SourceFile) -> tuple[Fleet | None, list[Issue]]:
     issues = schema_issues(data, source.plain)
     if issues:
         return None, issues
-    fleet = Fleet.create(with_defaults(data))
+    fleet = fleet_from(data)
     return fleet, rules.check(fleet)
+
+
+def fleet_from(data: Any) -> Fleet:
+    """The model of schema-valid data: static defaults (gpufleet.schema), then computed ones (gpufleet.defaults)."""
+    return Fleet.create(*defaults.fill(with_defaults(data)))
 
 
 def _under(path: Path, roots: list[Path]) -> bool:

@@ -426,8 +426,8 @@ def _pinned_releases(fleet: Fleet) -> list[str]:
 def _versions(fleet: Fleet) -> Iterator[Issue]:
     v = fleet.versions
     for key, version in component_versions(fleet).items():
-        field = "tag" if key == "multus" else "chart"
         component = COMPONENTS[key]
+        field = component.pin_field
         supported = ", ".join(component.supported)
         if key in v.defaulted:
             continue

@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal, Mapping
 
-from gpufleet import ami_releases
 from gpufleet.errors import Path
-from gpufleet.versions import COMPONENTS, default_release
+from gpufleet.versions import COMPONENTS
 from gpufleet.stages import StageName
 
 
@@ -258,7 +257,7 @@ class Cluster:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Versions:
     """versions: the upstream components; one the spec does not pin is the release gpufleet is tested with
-    (versions.default_release), and `defaulted` names it (plan.json, plan.md)."""
+    (gpufleet.defaults.PINS), and `defaulted` names it (plan.json, plan.md)."""
 
     gpu_operator: str
     driver_source: DriverSource
@@ -376,6 +375,8 @@ class Fleet:
     environments: tuple[Environment, ...]
     # index of each node group / team / image set in the source list, for error paths
     paths: Mapping[str, Path]
+    # the spec paths gpufleet.defaults.fill filled (versions.<key>, cluster.systemNodes, teams[<name>].namespace)
+    defaulted: frozenset[str]
 
     def node_group(self, name: str) -> NodeGroup:
         return next(g for g in self.node_groups if g.name == name)
@@ -384,9 +385,10 @@ class Fleet:
         return next(e for e in self.environments if e.name == name)
 
     @staticmethod
-    def create(data: Mapping[str, Any]) -> "Fleet":
-        """Build the model from schema-valid data with static defaults filled (see gpufleet.schema)."""
-        return _fleet(data)
+    def create(data: Mapping[str, Any], defaulted: frozenset[str] = frozenset()) -> "Fleet":
+        """Build the model from schema-valid data with every default filled: the static ones (gpufleet.schema) and
+        those that depend on other fields (gpufleet.defaults.fill, which says which spec paths it filled)."""
+        return _fleet(data, defaulted)
 
 
 _DEFAULT_PRIORITIES = (
@@ -458,19 +460,15 @@ def _principals(items: Any) -> tuple[Principal, ...]:
 
 
 def _chart(versions: Mapping[str, Any], key: str) -> str:
-    entry = versions.get(key)
-    return default_release(key) if entry is None else str(entry["tag" if key == "multus" else "chart"])
+    return str(versions[key][COMPONENTS[key].pin_field])
 
 
-# cluster.systemNodes omitted with mode Create: the schema's defaults of systemNodes (m7i.xlarge, 2..6 nodes) on the
-# newest standard AL2023 AMI release gpufleet knows for the cluster's Kubernetes version. Every GPU group is tainted,
-# so CoreDNS and the controllers need these CPU nodes; None when no release is known (the rules then ask for one).
 def _system_nodes(c: Mapping[str, Any]) -> SystemNodes | None:
-    if "systemNodes" in c:
-        sn = c["systemNodes"]
-        return SystemNodes(instance_type=sn["instanceType"], release_version=sn["releaseVersion"], min_size=sn["minSize"], max_size=sn["maxSize"])
-    release = ami_releases.newest(ami_releases.SYSTEM_NODES_AMI_TYPE, c["kubernetesVersion"]) if c["mode"] == "Create" else None
-    return None if release is None else SystemNodes(instance_type="m7i.xlarge", release_version=release, min_size=2, max_size=6)
+    """None when omitted and gpufleet.defaults.fill left it so (mode Existing, or no AMI release known: the rules ask)."""
+    if "systemNodes" not in c:
+        return None
+    sn = c["systemNodes"]
+    return SystemNodes(instance_type=sn["instanceType"], release_version=sn["releaseVersion"], min_size=sn["minSize"], max_size=sn["maxSize"])
 
 
 def _network(d: Mapping[str, Any]) -> Network:
@@ -492,7 +490,7 @@ def _network(d: Mapping[str, Any]) -> Network:
     )
 
 
-def _fleet(d: Mapping[str, Any]) -> Fleet:
+def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
     c = d["cluster"]
     v = d["versions"]
     adm = d["admission"]
@@ -536,14 +534,14 @@ def _fleet(d: Mapping[str, Any]) -> Fleet:
             node_problem_detector=_chart(v, "nodeProblemDetector"),
             cluster_autoscaler=_chart(v, "clusterAutoscaler"),
             addons=dict(sorted(v["addons"].items())),
-            defaulted=frozenset(key for key in COMPONENTS if key not in v),
+            defaulted=frozenset(key for key in COMPONENTS if f"versions.{key}" in defaulted),
         ),
         node_groups=tuple(_node_group(g) for g in d["nodeGroups"]),
         image_sets=tuple(ImageSet(name=s["name"], images=tuple(s["images"])) for s in d["imageSets"]),
         teams=tuple(
             Team(
                 name=t["name"],
-                namespace=t.get("namespace", t["name"]),
+                namespace=t["namespace"],
                 cohort=t.get("cohort"),
                 quotas=tuple(
                     Quota(
@@ -605,4 +603,5 @@ def _fleet(d: Mapping[str, Any]) -> Fleet:
             Environment(name=name, through=env["rollout"]["through"]) for name, env in sorted(d["environments"].items())
         ),
         paths=paths,
+        defaulted=defaulted,
     )

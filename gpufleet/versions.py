@@ -70,6 +70,7 @@ class Component:
     chart: str  # chart name or image
     repository: str  # Helm repository URL or OCI reference
     releases: Mapping[str, Release]  # oldest first; the last is the current line
+    pin_field: str = "chart"  # the spec field that pins it: versions.<key>.<pin_field>
 
     @property
     def supported(self) -> tuple[str, ...]:
@@ -184,6 +185,7 @@ COMPONENTS: Mapping[str, Component] = MappingProxyType(
             title="Multus CNI (thick plugin)",
             chart="multus-cni",
             repository="ghcr.io/k8snetworkplumbingwg/multus-cni",
+            pin_field="tag",  # an image release, not a chart
             releases=_notes(**{"v4.2.3": "the oldest supported release", "v4.3.0": "upstream manifest references a snapshot tag; gpufleet pins the release tag"}),
         ),
         # https://github.com/prometheus-community/helm-charts/tree/main/charts/kube-prometheus-stack

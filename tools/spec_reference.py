@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 from gpufleet.defaults import COMPUTED
 
-COMPUTED_BY_PATH = {c.path: c for c in COMPUTED}
+COMPUTED_BY_PATH = {field: c for c in COMPUTED for field in c.fields or (c.path,)}
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "schemas" / "fleet.schema.json"

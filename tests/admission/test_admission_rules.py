@@ -10,7 +10,7 @@ import pytest
 
 from gpufleet import rules
 from gpufleet.errors import Issue
-from gpufleet.schema import with_defaults
+from gpufleet.pipeline import fleet_from
 from gpufleet.spec import Fleet
 from tests.admission.conftest import BASE
 
@@ -21,7 +21,7 @@ def issues(rule: str, *edits: Edit) -> list[tuple[tuple[Any, ...], str]]:
     data = copy.deepcopy(BASE)
     for edit in edits:
         edit(data)
-    fleet = Fleet.create(with_defaults(data))
+    fleet = fleet_from(data)
     found: list[Issue] = list(rules.RULES[rule](fleet))
     return [(i.path, i.message) for i in found]
 

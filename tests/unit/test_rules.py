@@ -14,8 +14,8 @@ from gpufleet import rules
 from gpufleet.environments import merge_environment
 from gpufleet.errors import Issue, Position, SourceFile, SpecError, did_you_mean, format_path, render_issue, sort_issues
 from gpufleet.load import load_text
-from gpufleet.pipeline import load_fleet_text
-from gpufleet.schema import schema_issues, with_defaults
+from gpufleet.pipeline import fleet_from, load_fleet_text
+from gpufleet.schema import schema_issues
 from gpufleet.spec import Fleet
 from gpufleet.versions import image_is_pinned, is_pinned
 
@@ -120,7 +120,7 @@ def build(*patches: Patch) -> Fleet:
         patch(data)
     problems = schema_issues(data, {})
     assert problems == [], [(format_path(i.path), i.message) for i in problems]
-    return Fleet.create(with_defaults(data))
+    return fleet_from(data)
 
 
 def found(rule: str, fleet: Fleet) -> list[tuple[str, str]]:
