@@ -15,7 +15,7 @@ from gpufleet.names import NS_GPU_OPERATOR, NS_HEALTH, NS_KUEUE, NS_MONITORING, 
 from gpufleet.manifests import admission_policy, kueue, sharing, tenancy
 from gpufleet.manifests.telemetry import monitoring_namespace
 from gpufleet.plan import BuildContext, Resource, StageContent
-from gpufleet.spec import Fleet, Team
+from gpufleet.spec import Fleet, SharingStrategy, Team
 
 KUEUE_RELEASE = "kueue"
 # Immutable per the pinned Kueue CRDs' CEL rules (kueue.x-k8s.io_resourceflavors.yaml: "nodeLabels / tolerations /
@@ -84,7 +84,7 @@ def build(ctx: BuildContext) -> StageContent:
         created = k8s(policy)
         resources += [created, k8s(admission_policy.binding(policy["metadata"]["name"], selector), depends_on=(created.id,))]
 
-    return StageContent(resources=tuple(resources), warnings=tuple(_warnings(fleet)), notes=tuple(_notes(fleet)))
+    return StageContent(resources=tuple(resources), warnings=tuple(_warnings(fleet)), notes=tuple(_notes(fleet, with_sharing=ctx.includes("sharing"))))
 
 
 def _team_access(fleet: Fleet, namespaces: dict[str, Resource]) -> list[Resource]:
@@ -148,7 +148,7 @@ def _may_lend(team: Team, gpus: int, limit: int | None) -> str:
     return f"all {gpus} when unused" if limit is None else f"up to {limit}"
 
 
-def _notes(fleet: Fleet) -> list[str]:
+def _notes(fleet: Fleet, *, with_sharing: bool) -> list[str]:
     adm = fleet.admission
     lines = [
         f"Kueue {fleet.versions.kueue}: a workload is admitted only when its whole quota fits; if its pods are not all ready "
@@ -170,10 +170,17 @@ def _notes(fleet: Fleet) -> list[str]:
     totals = _sum_nominal(fleet)
     for group in fleet.node_groups:
         shape = kueue.per_gpu(group)
-        devices = ", ".join(f"{n} `{name}`" for name, n in sharing.devices_per_gpu(group).items())
+        devices = ", ".join(f"{n} `{name}`" for name, n in sharing.devices_in(group, with_sharing=with_sharing).items())
         lines.append(
             f"| {group.name} | {kueue.capacity_gpus(group)} | {totals[group.name]} | {devices} | {shape.cpu_milli}m | {shape.memory_mib}Mi | {defaults.placement(fleet, group)} |"
         )
+    shared = [g.name for g in fleet.node_groups if g.sharing.strategy is not SharingStrategy.EXCLUSIVE]
+    if shared and not with_sharing:
+        lines += [
+            "",
+            f"Sharing of node group{'s' if len(shared) > 1 else ''} {', '.join(shared)} takes effect only when the environment reaches the sharing stage: "
+            "until then no device plugin or MIG manager config is deployed, their nodes advertise whole `nvidia.com/gpu`, and the queues count whole GPUs.",
+        ]
     lines += ["", "| priority | value | preemptible | PriorityClass preemptionPolicy |", "|---|---|---|---|"]
     for p in adm.priorities:
         lines.append(f"| {p.name} | {p.value} | {'yes' if p.preemptible else 'no'} | {'Never' if p.preemptible else 'PreemptLowerPriority'} |")

@@ -7,7 +7,6 @@ from gpufleet import catalog, pricing, warm_pool
 from gpufleet.builders.telemetry import prometheus_dependency
 from gpufleet.builders.common import k8s
 from gpufleet.manifests import dashboards, rules_promql, sharing, telemetry
-from gpufleet.names import GPU_RESOURCE
 from gpufleet.plan import BuildContext, StageContent
 from gpufleet.spec import CapacityType, Fleet, NodeGroup, SharingStrategy
 
@@ -43,7 +42,7 @@ def usd(value: float) -> str:
 def _devices(ctx: BuildContext, group: NodeGroup) -> dict[str, int]:
     """Devices per physical GPU by resource name, as the sharing stage configures them (whole GPUs without it); the
     same figures as the `gpufleet:devices_per_gpu` constants of the telemetry stage (builders/telemetry.py)."""
-    return sharing.devices_per_gpu(group) if ctx.includes("sharing") else {GPU_RESOURCE: 1}
+    return sharing.devices_in(group, with_sharing=ctx.includes("sharing"))
 
 
 def estimate_notes(fleet: Fleet) -> tuple[list[str], list[str]]:

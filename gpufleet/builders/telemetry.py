@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from gpufleet.builders.common import helm, k8s
 from gpufleet.manifests import dashboards, rules_promql, sharing, telemetry
-from gpufleet.names import GPU_RESOURCE
 from gpufleet.plan import BuildContext, Resource, StageContent
 
 KPS_RELEASE = "kube-prometheus-stack"
@@ -23,7 +22,7 @@ def devices_per_gpu(ctx: BuildContext) -> list[tuple[dict[str, str], int]]:
     instance (GPU_I_PROFILE), so a slice of any profile of a mixed layout counts as its own share of a GPU."""
     out: list[tuple[dict[str, str], int]] = []
     for group in ctx.fleet.node_groups:
-        per_gpu = sharing.devices_per_gpu(group) if ctx.includes("sharing") else {GPU_RESOURCE: 1}
+        per_gpu = sharing.devices_in(group, with_sharing=ctx.includes("sharing"))
         layout = sharing.mig_layout(group) if ctx.includes("sharing") else ()
         profiles = {sharing.mig_resource(group, p): p for _, p in layout}
         for name, n in per_gpu.items():

@@ -36,7 +36,7 @@ import yaml
 from gpufleet import catalog, cold_start, defaults
 from gpufleet.names import EFA_RESOURCE, GPU_RESOURCE, LABEL_MANAGED_BY, LABEL_NODE_GROUP, LABEL_TEAM, group_taints, tolerations_for
 from gpufleet.manifests import node_bootstrap
-from gpufleet.manifests.sharing import advertised, devices_per_gpu
+from gpufleet.manifests.sharing import advertised, devices_in
 from gpufleet.spec import Fabric, Fleet, NodeGroup, Priority, Quota, Team
 from gpufleet.versions import KUEUE
 
@@ -144,13 +144,14 @@ class PerGpu:
     efa: float  # EFA interfaces per GPU; 0 on groups without fabric EFA
 
 
-def per_gpu(group: NodeGroup) -> PerGpu:
+def per_gpu(group: NodeGroup, *, with_sharing: bool = True) -> PerGpu:
+    """`with_sharing`: whether the environment includes the sharing stage (before it, one device is one GPU)."""
     info = catalog.lookup(group.instance_type)
     assert info is not None, group.instance_type
     cpu, memory = node_reserve(group)
     efa = info.max_efa_interfaces / info.gpu_count if group.fabric is Fabric.EFA else 0.0
     return PerGpu(
-        devices=max(devices_per_gpu(group).values()),
+        devices=max(devices_in(group, with_sharing=with_sharing).values()),
         cpu_milli=(info.vcpus * 1000 - cpu) // info.gpu_count,
         memory_mib=(info.memory_mib - memory) // info.gpu_count,
         efa=efa,

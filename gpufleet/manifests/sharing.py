@@ -118,12 +118,19 @@ def devices_per_gpu(group: NodeGroup) -> dict[str, int]:
     return {GPU_RESOURCE: 1}
 
 
+def devices_in(group: NodeGroup, *, with_sharing: bool) -> dict[str, int]:
+    """devices_per_gpu in an environment with or without the sharing stage: without it no device plugin config or
+    MIG manager config is deployed (foundation creates them only with the sharing stage), so every group, shared or
+    not, advertises one nvidia.com/gpu per physical GPU."""
+    return devices_per_gpu(group) if with_sharing else {GPU_RESOURCE: 1}
+
+
 def advertised(group: NodeGroup, *, with_sharing: bool) -> dict[str, int]:
-    """gpu_resources in an environment with or without the sharing stage. Without it a mixed MIG group is not
-    partitioned (the MIG manager's config comes with the sharing stage) and advertises whole GPUs as
-    nvidia.com/gpu; other groups keep their device counts (quotas in slices or replicas either way)."""
+    """gpu_resources in an environment with or without the sharing stage. Without it no group is time-sliced, MPS
+    or MIG-partitioned (their configs come with the sharing stage): every node advertises its whole GPUs as
+    nvidia.com/gpu, so quotas count whole GPUs."""
     info = catalog.lookup(group.instance_type)
-    if not with_sharing and is_mixed(group) and info is not None:
+    if not with_sharing and info is not None:
         return {GPU_RESOURCE: info.gpu_count}
     return gpu_resources(group)
 

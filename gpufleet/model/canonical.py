@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpufleet import stages
 from gpufleet.names import GPU_RESOURCE, LABEL_NODE_GROUP, group_taints, tolerations_for
 from gpufleet.manifests import kueue
-from gpufleet.manifests.sharing import devices_per_gpu as per_gpu_devices
+from gpufleet.manifests.sharing import devices_in
 from gpufleet.model.explain import FleetModel
 from gpufleet.model.nodes import NUMA_ALIGNED_PREFIXES
 from gpufleet.model.controllers import controllers
@@ -40,7 +41,9 @@ def shape(group: NodeGroup) -> str:
 def canonical(model: FleetModel, group: NodeGroup) -> Workload:
     node = model.nodes[group.name]
     units = node.allocatable.get(GPU_RESOURCE, 0)
-    per = kueue.per_gpu(group)
+    # one device is one GPU until the sharing stage configures replicas or MIG slices
+    with_sharing = stages.included("sharing", model.plan.through)
+    per = kueue.per_gpu(group, with_sharing=with_sharing)
     if shape(group) == "full node":
         limits: dict[str, Any] = {r: v for r, v in node.allocatable.items() if r.startswith(NUMA_ALIGNED_PREFIXES)}
         if "hugepages-2Mi" in node.allocatable:
@@ -49,7 +52,7 @@ def canonical(model: FleetModel, group: NodeGroup) -> Workload:
     else:
         # one unit of the group's most numerous device as the node advertises it: nvidia.com/gpu, or the smallest
         # slice of a mixed MIG layout once the sharing stage partitions the node
-        per_gpu = {r: n for r, n in per_gpu_devices(group).items() if r in node.allocatable} or {GPU_RESOURCE: 1}
+        per_gpu = {r: n for r, n in devices_in(group, with_sharing=with_sharing).items() if r in node.allocatable} or {GPU_RESOURCE: 1}
         limits = {max(per_gpu.items(), key=lambda item: item[1])[0]: 1}
         cpu_milli, memory = per.cpu_milli // per.devices, per.memory_mib // per.devices
     # Guaranteed with whole CPUs: the shape the static CPU manager pins, the hardest for the Topology Manager.

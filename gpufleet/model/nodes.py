@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from gpufleet import catalog
+from gpufleet import catalog, stages
 from gpufleet.names import GPU_RESOURCE, LABEL_NODE_GROUP
 from gpufleet.builders.node_groups import node_group_id
 from gpufleet.manifests import kueue, node_bootstrap
@@ -126,6 +126,8 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
     per_numa["cpu"] = {n: cores * 1000 for n, cores in _split((allocatable["cpu"] + kueue.DAEMONSET_CPU_MILLI) // 1000, nodes).items()}
     policy, scope, cpu_policy = node_bootstrap.topology(group)
     strategy = group.sharing.strategy
+    # the device plugin and MIG manager configs come with the sharing stage (builders/foundation.py)
+    with_sharing = stages.included("sharing", plan.through)
     scaling = args["scaling_config"]
     template = None
     if autoscaler_deployed(plan):
@@ -144,9 +146,9 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
         sharing=strategy,
         # time-slicing: gpufleet's config sets it (manifests/sharing.py); MPS: the plugin forces it on
         # (NVIDIA/k8s-device-plugin api/config/v1/config.go, "preserve the historical MPS behavior").
-        fail_requests_greater_than_one=strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS),
-        # what the node advertises: mixed names only once the sharing stage partitions it (before, whole GPUs)
-        mig_strategy=(MIG_MIXED if any(r.startswith(MIG_PREFIX) for r in extended) else None if is_mixed(group) else MIG_SINGLE) if strategy is SharingStrategy.MIG else None,
+        fail_requests_greater_than_one=with_sharing and strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS),
+        # what the node advertises: MIG slices only once the sharing stage partitions it (before, whole GPUs)
+        mig_strategy=(MIG_MIXED if is_mixed(group) else MIG_SINGLE) if with_sharing and strategy is SharingStrategy.MIG else None,
         min_size=scaling["min_size"],
         max_size=scaling["max_size"],
         reserved=group.reservation.instance_count if group.reservation is not None and group.reservation.id is not None else None,

@@ -287,6 +287,30 @@ def test_oversubscribed_flavor_warns_and_exact_fit_does_not(make_fleet: Callable
     )
 
 
+def _with_mig(d: dict[str, Any]) -> None:
+    mig = {**d["nodeGroups"][1], "name": "a100-mig", "instanceType": "p4d.24xlarge", "workloadClass": "Batch", "scaling": {"minSize": 0, "maxSize": 2}}
+    d["nodeGroups"].append({**mig, "sharing": {"strategy": "MIG", "profile": "1g.5gb"}})
+    d["teams"][2]["quotas"].append({"nodeGroup": "a100-mig", "gpus": 8})
+    d["cost"]["gpuHourUsd"]["a100-mig"] = 4.1
+
+
+@pytest.mark.parametrize(("through", "devices"), [("admission", {"notebooks": 4, "a100-mig": 8}), ("sharing", {"notebooks": 16, "a100-mig": 56}), ("cost", {"notebooks": 16, "a100-mig": 56})])
+def test_shared_quotas_count_whole_gpus_before_the_sharing_stage(make_fleet: Callable[..., Fleet], through: str, devices: dict[str, int]) -> None:
+    """ads: 4 GPUs of notebooks (time-sliced x 4) and 8 of a100-mig (1g.5gb, 7 per A100). Their device plugin and
+    MIG manager configs come with the sharing stage; before it the nodes advertise whole GPUs, and so do the quotas."""
+    resources, content = _build(make_fleet(_with_mig), through)
+    ads = next(r.args["object"] for r in resources.values() if r.args.get("object", {}).get("kind") == "ClusterQueue" and r.args["object"]["metadata"]["name"] == "ads")
+    assert {name: _flavor(ads, name)["nvidia.com/gpu"]["nominalQuota"] for name in devices} == devices
+    rows = [line for line in content.notes if line.startswith(("| notebooks |", "| a100-mig |"))]
+    per_gpu = ("4 `nvidia.com/gpu`", "7 `nvidia.com/gpu`") if through != "admission" else ("1 `nvidia.com/gpu`", "1 `nvidia.com/gpu`")
+    assert [row.split(" | ")[3] for row in rows] == list(per_gpu)
+    note = (
+        "Sharing of node groups notebooks, a100-mig takes effect only when the environment reaches the sharing stage: until then no device plugin "
+        "or MIG manager config is deployed, their nodes advertise whole `nvidia.com/gpu`, and the queues count whole GPUs."
+    )
+    assert (note in content.notes) is (through == "admission")
+
+
 def test_plan_notes_show_nominal_borrow_and_lend_per_team(fleet: Fleet) -> None:
     _, content = _build(fleet)
     rows = [line for line in content.notes if line.startswith("| vision |") or line.startswith("| ads |") or line.startswith("| speech |")]

@@ -266,3 +266,28 @@ def test_topology_refusal_on_a_mig_group_counts_slices_not_gpus(make_model: Make
         "p4d.24xlarge has 2 NUMA nodes with 28 MIG slices (nvidia.com/gpu) each and the narrowest fit spans 2"
     )
     assert reason.fix == "set topology.policy: restricted on node group a100-mig (admits the narrowest NUMA set), or ask for at most 28 MIG slices (nvidia.com/gpu) per pod"
+
+
+@pytest.mark.parametrize(("through", "with_sharing"), [("admission", False), ("sharing", True), ("cost", True)])
+def test_shared_groups_are_whole_gpus_before_the_sharing_stage(make_model: MakeModel, through: str, with_sharing: bool) -> None:
+    """dev (speech: 8 GPUs of a100-mig, MIG 1g.5gb x 7, and 2 of notebooks, time-sliced x 4): without the sharing
+    stage no device plugin or MIG manager config is deployed, so the nodes advertise whole GPUs and so do the
+    queues; from the sharing stage on, slices and replicas."""
+
+    def edit(d: dict[str, Any]) -> None:
+        d["environments"]["dev"]["rollout"]["through"] = through
+
+    model = make_model(edit, env="dev")
+    queue = next(r.args["object"] for s in model.plan.included() for r in s.content.resources if r.args.get("object", {}).get("kind") == "ClusterQueue" and r.args["object"]["metadata"]["name"] == "speech")
+    quota = {f["name"]: next(r["nominalQuota"] for r in f["resources"] if r["name"] == "nvidia.com/gpu") for f in queue["spec"]["resourceGroups"][0]["flavors"]}
+    assert (quota["a100-mig"], quota["notebooks"]) == ((56, 8) if with_sharing else (8, 2))
+    mig, notebooks = model.nodes["a100-mig"], model.nodes["notebooks"]
+    assert (mig.allocatable["nvidia.com/gpu"], notebooks.allocatable["nvidia.com/gpu"]) == ((56, 4) if with_sharing else (8, 1))
+    assert (mig.mig_strategy, notebooks.fail_requests_greater_than_one) == (("single", True) if with_sharing else (None, False))
+    # nine devices of a100-mig: nine slices of one node once partitioned; before, more than the 8 GPUs of quota
+    nine = explain(model, workload(_job("speech", {"nvidia.com/gpu": 9}, {"gpufleet.io/node-group": "a100-mig"}, {"kueue.x-k8s.io/queue-name": "speech"})))
+    assert nine.runs is with_sharing
+    if not with_sharing:
+        assert nine.reasons[0].stage == "admission" and "insufficient quota" in nine.reasons[0].message, nine.reasons
+    for name in ("a100-mig", "notebooks"):
+        assert explain(model, canonical(model, model.plan.fleet.node_group(name))).runs, name
