@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 from gpufleet import check, diagnose, diff, explain, preflight
 from gpufleet.errors import SpecError, UsageError, render_issue, sort_issues
 from gpufleet.model.check import Contradictions
-from gpufleet.output import TargetRefused, prepare
+from gpufleet.output import TargetRefused, keep_interrupts, prepare, raise_interrupt
 from gpufleet.pipeline import Validated, open_spec
 from gpufleet.plan import render_table
 from gpufleet.rollout import build_plan
@@ -122,9 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     previous = signal.signal(signal.SIGTERM, _terminate)
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = keep_interrupts(previous_hook)
     try:
         return _main(argv)
     finally:
+        sys.unraisablehook = previous_hook
         signal.signal(signal.SIGTERM, previous)
 
 
@@ -135,7 +138,9 @@ def _main(argv: Sequence[str] | None) -> int:
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
     try:
-        return int(args.run(args))
+        code = int(args.run(args))
+        raise_interrupt()  # an interrupt a finalizer swallowed still ends the run as an interrupt
+        return code
     except SpecError as exc:
         print(exc.render(), file=sys.stderr)
         return EXIT_INVALID

@@ -246,3 +246,51 @@ def test_a_signal_during_synthesis_removes_staging_and_exits_quietly(tmp_path: P
         proc.kill()  # a no-op once it exited; never leave a hung synth behind
     assert (proc.returncode, stdout, stderr) == (code, "", "")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fleet.yaml"]
+
+
+class _InterruptedFinalizer:
+    """What a signal arriving while a finalizer runs looks like: the handler's exception raised inside __del__,
+    which Python does not propagate (it used to print "Exception ignored in ..." and go on writing the tree)."""
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+    def __del__(self) -> None:
+        raise self.exc
+
+
+@pytest.mark.parametrize(("exc", "code"), [(KeyboardInterrupt(), 130), (cli.Terminated(), 143)], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupt_swallowed_by_a_finalizer_still_stops_the_write(
+    capsys: pytest.CaptureFixture[str], workdir: Path, monkeypatch: pytest.MonkeyPatch, mini_tree: Tree, exc: BaseException, code: int
+) -> None:
+    def synthesis_interrupted_in_a_finalizer(fleet: object, env: str) -> tuple[object, Tree]:
+        _InterruptedFinalizer(exc)  # collected at once: __del__ raises, Python swallows it
+        return build_plan(fleet, env), mini_tree  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cli, "synth_tree", synthesis_interrupted_in_a_finalizer)
+    assert synth(capsys, "out/dev") == (code, "", "")
+    assert sorted(p.name for p in workdir.iterdir()) == ["fleet.yaml", "notes.txt"]
+
+
+def test_an_interrupt_swallowed_by_a_finalizer_ends_any_command_as_an_interrupt(capsys: pytest.CaptureFixture[str], workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = cli.open_spec
+
+    def interrupted(*args: object) -> object:
+        _InterruptedFinalizer(KeyboardInterrupt())
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cli, "open_spec", interrupted)
+    assert main(["validate", "fleet.yaml"]) == 130
+    assert capsys.readouterr().err == ""  # no "Exception ignored in ..."
+
+
+def test_other_unraisable_exceptions_are_still_reported(capsys: pytest.CaptureFixture[str]) -> None:
+    seen: list[BaseException | None] = []
+    hook = output.keep_interrupts(lambda u: seen.append(u.exc_value))
+    previous, sys.unraisablehook = sys.unraisablehook, hook
+    try:
+        _InterruptedFinalizer(ValueError("a bug in a finalizer"))
+    finally:
+        sys.unraisablehook = previous
+    assert [type(e) for e in seen] == [ValueError]
+    output.raise_interrupt()  # nothing kept: does not raise
