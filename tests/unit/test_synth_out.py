@@ -241,7 +241,7 @@ def test_a_signal_during_synthesis_removes_staging_and_exits_quietly(tmp_path: P
     time.sleep(0.5)  # into the synthesis (the Pulumi program under mocks takes seconds)
     proc.send_signal(sig)
     try:
-        stdout, stderr = proc.communicate(timeout=30)
+        stdout, stderr = proc.communicate(timeout=90)  # generous: a loaded CI machine; a hang still fails
     finally:
         proc.kill()  # a no-op once it exited; never leave a hung synth behind
     assert (proc.returncode, stdout, stderr) == (code, "", "")
