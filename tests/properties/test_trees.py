@@ -1,0 +1,81 @@
+"""Properties of check and diff over damaged synth trees (issue 14 item 7): a tree with files deleted, truncated,
+replaced, added or edited gets exit 0, 1 or 2 with a message, never 3, never a traceback, and neither command
+writes anything."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.properties.cli import run, scratch
+from tests.properties.mutations import mutate, text, values
+
+TREES = Path(__file__).resolve().parents[1] / "golden" / "trees"
+TREE = TREES / "observability-existing" / "prod"  # the smallest golden tree
+OTHER = TREES / "teams-without-cohort" / "prod"  # another fleet: a real diff, with the warning
+FILES = sorted(p.relative_to(TREE).as_posix() for p in TREE.rglob("*") if p.is_file())
+JSON_FILES = ["plan.json", "inventory.json"]
+
+
+FILE_OPS = ("delete", "truncate", "garbage", "bytes", "add", "directory", "symlink", "edit-json", "edit-json")
+
+
+@st.composite
+def damage(draw: st.DrawFn, tree: Path) -> None:
+    """Damage the tree at `tree` in place with one to three changes."""
+    for _ in range(draw(st.integers(1, 3))):
+        files = sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file()) or FILES
+        rel = draw(st.sampled_from(files))
+        path = tree / rel
+        op = draw(st.sampled_from(FILE_OPS))
+        if op == "delete" and path.exists():
+            path.unlink()
+        elif op == "truncate" and path.exists():
+            data = path.read_bytes()
+            path.write_bytes(data[: draw(st.integers(0, len(data)))])
+        elif op == "garbage":
+            path.write_text(draw(text), encoding="utf-8")
+        elif op == "bytes":
+            path.write_bytes(draw(st.binary(max_size=64)))
+        elif op == "add":
+            name = draw(st.sampled_from(["01-foundation/k8s/x.yaml", "99-extra/aws/y.yaml", "notes.txt", ".hidden", "01-foundation/z"]))
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            (tree / name).write_text(draw(text), encoding="utf-8")
+        elif op == "directory" and path.exists():
+            path.unlink()
+            path.mkdir()
+        elif op == "symlink" and path.exists():
+            path.unlink()
+            path.symlink_to(draw(st.sampled_from(["/etc/hostname", "plan.md", "missing"])))
+        elif op == "edit-json":
+            target = tree / draw(st.sampled_from(JSON_FILES))
+            try:
+                data = json.loads(target.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                data = draw(values)
+            target.write_text(json.dumps(mutate(draw, data, draw(st.integers(1, 3)))), encoding="utf-8")
+
+
+_TREES = settings(max_examples=max(4, settings.default.max_examples // 3))
+
+
+@_TREES
+@given(st.data())
+def test_check_and_diff_of_a_damaged_tree_never_crash(data: st.DataObject) -> None:
+    _check_and_diff(data, damage(Path("damaged")))
+
+
+def _check_and_diff(data: st.DataObject, damaged: st.SearchStrategy[None]) -> None:
+    with scratch() as root:
+        shutil.copytree(TREE, root / "damaged", symlinks=True)
+        data.draw(damaged)
+        check = run(["check", "damaged"], root)
+        old = run(["diff", "damaged", str(OTHER)], root)
+        new = run(["diff", str(OTHER), "damaged", "--format", "markdown"], root)
+        assert check.code == 2 or old.code == new.code == 0 or (check.code in (0, 1) and old.code == new.code)
+        for result in (check, old, new):
+            assert result.code == 0 or result.stderr.strip(), "a non-zero exit says why"
