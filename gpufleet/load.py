@@ -105,8 +105,12 @@ class _Walker:
             value = self.constructor.construct_object(node, deep=True)
         except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
             problem = getattr(exc, "problem", None) or str(exc)
-            what = node.tag.removeprefix(_STANDARD_TAG)
-            self._issue(path, f"{node.value} is read by YAML 1.1 as a {what}, but it is not a valid one ({problem})", node.start_mark, f'quote it if a string is meant: "{node.value}"')
+            self._not_valid(node, path, f" ({problem})")
+            return node.value
+        except (IndexError, KeyError, AttributeError):
+            # An explicit tag (`!!int`, `!!bool x`, `!!timestamp x`) skips YAML's resolver, and PyYAML's constructors
+            # assume the resolver matched the text: on anything else they fail inside their parsing code.
+            self._not_valid(node, path, "")
             return node.value
         # A plain scalar has style None from PyYAML and "" from LibYAML.
         if node.tag != _STR_TAG and not node.style and value is not None:
@@ -116,6 +120,14 @@ class _Walker:
             elif node.tag == _INT_TAG and _LEGACY_OCTAL.match(node.value):
                 self._issue(path, f"{node.value} is read by YAML 1.1 as the octal number {value}", node.start_mark, "drop the leading zero, or quote it if a string is meant")
         return value
+
+    def _not_valid(self, node: yaml.ScalarNode, path: Path, detail: str) -> None:
+        what = node.tag.removeprefix(_STANDARD_TAG)
+        if not node.value:
+            self._issue(path, f"an empty value tagged !!{what} is not a valid {what}", node.start_mark, f"write a {what}, or remove the tag")
+            return
+        article = "an" if what[:1] in "aeiou" else "a"
+        self._issue(path, f"{node.value} is read by YAML 1.1 as {article} {what}, but it is not a valid one{detail}", node.start_mark, f'quote it if a string is meant: "{node.value}"')
 
     def _merged_pairs(self, node: yaml.Node, path: Path) -> list[tuple[yaml.Node, yaml.Node]]:
         """The key/value pairs a `<<` merge key brings in, earlier sources first (YAML merge-key semantics)."""

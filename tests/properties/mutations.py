@@ -68,7 +68,8 @@ def _perturb(value: Any) -> st.SearchStrategy[Any]:
     if isinstance(value, bool):
         return st.sampled_from([not value, str(value).lower(), int(value)])
     if isinstance(value, (int, float)):
-        return st.sampled_from([value + 1, value - 1, -value, value * 1000, float(value), str(value), 0, *EDGE_NUMBERS])
+        as_float = float(value) if abs(value) < 1e308 else math.inf  # an int beyond floats (10**400) stays out of float()
+        return st.sampled_from([value + 1, value - 1, -value, value * 1000, as_float, str(value), 0, *EDGE_NUMBERS])
     if isinstance(value, str):
         return st.sampled_from([value + "\n", value.upper(), value[:-1], value + value, " " + value, value + "-x", "", value.replace("-", "_")])
     if isinstance(value, list):

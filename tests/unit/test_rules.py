@@ -507,6 +507,12 @@ def test_yaml11_values_are_kept_and_recorded(text: str, value: Any, raw: str | N
         ("v: 010\n", "010 is read by YAML 1.1 as the octal number 8"),
         ("v: 2026-13-45\n", "2026-13-45 is read by YAML 1.1 as a timestamp, but it is not a valid one (month must be in 1..12)"),
         ("v: !foo 4\n", "unknown YAML tag !foo"),
+        # Found by tests/properties: an explicit tag on text its constructor cannot read made validate exit 3.
+        ("v: !!int\n", "an empty value tagged !!int is not a valid int"),
+        ("v: !!int +\n", "+ is read by YAML 1.1 as an int, but it is not a valid one"),
+        ("v: !!float\n", "an empty value tagged !!float is not a valid float"),
+        ("v: !!bool x\n", "x is read by YAML 1.1 as a bool, but it is not a valid one"),
+        ("v: !!timestamp 1\n", "1 is read by YAML 1.1 as a timestamp, but it is not a valid one"),
     ],
 )
 def test_surprising_scalars_are_errors(text: str, message: str) -> None:
