@@ -1,4 +1,4 @@
-"""`gpufleet validate|plan|synth|check|diff|preflight|diagnose` (DESIGN.md section 4).
+"""`gpufleet init|validate|plan|synth|check|diff|preflight|diagnose|explain` (DESIGN.md section 4).
 
 Exit codes: 0 success, 1 the input is invalid (or findings), 2 usage error, 3 internal error (a bug: the
 traceback is printed). User errors never print a traceback and never write output.
@@ -13,7 +13,7 @@ import traceback
 from dataclasses import replace
 from typing import Callable, Sequence
 
-from gpufleet import check, diagnose, diff, explain, preflight
+from gpufleet import check, diagnose, diff, explain, preflight, starter
 from gpufleet.errors import SpecError, UsageError, render_issue, sort_issues
 from gpufleet.model.check import Contradictions
 from gpufleet.output import TargetRefused, keep_interrupts, prepare, raise_interrupt
@@ -105,7 +105,7 @@ def _subcommands() -> dict[str, Command]:
         "synth": ("write the reviewable tree of what `pulumi up` would register", synth_args, cmd_synth),
     }
     # Commands with a module of their own expose add_arguments(parser) and run(args) -> exit code.
-    for name, mod in (("check", check), ("diff", diff), ("preflight", preflight), ("diagnose", diagnose), ("explain", explain)):
+    for name, mod in (("init", starter), ("check", check), ("diff", diff), ("preflight", preflight), ("diagnose", diagnose), ("explain", explain)):
         commands[name] = ((mod.__doc__ or name).strip().splitlines()[0], mod.add_arguments, mod.run)
     return commands
 

@@ -184,6 +184,36 @@ def write_tree(tree: Tree, out: str) -> None:
         raise
 
 
+_EXISTS = "exists; gpufleet init never overwrites a file: remove it or name another"
+
+
+def write_new_file(path: str, text: str) -> None:
+    """Write a new file atomically, never over anything that exists (`gpufleet init`); raises TargetRefused.
+
+    The text goes into a hidden file beside the target, which is then hard-linked to the target's name: the name
+    appears with the whole text or not at all, and the link fails if the name exists, even if it was created a
+    moment ago (a rename would replace it). The hidden file is removed in every case.
+    """
+    target = Path(os.path.abspath(path))
+    if target.is_symlink() or target.exists():
+        raise TargetRefused(_EXISTS)
+    try:
+        fd, staging = tempfile.mkstemp(prefix=f".{target.name}{_STAGING_INFIX}", dir=target.parent)
+    except OSError as exc:
+        raise TargetRefused(f"cannot write in {_shown(target.parent)}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(staging, 0o666 & ~_umask())  # mkstemp's 0600 would become the file's mode
+        os.link(staging, target)
+    except FileExistsError:
+        raise TargetRefused(_EXISTS) from None
+    except OSError as exc:  # a full disk, a file system without hard links
+        raise TargetRefused(f"cannot write {_shown(target)}: {exc.strerror or exc}") from None
+    finally:
+        os.unlink(staging)
+
+
 @contextmanager
 def _locked(directory: Path) -> Iterator[None]:
     fd = os.open(directory, os.O_RDONLY)

@@ -14,7 +14,7 @@ from gpufleet.ami_releases import SYSTEM_NODES_AMI_TYPE
 from gpufleet.errors import Issue, Path, closest, did_you_mean
 from gpufleet.names import DEFAULT_DEVICE_PLUGIN_CONFIG, MIG_DISABLED, RESERVED_NAMESPACES
 from gpufleet.spec import CapacityType, Fabric, Fleet, NodeGroup, SharingStrategy, WorkloadClass
-from gpufleet.versions import COMPONENTS, GPU_OPERATOR, KUBERNETES_VERSIONS as KUBERNETES_SUPPORTED, NODE_MONITORING_AGENT_XIDS, image_is_pinned, is_pinned, node_monitoring_agent_release
+from gpufleet.versions import COMPONENTS, GPU_OPERATOR, KUBERNETES_VERSIONS as KUBERNETES_SUPPORTED, NODE_MONITORING_AGENT_XIDS, default_release, image_is_pinned, is_pinned, node_monitoring_agent_release
 
 Rule = Callable[[Fleet], Iterable[Issue]]
 RULES: dict[str, Rule] = {}
@@ -463,6 +463,21 @@ def _versions(fleet: Fleet) -> Iterator[Issue]:
                 yield Issue(path=("imageSets", i, "images", j), message=f'image "{image}" is not pinned to a tag or digest', hint="add an exact tag (not latest) or @sha256:... so every node pulls the same bits")
 
 
+
+
+@rule("explicit-pins")
+def _explicit_pins(fleet: Fleet) -> Iterator[Issue]:
+    """versions.pinning Explicit (the whole fleet, or one environment through its overrides): every component the
+    fleet deploys is pinned in the spec, so a gpufleet upgrade cannot change a deployed version by itself."""
+    if fleet.versions.pinning != "Explicit":
+        return
+    for key in sorted(deployed_components(fleet) & fleet.versions.defaulted):
+        field = "tag" if key == "multus" else "chart"
+        yield Issue(
+            path=("versions", "pinning"),
+            message=f"pinning is Explicit, but {COMPONENTS[key].title} is not pinned",
+            hint=f"pin it: versions.{key}.{field}: {default_release(key)} (the release this gpufleet is tested with)",
+        )
 
 
 @rule("telemetry")

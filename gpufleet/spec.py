@@ -35,6 +35,7 @@ AutoscalerChoice = Literal["Install", "None"]
 DriverSource = Literal["Preinstalled", "Operator"]
 GdrCopy = Literal["Enabled", "Disabled"]
 MigStrategy = Literal["Single", "Mixed"]
+Pinning = Literal["Tested", "Explicit"]
 PrometheusChoice = Literal["Install", "Existing"]
 AutoRepair = Literal["Enabled", "Disabled"]
 Remediation = Literal["CordonAndDrain", "CordonOnly", "None"]
@@ -273,6 +274,7 @@ class Versions:
     cluster_autoscaler: str
     addons: Mapping[str, str]
     defaulted: frozenset[str]  # component keys (versions.COMPONENTS) the spec does not pin
+    pinning: Pinning  # Explicit: every deployed component must be pinned (rules: explicit-pins)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -535,6 +537,7 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
             cluster_autoscaler=_chart(v, "clusterAutoscaler"),
             addons=dict(sorted(v["addons"].items())),
             defaulted=frozenset(key for key in COMPONENTS if f"versions.{key}" in defaulted),
+            pinning=v["pinning"],
         ),
         node_groups=tuple(_node_group(g) for g in d["nodeGroups"]),
         image_sets=tuple(ImageSet(name=s["name"], images=tuple(s["images"])) for s in d["imageSets"]),

@@ -1,4 +1,4 @@
-"""A first hour that starts small (issue 14 item 9): the README's minimal spec validates, plans and synthesises;
+"""A first hour that starts small (issue 14 item 9): a hand-written minimal spec validates, plans and synthesises;
 unpinned components take the release this gpufleet is tested with and the tree records it; explicit pins stay;
 mode Create without systemNodes gets the default system node group."""
 

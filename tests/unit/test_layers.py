@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gpufleet.rollout", "gpufleet.report", "gpufleet.access_table", "gpufleet.pins", "gpufleet.tree", "gpufleet.tree_reader", "gpufleet.output"),
     ("gpufleet.impact", "gpufleet.running_work", "gpufleet.diff_report", "gpufleet.preflight", "gpufleet.diagnose", "gpufleet.model"),
     ("gpufleet.components", "gpufleet.policies"),
-    ("gpufleet.synth", "gpufleet.check", "gpufleet.diff", "gpufleet.explain", "gpufleet.cli", "tools"),
+    ("gpufleet.synth", "gpufleet.check", "gpufleet.diff", "gpufleet.explain", "gpufleet.starter", "gpufleet.cli", "tools"),
 )
 # The only imports allowed inside a function, with the reason. gpufleet.synth is the core's one door to the Pulumi
 # layer, opened only when synth runs (tests/unit/test_purity.py).

@@ -248,6 +248,14 @@ CASES: list[Any] = [
     # versions
     pytest.param("versions", [ALL_VERSIONS, through("cost")], [], id="versions/all-pinned"),
     pytest.param("versions", [at("versions", "kueue", value=None), through("telemetry")], [], id="versions/kueue-not-needed-before-admission"),
+    # explicit-pins
+    pytest.param("explicit-pins", [at("versions", "kueue", value=None)], [], id="explicit-pins/tested-by-default"),
+    pytest.param("explicit-pins", [at("versions", "pinning", value="Explicit")], [], id="explicit-pins/all-deployed-pinned"),
+    pytest.param("explicit-pins", [at("versions", "pinning", value="Explicit"), at("versions", "kueue", value=None), at("versions", "gpuOperator", value=None)], [
+        ("versions.pinning", "pinning is Explicit, but NVIDIA GPU Operator is not pinned"),
+        ("versions.pinning", "pinning is Explicit, but Kueue is not pinned"),
+    ], id="explicit-pins/unpinned"),
+    pytest.param("explicit-pins", [at("versions", "pinning", value="Explicit"), through("health")], [("versions.pinning", "pinning is Explicit, but Node Problem Detector is not pinned")], id="explicit-pins/a-later-stage-needs-its-pin"),
     pytest.param("versions", [at("versions", "kueue", value=None)], [], id="versions/kueue-tested-by-default"),
     pytest.param("versions", [at("versions", "kueue", value=None), at("teams", value=[])], [], id="versions/kueue-not-needed-without-teams"),
     pytest.param("versions", [EFA_P5, through("network")], [], id="versions/efa-tested-by-default"),

@@ -30,6 +30,7 @@ CLOSED_SETS: list[tuple[Any, tuple[str, ...]]] = [
     (spec.EndpointAccess, ("cluster", "endpointAccess")),
     (spec.AutoscalerChoice, ("cluster", "autoscaler")),
     (spec.DriverSource, ("versions", "driver", "source")),
+    (spec.Pinning, ("versions", "pinning")),
     (spec.PrometheusChoice, ("telemetry", "prometheus")),
     (spec.AutoRepair, ("health", "autoRepair")),
     (spec.Remediation, ("health", "remediation")),
