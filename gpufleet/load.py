@@ -123,10 +123,10 @@ class _Walker:
 
     def _not_valid(self, node: yaml.ScalarNode, path: Path, detail: str) -> None:
         what = node.tag.removeprefix(_STANDARD_TAG)
-        if not node.value:
-            self._issue(path, f"an empty value tagged !!{what} is not a valid {what}", node.start_mark, f"write a {what}, or remove the tag")
-            return
         article = "an" if what[:1] in "aeiou" else "a"
+        if not node.value:
+            self._issue(path, f"an empty value tagged !!{what} is not a valid {what}", node.start_mark, f"write {article} {what} after the tag")
+            return
         self._issue(path, f"{node.value} is read by YAML 1.1 as {article} {what}, but it is not a valid one{detail}", node.start_mark, f'quote it if a string is meant: "{node.value}"')
 
     def _merged_pairs(self, node: yaml.Node, path: Path) -> list[tuple[yaml.Node, yaml.Node]]:

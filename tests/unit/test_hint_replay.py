@@ -280,6 +280,7 @@ ALIAS_BOMB = "x0: &x0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(f"x{i}: &x{i} 
 TIMEOUT = _timeout()
 REPLAYS: tuple[Replay, ...] = (
     # --- rules.py ----------------------------------------------------------------------------------------------
+    R("explicit-pins", {"versions.pinning": "Explicit", "versions.kueue": DEL}, "pin it: versions.kueue.chart: 0.19.2 (the release this gpufleet is tested with)", {"versions.kueue": {"chart": "0.19.2"}}),
     R("duplicate-group-name", {"nodeGroups.1": {**MINIMAL["nodeGroups"][0]}}, "names identify resources; make each one unique", {"nodeGroups.1.name": "l4-b"}),
     R("shared-namespace", {"teams.1": {"name": "nlp", "namespace": "vision", "quotas": [{"nodeGroup": "l4", "gpus": 4}]}}, "each team gets its own namespace; its ClusterQueue admits only that one", {"teams.1.namespace": DEL}),
     R("second-quota", {"teams.0.quotas.0.gpus": 2, "teams.0.quotas.1": {"nodeGroup": "l4", "gpus": 2}}, "merge the quotas into one entry", {"teams.0.quotas.0.gpus": 4, "teams.0.quotas.1": DEL}),
@@ -579,6 +580,7 @@ REPLAYS: tuple[Replay, ...] = (
     R("merge-key-not-mapping", {}, "merge an anchored mapping, e.g. <<: *defaults", {}, edit=lambda t: t.replace("metadata:\n", "metadata:\n  <<: 5\n", 1), unedit=lambda t: t.replace("  <<: 5\n", "", 1)),
     R("octal", {}, "drop the leading zero, or quote it if a string is meant", {}, edit=lambda t: t.replace("maxSize: 4\n", "maxSize: 04\n"), unedit=lambda t: t.replace("maxSize: 04\n", "maxSize: 4\n")),
     R("unknown-tag", {}, "remove the tag: the spec uses plain YAML values", {}, edit=lambda t: t.replace("maxSize: 4\n", "maxSize: !count 4\n"), unedit=lambda t: t.replace("!count ", "")),
+    R("empty-tagged-value", {}, "write an int after the tag", {}, edit=lambda t: t.replace("maxSize: 4\n", "maxSize: !!int\n"), unedit=lambda t: t.replace("maxSize: !!int\n", "maxSize: !!int 4\n")),
     R("invalid-yaml11-value", {}, 'quote it if a string is meant: "2026-13-45"', {}, edit=lambda t: t.replace("name: mini\n", "name: 2026-13-45\n", 1), unedit=lambda t: t.replace("2026-13-45", '"2026-13-45"')),
     R("base-60", {}, "write the number you mean (e.g. 90), or quote it if a string is meant", {}, edit=lambda t: t.replace("maxSize: 4\n", "maxSize: 1:30\n"), unedit=lambda t: t.replace("maxSize: 1:30\n", "maxSize: 90\n")),
     R("too-deep", {}, "a fleet spec is about ten levels deep", {}, edit=lambda t: t + "deep: " + "[" * 80 + "]" * 80 + "\n", unedit=lambda t: t[: t.index("deep: ")]),
