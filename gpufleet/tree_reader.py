@@ -154,6 +154,19 @@ def resources(inventory: list[dict[str, Any]], files: Mapping[str, str]) -> list
     return out
 
 
+def _check_plan_shape(plan: Mapping[str, Any]) -> None:
+    """What check and diff read of plan.json has the shape synth writes. The digest only proves the files agree
+    with each other: a tree edited and sealed again by hand passes it."""
+    fleet = plan.get("fleet")
+    if not isinstance(fleet, dict) or not all(isinstance(fleet.get(k), str) for k in ("name", "cluster", "region")):
+        raise NotATree("plan.json: fleet must name the fleet, its cluster and region")
+    if not isinstance(plan.get("environment"), str):
+        raise NotATree("plan.json: environment must be a name")
+    stages = plan.get("stages")
+    if not isinstance(stages, list) or not all(isinstance(s, dict) and isinstance(s.get("name"), str) for s in stages):
+        raise NotATree("plan.json: stages must be a list of named stages")
+
+
 def read_tree(directory: str | Path) -> SynthTree:
     """The tree at `directory`; raises NotATree with the reason when it is not one to trust."""
     root = Path(directory)
@@ -163,5 +176,6 @@ def read_tree(directory: str | Path) -> SynthTree:
     files = _files(root)
     inventory = _inventory(plan, files)
     _verify_files(inventory, files)
+    _check_plan_shape(plan)
     # Every file is exactly as gpufleet.tree.render wrote it.
     return SynthTree(plan=plan, resources=resources(inventory, files))

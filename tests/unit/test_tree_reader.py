@@ -15,7 +15,7 @@ from gpufleet.output import write_tree
 from gpufleet.pipeline import load_fleet
 from gpufleet.rollout import build_plan
 from gpufleet.synth import synth_tree
-from gpufleet.tree import HELM_RELEASE, decode_user_data, inventory_entries
+from gpufleet.tree import HELM_RELEASE, decode_user_data, digest, inventory_entries
 from gpufleet.tree_reader import read_tree
 from tests.trees import rewrite
 
@@ -35,6 +35,20 @@ def _plan_edit(edit: Callable[[dict[str, object]], None]) -> Callable[[Path], No
     def apply(root: Path) -> None:
         plan = json.loads((root / "plan.json").read_text())
         edit(plan)
+        (root / "plan.json").write_text(json.dumps(plan))
+
+    return apply
+
+
+def _forged(edit: Callable[[dict[str, object]], None]) -> Callable[[Path], None]:
+    """plan.json edited and sealed again with a matching digest: the digest proves consistency, not authorship."""
+
+    def apply(root: Path) -> None:
+        plan = json.loads((root / "plan.json").read_text())
+        edit(plan)
+        plan.pop("digest")
+        inventory = json.loads((root / "inventory.json").read_text())
+        plan["digest"] = digest(plan, inventory, (root / "plan.md").read_text())
         (root / "plan.json").write_text(json.dumps(plan))
 
     return apply
@@ -74,6 +88,10 @@ DAMAGE: list[tuple[str, Callable[[Path], None], str]] = [
     ("string-format", _plan_edit(lambda p: p.update(formatVersion="2")), 'plan.json: format version "2": not a version gpufleet writes (this gpufleet reads version 2)'),
     ("no-digest", _plan_edit(lambda p: p.pop("digest")), "plan.json has no digest"),
     ("plan-edited", _plan_edit(lambda p: p.update(environment="prod")), DIGEST),
+    ("forged-no-fleet-name", _forged(lambda p: p["fleet"].pop("name")), "plan.json: fleet must name the fleet, its cluster and region"),
+    ("forged-fleet-list", _forged(lambda p: p.update(fleet=[])), "plan.json: fleet must name the fleet, its cluster and region"),
+    ("forged-environment", _forged(lambda p: p.update(environment=None)), "plan.json: environment must be a name"),
+    ("forged-stages", _forged(lambda p: p.update(stages=[{"index": 1}])), "plan.json: stages must be a list of named stages"),
     ("foreign-file", lambda r: (r / "notes.txt").write_text("mine\n"), "notes.txt is not part of a synth tree"),
     ("symlink", lambda r: (r / "01-foundation/aws/link.yaml").symlink_to(r / YAML_FILE), "01-foundation/aws/link.yaml is a symbolic link"),
     ("not-utf8", lambda r: (r / YAML_FILE).write_bytes(b"\xff\xfe"), f"{YAML_FILE} is not UTF-8 text"),
