@@ -25,19 +25,13 @@ from dataclasses import dataclass
 from gpufleet import access, stages
 from gpufleet.errors import Path
 from gpufleet.manifests import kueue, tenancy
+from gpufleet.model.workload import FRAMEWORK
 from gpufleet.spec import Fleet
 
 _IAM = re.compile(r"arn:(?P<partition>aws[a-z-]*):iam::(?P<account>\d{12}):(?P<kind>role|user)/(?:[\w+=,.@/-]*/)?(?P<name>[\w+=,.@-]+)")
 _SESSION = re.compile(r"arn:(?P<partition>aws[a-z-]*):sts::(?P<account>\d{12}):assumed-role/(?P<name>[\w+=,.@-]+)/[\w+=,.@-]+")
 # Kinds granted by the namespace-scoped AmazonEKSEditPolicy (Kubernetes' `edit` role for built-in kinds).
 EDIT_POLICY_KINDS = frozenset({"Pod", "Job", "Deployment", "StatefulSet", "DaemonSet"})
-# Workload kind -> the Kueue framework whose plural the team Role grants (gpufleet.manifests.tenancy.JOB_RESOURCES).
-_ROLE_FRAMEWORK = {
-    "JobSet": "jobset.x-k8s.io/jobset",
-    "PyTorchJob": "kubeflow.org/pytorchjob",
-    "MPIJob": "kubeflow.org/mpijob",
-    "TrainJob": "trainer.kubeflow.org/trainjob",
-}
 
 
 class PrincipalError(ValueError):
@@ -82,10 +76,9 @@ class Decision:
     note: str | None = None
 
 
-def _team_kinds() -> frozenset[str]:
-    """The kinds a team member may create in the team's namespace: the edit policy's, plus the team Role's."""
-    role = {kind for kind, framework in _ROLE_FRAMEWORK.items() if framework in kueue.FRAMEWORKS and framework in tenancy.JOB_RESOURCES}
-    return EDIT_POLICY_KINDS | role
+# What a team member may create in the team's namespace: the edit policy's kinds, plus the kinds of the Kueue
+# integrations whose resources the team Role grants (gpufleet.manifests.tenancy.team_role).
+TEAM_KINDS = EDIT_POLICY_KINDS | {kind for kind, framework in FRAMEWORK.items() if framework in kueue.FRAMEWORKS and framework in tenancy.JOB_RESOURCES}
 
 
 def may_create(fleet: Fleet, through: stages.StageName, arn: str, kind: str, namespace: str) -> Decision:
@@ -132,11 +125,11 @@ def may_create(fleet: Fleet, through: stages.StageName, arn: str, kind: str, nam
                 fix="roll this environment through the admission stage (environments.<env>.through)",
             )
         )
-    if kind not in _team_kinds():
+    if kind not in TEAM_KINDS:
         return Decision(
             refusal=Refusal(
                 message=f"{arn} (team {team.name}) may not create {kind}: neither {access.EDIT_POLICY} nor the Role {tenancy.TEAM_ROLE} grants it",
-                fix=f"submit one of {', '.join(sorted(_team_kinds()))}, or ask a cluster admin",
+                fix=f"submit one of {', '.join(sorted(TEAM_KINDS))}, or ask a cluster admin",
             )
         )
     return Decision()
