@@ -7,6 +7,7 @@ traceback is printed). User errors never print a traceback and never write outpu
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import traceback
@@ -157,5 +158,17 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_BUG
 
 
+def entry() -> None:
+    """The console script. After an interrupt (130, 143) the cleanup is done: the process ends at once, as the
+    signal's default action would, instead of running the finalizers of a Pulumi runtime the interrupt cut short (an
+    asyncio event loop closed half-way reports "Invalid file descriptor" from its __del__ at interpreter exit)."""
+    code = main()
+    if code in (EXIT_SIGINT, EXIT_SIGTERM):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry()
