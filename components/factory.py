@@ -20,6 +20,13 @@ def camel_to_snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
 
 
+def _python_names(args: Mapping[str, Any]) -> dict[str, Any]:
+    """Plan args (the engine's input names) as the typed SDK class's keyword arguments: only the top level is
+    renamed. Nested values go as they are: the SDK sends a nested key it has no Python name for unchanged
+    (pulumi/runtime/rpc.py serialize_properties: `py_name_to_pulumi_name.get(k) or k`), so camelCase arrives as is."""
+    return {camel_to_snake(k): v for k, v in args.items()}
+
+
 def _get(value: Any, name: str) -> Any:
     """One attribute step on a plain value: typed output objects, or dicts with engine or Python names."""
     if isinstance(value, Mapping):
@@ -90,7 +97,7 @@ def create(res: Resource, registry: Registry, opts: pulumi.ResourceOptions) -> A
         package, module, name = res.type.split(":")
         mod = importlib.import_module(f"pulumi_{package}.{module.split('/')[0]}")
         invoke = getattr(mod, camel_to_snake(name) + "_output")
-        return invoke(**args, opts=pulumi.InvokeOutputOptions(parent=opts.parent, provider=opts.provider))
+        return invoke(**_python_names(args), opts=pulumi.InvokeOutputOptions(parent=opts.parent, provider=opts.provider))
     if "object" in args:  # a whole Kubernetes object
         obj = dict(args["object"])
         api_version, kind = obj.pop("apiVersion"), obj.pop("kind")
@@ -99,4 +106,4 @@ def create(res: Resource, registry: Registry, opts: pulumi.ResourceOptions) -> A
             kwargs = {camel_to_snake(k): v for k, v in obj.items()}
             return cls(res.id, api_version=api_version, kind=kind, opts=opts, **kwargs)
         return CustomObject(res.id, {"apiVersion": api_version, "kind": kind, **obj}, opts)
-    return _class_for(res.type)(res.id, opts=opts, **args)
+    return _class_for(res.type)(res.id, opts=opts, **_python_names(args))

@@ -5,8 +5,8 @@ their entry's Kubernetes group (`gpufleet.manifests.tenancy`, admission stage).
 Admins get AmazonEKSClusterAdminPolicy on the whole cluster. A team member gets AmazonEKSEditPolicy scoped to
 the team's namespace (the access scope limits the policy to those namespaces: create and change workloads,
 Services, ConfigMaps, Secrets there, nothing anywhere else) and the group `gpufleet-team-<team>`.
-Input names: pulumi-aws 7.x `aws.eks.AccessEntry` (cluster_name, principal_arn, kubernetes_groups, type, tags)
-and `aws.eks.AccessPolicyAssociation` (cluster_name, principal_arn, policy_arn, access_scope {type, namespaces}).
+Input names: pulumi-aws 7.x `aws.eks.AccessEntry` (clusterName, principalArn, kubernetesGroups, type, tags)
+and `aws.eks.AccessPolicyAssociation` (clusterName, principalArn, policyArn, accessScope {type, namespaces}).
 """
 
 from __future__ import annotations
@@ -34,13 +34,13 @@ def _policy_arn(fleet: Fleet, policy: str) -> str:
 
 def _entry(fleet: Fleet, principal: Principal, rid: str, groups: list[str], tags: dict[str, str]) -> Resource:
     args: dict[str, object] = {
-        "cluster_name": Ref(CLUSTER, "name"),
-        "principal_arn": principal.principal_arn,
+        "clusterName": Ref(CLUSTER, "name"),
+        "principalArn": principal.principal_arn,
         "type": "STANDARD",
         "tags": tags,
     }
     if groups:
-        args["kubernetes_groups"] = groups
+        args["kubernetesGroups"] = groups
     return Resource(id=rid, type="aws:eks/accessEntry:AccessEntry", provider=AWS_PROVIDER, args=args)
 
 
@@ -55,10 +55,10 @@ def _association(fleet: Fleet, principal: Principal, entry: str, policy: str, sc
         provider=AWS_PROVIDER,
         depends_on=(entry,),
         args={
-            "cluster_name": Ref(CLUSTER, "name"),
-            "principal_arn": principal.principal_arn,
-            "policy_arn": _policy_arn(fleet, policy),
-            "access_scope": scope,
+            "clusterName": Ref(CLUSTER, "name"),
+            "principalArn": principal.principal_arn,
+            "policyArn": _policy_arn(fleet, policy),
+            "accessScope": scope,
         },
     )
 

@@ -89,9 +89,9 @@ def pod_identity_resources(
             type="aws:iam/role:Role",
             provider=AWS_PROVIDER,
             args={
-                "name_prefix": name_prefix[:38],
+                "namePrefix": name_prefix[:38],
                 "description": description,
-                "assume_role_policy": pod_identity_trust(fleet, namespace, service_account),
+                "assumeRolePolicy": pod_identity_trust(fleet, namespace, service_account),
                 "tags": tags(fleet),
             },
         ),
@@ -107,10 +107,10 @@ def pod_identity_resources(
             provider=AWS_PROVIDER,
             depends_on=(policy, *pod_identity_after(fleet)),
             args={
-                "cluster_name": Ref(CLUSTER, "name"),
+                "clusterName": Ref(CLUSTER, "name"),
                 "namespace": namespace,
-                "service_account": service_account,
-                "role_arn": Ref(role, "arn"),
+                "serviceAccount": service_account,
+                "roleArn": Ref(role, "arn"),
                 "tags": tags(fleet),
             },
         ),
@@ -139,10 +139,10 @@ def _assume(service: str) -> str:
 
 
 def _role(fleet: Fleet, rid: str, service: str, policies: tuple[str, ...]) -> list[Resource]:
-    out = [Resource(id=rid, type="aws:iam/role:Role", provider=AWS_PROVIDER, args={"name_prefix": f"{fleet.name}-{rid}-"[:38], "assume_role_policy": _assume(service), "tags": tags(fleet)})]
+    out = [Resource(id=rid, type="aws:iam/role:Role", provider=AWS_PROVIDER, args={"namePrefix": f"{fleet.name}-{rid}-"[:38], "assumeRolePolicy": _assume(service), "tags": tags(fleet)})]
     arn = f"arn:{partition(fleet.cluster.region)}:iam::aws:policy/"
     for policy in policies:
-        out.append(Resource(id=f"{rid}-{policy.lower().replace('_', '-')}", type="aws:iam/rolePolicyAttachment:RolePolicyAttachment", provider=AWS_PROVIDER, args={"role": Ref(rid, "name"), "policy_arn": arn + policy}))
+        out.append(Resource(id=f"{rid}-{policy.lower().replace('_', '-')}", type="aws:iam/rolePolicyAttachment:RolePolicyAttachment", provider=AWS_PROVIDER, args={"role": Ref(rid, "name"), "policyArn": arn + policy}))
     return out
 
 
@@ -174,7 +174,10 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
     """Resources of the cluster half and warnings."""
     c = fleet.cluster
     warnings = [f"team {t.name} has no members: nobody can submit its work, and gpufleet check fails (add teams[].members)" for t in fleet.teams if not t.members]
-    res = [Resource(id=AWS_PROVIDER, type="pulumi:providers:aws", args={"region": c.region, "default_tags": {"tags": tags(fleet)}})]
+    # skipCredentialsValidation false and skipRegionValidation true are the defaults pulumi-aws's Python SDK sends
+    # when they are not given (sdk/python/pulumi_aws/provider.py, 7.x): written out so the plan holds every input.
+    provider = {"region": c.region, "defaultTags": {"tags": tags(fleet)}, "skipCredentialsValidation": False, "skipRegionValidation": True}
+    res = [Resource(id=AWS_PROVIDER, type="pulumi:providers:aws", args=provider)]
     res += _role(fleet, NODE_ROLE, "ec2.amazonaws.com", NODE_POLICIES)
     if c.mode == "Existing":
         res.append(Resource(id=CLUSTER, type="aws:eks/getCluster:getCluster", args={"name": c.name}, provider=AWS_PROVIDER, lookup=True))
@@ -193,14 +196,14 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
         return res, warnings
     res += _role(fleet, CLUSTER_ROLE, "eks.amazonaws.com", ("AmazonEKSClusterPolicy",))
     vpc: dict[str, object] = {
-        "subnet_ids": list(c.subnet_ids),
-        "endpoint_private_access": True,
-        "endpoint_public_access": c.endpoint_access == "PublicAndPrivate",
+        "subnetIds": list(c.subnet_ids),
+        "endpointPrivateAccess": True,
+        "endpointPublicAccess": c.endpoint_access == "PublicAndPrivate",
     }
     cluster_tags = tags(fleet)
     if c.endpoint_access == "PublicAndPrivate":
         # Written out even when it is EKS's default, so the tree and the policies see who can reach the endpoint.
-        vpc["public_access_cidrs"] = list(access.public_cidrs(c))
+        vpc["publicAccessCidrs"] = list(access.public_cidrs(c))
         if access.endpoint_open(c) and c.open_endpoint_reason is None:
             warnings.append("cluster endpoint is public to 0.0.0.0/0 and gpufleet check fails on it: set cluster.publicEndpoint.cidrs, or say why in publicEndpoint.acknowledgeOpenToInternet")
         if c.open_endpoint_reason is not None:
@@ -216,15 +219,15 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
             args={
                 "name": c.name,
                 "version": c.kubernetes_version,
-                "role_arn": Ref(CLUSTER_ROLE, "arn"),
-                "vpc_config": vpc,
+                "roleArn": Ref(CLUSTER_ROLE, "arn"),
+                "vpcConfig": vpc,
                 # No implicit admin for whoever runs `pulumi up`: cluster.admins are the admins, each an explicit
                 # access entry. True would also make an explicit entry for the creator fail as a duplicate
                 # (pulumi/pulumi-eks#2373); the field is immutable (ForceNew in the AWS provider).
-                "access_config": {"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": False},
+                "accessConfig": {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False},
                 # Add-ons are managed below at pinned versions instead of EKS's unmanaged bootstrap copies.
-                "bootstrap_self_managed_addons": False,
-                "enabled_cluster_log_types": ["api", "audit", "authenticator"],
+                "bootstrapSelfManagedAddons": False,
+                "enabledClusterLogTypes": ["api", "audit", "authenticator"],
                 "tags": cluster_tags,
             },
         )
@@ -239,16 +242,16 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
             ignore_changes=("scalingConfig.desiredSize",),
             depends_on=node_role_attachments() + ("addon-vpc-cni",),
             args={
-                "cluster_name": Ref(CLUSTER, "name"),
-                "node_group_name_prefix": f"{fleet.name}-system-",
-                "node_role_arn": Ref(NODE_ROLE, "arn"),
-                "subnet_ids": list(c.subnet_ids),
-                "ami_type": SYSTEM_NODES_AMI_TYPE,
-                "release_version": system.release_version,
-                "instance_types": [system.instance_type],
-                "capacity_type": "ON_DEMAND",
-                "scaling_config": {"min_size": system.min_size, "max_size": system.max_size, "desired_size": system.min_size},
-                "update_config": {"max_unavailable": 1},
+                "clusterName": Ref(CLUSTER, "name"),
+                "nodeGroupNamePrefix": f"{fleet.name}-system-",
+                "nodeRoleArn": Ref(NODE_ROLE, "arn"),
+                "subnetIds": list(c.subnet_ids),
+                "amiType": SYSTEM_NODES_AMI_TYPE,
+                "releaseVersion": system.release_version,
+                "instanceTypes": [system.instance_type],
+                "capacityType": "ON_DEMAND",
+                "scalingConfig": {"minSize": system.min_size, "maxSize": system.max_size, "desiredSize": system.min_size},
+                "updateConfig": {"maxUnavailable": 1},
                 "labels": {LABEL_NODE_GROUP: SYSTEM_GROUP},
                 "tags": tags(fleet),
             },
@@ -261,19 +264,19 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
         if version is None:
             warnings.append(f"EKS add-on {ADDONS[key]} is not pinned (versions.addons.{key}): EKS picks its default version at creation")
         args: dict[str, object] = {
-            "cluster_name": Ref(CLUSTER, "name"),
-            "addon_name": ADDONS[key],
-            "resolve_conflicts_on_create": "OVERWRITE",
-            "resolve_conflicts_on_update": "PRESERVE",
+            "clusterName": Ref(CLUSTER, "name"),
+            "addonName": ADDONS[key],
+            "resolveConflictsOnCreate": "OVERWRITE",
+            "resolveConflictsOnUpdate": "PRESERVE",
             "tags": tags(fleet),
         }
         if version is not None:
-            args["addon_version"] = version
+            args["addonVersion"] = version
         if key == "vpcCni":
-            args["configuration_values"] = json.dumps(VPC_CNI_CONFIGURATION, sort_keys=True)
+            args["configurationValues"] = json.dumps(VPC_CNI_CONFIGURATION, sort_keys=True)
         if key == "nodeMonitoringAgent":
             # Its dcgm-server stays off GPU nodes: the GPU Operator's host engine serves the agent there.
-            args["configuration_values"] = json.dumps(node_monitoring.ADDON_CONFIGURATION, sort_keys=True)
+            args["configurationValues"] = json.dumps(node_monitoring.ADDON_CONFIGURATION, sort_keys=True)
         # CoreDNS and the monitoring agent need nodes to become healthy; the CNI must exist before any node.
         after = () if key in ("vpcCni", "kubeProxy") else (SYSTEM_NODE_GROUP,)
         res.append(Resource(id=f"addon-{ADDONS[key]}", type="aws:eks/addon:Addon", provider=AWS_PROVIDER, args=args, depends_on=after))
@@ -294,5 +297,5 @@ def _kubernetes_provider(fleet: Fleet, ca_path: str) -> Resource:
     Operator values (DCGM CSV: exporter pod annotation; device plugin and MIG configs: an environment variable),
     so the operator rolls its DaemonSets; Grafana's sidecar reloads dashboards on its own; the health stage
     hashes its scripts into the remediation controller's pod template."""
-    args = {"kubeconfig": kubeconfig(fleet, ca_path), "enable_config_map_mutable": True}
+    args = {"kubeconfig": kubeconfig(fleet, ca_path), "enableConfigMapMutable": True}
     return Resource(id=K8S_PROVIDER, type="pulumi:providers:kubernetes", args=args, depends_on=admin_associations(fleet))

@@ -49,12 +49,14 @@ def k8s(obj: Mapping[str, Any], *, depends_on: tuple[str, ...] = (), id: str | N
 def helm(component: str, version: str, *, release: str, namespace: str, values: Mapping[str, Any], depends_on: tuple[str, ...] = ()) -> Resource:
     """A Helm release (helm.v3.Release: a real release with hooks; see README "Why helm.v3.Release")."""
     comp = COMPONENTS[component]
-    args: dict[str, Any] = {"name": release, "version": version, "namespace": namespace, "create_namespace": True, "values": dict(values)}
+    # compat "true": what pulumi-kubernetes's SDK always sends for a helm.v3.Release (sdk/python/pulumi_kubernetes/
+    # helm/v3/Release.py sets it whatever is given), so the plan holds every input.
+    args: dict[str, Any] = {"name": release, "version": version, "namespace": namespace, "createNamespace": True, "compat": "true", "values": dict(values)}
     if comp.repository.startswith("oci://"):
         args["chart"] = f"{comp.repository}/{comp.chart}"
     else:
         args["chart"] = comp.chart
-        args["repository_opts"] = {"repo": comp.repository}
+        args["repositoryOpts"] = {"repo": comp.repository}
     return Resource(id=f"helm-{release}", type="kubernetes:helm.sh/v3:Release", args=args, provider=K8S_PROVIDER, depends_on=depends_on)
 
 

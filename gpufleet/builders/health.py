@@ -37,7 +37,7 @@ def _repair_notes(ctx: BuildContext) -> list[str]:
         diag = dict(node_monitoring.repair_actions(fleet, group))["DCGMDiagnosticFailure"]
         lines.append(
             f"| {group.name} | {group.workload_class.value} | {health.REPAIR_WAIT_MINUTES[group.workload_class]} | "
-            f"{t['max_unhealthy_node_threshold_count']} | {t['max_parallel_nodes_repaired_count']} | {diag} |"
+            f"{t['maxUnhealthyNodeThresholdCount']} | {t['maxParallelNodesRepairedCount']} | {diag} |"
         )
     return lines + [""]
 

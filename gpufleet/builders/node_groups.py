@@ -69,10 +69,10 @@ def odcr_specification(r: Reservation) -> dict[str, Any]:
     `capacity-reservations-only`; or the preference `open`. The node group stays ON_DEMAND with its
     instance type, as eksctl's capacityReservation and the EKS Blueprints targeted-odcr pattern do."""
     if r.id is not None:
-        return {"capacity_reservation_target": {"capacity_reservation_id": r.id}}
+        return {"capacityReservationTarget": {"capacityReservationId": r.id}}
     if r.resource_group_arn is not None:
-        return {"capacity_reservation_target": {"capacity_reservation_resource_group_arn": r.resource_group_arn}}
-    return {"capacity_reservation_preference": "open"}
+        return {"capacityReservationTarget": {"capacityReservationResourceGroupArn": r.resource_group_arn}}
+    return {"capacityReservationPreference": "open"}
 
 
 def _launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str, Any] | None) -> list[Resource]:
@@ -81,42 +81,42 @@ def _launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str
     bottlerocket = group.ami_type.startswith("BOTTLEROCKET")
     text = node_bootstrap.user_data(group, _images(fleet, group), sharing_toml)
     args: dict[str, Any] = {
-        "name_prefix": f"{fleet.name}-{group.name}-",
-        "update_default_version": True,
-        "user_data": base64.b64encode(text.encode()).decode(),
-        "block_device_mappings": [
+        "namePrefix": f"{fleet.name}-{group.name}-",
+        "updateDefaultVersion": True,
+        "userData": base64.b64encode(text.encode()).decode(),
+        "blockDeviceMappings": [
             {
                 # Bottlerocket keeps images and pods on its data volume (/dev/xvdb); AL2023 on the root volume.
-                "device_name": "/dev/xvdb" if bottlerocket else "/dev/xvda",
-                "ebs": {"volume_size": group.disk_size_gib, "volume_type": "gp3", "encrypted": "true", "delete_on_termination": "true"},
+                "deviceName": "/dev/xvdb" if bottlerocket else "/dev/xvda",
+                "ebs": {"volumeSize": group.disk_size_gib, "volumeType": "gp3", "encrypted": "true", "deleteOnTermination": "true"},
             }
         ],
         # IMDSv2 only, one hop: pods cannot reach the node's credentials (they use EKS Pod Identity instead).
-        "metadata_options": {"http_endpoint": "enabled", "http_tokens": "required", "http_put_response_hop_limit": 1},
-        "tag_specifications": [{"resource_type": "instance", "tags": {**tags(fleet), "Name": f"{fleet.name}-{group.name}", LABEL_NODE_GROUP: group.name}}],
+        "metadataOptions": {"httpEndpoint": "enabled", "httpTokens": "required", "httpPutResponseHopLimit": 1},
+        "tagSpecifications": [{"resourceType": "instance", "tags": {**tags(fleet), "Name": f"{fleet.name}-{group.name}", LABEL_NODE_GROUP: group.name}}],
     }
     if group.fabric is Fabric.EFA:
         # One EFA interface per network card: card 0 device 0 is EFA with ENA (the primary); the others
         # are EFA-only at device index 1 (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html).
         # EFA-only interfaces need VPC CNI 1.18.5 or later on EKS.
         security_groups = [Ref(CLUSTER, "vpcConfig.clusterSecurityGroupId")]
-        interfaces = [{"network_card_index": 0, "device_index": 0, "interface_type": "efa", "security_groups": security_groups, "delete_on_termination": "true"}]
+        interfaces = [{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "efa", "securityGroups": security_groups, "deleteOnTermination": "true"}]
         for card in range(1, node_bootstrap.efa_interfaces(group)):
-            interfaces.append({"network_card_index": card, "device_index": 1, "interface_type": "efa-only", "security_groups": security_groups, "delete_on_termination": "true"})
-        args["network_interfaces"] = interfaces
+            interfaces.append({"networkCardIndex": card, "deviceIndex": 1, "interfaceType": "efa-only", "securityGroups": security_groups, "deleteOnTermination": "true"})
+        args["networkInterfaces"] = interfaces
         if group.capacity_type is not CapacityType.CAPACITY_BLOCK:
             # Capacity Blocks are co-located in UltraClusters already; other EFA capacity needs a cluster
             # placement group for full bisection bandwidth.
             pg = f"{group.name}-placement-group"
             out.append(Resource(id=pg, type="aws:ec2/placementGroup:PlacementGroup", provider=AWS_PROVIDER, args={"name": f"{fleet.name}-{group.name}", "strategy": "cluster", "tags": tags(fleet)}))
-            args["placement"] = {"group_name": Ref(pg, "name")}
+            args["placement"] = {"groupName": Ref(pg, "name")}
     if group.capacity_type is CapacityType.CAPACITY_BLOCK:
         # https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html
-        args["instance_type"] = group.instance_type
-        args["instance_market_options"] = {"market_type": "capacity-block"}
-        args["capacity_reservation_specification"] = {"capacity_reservation_target": {"capacity_reservation_id": group.reservation_id}}
+        args["instanceType"] = group.instance_type
+        args["instanceMarketOptions"] = {"marketType": "capacity-block"}
+        args["capacityReservationSpecification"] = {"capacityReservationTarget": {"capacityReservationId": group.reservation_id}}
     elif group.reservation is not None:
-        args["capacity_reservation_specification"] = odcr_specification(group.reservation)
+        args["capacityReservationSpecification"] = odcr_specification(group.reservation)
     out.append(Resource(id=launch_template_id(group), type="aws:ec2/launchTemplate:LaunchTemplate", provider=AWS_PROVIDER, args=args))
     return out
 
@@ -124,43 +124,43 @@ def _launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str
 def _node_group(ctx: BuildContext, group: NodeGroup, extra_labels: dict[str, str], repair: dict[str, Any] | None) -> Resource:
     fleet = ctx.fleet
     subnets = list(group.subnet_ids or fleet.cluster.subnet_ids)
-    update: dict[str, Any] = {"update_strategy": "MINIMAL" if group.update.strategy == "Minimal" else "DEFAULT"}
+    update: dict[str, Any] = {"updateStrategy": "MINIMAL" if group.update.strategy == "Minimal" else "DEFAULT"}
     if group.update.max_unavailable_percentage is not None:
-        update["max_unavailable_percentage"] = group.update.max_unavailable_percentage
+        update["maxUnavailablePercentage"] = group.update.max_unavailable_percentage
     else:
-        update["max_unavailable"] = defaults.max_unavailable(group)
+        update["maxUnavailable"] = defaults.max_unavailable(group)
     args: dict[str, Any] = {
-        "cluster_name": Ref(CLUSTER, "name"),
+        "clusterName": Ref(CLUSTER, "name"),
         # A prefix, not a fixed name: a replacement node group is created before the old one is deleted.
-        "node_group_name_prefix": f"{fleet.name}-{group.name}-",
-        "node_role_arn": Ref(NODE_ROLE, "arn"),
-        "subnet_ids": subnets,
-        "ami_type": group.ami_type,
-        "release_version": group.ami_release_version,
-        "capacity_type": CAPACITY_TYPES[group.capacity_type],
-        "scaling_config": {"min_size": group.min_size, "max_size": group.max_size, "desired_size": defaults.desired_size(group)},
-        "update_config": update,
+        "nodeGroupNamePrefix": f"{fleet.name}-{group.name}-",
+        "nodeRoleArn": Ref(NODE_ROLE, "arn"),
+        "subnetIds": subnets,
+        "amiType": group.ami_type,
+        "releaseVersion": group.ami_release_version,
+        "capacityType": CAPACITY_TYPES[group.capacity_type],
+        "scalingConfig": {"minSize": group.min_size, "maxSize": group.max_size, "desiredSize": defaults.desired_size(group)},
+        "updateConfig": update,
         "labels": node_labels(group, extra_labels),
         "taints": [{"key": t["key"], "value": t["value"], "effect": eks_effect(t["effect"])} for t in group_taints(group)],
         # A numeric version: nodes change only when the template does, never by a floating $Latest.
-        "launch_template": {"id": Ref(launch_template_id(group), "id"), "version": Concat(Ref(launch_template_id(group), "latestVersion"))},
+        "launchTemplate": {"id": Ref(launch_template_id(group), "id"), "version": Concat(Ref(launch_template_id(group), "latestVersion"))},
         "tags": tags(fleet),
     }
     if group.capacity_type is not CapacityType.CAPACITY_BLOCK:
-        args["instance_types"] = [group.instance_type]
+        args["instanceTypes"] = [group.instance_type]
     if group.reservation is not None:
         args["tags"] = {**args["tags"], TAG_RESERVED_INSTANCES: str(group.reservation.instance_count)}
     if group.warm_pool is not None:
         pool = group.warm_pool
-        args["warm_pool_config"] = {
-            "min_size": pool.min_size,
+        args["warmPoolConfig"] = {
+            "minSize": pool.min_size,
             # minSize unless the spec asks for "max minus desired": the pool holds what warmPool.minSize says.
-            "max_group_prepared_capacity": warm_pool.prepared_capacity(group),
-            "pool_state": pool.state.upper(),
-            "reuse_on_scale_in": pool.reuse_on_scale_in,
+            "maxGroupPreparedCapacity": warm_pool.prepared_capacity(group),
+            "poolState": pool.state.upper(),
+            "reuseOnScaleIn": pool.reuse_on_scale_in,
         }
     if repair is not None:
-        args["node_repair_config"] = repair
+        args["nodeRepairConfig"] = repair
     after = node_role_attachments() + (("addon-vpc-cni",) if fleet.cluster.mode == "Create" else ())
     # The autoscaler owns the desired size after creation; Pulumi must never scale a group back.
     return Resource(id=node_group_id(group), type="aws:eks/nodeGroup:NodeGroup", provider=AWS_PROVIDER, args=args, ignore_changes=("scalingConfig.desiredSize",), depends_on=after)

@@ -39,8 +39,8 @@ def _encryption_rule(cp: Checkpoints) -> dict[str, object]:
     """SSE-S3, or SSE-KMS with the fleet's key and an S3 Bucket Key (S3 derives object keys from one bucket-level
     data key, so writing a sharded checkpoint is not one KMS request per object: KMS request quotas and cost)."""
     if not st.customer_managed_key(cp):
-        return {"apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"}}
-    return {"apply_server_side_encryption_by_default": {"sse_algorithm": "aws:kms", "kms_master_key_id": Ref(KEY, "arn")}, "bucket_key_enabled": True}
+        return {"applyServerSideEncryptionByDefault": {"sseAlgorithm": "AES256"}}
+    return {"applyServerSideEncryptionByDefault": {"sseAlgorithm": "aws:kms", "kmsMasterKeyId": Ref(KEY, "arn")}, "bucketKeyEnabled": True}
 
 
 def key_resources(fleet: Fleet, cp: Checkpoints) -> list[Resource]:
@@ -58,12 +58,12 @@ def key_resources(fleet: Fleet, cp: Checkpoints) -> list[Resource]:
             retain_on_delete=True,
             args={
                 "description": f"Fleet {fleet.name}: checkpoints in s3://{cp.bucket} (SSE-KMS)",
-                "enable_key_rotation": True,
+                "enableKeyRotation": True,
                 "policy": st.key_policy(fleet, roles),
                 "tags": tags(fleet),
             },
         ),
-        Resource(id=f"{KEY}-alias", type="aws:kms/alias:Alias", provider=AWS_PROVIDER, args={"name": st.key_alias(fleet), "target_key_id": Ref(KEY, "keyId")}),
+        Resource(id=f"{KEY}-alias", type="aws:kms/alias:Alias", provider=AWS_PROVIDER, args={"name": st.key_alias(fleet), "targetKeyId": Ref(KEY, "keyId")}),
     ]
 
 
@@ -82,9 +82,9 @@ def bucket_resources(fleet: Fleet, cp: Checkpoints) -> list[Resource]:
             provider=AWS_PROVIDER,
             protect=True,
             retain_on_delete=True,
-            args={"bucket": cp.bucket, "force_destroy": False, "tags": tags(fleet)},
+            args={"bucket": cp.bucket, "forceDestroy": False, "tags": tags(fleet)},
         ),
-        setting("versioning", "aws:s3/bucketVersioning:BucketVersioning", {"versioning_configuration": {"status": "Enabled"}}),
+        setting("versioning", "aws:s3/bucketVersioning:BucketVersioning", {"versioningConfiguration": {"status": "Enabled"}}),
         setting(
             "encryption",
             "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
@@ -93,9 +93,9 @@ def bucket_resources(fleet: Fleet, cp: Checkpoints) -> list[Resource]:
         setting(
             "public-access-block",
             "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",
-            {"block_public_acls": True, "block_public_policy": True, "ignore_public_acls": True, "restrict_public_buckets": True},
+            {"blockPublicAcls": True, "blockPublicPolicy": True, "ignorePublicAcls": True, "restrictPublicBuckets": True},
         ),
-        setting("ownership", "aws:s3/bucketOwnershipControls:BucketOwnershipControls", {"rule": {"object_ownership": "BucketOwnerEnforced"}}),
+        setting("ownership", "aws:s3/bucketOwnershipControls:BucketOwnershipControls", {"rule": {"objectOwnership": "BucketOwnerEnforced"}}),
         setting("policy", "aws:s3/bucketPolicy:BucketPolicy", {"policy": st.bucket_policy(fleet, cp)}, after=(f"{BUCKET}-public-access-block",)),
         # Noncurrent-version rules act only on a versioned bucket.
         setting("lifecycle", "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration", {"rules": st.lifecycle_rules(cp)}, after=(f"{BUCKET}-versioning",)),

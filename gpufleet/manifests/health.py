@@ -2,8 +2,8 @@
 controller and the planted-fault verification Job. See docs/telemetry-health-cost.md.
 
 Interface used by gpufleet/builders/foundation.py (only when the health stage is included):
-- node_repair_config(fleet, group) -> the `node_repair_config` argument of aws.eks.NodeGroup (snake_case keys,
-  pulumi-aws 7.x), or None to leave auto repair off.
+- node_repair_config(fleet, group) -> the `nodeRepairConfig` input of aws.eks.NodeGroup (the provider schema's
+  names, pulumi-aws 7.x), or None to leave auto repair off.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def repair_thresholds(group: NodeGroup) -> dict[str, int]:
     unhealthy = max(1, math.ceil(group.max_size * UNHEALTHY_STOP_FRACTION))
     # One at a time where each node is a large share of scarce capacity; more for small interchangeable nodes.
     parallel = 1 if group.workload_class in (WorkloadClass.TRAINING, WorkloadClass.INFERENCE) else max(1, math.ceil(group.max_size * 0.1))
-    return {"max_unhealthy_node_threshold_count": unhealthy, "max_parallel_nodes_repaired_count": parallel}
+    return {"maxUnhealthyNodeThresholdCount": unhealthy, "maxParallelNodesRepairedCount": parallel}
 
 
 def node_repair_config(fleet: Fleet, group: NodeGroup) -> dict[str, Any] | None:
@@ -49,10 +49,10 @@ def node_repair_config(fleet: Fleet, group: NodeGroup) -> dict[str, Any] | None:
         return None
     wait = REPAIR_WAIT_MINUTES[group.workload_class]
     overrides = [
-        {"node_monitoring_condition": ACCELERATED_HARDWARE_READY, "node_unhealthy_reason": reason, "min_repair_wait_time_mins": wait, "repair_action": action}
+        {"nodeMonitoringCondition": ACCELERATED_HARDWARE_READY, "nodeUnhealthyReason": reason, "minRepairWaitTimeMins": wait, "repairAction": action}
         for reason, action in node_monitoring.repair_actions(fleet, group)
     ]
-    return {"enabled": True, **repair_thresholds(group), "node_repair_config_overrides": overrides}
+    return {"enabled": True, **repair_thresholds(group), "nodeRepairConfigOverrides": overrides}
 
 
 # --- DCGM health checks through Node Problem Detector ----------------------------------------------------

@@ -157,9 +157,9 @@ def lifecycle_rules(cp: Checkpoints) -> list[dict[str, Any]]:
             "id": "checkpoint-retention",
             "status": "Enabled",
             "filter": {},
-            "noncurrent_version_expiration": {"noncurrent_days": cp.retention_days},
-            "expiration": {"expired_object_delete_marker": True},
-            "abort_incomplete_multipart_upload": {"days_after_initiation": ABORT_MULTIPART_DAYS},
+            "noncurrentVersionExpiration": {"noncurrentDays": cp.retention_days},
+            "expiration": {"expiredObjectDeleteMarker": True},
+            "abortIncompleteMultipartUpload": {"daysAfterInitiation": ABORT_MULTIPART_DAYS},
         }
     ]
 

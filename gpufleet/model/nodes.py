@@ -108,7 +108,7 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
         "node.kubernetes.io/instance-type": group.instance_type,
         "kubernetes.io/arch": "amd64" if info.architecture == "x86_64" else "arm64",
         "kubernetes.io/os": "linux",
-        "eks.amazonaws.com/capacityType": args["capacity_type"],
+        "eks.amazonaws.com/capacityType": args["capacityType"],
     }
     taints = tuple({"key": t["key"], "value": t["value"], "effect": _K8S_EFFECT[t["effect"]]} for t in args["taints"])
     extended = {k[len(TEMPLATE_RESOURCE_TAG) :]: _quantity(v) for k, v in args["tags"].items() if k.startswith(TEMPLATE_RESOURCE_TAG)}
@@ -128,7 +128,7 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
     strategy = group.sharing.strategy
     # the device plugin and MIG manager configs come with the sharing stage (builders/foundation.py)
     with_sharing = stages.included("sharing", plan.through)
-    scaling = args["scaling_config"]
+    scaling = args["scalingConfig"]
     template = None
     if autoscaler_deployed(plan):
         template = {"labels": dict(args["labels"]), "taints": taints, "resources": {"cpu": info.vcpus * 1000, "memory": info.memory_mib, **extended}}
@@ -149,8 +149,8 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
         fail_requests_greater_than_one=with_sharing and strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS),
         # what the node advertises: MIG slices only once the sharing stage partitions it (before, whole GPUs)
         mig_strategy=(MIG_MIXED if is_mixed(group) else MIG_SINGLE) if with_sharing and strategy is SharingStrategy.MIG else None,
-        min_size=scaling["min_size"],
-        max_size=scaling["max_size"],
+        min_size=scaling["minSize"],
+        max_size=scaling["maxSize"],
         reserved=group.reservation.instance_count if group.reservation is not None and group.reservation.id is not None else None,
         template=template,
     )

@@ -101,7 +101,7 @@ def test_release_in_kube_system_after_its_identity_and_the_system_nodes(prod: Ro
     assert release.type == "kubernetes:helm.sh/v3:Release" and release.provider == K8S_PROVIDER
     args = release.args
     assert (args["name"], args["chart"], args["version"], args["namespace"]) == ("cluster-autoscaler", "cluster-autoscaler", "9.59.0", "kube-system")
-    assert args["repository_opts"] == {"repo": "https://kubernetes.github.io/autoscaler"}
+    assert args["repositoryOpts"] == {"repo": "https://kubernetes.github.io/autoscaler"}
     assert release.depends_on == ("cluster-autoscaler-pod-identity", "system-node-group")
     assert prod.stages[0].name == "foundation"
     assert release in prod.stages[0].content.resources
@@ -205,8 +205,8 @@ def test_policy_arn_uses_the_regions_partition() -> None:
 def test_role_trusts_pod_identity_for_the_autoscaler_service_account_only(prod: RolloutPlan) -> None:
     role = resource(prod, "cluster-autoscaler-role")
     assert role.type == "aws:iam/role:Role"
-    assert role.args["name_prefix"] == "research-cluster-autoscaler-"
-    (statement,) = json.loads(role.args["assume_role_policy"])["Statement"]
+    assert role.args["namePrefix"] == "research-cluster-autoscaler-"
+    (statement,) = json.loads(role.args["assumeRolePolicy"])["Statement"]
     assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     assert statement["Action"] == ["sts:AssumeRole", "sts:TagSession"]
     assert statement["Condition"] == {
@@ -222,14 +222,14 @@ def test_association_binds_the_charts_service_account_after_the_agent(prod: Roll
     association = resource(prod, "cluster-autoscaler-pod-identity")
     assert association.type == "aws:eks/podIdentityAssociation:PodIdentityAssociation"
     assert association.args == {
-        "cluster_name": Ref("cluster", "name"),
+        "clusterName": Ref("cluster", "name"),
         "namespace": "kube-system",
-        "service_account": "cluster-autoscaler",
-        "role_arn": Ref("cluster-autoscaler-role", "arn"),
+        "serviceAccount": "cluster-autoscaler",
+        "roleArn": Ref("cluster-autoscaler-role", "arn"),
         "tags": {"gpufleet.io/fleet": "research", "app.kubernetes.io/managed-by": "gpufleet"},
     }
     # The service account the association names is the one the chart creates.
-    assert resource(prod, "helm-cluster-autoscaler").args["values"]["rbac"]["serviceAccount"]["name"] == association.args["service_account"]
+    assert resource(prod, "helm-cluster-autoscaler").args["values"]["rbac"]["serviceAccount"]["name"] == association.args["serviceAccount"]
     assert association.depends_on == ("cluster-autoscaler-policy", "addon-eks-pod-identity-agent")
     assert resource(existing, "cluster-autoscaler-pod-identity").depends_on == ("cluster-autoscaler-policy",)
 
@@ -265,7 +265,7 @@ def test_mode_create_always_installs_the_pod_identity_agent() -> None:
     autoscaler's association always has an agent to wait for."""
     foundation = plan_of(spec(addons="{}")).stages[0].content
     agent = next(r for r in foundation.resources if r.id == "addon-eks-pod-identity-agent")
-    assert "addon_version" not in agent.args
+    assert "addonVersion" not in agent.args
     association = next(r for r in foundation.resources if r.id == "cluster-autoscaler-pod-identity")
     assert "addon-eks-pod-identity-agent" in association.depends_on
     assert [w for w in foundation.warnings if "eks-pod-identity-agent" in w] == [

@@ -18,7 +18,7 @@ from tests.upstream import chart_values, require_shared, unknown_value_keys
 def test_preinstalled_driver_and_toolkit_are_not_installed(prod: RolloutPlan) -> None:
     release = resource(prod, "helm-gpu-operator").args
     assert release["chart"] == "gpu-operator" and release["version"] == "v26.7.0"
-    assert release["repository_opts"] == {"repo": "https://helm.ngc.nvidia.com/nvidia"}
+    assert release["repositoryOpts"] == {"repo": "https://helm.ngc.nvidia.com/nvidia"}
     values = release["values"]
     assert values["driver"] == {"enabled": False}
     assert values["toolkit"] == {"enabled": False}
@@ -39,9 +39,9 @@ def test_one_dcgm_host_engine_serves_the_node_monitoring_agent(dev: RolloutPlan)
     values = resource(dev, "helm-gpu-operator").args["values"]
     assert values["dcgm"] == {"enabled": True, "hostNetwork": True}
     addon = resource(dev, "addon-eks-node-monitoring-agent").args
-    assert addon["addon_version"] == "v1.7.0-eksbuild.1"
+    assert addon["addonVersion"] == "v1.7.0-eksbuild.1"
     # Its dcgm-server stays off the (always tainted) GPU nodes: no second host engine there.
-    assert json.loads(addon["configuration_values"]) == {"dcgmAgent": {"tolerations": []}}
+    assert json.loads(addon["configurationValues"]) == {"dcgmAgent": {"tolerations": []}}
     assert all(any(t["key"] == "nvidia.com/gpu" for t in resource(dev, f"{g.name}-node-group").args["taints"]) for g in dev.fleet.node_groups)
 
 

@@ -51,17 +51,17 @@ def test_labels_name_group_class_fabric_and_gpu_model(prod: RolloutPlan) -> None
 
 def test_pinned_ami_numeric_launch_template_version_and_name_prefix(prod: RolloutPlan) -> None:
     args = resource(prod, "h100-node-group").args
-    assert args["ami_type"] == "AL2023_x86_64_NVIDIA"
-    assert args["release_version"] == "1.33.13-20260714"
-    assert args["launch_template"]["version"] == Concat(Ref("h100-launch-template", "latestVersion"))
-    assert "node_group_name" not in args and args["node_group_name_prefix"] == "research-h100-"
+    assert args["amiType"] == "AL2023_x86_64_NVIDIA"
+    assert args["releaseVersion"] == "1.33.13-20260714"
+    assert args["launchTemplate"]["version"] == Concat(Ref("h100-launch-template", "latestVersion"))
+    assert "nodeGroupName" not in args and args["nodeGroupNamePrefix"] == "research-h100-"
 
 
 def test_desired_size_is_ignored_and_update_is_minimal(prod: RolloutPlan) -> None:
     for group in prod.fleet.node_groups:
         res = resource(prod, f"{group.name}-node-group")
         assert res.ignore_changes == ("scalingConfig.desiredSize",)
-        assert res.args["update_config"] == {"update_strategy": "MINIMAL", "max_unavailable": 1}
+        assert res.args["updateConfig"] == {"updateStrategy": "MINIMAL", "maxUnavailable": 1}
         assert res.provider == AWS_PROVIDER
 
 
@@ -69,16 +69,16 @@ def test_warm_pool_and_capacity_type(prod: RolloutPlan, existing: RolloutPlan) -
     h100 = resource(prod, "h100-node-group").args
     # maxGroupPreparedCapacity = minSize: the pool holds 2, not maxSize - desired = 16 p5.48xlarge (PutWarmPool
     # sizing); reuseOnScaleIn takes the API's default (false).
-    assert h100["warm_pool_config"] == {"min_size": 2, "max_group_prepared_capacity": 2, "pool_state": "STOPPED", "reuse_on_scale_in": False}
-    assert resource(prod, "a100-mig-node-group").args["capacity_type"] == "SPOT"
-    assert "warm_pool_config" not in resource(prod, "l40s-node-group").args
+    assert h100["warmPoolConfig"] == {"minSize": 2, "maxGroupPreparedCapacity": 2, "poolState": "STOPPED", "reuseOnScaleIn": False}
+    assert resource(prod, "a100-mig-node-group").args["capacityType"] == "SPOT"
+    assert "warmPoolConfig" not in resource(prod, "l40s-node-group").args
     block = resource(existing, "h200-block-node-group").args
-    assert block["capacity_type"] == "CAPACITY_BLOCK"
-    assert "instance_types" not in block  # the launch template carries the type for a Capacity Block
+    assert block["capacityType"] == "CAPACITY_BLOCK"
+    assert "instanceTypes" not in block  # the launch template carries the type for a Capacity Block
 
 
 def test_dev_warm_pool_of_zero_holds_none(dev: RolloutPlan) -> None:
-    assert resource(dev, "h100-node-group").args["warm_pool_config"]["max_group_prepared_capacity"] == 0
+    assert resource(dev, "h100-node-group").args["warmPoolConfig"]["maxGroupPreparedCapacity"] == 0
 
 
 def test_warm_pool_sizing_follows_put_warm_pool(prod: RolloutPlan) -> None:
@@ -88,7 +88,7 @@ def test_warm_pool_sizing_follows_put_warm_pool(prod: RolloutPlan) -> None:
     explicit = replace(h100, warm_pool=replace(h100.warm_pool, max_prepared_capacity=16))
     assert [warm_pool.held(explicit, desired) for desired in (0, 10, 15, 16)] == [16, 6, 2, 2]
     ctx = BuildContext(fleet=prod.fleet, environment="prod", through="cost")
-    assert _node_group(ctx, explicit, {}, None).args["warm_pool_config"]["max_group_prepared_capacity"] == 16
+    assert _node_group(ctx, explicit, {}, None).args["warmPoolConfig"]["maxGroupPreparedCapacity"] == 16
 
 
 def test_plan_md_shows_what_each_warm_pool_holds_and_costs(prod: RolloutPlan) -> None:
@@ -101,27 +101,27 @@ def test_plan_md_shows_what_each_warm_pool_holds_and_costs(prod: RolloutPlan) ->
 
 def test_capacity_block_reservation_is_in_the_launch_template(existing: RolloutPlan) -> None:
     lt = resource(existing, "h200-block-launch-template").args
-    assert lt["instance_market_options"] == {"market_type": "capacity-block"}
-    assert lt["capacity_reservation_specification"] == {"capacity_reservation_target": {"capacity_reservation_id": "cr-0a1b2c3d4e5f67890"}}
-    assert lt["instance_type"] == "p5en.48xlarge"
+    assert lt["instanceMarketOptions"] == {"marketType": "capacity-block"}
+    assert lt["capacityReservationSpecification"] == {"capacityReservationTarget": {"capacityReservationId": "cr-0a1b2c3d4e5f67890"}}
+    assert lt["instanceType"] == "p5en.48xlarge"
     assert "placement" not in lt  # Capacity Blocks are co-located already
 
 
 def test_efa_interfaces_one_per_card_and_placement_group(prod: RolloutPlan) -> None:
     lt = resource(prod, "h100-launch-template").args
-    nics = lt["network_interfaces"]
+    nics = lt["networkInterfaces"]
     assert len(nics) == 32
-    assert nics[0]["interface_type"] == "efa" and nics[0]["network_card_index"] == 0 and nics[0]["device_index"] == 0
-    assert {n["interface_type"] for n in nics[1:]} == {"efa-only"}
-    assert [n["network_card_index"] for n in nics] == list(range(32))
-    assert {n["device_index"] for n in nics[1:]} == {1}
-    assert lt["placement"] == {"group_name": Ref("h100-placement-group", "name")}
+    assert nics[0]["interfaceType"] == "efa" and nics[0]["networkCardIndex"] == 0 and nics[0]["deviceIndex"] == 0
+    assert {n["interfaceType"] for n in nics[1:]} == {"efa-only"}
+    assert [n["networkCardIndex"] for n in nics] == list(range(32))
+    assert {n["deviceIndex"] for n in nics[1:]} == {1}
+    assert lt["placement"] == {"groupName": Ref("h100-placement-group", "name")}
     assert resource(prod, "h100-placement-group").args["strategy"] == "cluster"
-    assert "network_interfaces" not in resource(prod, "l40s-launch-template").args
+    assert "networkInterfaces" not in resource(prod, "l40s-launch-template").args
 
 
 def _node_config(plan: RolloutPlan, group: str) -> dict:  # type: ignore[type-arg]
-    text = base64.b64decode(resource(plan, f"{group}-launch-template").args["user_data"]).decode()
+    text = base64.b64decode(resource(plan, f"{group}-launch-template").args["userData"]).decode()
     message = email.message_from_string(text)
     parts = [p for p in message.walk() if p.get_content_type() == "application/node.eks.aws"]
     assert len(parts) == 1
@@ -148,12 +148,12 @@ def test_every_nodeconfig_validates_against_the_nodeadm_crd(prod: RolloutPlan, e
 
 
 def _scripts(plan: RolloutPlan, group: str) -> list[str]:
-    text = base64.b64decode(resource(plan, f"{group}-launch-template").args["user_data"]).decode()
+    text = base64.b64decode(resource(plan, f"{group}-launch-template").args["userData"]).decode()
     return [str(p.get_payload()) for p in email.message_from_string(text).walk() if p.get_content_type() == "text/x-shellscript"]
 
 
 def test_user_data_prepulls_images_and_closes_the_envvar_escape(prod: RolloutPlan) -> None:
-    text = decode_user_data(resource(prod, "h100-launch-template").args["user_data"])
+    text = decode_user_data(resource(prod, "h100-launch-template").args["userData"])
     assert "pull nvcr.io/nvidia/pytorch:25.08-py3" in text
     assert "accept-nvidia-visible-devices-envvar-when-unprivileged = false" in text
 
@@ -179,12 +179,12 @@ def test_user_data_never_starts_stops_or_masks_kubelet(prod: RolloutPlan, existi
 
 
 def test_bottlerocket_gets_toml_and_keeps_its_own_device_plugin(existing: RolloutPlan) -> None:
-    text = decode_user_data(resource(existing, "l4-serving-launch-template").args["user_data"])
+    text = decode_user_data(resource(existing, "l4-serving-launch-template").args["userData"])
     assert text.startswith("[settings.kubernetes]\ncpu-manager-policy = \"static\"\ntopology-manager-policy = \"best-effort\"")
     labels = resource(existing, "l4-serving-node-group").args["labels"]
     assert labels["nvidia.com/gpu.deploy.device-plugin"] == "false"
     lt = resource(existing, "l4-serving-launch-template").args
-    assert lt["block_device_mappings"][0]["device_name"] == "/dev/xvdb"
+    assert lt["blockDeviceMappings"][0]["deviceName"] == "/dev/xvdb"
 
 
 def test_existing_mode_looks_up_the_cluster_and_creates_none(existing: RolloutPlan) -> None:
@@ -235,12 +235,12 @@ def test_bottlerocket_raid0_is_its_own_ephemeral_storage_bootstrap_command(exist
 @pytest.mark.parametrize(
     ("reservation", "specification"),
     [
-        (Reservation(id="cr-0a1b2c3d4e5f60718", resource_group_arn=None, open=False, instance_count=2), {"capacity_reservation_target": {"capacity_reservation_id": "cr-0a1b2c3d4e5f60718"}}),
+        (Reservation(id="cr-0a1b2c3d4e5f60718", resource_group_arn=None, open=False, instance_count=2), {"capacityReservationTarget": {"capacityReservationId": "cr-0a1b2c3d4e5f60718"}}),
         (
             Reservation(id=None, resource_group_arn="arn:aws:resource-groups:us-east-1:111122223333:group/odcrs", open=False, instance_count=2),
-            {"capacity_reservation_target": {"capacity_reservation_resource_group_arn": "arn:aws:resource-groups:us-east-1:111122223333:group/odcrs"}},
+            {"capacityReservationTarget": {"capacityReservationResourceGroupArn": "arn:aws:resource-groups:us-east-1:111122223333:group/odcrs"}},
         ),
-        (Reservation(id=None, resource_group_arn=None, open=True, instance_count=2), {"capacity_reservation_preference": "open"}),
+        (Reservation(id=None, resource_group_arn=None, open=True, instance_count=2), {"capacityReservationPreference": "open"}),
     ],
     ids=["id", "resource-group", "open"],
 )
@@ -250,8 +250,8 @@ def test_an_odcr_is_the_launch_templates_capacity_reservation_specification(prod
     h100 = replace(next(g for g in prod.fleet.node_groups if g.name == "h100"), reservation=reservation)
     ctx = BuildContext(fleet=prod.fleet, environment="prod", through="cost")
     template, group = [r for r in _launch_template(ctx, h100, None) if r.id == "h100-launch-template"][0], _node_group(ctx, h100, {}, None)
-    assert template.args["capacity_reservation_specification"] == specification
-    assert "instance_market_options" not in template.args and "instance_type" not in template.args
-    assert template.args["placement"] == {"group_name": Ref("h100-placement-group", "name")}
-    assert (group.args["capacity_type"], group.args["instance_types"]) == ("ON_DEMAND", ["p5.48xlarge"])
+    assert template.args["capacityReservationSpecification"] == specification
+    assert "instanceMarketOptions" not in template.args and "instanceType" not in template.args
+    assert template.args["placement"] == {"groupName": Ref("h100-placement-group", "name")}
+    assert (group.args["capacityType"], group.args["instanceTypes"]) == ("ON_DEMAND", ["p5.48xlarge"])
     assert group.args["tags"]["gpufleet.io/reserved-instances"] == "2"

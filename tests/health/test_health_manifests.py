@@ -45,18 +45,18 @@ EXPLICIT = {
 def actions(fleet: Fleet, group: str) -> dict[str, str]:
     cfg = health.node_repair_config(fleet, fleet.node_group(group))
     assert cfg is not None
-    return {o["node_unhealthy_reason"]: o["repair_action"] for o in cfg["node_repair_config_overrides"]}
+    return {o["nodeUnhealthyReason"]: o["repairAction"] for o in cfg["nodeRepairConfigOverrides"]}
 
 
 def test_repair_overrides_use_eks_condition_names_and_actions() -> None:
     group = INSTALL.node_group("a100")
     cfg = health.node_repair_config(INSTALL, group)
     assert cfg is not None and cfg["enabled"] is True
-    overrides = cfg["node_repair_config_overrides"]
-    assert {o["node_monitoring_condition"] for o in overrides} == {"AcceleratedHardwareReady"}
+    overrides = cfg["nodeRepairConfigOverrides"]
+    assert {o["nodeMonitoringCondition"] for o in overrides} == {"AcceleratedHardwareReady"}
     assert actions(INSTALL, "a100") == {**V170_XIDS, **EXPLICIT}
-    assert {o["min_repair_wait_time_mins"] for o in overrides} == {5}  # Training repairs sooner
-    assert all(set(o) == {"node_monitoring_condition", "node_unhealthy_reason", "min_repair_wait_time_mins", "repair_action"} for o in overrides)
+    assert {o["minRepairWaitTimeMins"] for o in overrides} == {5}  # Training repairs sooner
+    assert all(set(o) == {"nodeMonitoringCondition", "nodeUnhealthyReason", "minRepairWaitTimeMins", "repairAction"} for o in overrides)
 
 
 def test_xid_overrides_follow_the_pinned_agent_version() -> None:
@@ -74,18 +74,18 @@ def test_dcgm_diagnostic_failure_replaces_no_mig_node() -> None:
     assert actions(SHARING, mig.name)["DCGMError"] == "NoAction"
 
 
-def test_repair_args_are_the_pulumi_aws_argument_names() -> None:
+def test_repair_args_are_the_provider_schema_names() -> None:
     pytest.importorskip("pulumi_aws")
-    import inspect
-
+    from pulumi._types import input_type_py_to_pulumi_names
     from pulumi_aws.eks import _inputs
 
-    top = set(inspect.signature(_inputs.NodeGroupNodeRepairConfigArgs.__init__).parameters) - {"__self__"}
-    nested = set(inspect.signature(_inputs.NodeGroupNodeRepairConfigNodeRepairConfigOverrideArgs.__init__).parameters) - {"__self__"}
+    # The engine's names of the SDK's input types (plan args hold those, not the Python names).
+    top = set(input_type_py_to_pulumi_names(_inputs.NodeGroupNodeRepairConfigArgs).values())
+    nested = set(input_type_py_to_pulumi_names(_inputs.NodeGroupNodeRepairConfigNodeRepairConfigOverrideArgs).values())
     cfg = health.node_repair_config(INSTALL, INSTALL.node_group("l4"))
     assert cfg is not None
     assert set(cfg) <= top
-    assert set(cfg["node_repair_config_overrides"][0]) == nested
+    assert set(cfg["nodeRepairConfigOverrides"][0]) == nested
 
 
 @pytest.mark.parametrize(
@@ -95,13 +95,13 @@ def test_repair_args_are_the_pulumi_aws_argument_names() -> None:
 def test_repair_thresholds(name: str, unhealthy: int, parallel: int, wait: int) -> None:
     cfg = health.node_repair_config(INSTALL, INSTALL.node_group(name))
     assert cfg is not None
-    assert (cfg["max_unhealthy_node_threshold_count"], cfg["max_parallel_nodes_repaired_count"]) == (unhealthy, parallel)
-    assert cfg["node_repair_config_overrides"][0]["min_repair_wait_time_mins"] == wait
+    assert (cfg["maxUnhealthyNodeThresholdCount"], cfg["maxParallelNodesRepairedCount"]) == (unhealthy, parallel)
+    assert cfg["nodeRepairConfigOverrides"][0]["minRepairWaitTimeMins"] == wait
 
 
 def test_repair_disabled_gives_none_and_batch_repairs_in_parallel() -> None:
     assert health.node_repair_config(EXISTING, EXISTING.node_group("batch")) is None
-    assert health.repair_thresholds(EXISTING.node_group("batch")) == {"max_unhealthy_node_threshold_count": 4, "max_parallel_nodes_repaired_count": 2}
+    assert health.repair_thresholds(EXISTING.node_group("batch")) == {"maxUnhealthyNodeThresholdCount": 4, "maxParallelNodesRepairedCount": 2}
 
 
 def test_npd_plugin_and_sidecar() -> None:

@@ -119,7 +119,7 @@ def test_each_team_writes_only_its_prefix(teams_content, team: str, namespace: s
 @pytest.mark.parametrize(("team", "namespace"), [("llm", "llm"), ("eval", "evaluation")])
 def test_role_trusts_pod_identity_for_the_team_service_account_only(teams_content, team: str, namespace: str) -> None:
     role = resource(teams_content, f"checkpoints-role-{team}")
-    (statement,) = json.loads(role.args["assume_role_policy"])["Statement"]
+    (statement,) = json.loads(role.args["assumeRolePolicy"])["Statement"]
     assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     assert statement["Action"] == ["sts:AssumeRole", "sts:TagSession"]
     assert statement["Condition"]["StringEquals"] == {
@@ -129,8 +129,8 @@ def test_role_trusts_pod_identity_for_the_team_service_account_only(teams_conten
     }
     assoc = resource(teams_content, f"checkpoints-pod-identity-{team}")
     assert assoc.type == "aws:eks/podIdentityAssociation:PodIdentityAssociation"
-    assert assoc.args["namespace"] == namespace and assoc.args["service_account"] == "checkpoint-writer"
-    assert assoc.args["role_arn"] == Ref(role.id, "arn")
+    assert assoc.args["namespace"] == namespace and assoc.args["serviceAccount"] == "checkpoint-writer"
+    assert assoc.args["roleArn"] == Ref(role.id, "arn")
     assert POD_IDENTITY_ADDON in assoc.depends_on  # the agent add-on is pinned in tests.network.fleets
     sa = resource(teams_content, f"serviceaccount-{namespace}-checkpoint-writer").args["object"]
     assert sa["metadata"] == {"name": "checkpoint-writer", "namespace": namespace, "labels": {"app.kubernetes.io/managed-by": "gpufleet"}}
@@ -208,7 +208,7 @@ def rendered(document) -> dict:
 
 
 def test_default_encryption_is_sse_s3_without_a_key(teams_content) -> None:
-    assert resource(teams_content, "checkpoint-bucket-encryption").args["rules"] == [{"apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"}}]
+    assert resource(teams_content, "checkpoint-bucket-encryption").args["rules"] == [{"applyServerSideEncryptionByDefault": {"sseAlgorithm": "AES256"}}]
     assert not any(r.type.startswith("aws:kms/") for r in teams_content.resources)
     assert "SSE-S3 encrypted" in "\n".join(teams_content.notes)
 
@@ -216,12 +216,12 @@ def test_default_encryption_is_sse_s3_without_a_key(teams_content) -> None:
 def test_customer_managed_key_is_rotated_protected_and_aliased(key_content) -> None:
     key = resource(key_content, "checkpoint-key")
     assert (key.type, key.protect, key.retain_on_delete) == ("aws:kms/key:Key", True, True)
-    assert key.args["enable_key_rotation"] is True
+    assert key.args["enableKeyRotation"] is True
     alias = resource(key_content, "checkpoint-key-alias")
     assert alias.type == "aws:kms/alias:Alias"
-    assert alias.args == {"name": "alias/t-checkpoints", "target_key_id": Ref("checkpoint-key", "keyId")}
+    assert alias.args == {"name": "alias/t-checkpoints", "targetKeyId": Ref("checkpoint-key", "keyId")}
     assert resource(key_content, "checkpoint-bucket-encryption").args["rules"] == [
-        {"apply_server_side_encryption_by_default": {"sse_algorithm": "aws:kms", "kms_master_key_id": Ref("checkpoint-key", "arn")}, "bucket_key_enabled": True}
+        {"applyServerSideEncryptionByDefault": {"sseAlgorithm": "aws:kms", "kmsMasterKeyId": Ref("checkpoint-key", "arn")}, "bucketKeyEnabled": True}
     ]
     assert "SSE-KMS encrypted with the fleet's key `alias/t-checkpoints`" in "\n".join(key_content.notes)
 

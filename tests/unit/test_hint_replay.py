@@ -229,15 +229,15 @@ def _resource(plan: RolloutPlan, rid: str) -> Any:
 def odcr_launch_template(plan: RolloutPlan) -> None:
     """An ODCR stays On-Demand: the launch template targets the reservation and names no capacity-block market."""
     lt = _resource(plan, "l4-launch-template").args
-    assert "instance_market_options" not in lt
-    assert lt["capacity_reservation_specification"]["capacity_reservation_target"] == {"capacity_reservation_id": BLOCK}
-    assert _resource(plan, "l4-node-group").args["capacity_type"] == "ON_DEMAND"
+    assert "instanceMarketOptions" not in lt
+    assert lt["capacityReservationSpecification"]["capacityReservationTarget"] == {"capacityReservationId": BLOCK}
+    assert _resource(plan, "l4-node-group").args["capacityType"] == "ON_DEMAND"
 
 
 def capacity_block_launch_template(plan: RolloutPlan) -> None:
     lt = _resource(plan, "l4-launch-template").args
-    assert lt["instance_market_options"] == {"market_type": "capacity-block"}
-    assert _resource(plan, "l4-node-group").args["capacity_type"] == "CAPACITY_BLOCK"
+    assert lt["instanceMarketOptions"] == {"marketType": "capacity-block"}
+    assert _resource(plan, "l4-node-group").args["capacityType"] == "CAPACITY_BLOCK"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
