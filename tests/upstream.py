@@ -14,8 +14,11 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 import jsonschema
+import kubernetes_validate
+import kubernetes_validate.utils
 import pytest
-import yaml
+
+from tests import fastyaml
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 KUBERNETES_VERSION = "1.33"
@@ -47,7 +50,7 @@ def _close(schema: Any) -> Any:
 def _crd_schemas() -> Mapping[tuple[str, str, str], Any]:
     schemas = {}
     for path in sorted((require_shared() / "crds").glob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
+        for doc in fastyaml.load_all(path.read_text()):
             if not doc or doc.get("kind") != "CustomResourceDefinition":
                 continue
             group, kind = doc["spec"]["group"], doc["spec"]["names"]["kind"]
@@ -70,18 +73,27 @@ def crd_known(api_version: str, kind: str) -> bool:
     return (group, version, kind) in _crd_schemas()
 
 
+@functools.cache
+def _crd_validator(group: str, version: str, kind: str) -> jsonschema.Draft7Validator:
+    return jsonschema.Draft7Validator(_crd_schemas()[(group, version, kind)])
+
+
+# kubernetes_validate.validate reads and parses its schema files on every call: the kind's and the 2 MB
+# _definitions.json, 23 ms an object (8 s over the golden trees). They are the package's own data, unchanged during a
+# run, and jsonschema never modifies a schema, so each file is parsed once per session; validate itself (the version
+# choice, the strict schemas, the registry and the error it raises) runs as it is.
+kubernetes_validate.utils.schema_contents = functools.cache(kubernetes_validate.utils.schema_contents)
+
+
 def validate_object(obj: Mapping[str, Any]) -> list[str]:
     """Problems with one Kubernetes object: CRD schema for custom kinds, kubernetes-validate for core ones."""
     api_version, kind = obj["apiVersion"], obj["kind"]
     group, _, version = api_version.rpartition("/")
     if crd_known(api_version, kind):
-        schema = _crd_schemas()[(group, version, kind)]
-        validator = jsonschema.Draft7Validator(schema)
+        validator = _crd_validator(group, version, kind)
         return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj)]
     if "." in group and not group.endswith(".k8s.io") or group.endswith(".x-k8s.io"):
         return [f"no CRD for {api_version} {kind} in ../shared/crds"]
-    import kubernetes_validate
-
     try:
         kubernetes_validate.validate(dict(obj), KUBERNETES_VERSION, strict=True)
     except kubernetes_validate.ValidationError as exc:
@@ -100,8 +112,8 @@ def chart_values(chart: str, version: str) -> Any:
 
 
 def _with_subcharts(root: Path) -> Any:
-    values = yaml.safe_load((root / "values.yaml").read_text()) or {}
-    chart = yaml.safe_load((root / "Chart.yaml").read_text()) if (root / "Chart.yaml").exists() else {}
+    values = fastyaml.load((root / "values.yaml").read_text()) or {}
+    chart = fastyaml.load((root / "Chart.yaml").read_text()) if (root / "Chart.yaml").exists() else {}
     for dependency in chart.get("dependencies") or []:
         sub = root / "charts" / dependency["name"]
         if (sub / "values.yaml").exists():

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-import yaml
 
 from gpufleet.builders import admission as stage
 from gpufleet.manifests import kueue
 from gpufleet.plan import BuildContext
 from gpufleet.spec import Fleet
+from tests import fastyaml
 from tests.upstream import require_shared
 
 celpy = pytest.importorskip("celpy", reason="cel-python (test extra) evaluates CEL")
@@ -26,7 +26,7 @@ CASES = [ROOT / "fleet.yaml", *sorted((ROOT / "tests" / "golden" / "cases").glob
 @functools.cache  # the CRD files are parsed once per kind, not once per object
 def _crd_schema(kind: str) -> dict[str, Any]:
     for path in sorted((require_shared() / "crds").glob("kueue.x-k8s.io_*.yaml")):
-        crd = yaml.safe_load(path.read_text())
+        crd = fastyaml.load(path.read_text())
         if crd["spec"]["names"]["kind"] == kind:
             version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1beta2")
             return dict(version["schema"]["openAPIV3Schema"])

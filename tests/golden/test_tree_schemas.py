@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from gpufleet.versions import COMPONENTS
+from tests import fastyaml
 from tests.upstream import chart_values, require_shared, unknown_value_keys, validate_object
 
 TREES = Path(__file__).resolve().parent / "trees"
@@ -46,14 +46,14 @@ def _id(path: Path) -> str:
 @pytest.mark.parametrize("path", K8S_FILES, ids=_id)
 def test_object_is_valid_upstream(path: Path) -> None:
     require_shared()
-    obj = yaml.safe_load(path.read_text())
+    obj = fastyaml.load(path.read_text())
     assert validate_object(obj) == []
 
 
 @pytest.mark.parametrize("path", HELM_FILES, ids=_id)
 def test_helm_values_exist_in_pinned_chart(path: Path) -> None:
     require_shared()
-    release = yaml.safe_load(path.read_text())
+    release = fastyaml.load(path.read_text())
     chart = release["chart"].rsplit("/", 1)[-1]
     known = {c.chart for c in COMPONENTS.values()}
     assert chart in known
