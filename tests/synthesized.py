@@ -1,5 +1,5 @@
-"""Test helper: synth trees that several tests read, synthesised once per test session (each costs a whole
-recording under the Pulumi mocks). Callers must not change the tree they get."""
+"""Test helper: synth trees and recordings that several tests read, made once per test session (each costs a whole
+recording under the Pulumi mocks). Callers must not change what they get."""
 
 from __future__ import annotations
 
@@ -7,10 +7,19 @@ import functools
 from pathlib import Path
 
 from gpufleet.pipeline import load_fleet
+from gpufleet.rollout import build_plan
 from gpufleet.synth import synth_tree
-from gpufleet.tree import Tree
+from gpufleet.tree import Registration, Tree
 
 
 @functools.cache
 def tree_of(spec: Path, env: str) -> Tree:
     return synth_tree(load_fleet(str(spec), env).environments[env], env)[1]
+
+
+@functools.cache
+def registrations_of(spec: Path, env: str) -> tuple[Registration, ...]:
+    """What the Pulumi program registers for the fleet's environment, as synth records it."""
+    from gpufleet.components.synth import record
+
+    return tuple(record(build_plan(load_fleet(str(spec), env).environments[env], env)))

@@ -1,4 +1,5 @@
-"""Fixtures: the example fleet and the existing-cluster case, planned and recorded once per session."""
+"""Fixtures: the example fleet and the existing-cluster case, planned once per session; the example's recording is
+the session's (tests/synthesized.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 from gpufleet.pipeline import load_fleet
 from gpufleet.plan import RolloutPlan
 from gpufleet.rollout import build_plan
+from tests.synthesized import registrations_of
 
 ROOT = Path(__file__).resolve().parents[2]
 EXISTING = ROOT / "tests" / "golden" / "cases" / "existing-capacity-block" / "fleet.yaml"
@@ -34,7 +36,5 @@ def existing() -> RolloutPlan:
 
 
 @pytest.fixture(scope="session")
-def prod_registrations(prod: RolloutPlan):  # type: ignore[no-untyped-def]
-    from gpufleet.components.synth import record
-
-    return {r.name: r for r in record(prod)}
+def prod_registrations():  # type: ignore[no-untyped-def]
+    return {r.name: r for r in registrations_of(ROOT / "fleet.yaml", "prod")}

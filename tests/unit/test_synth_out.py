@@ -20,10 +20,9 @@ import pytest
 from gpufleet import cli, output
 from gpufleet.cli import main
 from gpufleet.output import write_tree
-from gpufleet.pipeline import load_fleet
 from gpufleet.rollout import build_plan
-from gpufleet.synth import synth_tree
 from gpufleet.tree import Tree
+from tests.synthesized import tree_of
 
 ROOT = Path(__file__).resolve().parents[2]
 MINIMAL = ROOT / "tests/specs/valid/minimal.yaml"
@@ -31,7 +30,7 @@ MINIMAL = ROOT / "tests/specs/valid/minimal.yaml"
 
 @pytest.fixture(scope="module")
 def mini_tree() -> Tree:
-    return synth_tree(load_fleet(str(MINIMAL), "dev").environments["dev"], "dev")[1]
+    return tree_of(MINIMAL, "dev")
 
 
 @pytest.fixture

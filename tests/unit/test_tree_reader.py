@@ -12,11 +12,9 @@ import pytest
 
 from gpufleet.cli import main
 from gpufleet.output import write_tree
-from gpufleet.pipeline import load_fleet
-from gpufleet.rollout import build_plan
-from gpufleet.synth import synth_tree
 from gpufleet.tree import HELM_RELEASE, decode_user_data, digest, inventory_entries
 from gpufleet.tree_reader import read_tree
+from tests.synthesized import registrations_of, tree_of
 from tests.trees import rewrite
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +25,7 @@ YAML_FILE = "01-foundation/aws/cluster.yaml"
 @pytest.fixture(scope="module")
 def mini(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("mini") / "dev"
-    write_tree(synth_tree(load_fleet(str(MINIMAL), "dev").environments["dev"], "dev")[1], str(out))
+    write_tree(tree_of(MINIMAL, "dev"), str(out))
     return out
 
 
@@ -140,10 +138,7 @@ def test_diff_warns_when_the_trees_are_of_different_fleets(mini: Path, tmp_path:
 def test_the_reader_gives_back_every_registration_with_its_inputs() -> None:
     """Each input is stored once (in the resource's file, or inventory.json for what no file holds), and the reader
     joins them back into exactly the entries synth recorded; only launch template user data stays decoded text."""
-    from gpufleet.components.synth import record
-
-    fleet = load_fleet(str(ROOT / "fleet.yaml"), "prod").environments["prod"]
-    expected = json.loads(json.dumps(inventory_entries(record(build_plan(fleet, "prod")))))
+    expected = json.loads(json.dumps(inventory_entries(list(registrations_of(ROOT / "fleet.yaml", "prod")))))
     for entry in expected:
         if "userData" in entry["inputs"]:
             entry["inputs"]["userData"] = decode_user_data(entry["inputs"]["userData"])
