@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
 
 from gpufleet import stages
 from gpufleet.plan import RolloutPlan
 from gpufleet.pins import pins
+from gpufleet.tree_yaml import YamlWriter
 
 TREE_FORMAT = "gpufleet synth tree"
 TREE_FORMAT_VERSION = 2  # 2: inventory.json references each resource's file instead of repeating its inputs
@@ -54,50 +54,6 @@ class Registration:
     inputs: Mapping[str, Any]
     replace_on_changes: tuple[str, ...] = ()
     delete_before_replace: bool = False
-
-
-def _str_presenter(dumper: yaml.representer.SafeRepresenter, data: str) -> yaml.ScalarNode:
-    # Multi-line strings (user data, scripts, JSON configs) as literal blocks, so reviewers read them as text.
-    if "\n" in data:
-        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data)
-
-
-Dumper = type[yaml.SafeDumper] | type[yaml.CSafeDumper]
-
-
-def _dumper(base: Dumper) -> Dumper:
-    dumper: Dumper = type("Dumper", (base,), {})
-    dumper.add_representer(str, _str_presenter)
-    return dumper
-
-
-# LibYAML's emitter (PyYAML's C extension, in its wheels) writes the same text several times faster than the
-# pure-Python one, except where the two break long quoted lines, long keys or escape characters differently
-# (found by running both over random strings); a document with any such string is written by the pure-Python
-# emitter. tests/unit/test_yaml_c.py holds the two to identical output.
-PURE_DUMPER = _dumper(yaml.SafeDumper)
-DUMPER = _dumper(yaml.CSafeDumper) if yaml.__with_libyaml__ else PURE_DUMPER
-_SHORT = 60  # no line break or quoting choice of either emitter depends on a string this short
-_KEY = 100  # a simple key (`key: value`) to both: LibYAML limits them at 128 bytes of UTF-8, PyYAML at 128 characters
-_SPECIAL = re.compile(r"[^\x20-\x7e\n\u00a0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd]")
-_BLANK_AT_END = re.compile(r" \n| $")  # a line ending in a blank rules out the literal style: a quoted string follows
-
-
-def _alike(value: Any) -> bool:
-    """Whether LibYAML writes `value` exactly as PyYAML does."""
-    if isinstance(value, str):
-        return not _SPECIAL.search(value) and (len(value) <= _SHORT and "\n" not in value or not _BLANK_AT_END.search(value))
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and 0 < len(k.encode()) <= _KEY and "\n" not in k and not _SPECIAL.search(k) and _alike(v) for k, v in value.items())
-    if isinstance(value, list):
-        return all(_alike(v) for v in value)
-    return True
-
-
-def dump_yaml(data: Any, dumper: Dumper | None = None) -> str:
-    chosen = dumper or (DUMPER if _alike(data) else PURE_DUMPER)
-    return yaml.dump(data, Dumper=chosen, sort_keys=True, default_flow_style=False, allow_unicode=True, width=120)
 
 
 def dump_json(data: Any) -> str:
@@ -244,6 +200,7 @@ def render(summary: Mapping[str, Any], entries: list[dict[str, Any]], plan_md: s
     """
     files: dict[str, str] = {}
     inventory: list[dict[str, Any]] = []
+    yaml_writer = YamlWriter()
     for entry in entries:
         record = {key: value for key, value in entry.items() if key not in ("name", "inputs") and value != OPTION_DEFAULTS.get(key, ...)}
         path = file_for(entry)
@@ -253,7 +210,7 @@ def render(summary: Mapping[str, Any], entries: list[dict[str, Any]], plan_md: s
         if path in files:
             raise AssertionError(f"two resources render to {path}")
         document, rest = split_inputs(entry)
-        files[path] = dump_yaml(document)
+        files[path] = yaml_writer.dump(document)
         inventory.append({**record, "file": path, "sha256": sha256(files[path]), **({"inputs": rest} if rest else {})})
     files["inventory.json"] = dump_json(inventory)
     files["plan.md"] = plan_md
