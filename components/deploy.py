@@ -6,16 +6,17 @@ import pulumi
 
 from gpufleet.components.factory import Registry
 from gpufleet.components.stage import Stage
-from gpufleet.plan import RolloutPlan
+from gpufleet.plan import RolloutPlan, outputs_read
 
 
 def deploy(plan: RolloutPlan) -> Registry:
     registry: Registry = {}
     previous: list[pulumi.Resource] = []
+    outputs = outputs_read(plan)
     for stage in plan.included():
         if not stage.content.resources:
             continue  # an empty component's dependents would not wait for anything (pulumi/pulumi#8721)
-        component = Stage(stage, registry, after=previous)
+        component = Stage(stage, registry, after=previous, outputs=outputs)
         previous = [component.ready]
     pulumi.export("fleet", plan.fleet.name)
     pulumi.export("environment", plan.environment)

@@ -1,19 +1,39 @@
-"""Plan resources -> Pulumi resource objects: type token -> class, Refs -> Outputs. No branching on the spec."""
+"""Plan resources -> Pulumi registrations: a type token and the engine's input names -> one bare resource; Refs ->
+Outputs. No branching on the spec.
+
+Every planned resource is registered as a bare `pulumi.CustomResource(token, name, inputs, opts)`, the form
+Pulumi's own `kubernetes.apiextensions.CustomResource` takes, not through the SDK's typed classes
+(pulumi_aws.eks.NodeGroup, pulumi_kubernetes.core.v1.ConfigMap, ...). To a registration request a typed class adds
+the engine's names for its Python arguments (the plan already holds the engine's names, see
+`gpufleet.plan.Resource`), its package's version and plugin download URL (`_options` sends the same), and, for some
+types, aliases: the type tokens of earlier API versions (rbac.authorization.k8s.io/v1beta1, s3 BucketV2 ...), which
+let a stack that registered the resource under such a token adopt it. gpufleet has never registered one, so it
+sends none; aliases were also a sixteenth of synth's time at 96 node groups.
+tests/components/test_bare_registrations.py proves every request of every golden fleet equal to the typed class's,
+aliases aside, and every alias it leaves out a type no gpufleet fleet registers. What the typed classes cost is
+above all their import: pulumi_aws.ec2, pulumi_aws.s3 and pulumi_kubernetes.core.v1 define thousands of classes,
+about 3 s of every synth, more than registering a whole small fleet. The two providers keep their typed classes
+(imported with their packages): a provider's inputs are its configuration, which the class encodes as JSON.
+"""
 
 from __future__ import annotations
 
 import functools
-import importlib
 import re
 from typing import Any, Callable, Mapping
 
 import pulumi
-import pulumi_kubernetes as k8s
+import pulumi_aws
+import pulumi_aws._utilities as aws_utilities
+import pulumi_kubernetes
+import pulumi_kubernetes._utilities as kubernetes_utilities
 
-from gpufleet.builders.common import CORE_GROUPS, kubernetes_token
 from gpufleet.plan import Concat, Ref, Resource
 
 Registry = dict[str, Any]  # plan id -> pulumi.Resource or invoke result Output
+
+_UTILITIES = {"aws": aws_utilities, "kubernetes": kubernetes_utilities}
+_PROVIDERS: Mapping[str, Callable[..., pulumi.ProviderResource]] = {"aws": pulumi_aws.Provider, "kubernetes": pulumi_kubernetes.Provider}
 
 
 def camel_to_snake(name: str) -> str:
@@ -21,17 +41,15 @@ def camel_to_snake(name: str) -> str:
 
 
 def _python_names(args: Mapping[str, Any]) -> dict[str, Any]:
-    """Plan args (the engine's input names) as the typed SDK class's keyword arguments: only the top level is
-    renamed. Nested values go as they are: the SDK sends a nested key it has no Python name for unchanged
-    (pulumi/runtime/rpc.py serialize_properties: `py_name_to_pulumi_name.get(k) or k`), so camelCase arrives as is."""
+    """A provider's plan args (the engine's names) as its typed class's keyword arguments (top level only)."""
     return {camel_to_snake(k): v for k, v in args.items()}
 
 
 def _get(value: Any, name: str) -> Any:
-    """One attribute step on a plain value: typed output objects, or dicts with engine or Python names."""
-    if isinstance(value, Mapping):
-        return value.get(name, value.get(camel_to_snake(name)))
-    return getattr(value, camel_to_snake(name))
+    """One attribute step into a resource's or an invoke's output value: a dict with the engine's names."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"cannot read {name!r} of {value!r}: the output has no such object")
+    return value.get(name)
 
 
 def _index(value: Any, name: str) -> Any:
@@ -40,13 +58,11 @@ def _index(value: Any, name: str) -> Any:
 
 def _attribute(target: Any, ref: Ref) -> Any:
     """`certificateAuthority.data` or `certificateAuthorities[0].data` on a resource or an invoke's Output."""
-    parts = ref.steps()
-    value: Any = pulumi.Output.from_input(target) if not isinstance(target, pulumi.Resource) else None
-    for part in parts:
-        if value is None:  # the first step on a resource is a property of the resource
-            value = getattr(target, camel_to_snake(part))
-            continue
-        value = pulumi.Output.from_input(value).apply(functools.partial(_index if part.startswith("[") else _get, name=part))
+    steps = ref.steps()
+    # The first step on a resource is one of its outputs (`_outputs` declared it); on an invoke, a key of its result.
+    value: Any = getattr(target, steps[0]) if isinstance(target, pulumi.Resource) else pulumi.Output.from_input(target).apply(functools.partial(_get, name=steps[0]))
+    for step in steps[1:]:
+        value = pulumi.Output.from_input(value).apply(functools.partial(_index if step.startswith("[") else _get, name=step))
     return value
 
 
@@ -64,46 +80,23 @@ def resolve(value: Any, registry: Registry) -> Any:
     return value
 
 
-@functools.cache  # once per type: the lookup goes through the SDK's lazy modules
-def _class_for(token: str) -> Callable[..., Any]:
-    """`aws:eks/nodeGroup:NodeGroup` -> pulumi_aws.eks.NodeGroup; `kubernetes:core/v1:ConfigMap` -> ...core.v1.ConfigMap."""
-    package, module, name = token.split(":")
-    if package == "pulumi" and module == "providers":
-        provider: Callable[..., Any] = {"aws": importlib.import_module("pulumi_aws").Provider, "kubernetes": k8s.Provider}[name]
-        return provider
-    mod_path = module.split("/")[0]
-    if package == "kubernetes":
-        group, version = module.rsplit("/", 1)
-        package_name = {"helm.sh": "helm", "scheduling.k8s.io": "scheduling", "admissionregistration.k8s.io": "admissionregistration", "rbac.authorization.k8s.io": "rbac", "networking.k8s.io": "networking", "storage.k8s.io": "storage"}.get(group, group)
-        mod = importlib.import_module(f"pulumi_kubernetes.{package_name}.{version}")
-    else:
-        mod = importlib.import_module(f"pulumi_{package}.{mod_path}")
-    cls: Callable[..., Any] = getattr(mod, name)
-    return cls
+def _options(package: str, opts: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
+    """`opts` under the package's version and plugin download URL, merged as a typed class merges them
+    (`_utilities.get_resource_opts_defaults()` in every generated SDK)."""
+    return pulumi.ResourceOptions.merge(_UTILITIES[package].get_resource_opts_defaults(), opts)
 
 
-class CustomObject(pulumi.CustomResource):
-    """A custom resource with every top-level field (k8s.apiextensions.CustomResource takes only metadata and
-    spec, but e.g. WorkloadPriorityClass has top-level `value`)."""
-
-    def __init__(self, name: str, obj: Mapping[str, Any], opts: pulumi.ResourceOptions) -> None:
-        super().__init__(f"kubernetes:{obj['apiVersion']}:{obj['kind']}", name, dict(obj), opts)
-
-
-def create(res: Resource, registry: Registry, opts: pulumi.ResourceOptions) -> Any:
-    """Register one plan resource (or run one invoke) and return it."""
+def create(res: Resource, registry: Registry, opts: pulumi.ResourceOptions, outputs: frozenset[str] = frozenset()) -> Any:
+    """Register one plan resource (or run one invoke) and return it. `outputs` are the resource's outputs that
+    Refs of the plan read: a bare resource has an Output attribute only for the properties it is given."""
     args = resolve(res.args, registry)
+    package = res.type.split(":")[0]
     if res.lookup:
-        package, module, name = res.type.split(":")
-        mod = importlib.import_module(f"pulumi_{package}.{module.split('/')[0]}")
-        invoke = getattr(mod, camel_to_snake(name) + "_output")
-        return invoke(**_python_names(args), opts=pulumi.InvokeOutputOptions(parent=opts.parent, provider=opts.provider))
-    if "object" in args:  # a whole Kubernetes object
-        obj = dict(args["object"])
-        api_version, kind = obj.pop("apiVersion"), obj.pop("kind")
-        if api_version in CORE_GROUPS:
-            cls = _class_for(kubernetes_token(api_version, kind))
-            kwargs = {camel_to_snake(k): v for k, v in obj.items()}
-            return cls(res.id, api_version=api_version, kind=kind, opts=opts, **kwargs)
-        return CustomObject(res.id, {"apiVersion": api_version, "kind": kind, **obj}, opts)
-    return _class_for(res.type)(res.id, opts=opts, **_python_names(args))
+        invoke_opts = pulumi.InvokeOutputOptions.merge(_UTILITIES[package].get_invoke_opts_defaults(), pulumi.InvokeOutputOptions(parent=opts.parent, provider=opts.provider))
+        return pulumi.runtime.invoke_output(res.type, args, opts=invoke_opts)
+    if package == "pulumi" and res.type.startswith("pulumi:providers:"):
+        return _PROVIDERS[res.type.split(":")[2]](res.id, opts=opts, **_python_names(args))
+    props = dict(args["object"]) if "object" in args else dict(args)  # a whole Kubernetes object, or a resource's inputs
+    for name in outputs:
+        props.setdefault(name, None)  # None is not sent: the request carries the inputs only
+    return pulumi.CustomResource(res.type, res.id, props, _options(package, opts))

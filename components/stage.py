@@ -10,7 +10,7 @@ The readiness depends on the stage's gates and on the resources nothing else of 
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import pulumi
 
@@ -19,9 +19,17 @@ from gpufleet.plan import StagePlan, readiness
 
 
 class Stage(pulumi.ComponentResource):
-    """`gpufleet:stage:<Name>`: registers the resources of one stage after `after` (the previous stage's readiness)."""
+    """`gpufleet:stage:<Name>`: registers the resources of one stage after `after` (the previous stage's readiness);
+    `outputs` names, per resource id, the outputs that Refs read (`gpufleet.plan.outputs_read`)."""
 
-    def __init__(self, stage: StagePlan, registry: Registry, after: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self,
+        stage: StagePlan,
+        registry: Registry,
+        after: Sequence[pulumi.Resource],
+        outputs: Mapping[str, frozenset[str]],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
         super().__init__(f"gpufleet:stage:{stage.name.capitalize()}", stage.directory, None, opts)
         for res in stage.content.resources:
             child_opts = pulumi.ResourceOptions(
@@ -35,7 +43,7 @@ class Stage(pulumi.ComponentResource):
                 delete_before_replace=res.delete_before_replace or None,
                 provider=registry[res.provider] if res.provider else None,
             )
-            registry[res.id] = create(res, registry, child_opts)
+            registry[res.id] = create(res, registry, child_opts, outputs.get(res.id, frozenset()))
         # https://www.pulumi.com/docs/iac/concepts/stash/ (pulumi/pulumi sdk/python/lib/pulumi/stash.py)
         self.ready = pulumi.Stash(
             f"{stage.directory}-ready",

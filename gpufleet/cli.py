@@ -27,8 +27,11 @@ EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3
 EXIT_SIGINT, EXIT_SIGTERM = 128 + signal.SIGINT, 128 + signal.SIGTERM  # the shell's convention: 130, 143
 
 
-class Terminated(BaseException):
-    """SIGTERM, raised like KeyboardInterrupt so that cleanup runs before the conventional exit 143."""
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised as a KeyboardInterrupt so that cleanup runs before the conventional exit 143. A subclass, not
+    a sibling: asyncio lets only KeyboardInterrupt and SystemExit out of a task or callback (asyncio/tasks.py
+    `__step`, events.py `Handle._run`) and keeps any other BaseException in the task, where a SIGTERM arriving
+    while synth's Pulumi program runs under the mocks was lost and the run waited forever."""
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -148,10 +151,10 @@ def _main(argv: Sequence[str] | None) -> int:
     except UsageError as exc:
         print(f"gpufleet {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        return EXIT_SIGINT
     except Terminated:
         return EXIT_SIGTERM
+    except KeyboardInterrupt:
+        return EXIT_SIGINT
     except Exception:  # a bug: show everything so it can be reported
         traceback.print_exc()
         print("gpufleet: internal error (exit 3); please report it with the traceback above", file=sys.stderr)

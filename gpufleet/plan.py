@@ -192,6 +192,16 @@ def _collect_refs(value: Any, found: list[Ref]) -> None:
             _collect_refs(child, found)
 
 
+def outputs_read(plan: RolloutPlan) -> dict[str, frozenset[str]]:
+    """Resource id -> the outputs of it that Refs of the included stages read (each Ref's first attribute step)."""
+    read: dict[str, set[str]] = {}
+    for stage in plan.included():
+        for res in stage.content.resources:
+            for ref in refs_of(res.args):
+                read.setdefault(ref.resource, set()).add(ref.steps()[0])
+    return {rid: frozenset(names) for rid, names in read.items()}
+
+
 def check_order(plan: RolloutPlan) -> list[str]:
     """Problems with references: unknown ids, duplicate ids, or a stage reaching into a later stage."""
     problems: list[str] = []

@@ -7,6 +7,7 @@ writers all succeed and leave nothing but the tree.
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
 import os
 import signal
@@ -19,10 +20,13 @@ import pytest
 
 from gpufleet import cli, output
 from gpufleet.cli import main
+from gpufleet.components.synth import RecordingMocks, run_under_mocks
 from gpufleet.output import write_tree
+from gpufleet.pipeline import load_fleet
 from gpufleet.rollout import build_plan
 from gpufleet.tree import Tree
 from tests.synthesized import tree_of
+from tools.benchmark import generated_fleet
 
 ROOT = Path(__file__).resolve().parents[2]
 MINIMAL = ROOT / "tests/specs/valid/minimal.yaml"
@@ -221,10 +225,12 @@ def test_concurrent_writers_all_succeed_and_leave_only_the_tree(tmp_path: Path, 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_during_synthesis_removes_staging_and_exits_quietly(tmp_path: Path, sig: signal.Signals, code: int) -> None:
-    (tmp_path / "fleet.yaml").write_text(MINIMAL.read_text())
+    # A fleet whose synthesis takes seconds on any machine, so that the signal lands inside it (the minimal spec's
+    # is over in well under a second).
+    (tmp_path / "fleet.yaml").write_text(generated_fleet(24, 72))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gpufleet.cli", "synth", "fleet.yaml", "--env", "dev", "--out", "out/dev"],
+        [sys.executable, "-m", "gpufleet.cli", "synth", "fleet.yaml", "--env", "prod", "--out", "out/prod"],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
@@ -234,10 +240,10 @@ def test_a_signal_during_synthesis_removes_staging_and_exits_quietly(tmp_path: P
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 30
-    while not list(tmp_path.glob("out/.dev.gpufleet-staging-*")):
+    while not list(tmp_path.glob("out/.prod.gpufleet-staging-*")):
         assert proc.poll() is None and time.monotonic() < deadline, "synth never staged"
         time.sleep(0.02)
-    time.sleep(0.5)  # into the synthesis (the Pulumi program under mocks takes seconds)
+    time.sleep(0.5)  # into the synthesis
     proc.send_signal(sig)
     try:
         stdout, stderr = proc.communicate(timeout=90)  # generous: a loaded CI machine; a hang still fails
@@ -245,6 +251,22 @@ def test_a_signal_during_synthesis_removes_staging_and_exits_quietly(tmp_path: P
         proc.kill()  # a no-op once it exited; never leave a hung synth behind
     assert (proc.returncode, stdout, stderr) == (code, "", "")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fleet.yaml"]
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, cli.Terminated], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupt_inside_the_pulumi_event_loop_ends_the_recording(exc: type[BaseException]) -> None:
+    """The signal handler raises in whatever the main thread runs, under synth mostly an asyncio task of the
+    Pulumi runtime; asyncio lets only KeyboardInterrupt and SystemExit out of a task, so a SIGTERM raised as any
+    other exception was kept in the task and synth went on (or waited forever)."""
+
+    async def interrupted() -> None:
+        raise exc()
+
+    def program() -> None:
+        asyncio.ensure_future(interrupted())
+
+    with pytest.raises(exc):
+        run_under_mocks(RecordingMocks(build_plan(load_fleet(str(MINIMAL), "dev").environments["dev"], "dev")), program, "dev")
 
 
 class _InterruptedFinalizer:
