@@ -25,8 +25,8 @@ class Validated:
     warnings: tuple[Issue, ...]
 
 
-def _check(data: Any, source: SourceFile) -> tuple[Fleet | None, list[Issue]]:
-    issues = schema_issues(data, source.plain)
+def _check(data: Any, source: SourceFile, valid_sections: frozenset[str] = frozenset()) -> tuple[Fleet | None, list[Issue]]:
+    issues = schema_issues(data, source.plain, valid_sections)
     if issues:
         return None, issues
     fleet = fleet_from(data)
@@ -36,6 +36,12 @@ def _check(data: Any, source: SourceFile) -> tuple[Fleet | None, list[Issue]]:
 def fleet_from(data: Any) -> Fleet:
     """The model of schema-valid data: static defaults (gpufleet.schema), then computed ones (gpufleet.defaults)."""
     return Fleet.create(*defaults.fill(with_defaults(data)))
+
+
+def unchanged_sections(merged: dict[str, Any], base: dict[str, Any]) -> frozenset[str]:
+    """The top-level sections an environment's merged spec leaves as they are in the base spec: where the base
+    is schema-valid, they are valid in the merged spec too (gpufleet.schema.schema_issues need not look again)."""
+    return frozenset(key for key, value in merged.items() if key in base and base[key] == value)
 
 
 def _under(path: Path, roots: list[Path]) -> bool:
@@ -64,7 +70,7 @@ def validate_loaded(loaded: Loaded, env: str | None = None) -> Validated:
     merged: dict[str, Fleet] = {}
     for name in wanted:
         data, view, merge_issues = merge_environment(loaded.data, name, source)
-        fleet, env_issues = _check(data, view)
+        fleet, env_issues = _check(data, view, unchanged_sections(data, loaded.data) if base is not None else frozenset())
         for issue in merge_issues + env_issues:
             if (issue.path, issue.message) in known or _under(issue.path, reported):
                 continue

@@ -144,11 +144,16 @@ def _is_number(checker: Any, instance: object) -> bool:
 
 
 @functools.cache
-def _validator() -> jsonschema.Draft202012Validator:
+def _validator(trusted: frozenset[str] = frozenset()) -> jsonschema.Draft202012Validator:
+    """The spec's validator; the schemas of the `trusted` top-level sections are replaced by `true` (see
+    `schema_issues`). Built from the class, not by `evolve`, which would fall back to the plain 2020-12 class."""
     base = jsonschema.Draft202012Validator
     types = base.TYPE_CHECKER.redefine_many({"integer": _is_integer, "number": _is_number})
     strict = jsonschema.validators.extend(base, validators={"pattern": _pattern}, type_checker=types)  # type: ignore[no-untyped-call]
-    validator: jsonschema.Draft202012Validator = strict(fleet_schema())
+    schema = fleet_schema()
+    if trusted:
+        schema = {**schema, "properties": {key: True if key in trusted else sub for key, sub in schema["properties"].items()}}
+    validator: jsonschema.Draft202012Validator = strict(schema)
     return validator
 
 
@@ -277,11 +282,14 @@ def _issues_for(validation_error: ValidationError, plain: Mapping[Path, str]) ->
         yield Issue(path=path, message=str(error.message))
 
 
-def schema_issues(data: Any, plain: Mapping[Path, str]) -> list[Issue]:
+def schema_issues(data: Any, plain: Mapping[Path, str], valid_sections: frozenset[str] = frozenset()) -> list[Issue]:
     """Every schema violation of `data` as Issues (positions are resolved later from the source).
 
-    A value of the wrong type gets one issue (the type), not one more per keyword it then also fails."""
-    errors = list(_validator().iter_errors(data))
+    A value of the wrong type gets one issue (the type), not one more per keyword it then also fails.
+    `valid_sections` are top-level sections the caller knows to be valid (an environment's merged spec where it
+    equals the schema-valid base spec): a section's schema sees only its own value, so it is not validated again;
+    the keywords of the whole document (required, additionalProperties) still are."""
+    errors = list(_validator(valid_sections).iter_errors(data))
     typed = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
     issues: list[Issue] = []
     for error in errors:
