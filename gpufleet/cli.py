@@ -2,26 +2,25 @@
 
 Exit codes: 0 success, 1 the input is invalid (or findings), 2 usage error, 3 internal error (a bug: the
 traceback is printed). User errors never print a traceback and never write output.
+
+Each command is a module with add_arguments(parser) and run(args) -> exit code. The parser knows the modules by
+name and imports only the one of the command that runs: importing all of them (the policy pack, the workload model,
+the tree reader, Jinja2, ...) took about a second, twenty times what `validate` itself takes
+(tests/unit/test_cli_imports.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import signal
 import sys
 import traceback
-from dataclasses import replace
-from typing import Callable, Sequence
+from typing import Sequence
 
-from gpufleet import check, diagnose, diff, explain, preflight, starter
-from gpufleet.errors import SpecError, UsageError, render_issue, sort_issues
-from gpufleet.model.check import Contradictions
-from gpufleet.output import TargetRefused, keep_interrupts, prepare, raise_interrupt
-from gpufleet.pipeline import Validated, open_spec
-from gpufleet.plan import render_table
-from gpufleet.rollout import build_plan
-from gpufleet.synth import synth_tree
+from gpufleet.errors import SpecError, UsageError
+from gpufleet.interrupts import keep_interrupts, raise_interrupt
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3
 EXIT_SIGINT, EXIT_SIGTERM = 128 + signal.SIGINT, 128 + signal.SIGTERM  # the shell's convention: 130, 143
@@ -38,89 +37,36 @@ def _terminate(signum: int, frame: object) -> None:
     raise Terminated()
 
 
-def _spec_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("spec", nargs="?", default="fleet.yaml", help="the fleet spec (default: fleet.yaml)")
+# Command -> (its module, the line `gpufleet --help` shows for it: the first line of the module's docstring, copied
+# here so that the help imports nothing; a test holds the two equal). The order is the order of the help.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "validate": ("gpufleet.commands.validate", "parse, schema-check and rule-check the spec"),
+    "plan": ("gpufleet.commands.plan", "print the staged rollout of one environment"),
+    "synth": ("gpufleet.commands.synth", "write the reviewable tree of what `pulumi up` would register"),
+    "init": ("gpufleet.starter", "write a commented starter spec: one cluster, a GPU node group per instance type, one team, dev and prod"),
+    "check": ("gpufleet.check", "run the fleet policies over a synth tree and print each finding with its fix (exit 1 on a mandatory violation)"),
+    "diff": ("gpufleet.diff", "compare two synth trees for review: changes per stage, GPU node replacements, team quotas, cost (exit 0)"),
+    "preflight": ("gpufleet.preflight", "check the AWS account against one environment's fleet before anything is created"),
+    "diagnose": ("gpufleet.diagnose", "find what slows a GPU job: NCCL_DEBUG=INFO logs and `kubectl describe node` output, most important first"),
+    "explain": ("gpufleet.explain", "would these workloads run on this fleet: queue, flavor, node group, or the first gate that stops them and why"),
+}
 
 
-def _print_warnings(validated: Validated) -> None:
-    for warning in validated.warnings:
-        print(render_issue(validated.source, warning), file=sys.stderr)
+def _chosen(argv: Sequence[str]) -> str | None:
+    """The command argparse will run: the first argument that is not an option (the top level has only -h)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
 
 
-def cmd_validate(args: argparse.Namespace) -> int:
-    validated = open_spec(args.spec, args.env)
-    _print_warnings(validated)
-    envs = ", ".join(validated.environments)
-    print(f"{args.spec}: valid (environments: {envs})")
-    return EXIT_OK
-
-
-def cmd_plan(args: argparse.Namespace) -> int:
-    validated = open_spec(args.spec, args.env)
-    _print_warnings(validated)
-    print(render_table(build_plan(validated.environments[args.env], args.env)))
-    return EXIT_OK
-
-
-def cmd_synth(args: argparse.Namespace) -> int:
-    validated = open_spec(args.spec, args.env)
-    _print_warnings(validated)
-    out = args.out if args.out is not None else f"out/{args.env}"
-    try:
-        staging = prepare(out, args.spec)  # refuses a foreign target and proves it writable before synthesising
-    except TargetRefused as exc:
-        raise UsageError(f"--out {out}: {exc}") from None
-    try:
-        plan, tree = synth_tree(validated.environments[args.env], args.env)
-        staging.commit(tree)
-    except Contradictions as exc:  # the fleet contradicts itself: an error of the spec, nothing written
-        staging.discard()
-        raise SpecError(validated.source, sort_issues(validated.source, [replace(i, context=f"environment {args.env}") for i in exc.issues])) from None
-    except TargetRefused as exc:  # the target changed while synthesising
-        staging.discard()
-        raise UsageError(f"--out {out}: {exc}") from None
-    except BaseException:  # an error, SIGINT or SIGTERM: leave nothing behind
-        staging.discard()
-        raise
-    counts = sum(1 for path in tree.files if "/" in path)
-    print(f"wrote {out}: {counts} files, stages {', '.join(s.name for s in plan.included())}")
-    return EXIT_OK
-
-
-Command = tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
-
-
-def _subcommands() -> dict[str, Command]:
-    def validate_args(p: argparse.ArgumentParser) -> None:
-        _spec_arg(p)
-        p.add_argument("--env", help="validate only this environment (default: every environment)")
-
-    def plan_args(p: argparse.ArgumentParser) -> None:
-        _spec_arg(p)
-        p.add_argument("--env", required=True, help="the environment (stack) to plan")
-
-    def synth_args(p: argparse.ArgumentParser) -> None:
-        plan_args(p)
-        p.add_argument("--out", help="output directory (default: out/<env>): absent, empty, or a tree gpufleet wrote, which is replaced whole")
-
-    commands: dict[str, Command] = {
-        "validate": ("parse, schema-check and rule-check the spec", validate_args, cmd_validate),
-        "plan": ("print the staged rollout of one environment", plan_args, cmd_plan),
-        "synth": ("write the reviewable tree of what `pulumi up` would register", synth_args, cmd_synth),
-    }
-    # Commands with a module of their own expose add_arguments(parser) and run(args) -> exit code.
-    for name, mod in (("init", starter), ("check", check), ("diff", diff), ("preflight", preflight), ("diagnose", diagnose), ("explain", explain)):
-        commands[name] = ((mod.__doc__ or name).strip().splitlines()[0], mod.add_arguments, mod.run)
-    return commands
-
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None) -> argparse.ArgumentParser:
+    """Every command is listed; only `command` (the chosen one) gets its module's arguments and run()."""
     parser = argparse.ArgumentParser(prog="gpufleet", description="Generate a staged GPU Kubernetes fleet on AWS EKS from one spec.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, (help_text, add_args, run) in _subcommands().items():
+    for name, (module_name, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
-        add_args(p)
-        p.set_defaults(run=run)
+        if name == command:
+            module = importlib.import_module(module_name)
+            module.add_arguments(p)
+            p.set_defaults(run=module.run)
     return parser
 
 
@@ -136,9 +82,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_chosen(arguments))
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(arguments)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
     try:

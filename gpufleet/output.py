@@ -23,44 +23,16 @@ import fcntl
 import os
 import shutil
 import signal
-import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpufleet.interrupts import raise_interrupt
 from gpufleet.tree import Tree, tree_problem
 
 _STAGING_INFIX = ".gpufleet-staging-"
-
-
-# An interrupt (Ctrl-C's KeyboardInterrupt, the CLI's SIGTERM exception) that a signal handler raised while a
-# finalizer ran (an asyncio event loop's __del__ during the Pulumi program, say) is not propagated: Python reports it
-# as "Exception ignored in ..." and goes on (https://docs.python.org/3/library/sys.html#sys.unraisablehook). Without
-# this, such a signal would be lost and the tree written anyway. The hook keeps it, silently, and the commit (and the
-# CLI when a command ends) raises it again.
-_swallowed: list[BaseException] = []
-
-
-def keep_interrupts(previous: Callable[[sys.UnraisableHookArgs], object]) -> Callable[[sys.UnraisableHookArgs], None]:
-    """An unraisable hook that keeps interrupts for raise_interrupt() and hands anything else to `previous`."""
-
-    def hook(unraisable: sys.UnraisableHookArgs) -> None:
-        if unraisable.exc_value is not None and not isinstance(unraisable.exc_value, Exception):
-            _swallowed.append(unraisable.exc_value)
-        else:
-            previous(unraisable)
-
-    return hook
-
-
-def raise_interrupt() -> None:
-    """Raise an interrupt that a finalizer swallowed, if any (once)."""
-    if _swallowed:
-        exc = _swallowed[0]
-        _swallowed.clear()
-        raise exc
 
 
 class TargetRefused(Exception):

@@ -18,9 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from gpufleet import cli, output
+from gpufleet import cli, interrupts, output
 from gpufleet.cli import main
 from gpufleet.components.synth import RecordingMocks, run_under_mocks
+from gpufleet.commands import synth as synth_command
+from gpufleet.commands import validate as validate_command
 from gpufleet.output import write_tree
 from gpufleet.pipeline import load_fleet
 from gpufleet.rollout import build_plan
@@ -53,12 +55,12 @@ def no_synthesis(monkeypatch: pytest.MonkeyPatch) -> None:
     def fail(*_: object) -> None:
         raise AssertionError("synthesised although the target was refused")
 
-    monkeypatch.setattr(cli, "synth_tree", fail)
+    monkeypatch.setattr(synth_command, "synth_tree", fail)
 
 
 @pytest.fixture
 def fake_synthesis(monkeypatch: pytest.MonkeyPatch, mini_tree: Tree) -> None:
-    monkeypatch.setattr(cli, "synth_tree", lambda fleet, env: (build_plan(fleet, env), mini_tree))
+    monkeypatch.setattr(synth_command, "synth_tree", lambda fleet, env: (build_plan(fleet, env), mini_tree))
 
 
 def snapshot(root: Path) -> dict[str, str | None]:
@@ -178,7 +180,7 @@ def test_a_failed_synthesis_removes_staging_and_the_parents_it_created(
         assert any(workdir.glob("out/a/.b.gpufleet-staging-*")), "staging exists while synthesising"
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(cli, "synth_tree", boom)
+    monkeypatch.setattr(synth_command, "synth_tree", boom)
     before = snapshot(workdir)
     assert main(["synth", "fleet.yaml", "--env", "dev", "--out", "out/a/b"]) == 3
     assert snapshot(workdir) == before
@@ -192,7 +194,7 @@ def test_a_target_that_turns_foreign_while_synthesising_is_left_alone(
         (workdir / "out/theirs.txt").write_text("theirs\n")
         return None, mini_tree
 
-    monkeypatch.setattr(cli, "synth_tree", meanwhile)
+    monkeypatch.setattr(synth_command, "synth_tree", meanwhile)
     code, _, err = synth(capsys, "out")
     assert (code, err) == (2, "gpufleet synth: error: --out out: not empty and not a tree gpufleet wrote (no plan.json); give a new or empty directory\n")
     assert sorted(p.name for p in workdir.iterdir()) == ["fleet.yaml", "notes.txt", "out"]
@@ -288,30 +290,30 @@ def test_an_interrupt_swallowed_by_a_finalizer_still_stops_the_write(
         _InterruptedFinalizer(exc)  # collected at once: __del__ raises, Python swallows it
         return build_plan(fleet, env), mini_tree  # type: ignore[arg-type]
 
-    monkeypatch.setattr(cli, "synth_tree", synthesis_interrupted_in_a_finalizer)
+    monkeypatch.setattr(synth_command, "synth_tree", synthesis_interrupted_in_a_finalizer)
     assert synth(capsys, "out/dev") == (code, "", "")
     assert sorted(p.name for p in workdir.iterdir()) == ["fleet.yaml", "notes.txt"]
 
 
 def test_an_interrupt_swallowed_by_a_finalizer_ends_any_command_as_an_interrupt(capsys: pytest.CaptureFixture[str], workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = cli.open_spec
+    real = validate_command.open_spec
 
     def interrupted(*args: object) -> object:
         _InterruptedFinalizer(KeyboardInterrupt())
         return real(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(cli, "open_spec", interrupted)
+    monkeypatch.setattr(validate_command, "open_spec", interrupted)
     assert main(["validate", "fleet.yaml"]) == 130
     assert capsys.readouterr().err == ""  # no "Exception ignored in ..."
 
 
 def test_other_unraisable_exceptions_are_still_reported(capsys: pytest.CaptureFixture[str]) -> None:
     seen: list[BaseException | None] = []
-    hook = output.keep_interrupts(lambda u: seen.append(u.exc_value))
+    hook = interrupts.keep_interrupts(lambda u: seen.append(u.exc_value))
     previous, sys.unraisablehook = sys.unraisablehook, hook
     try:
         _InterruptedFinalizer(ValueError("a bug in a finalizer"))
     finally:
         sys.unraisablehook = previous
     assert [type(e) for e in seen] == [ValueError]
-    output.raise_interrupt()  # nothing kept: does not raise
+    interrupts.raise_interrupt()  # nothing kept: does not raise

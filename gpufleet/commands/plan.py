@@ -1,0 +1,26 @@
+"""print the staged rollout of one environment
+
+`gpufleet plan --env ENV`: the table of stages, what each brings and whether the environment includes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from gpufleet.commands import EXIT_OK, print_warnings, spec_argument
+from gpufleet.pipeline import open_spec
+from gpufleet.plan import render_table
+from gpufleet.rollout import build_plan
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The spec and --env, shared by synth."""
+    spec_argument(parser)
+    parser.add_argument("--env", required=True, help="the environment (stack) to plan")
+
+
+def run(args: argparse.Namespace) -> int:
+    validated = open_spec(args.spec, args.env)
+    print_warnings(validated)
+    print(render_table(build_plan(validated.environments[args.env], args.env)))
+    return EXIT_OK
