@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests import fastyaml
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -27,7 +29,7 @@ def test_every_object_level_checkov_skip_has_a_reason() -> None:
     value at "=", so the reason holds none (and an empty reason would be recorded as such)."""
     found = set()
     for path in (ROOT / "tests" / "golden" / "trees").glob("*/*/*/k8s/*.yaml"):
-        for doc in yaml.safe_load_all(path.read_text()):
+        for doc in fastyaml.load_all(path.read_text()):
             annotations = ((doc or {}).get("metadata") or {}).get("annotations") or {}
             for key, value in annotations.items():
                 if key.startswith("checkov.io/skip"):

@@ -11,12 +11,14 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
+from tests import fastyaml
+
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = {
     p.relative_to(ROOT).as_posix(): p.read_text()
     for p in [ROOT / "fleet.yaml", *sorted((ROOT / "tests/specs/valid").glob("*.yaml")), *sorted((ROOT / "tests/golden/cases").glob("*/fleet.yaml"))]
 }
-SEED_DATA = {name: yaml.safe_load(text) for name, text in SEEDS.items()}
+SEED_DATA = {name: fastyaml.load(text) for name, text in SEEDS.items()}
 SMALL_SEEDS = tuple(name for name in sorted(SEEDS) if name.startswith("tests/specs/valid/"))  # synth them in a fraction of a second
 
 Path_ = tuple[str | int, ...]
