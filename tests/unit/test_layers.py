@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from gpufleet.cli import COMMANDS
+from tests.syntax import syntax_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 # Folder of the checkout -> the package it installs as: components/ and policies/ install under gpufleet
@@ -68,7 +69,7 @@ def _resolve(module: str, name: str | None) -> str:
 def _imports(module: str) -> list[tuple[str, int, bool]]:
     """(imported project module, line, at module level) for every import of a project module."""
     path = SOURCES[module]
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = syntax_tree(path)
     nested = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(f) if n is not f}
     out: list[tuple[str, int, bool]] = []
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]

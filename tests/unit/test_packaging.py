@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from setuptools.dist import Distribution
 
+from tests.syntax import syntax_tree
+
 ROOT = Path(__file__).resolve().parents[2]
 LINKED = ("components", "policies", "schemas")
 
@@ -28,7 +30,7 @@ def test_nothing_imports_the_folders_by_their_bare_names() -> None:
     files = [ROOT / "__main__.py"] + [p for top in ("gpufleet", "components", "policies", "tools", "tests") for p in (ROOT / top).rglob("*.py")]
     bare = []
     for path in files:
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        for node in ast.walk(syntax_tree(path)):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
             bare += [f"{path.relative_to(ROOT)}:{node.lineno} imports {n}" for n in names if n.split(".")[0] in ("components", "policies")]
     assert bare == []
@@ -82,7 +84,7 @@ def test_no_module_locates_files_from_its_own_path() -> None:
         f"{path.relative_to(ROOT)}:{node.lineno}"
         for path in files
         if path.relative_to(ROOT).as_posix() not in allowed
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path)))
+        for node in ast.walk(syntax_tree(path))
         if isinstance(node, ast.Name) and node.id == "__file__"
     ]
     assert located == []

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.syntax import syntax_tree
+
 # rglob does not descend into the links gpufleet/components and gpufleet/policies (the Pulumi layer and the policy
 # pack, installed under gpufleet but not part of the core).
 CORE = Path(__file__).resolve().parents[2] / "gpufleet"
@@ -29,7 +31,7 @@ def test_core_never_imports_pulumi_or_components() -> None:
     offenders = []
     for path in files:
         rel = str(path.relative_to(CORE.parent))
-        tree = ast.parse(path.read_text(), filename=rel)
+        tree = syntax_tree(path)
         top_level = {id(n) for n in tree.body}
         for node, names in _imports(tree):
             for name in names:
@@ -57,7 +59,7 @@ def test_model_is_a_pure_layer_below_the_cli() -> None:
     offenders = []
     for path in sorted((CORE / "model").rglob("*.py")):
         rel = str(path.relative_to(CORE.parent))
-        for node, names in _imports(ast.parse(path.read_text(), filename=rel)):
+        for node, names in _imports(syntax_tree(path)):
             for name in names:
                 if name in ("gpufleet.cli", "gpufleet.explain", "gpufleet.synth", "gpufleet.report") or name.startswith("gpufleet.components"):
                     offenders.append(f"{rel}:{node.lineno} imports {name}")
