@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from typing import Any, Callable
+import signal
+import threading
+from typing import Any, Callable, Coroutine
 
 import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
@@ -95,6 +97,42 @@ class RecordingMocks(pulumi_mocks.Mocks):
 
 # How long cancelled registrations may take to unwind once the program has ended or been interrupted.
 _CANCEL_WAIT_SECONDS = 5.0
+_INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _run_interruptibly(loop: asyncio.AbstractEventLoop, main: Coroutine[Any, Any, None]) -> None:
+    """Run `main` on `loop` so that a SIGINT or SIGTERM ends it: the signal's handler (the KeyboardInterrupt of
+    SIGINT, the CLI's Terminated for SIGTERM) still raises at once, and it also stops the loop.
+
+    Python raises a signal's exception in whatever the main thread is executing. When that is the Pulumi program
+    itself, the runtime keeps the exception until every outstanding registration has ended
+    (pulumi/runtime/stack.py run_pulumi_func), and one the program left half-made never ends: an interrupted synth
+    waited forever. A stopped loop returns here whatever the runtime does with the exception, and the
+    interrupt is raised again."""
+    received: list[int] = []
+    previous: dict[int, Callable[[int, Any], Any]] = {}
+    if threading.current_thread() is threading.main_thread():  # only the main thread receives signals
+        for sig in _INTERRUPTS:
+            handler = signal.getsignal(sig)
+            if callable(handler):  # a Python handler; the default action (SIG_DFL) ends the process by itself
+
+                def stop_and_interrupt(signum: int, frame: Any, handler: Callable[[int, Any], Any] = handler) -> None:
+                    received.append(signum)
+                    loop.stop()
+                    handler(signum, frame)
+
+                previous[sig] = handler
+                signal.signal(sig, stop_and_interrupt)
+    try:
+        loop.run_until_complete(main)
+    except RuntimeError:
+        if not received:  # not "Event loop stopped before Future completed" after a signal
+            raise
+    finally:
+        for restored, handler in previous.items():
+            signal.signal(restored, handler)
+    if received:  # the runtime kept the interrupt: raise it here
+        previous[received[0]](received[0], None)
 
 
 def run_under_mocks(
@@ -114,7 +152,7 @@ def run_under_mocks(
         pulumi.runtime.set_mocks(mocks, project="gpufleet", stack=stack, preview=False)
         if transformation is not None:
             pulumi.runtime.register_stack_transformation(transformation)
-        loop.run_until_complete(run_pulumi_func(program))
+        _run_interruptibly(loop, run_pulumi_func(program))
     finally:
         pending = asyncio.all_tasks(loop)
         for task in pending:

@@ -13,9 +13,12 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
+import pulumi
 import pytest
 
 from gpufleet import cli, interrupts, output
@@ -269,6 +272,43 @@ def test_an_interrupt_inside_the_pulumi_event_loop_ends_the_recording(exc: type[
 
     with pytest.raises(exc):
         run_under_mocks(RecordingMocks(build_plan(load_fleet(str(MINIMAL), "dev").environments["dev"], "dev")), program, "dev")
+
+
+class _Stuck(RecordingMocks):
+    """Mocks under which the registration of `stuck` does not end until `release` is set."""
+
+    def __init__(self, release: threading.Event) -> None:
+        super().__init__(build_plan(load_fleet(str(MINIMAL), "dev").environments["dev"], "dev"))
+        self.release = release
+
+    def new_resource(self, args: Any) -> tuple[str | None, dict[str, Any]]:
+        if args.name == "stuck":
+            self.release.wait(30)
+        return super().new_resource(args)
+
+
+@pytest.mark.parametrize(("sig", "exc"), [(signal.SIGINT, KeyboardInterrupt), (signal.SIGTERM, cli.Terminated)], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupt_the_pulumi_runtime_keeps_still_ends_the_recording(sig: signal.Signals, exc: type[BaseException]) -> None:
+    """A signal arriving while the Pulumi program runs raises in the program; the runtime keeps that exception
+    until every outstanding registration has ended (pulumi/runtime/stack.py run_pulumi_func), and a registration
+    may never end. The recording must end at once anyway, with the interrupt (it used to wait forever)."""
+    release = threading.Event()
+
+    def program() -> None:
+        pulumi.CustomResource("test:index:Thing", "stuck", {})
+        signal.raise_signal(sig)  # the signal arrives in the program while `stuck` is being registered
+
+    handlers = {signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler), signal.SIGTERM: signal.signal(signal.SIGTERM, cli._terminate)}
+    start = time.monotonic()
+    try:
+        with pytest.raises(exc):
+            run_under_mocks(_Stuck(release), program, "dev")
+        assert time.monotonic() - start < 20, "the recording waited for the outstanding registration"
+        assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == (signal.default_int_handler, cli._terminate)
+    finally:
+        release.set()
+        for s, handler in handlers.items():
+            signal.signal(s, handler)
 
 
 class _InterruptedFinalizer:
