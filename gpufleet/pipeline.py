@@ -11,7 +11,7 @@ from gpufleet import defaults, rules
 from gpufleet.environments import merge_environment
 from gpufleet.errors import Issue, Path, SourceFile, SpecError, UsageError, did_you_mean, sort_issues
 from gpufleet.load import Loaded, load_file, load_text
-from gpufleet.schema import schema_issues, with_defaults
+from gpufleet.schema import conforms, with_defaults
 from gpufleet.spec import Fleet
 
 
@@ -26,9 +26,11 @@ class Validated:
 
 
 def _check(data: Any, source: SourceFile, valid_sections: frozenset[str] = frozenset()) -> tuple[Fleet | None, list[Issue]]:
-    issues = schema_issues(data, source.plain, valid_sections)
-    if issues:
-        return None, issues
+    if not conforms(data, valid_sections):
+        # Only a spec that does not conform loads jsonschema, to say what is wrong (gpufleet.schema).
+        from gpufleet.schema_errors import schema_issues
+
+        return None, schema_issues(data, source.plain, valid_sections)
     fleet = fleet_from(data)
     return fleet, rules.check(fleet)
 
@@ -40,7 +42,7 @@ def fleet_from(data: Any) -> Fleet:
 
 def unchanged_sections(merged: dict[str, Any], base: dict[str, Any]) -> frozenset[str]:
     """The top-level sections an environment's merged spec leaves as they are in the base spec: where the base
-    is schema-valid, they are valid in the merged spec too (gpufleet.schema.schema_issues need not look again)."""
+    is schema-valid, they are valid in the merged spec too (gpufleet.schema.conforms need not look again)."""
     return frozenset(key for key, value in merged.items() if key in base and base[key] == value)
 
 

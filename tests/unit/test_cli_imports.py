@@ -26,6 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # What no run of validate or plan may load: every other command's module, the tree (written by synth, read by check
 # and diff), the Pulumi layer and the policy pack, the workload model, and the clients of preflight.
 NEVER = (
+    "jsonschema",
+    "gpufleet.schema_errors",
     "pulumi",
     "pulumi_aws",
     "pulumi_kubernetes",

@@ -12,7 +12,8 @@ import pytest
 from gpufleet.environments import merge_environment
 from gpufleet.load import load_file
 from gpufleet.pipeline import unchanged_sections
-from gpufleet.schema import fleet_schema, schema_issues
+from gpufleet.schema import fleet_schema
+from gpufleet.schema_errors import schema_issues
 
 ROOT = Path(__file__).resolve().parents[2]
 

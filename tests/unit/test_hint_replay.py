@@ -44,7 +44,7 @@ from gpufleet.versions import NODE_MONITORING_AGENT_XIDS
 
 ROOT = Path(__file__).resolve().parents[2]
 MINIMAL: dict[str, Any] = yaml.safe_load((ROOT / "tests" / "specs" / "valid" / "minimal.yaml").read_text(encoding="utf-8"))
-VALIDATOR = ("gpufleet/load.py", "gpufleet/schema.py", "gpufleet/rules.py", "gpufleet/environments.py", "gpufleet/pipeline.py")
+VALIDATOR = ("gpufleet/load.py", "gpufleet/schema_errors.py", "gpufleet/rules.py", "gpufleet/environments.py", "gpufleet/pipeline.py")
 # Calls that pass a hint made elsewhere along: the site is where it was made.
 PASS_THROUGH = {
     ("gpufleet/load.py", "_issue", "hint"),
@@ -541,7 +541,7 @@ REPLAYS: tuple[Replay, ...] = (
         "rename the node group",
         {"nodeGroups.0.name": "l4", "teams.0.quotas.0.nodeGroup": "l4"},
     ),
-    # --- schema.py ---------------------------------------------------------------------------------------------
+    # --- schema_errors.py --------------------------------------------------------------------------------------
     R("unknown-field", {"nodeGroups.0.scaling": {"maxSiz": 4}}, 'did you mean "maxSize"?', {"nodeGroups.0.scaling": {"maxSize": 4}}),
     R(
         "moved-field",
@@ -592,7 +592,7 @@ REPLAYS: tuple[Replay, ...] = (
 )
 
 UNREPLAYED: dict[Site, str] = {
-    Site("gpufleet/schema.py", "_issues_for", "_enum_hint(plain[path], value, allowed)"): "unreachable: every enum of the schema has type string, so a "
+    Site("gpufleet/schema_errors.py", "_issues_for", "_enum_hint(plain[path], value, allowed)"): "unreachable: every enum of the schema has type string, so a "
     "plain scalar YAML reads as another type is reported by the type branch (replayed as enum-yaml-boolean), and a string is never in `plain`",
 }
 

@@ -17,7 +17,7 @@ import pytest
 from gpufleet.cli import main
 from gpufleet.errors import Issue, Position, SourceFile, SpecError, sort_issues
 from gpufleet.load import MAX_SPEC_BYTES
-from gpufleet.schema import SCHEMA_FILE, _whole_string
+from gpufleet.schema import SCHEMA_FILE, whole_string
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,7 +68,7 @@ def test_twenty_thousand_errors_render_in_linear_time() -> None:
     ],
 )
 def test_patterns_match_the_whole_string(pattern: str, value: str, matches: bool) -> None:
-    assert bool(_whole_string(pattern).search(value)) is matches
+    assert bool(whole_string(pattern).search(value)) is matches
 
 
 def _nodes(node: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:

@@ -26,7 +26,7 @@ PACKAGES = {"gpufleet": "gpufleet", "components": "gpufleet.components", "polici
 # package itself, so a new module must be placed here).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("gpufleet", "gpufleet.errors", "gpufleet.interrupts", "gpufleet.stages", "gpufleet.catalog", "gpufleet.versions", "gpufleet.ami_releases", "gpufleet.checkpoints", "gpufleet.pricing", "gpufleet.render", "gpufleet.tree_yaml"),
-    ("gpufleet.spec", "gpufleet.load", "gpufleet.schema", "gpufleet.environments", "gpufleet.warm_pool", "gpufleet.cold_start"),
+    ("gpufleet.spec", "gpufleet.load", "gpufleet.schema", "gpufleet.schema_errors", "gpufleet.environments", "gpufleet.warm_pool", "gpufleet.cold_start"),
     ("gpufleet.names", "gpufleet.access", "gpufleet.entries", "gpufleet.plan", "gpufleet.defaults"),
     ("gpufleet.rules", "gpufleet.pipeline"),
     ("gpufleet.manifests",),
@@ -39,8 +39,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 # The only imports allowed inside a function, with the reason. gpufleet.synth is the core's one door to the Pulumi
 # layer, opened only when synth runs (tests/unit/test_purity.py). gpufleet.cli imports the module of the command that
 # runs, by name from its COMMANDS table, and no other: importing every command's modules made `validate` take a
-# second instead of a fifth (tests/unit/test_cli_imports.py).
-LAZY = {("gpufleet.synth", "gpufleet.components.synth")} | {("gpufleet.cli", module) for module, _ in COMMANDS.values()}
+# second instead of a fifth (tests/unit/test_cli_imports.py). gpufleet.pipeline imports jsonschema's account of the
+# schema errors only for a spec gpufleet.schema.conforms rejects: importing jsonschema takes longer than validating.
+LAZY = {("gpufleet.synth", "gpufleet.components.synth"), ("gpufleet.pipeline", "gpufleet.schema_errors")} | {("gpufleet.cli", module) for module, _ in COMMANDS.values()}
 # The policy pack runs where gpufleet is not installed (policies/__main__.py puts the checkout on sys.path): what it
 # reaches of gpufleet must be standard-library only.
 PACK_MAY_REACH = {"gpufleet", "gpufleet.names", "gpufleet.entries", "gpufleet.spec", "gpufleet.errors", "gpufleet.versions", "gpufleet.ami_releases", "gpufleet.stages"}

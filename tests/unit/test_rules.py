@@ -15,7 +15,7 @@ from gpufleet.environments import merge_environment
 from gpufleet.errors import Issue, Position, SourceFile, SpecError, did_you_mean, format_path, render_issue, sort_issues
 from gpufleet.load import load_text
 from gpufleet.pipeline import fleet_from, load_fleet_text
-from gpufleet.schema import schema_issues
+from gpufleet.schema_errors import schema_issues
 from gpufleet.spec import Fleet
 from gpufleet.versions import image_is_pinned, is_pinned
 
