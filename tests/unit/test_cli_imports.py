@@ -6,7 +6,9 @@ change. Their own work takes a few tens of milliseconds; the rest is importing m
 command's modules for any command (the policy pack, the workload model, the tree reader and writer, the diff report,
 the log parsers, Pulumi's door), each run took over a second. Timing is not tested (it depends on the machine and its
 load); what the time is made of is: the modules a run leaves in sys.modules. The CLI imports only the chosen
-command's module (gpufleet.cli.COMMANDS), and validate neither builds the plan nor renders templates.
+command's module (gpufleet.cli.COMMANDS); a spec that conforms is checked without jsonschema, whose import took
+longer than the rest of validate (gpufleet.schema.conforms); and validate neither builds the plan nor renders
+templates.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from gpufleet.cli import COMMANDS, main
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# What no run of validate or plan may load: every other command's module, the tree (written by synth, read by check
-# and diff), the Pulumi layer and the policy pack, the workload model, and the clients of preflight.
+# What no run of validate or plan of a valid spec may load: jsonschema, every other command's module, the tree
+# (written by synth, read by check and diff), the Pulumi layer and the policy pack, the workload model, and the
+# clients of preflight.
 NEVER = (
     "jsonschema",
     "gpufleet.schema_errors",
