@@ -176,10 +176,15 @@ _LEAVES = frozenset({str, int, float, bool, type(None)})
 
 def _collect_refs(value: Any, found: list[Ref]) -> None:
     children: Iterable[Any]
-    if isinstance(value, Ref):
+    kind = type(value)
+    if kind is dict:  # the containers of args, told apart without an isinstance check
+        children = value.values()
+    elif kind is list or kind is tuple:
+        children = value
+    elif isinstance(value, Ref):
         found.append(value)
         return
-    if isinstance(value, Concat):
+    elif isinstance(value, Concat):
         children = value.parts
     elif isinstance(value, abc.Mapping):
         children = value.values()
