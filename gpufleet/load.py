@@ -59,12 +59,26 @@ def _compose(text: str) -> tuple[Issue | None, list[yaml.Node]]:
     """The bounds issue, or the text's documents as nodes with marks; through LibYAML (PyYAML's C extension) where
     that reads the text exactly as the pure-Python parser does: same events, nodes, tags, values and positions
     (tests/unit/test_yaml_c.py)."""
-    if yaml.__with_libyaml__ and not _PURE_ONLY.search(text) and not yaml.reader.Reader.NON_PRINTABLE.search(text):
+    if _libyaml_reads(text):
         try:
             return _read(text, yaml.CSafeLoader)
         except yaml.YAMLError:
             pass  # reported by the pure-Python parser, in its words
     return _read(text, yaml.SafeLoader)
+
+
+def _libyaml_reads(text: str) -> bool:
+    return yaml.__with_libyaml__ and not _PURE_ONLY.search(text) and not yaml.reader.Reader.NON_PRINTABLE.search(text)
+
+
+def safe_load(text: str) -> Any:
+    """`yaml.safe_load(text)`, through LibYAML where it reads the text as the pure-Python parser does (`_compose`)."""
+    if _libyaml_reads(text):
+        try:
+            return yaml.load(text, Loader=yaml.CSafeLoader)
+        except yaml.YAMLError:
+            pass  # raised by the pure-Python parser, in its words
+    return yaml.safe_load(text)
 
 
 def _read(text: str, loader: type[yaml.SafeLoader] | type[yaml.CSafeLoader]) -> tuple[Issue | None, list[yaml.Node]]:

@@ -22,8 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-import yaml
-
+from gpufleet.load import safe_load
 from gpufleet.model.nodes import NodeModel, group_of
 from gpufleet.model.scheduling import matches_term, untolerated
 from gpufleet.model.workload import FRAMEWORK, QUEUE_LABEL, PodSet, Workload, quantity
@@ -101,7 +100,7 @@ def from_plan(plan: RolloutPlan) -> Kueue | None:
     release = next((r for s in plan.included() for r in s.content.resources if r.id == "helm-kueue"), None)
     if release is None:
         return None
-    config = yaml.safe_load(release.args["values"]["managerConfig"]["controllerManagerConfigYaml"])
+    config = safe_load(release.args["values"]["managerConfig"]["controllerManagerConfigYaml"])
     flavors = {}
     for obj in _objects(plan, "ResourceFlavor"):
         spec = obj.get("spec") or {}

@@ -105,3 +105,36 @@ def test_the_libyaml_path_is_taken_for_an_ordinary_spec(monkeypatch: pytest.Monk
     load.load_text((ROOT / "fleet.yaml").read_text(), "fleet.yaml")
     load.load_text("a:\t1\n", "tab.yaml")
     assert used == [yaml.CSafeLoader, yaml.SafeLoader]
+
+
+def _safe_load(text: str) -> Any:
+    try:
+        return load.safe_load(text)
+    except yaml.YAMLError as exc:
+        return f"error: {exc}"
+    except RecursionError:  # nested past Python's stack: the pure parser recurses, LibYAML does not
+        return RecursionError
+
+
+def test_libyaml_loads_data_as_the_pure_parser_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """gpufleet.load.safe_load (the model reads the Kueue configuration the plan deploys with it)."""
+    texts = _spec_texts()
+    with_c = [_safe_load(t) for t in texts]
+    monkeypatch.setattr(yaml, "__with_libyaml__", False)
+    pure = [_safe_load(t) for t in texts]
+    for text, a, b in zip(texts, with_c, pure):
+        assert a == b or b is RecursionError, text[:200]
+    assert sum(isinstance(a, str) and a.startswith("error: ") for a in pure) >= 3  # errors in the pure parser's words
+
+
+def test_the_libyaml_loader_is_taken_for_an_ordinary_document(monkeypatch: pytest.MonkeyPatch) -> None:
+    used: list[type] = []
+    load_ = yaml.load
+
+    def spy(text: str, Loader: type) -> Any:
+        used.append(Loader)
+        return load_(text, Loader=Loader)
+
+    monkeypatch.setattr(yaml, "load", spy)
+    assert load.safe_load("a: [1, b]\n") == {"a": [1, "b"]} and load.safe_load("a: b?\n") == {"a": "b?"}
+    assert used == [yaml.CSafeLoader, yaml.SafeLoader]
