@@ -72,7 +72,13 @@ def validate_loaded(loaded: Loaded, env: str | None = None) -> Validated:
     merged: dict[str, Fleet] = {}
     for name in wanted:
         data, view, merge_issues = merge_environment(loaded.data, name, source)
-        fleet, env_issues = _check(data, view, unchanged_sections(data, loaded.data) if base is not None else frozenset())
+        fleet: Fleet | None
+        if base is not None and data == loaded.data:
+            # Nothing overridden: the same data makes the same fleet with the same issues (fleet_from and the
+            # rules read only the data), so they are not made again.
+            fleet, env_issues = base, base_issues
+        else:
+            fleet, env_issues = _check(data, view, unchanged_sections(data, loaded.data) if base is not None else frozenset())
         for issue in merge_issues + env_issues:
             if (issue.path, issue.message) in known or _under(issue.path, reported):
                 continue
