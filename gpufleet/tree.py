@@ -29,6 +29,7 @@ from typing import Any, Mapping
 from gpufleet import stages
 from gpufleet.plan import RolloutPlan
 from gpufleet.pins import pins
+from gpufleet.tree_json import dump_json
 from gpufleet.tree_yaml import YamlWriter
 
 TREE_FORMAT = "gpufleet synth tree"
@@ -54,10 +55,6 @@ class Registration:
     inputs: Mapping[str, Any]
     replace_on_changes: tuple[str, ...] = ()
     delete_before_replace: bool = False
-
-
-def dump_json(data: Any) -> str:
-    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def _stage_of(reg: Registration, by_name: Mapping[str, Registration]) -> str | None:
