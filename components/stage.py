@@ -19,35 +19,42 @@ from gpufleet.plan import StagePlan, readiness
 
 
 class Stage(pulumi.ComponentResource):
-    """`gpufleet:stage:<Name>`: registers the resources of one stage after `after` (the previous stage's readiness);
-    `outputs` names, per resource id, the outputs that Refs read (`gpufleet.plan.outputs_read`)."""
+    """`gpufleet:stage:<Name>`: the parent of one stage's resources and of its readiness (`stage` below)."""
 
-    def __init__(
-        self,
-        stage: StagePlan,
-        registry: Registry,
-        after: Sequence[pulumi.Resource],
-        outputs: Mapping[str, frozenset[str]],
-        opts: pulumi.ResourceOptions | None = None,
-    ) -> None:
-        super().__init__(f"gpufleet:stage:{stage.name.capitalize()}", stage.directory, None, opts)
-        for res in stage.content.resources:
-            child_opts = pulumi.ResourceOptions(
-                parent=self,
-                # Order between stages comes from depends_on on the previous stage's readiness (not from parentage).
-                depends_on=[*after, *(registry[d] for d in res.depends_on)],
-                protect=res.protect,
-                retain_on_delete=res.retain_on_delete,
-                ignore_changes=list(res.ignore_changes) or None,
-                replace_on_changes=list(res.replace_on_changes) or None,
-                delete_before_replace=res.delete_before_replace or None,
-                provider=registry[res.provider] if res.provider else None,
-            )
-            registry[res.id] = create(res, registry, child_opts, outputs.get(res.id, frozenset()))
-        # https://www.pulumi.com/docs/iac/concepts/stash/ (pulumi/pulumi sdk/python/lib/pulumi/stash.py)
-        self.ready = pulumi.Stash(
-            f"{stage.directory}-ready",
-            input={"stage": stage.name, "gates": [g.name for g in stage.content.gates]},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[registry[r] for r in readiness(stage)]),
+    ready: pulumi.Stash
+
+    def __init__(self, stage: StagePlan) -> None:
+        super().__init__(f"gpufleet:stage:{stage.name.capitalize()}", stage.directory, None)
+
+
+def stage(plan: StagePlan, registry: Registry, after: Sequence[pulumi.Resource], outputs: Mapping[str, frozenset[str]]) -> Stage:
+    """Register one stage: its component, its resources after `after` (the previous stage's readiness), then its
+    readiness. `outputs` names, per resource id, the outputs that Refs read (`gpufleet.plan.outputs_read`).
+
+    The resources are registered here rather than in `Stage.__init__`, as a component's children usually are:
+    for a resource made within a constructor the SDK turns every frame below that constructor into the source
+    position it sends with the registration (pulumi/runtime/resource.py `_get_stack_trace`, for each of the
+    thousands of resources, a sixteenth of synth at 96 node groups), and for resources made by gpufleet's one
+    factory that position would be the same line for all of them. Made here, they carry none."""
+    component = Stage(plan)
+    for res in plan.content.resources:
+        child_opts = pulumi.ResourceOptions(
+            parent=component,
+            # Order between stages comes from depends_on on the previous stage's readiness (not from parentage).
+            depends_on=[*after, *(registry[d] for d in res.depends_on)],
+            protect=res.protect,
+            retain_on_delete=res.retain_on_delete,
+            ignore_changes=list(res.ignore_changes) or None,
+            replace_on_changes=list(res.replace_on_changes) or None,
+            delete_before_replace=res.delete_before_replace or None,
+            provider=registry[res.provider] if res.provider else None,
         )
-        self.register_outputs({"resources": len(stage.content.resources)})
+        registry[res.id] = create(res, registry, child_opts, outputs.get(res.id, frozenset()))
+    # https://www.pulumi.com/docs/iac/concepts/stash/ (pulumi/pulumi sdk/python/lib/pulumi/stash.py)
+    component.ready = pulumi.Stash(
+        f"{plan.directory}-ready",
+        input={"stage": plan.name, "gates": [g.name for g in plan.content.gates]},
+        opts=pulumi.ResourceOptions(parent=component, depends_on=[registry[r] for r in readiness(plan)]),
+    )
+    component.register_outputs({"resources": len(plan.content.resources)})
+    return component
