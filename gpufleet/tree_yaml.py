@@ -118,6 +118,9 @@ class YamlWriter:
         self._keys: dict[str, str] = {}
         # A value string -> its text on one line, or ("|" header, lines) of a literal block, or None (PyYAML decides).
         self._values: dict[str, str | tuple[str, list[str]] | None] = {}
+        # A value string written on one line -> " text\n", what follows its key's colon or its dash wherever the
+        # line stays within the width: the loops below look these up without a call.
+        self._lines: dict[str, str] = {}
 
     def dump(self, data: Any) -> str:
         text = self.text(data)
@@ -129,7 +132,7 @@ class YamlWriter:
             return None
         out: list[str] = []
         try:
-            self._mapping(data, 0, out, set())
+            self._mapping(data, 0, True, out, set())
         except _Unsupported:
             return None
         return "".join(out)
@@ -137,57 +140,69 @@ class YamlWriter:
     # Block layout, as PyYAML's emitter lays out block collections with indent 2: a mapping's keys at its indent,
     # a sequence under a key flush with the key ("indentless"), a collection in a sequence item starting on the
     # dash's line, a scalar or literal block's lines two columns in from its key or dash, empty collections as {} / [].
+    # A container met twice (in `seen`) is an anchor and an alias (&id001 / *id001) to PyYAML.
 
-    def _mapping(self, data: dict[str, Any], indent: int, out: list[str], seen: set[int]) -> None:
-        """A non-empty mapping whose keys go at column `indent`; the first key continues the current line
-        when the mapping is a sequence item (the line then already reaches `indent`)."""
-        self._enter(data, seen)
+    def _mapping(self, data: dict[str, Any], indent: int, line_start: bool, out: list[str], seen: set[int]) -> None:
+        """A non-empty mapping whose keys go at column `indent`; unless at `line_start`, the first key continues
+        the current line (a sequence item's, which then already reaches `indent`)."""
+        if id(data) in seen:
+            raise _Unsupported
+        seen.add(id(data))
         pad = " " * indent
-        line_start = not out or out[-1].endswith("\n")
+        key_texts, lines = self._keys, self._lines
         try:
             keys = sorted(data)
         except TypeError:  # keys of types that do not compare: PyYAML keeps their order
             raise _Unsupported from None
         for key in keys:
-            if type(key) is not str:
-                raise _Unsupported
-            text = self._key(key)
+            text = key_texts.get(key)  # holds strings only: no other key finds one
+            if text is None:
+                if type(key) is not str:
+                    raise _Unsupported
+                text = self._key(key)
             out.append(f"{pad}{text}:" if line_start else f" {text}:")
             line_start = True  # every value ends its line
             value = data[key]
             kind = type(value)
-            if kind is dict and value:
+            if kind is str:
+                line = lines.get(value)
+                if line is not None and indent + len(text) + len(line) <= _WIDTH:
+                    out.append(line)
+                else:
+                    self._scalar(value, indent, indent + len(text) + 2, out)
+            elif kind is dict and value:
                 out.append("\n")
-                self._mapping(value, indent + 2, out, seen)
+                self._mapping(value, indent + 2, True, out, seen)
             elif kind is list and value:
                 out.append("\n")
-                self._sequence(value, indent, out, seen)
+                self._sequence(value, indent, True, out, seen)
             else:
                 self._scalar(value, indent, indent + len(text) + 2, out)
 
-    def _sequence(self, data: list[Any], indent: int, out: list[str], seen: set[int]) -> None:
-        """A non-empty sequence whose dashes go at column `indent` (the first continuing the current line when
-        the sequence is itself a sequence item)."""
-        self._enter(data, seen)
+    def _sequence(self, data: list[Any], indent: int, line_start: bool, out: list[str], seen: set[int]) -> None:
+        """A non-empty sequence whose dashes go at column `indent` (unless at `line_start`, the first continues
+        the current line: the sequence is itself a sequence item)."""
+        if id(data) in seen:
+            raise _Unsupported
+        seen.add(id(data))
         pad = " " * indent
-        line_start = not out or out[-1].endswith("\n")
+        lines = self._lines
         for value in data:
             out.append(f"{pad}-" if line_start else " -")
             line_start = True  # every item ends its line
             kind = type(value)
-            if kind is dict and value:
-                self._mapping(value, indent + 2, out, seen)
+            if kind is str:
+                line = lines.get(value)
+                if line is not None and indent + len(line) <= _WIDTH:
+                    out.append(line)
+                else:
+                    self._scalar(value, indent, indent + 2, out)
+            elif kind is dict and value:
+                self._mapping(value, indent + 2, False, out, seen)
             elif kind is list and value:
-                self._sequence(value, indent + 2, out, seen)
+                self._sequence(value, indent + 2, False, out, seen)
             else:
                 self._scalar(value, indent, indent + 2, out)
-
-    @staticmethod
-    def _enter(container: dict[str, Any] | list[Any], seen: set[int]) -> None:
-        # PyYAML writes a container met twice as an anchor and an alias (&id001 / *id001).
-        if id(container) in seen:
-            raise _Unsupported
-        seen.add(id(container))
 
     def _scalar(self, value: Any, indent: int, column: int, out: list[str]) -> None:
         """`value` after its key's colon or its dash: on that line from `column`, or as a literal block whose
@@ -201,6 +216,7 @@ class YamlWriter:
                 out.append(f" {header}\n")
                 out.extend(f"{pad}{line}\n" if line else "\n" for line in lines)
                 return
+            self._lines[value] = f" {text}\n"
             if column + len(text) > _WIDTH and (" " in text or text.startswith('"')):
                 if text.startswith('"'):  # a double-quoted line also folds after escapes: PyYAML's to write
                     raise _Unsupported
