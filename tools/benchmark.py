@@ -111,7 +111,7 @@ def synth(spec: str, env: str, tree_path: str) -> None:
 
 def child(argv: list[str]) -> None:
     """Measure one synth or floor run. Both processes import the same modules (above) before the clock starts:
-    the Pulumi runtime and SDK packages; the SDK submodules synth loads on demand are counted in synth."""
+    the Pulumi runtime and the two SDK packages; anything synth imports beyond them is counted in synth."""
     kind, *args = argv
     inventory = load_inventory(args[0]) if kind == "floor" else []
     start = time.process_time()
