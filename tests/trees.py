@@ -7,13 +7,23 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from gpufleet.tree import render
+from gpufleet.tree import render, split_inputs
 from gpufleet.tree_reader import read_tree
 
 
 def resources(root: Path) -> list[dict[str, Any]]:
     """The entries of the tree at `root`, each with its inputs (what `check` and `diff` read)."""
     return read_tree(root).resources
+
+
+def golden_documents() -> list[Any]:
+    """Every distinct YAML document (a resource's inputs) of the golden trees, from their inventories."""
+    docs: dict[str, Any] = {}
+    for path in sorted((Path(__file__).resolve().parent / "golden" / "trees").glob("*/*/plan.json")):
+        for e in resources(path.parent):
+            doc = split_inputs(e)[0]
+            docs[json.dumps(doc, sort_keys=True)] = doc
+    return list(docs.values())
 
 
 def rewrite(root: Path, entries: list[dict[str, Any]] | None = None, plan: dict[str, Any] | None = None) -> None:

@@ -4,7 +4,6 @@ text, and the same data, positions and issues, so that the output never depends 
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from typing import Any
@@ -14,9 +13,8 @@ import yaml
 
 from gpufleet import load
 from gpufleet import tree_yaml
-from gpufleet.tree import split_inputs
 from gpufleet.tree_yaml import DUMPER, PURE_DUMPER, pyyaml_dump
-from tests.trees import resources
+from tests.trees import golden_documents
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,14 +31,9 @@ AWKWARD = [
 
 def _documents() -> list[Any]:
     """Every distinct document of the golden trees, from their inventories, and the awkward strings."""
-    docs: dict[str, Any] = {}
-    for path in sorted((ROOT / "tests" / "golden" / "trees").glob("*/*/plan.json")):
-        for e in resources(path.parent):
-            doc = split_inputs(e)[0]
-            docs[json.dumps(doc, sort_keys=True)] = doc
     awkward = [{s: [s, {"k": s}]} if s else {"k": [s]} for s in AWKWARD] + [{"k": [s, {}], "z": 1} for s in AWKWARD]
     scalars = {"numbers": [0, -1, 2**70, 1.5, 1e-9, float("inf"), True, None], "empty": [{}, [], ""]}
-    return [*docs.values(), *awkward, scalars]
+    return [*golden_documents(), *awkward, scalars]
 
 
 def _random_strings(count: int) -> list[str]:

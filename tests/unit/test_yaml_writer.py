@@ -4,18 +4,14 @@ it writes, and it must write nearly all of them (else the tree is slow again).""
 
 from __future__ import annotations
 
-import json
 import random
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from gpufleet.tree import split_inputs
 from gpufleet.tree_yaml import PURE_DUMPER, YamlWriter, pyyaml_dump
-from tests.trees import resources
+from tests.trees import golden_documents
 
-ROOT = Path(__file__).resolve().parents[2]
 
 # Strings where emitters make choices, each with what PyYAML writes for it as a value after `k:`.
 TABLE = [
@@ -108,19 +104,10 @@ def _placements(value: Any) -> list[Any]:
     ]
 
 
-def _documents() -> list[Any]:
-    docs: dict[str, Any] = {}
-    for path in sorted((ROOT / "tests" / "golden" / "trees").glob("*/*/plan.json")):
-        for e in resources(path.parent):
-            doc = split_inputs(e)[0]
-            docs[json.dumps(doc, sort_keys=True)] = doc
-    return list(docs.values())
-
-
 def test_the_writer_writes_nearly_every_document_of_a_tree_as_pyyaml_does() -> None:
     """The speed is real. (tests/golden holds the trees to their files; LibYAML here is held to the pure emitter
     by test_yaml_c, and is several times faster.)"""
-    docs = _documents()
+    docs = golden_documents()
     written = [(doc, text) for doc in docs if (text := YamlWriter().text(doc)) is not None]
     assert len(docs) > 400 and len(written) >= len(docs) - 2  # the empty values of a chart without any
     for doc, text in written:
