@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from gpufleet.plan import Concat, Ref
 from gpufleet.tree import render, split_inputs
 from gpufleet.tree_reader import read_tree
 
@@ -14,6 +15,17 @@ from gpufleet.tree_reader import read_tree
 def resources(root: Path) -> list[dict[str, Any]]:
     """The entries of the tree at `root`, each with its inputs (what `check` and `diff` read)."""
     return read_tree(root).resources
+
+
+def as_recorded(value: Any) -> Any:
+    """A plan value as the mocks record it: Refs and Concats resolve to their placeholders, tuples are lists."""
+    if isinstance(value, (Ref, Concat)):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: as_recorded(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [as_recorded(v) for v in value]
+    return value
 
 
 def golden_documents() -> list[Any]:

@@ -24,8 +24,9 @@ from pulumi.runtime import mocks as pulumi_mocks
 from gpufleet.components import factory
 from gpufleet.components.synth import run_under_mocks
 from gpufleet.pipeline import load_fleet
-from gpufleet.plan import Concat, Ref, Resource
+from gpufleet.plan import Resource
 from gpufleet.rollout import build_plan
+from tests.trees import as_recorded
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = [ROOT / "fleet.yaml", *sorted((ROOT / "tests" / "golden" / "cases").glob("*/fleet.yaml"))]
@@ -41,17 +42,6 @@ K8S_MODULES = {
 }
 
 
-def plain(value: Any) -> Any:
-    """The args with every Ref and Concat written as its text, so that no registration waits for another."""
-    if isinstance(value, (Ref, Concat)):
-        return str(value)
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return value
-
-
 def shapes() -> list[Resource]:
     """One resource per (type, top-level input names) over every environment of every golden fleet."""
     seen: dict[tuple[str, frozenset[str]], Resource] = {}
@@ -61,7 +51,7 @@ def shapes() -> list[Resource]:
             for stage in build_plan(fleet.environments[env], env).included():
                 for res in stage.content.resources:
                     names = frozenset(res.args.get("object", res.args))
-                    seen.setdefault((res.type, names), Resource(id=f"r{len(seen)}", type=res.type, args=plain(res.args), lookup=res.lookup))
+                    seen.setdefault((res.type, names), Resource(id=f"r{len(seen)}", type=res.type, args=as_recorded(res.args), lookup=res.lookup))
     return list(seen.values())
 
 

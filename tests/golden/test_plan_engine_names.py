@@ -16,22 +16,11 @@ from typing import Any
 import pytest
 
 from gpufleet.pipeline import load_fleet
-from gpufleet.plan import Concat, Ref, Resource
+from gpufleet.plan import Resource
 from gpufleet.rollout import build_plan
 from gpufleet.tree import decode_user_data
 from tests.golden.test_golden import cases, golden_dir
-from tests.trees import resources
-
-
-def as_recorded(value: Any) -> Any:
-    """A plan value as the mocks record it: Refs and Concats resolve to their placeholders, tuples are lists."""
-    if isinstance(value, (Ref, Concat)):
-        return str(value)
-    if isinstance(value, dict):
-        return {k: as_recorded(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [as_recorded(v) for v in value]
-    return value
+from tests.trees import as_recorded, resources
 
 
 def expected_inputs(res: Resource) -> dict[str, Any]:
