@@ -59,7 +59,7 @@ def _index(value: Any, name: str) -> Any:
 def _attribute(target: Any, ref: Ref) -> Any:
     """`certificateAuthority.data` or `certificateAuthorities[0].data` on a resource or an invoke's Output."""
     steps = ref.steps()
-    # The first step on a resource is one of its outputs (`_outputs` declared it); on an invoke, a key of its result.
+    # The first step on a resource is one of its outputs (`create` declared it); on an invoke, a key of its result.
     value: Any = getattr(target, steps[0]) if isinstance(target, pulumi.Resource) else pulumi.Output.from_input(target).apply(functools.partial(_get, name=steps[0]))
     for step in steps[1:]:
         value = pulumi.Output.from_input(value).apply(functools.partial(_index if step.startswith("[") else _get, name=step))
@@ -94,7 +94,7 @@ def create(res: Resource, registry: Registry, opts: pulumi.ResourceOptions, outp
     if res.lookup:
         invoke_opts = pulumi.InvokeOutputOptions.merge(_UTILITIES[package].get_invoke_opts_defaults(), pulumi.InvokeOutputOptions(parent=opts.parent, provider=opts.provider))
         return pulumi.runtime.invoke_output(res.type, args, opts=invoke_opts)
-    if package == "pulumi" and res.type.startswith("pulumi:providers:"):
+    if res.type.startswith("pulumi:providers:"):
         return _PROVIDERS[res.type.split(":")[2]](res.id, opts=opts, **_python_names(args))
     props = dict(args["object"]) if "object" in args else dict(args)  # a whole Kubernetes object, or a resource's inputs
     for name in outputs:

@@ -20,7 +20,7 @@ from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.stack import run_pulumi_func
 
 from gpufleet.components.deploy import deploy
-from gpufleet.plan import Ref, RolloutPlan, refs_of
+from gpufleet.plan import Ref, RolloutPlan, references
 from gpufleet.tree import Registration
 
 
@@ -61,14 +61,8 @@ def _integral(value: Any) -> Any:
 
 class RecordingMocks(pulumi_mocks.Mocks):
     def __init__(self, plan: RolloutPlan) -> None:
-        self.referenced: dict[str, set[Ref]] = {}
-        self.lookups: dict[str, str] = {}
-        for stage in plan.included():
-            for res in stage.content.resources:
-                for ref in refs_of(res.args):
-                    self.referenced.setdefault(ref.resource, set()).add(ref)
-                if res.lookup:
-                    self.lookups[res.type] = res.id
+        self.referenced = references(plan)
+        self.lookups = {res.type: res.id for stage in plan.included() for res in stage.content.resources if res.lookup}
         self.inputs: dict[str, tuple[str, dict[str, Any]]] = {}
 
     def _state(self, name: str, inputs: dict[str, Any]) -> dict[str, Any]:

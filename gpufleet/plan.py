@@ -197,14 +197,19 @@ def _collect_refs(value: Any, found: list[Ref]) -> None:
             _collect_refs(child, found)
 
 
-def outputs_read(plan: RolloutPlan) -> dict[str, frozenset[str]]:
-    """Resource id -> the outputs of it that Refs of the included stages read (each Ref's first attribute step)."""
-    read: dict[str, set[str]] = {}
+def references(plan: RolloutPlan) -> dict[str, set[Ref]]:
+    """Resource id -> the Refs to it in the args of the included stages."""
+    found: dict[str, set[Ref]] = {}
     for stage in plan.included():
         for res in stage.content.resources:
             for ref in refs_of(res.args):
-                read.setdefault(ref.resource, set()).add(ref.steps()[0])
-    return {rid: frozenset(names) for rid, names in read.items()}
+                found.setdefault(ref.resource, set()).add(ref)
+    return found
+
+
+def outputs_read(plan: RolloutPlan) -> dict[str, frozenset[str]]:
+    """Resource id -> the outputs of it that Refs of the included stages read (each Ref's first attribute step)."""
+    return {rid: frozenset(ref.steps()[0] for ref in refs) for rid, refs in references(plan).items()}
 
 
 def check_order(plan: RolloutPlan) -> list[str]:
