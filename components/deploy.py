@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 
 from gpufleet.components.factory import Registry
-from gpufleet.components.stage import stage as register_stage
+from gpufleet.components.stage import UrnDependency, stage as register_stage
 from gpufleet.plan import RolloutPlan, outputs_read
 
 
@@ -17,7 +17,7 @@ def deploy(plan: RolloutPlan) -> Registry:
         if not stage.content.resources:
             continue  # an empty component's dependents would not wait for anything (pulumi/pulumi#8721)
         component = register_stage(stage, registry, after=previous, outputs=outputs)
-        previous = [component.ready]
+        previous = [UrnDependency(component.ready)]
     pulumi.export("fleet", plan.fleet.name)
     pulumi.export("environment", plan.environment)
     pulumi.export("through", plan.through)

@@ -2,10 +2,9 @@
 
 The next stage waits for the readiness (a `pulumi.Stash`, a built-in resource that only lives in the stack's
 state), not for the component: a dependency on a component is expanded by the SDK to every one of its children,
-for every dependent, and each such edge is checked for cycles by walking everything behind it
-(pulumi/runtime/rpc.py `_add_dependency`, resource_cycle_breaker.py), which grows with the square of the fleet.
-The readiness depends on the stage's gates and on the resources nothing else of the stage waits for
-(`plan.readiness`), so it is created only after the whole stage, and the engine orders deletes the same way.
+for every dependent. The readiness depends on the stage's gates and on the resources nothing else of the stage
+waits for (`plan.readiness`), so it is created only after the whole stage, and the engine orders deletes the same
+way. The next stage names it through a `UrnDependency`, which keeps the SDK's cycle check within one stage.
 """
 
 from __future__ import annotations
@@ -16,6 +15,28 @@ import pulumi
 
 from gpufleet.components.factory import Registry, create
 from gpufleet.plan import StagePlan, readiness
+
+
+class UrnDependency(pulumi.CustomResource):
+    """`resource` as another resource's dependency, by its URN alone: the engine is asked for the same thing, and
+    the SDK's cycle check stops here.
+
+    The request is the same as with `resource` itself: for each dependency the SDK awaits its URN, which resolves
+    when its registration does, then sends the URN in the dependent's `dependencies` (pulumi/runtime/rpc.py
+    `_add_dependency`). The cycle check is not: for every dependency the SDK walks everything its target depends
+    on, looking for the dependent (pulumi/runtime/resource_cycle_breaker.py). Behind a stage's readiness lies every
+    earlier stage, so each resource of a stage walked all stages before it, and synth grew with the square of the
+    fleet. This stand-in has no dependencies of
+    its own, so each walk ends at it and stays within one stage. Across stages no cycle can form:
+    `plan.check_order` rejects a plan in which a stage waits for a later one. The SDK makes the same kind of
+    stand-in for dependencies it receives as URNs (`pulumi.resource.DependencyResource`), but without a name;
+    this one keeps the resource's, which synth's recording reads.
+    """
+
+    def __init__(self, resource: pulumi.Resource) -> None:
+        super().__init__("", "", dependency=True)  # a dependency-only resource: nothing is registered
+        self._name = resource._name
+        self.__dict__["urn"] = resource.urn  # as DependencyResource sets it
 
 
 class Stage(pulumi.ComponentResource):

@@ -10,6 +10,11 @@ measurement runs in a fresh child process and counts that process's CPU time (us
 the tree (after the imports both processes share; see `child`); CPU time, not wall time, so that other work on
 the machine does not move the ratio. The best of `--repeat` runs is reported, with the child's peak resident
 memory. A generated fleet of N groups has 3N teams, each with quotas on three groups.
+
+Two floors are measured. `floor` gives each dependsOn as the resource object itself. `floor-urn` names each
+stage's readiness by its URN, as synth does (components/stage.py `UrnDependency`): the engine receives the same
+requests, but the SDK's cycle check no longer walks every earlier stage for every resource. At scale synth is
+faster than `floor` for that reason alone; `floor-urn` is the floor of the program as it is.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import pulumi
 import yaml
 from pulumi.runtime import mocks as pulumi_mocks
 
+from gpufleet.components.stage import UrnDependency
 from gpufleet.components.synth import run_under_mocks
 from gpufleet.pipeline import load_fleet
 from gpufleet.plan import render_table
@@ -38,6 +44,7 @@ from gpufleet.tree_reader import resources
 ROOT = Path(__file__).resolve().parents[1]
 TYPES = ["p5.48xlarge", "p4d.24xlarge", "g6e.12xlarge", "g5.xlarge", "g6.2xlarge"]
 SIZES = (12, 24, 48, 96)
+READINESS = "pulumi:index:Stash"
 
 
 def generated_fleet(groups: int, teams: int) -> str:
@@ -57,8 +64,9 @@ def generated_fleet(groups: int, teams: int) -> str:
     return yaml.safe_dump(base, sort_keys=False)
 
 
-def replay(inventory: list[dict[str, Any]]) -> None:
-    """Register `inventory` as bare resources: parents and dependsOn targets before the resources naming them."""
+def replay(inventory: list[dict[str, Any]], by_urn: bool = False) -> None:
+    """Register `inventory` as bare resources: parents and dependsOn targets before the resources naming them.
+    `by_urn`: name each stage's readiness by its URN, as synth does (components/stage.py `UrnDependency`)."""
     by_name = {e["name"]: e for e in inventory}
     made: dict[str, pulumi.Resource] = {}
 
@@ -67,7 +75,7 @@ def replay(inventory: list[dict[str, Any]]) -> None:
             return made[name]
         entry = by_name[name]
         parent = make(entry["parent"]) if entry["parent"] else None
-        depends_on = [make(d) for d in entry["dependsOn"]]
+        depends_on = [UrnDependency(make(d)) if by_urn and by_name[d]["type"] == READINESS else make(d) for d in entry["dependsOn"]]
         opts = pulumi.ResourceOptions(parent=parent, depends_on=depends_on or None)
         typ: str = entry["type"]
         if typ.startswith("gpufleet:stage:"):
@@ -98,9 +106,9 @@ def load_inventory(tree_path: str) -> list[dict[str, Any]]:
     return resources(json.loads(files["inventory.json"]), files)
 
 
-def floor(inventory: list[dict[str, Any]]) -> None:
+def floor(inventory: list[dict[str, Any]], by_urn: bool) -> None:
     """Child process: replay an inventory under the mock runtime synth uses."""
-    run_under_mocks(FloorMocks(), lambda: replay(inventory), "prod")
+    run_under_mocks(FloorMocks(), lambda: replay(inventory, by_urn), "prod")
 
 
 def synth(spec: str, env: str, tree_path: str) -> None:
@@ -113,9 +121,9 @@ def child(argv: list[str]) -> None:
     """Measure one synth or floor run. Both processes import the same modules (above) before the clock starts:
     the Pulumi runtime and the two SDK packages; anything synth imports beyond them is counted in synth."""
     kind, *args = argv
-    inventory = load_inventory(args[0]) if kind == "floor" else []
+    inventory = load_inventory(args[0]) if kind != "synth" else []
     start = time.process_time()
-    synth(*args) if kind == "synth" else floor(inventory)
+    synth(*args) if kind == "synth" else floor(inventory, by_urn=kind == "floor-urn")
     cpu = time.process_time() - start
     print(json.dumps({"cpu": cpu, "mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
@@ -156,8 +164,8 @@ def main() -> None:
     validate, plan = time_core(ROOT / "fleet.yaml", "prod")
     print(f"example fleet.yaml: validate {validate * 1000:.0f} ms, plan --env prod {plan * 1000:.0f} ms (CPU, best of 5)")
     print(f"synth against the floor (CPU seconds, best of {args.repeat}; peak MiB of the process):")
-    print(f"  {'fleet':28s} {'resources':>9s} {'synth':>8s} {'floor':>8s} {'ratio':>6s} {'synth MiB':>10s} {'floor MiB':>10s}")
-    times: dict[int, float] = {}
+    print(f"  {'fleet':28s} {'resources':>9s} {'synth':>8s} {'floor':>8s} {'ratio':>6s} {'floor-urn':>9s} {'ratio':>6s} {'synth MiB':>10s} {'floor MiB':>10s}")
+    times: dict[int, tuple[float, float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         cases: list[tuple[str, Path, int]] = [("example fleet.yaml (prod)", ROOT / "fleet.yaml", 0)]
         for n in sizes:
@@ -168,12 +176,20 @@ def main() -> None:
             tree = Path(tmp) / f"tree-{n}.json"
             s = best(args.repeat, "synth", str(spec), "prod", str(tree))
             f = best(args.repeat, "floor", str(tree))
+            u = best(args.repeat, "floor-urn", str(tree))
             count = len(load_inventory(str(tree)))
-            times[n] = s["cpu"]
-            print(f"  {label:28s} {count:9d} {s['cpu']:8.2f} {f['cpu']:8.2f} {s['cpu'] / f['cpu']:6.2f} {s['mib']:10.0f} {f['mib']:10.0f}")
+            times[n] = (s["cpu"], f["cpu"], u["cpu"])
+            print(
+                f"  {label:28s} {count:9d} {s['cpu']:8.2f} {f['cpu']:8.2f} {s['cpu'] / f['cpu']:6.2f} {u['cpu']:9.2f} {s['cpu'] / u['cpu']:6.2f}"
+                f" {s['mib']:10.0f} {f['mib']:10.0f}"
+            )
     for small, large in ((24, 96), (12, 48)):
         if small in times and large in times:
-            print(f"growth: synth of {large} groups takes {times[large] / times[small]:.2f}x the time of {small} groups")
+            synth_growth, floor_growth, urn_growth = (times[large][i] / times[small][i] for i in range(3))
+            print(
+                f"growth: synth of {large} groups takes {synth_growth:.2f}x the time of {small} groups"
+                f" (floor {floor_growth:.2f}x, floor-urn {urn_growth:.2f}x)"
+            )
 
 
 if __name__ == "__main__":
