@@ -9,18 +9,17 @@ ignoreChanges, dependsOn, parent) that the mock monitor does not.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
-import gc
 import signal
 import threading
-from typing import Any, Callable, Coroutine, Iterator
+from typing import Any, Callable, Coroutine
 
 import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.stack import run_pulumi_func
 
+from gpufleet.collector import rare_collections
 from gpufleet.components.deploy import deploy
 from gpufleet.plan import Ref, RolloutPlan, references
 from gpufleet.tree import Registration
@@ -91,20 +90,6 @@ class RecordingMocks(pulumi_mocks.Mocks):
         return self._state(self.lookups[args.token], {})
 
 
-@contextlib.contextmanager
-def _rare_collections() -> Iterator[None]:
-    """Run the cyclic garbage collector less often, as mypy does for its builds (mypy/build.py `build`: "otherwise
-    we can spend a large fraction of cpu in gc"). A registration leaves thousands of live objects (Outputs,
-    futures, tasks), and each full collection walks all of them: at the default thresholds collection was 40% of
-    a 96-group synth's CPU and grew faster than the fleet. The previous thresholds are restored afterwards."""
-    previous = gc.get_threshold()
-    gc.set_threshold(200_000, 30, 30)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*previous)
-
-
 # How long cancelled registrations may take to unwind once the program has ended or been interrupted.
 _CANCEL_WAIT_SECONDS = 5.0
 _INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
@@ -145,7 +130,7 @@ def _run_interruptibly(loop: asyncio.AbstractEventLoop, main: Coroutine[Any, Any
         previous[received[0]](received[0], None)
 
 
-@_rare_collections()
+@rare_collections()
 def run_under_mocks(
     mocks: pulumi_mocks.Mocks,
     program: Callable[[], None],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpufleet.collector import rare_collections
 from gpufleet.model.check import Contradictions, canonical_rows, contradictions, will_it_run
 from gpufleet.model.explain import fleet_model
 from gpufleet.plan import RolloutPlan
@@ -11,6 +12,7 @@ from gpufleet.spec import Fleet
 from gpufleet.tree import Tree, build_tree
 
 
+@rare_collections()
 def synth_tree(fleet: Fleet, environment: str) -> tuple[RolloutPlan, Tree]:
     """The tree for one environment. Imports the Pulumi layer only here, when synth actually runs.
 

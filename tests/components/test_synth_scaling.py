@@ -1,6 +1,6 @@
 """What keeps synth's time linear in the fleet (README, Performance): the next stage names the previous readiness
 by its URN (components/stage.py `UrnDependency`), and the garbage collector runs rarely while the program runs
-(components/synth.py `_rare_collections`). Both must leave what the engine is asked for unchanged."""
+(gpufleet/collector.py, around synth and every program run under mocks). Both must leave what the engine is asked for unchanged."""
 
 from __future__ import annotations
 
@@ -13,11 +13,14 @@ import pytest
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.resource_cycle_breaker import _with_transitive_deps
 
+from gpufleet.collector import THRESHOLDS
+from gpufleet.components import synth as components_synth
 from gpufleet.components.deploy import deploy
 from gpufleet.components.factory import Registry
 from gpufleet.components.synth import RecordingMocks, run_under_mocks
 from gpufleet.pipeline import load_fleet
 from gpufleet.rollout import build_plan
+from gpufleet.synth import synth_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,5 +64,21 @@ def test_collections_are_rare_while_a_program_runs_and_restored_after() -> None:
 
     with pytest.raises(ValueError, match="the program failed"):
         run_under_mocks(RecordingMocks(build_plan(load_fleet(str(ROOT / "fleet.yaml"), "dev").environments["dev"], "dev")), failing, "dev")
-    assert seen == [(200_000, 30, 30)]
+    assert seen == [THRESHOLDS] and THRESHOLDS != before
     assert gc.get_threshold() == before
+
+
+def test_synth_collects_rarely_from_the_plan_to_the_tree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not only while the program runs: restoring the thresholds right after it would let the next collection walk
+    everything the recording left alive, before the tree is built."""
+    seen: list[tuple[int, ...]] = []
+
+    def record(plan: Any) -> list[Any]:
+        seen.append(gc.get_threshold())
+        raise ValueError("stop after the recording")
+
+    monkeypatch.setattr(components_synth, "record", record)
+    before = gc.get_threshold()
+    with pytest.raises(ValueError, match="stop after the recording"):
+        synth_tree(load_fleet(str(ROOT / "fleet.yaml"), "dev").environments["dev"], "dev")
+    assert seen == [THRESHOLDS] and gc.get_threshold() == before

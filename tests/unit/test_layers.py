@@ -25,7 +25,7 @@ PACKAGES = {"gpufleet": "gpufleet", "components": "gpufleet.components", "polici
 # Lowest first. A module belongs to the layer of its longest matching prefix (the bare `gpufleet` matches only the
 # package itself, so a new module must be placed here).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("gpufleet", "gpufleet.errors", "gpufleet.interrupts", "gpufleet.stages", "gpufleet.catalog", "gpufleet.versions", "gpufleet.ami_releases", "gpufleet.checkpoints", "gpufleet.pricing", "gpufleet.render", "gpufleet.tree_yaml", "gpufleet.tree_json"),
+    ("gpufleet", "gpufleet.errors", "gpufleet.interrupts", "gpufleet.stages", "gpufleet.catalog", "gpufleet.versions", "gpufleet.ami_releases", "gpufleet.checkpoints", "gpufleet.pricing", "gpufleet.render", "gpufleet.tree_yaml", "gpufleet.tree_json", "gpufleet.collector"),
     ("gpufleet.spec", "gpufleet.load", "gpufleet.schema", "gpufleet.schema_errors", "gpufleet.environments", "gpufleet.warm_pool", "gpufleet.cold_start"),
     ("gpufleet.names", "gpufleet.access", "gpufleet.entries", "gpufleet.plan", "gpufleet.defaults"),
     ("gpufleet.rules", "gpufleet.pipeline"),
