@@ -1,6 +1,6 @@
 """What keeps synth's time linear in the fleet (README, Performance): the next stage names the previous readiness
-by its URN (components/stage.py `UrnDependency`), and the garbage collector runs rarely while the program runs
-(gpufleet/collector.py, around synth and every program run under mocks). Both must leave what the engine is asked for unchanged."""
+by its URN (components/stage.py `UrnDependency`), and the garbage collector runs rarely (gpufleet/collector.py,
+around synth and every program run under mocks). The engine must be asked for the same dependencies."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any, Iterator
 
 import pulumi
 import pytest
-from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.resource_cycle_breaker import _with_transitive_deps
 
 from gpufleet.collector import THRESHOLDS
@@ -21,6 +20,7 @@ from gpufleet.components.synth import RecordingMocks, run_under_mocks
 from gpufleet.pipeline import load_fleet
 from gpufleet.rollout import build_plan
 from gpufleet.synth import synth_tree
+from tests.monitor import dependencies_asked
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,15 +36,8 @@ def default_collector() -> Iterator[None]:
 
 def test_each_stage_asks_for_the_previous_readiness_and_no_cycle_walk_crosses_one(monkeypatch: pytest.MonkeyPatch) -> None:
     plan = build_plan(load_fleet(str(ROOT / "fleet.yaml"), "prod").environments["prod"], "prod")
-    dependencies: dict[str, set[str]] = {}  # resource name -> the names of the URNs in its request's dependencies
-    register = pulumi_mocks.MockMonitor.RegisterResource
-
-    def on_register(monitor: Any, request: Any) -> Any:
-        dependencies[request.name] = {urn.rsplit("::", 1)[1] for urn in request.dependencies}
-        return register(monitor, request)
-
+    dependencies = dependencies_asked(monkeypatch)  # resource name -> the names its request depends on
     registry: Registry = {}
-    monkeypatch.setattr(pulumi_mocks.MockMonitor, "RegisterResource", on_register)
     run_under_mocks(RecordingMocks(plan), lambda: registry.update(deploy(plan)), "prod")
 
     stages = [s for s in plan.included() if s.content.resources]

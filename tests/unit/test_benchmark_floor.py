@@ -5,12 +5,11 @@ itself (`floor`) or by its URN (`floor-urn`, as synth gives it)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
-from pulumi.runtime import mocks as pulumi_mocks
 
 from gpufleet.components.synth import run_under_mocks
+from tests.monitor import dependencies_asked
 from tests.trees import resources
 from tools.benchmark import READINESS, FloorMocks, replay
 
@@ -21,14 +20,6 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_each_floor_asks_for_the_recorded_dependencies(monkeypatch: pytest.MonkeyPatch, by_urn: bool) -> None:
     inventory = resources(ROOT / "tests" / "golden" / "trees" / "example" / "prod")
     assert any(e["type"] == READINESS for e in inventory)
-    asked: dict[str, list[str]] = {}
-    register = pulumi_mocks.MockMonitor.RegisterResource
-
-    def on_register(monitor: Any, request: Any) -> Any:
-        if request.type != "pulumi:pulumi:Stack":
-            asked[request.name] = sorted(urn.rsplit("::", 1)[1] for urn in request.dependencies)
-        return register(monitor, request)
-
-    monkeypatch.setattr(pulumi_mocks.MockMonitor, "RegisterResource", on_register)
+    asked = dependencies_asked(monkeypatch)
     run_under_mocks(FloorMocks(), lambda: replay(inventory, by_urn), "prod")
-    assert asked == {e["name"]: sorted(e["dependsOn"]) for e in inventory}
+    assert asked == {e["name"]: set(e["dependsOn"]) for e in inventory}
