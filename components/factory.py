@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import abc
 from typing import Any, Callable, Mapping
 
 import pulumi
@@ -28,7 +29,7 @@ import pulumi_aws._utilities as aws_utilities
 import pulumi_kubernetes
 import pulumi_kubernetes._utilities as kubernetes_utilities
 
-from gpufleet.plan import Concat, Ref, Resource
+from gpufleet.plan import LEAVES, Concat, Ref, Resource
 
 Registry = dict[str, Any]  # plan id -> pulumi.Resource or invoke result Output
 
@@ -67,13 +68,22 @@ def _attribute(target: Any, ref: Ref) -> Any:
 
 
 def resolve(value: Any, registry: Registry) -> Any:
-    """Replace Refs and Concats by Outputs of already created resources, recursively."""
+    """Replace Refs and Concats by Outputs of already created resources, recursively (tuples become lists).
+    Dispatched by exact type first, as `plan._collect_refs` is: most values are strings, numbers, dicts and lists,
+    and typing.Mapping's isinstance runs typing's __instancecheck__ in Python for each."""
+    kind = type(value)
+    if kind in LEAVES:
+        return value
+    if kind is dict:
+        return {k: resolve(v, registry) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [resolve(v, registry) for v in value]
     if isinstance(value, Ref):
         return _attribute(registry[value.resource], value)
     if isinstance(value, Concat):
         # Output.concat needs strings; numeric attributes (a launch template's latestVersion) are formatted.
         return pulumi.Output.all(*(resolve(p, registry) for p in value.parts)).apply(lambda xs: "".join(str(x) for x in xs))
-    if isinstance(value, Mapping):
+    if isinstance(value, abc.Mapping):
         return {k: resolve(v, registry) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [resolve(v, registry) for v in value]

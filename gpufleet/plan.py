@@ -169,9 +169,9 @@ def refs_of(value: Any) -> list[Ref]:
 
 
 # Most of a resource's args are strings and numbers: they are passed over by their exact type, without a call or
-# an isinstance check each. collections.abc.Mapping's isinstance is a cached C lookup (typing.Mapping's runs
+# an isinstance check each (here and in components/factory.py `resolve`). collections.abc.Mapping's isinstance is a cached C lookup (typing.Mapping's runs
 # typing's __instancecheck__ in Python), and one list is filled, not a chain of generators per nesting level.
-_LEAVES = frozenset({str, int, float, bool, type(None)})
+LEAVES = frozenset({str, int, float, bool, type(None)})
 
 
 def _collect_refs(value: Any, found: list[Ref]) -> None:
@@ -193,7 +193,7 @@ def _collect_refs(value: Any, found: list[Ref]) -> None:
     else:
         return
     for child in children:
-        if type(child) not in _LEAVES:
+        if type(child) not in LEAVES:
             _collect_refs(child, found)
 
 
