@@ -26,11 +26,11 @@ class UrnDependency(pulumi.CustomResource):
     `_add_dependency`). The cycle check is not: for every dependency the SDK walks everything its target depends
     on, looking for the dependent (pulumi/runtime/resource_cycle_breaker.py). Behind a stage's readiness lies every
     earlier stage, so each resource of a stage walked all stages before it, and synth grew with the square of the
-    fleet. This stand-in has no dependencies of
-    its own, so each walk ends at it and stays within one stage. Across stages no cycle can form:
-    `plan.check_order` rejects a plan in which a stage waits for a later one. The SDK makes the same kind of
-    stand-in for dependencies it receives as URNs (`pulumi.resource.DependencyResource`), but without a name;
-    this one keeps the resource's, which synth's recording reads.
+    fleet. This stand-in has no dependencies of its own, so each walk ends at it and stays within one stage.
+    Across stages no cycle can form: `plan.check_order` rejects a plan in which a stage waits for a later one.
+    The SDK makes the same kind of stand-in for dependencies it receives as URNs
+    (`pulumi.resource.DependencyResource`), but without a name; this one keeps the resource's, which synth's
+    recording reads.
     """
 
     def __init__(self, resource: pulumi.Resource) -> None:

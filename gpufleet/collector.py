@@ -4,8 +4,9 @@ Synth holds tens of thousands of live objects per node group (the plan, and the 
 registration). Each collection of the older generations walks all of them, and at the default thresholds
 (700, 10, 10) collection took 40% of a 96-group synth's CPU and grew faster than the fleet. mypy runs its builds
 under the same thresholds for the same reason (python/mypy mypy/build.py `build`: "Run gc less frequently, as
-otherwise we can spend a large fraction of cpu in gc"). Little of what synth leaves behind is cyclic garbage
-(about 50,000 objects over a 96-group synth), so collecting it later costs no memory to speak of.
+otherwise we can spend a large fraction of cpu in gc"). The collector is not turned off: the runtime's futures
+and Outputs become cyclic garbage when a run ends (about 800,000 objects at 96 groups), and they are still
+collected, only in fewer, larger passes (peak memory grew by about a tenth at 96 groups).
 """
 
 from __future__ import annotations

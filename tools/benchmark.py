@@ -8,8 +8,8 @@ takes to register the same tree (every entry of the synth's inventory.json, with
 and dependsOn) as bare `pulumi.CustomResource` / `ComponentResource` objects, with no gpufleet code. Each
 measurement runs in a fresh child process and counts that process's CPU time (user + system) from the spec to
 the tree (after the imports both processes share; see `child`); CPU time, not wall time, so that other work on
-the machine does not move the ratio. The best of `--repeat` runs is reported, with the child's peak resident
-memory. A generated fleet of N groups has 3N teams, each with quotas on three groups.
+the machine does not move the ratio. Each of `--repeat` rounds measures every fleet once, and the best of the
+rounds is reported, with the child's peak resident memory. A generated fleet of N groups has 3N teams, each with quotas on three groups.
 
 Two floors are measured. `floor` gives each dependsOn as the resource object itself. `floor-urn` names each
 stage's readiness by its URN, as synth does (components/stage.py `UrnDependency`): the engine receives the same
@@ -136,8 +136,7 @@ def measure(*argv: str) -> dict[str, float]:
     return result
 
 
-def best(repeat: int, *argv: str) -> dict[str, float]:
-    runs = [measure(*argv) for _ in range(repeat)]
+def best(runs: list[dict[str, float]]) -> dict[str, float]:
     return {"cpu": min(r["cpu"] for r in runs), "mib": min(r["mib"] for r in runs)}
 
 
@@ -158,12 +157,12 @@ def time_core(spec: Path, env: str, runs: int = 5) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="node group counts of the generated fleets")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best is reported")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of every measurement; the best of each is reported")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     validate, plan = time_core(ROOT / "fleet.yaml", "prod")
     print(f"example fleet.yaml: validate {validate * 1000:.0f} ms, plan --env prod {plan * 1000:.0f} ms (CPU, best of 5)")
-    print(f"synth against the floor (CPU seconds, best of {args.repeat}; peak MiB of the process):")
+    print(f"synth against the floor (CPU seconds, best of {args.repeat} rounds; peak MiB of the process):")
     print(f"  {'fleet':28s} {'resources':>9s} {'synth':>8s} {'floor':>8s} {'ratio':>6s} {'floor-urn':>9s} {'ratio':>6s} {'synth MiB':>10s} {'floor MiB':>10s}")
     times: dict[int, tuple[float, float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -172,12 +171,18 @@ def main() -> None:
             spec = Path(tmp) / f"fleet-{n}.yaml"
             spec.write_text(generated_fleet(n, 3 * n))
             cases.append((f"{n} node groups, {3 * n} teams", spec, n))
+        # Rounds run every measurement of every fleet once, so that a quiet or a busy spell of a shared machine
+        # touches all sizes alike (measured size by size, a quiet minute for one size moved the growth by a fifth).
+        runs: dict[tuple[int, str], list[dict[str, float]]] = {}
+        for _ in range(args.repeat):
+            for _label, spec, n in cases:
+                tree = Path(tmp) / f"tree-{n}.json"
+                runs.setdefault((n, "synth"), []).append(measure("synth", str(spec), "prod", str(tree)))
+                for kind in ("floor", "floor-urn"):
+                    runs.setdefault((n, kind), []).append(measure(kind, str(tree)))
         for label, spec, n in cases:
-            tree = Path(tmp) / f"tree-{n}.json"
-            s = best(args.repeat, "synth", str(spec), "prod", str(tree))
-            f = best(args.repeat, "floor", str(tree))
-            u = best(args.repeat, "floor-urn", str(tree))
-            count = len(load_inventory(str(tree)))
+            s, f, u = (best(runs[n, kind]) for kind in ("synth", "floor", "floor-urn"))
+            count = len(load_inventory(str(Path(tmp) / f"tree-{n}.json")))
             times[n] = (s["cpu"], f["cpu"], u["cpu"])
             print(
                 f"  {label:28s} {count:9d} {s['cpu']:8.2f} {f['cpu']:8.2f} {s['cpu'] / f['cpu']:6.2f} {u['cpu']:9.2f} {s['cpu'] / u['cpu']:6.2f}"
