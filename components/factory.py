@@ -74,19 +74,15 @@ def resolve(value: Any, registry: Registry) -> Any:
     kind = type(value)
     if kind in LEAVES:
         return value
-    if kind is dict:
+    if kind is dict or isinstance(value, abc.Mapping):
         return {k: resolve(v, registry) for k, v in value.items()}
-    if kind is list or kind is tuple:
+    if isinstance(value, (list, tuple)):
         return [resolve(v, registry) for v in value]
     if isinstance(value, Ref):
         return _attribute(registry[value.resource], value)
     if isinstance(value, Concat):
         # Output.concat needs strings; numeric attributes (a launch template's latestVersion) are formatted.
         return pulumi.Output.all(*(resolve(p, registry) for p in value.parts)).apply(lambda xs: "".join(str(x) for x in xs))
-    if isinstance(value, abc.Mapping):
-        return {k: resolve(v, registry) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [resolve(v, registry) for v in value]
     return value
 
 

@@ -177,20 +177,15 @@ LEAVES = frozenset({str, int, float, bool, type(None)})
 
 def _collect_refs(value: Any, found: list[Ref]) -> None:
     children: Iterable[Any]
-    kind = type(value)
-    if kind is dict:  # the containers of args, told apart without an isinstance check
+    if type(value) is dict or isinstance(value, abc.Mapping):  # a plain dict skips even the cached ABC lookup
         children = value.values()
-    elif kind is list or kind is tuple:
+    elif isinstance(value, (list, tuple)):
         children = value
     elif isinstance(value, Ref):
         found.append(value)
         return
     elif isinstance(value, Concat):
         children = value.parts
-    elif isinstance(value, abc.Mapping):
-        children = value.values()
-    elif isinstance(value, (list, tuple)):
-        children = value
     else:
         return
     for child in children:

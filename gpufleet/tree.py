@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-
 from gpufleet import stages
 from gpufleet.plan import RolloutPlan
 from gpufleet.pins import pins
