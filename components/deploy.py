@@ -5,7 +5,8 @@ from __future__ import annotations
 import pulumi
 
 from gpufleet.components.factory import Registry
-from gpufleet.components.stage import UrnDependency, stage as register_stage
+from gpufleet.components.stage import UrnDependency
+from gpufleet.components.stage import stage as register_stage
 from gpufleet.plan import RolloutPlan, outputs_read
 
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 import functools
 import re
 from collections import abc
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pulumi
 import pulumi_aws
@@ -34,7 +35,10 @@ from gpufleet.plan import LEAVES, Concat, Ref, Resource
 Registry = dict[str, Any]  # plan id -> pulumi.Resource or invoke result Output
 
 _UTILITIES = {"aws": aws_utilities, "kubernetes": kubernetes_utilities}
-_PROVIDERS: Mapping[str, Callable[..., pulumi.ProviderResource]] = {"aws": pulumi_aws.Provider, "kubernetes": pulumi_kubernetes.Provider}
+_PROVIDERS: Mapping[str, Callable[..., pulumi.ProviderResource]] = {
+    "aws": pulumi_aws.Provider,
+    "kubernetes": pulumi_kubernetes.Provider,
+}
 
 
 def camel_to_snake(name: str) -> str:
@@ -61,9 +65,15 @@ def _attribute(target: Any, ref: Ref) -> Any:
     """`certificateAuthority.data` or `certificateAuthorities[0].data` on a resource or an invoke's Output."""
     steps = ref.steps()
     # The first step on a resource is one of its outputs (`create` declared it); on an invoke, a key of its result.
-    value: Any = getattr(target, steps[0]) if isinstance(target, pulumi.Resource) else pulumi.Output.from_input(target).apply(functools.partial(_get, name=steps[0]))
+    value: Any = (
+        getattr(target, steps[0])
+        if isinstance(target, pulumi.Resource)
+        else pulumi.Output.from_input(target).apply(functools.partial(_get, name=steps[0]))
+    )
     for step in steps[1:]:
-        value = pulumi.Output.from_input(value).apply(functools.partial(_index if step.startswith("[") else _get, name=step))
+        value = pulumi.Output.from_input(value).apply(
+            functools.partial(_index if step.startswith("[") else _get, name=step)
+        )
     return value
 
 
@@ -82,7 +92,9 @@ def resolve(value: Any, registry: Registry) -> Any:
         return _attribute(registry[value.resource], value)
     if isinstance(value, Concat):
         # Output.concat needs strings; numeric attributes (a launch template's latestVersion) are formatted.
-        return pulumi.Output.all(*(resolve(p, registry) for p in value.parts)).apply(lambda xs: "".join(str(x) for x in xs))
+        return pulumi.Output.all(*(resolve(p, registry) for p in value.parts)).apply(
+            lambda xs: "".join(str(x) for x in xs)
+        )
     return value
 
 
@@ -92,17 +104,24 @@ def _options(package: str, opts: pulumi.ResourceOptions) -> pulumi.ResourceOptio
     return pulumi.ResourceOptions.merge(_UTILITIES[package].get_resource_opts_defaults(), opts)
 
 
-def create(res: Resource, registry: Registry, opts: pulumi.ResourceOptions, outputs: frozenset[str] = frozenset()) -> Any:
+def create(
+    res: Resource, registry: Registry, opts: pulumi.ResourceOptions, outputs: frozenset[str] = frozenset()
+) -> Any:
     """Register one plan resource (or run one invoke) and return it. `outputs` are the resource's outputs that
     Refs of the plan read: a bare resource has an Output attribute only for the properties it is given."""
     args = resolve(res.args, registry)
     package = res.type.split(":")[0]
     if res.lookup:
-        invoke_opts = pulumi.InvokeOutputOptions.merge(_UTILITIES[package].get_invoke_opts_defaults(), pulumi.InvokeOutputOptions(parent=opts.parent, provider=opts.provider))
+        invoke_opts = pulumi.InvokeOutputOptions.merge(
+            _UTILITIES[package].get_invoke_opts_defaults(),
+            pulumi.InvokeOutputOptions(parent=opts.parent, provider=opts.provider),
+        )
         return pulumi.runtime.invoke_output(res.type, args, opts=invoke_opts)
     if res.type.startswith("pulumi:providers:"):
         return _PROVIDERS[res.type.split(":")[2]](res.id, opts=opts, **_python_names(args))
-    props = dict(args["object"]) if "object" in args else dict(args)  # a whole Kubernetes object, or a resource's inputs
+    props = (
+        dict(args["object"]) if "object" in args else dict(args)
+    )  # a whole Kubernetes object, or a resource's inputs
     for name in outputs:
         props.setdefault(name, None)  # None is not sent: the request carries the inputs only
     return pulumi.CustomResource(res.type, res.id, props, _options(package, opts))

@@ -9,7 +9,7 @@ way. The next stage names it through a `UrnDependency`, which keeps the SDK's cy
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import pulumi
 
@@ -48,7 +48,9 @@ class Stage(pulumi.ComponentResource):
         super().__init__(f"gpufleet:stage:{stage.name.capitalize()}", stage.directory, None)
 
 
-def stage(plan: StagePlan, registry: Registry, after: Sequence[pulumi.Resource], outputs: Mapping[str, frozenset[str]]) -> Stage:
+def stage(
+    plan: StagePlan, registry: Registry, after: Sequence[pulumi.Resource], outputs: Mapping[str, frozenset[str]]
+) -> Stage:
     """Register one stage: its component, its resources after `after` (the previous stage's readiness), then its
     readiness. `outputs` names, per resource id, the outputs that Refs read (`gpufleet.plan.outputs_read`).
 

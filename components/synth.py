@@ -12,7 +12,8 @@ import asyncio
 import copy
 import signal
 import threading
-from typing import Any, Callable, Coroutine
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import pulumi
 from pulumi.runtime import mocks as pulumi_mocks

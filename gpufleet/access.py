@@ -34,7 +34,11 @@ def endpoint_reach(cluster: Cluster) -> str:
         return f"API endpoint: private only, reachable {private}."
     cidrs = public_cidrs(cluster)
     if endpoint_open(cluster):
-        why = f"acknowledged: {cluster.open_endpoint_reason}" if cluster.open_endpoint_reason else "NOT acknowledged, `gpufleet check` fails"
+        why = (
+            f"acknowledged: {cluster.open_endpoint_reason}"
+            if cluster.open_endpoint_reason
+            else "NOT acknowledged, `gpufleet check` fails"
+        )
         return f"API endpoint: reachable {private} and publicly from the whole internet ({', '.join(cidrs)}; {why})."
     return f"API endpoint: reachable {private} and publicly only from {', '.join(cidrs)}."
 

@@ -44,7 +44,9 @@ def access_values(fleet: Fleet, through: stages.StageName) -> dict[str, Any]:
         "cluster_name": fleet.cluster.name,
         "cluster_admin_policy": access.CLUSTER_ADMIN_POLICY,
         "edit_policy": access.EDIT_POLICY,
-        "autoscaler": f"{autoscaler.NAMESPACE}/{autoscaler.SERVICE_ACCOUNT}" if fleet.cluster.autoscaler == "Install" else None,
+        "autoscaler": f"{autoscaler.NAMESPACE}/{autoscaler.SERVICE_ACCOUNT}"
+        if fleet.cluster.autoscaler == "Install"
+        else None,
         "checkpoint_bucket": cp.bucket if cp is not None and stages.included("storage", through) else None,
         "checkpoint_service_account": storage.CHECKPOINT_SERVICE_ACCOUNT,
         "default_deny": tenancy.DEFAULT_DENY,

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Mapping
 
 _AL2023 = re.compile(r"^(?P<minor>\d+\.\d+)\.\d+-\d{8}$")
 _BOTTLEROCKET = re.compile(r"^\d+\.\d+\.\d+(-[0-9a-f]{8})?$")
@@ -74,19 +74,35 @@ def check(ami_type: str, release: str, kubernetes_version: str) -> Finding | Non
         # A build id is 8 hex digits, so an EKS AL2023 release (1.33.13-20260714) fits the form; its date gives it away.
         if _BOTTLEROCKET.match(release) and not _AL2023_DATE.match(release):
             return None
-        return Finding("error", f"{release} is not a Bottlerocket release", f"use a Bottlerocket version like {BOTTLEROCKET_FORM} (the variant aws-k8s-{kubernetes_version}-nvidia follows the cluster)")
+        return Finding(
+            "error",
+            f"{release} is not a Bottlerocket release",
+            f"use a Bottlerocket version like {BOTTLEROCKET_FORM} (the variant aws-k8s-{kubernetes_version}-nvidia"
+            " follows the cluster)",
+        )
     known = catalog().releases.get(ami_type, {}).get(kubernetes_version, ())
     newest = f"; the newest known is {known[-1]}" if known else ""
     match = _AL2023.match(release)
     if match is None:
-        return Finding("error", f"{release} is not an EKS AMI release (<kubernetes patch version>-<YYYYMMDD>)", f"use a {kubernetes_version} release of {ami_type}{newest}")
+        return Finding(
+            "error",
+            f"{release} is not an EKS AMI release (<kubernetes patch version>-<YYYYMMDD>)",
+            f"use a {kubernetes_version} release of {ami_type}{newest}",
+        )
     if match["minor"] != kubernetes_version:
-        return Finding("error", f"AMI release {release} is for Kubernetes {match['minor']}, but the cluster runs {kubernetes_version}", f"use a {kubernetes_version} release of {ami_type}{newest}")
-    if known and release not in known:  # no releases at all: a Kubernetes minor gpufleet does not support (rules say so)
+        return Finding(
+            "error",
+            f"AMI release {release} is for Kubernetes {match['minor']}, but the cluster runs {kubernetes_version}",
+            f"use a {kubernetes_version} release of {ami_type}{newest}",
+        )
+    if (
+        known and release not in known
+    ):  # no releases at all: a Kubernetes minor gpufleet does not support (rules say so)
         cat = catalog()
         return Finding(
             "warning",
-            f"AMI release {release} is not among the published {ami_type} releases for Kubernetes {kubernetes_version} known to gpufleet (awslabs/amazon-eks-ami CHANGELOG as of {cat.as_of}){newest}",
+            f"AMI release {release} is not among the published {ami_type} releases for Kubernetes {kubernetes_version}"
+            f" known to gpufleet (awslabs/amazon-eks-ami CHANGELOG as of {cat.as_of}){newest}",
             "EKS rejects a release it does not know: check it with `gpufleet preflight`, or pin a published one",
         )
     return None

@@ -11,8 +11,8 @@ import argparse
 import sys
 from typing import Any
 
-from gpufleet.tree_reader import NotATree, read_tree
 from gpufleet.policies.rules import MANDATORY, RULES, Finding, evaluate
+from gpufleet.tree_reader import NotATree, read_tree
 
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
 
@@ -50,4 +50,6 @@ def run(args: argparse.Namespace) -> int:
 def report(resources: list[dict[str, Any]], directory: str) -> tuple[int, str]:
     """(exit code, text) of the policies over the resources of the tree at `directory`."""
     findings = evaluate(resources)
-    return EXIT_VIOLATION if any(f.level == MANDATORY for f in findings) else EXIT_OK, render(findings, len(resources), directory)
+    return EXIT_VIOLATION if any(f.level == MANDATORY for f in findings) else EXIT_OK, render(
+        findings, len(resources), directory
+    )

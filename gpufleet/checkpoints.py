@@ -117,8 +117,9 @@ def interval_warnings(s: Sizing) -> list[str]:
     if s.configured_interval_s < s.blocking_write_s:
         where = "node-local NVMe" if s.local_write_s is not None else "the bucket"
         return [
-            f"checkpoints.intervalMinutes ({interval}) is shorter than writing one checkpoint to {where} "
-            f"({duration(s.blocking_write_s)}): the job would do nothing but checkpoint; the Young/Daly interval is {duration(s.young_daly_s)}"
+            f"checkpoints.intervalMinutes ({interval}) is shorter than writing one checkpoint to {where}"
+            f" ({duration(s.blocking_write_s)}): the job would do nothing but checkpoint; the Young/Daly interval is"
+            f" {duration(s.young_daly_s)}"
         ]
     if s.configured_interval_s < s.bucket_write_s:
         return [

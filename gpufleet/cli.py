@@ -17,7 +17,7 @@ import os
 import signal
 import sys
 import traceback
-from typing import Sequence
+from collections.abc import Sequence
 
 from gpufleet.errors import SpecError, UsageError
 from gpufleet.interrupts import keep_interrupts, raise_interrupt
@@ -43,12 +43,33 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("gpufleet.commands.validate", "parse, schema-check and rule-check the spec"),
     "plan": ("gpufleet.commands.plan", "print the staged rollout of one environment"),
     "synth": ("gpufleet.commands.synth", "write the reviewable tree of what `pulumi up` would register"),
-    "init": ("gpufleet.starter", "write a commented starter spec: one cluster, a GPU node group per instance type, one team, dev and prod"),
-    "check": ("gpufleet.check", "run the fleet policies over a synth tree and print each finding with its fix (exit 1 on a mandatory violation)"),
-    "diff": ("gpufleet.diff", "compare two synth trees for review: changes per stage, GPU node replacements, team quotas, cost (exit 0)"),
-    "preflight": ("gpufleet.preflight", "check the AWS account against one environment's fleet before anything is created"),
-    "diagnose": ("gpufleet.diagnose", "find what slows a GPU job: NCCL_DEBUG=INFO logs and `kubectl describe node` output, most important first"),
-    "explain": ("gpufleet.explain", "would these workloads run on this fleet: queue, flavor, node group, or the first gate that stops them and why"),
+    "init": (
+        "gpufleet.starter",
+        "write a commented starter spec: one cluster, a GPU node group per instance type, one team, dev and prod",
+    ),
+    "check": (
+        "gpufleet.check",
+        (
+            "run the fleet policies over a synth tree and print each finding with its fix (exit 1 on a mandatory"
+            " violation)"
+        ),
+    ),
+    "diff": (
+        "gpufleet.diff",
+        "compare two synth trees for review: changes per stage, GPU node replacements, team quotas, cost (exit 0)",
+    ),
+    "preflight": (
+        "gpufleet.preflight",
+        "check the AWS account against one environment's fleet before anything is created",
+    ),
+    "diagnose": (
+        "gpufleet.diagnose",
+        "find what slows a GPU job: NCCL_DEBUG=INFO logs and `kubectl describe node` output, most important first",
+    ),
+    "explain": (
+        "gpufleet.explain",
+        "would these workloads run on this fleet: queue, flavor, node group, or the first gate that stops them and why",
+    ),
 }
 
 
@@ -59,7 +80,9 @@ def _chosen(argv: Sequence[str]) -> str | None:
 
 def build_parser(command: str | None) -> argparse.ArgumentParser:
     """Every command is listed; only `command` (the chosen one) gets its module's arguments and run()."""
-    parser = argparse.ArgumentParser(prog="gpufleet", description="Generate a staged GPU Kubernetes fleet on AWS EKS from one spec.")
+    parser = argparse.ArgumentParser(
+        prog="gpufleet", description="Generate a staged GPU Kubernetes fleet on AWS EKS from one spec."
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from typing import Iterator
+from collections.abc import Iterator
 
 THRESHOLDS = (200_000, 30, 30)
 

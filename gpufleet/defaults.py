@@ -35,15 +35,20 @@ PINS = Computed(
     path="versions.<component>",
     fields=tuple(f"versions.{key}" for key in COMPONENTS),
     rule="the release this gpufleet is tested with (the newest supported one in gpufleet/versions.py)",
-    reason="nothing floats: an omitted pin still deploys one exact release, recorded in plan.json and plan.md, so a "
-    "gpufleet upgrade that bumps it shows in `gpufleet diff`",
+    reason=(
+        "nothing floats: an omitted pin still deploys one exact release, recorded in plan.json and plan.md, so a "
+        "gpufleet upgrade that bumps it shows in `gpufleet diff`"
+    ),
 )
 # The schema's defaults of cluster.systemNodes' own fields (tests/unit/test_defaults.py holds them equal).
 SYSTEM_NODES_INSTANCE_TYPE, SYSTEM_NODES_MIN, SYSTEM_NODES_MAX = "m7i.xlarge", 2, 6
 SYSTEM_NODES = Computed(
     path="cluster.systemNodes",
-    rule=f"with mode Create, {SYSTEM_NODES_INSTANCE_TYPE}, {SYSTEM_NODES_MIN} to {SYSTEM_NODES_MAX} nodes, on the newest "
-    "AL2023 standard AMI release gpufleet knows for kubernetesVersion (none with mode Existing, or when no release is known)",
+    rule=(
+        f"with mode Create, {SYSTEM_NODES_INSTANCE_TYPE}, {SYSTEM_NODES_MIN} to {SYSTEM_NODES_MAX} nodes, on the newest"
+        " AL2023 standard AMI release gpufleet knows for kubernetesVersion (none with mode Existing, or when no"
+        " release is known)"
+    ),
     reason="every GPU group is tainted, so CoreDNS and the controllers need CPU nodes; two survive one node loss",
 )
 TEAM_NAMESPACE = Computed(
@@ -56,9 +61,11 @@ TEAM_NAMESPACE = Computed(
 TOPOLOGY_POLICY = Computed(
     path="nodeGroups[].topology.policy",
     rule="restricted for Training and Inference, none otherwise",
-    reason="restricted admits a pod only on the narrowest NUMA set that holds its GPUs, NICs and pinned CPUs, and still "
-    "admits a full-node 8-GPU pod on a dual-socket type, which single-numa-node rejects outright (kubernetes "
-    "pkg/kubelet/cm/topologymanager policy_restricted.go, policy_single_numa_node.go)",
+    reason=(
+        "restricted admits a pod only on the narrowest NUMA set that holds its GPUs, NICs and pinned CPUs, and still "
+        "admits a full-node 8-GPU pod on a dual-socket type, which single-numa-node rejects outright (kubernetes "
+        "pkg/kubelet/cm/topologymanager policy_restricted.go, policy_single_numa_node.go)"
+    ),
 )
 TOPOLOGY_SCOPE = Computed(
     path="nodeGroups[].topology.scope",
@@ -67,11 +74,15 @@ TOPOLOGY_SCOPE = Computed(
 )
 PLACEMENT = Computed(
     path="nodeGroups[].topology.placement",
-    rule="Preferred on a fixed-size (minSize = maxSize) EFA/RDMA group of an instance type EC2 reports topology for, "
-    "when every team with quota on it has quota only on such groups; else None",
-    reason="Kueue TAS counts only Ready nodes and creates no pod for the autoscaler, so it only helps a fixed-size "
-    "group; a ClusterQueue mixing TAS and non-TAS flavors refuses pod sets without a topology request (kueue v0.19.2 "
-    "pkg/scheduler/flavorassigner/tas_flavorassigner.go)",
+    rule=(
+        "Preferred on a fixed-size (minSize = maxSize) EFA/RDMA group of an instance type EC2 reports topology for, "
+        "when every team with quota on it has quota only on such groups; else None"
+    ),
+    reason=(
+        "Kueue TAS counts only Ready nodes and creates no pod for the autoscaler, so it only helps a fixed-size group;"
+        " a ClusterQueue mixing TAS and non-TAS flavors refuses pod sets without a topology request (kueue v0.19.2"
+        " pkg/scheduler/flavorassigner/tas_flavorassigner.go)"
+    ),
 )
 DESIRED_SIZE = Computed(
     path="nodeGroups[].scaling.desiredSize",
@@ -86,11 +97,23 @@ MAX_UNAVAILABLE = Computed(
 GDRCOPY = Computed(
     path="versions.driver.gdrCopy",
     rule="Enabled with driver source Operator when a Training group has fabric EFA, else Disabled",
-    reason="NCCL, NVSHMEM and libfabric's EFA provider use GDRCopy for small GPU-memory copies (ai-on-eks enables it "
-    "for EFA training); the GPU Operator loads gdrdrv only beside the driver it installs (gpufleet.versions "
-    "GpuOperatorRelease.gdrcopy_needs_operator_driver)",
+    reason=(
+        "NCCL, NVSHMEM and libfabric's EFA provider use GDRCopy for small GPU-memory copies (ai-on-eks enables it "
+        "for EFA training); the GPU Operator loads gdrdrv only beside the driver it installs (gpufleet.versions "
+        "GpuOperatorRelease.gdrcopy_needs_operator_driver)"
+    ),
 )
-COMPUTED: tuple[Computed, ...] = (SYSTEM_NODES, PINS, GDRCOPY, TOPOLOGY_POLICY, TOPOLOGY_SCOPE, PLACEMENT, DESIRED_SIZE, MAX_UNAVAILABLE, TEAM_NAMESPACE)
+COMPUTED: tuple[Computed, ...] = (
+    SYSTEM_NODES,
+    PINS,
+    GDRCOPY,
+    TOPOLOGY_POLICY,
+    TOPOLOGY_SCOPE,
+    PLACEMENT,
+    DESIRED_SIZE,
+    MAX_UNAVAILABLE,
+    TEAM_NAMESPACE,
+)
 
 
 def fill(data: Mapping[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
@@ -101,7 +124,12 @@ def fill(data: Mapping[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
     if "systemNodes" not in cluster and cluster["mode"] == "Create":
         release = ami_releases.newest(ami_releases.SYSTEM_NODES_AMI_TYPE, cluster["kubernetesVersion"])
         if release is not None:
-            cluster["systemNodes"] = {"instanceType": SYSTEM_NODES_INSTANCE_TYPE, "releaseVersion": release, "minSize": SYSTEM_NODES_MIN, "maxSize": SYSTEM_NODES_MAX}
+            cluster["systemNodes"] = {
+                "instanceType": SYSTEM_NODES_INSTANCE_TYPE,
+                "releaseVersion": release,
+                "minSize": SYSTEM_NODES_MIN,
+                "maxSize": SYSTEM_NODES_MAX,
+            }
             filled.append(SYSTEM_NODES.path)
     versions = dict(data["versions"])
     for key, component in COMPONENTS.items():
@@ -137,7 +165,11 @@ def _tas_capable(group: NodeGroup) -> bool:
     group that scales TAS would admit only what already runs."""
     if group.topology.placement is not None:
         return group.topology.placement != "None"
-    return group.fabric in (Fabric.EFA, Fabric.RDMA) and group.instance_type in catalog.TOPOLOGY_INSTANCE_TYPES and group.min_size == group.max_size
+    return (
+        group.fabric in (Fabric.EFA, Fabric.RDMA)
+        and group.instance_type in catalog.TOPOLOGY_INSTANCE_TYPES
+        and group.min_size == group.max_size
+    )
 
 
 def placement(fleet: Fleet, group: NodeGroup) -> Placement:
@@ -172,14 +204,18 @@ def max_unavailable(group: NodeGroup) -> int:
     return group.update.max_unavailable or 1
 
 
-def applied(fleet: Fleet, included: tuple[StageName, ...], deployed: Mapping[str, str]) -> list[tuple[str, str, Computed]]:
+def applied(
+    fleet: Fleet, included: tuple[StageName, ...], deployed: Mapping[str, str]
+) -> list[tuple[str, str, Computed]]:
     """(field, resolved value, default) for every computed default this fleet took, in spec order: pins only of the
     components the environment deploys (`deployed`: component key -> version, gpufleet.pins), placement only where
     the admission stage is in `included` and there are teams (nothing reads them otherwise)."""
     out: list[tuple[str, str, Computed]] = []
     nodes = fleet.cluster.system_nodes
     if SYSTEM_NODES.path in fleet.defaulted and nodes is not None:
-        value = f"{nodes.instance_type}, {nodes.min_size} to {nodes.max_size} nodes, AMI release {nodes.release_version}"
+        value = (
+            f"{nodes.instance_type}, {nodes.min_size} to {nodes.max_size} nodes, AMI release {nodes.release_version}"
+        )
         out.append((SYSTEM_NODES.path, value, SYSTEM_NODES))
     out += [(f"versions.{key}", version, PINS) for key, version in deployed.items() if key in fleet.versions.defaulted]
     if fleet.versions.gdrcopy is None:
@@ -196,5 +232,9 @@ def applied(fleet: Fleet, included: tuple[StageName, ...], deployed: Mapping[str
             out.append((f"{at}.scaling.desiredSize", str(desired_size(group)), DESIRED_SIZE))
         if group.update.max_unavailable is None and group.update.max_unavailable_percentage is None:
             out.append((f"{at}.update.maxUnavailable", str(max_unavailable(group)), MAX_UNAVAILABLE))
-    out += [(field, team.namespace, TEAM_NAMESPACE) for team in fleet.teams if (field := f"teams[{team.name}].namespace") in fleet.defaulted]
+    out += [
+        (field, team.namespace, TEAM_NAMESPACE)
+        for team in fleet.teams
+        if (field := f"teams[{team.name}].namespace") in fleet.defaulted
+    ]
     return out

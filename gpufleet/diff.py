@@ -23,7 +23,9 @@ EXIT_OK, EXIT_USAGE = 0, 2
 
 def diff_trees(old: SynthTree, new: SynthTree) -> impact.Report:
     a, b = _by_id(old), _by_id(new)
-    report = impact.compare(a, b, stages=_stage_order(old, new), environment=new.plan.get("environment") or old.plan.get("environment"))
+    report = impact.compare(
+        a, b, stages=_stage_order(old, new), environment=new.plan.get("environment") or old.plan.get("environment")
+    )
     return dataclasses.replace(report, work=tuple(running_work.effects(a, b)))
 
 
@@ -43,7 +45,12 @@ def _stage_order(old: SynthTree, new: SynthTree) -> list[str]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("old", help="the synth tree before the change (e.g. of the pull request's base commit)")
     parser.add_argument("new", help="the synth tree after the change")
-    parser.add_argument("--format", choices=("text", "markdown"), default="text", help="text (default) or markdown (a pull request comment body)")
+    parser.add_argument(
+        "--format",
+        choices=("text", "markdown"),
+        default="text",
+        help="text (default) or markdown (a pull request comment body)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -41,7 +41,9 @@ def _fleet_total(report: Report, which: str) -> str:
 def _cost_rows(report: Report) -> list[tuple[str, GroupCost | None, GroupCost | None]]:
     old = {c.node_group: c for c in report.cost_old}
     new = {c.node_group: c for c in report.cost_new}
-    return [(name, old.get(name), new.get(name)) for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)]
+    return [
+        (name, old.get(name), new.get(name)) for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)
+    ]
 
 
 def _size_deltas(a: GroupCost | None, b: GroupCost | None) -> tuple[str, str]:
@@ -67,11 +69,18 @@ def _node_line(n: NodeImpact) -> str:
 
 def _stages(report: Report) -> list[tuple[str, list[Change]]]:
     names = list(report.stages) + sorted({c.stage or "(no stage)" for c in report.changes} - set(report.stages))
-    return [(name, [c for c in report.changes if (c.stage or "(no stage)") == name]) for name in names if any((c.stage or "(no stage)") == name for c in report.changes)]
+    return [
+        (name, [c for c in report.changes if (c.stage or "(no stage)") == name])
+        for name in names
+        if any((c.stage or "(no stage)") == name for c in report.changes)
+    ]
 
 
 def _counts(changes: list[Change]) -> str:
-    parts = [f"{sum(1 for c in changes if c.action == a)} {w}" for a, w in (("add", "added"), ("update", "changed"), ("replace", "replaced"), ("remove", "removed"))]
+    parts = [
+        f"{sum(1 for c in changes if c.action == a)} {w}"
+        for a, w in (("add", "added"), ("update", "changed"), ("replace", "replaced"), ("remove", "removed"))
+    ]
     return ", ".join(p for p in parts if not p.startswith("0 "))
 
 

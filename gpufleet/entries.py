@@ -7,7 +7,8 @@ gpufleet.names only.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from gpufleet.names import LABEL_NODE_GROUP, SYSTEM_GROUP
 
@@ -16,7 +17,13 @@ Entry = Mapping[str, Any]
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 # EKS AMI types that carry the NVIDIA driver (https://docs.aws.amazon.com/eks/latest/APIReference/API_Nodegroup.html).
-GPU_AMI_TYPES = ("AL2_x86_64_GPU", "AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA", "BOTTLEROCKET_ARM_64_NVIDIA")
+GPU_AMI_TYPES = (
+    "AL2_x86_64_GPU",
+    "AL2023_x86_64_NVIDIA",
+    "AL2023_ARM_64_NVIDIA",
+    "BOTTLEROCKET_x86_64_NVIDIA",
+    "BOTTLEROCKET_ARM_64_NVIDIA",
+)
 
 
 def inputs(entry: Entry) -> Mapping[str, Any]:

@@ -32,7 +32,9 @@ def _remap(source: SourceFile, target: SourceFile, src: Path, dst: Path) -> None
     _copy_under(source.plain, target.plain, src, dst)
 
 
-def _merge_map(base: dict[str, Any], patch: dict[str, Any], src: Path, dst: Path, source: SourceFile, view: SourceFile) -> None:
+def _merge_map(
+    base: dict[str, Any], patch: dict[str, Any], src: Path, dst: Path, source: SourceFile, view: SourceFile
+) -> None:
     for key, value in patch.items():
         if isinstance(value, dict) and isinstance(base.get(key), dict):
             _merge_map(base[key], value, src + (key,), dst + (key,), source, view)
@@ -41,10 +43,14 @@ def _merge_map(base: dict[str, Any], patch: dict[str, Any], src: Path, dst: Path
             _remap(source, view, src + (key,), dst + (key,))
 
 
-def merge_environment(data: dict[str, Any], env: str, source: SourceFile) -> tuple[dict[str, Any], SourceFile, list[Issue]]:
+def merge_environment(
+    data: dict[str, Any], env: str, source: SourceFile
+) -> tuple[dict[str, Any], SourceFile, list[Issue]]:
     """The spec as environment `env` sees it, a source view with positions for it, and reference issues."""
     merged = copy.deepcopy(data)
-    view = SourceFile(name=source.name, text=source.text, values=dict(source.values), keys=dict(source.keys), plain=dict(source.plain))
+    view = SourceFile(
+        name=source.name, text=source.text, values=dict(source.values), keys=dict(source.keys), plain=dict(source.plain)
+    )
     issues: list[Issue] = []
     overrides = (data.get("environments", {}).get(env) or {}).get("overrides") or {}
     base_src: Path = ("environments", env, "overrides")

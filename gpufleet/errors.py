@@ -7,12 +7,13 @@ every error of the file in one run (the cluster-toolkit `Errors` collector patte
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 
 class UsageError(Exception):
     """A command-line mistake, such as an unreadable file (exit 2)."""
+
 
 PathPart = str | int
 Path = tuple[PathPart, ...]

@@ -75,9 +75,16 @@ def read_manifests(path: str) -> list[_Doc]:
         if node is None:
             continue
         data = _construct(node)
-        if not isinstance(data, dict) or not isinstance(data.get("apiVersion"), str) or not isinstance(data.get("kind"), str):
+        if (
+            not isinstance(data, dict)
+            or not isinstance(data.get("apiVersion"), str)
+            or not isinstance(data.get("kind"), str)
+        ):
             mark = node.start_mark
-            raise ManifestError(f"{path}:{mark.line + 1}:{mark.column + 1}: not a Kubernetes object: a manifest document needs apiVersion and kind")
+            raise ManifestError(
+                f"{path}:{mark.line + 1}:{mark.column + 1}: not a Kubernetes object: a manifest document needs"
+                " apiVersion and kind"
+            )
         docs.append(_Doc(path, node, data))
     return docs
 
@@ -110,8 +117,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # subcommand parsing cannot express: the paths and options are parsed again, intermixed, in run().
     parser.add_argument("--env", help="the environment whose plan the workloads meet (required)")
     parser.add_argument("--format", choices=("text", "json"))
-    parser.add_argument("--as", dest="principal", metavar="ARN", help="the IAM role, user or assumed-role ARN that submits the workloads: checks it may create them")
-    parser.add_argument("paths", nargs=argparse.REMAINDER, metavar="[SPEC] MANIFEST...", help="the fleet spec (default: fleet.yaml), then manifests")
+    parser.add_argument(
+        "--as",
+        dest="principal",
+        metavar="ARN",
+        help="the IAM role, user or assumed-role ARN that submits the workloads: checks it may create them",
+    )
+    parser.add_argument(
+        "paths",
+        nargs=argparse.REMAINDER,
+        metavar="[SPEC] MANIFEST...",
+        help="the fleet spec (default: fleet.yaml), then manifests",
+    )
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -140,7 +157,11 @@ def _text(verdicts: list[Verdict]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        given = [f"--{flag}={getattr(args, name)}" for flag, name in (("env", "env"), ("format", "format"), ("as", "principal")) if getattr(args, name, None)]
+        given = [
+            f"--{flag}={getattr(args, name)}"
+            for flag, name in (("env", "env"), ("format", "format"), ("as", "principal"))
+            if getattr(args, name, None)
+        ]
         args = _parse(list(args.paths) + given)
     except SystemExit as exc:  # argparse printed the usage error
         return int(exc.code or 0)
@@ -163,7 +184,9 @@ def run(args: argparse.Namespace) -> int:
                 workloads.append(workload(doc.data))
             except WorkloadError as exc:
                 field, _, message = str(exc).partition(": ")
-                raise ManifestError(f"{_position(doc.path, doc.node, field)}: {doc.data['kind']} {field}: {message}") from None
+                raise ManifestError(
+                    f"{_position(doc.path, doc.node, field)}: {doc.data['kind']} {field}: {message}"
+                ) from None
     except ManifestError as exc:
         print(f"gpufleet explain: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

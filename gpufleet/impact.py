@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from gpufleet import catalog, pricing
 from gpufleet.entries import LAUNCH_TEMPLATE, NODE_GROUP, group_name, is_gpu_node_group
@@ -31,14 +32,29 @@ from gpufleet.names import GPU_RESOURCE, MIG_RESOURCE_PREFIX, TAG_RESERVED_INSTA
 # Field paths (prefixes) whose change replaces a resource, by type token.
 FORCE_NEW: Mapping[str, tuple[str, ...]] = {
     NODE_GROUP: (
-        "amiType", "capacityType", "clusterName", "diskSize", "instanceTypes", "launchTemplate.id", "launchTemplate.name",
-        "nodeGroupName", "nodeGroupNamePrefix", "nodeRoleArn", "remoteAccess", "subnetIds",
+        "amiType",
+        "capacityType",
+        "clusterName",
+        "diskSize",
+        "instanceTypes",
+        "launchTemplate.id",
+        "launchTemplate.name",
+        "nodeGroupName",
+        "nodeGroupNamePrefix",
+        "nodeRoleArn",
+        "remoteAccess",
+        "subnetIds",
     ),
     LAUNCH_TEMPLATE: ("name", "namePrefix"),
     # A provider whose region changes replaces every resource it manages (each then lives elsewhere).
     "pulumi:providers:aws": ("region",),
     # terraform-provider-aws internal/service/eks/cluster.go: ForceNew among the inputs gpufleet sets.
-    "aws:eks/cluster:Cluster": ("accessConfig.bootstrapClusterCreatorAdminPermissions", "bootstrapSelfManagedAddons", "name", "roleArn"),
+    "aws:eks/cluster:Cluster": (
+        "accessConfig.bootstrapClusterCreatorAdminPermissions",
+        "bootstrapSelfManagedAddons",
+        "name",
+        "roleArn",
+    ),
     "aws:eks/addon:Addon": ("addonName", "clusterName"),
     "aws:ec2/placementGroup:PlacementGroup": ("name", "strategy", "partitionCount", "spreadLevel"),
     "aws:iam/role:Role": ("name", "namePrefix"),
@@ -48,7 +64,12 @@ FORCE_NEW: Mapping[str, tuple[str, ...]] = {
     # terraform-provider-aws internal/service/<service>/<resource>.go. Each is keyed by what it attaches to, so
     # it is replaced when that is (its input holds the replaced resource's ref). KMS keys: nothing gpufleet sets.
     "aws:eks/accessEntry:AccessEntry": ("clusterName", "principalArn", "type"),
-    "aws:eks/accessPolicyAssociation:AccessPolicyAssociation": ("accessScope", "clusterName", "policyArn", "principalArn"),
+    "aws:eks/accessPolicyAssociation:AccessPolicyAssociation": (
+        "accessScope",
+        "clusterName",
+        "policyArn",
+        "principalArn",
+    ),
     "aws:eks/podIdentityAssociation:PodIdentityAssociation": ("clusterName", "namespace", "serviceAccount"),
     "aws:iam/rolePolicy:RolePolicy": ("name", "namePrefix", "role"),
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment": ("policyArn", "role"),
@@ -57,7 +78,10 @@ FORCE_NEW: Mapping[str, tuple[str, ...]] = {
     "aws:s3/bucketOwnershipControls:BucketOwnershipControls": ("bucket",),
     "aws:s3/bucketPolicy:BucketPolicy": ("bucket",),
     "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": ("bucket",),
-    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration": ("bucket", "expectedBucketOwner"),
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration": (
+        "bucket",
+        "expectedBucketOwner",
+    ),
     "aws:s3/bucketVersioning:BucketVersioning": ("bucket", "expectedBucketOwner"),
     # pulumi-kubernetes provider/pkg/provider/helm_release.go (Diff: forceNewFields).
     "kubernetes:helm.sh/v3:Release": ("name", "namespace"),
@@ -67,7 +91,13 @@ FORCE_NEW: Mapping[str, tuple[str, ...]] = {
     # does, so the selector's matchLabels/matchExpressions entries upstream lists are under `spec.selector`.
     "kubernetes:apps/v1:DaemonSet": ("spec.selector",),
     "kubernetes:apps/v1:Deployment": ("spec.selector",),
-    "kubernetes:apps/v1:StatefulSet": ("spec.podManagementPolicy", "spec.revisionHistoryLimit", "spec.selector", "spec.serviceName", "spec.volumeClaimTemplates"),
+    "kubernetes:apps/v1:StatefulSet": (
+        "spec.podManagementPolicy",
+        "spec.revisionHistoryLimit",
+        "spec.selector",
+        "spec.serviceName",
+        "spec.volumeClaimTemplates",
+    ),
     "kubernetes:batch/v1:Job": ("spec.completions", "spec.parallelism", "spec.selector", "spec.template"),
     "kubernetes:core/v1:Service": ("spec.clusterIP",),
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": ("roleRef",),
@@ -138,7 +168,9 @@ class GroupCost:
         if self.gpu_hour_usd is None:
             return None
         hourly = self.gpus_per_node * self.gpu_hour_usd
-        pool = self.warm_pool * (hourly * pricing.HOURS_PER_MONTH if self.warm_pool_running else self.disk_gib * pricing.GP3_USD_PER_GB_MONTH)
+        pool = self.warm_pool * (
+            hourly * pricing.HOURS_PER_MONTH if self.warm_pool_running else self.disk_gib * pricing.GP3_USD_PER_GB_MONTH
+        )
         return pricing.billed_nodes(size, self.reserved) * hourly * pricing.HOURS_PER_MONTH + pool
 
 
@@ -201,7 +233,14 @@ def _item_keys(items: list[Any]) -> list[str]:
     names = [item.get("name") if isinstance(item, Mapping) else None for item in items]
     if all(isinstance(n, str) and n for n in names) and len(set(names)) == len(names):
         return [str(n) for n in names]
-    taints = [f"{t['key']}={t.get('value', '')}:{K8S_EFFECT.get(str(t['effect']), t['effect'])}" if isinstance(t, Mapping) and {"key", "effect"} <= set(t) else None for t in items]
+    taints = [
+        (
+            f"{t['key']}={t.get('value', '')}:{K8S_EFFECT.get(str(t['effect']), t['effect'])}"
+            if isinstance(t, Mapping) and {"key", "effect"} <= set(t)
+            else None
+        )
+        for t in items
+    ]
     if all(taints) and len(set(taints)) == len(taints):
         return [str(t) for t in taints]
     return [str(i) for i in range(len(items))]
@@ -286,7 +325,9 @@ def _ref_paths(inputs: Any, targets: Mapping[str, tuple[str, ...] | None]) -> di
     return out
 
 
-def _classify(entry: Mapping[str, Any], paths: Sequence[str], old: Any, new: Any, via: Mapping[str, str], configmaps_mutable: bool) -> tuple[str, list[str]]:
+def _classify(
+    entry: Mapping[str, Any], paths: Sequence[str], old: Any, new: Any, via: Mapping[str, str], configmaps_mutable: bool
+) -> tuple[str, list[str]]:
     """("replace" | "update", reasons) for a resource whose input `paths` changed (`via`: path -> the
     `<ref:X.attr>` of a changed resource it holds)."""
     rtype = str(entry.get("type"))
@@ -308,21 +349,34 @@ def _classify(entry: Mapping[str, Any], paths: Sequence[str], old: Any, new: Any
         else:
             reasons.append(f"{path}: {_short(a)} -> {_short(b)}")
     if reasons and entry.get("deleteBeforeReplace"):
-        reasons.append("deleteBeforeReplace: its name is fixed, so the old object is deleted before the new one is created")
+        reasons.append(
+            "deleteBeforeReplace: its name is fixed, so the old object is deleted before the new one is created"
+        )
     return ("replace" if reasons else "update"), reasons
 
 
 def configmaps_mutable(entries: Mapping[str, Mapping[str, Any]]) -> bool:
     """Whether the Kubernetes provider patches ConfigMaps in place (its `enableConfigMapMutable` input; provider inputs are recorded as strings)."""
-    return any(e.get("type") == K8S_PROVIDER_TYPE and (e.get("inputs") or {}).get("enableConfigMapMutable") in (True, "true") for e in entries.values())
+    return any(
+        e.get("type") == K8S_PROVIDER_TYPE and (e.get("inputs") or {}).get("enableConfigMapMutable") in (True, "true")
+        for e in entries.values()
+    )
 
 
-def compare(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]], *, stages: Sequence[str] = (), environment: str | None = None) -> Report:
+def compare(
+    old: Mapping[str, Mapping[str, Any]],
+    new: Mapping[str, Mapping[str, Any]],
+    *,
+    stages: Sequence[str] = (),
+    environment: str | None = None,
+) -> Report:
     """Every change between two inventories (resource id -> inventory entry), classified."""
     fixed: dict[str, Change] = {}
     for rid in sorted(set(old) - set(new)):
         e = old[rid]
-        fixed[rid] = Change(id=rid, type=str(e.get("type")), stage=e.get("stage"), action="remove", protected=bool(e.get("protect")))
+        fixed[rid] = Change(
+            id=rid, type=str(e.get("type")), stage=e.get("stage"), action="remove", protected=bool(e.get("protect"))
+        )
     for rid in sorted(set(new) - set(old)):
         e = new[rid]
         fixed[rid] = Change(id=rid, type=str(e.get("type")), stage=e.get("stage"), action="add")
@@ -336,8 +390,15 @@ def compare(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str,
         own_options[rid] = [f"({k})" for k, v in _options(a).items() if _options(b)[k] != v]
         if a.get("type") != b.get("type") or a.get("parent") != b.get("parent"):
             why = "type" if a.get("type") != b.get("type") else "parent"
-            fixed[rid] = Change(id=rid, type=str(b.get("type")), stage=b.get("stage"), action="replace", paths=tuple(own_inputs[rid] + own_options[rid]),
-                                reasons=(f"{why} changed: {a.get(why)} -> {b.get(why)} (a new Pulumi URN)",), protected=bool(a.get("protect")))
+            fixed[rid] = Change(
+                id=rid,
+                type=str(b.get("type")),
+                stage=b.get("stage"),
+                action="replace",
+                paths=tuple(own_inputs[rid] + own_options[rid]),
+                reasons=(f"{why} changed: {a.get(why)} -> {b.get(why)} (a new Pulumi URN)",),
+                protected=bool(a.get("protect")),
+            )
     # Iterate to a fixpoint: an input holding a ref to a replaced resource (or to the version of a launch
     # template that gets a new version) changes at deploy time, which may replace or version its holder.
     changes: dict[str, Change] = dict(fixed)
@@ -355,9 +416,20 @@ def compare(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str,
             if not paths and not own_options[rid]:
                 continue
             action, reasons = _classify(b, paths, a.get("inputs"), b.get("inputs"), via, mutable)
-            current[rid] = Change(id=rid, type=str(b.get("type")), stage=b.get("stage"), action=action, paths=tuple(paths + own_options[rid]),
-                                  reasons=tuple(reasons), protected=bool(a.get("protect")))
-            if b.get("type") == LAUNCH_TEMPLATE and action == "update" and any(_top(p) not in LT_NO_VERSION for p in paths):
+            current[rid] = Change(
+                id=rid,
+                type=str(b.get("type")),
+                stage=b.get("stage"),
+                action=action,
+                paths=tuple(paths + own_options[rid]),
+                reasons=tuple(reasons),
+                protected=bool(a.get("protect")),
+            )
+            if (
+                b.get("type") == LAUNCH_TEMPLATE
+                and action == "update"
+                and any(_top(p) not in LT_NO_VERSION for p in paths)
+            ):
                 versioned.add(rid)
         if current == changes:
             break
@@ -378,7 +450,12 @@ def _stage_index(stage: str | None, stages: Sequence[str]) -> int:
     return stages.index(stage) if stage in stages else len(stages)
 
 
-def _node_impacts(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]], changes: Mapping[str, Change], lt_versioned: set[str]) -> list[NodeImpact]:
+def _node_impacts(
+    old: Mapping[str, Mapping[str, Any]],
+    new: Mapping[str, Mapping[str, Any]],
+    changes: Mapping[str, Change],
+    lt_versioned: set[str],
+) -> list[NodeImpact]:
     out = []
     for rid, change in sorted(changes.items()):
         if change.type != NODE_GROUP:
@@ -386,7 +463,15 @@ def _node_impacts(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mappin
         entry = new.get(rid) or old[rid]
         name, gpu = group_name(entry), is_gpu_node_group(entry)
         if change.action == "remove":
-            out.append(NodeImpact(node_group=name, id=rid, action="remove", gpu=gpu, reasons=("node group removed: its nodes are drained and terminated",)))
+            out.append(
+                NodeImpact(
+                    node_group=name,
+                    id=rid,
+                    action="remove",
+                    gpu=gpu,
+                    reasons=("node group removed: its nodes are drained and terminated",),
+                )
+            )
         elif change.action == "replace":
             out.append(NodeImpact(node_group=name, id=rid, action="replace", gpu=gpu, reasons=change.reasons))
         elif change.action == "update":
@@ -396,7 +481,11 @@ def _node_impacts(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mappin
                 reasons = []
                 for p in rolls:
                     src = next((lt for lt in lt_versioned if f"<ref:{lt}." in str(flat_b.get(p, ""))), None)
-                    reasons.append(f"{p}: new version of launch template {src} ({', '.join(_lt_paths(old, new, src))})" if src else f"{p}: {_short(flat_a.get(p))} -> {_short(flat_b.get(p))}")
+                    reasons.append(
+                        f"{p}: new version of launch template {src} ({', '.join(_lt_paths(old, new, src))})"
+                        if src
+                        else f"{p}: {_short(flat_a.get(p))} -> {_short(flat_b.get(p))}"
+                    )
                 out.append(NodeImpact(node_group=name, id=rid, action="roll", gpu=gpu, reasons=tuple(reasons)))
     return out
 
@@ -411,7 +500,13 @@ def _lt_paths(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[st
 
 
 def _kube(entries: Iterable[Mapping[str, Any]], kind: str) -> list[Mapping[str, Any]]:
-    return [e["inputs"] for e in entries if str(e.get("type", "")).startswith("kubernetes:") and isinstance(e.get("inputs"), Mapping) and e["inputs"].get("kind") == kind]
+    return [
+        e["inputs"]
+        for e in entries
+        if str(e.get("type", "")).startswith("kubernetes:")
+        and isinstance(e.get("inputs"), Mapping)
+        and e["inputs"].get("kind") == kind
+    ]
 
 
 def gpu_quotas(entries: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], str]:
@@ -429,13 +524,19 @@ def gpu_quotas(entries: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str
                         continue
                     for fld in QUOTA_FIELDS:
                         if res.get(fld) is not None:
-                            out[(team, str(flavor.get("name")), fld if name == GPU_RESOURCE else f"{fld} ({name})")] = str(res[fld])
+                            out[(team, str(flavor.get("name")), fld if name == GPU_RESOURCE else f"{fld} ({name})")] = (
+                                str(res[fld])
+                            )
     return out
 
 
 def quota_changes(old: Iterable[Mapping[str, Any]], new: Iterable[Mapping[str, Any]]) -> list[QuotaChange]:
     a, b = gpu_quotas(old), gpu_quotas(new)
-    return [QuotaChange(team=k[0], flavor=k[1], field=k[2], old=a.get(k), new=b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    return [
+        QuotaChange(team=k[0], flavor=k[1], field=k[2], old=a.get(k), new=b.get(k))
+        for k in sorted(set(a) | set(b))
+        if a.get(k) != b.get(k)
+    ]
 
 
 def _prices(entries: Iterable[Mapping[str, Any]]) -> dict[str, float]:
@@ -473,15 +574,24 @@ def fleet_cost(entries: Iterable[Mapping[str, Any]]) -> list[GroupCost]:
             price, source = pricing.gpu_hour_usd(itype), f"on-demand list price {pricing.PRICES_AS_OF}"
         pool = args.get("warmPoolConfig") or {}
         lt_ref = re.match(r"<ref:([a-z0-9-]+)\.", str((args.get("launchTemplate") or {}).get("id", "")))
-        volumes = (templates.get(lt_ref.group(1), {}).get("inputs") or {}).get("blockDeviceMappings") or [] if lt_ref else []
-        out.append(GroupCost(
-            node_group=name, instance_type=itype, gpus_per_node=info.gpu_count if info else 0,
-            min_size=int(scaling.get("minSize") or 0), max_size=int(scaling.get("maxSize") or 0),
-            gpu_hour_usd=price, price_source=source if price is not None else "unknown",
-            warm_pool=int(pool.get("minSize") or 0), warm_pool_running=pool.get("poolState") == "RUNNING",
-            disk_gib=sum(int((v.get("ebs") or {}).get("volumeSize") or 0) for v in volumes),
-            reserved=int((args.get("tags") or {}).get(TAG_RESERVED_INSTANCES) or 0),
-        ))
+        volumes = (
+            (templates.get(lt_ref.group(1), {}).get("inputs") or {}).get("blockDeviceMappings") or [] if lt_ref else []
+        )
+        out.append(
+            GroupCost(
+                node_group=name,
+                instance_type=itype,
+                gpus_per_node=info.gpu_count if info else 0,
+                min_size=int(scaling.get("minSize") or 0),
+                max_size=int(scaling.get("maxSize") or 0),
+                gpu_hour_usd=price,
+                price_source=source if price is not None else "unknown",
+                warm_pool=int(pool.get("minSize") or 0),
+                warm_pool_running=pool.get("poolState") == "RUNNING",
+                disk_gib=sum(int((v.get("ebs") or {}).get("volumeSize") or 0) for v in volumes),
+                reserved=int((args.get("tags") or {}).get(TAG_RESERVED_INSTANCES) or 0),
+            )
+        )
     return sorted(out, key=lambda c: c.node_group)
 
 
@@ -493,9 +603,23 @@ def repriced(old: Iterable[GroupCost], new: Iterable[GroupCost]) -> list[GroupCo
     out = []
     for c in new:
         b = before.get(c.node_group)
-        if b and c.instance_type and b.instance_type and c.instance_type != b.instance_type and c.gpu_hour_usd == b.gpu_hour_usd and c.gpu_hour_usd is not None:
+        if (
+            b
+            and c.instance_type
+            and b.instance_type
+            and c.instance_type != b.instance_type
+            and c.gpu_hour_usd == b.gpu_hour_usd
+            and c.gpu_hour_usd is not None
+        ):
             list_old, list_new = pricing.gpu_hour_usd(b.instance_type), pricing.gpu_hour_usd(c.instance_type)
             if list_old and list_new:
-                c = dataclasses.replace(c, gpu_hour_usd=c.gpu_hour_usd * list_new / list_old, price_source=f"{c.price_source}, re-priced for {c.instance_type} by the list price ratio {list_new:.4g}/{list_old:.4g}")
+                c = dataclasses.replace(
+                    c,
+                    gpu_hour_usd=c.gpu_hour_usd * list_new / list_old,
+                    price_source=(
+                        f"{c.price_source}, re-priced for {c.instance_type} by the list price ratio"
+                        f" {list_new:.4g}/{list_old:.4g}"
+                    ),
+                )
         out.append(c)
     return out

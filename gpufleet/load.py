@@ -98,7 +98,12 @@ class _Walker:
     def walk(self, node: yaml.Node, path: Path) -> Any:
         self.loaded.source.values[path] = _pos(node.start_mark)
         if id(node) in self.active:
-            self._issue(path, "an alias refers to a mapping or list that contains it (a cycle)", node.start_mark, "YAML anchors here must not be recursive")
+            self._issue(
+                path,
+                "an alias refers to a mapping or list that contains it (a cycle)",
+                node.start_mark,
+                "YAML anchors here must not be recursive",
+            )
             return None
         self.active.add(id(node))
         try:
@@ -113,7 +118,9 @@ class _Walker:
 
     def _scalar(self, node: yaml.ScalarNode, path: Path) -> Any:
         if not node.tag.startswith(_STANDARD_TAG):
-            self._issue(path, f"unknown YAML tag {node.tag}", node.start_mark, "remove the tag: the spec uses plain YAML values")
+            self._issue(
+                path, f"unknown YAML tag {node.tag}", node.start_mark, "remove the tag: the spec uses plain YAML values"
+            )
             return node.value
         try:
             value = self.constructor.construct_object(node, deep=True)
@@ -130,18 +137,38 @@ class _Walker:
         if node.tag != _STR_TAG and not node.style and value is not None:
             self.loaded.source.plain[path] = node.value
             if node.tag == _INT_TAG and _SEXAGESIMAL.match(node.value):
-                self._issue(path, f"{node.value} is read by YAML 1.1 as the base-60 number {value}", node.start_mark, f"write the number you mean (e.g. {value}), or quote it if a string is meant")
+                self._issue(
+                    path,
+                    f"{node.value} is read by YAML 1.1 as the base-60 number {value}",
+                    node.start_mark,
+                    f"write the number you mean (e.g. {value}), or quote it if a string is meant",
+                )
             elif node.tag == _INT_TAG and _LEGACY_OCTAL.match(node.value):
-                self._issue(path, f"{node.value} is read by YAML 1.1 as the octal number {value}", node.start_mark, "drop the leading zero, or quote it if a string is meant")
+                self._issue(
+                    path,
+                    f"{node.value} is read by YAML 1.1 as the octal number {value}",
+                    node.start_mark,
+                    "drop the leading zero, or quote it if a string is meant",
+                )
         return value
 
     def _not_valid(self, node: yaml.ScalarNode, path: Path, detail: str) -> None:
         what = node.tag.removeprefix(_STANDARD_TAG)
         article = "an" if what[:1] in "aeiou" else "a"
         if not node.value:
-            self._issue(path, f"an empty value tagged !!{what} is not a valid {what}", node.start_mark, f"write {article} {what} after the tag")
+            self._issue(
+                path,
+                f"an empty value tagged !!{what} is not a valid {what}",
+                node.start_mark,
+                f"write {article} {what} after the tag",
+            )
             return
-        self._issue(path, f"{node.value} is read by YAML 1.1 as {article} {what}, but it is not a valid one{detail}", node.start_mark, f'quote it if a string is meant: "{node.value}"')
+        self._issue(
+            path,
+            f"{node.value} is read by YAML 1.1 as {article} {what}, but it is not a valid one{detail}",
+            node.start_mark,
+            f'quote it if a string is meant: "{node.value}"',
+        )
 
     def _merged_pairs(self, node: yaml.Node, path: Path) -> list[tuple[yaml.Node, yaml.Node]]:
         """The key/value pairs a `<<` merge key brings in, earlier sources first (YAML merge-key semantics)."""
@@ -149,7 +176,12 @@ class _Walker:
         pairs: list[tuple[yaml.Node, yaml.Node]] = []
         for source in sources:
             if not isinstance(source, yaml.MappingNode):
-                self._issue(path, "a merge key (<<) needs a mapping or a list of mappings", source.start_mark, "merge an anchored mapping, e.g. <<: *defaults")
+                self._issue(
+                    path,
+                    "a merge key (<<) needs a mapping or a list of mappings",
+                    source.start_mark,
+                    "merge an anchored mapping, e.g. <<: *defaults",
+                )
                 continue
             if id(source) in self.active:
                 self._issue(path, "a merge key (<<) refers to a mapping that contains it (a cycle)", source.start_mark)
@@ -162,7 +194,9 @@ class _Walker:
             pairs.extend(own + merged)
         return pairs
 
-    def _split(self, node: yaml.MappingNode, path: Path) -> tuple[list[tuple[yaml.Node, yaml.Node]], list[tuple[yaml.Node, yaml.Node]]]:
+    def _split(
+        self, node: yaml.MappingNode, path: Path
+    ) -> tuple[list[tuple[yaml.Node, yaml.Node]], list[tuple[yaml.Node, yaml.Node]]]:
         """(pairs written in this mapping, pairs brought in by its merge keys)."""
         own: list[tuple[yaml.Node, yaml.Node]] = []
         merged: list[tuple[yaml.Node, yaml.Node]] = []
@@ -233,7 +267,7 @@ def _describe(value: object) -> str:
 
 def describe_plain(raw: str, value: object) -> str:
     """Message fragment for a plain scalar that YAML did not read as a string."""
-    return f'{raw} is read by YAML 1.1 as {_describe(value)}'
+    return f"{raw} is read by YAML 1.1 as {_describe(value)}"
 
 
 def _is_empty(node: yaml.Node) -> bool:
@@ -274,7 +308,12 @@ def _beyond_bounds(text: str, loader: type[yaml.SafeLoader] | type[yaml.CSafeLoa
     for event in yaml.parse(text, Loader=loader):
         if isinstance(event, yaml.CollectionStartEvent):
             if len(open_nodes) == MAX_DEPTH:
-                return Issue(path=(), message=f"the document nests deeper than {MAX_DEPTH} levels", hint="a fleet spec is about ten levels deep", position=_event_pos(event))
+                return Issue(
+                    path=(),
+                    message=f"the document nests deeper than {MAX_DEPTH} levels",
+                    hint="a fleet spec is about ten levels deep",
+                    position=_event_pos(event),
+                )
             open_nodes.append([event.anchor, 1])
             total += 1
         elif isinstance(event, yaml.CollectionEndEvent):
@@ -293,7 +332,10 @@ def _beyond_bounds(text: str, loader: type[yaml.SafeLoader] | type[yaml.CSafeLoa
         if total > MAX_VALUES:
             return Issue(
                 path=(),
-                message=f"the document expands to more than {MAX_VALUES} values (YAML aliases are expanded where they are used)",
+                message=(
+                    f"the document expands to more than {MAX_VALUES} values (YAML aliases are expanded where they are"
+                    " used)"
+                ),
                 hint="use aliases for small shared blocks only; a fleet spec has a few thousand values at most",
                 position=_event_pos(event),
             )
@@ -329,7 +371,11 @@ def load_text(text: str, name: str) -> Loaded:
     if not documents:
         return fatal("the file is empty", Position(1, 1), "start from the example fleet.yaml")
     if len(documents) > 1:
-        return fatal(f"expected one YAML document, found {len(documents)}", _pos(documents[1].start_mark), "put one Fleet in each file (remove the second `---` and what follows)")
+        return fatal(
+            f"expected one YAML document, found {len(documents)}",
+            _pos(documents[1].start_mark),
+            "put one Fleet in each file (remove the second `---` and what follows)",
+        )
     loaded.data = _Walker(loaded).walk(documents[0], ())
     if not isinstance(loaded.data, dict):
         return fatal(
@@ -352,6 +398,13 @@ def load_file(path: str) -> Loaded:
         before = raw[: exc.start].decode("utf-8")
         position = Position(before.count("\n") + 1, len(before.rsplit("\n", 1)[-1]) + 1)
         loaded = Loaded(data=None, source=SourceFile(name=path, text=raw.decode("utf-8", "replace")), fatal=True)
-        loaded.issues.append(Issue(path=(), message=f"the file is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})", hint="save the file as UTF-8", position=position))
+        loaded.issues.append(
+            Issue(
+                path=(),
+                message=f"the file is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
+                hint="save the file as UTF-8",
+                position=position,
+            )
+        )
         return loaded
     return load_text(text, path)

@@ -49,7 +49,18 @@ NS_NETWORK = "gpufleet-network"
 NS_HEALTH = "gpufleet-health"
 NS_SYSTEM = "gpufleet-system"
 # Namespaces a team may not claim: Kubernetes' own and every namespace gpufleet installs into.
-RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", NS_GPU_OPERATOR, NS_KUEUE, NS_MONITORING, NS_NETWORK, NS_HEALTH, NS_SYSTEM)
+RESERVED_NAMESPACES = (
+    "default",
+    "kube-system",
+    "kube-public",
+    "kube-node-lease",
+    NS_GPU_OPERATOR,
+    NS_KUEUE,
+    NS_MONITORING,
+    NS_NETWORK,
+    NS_HEALTH,
+    NS_SYSTEM,
+)
 
 # Entry names of the GPU Operator's sharing ConfigMaps that gpufleet reserves for "no sharing" (a group of that
 # strategy may not use them: rules.py "sharing-names").

@@ -9,7 +9,6 @@ from __future__ import annotations
 from gpufleet import stages
 from gpufleet.plan import RolloutPlan
 from gpufleet.rules import STAGE_OF_COMPONENT, component_versions, deployed_components
-from gpufleet.versions import COMPONENTS
 
 
 def pins(plan: RolloutPlan) -> dict[str, dict[str, str]]:
@@ -17,7 +16,10 @@ def pins(plan: RolloutPlan) -> dict[str, dict[str, str]]:
     or `tested` (not pinned: the release this gpufleet is tested with), so a gpufleet upgrade that bumps a default
     shows in the tree and in `gpufleet diff`."""
     return {
-        key: {"version": component_versions(plan.fleet)[key], "from": "tested" if key in plan.fleet.versions.defaulted else "spec"}
+        key: {
+            "version": component_versions(plan.fleet)[key],
+            "from": "tested" if key in plan.fleet.versions.defaulted else "spec",
+        }
         for key in sorted(deployed_components(plan.fleet))
         if stages.included(STAGE_OF_COMPONENT[key], plan.through)
     }

@@ -4,8 +4,9 @@ each environment's merged spec. Raises SpecError with every issue; returns froze
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from gpufleet import defaults, rules
 from gpufleet.environments import merge_environment
@@ -25,7 +26,9 @@ class Validated:
     warnings: tuple[Issue, ...]
 
 
-def _check(data: Any, source: SourceFile, valid_sections: frozenset[str] = frozenset()) -> tuple[Fleet | None, list[Issue]]:
+def _check(
+    data: Any, source: SourceFile, valid_sections: frozenset[str] = frozenset()
+) -> tuple[Fleet | None, list[Issue]]:
     if not conforms(data, valid_sections):
         # Only a spec that does not conform loads jsonschema, to say what is wrong (gpufleet.schema).
         from gpufleet.schema_errors import schema_issues
@@ -54,7 +57,9 @@ def validate_loaded(loaded: Loaded, env: str | None = None) -> Validated:
     """Every issue of the file in one run: loader, schema and rules of the base spec, then of each environment."""
     source = loaded.source
     if loaded.fatal or not isinstance(loaded.data, dict):
-        found = loaded.issues or [Issue(path=(), message="the spec must be a mapping (apiVersion, kind, metadata, ...)")]
+        found = loaded.issues or [
+            Issue(path=(), message="the spec must be a mapping (apiVersion, kind, metadata, ...)")
+        ]
         raise SpecError(source, sort_issues(source, found))
     # What the loader reported (a duplicate key, a YAML 1.1 key, a bad tag) is not reported again by the schema.
     reported = [i.path for i in loaded.issues]
@@ -67,7 +72,14 @@ def validate_loaded(loaded: Loaded, env: str | None = None) -> Validated:
     # Environments are merged only when their own section is well formed (else the base issues say why).
     mergeable = isinstance(declared, dict) and not any(i.path[:1] == ("environments",) for i in issues)
     if env is not None and mergeable and env not in environments:
-        issues.append(Issue(path=("environments",), at_key=True, message=f'no environment "{env}" in the spec', hint=did_you_mean(env, environments)))
+        issues.append(
+            Issue(
+                path=("environments",),
+                at_key=True,
+                message=f'no environment "{env}" in the spec',
+                hint=did_you_mean(env, environments),
+            )
+        )
     wanted = [e for e in environments if env is None or e == env] if mergeable else []
     merged: dict[str, Fleet] = {}
     for name in wanted:
@@ -78,13 +90,25 @@ def validate_loaded(loaded: Loaded, env: str | None = None) -> Validated:
             # rules read only the data), so they are not made again.
             fleet, env_issues = base, base_issues
         else:
-            fleet, env_issues = _check(data, view, unchanged_sections(data, loaded.data) if base is not None else frozenset())
+            fleet, env_issues = _check(
+                data, view, unchanged_sections(data, loaded.data) if base is not None else frozenset()
+            )
         for issue in merge_issues + env_issues:
             if (issue.path, issue.message) in known or _under(issue.path, reported):
                 continue
             # Positions of merged paths live in the environment's view; pin them now so the base file renders them.
             pinned = issue.position or view.position(issue.path, issue.at_key)
-            issues.append(Issue(path=issue.path, message=issue.message, hint=issue.hint, at_key=issue.at_key, severity=issue.severity, context=f"environment {name}", position=pinned))
+            issues.append(
+                Issue(
+                    path=issue.path,
+                    message=issue.message,
+                    hint=issue.hint,
+                    at_key=issue.at_key,
+                    severity=issue.severity,
+                    context=f"environment {name}",
+                    position=pinned,
+                )
+            )
         if fleet is not None:
             merged[name] = fleet
     errors = [i for i in issues if i.severity == "error"]

@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import re
 from collections import abc
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 from gpufleet import stages
 from gpufleet.spec import Fleet
@@ -223,7 +224,9 @@ def check_order(plan: RolloutPlan) -> list[str]:
                 if target not in stage_of:
                     problems.append(f"{res.id} references unknown resource {target}")
                 elif stage_of[target] > stage.index:
-                    problems.append(f"{res.id} (stage {stage.index}) references {target} of later stage {stage_of[target]}")
+                    problems.append(
+                        f"{res.id} (stage {stage.index}) references {target} of later stage {stage_of[target]}"
+                    )
     return problems
 
 
@@ -237,7 +240,7 @@ def readiness(stage: StagePlan) -> tuple[str, ...]:
     dependsOn (both recorded in the tree), so waiting for them is waiting for the whole stage, gates included.
     A provider counts by itself: the tree does not record who uses it."""
     registered = [r for r in stage.content.resources if not r.lookup]
-    used = {d for r in registered for d in ({ref.resource for ref in refs_of(r.args)} | set(r.depends_on))}
+    used = {d for r in registered for d in {ref.resource for ref in refs_of(r.args)} | set(r.depends_on)}
     gates = {g.resource for g in stage.content.gates}
     return tuple(r.id for r in registered if r.id in gates or r.id not in used)
 
@@ -277,7 +280,13 @@ def render_table(plan: RolloutPlan) -> str:
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(header) - 1)]
-    lines = [f"fleet {plan.fleet.name}, environment {plan.environment}: rollout through {plan.through} (stage {stages.index(plan.through)} of {len(stages.STAGES)})", ""]
+    lines = [
+        (
+            f"fleet {plan.fleet.name}, environment {plan.environment}: rollout through {plan.through} (stage"
+            f" {stages.index(plan.through)} of {len(stages.STAGES)})"
+        ),
+        "",
+    ]
     for r in rows:
         lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
     if plan.warnings:

@@ -19,8 +19,8 @@ stopped warm-pool instances (their root volumes keep billing; the instance-hours
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Mapping
 
 from gpufleet import catalog
 

@@ -44,7 +44,10 @@ def shell_word(value: Any) -> str:
     """A value spliced into a longer shell word or a quoted string (the `word` filter): it must need no quoting."""
     text = str(value)
     if not _SAFE_WORD.fullmatch(text):
-        raise ValueError(f"{text!r} needs shell quoting and cannot be spliced into a word; pass it through the q filter as a word of its own")
+        raise ValueError(
+            f"{text!r} needs shell quoting and cannot be spliced into a word; pass it through the q filter as a word of"
+            " its own"
+        )
     return text
 
 

@@ -16,7 +16,9 @@ def plan_markdown(plan: RolloutPlan, will_it_run: str | None = None) -> str:
     # The values this environment took from computed defaults (gpufleet.defaults), so a reviewer sees what the spec
     # left to gpufleet; static defaults are in docs/spec-reference.md.
     deployed = pins(plan)
-    taken = defaults.applied(plan.fleet, tuple(s.name for s in plan.included()), {key: pin["version"] for key, pin in deployed.items()})
+    taken = defaults.applied(
+        plan.fleet, tuple(s.name for s in plan.included()), {key: pin["version"] for key, pin in deployed.items()}
+    )
     return render(
         "plan.md.j2",
         plan=plan,

@@ -28,8 +28,12 @@ def build_plan(fleet: Fleet, environment: str) -> RolloutPlan:
     built = []
     for name, build in STAGE_BUILDERS:
         content = build(ctx)
-        content = StageContent(resources=ordered(content.resources), gates=content.gates, warnings=content.warnings, notes=content.notes)
-        built.append(StagePlan(index=stages.index(name), name=name, included=stages.included(name, through), content=content))
+        content = StageContent(
+            resources=ordered(content.resources), gates=content.gates, warnings=content.warnings, notes=content.notes
+        )
+        built.append(
+            StagePlan(index=stages.index(name), name=name, included=stages.included(name, through), content=content)
+        )
     plan = RolloutPlan(fleet=fleet, environment=environment, through=through, stages=tuple(built))
     problems = check_order(plan)
     if problems:  # a bug in a builder, not a user error

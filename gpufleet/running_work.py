@@ -14,7 +14,8 @@ ClusterPolicy CRD.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import yaml
 
@@ -34,7 +35,9 @@ def _version(text: str) -> tuple[int, ...]:
 def _by_name(entries: Mapping[str, Mapping[str, Any]], rtype: str, name: str) -> tuple[str, Mapping[str, Any]] | None:
     for rid, entry in entries.items():
         inputs = entry.get("inputs") or {}
-        if entry.get("type") == rtype and (inputs.get("name") == name or (inputs.get("metadata") or {}).get("name") == name):
+        if entry.get("type") == rtype and (
+            inputs.get("name") == name or (inputs.get("metadata") or {}).get("name") == name
+        ):
             return rid, inputs
     return None
 
@@ -46,16 +49,54 @@ def _operator(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[st
     rid, (va, vb) = b[0], (str(a[1].get("version", "")), str(b[1].get("version", "")))
     out = []
     if va != vb:
-        out.append(Effect(id=rid, disruptive=False, what=f"GPU Operator {va} -> {vb}: every operand (device plugin, GPU feature discovery, DCGM, DCGM exporter, validator, MIG manager) restarts on every GPU node; running pods keep their GPUs"))
+        out.append(
+            Effect(
+                id=rid,
+                disruptive=False,
+                what=(
+                    f"GPU Operator {va} -> {vb}: every operand (device plugin, GPU feature discovery, DCGM, DCGM"
+                    " exporter, validator, MIG manager) restarts on every GPU node; running pods keep their GPUs"
+                ),
+            )
+        )
         if _version(vb) < _version(va):
-            out.append(Effect(id=rid, disruptive=True, what=f"DOWNGRADE of the GPU Operator {va} -> {vb}: Helm does not downgrade CRDs, so the ClusterPolicy CRD stays at {va}; check the release notes of {va} for migrations that do not roll back"))
+            out.append(
+                Effect(
+                    id=rid,
+                    disruptive=True,
+                    what=(
+                        f"DOWNGRADE of the GPU Operator {va} -> {vb}: Helm does not downgrade CRDs, so the"
+                        f" ClusterPolicy CRD stays at {va}; check the release notes of {va} for migrations that do not"
+                        " roll back"
+                    ),
+                )
+            )
     values = field_changes((a[1].get("values") or {}), (b[1].get("values") or {}))
     driver = {p: v for p, v in values.items() if p.startswith("driver.")}
     if driver:
         old_v, new_v = values.get("driver.version", ("-", "-"))
-        out.append(Effect(id=rid, disruptive=True, what=f"GPU driver change ({', '.join(sorted(driver))}; version {old_v} -> {new_v}): the driver pod on every GPU node unloads and reloads the kernel module; GPU pods on a node stop while it does: drain the nodes (node by node) first"))
+        out.append(
+            Effect(
+                id=rid,
+                disruptive=True,
+                what=(
+                    f"GPU driver change ({', '.join(sorted(driver))}; version {old_v} -> {new_v}): the driver pod on"
+                    " every GPU node unloads and reloads the kernel module; GPU pods on a node stop while it does:"
+                    " drain the nodes (node by node) first"
+                ),
+            )
+        )
     if any(p.startswith("dcgmExporter.") for p in values):
-        out.append(Effect(id=rid, disruptive=False, what="DCGM exporter pods restart on every GPU node (changed counters or settings): a gap of about a minute in GPU metrics; running work is unaffected"))
+        out.append(
+            Effect(
+                id=rid,
+                disruptive=False,
+                what=(
+                    "DCGM exporter pods restart on every GPU node (changed counters or settings): a gap of about a"
+                    " minute in GPU metrics; running work is unaffected"
+                ),
+            )
+        )
     return out
 
 
@@ -72,7 +113,18 @@ def _mig(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, An
     out = []
     for group in sorted(set(before) | set(after)):
         if group in before and group != MIG_DISABLED and before.get(group) != after.get(group):
-            out.append(Effect(id=b[0], disruptive=True, what=f"MIG profile of node group {group} changes ({_profile(before.get(group))} -> {_profile(after.get(group))}): the MIG manager repartitions every GPU of the group and needs them idle; running pods on those nodes lose their GPUs: drain the group first (kubectl drain -l gpufleet.io/node-group={group})"))
+            out.append(
+                Effect(
+                    id=b[0],
+                    disruptive=True,
+                    what=(
+                        f"MIG profile of node group {group} changes ({_profile(before.get(group))} ->"
+                        f" {_profile(after.get(group))}): the MIG manager repartitions every GPU of the group and needs"
+                        " them idle; running pods on those nodes lose their GPUs: drain the group first (kubectl drain"
+                        f" -l gpufleet.io/node-group={group})"
+                    ),
+                )
+            )
     return out
 
 
@@ -93,9 +145,28 @@ def _device_plugin(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mappi
         if before[group] == after[group]:
             continue
         if "mps" in (yaml.safe_load(before[group]) or {}).get("sharing", {}):
-            out.append(Effect(id=b[0], disruptive=True, what=f"MPS config of node group {group} changes: the MPS control daemon restarts and running pods on the group lose their GPU: drain the group first"))
+            out.append(
+                Effect(
+                    id=b[0],
+                    disruptive=True,
+                    what=(
+                        f"MPS config of node group {group} changes: the MPS control daemon restarts and running pods on"
+                        " the group lose their GPU: drain the group first"
+                    ),
+                )
+            )
         else:
-            out.append(Effect(id=b[0], disruptive=False, what=f"device plugin config of node group {group} changes: the device plugin restarts and advertises the new count; running pods keep their GPU (with fewer replicas the node stays over-committed until they end)"))
+            out.append(
+                Effect(
+                    id=b[0],
+                    disruptive=False,
+                    what=(
+                        f"device plugin config of node group {group} changes: the device plugin restarts and advertises"
+                        " the new count; running pods keep their GPU (with fewer replicas the node stays"
+                        " over-committed until they end)"
+                    ),
+                )
+            )
     return out
 
 
@@ -103,7 +174,16 @@ def _dcgm_csv(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[st
     a, b = _by_name(old, CONFIG_MAP, DCGM_METRICS_CONFIGMAP), _by_name(new, CONFIG_MAP, DCGM_METRICS_CONFIGMAP)
     if a is None or b is None or _entries(a[1]) == _entries(b[1]):
         return []
-    return [Effect(id=b[0], disruptive=False, what="DCGM exporter counters change: the ConfigMap is patched in place; the exporter, which mounts the CSV with subPath and never sees the update, rolls through the CSV hash in the GPU Operator values")]
+    return [
+        Effect(
+            id=b[0],
+            disruptive=False,
+            what=(
+                "DCGM exporter counters change: the ConfigMap is patched in place; the exporter, which mounts the CSV"
+                " with subPath and never sees the update, rolls through the CSV hash in the GPU Operator values"
+            ),
+        )
+    ]
 
 
 def effects(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]]) -> list[Effect]:

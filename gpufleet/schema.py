@@ -19,8 +19,9 @@ import functools
 import json
 import math
 import re
+from collections.abc import Callable, Mapping
 from importlib import resources
-from typing import Any, Callable, Mapping
+from typing import Any
 
 # Package data: gpufleet/schemas links to the top-level schemas/ folder (one file, two paths); the wheel ships it
 # (pyproject.toml), so an installed gpufleet reads it where the checkout does not exist.
@@ -119,12 +120,16 @@ def _pattern(value: Any, expected: Any, schema: Mapping[str, Any], root: Mapping
     return not isinstance(value, str) or whole_string(expected).search(value) is not None
 
 
-def _bounded(applies: Callable[[object], bool], within: Callable[[Any, Any], bool]) -> Callable[[Any, Any, Mapping[str, Any], Mapping[str, Any]], bool]:
+def _bounded(
+    applies: Callable[[object], bool], within: Callable[[Any, Any], bool]
+) -> Callable[[Any, Any, Mapping[str, Any], Mapping[str, Any]], bool]:
     return lambda value, expected, schema, root: not applies(value) or within(value, expected)
 
 
 def _properties(value: Any, expected: Any, schema: Mapping[str, Any], root: Mapping[str, Any]) -> bool:
-    return not isinstance(value, dict) or all(_conforms(value[key], sub, root) for key, sub in expected.items() if key in value)
+    return not isinstance(value, dict) or all(
+        _conforms(value[key], sub, root) for key, sub in expected.items() if key in value
+    )
 
 
 def _additional(value: Any, expected: Any, schema: Mapping[str, Any], root: Mapping[str, Any]) -> bool:
@@ -150,7 +155,9 @@ def _items(value: Any, expected: Any, schema: Mapping[str, Any], root: Mapping[s
 
 def _text_only(item: object) -> bool:
     """A string, or a mapping of strings to strings: where Python's == is jsonschema's equality."""
-    return isinstance(item, str) or (isinstance(item, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in item.items()))
+    return isinstance(item, str) or (
+        isinstance(item, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in item.items())
+    )
 
 
 def _unique(value: Any, expected: Any, schema: Mapping[str, Any], root: Mapping[str, Any]) -> bool:
@@ -192,7 +199,9 @@ _KEYWORDS: Mapping[str, Callable[[Any, Any, Mapping[str, Any], Mapping[str, Any]
     "$ref": _ref,
 }
 # Keywords that assert nothing. $id and $schema only at the root: elsewhere they would change how $ref resolves.
-_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comment", "$defs", "deprecated", "readOnly", "writeOnly"})
+_ANNOTATIONS = frozenset(
+    {"title", "description", "default", "examples", "$comment", "$defs", "deprecated", "readOnly", "writeOnly"}
+)
 _ROOT_ONLY = frozenset({"$id", "$schema"})
 
 

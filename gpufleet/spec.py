@@ -6,14 +6,14 @@ declared here: static ones come from the schema, computed ones from `gpufleet.de
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from gpufleet.errors import Path
-from gpufleet.versions import COMPONENTS
 from gpufleet.stages import StageName
-
+from gpufleet.versions import COMPONENTS
 
 # Closed sets of the spec, spelled as in the YAML (schemas/fleet.schema.json enums; tests/unit/test_spec_types.py
 # holds them equal), so mypy --strict checks every comparison against them.
@@ -23,7 +23,14 @@ TopologyPolicy = Literal["none", "best-effort", "restricted", "single-numa-node"
 TopologyScope = Literal["container", "pod"]
 Placement = Literal["None", "Preferred", "Required"]
 UpdateStrategy = Literal["Default", "Minimal"]
-AmiType = Literal["AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA", "BOTTLEROCKET_ARM_64_NVIDIA", "AL2023_x86_64_STANDARD", "AL2023_ARM_64_STANDARD"]
+AmiType = Literal[
+    "AL2023_x86_64_NVIDIA",
+    "AL2023_ARM_64_NVIDIA",
+    "BOTTLEROCKET_x86_64_NVIDIA",
+    "BOTTLEROCKET_ARM_64_NVIDIA",
+    "AL2023_x86_64_STANDARD",
+    "AL2023_ARM_64_STANDARD",
+]
 LocalStorage = Literal["None", "RAID0"]
 QueueingStrategy = Literal["BestEffortFIFO", "StrictFIFO"]
 WithinClusterQueue = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"]
@@ -387,7 +394,7 @@ class Fleet:
         return next(e for e in self.environments if e.name == name)
 
     @staticmethod
-    def create(data: Mapping[str, Any], defaulted: frozenset[str] = frozenset()) -> "Fleet":
+    def create(data: Mapping[str, Any], defaulted: frozenset[str] = frozenset()) -> Fleet:
         """Build the model from schema-valid data with every default filled: the static ones (gpufleet.schema) and
         those that depend on other fields (gpufleet.defaults.fill, which says which spec paths it filled)."""
         return _fleet(data, defaulted)
@@ -403,7 +410,12 @@ _DEFAULT_PRIORITIES = (
 def _reservation(d: Mapping[str, Any] | None) -> Reservation | None:
     if d is None:
         return None
-    return Reservation(id=d.get("id"), resource_group_arn=d.get("resourceGroupArn"), open=d.get("open", False), instance_count=d["instanceCount"])
+    return Reservation(
+        id=d.get("id"),
+        resource_group_arn=d.get("resourceGroupArn"),
+        open=d.get("open", False),
+        instance_count=d["instanceCount"],
+    )
 
 
 def _node_group(d: Mapping[str, Any]) -> NodeGroup:
@@ -423,13 +435,15 @@ def _node_group(d: Mapping[str, Any]) -> NodeGroup:
         min_size=d["scaling"]["minSize"],
         max_size=d["scaling"]["maxSize"],
         desired_size=d["scaling"].get("desiredSize"),
-        warm_pool=None
-        if wp is None
-        else WarmPool(
-            min_size=wp["minSize"],
-            max_prepared_capacity=wp.get("maxPreparedCapacity"),
-            state=wp["state"],
-            reuse_on_scale_in=wp["reuseOnScaleIn"],
+        warm_pool=(
+            None
+            if wp is None
+            else WarmPool(
+                min_size=wp["minSize"],
+                max_prepared_capacity=wp.get("maxPreparedCapacity"),
+                state=wp["state"],
+                reuse_on_scale_in=wp["reuseOnScaleIn"],
+            )
         ),
         zone=d.get("zone"),
         subnet_ids=tuple(d["subnetIds"]) if "subnetIds" in d else None,
@@ -470,24 +484,36 @@ def _system_nodes(c: Mapping[str, Any]) -> SystemNodes | None:
     if "systemNodes" not in c:
         return None
     sn = c["systemNodes"]
-    return SystemNodes(instance_type=sn["instanceType"], release_version=sn["releaseVersion"], min_size=sn["minSize"], max_size=sn["maxSize"])
+    return SystemNodes(
+        instance_type=sn["instanceType"],
+        release_version=sn["releaseVersion"],
+        min_size=sn["minSize"],
+        max_size=sn["maxSize"],
+    )
 
 
 def _network(d: Mapping[str, Any]) -> Network:
     gate = d["bandwidthGate"]
     rdma = d.get("rdma")
     return Network(
-        bandwidth_gate=BandwidthGate(image=gate["image"], efficiency=float(gate["efficiency"]), timeout_minutes=gate["timeoutMinutes"]),
-        rdma=None
-        if rdma is None
-        else Rdma(
-            link_type=rdma["linkType"],
-            resource_name=rdma["resourceName"],
-            hca_max=rdma["hcaMax"],
-            socket_interface=rdma["socketInterface"],
-            networks=tuple(
-                RdmaNetwork(name=n["name"], interface=n["interface"], hca=n["hca"], ip_pool=n.get("ipPool", n["name"])) for n in rdma["networks"]
-            ),
+        bandwidth_gate=BandwidthGate(
+            image=gate["image"], efficiency=float(gate["efficiency"]), timeout_minutes=gate["timeoutMinutes"]
+        ),
+        rdma=(
+            None
+            if rdma is None
+            else Rdma(
+                link_type=rdma["linkType"],
+                resource_name=rdma["resourceName"],
+                hca_max=rdma["hcaMax"],
+                socket_interface=rdma["socketInterface"],
+                networks=tuple(
+                    RdmaNetwork(
+                        name=n["name"], interface=n["interface"], hca=n["hca"], ip_pool=n.get("ipPool", n["name"])
+                    )
+                    for n in rdma["networks"]
+                ),
+            )
         ),
     )
 
@@ -569,11 +595,13 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
             within_cluster_queue=adm["preemption"]["withinClusterQueue"],
             reclaim_within_cohort=adm["preemption"]["reclaimWithinCohort"],
             borrow_within_cohort=adm["preemption"]["borrowWithinCohort"],
-            priorities=tuple(
-                Priority(name=p["name"], value=p["value"], preemptible=p["preemptible"]) for p in adm["priorities"]
-            )
-            if "priorities" in adm
-            else _DEFAULT_PRIORITIES,
+            priorities=(
+                tuple(
+                    Priority(name=p["name"], value=p["value"], preemptible=p["preemptible"]) for p in adm["priorities"]
+                )
+                if "priorities" in adm
+                else _DEFAULT_PRIORITIES
+            ),
         ),
         telemetry=Telemetry(
             prometheus=tel["prometheus"],
@@ -586,19 +614,21 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
             dcgm_diag_level=hl["dcgmDiagLevel"],
             check_interval_seconds=hl["checkIntervalSeconds"],
         ),
-        checkpoints=None
-        if cp is None
-        else Checkpoints(
-            bucket=cp["bucket"],
-            model_parameters=cp["modelParameters"],
-            bytes_per_parameter=cp["bytesPerParameter"],
-            mean_time_between_failures_hours=float(cp["meanTimeBetweenFailuresHours"]),
-            interval_minutes=cp.get("intervalMinutes"),
-            retention_days=cp["retentionDays"],
-            encryption=cp["encryption"],
-            local_write_gbps=float(cp["localWriteGBps"]),
-            bucket_write_gbps=float(cp["bucketWriteGBps"]),
-            writer_nodes=cp["writerNodes"],
+        checkpoints=(
+            None
+            if cp is None
+            else Checkpoints(
+                bucket=cp["bucket"],
+                model_parameters=cp["modelParameters"],
+                bytes_per_parameter=cp["bytesPerParameter"],
+                mean_time_between_failures_hours=float(cp["meanTimeBetweenFailuresHours"]),
+                interval_minutes=cp.get("intervalMinutes"),
+                retention_days=cp["retentionDays"],
+                encryption=cp["encryption"],
+                local_write_gbps=float(cp["localWriteGBps"]),
+                bucket_write_gbps=float(cp["bucketWriteGBps"]),
+                writer_nodes=cp["writerNodes"],
+            )
         ),
         network=_network(d["network"]),
         gpu_hour_usd=dict(sorted(d["cost"]["gpuHourUsd"].items())),

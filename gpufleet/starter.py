@@ -45,7 +45,10 @@ def instance_types(value: str) -> list[catalog.InstanceType]:
     for name in names:
         entry = catalog.lookup(name)
         if entry is None:
-            hint = did_you_mean(name, catalog.gpu_instance_names()) or f"the GPU instance types gpufleet knows: {', '.join(sorted({t.family for t in catalog.CATALOG.values()}))} families (gpufleet/catalog.py)"
+            hint = (
+                did_you_mean(name, catalog.gpu_instance_names())
+                or f"the GPU instance types gpufleet knows: {', '.join(sorted({t.family for t in catalog.CATALOG.values()}))} families (gpufleet/catalog.py)"
+            )
             raise UsageError(f'--instance-types: "{name}" is not a GPU instance type gpufleet knows; {hint}')
         if entry in found:
             raise UsageError(f"--instance-types: {name} is given twice; each instance type becomes one node group")
@@ -66,7 +69,10 @@ def starter_spec(types: list[catalog.InstanceType]) -> str:
     """The commented starter spec for these instance types (YAML text)."""
     kubernetes = _kubernetes_version()
     lines = [
-        "# A starter fleet written by `gpufleet init`. Replace the example account (111122223333), VPC and subnets with",
+        (
+            "# A starter fleet written by `gpufleet init`. Replace the example account (111122223333), VPC and subnets"
+            " with"
+        ),
         "# yours; every field is described in docs/spec-reference.md. Component versions and the CPU system node group",
         "# take gpufleet's defaults (plan.md lists them). Then: gpufleet validate && gpufleet synth --env dev",
         "apiVersion: gpufleet/v1alpha1",
@@ -76,7 +82,7 @@ def starter_spec(types: list[catalog.InstanceType]) -> str:
         "  name: my-fleet",
         "  region: us-east-1",
         f'  kubernetesVersion: "{kubernetes}"',
-        "  admins: [{principalArn: \"arn:aws:iam::111122223333:role/platform-admin\"}]  # IAM roles with cluster admin",
+        '  admins: [{principalArn: "arn:aws:iam::111122223333:role/platform-admin"}]  # IAM roles with cluster admin',
         "  network: {vpcId: vpc-0123456789abcdef0, subnetIds: [subnet-0123456789abcdef0, subnet-0123456789abcdef1]}",
         "nodeGroups:  # one per GPU instance type; scaled from 0 by the Cluster Autoscaler",
     ]
@@ -102,8 +108,17 @@ def starter_spec(types: list[catalog.InstanceType]) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--instance-types", default=DEFAULT_INSTANCE_TYPES, metavar="TYPES", help=f"comma-separated GPU instance types, one node group each (default: {DEFAULT_INSTANCE_TYPES})")
-    parser.add_argument("--out", default="fleet.yaml", help="the file to write (default: fleet.yaml), never an existing one; - prints the spec")
+    parser.add_argument(
+        "--instance-types",
+        default=DEFAULT_INSTANCE_TYPES,
+        metavar="TYPES",
+        help=f"comma-separated GPU instance types, one node group each (default: {DEFAULT_INSTANCE_TYPES})",
+    )
+    parser.add_argument(
+        "--out",
+        default="fleet.yaml",
+        help="the file to write (default: fleet.yaml), never an existing one; - prints the spec",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

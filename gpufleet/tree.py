@@ -21,13 +21,14 @@ import binascii
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from gpufleet import stages
-from gpufleet.plan import RolloutPlan
 from gpufleet.pins import pins
+from gpufleet.plan import RolloutPlan
 from gpufleet.tree_json import dump_json
 from gpufleet.tree_yaml import YamlWriter
 
@@ -178,7 +179,12 @@ def build_tree(plan: RolloutPlan, registrations: list[Registration], plan_md: st
         "environment": plan.environment,
         "through": plan.through,
         "stages": [
-            {"index": s.index, "name": s.name, "included": s.included, "resources": sorted(e["id"] for e in entries if e["stage"] == s.name)}
+            {
+                "index": s.index,
+                "name": s.name,
+                "included": s.included,
+                "resources": sorted(e["id"] for e in entries if e["stage"] == s.name),
+            }
             for s in plan.stages
         ],
         "versions": pins(plan),
@@ -198,7 +204,11 @@ def render(summary: Mapping[str, Any], entries: list[dict[str, Any]], plan_md: s
     inventory: list[dict[str, Any]] = []
     yaml_writer = YamlWriter()
     for entry in entries:
-        record = {key: value for key, value in entry.items() if key not in ("name", "inputs") and value != OPTION_DEFAULTS.get(key, ...)}
+        record = {
+            key: value
+            for key, value in entry.items()
+            if key not in ("name", "inputs") and value != OPTION_DEFAULTS.get(key, ...)
+        }
         path = file_for(entry)
         if path is None:
             inventory.append({**record, "inputs": entry["inputs"]})

@@ -13,13 +13,23 @@ import copy
 import functools
 import json
 import pickle
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
-from gpufleet.tree import OPTION_DEFAULTS, TREE_DIR, TREE_FILE, TREE_FORMAT, TREE_FORMAT_VERSION, digest, join_inputs, sha256
+from gpufleet.tree import (
+    OPTION_DEFAULTS,
+    TREE_DIR,
+    TREE_FILE,
+    TREE_FORMAT,
+    TREE_FORMAT_VERSION,
+    digest,
+    join_inputs,
+    sha256,
+)
 
 # LibYAML's loader (PyYAML's C extension) reads what either emitter wrote, several times faster
 _LOADER = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
@@ -69,8 +79,15 @@ def _plan(root: Path) -> dict[str, Any]:
     if version != TREE_FORMAT_VERSION:
         why = "not a version gpufleet writes"
         if isinstance(version, int) and not isinstance(version, bool) and version > 0:
-            why = "written by a newer gpufleet; upgrade it" if version > TREE_FORMAT_VERSION else "written by an older gpufleet; synthesise it again"
-        raise NotATree(f"plan.json: format version {json.dumps(version)}: {why} (this gpufleet reads version {TREE_FORMAT_VERSION})")
+            why = (
+                "written by a newer gpufleet; upgrade it"
+                if version > TREE_FORMAT_VERSION
+                else "written by an older gpufleet; synthesise it again"
+            )
+        raise NotATree(
+            f"plan.json: format version {json.dumps(version)}: {why} (this gpufleet reads version"
+            f" {TREE_FORMAT_VERSION})"
+        )
     if not isinstance(plan.get("digest"), str):
         raise NotATree("plan.json has no digest")
     return plan
@@ -100,7 +117,10 @@ def _files(root: Path) -> dict[str, str]:
     return files
 
 
-DIGEST = "plan.json, plan.md or inventory.json differ from what synth wrote (the digest in plan.json does not match); synthesise it again"
+DIGEST = (
+    "plan.json, plan.md or inventory.json differ from what synth wrote (the digest in plan.json does not match);"
+    " synthesise it again"
+)
 
 
 def _inventory(plan: dict[str, Any], files: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -131,7 +151,10 @@ def _verify_files(inventory: list[dict[str, Any]], files: Mapping[str, str]) -> 
         if rel not in files:
             raise NotATree(f"no {rel} (inventory.json lists it)")
         if sha256(files[rel]) != entry["sha256"]:
-            raise NotATree(f"{rel} differs from what synth wrote (its sha256 in inventory.json does not match); synthesise it again")
+            raise NotATree(
+                f"{rel} differs from what synth wrote (its sha256 in inventory.json does not match); synthesise it"
+                " again"
+            )
     stray = sorted(set(files) - named)
     if stray:
         raise NotATree(f"{stray[0]} is the file of no resource in inventory.json")

@@ -60,7 +60,14 @@ def _alike(value: Any) -> bool:
             and not (value == "\n" or value.endswith("\n\n"))
         )
     if isinstance(value, dict):
-        return all(isinstance(k, str) and 0 < len(k.encode()) <= _KEY and "\n" not in k and not _SPECIAL.search(k) and _alike(v) for k, v in value.items())
+        return all(
+            isinstance(k, str)
+            and 0 < len(k.encode()) <= _KEY
+            and "\n" not in k
+            and not _SPECIAL.search(k)
+            and _alike(v)
+            for k, v in value.items()
+        )
     if isinstance(value, list):
         return all(_alike(v) for v in value)
     return True
@@ -288,4 +295,3 @@ class YamlWriter:
         if _RESOLVER.resolve(ScalarNode, value, (True, False)) == _STR_TAG:  # type: ignore[no-untyped-call]  # PyYAML stubs leave it untyped
             return value
         return f"'{value}'"
-

@@ -15,9 +15,10 @@ their own loader: the EKS AMI releases in gpufleet/data/eks-ami-releases.json (g
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,8 +88,10 @@ GPU_OPERATOR: Mapping[str, GpuOperatorRelease] = MappingProxyType(
             device_plugin_detects_gdrdrv=True,
         ),
         "v26.7.0": GpuOperatorRelease(
-            notes="dcgmExporter.serviceMonitor.enabled defaults to true (the ServiceMonitor CRD must exist first); "
-            "driver 595.91.07 by default; GPUCluster CRD (DRA path) added, off by default",
+            notes=(
+                "dcgmExporter.serviceMonitor.enabled defaults to true (the ServiceMonitor CRD must exist first); "
+                "driver 595.91.07 by default; GPUCluster CRD (DRA path) added, off by default"
+            ),
             dcgm_image="nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04",
             gdrcopy_needs_operator_driver=True,
             device_plugin_detects_gdrdrv=True,
@@ -122,7 +125,10 @@ KUEUE: Mapping[str, KueueRelease] = MappingProxyType(
             ),
         ),
         "0.19.2": KueueRelease(
-            notes="same APIs as 0.18; v1beta1 still served but deprecated; the chart raises controller concurrency and client QPS",
+            notes=(
+                "same APIs as 0.18; v1beta1 still served but deprecated; the chart raises controller concurrency and"
+                " client QPS"
+            ),
             chart_configuration=MappingProxyType(
                 {
                     "health": {"healthProbeBindAddress": ":8081"},
@@ -153,13 +159,17 @@ NETWORK_OPERATOR: Mapping[str, NetworkOperatorRelease] = MappingProxyType(
             notes="nvIpam is top level; secondaryNetwork.ipamPlugin was removed in 25.10.0",
             operand_images=MappingProxyType(
                 {
-                    "rdmaSharedDevicePlugin": ("nvcr.io/nvidia/mellanox", "k8s-rdma-shared-dev-plugin", "network-operator-v26.4.1"),
+                    "rdmaSharedDevicePlugin": (
+                        "nvcr.io/nvidia/mellanox",
+                        "k8s-rdma-shared-dev-plugin",
+                        "network-operator-v26.4.1",
+                    ),
                     "cniPlugins": ("nvcr.io/nvidia/mellanox", "plugins", "network-operator-v26.4.1"),
                     "ipoib": ("nvcr.io/nvidia/mellanox", "ipoib-cni", "network-operator-v26.4.1"),
                     "nvIpam": ("nvcr.io/nvidia/mellanox", "nvidia-k8s-ipam", "network-operator-v26.4.1"),
                 }
             ),
-        ),
+        )
     }
 )
 
@@ -171,8 +181,15 @@ def _notes(**notes: str) -> Mapping[str, Release]:
 
 COMPONENTS: Mapping[str, Component] = MappingProxyType(
     {
-        "gpuOperator": Component(title="NVIDIA GPU Operator", chart="gpu-operator", repository="https://helm.ngc.nvidia.com/nvidia", releases=GPU_OPERATOR),
-        "kueue": Component(title="Kueue", chart="kueue", repository="oci://registry.k8s.io/kueue/charts", releases=KUEUE),
+        "gpuOperator": Component(
+            title="NVIDIA GPU Operator",
+            chart="gpu-operator",
+            repository="https://helm.ngc.nvidia.com/nvidia",
+            releases=GPU_OPERATOR,
+        ),
+        "kueue": Component(
+            title="Kueue", chart="kueue", repository="oci://registry.k8s.io/kueue/charts", releases=KUEUE
+        ),
         # https://github.com/aws/eks-charts/tree/master/stable/aws-efa-k8s-device-plugin
         "efaDevicePlugin": Component(
             title="AWS EFA Kubernetes device plugin",
@@ -180,13 +197,23 @@ COMPONENTS: Mapping[str, Component] = MappingProxyType(
             repository="https://aws.github.io/eks-charts",
             releases=_notes(**{"v0.5.30": "app v0.5.20; tolerations default to [] (gpufleet always sets them)"}),
         ),
-        "networkOperator": Component(title="NVIDIA Network Operator", chart="network-operator", repository="https://helm.ngc.nvidia.com/nvidia", releases=NETWORK_OPERATOR),
+        "networkOperator": Component(
+            title="NVIDIA Network Operator",
+            chart="network-operator",
+            repository="https://helm.ngc.nvidia.com/nvidia",
+            releases=NETWORK_OPERATOR,
+        ),
         "multus": Component(
             title="Multus CNI (thick plugin)",
             chart="multus-cni",
             repository="ghcr.io/k8snetworkplumbingwg/multus-cni",
             pin_field="tag",  # an image release, not a chart
-            releases=_notes(**{"v4.2.3": "the oldest supported release", "v4.3.0": "upstream manifest references a snapshot tag; gpufleet pins the release tag"}),
+            releases=_notes(
+                **{
+                    "v4.2.3": "the oldest supported release",
+                    "v4.3.0": "upstream manifest references a snapshot tag; gpufleet pins the release tag",
+                }
+            ),
         ),
         # https://github.com/prometheus-community/helm-charts/tree/main/charts/kube-prometheus-stack
         "kubePrometheusStack": Component(
@@ -213,7 +240,10 @@ COMPONENTS: Mapping[str, Component] = MappingProxyType(
             releases=_notes(
                 **{
                     "9.58.0": "appVersion 1.35.0; values.yaml identical to 9.59.0",
-                    "9.59.0": "appVersion 1.35.0; ClusterRole adds deployments and capacitybuffers/capacityquotas (autoscaling.x-k8s.io) for CA 1.36 features",
+                    "9.59.0": (
+                        "appVersion 1.35.0; ClusterRole adds deployments and capacitybuffers/capacityquotas"
+                        " (autoscaling.x-k8s.io) for CA 1.36 features"
+                    ),
                 }
             ),
         ),
@@ -230,7 +260,8 @@ def default_release(key: str) -> str:
 class ControllerPlacement:
     """Where a chart's controller pod may run when gpufleet's values leave it alone: the chart's default
     nodeSelector and tolerations at their values keys (a subchart's keys under its dependency name, as Helm merges
-    them). Required node affinity is not a default of any pinned chart (only preferred terms, which never stop a pod)."""
+    them). Required node affinity is not a default of any pinned chart (only preferred terms, which never stop a pod).
+    """
 
     name: str  # the workload as the chart names it
     kind: str  # Deployment | StatefulSet
@@ -241,8 +272,12 @@ class ControllerPlacement:
     enabled_key: str | None = None  # a values key that switches the controller off (default on)
 
 
-_CONTROL_PLANE = MappingProxyType({"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"})
-_MASTER = MappingProxyType({"key": "node-role.kubernetes.io/master", "operator": "Equal", "value": "", "effect": "NoSchedule"})
+_CONTROL_PLANE = MappingProxyType(
+    {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"}
+)
+_MASTER = MappingProxyType(
+    {"key": "node-role.kubernetes.io/master", "operator": "Equal", "value": "", "effect": "NoSchedule"}
+)
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 
 
@@ -250,13 +285,47 @@ def _nfd(enabled_key: str) -> tuple[ControllerPlacement, ...]:
     # node-feature-discovery subchart values.yaml: master.nodeSelector {}, master.tolerations [control-plane],
     # gc.nodeSelector {}, gc.tolerations [] (the same in every pinned operator's vendored NFD).
     return (
-        ControllerPlacement(name="nfd-master", kind="Deployment", node_selector_key="node-feature-discovery.master.nodeSelector", node_selector=_EMPTY, tolerations_key="node-feature-discovery.master.tolerations", tolerations=(_CONTROL_PLANE,), enabled_key=enabled_key),
-        ControllerPlacement(name="nfd-gc", kind="Deployment", node_selector_key="node-feature-discovery.gc.nodeSelector", node_selector=_EMPTY, tolerations_key="node-feature-discovery.gc.tolerations", tolerations=(), enabled_key=enabled_key),
+        ControllerPlacement(
+            name="nfd-master",
+            kind="Deployment",
+            node_selector_key="node-feature-discovery.master.nodeSelector",
+            node_selector=_EMPTY,
+            tolerations_key="node-feature-discovery.master.tolerations",
+            tolerations=(_CONTROL_PLANE,),
+            enabled_key=enabled_key,
+        ),
+        ControllerPlacement(
+            name="nfd-gc",
+            kind="Deployment",
+            node_selector_key="node-feature-discovery.gc.nodeSelector",
+            node_selector=_EMPTY,
+            tolerations_key="node-feature-discovery.gc.tolerations",
+            tolerations=(),
+            enabled_key=enabled_key,
+        ),
     )
 
 
-_KUEUE_CONTROLLERS = (ControllerPlacement(name="kueue-controller-manager", kind="Deployment", node_selector_key="controllerManager.nodeSelector", node_selector=_EMPTY, tolerations_key="controllerManager.tolerations", tolerations=()),)
-_AUTOSCALER_CONTROLLERS = (ControllerPlacement(name="cluster-autoscaler", kind="Deployment", node_selector_key="nodeSelector", node_selector=_EMPTY, tolerations_key="tolerations", tolerations=()),)
+_KUEUE_CONTROLLERS = (
+    ControllerPlacement(
+        name="kueue-controller-manager",
+        kind="Deployment",
+        node_selector_key="controllerManager.nodeSelector",
+        node_selector=_EMPTY,
+        tolerations_key="controllerManager.tolerations",
+        tolerations=(),
+    ),
+)
+_AUTOSCALER_CONTROLLERS = (
+    ControllerPlacement(
+        name="cluster-autoscaler",
+        kind="Deployment",
+        node_selector_key="nodeSelector",
+        node_selector=_EMPTY,
+        tolerations_key="tolerations",
+        tolerations=(),
+    ),
+)
 
 # The controllers (Deployments and the Prometheus StatefulSet) of each pinned chart, chart -> version -> placement,
 # from ../shared/charts/<chart>/<version>/values.yaml and its vendored subcharts (tests/unit/test_versions.py checks
@@ -267,22 +336,72 @@ CHART_CONTROLLERS: Mapping[str, Mapping[str, tuple[ControllerPlacement, ...]]] =
         "gpu-operator": MappingProxyType(
             {
                 # v26.3.3 sets no operator.nodeSelector; v26.7.0 adds kubernetes.io/os: linux.
-                "v26.3.3": (ControllerPlacement(name="gpu-operator", kind="Deployment", node_selector_key="operator.nodeSelector", node_selector=_EMPTY, tolerations_key="operator.tolerations", tolerations=(_CONTROL_PLANE,)), *_nfd("nfd.enabled")),
+                "v26.3.3": (
+                    ControllerPlacement(
+                        name="gpu-operator",
+                        kind="Deployment",
+                        node_selector_key="operator.nodeSelector",
+                        node_selector=_EMPTY,
+                        tolerations_key="operator.tolerations",
+                        tolerations=(_CONTROL_PLANE,),
+                    ),
+                    *_nfd("nfd.enabled"),
+                ),
                 "v26.7.0": (
-                    ControllerPlacement(name="gpu-operator", kind="Deployment", node_selector_key="operator.nodeSelector", node_selector=MappingProxyType({"kubernetes.io/os": "linux"}), tolerations_key="operator.tolerations", tolerations=(_CONTROL_PLANE,)),
+                    ControllerPlacement(
+                        name="gpu-operator",
+                        kind="Deployment",
+                        node_selector_key="operator.nodeSelector",
+                        node_selector=MappingProxyType({"kubernetes.io/os": "linux"}),
+                        tolerations_key="operator.tolerations",
+                        tolerations=(_CONTROL_PLANE,),
+                    ),
                     *_nfd("nfd.enabled"),
                 ),
             }
         ),
         "network-operator": MappingProxyType(
-            {"26.4.1": (ControllerPlacement(name="network-operator", kind="Deployment", node_selector_key="operator.nodeSelector", node_selector=_EMPTY, tolerations_key="operator.tolerations", tolerations=(_MASTER, _CONTROL_PLANE)), *_nfd("nfd.enabled"))}
+            {
+                "26.4.1": (
+                    ControllerPlacement(
+                        name="network-operator",
+                        kind="Deployment",
+                        node_selector_key="operator.nodeSelector",
+                        node_selector=_EMPTY,
+                        tolerations_key="operator.tolerations",
+                        tolerations=(_MASTER, _CONTROL_PLANE),
+                    ),
+                    *_nfd("nfd.enabled"),
+                )
+            }
         ),
         "kube-prometheus-stack": MappingProxyType(
             {
                 "88.5.3": (
-                    ControllerPlacement(name="prometheus-operator", kind="Deployment", node_selector_key="prometheusOperator.nodeSelector", node_selector=_EMPTY, tolerations_key="prometheusOperator.tolerations", tolerations=()),
-                    ControllerPlacement(name="prometheus", kind="StatefulSet", node_selector_key="prometheus.prometheusSpec.nodeSelector", node_selector=_EMPTY, tolerations_key="prometheus.prometheusSpec.tolerations", tolerations=()),
-                    ControllerPlacement(name="kube-state-metrics", kind="Deployment", node_selector_key="kube-state-metrics.nodeSelector", node_selector=_EMPTY, tolerations_key="kube-state-metrics.tolerations", tolerations=()),
+                    ControllerPlacement(
+                        name="prometheus-operator",
+                        kind="Deployment",
+                        node_selector_key="prometheusOperator.nodeSelector",
+                        node_selector=_EMPTY,
+                        tolerations_key="prometheusOperator.tolerations",
+                        tolerations=(),
+                    ),
+                    ControllerPlacement(
+                        name="prometheus",
+                        kind="StatefulSet",
+                        node_selector_key="prometheus.prometheusSpec.nodeSelector",
+                        node_selector=_EMPTY,
+                        tolerations_key="prometheus.prometheusSpec.tolerations",
+                        tolerations=(),
+                    ),
+                    ControllerPlacement(
+                        name="kube-state-metrics",
+                        kind="Deployment",
+                        node_selector_key="kube-state-metrics.nodeSelector",
+                        node_selector=_EMPTY,
+                        tolerations_key="kube-state-metrics.tolerations",
+                        tolerations=(),
+                    ),
                 )
             }
         ),
@@ -298,12 +417,7 @@ KUBERNETES_VERSIONS = ("1.32", "1.33", "1.34", "1.35")
 # kubernetes/autoscaler cluster-autoscaler/README.md), so the image follows cluster.kubernetesVersion, not the
 # chart's appVersion. Each is the newest patch tag cluster-autoscaler-<version> of kubernetes/autoscaler for its minor.
 CLUSTER_AUTOSCALER_IMAGES: Mapping[str, str] = MappingProxyType(
-    {
-        "1.32": "v1.32.7",
-        "1.33": "v1.33.6",
-        "1.34": "v1.34.5",
-        "1.35": "v1.35.2",
-    }
+    {"1.32": "v1.32.7", "1.33": "v1.33.6", "1.34": "v1.34.5", "1.35": "v1.35.2"}
 )
 
 # An exact release: three numeric parts (an optional leading v), then optional pre-release/build parts.

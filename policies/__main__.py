@@ -29,11 +29,17 @@ def policy(rule: Rule) -> ResourceValidationPolicy | StackValidationPolicy:
     level = EnforcementLevel.MANDATORY if rule.level == MANDATORY else EnforcementLevel.ADVISORY
     if rule.scope == "resource":
         return ResourceValidationPolicy(
-            name=rule.name, description=rule.description, enforcement_level=level, remediation_steps=rule.fix,
+            name=rule.name,
+            description=rule.description,
+            enforcement_level=level,
+            remediation_steps=rule.fix,
             validate=adapter.resource_validator(rule, SENTINELS),
         )
     return StackValidationPolicy(
-        name=rule.name, description=rule.description, enforcement_level=level, remediation_steps=rule.fix,
+        name=rule.name,
+        description=rule.description,
+        enforcement_level=level,
+        remediation_steps=rule.fix,
         validate=adapter.stack_validator(rule, SENTINELS),
     )
 

@@ -12,7 +12,8 @@ here, and rules judge it only in `gpufleet check`.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
 
 from gpufleet.policies.rules import Finding, Rule
 
@@ -24,7 +25,7 @@ def _target(value: Any) -> Any:
     if isinstance(value, (str, bytes, dict, list)) or not isinstance(value, (Mapping, Sequence)):
         return value
     try:
-        return getattr(value, "__getitem__")("__target")  # pulumi_policy's _DictProxy / _ListProxy give their wrapped value
+        return getattr(value, "__getitem__")("__target")  # noqa: B009 (typed as a Sequence); pulumi_policy's _DictProxy / _ListProxy give their wrapped value
     except (KeyError, TypeError, IndexError):
         return value
 

@@ -4,7 +4,8 @@ isolation of team namespaces and Pod Security levels (registered as rules in `gp
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from gpufleet.entries import inputs
 from gpufleet.names import LABEL_TEAM, TAG_OPEN_ENDPOINT_REASON, TEAM_GROUP_PREFIX
@@ -43,14 +44,20 @@ def _reason(resource: Resource) -> str | None:
 def endpoint_not_open(resource: Resource) -> Iterator[str]:
     cidrs = _open_cidrs(resource)
     if cidrs is not None and _reason(resource) is None:
-        yield f"the public API endpoint of cluster {inputs(resource).get('name')} is open to the internet ({', '.join(cidrs)})"
+        yield (
+            f"the public API endpoint of cluster {inputs(resource).get('name')} is open to the internet"
+            f" ({', '.join(cidrs)})"
+        )
 
 
 def endpoint_open_acknowledged(resource: Resource) -> Iterator[str]:
     cidrs = _open_cidrs(resource)
     reason = _reason(resource)
     if cidrs is not None and reason is not None:
-        yield f"the public API endpoint of cluster {inputs(resource).get('name')} is open to the internet ({', '.join(cidrs)}), acknowledged: {reason}"
+        yield (
+            f"the public API endpoint of cluster {inputs(resource).get('name')} is open to the internet"
+            f" ({', '.join(cidrs)}), acknowledged: {reason}"
+        )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -61,7 +68,19 @@ ASSOCIATION = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
 READ_VERBS = frozenset({"get", "list", "watch"})
 # Cluster-scoped kinds a team may read cluster-wide (Kueue's queues, cohorts, flavors and priority classes): nothing
 # namespaced, so no other team's objects.
-CLUSTER_READABLE = {"kueue.x-k8s.io": frozenset({"clusterqueues", "clusterqueues/status", "cohorts", "cohorts/status", "resourceflavors", "topologies", "workloadpriorityclasses"})}
+CLUSTER_READABLE = {
+    "kueue.x-k8s.io": frozenset(
+        {
+            "clusterqueues",
+            "clusterqueues/status",
+            "cohorts",
+            "cohorts/status",
+            "resourceflavors",
+            "topologies",
+            "workloadpriorityclasses",
+        }
+    )
+}
 
 
 def _k8s_meta(resource: Resource, key: str) -> Any:
@@ -85,7 +104,11 @@ def _entry_team(entry: Resource) -> str | None:
     if isinstance(team, str):
         return team
     groups = inputs(entry).get("kubernetesGroups")
-    names = [g.removeprefix(TEAM_GROUP_PREFIX) for g in groups if isinstance(g, str) and g.startswith(TEAM_GROUP_PREFIX)] if isinstance(groups, list) else []
+    names = (
+        [g.removeprefix(TEAM_GROUP_PREFIX) for g in groups if isinstance(g, str) and g.startswith(TEAM_GROUP_PREFIX)]
+        if isinstance(groups, list)
+        else []
+    )
     return names[0] if names else None
 
 
@@ -93,8 +116,14 @@ def team_has_members(resources: Sequence[Resource]) -> Iterator[tuple[Resource, 
     teams_with_entries = {_entry_team(e) for e in by_type(resources, ACCESS_ENTRY)}
     for team, ns in sorted(team_namespaces(resources).items()):
         if team not in teams_with_entries:
-            yield (ns, f"team {team} (namespace {_k8s_meta(ns, 'name')}) has no members: no access entry belongs to it, so nobody can submit its work except cluster admins",
-                   f"add teams[].members to team {team}: the IAM roles its people assume")
+            yield (
+                ns,
+                (
+                    f"team {team} (namespace {_k8s_meta(ns, 'name')}) has no members: no access entry belongs to it, so"
+                    " nobody can submit its work except cluster admins"
+                ),
+                f"add teams[].members to team {team}: the IAM roles its people assume",
+            )
 
 
 def _rules_beyond(rules: Any) -> list[str]:
@@ -118,7 +147,11 @@ def _rules_beyond(rules: Any) -> list[str]:
 
 def team_access_in_namespace(resources: Sequence[Resource]) -> Iterator[tuple[Resource, str, str]]:
     namespaces = {team: _k8s_meta(ns, "name") for team, ns in team_namespaces(resources).items()}
-    teams = {str(inputs(e).get("principalArn")): t for e in by_type(resources, ACCESS_ENTRY) if (t := _entry_team(e)) is not None}
+    teams = {
+        str(inputs(e).get("principalArn")): t
+        for e in by_type(resources, ACCESS_ENTRY)
+        if (t := _entry_team(e)) is not None
+    }
     for assoc in by_type(resources, ASSOCIATION):
         args = inputs(assoc)
         team = teams.get(str(args.get("principalArn")))
@@ -131,28 +164,66 @@ def team_access_in_namespace(resources: Sequence[Resource]) -> Iterator[tuple[Re
         own = namespaces.get(team)
         if is_unknown(scope.get("type")) or any(is_unknown(n) for n in scoped):
             continue
-        if scope.get("type") != "namespace" or not scoped or (own is not None and set(scoped) != {own}) or (own is None and len(scoped) != 1):
-            yield (assoc, f"team {team}'s access policy {str(args.get('policyArn')).rsplit('/', 1)[-1]} reaches beyond its namespace (scope {dict(scope)!r})",
-                   f"scope the association to the team's namespace only: accessScope {{type: namespace, namespaces: [{own or '<team namespace>'}]}}")
+        if (
+            scope.get("type") != "namespace"
+            or not scoped
+            or (own is not None and set(scoped) != {own})
+            or (own is None and len(scoped) != 1)
+        ):
+            yield (
+                assoc,
+                (
+                    f"team {team}'s access policy {str(args.get('policyArn')).rsplit('/', 1)[-1]} reaches beyond its"
+                    f" namespace (scope {dict(scope)!r})"
+                ),
+                (
+                    "scope the association to the team's namespace only: accessScope {type: namespace, namespaces:"
+                    f" [{own or '<team namespace>'}]}}"
+                ),
+            )
     cluster_roles = {_k8s_meta(r, "name"): r for r in by_kind(resources, "ClusterRole")}
     for binding in by_kind(resources, "RoleBinding") + by_kind(resources, "ClusterRoleBinding"):
         subjects = inputs(binding).get("subjects") or []
-        bound = [s.get("name", "").removeprefix(TEAM_GROUP_PREFIX) for s in subjects if isinstance(s, Mapping) and s.get("kind") == "Group" and str(s.get("name", "")).startswith(TEAM_GROUP_PREFIX)]
+        bound = [
+            s.get("name", "").removeprefix(TEAM_GROUP_PREFIX)
+            for s in subjects
+            if isinstance(s, Mapping)
+            and s.get("kind") == "Group"
+            and str(s.get("name", "")).startswith(TEAM_GROUP_PREFIX)
+        ]
         for team in bound:
             kind = inputs(binding).get("kind")
             name = _k8s_meta(binding, "name")
             if kind == "RoleBinding":
                 where = _k8s_meta(binding, "namespace")
                 if namespaces.get(team) not in (None, where):
-                    yield (binding, f"RoleBinding {where}/{name} gives team {team} access in namespace {where}, not its own ({namespaces[team]})",
-                           f"bind the team's group only in namespace {namespaces[team]}")
+                    yield (
+                        binding,
+                        (
+                            f"RoleBinding {where}/{name} gives team {team} access in namespace {where}, not its own"
+                            f" ({namespaces[team]})"
+                        ),
+                        f"bind the team's group only in namespace {namespaces[team]}",
+                    )
                 # Any role bound by a RoleBinding (a ClusterRole too) acts only in the binding's namespace.
                 continue
             role = cluster_roles.get(get(inputs(binding), "roleRef.name"))
-            beyond = _rules_beyond(inputs(role).get("rules")) if role is not None else ["a ClusterRole not in this tree"]
+            beyond = (
+                _rules_beyond(inputs(role).get("rules")) if role is not None else ["a ClusterRole not in this tree"]
+            )
             if beyond:
-                yield (binding, f"ClusterRoleBinding {name} gives team {team} cluster-wide access beyond reading Kueue's cluster-scoped kinds: {', '.join(beyond)}",
-                       "bind teams cluster-wide only to read-only ClusterRoles over clusterqueues, cohorts, resourceflavors, topologies and workloadpriorityclasses; grant everything else with a RoleBinding in the team's namespace")
+                yield (
+                    binding,
+                    (
+                        f"ClusterRoleBinding {name} gives team {team} cluster-wide access beyond reading Kueue's"
+                        f" cluster-scoped kinds: {', '.join(beyond)}"
+                    ),
+                    (
+                        "bind teams cluster-wide only to read-only ClusterRoles over clusterqueues, cohorts,"
+                        " resourceflavors, topologies and workloadpriorityclasses; grant everything else with a"
+                        " RoleBinding in the team's namespace"
+                    ),
+                )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -221,16 +292,31 @@ def team_namespace_default_deny(resources: Sequence[Resource]) -> Iterator[tuple
         except ValueError:
             config = {}
         if str(config.get("enableNetworkPolicy", "false")).lower() != "true":
-            yield (addon, "the VPC CNI add-on does not enable its network policy agent: the teams' NetworkPolicies are accepted but not enforced",
-                   'set the vpc-cni add-on configurationValues to {"enableNetworkPolicy": "true"}')
+            yield (
+                addon,
+                (
+                    "the VPC CNI add-on does not enable its network policy agent: the teams' NetworkPolicies are"
+                    " accepted but not enforced"
+                ),
+                'set the vpc-cni add-on configurationValues to {"enableNetworkPolicy": "true"}',
+            )
     policies = by_kind(resources, "NetworkPolicy")
     for name, ns in sorted(namespaces.items()):
         own = [p for p in policies if _k8s_meta(p, "namespace") == name]
         problems = [why for why in (_denies_by_default(p) for p in own) if why]
         if not own or len(problems) == len(own):
             detail = f" ({problems[0]})" if problems else ""
-            yield (ns, f"team namespace {name} has no default-deny ingress NetworkPolicy{detail}: any pod in the cluster can connect to its pods",
-                   f"add a NetworkPolicy in {name} with podSelector {{}}, policyTypes [Ingress], and ingress only from podSelector {{}} and named namespaces (the monitoring namespace)")
+            yield (
+                ns,
+                (
+                    f"team namespace {name} has no default-deny ingress NetworkPolicy{detail}: any pod in the cluster"
+                    " can connect to its pods"
+                ),
+                (
+                    f"add a NetworkPolicy in {name} with podSelector {{}}, policyTypes [Ingress], and ingress only from"
+                    " podSelector {} and named namespaces (the monitoring namespace)"
+                ),
+            )
 
 
 def workload_namespace_pod_security(resources: Sequence[Resource]) -> Iterator[tuple[Resource, str, str]]:
@@ -238,5 +324,11 @@ def workload_namespace_pod_security(resources: Sequence[Resource]) -> Iterator[t
         level = (_k8s_meta(ns, "labels") or {}).get(PSA_ENFORCE)
         if is_unknown(level) or level in PSA_AT_LEAST_BASELINE:
             continue
-        yield (ns, f"workload namespace {name} enforces Pod Security {level or 'nothing (privileged)'}: a privileged container there sees every GPU of its node, whatever the device plugin allotted",
-               f"label namespace {name} {PSA_ENFORCE}: baseline (or restricted: teams[].podSecurity)")
+        yield (
+            ns,
+            (
+                f"workload namespace {name} enforces Pod Security {level or 'nothing (privileged)'}: a privileged"
+                " container there sees every GPU of its node, whatever the device plugin allotted"
+            ),
+            f"label namespace {name} {PSA_ENFORCE}: baseline (or restricted: teams[].podSecurity)",
+        )

@@ -4,7 +4,8 @@ admission, GPU sharing (registered as rules in `gpufleet.policies.rules`)."""
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import yaml
 
@@ -58,7 +59,11 @@ def dotted(version: tuple[int, ...]) -> str:
 
 def is_gpu_operator(resource: Resource) -> bool:
     chart = inputs(resource).get("chart")
-    return resource.get("type") in HELM_TYPES and isinstance(chart, str) and chart.rstrip("/").rsplit("/", 1)[-1] == "gpu-operator"
+    return (
+        resource.get("type") in HELM_TYPES
+        and isinstance(chart, str)
+        and chart.rstrip("/").rsplit("/", 1)[-1] == "gpu-operator"
+    )
 
 
 def _values(resource: Resource) -> Mapping[str, Any]:
@@ -82,13 +87,19 @@ def gpu_operator_cve_fixed(resource: Resource) -> Iterator[str]:
     if parsed is None:
         yield f"GPU Operator chart version {version!r} is not an exact version: a deploy may pick any chart"
     elif parsed < MIN_GPU_OPERATOR:
-        yield f"GPU Operator chart {version} predates {dotted(MIN_GPU_OPERATOR)}: its container toolkit has the container-escape CVEs (CVE-2025-23266, CVE-2024-0132)"
+        yield (
+            f"GPU Operator chart {version} predates {dotted(MIN_GPU_OPERATOR)}: its container toolkit has the"
+            " container-escape CVEs (CVE-2025-23266, CVE-2024-0132)"
+        )
     values = _values(resource)
     toolkit = get(values, "toolkit.version")
     if _toolkit_managed(values) and toolkit is not None and not is_unknown(toolkit):
         parsed_toolkit = version_tuple(toolkit)
         if parsed_toolkit is None or parsed_toolkit < MIN_CONTAINER_TOOLKIT:
-            yield f"container toolkit {toolkit!r} is not an exact version >= {dotted(MIN_CONTAINER_TOOLKIT)} (CVE-2025-23266)"
+            yield (
+                f"container toolkit {toolkit!r} is not an exact version >= {dotted(MIN_CONTAINER_TOOLKIT)}"
+                " (CVE-2025-23266)"
+            )
 
 
 def gpu_operator_escape_closed(resource: Resource) -> Iterator[str]:
@@ -100,10 +111,16 @@ def gpu_operator_escape_closed(resource: Resource) -> Iterator[str]:
         if strategy is None or not is_unknown(strategy):
             parts = [p.strip() for p in (strategy or "").split(",") if p.strip()]
             if "volume-mounts" not in parts or "envvar" in parts:
-                yield f"devicePlugin DEVICE_LIST_STRATEGY is {strategy or 'unset (envvar)'}: device lists must be volume mounts so the runtime can ignore NVIDIA_VISIBLE_DEVICES"
+                yield (
+                    f"devicePlugin DEVICE_LIST_STRATEGY is {strategy or 'unset (envvar)'}: device lists must be volume"
+                    " mounts so the runtime can ignore NVIDIA_VISIBLE_DEVICES"
+                )
     if _toolkit_managed(values):
         env = env_list(get(values, "toolkit.env"))
-        expected = {"ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED": "false", "ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS": "true"}
+        expected = {
+            "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED": "false",
+            "ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS": "true",
+        }
         wrong = []
         for key, want in expected.items():
             actual = env.get(key)
@@ -112,7 +129,10 @@ def gpu_operator_escape_closed(resource: Resource) -> Iterator[str]:
             elif not is_unknown(actual) and actual.lower() != want:
                 wrong.append(f"{key}={actual}")
         if wrong:
-            yield f"the operator-managed toolkit accepts NVIDIA_VISIBLE_DEVICES from unprivileged pods ({', '.join(wrong)}): any pod can see every GPU of its node"
+            yield (
+                "the operator-managed toolkit accepts NVIDIA_VISIBLE_DEVICES from unprivileged pods"
+                f" ({', '.join(wrong)}): any pod can see every GPU of its node"
+            )
 
 
 _HOST_ESCAPE = re.compile(r"accept-nvidia-visible-devices-envvar-when-unprivileged\s*=\s*false")
@@ -136,11 +156,23 @@ def host_toolkit_escape_closed(resources: Sequence[Resource]) -> Iterator[tuple[
             settings = bottlerocket_settings(text)
             if settings is not None:
                 # Bottlerocket's default is already false (settings.nvidia-container-runtime).
-                if template is not None and truthy(get(settings, "nvidia-container-runtime.visible-devices-envvar-when-unprivileged")):
-                    yield template, f"Bottlerocket settings of group {name!r} accept NVIDIA_VISIBLE_DEVICES from unprivileged pods"
+                if template is not None and truthy(
+                    get(settings, "nvidia-container-runtime.visible-devices-envvar-when-unprivileged")
+                ):
+                    yield (
+                        template,
+                        f"Bottlerocket settings of group {name!r} accept NVIDIA_VISIBLE_DEVICES from unprivileged pods",
+                    )
                 continue
         if text is None or not any(_HOST_ESCAPE.search(script) for script in shell_parts(text)):
-            yield (group if template is None else template), f"GPU group {name!r} uses the node's container toolkit, and its user data does not set accept-nvidia-visible-devices-envvar-when-unprivileged = false: any pod can see every GPU of its node"
+            yield (
+                (group if template is None else template),
+                (
+                    f"GPU group {name!r} uses the node's container toolkit, and its user data does not set"
+                    " accept-nvidia-visible-devices-envvar-when-unprivileged = false: any pod can see every GPU of its"
+                    " node"
+                ),
+            )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -168,7 +200,9 @@ def _attached(resources: Sequence[Resource], bucket: Resource, types: tuple[str,
 def _has_sse_rule(config: Any) -> bool:
     rules = config.get("rules") or config.get("rule") if isinstance(config, Mapping) else None
     rules = rules if isinstance(rules, list) else [rules] if isinstance(rules, Mapping) else []
-    return any(get(rule, "applyServerSideEncryptionByDefault.sseAlgorithm") for rule in rules if isinstance(rule, Mapping))
+    return any(
+        get(rule, "applyServerSideEncryptionByDefault.sseAlgorithm") for rule in rules if isinstance(rule, Mapping)
+    )
 
 
 def bucket_protected(resources: Sequence[Resource]) -> Iterator[tuple[Resource, str]]:
@@ -184,7 +218,9 @@ def bucket_protected(resources: Sequence[Resource]) -> Iterator[tuple[Resource, 
             yield bucket, f"bucket {name} has forceDestroy: a delete empties it first"
         inline = args.get("serverSideEncryptionConfiguration") or args.get("serverSideEncryptionConfigurations")
         inline_list = inline if isinstance(inline, list) else [inline]
-        encrypted = any(_has_sse_rule(c) for c in inline_list) or any(_has_sse_rule(inputs(r)) for r in _attached(resources, bucket, _SSE_TYPES))
+        encrypted = any(_has_sse_rule(c) for c in inline_list) or any(
+            _has_sse_rule(inputs(r)) for r in _attached(resources, bucket, _SSE_TYPES)
+        )
         if not encrypted:
             yield bucket, f"bucket {name} has no server-side encryption configuration"
         blocks = _attached(resources, bucket, (_PAB_TYPE,))
@@ -207,7 +243,10 @@ def _meta(resource: Resource, key: str) -> Any:
 
 
 def cluster_queue_selector(resource: Resource) -> Iterator[str]:
-    if not str(resource.get("type", "")).startswith("kubernetes:kueue.x-k8s.io/") or inputs(resource).get("kind") != "ClusterQueue":
+    if (
+        not str(resource.get("type", "")).startswith("kubernetes:kueue.x-k8s.io/")
+        or inputs(resource).get("kind") != "ClusterQueue"
+    ):
         return
     name = _meta(resource, "name")
     selector = get(inputs(resource), "spec.namespaceSelector")
@@ -215,7 +254,9 @@ def cluster_queue_selector(resource: Resource) -> Iterator[str]:
         # Kueue reads a missing selector as "no namespaces", but an explicit selector is what reviewers can check.
         yield f"ClusterQueue {name} has no namespaceSelector: set one that selects the team's namespace explicitly"
     elif selector_is_open(selector):
-        yield f"ClusterQueue {name} has namespaceSelector {dict(selector)!r}, which admits workloads from every namespace"
+        yield (
+            f"ClusterQueue {name} has namespaceSelector {dict(selector)!r}, which admits workloads from every namespace"
+        )
 
 
 def _namespace_labels(resources: Sequence[Resource]) -> dict[str, dict[str, str]]:
@@ -232,7 +273,9 @@ def _queue_name_policies(resources: Sequence[Resource]) -> set[str]:
     out = set()
     for policy in by_kind(resources, "ValidatingAdmissionPolicy"):
         spec = get(inputs(policy), "spec") or {}
-        if get(spec, "validations") and any(QUEUE_NAME_LABEL in s for s in walk_strings([get(spec, "validations"), get(spec, "variables")])):
+        if get(spec, "validations") and any(
+            QUEUE_NAME_LABEL in s for s in walk_strings([get(spec, "validations"), get(spec, "variables")])
+        ):
             out.add(str(_meta(policy, "name")))
     return out
 
@@ -261,7 +304,8 @@ def team_namespace_queued(resources: Sequence[Resource]) -> Iterator[tuple[Resou
     queue_by_name = {_meta(cq, "name"): cq for cq in queues}
     policies = _queue_name_policies(resources)
     bindings = [
-        b for b in by_kind(resources, "ValidatingAdmissionPolicyBinding")
+        b
+        for b in by_kind(resources, "ValidatingAdmissionPolicyBinding")
         if get(inputs(b), "spec.policyName") in policies and "Deny" in (get(inputs(b), "spec.validationActions") or [])
     ]
     policy_objects = {_meta(p, "name"): p for p in by_kind(resources, "ValidatingAdmissionPolicy")}
@@ -275,17 +319,38 @@ def team_namespace_queued(resources: Sequence[Resource]) -> Iterator[tuple[Resou
             if isinstance(selector, Mapping) and selector_matches(selector, ns_labels):
                 bound = True
         if not bound:
-            yield (where, f"team namespace {ns} has no LocalQueue bound to a ClusterQueue that admits the namespace: its jobs can never be admitted",
-                   f"create a LocalQueue in {ns} whose spec.clusterQueue is the team's ClusterQueue, and let that queue's namespaceSelector select {ns}")
+            yield (
+                where,
+                (
+                    f"team namespace {ns} has no LocalQueue bound to a ClusterQueue that admits the namespace: its jobs"
+                    " can never be admitted"
+                ),
+                (
+                    f"create a LocalQueue in {ns} whose spec.clusterQueue is the team's ClusterQueue, and let that"
+                    f" queue's namespaceSelector select {ns}"
+                ),
+            )
         covered = False
         for binding in bindings:
             policy = policy_objects.get(get(inputs(binding), "spec.policyName")) or {}
-            selectors = [get(inputs(binding), "spec.matchResources.namespaceSelector"), get(inputs(policy), "spec.matchConstraints.namespaceSelector")]
+            selectors = [
+                get(inputs(binding), "spec.matchResources.namespaceSelector"),
+                get(inputs(policy), "spec.matchConstraints.namespaceSelector"),
+            ]
             if all(s is None or (isinstance(s, Mapping) and selector_matches(s, ns_labels)) for s in selectors):
                 covered = True
         if not covered:
-            yield (where, f"team namespace {ns} is not covered by a denying queue-name ValidatingAdmissionPolicy: jobs without {QUEUE_NAME_LABEL} bypass Kueue quotas",
-                   f"add {ns} to the namespaceSelector of the queue-name ValidatingAdmissionPolicyBinding, with validationActions [Deny]")
+            yield (
+                where,
+                (
+                    f"team namespace {ns} is not covered by a denying queue-name ValidatingAdmissionPolicy: jobs"
+                    f" without {QUEUE_NAME_LABEL} bypass Kueue quotas"
+                ),
+                (
+                    f"add {ns} to the namespaceSelector of the queue-name ValidatingAdmissionPolicyBinding, with"
+                    " validationActions [Deny]"
+                ),
+            )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -313,8 +378,18 @@ def _time_slicing_entries(resources: Sequence[Resource], configmap: str | None) 
 
 def time_slicing_class(resources: Sequence[Resource]) -> Iterator[tuple[Resource, str]]:
     operators = [r for r in resources if is_gpu_operator(r)]
-    configmap = next((get(_values(r), "devicePlugin.config.name") for r in operators if get(_values(r), "devicePlugin.config.name")), None)
-    default = next((get(_values(r), "devicePlugin.config.default") for r in operators if get(_values(r), "devicePlugin.config.default")), None)
+    configmap = next(
+        (get(_values(r), "devicePlugin.config.name") for r in operators if get(_values(r), "devicePlugin.config.name")),
+        None,
+    )
+    default = next(
+        (
+            get(_values(r), "devicePlugin.config.default")
+            for r in operators
+            if get(_values(r), "devicePlugin.config.default")
+        ),
+        None,
+    )
     sliced = _time_slicing_entries(resources, configmap)
     for group in by_type(resources, NODE_GROUP):
         cls = workload_class(group)
@@ -326,7 +401,16 @@ def time_slicing_class(resources: Sequence[Resource]) -> Iterator[tuple[Resource
         template = launch_template_of(resources, group)
         text = user_data_text(template) if isinstance(template, Mapping) else None
         settings = bottlerocket_settings(text) if text is not None else None
-        if settings is not None and get(settings, "kubelet-device-plugins.nvidia.device-sharing-strategy") == "time-slicing":
+        if (
+            settings is not None
+            and get(settings, "kubelet-device-plugins.nvidia.device-sharing-strategy") == "time-slicing"
+        ):
             uses = True
         if uses:
-            yield group, f"{cls} group {group_name(group)!r} time-slices its GPUs: pods share memory and faults with no isolation"
+            yield (
+                group,
+                (
+                    f"{cls} group {group_name(group)!r} time-slices its GPUs: pods share memory and faults with no"
+                    " isolation"
+                ),
+            )

@@ -7,7 +7,7 @@ yield (resource, message). Each returns nothing for resources it does not concer
 from __future__ import annotations
 
 import re
-from typing import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from gpufleet.entries import LAUNCH_TEMPLATE, NODE_GROUP, group_name, inputs, is_gpu_node_group, is_node_group, labels
 from gpufleet.names import LABEL_FABRIC
@@ -34,7 +34,10 @@ def gpu_taint(resource: Resource) -> Iterator[str]:
     if is_unknown(raw):
         return
     if not any(t.get("key") == GPU_TAINT_KEY and t.get("effect") == "NO_SCHEDULE" for t in taints(resource)):
-        yield f"GPU node group {group_name(resource)!r} has no {GPU_TAINT_KEY} NO_SCHEDULE taint: any pod can land on its GPU nodes"
+        yield (
+            f"GPU node group {group_name(resource)!r} has no {GPU_TAINT_KEY} NO_SCHEDULE taint: any pod can land on its"
+            " GPU nodes"
+        )
 
 
 def one_instance_type(resource: Resource) -> Iterator[str]:
@@ -42,7 +45,10 @@ def one_instance_type(resource: Resource) -> Iterator[str]:
         return
     types = inputs(resource).get("instanceTypes")
     if isinstance(types, list) and len(types) > 1:
-        yield f"GPU node group {group_name(resource)!r} mixes instance types {types}: its nodes differ in GPU model or count"
+        yield (
+            f"GPU node group {group_name(resource)!r} mixes instance types {types}: its nodes differ in GPU model or"
+            " count"
+        )
 
 
 def image_pinned(resource: Resource) -> Iterator[str]:
@@ -51,14 +57,23 @@ def image_pinned(resource: Resource) -> Iterator[str]:
     args = inputs(resource)
     # A CUSTOM AMI comes from the launch template's imageId, which is an exact image by definition.
     if args.get("amiType") != "CUSTOM" and not args.get("releaseVersion"):
-        yield f"node group {group_name(resource)!r} has no releaseVersion: EKS picks the latest AMI release when nodes are created or updated"
+        yield (
+            f"node group {group_name(resource)!r} has no releaseVersion: EKS picks the latest AMI release when nodes"
+            " are created or updated"
+        )
     template = args.get("launchTemplate")
     if isinstance(template, Mapping):
         version = template.get("version")
         if version is None or version == "":
-            yield f"node group {group_name(resource)!r} uses a launch template without a version: EKS follows its default version"
+            yield (
+                f"node group {group_name(resource)!r} uses a launch template without a version: EKS follows its default"
+                " version"
+            )
         elif not is_unknown(version) and str(version) in FLOATING_VERSIONS:
-            yield f"node group {group_name(resource)!r} uses launch template version {version}: nodes change whenever the template does"
+            yield (
+                f"node group {group_name(resource)!r} uses launch template version {version}: nodes change whenever the"
+                " template does"
+            )
 
 
 def _camel(path: str) -> str:
@@ -70,7 +85,10 @@ def desired_size_ignored(resource: Resource) -> Iterator[str]:
         return
     ignored = {_camel(p) for p in resource.get("ignoreChanges") or ()}
     if not ignored & {"scalingConfig.desiredSize", "scalingConfig"}:
-        yield f"node group {group_name(resource)!r} does not ignore scalingConfig.desiredSize: a deploy resets the autoscaler's size (and can drain running GPU jobs)"
+        yield (
+            f"node group {group_name(resource)!r} does not ignore scalingConfig.desiredSize: a deploy resets the"
+            " autoscaler's size (and can drain running GPU jobs)"
+        )
 
 
 def training_topology(resources: Sequence[Resource]) -> Iterator[tuple[Resource, str]]:
@@ -80,18 +98,33 @@ def training_topology(resources: Sequence[Resource]) -> Iterator[tuple[Resource,
         name = group_name(group)
         template = launch_template_of(resources, group)
         if template is None:
-            yield group, f"Training group {name!r} has no launch template, so nothing sets the kubelet Topology Manager policy"
+            yield (
+                group,
+                f"Training group {name!r} has no launch template, so nothing sets the kubelet Topology Manager policy",
+            )
             continue
         if isinstance(template, str):
             continue  # not resolvable before deployment
         text = user_data_text(template)
         if text is None:
             if inputs(template).get("userData") is None:
-                yield template, f"launch template of Training group {name!r} has no user data: Topology Manager stays at policy none"
+                yield (
+                    template,
+                    (
+                        f"launch template of Training group {name!r} has no user data: Topology Manager stays at policy"
+                        " none"
+                    ),
+                )
             continue
         policy = topology_manager_policy(text)
         if policy not in ("restricted", "single-numa-node"):
-            yield template, f"launch template of Training group {name!r} sets topologyManagerPolicy {policy or 'none (unset)'}, not restricted: a pod's GPUs, NICs and CPUs may span more NUMA nodes than they need"
+            yield (
+                template,
+                (
+                    f"launch template of Training group {name!r} sets topologyManagerPolicy {policy or 'none (unset)'},"
+                    " not restricted: a pod's GPUs, NICs and CPUs may span more NUMA nodes than they need"
+                ),
+            )
 
 
 def _is_efa_group(group: Resource) -> bool:
@@ -105,7 +138,13 @@ def efa_single_zone(resources: Sequence[Resource]) -> Iterator[tuple[Resource, s
         name = group_name(group)
         subnets = inputs(group).get("subnetIds")
         if isinstance(subnets, list) and len(subnets) != 1:
-            yield group, f"EFA group {name!r} spans {len(subnets)} subnets: EFA traffic does not cross zones, so nodes in different zones cannot talk over EFA"
+            yield (
+                group,
+                (
+                    f"EFA group {name!r} spans {len(subnets)} subnets: EFA traffic does not cross zones, so nodes in"
+                    " different zones cannot talk over EFA"
+                ),
+            )
         template = launch_template_of(resources, group)
         if template is None:
             yield group, f"EFA group {name!r} has no launch template, so its nodes get no EFA interfaces"
@@ -125,4 +164,7 @@ def interactive_warm_pool(resource: Resource) -> Iterator[str]:
         return
     pool = inputs(resource).get("warmPoolConfig")
     if pool is None or (isinstance(pool, Mapping) and pool.get("enabled") is False):
-        yield f"Interactive group {group_name(resource)!r} has no warm pool: a user waits for a cold GPU node (minutes) on scale-up"
+        yield (
+            f"Interactive group {group_name(resource)!r} has no warm pool: a user waits for a cold GPU node (minutes)"
+            " on scale-up"
+        )

@@ -16,7 +16,8 @@ import binascii
 import email
 import re
 import tomllib
-from typing import Any, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import yaml
 
@@ -79,7 +80,9 @@ def taints(resource: Resource) -> list[Mapping[str, Any]]:
     return [t for t in value if isinstance(t, Mapping)] if isinstance(value, list) else []
 
 
-def find(resources: Sequence[Resource], value: Any, *types: str, match_inputs: Sequence[str] = ()) -> Resource | None | str:
+def find(
+    resources: Sequence[Resource], value: Any, *types: str, match_inputs: Sequence[str] = ()
+) -> Resource | None | str:
     """The resource `value` refers to: by `<ref:id...>`, or by equality with one of its `match_inputs`.
 
     Returns the string "unknown" when `value` is unknown and points at nothing we can see."""

@@ -12,8 +12,8 @@ without breaking policies that do not look at them.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 from gpufleet.policies import checks_access, checks_cluster, checks_nodes
 from gpufleet.policies.resources import Resource
@@ -56,7 +56,10 @@ class Rule:
             found = [v for r in resources for v in self.check(r)]
         else:
             found = list(self.check(resources))
-        return [Finding(rule=self.name, level=self.level, resource=v.resource, message=v.message, fix=v.fix or self.fix) for v in found]
+        return [
+            Finding(rule=self.name, level=self.level, resource=v.resource, message=v.message, fix=v.fix or self.fix)
+            for v in found
+        ]
 
 
 def _resource_rule(fn: Callable[[Resource], Iterable[str]]) -> Callable[[Resource], Iterator[Violation]]:
@@ -68,7 +71,9 @@ def _resource_rule(fn: Callable[[Resource], Iterable[str]]) -> Callable[[Resourc
     return check
 
 
-def _stack_rule(fn: Callable[[Sequence[Resource]], Iterable[tuple[Resource, str] | tuple[Resource, str, str]]]) -> Callable[[Sequence[Resource]], Iterator[Violation]]:
+def _stack_rule(
+    fn: Callable[[Sequence[Resource]], Iterable[tuple[Resource, str] | tuple[Resource, str, str]]],
+) -> Callable[[Sequence[Resource]], Iterator[Violation]]:
     """Wraps a predicate yielding (resource, message) or (resource, message, specific fix)."""
 
     def check(resources: Sequence[Resource]) -> Iterator[Violation]:
@@ -87,26 +92,39 @@ RULES: tuple[Rule, ...] = (
         name="endpoint-not-open",
         level=MANDATORY,
         scope="resource",
-        description="The cluster's public API endpoint is not open to 0.0.0.0/0 (explicitly, or by omitting publicAccessCidrs), "
-        "unless the spec acknowledges it with a reason.",
-        fix="set cluster.publicEndpoint.cidrs to the networks that need the API (VPN egress, CI runners), or endpointAccess: "
-        "Private; if it must stay open, say why in cluster.publicEndpoint.acknowledgeOpenToInternet",
+        description=(
+            "The cluster's public API endpoint is not open to 0.0.0.0/0 (explicitly, or by omitting publicAccessCidrs),"
+            " unless the spec acknowledges it with a reason."
+        ),
+        fix=(
+            "set cluster.publicEndpoint.cidrs to the networks that need the API (VPN egress, CI runners), or"
+            " endpointAccess: Private; if it must stay open, say why in"
+            " cluster.publicEndpoint.acknowledgeOpenToInternet"
+        ),
         check=_resource_rule(checks_access.endpoint_not_open),
     ),
     Rule(
         name="gpu-node-group-tainted",
         level=MANDATORY,
         scope="resource",
-        description="Every GPU node group carries the nvidia.com/gpu NO_SCHEDULE taint, so only pods that request GPUs land there.",
-        fix="add the taint {key: nvidia.com/gpu, value: \"true\", effect: NO_SCHEDULE} to the node group (EKS's "
-        "ExtendedResourceToleration admission adds the toleration to every pod requesting nvidia.com/gpu)",
+        description=(
+            "Every GPU node group carries the nvidia.com/gpu NO_SCHEDULE taint, so only pods that request GPUs land"
+            " there."
+        ),
+        fix=(
+            'add the taint {key: nvidia.com/gpu, value: "true", effect: NO_SCHEDULE} to the node group (EKS\'s '
+            "ExtendedResourceToleration admission adds the toleration to every pod requesting nvidia.com/gpu)"
+        ),
         check=_resource_rule(checks_nodes.gpu_taint),
     ),
     Rule(
         name="one-instance-type",
         level=MANDATORY,
         scope="resource",
-        description="A GPU node group has exactly one instance type: one device type per group keeps quotas, flavors and topology exact.",
+        description=(
+            "A GPU node group has exactly one instance type: one device type per group keeps quotas, flavors and"
+            " topology exact."
+        ),
         fix="split the node group: one node group per instance type",
         check=_resource_rule(checks_nodes.one_instance_type),
     ),
@@ -114,26 +132,39 @@ RULES: tuple[Rule, ...] = (
         name="node-image-pinned",
         level=MANDATORY,
         scope="resource",
-        description="The AMI release is pinned (releaseVersion) and the launch template version is a number, never $Latest or $Default.",
-        fix="set nodeGroups[].ami.releaseVersion (cluster.systemNodes.releaseVersion for the system group) and "
-        "reference the launch template's latestVersion, not $Latest/$Default",
+        description=(
+            "The AMI release is pinned (releaseVersion) and the launch template version is a number, never $Latest or"
+            " $Default."
+        ),
+        fix=(
+            "set nodeGroups[].ami.releaseVersion (cluster.systemNodes.releaseVersion for the system group) and "
+            "reference the launch template's latestVersion, not $Latest/$Default"
+        ),
         check=_resource_rule(checks_nodes.image_pinned),
     ),
     Rule(
         name="desired-size-ignored",
         level=MANDATORY,
         scope="resource",
-        description="Node groups ignore changes to scalingConfig.desiredSize: the autoscaler owns it, and a deploy must never scale GPUs back.",
-        fix="register the node group with ignore_changes=[\"scalingConfig.desiredSize\"]",
+        description=(
+            "Node groups ignore changes to scalingConfig.desiredSize: the autoscaler owns it, and a deploy must never"
+            " scale GPUs back."
+        ),
+        fix='register the node group with ignore_changes=["scalingConfig.desiredSize"]',
         check=_resource_rule(checks_nodes.desired_size_ignored),
     ),
     Rule(
         name="training-topology-aligned",
         level=MANDATORY,
         scope="stack",
-        description="Training node groups run the kubelet Topology Manager with an aligning policy, restricted or single-numa-node (launch template user data).",
-        fix="set nodeGroups[].topology.policy: restricted (or leave it unset on Training groups) so the launch template's "
-        "NodeConfig / Bottlerocket settings carry topologyManagerPolicy restricted",
+        description=(
+            "Training node groups run the kubelet Topology Manager with an aligning policy, restricted or"
+            " single-numa-node (launch template user data)."
+        ),
+        fix=(
+            "set nodeGroups[].topology.policy: restricted (or leave it unset on Training groups) so the launch"
+            " template's NodeConfig / Bottlerocket settings carry topologyManagerPolicy restricted"
+        ),
         check=_stack_rule(checks_nodes.training_topology),
     ),
     Rule(
@@ -141,37 +172,53 @@ RULES: tuple[Rule, ...] = (
         level=MANDATORY,
         scope="stack",
         description="EFA node groups sit in one zone (one subnet) and their launch template attaches EFA interfaces.",
-        fix="give the EFA group one subnet (nodeGroups[].zone and subnetIds) and fabric: EFA so its launch "
-        "template gets one EFA interface per network card",
+        fix=(
+            "give the EFA group one subnet (nodeGroups[].zone and subnetIds) and fabric: EFA so its launch "
+            "template gets one EFA interface per network card"
+        ),
         check=_stack_rule(checks_nodes.efa_single_zone),
     ),
     Rule(
         name="gpu-operator-cve-fixed",
         level=MANDATORY,
         scope="resource",
-        description=f"The GPU Operator chart is pinned to an exact version >= {_MIN_OPERATOR} (container toolkit "
-        f">= {_MIN_TOOLKIT}): the fixes for CVE-2025-23266 (NVIDIAScape) and CVE-2024-0132.",
-        fix=f"pin versions.gpuOperator.chart to {_MIN_OPERATOR} or later (and the toolkit version, when set, to {_MIN_TOOLKIT} or later)",
+        description=(
+            f"The GPU Operator chart is pinned to an exact version >= {_MIN_OPERATOR} (container toolkit "
+            f">= {_MIN_TOOLKIT}): the fixes for CVE-2025-23266 (NVIDIAScape) and CVE-2024-0132."
+        ),
+        fix=(
+            f"pin versions.gpuOperator.chart to {_MIN_OPERATOR} or later (and the toolkit version, when set, to"
+            f" {_MIN_TOOLKIT} or later)"
+        ),
         check=_resource_rule(checks_cluster.gpu_operator_cve_fixed),
     ),
     Rule(
         name="gpu-operator-escape-closed",
         level=MANDATORY,
         scope="resource",
-        description="The NVIDIA_VISIBLE_DEVICES container escape is closed in the GPU Operator values: device lists "
-        "as volume mounts, and the operator's toolkit refuses the env var from unprivileged pods.",
-        fix="devicePlugin.env: [{name: DEVICE_LIST_STRATEGY, value: volume-mounts}]; with toolkit.enabled, "
-        "toolkit.env: ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED=false, ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS=true",
+        description=(
+            "The NVIDIA_VISIBLE_DEVICES container escape is closed in the GPU Operator values: device lists "
+            "as volume mounts, and the operator's toolkit refuses the env var from unprivileged pods."
+        ),
+        fix=(
+            "devicePlugin.env: [{name: DEVICE_LIST_STRATEGY, value: volume-mounts}]; with toolkit.enabled, toolkit.env:"
+            " ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED=false,"
+            " ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS=true"
+        ),
         check=_resource_rule(checks_cluster.gpu_operator_escape_closed),
     ),
     Rule(
         name="host-toolkit-escape-closed",
         level=MANDATORY,
         scope="stack",
-        description="Where the node's own container toolkit is used (operator toolkit disabled), the GPU launch "
-        "templates turn off accept-nvidia-visible-devices-envvar-when-unprivileged.",
-        fix="keep gpufleet's user data part that sets accept-nvidia-visible-devices-envvar-when-unprivileged = false "
-        "in /etc/nvidia-container-runtime/config.toml (AL2023), or do not enable it in Bottlerocket settings",
+        description=(
+            "Where the node's own container toolkit is used (operator toolkit disabled), the GPU launch "
+            "templates turn off accept-nvidia-visible-devices-envvar-when-unprivileged."
+        ),
+        fix=(
+            "keep gpufleet's user data part that sets accept-nvidia-visible-devices-envvar-when-unprivileged = false "
+            "in /etc/nvidia-container-runtime/config.toml (AL2023), or do not enable it in Bottlerocket settings"
+        ),
         check=_stack_rule(checks_cluster.host_toolkit_escape_closed),
     ),
     Rule(
@@ -179,18 +226,24 @@ RULES: tuple[Rule, ...] = (
         level=MANDATORY,
         scope="stack",
         description="The checkpoint bucket is protected, retained on delete, encrypted and private.",
-        fix="register the bucket with protect and retain_on_delete, add a server-side encryption configuration "
-        "and a public access block with all four settings true",
+        fix=(
+            "register the bucket with protect and retain_on_delete, add a server-side encryption configuration "
+            "and a public access block with all four settings true"
+        ),
         check=_stack_rule(checks_cluster.bucket_protected),
     ),
     Rule(
         name="team-namespace-queued",
         level=MANDATORY,
         scope="stack",
-        description="Every team namespace has a LocalQueue bound to a ClusterQueue that admits it, and is covered by "
-        "the denying queue-name ValidatingAdmissionPolicy.",
-        fix="give the team a LocalQueue in its namespace pointing at its ClusterQueue, and bind the queue-name "
-        "ValidatingAdmissionPolicy (validationActions [Deny]) to the namespace",
+        description=(
+            "Every team namespace has a LocalQueue bound to a ClusterQueue that admits it, and is covered by "
+            "the denying queue-name ValidatingAdmissionPolicy."
+        ),
+        fix=(
+            "give the team a LocalQueue in its namespace pointing at its ClusterQueue, and bind the queue-name "
+            "ValidatingAdmissionPolicy (validationActions [Deny]) to the namespace"
+        ),
         check=_stack_rule(checks_cluster.team_namespace_queued),
     ),
     Rule(
@@ -198,15 +251,20 @@ RULES: tuple[Rule, ...] = (
         level=MANDATORY,
         scope="resource",
         description="No ClusterQueue admits all namespaces: its namespaceSelector is set and selects positively.",
-        fix="set spec.namespaceSelector to select the team's namespace only (e.g. matchLabels "
-        "{kubernetes.io/metadata.name: <namespace>})",
+        fix=(
+            "set spec.namespaceSelector to select the team's namespace only (e.g. matchLabels "
+            "{kubernetes.io/metadata.name: <namespace>})"
+        ),
         check=_resource_rule(checks_cluster.cluster_queue_selector),
     ),
     Rule(
         name="endpoint-open-acknowledged",
         level=ADVISORY,
         scope="resource",
-        description="A public API endpoint open to the internet with a recorded reason (cluster tag gpufleet.io/open-endpoint-reason).",
+        description=(
+            "A public API endpoint open to the internet with a recorded reason (cluster tag"
+            " gpufleet.io/open-endpoint-reason)."
+        ),
         fix="review the reason; limit cluster.publicEndpoint.cidrs when it no longer holds",
         check=_resource_rule(checks_access.endpoint_open_acknowledged),
     ),
@@ -214,8 +272,10 @@ RULES: tuple[Rule, ...] = (
         name="team-has-members",
         level=MANDATORY,
         scope="stack",
-        description="Every team namespace (label gpufleet.io/team) has at least one EKS access entry of the team "
-        "(tag gpufleet.io/team or Kubernetes group gpufleet-team-<team>).",
+        description=(
+            "Every team namespace (label gpufleet.io/team) has at least one EKS access entry of the team "
+            "(tag gpufleet.io/team or Kubernetes group gpufleet-team-<team>)."
+        ),
         fix="add teams[].members: the IAM roles the team's people assume",
         check=_stack_rule(checks_access.team_has_members),
     ),
@@ -223,31 +283,45 @@ RULES: tuple[Rule, ...] = (
         name="team-access-in-namespace",
         level=MANDATORY,
         scope="stack",
-        description="A team's access stays in its namespace: its access policy associations are scoped to exactly its "
-        "namespace, RoleBindings of its group live there, and ClusterRoleBindings of its group only read Kueue's "
-        "cluster-scoped kinds.",
-        fix="scope team access policies to {type: namespace, namespaces: [<team namespace>]}, bind team groups in their "
-        "own namespace, and cluster-wide only to read-only ClusterRoles over Kueue's cluster-scoped kinds",
+        description=(
+            "A team's access stays in its namespace: its access policy associations are scoped to exactly its "
+            "namespace, RoleBindings of its group live there, and ClusterRoleBindings of its group only read Kueue's "
+            "cluster-scoped kinds."
+        ),
+        fix=(
+            "scope team access policies to {type: namespace, namespaces: [<team namespace>]}, bind team groups in their"
+            " own namespace, and cluster-wide only to read-only ClusterRoles over Kueue's cluster-scoped kinds"
+        ),
         check=_stack_rule(checks_access.team_access_in_namespace),
     ),
     Rule(
         name="team-namespace-default-deny",
         level=MANDATORY,
         scope="stack",
-        description="Every workload namespace (label gpufleet.io/team, or holding a LocalQueue) has a NetworkPolicy that "
-        "selects all its pods for Ingress and admits only its own pods and named namespaces, and the VPC CNI add-on "
-        "(when in the stack) enables its network policy agent.",
-        fix="add the default-deny ingress NetworkPolicy (podSelector {}, ingress from podSelector {} and the monitoring "
-        'namespace) to the namespace, and set the vpc-cni add-on configurationValues {"enableNetworkPolicy": "true"}',
+        description=(
+            "Every workload namespace (label gpufleet.io/team, or holding a LocalQueue) has a NetworkPolicy that"
+            " selects all its pods for Ingress and admits only its own pods and named namespaces, and the VPC CNI"
+            " add-on (when in the stack) enables its network policy agent."
+        ),
+        fix=(
+            "add the default-deny ingress NetworkPolicy (podSelector {}, ingress from podSelector {} and the monitoring"
+            ' namespace) to the namespace, and set the vpc-cni add-on configurationValues {"enableNetworkPolicy":'
+            ' "true"}'
+        ),
         check=_stack_rule(checks_access.team_namespace_default_deny),
     ),
     Rule(
         name="workload-namespace-pod-security",
         level=MANDATORY,
         scope="stack",
-        description="Every workload namespace enforces Pod Security Admission baseline or restricted "
-        "(label pod-security.kubernetes.io/enforce).",
-        fix="label the namespace pod-security.kubernetes.io/enforce: baseline (teams[].podSecurity: Restricted for restricted)",
+        description=(
+            "Every workload namespace enforces Pod Security Admission baseline or restricted "
+            "(label pod-security.kubernetes.io/enforce)."
+        ),
+        fix=(
+            "label the namespace pod-security.kubernetes.io/enforce: baseline (teams[].podSecurity: Restricted for"
+            " restricted)"
+        ),
         check=_stack_rule(checks_access.workload_namespace_pod_security),
     ),
     Rule(

@@ -59,11 +59,13 @@ def run_rule_tests(tmp_path: Path, groups: list[dict[str, Any]], tests: list[dic
     """promtool test rules with `tests` (promtool's unit-test format) against `groups`."""
     _write_rules(tmp_path, groups)
     spec = tmp_path / "tests.yaml"
-    spec.write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests}, sort_keys=False))
-    proc = subprocess.run([promtool(), "test", "rules", "tests.yaml"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    spec.write_text(
+        yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests}, sort_keys=False)
+    )
+    proc = subprocess.run(
+        [promtool(), "test", "rules", "tests.yaml"], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-
-
 
 
 def series(name: str, labels: dict[str, str], values: str) -> dict[str, str]:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import copy
 import functools
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 import jsonschema
 import kubernetes_validate

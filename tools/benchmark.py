@@ -52,11 +52,19 @@ def generated_fleet(groups: int, teams: int) -> str:
     template = next(g for g in base["nodeGroups"] if g["name"] == "l40s")
     base["nodeGroups"] = []
     for i in range(groups):
-        group = dict(template, name=f"group-{i:03d}", instanceType=TYPES[i % len(TYPES)], scaling={"minSize": 0, "maxSize": 64})
+        group = dict(
+            template, name=f"group-{i:03d}", instanceType=TYPES[i % len(TYPES)], scaling={"minSize": 0, "maxSize": 64}
+        )
         group.pop("images", None)
         base["nodeGroups"].append(group)
     base["teams"] = [
-        {"name": f"team-{j:03d}", "cohort": f"cohort-{j % 10}", "quotas": [{"nodeGroup": f"group-{(j + k) % groups:03d}", "gpus": 8, "borrowingLimit": 8} for k in range(3)]}
+        {
+            "name": f"team-{j:03d}",
+            "cohort": f"cohort-{j % 10}",
+            "quotas": [
+                {"nodeGroup": f"group-{(j + k) % groups:03d}", "gpus": 8, "borrowingLimit": 8} for k in range(3)
+            ],
+        }
         for j in range(teams)
     ]
     base["cost"] = {"gpuHourUsd": {}}
@@ -75,13 +83,18 @@ def replay(inventory: list[dict[str, Any]], by_urn: bool = False) -> None:
             return made[name]
         entry = by_name[name]
         parent = make(entry["parent"]) if entry["parent"] else None
-        depends_on = [UrnDependency(make(d)) if by_urn and by_name[d]["type"] == READINESS else make(d) for d in entry["dependsOn"]]
+        depends_on = [
+            UrnDependency(make(d)) if by_urn and by_name[d]["type"] == READINESS else make(d)
+            for d in entry["dependsOn"]
+        ]
         opts = pulumi.ResourceOptions(parent=parent, depends_on=depends_on or None)
         typ: str = entry["type"]
         if typ.startswith("gpufleet:stage:"):
             made[name] = pulumi.ComponentResource(typ, name, None, opts)
         elif typ.startswith("pulumi:providers:"):
-            made[name] = pulumi.ProviderResource(typ.removeprefix("pulumi:providers:"), name, dict(entry["inputs"]), opts)
+            made[name] = pulumi.ProviderResource(
+                typ.removeprefix("pulumi:providers:"), name, dict(entry["inputs"]), opts
+            )
         else:
             made[name] = pulumi.CustomResource(typ, name, dict(entry["inputs"]), opts)
         return made[name]
@@ -129,7 +142,9 @@ def child(argv: list[str]) -> None:
 
 
 def measure(*argv: str) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-m", "tools.benchmark", "--child", *argv], capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-m", "tools.benchmark", "--child", *argv], capture_output=True, text=True, cwd=ROOT
+    )
     if out.returncode:
         raise SystemExit(f"benchmark child {argv} failed:\n{out.stderr}")
     result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
@@ -157,13 +172,20 @@ def time_core(spec: Path, env: str, runs: int = 5) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="node group counts of the generated fleets")
-    parser.add_argument("--repeat", type=int, default=3, help="rounds of every measurement; the best of each is reported")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="rounds of every measurement; the best of each is reported"
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     validate, plan = time_core(ROOT / "fleet.yaml", "prod")
-    print(f"example fleet.yaml: validate {validate * 1000:.0f} ms, plan --env prod {plan * 1000:.0f} ms (CPU, best of 5)")
+    print(
+        f"example fleet.yaml: validate {validate * 1000:.0f} ms, plan --env prod {plan * 1000:.0f} ms (CPU, best of 5)"
+    )
     print(f"synth against the floor (CPU seconds, best of {args.repeat} rounds; peak MiB of the process):")
-    print(f"  {'fleet':28s} {'resources':>9s} {'synth':>8s} {'floor':>8s} {'ratio':>6s} {'floor-urn':>9s} {'ratio':>6s} {'synth MiB':>10s} {'floor MiB':>10s}")
+    print(
+        f"  {'fleet':28s} {'resources':>9s} {'synth':>8s} {'floor':>8s} {'ratio':>6s} {'floor-urn':>9s} {'ratio':>6s}"
+        f" {'synth MiB':>10s} {'floor MiB':>10s}"
+    )
     times: dict[int, tuple[float, float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         cases: list[tuple[str, Path, int]] = [("example fleet.yaml (prod)", ROOT / "fleet.yaml", 0)]
@@ -185,8 +207,8 @@ def main() -> None:
             count = len(load_inventory(str(Path(tmp) / f"tree-{n}.json")))
             times[n] = (s["cpu"], f["cpu"], u["cpu"])
             print(
-                f"  {label:28s} {count:9d} {s['cpu']:8.2f} {f['cpu']:8.2f} {s['cpu'] / f['cpu']:6.2f} {u['cpu']:9.2f} {s['cpu'] / u['cpu']:6.2f}"
-                f" {s['mib']:10.0f} {f['mib']:10.0f}"
+                f"  {label:28s} {count:9d} {s['cpu']:8.2f} {f['cpu']:8.2f} {s['cpu'] / f['cpu']:6.2f} {u['cpu']:9.2f}"
+                f" {s['cpu'] / u['cpu']:6.2f} {s['mib']:10.0f} {f['mib']:10.0f}"
             )
     for small, large in ((24, 96), (12, 48)):
         if small in times and large in times:

@@ -47,7 +47,10 @@ def parse(text: str) -> dict[str, dict[str, list[str]]]:
                     raise ValueError(f"{name[0]} under Kubernetes {minor} carries release {release}")
                 ami_type = f"AL2023_{'x86_64' if arch == 'x86_64' else 'ARM_64'}_{flavor.upper()}"
                 found.setdefault(ami_type, {}).setdefault(minor, set()).add(release)
-    return {t: {m: sorted(r, key=lambda v: v.split("-")[1]) for m, r in sorted(minors.items())} for t, minors in sorted(found.items())}
+    return {
+        t: {m: sorted(r, key=lambda v: v.split("-")[1]) for m, r in sorted(minors.items())}
+        for t, minors in sorted(found.items())
+    }
 
 
 def main() -> None:

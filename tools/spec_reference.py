@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from gpufleet.defaults import COMPUTED
 
@@ -68,14 +69,23 @@ def render() -> str:
     lines = [
         "# Fleet spec reference (gpufleet/v1alpha1)",
         "",
-        "Generated from `schemas/fleet.schema.json` and `gpufleet/defaults.py` by `python -m tools.spec_reference`; do not edit by hand.",
+        (
+            "Generated from `schemas/fleet.schema.json` and `gpufleet/defaults.py` by `python -m tools.spec_reference`;"
+            " do not edit by hand."
+        ),
         "Every optional field says what happens when it is omitted. Validate a spec with `gpufleet validate`.",
         "",
         "| field | type | required | default | description |",
         "|---|---|---|---|---|",
     ]
     lines += list(_rows(schema, "", True, schema.get("$defs", {})))
-    lines += ["", "## Computed defaults", "", "Resolved from other fields by `gpufleet/defaults.py`; `plan.md` lists the ones a fleet took.", ""]
+    lines += [
+        "",
+        "## Computed defaults",
+        "",
+        "Resolved from other fields by `gpufleet/defaults.py`; `plan.md` lists the ones a fleet took.",
+        "",
+    ]
     lines += ["| field | default | why |", "|---|---|---|"]
     lines += [f"| `{c.path}` | {c.rule} | {c.reason} |" for c in COMPUTED]
     return "\n".join(lines) + "\n"

@@ -67,7 +67,10 @@ def admin_resources(fleet: Fleet, tags: dict[str, str]) -> list[Resource]:
     out: list[Resource] = []
     for principal in fleet.cluster.admins:
         rid = entry_id(principal, "admin")
-        out += [_entry(fleet, principal, rid, [], tags), _association(fleet, principal, rid, access.CLUSTER_ADMIN_POLICY, {"type": "cluster"})]
+        out += [
+            _entry(fleet, principal, rid, [], tags),
+            _association(fleet, principal, rid, access.CLUSTER_ADMIN_POLICY, {"type": "cluster"}),
+        ]
     return out
 
 
@@ -77,7 +80,9 @@ def team_resources(fleet: Fleet, team: Team, tags: dict[str, str]) -> list[Resou
         rid = entry_id(principal, f"team-{team.name}")
         out += [
             _entry(fleet, principal, rid, [access.team_group(team.name)], {**tags, LABEL_TEAM: team.name}),
-            _association(fleet, principal, rid, access.EDIT_POLICY, {"type": "namespace", "namespaces": [team.namespace]}),
+            _association(
+                fleet, principal, rid, access.EDIT_POLICY, {"type": "namespace", "namespaces": [team.namespace]}
+            ),
         ]
     return out
 

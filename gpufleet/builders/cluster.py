@@ -120,8 +120,12 @@ def pod_identity_resources(
 def pod_identity_warning(fleet: Fleet, who: str) -> str | None:
     """On an existing cluster nobody here installs the agent: say who goes without credentials."""
     if fleet.cluster.mode == "Existing":
-        return f"gpufleet manages no EKS add-ons on an existing cluster: the eks-pod-identity-agent add-on must be installed, or {who}"
+        return (
+            "gpufleet manages no EKS add-ons on an existing cluster: the eks-pod-identity-agent add-on must be"
+            f" installed, or {who}"
+        )
     return None
+
 
 NODE_POLICIES = (
     "AmazonEKSWorkerNodePolicy",
@@ -133,16 +137,41 @@ NODE_POLICIES = (
 
 def _assume(service: str) -> str:
     return json.dumps(
-        {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": ["sts:AssumeRole", "sts:TagSession"] if service == "eks.amazonaws.com" else "sts:AssumeRole"}]},
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"Service": service},
+                    "Action": (
+                        ["sts:AssumeRole", "sts:TagSession"] if service == "eks.amazonaws.com" else "sts:AssumeRole"
+                    ),
+                }
+            ],
+        },
         sort_keys=True,
     )
 
 
 def _role(fleet: Fleet, rid: str, service: str, policies: tuple[str, ...]) -> list[Resource]:
-    out = [Resource(id=rid, type="aws:iam/role:Role", provider=AWS_PROVIDER, args={"namePrefix": f"{fleet.name}-{rid}-"[:38], "assumeRolePolicy": _assume(service), "tags": tags(fleet)})]
+    out = [
+        Resource(
+            id=rid,
+            type="aws:iam/role:Role",
+            provider=AWS_PROVIDER,
+            args={"namePrefix": f"{fleet.name}-{rid}-"[:38], "assumeRolePolicy": _assume(service), "tags": tags(fleet)},
+        )
+    ]
     arn = f"arn:{partition(fleet.cluster.region)}:iam::aws:policy/"
     for policy in policies:
-        out.append(Resource(id=f"{rid}-{policy.lower().replace('_', '-')}", type="aws:iam/rolePolicyAttachment:RolePolicyAttachment", provider=AWS_PROVIDER, args={"role": Ref(rid, "name"), "policyArn": arn + policy}))
+        out.append(
+            Resource(
+                id=f"{rid}-{policy.lower().replace('_', '-')}",
+                type="aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+                provider=AWS_PROVIDER,
+                args={"role": Ref(rid, "name"), "policyArn": arn + policy},
+            )
+        )
     return out
 
 
@@ -162,10 +191,10 @@ def kubeconfig(fleet: Fleet, ca_path: str) -> Concat:
     )
     middle = '", "certificate-authority-data": "'
     tail = (
-        '"}}], "contexts": [{"name": "gpufleet", "context": {"cluster": "eks", "user": "aws"}}], '
-        '"users": [{"name": "aws", "user": {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", '
-        f'"command": "aws", "args": ["eks", "get-token", "--cluster-name", "{fleet.cluster.name}", "--region", "{fleet.cluster.region}"]'
-        "}}}]}"
+        '"}}], "contexts": [{"name": "gpufleet", "context": {"cluster": "eks", "user": "aws"}}], "users":'
+        ' [{"name": "aws", "user": {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command":'
+        f' "aws", "args": ["eks", "get-token", "--cluster-name", "{fleet.cluster.name}", "--region",'
+        f' "{fleet.cluster.region}"]}}}}}}]}}'
     )
     return Concat(head, Ref(CLUSTER, "endpoint"), middle, Ref(CLUSTER, ca_path), tail)
 
@@ -173,25 +202,44 @@ def kubeconfig(fleet: Fleet, ca_path: str) -> Concat:
 def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
     """Resources of the cluster half and warnings."""
     c = fleet.cluster
-    warnings = [f"team {t.name} has no members: nobody can submit its work, and gpufleet check fails (add teams[].members)" for t in fleet.teams if not t.members]
+    warnings = [
+        f"team {t.name} has no members: nobody can submit its work, and gpufleet check fails (add teams[].members)"
+        for t in fleet.teams
+        if not t.members
+    ]
     # skipCredentialsValidation false and skipRegionValidation true are the defaults pulumi-aws's Python SDK sends
     # when they are not given (sdk/python/pulumi_aws/provider.py, 7.x): written out so the plan holds every input.
-    provider = {"region": c.region, "defaultTags": {"tags": tags(fleet)}, "skipCredentialsValidation": False, "skipRegionValidation": True}
+    provider = {
+        "region": c.region,
+        "defaultTags": {"tags": tags(fleet)},
+        "skipCredentialsValidation": False,
+        "skipRegionValidation": True,
+    }
     res = [Resource(id=AWS_PROVIDER, type="pulumi:providers:aws", args=provider)]
     res += _role(fleet, NODE_ROLE, "ec2.amazonaws.com", NODE_POLICIES)
     if c.mode == "Existing":
-        res.append(Resource(id=CLUSTER, type="aws:eks/getCluster:getCluster", args={"name": c.name}, provider=AWS_PROVIDER, lookup=True))
+        res.append(
+            Resource(
+                id=CLUSTER,
+                type="aws:eks/getCluster:getCluster",
+                args={"name": c.name},
+                provider=AWS_PROVIDER,
+                lookup=True,
+            )
+        )
         res += access_entry_resources(fleet, tags(fleet))
         res.append(_kubernetes_provider(fleet, "certificateAuthorities[0].data"))
         if fleet.teams:
             warnings.append(
-                "gpufleet manages no EKS add-ons on an existing cluster: turn on the VPC CNI's network policy agent "
-                "(add-on configuration {\"enableNetworkPolicy\": \"true\"}), or the teams' default-deny NetworkPolicies are not enforced"
+                "gpufleet manages no EKS add-ons on an existing cluster: turn on the VPC CNI's network policy agent"
+                ' (add-on configuration {"enableNetworkPolicy": "true"}), or the teams\' default-deny NetworkPolicies'
+                " are not enforced"
             )
         if c.admins or any(t.members for t in fleet.teams):
             warnings.append(
-                    "gpufleet adds access entries to the existing cluster: its authentication mode must be API or API_AND_CONFIG_MAP, "
-                "and a principal that already has an access entry there makes CreateAccessEntry fail (import or remove that entry)"
+                "gpufleet adds access entries to the existing cluster: its authentication mode must be API or"
+                " API_AND_CONFIG_MAP, and a principal that already has an access entry there makes CreateAccessEntry"
+                " fail (import or remove that entry)"
             )
         return res, warnings
     res += _role(fleet, CLUSTER_ROLE, "eks.amazonaws.com", ("AmazonEKSClusterPolicy",))
@@ -205,7 +253,10 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
         # Written out even when it is EKS's default, so the tree and the policies see who can reach the endpoint.
         vpc["publicAccessCidrs"] = list(access.public_cidrs(c))
         if access.endpoint_open(c) and c.open_endpoint_reason is None:
-            warnings.append("cluster endpoint is public to 0.0.0.0/0 and gpufleet check fails on it: set cluster.publicEndpoint.cidrs, or say why in publicEndpoint.acknowledgeOpenToInternet")
+            warnings.append(
+                "cluster endpoint is public to 0.0.0.0/0 and gpufleet check fails on it: set"
+                " cluster.publicEndpoint.cidrs, or say why in publicEndpoint.acknowledgeOpenToInternet"
+            )
         if c.open_endpoint_reason is not None:
             cluster_tags[TAG_OPEN_ENDPOINT_REASON] = c.open_endpoint_reason
     res.append(
@@ -250,7 +301,11 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
                 "releaseVersion": system.release_version,
                 "instanceTypes": [system.instance_type],
                 "capacityType": "ON_DEMAND",
-                "scalingConfig": {"minSize": system.min_size, "maxSize": system.max_size, "desiredSize": system.min_size},
+                "scalingConfig": {
+                    "minSize": system.min_size,
+                    "maxSize": system.max_size,
+                    "desiredSize": system.min_size,
+                },
                 "updateConfig": {"maxUnavailable": 1},
                 "labels": {LABEL_NODE_GROUP: SYSTEM_GROUP},
                 "tags": tags(fleet),
@@ -262,7 +317,10 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
         if key not in REQUIRED_ADDONS and version is None:
             continue
         if version is None:
-            warnings.append(f"EKS add-on {ADDONS[key]} is not pinned (versions.addons.{key}): EKS picks its default version at creation")
+            warnings.append(
+                f"EKS add-on {ADDONS[key]} is not pinned (versions.addons.{key}): EKS picks its default version at"
+                " creation"
+            )
         args: dict[str, object] = {
             "clusterName": Ref(CLUSTER, "name"),
             "addonName": ADDONS[key],
@@ -279,7 +337,15 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
             args["configurationValues"] = json.dumps(node_monitoring.ADDON_CONFIGURATION, sort_keys=True)
         # CoreDNS and the monitoring agent need nodes to become healthy; the CNI must exist before any node.
         after = () if key in ("vpcCni", "kubeProxy") else (SYSTEM_NODE_GROUP,)
-        res.append(Resource(id=f"addon-{ADDONS[key]}", type="aws:eks/addon:Addon", provider=AWS_PROVIDER, args=args, depends_on=after))
+        res.append(
+            Resource(
+                id=f"addon-{ADDONS[key]}",
+                type="aws:eks/addon:Addon",
+                provider=AWS_PROVIDER,
+                args=args,
+                depends_on=after,
+            )
+        )
     res += access_entry_resources(fleet, tags(fleet))
     res.append(_kubernetes_provider(fleet, "certificateAuthority.data"))
     return res, warnings
@@ -298,4 +364,6 @@ def _kubernetes_provider(fleet: Fleet, ca_path: str) -> Resource:
     so the operator rolls its DaemonSets; Grafana's sidecar reloads dashboards on its own; the health stage
     hashes its scripts into the remediation controller's pod template."""
     args = {"kubeconfig": kubeconfig(fleet, ca_path), "enableConfigMapMutable": True}
-    return Resource(id=K8S_PROVIDER, type="pulumi:providers:kubernetes", args=args, depends_on=admin_associations(fleet))
+    return Resource(
+        id=K8S_PROVIDER, type="pulumi:providers:kubernetes", args=args, depends_on=admin_associations(fleet)
+    )

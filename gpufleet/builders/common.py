@@ -4,7 +4,8 @@ and Helm releases as plan `Resource`s (labels, taints and namespaces are in gpuf
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from gpufleet.names import LABEL_MANAGED_BY
 from gpufleet.plan import Resource
@@ -43,22 +44,53 @@ def k8s(obj: Mapping[str, Any], *, depends_on: tuple[str, ...] = (), id: str | N
     """A whole Kubernetes object as a plan resource, on the fleet's Kubernetes provider."""
     meta = obj["metadata"]
     rid = id or _slug(f"{obj['kind']}-{meta.get('namespace', 'cluster')}-{meta['name']}")
-    return Resource(id=rid, type=kubernetes_token(obj["apiVersion"], obj["kind"]), args={"object": obj}, provider=K8S_PROVIDER, depends_on=depends_on)
+    return Resource(
+        id=rid,
+        type=kubernetes_token(obj["apiVersion"], obj["kind"]),
+        args={"object": obj},
+        provider=K8S_PROVIDER,
+        depends_on=depends_on,
+    )
 
 
-def helm(component: str, version: str, *, release: str, namespace: str, values: Mapping[str, Any], depends_on: tuple[str, ...] = ()) -> Resource:
+def helm(
+    component: str,
+    version: str,
+    *,
+    release: str,
+    namespace: str,
+    values: Mapping[str, Any],
+    depends_on: tuple[str, ...] = (),
+) -> Resource:
     """A Helm release (helm.v3.Release: a real release with hooks; see README "Why helm.v3.Release")."""
     comp = COMPONENTS[component]
     # compat "true": what pulumi-kubernetes's SDK always sends for a helm.v3.Release (sdk/python/pulumi_kubernetes/
     # helm/v3/Release.py sets it whatever is given), so the plan holds every input.
-    args: dict[str, Any] = {"name": release, "version": version, "namespace": namespace, "createNamespace": True, "compat": "true", "values": dict(values)}
+    args: dict[str, Any] = {
+        "name": release,
+        "version": version,
+        "namespace": namespace,
+        "createNamespace": True,
+        "compat": "true",
+        "values": dict(values),
+    }
     if comp.repository.startswith("oci://"):
         args["chart"] = f"{comp.repository}/{comp.chart}"
     else:
         args["chart"] = comp.chart
         args["repositoryOpts"] = {"repo": comp.repository}
-    return Resource(id=f"helm-{release}", type="kubernetes:helm.sh/v3:Release", args=args, provider=K8S_PROVIDER, depends_on=depends_on)
+    return Resource(
+        id=f"helm-{release}",
+        type="kubernetes:helm.sh/v3:Release",
+        args=args,
+        provider=K8S_PROVIDER,
+        depends_on=depends_on,
+    )
 
 
 def namespace(name: str, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {**LABEL_MANAGED_BY, **(labels or {})}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": {**LABEL_MANAGED_BY, **(labels or {})}},
+    }

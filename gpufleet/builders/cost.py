@@ -4,8 +4,8 @@ rules, the weekly report dashboard for budget owners, and the fleet's cost estim
 from __future__ import annotations
 
 from gpufleet import catalog, pricing, warm_pool
-from gpufleet.builders.telemetry import prometheus_dependency
 from gpufleet.builders.common import k8s
+from gpufleet.builders.telemetry import prometheus_dependency
 from gpufleet.manifests import dashboards, rules_promql, sharing, telemetry
 from gpufleet.plan import BuildContext, StageContent
 from gpufleet.spec import CapacityType, Fleet, NodeGroup, SharingStrategy
@@ -15,10 +15,14 @@ from gpufleet.spec import CapacityType, Fleet, NodeGroup, SharingStrategy
 IDLE_MEANING = {
     SharingStrategy.EXCLUSIVE: "the GPU's SMs stayed below the threshold while the pod held it",
     SharingStrategy.MIG: "the MIG instance's own SMs stayed below the threshold (DCGM reports each instance): per pod",
-    SharingStrategy.TIME_SLICING: "the whole GPU stayed idle while the pod held a replica, split between the pods holding it; "
-    "a pod idling beside a busy neighbour is not idle (DCGM reports the GPU, not the replica)",
-    SharingStrategy.MPS: "the whole GPU stayed idle while the pod held a replica, split between the pods holding it; "
-    "a pod idling beside a busy MPS client is not idle (DCGM reports the GPU, not the client)",
+    SharingStrategy.TIME_SLICING: (
+        "the whole GPU stayed idle while the pod held a replica, split between the pods holding it; "
+        "a pod idling beside a busy neighbour is not idle (DCGM reports the GPU, not the replica)"
+    ),
+    SharingStrategy.MPS: (
+        "the whole GPU stayed idle while the pod held a replica, split between the pods holding it; "
+        "a pod idling beside a busy MPS client is not idle (DCGM reports the GPU, not the client)"
+    ),
 }
 
 
@@ -29,7 +33,11 @@ def group_gpu_hour_usd(fleet: Fleet, group: NodeGroup) -> tuple[float | None, st
     price = pricing.gpu_hour_usd(group.instance_type)
     if price is None:
         return None, "unknown"
-    suffix = "" if group.capacity_type is CapacityType.ON_DEMAND else f" (on-demand rate; {group.capacity_type.value} prices differ)"
+    suffix = (
+        ""
+        if group.capacity_type is CapacityType.ON_DEMAND
+        else f" (on-demand rate; {group.capacity_type.value} prices differ)"
+    )
     return price, f"table {pricing.PRICES_AS_OF}{suffix}"
 
 
@@ -48,12 +56,25 @@ def _devices(ctx: BuildContext, group: NodeGroup) -> dict[str, int]:
 def estimate_notes(fleet: Fleet) -> tuple[list[str], list[str]]:
     """plan.md lines (a table per node group and totals) and warnings for groups without a price."""
     lines = [
-        f"Monthly = {pricing.HOURS_PER_MONTH} hours. Stopped or hibernated warm-pool instances cost their EBS volumes "
-        f"(diskSizeGiB x ${pricing.GP3_USD_PER_GB_MONTH}/GB-month gp3); running ones the full instance rate.",
-        *(["An On-Demand Capacity Reservation is billed at the on-demand rate for every reserved instance, running or not: "
-           "a group with one costs at least its reserved count (capacity.reservation.instanceCount) at any size."] if any(g.reservation for g in fleet.node_groups) else []),
+        (
+            f"Monthly = {pricing.HOURS_PER_MONTH} hours. Stopped or hibernated warm-pool instances cost their EBS"
+            f" volumes (diskSizeGiB x ${pricing.GP3_USD_PER_GB_MONTH}/GB-month gp3); running ones the full instance"
+            " rate."
+        ),
+        *(
+            [
+                "An On-Demand Capacity Reservation is billed at the on-demand rate for every reserved instance, running"
+                " or not: a group with one costs at least its reserved count (capacity.reservation.instanceCount) at"
+                " any size."
+            ]
+            if any(g.reservation for g in fleet.node_groups)
+            else []
+        ),
         "",
-        "| node group | instance | GPUs/node | USD/GPU-hour (source) | USD/instance-hour | monthly at minSize | monthly at maxSize | warm pool standing/month |",
+        (
+            "| node group | instance | GPUs/node | USD/GPU-hour (source) | USD/instance-hour | monthly at minSize |"
+            " monthly at maxSize | warm pool standing/month |"
+        ),
         "|---|---|---|---|---|---|---|---|",
     ]
     warnings = []
@@ -63,7 +84,9 @@ def estimate_notes(fleet: Fleet) -> tuple[list[str], list[str]]:
         gpus = info.gpu_count if info else 0
         price, source = group_gpu_hour_usd(fleet, group)
         if price is None or gpus == 0:
-            warnings.append(f"cost: no price for node group {group.name} ({group.instance_type}); set cost.gpuHourUsd.{group.name}")
+            warnings.append(
+                f"cost: no price for node group {group.name} ({group.instance_type}); set cost.gpuHourUsd.{group.name}"
+            )
             lines.append(f"| {group.name} | {group.instance_type} | {gpus} | unknown | - | - | - | - |")
             continue
         hourly = price * gpus
@@ -80,8 +103,17 @@ def estimate_notes(fleet: Fleet) -> tuple[list[str], list[str]]:
         total_max += at_max
         total_pool += pool
         held = f" ({reserved} reserved)" if reserved else ""
-        lines.append(f"| {group.name} | {group.instance_type} | {gpus} | {price:.2f} ({source}) | {hourly:,.2f} | {usd(at_min)}{held} | {usd(at_max)}{held} | {pool_text} |")
-    lines += ["", f"Fleet: {usd(total_min + total_pool)} per month at minSize (warm pools included), {usd(total_max + total_pool)} at maxSize."]
+        lines.append(
+            f"| {group.name} | {group.instance_type} | {gpus} | {price:.2f} ({source}) | {hourly:,.2f} |"
+            f" {usd(at_min)}{held} | {usd(at_max)}{held} | {pool_text} |"
+        )
+    lines += [
+        "",
+        (
+            f"Fleet: {usd(total_min + total_pool)} per month at minSize (warm pools included),"
+            f" {usd(total_max + total_pool)} at maxSize."
+        ),
+    ]
     return lines, warnings
 
 
@@ -92,19 +124,36 @@ def build(ctx: BuildContext) -> StageContent:
     teams = {t.namespace: t.name for t in fleet.teams}
     after = prometheus_dependency(ctx)
     resources = (
-        k8s(rules_promql.prometheus_rule("gpufleet-cost", ns, rules_promql.cost_groups(prices, teams)), depends_on=after),
-        k8s(telemetry.dashboard_configmap("gpufleet-dashboard-gpu-cost", ns, "gpufleet-gpu-cost.json", dashboards.cost_dashboard()), depends_on=after),
+        k8s(
+            rules_promql.prometheus_rule("gpufleet-cost", ns, rules_promql.cost_groups(prices, teams)), depends_on=after
+        ),
+        k8s(
+            telemetry.dashboard_configmap(
+                "gpufleet-dashboard-gpu-cost", ns, "gpufleet-gpu-cost.json", dashboards.cost_dashboard()
+            ),
+            depends_on=after,
+        ),
     )
     estimate, warnings = estimate_notes(fleet)
     notes = [
-        "- Weekly report: the Grafana dashboard *GPU fleet: cost by team (weekly report)*, backed by the recording rules "
-        "`team:gpufleet_gpu_hours_allocated:1h`, `team:gpufleet_gpu_hours_idle:1h` and their `_cost_*_usd` twins (last 7 days, by team).",
-        "- GPU-hours are physical GPU-hours, priced per physical GPU: a pod's GPU devices (`nvidia.com/gpu`, or `nvidia.com/mig-<profile>` under MIG strategy mixed) over the devices one GPU of "
-        "its group advertises, counted minute by minute (an hour with no GPUs held adds nothing).",
+        (
+            "- Weekly report: the Grafana dashboard *GPU fleet: cost by team (weekly report)*, backed by the recording"
+            " rules `team:gpufleet_gpu_hours_allocated:1h`, `team:gpufleet_gpu_hours_idle:1h` and their `_cost_*_usd`"
+            " twins (last 7 days, by team)."
+        ),
+        (
+            "- GPU-hours are physical GPU-hours, priced per physical GPU: a pod's GPU devices (`nvidia.com/gpu`, or"
+            " `nvidia.com/mig-<profile>` under MIG strategy mixed) over the devices one GPU of its group advertises,"
+            " counted minute by minute (an hour with no GPUs held adds nothing)."
+        ),
         "",
         "| node group | devices per GPU | one device is | idle means |",
         "|---|---|---|---|",
-        *(f"| {g.name} | {n} `{name}` | {1 / n:.3g} GPU | {IDLE_MEANING[g.sharing.strategy]} |" for g in fleet.node_groups for name, n in _devices(ctx, g).items()),
+        *(
+            f"| {g.name} | {n} `{name}` | {1 / n:.3g} GPU | {IDLE_MEANING[g.sharing.strategy]} |"
+            for g in fleet.node_groups
+            for name, n in _devices(ctx, g).items()
+        ),
         "",
         *estimate,
     ]

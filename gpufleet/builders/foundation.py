@@ -17,9 +17,9 @@ from gpufleet import catalog, warm_pool
 from gpufleet.builders.cluster import SYSTEM_NODE_GROUP, cluster_resources, pod_identity_resources, pod_identity_warning
 from gpufleet.builders.common import helm, k8s, namespace
 from gpufleet.builders.cost import group_gpu_hour_usd, usd
-from gpufleet.names import NS_GPU_OPERATOR, NS_SYSTEM
 from gpufleet.builders.node_groups import _launch_template, _node_group, prepuller
 from gpufleet.manifests import autoscaler, gpu_operator, health, node_bootstrap, sharing, telemetry
+from gpufleet.names import NS_GPU_OPERATOR, NS_SYSTEM
 from gpufleet.plan import BuildContext, Resource, StageContent
 from gpufleet.spec import Fleet
 
@@ -43,10 +43,17 @@ def build(ctx: BuildContext) -> StageContent:
         repair = health.node_repair_config(fleet, group) if with_health else None
         node_group = _node_group(ctx, group, labels, repair)
         if scaled:
-            node_group = _with_tags(node_group, autoscaler.node_group_tags(fleet, group, with_sharing=with_sharing, with_network=ctx.includes("network")))
+            node_group = _with_tags(
+                node_group,
+                autoscaler.node_group_tags(
+                    fleet, group, with_sharing=with_sharing, with_network=ctx.includes("network")
+                ),
+            )
         resources.append(node_group)
     if scaled:
-        resources = [_with_tags(r, autoscaler.discovery_tags(fleet)) if r.id == SYSTEM_NODE_GROUP else r for r in resources]
+        resources = [
+            _with_tags(r, autoscaler.discovery_tags(fleet)) if r.id == SYSTEM_NODE_GROUP else r for r in resources
+        ]
 
     system_ns = k8s(namespace(NS_SYSTEM, {"pod-security.kubernetes.io/enforce": "baseline"}))
     # The operator's operands (driver, toolkit, device plugin, DCGM) are privileged by nature.
@@ -67,10 +74,24 @@ def build(ctx: BuildContext) -> StageContent:
         configs.append(k8s(telemetry.dcgm_metrics_configmap(), depends_on=(operator_ns.id,)))
     if with_sharing:
         extra.append(sharing.operator_sharing_values(fleet))
-        configs += [k8s(sharing.device_plugin_configmap(fleet, NS_GPU_OPERATOR), depends_on=(operator_ns.id,)), k8s(sharing.mig_configmap(fleet, NS_GPU_OPERATOR), depends_on=(operator_ns.id,))]
+        configs += [
+            k8s(sharing.device_plugin_configmap(fleet, NS_GPU_OPERATOR), depends_on=(operator_ns.id,)),
+            k8s(sharing.mig_configmap(fleet, NS_GPU_OPERATOR), depends_on=(operator_ns.id,)),
+        ]
     resources += configs
-    after = (operator_ns.id, *(c.id for c in configs)) + ((SYSTEM_NODE_GROUP,) if fleet.cluster.mode == "Create" else ())
-    resources.append(helm("gpuOperator", fleet.versions.gpu_operator, release="gpu-operator", namespace=NS_GPU_OPERATOR, values=gpu_operator.values(fleet, *extra), depends_on=after))
+    after = (operator_ns.id, *(c.id for c in configs)) + (
+        (SYSTEM_NODE_GROUP,) if fleet.cluster.mode == "Create" else ()
+    )
+    resources.append(
+        helm(
+            "gpuOperator",
+            fleet.versions.gpu_operator,
+            release="gpu-operator",
+            namespace=NS_GPU_OPERATOR,
+            values=gpu_operator.values(fleet, *extra),
+            depends_on=after,
+        )
+    )
     if scaled:
         resources += autoscaler_resources(fleet)
         warnings += _autoscaler_warnings(fleet)
@@ -95,7 +116,10 @@ def autoscaler_resources(fleet: Fleet) -> list[Resource]:
             policy=AUTOSCALER_POLICY,
             association=AUTOSCALER_POD_IDENTITY,
             name_prefix=f"{fleet.name}-cluster-autoscaler-",
-            description=f"Cluster Autoscaler of EKS cluster {fleet.cluster.name} (EKS Pod Identity, {autoscaler.NAMESPACE}/{autoscaler.SERVICE_ACCOUNT})",
+            description=(
+                f"Cluster Autoscaler of EKS cluster {fleet.cluster.name} (EKS Pod Identity,"
+                f" {autoscaler.NAMESPACE}/{autoscaler.SERVICE_ACCOUNT})"
+            ),
             policy_name="cluster-autoscaler",
             policy_document=autoscaler.iam_policy(fleet),
             namespace=autoscaler.NAMESPACE,
@@ -115,7 +139,8 @@ def autoscaler_resources(fleet: Fleet) -> list[Resource]:
 def _autoscaler_warnings(fleet: Fleet) -> list[str]:
     warning = pod_identity_warning(
         fleet,
-        "the Cluster Autoscaler gets no AWS credentials and scales nothing (or set cluster.autoscaler: None if the cluster has its own autoscaler)",
+        "the Cluster Autoscaler gets no AWS credentials and scales nothing (or set cluster.autoscaler: None if the"
+        " cluster has its own autoscaler)",
     )
     return [warning] if warning else []
 
@@ -123,36 +148,59 @@ def _autoscaler_warnings(fleet: Fleet) -> list[str]:
 def _autoscaler_notes(ctx: BuildContext) -> list[str]:
     fleet = ctx.fleet
     if fleet.cluster.autoscaler != "Install":
-        return ["", "Node autoscaling: none (cluster.autoscaler None); node groups stay at their initial size unless your own autoscaler changes them."]
+        return [
+            "",
+            (
+                "Node autoscaling: none (cluster.autoscaler None); node groups stay at their initial size unless your"
+                " own autoscaler changes them."
+            ),
+        ]
     args = autoscaler.EXTRA_ARGS
     where = "on the system nodes" if fleet.cluster.mode == "Create" else "where the chart places it"
     lines = [
         "",
-        f"Cluster Autoscaler chart {fleet.versions.cluster_autoscaler}, image {autoscaler.image_tag(fleet)} (Kubernetes {fleet.cluster.kubernetes_version}), "
-        f"in `{autoscaler.NAMESPACE}` {where}: adds nodes to a group (up to maxSize) when pods are pending; removes a GPU node once no pod has used its GPUs "
-        f"for {args['scale-down-unneeded-time']} (never below minSize).",
+        (
+            f"Cluster Autoscaler chart {fleet.versions.cluster_autoscaler}, image {autoscaler.image_tag(fleet)}"
+            f" (Kubernetes {fleet.cluster.kubernetes_version}), in `{autoscaler.NAMESPACE}` {where}: adds nodes to a"
+            " group (up to maxSize) when pods are pending; removes a GPU node once no pod has used its GPUs for"
+            f" {args['scale-down-unneeded-time']} (never below minSize)."
+        ),
         "",
         "| node group | min..max | an empty group's nodes offer (scale-from-zero template) |",
         "|---|---|---|",
     ]
     for g in fleet.node_groups:
-        offered = autoscaler.template_resources(fleet, g, with_sharing=ctx.includes("sharing"), with_network=ctx.includes("network"))
-        lines.append(f"| {g.name} | {g.min_size}..{g.max_size} | " + ", ".join(f"`{k}: {v}`" for k, v in offered.items()) + " |")
+        offered = autoscaler.template_resources(
+            fleet, g, with_sharing=ctx.includes("sharing"), with_network=ctx.includes("network")
+        )
+        lines.append(
+            f"| {g.name} | {g.min_size}..{g.max_size} | " + ", ".join(f"`{k}: {v}`" for k, v in offered.items()) + " |"
+        )
     return lines
 
 
 def _notes(ctx: BuildContext) -> list[str]:
     fleet = ctx.fleet
-    lines = ["| node group | instance | GPUs/node | class | capacity | min..max | warm pool | fabric | topology | sharing |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| node group | instance | GPUs/node | class | capacity | min..max | warm pool | fabric | topology | sharing |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for g in fleet.node_groups:
         info = catalog.lookup(g.instance_type)
         gpus = f"{info.gpu_count} x {info.gpu_model}" if info else "?"
         pool = f"{g.warm_pool.min_size} {g.warm_pool.state}" if g.warm_pool else "-"
         policy, scope, _ = node_bootstrap.topology(g)
-        share = g.sharing.strategy.value + (f" x{g.sharing.replicas}" if g.sharing.replicas else "") + (f" {g.sharing.profile}" if g.sharing.profile else "")
+        share = (
+            g.sharing.strategy.value
+            + (f" x{g.sharing.replicas}" if g.sharing.replicas else "")
+            + (f" {g.sharing.profile}" if g.sharing.profile else "")
+        )
         if g.sharing.layout:
             share += " mixed " + ", ".join(f"{s.gpus} x {s.profile}" for s in g.sharing.layout)
-        lines.append(f"| {g.name} | {g.instance_type} | {gpus} | {g.workload_class.value} | {g.capacity_type.value} | {g.min_size}..{g.max_size} | {pool} | {g.fabric.value} | {policy}/{scope} | {share} |")
+        lines.append(
+            f"| {g.name} | {g.instance_type} | {gpus} | {g.workload_class.value} | {g.capacity_type.value} |"
+            f" {g.min_size}..{g.max_size} | {pool} | {g.fabric.value} | {policy}/{scope} | {share} |"
+        )
     return lines + _warm_pool_notes(fleet)
 
 
@@ -163,11 +211,16 @@ def _warm_pool_notes(fleet: Fleet) -> list[str]:
         return []
     lines = [
         "",
-        "Warm pools hold max(minSize, maxGroupPreparedCapacity - desired) instances (EC2 PutWarmPool); gpufleet sets "
-        "maxGroupPreparedCapacity to the pool's minSize unless `warmPool.maxPreparedCapacity` is set. A Stopped or "
-        "Hibernated instance costs its gp3 volume, a Running one the full instance rate.",
+        (
+            "Warm pools hold max(minSize, maxGroupPreparedCapacity - desired) instances (EC2 PutWarmPool); gpufleet"
+            " sets maxGroupPreparedCapacity to the pool's minSize unless `warmPool.maxPreparedCapacity` is set. A"
+            " Stopped or Hibernated instance costs its gp3 volume, a Running one the full instance rate."
+        ),
         "",
-        "| node group | state | maxGroupPreparedCapacity | held at desired 0 | held at desired minSize | standing cost/month at minSize |",
+        (
+            "| node group | state | maxGroupPreparedCapacity | held at desired 0 | held at desired minSize | standing"
+            " cost/month at minSize |"
+        ),
         "|---|---|---|---|---|---|",
     ]
     for g in pooled:
@@ -175,6 +228,13 @@ def _warm_pool_notes(fleet: Fleet) -> list[str]:
         info = catalog.lookup(g.instance_type)
         price = group_gpu_hour_usd(fleet, g)[0]
         at_min = warm_pool.held(g, g.min_size)
-        cost = "unknown" if price is None or info is None else usd(warm_pool.standing_usd_per_month(g, at_min, price * info.gpu_count))
-        lines.append(f"| {g.name} | {g.warm_pool.state} | {warm_pool.prepared_capacity(g)} | {warm_pool.held(g, 0)} | {at_min} (minSize {g.min_size}) | {cost} |")
+        cost = (
+            "unknown"
+            if price is None or info is None
+            else usd(warm_pool.standing_usd_per_month(g, at_min, price * info.gpu_count))
+        )
+        lines.append(
+            f"| {g.name} | {g.warm_pool.state} | {warm_pool.prepared_capacity(g)} | {warm_pool.held(g, 0)} | {at_min}"
+            f" (minSize {g.min_size}) | {cost} |"
+        )
     return lines

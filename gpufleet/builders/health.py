@@ -7,11 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpufleet.builders.common import helm, k8s
-from gpufleet.names import NS_HEALTH
 from gpufleet.builders.telemetry import prometheus_dependency
 from gpufleet.manifests import health, node_monitoring, rules_promql, telemetry
+from gpufleet.names import NS_HEALTH
 from gpufleet.plan import BuildContext, Gate, Resource, StageContent
-from gpufleet.versions import COMPONENTS
 
 NPD_RELEASE = "node-problem-detector"
 
@@ -21,15 +20,28 @@ def _repair_notes(ctx: BuildContext) -> list[str]:
     if fleet.health.auto_repair != "Enabled":
         return ["- EKS node auto repair: disabled (health.autoRepair)."]
     agent = node_monitoring.pinned_release(fleet) or "unpinned"
-    actions = {reason: action for reason, action in node_monitoring.repair_actions(fleet, fleet.node_groups[0]) if reason != "DCGMDiagnosticFailure"}
-    by_action = {a: ", ".join(f"`{r}`" for r, b in actions.items() if b == a) for a in (node_monitoring.REBOOT, node_monitoring.REPLACE, node_monitoring.NO_ACTION)}
+    actions = {
+        reason: action
+        for reason, action in node_monitoring.repair_actions(fleet, fleet.node_groups[0])
+        if reason != "DCGMDiagnosticFailure"
+    }
+    by_action = {
+        a: ", ".join(f"`{r}`" for r, b in actions.items() if b == a)
+        for a in (node_monitoring.REBOOT, node_monitoring.REPLACE, node_monitoring.NO_ACTION)
+    }
     lines = [
-        f"- EKS node auto repair on every GPU group, condition `{health.ACCELERATED_HARDWARE_READY}` (EKS node monitoring agent {agent}; "
-        f"XID reasons are that agent's well-known XIDs). Reboot: {by_action['Reboot']}. Replace: {by_action['Replace']}. "
-        f"NoAction: {by_action['NoAction']} (the agent lost its DCGM host engine: software, not the GPUs). "
-        "`DCGMDiagnosticFailure`: Replace, NoAction on MIG groups (dcgmi diag does not run on MIG-partitioned GPUs).",
+        (
+            f"- EKS node auto repair on every GPU group, condition `{health.ACCELERATED_HARDWARE_READY}` (EKS node"
+            f" monitoring agent {agent}; XID reasons are that agent's well-known XIDs). Reboot: {by_action['Reboot']}."
+            f" Replace: {by_action['Replace']}. NoAction: {by_action['NoAction']} (the agent lost its DCGM host engine:"
+            " software, not the GPUs). `DCGMDiagnosticFailure`: Replace, NoAction on MIG groups (dcgmi diag does not"
+            " run on MIG-partitioned GPUs)."
+        ),
         "",
-        "| node group | class | repair wait (min) | repairs stop above N unhealthy nodes | parallel repairs | DCGMDiagnosticFailure |",
+        (
+            "| node group | class | repair wait (min) | repairs stop above N unhealthy nodes | parallel repairs |"
+            " DCGMDiagnosticFailure |"
+        ),
         "|---|---|---|---|---|---|",
     ]
     for group in fleet.node_groups:
@@ -47,7 +59,9 @@ def build(ctx: BuildContext) -> StageContent:
     h = fleet.health
     warnings: list[str] = []
     version = fleet.versions.node_problem_detector
-    npd = helm("nodeProblemDetector", version, release=NPD_RELEASE, namespace=NS_HEALTH, values=health.npd_values(fleet))
+    npd = helm(
+        "nodeProblemDetector", version, release=NPD_RELEASE, namespace=NS_HEALTH, values=health.npd_values(fleet)
+    )
     # The release creates the namespace; everything else in it waits for the release.
     after = (npd.id,)
     scripts = k8s(health.scripts_configmap(), depends_on=after)
@@ -55,17 +69,27 @@ def build(ctx: BuildContext) -> StageContent:
     if h.remediation != "None":
         resources += [k8s(obj, depends_on=after) for obj in health.remediator_objects(fleet)]
     ns = telemetry.monitoring_namespace(fleet)
-    resources.append(k8s(rules_promql.prometheus_rule("gpufleet-health", ns, rules_promql.health_groups()), depends_on=prometheus_dependency(ctx)))
+    resources.append(
+        k8s(
+            rules_promql.prometheus_rule("gpufleet-health", ns, rules_promql.health_groups()),
+            depends_on=prometheus_dependency(ctx),
+        )
+    )
     fault = [k8s(obj, depends_on=after) for obj in health.planted_fault_objects(fleet)]
     job = fault[-1]
     # The Job runs only once the detector, the scripts and the controller are in place.
-    job = replace(job, depends_on=tuple(r.id for r in resources if r.id.startswith(("helm-", "configmap-", "deployment-"))) + tuple(r.id for r in fault[:-1]))
+    job = replace(
+        job,
+        depends_on=tuple(r.id for r in resources if r.id.startswith(("helm-", "configmap-", "deployment-")))
+        + tuple(r.id for r in fault[:-1]),
+    )
     resources += [*fault[:-1], job]
 
     group = health.gate_group(fleet)
     drains = h.remediation == "CordonAndDrain" and group.workload_class.value in ("Training", "Batch")
     steps = [
-        f"on one `{group.name}` node the check fails and Node Problem Detector sets `{rules_promql.DCGM_CONDITION}=True` within about a minute",
+        f"on one `{group.name}` node the check fails and Node Problem Detector sets"
+        f" `{rules_promql.DCGM_CONDITION}=True` within about a minute"
     ]
     if h.remediation != "None":
         steps.append("the remediation controller cordons the node")
@@ -76,34 +100,62 @@ def build(ctx: BuildContext) -> StageContent:
         steps.append(
             "its GPU pods are evicted and their jobs requeued by Kueue onto other nodes (no GPU pod left on the node)"
             if kueue
-            else "its GPU pods are evicted and their controllers recreate them on other nodes (no GPU pod left on the node)"
+            else (
+                "its GPU pods are evicted and their controllers recreate them on other nodes (no GPU pod left on the"
+                " node)"
+            )
         )
-    steps.append("after the fault is removed the condition returns to False" + (" and the node is uncordoned" if h.remediation != "None" else ""))
-    gate = Gate(name="planted-fault", resource=job.id, expectation="; ".join(steps) + ". The Job exits 0 only if every step is seen in time.")
+    steps.append(
+        "after the fault is removed the condition returns to False"
+        + (" and the node is uncordoned" if h.remediation != "None" else "")
+    )
+    gate = Gate(
+        name="planted-fault",
+        resource=job.id,
+        expectation="; ".join(steps) + ". The Job exits 0 only if every step is seen in time.",
+    )
 
     if group.min_size < 1 and fleet.cluster.autoscaler == "None":
-        warnings.append(f"planted-fault gate: no node group has minSize >= 1; the verification Job waits for a `{group.name}` node to exist")
+        warnings.append(
+            f"planted-fault gate: no node group has minSize >= 1; the verification Job waits for a `{group.name}` node"
+            " to exist"
+        )
     # In mode Create gpufleet always installs the agent (builders/cluster.py REQUIRED_ADDONS; an unpinned one gets
     # EKS's default version, warned there); only on an existing cluster can it be missing.
     if h.auto_repair == "Enabled" and fleet.cluster.mode == "Existing":
         warnings.append(
-            "health.autoRepair is Enabled on an existing cluster, where gpufleet manages no EKS add-ons: the eks-node-monitoring-agent add-on must be installed "
-            "(EKS repairs GPU faults only from the conditions that agent reports)"
+            "health.autoRepair is Enabled on an existing cluster, where gpufleet manages no EKS add-ons: the"
+            " eks-node-monitoring-agent add-on must be installed (EKS repairs GPU faults only from the conditions that"
+            " agent reports)"
         )
     if h.dcgm_diag_level >= 2:
-        warnings.append(f"health.dcgmDiagLevel {h.dcgm_diag_level} runs active stress tests every {h.check_interval_seconds}s on GPUs that may be running jobs; NVIDIA intends level 1 for periodic checks")
+        warnings.append(
+            f"health.dcgmDiagLevel {h.dcgm_diag_level} runs active stress tests every {h.check_interval_seconds}s on"
+            " GPUs that may be running jobs; NVIDIA intends level 1 for periodic checks"
+        )
 
     notes = _repair_notes(ctx) + [
-        f"- DCGM health: every {h.check_interval_seconds}s a sidecar of Node Problem Detector runs `dcgmi health -c` and `dcgmi diag -r {h.dcgm_diag_level}` "
-        f"against the node's standalone DCGM hostengine; a failure sets the node condition `{rules_promql.DCGM_CONDITION}` (a stale or missing result sets it Unknown).",
+        (
+            f"- DCGM health: every {h.check_interval_seconds}s a sidecar of Node Problem Detector runs `dcgmi health"
+            f" -c` and `dcgmi diag -r {h.dcgm_diag_level}` against the node's standalone DCGM hostengine; a failure"
+            f" sets the node condition `{rules_promql.DCGM_CONDITION}` (a stale or missing result sets it Unknown)."
+        ),
         f"- Remediation ({h.remediation}): "
         + (
-            "cordon, then Training and Batch nodes are drained at once, Inference nodes one replica at a time once its workload has every replica ready elsewhere, "
-            "Interactive nodes after a one-hour grace period; the node is uncordoned when the check passes again."
+            "cordon, then Training and Batch nodes are drained at once, Inference nodes one replica at a time once its"
+            " workload has every replica ready elsewhere, Interactive nodes after a one-hour grace period; the node is"
+            " uncordoned when the check passes again."
             if h.remediation == "CordonAndDrain"
-            else ("cordon only; draining is left to operators." if h.remediation == "CordonOnly" else "none; the condition and the alert only.")
+            else (
+                "cordon only; draining is left to operators."
+                if h.remediation == "CordonOnly"
+                else "none; the condition and the alert only."
+            )
         ),
-        f"- Stragglers: training jobs export `{rules_promql.TRAINING_STEP_METRIC}` (labels `training_job`, `rank`); "
-        f"TrainingStragglerRank fires when a rank's step time exceeds {rules_promql.STRAGGLER_RATIO:g}x the job's median rank for 10 minutes.",
+        (
+            f"- Stragglers: training jobs export `{rules_promql.TRAINING_STEP_METRIC}` (labels `training_job`, `rank`);"
+            f" TrainingStragglerRank fires when a rank's step time exceeds {rules_promql.STRAGGLER_RATIO:g}x the job's"
+            " median rank for 10 minutes."
+        ),
     ]
     return StageContent(resources=tuple(resources), gates=(gate,), warnings=tuple(warnings), notes=tuple(notes))

@@ -1,5 +1,6 @@
 """The node half of stage 1: per spec node group a launch template (user data, EFA interfaces, placement,
-Capacity Block or On-Demand Capacity Reservation), an EKS managed node group, and a prepuller DaemonSet for its images."""
+Capacity Block or On-Demand Capacity Reservation), an EKS managed node group, and a prepuller DaemonSet for its images.
+"""
 
 from __future__ import annotations
 
@@ -25,7 +26,11 @@ from gpufleet.names import (
 from gpufleet.plan import BuildContext, Concat, Ref, Resource
 from gpufleet.spec import CapacityType, Fabric, Fleet, NodeGroup, Reservation
 
-CAPACITY_TYPES = {CapacityType.ON_DEMAND: "ON_DEMAND", CapacityType.SPOT: "SPOT", CapacityType.CAPACITY_BLOCK: "CAPACITY_BLOCK"}
+CAPACITY_TYPES = {
+    CapacityType.ON_DEMAND: "ON_DEMAND",
+    CapacityType.SPOT: "SPOT",
+    CapacityType.CAPACITY_BLOCK: "CAPACITY_BLOCK",
+}
 # Pinned pause image for the prepuller's main container (registry.k8s.io/pause, multi-arch).
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 
@@ -53,7 +58,12 @@ def node_labels(group: NodeGroup, extra: dict[str, str]) -> dict[str, str]:
     if group.ami_type.startswith("BOTTLEROCKET"):
         # Bottlerocket runs its own NVIDIA driver, toolkit and device plugin (configured by its settings):
         # the GPU Operator must not deploy those operands there (its nvidia.com/gpu.deploy.<operand> labels).
-        labels.update({f"nvidia.com/gpu.deploy.{operand}": "false" for operand in ("driver", "container-toolkit", "device-plugin")})
+        labels.update(
+            {
+                f"nvidia.com/gpu.deploy.{operand}": "false"
+                for operand in ("driver", "container-toolkit", "device-plugin")
+            }
+        )
     return dict(sorted(labels.items()))
 
 
@@ -88,40 +98,81 @@ def _launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str
             {
                 # Bottlerocket keeps images and pods on its data volume (/dev/xvdb); AL2023 on the root volume.
                 "deviceName": "/dev/xvdb" if bottlerocket else "/dev/xvda",
-                "ebs": {"volumeSize": group.disk_size_gib, "volumeType": "gp3", "encrypted": "true", "deleteOnTermination": "true"},
+                "ebs": {
+                    "volumeSize": group.disk_size_gib,
+                    "volumeType": "gp3",
+                    "encrypted": "true",
+                    "deleteOnTermination": "true",
+                },
             }
         ],
         # IMDSv2 only, one hop: pods cannot reach the node's credentials (they use EKS Pod Identity instead).
         "metadataOptions": {"httpEndpoint": "enabled", "httpTokens": "required", "httpPutResponseHopLimit": 1},
-        "tagSpecifications": [{"resourceType": "instance", "tags": {**tags(fleet), "Name": f"{fleet.name}-{group.name}", LABEL_NODE_GROUP: group.name}}],
+        "tagSpecifications": [
+            {
+                "resourceType": "instance",
+                "tags": {**tags(fleet), "Name": f"{fleet.name}-{group.name}", LABEL_NODE_GROUP: group.name},
+            }
+        ],
     }
     if group.fabric is Fabric.EFA:
         # One EFA interface per network card: card 0 device 0 is EFA with ENA (the primary); the others
         # are EFA-only at device index 1 (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html).
         # EFA-only interfaces need VPC CNI 1.18.5 or later on EKS.
         security_groups = [Ref(CLUSTER, "vpcConfig.clusterSecurityGroupId")]
-        interfaces = [{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "efa", "securityGroups": security_groups, "deleteOnTermination": "true"}]
+        interfaces = [
+            {
+                "networkCardIndex": 0,
+                "deviceIndex": 0,
+                "interfaceType": "efa",
+                "securityGroups": security_groups,
+                "deleteOnTermination": "true",
+            }
+        ]
         for card in range(1, node_bootstrap.efa_interfaces(group)):
-            interfaces.append({"networkCardIndex": card, "deviceIndex": 1, "interfaceType": "efa-only", "securityGroups": security_groups, "deleteOnTermination": "true"})
+            interfaces.append(
+                {
+                    "networkCardIndex": card,
+                    "deviceIndex": 1,
+                    "interfaceType": "efa-only",
+                    "securityGroups": security_groups,
+                    "deleteOnTermination": "true",
+                }
+            )
         args["networkInterfaces"] = interfaces
         if group.capacity_type is not CapacityType.CAPACITY_BLOCK:
             # Capacity Blocks are co-located in UltraClusters already; other EFA capacity needs a cluster
             # placement group for full bisection bandwidth.
             pg = f"{group.name}-placement-group"
-            out.append(Resource(id=pg, type="aws:ec2/placementGroup:PlacementGroup", provider=AWS_PROVIDER, args={"name": f"{fleet.name}-{group.name}", "strategy": "cluster", "tags": tags(fleet)}))
+            out.append(
+                Resource(
+                    id=pg,
+                    type="aws:ec2/placementGroup:PlacementGroup",
+                    provider=AWS_PROVIDER,
+                    args={"name": f"{fleet.name}-{group.name}", "strategy": "cluster", "tags": tags(fleet)},
+                )
+            )
             args["placement"] = {"groupName": Ref(pg, "name")}
     if group.capacity_type is CapacityType.CAPACITY_BLOCK:
         # https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html
         args["instanceType"] = group.instance_type
         args["instanceMarketOptions"] = {"marketType": "capacity-block"}
-        args["capacityReservationSpecification"] = {"capacityReservationTarget": {"capacityReservationId": group.reservation_id}}
+        args["capacityReservationSpecification"] = {
+            "capacityReservationTarget": {"capacityReservationId": group.reservation_id}
+        }
     elif group.reservation is not None:
         args["capacityReservationSpecification"] = odcr_specification(group.reservation)
-    out.append(Resource(id=launch_template_id(group), type="aws:ec2/launchTemplate:LaunchTemplate", provider=AWS_PROVIDER, args=args))
+    out.append(
+        Resource(
+            id=launch_template_id(group), type="aws:ec2/launchTemplate:LaunchTemplate", provider=AWS_PROVIDER, args=args
+        )
+    )
     return out
 
 
-def _node_group(ctx: BuildContext, group: NodeGroup, extra_labels: dict[str, str], repair: dict[str, Any] | None) -> Resource:
+def _node_group(
+    ctx: BuildContext, group: NodeGroup, extra_labels: dict[str, str], repair: dict[str, Any] | None
+) -> Resource:
     fleet = ctx.fleet
     subnets = list(group.subnet_ids or fleet.cluster.subnet_ids)
     update: dict[str, Any] = {"updateStrategy": "MINIMAL" if group.update.strategy == "Minimal" else "DEFAULT"}
@@ -138,12 +189,21 @@ def _node_group(ctx: BuildContext, group: NodeGroup, extra_labels: dict[str, str
         "amiType": group.ami_type,
         "releaseVersion": group.ami_release_version,
         "capacityType": CAPACITY_TYPES[group.capacity_type],
-        "scalingConfig": {"minSize": group.min_size, "maxSize": group.max_size, "desiredSize": defaults.desired_size(group)},
+        "scalingConfig": {
+            "minSize": group.min_size,
+            "maxSize": group.max_size,
+            "desiredSize": defaults.desired_size(group),
+        },
         "updateConfig": update,
         "labels": node_labels(group, extra_labels),
-        "taints": [{"key": t["key"], "value": t["value"], "effect": eks_effect(t["effect"])} for t in group_taints(group)],
+        "taints": [
+            {"key": t["key"], "value": t["value"], "effect": eks_effect(t["effect"])} for t in group_taints(group)
+        ],
         # A numeric version: nodes change only when the template does, never by a floating $Latest.
-        "launchTemplate": {"id": Ref(launch_template_id(group), "id"), "version": Concat(Ref(launch_template_id(group), "latestVersion"))},
+        "launchTemplate": {
+            "id": Ref(launch_template_id(group), "id"),
+            "version": Concat(Ref(launch_template_id(group), "latestVersion")),
+        },
         "tags": tags(fleet),
     }
     if group.capacity_type is not CapacityType.CAPACITY_BLOCK:
@@ -163,15 +223,30 @@ def _node_group(ctx: BuildContext, group: NodeGroup, extra_labels: dict[str, str
         args["nodeRepairConfig"] = repair
     after = node_role_attachments() + (("addon-vpc-cni",) if fleet.cluster.mode == "Create" else ())
     # The autoscaler owns the desired size after creation; Pulumi must never scale a group back.
-    return Resource(id=node_group_id(group), type="aws:eks/nodeGroup:NodeGroup", provider=AWS_PROVIDER, args=args, ignore_changes=("scalingConfig.desiredSize",), depends_on=after)
+    return Resource(
+        id=node_group_id(group),
+        type="aws:eks/nodeGroup:NodeGroup",
+        provider=AWS_PROVIDER,
+        args=args,
+        ignore_changes=("scalingConfig.desiredSize",),
+        depends_on=after,
+    )
 
 
 # The prepuller runs nothing but `sh -c true` and pause: the Pod Security "restricted" profile fits whole.
-_RESTRICTED = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "runAsNonRoot": True, "runAsUser": 65534, "capabilities": {"drop": ["ALL"]}}
+_RESTRICTED = {
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "runAsNonRoot": True,
+    "runAsUser": 65534,
+    "capabilities": {"drop": ["ALL"]},
+}
 # Checkov checks that are wrong for this object, with the reason (docs/policies-and-diff.md, "Checkov").
 _CHECKOV_SKIPS = checkov.skip_annotations(
     {
-        "CKV_K8S_8": "a pause container has no endpoint or command to probe; the kubelet already restarts it if it exits",
+        "CKV_K8S_8": (
+            "a pause container has no endpoint or command to probe; the kubelet already restarts it if it exits"
+        ),
         "CKV_K8S_9": "no Service selects the prepuller, so readiness has no consumer",
     }
 )
@@ -205,7 +280,12 @@ def prepuller(fleet: Fleet, group: NodeGroup, namespace_id: str) -> Resource | N
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {
-                    "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534, "seccompProfile": {"type": "RuntimeDefault"}},
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": 65534,
+                        "runAsGroup": 65534,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
                     "nodeSelector": {LABEL_NODE_GROUP: group.name},
                     "tolerations": tolerations_for(group_taints(group)),
                     "initContainers": init,

@@ -18,14 +18,20 @@ from gpufleet.spec import SharingStrategy
 def build(ctx: BuildContext) -> StageContent:
     fleet = ctx.fleet
     notes = [
-        f"The device plugin ConfigMap `{sharing.DEVICE_PLUGIN_CONFIGMAP}` and the MIG ConfigMap `{sharing.MIG_CONFIGMAP}` "
-        "are created in stage 1 with the GPU Operator, which mounts them.",
+        (
+            f"The device plugin ConfigMap `{sharing.DEVICE_PLUGIN_CONFIGMAP}` and the MIG ConfigMap"
+            f" `{sharing.MIG_CONFIGMAP}` are created in stage 1 with the GPU Operator, which mounts them."
+        ),
         "",
         (
-            "Every group advertises `nvidia.com/gpu`; on a shared group one device is a slice of a GPU. Isolation contract per group:"
+            "Every group advertises `nvidia.com/gpu`; on a shared group one device is a slice of a GPU. Isolation"
+            " contract per group:"
             if sharing.mig_strategy(fleet) == sharing.MIG_SINGLE
-            else "MIG strategy `mixed` (one value for the cluster): MIG groups advertise each slice as `nvidia.com/mig-<profile>`, "
-            "the others `nvidia.com/gpu`; on a shared group one device is a slice of a GPU. Isolation contract per group:"
+            else (
+                "MIG strategy `mixed` (one value for the cluster): MIG groups advertise each slice as"
+                " `nvidia.com/mig-<profile>`, the others `nvidia.com/gpu`; on a shared group one device is a slice of a"
+                " GPU. Isolation contract per group:"
+            )
         ),
         "",
         *sharing.CONTRACT_HEADER,
@@ -33,9 +39,14 @@ def build(ctx: BuildContext) -> StageContent:
     ]
     warnings = []
     for group in fleet.node_groups:
-        if sharing.is_bottlerocket(group) and group.sharing.strategy is SharingStrategy.MIG and sharing.bottlerocket_mig_key(group) is None:
+        if (
+            sharing.is_bottlerocket(group)
+            and group.sharing.strategy is SharingStrategy.MIG
+            and sharing.bottlerocket_mig_key(group) is None
+        ):
             warnings.append(
-                f"node group {group.name}: Bottlerocket partitions only A100, H100 and H200 with MIG; {group.instance_type} "
-                "will come up unpartitioned (use an AL2023 AMI, where the GPU Operator's MIG manager does it)"
+                f"node group {group.name}: Bottlerocket partitions only A100, H100 and H200 with MIG;"
+                f" {group.instance_type} will come up unpartitioned (use an AL2023 AMI, where the GPU Operator's MIG"
+                " manager does it)"
             )
     return StageContent(resources=(), warnings=tuple(warnings), notes=tuple(notes))

@@ -40,7 +40,10 @@ def _encryption_rule(cp: Checkpoints) -> dict[str, object]:
     data key, so writing a sharded checkpoint is not one KMS request per object: KMS request quotas and cost)."""
     if not st.customer_managed_key(cp):
         return {"applyServerSideEncryptionByDefault": {"sseAlgorithm": "AES256"}}
-    return {"applyServerSideEncryptionByDefault": {"sseAlgorithm": "aws:kms", "kmsMasterKeyId": Ref(KEY, "arn")}, "bucketKeyEnabled": True}
+    return {
+        "applyServerSideEncryptionByDefault": {"sseAlgorithm": "aws:kms", "kmsMasterKeyId": Ref(KEY, "arn")},
+        "bucketKeyEnabled": True,
+    }
 
 
 def key_resources(fleet: Fleet, cp: Checkpoints) -> list[Resource]:
@@ -63,7 +66,12 @@ def key_resources(fleet: Fleet, cp: Checkpoints) -> list[Resource]:
                 "tags": tags(fleet),
             },
         ),
-        Resource(id=f"{KEY}-alias", type="aws:kms/alias:Alias", provider=AWS_PROVIDER, args={"name": st.key_alias(fleet), "targetKeyId": Ref(KEY, "keyId")}),
+        Resource(
+            id=f"{KEY}-alias",
+            type="aws:kms/alias:Alias",
+            provider=AWS_PROVIDER,
+            args={"name": st.key_alias(fleet), "targetKeyId": Ref(KEY, "keyId")},
+        ),
     ]
 
 
@@ -73,7 +81,14 @@ def bucket_resources(fleet: Fleet, cp: Checkpoints) -> list[Resource]:
     name = Ref(BUCKET, "bucket")
 
     def setting(suffix: str, type_: str, args: dict[str, object], after: tuple[str, ...] = ()) -> Resource:
-        return Resource(id=f"{BUCKET}-{suffix}", type=type_, provider=AWS_PROVIDER, retain_on_delete=True, depends_on=after, args={"bucket": name, **args})
+        return Resource(
+            id=f"{BUCKET}-{suffix}",
+            type=type_,
+            provider=AWS_PROVIDER,
+            retain_on_delete=True,
+            depends_on=after,
+            args={"bucket": name, **args},
+        )
 
     return [
         Resource(
@@ -84,7 +99,9 @@ def bucket_resources(fleet: Fleet, cp: Checkpoints) -> list[Resource]:
             retain_on_delete=True,
             args={"bucket": cp.bucket, "forceDestroy": False, "tags": tags(fleet)},
         ),
-        setting("versioning", "aws:s3/bucketVersioning:BucketVersioning", {"versioningConfiguration": {"status": "Enabled"}}),
+        setting(
+            "versioning", "aws:s3/bucketVersioning:BucketVersioning", {"versioningConfiguration": {"status": "Enabled"}}
+        ),
         setting(
             "encryption",
             "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
@@ -93,12 +110,31 @@ def bucket_resources(fleet: Fleet, cp: Checkpoints) -> list[Resource]:
         setting(
             "public-access-block",
             "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",
-            {"blockPublicAcls": True, "blockPublicPolicy": True, "ignorePublicAcls": True, "restrictPublicBuckets": True},
+            {
+                "blockPublicAcls": True,
+                "blockPublicPolicy": True,
+                "ignorePublicAcls": True,
+                "restrictPublicBuckets": True,
+            },
         ),
-        setting("ownership", "aws:s3/bucketOwnershipControls:BucketOwnershipControls", {"rule": {"objectOwnership": "BucketOwnerEnforced"}}),
-        setting("policy", "aws:s3/bucketPolicy:BucketPolicy", {"policy": st.bucket_policy(fleet, cp)}, after=(f"{BUCKET}-public-access-block",)),
+        setting(
+            "ownership",
+            "aws:s3/bucketOwnershipControls:BucketOwnershipControls",
+            {"rule": {"objectOwnership": "BucketOwnerEnforced"}},
+        ),
+        setting(
+            "policy",
+            "aws:s3/bucketPolicy:BucketPolicy",
+            {"policy": st.bucket_policy(fleet, cp)},
+            after=(f"{BUCKET}-public-access-block",),
+        ),
         # Noncurrent-version rules act only on a versioned bucket.
-        setting("lifecycle", "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration", {"rules": st.lifecycle_rules(cp)}, after=(f"{BUCKET}-versioning",)),
+        setting(
+            "lifecycle",
+            "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration",
+            {"rules": st.lifecycle_rules(cp)},
+            after=(f"{BUCKET}-versioning",),
+        ),
     ]
 
 
@@ -115,9 +151,13 @@ def identity_resources(fleet: Fleet, cp: Checkpoints, interval_s: float) -> list
                 policy=f"checkpoints-policy-{team.name}",
                 association=f"checkpoints-pod-identity-{team.name}",
                 name_prefix=f"{fleet.name}-{team.name}-ckpt-",
-                description=f"Team {team.name}: checkpoints under s3://{cp.bucket}/{st.team_prefix(team)} (EKS Pod Identity)",
+                description=(
+                    f"Team {team.name}: checkpoints under s3://{cp.bucket}/{st.team_prefix(team)} (EKS Pod Identity)"
+                ),
                 policy_name="checkpoint-prefix",
-                policy_document=st.team_access_policy(fleet, cp, team, Ref(KEY, "arn") if st.customer_managed_key(cp) else None),
+                policy_document=st.team_access_policy(
+                    fleet, cp, team, Ref(KEY, "arn") if st.customer_managed_key(cp) else None
+                ),
                 namespace=team.namespace,
                 service_account=st.CHECKPOINT_SERVICE_ACCOUNT,
             ),
@@ -128,18 +168,26 @@ def identity_resources(fleet: Fleet, cp: Checkpoints, interval_s: float) -> list
 
 
 def _raid0_rows(groups: list[NodeGroup], s: checkpoints.Sizing) -> tuple[list[str], list[str]]:
-    rows = ["| node group | instance | instance-store NVMe (RAID0) | mounted at | room for 2 checkpoint shards |", "|---|---|---|---|---|"]
+    rows = [
+        "| node group | instance | instance-store NVMe (RAID0) | mounted at | room for 2 checkpoint shards |",
+        "|---|---|---|---|---|",
+    ]
     warnings = []
     need = 2 * s.shard_bytes
     for g in groups:
         info = catalog.lookup(g.instance_type)
         nvme = (info.local_nvme_gib if info else 0) * checkpoints.GB
         fits = nvme >= need
-        rows.append(f"| {g.name} | {g.instance_type} | {checkpoints.human_bytes(nvme) if nvme else 'none'} | `{st.raid0_mount(g)}` | {'yes' if fits else 'no'} ({checkpoints.human_bytes(need)} needed) |")
+        rows.append(
+            f"| {g.name} | {g.instance_type} | {checkpoints.human_bytes(nvme) if nvme else 'none'} |"
+            f" `{st.raid0_mount(g)}` | {'yes' if fits else 'no'} ({checkpoints.human_bytes(need)} needed) |"
+        )
         if not fits:
             warnings.append(
-                f'node group "{g.name}" ({g.instance_type}) has {checkpoints.human_bytes(nvme) if nvme else "no"} instance-store NVMe; staging needs room for two '
-                f"checkpoint shards ({checkpoints.human_bytes(need)}: the one uploading and the one being written): raise checkpoints.writerNodes or write to the bucket directly"
+                f'node group "{g.name}" ({g.instance_type}) has {checkpoints.human_bytes(nvme) if nvme else "no"}'
+                f" instance-store NVMe; staging needs room for two checkpoint shards ({checkpoints.human_bytes(need)}:"
+                " the one uploading and the one being written): raise checkpoints.writerNodes or write to the bucket"
+                " directly"
             )
     return rows, warnings
 
@@ -148,7 +196,10 @@ def _sizing_notes(cp: Checkpoints, s: checkpoints.Sizing) -> list[str]:
     d = checkpoints.duration
     nodes = "1 node" if cp.writer_nodes == 1 else f"{cp.writer_nodes} nodes in parallel"
     lines = [
-        f"Checkpoint size: {cp.model_parameters:,} parameters x {cp.bytes_per_parameter} bytes = **{checkpoints.human_bytes(s.checkpoint_bytes)}**, written by {nodes}.",
+        (
+            f"Checkpoint size: {cp.model_parameters:,} parameters x {cp.bytes_per_parameter} bytes ="
+            f" **{checkpoints.human_bytes(s.checkpoint_bytes)}**, written by {nodes}."
+        ),
         "",
         "| tier | assumed bandwidth per node | write time |",
         "|---|---|---|",
@@ -156,15 +207,24 @@ def _sizing_notes(cp: Checkpoints, s: checkpoints.Sizing) -> list[str]:
     if s.local_write_s is not None:
         lines.append(f"| node-local NVMe | {s.local_gbps:g} GB/s | {d(s.local_write_s)} |")
     lines.append(f"| bucket | {s.bucket_gbps:g} GB/s | {d(s.bucket_write_s)} |")
-    blocking = "node-local NVMe write; the upload runs in the background" if s.local_write_s is not None else "bucket write"
+    blocking = (
+        "node-local NVMe write; the upload runs in the background" if s.local_write_s is not None else "bucket write"
+    )
     lines += [
         "",
-        f"- Young/Daly interval: sqrt(2 x {d(s.blocking_write_s)} ({blocking}) x {cp.mean_time_between_failures_hours:g} h MTBF) = **{d(s.young_daly_s)}**"
-        + (f", raised to the bucket write time {d(s.bucket_write_s)}" if s.recommended_interval_s > s.young_daly_s else "")
+        f"- Young/Daly interval: sqrt(2 x {d(s.blocking_write_s)} ({blocking}) x"
+        f" {cp.mean_time_between_failures_hours:g} h MTBF) = **{d(s.young_daly_s)}**"
+        + (
+            f", raised to the bucket write time {d(s.bucket_write_s)}"
+            if s.recommended_interval_s > s.young_daly_s
+            else ""
+        )
         + ".",
     ]
     if s.configured_interval_s is None:
-        lines.append(f"- Interval in use (checkpoint-config `CHECKPOINT_INTERVAL_SECONDS`): the optimum, {d(s.interval_s)}.")
+        lines.append(
+            f"- Interval in use (checkpoint-config `CHECKPOINT_INTERVAL_SECONDS`): the optimum, {d(s.interval_s)}."
+        )
     else:
         lines.append(f"- Interval in use (checkpoints.intervalMinutes): {d(s.interval_s)}.")
     if s.interval_s >= s.blocking_write_s:  # the first-order model only holds then
@@ -196,14 +256,21 @@ def build(ctx: BuildContext) -> StageContent:
         warnings.append(warning)
 
     notes = [
-        f"Checkpoint bucket `{cp.bucket}` ({fleet.cluster.region}): versioned, {_encryption_note(fleet, cp)}, all public access blocked, ACLs disabled, TLS only; "
-        f"noncurrent versions expire after {cp.retention_days} days, incomplete uploads after {st.ABORT_MULTIPART_DAYS}. "
-        "Pulumi `protect` and `retainOnDelete`: `pulumi destroy` stops at the bucket, and a deleted stack leaves it and its settings in place.",
+        (
+            f"Checkpoint bucket `{cp.bucket}` ({fleet.cluster.region}): versioned, {_encryption_note(fleet, cp)}, all"
+            f" public access blocked, ACLs disabled, TLS only; noncurrent versions expire after {cp.retention_days}"
+            f" days, incomplete uploads after {st.ABORT_MULTIPART_DAYS}. Pulumi `protect` and `retainOnDelete`: `pulumi"
+            " destroy` stops at the bucket, and a deleted stack leaves it and its settings in place."
+        ),
         "",
     ]
     if fleet.teams:
         notes += ["| team | service account | may read and write | role |", "|---|---|---|---|"]
-        notes += [f"| {t.name} | `{t.namespace}/{st.CHECKPOINT_SERVICE_ACCOUNT}` | `s3://{cp.bucket}/{st.team_prefix(t)}*` | `checkpoints-role-{t.name}` |" for t in fleet.teams]
+        notes += [
+            f"| {t.name} | `{t.namespace}/{st.CHECKPOINT_SERVICE_ACCOUNT}` | `s3://{cp.bucket}/{st.team_prefix(t)}*` |"
+            f" `checkpoints-role-{t.name}` |"
+            for t in fleet.teams
+        ]
     else:
         notes.append("No teams: nobody may write checkpoints yet.")
     notes.append("")
@@ -213,7 +280,11 @@ def build(ctx: BuildContext) -> StageContent:
         notes += rows
         notes += [
             "",
-            f"nodeadm (AL2023) and `apiclient ephemeral-storage bind` (Bottlerocket) bind-mount kubelet's directory onto the array, so an emptyDir mounted at `{st.LOCAL_CHECKPOINT_DIR}` (checkpoint-config `CHECKPOINT_LOCAL_DIR`) is on NVMe.",
+            (
+                "nodeadm (AL2023) and `apiclient ephemeral-storage bind` (Bottlerocket) bind-mount kubelet's directory"
+                f" onto the array, so an emptyDir mounted at `{st.LOCAL_CHECKPOINT_DIR}` (checkpoint-config"
+                " `CHECKPOINT_LOCAL_DIR`) is on NVMe."
+            ),
             "",
         ]
     notes += _sizing_notes(cp, s)

@@ -42,23 +42,50 @@ def build(ctx: BuildContext) -> StageContent:
         # rules.py requires the version whenever an environment includes telemetry; without one the stage is
         # in no environment, and the plan only counts what it would bring.
         version = fleet.versions.kube_prometheus_stack
-        resources.append(helm("kubePrometheusStack", version, release=KPS_RELEASE, namespace=ns, values=telemetry.kube_prometheus_stack_values(fleet)))
-        notes.append(f"- Prometheus: kube-prometheus-stack {version} in `{ns}`; it selects ServiceMonitors, PodMonitors and PrometheusRules in every namespace.")
+        resources.append(
+            helm(
+                "kubePrometheusStack",
+                version,
+                release=KPS_RELEASE,
+                namespace=ns,
+                values=telemetry.kube_prometheus_stack_values(fleet),
+            )
+        )
+        notes.append(
+            f"- Prometheus: kube-prometheus-stack {version} in `{ns}`; it selects ServiceMonitors, PodMonitors and"
+            " PrometheusRules in every namespace."
+        )
     else:
         notes.append(
-            f"- Prometheus: existing, in `{ns}`. It must select objects labelled `gpufleet.io/monitoring=true` (or all), "
-            "kube-state-metrics must export the node labels `gpufleet.io/node-group` and `gpufleet.io/workload-class` "
-            "(`--metric-labels-allowlist=nodes=[...]`), and Grafana's sidecar must load ConfigMaps labelled `grafana_dashboard=1`."
+            f"- Prometheus: existing, in `{ns}`. It must select objects labelled `gpufleet.io/monitoring=true` (or"
+            " all), kube-state-metrics must export the node labels `gpufleet.io/node-group` and"
+            " `gpufleet.io/workload-class` (`--metric-labels-allowlist=nodes=[...]`), and Grafana's sidecar must load"
+            " ConfigMaps labelled `grafana_dashboard=1`."
         )
     after = prometheus_dependency(ctx)
     resources.append(k8s(telemetry.dcgm_service_monitor(), depends_on=after))
     groups = rules_promql.telemetry_groups(fleet.telemetry.idle_sm_active_below, devices_per_gpu(ctx))
     resources.append(k8s(rules_promql.prometheus_rule("gpufleet-telemetry", ns, groups), depends_on=after))
-    resources.append(k8s(telemetry.dashboard_configmap("gpufleet-dashboard-gpu-truth", ns, "gpufleet-gpu-truth.json", dashboards.telemetry_dashboard()), depends_on=after))
+    resources.append(
+        k8s(
+            telemetry.dashboard_configmap(
+                "gpufleet-dashboard-gpu-truth", ns, "gpufleet-gpu-truth.json", dashboards.telemetry_dashboard()
+            ),
+            depends_on=after,
+        )
+    )
     notes += [
-        f"- DCGM exporter counters (ConfigMap `{telemetry.DCGM_METRICS_CONFIGMAP}`, created in stage 1 with the GPU Operator, which mounts it): " + ", ".join(f"`{f}`" for f, kind, _ in telemetry.DCGM_FIELDS if kind != "label") + ".",
-        f"- A GPU counts as idle when its SM active ratio (5 m average) is below {fleet.telemetry.idle_sm_active_below:g}.",
-        "- Alerts: GPUNodeZeroAllocatable, GPUXidHardwareError, GPUXidError, GPUThermalThrottling, GPUPowerThrottling, "
-        "GPUUtilizationMisleading, GPUAllocatedIdle, GPUNodeGroupFragmented.",
+        f"- DCGM exporter counters (ConfigMap `{telemetry.DCGM_METRICS_CONFIGMAP}`, created in stage 1 with the GPU"
+        " Operator, which mounts it): "
+        + ", ".join(f"`{f}`" for f, kind, _ in telemetry.DCGM_FIELDS if kind != "label")
+        + ".",
+        (
+            "- A GPU counts as idle when its SM active ratio (5 m average) is below"
+            f" {fleet.telemetry.idle_sm_active_below:g}."
+        ),
+        (
+            "- Alerts: GPUNodeZeroAllocatable, GPUXidHardwareError, GPUXidError, GPUThermalThrottling,"
+            " GPUPowerThrottling, GPUUtilizationMisleading, GPUAllocatedIdle, GPUNodeGroupFragmented."
+        ),
     ]
     return StageContent(resources=tuple(resources), notes=tuple(notes))

@@ -19,7 +19,10 @@ from gpufleet.synth import synth_tree
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     plan_command.add_arguments(parser)
-    parser.add_argument("--out", help="output directory (default: out/<env>): absent, empty, or a tree gpufleet wrote, which is replaced whole")
+    parser.add_argument(
+        "--out",
+        help="output directory (default: out/<env>): absent, empty, or a tree gpufleet wrote, which is replaced whole",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,7 +38,10 @@ def run(args: argparse.Namespace) -> int:
         staging.commit(tree)
     except Contradictions as exc:  # the fleet contradicts itself: an error of the spec, nothing written
         staging.discard()
-        raise SpecError(validated.source, sort_issues(validated.source, [replace(i, context=f"environment {args.env}") for i in exc.issues])) from None
+        raise SpecError(
+            validated.source,
+            sort_issues(validated.source, [replace(i, context=f"environment {args.env}") for i in exc.issues]),
+        ) from None
     except TargetRefused as exc:  # the target changed while synthesising
         staging.discard()
         raise UsageError(f"--out {out}: {exc}") from None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Mapping
+from collections.abc import Mapping
 
 from gpufleet.diagnose.findings import Finding, rank, render
 from gpufleet.diagnose.nccl import parse_nccl
@@ -30,10 +30,22 @@ def diagnose(nccl_texts: Mapping[str, str], node_texts: Mapping[str, str]) -> li
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--nccl-log", dest="nccl_log", action="append", default=[], metavar="FILE",
-                        help="output of a job run with NCCL_DEBUG=INFO (repeat for one file per pod)")
-    parser.add_argument("--node-describe", dest="node_describe", action="append", default=[], metavar="FILE",
-                        help="output of `kubectl describe node` for a GPU node (repeatable)")
+    parser.add_argument(
+        "--nccl-log",
+        dest="nccl_log",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="output of a job run with NCCL_DEBUG=INFO (repeat for one file per pod)",
+    )
+    parser.add_argument(
+        "--node-describe",
+        dest="node_describe",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="output of `kubectl describe node` for a GPU node (repeatable)",
+    )
 
 
 class _Unreadable(Exception):

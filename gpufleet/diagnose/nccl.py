@@ -11,7 +11,6 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-
 # Every pattern below is anchored or bounded (a run-away line costs O(length), not O(length^2)), and lines are cut at
 # MAX_LINE: NCCL's longest lines (a ring order of 1,024 ranks) are about 5 KB.
 MAX_LINE = 16_384
@@ -45,7 +44,9 @@ _STAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]
 # libfabric's own log: "libfabric:85:1747438790::core:core:fi_getinfo_():1392<warn> fi_getinfo: ..."
 _LIBFABRIC = re.compile(r"libfabric:\d{1,10}:\d{1,20}::[^\s<]{0,200}<warn> (.*)")
 # Fatal error strings that NCCL and PyTorch print outside a WARN line (ncclGetErrorString, "NCCL error in: ...").
-_FAILURE = re.compile(r"(?:Cuda|CUDA|NCCL) failure\b|ncclUnhandledCudaError|ncclSystemError|ncclInternalError|ncclRemoteError")
+_FAILURE = re.compile(
+    r"(?:Cuda|CUDA|NCCL) failure\b|ncclUnhandledCudaError|ncclSystemError|ncclInternalError|ncclRemoteError"
+)
 _EVIDENCE = re.compile(r"NCCL WARN|WARN: Function|<warn>|" + _FAILURE.pattern)  # errors, whole or cut
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)(\S*)")  # init.cc VERSION_STRING; <=2.22 printf()s it bare
 # transport/{net,p2p,shm}.cc "Channel %02d/%d : %d[%d] -> %d[%d] [send] via NET/%s/%d%s%s%s"; before 2.12
@@ -56,7 +57,9 @@ _CHANNEL = re.compile(
 _VIA_NET = re.compile(r"^NET/([^/]+)/\d+(?:\(\d+\))?(\S*)")  # net name may hold a space: "AWS Libfabric"
 _NETWORK = re.compile(r"^Using network (.+)$")  # init.cc "Using network %s"
 _PLUGIN_LOADED = re.compile(r"^NET/Plugin ?: ?Loaded net plugin (.+?) \(v\d+\)")  # plugin/net/net_v*.cc
-PLUGIN_LIB = re.compile(r"(?<![\w.+-])([\w.+-]{1,200}\.so[\w.]{0,20}): (?:cannot open shared object file|undefined symbol)")
+PLUGIN_LIB = re.compile(
+    r"(?<![\w.+-])([\w.+-]{1,200}\.so[\w.]{0,20}): (?:cannot open shared object file|undefined symbol)"
+)
 _BOOTSTRAP = re.compile(r"^Bootstrap ?: ?Using ?(?:\[\d+\])?([^:\s]+):")  # bootstrap.cc, "Bootstrap :" before 2.24
 _SOCKET = re.compile(r"^NET/Socket ?: ?Using (.*)")  # net_socket.cc "NET/Socket : Using [0]eth0:10.0.0.5<0>"
 _IFACE = re.compile(r"\[\d+\]([^:\s\[]+):")
@@ -64,7 +67,9 @@ _IB = re.compile(r"^NET/IB\w* ?: ?Using (.*?)(?:; OOB ([^:\s]+):.*)?$")  # net_i
 _IB_DEV = re.compile(r"\[\d+\]([^:\s\[]+):\d+[:\d]*/(\w+)")
 # graph/paths.cc "GPU Direct RDMA Disabled for GPU %d[%d] / HCA %d (distance %d > %d)" (">=" before 2.12), transport/
 # net_ib.cc "NET/IB : GPU Direct RDMA Disabled for HCA %d '%s' (no module)" (the suffix since 2.19).
-_GDR = re.compile(r"GPU Direct RDMA (Enabled|Disabled) for (?:HCA|GPU)(?:[^(]{0,100}\((distance \d+ >=? \d+|no module)\))?")
+_GDR = re.compile(
+    r"GPU Direct RDMA (Enabled|Disabled) for (?:HCA|GPU)(?:[^(]{0,100}\((distance \d+ >=? \d+|no module)\))?"
+)
 _ENV = re.compile(r"^([A-Z][A-Z0-9_]+) set (?:by environment )?to (.*)$")  # "%s set by environment to %s";
 # net_ib prints "NCCL_IB_HCA set to %s", param.cc ends numbers with "."
 _INIT = re.compile(r"comm \S+ rank (\d+) nranks (\d+) cudaDev \d+")  # init.cc "... - Init START|COMPLETE"
@@ -79,7 +84,6 @@ EFA_MISSING = re.compile(
     r"Unable to find a protocol that worked|provider efa output empty list"
 )
 _OFI_PROVIDER = re.compile(r"^NET/OFI Selected [Pp]rovider is ([^,\s]+),?(?: fabric is \S+)?(?: \(found (\d+) nics\))?")
-
 
 
 @dataclass(slots=True)
@@ -158,9 +162,9 @@ def parse_nccl(text: str) -> NcclLog:
         if headers:
             continue
         if "Function: " in line and (old := _OFI_OLD.search(line)):
-            _read(_process(log, ("", 0)), old.group("level"), " ".join(line[old.end():].split()))
+            _read(_process(log, ("", 0)), old.group("level"), " ".join(line[old.end() :].split()))
         elif bare := _BARE_MESSAGE.match(line):
-            _read(_process(log, ("", 0)), "INFO", " ".join(line[bare.end():].split()))
+            _read(_process(log, ("", 0)), "INFO", " ".join(line[bare.end() :].split()))
         elif m := _VERSION.search(line):
             log.bare_versions.append(m.group(1) + m.group(2))
         elif "libfabric:" in line and (m := _LIBFABRIC.search(line)):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Mapping
+from collections.abc import Mapping
 
 from gpufleet import catalog
 from gpufleet.diagnose.findings import Finding, Severity
@@ -30,7 +30,9 @@ _BENIGN_WARN = re.compile(r"Could not find a path for pattern|falling back to si
 # NVLink SHARP (any WARN from transport/nvls.cc: "Cuda failure 1", or "Failed to bind NVLink SHARP (NVLS) Multicast
 # memory ... CUDA error 401") and CUDA error 802 (cudaErrorSystemNotReady) fail when the NVSwitch fabric manager is
 # down or was restarted under running GPU contexts (NVIDIA/nccl issues 976, 1488; nccl-tests 264; pytorch#150852).
-_FABRIC = re.compile(r"nvls\.cc:\d+ |NVLink SHARP|Cuda failure 802\b|system not yet initialized|cudaErrorSystemNotReady")
+_FABRIC = re.compile(
+    r"nvls\.cc:\d+ |NVLink SHARP|Cuda failure 802\b|system not yet initialized|cudaErrorSystemNotReady"
+)
 
 _SOCKET_FIX = (
     "put the job on the fast fabric: request vpc.amazonaws.com/efa in the pod (all EFA devices of the instance) and "
@@ -57,18 +59,34 @@ _FABRIC_FIX = (
 def check_job(logs: Mapping[str, NcclLog]) -> list[Finding]:
     """The logs of one job (one file, or one per pod): what to change, unranked."""
     out = [
-        Finding("warning", src, "log", "no NCCL_DEBUG=INFO lines found",
-                "run the job with NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,ENV,NET adds the GPUDirect lines) "
-                "and pass its whole output", "input.no-nccl-lines")
+        Finding(
+            "warning",
+            src,
+            "log",
+            "no NCCL_DEBUG=INFO lines found",
+            "run the job with NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,ENV,NET adds the GPUDirect lines) "
+            "and pass its whole output",
+            "input.no-nccl-lines",
+        )
         for src, log in logs.items()
         if not log.processes and not log.bare_versions and not log.failures and not log.libfabric
     ]
-    procs = sorted(((s, p) for s, log in logs.items() for p in log.processes.values()),
-                   key=lambda sp: (sp[1].rank_list[:1] or [1 << 30], sp[1].host, sp[1].pid))
+    procs = sorted(
+        ((s, p) for s, log in logs.items() for p in log.processes.values()),
+        key=lambda sp: (sp[1].rank_list[:1] or [1 << 30], sp[1].host, sp[1].pid),
+    )
     multi_host = len({p.host for _, p in procs if p.host}) > 1
     rows: list[Row] = [(s, p, _transport(p, multi_host)) for s, p in procs]
-    found = (_errors(logs, rows) + _efa(logs, rows) + _transports(rows) + _plugins(rows) + _gdr(rows)
-             + _efa_devices(rows) + _one_gpu_per_pod(rows) + _interfaces(rows, multi_host))
+    found = (
+        _errors(logs, rows)
+        + _efa(logs, rows)
+        + _transports(rows)
+        + _plugins(rows)
+        + _gdr(rows)
+        + _efa_devices(rows)
+        + _one_gpu_per_pod(rows)
+        + _interfaces(rows, multi_host)
+    )
     return out + found + _versions(logs, rows, bool(found))
 
 
@@ -150,26 +168,57 @@ def _errors(logs: Mapping[str, NcclLog], rows: list[Row]) -> list[Finding]:
     out: list[Finding] = []
     loose = [(src, msg) for src, log in logs.items() for msg in log.failures]
     if not fabric_msg and (hit := next(((s, m) for s, m in loose if _FABRIC.search(m)), None)):
-        out.append(Finding("critical", hit[0], "job", f"CUDA cannot start on the GPUs: {hit[1]}", _FABRIC_FIX,
-                           "nccl.fabric-manager"))
+        out.append(
+            Finding(
+                "critical",
+                hit[0],
+                "job",
+                f"CUDA cannot start on the GPUs: {hit[1]}",
+                _FABRIC_FIX,
+                "nccl.fabric-manager",
+            )
+        )
     if fabric:
-        out.append(_finding("critical", fabric, len(rows), f"NCCL failed in NVLink SHARP setup: {fabric_msg}",
-                            _FABRIC_FIX, "nccl.fabric-manager"))
+        out.append(
+            _finding(
+                "critical",
+                fabric,
+                len(rows),
+                f"NCCL failed in NVLink SHARP setup: {fabric_msg}",
+                _FABRIC_FIX,
+                "nccl.fabric-manager",
+            )
+        )
     for msg, members in other.items():
         shown = next(m for m in members[0][1].warnings if _LOC.sub("", m) == msg)
-        out.append(_finding("critical", members, len(rows), f"NCCL reported an error: {shown}", _error_fix(shown),
-                            "nccl.error"))
+        out.append(
+            _finding(
+                "critical", members, len(rows), f"NCCL reported an error: {shown}", _error_fix(shown), "nccl.error"
+            )
+        )
     if not out and (hit := next(((s, m) for s, m in loose), None)):
-        out.append(Finding("critical", hit[0], "job", f"the job reported an NCCL/CUDA failure: {hit[1]}",
-                           _error_fix(hit[1]), "nccl.error"))
+        out.append(
+            Finding(
+                "critical",
+                hit[0],
+                "job",
+                f"the job reported an NCCL/CUDA failure: {hit[1]}",
+                _error_fix(hit[1]),
+                "nccl.error",
+            )
+        )
     return out
 
 
 def _explained(msg: str, p: Process) -> bool:
     """A WARN another check reports with a better fix, one NCCL carries on from, or aws-ofi-nccl's follow-up to
     finding no EFA device."""
-    return bool(_BENIGN_WARN.search(msg) or EFA_MISSING.search(msg) or (p.efa_missing and "NET/OFI" in msg)
-                or _LOC.sub("", msg).startswith(("NET/Plugin", "Failed to init")))
+    return bool(
+        _BENIGN_WARN.search(msg)
+        or EFA_MISSING.search(msg)
+        or (p.efa_missing and "NET/OFI" in msg)
+        or _LOC.sub("", msg).startswith(("NET/Plugin", "Failed to init"))
+    )
 
 
 _LOC = re.compile(r"^[\w./+-]{1,255}:\d{1,7} (?:\([^()]{0,255}\) )?")
@@ -178,40 +227,58 @@ _LOC = re.compile(r"^[\w./+-]{1,255}:\d{1,7} (?:\([^()]{0,255}\) )?")
 def _error_fix(msg: str) -> str:
     """The fix for an NCCL error line, in the user's terms (what the message means on Kubernetes)."""
     if "initialization error" in msg or "no CUDA-capable device" in msg or "driver version is insufficient" in msg:
-        return ("CUDA could not start in this pod: check `nvidia-smi` inside it; the GPUs must come from an "
-                "nvidia.com/gpu request (not NVIDIA_VISIBLE_DEVICES=all on a pod without one), the node's driver must "
-                "support the image's CUDA, and the container runtime must be NVIDIA's (GPU Operator toolkit)")
+        return (
+            "CUDA could not start in this pod: check `nvidia-smi` inside it; the GPUs must come from an "
+            "nvidia.com/gpu request (not NVIDIA_VISIBLE_DEVICES=all on a pod without one), the node's driver must "
+            "support the image's CUDA, and the container runtime must be NVIDIA's (GPU Operator toolkit)"
+        )
     if "node cpu not found" in msg or "xml.h" in msg:
         # aws-ofi-nccl before 1.11 set NCCL_TOPO_FILE to a static file per platform (p4d, p5), which fails when a
         # process sees only some of the GPUs (aws-ofi-nccl#785, maintainer); 1.11 and later generate it.
-        return ("NCCL read a topology file that does not match the devices this process sees: aws-ofi-nccl before "
-                "1.11 sets NCCL_TOPO_FILE to a static file for p4d/p5 that breaks when a pod gets only some of the "
-                "GPUs; upgrade aws-ofi-nccl (the EFA installer's, 1.11 or later generates the file), or unset a "
-                "NCCL_TOPO_FILE you set yourself")
+        return (
+            "NCCL read a topology file that does not match the devices this process sees: aws-ofi-nccl before "
+            "1.11 sets NCCL_TOPO_FILE to a static file for p4d/p5 that breaks when a pod gets only some of the "
+            "GPUs; upgrade aws-ofi-nccl (the EFA installer's, 1.11 or later generates the file), or unset a "
+            "NCCL_TOPO_FILE you set yourself"
+        )
     if "out of memory" in msg:
-        return ("a GPU ran out of memory while NCCL allocated its buffers: lower the batch or NCCL_BUFFSIZE, and make "
-                "sure no other process (another pod on a time-sliced GPU) holds memory on it")
+        return (
+            "a GPU ran out of memory while NCCL allocated its buffers: lower the batch or NCCL_BUFFSIZE, and make "
+            "sure no other process (another pod on a time-sliced GPU) holds memory on it"
+        )
     if "register memory" in msg and "NET/OFI" in msg:
-        return ("EFA could not register GPU memory: NCCL 2.19 and later need libfabric from EFA installer 1.29 or "
-                "later (set FI_EFA_SET_CUDA_SYNC_MEMOPS=0 until the image is rebuilt), and the pod needs its EFA "
-                "devices' hugepages (gpufleet requests them for fabric: efa groups)")
+        return (
+            "EFA could not register GPU memory: NCCL 2.19 and later need libfabric from EFA installer 1.29 or "
+            "later (set FI_EFA_SET_CUDA_SYNC_MEMOPS=0 until the image is rebuilt), and the pod needs its EFA "
+            "devices' hugepages (gpufleet requests them for fabric: efa groups)"
+        )
     if "NET/OFI" in msg:
-        return ("aws-ofi-nccl or libfabric failed on EFA: build the image from one EFA installer (libfabric and "
-                "aws-ofi-nccl together) that supports the image's NCCL, request every vpc.amazonaws.com/efa of the "
-                "instance, and check the node group's security group allows all traffic to and from itself (EFA "
-                "needs it)")
+        return (
+            "aws-ofi-nccl or libfabric failed on EFA: build the image from one EFA installer (libfabric and "
+            "aws-ofi-nccl together) that supports the image's NCCL, request every vpc.amazonaws.com/efa of the "
+            "instance, and check the node group's security group allows all traffic to and from itself (EFA "
+            "needs it)"
+        )
     if "NET/IB" in msg or "net_ib" in msg:
-        return ("the RDMA network failed (a work completion with an error status): check the link (ibstat, port "
-                "counters), on RoCE the GID index (NCCL_IB_GID_INDEX) and lossless settings, and run "
-                "ib_write_bw between the two hosts")
+        return (
+            "the RDMA network failed (a work completion with an error status): check the link (ibstat, port "
+            "counters), on RoCE the GID index (NCCL_IB_GID_INDEX) and lossless settings, and run "
+            "ib_write_bw between the two hosts"
+        )
     if "p2p.cc" in msg or "P2P" in msg:
-        return ("CUDA peer-to-peer (IPC) between the GPUs of one node failed: run all ranks of a node in one pod "
-                "with all its GPUs and shared IPC; NCCL_P2P_DISABLE=1 confirms it is P2P (at a bandwidth cost)")
+        return (
+            "CUDA peer-to-peer (IPC) between the GPUs of one node failed: run all ranks of a node in one pod "
+            "with all its GPUs and shared IPC; NCCL_P2P_DISABLE=1 confirms it is P2P (at a bandwidth cost)"
+        )
     if re.search(r"[Cc]onnect|[Ss]ocket|[Bb]ootstrap", msg):
-        return ("ranks cannot reach each other: pin NCCL_SOCKET_IFNAME to the pod network interface and check "
-                "network policies and security groups between the pods")
-    return ("NCCL stopped on this error: the WARN line names the source file and line; fix what it says before "
-            "tuning anything else (NCCL_DEBUG_SUBSYS=INIT,NET,ENV shows more)")
+        return (
+            "ranks cannot reach each other: pin NCCL_SOCKET_IFNAME to the pod network interface and check "
+            "network policies and security groups between the pods"
+        )
+    return (
+        "NCCL stopped on this error: the WARN line names the source file and line; fix what it says before "
+        "tuning anything else (NCCL_DEBUG_SUBSYS=INIT,NET,ENV shows more)"
+    )
 
 
 # ---- EFA, transports and plugins -----------------------------------------------------------------------------------
@@ -221,15 +288,19 @@ def _efa(logs: Mapping[str, NcclLog], rows: list[Row]) -> list[Finding]:
     members = [r for r in rows if r[1].efa_missing]
     if members:
         first = members[0][1].efa_missing or ""
-        return [_finding("critical", members, len(rows), f"EFA is not usable: {first}", _EFA_FIX,
-                         "nccl.efa-unavailable")]
+        return [
+            _finding("critical", members, len(rows), f"EFA is not usable: {first}", _EFA_FIX, "nccl.efa-unavailable")
+        ]
     selected = any(p.ofi_provider for _, p, _ in rows)
     out = []
     for src, log in logs.items():
         msg = next((m for m in log.libfabric if EFA_MISSING.search(m)), None)
         if msg and not selected:
-            out.append(Finding("critical", src, "job", f"EFA is not usable: libfabric: {msg}", _EFA_FIX,
-                               "nccl.efa-unavailable"))
+            out.append(
+                Finding(
+                    "critical", src, "job", f"EFA is not usable: libfabric: {msg}", _EFA_FIX, "nccl.efa-unavailable"
+                )
+            )
     return out
 
 
@@ -255,9 +326,11 @@ def _transports(rows: list[Row]) -> list[Finding]:
             fix = "this is the healthy path: move the other ranks onto it (see the NET/Socket finding)"
         elif other == "Socket":
             res = "the RDMA device resource" if major.startswith("IB") else "vpc.amazonaws.com/efa"
-            fix = (f"this host lost the fast path the others have: check its pod requested {res} like the others, "
-                   f"that the node advertises it (kubectl describe node: allocatable {res}, the device plugin pod "
-                   "on that node) and that it runs the same image; cordon the node if its devices are missing")
+            fix = (
+                f"this host lost the fast path the others have: check its pod requested {res} like the others, "
+                f"that the node advertises it (kubectl describe node: allocatable {res}, the device plugin pod "
+                "on that node) and that it runs the same image; cordon the node if its devices are missing"
+            )
         else:
             fix = f"all ranks must use one network: set NCCL_NET={major} and run every worker from the same image"
         out.append(_finding("critical", members, len(rows), what, fix, "nccl.transport-mismatch"))
@@ -277,23 +350,39 @@ def _plugins(rows: list[Row]) -> list[Finding]:
             what = "the net plugin loaded but failed to initialize: " + msg
         else:
             if lib and "undefined symbol" in msg:
-                fix = ("the plugin was built for another NCCL or libfabric: install the aws-ofi-nccl build that "
-                       "matches the image's NCCL (the EFA installer's, or the one in NVIDIA's AWS containers)")
+                fix = (
+                    "the plugin was built for another NCCL or libfabric: install the aws-ofi-nccl build that "
+                    "matches the image's NCCL (the EFA installer's, or the one in NVIDIA's AWS containers)"
+                )
             else:
                 dep = lib.group(1) if lib else "its dependencies"
-                fix = (f"the plugin is in the image but cannot load: install {dep} (the EFA installer puts libfabric "
-                       "in /opt/amazon/efa/lib) and add its directory to LD_LIBRARY_PATH")
+                fix = (
+                    f"the plugin is in the image but cannot load: install {dep} (the EFA installer puts libfabric "
+                    "in /opt/amazon/efa/lib) and add its directory to LD_LIBRARY_PATH"
+                )
             what = "the net plugin failed to load: " + re.sub(r"^NET/Plugin ?: ?", "", msg)
         out.append(_finding("critical", members, len(rows), what, fix, "nccl.plugin-failed"))
-    missing = [r for r in rows if r[2] == "Socket" and r[1].plugin_missing and not r[1].plugin
-               and not r[1].plugin_error and not r[1].efa_missing]
+    missing = [
+        r
+        for r in rows
+        if r[2] == "Socket"
+        and r[1].plugin_missing
+        and not r[1].plugin
+        and not r[1].plugin_error
+        and not r[1].efa_missing
+    ]
     if missing:
-        out.append(_finding(
-            "critical", missing, len(rows),
-            "no net plugin found (libnccl-net.so): NCCL fell back to its internal transports",
-            "install aws-ofi-nccl in the image (the EFA installer and NVIDIA's AWS containers ship it) and make "
-            "libnccl-net.so loadable: put its directory on LD_LIBRARY_PATH or set NCCL_NET_PLUGIN to its path",
-            "nccl.plugin-failed"))
+        out.append(
+            _finding(
+                "critical",
+                missing,
+                len(rows),
+                "no net plugin found (libnccl-net.so): NCCL fell back to its internal transports",
+                "install aws-ofi-nccl in the image (the EFA installer and NVIDIA's AWS containers ship it) and make "
+                "libnccl-net.so loadable: put its directory on LD_LIBRARY_PATH or set NCCL_NET_PLUGIN to its path",
+                "nccl.plugin-failed",
+            )
+        )
     return out
 
 
@@ -322,19 +411,25 @@ def _gdr(rows: list[Row]) -> list[Finding]:
     if any(r.startswith("distance") for r in reasons):
         dist = next(r for r in reasons if r.startswith("distance"))
         what = f"GPUDirect RDMA is off: the GPU and the NIC are too far apart on PCIe ({dist})"
-        fix = ("NCCL keeps GPUDirect RDMA off when GPU and NIC do not share a PCIe switch: give each GPU the HCA "
-               "nearest it (list those in NCCL_IB_HCA; gpufleet: network.rdma.networks[].hca), and only if the "
-               "platform's topology is known to be fine set NCCL_NET_GDR_LEVEL=SYS and measure with nccl-tests "
-               "(it can be slower than staging)")
+        fix = (
+            "NCCL keeps GPUDirect RDMA off when GPU and NIC do not share a PCIe switch: give each GPU the HCA "
+            "nearest it (list those in NCCL_IB_HCA; gpufleet: network.rdma.networks[].hca), and only if the "
+            "platform's topology is known to be fine set NCCL_NET_GDR_LEVEL=SYS and measure with nccl-tests "
+            "(it can be slower than staging)"
+        )
     elif efa:
-        fix = ("GPUDirect over EFA needs a GDR-capable instance (p4d, p5 and later), libfabric >= 1.18 with "
-               "aws-ofi-nccl >= 1.7 (EFA installer), and no NCCL_NET_GDR_LEVEL override")
+        fix = (
+            "GPUDirect over EFA needs a GDR-capable instance (p4d, p5 and later), libfabric >= 1.18 with "
+            "aws-ofi-nccl >= 1.7 (EFA installer), and no NCCL_NET_GDR_LEVEL override"
+        )
     else:
         if "no module" in reasons:
             what += " (no GPU peer-memory module loaded)"
-        fix = ("load the GPU peer-memory support on every node: the GPU Operator's driver.rdma.enabled=true "
-               "(nvidia-peermem), or DMA-BUF with the open kernel modules; `lsmod | grep peermem` on the host and "
-               "/sys/kernel/mm/memory_peers/nv_mem must exist; leave NCCL_NET_GDR_LEVEL unset or at least PXB")
+        fix = (
+            "load the GPU peer-memory support on every node: the GPU Operator's driver.rdma.enabled=true "
+            "(nvidia-peermem), or DMA-BUF with the open kernel modules; `lsmod | grep peermem` on the host and "
+            "/sys/kernel/mm/memory_peers/nv_mem must exist; leave NCCL_NET_GDR_LEVEL unset or at least PXB"
+        )
     return [_finding("warning", members, len(rows), what, fix, "nccl.gdr-off")]
 
 
@@ -358,14 +453,19 @@ def _efa_devices(rows: list[Row]) -> list[Finding]:
             need, have, entry = max(need, want), p.ofi_nics, e
     if not short or entry is None:
         return []
-    return [_finding(
-        "warning", short, len(rows),
-        f"aws-ofi-nccl found {have} EFA device(s) on {entry.name}, which has {entry.max_efa_interfaces}: these "
-        f"ranks need {need}, so they share a fraction of the instance's network bandwidth",
-        f"request every EFA interface the pod's GPUs go with: vpc.amazonaws.com/efa: {entry.max_efa_interfaces} in a pod "
-        f"with all {entry.gpu_count} GPUs (the EFA device plugin, which gpufleet installs for fabric: efa groups, "
-        "hands out exactly what is requested); a pod with fewer GPUs needs its share",
-        "nccl.efa-devices")]
+    return [
+        _finding(
+            "warning",
+            short,
+            len(rows),
+            f"aws-ofi-nccl found {have} EFA device(s) on {entry.name}, which has {entry.max_efa_interfaces}: these "
+            f"ranks need {need}, so they share a fraction of the instance's network bandwidth",
+            f"request every EFA interface the pod's GPUs go with: vpc.amazonaws.com/efa: {entry.max_efa_interfaces} in"
+            f" a pod with all {entry.gpu_count} GPUs (the EFA device plugin, which gpufleet installs for fabric: efa"
+            " groups, hands out exactly what is requested); a pod with fewer GPUs needs its share",
+            "nccl.efa-devices",
+        )
+    ]
 
 
 def _one_gpu_per_pod(rows: list[Row]) -> list[Finding]:
@@ -383,14 +483,20 @@ def _one_gpu_per_pod(rows: list[Row]) -> list[Finding]:
         return []
     nranks = max(p.shape[0] for _, p, _ in members if p.shape)
     platform = members[0][1].platform
-    return [_finding(
-        "warning", members, len(rows),
-        f"{nranks} ranks on {nranks} nodes with 1 GPU each, on {platform} instances with {gpus} GPUs: pods that share "
-        "an instance talk over the network instead of NVLink",
-        f"run one pod per instance with all {gpus} GPUs (nvidia.com/gpu: {gpus}, vpc.amazonaws.com/efa: all) and "
-        f"{gpus} ranks per pod (torchrun --nproc_per_node={gpus}), or pack the ranks with a required "
-        "pod anti-affinity per instance; Kueue topology placement (nodeGroups[].topology.placement) keeps a job's "
-        "pods together", "nccl.one-gpu-per-pod")]
+    return [
+        _finding(
+            "warning",
+            members,
+            len(rows),
+            f"{nranks} ranks on {nranks} nodes with 1 GPU each, on {platform} instances with {gpus} GPUs: pods that"
+            " share an instance talk over the network instead of NVLink",
+            f"run one pod per instance with all {gpus} GPUs (nvidia.com/gpu: {gpus}, vpc.amazonaws.com/efa: all) and "
+            f"{gpus} ranks per pod (torchrun --nproc_per_node={gpus}), or pack the ranks with a required "
+            "pod anti-affinity per instance; Kueue topology placement (nodeGroups[].topology.placement) keeps a job's "
+            "pods together",
+            "nccl.one-gpu-per-pod",
+        )
+    ]
 
 
 # ---- interfaces and versions ---------------------------------------------------------------------------------------
@@ -402,12 +508,18 @@ def _interfaces(rows: list[Row], multi_host: bool) -> list[Finding]:
     if bad:
         names = sorted({i for _, p, _ in bad for i in p.socket_ifaces if _BAD_IFACE.match(i)})
         good = sorted({i for _, p, _ in bad for i in p.socket_ifaces if not _BAD_IFACE.match(i)})
-        out.append(_finding(
-            "warning", bad, len(rows),
-            f"NCCL's socket transport uses {', '.join(names)}, which other hosts cannot reach",
-            f"set NCCL_SOCKET_IFNAME={good[0] if good else '^lo,docker,veth,pod-id-link0'} (or exclude with "
-            "NCCL_SOCKET_IFNAME=^lo,docker,veth,eni,pod-id-link0; gpufleet's nccl-env ConfigMap pins =eth0 on EFA "
-            "groups and network.rdma.socketInterface on RDMA groups)", "nccl.socket-interface"))
+        out.append(
+            _finding(
+                "warning",
+                bad,
+                len(rows),
+                f"NCCL's socket transport uses {', '.join(names)}, which other hosts cannot reach",
+                f"set NCCL_SOCKET_IFNAME={good[0] if good else '^lo,docker,veth,pod-id-link0'} (or exclude with "
+                "NCCL_SOCKET_IFNAME=^lo,docker,veth,eni,pod-id-link0; gpufleet's nccl-env ConfigMap pins =eth0 on EFA "
+                "groups and network.rdma.socketInterface on RDMA groups)",
+                "nccl.socket-interface",
+            )
+        )
     flagged = {id(r[1]) for r in bad}
     mgmt: dict[tuple[str, ...], list[Row]] = {}
     for r in rows:
@@ -420,22 +532,33 @@ def _interfaces(rows: list[Row], multi_host: bool) -> list[Finding]:
     for others, members in mgmt.items():
         # Bootstrap over eth0 is harmless; only data over it (the socket transport) costs bandwidth.
         on_socket = any(r[2] == "Socket" for r in members)
-        out.append(_finding(
-            "warning" if on_socket else "info", members, len(rows),
-            f"NCCL bootstrap/socket traffic uses eth0 (the pod's management interface) although {', '.join(others)} "
-            f"{'is' if len(others) == 1 else 'are'} available",
-            f"set NCCL_SOCKET_IFNAME={others[0]} "
-            "(or exclude the management interface: NCCL_SOCKET_IFNAME=^lo,docker,eth0)",
-            "nccl.management-interface"))
+        out.append(
+            _finding(
+                "warning" if on_socket else "info",
+                members,
+                len(rows),
+                f"NCCL bootstrap/socket traffic uses eth0 (the pod's management interface) although {', '.join(others)}"
+                f" {'is' if len(others) == 1 else 'are'} available",
+                f"set NCCL_SOCKET_IFNAME={others[0]} "
+                "(or exclude the management interface: NCCL_SOCKET_IFNAME=^lo,docker,eth0)",
+                "nccl.management-interface",
+            )
+        )
     flagged |= {id(r[1]) for ms in mgmt.values() for r in ms}
     ib = [r for r in rows if r[2] and r[2].startswith("IB") and r[1].ib_devices and "NCCL_IB_HCA" not in r[1].env]
     if ib:
         devs = sorted({d for _, p, _ in ib for d in p.ib_devices})
-        out.append(_finding(
-            "info", ib, len(rows), f"NCCL_IB_HCA is not set: NCCL uses every HCA it finds ({', '.join(devs)})",
-            f"pin the compute HCAs, e.g. NCCL_IB_HCA={','.join(devs)} (a leading '=' matches names exactly, '^' "
-            "excludes), so a storage or management port is never used (gpufleet: network.rdma.networks[].hca)",
-            "nccl.ib-hca-unset"))
+        out.append(
+            _finding(
+                "info",
+                ib,
+                len(rows),
+                f"NCCL_IB_HCA is not set: NCCL uses every HCA it finds ({', '.join(devs)})",
+                f"pin the compute HCAs, e.g. NCCL_IB_HCA={','.join(devs)} (a leading '=' matches names exactly, '^' "
+                "excludes), so a storage or management port is never used (gpufleet: network.rdma.networks[].hca)",
+                "nccl.ib-hca-unset",
+            )
+        )
     internode = multi_host or any(r[1].net_channels for r in rows)
     unset: dict[str, list[Row]] = {}
     for r in rows:
@@ -444,11 +567,17 @@ def _interfaces(rows: list[Row], multi_host: bool) -> list[Finding]:
         if internode and iface and "NCCL_SOCKET_IFNAME" not in p.env and id(p) not in flagged:
             unset.setdefault(iface, []).append(r)
     for iface, members in unset.items():
-        out.append(_finding(
-            "warning" if _BAD_IFACE.match(iface) else "info", members, len(rows),
-            f"NCCL_SOCKET_IFNAME is not set: NCCL picked {iface} by its own interface order",
-            "pin it in the pod spec (NCCL_SOCKET_IFNAME=eth0 on EKS with the VPC CNI, or =^lo,docker,veth to exclude) "
-            "so bootstrap never lands on a docker, veth or loopback interface", "nccl.socket-ifname-unset"))
+        out.append(
+            _finding(
+                "warning" if _BAD_IFACE.match(iface) else "info",
+                members,
+                len(rows),
+                f"NCCL_SOCKET_IFNAME is not set: NCCL picked {iface} by its own interface order",
+                "pin it in the pod spec (NCCL_SOCKET_IFNAME=eth0 on EKS with the VPC CNI, or =^lo,docker,veth to"
+                " exclude) so bootstrap never lands on a docker, veth or loopback interface",
+                "nccl.socket-ifname-unset",
+            )
+        )
     return out
 
 
@@ -468,9 +597,17 @@ def _versions(logs: Mapping[str, NcclLog], rows: list[Row], other_findings: bool
     if len(where) > 1:
         ordered = sorted(where.items(), key=lambda vh: tuple(int(x) for x in vh[0].split(".")))
         text = "; ".join(f"{v} on {', '.join(sorted(hosts))}" for v, hosts in ordered)
-        return [Finding("warning", sources, "job", f"ranks run different NCCL versions: {text}",
-                        "build every worker from one image so all ranks load the same NCCL (check LD_LIBRARY_PATH "
-                        "and the pip nvidia-nccl package against the system NCCL)", "nccl.mixed-versions")]
+        return [
+            Finding(
+                "warning",
+                sources,
+                "job",
+                f"ranks run different NCCL versions: {text}",
+                "build every worker from one image so all ranks load the same NCCL (check LD_LIBRARY_PATH "
+                "and the pip nvidia-nccl package against the system NCCL)",
+                "nccl.mixed-versions",
+            )
+        ]
     if where and other_findings:
         ofi = sorted({p.ofi_version for _, p, _ in rows if p.ofi_version})
         extra = f", aws-ofi-nccl {', '.join(ofi)}" if ofi else ""

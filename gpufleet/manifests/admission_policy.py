@@ -19,7 +19,8 @@ optional field (a missing field is an error, and an error with failurePolicy Fai
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from gpufleet.names import LABEL_MANAGED_BY
 
@@ -29,20 +30,24 @@ VISIBLE_DEVICES_POLICY = "gpufleet-visible-devices-need-gpu"
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 
 # (apiVersion group, kind) of controllers whose children Kueue does not admit separately.
-MANAGED_PARENTS = (
-    ("jobset.x-k8s.io", "JobSet"),
-    ("kubeflow.org", "MPIJob"),
-    ("trainer.kubeflow.org", "TrainJob"),
-)
+MANAGED_PARENTS = (("jobset.x-k8s.io", "JobSet"), ("kubeflow.org", "MPIJob"), ("trainer.kubeflow.org", "TrainJob"))
 
 
 def _label_of(obj: str) -> str:
-    return f"has({obj}.metadata.labels) && '{QUEUE_NAME_LABEL}' in {obj}.metadata.labels ? {obj}.metadata.labels['{QUEUE_NAME_LABEL}'] : ''"
+    return (
+        f"has({obj}.metadata.labels) && '{QUEUE_NAME_LABEL}' in {obj}.metadata.labels ?"
+        f" {obj}.metadata.labels['{QUEUE_NAME_LABEL}'] : ''"
+    )
 
 
 def _managed_parent() -> str:
-    kinds = " || ".join(f"(r.apiVersion.startsWith('{group}/') && r.kind == '{kind}')" for group, kind in MANAGED_PARENTS)
-    return f"has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller && ({kinds}))"
+    kinds = " || ".join(
+        f"(r.apiVersion.startsWith('{group}/') && r.kind == '{kind}')" for group, kind in MANAGED_PARENTS
+    )
+    return (
+        "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) &&"
+        f" r.controller && ({kinds}))"
+    )
 
 
 def queue_name_policy() -> dict[str, Any]:
@@ -63,14 +68,19 @@ def queue_name_policy() -> dict[str, Any]:
                 {"name": "not-created-by-a-kueue-managed-parent", "expression": f"!({_managed_parent()})"},
                 # On UPDATE, judge only objects that had a queue name: removing it would take a running
                 # workload out of Kueue's accounting; objects created before the policy stay updatable.
-                {"name": "create-or-had-a-queue-name", "expression": f"request.operation == 'CREATE' || ({_label_of('oldObject')}) != ''"},
+                {
+                    "name": "create-or-had-a-queue-name",
+                    "expression": f"request.operation == 'CREATE' || ({_label_of('oldObject')}) != ''",
+                },
             ],
             "variables": [{"name": "queueName", "expression": _label_of("object")}],
             "validations": [
                 {
                     "expression": "variables.queueName != ''",
-                    "message": f"Jobs and JobSets in team namespaces must set the label {QUEUE_NAME_LABEL} to the team's "
-                    "LocalQueue: GPU work is admitted all-or-nothing through Kueue",
+                    "message": (
+                        f"Jobs and JobSets in team namespaces must set the label {QUEUE_NAME_LABEL} to the team's "
+                        "LocalQueue: GPU work is admitted all-or-nothing through Kueue"
+                    ),
                     "reason": "Forbidden",
                 }
             ],
@@ -80,7 +90,10 @@ def queue_name_policy() -> dict[str, Any]:
 
 def _requests_gpu(c: str) -> str:
     limits = f"{c}.resources.limits"
-    return f"has({c}.resources) && has({limits}) && 'nvidia.com/gpu' in {limits} && string({limits}['nvidia.com/gpu']) != '0'"
+    return (
+        f"has({c}.resources) && has({limits}) && 'nvidia.com/gpu' in {limits} && string({limits}['nvidia.com/gpu'])"
+        " != '0'"
+    )
 
 
 def _selects_devices(c: str) -> str:
@@ -103,15 +116,25 @@ def visible_devices_policy() -> dict[str, Any]:
         "did not give it. Request nvidia.com/gpu, or set the variable to void"
     )
     validations = [
-        {"expression": f"object.spec.containers.all(c, {container_check()})", "message": message, "reason": "Forbidden"},
+        {
+            "expression": f"object.spec.containers.all(c, {container_check()})",
+            "message": message,
+            "reason": "Forbidden",
+        },
         {
             "expression": f"!has(object.spec.initContainers) || object.spec.initContainers.all(c, {container_check()})",
             "message": message.replace("a container", "an init container"),
             "reason": "Forbidden",
         },
         {
-            "expression": f"!has(object.spec.ephemeralContainers) || object.spec.ephemeralContainers.all(c, {container_check(can_request=False)})",
-            "message": "an ephemeral container cannot request GPUs, so it may not set NVIDIA_VISIBLE_DEVICES (other than void or none)",
+            "expression": (
+                "!has(object.spec.ephemeralContainers) || object.spec.ephemeralContainers.all(c,"
+                f" {container_check(can_request=False)})"
+            ),
+            "message": (
+                "an ephemeral container cannot request GPUs, so it may not set NVIDIA_VISIBLE_DEVICES (other than void"
+                " or none)"
+            ),
             "reason": "Forbidden",
         },
     ]
@@ -125,7 +148,12 @@ def visible_devices_policy() -> dict[str, Any]:
                 "resourceRules": [
                     {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]},
                     # `kubectl debug` adds ephemeral containers through this subresource.
-                    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods/ephemeralcontainers"]},
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["UPDATE"],
+                        "resources": ["pods/ephemeralcontainers"],
+                    },
                 ]
             },
             "validations": validations,
@@ -138,13 +166,21 @@ def binding(policy: str, namespace_selector: dict[str, Any]) -> dict[str, Any]:
         "apiVersion": API,
         "kind": "ValidatingAdmissionPolicyBinding",
         "metadata": {"name": policy, "labels": dict(LABEL_MANAGED_BY)},
-        "spec": {"policyName": policy, "validationActions": ["Deny"], "matchResources": {"namespaceSelector": namespace_selector}},
+        "spec": {
+            "policyName": policy,
+            "validationActions": ["Deny"],
+            "matchResources": {"namespaceSelector": namespace_selector},
+        },
     }
 
 
 def namespaces_in(names: Iterable[str]) -> dict[str, Any]:
-    return {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": sorted(set(names))}]}
+    return {
+        "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": sorted(set(names))}]
+    }
 
 
 def namespaces_not_in(names: Iterable[str]) -> dict[str, Any]:
-    return {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": sorted(set(names))}]}
+    return {
+        "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": sorted(set(names))}]
+    }

@@ -101,8 +101,17 @@ OPAQUE_VALUES = frozenset({"extraArgs", "nodeSelector", "resources", "securityCo
 
 # The upstream values.yaml comments suggest these; the image is distroless `nonroot`
 # (cluster-autoscaler/Dockerfile), so nothing needs root or a writable root filesystem.
-_POD_SECURITY = {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534, "seccompProfile": {"type": "RuntimeDefault"}}
-_CONTAINER_SECURITY = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True}
+_POD_SECURITY = {
+    "runAsNonRoot": True,
+    "runAsUser": 65534,
+    "runAsGroup": 65534,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+_CONTAINER_SECURITY = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "readOnlyRootFilesystem": True,
+}
 # The requests are values.yaml's commented example; the limit leaves room for a large fleet's caches (an OOM-killed
 # autoscaler scales nothing).
 _RESOURCES = {"requests": {"cpu": "100m", "memory": "300Mi"}, "limits": {"memory": "1Gi"}}
@@ -148,7 +157,11 @@ def template_resources(fleet: Fleet, group: NodeGroup, *, with_sharing: bool, wi
     info = catalog.lookup(group.instance_type)
     if info is None:
         return {}
-    out = {name: str(n) for name, n in gpu_resources(group).items()} if with_sharing else {GPU_RESOURCE: str(info.gpu_count)}
+    out = (
+        {name: str(n) for name, n in gpu_resources(group).items()}
+        if with_sharing
+        else {GPU_RESOURCE: str(info.gpu_count)}
+    )
     if with_network and group.fabric is Fabric.EFA:
         out[EFA_RESOURCE] = str(node_bootstrap.efa_interfaces(group))
         out["hugepages-2Mi"] = EFA_HUGEPAGES_2MI
@@ -160,7 +173,10 @@ def template_resources(fleet: Fleet, group: NodeGroup, *, with_sharing: bool, wi
 def node_group_tags(fleet: Fleet, group: NodeGroup, *, with_sharing: bool, with_network: bool) -> dict[str, str]:
     """Tags for a GPU node group: auto-discovery plus its node-template resources."""
     resources = template_resources(fleet, group, with_sharing=with_sharing, with_network=with_network)
-    return {**discovery_tags(fleet), **{TEMPLATE_RESOURCE_TAG + name: value for name, value in sorted(resources.items())}}
+    return {
+        **discovery_tags(fleet),
+        **{TEMPLATE_RESOURCE_TAG + name: value for name, value in sorted(resources.items())},
+    }
 
 
 def accelerator_label(group: NodeGroup) -> dict[str, str]:

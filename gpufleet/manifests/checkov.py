@@ -4,7 +4,7 @@ docs/policies-and-diff.md, "Checkov"."""
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 
 def skip_annotations(reasons: Mapping[str, str]) -> dict[str, str]:

@@ -40,7 +40,12 @@ ESCAPE_ENV_TOOLKIT = [
 ESCAPE_ENV_DEVICE_PLUGIN = [{"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"}]
 
 # The chart's own default tolerations, kept when we add ours (Helm replaces lists, it does not merge them).
-_CONTROL_PLANE = {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"}
+_CONTROL_PLANE = {
+    "key": "node-role.kubernetes.io/control-plane",
+    "operator": "Equal",
+    "value": "",
+    "effect": "NoSchedule",
+}
 _GPU_EXISTS = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 
 
@@ -49,7 +54,9 @@ def operand_tolerations(fleet: Fleet) -> list[dict[str, str]]:
     seen: dict[tuple[str, str], dict[str, str]] = {("nvidia.com/gpu", "NoSchedule"): _GPU_EXISTS}
     for group in fleet.node_groups:
         for taint in group_taints(group):
-            seen.setdefault((taint["key"], taint["effect"]), {"key": taint["key"], "operator": "Exists", "effect": taint["effect"]})
+            seen.setdefault(
+                (taint["key"], taint["effect"]), {"key": taint["key"], "operator": "Exists", "effect": taint["effect"]}
+            )
     return list(seen.values())
 
 

@@ -30,7 +30,12 @@ ACCELERATED_HARDWARE_READY = "AcceleratedHardwareReady"
 # Minutes EKS waits before repairing, per workload class (EKS's default for AcceleratedHardwareReady is 10).
 # Training: a GPU fault has already stopped every rank of the job, so repair sooner. Inference: give the
 # remediation controller time to move replicas off the node first.
-REPAIR_WAIT_MINUTES = {WorkloadClass.TRAINING: 5, WorkloadClass.BATCH: 10, WorkloadClass.INTERACTIVE: 10, WorkloadClass.INFERENCE: 15}
+REPAIR_WAIT_MINUTES = {
+    WorkloadClass.TRAINING: 5,
+    WorkloadClass.BATCH: 10,
+    WorkloadClass.INTERACTIVE: 10,
+    WorkloadClass.INFERENCE: 15,
+}
 UNHEALTHY_STOP_FRACTION = 0.2  # EKS's own default: repairs halt when more than 20% of a group is unhealthy
 
 
@@ -40,7 +45,11 @@ def repair_thresholds(group: NodeGroup) -> dict[str, int]:
     bad nodes at once points at a systemic cause (driver, AMI, a zonal event), not at hardware."""
     unhealthy = max(1, math.ceil(group.max_size * UNHEALTHY_STOP_FRACTION))
     # One at a time where each node is a large share of scarce capacity; more for small interchangeable nodes.
-    parallel = 1 if group.workload_class in (WorkloadClass.TRAINING, WorkloadClass.INFERENCE) else max(1, math.ceil(group.max_size * 0.1))
+    parallel = (
+        1
+        if group.workload_class in (WorkloadClass.TRAINING, WorkloadClass.INFERENCE)
+        else max(1, math.ceil(group.max_size * 0.1))
+    )
     return {"maxUnhealthyNodeThresholdCount": unhealthy, "maxParallelNodesRepairedCount": parallel}
 
 
@@ -49,7 +58,12 @@ def node_repair_config(fleet: Fleet, group: NodeGroup) -> dict[str, Any] | None:
         return None
     wait = REPAIR_WAIT_MINUTES[group.workload_class]
     overrides = [
-        {"nodeMonitoringCondition": ACCELERATED_HARDWARE_READY, "nodeUnhealthyReason": reason, "minRepairWaitTimeMins": wait, "repairAction": action}
+        {
+            "nodeMonitoringCondition": ACCELERATED_HARDWARE_READY,
+            "nodeUnhealthyReason": reason,
+            "minRepairWaitTimeMins": wait,
+            "repairAction": action,
+        }
         for reason, action in node_monitoring.repair_actions(fleet, group)
     ]
     return {"enabled": True, **repair_thresholds(group), "nodeRepairConfigOverrides": overrides}
@@ -75,11 +89,27 @@ def plugin_monitor_config() -> dict[str, Any]:
     """NPD custom plugin monitor (kubernetes/node-problem-detector config/custom-plugin-monitor.json format)."""
     return {
         "plugin": "custom",
-        "pluginConfig": {"invoke_interval": "60s", "timeout": "10s", "max_output_length": 200, "concurrency": 1, "enable_message_change_based_condition_update": False},
+        "pluginConfig": {
+            "invoke_interval": "60s",
+            "timeout": "10s",
+            "max_output_length": 200,
+            "concurrency": 1,
+            "enable_message_change_based_condition_update": False,
+        },
         "source": "gpufleet-dcgm-health",
         "metricsReporting": True,
-        "conditions": [{"type": DCGM_CONDITION, "reason": "DCGMHealthy", "message": "DCGM health watches and diagnostics pass"}],
-        "rules": [{"type": "permanent", "condition": DCGM_CONDITION, "reason": "DCGMHealthCheckFailed", "path": "/custom-config/check-dcgm-health.sh", "timeout": "10s"}],
+        "conditions": [
+            {"type": DCGM_CONDITION, "reason": "DCGMHealthy", "message": "DCGM health watches and diagnostics pass"}
+        ],
+        "rules": [
+            {
+                "type": "permanent",
+                "condition": DCGM_CONDITION,
+                "reason": "DCGMHealthCheckFailed",
+                "path": "/custom-config/check-dcgm-health.sh",
+                "timeout": "10s",
+            }
+        ],
     }
 
 
@@ -89,7 +119,23 @@ def _all_tolerated() -> list[dict[str, str]]:
 
 
 def _on_gpu_groups(fleet: Fleet) -> dict[str, Any]:
-    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": LABEL_NODE_GROUP, "operator": "In", "values": sorted(g.name for g in fleet.node_groups)}]}]}}}
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {
+                                "key": LABEL_NODE_GROUP,
+                                "operator": "In",
+                                "values": sorted(g.name for g in fleet.node_groups),
+                            }
+                        ]
+                    }
+                ]
+            }
+        }
+    }
 
 
 def max_result_age_seconds(fleet: Fleet) -> int:
@@ -119,7 +165,10 @@ def npd_values(fleet: Fleet) -> dict[str, Any]:
             {"name": "STATE_DIR", "value": STATE_DIR},
         ],
         "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "256Mi"}},
-        "volumeMounts": [{"name": "custom-config", "mountPath": "/custom-config", "readOnly": True}, {"name": state["name"], "mountPath": STATE_DIR}],
+        "volumeMounts": [
+            {"name": "custom-config", "mountPath": "/custom-config", "readOnly": True},
+            {"name": state["name"], "mountPath": STATE_DIR},
+        ],
     }
     return {
         "settings": {
@@ -185,7 +234,11 @@ def _python_container(name: str, script: str, env: list[dict[str, Any]]) -> dict
         "volumeMounts": [{"name": "scripts", "mountPath": "/opt/gpufleet", "readOnly": True}],
         "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
         # The scripts write nothing but the planted fault (on a hostPath); Python's bytecode cache is optional.
-        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}},
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
     }
 
 
@@ -196,17 +249,28 @@ _NOBODY = {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534, "secco
 _ROOT = {"runAsUser": 0, "runAsGroup": 0, "seccompProfile": {"type": "RuntimeDefault"}}
 # Checkov checks that are wrong for these objects, with the reason (docs/policies-and-diff.md, "Checkov").
 _REMEDIATOR_CHECKOV_SKIPS = {
-    "CKV_K8S_8": "a control loop with no endpoint: every API call times out after 30 s, errors are logged and retried on the "
-    "next pass, and the kubelet restarts the process if it exits",
+    "CKV_K8S_8": (
+        "a control loop with no endpoint: every API call times out after 30 s, errors are logged and retried on the "
+        "next pass, and the kubelet restarts the process if it exits"
+    ),
     "CKV_K8S_9": "no Service selects the remediator, so readiness has no consumer",
-    "CKV_K8S_38": "the controller cordons, uncordons and evicts through the Kubernetes API with its own ServiceAccount, bound to "
-    "a least-privilege ClusterRole",
+    "CKV_K8S_38": (
+        "the controller cordons, uncordons and evicts through the Kubernetes API with its own ServiceAccount, bound to "
+        "a least-privilege ClusterRole"
+    ),
 }
 _PLANTED_FAULT_CHECKOV_SKIPS = {
-    "CKV_K8S_23": f"it plants the fault by writing a file into {STATE_DIR} on the node, a hostPath directory that the kubelet and "
-    "the DCGM sidecar create as root; root without any capability can write it, no other user can",
-    "CKV_K8S_40": "runs as root on purpose (see CKV_K8S_23): the planted fault goes into a root-owned hostPath directory",
-    "CKV_K8S_38": "the verification reads nodes and pods through the Kubernetes API with its own ServiceAccount (get and list only)",
+    "CKV_K8S_23": (
+        f"it plants the fault by writing a file into {STATE_DIR} on the node, a hostPath directory that the kubelet and"
+        " the DCGM sidecar create as root; root without any capability can write it, no other user can"
+    ),
+    "CKV_K8S_40": (
+        "runs as root on purpose (see CKV_K8S_23): the planted fault goes into a root-owned hostPath directory"
+    ),
+    "CKV_K8S_38": (
+        "the verification reads nodes and pods through the Kubernetes API with its own ServiceAccount (get and list"
+        " only)"
+    ),
 }
 
 
@@ -219,7 +283,16 @@ def remediator_objects(fleet: Fleet) -> list[dict[str, Any]]:
         {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
         {"apiGroups": ["apps"], "resources": ["replicasets", "statefulsets"], "verbs": ["get"]},
     ]
-    container = _python_container("remediator", "remediator.py", [{"name": "REMEDIATION", "value": fleet.health.remediation}, {"name": "INTERACTIVE_GRACE_SECONDS", "value": "3600"}, {"name": "UNKNOWN_RELEASE_SECONDS", "value": str(unknown_release_seconds(fleet))}, {"name": "INTERVAL_SECONDS", "value": "30"}])
+    container = _python_container(
+        "remediator",
+        "remediator.py",
+        [
+            {"name": "REMEDIATION", "value": fleet.health.remediation},
+            {"name": "INTERACTIVE_GRACE_SECONDS", "value": "3600"},
+            {"name": "UNKNOWN_RELEASE_SECONDS", "value": str(unknown_release_seconds(fleet))},
+            {"name": "INTERVAL_SECONDS", "value": "30"},
+        ],
+    )
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -230,7 +303,10 @@ def remediator_objects(fleet: Fleet) -> list[dict[str, Any]]:
             "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
             "template": {
                 # The scripts are read at start: a changed script rolls the controller.
-                "metadata": {"labels": {"app.kubernetes.io/name": name}, "annotations": {"gpufleet.io/scripts-sha256": data_sha256(scripts_configmap()["data"])}},
+                "metadata": {
+                    "labels": {"app.kubernetes.io/name": name},
+                    "annotations": {"gpufleet.io/scripts-sha256": data_sha256(scripts_configmap()["data"])},
+                },
                 "spec": {
                     "serviceAccountName": name,
                     "priorityClassName": "system-cluster-critical",
@@ -247,7 +323,12 @@ def remediator_objects(fleet: Fleet) -> list[dict[str, Any]]:
 def gate_group(fleet: Fleet) -> NodeGroup:
     """Where the planted fault lands: a group that always has a node (minSize >= 1), preferring Training/Batch
     (drained at once, so the requeue is observable), then the largest minSize."""
-    order = {WorkloadClass.TRAINING: 0, WorkloadClass.BATCH: 1, WorkloadClass.INTERACTIVE: 2, WorkloadClass.INFERENCE: 3}
+    order = {
+        WorkloadClass.TRAINING: 0,
+        WorkloadClass.BATCH: 1,
+        WorkloadClass.INTERACTIVE: 2,
+        WorkloadClass.INFERENCE: 3,
+    }
     return min(fleet.node_groups, key=lambda g: (g.min_size < 1, order[g.workload_class], -g.min_size, g.name))
 
 
@@ -279,7 +360,10 @@ def planted_fault_objects(fleet: Fleet) -> list[dict[str, Any]]:
             "ttlSecondsAfterFinished": 86400,
             "template": {
                 # The scripts are read at start: a changed script rolls the controller.
-                "metadata": {"labels": {"app.kubernetes.io/name": name}, "annotations": {"gpufleet.io/scripts-sha256": data_sha256(scripts_configmap()["data"])}},
+                "metadata": {
+                    "labels": {"app.kubernetes.io/name": name},
+                    "annotations": {"gpufleet.io/scripts-sha256": data_sha256(scripts_configmap()["data"])},
+                },
                 "spec": {
                     "serviceAccountName": name,
                     "restartPolicy": "Never",
@@ -287,7 +371,10 @@ def planted_fault_objects(fleet: Fleet) -> list[dict[str, Any]]:
                     "tolerations": _all_tolerated(),
                     "securityContext": _ROOT,
                     "containers": [container],
-                    "volumes": [{"name": "scripts", "configMap": {"name": SCRIPTS_CONFIGMAP}}, {"name": "state", "hostPath": {"path": STATE_DIR, "type": "DirectoryOrCreate"}}],
+                    "volumes": [
+                        {"name": "scripts", "configMap": {"name": SCRIPTS_CONFIGMAP}},
+                        {"name": "state", "hostPath": {"path": STATE_DIR, "type": "DirectoryOrCreate"}},
+                    ],
                 },
             },
         },

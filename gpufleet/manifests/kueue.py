@@ -34,9 +34,17 @@ from typing import Any
 import yaml
 
 from gpufleet import catalog, cold_start, defaults
-from gpufleet.names import EFA_RESOURCE, GPU_RESOURCE, LABEL_MANAGED_BY, LABEL_NODE_GROUP, LABEL_TEAM, group_taints, tolerations_for
 from gpufleet.manifests import node_bootstrap
 from gpufleet.manifests.sharing import advertised, devices_in
+from gpufleet.names import (
+    EFA_RESOURCE,
+    GPU_RESOURCE,
+    LABEL_MANAGED_BY,
+    LABEL_NODE_GROUP,
+    LABEL_TEAM,
+    group_taints,
+    tolerations_for,
+)
 from gpufleet.spec import Fabric, Fleet, NodeGroup, Priority, Quota, Team
 from gpufleet.versions import KUEUE
 
@@ -126,7 +134,11 @@ def node_reserve(group: NodeGroup) -> tuple[int, int]:
     info = catalog.lookup(group.instance_type)
     assert info is not None, group.instance_type
     cpu = kube_reserved_cpu_milli(info.vcpus) + DAEMONSET_CPU_MILLI
-    memory = kube_reserved_memory_mib(EKS_MAX_PODS.get(info.name, _MAX_PODS_UNKNOWN)) + EVICTION_MEMORY_MIB + DAEMONSET_MEMORY_MIB
+    memory = (
+        kube_reserved_memory_mib(EKS_MAX_PODS.get(info.name, _MAX_PODS_UNKNOWN))
+        + EVICTION_MEMORY_MIB
+        + DAEMONSET_MEMORY_MIB
+    )
     policy, _, _ = node_bootstrap.topology(group)
     if policy != "none":
         cpu += int(node_bootstrap.SYSTEM_RESERVED_CPU) * 1000
@@ -212,11 +224,21 @@ def resource_flavor(fleet: Fleet, group: NodeGroup) -> dict[str, Any]:
     }
     if defaults.placement(fleet, group) != "None":
         spec["topologyName"] = TOPOLOGY_NAME
-    return {"apiVersion": API, "kind": "ResourceFlavor", "metadata": _meta(group.name, labels={LABEL_NODE_GROUP: group.name}), "spec": spec}
+    return {
+        "apiVersion": API,
+        "kind": "ResourceFlavor",
+        "metadata": _meta(group.name, labels={LABEL_NODE_GROUP: group.name}),
+        "spec": spec,
+    }
 
 
 def topology() -> dict[str, Any]:
-    return {"apiVersion": API, "kind": "Topology", "metadata": _meta(TOPOLOGY_NAME), "spec": {"levels": [{"nodeLabel": level} for level in TOPOLOGY_LEVELS]}}
+    return {
+        "apiVersion": API,
+        "kind": "Topology",
+        "metadata": _meta(TOPOLOGY_NAME),
+        "spec": {"levels": [{"nodeLabel": level} for level in TOPOLOGY_LEVELS]},
+    }
 
 
 def cohort(name: str) -> dict[str, Any]:
@@ -232,11 +254,21 @@ def covered_resources(fleet: Fleet, team: Team, *, with_sharing: bool = True) ->
     return covered
 
 
-def _flavor_quota(fleet: Fleet, quota: Quota, covered: list[str], has_cohort: bool, with_sharing: bool) -> dict[str, Any]:
+def _flavor_quota(
+    fleet: Fleet, quota: Quota, covered: list[str], has_cohort: bool, with_sharing: bool
+) -> dict[str, Any]:
     group = fleet.node_group(quota.node_group)
     nominal = resource_amounts(group, quota.gpus, with_sharing=with_sharing)
-    borrowing = resource_amounts(group, quota.borrowing_limit, with_sharing=with_sharing) if has_cohort and quota.borrowing_limit is not None else None
-    lending = resource_amounts(group, quota.lending_limit, with_sharing=with_sharing) if has_cohort and quota.lending_limit is not None else None
+    borrowing = (
+        resource_amounts(group, quota.borrowing_limit, with_sharing=with_sharing)
+        if has_cohort and quota.borrowing_limit is not None
+        else None
+    )
+    lending = (
+        resource_amounts(group, quota.lending_limit, with_sharing=with_sharing)
+        if has_cohort and quota.lending_limit is not None
+        else None
+    )
     resources = []
     for name in covered:
         entry: dict[str, Any] = {"name": name, "nominalQuota": nominal.get(name, 0)}
@@ -274,11 +306,21 @@ def cluster_queue(fleet: Fleet, team: Team, *, with_sharing: bool = True) -> dic
         "namespaceSelector": {"matchLabels": {LABEL_NAMESPACE_NAME: team.namespace}},
         "queueingStrategy": adm.queueing_strategy,
         "preemption": preemption,
-        "resourceGroups": [{"coveredResources": covered, "flavors": [_flavor_quota(fleet, q, covered, has_cohort, with_sharing) for q in team.quotas]}],
+        "resourceGroups": [
+            {
+                "coveredResources": covered,
+                "flavors": [_flavor_quota(fleet, q, covered, has_cohort, with_sharing) for q in team.quotas],
+            }
+        ],
     }
     if has_cohort:
         spec = {"cohortName": team.cohort, **spec}
-    return {"apiVersion": API, "kind": "ClusterQueue", "metadata": _meta(team.name, labels={LABEL_TEAM: team.name}), "spec": spec}
+    return {
+        "apiVersion": API,
+        "kind": "ClusterQueue",
+        "metadata": _meta(team.name, labels={LABEL_TEAM: team.name}),
+        "spec": spec,
+    }
 
 
 def local_queue(team: Team, name: str | None = None) -> dict[str, Any]:
@@ -311,7 +353,11 @@ def team_namespace(team: Team, kubernetes_version: str) -> dict[str, Any]:
         "pod-security.kubernetes.io/enforce": team.pod_security.lower(),
         "pod-security.kubernetes.io/enforce-version": f"v{kubernetes_version}",
     }
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": team.namespace, "labels": {**LABEL_MANAGED_BY, **labels}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": team.namespace, "labels": {**LABEL_MANAGED_BY, **labels}},
+    }
 
 
 def workload_priority_class(priority: Priority) -> dict[str, Any]:
@@ -393,7 +439,9 @@ def controller_configuration(fleet: Fleet) -> dict[str, Any]:
 def helm_values(fleet: Fleet, *, prometheus: bool) -> dict[str, Any]:
     """Values of the kueue chart (keys checked against ../shared/charts/kueue/<version>/values.yaml)."""
     return {
-        "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(controller_configuration(fleet), sort_keys=False)},
+        "managerConfig": {
+            "controllerManagerConfigYaml": yaml.safe_dump(controller_configuration(fleet), sort_keys=False)
+        },
         # Two replicas with leader election: the second serves the admission webhooks while the leader is
         # rescheduled, so job creation in team namespaces does not fail during a node drain.
         "controllerManager": {"replicas": 2, "podDisruptionBudget": {"enabled": True, "minAvailable": 1}},

@@ -7,11 +7,21 @@ Why each NCCL setting is (or is not) there: docs/network-and-storage.md, "NCCL s
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from gpufleet import catalog
 from gpufleet.manifests import checkov
-from gpufleet.names import EFA_RESOURCE, GPU_RESOURCE, LABEL_FABRIC, LABEL_MANAGED_BY, LABEL_NODE_GROUP, NS_NETWORK, group_taints, tolerations_for
+from gpufleet.names import (
+    EFA_RESOURCE,
+    GPU_RESOURCE,
+    LABEL_FABRIC,
+    LABEL_MANAGED_BY,
+    LABEL_NODE_GROUP,
+    NS_NETWORK,
+    group_taints,
+    tolerations_for,
+)
 from gpufleet.render import render
 from gpufleet.spec import CapacityType, Fabric, Fleet, NodeGroup, Rdma, RdmaNetwork
 from gpufleet.versions import COMPONENTS, NETWORK_OPERATOR
@@ -186,11 +196,16 @@ def nic_cluster_policy(fleet: Fleet, version: str) -> dict[str, Any]:
         "spec": {
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [{"matchExpressions": [{"key": LABEL_FABRIC, "operator": "In", "values": [Fabric.RDMA.value]}]}]
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": LABEL_FABRIC, "operator": "In", "values": [Fabric.RDMA.value]}]}
+                    ]
                 }
             },
             "tolerations": group_tolerations(groups),
-            "rdmaSharedDevicePlugin": {**_image(version, "rdmaSharedDevicePlugin"), "config": rdma_device_plugin_config(rdma)},
+            "rdmaSharedDevicePlugin": {
+                **_image(version, "rdmaSharedDevicePlugin"),
+                "config": rdma_device_plugin_config(rdma),
+            },
             "secondaryNetwork": secondary,
             "nvIpam": {**_image(version, "nvIpam"), "enableWebhook": False},
         },
@@ -224,20 +239,50 @@ def networks_annotation(rdma: Rdma) -> str:
 # Checkov checks that are wrong for the Multus daemon, with the reason (docs/policies-and-diff.md, "Checkov"): it is
 # upstream's thick-plugin DaemonSet, part of every RDMA node's pod networking, and privileged by design.
 _MULTUS_CHECKOV_SKIPS = {
-    "CKV_K8S_16": "the thick Multus daemon runs the delegate CNI plugins for every pod on the node, entering pod network "
-    "namespaces and the host root (/hostroot); upstream's multus-daemonset-thick.yml runs it privileged",
-    "CKV_K8S_17": "upstream's thick-plugin manifest runs the daemon in the host PID namespace, as part of the node's pod networking",
-    "CKV_K8S_19": "a CNI daemon cannot use the pod network it sets up: it runs in the host network namespace, as upstream's manifest does",
-    "CKV_K8S_20": "privileged containers always allow privilege escalation; the API rejects allowPrivilegeEscalation false with privileged true",
-    "CKV_K8S_22": "a privileged container can remount its root filesystem, so read-only would not contain it; upstream does not run it read-only",
-    "CKV_K8S_23": "it installs the CNI shim into the host's /opt/cni/bin and writes the host's CNI configuration, both owned by root",
-    "CKV_K8S_40": "runs as root on purpose (see CKV_K8S_23): it writes root-owned CNI binaries and configuration on the host",
-    "CKV_K8S_28": "a privileged container holds every capability; the runtime applies capability lists only to unprivileged containers",
-    "CKV_K8S_37": "a privileged container holds every capability; the runtime applies capability lists only to unprivileged containers",
+    "CKV_K8S_16": (
+        "the thick Multus daemon runs the delegate CNI plugins for every pod on the node, entering pod network "
+        "namespaces and the host root (/hostroot); upstream's multus-daemonset-thick.yml runs it privileged"
+    ),
+    "CKV_K8S_17": (
+        "upstream's thick-plugin manifest runs the daemon in the host PID namespace, as part of the node's pod"
+        " networking"
+    ),
+    "CKV_K8S_19": (
+        "a CNI daemon cannot use the pod network it sets up: it runs in the host network namespace, as upstream's"
+        " manifest does"
+    ),
+    "CKV_K8S_20": (
+        "privileged containers always allow privilege escalation; the API rejects allowPrivilegeEscalation false with"
+        " privileged true"
+    ),
+    "CKV_K8S_22": (
+        "a privileged container can remount its root filesystem, so read-only would not contain it; upstream does not"
+        " run it read-only"
+    ),
+    "CKV_K8S_23": (
+        "it installs the CNI shim into the host's /opt/cni/bin and writes the host's CNI configuration, both owned by"
+        " root"
+    ),
+    "CKV_K8S_40": (
+        "runs as root on purpose (see CKV_K8S_23): it writes root-owned CNI binaries and configuration on the host"
+    ),
+    "CKV_K8S_28": (
+        "a privileged container holds every capability; the runtime applies capability lists only to unprivileged"
+        " containers"
+    ),
+    "CKV_K8S_37": (
+        "a privileged container holds every capability; the runtime applies capability lists only to unprivileged"
+        " containers"
+    ),
     "CKV_K8S_29": "both containers are privileged root by design, so a pod security context could not restrict them",
     "CKV_K8S_31": "Kubernetes runs privileged containers Unconfined whatever seccomp profile the pod names",
-    "CKV_K8S_38": "the daemon reads NetworkAttachmentDefinitions and pods and writes pod network status through the API",
-    "CKV_K8S_8": "the daemon has no health endpoint, only the CNI shim's Unix socket on the host, and upstream defines no probe; the kubelet restarts it if it exits",
+    "CKV_K8S_38": (
+        "the daemon reads NetworkAttachmentDefinitions and pods and writes pod network status through the API"
+    ),
+    "CKV_K8S_8": (
+        "the daemon has no health endpoint, only the CNI shim's Unix socket on the host, and upstream defines no probe;"
+        " the kubelet restarts it if it exits"
+    ),
     "CKV_K8S_9": "no Service selects the Multus daemon, so readiness has no consumer",
 }
 
@@ -273,7 +318,15 @@ def multus_objects(tag: str) -> list[dict[str, Any]]:
         "multus-conf-dir": "/etc/cni/multus/net.d",
     }
     volumes: list[dict[str, Any]] = [{"name": name, "hostPath": {"path": path}} for name, path in host_paths.items()]
-    volumes.append({"name": "multus-daemon-config", "configMap": {"name": "multus-daemon-config", "items": [{"key": "daemon-config.json", "path": "daemon-config.json"}]}})
+    volumes.append(
+        {
+            "name": "multus-daemon-config",
+            "configMap": {
+                "name": "multus-daemon-config",
+                "items": [{"key": "daemon-config.json", "path": "daemon-config.json"}],
+            },
+        }
+    )
     mounts = [
         {"name": "cni", "mountPath": "/host/etc/cni/net.d"},
         # multus-daemon expects the CNI bin path to be identical in the pod and on the host.
@@ -297,7 +350,11 @@ def multus_objects(tag: str) -> list[dict[str, Any]]:
             "rules": [
                 # Upstream grants every verb on every k8s.cni.cncf.io resource; the daemon only reads NetworkAttachmentDefinitions
                 # (an informer plus gets, pkg/k8sclient and pkg/server at the release).
-                {"apiGroups": ["k8s.cni.cncf.io"], "resources": ["network-attachment-definitions"], "verbs": ["get", "list", "watch"]},
+                {
+                    "apiGroups": ["k8s.cni.cncf.io"],
+                    "resources": ["network-attachment-definitions"],
+                    "verbs": ["get", "list", "watch"],
+                },
                 {"apiGroups": [""], "resources": ["pods", "pods/status"], "verbs": ["get", "list", "update", "watch"]},
                 {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch", "update"]},
             ],
@@ -318,7 +375,11 @@ def multus_objects(tag: str) -> list[dict[str, Any]]:
         {
             "apiVersion": "apps/v1",
             "kind": "DaemonSet",
-            "metadata": {"name": "kube-multus-ds", **meta, "annotations": checkov.skip_annotations(_MULTUS_CHECKOV_SKIPS)},
+            "metadata": {
+                "name": "kube-multus-ds",
+                **meta,
+                "annotations": checkov.skip_annotations(_MULTUS_CHECKOV_SKIPS),
+            },
             "spec": {
                 "selector": {"matchLabels": {"name": "multus"}},
                 "updateStrategy": {"type": "RollingUpdate"},
@@ -329,19 +390,37 @@ def multus_objects(tag: str) -> list[dict[str, Any]]:
                         "hostPID": True,
                         "nodeSelector": fabric_selector(Fabric.RDMA),
                         "priorityClassName": "system-node-critical",
-                        "tolerations": [{"operator": "Exists", "effect": "NoSchedule"}, {"operator": "Exists", "effect": "NoExecute"}],
+                        "tolerations": [
+                            {"operator": "Exists", "effect": "NoSchedule"},
+                            {"operator": "Exists", "effect": "NoExecute"},
+                        ],
                         "serviceAccountName": "multus",
                         "terminationGracePeriodSeconds": 10,
                         "initContainers": [
                             {
                                 "name": "install-multus-binary",
                                 "image": image,
-                                "command": ["/usr/src/multus-cni/bin/install_multus", "-d", "/host/opt/cni/bin", "-t", "thick"],
+                                "command": [
+                                    "/usr/src/multus-cni/bin/install_multus",
+                                    "-d",
+                                    "/host/opt/cni/bin",
+                                    "-t",
+                                    "thick",
+                                ],
                                 # Upstream sets no memory limit here; the daemon's own limit is ample for copying the shim binary.
-                                "resources": {"requests": {"cpu": "10m", "memory": "15Mi"}, "limits": {"memory": "50Mi"}},
+                                "resources": {
+                                    "requests": {"cpu": "10m", "memory": "15Mi"},
+                                    "limits": {"memory": "50Mi"},
+                                },
                                 "securityContext": {"privileged": True},
                                 "terminationMessagePolicy": "FallbackToLogsOnError",
-                                "volumeMounts": [{"name": "cnibin", "mountPath": "/host/opt/cni/bin", "mountPropagation": "Bidirectional"}],
+                                "volumeMounts": [
+                                    {
+                                        "name": "cnibin",
+                                        "mountPath": "/host/opt/cni/bin",
+                                        "mountPropagation": "Bidirectional",
+                                    }
+                                ],
                             }
                         ],
                         "containers": [
@@ -349,8 +428,16 @@ def multus_objects(tag: str) -> list[dict[str, Any]]:
                                 "name": "kube-multus",
                                 "image": image,
                                 "command": ["/usr/src/multus-cni/bin/multus-daemon"],
-                                "env": [{"name": "MULTUS_NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
-                                "resources": {"requests": {"cpu": "100m", "memory": "50Mi"}, "limits": {"cpu": "100m", "memory": "50Mi"}},
+                                "env": [
+                                    {
+                                        "name": "MULTUS_NODE_NAME",
+                                        "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}},
+                                    }
+                                ],
+                                "resources": {
+                                    "requests": {"cpu": "100m", "memory": "50Mi"},
+                                    "limits": {"cpu": "100m", "memory": "50Mi"},
+                                },
                                 "securityContext": {"privileged": True},
                                 "terminationMessagePolicy": "FallbackToLogsOnError",
                                 "volumeMounts": mounts,
@@ -404,23 +491,44 @@ def gate_name(group: NodeGroup) -> str:
 
 def _gate_script(name: str, gpus: int, net: str, env_names: list[str]) -> str:
     """The gate's script: gpufleet/templates/nccl-gate.sh.j2 (what each pod does, and why, is written there)."""
-    return render("nccl-gate.sh.j2", name=name, gpus=gpus, net=net, env_names=env_names, sizes=GATE_SIZES, ssh_port=SSH_PORT, key_port=KEY_PORT)
+    return render(
+        "nccl-gate.sh.j2",
+        name=name,
+        gpus=gpus,
+        net=net,
+        env_names=env_names,
+        sizes=GATE_SIZES,
+        ssh_port=SSH_PORT,
+        key_port=KEY_PORT,
+    )
 
 
 def _gate_checkov_skips(capabilities: list[str]) -> dict[str, str]:
     """Checkov checks that are wrong for the gate Job, with the reason (docs/policies-and-diff.md, "Checkov")."""
     added = ", ".join(capabilities)
     return {
-        "CKV_K8S_22": "the gate runs the spec's nccl-tests image as built: sshd's host keys are generated into /etc/ssh beside "
-        "the image's config, and root's ~/.ssh, /run/sshd and Open MPI's session directories are written at run time",
-        "CKV_K8S_23": "mpirun reaches the worker through sshd, which needs root for privilege separation, and logs in as root "
-        "(the launcher's key goes to /root/.ssh); capabilities are cut to what sshd needs",
-        "CKV_K8S_40": "runs as root on purpose (see CKV_K8S_23): sshd privilege separation and the root login mpirun uses",
-        "CKV_K8S_25": f"every capability is dropped but {added}: sshd as root needs SETUID, SETGID and SYS_CHROOT for privilege "
-        "separation and NET_BIND_SERVICE for port 22" + ("; verbs need IPC_LOCK to pin memory" if "IPC_LOCK" in capabilities else ""),
-        "CKV_K8S_31": "the gate measures the fabric as training pods get it, and they run with the kubelet's default seccomp "
-        "profile; RuntimeDefault denies the NUMA memory-policy calls (mbind, set_mempolicy, get_mempolicy) that hwloc and libnuma "
-        "in the MPI and NCCL stack make",
+        "CKV_K8S_22": (
+            "the gate runs the spec's nccl-tests image as built: sshd's host keys are generated into /etc/ssh beside"
+            " the image's config, and root's ~/.ssh, /run/sshd and Open MPI's session directories are written at run"
+            " time"
+        ),
+        "CKV_K8S_23": (
+            "mpirun reaches the worker through sshd, which needs root for privilege separation, and logs in as root "
+            "(the launcher's key goes to /root/.ssh); capabilities are cut to what sshd needs"
+        ),
+        "CKV_K8S_40": (
+            "runs as root on purpose (see CKV_K8S_23): sshd privilege separation and the root login mpirun uses"
+        ),
+        "CKV_K8S_25": (
+            f"every capability is dropped but {added}: sshd as root needs SETUID, SETGID and SYS_CHROOT for privilege "
+            "separation and NET_BIND_SERVICE for port 22"
+            + ("; verbs need IPC_LOCK to pin memory" if "IPC_LOCK" in capabilities else "")
+        ),
+        "CKV_K8S_31": (
+            "the gate measures the fabric as training pods get it, and they run with the kubelet's default seccomp"
+            " profile; RuntimeDefault denies the NUMA memory-policy calls (mbind, set_mempolicy, get_mempolicy) that"
+            " hwloc and libnuma in the MPI and NCCL stack make"
+        ),
     }
 
 
@@ -454,7 +562,9 @@ def gate_objects(fleet: Fleet, group: NodeGroup) -> tuple[dict[str, Any], dict[s
         net = RDMA_NET
     min_bw = min_bus_bandwidth(info, gate.efficiency)
     gate_env = {"NCCL_DEBUG": "INFO", "NCCL_TESTS_MIN_BW": f"{min_bw}"}
-    forwarded = sorted(set(env) | set(gate_env) | {"PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "OPAL_PREFIX", "PMIX_MCA_gds"})
+    forwarded = sorted(
+        set(env) | set(gate_env) | {"PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "OPAL_PREFIX", "PMIX_MCA_gds"}
+    )
     service = {
         "apiVersion": "v1",
         "kind": "Service",
@@ -500,7 +610,10 @@ def gate_objects(fleet: Fleet, group: NodeGroup) -> tuple[dict[str, Any], dict[s
                     "affinity": {
                         "podAntiAffinity": {
                             "requiredDuringSchedulingIgnoredDuringExecution": [
-                                {"labelSelector": {"matchLabels": {GATE_LABEL: name}}, "topologyKey": "kubernetes.io/hostname"}
+                                {
+                                    "labelSelector": {"matchLabels": {GATE_LABEL: name}},
+                                    "topologyKey": "kubernetes.io/hostname",
+                                }
                             ]
                         }
                     },
@@ -511,10 +624,16 @@ def gate_objects(fleet: Fleet, group: NodeGroup) -> tuple[dict[str, Any], dict[s
                             "command": ["/bin/bash", "-c", _gate_script(name, info.gpu_count, net, forwarded)],
                             "env": [{"name": k, "value": v} for k, v in sorted(gate_env.items())],
                             "envFrom": [{"configMapRef": {"name": nccl_env_name(fabric)}}],
-                            "ports": [{"name": "ssh", "containerPort": SSH_PORT}, {"name": "key", "containerPort": KEY_PORT}],
+                            "ports": [
+                                {"name": "ssh", "containerPort": SSH_PORT},
+                                {"name": "key", "containerPort": KEY_PORT},
+                            ],
                             # A CPU per rank; no CPU limit (docs/policies-and-diff.md, CKV_K8S_11).
                             "resources": {"limits": limits, "requests": {**limits, "cpu": info.gpu_count}},
-                            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"], "add": capabilities}},
+                            "securityContext": {
+                                "allowPrivilegeEscalation": False,
+                                "capabilities": {"drop": ["ALL"], "add": capabilities},
+                            },
                             "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
                         }
                     ],
@@ -534,6 +653,7 @@ def gate_threshold_row(fleet: Fleet, group: NodeGroup) -> str:
     efficiency = fleet.network.bandwidth_gate.efficiency
     min_bw = min_bus_bandwidth(info, efficiency)
     return (
-        f"| {group.name} | {group.fabric.value} | {group.instance_type} | {info.network_gbps} Gbit/s = {line_rate_gbytes(info):g} GB/s "
-        f"| {min_bw:g} ({floor_source(info, efficiency)}) | {round(min_bw * NCCL_TESTS_SLACK, 1):g} |"
+        f"| {group.name} | {group.fabric.value} | {group.instance_type} | {info.network_gbps} Gbit/s ="
+        f" {line_rate_gbytes(info):g} GB/s | {min_bw:g} ({floor_source(info, efficiency)}) |"
+        f" {round(min_bw * NCCL_TESTS_SLACK, 1):g} |"
     )

@@ -120,7 +120,10 @@ EPHEMERAL_STORAGE_DIRS = ("/var/lib/containerd", "/var/lib/kubelet", "/var/log/p
 
 def bottlerocket_ephemeral_storage() -> dict[str, Any]:
     return {
-        "commands": [["apiclient", "ephemeral-storage", "init"], ["apiclient", "ephemeral-storage", "bind", "--dirs", *EPHEMERAL_STORAGE_DIRS]],
+        "commands": [
+            ["apiclient", "ephemeral-storage", "init"],
+            ["apiclient", "ephemeral-storage", "bind", "--dirs", *EPHEMERAL_STORAGE_DIRS],
+        ],
         "essential": True,
         "mode": "always",
     }
@@ -136,7 +139,10 @@ def bottlerocket_settings(group: NodeGroup, sharing: dict[str, Any] | None = Non
             "topology-manager-policy": policy,
             "topology-manager-scope": scope,
         }
-        tables["settings.kubernetes.system-reserved"] = {"cpu": f"{int(SYSTEM_RESERVED_CPU) * 1000}m", "memory": SYSTEM_RESERVED_MEMORY}
+        tables["settings.kubernetes.system-reserved"] = {
+            "cpu": f"{int(SYSTEM_RESERVED_CPU) * 1000}m",
+            "memory": SYSTEM_RESERVED_MEMORY,
+        }
     # Bottlerocket's own NVIDIA device plugin; its defaults already close the NVIDIA_VISIBLE_DEVICES escape
     # (device-list-strategy volume-mounts, visible-devices-envvar-when-unprivileged false).
     tables["settings.kubelet-device-plugins.nvidia"] = {"device-list-strategy": "volume-mounts", **(sharing or {})}
@@ -156,9 +162,14 @@ def user_data(group: NodeGroup, images: list[str], sharing_toml: dict[str, Any] 
     """The full user data text of a group (base64-encoded by the node group builder)."""
     if group.ami_type.startswith("BOTTLEROCKET"):
         return bottlerocket_settings(group, sharing_toml)
-    parts = [("application/node.eks.aws", yaml.safe_dump(node_config(group), sort_keys=True)), ("text/x-shellscript; charset=\"us-ascii\"", render("close-visible-devices-escape.sh.j2"))]
+    parts = [
+        ("application/node.eks.aws", yaml.safe_dump(node_config(group), sort_keys=True)),
+        ('text/x-shellscript; charset="us-ascii"', render("close-visible-devices-escape.sh.j2")),
+    ]
     if images:
-        parts.append(("text/x-shellscript; charset=\"us-ascii\"", prepull_script(images, raid0=group.local_storage == "RAID0")))
+        parts.append(
+            ('text/x-shellscript; charset="us-ascii"', prepull_script(images, raid0=group.local_storage == "RAID0"))
+        )
     return _mime(parts)
 
 

@@ -20,10 +20,10 @@ Where the input series come from (names verified upstream, see docs/telemetry-he
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from gpufleet.names import LABEL_MANAGED_BY
-
 
 # kube-state-metrics' name for our node-group label: labelName("label", "gpufleet.io/node-group").
 KSM_NODE_GROUP = "label_gpufleet_io_node_group"
@@ -85,7 +85,12 @@ def _record(name: str, expr: str, labels: Mapping[str, str] | None = None) -> di
 
 
 def _alert(name: str, expr: str, for_: str, severity: str, summary: str, description: str) -> dict[str, Any]:
-    rule: dict[str, Any] = {"alert": name, "expr": expr, "labels": {"severity": severity}, "annotations": {"summary": summary, "description": description}}
+    rule: dict[str, Any] = {
+        "alert": name,
+        "expr": expr,
+        "labels": {"severity": severity},
+        "annotations": {"summary": summary, "description": description},
+    }
     if for_ != "0m":
         rule["for"] = for_
     return rule
@@ -131,7 +136,9 @@ def ksm_resource(name: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_]", "_", name)
 
 
-def telemetry_groups(idle_sm_active_below: float, devices_per_gpu: Sequence[tuple[Mapping[str, str], int]]) -> list[dict[str, Any]]:
+def telemetry_groups(
+    idle_sm_active_below: float, devices_per_gpu: Sequence[tuple[Mapping[str, str], int]]
+) -> list[dict[str, Any]]:
     """Allocation versus work per node group, fragmentation, GPUs held and idle per namespace, and the GPU alerts.
 
     `devices_per_gpu`: (labels, devices one physical GPU advertises) per node group and device resource (MIG
@@ -146,21 +153,45 @@ def telemetry_groups(idle_sm_active_below: float, devices_per_gpu: Sequence[tupl
     schedulable_ready = f"(({ready}) unless on (node) (kube_node_spec_unschedulable == 1))"
     per_request = "on (node_group, resource) group_left () gpufleet:devices_per_gpu"
     per_series = "on (node_group, GPU_I_PROFILE) group_left () gpufleet:devices_per_gpu"
-    constants = [_record("gpufleet:devices_per_gpu", f"vector({n})", dict(labels)) for labels, n in sorted(devices_per_gpu, key=lambda item: sorted(item[0].items()))]
+    constants = [
+        _record("gpufleet:devices_per_gpu", f"vector({n})", dict(labels))
+        for labels, n in sorted(devices_per_gpu, key=lambda item: sorted(item[0].items()))
+    ]
     records = [
         # node -> node group (value 1), from the kube-state-metrics node label allowlist.
-        _record("gpufleet:node_group:info", f'max by (node, node_group) (label_replace(kube_node_labels{{{KSM_NODE_GROUP}!=""}}, "node_group", "$1", "{KSM_NODE_GROUP}", "(.+)"))'),
-        _record("gpufleet:node_gpus_allocatable:sum", f'sum by (node) (kube_node_status_allocatable{{resource=~"{GPU_RESOURCES}"}}) * on (node) group_left (node_group) gpufleet:node_group:info'),
+        _record(
+            "gpufleet:node_group:info",
+            f'max by (node, node_group) (label_replace(kube_node_labels{{{KSM_NODE_GROUP}!=""}}, "node_group", "$1",'
+            f' "{KSM_NODE_GROUP}", "(.+)"))',
+        ),
+        _record(
+            "gpufleet:node_gpus_allocatable:sum",
+            f'sum by (node) (kube_node_status_allocatable{{resource=~"{GPU_RESOURCES}"}}) * on (node) group_left'
+            " (node_group) gpufleet:node_group:info",
+        ),
         # GPUs held by pods bound to a node and not finished: the device plugin allocates at admission.
-        _record("gpufleet:pod_gpus_requested:sum", f'sum by (namespace, pod, node, resource) (kube_pod_container_resource_requests{{resource=~"{GPU_RESOURCES}",node!=""}}) * on (namespace, pod) group_left () {running}'),
-        _record("gpufleet:node_gpus_allocated:sum", "sum by (node) (gpufleet:pod_gpus_requested:sum) * on (node) group_left (node_group) gpufleet:node_group:info"),
+        _record(
+            "gpufleet:pod_gpus_requested:sum",
+            "sum by (namespace, pod, node, resource)"
+            f' (kube_pod_container_resource_requests{{resource=~"{GPU_RESOURCES}",node!=""}}) * on (namespace, pod)'
+            f" group_left () {running}",
+        ),
+        _record(
+            "gpufleet:node_gpus_allocated:sum",
+            "sum by (node) (gpufleet:pod_gpus_requested:sum) * on (node) group_left (node_group)"
+            " gpufleet:node_group:info",
+        ),
         # Physical GPUs a namespace holds: its devices over the devices per GPU of the group.
-        _record("namespace_node_group:gpufleet_gpus_allocated:sum", f"sum by (namespace, node_group) (sum by (namespace, node_group, resource) (gpufleet:pod_gpus_requested:sum * on (node) group_left (node_group) gpufleet:node_group:info) / {per_request})"),
+        _record(
+            "namespace_node_group:gpufleet_gpus_allocated:sum",
+            "sum by (namespace, node_group) (sum by (namespace, node_group, resource) (gpufleet:pod_gpus_requested:sum"
+            f" * on (node) group_left (node_group) gpufleet:node_group:info) / {per_request})",
+        ),
         # Free GPUs on nodes that can take a pod now (Ready, not cordoned).
         _record(
             "gpufleet:node_gpus_free:sum",
-            "(gpufleet:node_gpus_allocatable:sum - on (node, node_group) (gpufleet:node_gpus_allocated:sum or gpufleet:node_gpus_allocatable:sum * 0))"
-            f" and on (node) {schedulable_ready}",
+            "(gpufleet:node_gpus_allocatable:sum - on (node, node_group) (gpufleet:node_gpus_allocated:sum or"
+            f" gpufleet:node_gpus_allocatable:sum * 0)) and on (node) {schedulable_ready}",
         ),
         _record("node_group:gpufleet_gpus_allocatable:sum", "sum by (node_group) (gpufleet:node_gpus_allocatable:sum)"),
         _record("node_group:gpufleet_gpus_allocated:sum", "sum by (node_group) (gpufleet:node_gpus_allocated:sum)"),
@@ -169,33 +200,52 @@ def telemetry_groups(idle_sm_active_below: float, devices_per_gpu: Sequence[tupl
         _record("node_group:gpufleet_largest_free_block:max", "max by (node_group) (gpufleet:node_gpus_free:sum)"),
         _record("node_group:gpufleet_gpus_per_node:max", "max by (node_group) (gpufleet:node_gpus_allocatable:sum)"),
         # SM activity per exporter series (one per device, or per pod sharing it), smoothed, with its node group.
-        _record("gpufleet:gpu_sm_active:avg5m", "avg_over_time(DCGM_FI_PROF_SM_ACTIVE[5m]) * on (node) group_left (node_group) gpufleet:node_group:info"),
+        _record(
+            "gpufleet:gpu_sm_active:avg5m",
+            "avg_over_time(DCGM_FI_PROF_SM_ACTIVE[5m]) * on (node) group_left (node_group) gpufleet:node_group:info",
+        ),
         # Devices doing work (a shared device counts once, however many pods hold it).
-        _record("node_group:gpufleet_gpus_busy:sum", f"sum by (node_group) (max by (node_group, {DEVICE}) (gpufleet:gpu_sm_active:avg5m) >= bool {thr})"),
+        _record(
+            "node_group:gpufleet_gpus_busy:sum",
+            f"sum by (node_group) (max by (node_group, {DEVICE}) (gpufleet:gpu_sm_active:avg5m) >= bool {thr})",
+        ),
         # Idle physical GPUs held per namespace: its devices whose SMs stayed below the threshold, over the devices
         # per GPU. A MIG instance has its own series (with GPU_I_ID) mapped to the pod holding it; a time-sliced or
         # MPS GPU has one copy per pod holding a replica (KUBERNETES_VIRTUAL_GPUS, see telemetry.py), so a shared
         # GPU's idleness is split between the pods holding it.
         _record(
             "namespace_node_group:gpufleet_gpus_idle:sum",
-            f'sum by (namespace, node_group) (sum by (namespace, node_group, GPU_I_PROFILE) (label_replace(gpufleet:gpu_sm_active:avg5m{{exported_pod!=""}} < bool {thr}, "namespace", "$1", "exported_namespace", "(.+)")) / {per_series})',
+            "sum by (namespace, node_group) (sum by (namespace, node_group, GPU_I_PROFILE)"
+            f' (label_replace(gpufleet:gpu_sm_active:avg5m{{exported_pod!=""}} < bool {thr}, "namespace", "$1",'
+            f' "exported_namespace", "(.+)")) / {per_series})',
         ),
-        _record("node_group:gpufleet_gpus_allocated_idle:sum", "sum by (node_group) (namespace_node_group:gpufleet_gpus_idle:sum)"),
-        _record("namespace:gpufleet_gpus_allocated:sum", "sum by (namespace) (namespace_node_group:gpufleet_gpus_allocated:sum)"),
+        _record(
+            "node_group:gpufleet_gpus_allocated_idle:sum",
+            "sum by (node_group) (namespace_node_group:gpufleet_gpus_idle:sum)",
+        ),
+        _record(
+            "namespace:gpufleet_gpus_allocated:sum",
+            "sum by (namespace) (namespace_node_group:gpufleet_gpus_allocated:sum)",
+        ),
         _record("namespace:gpufleet_gpus_idle:sum", "sum by (namespace) (namespace_node_group:gpufleet_gpus_idle:sum)"),
     ]
     xid = "DCGM_FI_DEV_XID_ERRORS"
     hardware = " or ".join(f"{xid} == {code}" for code in HARDWARE_XIDS)
     reasons = "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"
-    gpu_nodes = f'(max by (node) (kube_node_spec_taint{{key="{GPU_TAINT_KEY}"}}) or on (node) max by (node) (gpufleet:node_group:info))'
+    gpu_nodes = (
+        f'(max by (node) (kube_node_spec_taint{{key="{GPU_TAINT_KEY}"}}) or on (node) max by (node)'
+        " (gpufleet:node_group:info))"
+    )
     alerts = [
         _alert(
             "GPUNodeZeroAllocatable",
-            f"({gpu_nodes} and on (node) {ready}) unless on (node) (sum by (node) (kube_node_status_allocatable{{resource=~\"{GPU_RESOURCES}\"}}) > 0)",
+            f"({gpu_nodes} and on (node) {ready}) unless on (node) (sum by (node)"
+            f' (kube_node_status_allocatable{{resource=~"{GPU_RESOURCES}"}}) > 0)',
             "10m",
             "critical",
             "Ready GPU node {{ $labels.node }} advertises no allocatable GPUs",
-            "The node is Ready but the NVIDIA device plugin has not registered (or lost) its GPUs, so GPU pods cannot land there. Check the nvidia-device-plugin and driver validator pods on the node.",
+            "The node is Ready but the NVIDIA device plugin has not registered (or lost) its GPUs, so GPU pods cannot"
+            " land there. Check the nvidia-device-plugin and driver validator pods on the node.",
         ),
         _alert(
             "GPUXidHardwareError",
@@ -203,7 +253,8 @@ def telemetry_groups(idle_sm_active_below: float, devices_per_gpu: Sequence[tupl
             "0m",
             "critical",
             "GPU {{ $labels.gpu }} on {{ $labels.node }} reported XID {{ $value }}",
-            "A hardware or memory XID (NVIDIA XID catalog). EKS node auto repair reboots or replaces the node for the codes it knows; the DCGM health check cordons it.",
+            "A hardware or memory XID (NVIDIA XID catalog). EKS node auto repair reboots or replaces the node for the"
+            " codes it knows; the DCGM health check cordons it.",
         ),
         _alert(
             "GPUXidError",
@@ -211,7 +262,8 @@ def telemetry_groups(idle_sm_active_below: float, devices_per_gpu: Sequence[tupl
             "0m",
             "warning",
             "GPU {{ $labels.gpu }} on {{ $labels.node }} reported XID {{ $value }}",
-            "Usually an application fault (e.g. XID 13 or 31): check the workload on that GPU ({{ $labels.exported_namespace }}/{{ $labels.exported_pod }}).",
+            "Usually an application fault (e.g. XID 13 or 31): check the workload on that GPU ({{"
+            " $labels.exported_namespace }}/{{ $labels.exported_pod }}).",
         ),
         _alert(
             "GPUThermalThrottling",
@@ -219,7 +271,8 @@ def telemetry_groups(idle_sm_active_below: float, devices_per_gpu: Sequence[tupl
             "5m",
             "warning",
             "GPU {{ $labels.gpu }} on {{ $labels.node }} is thermally throttled",
-            "DCGM clock event reasons report SW or HW thermal slowdown for 5 minutes: clocks are reduced and so is every job on this GPU.",
+            "DCGM clock event reasons report SW or HW thermal slowdown for 5 minutes: clocks are reduced and so is"
+            " every job on this GPU.",
         ),
         _alert(
             "GPUPowerThrottling",
@@ -227,15 +280,18 @@ def telemetry_groups(idle_sm_active_below: float, devices_per_gpu: Sequence[tupl
             "5m",
             "warning",
             "GPU {{ $labels.gpu }} on {{ $labels.node }} is in HW slowdown or power brake",
-            "DCGM clock event reasons report HW slowdown or HW power brake (clocks cut by half or more) for 5 minutes: a power supply or cooling fault. The SW power cap alone is not alerted.",
+            "DCGM clock event reasons report HW slowdown or HW power brake (clocks cut by half or more) for 5 minutes:"
+            " a power supply or cooling fault. The SW power cap alone is not alerted.",
         ),
         _alert(
             "GPUUtilizationMisleading",
-            f"({per_device('DCGM_FI_DEV_GPU_UTIL')} > 90) and on ({DEVICE}) ({per_device('DCGM_FI_PROF_SM_ACTIVE')} < 0.3)",
+            f"({per_device('DCGM_FI_DEV_GPU_UTIL')} > 90) and on ({DEVICE}) ({per_device('DCGM_FI_PROF_SM_ACTIVE')} <"
+            " 0.3)",
             "15m",
             "info",
             "GPU {{ $labels.gpu }} on {{ $labels.node }} looks 90%+ busy but its SMs are mostly idle",
-            "DCGM_FI_DEV_GPU_UTIL only says a kernel was running; SM active below 30% means the kernels use a fraction of the chip. Right-size the job or share the GPU.",
+            "DCGM_FI_DEV_GPU_UTIL only says a kernel was running; SM active below 30% means the kernels use a fraction"
+            " of the chip. Right-size the job or share the GPU.",
         ),
         _alert(
             "GPUAllocatedIdle",
@@ -243,7 +299,8 @@ def telemetry_groups(idle_sm_active_below: float, devices_per_gpu: Sequence[tupl
             "1h",
             "info",
             "{{ $labels.exported_namespace }}/{{ $labels.exported_pod }} holds an idle GPU on {{ $labels.node }}",
-            f"The GPU is allocated but its SM active ratio stayed below {thr} for an hour: release it (finished notebook, stuck job).",
+            f"The GPU is allocated but its SM active ratio stayed below {thr} for an hour: release it (finished"
+            " notebook, stuck job).",
         ),
         _alert(
             "GPUNodeGroupFragmented",
@@ -252,8 +309,10 @@ def telemetry_groups(idle_sm_active_below: float, devices_per_gpu: Sequence[tupl
             " and on (node_group) (node_group:gpufleet_largest_free_block:max < node_group:gpufleet_gpus_per_node:max)",
             "30m",
             "warning",
-            "Node group {{ $labels.node_group }} is fragmented: a full node's worth of GPUs is free, but not on one node",
-            "Jobs that need a whole node cannot start although enough GPUs are free in total. Compare node_group:gpufleet_largest_free_block:max with node_group:gpufleet_gpus_free:sum.",
+            "Node group {{ $labels.node_group }} is fragmented: a full node's worth of GPUs is free, but not on one"
+            " node",
+            "Jobs that need a whole node cannot start although enough GPUs are free in total. Compare"
+            " node_group:gpufleet_largest_free_block:max with node_group:gpufleet_gpus_free:sum.",
         ),
     ]
     return [
@@ -273,23 +332,28 @@ def health_groups() -> list[dict[str, Any]]:
     by_job = "namespace, training_job"
     records = [
         _record("gpufleet:training_step_seconds:avg5m", f"avg_over_time({TRAINING_STEP_METRIC}[5m])"),
-        _record("gpufleet:training_step_seconds:median5m", f"quantile by ({by_job}) (0.5, gpufleet:training_step_seconds:avg5m)"),
+        _record(
+            "gpufleet:training_step_seconds:median5m",
+            f"quantile by ({by_job}) (0.5, gpufleet:training_step_seconds:avg5m)",
+        ),
         _record(
             "gpufleet:training_step_seconds:spread_ratio",
-            f"(max by ({by_job}) (gpufleet:training_step_seconds:avg5m) - min by ({by_job}) (gpufleet:training_step_seconds:avg5m))"
-            f" / on ({by_job}) gpufleet:training_step_seconds:median5m",
+            f"(max by ({by_job}) (gpufleet:training_step_seconds:avg5m) - min by ({by_job})"
+            f" (gpufleet:training_step_seconds:avg5m)) / on ({by_job}) gpufleet:training_step_seconds:median5m",
         ),
     ]
     ratio = _fmt(STRAGGLER_RATIO)
     alerts = [
         _alert(
             "TrainingStragglerRank",
-            f"(gpufleet:training_step_seconds:avg5m / on ({by_job}) group_left () gpufleet:training_step_seconds:median5m > {ratio})"
-            f" and on ({by_job}) (count by ({by_job}) (gpufleet:training_step_seconds:avg5m) > 1)",
+            f"(gpufleet:training_step_seconds:avg5m / on ({by_job}) group_left ()"
+            f" gpufleet:training_step_seconds:median5m > {ratio}) and on ({by_job}) (count by ({by_job})"
+            " (gpufleet:training_step_seconds:avg5m) > 1)",
             "10m",
             "warning",
             "Rank {{ $labels.rank }} of {{ $labels.namespace }}/{{ $labels.training_job }} is a straggler",
-            f"Its step time is {{{{ $value | humanize }}}}x the job's median rank (threshold {ratio}x) for 10 minutes; every synchronous step waits for it. Check its node's GPU clocks, XIDs and NIC.",
+            f"Its step time is {{{{ $value | humanize }}}}x the job's median rank (threshold {ratio}x) for 10 minutes;"
+            " every synchronous step waits for it. Check its node's GPU clocks, XIDs and NIC.",
         ),
         _alert(
             "GPUNodeDCGMUnhealthy",
@@ -297,7 +361,8 @@ def health_groups() -> list[dict[str, Any]]:
             "1m",
             "critical",
             "DCGM health checks fail on node {{ $labels.node }}",
-            "Node Problem Detector set the DCGMUnhealthy condition; the remediation controller cordons the node and drains it per workload class.",
+            "Node Problem Detector set the DCGMUnhealthy condition; the remediation controller cordons the node and"
+            " drains it per workload class.",
         ),
         _alert(
             "GPUNodeAcceleratedHardwareNotReady",
@@ -305,7 +370,8 @@ def health_groups() -> list[dict[str, Any]]:
             "5m",
             "critical",
             "EKS node monitoring agent reports AcceleratedHardwareReady=False on {{ $labels.node }}",
-            "EKS node auto repair reboots or replaces the node after the group's minRepairWaitTimeMins (see plan.md, health stage).",
+            "EKS node auto repair reboots or replaces the node after the group's minRepairWaitTimeMins (see plan.md,"
+            " health stage).",
         ),
     ]
     return [{"name": "gpufleet-health.rules", "rules": records}, {"name": "gpufleet-health.alerts", "rules": alerts}]
@@ -320,25 +386,47 @@ def cost_groups(prices: Mapping[str, float], team_namespaces: Mapping[str, str])
     """GPU-hours (allocated and allocated-but-idle, in physical GPUs) and their price per namespace and per team.
 
     `prices`: node group -> USD per physical GPU-hour; `team_namespaces`: namespace -> team."""
-    constants = [_record("gpufleet:gpu_hour_price_usd", f"vector({_fmt(price)})", {"node_group": group}) for group, price in sorted(prices.items())]
-    constants += [_record("gpufleet:team_namespace:info", "vector(1)", {"namespace": ns, "team": team}) for ns, team in sorted(team_namespaces.items())]
+    constants = [
+        _record("gpufleet:gpu_hour_price_usd", f"vector({_fmt(price)})", {"node_group": group})
+        for group, price in sorted(prices.items())
+    ]
+    constants += [
+        _record("gpufleet:team_namespace:info", "vector(1)", {"namespace": ns, "team": team})
+        for ns, team in sorted(team_namespaces.items())
+    ]
     hours = []
     for kind in ("allocated", "idle"):
         # GPU-hours accrued in the last hour (the telemetry records are in physical GPUs).
         hours += [
-            _record(f"namespace_node_group:gpufleet_gpu_hours_{kind}:1h", gpu_hours(f"namespace_node_group:gpufleet_gpus_{kind}:sum", 3600)),
-            _record(f"namespace:gpufleet_gpu_hours_{kind}:1h", f"sum by (namespace) (namespace_node_group:gpufleet_gpu_hours_{kind}:1h)"),
+            _record(
+                f"namespace_node_group:gpufleet_gpu_hours_{kind}:1h",
+                gpu_hours(f"namespace_node_group:gpufleet_gpus_{kind}:sum", 3600),
+            ),
+            _record(
+                f"namespace:gpufleet_gpu_hours_{kind}:1h",
+                f"sum by (namespace) (namespace_node_group:gpufleet_gpu_hours_{kind}:1h)",
+            ),
             _record(
                 f"namespace:gpufleet_gpu_cost_{kind}_usd:1h",
-                f"sum by (namespace) (namespace_node_group:gpufleet_gpu_hours_{kind}:1h * on (node_group) group_left () gpufleet:gpu_hour_price_usd)",
+                f"sum by (namespace) (namespace_node_group:gpufleet_gpu_hours_{kind}:1h * on (node_group) group_left ()"
+                " gpufleet:gpu_hour_price_usd)",
             ),
-            _record(f"team:gpufleet_gpu_hours_{kind}:1h", f"sum by (team) (namespace:gpufleet_gpu_hours_{kind}:1h * on (namespace) group_left (team) gpufleet:team_namespace:info)"),
-            _record(f"team:gpufleet_gpu_cost_{kind}_usd:1h", f"sum by (team) (namespace:gpufleet_gpu_cost_{kind}_usd:1h * on (namespace) group_left (team) gpufleet:team_namespace:info)"),
+            _record(
+                f"team:gpufleet_gpu_hours_{kind}:1h",
+                f"sum by (team) (namespace:gpufleet_gpu_hours_{kind}:1h * on (namespace) group_left (team)"
+                " gpufleet:team_namespace:info)",
+            ),
+            _record(
+                f"team:gpufleet_gpu_cost_{kind}_usd:1h",
+                f"sum by (team) (namespace:gpufleet_gpu_cost_{kind}_usd:1h * on (namespace) group_left (team)"
+                " gpufleet:team_namespace:info)",
+            ),
         ]
     alerts = [
         _alert(
             "TeamGPUsMostlyIdle",
-            "(team:gpufleet_gpu_hours_idle:1h / team:gpufleet_gpu_hours_allocated:1h > 0.5) and on (team) (team:gpufleet_gpu_hours_allocated:1h >= 1)",
+            "(team:gpufleet_gpu_hours_idle:1h / team:gpufleet_gpu_hours_allocated:1h > 0.5) and on (team)"
+            " (team:gpufleet_gpu_hours_allocated:1h >= 1)",
             "6h",
             "info",
             "Team {{ $labels.team }} left more than half of its allocated GPU-hours idle for 6 hours",

@@ -97,7 +97,13 @@ def mig_layout(group: NodeGroup) -> tuple[tuple[int, str], ...]:
     sharing = group.sharing
     if info is None or sharing.strategy is not SharingStrategy.MIG:
         return ()
-    layout = tuple((s.gpus, s.profile) for s in sharing.layout) if is_mixed(group) else ((info.gpu_count, sharing.profile),) if sharing.profile else ()
+    layout = (
+        tuple((s.gpus, s.profile) for s in sharing.layout)
+        if is_mixed(group)
+        else ((info.gpu_count, sharing.profile),)
+        if sharing.profile
+        else ()
+    )
     return layout if layout and all(p in info.mig_profiles for _, p in layout) else ()
 
 
@@ -151,7 +157,6 @@ def gpu_resources(group: NodeGroup) -> dict[str, int]:
     return out
 
 
-
 def _uses_operator_plugin(group: NodeGroup) -> bool:
     return not is_bottlerocket(group)
 
@@ -186,8 +191,14 @@ def operator_sharing_values(fleet: Fleet) -> dict[str, Any]:
     plugin_hash = data_sha256(device_plugin_configmap(fleet, "")["data"])
     mig_hash = data_sha256(mig_configmap(fleet, "")["data"])
     return {
-        "devicePlugin": {"config": {"create": False, "name": DEVICE_PLUGIN_CONFIGMAP, "default": DEFAULT_DEVICE_PLUGIN_CONFIG}, "env": [{"name": CONFIG_HASH_ENV, "value": plugin_hash}]},
-        "migManager": {"config": {"create": False, "name": MIG_CONFIGMAP, "default": MIG_DISABLED}, "env": [{"name": CONFIG_HASH_ENV, "value": mig_hash}]},
+        "devicePlugin": {
+            "config": {"create": False, "name": DEVICE_PLUGIN_CONFIGMAP, "default": DEFAULT_DEVICE_PLUGIN_CONFIG},
+            "env": [{"name": CONFIG_HASH_ENV, "value": plugin_hash}],
+        },
+        "migManager": {
+            "config": {"create": False, "name": MIG_CONFIGMAP, "default": MIG_DISABLED},
+            "env": [{"name": CONFIG_HASH_ENV, "value": mig_hash}],
+        },
         "mig": {"strategy": mig_strategy(fleet)},
     }
 
@@ -206,7 +217,10 @@ def device_plugin_config(group: NodeGroup) -> dict[str, Any] | None:
     if sharing.strategy is SharingStrategy.TIME_SLICING:
         # A request for 2 time-sliced replicas buys no more GPU than 1; fail it instead of misleading the user
         # (k8s-device-plugin README "With CUDA Time-Slicing").
-        return {"version": "v1", "sharing": {"timeSlicing": {"failRequestsGreaterThanOne": True, "resources": resources}}}
+        return {
+            "version": "v1",
+            "sharing": {"timeSlicing": {"failRequestsGreaterThanOne": True, "resources": resources}},
+        }
     if sharing.strategy is SharingStrategy.MPS:
         return {"version": "v1", "sharing": {"mps": {"resources": resources}}}
     return None
@@ -235,7 +249,13 @@ def mig_config(group: NodeGroup) -> list[dict[str, Any]] | None:
         return [{"devices": "all", "mig-enabled": True, "mig-devices": {profile: per_gpu[GPU_RESOURCE]}}]
     out, first = [], 0
     for gpus, profile in layout:
-        out.append({"devices": list(range(first, first + gpus)), "mig-enabled": True, "mig-devices": {profile: per_gpu[mig_resource(group, profile)]}})
+        out.append(
+            {
+                "devices": list(range(first, first + gpus)),
+                "mig-enabled": True,
+                "mig-devices": {profile: per_gpu[mig_resource(group, profile)]},
+            }
+        )
         first += gpus
     return out
 
@@ -327,19 +347,27 @@ CONTRACTS: dict[SharingStrategy, Contract] = {
         strategy=SharingStrategy.TIME_SLICING,
         memory_bound="none: any pod can allocate all GPU memory and starve the others",
         fault_isolation="none: pods take turns on one GPU; a fault that needs a GPU reset hits every pod on it",
-        reconfigure_cost="low: the device plugin restarts and advertises the new count; running pods keep their GPU (after lowering replicas the node stays over-committed until they end)",
+        reconfigure_cost=(
+            "low: the device plugin restarts and advertises the new count; running pods keep their GPU (after lowering"
+            " replicas the node stays over-committed until they end)"
+        ),
     ),
     SharingStrategy.MPS: Contract(
         strategy=SharingStrategy.MPS,
         memory_bound="yes: 1/replicas of GPU memory and of SMs per pod (MPS control daemon limits)",
         fault_isolation="none: a fatal fault in one client ends every client of that GPU's MPS server",
-        reconfigure_cost="medium: the MPS control daemon restarts, so running pods on the node lose their GPU; drain first",
+        reconfigure_cost=(
+            "medium: the MPS control daemon restarts, so running pods on the node lose their GPU; drain first"
+        ),
     ),
     SharingStrategy.MIG: Contract(
         strategy=SharingStrategy.MIG,
         memory_bound="hardware: each instance has its own memory, cache and SMs",
         fault_isolation="hardware: a fault in one instance does not reach the others",
-        reconfigure_cost="high: the MIG manager needs the GPUs idle, stops the node's GPU daemons and repartitions (minutes); drain first",
+        reconfigure_cost=(
+            "high: the MIG manager needs the GPUs idle, stops the node's GPU daemons and repartitions (minutes); drain"
+            " first"
+        ),
     ),
 }
 
@@ -352,7 +380,9 @@ def contract_line(group: NodeGroup) -> str:
     units = per_gpu.get(GPU_RESOURCE, 1)
     contract = CONTRACTS[sharing.strategy]
     if is_mixed(group):
-        what = "MIG mixed: " + ", ".join(f"{gpus} GPUs of {p} ({per_gpu[mig_resource(group, p)]} each)" for gpus, p in mig_layout(group))
+        what = "MIG mixed: " + ", ".join(
+            f"{gpus} GPUs of {p} ({per_gpu[mig_resource(group, p)]} each)" for gpus, p in mig_layout(group)
+        )
     elif sharing.strategy is SharingStrategy.MIG:
         what = f"MIG {sharing.profile}: {units} per GPU"
     elif sharing.strategy is SharingStrategy.EXCLUSIVE:
@@ -367,7 +397,10 @@ def contract_line(group: NodeGroup) -> str:
     else:
         labels = sharing_node_labels(group)
         selected = ", ".join(f"`{k}={v}`" for k, v in labels.items()) or "defaults (no label)"
-    return f"| {group.name} | {what} | {per_node} | {contract.memory_bound} | {contract.fault_isolation} | {contract.reconfigure_cost} | {selected} |"
+    return (
+        f"| {group.name} | {what} | {per_node} | {contract.memory_bound} | {contract.fault_isolation} |"
+        f" {contract.reconfigure_cost} | {selected} |"
+    )
 
 
 CONTRACT_HEADER = (

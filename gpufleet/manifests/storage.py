@@ -28,6 +28,8 @@ BOTTLEROCKET_RAID0_MOUNT = "/mnt/.ephemeral"
 
 def raid0_mount(group: NodeGroup) -> str:
     return BOTTLEROCKET_RAID0_MOUNT if group.ami_type.startswith("BOTTLEROCKET") else RAID0_MOUNT
+
+
 ABORT_MULTIPART_DAYS = 7
 
 # Object actions a team may take under its own prefix. No s3:DeleteObjectVersion and no lifecycle or policy
@@ -111,7 +113,9 @@ def key_policy(fleet: Fleet, team_roles: list[Ref]) -> str | Concat:
                 "Principal": {"AWS": team_roles},
                 "Action": list(KEY_USE_ACTIONS),
                 "Resource": "*",
-                "Condition": {"StringEquals": {"kms:ViaService": s3_endpoint(fleet), "kms:CallerAccount": account_of(fleet)}},
+                "Condition": {
+                    "StringEquals": {"kms:ViaService": s3_endpoint(fleet), "kms:CallerAccount": account_of(fleet)}
+                },
             }
         )
     return json_document({"Version": "2012-10-17", "Statement": statements})

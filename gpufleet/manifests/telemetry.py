@@ -36,12 +36,20 @@ KSM_NODE_LABELS = ("gpufleet.io/node-group", "gpufleet.io/workload-class")
 # Field names are the DCGM ones in that file; the profiling (DCP) counters need datacenter GPUs of Volta or
 # newer, and SM active / SM occupancy are commented out in the default file, which is why we ship our own.
 DCGM_FIELDS: tuple[tuple[str, str, str], ...] = (
-    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %): a kernel was running; not how much of the chip it used."),
+    (
+        "DCGM_FI_DEV_GPU_UTIL",
+        "gauge",
+        "GPU utilization (in %): a kernel was running; not how much of the chip it used.",
+    ),
     ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active."),
     ("DCGM_FI_PROF_SM_ACTIVE", "gauge", "The ratio of cycles an SM has at least 1 warp assigned."),
     ("DCGM_FI_PROF_SM_OCCUPANCY", "gauge", "The ratio of number of warps resident on an SM."),
     ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor (HMMA) pipe is active."),
-    ("DCGM_FI_PROF_DRAM_ACTIVE", "gauge", "Ratio of cycles the device memory interface is active sending or receiving data."),
+    (
+        "DCGM_FI_PROF_DRAM_ACTIVE",
+        "gauge",
+        "Ratio of cycles the device memory interface is active sending or receiving data.",
+    ),
     ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)."),
     ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."),
     ("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."),
@@ -112,7 +120,11 @@ def dcgm_service_monitor() -> dict[str, Any]:
     return {
         "apiVersion": API_VERSION,
         "kind": "ServiceMonitor",
-        "metadata": {"name": "gpufleet-dcgm-exporter", "namespace": NS_GPU_OPERATOR, "labels": {**LABEL_MANAGED_BY, **MONITORING_LABEL}},
+        "metadata": {
+            "name": "gpufleet-dcgm-exporter",
+            "namespace": NS_GPU_OPERATOR,
+            "labels": {**LABEL_MANAGED_BY, **MONITORING_LABEL},
+        },
         "spec": {
             "selector": {"matchLabels": {"app": DCGM_EXPORTER_APP}},
             "namespaceSelector": {"matchNames": [NS_GPU_OPERATOR]},
@@ -122,7 +134,13 @@ def dcgm_service_monitor() -> dict[str, Any]:
                     "path": "/metrics",
                     "interval": "15s",
                     "honorLabels": False,
-                    "relabelings": [{"action": "replace", "sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"}],
+                    "relabelings": [
+                        {
+                            "action": "replace",
+                            "sourceLabels": ["__meta_kubernetes_pod_node_name"],
+                            "targetLabel": "node",
+                        }
+                    ],
                 }
             ],
         },
@@ -156,7 +174,16 @@ def kube_prometheus_stack_values(fleet: Fleet) -> dict[str, Any]:
         # --metric-labels-allowlist (prometheus-community/helm-charts charts/kube-state-metrics/values.yaml).
         "kube-state-metrics": {"metricLabelsAllowlist": [allowlist]},
         "prometheus-node-exporter": {"tolerations": node_exporter_tolerations(fleet)},
-        "grafana": {"sidecar": {"dashboards": {"enabled": True, "label": DASHBOARD_LABEL, "labelValue": DASHBOARD_LABEL_VALUE, "searchNamespace": "ALL"}}},
+        "grafana": {
+            "sidecar": {
+                "dashboards": {
+                    "enabled": True,
+                    "label": DASHBOARD_LABEL,
+                    "labelValue": DASHBOARD_LABEL_VALUE,
+                    "searchNamespace": "ALL",
+                }
+            }
+        },
     }
 
 
@@ -165,6 +192,10 @@ def dashboard_configmap(name: str, namespace: str, filename: str, dashboard_json
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": namespace, "labels": {**LABEL_MANAGED_BY, DASHBOARD_LABEL: DASHBOARD_LABEL_VALUE}},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {**LABEL_MANAGED_BY, DASHBOARD_LABEL: DASHBOARD_LABEL_VALUE},
+        },
         "data": {filename: dashboard_json},
     }

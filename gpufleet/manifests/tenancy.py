@@ -36,7 +36,15 @@ JOB_RESOURCES = {
 }
 _BUILT_IN = ("batch/job", "pod", "deployment", "statefulset")
 # Cluster-scoped Kueue kinds (kueue.x-k8s.io v1beta2 CRDs with scope Cluster) a team may read.
-CLUSTER_READABLE = ["clusterqueues", "clusterqueues/status", "cohorts", "cohorts/status", "resourceflavors", "topologies", "workloadpriorityclasses"]
+CLUSTER_READABLE = [
+    "clusterqueues",
+    "clusterqueues/status",
+    "cohorts",
+    "cohorts/status",
+    "resourceflavors",
+    "topologies",
+    "workloadpriorityclasses",
+]
 
 
 def _meta(name: str, namespace: str | None = None, team: str | None = None) -> dict[str, Any]:
@@ -59,8 +67,17 @@ def team_role(team: Team) -> dict[str, Any]:
             continue
         group, plural = JOB_RESOURCES[framework]
         groups.setdefault(group, []).append(plural)
-    rules = [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["localqueues", "localqueues/status", "workloads", "workloads/status"], "verbs": READ}]
-    rules += [{"apiGroups": [group], "resources": sorted(plurals), "verbs": WRITE} for group, plurals in sorted(groups.items())]
+    rules = [
+        {
+            "apiGroups": ["kueue.x-k8s.io"],
+            "resources": ["localqueues", "localqueues/status", "workloads", "workloads/status"],
+            "verbs": READ,
+        }
+    ]
+    rules += [
+        {"apiGroups": [group], "resources": sorted(plurals), "verbs": WRITE}
+        for group, plurals in sorted(groups.items())
+    ]
     return {"apiVersion": RBAC, "kind": "Role", "metadata": _meta(TEAM_ROLE, team.namespace, team.name), "rules": rules}
 
 

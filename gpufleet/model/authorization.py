@@ -28,8 +28,12 @@ from gpufleet.manifests import kueue, tenancy
 from gpufleet.model.workload import FRAMEWORK
 from gpufleet.spec import Fleet
 
-_IAM = re.compile(r"arn:(?P<partition>aws[a-z-]*):iam::(?P<account>\d{12}):(?P<kind>role|user)/(?:[\w+=,.@/-]*/)?(?P<name>[\w+=,.@-]+)")
-_SESSION = re.compile(r"arn:(?P<partition>aws[a-z-]*):sts::(?P<account>\d{12}):assumed-role/(?P<name>[\w+=,.@-]+)/[\w+=,.@-]+")
+_IAM = re.compile(
+    r"arn:(?P<partition>aws[a-z-]*):iam::(?P<account>\d{12}):(?P<kind>role|user)/(?:[\w+=,.@/-]*/)?(?P<name>[\w+=,.@-]+)"
+)
+_SESSION = re.compile(
+    r"arn:(?P<partition>aws[a-z-]*):sts::(?P<account>\d{12}):assumed-role/(?P<name>[\w+=,.@-]+)/[\w+=,.@-]+"
+)
 # Kinds granted by the namespace-scoped AmazonEKSEditPolicy (Kubernetes' `edit` role for built-in kinds).
 EDIT_POLICY_KINDS = frozenset({"Pod", "Job", "Deployment", "StatefulSet", "DaemonSet"})
 
@@ -78,7 +82,11 @@ class Decision:
 
 # What a team member may create in the team's namespace: the edit policy's kinds, plus the kinds of the Kueue
 # integrations whose resources the team Role grants (gpufleet.manifests.tenancy.team_role).
-TEAM_KINDS = EDIT_POLICY_KINDS | {kind for kind, framework in FRAMEWORK.items() if framework in kueue.FRAMEWORKS and framework in tenancy.JOB_RESOURCES}
+TEAM_KINDS = EDIT_POLICY_KINDS | {
+    kind
+    for kind, framework in FRAMEWORK.items()
+    if framework in kueue.FRAMEWORKS and framework in tenancy.JOB_RESOURCES
+}
 
 
 def may_create(fleet: Fleet, through: stages.StageName, arn: str, kind: str, namespace: str) -> Decision:
@@ -86,10 +94,16 @@ def may_create(fleet: Fleet, through: stages.StageName, arn: str, kind: str, nam
     who = identity(arn)
     if any(identity(a.principal_arn) == who for a in fleet.cluster.admins):
         return Decision()
-    owner = next(((i, t) for i, t in enumerate(fleet.teams) if any(identity(m.principal_arn) == who for m in t.members)), None)
+    owner = next(
+        ((i, t) for i, t in enumerate(fleet.teams) if any(identity(m.principal_arn) == who for m in t.members)), None
+    )
     by_namespace = next(((i, t) for i, t in enumerate(fleet.teams) if t.namespace == namespace), None)
     # What the spec names: the member's own ARN (with its role path), else the role a session came from.
-    spec_arn = next((m.principal_arn for m in owner[1].members if identity(m.principal_arn) == who), arn) if owner else f"arn:{who.partition}:iam::{who.account}:{who.kind}/{who.name}"
+    spec_arn = (
+        next((m.principal_arn for m in owner[1].members if identity(m.principal_arn) == who), arn)
+        if owner
+        else f"arn:{who.partition}:iam::{who.account}:{who.kind}/{who.name}"
+    )
     add_to = (
         (f"add {spec_arn} to teams[{by_namespace[1].name}].members", ("teams", by_namespace[0], "members"))
         if by_namespace
@@ -98,11 +112,17 @@ def may_create(fleet: Fleet, through: stages.StageName, arn: str, kind: str, nam
     if owner is None:
         if fleet.cluster.mode == "Existing":
             return Decision(
-                note=f"{arn} has no access entry in the spec; the existing cluster {fleet.cluster.name} may grant access outside gpufleet (other access entries, aws-auth), which explain cannot see"
+                note=(
+                    f"{arn} has no access entry in the spec; the existing cluster {fleet.cluster.name} may grant access"
+                    " outside gpufleet (other access entries, aws-auth), which explain cannot see"
+                )
             )
         return Decision(
             refusal=Refusal(
-                message=f"{arn} has no EKS access entry on cluster {fleet.cluster.name} (authenticationMode API): the API server refuses the request (Unauthorized)",
+                message=(
+                    f"{arn} has no EKS access entry on cluster {fleet.cluster.name} (authenticationMode API): the API"
+                    " server refuses the request (Unauthorized)"
+                ),
                 fix=add_to[0] + ", or to cluster.admins",
                 spec_path=add_to[1],
             )
@@ -112,23 +132,36 @@ def may_create(fleet: Fleet, through: stages.StageName, arn: str, kind: str, nam
     if namespace != team.namespace:
         return Decision(
             refusal=Refusal(
-                message=f"{arn} (team {team.name}, group {group}) may create workloads only in namespace {team.namespace}; "
-                f"the {kind} is in namespace {namespace}, where the API server forbids it (Forbidden)",
-                fix=f"submit it in namespace {team.namespace}" + (f", or move {spec_arn} to teams[{by_namespace[1].name}].members (one access entry per principal)" if by_namespace else ""),
+                message=(
+                    f"{arn} (team {team.name}, group {group}) may create workloads only in namespace {team.namespace}; "
+                    f"the {kind} is in namespace {namespace}, where the API server forbids it (Forbidden)"
+                ),
+                fix=f"submit it in namespace {team.namespace}"
+                + (
+                    f", or move {spec_arn} to teams[{by_namespace[1].name}].members (one access entry per principal)"
+                    if by_namespace
+                    else ""
+                ),
                 spec_path=("teams", index, "members"),
             )
         )
     if not stages.included("admission", through):
         return Decision(
             refusal=Refusal(
-                message=f"namespace {namespace} does not exist in this environment: the admission stage creates it (and team {team.name}'s Role), and this environment stops before it",
+                message=(
+                    f"namespace {namespace} does not exist in this environment: the admission stage creates it (and"
+                    f" team {team.name}'s Role), and this environment stops before it"
+                ),
                 fix="roll this environment through the admission stage (environments.<env>.through)",
             )
         )
     if kind not in TEAM_KINDS:
         return Decision(
             refusal=Refusal(
-                message=f"{arn} (team {team.name}) may not create {kind}: neither {access.EDIT_POLICY} nor the Role {tenancy.TEAM_ROLE} grants it",
+                message=(
+                    f"{arn} (team {team.name}) may not create {kind}: neither {access.EDIT_POLICY} nor the Role"
+                    f" {tenancy.TEAM_ROLE} grants it"
+                ),
                 fix=f"submit one of {', '.join(sorted(TEAM_KINDS))}, or ask a cluster admin",
             )
         )

@@ -10,14 +10,17 @@ admission, so the autoscaler sees nothing of a workload Kueue has not admitted.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from gpufleet.model.nodes import NodeModel
 from gpufleet.model.scheduling import insufficient, matches_node, untolerated
 from gpufleet.model.workload import PodSpec
 
 
-def scale_up_blocker(node: NodeModel, pod: PodSpec, tolerations: list[Mapping[str, Any]], pods: int) -> tuple[str, str] | None:
+def scale_up_blocker(
+    node: NodeModel, pod: PodSpec, tolerations: list[Mapping[str, Any]], pods: int
+) -> tuple[str, str] | None:
     """(reason, fix) when the group cannot bring the nodes `pods` pods of this shape need; None when it can."""
     request = pod.request()
     per_node = min((node.allocatable.get(r, 0) // v for r, v in request.items() if v > 0), default=pods) or 1
@@ -26,15 +29,23 @@ def scale_up_blocker(node: NodeModel, pod: PodSpec, tolerations: list[Mapping[st
         return None  # the nodes exist already (idle fleet)
     if node.template is None:
         return (
-            f"node group {node.group} keeps {node.min_size} node(s) and nothing scales it up (cluster.autoscaler is None); {needed} needed",
+            (
+                f"node group {node.group} keeps {node.min_size} node(s) and nothing scales it up (cluster.autoscaler is"
+                f" None); {needed} needed"
+            ),
             f"set nodeGroups[{node.group}].scaling.minSize to {needed}, or cluster.autoscaler: Install",
         )
     if node.max_size < needed and node.reserved is not None:
         # maxSize may not exceed a targeted reservation (rules.py): growing means a larger reservation first.
         return (
-            f"node group {node.group} may grow to {node.max_size} node(s), within the {node.reserved} instance(s) of the capacity reservation it targets; "
-            f"{pods} pod(s) of this shape need {needed}",
-            f"enlarge the reservation, then raise nodeGroups[{node.group}].capacity.reservation.instanceCount and scaling.maxSize to {needed}; or ask for fewer pods",
+            (
+                f"node group {node.group} may grow to {node.max_size} node(s), within the {node.reserved} instance(s)"
+                f" of the capacity reservation it targets; {pods} pod(s) of this shape need {needed}"
+            ),
+            (
+                f"enlarge the reservation, then raise nodeGroups[{node.group}].capacity.reservation.instanceCount and"
+                f" scaling.maxSize to {needed}; or ask for fewer pods"
+            ),
         )
     if node.max_size < needed:
         return (
@@ -43,14 +54,26 @@ def scale_up_blocker(node: NodeModel, pod: PodSpec, tolerations: list[Mapping[st
         )
     template = node.template
     if not matches_node(pod, template["labels"]):
-        return (f"the scale-from-zero template of node group {node.group} does not carry the labels the pod selects", "select the group by gpufleet.io/node-group")
+        return (
+            f"the scale-from-zero template of node group {node.group} does not carry the labels the pod selects",
+            "select the group by gpufleet.io/node-group",
+        )
     bad = untolerated(template["taints"], tolerations)
     if bad:
-        return (f"the scale-from-zero template of node group {node.group} has taint {bad[0]['key']}={bad[0]['value']}:{bad[0]['effect']} the pod does not tolerate", f"add a toleration for {bad[0]['key']}")
+        return (
+            (
+                f"the scale-from-zero template of node group {node.group} has taint"
+                f" {bad[0]['key']}={bad[0]['value']}:{bad[0]['effect']} the pod does not tolerate"
+            ),
+            f"add a toleration for {bad[0]['key']}",
+        )
     missing = insufficient(request, template["resources"])
     if missing:
         return (
-            f"the scale-from-zero template of node group {node.group} does not offer {', '.join(missing)} (no node-template resource tag)",
+            (
+                f"the scale-from-zero template of node group {node.group} does not offer {', '.join(missing)} (no"
+                " node-template resource tag)"
+            ),
             "include the stage whose device plugin advertises it in this environment",
         )
     return None

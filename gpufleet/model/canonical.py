@@ -9,20 +9,21 @@ from __future__ import annotations
 from typing import Any
 
 from gpufleet import stages
-from gpufleet.names import GPU_RESOURCE, LABEL_NODE_GROUP, group_taints, tolerations_for
 from gpufleet.manifests import kueue
 from gpufleet.manifests.sharing import devices_in
+from gpufleet.model.controllers import controllers
 from gpufleet.model.explain import FleetModel
 from gpufleet.model.nodes import NUMA_ALIGNED_PREFIXES
-from gpufleet.model.controllers import controllers
 from gpufleet.model.operands import operands
 from gpufleet.model.workload import KINDS, QUEUE_LABEL, Workload, workload
+from gpufleet.names import GPU_RESOURCE, LABEL_NODE_GROUP, group_taints, tolerations_for
 from gpufleet.spec import NodeGroup, SharingStrategy, WorkloadClass
 
 
 def rendered(model: FleetModel) -> list[Workload]:
     """Every workload object of the included stages (gate Jobs, prepuller and health DaemonSets, Deployments), the
-    node DaemonSets of the pinned charts (gpufleet.model.operands) and their controllers (gpufleet.model.controllers)."""
+    node DaemonSets of the pinned charts (gpufleet.model.operands) and their controllers (gpufleet.model.controllers).
+    """
     out = operands(model.plan) + controllers(model.plan)
     for stage in model.plan.included():
         for res in stage.content.resources:
@@ -52,7 +53,9 @@ def canonical(model: FleetModel, group: NodeGroup) -> Workload:
     else:
         # one unit of the group's most numerous device as the node advertises it: nvidia.com/gpu, or the smallest
         # slice of a mixed MIG layout once the sharing stage partitions the node
-        per_gpu = {r: n for r, n in devices_in(group, with_sharing=with_sharing).items() if r in node.allocatable} or {GPU_RESOURCE: 1}
+        per_gpu = {r: n for r, n in devices_in(group, with_sharing=with_sharing).items() if r in node.allocatable} or {
+            GPU_RESOURCE: 1
+        }
         limits = {max(per_gpu.items(), key=lambda item: item[1])[0]: 1}
         cpu_milli, memory = per.cpu_milli // per.devices, per.memory_mib // per.devices
     # Guaranteed with whole CPUs: the shape the static CPU manager pins, the hardest for the Topology Manager.
@@ -62,11 +65,21 @@ def canonical(model: FleetModel, group: NodeGroup) -> Workload:
     obj = {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": f"canonical-{group.name}", "namespace": team.namespace if team else "default", "labels": labels},
+        "metadata": {
+            "name": f"canonical-{group.name}",
+            "namespace": team.namespace if team else "default",
+            "labels": labels,
+        },
         "spec": {
             "parallelism": 1,
             # It tolerates the group's taints as a workload meant for the group does (Kueue adds at most 8 of them).
-            "template": {"spec": {"nodeSelector": {LABEL_NODE_GROUP: group.name}, "tolerations": tolerations_for(group_taints(group)), "containers": [{"name": "main", "resources": {"limits": limits}}]}},
+            "template": {
+                "spec": {
+                    "nodeSelector": {LABEL_NODE_GROUP: group.name},
+                    "tolerations": tolerations_for(group_taints(group)),
+                    "containers": [{"name": "main", "resources": {"limits": limits}}],
+                }
+            },
         },
     }
     return workload(obj)

@@ -47,12 +47,17 @@ def contradictions(model: FleetModel, rows: list[Row]) -> list[Issue]:
         if not verdict.runs:
             group = next((ps.pod.node_selector.get("gpufleet.io/node-group") for ps in wl.pod_sets), None)
             reason = verdict.reasons[0]
-            message = f"gpufleet's own {wl.kind} {wl.namespace}/{wl.name} would not run ({reason.stage}): {reason.message}"
+            message = (
+                f"gpufleet's own {wl.kind} {wl.namespace}/{wl.name} would not run ({reason.stage}): {reason.message}"
+            )
             issues.append(Issue(path=_path(model, verdict, group), message=message, hint=reason.fix))
     for row in rows:
         if not row.verdict.runs:
             reason = row.verdict.reasons[0]
-            message = f"node group {row.group.name}: a {row.shape} pod (its workload class's shape) would not run ({reason.stage}): {reason.message}"
+            message = (
+                f"node group {row.group.name}: a {row.shape} pod (its workload class's shape) would not run"
+                f" ({reason.stage}): {reason.message}"
+            )
             issues.append(Issue(path=_path(model, row.verdict, row.group.name), message=message, hint=reason.fix))
     return issues
 

@@ -10,11 +10,12 @@ autoscaler pending. Multus is not here: gpufleet renders its DaemonSet itself (g
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
+from gpufleet.model.workload import Container, PodSet, PodSpec, Workload
 from gpufleet.plan import RolloutPlan
 from gpufleet.versions import CHART_CONTROLLERS
-from gpufleet.model.workload import Container, PodSet, PodSpec, Workload
 
 
 def _get(values: Mapping[str, Any], key: str) -> Any:
@@ -44,5 +45,13 @@ def controllers(plan: RolloutPlan) -> list[Workload]:
                     node_selector=dict(c.node_selector if selector is None else selector),
                     tolerations=tuple(c.tolerations if tolerations is None else tolerations),
                 )
-                out.append(Workload(kind=c.kind, namespace=str(res.args.get("namespace")), name=c.name, labels={}, pod_sets=(PodSet(name="main", count=1, pod=pod),)))
+                out.append(
+                    Workload(
+                        kind=c.kind,
+                        namespace=str(res.args.get("namespace")),
+                        name=c.name,
+                        labels={},
+                        pod_sets=(PodSet(name="main", count=1, pod=pod),),
+                    )
+                )
     return out

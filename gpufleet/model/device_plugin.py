@@ -12,9 +12,9 @@ then only for the profiles the node's layout has.
 from __future__ import annotations
 
 from gpufleet.manifests.sharing import MIG_MIXED, MIG_PREFIX
-from gpufleet.names import GPU_RESOURCE
 from gpufleet.model.nodes import NodeModel
 from gpufleet.model.workload import PodSpec
+from gpufleet.names import GPU_RESOURCE
 
 
 def allocate_error(node: NodeModel, pod: PodSpec) -> str | None:
@@ -45,5 +45,8 @@ def unadvertised_mig(node: NodeModel, pod: PodSpec) -> str | None:
                     where = "the group has no MIG slices"
                 return f"{r} is not advertised on node group {node.group}: {where}"
             if r == GPU_RESOURCE and n > 0 and node.mig_strategy == MIG_MIXED:
-                return f"{GPU_RESOURCE} is not advertised on node group {node.group}: MIG strategy {MIG_MIXED} advertises each slice by its profile ({', '.join(mixed)})"
+                return (
+                    f"{GPU_RESOURCE} is not advertised on node group {node.group}: MIG strategy {MIG_MIXED} advertises"
+                    f" each slice by its profile ({', '.join(mixed)})"
+                )
     return None

@@ -9,26 +9,39 @@ scale-up.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any
 
-from gpufleet.manifests.sharing import MIG_MIXED
-from gpufleet.names import GPU_RESOURCE, LABEL_NODE_GROUP
 from gpufleet.errors import Path
+from gpufleet.manifests.sharing import MIG_MIXED
 from gpufleet.model import authorization, device_plugin, kubelet, kueue_admission, scheduling
 from gpufleet.model.autoscaler import scale_up_blocker
 from gpufleet.model.nodes import NodeModel, fleet_nodes
 from gpufleet.model.workload import QUEUE_LABEL, PodSet, PodSpec, Workload
+from gpufleet.names import GPU_RESOURCE, LABEL_NODE_GROUP
 from gpufleet.plan import RolloutPlan
 
-ASSUMPTION = "assumes an otherwise idle fleet: no other workload holds quota or nodes; groups grow to maxSize through the autoscaler"
+ASSUMPTION = (
+    "assumes an otherwise idle fleet: no other workload holds quota or nodes; groups grow to maxSize through the"
+    " autoscaler"
+)
 SYSTEM_GROUP = "system"
 # The labels a pod may select untainted CPU nodes by: gpufleet's system group (AL2023 x86_64, mode Create) or the
 # existing cluster's nodes; the kubelet sets kubernetes.io/os on every node.
 SYSTEM_LABELS = {LABEL_NODE_GROUP: SYSTEM_GROUP, "kubernetes.io/os": "linux"}
 STAGES = ("access", "admission", "scheduling", "kubelet", "device-plugin", "autoscaler")
 # Policy resource names -> kinds (admissionregistration resourceRules).
-_RESOURCE_KIND = {"jobs": "Job", "jobsets": "JobSet", "pods": "Pod", "deployments": "Deployment", "statefulsets": "StatefulSet", "pytorchjobs": "PyTorchJob", "mpijobs": "MPIJob", "trainjobs": "TrainJob"}
+_RESOURCE_KIND = {
+    "jobs": "Job",
+    "jobsets": "JobSet",
+    "pods": "Pod",
+    "deployments": "Deployment",
+    "statefulsets": "StatefulSet",
+    "pytorchjobs": "PyTorchJob",
+    "mpijobs": "MPIJob",
+    "trainjobs": "TrainJob",
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,8 +108,15 @@ def _queue_policy(plan: RolloutPlan) -> tuple[frozenset[str], frozenset[str], st
                     binding = obj
     if policy is None or binding is None:
         return None
-    kinds = frozenset(_RESOURCE_KIND[r] for rule in policy["spec"]["matchConstraints"]["resourceRules"] for r in rule["resources"] if r in _RESOURCE_KIND)
-    namespaces = frozenset(v for e in binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"] for v in e["values"])
+    kinds = frozenset(
+        _RESOURCE_KIND[r]
+        for rule in policy["spec"]["matchConstraints"]["resourceRules"]
+        for r in rule["resources"]
+        if r in _RESOURCE_KIND
+    )
+    namespaces = frozenset(
+        v for e in binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"] for v in e["values"]
+    )
     return kinds, namespaces, policy["spec"]["validations"][0]["message"]
 
 
@@ -135,7 +155,9 @@ def _wants_gpu_nodes(pod: PodSpec) -> bool:
     return any(scheduling.is_extended(r) and v > 0 for r, v in pod.request().items())
 
 
-def _place(model: FleetModel, ps: PodSet, pod: PodSpec, tolerations: list[Mapping[str, Any]], daemon: bool) -> tuple[list[str], Reason | None]:
+def _place(
+    model: FleetModel, ps: PodSet, pod: PodSpec, tolerations: list[Mapping[str, Any]], daemon: bool
+) -> tuple[list[str], Reason | None]:
     """The node groups this pod set runs on, or the first gate that stops it."""
     request = pod.request()
     selected = [n for n in model.nodes.values() if scheduling.matches_node(pod, n.labels)]
@@ -144,7 +166,11 @@ def _place(model: FleetModel, ps: PodSet, pod: PodSpec, tolerations: list[Mappin
     if refusals and len(refusals) == len(selected):
         node, mig = refusals[0]
         mixed = device_plugin.advertised_mig(node)
-        fix = f"request one of {', '.join(mixed)} (one MIG slice each)" if mixed else f"request {GPU_RESOURCE} (one MIG slice each)"
+        fix = (
+            f"request one of {', '.join(mixed)} (one MIG slice each)"
+            if mixed
+            else f"request {GPU_RESOURCE} (one MIG slice each)"
+        )
         return [], Reason(stage="device-plugin", message=mig, fix=f"{fix} on node group {node.group}")
     explicit = bool(pod.node_selector or pod.required_terms)
     tolerated = [n for n in selected if not scheduling.untolerated(n.taints, tolerations)]
@@ -152,12 +178,28 @@ def _place(model: FleetModel, ps: PodSet, pod: PodSpec, tolerations: list[Mappin
         refused = [n for n in selected if n not in tolerated]
         if refused and explicit:
             t = scheduling.untolerated(refused[0].taints, tolerations)[0]
-            return [], Reason(stage="scheduling", message=f"node group {refused[0].group} has taint {t['key']}={t['value']}:{t['effect']} the DaemonSet does not tolerate", fix=f"add a toleration for {t['key']}")
+            return [], Reason(
+                stage="scheduling",
+                message=(
+                    f"node group {refused[0].group} has taint {t['key']}={t['value']}:{t['effect']} the DaemonSet does"
+                    " not tolerate"
+                ),
+                fix=f"add a toleration for {t['key']}",
+            )
         groups = [n.group for n in tolerated]
-        if not groups and model.system_nodes and not _wants_gpu_nodes(pod) and scheduling.matches_node(pod, SYSTEM_LABELS):
+        if (
+            not groups
+            and model.system_nodes
+            and not _wants_gpu_nodes(pod)
+            and scheduling.matches_node(pod, SYSTEM_LABELS)
+        ):
             return [SYSTEM_GROUP], None
         if not groups:
-            return [], Reason(stage="scheduling", message="the DaemonSet selects no node of this fleet it tolerates", fix="select a node group by gpufleet.io/node-group and tolerate its taints")
+            return [], Reason(
+                stage="scheduling",
+                message="the DaemonSet selects no node of this fleet it tolerates",
+                fix="select a node group by gpufleet.io/node-group and tolerate its taints",
+            )
         for node in tolerated:
             refusal = _on_node(model, node, pod, tolerations, 1)
             if refusal:
@@ -168,17 +210,39 @@ def _place(model: FleetModel, ps: PodSet, pod: PodSpec, tolerations: list[Mappin
         return [SYSTEM_GROUP], None  # the untainted CPU nodes take what the GPU groups refuse
     if not selected:
         wanted = ", ".join(f"{k}={v}" for k, v in sorted(pod.node_selector.items())) or "its node affinity"
-        return [], Reason(stage="scheduling", message=f"no node group matches {wanted}", fix=f"select a node group with nodeSelector gpufleet.io/node-group: <group> ({', '.join(sorted(model.nodes))})")
+        return [], Reason(
+            stage="scheduling",
+            message=f"no node group matches {wanted}",
+            fix=(
+                "select a node group with nodeSelector gpufleet.io/node-group: <group>"
+                f" ({', '.join(sorted(model.nodes))})"
+            ),
+        )
     if not tolerated:
         node = selected[0]
         t = scheduling.untolerated(node.taints, tolerations)[0]
-        return [], Reason(stage="scheduling", message=f"node(s) had untolerated taint {{{t['key']}: {t['value']}}} on node group {node.group}", fix=f"add a toleration for {t['key']}, or submit it through the team's queue (Kueue adds the flavor's tolerations)")
+        return [], Reason(
+            stage="scheduling",
+            message=f"node(s) had untolerated taint {{{t['key']}: {t['value']}}} on node group {node.group}",
+            fix=(
+                f"add a toleration for {t['key']}, or submit it through the team's queue (Kueue adds the flavor's"
+                " tolerations)"
+            ),
+        )
     fitting = [n for n in tolerated if not scheduling.insufficient(request, n.allocatable)]
     if not fitting:
         node = tolerated[0]
         missing = scheduling.insufficient(request, node.allocatable)
-        detail = ", ".join(f"{r} (asks {kueue_admission.fmt(r, request[r])}, a node offers {kueue_admission.fmt(r, node.allocatable.get(r, 0))})" for r in missing)
-        return [], Reason(stage="scheduling", message=f"Insufficient {', '.join(missing)} on node group {node.group}: {detail}", fix="ask for at most what one node offers (`gpufleet plan` lists the per-node shape)")
+        detail = ", ".join(
+            f"{r} (asks {kueue_admission.fmt(r, request[r])}, a node offers"
+            f" {kueue_admission.fmt(r, node.allocatable.get(r, 0))})"
+            for r in missing
+        )
+        return [], Reason(
+            stage="scheduling",
+            message=f"Insufficient {', '.join(missing)} on node group {node.group}: {detail}",
+            fix="ask for at most what one node offers (`gpufleet plan` lists the per-node shape)",
+        )
     stop: Reason | None = None
     for node in fitting:
         stop = _on_node(model, node, pod, tolerations, ps.count)
@@ -187,10 +251,14 @@ def _place(model: FleetModel, ps: PodSet, pod: PodSpec, tolerations: list[Mappin
     return [], stop
 
 
-def _on_node(model: FleetModel, node: NodeModel, pod: PodSpec, tolerations: list[Mapping[str, Any]], pods: int) -> Reason | None:
+def _on_node(
+    model: FleetModel, node: NodeModel, pod: PodSpec, tolerations: list[Mapping[str, Any]], pods: int
+) -> Reason | None:
     blocked = scale_up_blocker(node, pod, tolerations, pods)
     if blocked:
-        return Reason(stage="autoscaler", message=blocked[0], fix=blocked[1], spec_path=model.group_path(node.group, "scaling"))
+        return Reason(
+            stage="autoscaler", message=blocked[0], fix=blocked[1], spec_path=model.group_path(node.group, "scaling")
+        )
     refused = kubelet.topology_error(node, pod)
     if refused:
         what, needed = refused
@@ -201,15 +269,26 @@ def _on_node(model: FleetModel, node: NodeModel, pod: PodSpec, tolerations: list
             gpus = sum(node.per_numa.get(r, {}).get(0, 0) for r in device_plugin.advertised_mig(node))
             unit = f"MIG slices ({', '.join(device_plugin.advertised_mig(node))})"
         message = (
-            f"TopologyAffinityError on node group {node.group}: Topology Manager {node.topology_policy} (scope {node.topology_scope}) cannot align the "
-            f"{what}'s devices and CPUs on {'one NUMA node' if node.topology_policy == 'single-numa-node' else 'a preferred NUMA set'}; "
-            f"{node.instance_type} has {len(node.numa_nodes)} NUMA nodes with {gpus} {unit} each and the narrowest fit spans {needed}"
+            f"TopologyAffinityError on node group {node.group}: Topology Manager {node.topology_policy} (scope"
+            f" {node.topology_scope}) cannot align the {what}'s devices and CPUs on"
+            f" {'one NUMA node' if node.topology_policy == 'single-numa-node' else 'a preferred NUMA set'};"
+            f" {node.instance_type} has {len(node.numa_nodes)} NUMA nodes with {gpus} {unit} each and the narrowest fit"
+            f" spans {needed}"
         )
-        fix = f"set topology.policy: restricted on node group {node.group} (admits the narrowest NUMA set), or ask for at most {gpus} {unit} per pod"
-        return Reason(stage="kubelet", message=message, fix=fix, spec_path=model.group_path(node.group, "topology", "policy"))
+        fix = (
+            f"set topology.policy: restricted on node group {node.group} (admits the narrowest NUMA set), or ask for at"
+            f" most {gpus} {unit} per pod"
+        )
+        return Reason(
+            stage="kubelet", message=message, fix=fix, spec_path=model.group_path(node.group, "topology", "policy")
+        )
     error = device_plugin.allocate_error(node, pod)
     if error:
-        return Reason(stage="device-plugin", message=f"UnexpectedAdmissionError on node group {node.group}: {error}", fix=f"ask for {GPU_RESOURCE}: 1 per container on shared node group {node.group}, or use an Exclusive group")
+        return Reason(
+            stage="device-plugin",
+            message=f"UnexpectedAdmissionError on node group {node.group}: {error}",
+            fix=f"ask for {GPU_RESOURCE}: 1 per container on shared node group {node.group}, or use an Exclusive group",
+        )
     return None
 
 
@@ -221,7 +300,11 @@ def _admission_policy(model: FleetModel, wl: Workload) -> Reason | None:
         return None
     if kueue_admission.queue_name(model.kueue, wl):
         return None
-    return Reason(stage="admission", message=f"denied by ValidatingAdmissionPolicy gpufleet-require-queue-name: {message}", fix=f"set the label {QUEUE_LABEL}: <team> on the {wl.kind}")
+    return Reason(
+        stage="admission",
+        message=f"denied by ValidatingAdmissionPolicy gpufleet-require-queue-name: {message}",
+        fix=f"set the label {QUEUE_LABEL}: <team> on the {wl.kind}",
+    )
 
 
 def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Verdict:
@@ -247,7 +330,12 @@ def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Ve
         cluster_queue = admission.cluster_queue
         flavor = ", ".join(dict.fromkeys(admission.flavors.values())) or None
         if admission.managed and admission.reason:
-            reason = Reason(stage="admission", message=admission.reason, fix=admission.fix or _admission_fix(admission.reason), spec_path=_tas_path(model, wl, cluster_queue, admission.reason))
+            reason = Reason(
+                stage="admission",
+                message=admission.reason,
+                fix=admission.fix or _admission_fix(admission.reason),
+                spec_path=_tas_path(model, wl, cluster_queue, admission.reason),
+            )
             return replace(base, cluster_queue=cluster_queue, flavor=flavor, reasons=(reason,))
         if not admission.managed:
             notes.append(f"not managed by Kueue: {admission.reason}")
@@ -257,16 +345,33 @@ def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Ve
         pod, tolerations = _effective_pod(ps.pod, injected.get(ps.name))
         placed, stop = _place(model, ps, pod, tolerations, daemon=wl.kind == "DaemonSet")
         if stop:
-            return replace(base, runs=False, cluster_queue=cluster_queue, flavor=flavor, reasons=(stop,), notes=tuple(notes))
+            return replace(
+                base, runs=False, cluster_queue=cluster_queue, flavor=flavor, reasons=(stop,), notes=tuple(notes)
+            )
         groups += [g for g in placed if g not in groups]
-    return replace(base, runs=True, cluster_queue=cluster_queue, flavor=flavor, node_group=", ".join(groups) or None, notes=tuple(notes))
+    return replace(
+        base,
+        runs=True,
+        cluster_queue=cluster_queue,
+        flavor=flavor,
+        node_group=", ".join(groups) or None,
+        notes=tuple(notes),
+    )
 
 
 def _tas_path(model: FleetModel, wl: Workload, cluster_queue: str | None, reason: str) -> Path | None:
     """topology.placement of the group whose TAS flavor refused the workload (the pod set's group first)."""
-    if model.kueue is None or cluster_queue is None or not ("TopologyAwareScheduling" in reason or "allows to fit only" in reason):
+    if (
+        model.kueue is None
+        or cluster_queue is None
+        or not ("TopologyAwareScheduling" in reason or "allows to fit only" in reason)
+    ):
         return None
-    tas = [model.kueue.flavors[f] for f in model.kueue.cluster_queues[cluster_queue].flavors() if f in model.kueue.flavors and model.kueue.flavors[f].topology_name]
+    tas = [
+        model.kueue.flavors[f]
+        for f in model.kueue.cluster_queues[cluster_queue].flavors()
+        if f in model.kueue.flavors and model.kueue.flavors[f].topology_name
+    ]
     wanted = {ps.pod.node_selector.get(LABEL_NODE_GROUP) for ps in wl.pod_sets}
     groups = [g for g in (f.node_labels.get(LABEL_NODE_GROUP) for f in tas) if g]
     group = next((g for g in groups if g in wanted), groups[0] if groups else None)
@@ -275,7 +380,10 @@ def _tas_path(model: FleetModel, wl: Workload, cluster_queue: str | None, reason
 
 def _admission_fix(reason: str) -> str:
     if "supports only TopologyAwareScheduling" in reason:
-        return "add the pod template annotation kueue.x-k8s.io/podset-preferred-topology: kubernetes.io/hostname, or set topology.placement: None on the node group"
+        return (
+            "add the pod template annotation kueue.x-k8s.io/podset-preferred-topology: kubernetes.io/hostname, or set"
+            " topology.placement: None on the node group"
+        )
     if "allows to fit only" in reason:
         return "set topology.placement: None on the node group (TAS counts only Ready nodes), or raise its minSize"
     if "unavailable in ClusterQueue" in reason:

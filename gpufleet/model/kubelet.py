@@ -32,7 +32,11 @@ def topology_error(node: NodeModel, pod: PodSpec) -> tuple[str, int] | None:
     if node.topology_policy == tm.NONE:
         return None
     guaranteed = pod.guaranteed()
-    units = [("pod", pod.request())] if node.topology_scope == "pod" else [(f"container {c.name}", dict(c.requests)) for c in pod.init_containers + pod.containers]
+    units = (
+        [("pod", pod.request())]
+        if node.topology_scope == "pod"
+        else [(f"container {c.name}", dict(c.requests)) for c in pod.init_containers + pod.containers]
+    )
     for what, request in units:
         _, admit = tm.merge(node.topology_policy, node.numa_nodes, _providers(node, request, guaranteed))
         if not admit:

@@ -19,8 +19,9 @@ The fleet is taken as idle: no other workload holds quota, every ClusterQueue of
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from gpufleet.load import safe_load
 from gpufleet.model.nodes import NodeModel, group_of
@@ -88,7 +89,14 @@ class Admission:
 
 
 def _objects(plan: RolloutPlan, kind: str) -> list[Mapping[str, Any]]:
-    return [r.args["object"] for s in plan.included() for r in s.content.resources if "object" in r.args and r.args["object"].get("kind") == kind and "kueue" in r.args["object"].get("apiVersion", "")]
+    return [
+        r.args["object"]
+        for s in plan.included()
+        for r in s.content.resources
+        if "object" in r.args
+        and r.args["object"].get("kind") == kind
+        and "kueue" in r.args["object"].get("apiVersion", "")
+    ]
 
 
 def _int(resource: str, value: Any) -> int:
@@ -127,12 +135,25 @@ def from_plan(plan: RolloutPlan) -> Kueue | None:
                     for r in fq["resources"]
                 }))  # fmt: skip
             groups.append((tuple(rg["coveredResources"]), tuple(fqs)))
-        checks = tuple(spec.get("admissionChecks") or ()) + tuple(c["name"] for c in (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or ())
-        queues[obj["metadata"]["name"]] = ClusterQueue(
-            name=obj["metadata"]["name"], cohort=spec.get("cohortName"), namespace_selector=spec.get("namespaceSelector"), resource_groups=tuple(groups), admission_checks=checks
+        checks = tuple(spec.get("admissionChecks") or ()) + tuple(
+            c["name"] for c in (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or ()
         )
-    local = {(o["metadata"]["namespace"], o["metadata"]["name"]): o["spec"]["clusterQueue"] for o in _objects(plan, "LocalQueue")}
-    provisioning = frozenset(o["metadata"]["name"] for o in _objects(plan, "AdmissionCheck") if o["spec"].get("controllerName") == PROVISIONING_CONTROLLER)
+        queues[obj["metadata"]["name"]] = ClusterQueue(
+            name=obj["metadata"]["name"],
+            cohort=spec.get("cohortName"),
+            namespace_selector=spec.get("namespaceSelector"),
+            resource_groups=tuple(groups),
+            admission_checks=checks,
+        )
+    local = {
+        (o["metadata"]["namespace"], o["metadata"]["name"]): o["spec"]["clusterQueue"]
+        for o in _objects(plan, "LocalQueue")
+    }
+    provisioning = frozenset(
+        o["metadata"]["name"]
+        for o in _objects(plan, "AdmissionCheck")
+        if o["spec"].get("controllerName") == PROVISIONING_CONTROLLER
+    )
     return Kueue(
         manage_without_queue_name=bool(config.get("manageJobsWithoutQueueName", False)),
         managed_namespaces=config.get("managedJobsNamespaceSelector"),
@@ -254,7 +275,9 @@ def _requests(kueue: Kueue, ps: PodSet) -> dict[str, int]:
     return {r: v * ps.count for r, v in per_pod.items() if v > 0 and not r.startswith(kueue.exclude_prefixes)}
 
 
-def assign(kueue: Kueue, cq: ClusterQueue, pod_sets: Sequence[PodSet], nodes: Mapping[str, NodeModel]) -> tuple[dict[str, str], str | None]:
+def assign(
+    kueue: Kueue, cq: ClusterQueue, pod_sets: Sequence[PodSet], nodes: Mapping[str, NodeModel]
+) -> tuple[dict[str, str], str | None]:
     """Flavors per pod set in order, or the reasons the first pod set that fits nowhere gives."""
     used: dict[tuple[str, str], int] = {}
     chosen: dict[str, str] = {}
@@ -281,11 +304,16 @@ def assign(kueue: Kueue, cq: ClusterQueue, pod_sets: Sequence[PodSet], nodes: Ma
                         before = used.get((name, r), 0)
                         if before + requests[r] > cap:
                             problem = (
-                                f"insufficient quota for {r} in flavor {name}, previously considered podsets requests ({fmt(r, before)}) "
-                                f"+ current podset request ({fmt(r, requests[r])}) > maximum capacity ({fmt(r, cap)})"
+                                f"insufficient quota for {r} in flavor {name}, previously considered podsets requests"
+                                f" ({fmt(r, before)}) + current podset request ({fmt(r, requests[r])}) > maximum"
+                                f" capacity ({fmt(r, cap)})"
                             )
                             break
-                if problem is None and flavor.topology_name and not (set(cq.admission_checks) & kueue.provisioning_checks):
+                if (
+                    problem is None
+                    and flavor.topology_name
+                    and not (set(cq.admission_checks) & kueue.provisioning_checks)
+                ):
                     group = group_of(flavor.node_labels)
                     node = nodes.get(group or "")
                     fit = _ready_capacity(node, ps) if node else 0
@@ -297,7 +325,9 @@ def assign(kueue: Kueue, cq: ClusterQueue, pod_sets: Sequence[PodSet], nodes: Ma
                 flavor_for_ps = name
                 break
         if flavor_for_ps is None:
-            return chosen, f"couldn't assign flavors to pod set {ps.name}: " + ", ".join(reasons or ["no flavor covers its resources"])
+            return chosen, f"couldn't assign flavors to pod set {ps.name}: " + ", ".join(
+                reasons or ["no flavor covers its resources"]
+            )
         chosen[ps.name] = flavor_for_ps
         for r, v in requests.items():
             used[(flavor_for_ps, r)] = used.get((flavor_for_ps, r), 0) + v
@@ -308,7 +338,9 @@ def queue_name(kueue: Kueue, wl: Workload) -> str | None:
     """The label, else the namespace's LocalQueue `default` where the namespace is managed."""
     if wl.queue_name:
         return wl.queue_name
-    if (wl.namespace, DEFAULT_LOCAL_QUEUE) in kueue.local_queues and selector_matches(kueue.managed_namespaces, namespace_labels(wl.namespace)):
+    if (wl.namespace, DEFAULT_LOCAL_QUEUE) in kueue.local_queues and selector_matches(
+        kueue.managed_namespaces, namespace_labels(wl.namespace)
+    ):
         return DEFAULT_LOCAL_QUEUE
     return None
 
@@ -318,18 +350,35 @@ def managed(kueue: Kueue, wl: Workload) -> tuple[bool, str]:
     framework = FRAMEWORK.get(wl.kind)
     if framework is None:
         return False, f"Kueue does not manage {wl.kind}s"
-    enabled = framework in kueue.frameworks or (framework == "pod" and bool({"deployment", "statefulset"} & kueue.frameworks))
+    enabled = framework in kueue.frameworks or (
+        framework == "pod" and bool({"deployment", "statefulset"} & kueue.frameworks)
+    )
     if not enabled:
         return False, f"the {framework} integration is not enabled in Kueue's configuration"
-    in_selector = selector_matches(kueue.managed_namespaces, namespace_labels(wl.namespace)) if kueue.managed_namespaces is not None else True
+    in_selector = (
+        selector_matches(kueue.managed_namespaces, namespace_labels(wl.namespace))
+        if kueue.managed_namespaces is not None
+        else True
+    )
     if framework in POD_BASED and not in_selector:
-        return False, f"namespace {wl.namespace} is outside managedJobsNamespaceSelector (pod-based integrations are never managed there)"
+        return (
+            False,
+            (
+                f"namespace {wl.namespace} is outside managedJobsNamespaceSelector (pod-based integrations are never"
+                " managed there)"
+            ),
+        )
     if queue_name(kueue, wl):
         return True, ""
     if kueue.manage_without_queue_name and in_selector:
         return True, ""
-    return False, f"no {QUEUE_LABEL} label and manageJobsWithoutQueueName is false: Kueue ignores it and its pods start at once, outside every quota"
-
+    return (
+        False,
+        (
+            f"no {QUEUE_LABEL} label and manageJobsWithoutQueueName is false: Kueue ignores it and its pods start at"
+            " once, outside every quota"
+        ),
+    )
 
 
 def admit(kueue: Kueue, wl: Workload, nodes: Mapping[str, NodeModel]) -> Admission:
@@ -338,19 +387,34 @@ def admit(kueue: Kueue, wl: Workload, nodes: Mapping[str, NodeModel]) -> Admissi
         return Admission(managed=False, reason=why)
     name = queue_name(kueue, wl)
     if name is None:
-        return Admission(managed=True, reason="the workload names no LocalQueue and its namespace has no LocalQueue \"default\"", fix=f"set the label {QUEUE_LABEL}: <team> (the team's LocalQueue)")
+        return Admission(
+            managed=True,
+            reason='the workload names no LocalQueue and its namespace has no LocalQueue "default"',
+            fix=f"set the label {QUEUE_LABEL}: <team> (the team's LocalQueue)",
+        )
     cq_name = kueue.local_queues.get((wl.namespace, name))
     if cq_name is None:
         known = sorted(n for ns, n in kueue.local_queues if ns == wl.namespace)
         return Admission(
             managed=True,
             reason=f"LocalQueue {name} doesn't exist",
-            fix=f"set {QUEUE_LABEL} to a LocalQueue of namespace {wl.namespace}: {', '.join(known)}" if known else f"run it in a team namespace ({', '.join(sorted({ns for ns, _ in kueue.local_queues}))})",
+            fix=(
+                f"set {QUEUE_LABEL} to a LocalQueue of namespace {wl.namespace}: {', '.join(known)}"
+                if known
+                else f"run it in a team namespace ({', '.join(sorted({ns for ns, _ in kueue.local_queues}))})"
+            ),
         )
     cq = kueue.cluster_queues[cq_name]
     if not selector_matches(cq.namespace_selector, namespace_labels(wl.namespace)):
-        return Admission(managed=True, cluster_queue=cq_name, reason="workload namespace doesn't match ClusterQueue selector", fix=f"run it in the namespace ClusterQueue {cq_name} admits")
+        return Admission(
+            managed=True,
+            cluster_queue=cq_name,
+            reason="workload namespace doesn't match ClusterQueue selector",
+            fix=f"run it in the namespace ClusterQueue {cq_name} admits",
+        )
     chosen, problem = assign(kueue, cq, wl.pod_sets, nodes)
     if problem is not None:
         return Admission(managed=True, cluster_queue=cq_name, flavors=chosen, reason=problem)
-    return Admission(managed=True, cluster_queue=cq_name, flavors=chosen, injected={ps: kueue.flavors[f] for ps, f in chosen.items()})
+    return Admission(
+        managed=True, cluster_queue=cq_name, flavors=chosen, injected={ps: kueue.flavors[f] for ps, f in chosen.items()}
+    )

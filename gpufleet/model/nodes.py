@@ -14,16 +14,25 @@ nodes with four GPUs each). [I] NIC placement is taken as even across sockets.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from gpufleet import catalog, stages
-from gpufleet.names import GPU_RESOURCE, LABEL_NODE_GROUP
 from gpufleet.builders.node_groups import node_group_id
 from gpufleet.manifests import kueue, node_bootstrap
 from gpufleet.manifests.autoscaler import RELEASE as AUTOSCALER_RELEASE
 from gpufleet.manifests.autoscaler import TEMPLATE_RESOURCE_TAG
-from gpufleet.manifests.sharing import MIG_MIXED, MIG_PREFIX, MIG_SINGLE, devices_per_gpu, is_mixed, mig_layout, mig_resource
+from gpufleet.manifests.sharing import (
+    MIG_MIXED,
+    MIG_PREFIX,
+    MIG_SINGLE,
+    devices_per_gpu,
+    is_mixed,
+    mig_layout,
+    mig_resource,
+)
+from gpufleet.names import GPU_RESOURCE, LABEL_NODE_GROUP
 from gpufleet.plan import RolloutPlan
 from gpufleet.spec import NodeGroup, SharingStrategy
 
@@ -111,11 +120,20 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
         "eks.amazonaws.com/capacityType": args["capacityType"],
     }
     taints = tuple({"key": t["key"], "value": t["value"], "effect": _K8S_EFFECT[t["effect"]]} for t in args["taints"])
-    extended = {k[len(TEMPLATE_RESOURCE_TAG) :]: _quantity(v) for k, v in args["tags"].items() if k.startswith(TEMPLATE_RESOURCE_TAG)}
+    extended = {
+        k[len(TEMPLATE_RESOURCE_TAG) :]: _quantity(v)
+        for k, v in args["tags"].items()
+        if k.startswith(TEMPLATE_RESOURCE_TAG)
+    }
     if not extended:  # no autoscaler tags: what the GPU device plugin advertises without sharing
         extended = {GPU_RESOURCE: info.gpu_count}
     reserved_cpu, reserved_memory = kueue.node_reserve(group)
-    allocatable = {"cpu": info.vcpus * 1000 - reserved_cpu, "memory": info.memory_mib - reserved_memory, "pods": kueue.EKS_MAX_PODS.get(group.instance_type, 110), **extended}
+    allocatable = {
+        "cpu": info.vcpus * 1000 - reserved_cpu,
+        "memory": info.memory_mib - reserved_memory,
+        "pods": kueue.EKS_MAX_PODS.get(group.instance_type, 110),
+        **extended,
+    }
     numa = node_bootstrap.numa_nodes(group)
     nodes = tuple(range(numa))
     per_numa = {r: _split(v, nodes) for r, v in extended.items() if r.startswith(NUMA_ALIGNED_PREFIXES)}
@@ -123,7 +141,9 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
         per_numa.update(_mig_per_numa(group, nodes))
     # The static CPU manager hands out whole CPUs outside the kubelet's reservation; DaemonSet pods share the rest
     # (cpumanager/policy_static.go), so exclusive CPUs per NUMA node count the DaemonSet budget back in.
-    per_numa["cpu"] = {n: cores * 1000 for n, cores in _split((allocatable["cpu"] + kueue.DAEMONSET_CPU_MILLI) // 1000, nodes).items()}
+    per_numa["cpu"] = {
+        n: cores * 1000 for n, cores in _split((allocatable["cpu"] + kueue.DAEMONSET_CPU_MILLI) // 1000, nodes).items()
+    }
     policy, scope, cpu_policy = node_bootstrap.topology(group)
     strategy = group.sharing.strategy
     # the device plugin and MIG manager configs come with the sharing stage (builders/foundation.py)
@@ -131,7 +151,11 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
     scaling = args["scalingConfig"]
     template = None
     if autoscaler_deployed(plan):
-        template = {"labels": dict(args["labels"]), "taints": taints, "resources": {"cpu": info.vcpus * 1000, "memory": info.memory_mib, **extended}}
+        template = {
+            "labels": dict(args["labels"]),
+            "taints": taints,
+            "resources": {"cpu": info.vcpus * 1000, "memory": info.memory_mib, **extended},
+        }
     return NodeModel(
         group=group.name,
         instance_type=group.instance_type,
@@ -148,10 +172,14 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
         # (NVIDIA/k8s-device-plugin api/config/v1/config.go, "preserve the historical MPS behavior").
         fail_requests_greater_than_one=with_sharing and strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS),
         # what the node advertises: MIG slices only once the sharing stage partitions it (before, whole GPUs)
-        mig_strategy=(MIG_MIXED if is_mixed(group) else MIG_SINGLE) if with_sharing and strategy is SharingStrategy.MIG else None,
+        mig_strategy=(MIG_MIXED if is_mixed(group) else MIG_SINGLE)
+        if with_sharing and strategy is SharingStrategy.MIG
+        else None,
         min_size=scaling["minSize"],
         max_size=scaling["maxSize"],
-        reserved=group.reservation.instance_count if group.reservation is not None and group.reservation.id is not None else None,
+        reserved=group.reservation.instance_count
+        if group.reservation is not None and group.reservation.id is not None
+        else None,
         template=template,
     )
 

@@ -15,12 +15,13 @@ renders itself (gpufleet.model.canonical.rendered), the charts' controllers are 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
+from gpufleet.model.workload import Container, PodSet, PodSpec, Workload
 from gpufleet.names import LABEL_NODE_GROUP
 from gpufleet.plan import RolloutPlan
 from gpufleet.spec import Fabric, Fleet, NodeGroup
-from gpufleet.model.workload import Container, PodSet, PodSpec, Workload
 
 _EXISTS_NO_SCHEDULE = [{"operator": "Exists", "effect": "NoSchedule"}]
 Targets = Callable[[Fleet, Mapping[str, Any]], Sequence[NodeGroup]]
@@ -44,16 +45,32 @@ def _efa(fleet: Fleet, values: Mapping[str, Any]) -> Sequence[NodeGroup]:
 
 def _by_affinity(fleet: Fleet, values: Mapping[str, Any]) -> Sequence[NodeGroup]:
     terms = _get(values, "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms") or []
-    named = {v for t in terms for e in t.get("matchExpressions") or [] if e.get("key") == LABEL_NODE_GROUP and e.get("operator") == "In" for v in e.get("values") or []}
+    named = {
+        v
+        for t in terms
+        for e in t.get("matchExpressions") or []
+        if e.get("key") == LABEL_NODE_GROUP and e.get("operator") == "In"
+        for v in e.get("values") or []
+    }
     return [g for g in fleet.node_groups if g.name in named] if terms else fleet.node_groups
 
 
 # release -> (operand name, tolerations value path, chart default tolerations, groups it must run on)
 OPERANDS: Mapping[str, tuple[str, str, list[dict[str, str]], Targets]] = {
-    "gpu-operator": ("nvidia-device-plugin-daemonset", "daemonsets.tolerations", [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}], _all),
+    "gpu-operator": (
+        "nvidia-device-plugin-daemonset",
+        "daemonsets.tolerations",
+        [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        _all,
+    ),
     "aws-efa-k8s-device-plugin": ("aws-efa-k8s-device-plugin", "tolerations", [], _efa),
     "node-problem-detector": ("node-problem-detector", "tolerations", _EXISTS_NO_SCHEDULE, _by_affinity),
-    "kube-prometheus-stack": ("prometheus-node-exporter", "prometheus-node-exporter.tolerations", _EXISTS_NO_SCHEDULE, _all),
+    "kube-prometheus-stack": (
+        "prometheus-node-exporter",
+        "prometheus-node-exporter.tolerations",
+        _EXISTS_NO_SCHEDULE,
+        _all,
+    ),
 }
 
 
@@ -74,5 +91,13 @@ def operands(plan: RolloutPlan) -> list[Workload]:
                 required_terms=({"matchExpressions": [{"key": LABEL_NODE_GROUP, "operator": "In", "values": groups}]},),
                 tolerations=tuple(default if tolerations is None else tolerations),
             )
-            out.append(Workload(kind="DaemonSet", namespace=str(res.args.get("namespace")), name=name, labels={}, pod_sets=(PodSet(name="main", count=1, pod=pod),)))
+            out.append(
+                Workload(
+                    kind="DaemonSet",
+                    namespace=str(res.args.get("namespace")),
+                    name=name,
+                    labels={},
+                    pod_sets=(PodSet(name="main", count=1, pod=pod),),
+                )
+            )
     return out

@@ -13,7 +13,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from gpufleet.model.workload import PodSpec
 
@@ -37,7 +38,11 @@ def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, str]) -> bool:
     return False
 
 
-def untolerated(taints: Iterable[Mapping[str, str]], tolerations: Sequence[Mapping[str, Any]], effects: Sequence[str] = FILTERING_EFFECTS) -> list[Mapping[str, str]]:
+def untolerated(
+    taints: Iterable[Mapping[str, str]],
+    tolerations: Sequence[Mapping[str, Any]],
+    effects: Sequence[str] = FILTERING_EFFECTS,
+) -> list[Mapping[str, str]]:
     return [t for t in taints if t["effect"] in effects and not any(tolerates(tol, t) for tol in tolerations)]
 
 

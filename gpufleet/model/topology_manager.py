@@ -14,9 +14,9 @@ policy_single_numa_node_test.go, policy_restricted_test.go and policy_best_effor
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Iterable, Mapping, Sequence
 
 NONE, BEST_EFFORT, RESTRICTED, SINGLE_NUMA_NODE = "none", "best-effort", "restricted", "single-numa-node"
 POLICIES = (NONE, BEST_EFFORT, RESTRICTED, SINGLE_NUMA_NODE)
@@ -100,10 +100,7 @@ def filter_providers_hints(providers: Sequence[ProviderHints]) -> list[list[Hint
 
 def filter_single_numa_hints(all_hints: Sequence[Sequence[Hint]]) -> list[list[Hint]]:
     """policy_single_numa_node.go filterSingleNumaHints: only "don't care" and one-node preferred hints remain."""
-    return [
-        [h for h in hints if h.preferred and (h.affinity is None or count(h.affinity) == 1)]
-        for hints in all_hints
-    ]
+    return [[h for h in hints if h.preferred and (h.affinity is None or count(h.affinity) == 1)] for hints in all_hints]
 
 
 def _permutations(all_hints: Sequence[Sequence[Hint]]) -> Iterable[tuple[Hint, ...]]:

@@ -9,8 +9,9 @@ pod set; a DaemonSet one pod per node it selects.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 # Kinds, with the API groups they may come from.
 KINDS = {
@@ -78,7 +79,9 @@ class PodSpec:
     def guaranteed(self) -> bool:
         """QoS Guaranteed: every container has cpu and memory limits equal to its requests."""
         return all(
-            c.limits.get(r) is not None and c.requests.get(r) == c.limits.get(r) for c in self.containers + self.init_containers for r in ("cpu", "memory")
+            c.limits.get(r) is not None and c.requests.get(r) == c.limits.get(r)
+            for c in self.containers + self.init_containers
+            for r in ("cpu", "memory")
         )
 
 
@@ -104,7 +107,17 @@ class Workload:
 
 
 _QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(m|k|Ki|Mi|Gi|Ti|M|G|T|)$")
-_MIB = {"": 1 / (1024 * 1024), "k": 1000 / (1024 * 1024), "Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024, "M": 1e6 / (1024 * 1024), "G": 1e9 / (1024 * 1024), "T": 1e12 / (1024 * 1024)}
+_MIB = {
+    "": 1 / (1024 * 1024),
+    "k": 1000 / (1024 * 1024),
+    "Ki": 1 / 1024,
+    "Mi": 1,
+    "Gi": 1024,
+    "Ti": 1024 * 1024,
+    "M": 1e6 / (1024 * 1024),
+    "G": 1e9 / (1024 * 1024),
+    "T": 1e12 / (1024 * 1024),
+}
 
 
 def quantity(resource: str, value: Any, where: str) -> int:
@@ -157,11 +170,16 @@ def pod_spec(template: Any, where: str) -> PodSpec:
     containers = _list(spec.get("containers"), f"{where}.spec.containers")
     if not containers:
         raise WorkloadError(f"{where}.spec.containers: a pod needs at least one container")
-    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
     annotations = (template.get("metadata") or {}).get("annotations") or {}
     return PodSpec(
         containers=tuple(_container(c, f"{where}.spec.containers[{i}]") for i, c in enumerate(containers)),
-        init_containers=tuple(_container(c, f"{where}.spec.initContainers[{i}]") for i, c in enumerate(_list(spec.get("initContainers"), f"{where}.spec.initContainers"))),
+        init_containers=tuple(
+            _container(c, f"{where}.spec.initContainers[{i}]")
+            for i, c in enumerate(_list(spec.get("initContainers"), f"{where}.spec.initContainers"))
+        ),
         node_selector={str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()},
         required_terms=tuple(_list(affinity.get("nodeSelectorTerms"), f"{where}.spec.affinity.nodeAffinity")),
         tolerations=tuple(_list(spec.get("tolerations"), f"{where}.spec.tolerations")),
@@ -182,7 +200,11 @@ def _replica_specs(spec: Mapping[str, Any], key: str) -> list[PodSet]:
     if not isinstance(specs, Mapping) or not specs:
         raise WorkloadError(f"spec.{key}: needs at least one replica type")
     return [
-        PodSet(name=str(role).lower(), count=_count(rs.get("replicas"), 1, f"spec.{key}.{role}.replicas"), pod=pod_spec(rs.get("template"), f"spec.{key}.{role}.template"))
+        PodSet(
+            name=str(role).lower(),
+            count=_count(rs.get("replicas"), 1, f"spec.{key}.{role}.replicas"),
+            pod=pod_spec(rs.get("template"), f"spec.{key}.{role}.template"),
+        )
         for role, rs in specs.items()
     ]
 
@@ -194,9 +216,21 @@ def _pod_sets(kind: str, obj: Mapping[str, Any]) -> list[PodSet]:
     if kind == "Pod":
         return [PodSet(name="main", count=1, pod=pod_spec(obj, ""))]
     if kind == "Job":
-        return [PodSet(name="main", count=_count(spec.get("parallelism"), 1, "spec.parallelism"), pod=pod_spec(spec.get("template"), "spec.template"))]
+        return [
+            PodSet(
+                name="main",
+                count=_count(spec.get("parallelism"), 1, "spec.parallelism"),
+                pod=pod_spec(spec.get("template"), "spec.template"),
+            )
+        ]
     if kind in ("Deployment", "StatefulSet"):
-        return [PodSet(name="main", count=_count(spec.get("replicas"), 1, "spec.replicas"), pod=pod_spec(spec.get("template"), "spec.template"))]
+        return [
+            PodSet(
+                name="main",
+                count=_count(spec.get("replicas"), 1, "spec.replicas"),
+                pod=pod_spec(spec.get("template"), "spec.template"),
+            )
+        ]
     if kind == "DaemonSet":
         return [PodSet(name="main", count=1, pod=pod_spec(spec.get("template"), "spec.template"))]
     if kind == "JobSet":
@@ -204,8 +238,16 @@ def _pod_sets(kind: str, obj: Mapping[str, Any]) -> list[PodSet]:
         for i, rj in enumerate(_list(spec.get("replicatedJobs"), "spec.replicatedJobs")):
             job = (rj.get("template") or {}).get("spec") or {}
             where = f"spec.replicatedJobs[{i}]"
-            count = _count(rj.get("replicas"), 1, f"{where}.replicas") * _count(job.get("parallelism"), 1, f"{where}.template.spec.parallelism")
-            out.append(PodSet(name=str(rj.get("name", i)), count=count, pod=pod_spec(job.get("template"), f"{where}.template.spec.template")))
+            count = _count(rj.get("replicas"), 1, f"{where}.replicas") * _count(
+                job.get("parallelism"), 1, f"{where}.template.spec.parallelism"
+            )
+            out.append(
+                PodSet(
+                    name=str(rj.get("name", i)),
+                    count=count,
+                    pod=pod_spec(job.get("template"), f"{where}.template.spec.template"),
+                )
+            )
         if not out:
             raise WorkloadError("spec.replicatedJobs: needs at least one replicated job")
         return out

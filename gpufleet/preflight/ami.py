@@ -22,7 +22,7 @@ AWS publishes every EKS-optimized AMI as public SSM parameters:
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 from gpufleet.ami_releases import SYSTEM_NODES_AMI_TYPE, is_bottlerocket
 from gpufleet.preflight.clients import ApiError, call
@@ -62,7 +62,9 @@ def parameter_names(ami_type: str, release: str, k8s: str) -> tuple[str, ...]:
     match = _AL2023_RELEASE.match(release)
     if match is None:
         return ()
-    return (f"{prefix}/amazon-eks-node-al2023-{_arch(ami_type)}-{_flavor(ami_type)}-{match['k8s']}-v{match['date']}/release_version",)
+    return (
+        f"{prefix}/amazon-eks-node-al2023-{_arch(ami_type)}-{_flavor(ami_type)}-{match['k8s']}-v{match['date']}/release_version",
+    )
 
 
 def _value(ctx: Context, name: str, cache: dict[str, str | None]) -> str | None:
@@ -77,9 +79,14 @@ def _value(ctx: Context, name: str, cache: dict[str, str | None]) -> str | None:
     return cache[name]
 
 
-def _check(ctx: Context, where: str | None, ami_type: str, release: str, cache: dict[str, str | None]) -> Iterator[Finding]:
+def _check(
+    ctx: Context, where: str | None, ami_type: str, release: str, cache: dict[str, str | None]
+) -> Iterator[Finding]:
     k8s = ctx.fleet.cluster.kubernetes_version
-    listing = f"aws ssm get-parameters-by-path --path {parameter_prefix(ami_type, k8s)} --recursive --region {ctx.region} --query 'Parameters[].Name'"
+    listing = (
+        f"aws ssm get-parameters-by-path --path {parameter_prefix(ami_type, k8s)} --recursive --region {ctx.region}"
+        " --query 'Parameters[].Name'"
+    )
     fix = f"pin a published release: {listing}"
     names = parameter_names(ami_type, release, k8s)
     if not names:
@@ -88,9 +95,20 @@ def _check(ctx: Context, where: str | None, ami_type: str, release: str, cache: 
         return
     value = next((v for v in (_value(ctx, name, cache) for name in names) if v is not None), None)
     if value is None:
-        yield Finding(True, where, f"AMI release {release} ({ami_type}) does not exist for Kubernetes {k8s} in {ctx.region}: no SSM parameter {names[0]}", fix)
+        yield Finding(
+            True,
+            where,
+            f"AMI release {release} ({ami_type}) does not exist for Kubernetes {k8s} in {ctx.region}: no SSM parameter"
+            f" {names[0]}",
+            fix,
+        )
     elif not is_bottlerocket(ami_type) and value != release:
-        yield Finding(True, where, f"AMI release {release} ({ami_type}) is not what EKS publishes: {names[0]} is {value}", f'pin releaseVersion: "{value}"')
+        yield Finding(
+            True,
+            where,
+            f"AMI release {release} ({ami_type}) is not what EKS publishes: {names[0]} is {value}",
+            f'pin releaseVersion: "{value}"',
+        )
 
 
 def check_ami(ctx: Context) -> Iterator[Finding]:

@@ -11,8 +11,9 @@ this package for its help text) does not pay for them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from gpufleet.preflight.findings import Finding
 
@@ -32,8 +33,21 @@ _CREDENTIAL_CODES = frozenset(
     }
 )
 _DENIED_CODES = frozenset({"AccessDenied", "AccessDeniedException", "UnauthorizedOperation"})
-_CONNECTION_ERRORS = ("EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectionClosedError", "SSLError", "ProxyConnectionError")
-_CREDENTIAL_ERRORS = ("NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError", "ProfileNotFound", "NoRegionError")
+_CONNECTION_ERRORS = (
+    "EndpointConnectionError",
+    "ConnectTimeoutError",
+    "ReadTimeoutError",
+    "ConnectionClosedError",
+    "SSLError",
+    "ProxyConnectionError",
+)
+_CREDENTIAL_ERRORS = (
+    "NoCredentialsError",
+    "PartialCredentialsError",
+    "CredentialRetrievalError",
+    "ProfileNotFound",
+    "NoRegionError",
+)
 
 # Short: a describe call answers in well under a second; a silent endpoint should cost seconds, not minutes
 # (botocore's defaults, 60 s each over 3 attempts, took 122 s). A dripping endpoint defeats any read timeout:

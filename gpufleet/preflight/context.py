@@ -6,7 +6,8 @@ finding (the runner drops repeats), not one per check.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from gpufleet.preflight.clients import ApiError, Clients, call, paginate
 from gpufleet.spec import Fleet, NodeGroup
@@ -41,7 +42,12 @@ class Context:
             if not names:
                 return {}
             # A filter (not InstanceTypes=[...]) so one unknown name does not fail the whole call.
-            found = paginate(self.clients.ec2, "describe_instance_types", "InstanceTypes", Filters=[{"Name": "instance-type", "Values": names}])
+            found = paginate(
+                self.clients.ec2,
+                "describe_instance_types",
+                "InstanceTypes",
+                Filters=[{"Name": "instance-type", "Values": names}],
+            )
             return {str(t["InstanceType"]): t for t in found}
 
         return self._once("instance_types", load)
@@ -93,7 +99,9 @@ class Context:
                 ids.update(group.subnet_ids or ())
             if not ids:
                 return {}
-            found = paginate(self.clients.ec2, "describe_subnets", "Subnets", Filters=[{"Name": "subnet-id", "Values": sorted(ids)}])
+            found = paginate(
+                self.clients.ec2, "describe_subnets", "Subnets", Filters=[{"Name": "subnet-id", "Values": sorted(ids)}]
+            )
             return {str(s["SubnetId"]): s for s in found}
 
         return self._once("subnets", load)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterable, Iterator
 
 from gpufleet.preflight.ami import check_ami
 from gpufleet.preflight.clients import CONNECTION_FIX, ApiError, Clients
@@ -80,6 +80,9 @@ def preflight(fleet: Fleet, clients: Clients, deadline: float | None = None) -> 
                     if exc.fatal:
                         break
     except _DeadlineExceeded:
-        message = f"preflight stopped after {deadline:g} s (--deadline) in the {current} check: the AWS API did not answer in time"
+        message = (
+            f"preflight stopped after {deadline:g} s (--deadline) in the {current} check: the AWS API did not answer in"
+            " time"
+        )
         findings.append(Finding(True, None, message, DEADLINE_FIX, scope="aws"))
     return ordered(findings)

@@ -4,7 +4,8 @@ has EFA when the group's fabric is EFA. EC2's answer is the truth here, the cata
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from gpufleet import catalog
 from gpufleet.preflight.context import Context
@@ -33,7 +34,8 @@ def check_instance_types(ctx: Context) -> Iterator[Finding]:
                 True,
                 group.name,
                 f"instance type {name} does not exist in {ctx.region} (DescribeInstanceTypes does not know it)",
-                f"use an instance type EC2 offers in {ctx.region}: aws ec2 describe-instance-type-offerings --region {ctx.region}",
+                f"use an instance type EC2 offers in {ctx.region}: aws ec2 describe-instance-type-offerings --region"
+                f" {ctx.region}",
             )
             continue
         expected = catalog.lookup(name)
@@ -46,8 +48,10 @@ def check_instance_types(ctx: Context) -> Iterator[Finding]:
             yield Finding(
                 True,
                 group.name,
-                f"EC2 reports {reported} for {name}; gpufleet's catalog says {want[1]} x {want[0]} with {want[2]} MiB each",
-                f"correct the {name} entry in gpufleet/catalog.py (every label, quota and MIG profile derives from it), or choose the instance type that has the GPUs you expect",
+                f"EC2 reports {reported} for {name}; gpufleet's catalog says {want[1]} x {want[0]} with {want[2]} MiB"
+                " each",
+                f"correct the {name} entry in gpufleet/catalog.py (every label, quota and MIG profile derives from it),"
+                " or choose the instance type that has the GPUs you expect",
             )
 
 
@@ -77,7 +81,12 @@ def check_offerings(ctx: Context) -> Iterator[Finding]:
         offered = offerings.get(name, frozenset())
         where = ", ".join(ctx.zone_label(z) for z in sorted(offered))
         if not offered:
-            yield Finding(True, group.name, f"{name} is not offered in any zone of {ctx.region}", "choose a region that offers it, or another instance type")
+            yield Finding(
+                True,
+                group.name,
+                f"{name} is not offered in any zone of {ctx.region}",
+                "choose a region that offers it, or another instance type",
+            )
             continue
         if group.zone is not None:
             if group.zone in zones and group.zone not in offered:

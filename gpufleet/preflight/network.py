@@ -8,7 +8,7 @@ the zone IDs use1-az3, usw1-az2 and cac1-az3.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from gpufleet.preflight.context import Context
 from gpufleet.preflight.findings import Finding
@@ -21,9 +21,20 @@ def _subnet_findings(ctx: Context, subnet_id: str, group: str | None, field: str
     subnet = ctx.subnets().get(subnet_id)
     vpc = ctx.fleet.cluster.vpc_id
     if subnet is None:
-        yield Finding(True, group, f"subnet {subnet_id} does not exist in {ctx.region}", f"create it, or fix {field}: aws ec2 describe-subnets --filters Name=vpc-id,Values={vpc} --region {ctx.region}")
+        yield Finding(
+            True,
+            group,
+            f"subnet {subnet_id} does not exist in {ctx.region}",
+            f"create it, or fix {field}: aws ec2 describe-subnets --filters Name=vpc-id,Values={vpc} --region"
+            f" {ctx.region}",
+        )
     elif subnet.get("VpcId") != vpc:
-        yield Finding(True, group, f"subnet {subnet_id} is in {subnet.get('VpcId')}, not in the cluster's VPC {vpc}", f"use subnets of {vpc} in {field}, or fix cluster.network.vpcId")
+        yield Finding(
+            True,
+            group,
+            f"subnet {subnet_id} is in {subnet.get('VpcId')}, not in the cluster's VPC {vpc}",
+            f"use subnets of {vpc} in {field}, or fix cluster.network.vpcId",
+        )
 
 
 def check_subnets(ctx: Context) -> Iterator[Finding]:
@@ -34,7 +45,12 @@ def check_subnets(ctx: Context) -> Iterator[Finding]:
     cluster_zones = {str(subnets[s]["AvailabilityZoneId"]): s for s in cluster.subnet_ids if s in subnets}
     for zone, subnet_id in sorted(cluster_zones.items()):
         if zone in EKS_DISALLOWED_ZONES:
-            yield Finding(True, None, f"subnet {subnet_id} is in {ctx.zone_label(zone)}, a zone EKS does not accept for cluster subnets", "use subnets in other zones for cluster.network.subnetIds")
+            yield Finding(
+                True,
+                None,
+                f"subnet {subnet_id} is in {ctx.zone_label(zone)}, a zone EKS does not accept for cluster subnets",
+                "use subnets in other zones for cluster.network.subnetIds",
+            )
     if len(cluster_zones) == 1:
         (only,) = cluster_zones
         yield Finding(
@@ -57,6 +73,7 @@ def check_subnets(ctx: Context) -> Iterator[Finding]:
                 yield Finding(
                     True,
                     group.name,
-                    f"subnet {subnet_id} is in {ctx.zone_label(subnet_zone)}, not in the group's zone {ctx.zone_label(group.zone)}",
+                    f"subnet {subnet_id} is in {ctx.zone_label(subnet_zone)}, not in the group's zone"
+                    f" {ctx.zone_label(group.zone)}",
                     f"set nodeGroups[].subnetIds to subnets in {group.zone} only",
                 )

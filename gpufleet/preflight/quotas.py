@@ -21,8 +21,8 @@ states how it relates to the Running On-Demand quotas. Confirm on a real account
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Iterator, Mapping
 
 from gpufleet import catalog, warm_pool
 from gpufleet.preflight.clients import ApiError, call
@@ -93,7 +93,9 @@ def _quota_value(ctx: Context, quota: Quota) -> tuple[float, str]:
     except ApiError as exc:
         if exc.code != "NoSuchResourceException":
             raise
-        found = call(ctx.clients.service_quotas, "get_aws_default_service_quota", ServiceCode="ec2", QuotaCode=quota.code)
+        found = call(
+            ctx.clients.service_quotas, "get_aws_default_service_quota", ServiceCode="ec2", QuotaCode=quota.code
+        )
     return float(found["Quota"]["Value"]), str(found["Quota"].get("QuotaName", quota.name))
 
 
@@ -108,7 +110,8 @@ def check_quotas(ctx: Context) -> Iterator[Finding]:
                 False,
                 group,
                 f"quota {quota.code} is named '{name}' in {ctx.region}, gpufleet expects '{quota.name}'",
-                "check in the Service Quotas console that this is the quota for these instances; report it if AWS renamed or split it",
+                "check in the Service Quotas console that this is the quota for these instances; report it if AWS"
+                " renamed or split it",
                 scope="account",
             )
         if total > value:
@@ -116,7 +119,9 @@ def check_quotas(ctx: Context) -> Iterator[Finding]:
             yield Finding(
                 True,
                 group,
-                f"the fleet needs {total} vCPUs of '{quota.name}' ({quota.code}) at maxSize ({breakdown}), the quota in {ctx.region} is {value:g}",
-                f"request at least {total}: aws service-quotas request-service-quota-increase --service-code ec2 --quota-code {quota.code} --desired-value {total} --region {ctx.region}; or lower scaling.maxSize",
+                f"the fleet needs {total} vCPUs of '{quota.name}' ({quota.code}) at maxSize ({breakdown}), the quota in"
+                f" {ctx.region} is {value:g}",
+                f"request at least {total}: aws service-quotas request-service-quota-increase --service-code ec2"
+                f" --quota-code {quota.code} --desired-value {total} --region {ctx.region}; or lower scaling.maxSize",
                 scope="account",
             )

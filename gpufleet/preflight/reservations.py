@@ -18,7 +18,8 @@ nodes once the block is active (awsdocs/amazon-eks-user-guide `latest/ug/nodes/c
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from gpufleet import defaults
 from gpufleet.preflight.clients import ApiError, call, paginate
@@ -29,7 +30,9 @@ from gpufleet.spec import CapacityType, Fabric, NodeGroup
 
 def _describe(ctx: Context, reservation_id: str) -> Mapping[str, Any] | None:
     try:
-        found = call(ctx.clients.capacity_reservations, "describe_capacity_reservations", CapacityReservationIds=[reservation_id])
+        found = call(
+            ctx.clients.capacity_reservations, "describe_capacity_reservations", CapacityReservationIds=[reservation_id]
+        )
     except ApiError as exc:
         if exc.code.startswith("InvalidCapacityReservationId"):  # .NotFound, .Malformed
             return None
@@ -46,16 +49,27 @@ def _placement(ctx: Context, group: NodeGroup, rid: str, r: Mapping[str, Any]) -
             True,
             group.name,
             f"reservation {rid} is for {r.get('InstanceType')}, the group runs {group.instance_type}",
-            f"set instanceType to {r.get('InstanceType')}, or capacity.{field} to a reservation of {group.instance_type}",
+            f"set instanceType to {r.get('InstanceType')}, or capacity.{field} to a reservation of"
+            f" {group.instance_type}",
         )
     platform = str(r.get("InstancePlatform", "Linux/UNIX"))
     if not platform.startswith("Linux/UNIX"):
-        yield Finding(True, group.name, f"reservation {rid} is for platform {platform}; EKS nodes run Linux/UNIX", "use a Linux/UNIX reservation")
+        yield Finding(
+            True,
+            group.name,
+            f"reservation {rid} is for platform {platform}; EKS nodes run Linux/UNIX",
+            "use a Linux/UNIX reservation",
+        )
     tenancy = str(r.get("Tenancy", "default"))
     if tenancy != "default":
         # Instances match a reservation of their own tenancy (capacity-reservations-launch.html); the launch
         # template sets none, so nodes run with default tenancy.
-        yield Finding(True, group.name, f"reservation {rid} is for {tenancy} tenancy; the group's nodes run with default tenancy", "use a reservation with default tenancy")
+        yield Finding(
+            True,
+            group.name,
+            f"reservation {rid} is for {tenancy} tenancy; the group's nodes run with default tenancy",
+            "use a reservation with default tenancy",
+        )
     zone = str(r.get("AvailabilityZoneId", ""))
     if group.zone is not None and zone != group.zone:
         yield Finding(
@@ -70,8 +84,10 @@ def _placement(ctx: Context, group: NodeGroup, rid: str, r: Mapping[str, Any]) -
             yield Finding(
                 True,
                 group.name,
-                f"reservation {rid} is in {ctx.zone_label(zone)}, but the group's subnets reach {', '.join(ctx.zone_label(z) for z in outside)}",
-                f"set zone: {zone} and subnetIds to the subnet in that zone (the nodes launch only in the reservation's zone)",
+                f"reservation {rid} is in {ctx.zone_label(zone)}, but the group's subnets reach"
+                f" {', '.join(ctx.zone_label(z) for z in outside)}",
+                f"set zone: {zone} and subnetIds to the subnet in that zone (the nodes launch only in the reservation's"
+                " zone)",
             )
 
 
@@ -81,18 +97,25 @@ def _capacity_block(ctx: Context, group: NodeGroup, rid: str, r: Mapping[str, An
         yield Finding(
             False,
             group.name,
-            f"Capacity Block {rid} is scheduled, not active yet: nodes launch from {r.get('StartDate', 'its start date')}",
+            f"Capacity Block {rid} is scheduled, not active yet: nodes launch from"
+            f" {r.get('StartDate', 'its start date')}",
             "nothing to do before it starts; keep desiredSize 0 until then to avoid launch errors",
         )
     elif state != "active":
-        yield Finding(True, group.name, f"reservation {rid} is {state}, not active", "buy a new Capacity Block and set capacity.reservationId to it")
+        yield Finding(
+            True,
+            group.name,
+            f"reservation {rid} is {state}, not active",
+            "buy a new Capacity Block and set capacity.reservationId to it",
+        )
     kind = r.get("ReservationType", "default")
     if kind != "capacity-block":
         yield Finding(
             True,
             group.name,
             f"reservation {rid} is a {kind} capacity reservation, not a Capacity Block",
-            f"for an On-Demand Capacity Reservation write capacity: {{type: OnDemand, reservation: {{id: {rid}, instanceCount: {r.get('TotalInstanceCount', 'N')}}}}}",
+            f"for an On-Demand Capacity Reservation write capacity: {{type: OnDemand, reservation: {{id: {rid},"
+            f" instanceCount: {r.get('TotalInstanceCount', 'N')}}}}}",
         )
     yield from _placement(ctx, group, rid, r)
     total = int(r.get("TotalInstanceCount", 0))
@@ -110,12 +133,18 @@ def _odcr(ctx: Context, group: NodeGroup, rid: str, count: int, r: Mapping[str, 
     if state != "active":
         # ODCR states: active, expired, cancelled, pending, failed, scheduled, ... (DescribeCapacityReservations);
         # instances launch only into an active one (capacity-reservations-launch.html).
-        yield Finding(True, group.name, f"reservation {rid} is {state}, not active: instances launch only into an active reservation", "set capacity.reservation.id to an active On-Demand Capacity Reservation")
+        yield Finding(
+            True,
+            group.name,
+            f"reservation {rid} is {state}, not active: instances launch only into an active reservation",
+            "set capacity.reservation.id to an active On-Demand Capacity Reservation",
+        )
     if r.get("ReservationType", "default") == "capacity-block":
         yield Finding(
             True,
             group.name,
-            f"reservation {rid} is a Capacity Block, not an On-Demand Capacity Reservation: it launches only with market type capacity-block",
+            f"reservation {rid} is a Capacity Block, not an On-Demand Capacity Reservation: it launches only with"
+            " market type capacity-block",
             f"write capacity: {{type: CapacityBlock, reservationId: {rid}}}",
         )
     yield from _placement(ctx, group, rid, r)
@@ -124,14 +153,16 @@ def _odcr(ctx: Context, group: NodeGroup, rid: str, count: int, r: Mapping[str, 
         yield Finding(
             True,
             group.name,
-            f"reservation {rid} holds {total} instance(s) but scaling.maxSize is {group.max_size}: launches into a full targeted reservation fail",
+            f"reservation {rid} holds {total} instance(s) but scaling.maxSize is {group.max_size}: launches into a full"
+            " targeted reservation fail",
             f"lower scaling.maxSize and capacity.reservation.instanceCount to {total}, or enlarge the reservation",
         )
     elif total != count:
         yield Finding(
             False,
             group.name,
-            f"reservation {rid} holds {total} instance(s), capacity.reservation.instanceCount says {count}: the cost estimate counts {count}",
+            f"reservation {rid} holds {total} instance(s), capacity.reservation.instanceCount says {count}: the cost"
+            f" estimate counts {count}",
             f"set capacity.reservation.instanceCount to {total}",
         )
     available = int(r.get("AvailableInstanceCount", 0))
@@ -140,8 +171,10 @@ def _odcr(ctx: Context, group: NodeGroup, rid: str, count: int, r: Mapping[str, 
         yield Finding(
             False,
             group.name,
-            f"reservation {rid} has {available} of {total} instance(s) free; the group starts {wanted}: launches beyond the free ones fail until instances in it stop",
-            "stop what else runs in the reservation, or lower scaling.desiredSize (instances of this fleet already in it are fine)",
+            f"reservation {rid} has {available} of {total} instance(s) free; the group starts {wanted}: launches beyond"
+            " the free ones fail until instances in it stop",
+            "stop what else runs in the reservation, or lower scaling.desiredSize (instances of this fleet already in"
+            " it are fine)",
         )
     pg = r.get("PlacementGroupArn")
     if pg and group.fabric is Fabric.EFA:
@@ -150,7 +183,8 @@ def _odcr(ctx: Context, group: NodeGroup, rid: str, count: int, r: Mapping[str, 
         yield Finding(
             False,
             group.name,
-            f"reservation {rid} was created in placement group {pg}; gpufleet launches the group into its own cluster placement group {ctx.fleet.name}-{group.name}",
+            f"reservation {rid} was created in placement group {pg}; gpufleet launches the group into its own cluster"
+            f" placement group {ctx.fleet.name}-{group.name}",
             "use a reservation created without a placement group",
         )
 
@@ -167,13 +201,21 @@ def _open(ctx: Context, group: NodeGroup, count: int) -> Iterator[Finding]:
             {"Name": "instance-match-criteria", "Values": ["open"]},
         ],
     )
-    usable = [r for r in found if r.get("AvailabilityZoneId") in zones and str(r.get("InstancePlatform", "Linux/UNIX")).startswith("Linux/UNIX") and r.get("Tenancy", "default") == "default"]
+    usable = [
+        r
+        for r in found
+        if r.get("AvailabilityZoneId") in zones
+        and str(r.get("InstancePlatform", "Linux/UNIX")).startswith("Linux/UNIX")
+        and r.get("Tenancy", "default") == "default"
+    ]
     total = sum(int(r.get("TotalInstanceCount", 0)) for r in usable)
     if total < count:
         yield Finding(
             False,
             group.name,
-            f"the active open reservations of {group.instance_type} in {', '.join(sorted(ctx.zone_label(z) for z in zones))} hold {total} instance(s), capacity.reservation.instanceCount says {count}: nodes beyond them run as plain On-Demand",
+            f"the active open reservations of {group.instance_type} in"
+            f" {', '.join(sorted(ctx.zone_label(z) for z in zones))} hold {total} instance(s),"
+            f" capacity.reservation.instanceCount says {count}: nodes beyond them run as plain On-Demand",
             f"set capacity.reservation.instanceCount to {total}, or create the open reservation",
         )
 
@@ -192,9 +234,17 @@ def check_reservations(ctx: Context) -> Iterator[Finding]:
         odcr = group.reservation
         if group.capacity_type is CapacityType.CAPACITY_BLOCK and group.reservation_id is not None:
             found = _describe(ctx, group.reservation_id)
-            yield from _capacity_block(ctx, group, group.reservation_id, found) if found else [_missing(ctx, group, group.reservation_id, "reservationId")]
+            yield from (
+                _capacity_block(ctx, group, group.reservation_id, found)
+                if found
+                else [_missing(ctx, group, group.reservation_id, "reservationId")]
+            )
         elif odcr is not None and odcr.id is not None:
             found = _describe(ctx, odcr.id)
-            yield from _odcr(ctx, group, odcr.id, odcr.instance_count, found) if found else [_missing(ctx, group, odcr.id, "reservation.id")]
+            yield from (
+                _odcr(ctx, group, odcr.id, odcr.instance_count, found)
+                if found
+                else [_missing(ctx, group, odcr.id, "reservation.id")]
+            )
         elif odcr is not None and odcr.open:
             yield from _open(ctx, group, odcr.instance_count)

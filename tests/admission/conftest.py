@@ -4,7 +4,8 @@ a cohort and one without) that each test changes with plain dict edits."""
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 import yaml
@@ -54,11 +55,29 @@ BASE: dict[str, Any] = {
         },
     ],
     "teams": [
-        {"name": "vision", "cohort": "research", "quotas": [{"nodeGroup": "h100", "gpus": 16, "borrowingLimit": 8, "lendingLimit": 4}, {"nodeGroup": "notebooks", "gpus": 2}]},
-        {"name": "speech", "namespace": "speech-ml", "cohort": "research", "quotas": [{"nodeGroup": "h100", "gpus": 16}]},
+        {
+            "name": "vision",
+            "cohort": "research",
+            "quotas": [
+                {"nodeGroup": "h100", "gpus": 16, "borrowingLimit": 8, "lendingLimit": 4},
+                {"nodeGroup": "notebooks", "gpus": 2},
+            ],
+        },
+        {
+            "name": "speech",
+            "namespace": "speech-ml",
+            "cohort": "research",
+            "quotas": [{"nodeGroup": "h100", "gpus": 16}],
+        },
         {"name": "ads", "quotas": [{"nodeGroup": "notebooks", "gpus": 4}]},
     ],
-    "admission": {"preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any", "borrowWithinCohort": "LowerPriority"}},
+    "admission": {
+        "preemption": {
+            "withinClusterQueue": "LowerPriority",
+            "reclaimWithinCohort": "Any",
+            "borrowWithinCohort": "LowerPriority",
+        }
+    },
     "telemetry": {"prometheus": "Install", "idleSmActiveBelow": 0.05},
     "cost": {"gpuHourUsd": {"h100": 6.88, "notebooks": 1.01}},
     "environments": {"prod": {"rollout": {"through": "cost"}}},

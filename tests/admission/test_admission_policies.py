@@ -30,7 +30,12 @@ def _expressions(policy: dict[str, Any]) -> list[str]:
 def test_queue_name_policy_matches_jobs_and_jobsets_on_create_and_update() -> None:
     assert QUEUE["spec"]["matchConstraints"]["resourceRules"] == [
         {"apiGroups": ["batch"], "apiVersions": ["v1"], "resources": ["jobs"], "operations": ["CREATE", "UPDATE"]},
-        {"apiGroups": ["jobset.x-k8s.io"], "apiVersions": ["*"], "resources": ["jobsets"], "operations": ["CREATE", "UPDATE"]},
+        {
+            "apiGroups": ["jobset.x-k8s.io"],
+            "apiVersions": ["*"],
+            "resources": ["jobsets"],
+            "operations": ["CREATE", "UPDATE"],
+        },
     ]
     assert QUEUE["spec"]["failurePolicy"] == "Fail"
 
@@ -48,10 +53,24 @@ def test_bindings_scope_the_policies(fleet: Fleet) -> None:
     assert queue["spec"] == {
         "policyName": "gpufleet-require-queue-name",
         "validationActions": ["Deny"],
-        "matchResources": {"namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["ads", "speech-ml", "vision"]}]}},
+        "matchResources": {
+            "namespaceSelector": {
+                "matchExpressions": [
+                    {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["ads", "speech-ml", "vision"]}
+                ]
+            }
+        },
     }
     exempt = system_namespaces(fleet)
-    assert exempt == ["gpu-operator", "gpufleet-health", "gpufleet-network", "gpufleet-system", "kube-system", "kueue-system", "monitoring"]
+    assert exempt == [
+        "gpu-operator",
+        "gpufleet-health",
+        "gpufleet-network",
+        "gpufleet-system",
+        "kube-system",
+        "kueue-system",
+        "monitoring",
+    ]
     devices = ap.binding(ap.VISIBLE_DEVICES_POLICY, ap.namespaces_not_in(exempt))
     assert devices["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"][0]["operator"] == "NotIn"
 
@@ -112,8 +131,15 @@ def job(labels: dict[str, str] | None = None, owner: tuple[str, str] | None = No
     if labels is not None:
         meta["labels"] = labels
     if owner is not None:
-        meta["ownerReferences"] = [{"apiVersion": owner[0], "kind": owner[1], "name": "p", "uid": "u", "controller": True}]
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}}
+        meta["ownerReferences"] = [
+            {"apiVersion": owner[0], "kind": owner[1], "name": "p", "uid": "u", "controller": True}
+        ]
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": meta,
+        "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}},
+    }
 
 
 @pytest.mark.parametrize(
@@ -127,7 +153,15 @@ def job(labels: dict[str, str] | None = None, owner: tuple[str, str] | None = No
         (job(owner=("kubeflow.org/v2beta1", "MPIJob")), True),  # MPIJob launcher
         (job(owner=("batch/v1", "CronJob")), False),  # a CronJob's Job is the workload: it needs the label
         ({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "js"}, "spec": {}}, False),
-        ({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "js", "labels": {"kueue.x-k8s.io/queue-name": "q"}}, "spec": {}}, True),
+        (
+            {
+                "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                "kind": "JobSet",
+                "metadata": {"name": "js", "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+                "spec": {},
+            },
+            True,
+        ),
     ],
 )
 def test_queue_name_on_create(obj: dict[str, Any], allowed: bool) -> None:
@@ -141,7 +175,9 @@ def test_queue_name_cannot_be_removed_but_old_unlabelled_jobs_stay_updatable() -
     assert admit(QUEUE, job(), old=job()) is True  # created before the policy: finalizers can still be removed
 
 
-def pod(*containers: dict[str, Any], init: list[dict[str, Any]] | None = None, ephemeral: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def pod(
+    *containers: dict[str, Any], init: list[dict[str, Any]] | None = None, ephemeral: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"containers": list(containers)}
     if init:
         spec["initContainers"] = init
@@ -170,10 +206,22 @@ ALL = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
         (pod(container(env=[{"name": "OTHER", "value": "x"}])), True),
         (pod(container(env=ALL)), False),  # the escape: every GPU of the node, none allocated
         (pod(container(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "0,1"}])), False),
-        (pod(container(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "valueFrom": {"configMapKeyRef": {"name": "m", "key": "k"}}}])), False),
+        (
+            pod(
+                container(
+                    env=[
+                        {"name": "NVIDIA_VISIBLE_DEVICES", "valueFrom": {"configMapKeyRef": {"name": "m", "key": "k"}}}
+                    ]
+                )
+            ),
+            False,
+        ),
         (pod(container(env=ALL, gpus="1")), True),
         (pod(container(env=ALL, gpus="0")), False),
-        (pod(container(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}])), True),  # the safe value for CUDA images
+        (
+            pod(container(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}])),
+            True,
+        ),  # the safe value for CUDA images
         (pod(container(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "none"}])), True),
         (pod(container(env=[{"name": "NVIDIA_VISIBLE_DEVICES"}])), True),  # empty: no devices
         (pod(container(gpus="1"), container(env=ALL)), False),  # the sidecar without a GPU

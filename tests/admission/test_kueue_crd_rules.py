@@ -5,8 +5,9 @@ on create (rules that compare with oldSelf only apply on update and are skipped 
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -58,7 +59,11 @@ def _evaluate(rule: str, node: Any) -> bool:
 
 def _kueue_objects(fleet: Fleet) -> list[dict[str, Any]]:
     content = stage.build(BuildContext(fleet=fleet, environment="prod", through="cost"))
-    return [r.args["object"] for r in content.resources if "object" in r.args and r.args["object"]["apiVersion"] == kueue.API]
+    return [
+        r.args["object"]
+        for r in content.resources
+        if "object" in r.args and r.args["object"]["apiVersion"] == kueue.API
+    ]
 
 
 def _fleets() -> Iterator[tuple[str, Fleet]]:
@@ -86,6 +91,17 @@ def test_crd_cel_rules_hold(case: str, fleet: Fleet) -> None:
 def test_the_rules_do_reject_a_limit_without_a_cohort() -> None:
     """The check above can fail: a ClusterQueue with a borrowingLimit and no cohort breaks the CRD's rule."""
     schema = _crd_schema("ClusterQueue")
-    bad = {"spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "a", "resources": [{"name": "cpu", "nominalQuota": "1", "borrowingLimit": "1"}]}]}]}}
+    bad = {
+        "spec": {
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [
+                        {"name": "a", "resources": [{"name": "cpu", "nominalQuota": "1", "borrowingLimit": "1"}]}
+                    ],
+                }
+            ]
+        }
+    }
     failed = [rule for _, rule, node in _rules(schema, bad) if "oldSelf" not in rule and not _evaluate(rule, node)]
     assert any("borrowingLimit must be nil" in r or "borrowingLimit" in r for r in failed)

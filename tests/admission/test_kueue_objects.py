@@ -3,17 +3,18 @@ and limits against the spec, the controller Configuration, priorities, and the s
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 import yaml
 
 from gpufleet import defaults
 from gpufleet.builders import admission as stage
-from gpufleet.names import LABEL_NODE_GROUP
 from gpufleet.builders.node_groups import node_labels
 from gpufleet.manifests import kueue
 from gpufleet.manifests.sharing import sharing_node_labels
+from gpufleet.names import LABEL_NODE_GROUP
 from gpufleet.plan import BuildContext, Resource
 from gpufleet.spec import Fleet
 from gpufleet.versions import COMPONENTS
@@ -26,7 +27,11 @@ def _build(fleet: Fleet, through: str = "cost") -> tuple[dict[str, Resource], An
 
 def _objects(fleet: Fleet, kind: str) -> dict[str, dict[str, Any]]:
     resources, _ = _build(fleet)
-    return {r.args["object"]["metadata"]["name"]: r.args["object"] for r in resources.values() if "object" in r.args and r.args["object"]["kind"] == kind}
+    return {
+        r.args["object"]["metadata"]["name"]: r.args["object"]
+        for r in resources.values()
+        if "object" in r.args and r.args["object"]["kind"] == kind
+    }
 
 
 def _selects(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
@@ -65,7 +70,9 @@ def test_cluster_queue_admits_only_its_team_namespace(fleet: Fleet) -> None:
 
 def test_local_queue_points_at_the_team_cluster_queue_in_the_team_namespace(fleet: Fleet) -> None:
     resources, _ = _build(fleet)
-    local = [r.args["object"] for r in resources.values() if "object" in r.args and r.args["object"]["kind"] == "LocalQueue"]
+    local = [
+        r.args["object"] for r in resources.values() if "object" in r.args and r.args["object"]["kind"] == "LocalQueue"
+    ]
     # Each team namespace also holds a LocalQueue "default" to the team's queue: Kueue fills it in for any workload
     # that names no queue (kueue v0.19.2 pkg/controller/jobframework/defaults.go), so none escapes the quota.
     assert sorted((q["metadata"]["namespace"], q["metadata"]["name"], q["spec"]["clusterQueue"]) for q in local) == [
@@ -96,7 +103,9 @@ def test_each_flavor_selects_exactly_its_node_group(fleet: Fleet) -> None:
     for group in fleet.node_groups:
         # the labels the foundation stage really puts on the group's nodes
         labels = node_labels(group, sharing_node_labels(group))
-        matching = [name for name, f in flavors.items() if all(labels.get(k) == v for k, v in f["spec"]["nodeLabels"].items())]
+        matching = [
+            name for name, f in flavors.items() if all(labels.get(k) == v for k, v in f["spec"]["nodeLabels"].items())
+        ]
         assert matching == [group.name]
 
 
@@ -119,12 +128,19 @@ def test_spec_taints_reach_the_flavor(make_fleet: Callable[..., Fleet]) -> None:
 
     spec = _objects(make_fleet(taint), "ResourceFlavor")["notebooks"]["spec"]
     assert spec["nodeTaints"][-1] == {"key": "example.com/pool", "value": "nb", "effect": "NoExecute"}
-    assert spec["tolerations"][-1] == {"key": "example.com/pool", "operator": "Equal", "value": "nb", "effect": "NoExecute"}
+    assert spec["tolerations"][-1] == {
+        "key": "example.com/pool",
+        "operator": "Equal",
+        "value": "nb",
+        "effect": "NoExecute",
+    }
 
 
 def test_flavor_keeps_eight_taints_and_the_stage_warns_about_the_rest(make_fleet: Callable[..., Fleet]) -> None:
     def many(d: dict[str, Any]) -> None:
-        d["nodeGroups"][0]["taints"] = [{"key": f"example.com/t{i}", "value": "x", "effect": "NoSchedule"} for i in range(10)]
+        d["nodeGroups"][0]["taints"] = [
+            {"key": f"example.com/t{i}", "value": "x", "effect": "NoSchedule"} for i in range(10)
+        ]
 
     fleet = make_fleet(many)
     spec = _objects(fleet, "ResourceFlavor")["h100"]["spec"]
@@ -132,8 +148,11 @@ def test_flavor_keeps_eight_taints_and_the_stage_warns_about_the_rest(make_fleet
     assert [t["key"] for t in spec["nodeTaints"][:3]] == ["nvidia.com/gpu", "vpc.amazonaws.com/efa", "example.com/t0"]
     _, content = _build(fleet)
     assert content.warnings == (
-        "flavor h100: a Kueue ResourceFlavor holds at most 8 taints and tolerations, the group has 12: pods admitted "
-        "there must tolerate the rest themselves (example.com/t6, example.com/t7, example.com/t8 and 1 more)",
+        (
+            "flavor h100: a Kueue ResourceFlavor holds at most 8 taints and tolerations, the group has 12: pods"
+            " admitted there must tolerate the rest themselves (example.com/t6, example.com/t7, example.com/t8 and 1"
+            " more)"
+        ),
     )
 
 
@@ -146,13 +165,28 @@ def test_flavor_keeps_eight_taints_and_the_stage_warns_about_the_rest(make_fleet
         ("p5.48xlarge", "EFA", None, False, True, "None"),
         # a team also has quota on a non-TAS group: its queue would refuse plain jobs on the TAS flavor
         ("p5.48xlarge", "EFA", None, True, False, "None"),
-        ("g5.48xlarge", "EFA", None, True, True, "None"),  # EFA, but EC2 reports no topology for g5: no labels, no capacity
+        (
+            "g5.48xlarge",
+            "EFA",
+            None,
+            True,
+            True,
+            "None",
+        ),  # EFA, but EC2 reports no topology for g5: no labels, no capacity
         ("p5.48xlarge", "None", None, True, True, "None"),
         ("p5.48xlarge", "EFA", "Required", False, False, "Required"),
         ("p5.48xlarge", "EFA", "None", True, True, "None"),
     ],
 )
-def test_placement_resolution(make_fleet: Callable[..., Fleet], instance: str, fabric: str, explicit: str | None, fixed: bool, only_tas_teams: bool, expected: str) -> None:
+def test_placement_resolution(
+    make_fleet: Callable[..., Fleet],
+    instance: str,
+    fabric: str,
+    explicit: str | None,
+    fixed: bool,
+    only_tas_teams: bool,
+    expected: str,
+) -> None:
     def edit(d: dict[str, Any]) -> None:
         g = d["nodeGroups"][0]
         g["instanceType"], g["fabric"] = instance, fabric
@@ -204,7 +238,9 @@ def test_per_gpu_shape_of_a_p5_training_node(fleet: Fleet) -> None:
 def test_per_gpu_shape_of_a_time_sliced_g5(fleet: Fleet) -> None:
     # g5.xlarge: 4 vCPU, 16384 MiB, 1 GPU, maxPods 58; Interactive => no Topology Manager reserve.
     shape = kueue.per_gpu(fleet.node_group("notebooks"))
-    assert shape == kueue.PerGpu(devices=4, cpu_milli=4000 - 80 - 1000, memory_mib=16384 - (11 * 58 + 255 + 100 + 2048), efa=0.0)
+    assert shape == kueue.PerGpu(
+        devices=4, cpu_milli=4000 - 80 - 1000, memory_mib=16384 - (11 * 58 + 255 + 100 + 2048), efa=0.0
+    )
 
 
 def _flavor(queue: dict[str, Any], name: str) -> dict[str, dict[str, Any]]:
@@ -216,10 +252,23 @@ def _flavor(queue: dict[str, Any], name: str) -> dict[str, dict[str, Any]]:
 def test_quota_borrowing_and_lending_follow_the_spec(fleet: Fleet) -> None:
     vision = _objects(fleet, "ClusterQueue")["vision"]
     assert vision["spec"]["cohortName"] == "research"
-    assert vision["spec"]["resourceGroups"][0]["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu", "vpc.amazonaws.com/efa"]
+    assert vision["spec"]["resourceGroups"][0]["coveredResources"] == [
+        "cpu",
+        "memory",
+        "nvidia.com/gpu",
+        "vpc.amazonaws.com/efa",
+    ]
     assert _flavor(vision, "h100") == {
-        "cpu": {"nominalQuota": str(23681 * 16) + "m", "borrowingLimit": str(23681 * 8) + "m", "lendingLimit": str(23681 * 4) + "m"},
-        "memory": {"nominalQuota": f"{261450 * 16}Mi", "borrowingLimit": f"{261450 * 8}Mi", "lendingLimit": f"{261450 * 4}Mi"},
+        "cpu": {
+            "nominalQuota": str(23681 * 16) + "m",
+            "borrowingLimit": str(23681 * 8) + "m",
+            "lendingLimit": str(23681 * 4) + "m",
+        },
+        "memory": {
+            "nominalQuota": f"{261450 * 16}Mi",
+            "borrowingLimit": f"{261450 * 8}Mi",
+            "lendingLimit": f"{261450 * 4}Mi",
+        },
         "nvidia.com/gpu": {"nominalQuota": 16, "borrowingLimit": 8, "lendingLimit": 4},
         "vpc.amazonaws.com/efa": {"nominalQuota": 64, "borrowingLimit": 32, "lendingLimit": 16},
     }
@@ -270,7 +319,9 @@ def test_borrow_never_gets_no_threshold(make_fleet: Callable[..., Fleet]) -> Non
     def never(d: dict[str, Any]) -> None:
         d["admission"]["preemption"]["borrowWithinCohort"] = "Never"
 
-    assert _objects(make_fleet(never), "ClusterQueue")["vision"]["spec"]["preemption"]["borrowWithinCohort"] == {"policy": "Never"}
+    assert _objects(make_fleet(never), "ClusterQueue")["vision"]["spec"]["preemption"]["borrowWithinCohort"] == {
+        "policy": "Never"
+    }
 
 
 def test_oversubscribed_flavor_warns_and_exact_fit_does_not(make_fleet: Callable[..., Fleet]) -> None:
@@ -282,41 +333,75 @@ def test_oversubscribed_flavor_warns_and_exact_fit_does_not(make_fleet: Callable
 
     _, content = _build(make_fleet(more))
     assert content.warnings == (
-        "flavor notebooks: teams' nominal quotas add up to 9 GPUs, more than node group notebooks holds at maxSize "
-        "(8 nodes, 8 GPUs): admitted workloads may wait for nodes that never come",
+        (
+            "flavor notebooks: teams' nominal quotas add up to 9 GPUs, more than node group notebooks holds at maxSize "
+            "(8 nodes, 8 GPUs): admitted workloads may wait for nodes that never come"
+        ),
     )
 
 
 def _with_mig(d: dict[str, Any]) -> None:
-    mig = {**d["nodeGroups"][1], "name": "a100-mig", "instanceType": "p4d.24xlarge", "workloadClass": "Batch", "scaling": {"minSize": 0, "maxSize": 2}}
+    mig = {
+        **d["nodeGroups"][1],
+        "name": "a100-mig",
+        "instanceType": "p4d.24xlarge",
+        "workloadClass": "Batch",
+        "scaling": {"minSize": 0, "maxSize": 2},
+    }
     d["nodeGroups"].append({**mig, "sharing": {"strategy": "MIG", "profile": "1g.5gb"}})
     d["teams"][2]["quotas"].append({"nodeGroup": "a100-mig", "gpus": 8})
     d["cost"]["gpuHourUsd"]["a100-mig"] = 4.1
 
 
-@pytest.mark.parametrize(("through", "devices"), [("admission", {"notebooks": 4, "a100-mig": 8}), ("sharing", {"notebooks": 16, "a100-mig": 56}), ("cost", {"notebooks": 16, "a100-mig": 56})])
-def test_shared_quotas_count_whole_gpus_before_the_sharing_stage(make_fleet: Callable[..., Fleet], through: str, devices: dict[str, int]) -> None:
+@pytest.mark.parametrize(
+    ("through", "devices"),
+    [
+        ("admission", {"notebooks": 4, "a100-mig": 8}),
+        ("sharing", {"notebooks": 16, "a100-mig": 56}),
+        ("cost", {"notebooks": 16, "a100-mig": 56}),
+    ],
+)
+def test_shared_quotas_count_whole_gpus_before_the_sharing_stage(
+    make_fleet: Callable[..., Fleet], through: str, devices: dict[str, int]
+) -> None:
     """ads: 4 GPUs of notebooks (time-sliced x 4) and 8 of a100-mig (1g.5gb, 7 per A100). Their device plugin and
     MIG manager configs come with the sharing stage; before it the nodes advertise whole GPUs, and so do the quotas."""
     resources, content = _build(make_fleet(_with_mig), through)
-    ads = next(r.args["object"] for r in resources.values() if r.args.get("object", {}).get("kind") == "ClusterQueue" and r.args["object"]["metadata"]["name"] == "ads")
+    ads = next(
+        r.args["object"]
+        for r in resources.values()
+        if r.args.get("object", {}).get("kind") == "ClusterQueue" and r.args["object"]["metadata"]["name"] == "ads"
+    )
     assert {name: _flavor(ads, name)["nvidia.com/gpu"]["nominalQuota"] for name in devices} == devices
     rows = [line for line in content.notes if line.startswith(("| notebooks |", "| a100-mig |"))]
-    per_gpu = ("4 `nvidia.com/gpu`", "7 `nvidia.com/gpu`") if through != "admission" else ("1 `nvidia.com/gpu`", "1 `nvidia.com/gpu`")
+    per_gpu = (
+        ("4 `nvidia.com/gpu`", "7 `nvidia.com/gpu`")
+        if through != "admission"
+        else ("1 `nvidia.com/gpu`", "1 `nvidia.com/gpu`")
+    )
     assert [row.split(" | ")[3] for row in rows] == list(per_gpu)
     note = (
-        "Sharing of node groups notebooks, a100-mig takes effect only when the environment reaches the sharing stage: until then no device plugin "
-        "or MIG manager config is deployed, their nodes advertise whole `nvidia.com/gpu`, and the queues count whole GPUs."
+        "Sharing of node groups notebooks, a100-mig takes effect only when the environment reaches the sharing stage:"
+        " until then no device plugin or MIG manager config is deployed, their nodes advertise whole `nvidia.com/gpu`,"
+        " and the queues count whole GPUs."
     )
     assert (note in content.notes) is (through == "admission")
 
 
 def test_plan_notes_show_nominal_borrow_and_lend_per_team(fleet: Fleet) -> None:
     _, content = _build(fleet)
-    rows = [line for line in content.notes if line.startswith("| vision |") or line.startswith("| ads |") or line.startswith("| speech |")]
+    rows = [
+        line
+        for line in content.notes
+        if line.startswith("| vision |") or line.startswith("| ads |") or line.startswith("| speech |")
+    ]
     assert rows[0].startswith("| vision | vision | research | h100 | 16 | up to 8 | up to 4 |")
-    assert rows[1].startswith("| vision | vision | research | notebooks | 2 | unlimited (cohort's unused quota) | all 2 when unused |")
-    assert rows[2].startswith("| speech | speech-ml | research | h100 | 16 | unlimited (cohort's unused quota) | all 16 when unused |")
+    assert rows[1].startswith(
+        "| vision | vision | research | notebooks | 2 | unlimited (cohort's unused quota) | all 2 when unused |"
+    )
+    assert rows[2].startswith(
+        "| speech | speech-ml | research | h100 | 16 | unlimited (cohort's unused quota) | all 16 when unused |"
+    )
     assert rows[3].startswith("| ads | ads | - | notebooks | 4 | no (no cohort) | no (no cohort) |")
 
 
@@ -326,9 +411,17 @@ def test_plan_notes_show_nominal_borrow_and_lend_per_team(fleet: Fleet) -> None:
 
 def test_priority_classes_match_workload_priority_classes(fleet: Fleet) -> None:
     pcs, wpcs = _objects(fleet, "PriorityClass"), _objects(fleet, "WorkloadPriorityClass")
-    assert {n: o["value"] for n, o in pcs.items()} == {n: o["value"] for n, o in wpcs.items()} == {"serving": 100000, "training": 1000, "batch": 100}
+    assert (
+        {n: o["value"] for n, o in pcs.items()}
+        == {n: o["value"] for n, o in wpcs.items()}
+        == {"serving": 100000, "training": 1000, "batch": 100}
+    )
     # preemptionPolicy is about whether a class may evict others at the scheduler, not whether it can be evicted.
-    assert {n: o["preemptionPolicy"] for n, o in pcs.items()} == {"serving": "PreemptLowerPriority", "training": "Never", "batch": "Never"}
+    assert {n: o["preemptionPolicy"] for n, o in pcs.items()} == {
+        "serving": "PreemptLowerPriority",
+        "training": "Never",
+        "batch": "Never",
+    }
     assert all(o["globalDefault"] is False for o in pcs.values())
 
 
@@ -340,13 +433,33 @@ def test_configuration_turns_on_all_or_nothing_admission(fleet: Fleet) -> None:
     config = kueue.controller_configuration(fleet)
     assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
     assert config["waitForPodsReady"] == {
-        "timeout": "540s",  # derived: no image sets, so boot and join 180 s + operands 180 s, x1.5 (gpufleet.cold_start)
+        "timeout": (
+            "540s"
+        ),  # derived: no image sets, so boot and join 180 s + operands 180 s, x1.5 (gpufleet.cold_start)
         "blockAdmission": False,
-        "requeuingStrategy": {"timestamp": "Eviction", "backoffLimitCount": 5, "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600},
+        "requeuingStrategy": {
+            "timestamp": "Eviction",
+            "backoffLimitCount": 5,
+            "backoffBaseSeconds": 60,
+            "backoffMaxSeconds": 3600,
+        },
     }
     assert "enable" not in config["waitForPodsReady"]  # v1beta1 only
-    assert config["integrations"]["frameworks"] == ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob", "kubeflow.org/mpijob", "trainer.kubeflow.org/trainjob", "pod", "deployment", "statefulset"]
-    assert config["managedJobsNamespaceSelector"] == {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["ads", "speech-ml", "vision"]}]}
+    assert config["integrations"]["frameworks"] == [
+        "batch/job",
+        "jobset.x-k8s.io/jobset",
+        "kubeflow.org/pytorchjob",
+        "kubeflow.org/mpijob",
+        "trainer.kubeflow.org/trainjob",
+        "pod",
+        "deployment",
+        "statefulset",
+    ]
+    assert config["managedJobsNamespaceSelector"] == {
+        "matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["ads", "speech-ml", "vision"]}
+        ]
+    }
 
 
 def test_plain_pods_are_managed_only_in_team_namespaces(fleet: Fleet) -> None:
@@ -371,9 +484,19 @@ def test_configuration_uses_only_v1beta2_fields(fleet: Fleet) -> None:
     config = kueue.controller_configuration(fleet)
     assert set(config) <= CONFIGURATION_FIELDS
     assert set(config["waitForPodsReady"]) <= {"timeout", "blockAdmission", "requeuingStrategy", "recoveryTimeout"}
-    assert set(config["waitForPodsReady"]["requeuingStrategy"]) <= {"timestamp", "backoffLimitCount", "backoffBaseSeconds", "backoffMaxSeconds"}
+    assert set(config["waitForPodsReady"]["requeuingStrategy"]) <= {
+        "timestamp",
+        "backoffLimitCount",
+        "backoffBaseSeconds",
+        "backoffMaxSeconds",
+    }
     assert set(config["integrations"]) <= {"frameworks", "externalFrameworks", "labelKeysToCopy"}
-    assert set(config["resources"]) <= {"quotaCheckStrategy", "excludeResourcePrefixes", "transformations", "deviceClassMappings"}
+    assert set(config["resources"]) <= {
+        "quotaCheckStrategy",
+        "excludeResourcePrefixes",
+        "transformations",
+        "deviceClassMappings",
+    }
 
 
 def test_release_carries_the_configuration_as_the_chart_expects(fleet: Fleet) -> None:
@@ -382,7 +505,9 @@ def test_release_carries_the_configuration_as_the_chart_expects(fleet: Fleet) ->
     assert release.args["chart"] == "oci://registry.k8s.io/kueue/charts/kueue"
     assert release.args["version"] == "0.19.2"
     values = release.args["values"]
-    assert yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"]) == kueue.controller_configuration(fleet)
+    assert yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"]) == kueue.controller_configuration(
+        fleet
+    )
     assert values["enablePrometheus"] is True  # the telemetry stage brings the ServiceMonitor CRD
     resources, _ = _build(fleet, through="admission")  # (telemetry is stage 2, so it is still included)
     assert resources[stage.HELM_ID].args["values"]["enablePrometheus"] is True
@@ -410,13 +535,19 @@ def _depends_on_transitively(resources: dict[str, Resource], rid: str, target: s
 
 def test_every_kueue_object_waits_for_the_kueue_release(fleet: Fleet) -> None:
     resources, _ = _build(fleet)
-    kueue_objects = [r for r in resources.values() if "object" in r.args and r.args["object"]["apiVersion"] == kueue.API]
+    kueue_objects = [
+        r for r in resources.values() if "object" in r.args and r.args["object"]["apiVersion"] == kueue.API
+    ]
     # flavors, queues, cohort, local queues (the team's and "default" per namespace), WPCs; no Topology: the EFA
     # group scales from zero, so TAS could not count its capacity
     assert len(kueue_objects) == 2 + 3 + 1 + 6 + 3
     for res in kueue_objects:
         assert stage.HELM_ID in res.depends_on or _depends_on_transitively(resources, res.id, stage.HELM_ID), res.id
-    local = next(r for r in kueue_objects if r.args["object"]["kind"] == "LocalQueue" and r.args["object"]["metadata"]["name"] == "speech")
+    local = next(
+        r
+        for r in kueue_objects
+        if r.args["object"]["kind"] == "LocalQueue" and r.args["object"]["metadata"]["name"] == "speech"
+    )
     assert "namespace-cluster-speech-ml" in local.depends_on
 
 
@@ -436,7 +567,9 @@ def test_release_values_exist_in_the_pinned_chart(fleet: Fleet, version: str) ->
     defaults = chart_values("kueue", version)
     values = kueue.helm_values(fleet, prometheus=True)
     assert list(unknown_value_keys(values, defaults)) == []
-    assert set(values["controllerManager"]["podDisruptionBudget"]) <= set(defaults["controllerManager"]["podDisruptionBudget"])
+    assert set(values["controllerManager"]["podDisruptionBudget"]) <= set(
+        defaults["controllerManager"]["podDisruptionBudget"]
+    )
 
 
 def test_tas_flavors_and_the_topology_are_replaced_on_immutable_changes() -> None:
@@ -449,17 +582,35 @@ def test_tas_flavors_and_the_topology_are_replaced_on_immutable_changes() -> Non
     from gpufleet.rollout import build_plan
 
     base = load_fleet(str(Path(__file__).resolve().parents[2] / "fleet.yaml"), "dev").environments["dev"]
-    groups = tuple(replace(g, topology=replace(g.topology, placement="Required")) if g.name == "h100" else g for g in base.node_groups)
+    groups = tuple(
+        replace(g, topology=replace(g.topology, placement="Required")) if g.name == "h100" else g
+        for g in base.node_groups
+    )
     fleet = replace(base, node_groups=groups)
     content = stage.build(BuildContext(fleet=fleet, environment="dev", through="admission"))
-    options = {r.id: (r.replace_on_changes, r.delete_before_replace) for r in content.resources if r.type.endswith((":ResourceFlavor", ":Topology"))}
-    tas = {r.id for r in content.resources if r.type.endswith(":ResourceFlavor") and "topologyName" in r.args["object"]["spec"]}
+    options = {
+        r.id: (r.replace_on_changes, r.delete_before_replace)
+        for r in content.resources
+        if r.type.endswith((":ResourceFlavor", ":Topology"))
+    }
+    tas = {
+        r.id
+        for r in content.resources
+        if r.type.endswith(":ResourceFlavor") and "topologyName" in r.args["object"]["spec"]
+    }
     assert tas == {"resourceflavor-cluster-h100"}
-    assert options["resourceflavor-cluster-h100"] == (("spec.nodeLabels", "spec.tolerations", "spec.topologyName"), True)
+    assert options["resourceflavor-cluster-h100"] == (
+        ("spec.nodeLabels", "spec.tolerations", "spec.topologyName"),
+        True,
+    )
     assert options["topology-cluster-aws-network"] == (("spec.levels",), True)
     assert all(options[i] == ((), False) for i in options if i not in tas and not i.startswith("topology-"))
     # What synth records through Pulumi's resource options (inventory.json's replaceOnChanges / deleteBeforeReplace).
-    recorded = {r.name: (r.replace_on_changes, r.delete_before_replace) for r in record(build_plan(fleet, "dev")) if r.name in options}
+    recorded = {
+        r.name: (r.replace_on_changes, r.delete_before_replace)
+        for r in record(build_plan(fleet, "dev"))
+        if r.name in options
+    }
     assert recorded == options
 
 
@@ -474,6 +625,11 @@ def test_pods_ready_timeout_defaults_to_the_slowest_cold_start() -> None:
     assert fleet.admission.pods_ready_timeout_seconds is None
     # h100: boot and join 180 s + one 300 s image pull + operands 180 s = 660 s; x1.5 = 990 s -> 17 minutes. Its warm
     # pool does not help: instance-store RAID0 loses the images at every stop. notebooks: warm resume 60 s + 180 s.
-    assert {g.name: cold_start.group_seconds(fleet, g) for g in fleet.node_groups} == {"h100": 660, "l40s": 660, "a100-mig": 660, "notebooks": 240}
+    assert {g.name: cold_start.group_seconds(fleet, g) for g in fleet.node_groups} == {
+        "h100": 660,
+        "l40s": 660,
+        "a100-mig": 660,
+        "notebooks": 240,
+    }
     assert cold_start.default_timeout_seconds(fleet) == (1020, "h100")
     assert kueue.controller_configuration(fleet)["waitForPodsReady"]["timeout"] == "1020s"

@@ -13,8 +13,9 @@ seconds) that synth itself no longer imports.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pulumi
 import pytest
@@ -51,7 +52,10 @@ def shapes() -> list[Resource]:
             for stage in build_plan(fleet.environments[env], env).included():
                 for res in stage.content.resources:
                     names = frozenset(res.args.get("object", res.args))
-                    seen.setdefault((res.type, names), Resource(id=f"r{len(seen)}", type=res.type, args=as_recorded(res.args), lookup=res.lookup))
+                    seen.setdefault(
+                        (res.type, names),
+                        Resource(id=f"r{len(seen)}", type=res.type, args=as_recorded(res.args), lookup=res.lookup),
+                    )
     return list(seen.values())
 
 
@@ -74,7 +78,10 @@ def typed(res: Resource) -> bool:
     """Register `res` through its typed class (the oracle); False if the SDK has none for it."""
     if res.lookup:
         package, module, name = res.type.split(":")
-        invoke = getattr(importlib.import_module(f"pulumi_{package}.{module.split('/')[0]}"), factory.camel_to_snake(name) + "_output")
+        invoke = getattr(
+            importlib.import_module(f"pulumi_{package}.{module.split('/')[0]}"),
+            factory.camel_to_snake(name) + "_output",
+        )
         invoke(**snake(dict(res.args)), opts=pulumi.InvokeOutputOptions())
         return True
     if "object" not in res.args:
@@ -104,7 +111,9 @@ class Echo(pulumi_mocks.Mocks):
         return {}
 
 
-def requests(monkeypatch: pytest.MonkeyPatch, register: Callable[[Resource], bool], resources: list[Resource]) -> dict[str, dict[str, Any]]:
+def requests(
+    monkeypatch: pytest.MonkeyPatch, register: Callable[[Resource], bool], resources: list[Resource]
+) -> dict[str, dict[str, Any]]:
     """Resource name (or invoke token) -> its request as the engine would receive it, without the caller's position."""
     seen: dict[str, dict[str, Any]] = {}
 
@@ -127,7 +136,6 @@ def requests(monkeypatch: pytest.MonkeyPatch, register: Callable[[Resource], boo
     with monkeypatch.context() as patch:
         patch.setattr(pulumi_mocks.MockMonitor, "RegisterResource", on_register)
         patch.setattr(pulumi_mocks.MockMonitor, "Invoke", on_invoke)
-
 
         def program() -> None:
             for r in resources:
@@ -152,4 +160,3 @@ def test_every_request_equals_the_typed_classes(monkeypatch: pytest.MonkeyPatch)
     # (WorkloadPriorityClass has a top-level `value`), for which the SDK has no class.
     uncompared = {r.type for r in resources} - {r.type for r in resources if r.id in expected or r.type in expected}
     assert uncompared <= {"kubernetes:kueue.x-k8s.io/v1beta2:WorkloadPriorityClass"}, uncompared
-

@@ -5,8 +5,9 @@ around synth and every program run under mocks). The engine must be asked for th
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pulumi
 import pytest
@@ -34,7 +35,9 @@ def default_collector() -> Iterator[None]:
     gc.set_threshold(*suite)
 
 
-def test_each_stage_asks_for_the_previous_readiness_and_no_cycle_walk_crosses_one(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_stage_asks_for_the_previous_readiness_and_no_cycle_walk_crosses_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     plan = build_plan(load_fleet(str(ROOT / "fleet.yaml"), "prod").environments["prod"], "prod")
     dependencies = dependencies_asked(monkeypatch)  # resource name -> the names its request depends on
     registry: Registry = {}
@@ -66,7 +69,11 @@ def test_collections_are_rare_while_a_program_runs_and_restored_after() -> None:
         raise ValueError("the program failed")
 
     with pytest.raises(ValueError, match="the program failed"):
-        run_under_mocks(RecordingMocks(build_plan(load_fleet(str(ROOT / "fleet.yaml"), "dev").environments["dev"], "dev")), failing, "dev")
+        run_under_mocks(
+            RecordingMocks(build_plan(load_fleet(str(ROOT / "fleet.yaml"), "dev").environments["dev"], "dev")),
+            failing,
+            "dev",
+        )
     assert seen == [THRESHOLDS] and before == (700, 10, 10)
     assert gc.get_threshold() == before
 

@@ -33,9 +33,15 @@ def test_spec_price_wins_then_table_with_source() -> None:
 def test_estimate_rows_min_max_and_warm_pools() -> None:
     lines, warnings = estimate_notes(INSTALL)
     assert warnings == []
-    rows = {line.split(" | ")[0].lstrip("| "): line for line in lines if line.startswith("| a100") or line.startswith("| l4")}
+    rows = {
+        line.split(" | ")[0].lstrip("| "): line
+        for line in lines
+        if line.startswith("| a100") or line.startswith("| l4")
+    }
     # a100: 8 GPUs x 2.75 = 22/h; x730: 16,060 at min 1, 192,720 at max 12; a Running warm pool of 1 costs the full rate.
-    assert rows["a100"] == "| a100 | p4d.24xlarge | 8 | 2.75 (spec) | 22.00 | $16,060 | $192,720 | $16,060 (1 Running) |"
+    assert (
+        rows["a100"] == "| a100 | p4d.24xlarge | 8 | 2.75 (spec) | 22.00 | $16,060 | $192,720 | $16,060 (1 Running) |"
+    )
     # l4: Stopped warm pool of 2 costs only its volumes: 2 x 300 GiB x 0.08.
     assert rows["l4"].endswith("| $6,718 | $20,155 | $48.00 (2 Stopped) |")
     assert lines[-1] == "Fleet: $38,886 per month at minSize (warm pools included), $228,983 at maxSize."
@@ -48,5 +54,8 @@ def test_a_reservation_is_billed_at_every_size() -> None:
     lines, _ = estimate_notes(fleet)
     (row,) = [line for line in lines if line.startswith("| a100 ")]
     assert row.endswith("| 21.96 | $64,123 (4 reserved) | $64,123 (4 reserved) | - |")
-    assert any(line.startswith("An On-Demand Capacity Reservation is billed at the on-demand rate for every reserved instance") for line in lines)
+    assert any(
+        line.startswith("An On-Demand Capacity Reservation is billed at the on-demand rate for every reserved instance")
+        for line in lines
+    )
     assert pricing.billed_nodes(6, 4) == 6 and pricing.billed_nodes(0, 4) == 4

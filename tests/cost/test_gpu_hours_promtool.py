@@ -39,12 +39,19 @@ def groups() -> list[dict[str, Any]]:
 def _dcgm_sm_active() -> list[dict[str, str]]:
     out = [dcgm("DCGM_FI_PROF_SM_ACTIVE", "h1", gpu, "_x20 0.9x5 stale", pod=("vision", "train")) for gpu in range(8)]
     out += [dcgm("DCGM_FI_PROF_SM_ACTIVE", "nb1", 0, f"0{WHOLE}", pod=pod, vgpu=str(i)) for i, pod in enumerate(SHARED)]
-    out += [dcgm("DCGM_FI_PROF_SM_ACTIVE", "m1", 0, f"{0.5 if i == 0 else 0}{WHOLE}", pod=pod, mig=("1g.5gb", 7 + i)) for i, pod in enumerate(MIG)]
+    out += [
+        dcgm("DCGM_FI_PROF_SM_ACTIVE", "m1", 0, f"{0.5 if i == 0 else 0}{WHOLE}", pod=pod, mig=("1g.5gb", 7 + i))
+        for i, pod in enumerate(MIG)
+    ]
     return out
 
 
 def _inputs() -> list[dict[str, str]]:
-    inputs = ksm_node("h1", "h100", 8, WHOLE) + ksm_node("nb1", "notebooks", 4, WHOLE) + ksm_node("m1", "a100-mig", 56, WHOLE)
+    inputs = (
+        ksm_node("h1", "h100", 8, WHOLE)
+        + ksm_node("nb1", "notebooks", 4, WHOLE)
+        + ksm_node("m1", "a100-mig", 56, WHOLE)
+    )
     inputs += ksm_pod("vision", "train", "h1", 8, TRAIN)
     for ns, pod in SHARED:
         inputs += ksm_pod(ns, pod, "nb1", 1, f"N{WHOLE}")
@@ -57,9 +64,15 @@ def _labels(labels: dict[str, str]) -> str:
     return "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
 
 
-def _expect(expr: str, at: str, samples: list[tuple[dict[str, str], float]], *, name: str | None = None) -> dict[str, Any]:
+def _expect(
+    expr: str, at: str, samples: list[tuple[dict[str, str], float]], *, name: str | None = None
+) -> dict[str, Any]:
     prefix = expr if name is None else name
-    return {"expr": expr, "eval_time": at, "exp_samples": [{"labels": prefix + _labels(labels), "value": value} for labels, value in samples]}
+    return {
+        "expr": expr,
+        "eval_time": at,
+        "exp_samples": [{"labels": prefix + _labels(labels), "value": value} for labels, value in samples],
+    }
 
 
 def _ng(**labels: str) -> dict[str, str]:
@@ -75,12 +88,26 @@ TELEMETRY_AT_22: dict[str, list[tuple[dict[str, str], float]]] = {
         (_ng(node_group="l40s", resource=GPU), 1),
         (_ng(node_group="notebooks", resource=GPU), 4),
     ],
-    "gpufleet:node_group:info": [(_ng(node="h1", node_group="h100"), 1), (_ng(node="nb1", node_group="notebooks"), 1), (_ng(node="m1", node_group="a100-mig"), 1)],
-    "gpufleet:node_gpus_allocatable:sum": [(_ng(node="h1", node_group="h100"), 8), (_ng(node="nb1", node_group="notebooks"), 4), (_ng(node="m1", node_group="a100-mig"), 56)],
-    "gpufleet:pod_gpus_requested:sum": [(_ng(namespace="vision", pod="train", node="h1", resource=GPU), 8)]
-    + [(_ng(namespace=ns, pod=pod, node="nb1", resource=GPU), 1) for ns, pod in SHARED]
-    + [(_ng(namespace=ns, pod=pod, node="m1", resource=GPU), 1) for ns, pod in MIG],
-    "gpufleet:node_gpus_allocated:sum": [(_ng(node="h1", node_group="h100"), 8), (_ng(node="nb1", node_group="notebooks"), 4), (_ng(node="m1", node_group="a100-mig"), 7)],
+    "gpufleet:node_group:info": [
+        (_ng(node="h1", node_group="h100"), 1),
+        (_ng(node="nb1", node_group="notebooks"), 1),
+        (_ng(node="m1", node_group="a100-mig"), 1),
+    ],
+    "gpufleet:node_gpus_allocatable:sum": [
+        (_ng(node="h1", node_group="h100"), 8),
+        (_ng(node="nb1", node_group="notebooks"), 4),
+        (_ng(node="m1", node_group="a100-mig"), 56),
+    ],
+    "gpufleet:pod_gpus_requested:sum": (
+        [(_ng(namespace="vision", pod="train", node="h1", resource=GPU), 8)]
+        + [(_ng(namespace=ns, pod=pod, node="nb1", resource=GPU), 1) for ns, pod in SHARED]
+        + [(_ng(namespace=ns, pod=pod, node="m1", resource=GPU), 1) for ns, pod in MIG]
+    ),
+    "gpufleet:node_gpus_allocated:sum": [
+        (_ng(node="h1", node_group="h100"), 8),
+        (_ng(node="nb1", node_group="notebooks"), 4),
+        (_ng(node="m1", node_group="a100-mig"), 7),
+    ],
     # Physical GPUs: 4 replicas of one A10G, 7 slices of one A100.
     "namespace_node_group:gpufleet_gpus_allocated:sum": [
         (_ng(namespace="vision", node_group="h100"), 8),
@@ -88,14 +115,42 @@ TELEMETRY_AT_22: dict[str, list[tuple[dict[str, str], float]]] = {
         (_ng(namespace="speech", node_group="notebooks"), 0.25),
         (_ng(namespace="speech", node_group="a100-mig"), 1),
     ],
-    "gpufleet:node_gpus_free:sum": [(_ng(node="h1", node_group="h100"), 0), (_ng(node="nb1", node_group="notebooks"), 0), (_ng(node="m1", node_group="a100-mig"), 49)],
-    "node_group:gpufleet_gpus_allocatable:sum": [(_ng(node_group="h100"), 8), (_ng(node_group="notebooks"), 4), (_ng(node_group="a100-mig"), 56)],
-    "node_group:gpufleet_gpus_allocated:sum": [(_ng(node_group="h100"), 8), (_ng(node_group="notebooks"), 4), (_ng(node_group="a100-mig"), 7)],
-    "node_group:gpufleet_gpus_free:sum": [(_ng(node_group="h100"), 0), (_ng(node_group="notebooks"), 0), (_ng(node_group="a100-mig"), 49)],
-    "node_group:gpufleet_largest_free_block:max": [(_ng(node_group="h100"), 0), (_ng(node_group="notebooks"), 0), (_ng(node_group="a100-mig"), 49)],
-    "node_group:gpufleet_gpus_per_node:max": [(_ng(node_group="h100"), 8), (_ng(node_group="notebooks"), 4), (_ng(node_group="a100-mig"), 56)],
+    "gpufleet:node_gpus_free:sum": [
+        (_ng(node="h1", node_group="h100"), 0),
+        (_ng(node="nb1", node_group="notebooks"), 0),
+        (_ng(node="m1", node_group="a100-mig"), 49),
+    ],
+    "node_group:gpufleet_gpus_allocatable:sum": [
+        (_ng(node_group="h100"), 8),
+        (_ng(node_group="notebooks"), 4),
+        (_ng(node_group="a100-mig"), 56),
+    ],
+    "node_group:gpufleet_gpus_allocated:sum": [
+        (_ng(node_group="h100"), 8),
+        (_ng(node_group="notebooks"), 4),
+        (_ng(node_group="a100-mig"), 7),
+    ],
+    "node_group:gpufleet_gpus_free:sum": [
+        (_ng(node_group="h100"), 0),
+        (_ng(node_group="notebooks"), 0),
+        (_ng(node_group="a100-mig"), 49),
+    ],
+    "node_group:gpufleet_largest_free_block:max": [
+        (_ng(node_group="h100"), 0),
+        (_ng(node_group="notebooks"), 0),
+        (_ng(node_group="a100-mig"), 49),
+    ],
+    "node_group:gpufleet_gpus_per_node:max": [
+        (_ng(node_group="h100"), 8),
+        (_ng(node_group="notebooks"), 4),
+        (_ng(node_group="a100-mig"), 56),
+    ],
     # A shared GPU counts once, however many pods hold a copy of its series.
-    "node_group:gpufleet_gpus_busy:sum": [(_ng(node_group="h100"), 8), (_ng(node_group="notebooks"), 0), (_ng(node_group="a100-mig"), 1)],
+    "node_group:gpufleet_gpus_busy:sum": [
+        (_ng(node_group="h100"), 8),
+        (_ng(node_group="notebooks"), 0),
+        (_ng(node_group="a100-mig"), 1),
+    ],
     # The idle shared A10G is split between the four pods holding it: 3/4 to vision, 1/4 to speech.
     "namespace_node_group:gpufleet_gpus_idle:sum": [
         (_ng(namespace="vision", node_group="h100"), 0),
@@ -103,7 +158,11 @@ TELEMETRY_AT_22: dict[str, list[tuple[dict[str, str], float]]] = {
         (_ng(namespace="speech", node_group="notebooks"), 0.25),
         (_ng(namespace="speech", node_group="a100-mig"), IDLE_MIG),
     ],
-    "node_group:gpufleet_gpus_allocated_idle:sum": [(_ng(node_group="h100"), 0), (_ng(node_group="notebooks"), 1), (_ng(node_group="a100-mig"), IDLE_MIG)],
+    "node_group:gpufleet_gpus_allocated_idle:sum": [
+        (_ng(node_group="h100"), 0),
+        (_ng(node_group="notebooks"), 1),
+        (_ng(node_group="a100-mig"), IDLE_MIG),
+    ],
     "namespace:gpufleet_gpus_allocated:sum": [(_ng(namespace="vision"), 8.75), (_ng(namespace="speech"), 1.25)],
     "namespace:gpufleet_gpus_idle:sum": [(_ng(namespace="vision"), 0.75), (_ng(namespace="speech"), 0.25 + IDLE_MIG)],
 }
@@ -122,15 +181,25 @@ def _cost(hours: dict[str, float]) -> float:
 COST_AT_70: dict[str, list[tuple[dict[str, str], float]]] = {
     "gpufleet:gpu_hour_price_usd": [(_ng(node_group=g), p) for g, p in PRICE.items()],
     "gpufleet:team_namespace:info": [(_ng(namespace=t, team=t), 1) for t in ("language", "speech", "vision")],
-    "namespace_node_group:gpufleet_gpu_hours_allocated:1h": [(_ng(namespace="vision", node_group=g), h) for g, h in VISION_ALLOCATED.items()]
-    + [(_ng(namespace="speech", node_group=g), h) for g, h in SPEECH_ALLOCATED.items()],
-    "namespace_node_group:gpufleet_gpu_hours_idle:1h": [(_ng(namespace="vision", node_group=g), h) for g, h in VISION_IDLE.items()]
-    + [(_ng(namespace="speech", node_group=g), h) for g, h in SPEECH_IDLE.items()],
+    "namespace_node_group:gpufleet_gpu_hours_allocated:1h": (
+        [(_ng(namespace="vision", node_group=g), h) for g, h in VISION_ALLOCATED.items()]
+        + [(_ng(namespace="speech", node_group=g), h) for g, h in SPEECH_ALLOCATED.items()]
+    ),
+    "namespace_node_group:gpufleet_gpu_hours_idle:1h": (
+        [(_ng(namespace="vision", node_group=g), h) for g, h in VISION_IDLE.items()]
+        + [(_ng(namespace="speech", node_group=g), h) for g, h in SPEECH_IDLE.items()]
+    ),
 }
 for _kind, _vision, _speech in (("allocated", VISION_ALLOCATED, SPEECH_ALLOCATED), ("idle", VISION_IDLE, SPEECH_IDLE)):
     for _level in ("namespace", "team"):
-        COST_AT_70[f"{_level}:gpufleet_gpu_hours_{_kind}:1h"] = [(_ng(**{_level: "vision"}), sum(_vision.values())), (_ng(**{_level: "speech"}), sum(_speech.values()))]
-        COST_AT_70[f"{_level}:gpufleet_gpu_cost_{_kind}_usd:1h"] = [(_ng(**{_level: "vision"}), _cost(_vision)), (_ng(**{_level: "speech"}), _cost(_speech))]
+        COST_AT_70[f"{_level}:gpufleet_gpu_hours_{_kind}:1h"] = [
+            (_ng(**{_level: "vision"}), sum(_vision.values())),
+            (_ng(**{_level: "speech"}), sum(_speech.values())),
+        ]
+        COST_AT_70[f"{_level}:gpufleet_gpu_cost_{_kind}_usd:1h"] = [
+            (_ng(**{_level: "vision"}), _cost(_vision)),
+            (_ng(**{_level: "speech"}), _cost(_speech)),
+        ]
 
 
 def _sm_active_expected() -> list[tuple[dict[str, str], float]]:
@@ -159,24 +228,56 @@ def test_every_recording_rule_on_exporter_shaped_series(tmp_path: Path, groups: 
 
 
 def test_issue_figures_before_and_after(tmp_path: Path, groups: list[dict[str, Any]]) -> None:
-    requested = "sum by (namespace) (gpufleet:pod_gpus_requested:sum{{node=\"{node}\"}})"
+    requested = 'sum by (namespace) (gpufleet:pod_gpus_requested:sum{{node="{node}"}})'
     tests = [
         # Before: the hourly average of the GPUs a namespace holds, over the samples that exist: 8 GPU-hours.
-        _expect('avg_over_time(namespace_node_group:gpufleet_gpus_allocated:sum{node_group="h100"}[1h])', "70m", [(_ng(namespace="vision", node_group="h100"), 8)], name=""),
-        _expect('namespace_node_group:gpufleet_gpu_hours_allocated:1h{node_group="h100"}', "70m", [(_ng(namespace="vision", node_group="h100"), 0.8)], name="namespace_node_group:gpufleet_gpu_hours_allocated:1h"),
-        # Before: price per physical GPU times requested devices: 7 slices x $4.10, 4 replicas x $1.01.
-        _expect(requested.format(node="m1") + ' * on () group_left () gpufleet:gpu_hour_price_usd{node_group="a100-mig"}', "70m", [(_ng(namespace="speech"), 7 * 4.10)], name=""),
         _expect(
-            'sum(namespace_node_group:gpufleet_gpu_hours_allocated:1h{node_group="a100-mig"} * on (node_group) group_left () gpufleet:gpu_hour_price_usd)',
+            'avg_over_time(namespace_node_group:gpufleet_gpus_allocated:sum{node_group="h100"}[1h])',
+            "70m",
+            [(_ng(namespace="vision", node_group="h100"), 8)],
+            name="",
+        ),
+        _expect(
+            'namespace_node_group:gpufleet_gpu_hours_allocated:1h{node_group="h100"}',
+            "70m",
+            [(_ng(namespace="vision", node_group="h100"), 0.8)],
+            name="namespace_node_group:gpufleet_gpu_hours_allocated:1h",
+        ),
+        # Before: price per physical GPU times requested devices: 7 slices x $4.10, 4 replicas x $1.01.
+        _expect(
+            requested.format(node="m1") + ' * on () group_left () gpufleet:gpu_hour_price_usd{node_group="a100-mig"}',
+            "70m",
+            [(_ng(namespace="speech"), 7 * 4.10)],
+            name="",
+        ),
+        _expect(
+            'sum(namespace_node_group:gpufleet_gpu_hours_allocated:1h{node_group="a100-mig"} * on (node_group)'
+            " group_left () gpufleet:gpu_hour_price_usd)",
             "70m",
             [({}, 4.10)],
             name="",
         ),
-        _expect("sum(" + requested.format(node="nb1") + ') * 1.01', "70m", [({}, 4 * 1.01)], name=""),
-        _expect('sum(namespace_node_group:gpufleet_gpu_hours_allocated:1h{node_group="notebooks"} * on (node_group) group_left () gpufleet:gpu_hour_price_usd)', "70m", [({}, 1.01)], name=""),
+        _expect("sum(" + requested.format(node="nb1") + ") * 1.01", "70m", [({}, 4 * 1.01)], name=""),
+        _expect(
+            'sum(namespace_node_group:gpufleet_gpu_hours_allocated:1h{node_group="notebooks"} * on (node_group)'
+            " group_left () gpufleet:gpu_hour_price_usd)",
+            "70m",
+            [({}, 1.01)],
+            name="",
+        ),
         # A namespace that stopped: its hours fall out of the hourly window, then its series goes.
-        _expect('namespace_node_group:gpufleet_gpu_hours_allocated:1h{node_group="h100"}', "85m", [], name="namespace_node_group:gpufleet_gpu_hours_allocated:1h"),
-        _expect('namespace:gpufleet_gpus_allocated:sum{namespace="vision"}', "60m", [(_ng(namespace="vision"), 0.75)], name="namespace:gpufleet_gpus_allocated:sum"),
+        _expect(
+            'namespace_node_group:gpufleet_gpu_hours_allocated:1h{node_group="h100"}',
+            "85m",
+            [],
+            name="namespace_node_group:gpufleet_gpu_hours_allocated:1h",
+        ),
+        _expect(
+            'namespace:gpufleet_gpus_allocated:sum{namespace="vision"}',
+            "60m",
+            [(_ng(namespace="vision"), 0.75)],
+            name="namespace:gpufleet_gpus_allocated:sum",
+        ),
     ]
     run_rule_tests(tmp_path, groups, [{"interval": "1m", "input_series": _inputs(), "promql_expr_test": tests}])
 
@@ -194,14 +295,30 @@ def test_a_mixed_mig_layout_counts_each_slice_as_its_share(tmp_path: Path) -> No
     for ns, pod in MIG:
         inputs += ksm_pod(ns, pod, "m1", 1, f"N{WHOLE}", resource="nvidia_com_mig_1g_5gb")
     inputs += ksm_pod("speech", "big", "m1", 1, f"N{WHOLE}", resource="nvidia_com_mig_3g_20gb")
-    inputs += [dcgm("DCGM_FI_PROF_SM_ACTIVE", "m1", 0, f"{0.5 if i == 0 else 0}{WHOLE}", pod=pod, mig=("1g.5gb", 7 + i)) for i, pod in enumerate(MIG)]
+    inputs += [
+        dcgm("DCGM_FI_PROF_SM_ACTIVE", "m1", 0, f"{0.5 if i == 0 else 0}{WHOLE}", pod=pod, mig=("1g.5gb", 7 + i))
+        for i, pod in enumerate(MIG)
+    ]
     inputs.append(dcgm("DCGM_FI_PROF_SM_ACTIVE", "m1", 4, f"0{WHOLE}", pod=("speech", "big"), mig=("3g.20gb", 1)))
     tests = [
-        _expect('gpufleet:devices_per_gpu{node_group="a100-mig"}', "22m", [
-            (_ng(node_group="a100-mig", resource="nvidia_com_mig_1g_5gb", GPU_I_PROFILE="1g.5gb"), 7),
-            (_ng(node_group="a100-mig", resource="nvidia_com_mig_3g_20gb", GPU_I_PROFILE="3g.20gb"), 2),
-        ], name="gpufleet:devices_per_gpu"),
-        _expect("namespace_node_group:gpufleet_gpus_allocated:sum", "22m", [(_ng(namespace="speech", node_group="a100-mig"), 1.5)]),
-        _expect("namespace_node_group:gpufleet_gpus_idle:sum", "22m", [(_ng(namespace="speech", node_group="a100-mig"), 6 / 7 + 0.5)]),
+        _expect(
+            'gpufleet:devices_per_gpu{node_group="a100-mig"}',
+            "22m",
+            [
+                (_ng(node_group="a100-mig", resource="nvidia_com_mig_1g_5gb", GPU_I_PROFILE="1g.5gb"), 7),
+                (_ng(node_group="a100-mig", resource="nvidia_com_mig_3g_20gb", GPU_I_PROFILE="3g.20gb"), 2),
+            ],
+            name="gpufleet:devices_per_gpu",
+        ),
+        _expect(
+            "namespace_node_group:gpufleet_gpus_allocated:sum",
+            "22m",
+            [(_ng(namespace="speech", node_group="a100-mig"), 1.5)],
+        ),
+        _expect(
+            "namespace_node_group:gpufleet_gpus_idle:sum",
+            "22m",
+            [(_ng(namespace="speech", node_group="a100-mig"), 6 / 7 + 0.5)],
+        ),
     ]
     run_rule_tests(tmp_path, groups, [{"interval": "1m", "input_series": inputs, "promql_expr_test": tests}])

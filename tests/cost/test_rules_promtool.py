@@ -23,14 +23,47 @@ def test_allocated_and_idle_gpu_hours_and_cost_by_team(tmp_path: Path) -> None:
     m = "x200"
     inputs = [
         series("kube_node_labels", {"node": "n1", "label_gpufleet_io_node_group": "a100"}, f"1{m}"),
-        series("kube_node_status_allocatable", {"node": "n1", "resource": "nvidia_com_gpu", "unit": "integer"}, f"8{m}"),
+        series(
+            "kube_node_status_allocatable", {"node": "n1", "resource": "nvidia_com_gpu", "unit": "integer"}, f"8{m}"
+        ),
         series("kube_node_status_condition", {"node": "n1", "condition": "Ready", "status": "true"}, f"1{m}"),
         series("kube_node_spec_unschedulable", {"node": "n1"}, f"0{m}"),
         # research holds 2 GPUs for the whole window; one of them idles.
-        series("kube_pod_container_resource_requests", {"namespace": "research", "pod": "train", "container": "main", "node": "n1", "resource": "nvidia_com_gpu", "unit": "integer"}, f"2{m}"),
+        series(
+            "kube_pod_container_resource_requests",
+            {
+                "namespace": "research",
+                "pod": "train",
+                "container": "main",
+                "node": "n1",
+                "resource": "nvidia_com_gpu",
+                "unit": "integer",
+            },
+            f"2{m}",
+        ),
         series("kube_pod_status_phase", {"namespace": "research", "pod": "train", "phase": "Running"}, f"1{m}"),
-        series("DCGM_FI_PROF_SM_ACTIVE", {"node": "n1", "gpu": "0", "namespace": "gpu-operator", "exported_namespace": "research", "exported_pod": "train"}, f"0.7{m}"),
-        series("DCGM_FI_PROF_SM_ACTIVE", {"node": "n1", "gpu": "1", "namespace": "gpu-operator", "exported_namespace": "research", "exported_pod": "train"}, f"0{m}"),
+        series(
+            "DCGM_FI_PROF_SM_ACTIVE",
+            {
+                "node": "n1",
+                "gpu": "0",
+                "namespace": "gpu-operator",
+                "exported_namespace": "research",
+                "exported_pod": "train",
+            },
+            f"0.7{m}",
+        ),
+        series(
+            "DCGM_FI_PROF_SM_ACTIVE",
+            {
+                "node": "n1",
+                "gpu": "1",
+                "namespace": "gpu-operator",
+                "exported_namespace": "research",
+                "exported_pod": "train",
+            },
+            f"0{m}",
+        ),
     ]
 
     def sample(expr: str, labels: str, value: float) -> dict[str, Any]:

@@ -33,9 +33,11 @@ def test_cloudwatch_glued_timestamps_make_no_phantom_host() -> None:
 
 
 def test_lines_without_host_prefix_are_nccl_output() -> None:
-    text = ("[1] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so).\n"
-            "NCCL INFO Using network Socket\n"
-            "transport/nvls.cc:165 NCCL WARN Cuda failure 'invalid argument'\n")
+    text = (
+        "[1] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so).\n"
+        "NCCL INFO Using network Socket\n"
+        "transport/nvls.cc:165 NCCL WARN Cuda failure 'invalid argument'\n"
+    )
     p = parse_nccl(text).processes[("", 0)]
     assert p.plugin_missing and p.network == "Socket"
     assert p.warnings == ["transport/nvls.cc:165 Cuda failure 'invalid argument'"]
@@ -63,7 +65,9 @@ def test_pre_2_12_ring_lines_are_channels() -> None:
 def test_every_warn_is_evidence_and_benign_ones_are_not() -> None:
     warn = "h:1:2 [0] graph/search.cc:765 NCCL WARN Could not find a path for pattern 4, falling back to simple order\n"
     assert checks(warn) == []
-    err = "h:1:2 [0] transport/net_ib.cc:1296 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<4711> with status=12\n"
+    err = (
+        "h:1:2 [0] transport/net_ib.cc:1296 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<4711> with status=12\n"
+    )
     assert checks(err) == [("critical", "nccl.error")]
     [f] = diagnose({"j.log": err}, {})
     assert "ib_write_bw" in f.fix
@@ -81,10 +85,13 @@ def test_any_nvls_warning_points_at_the_fabric_manager() -> None:
     # NCCL prints an NVLS multicast bind failure as "CUDA error 401", not "Cuda failure" (held-out, p5en).
     bind = (HELDOUT / "agentic-harness-173-p5en-nvls-bind-401.log").read_text()
     [f] = diagnose({"j.log": bind}, {})
-    assert (f.check, f.what) == ("nccl.fabric-manager", "NCCL failed in NVLink SHARP setup: transport/nvls.cc:287 "
-                                 "Failed to bind NVLink SHARP (NVLS) Multicast memory")
+    assert (f.check, f.what) == (
+        "nccl.fabric-manager",
+        "NCCL failed in NVLink SHARP setup: transport/nvls.cc:287 Failed to bind NVLink SHARP (NVLS) Multicast memory",
+    )
     assert checks("h:1:2 [0] transport/net_ib.cc:1296 NCCL WARN NET/IB : Got completion with status=12\n") == [
-        ("critical", "nccl.error")]
+        ("critical", "nccl.error")
+    ]
 
 
 def test_a_static_topology_file_error_names_the_plugin_upgrade() -> None:
@@ -127,13 +134,18 @@ def test_a_pod_with_fewer_efa_devices_than_its_gpus_need() -> None:
     # aws-ofi-nccl platform-aws.cpp / nccl_ofi_net.cpp lines of one full-node pod on p5.48xlarge (32 EFA interfaces).
     def pod(nics: int, local: int) -> str:
         return "".join(
-            f"w0:{40 + r}:41 [{r}] NCCL INFO NET/OFI Running on p5.48xlarge platform, Setting NCCL_TOPO_FILE\n"
-            f"w0:{40 + r}:41 [{r}] NCCL INFO NET/OFI Selected provider is efa, fabric is efa-direct (found {nics} nics)\n"
-            f"w0:{40 + r}:41 [{r}] NCCL INFO comm 0x1 rank {r} nRanks 16 nNodes 2 localRanks {local} localRank {r} MNNVL 0\n"
-            for r in range(local))
+            f"w0:{40 + r}:41 [{r}] NCCL INFO NET/OFI Running on p5.48xlarge platform, Setting"
+            f" NCCL_TOPO_FILE\nw0:{40 + r}:41 [{r}] NCCL INFO NET/OFI Selected provider is efa, fabric is efa-direct"
+            f" (found {nics} nics)\nw0:{40 + r}:41 [{r}] NCCL INFO comm 0x1 rank {r} nRanks 16 nNodes 2 localRanks"
+            f" {local} localRank {r} MNNVL 0\n"
+            for r in range(local)
+        )
+
     found = diagnose({"j.log": pod(4, 8)}, {})
     assert [(f.severity, f.check) for f in found] == [("warning", "nccl.efa-devices")]
-    assert found[0].what.startswith("aws-ofi-nccl found 4 EFA device(s) on p5.48xlarge, which has 32: these ranks need 32")
+    assert found[0].what.startswith(
+        "aws-ofi-nccl found 4 EFA device(s) on p5.48xlarge, which has 32: these ranks need 32"
+    )
     assert "vpc.amazonaws.com/efa: 32" in found[0].fix
     assert checks(pod(32, 8)) == [] and checks(pod(4, 1)) == []  # all of them; a 1-GPU pod's share is 4
     assert checks((REAL / "aws-ofi-nccl-889-cloudwatch-p4d-efa-selected.log").read_text()) == []  # p4d: 4 of 4
@@ -144,15 +156,21 @@ def test_one_gpu_pods_on_an_eight_gpu_instance() -> None:
     lines = []
     for rank in range(4):
         h = f"trainer-{rank}:40:41 [0] NCCL INFO"
-        lines += [f"{h} NET/OFI Running on p4d.24xlarge platform, Setting NCCL_TOPO_FILE environment variable to "
-                  "/opt/amazon/ofi-nccl/share/aws-ofi-nccl/xml/p4d-24xl-topo.xml",
-                  f"{h} comm 0x55d0 rank {rank} nRanks 4 nNodes 4 localRanks 1 localRank 0 MNNVL 0",
-                  f"{h} NCCL_SOCKET_IFNAME set by environment to eth0"]
+        lines += [
+            (
+                f"{h} NET/OFI Running on p4d.24xlarge platform, Setting NCCL_TOPO_FILE environment variable to "
+                "/opt/amazon/ofi-nccl/share/aws-ofi-nccl/xml/p4d-24xl-topo.xml"
+            ),
+            f"{h} comm 0x55d0 rank {rank} nRanks 4 nNodes 4 localRanks 1 localRank 0 MNNVL 0",
+            f"{h} NCCL_SOCKET_IFNAME set by environment to eth0",
+        ]
     found = diagnose({"j.log": "\n".join(lines) + "\n"}, {})
     assert [(f.severity, f.check) for f in found] == [("warning", "nccl.one-gpu-per-pod")]
     assert found[0].what.startswith("4 ranks on 4 nodes with 1 GPU each, on p4d.24xlarge instances with 8 GPUs")
     assert "nvidia.com/gpu: 8" in found[0].fix
-    eight = "\n".join(line.replace("nRanks 4 nNodes 4 localRanks 1", "nRanks 8 nNodes 1 localRanks 8") for line in lines)
+    eight = "\n".join(
+        line.replace("nRanks 4 nNodes 4 localRanks 1", "nRanks 8 nNodes 1 localRanks 8") for line in lines
+    )
     assert checks(eight + "\n") == []
 
 
@@ -161,14 +179,20 @@ def test_one_gpu_pods_on_an_eight_gpu_instance() -> None:
 
 def zero_allocatable(age: str) -> str:
     alloc = HEALTHY.index("Allocatable:")
-    text = HEALTHY[:alloc] + HEALTHY[alloc:].replace("  nvidia.com/gpu:         8\n", "  nvidia.com/gpu:         0\n", 1)
-    plugin = "nvidia-device-plugin-daemonset-m5t2r             0 (0%)        0 (0%)      0 (0%)           0 (0%)         "
+    text = HEALTHY[:alloc] + HEALTHY[alloc:].replace(
+        "  nvidia.com/gpu:         8\n", "  nvidia.com/gpu:         0\n", 1
+    )
+    plugin = (
+        "nvidia-device-plugin-daemonset-m5t2r             0 (0%)        0 (0%)      0 (0%)           0 (0%)         "
+    )
     return text.replace(plugin + "2d3h", plugin + age)
 
 
 def test_a_device_plugin_restarted_seconds_ago_is_not_a_dead_node() -> None:
-    assert "nvidia-device-plugin-daemonset-m5t2r             0 (0%)        0 (0%)      0 (0%)           0 (0%)         2d3h" \
-        in HEALTHY
+    assert (
+        "nvidia-device-plugin-daemonset-m5t2r             0 (0%)        0 (0%)      0 (0%)           0 (0%)        "
+        " 2d3h" in HEALTHY
+    )
     assert checks(node=zero_allocatable("12s")) == [("warning", "node.device-plugin-restarting")]
     assert checks(node=zero_allocatable("3m4s")) == [("warning", "node.device-plugin-restarting")]
     assert checks(node=zero_allocatable("2d3h")) == [("critical", "node.gpu-not-allocatable")]
@@ -204,7 +228,8 @@ def test_operator_namespaces_are_not_teams_and_time_slicing_is_sharing() -> None
     [f] = [f for f in diagnose({}, {"n.txt": text}) if f.check == "node.several-teams"]
     assert f.what == "pods from 2 team namespaces share this GPU node: nlp, vision"
     shared = text.replace("nvidia.com/gpu.replicas=1", "nvidia.com/gpu.replicas=4").replace(
-        "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3-SHARED")
+        "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3-SHARED"
+    )
     assert [c for c in checks(node=shared) if c[1] == "node.several-teams"] == [("info", "node.several-teams")]
 
 

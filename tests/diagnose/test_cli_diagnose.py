@@ -30,23 +30,38 @@ def test_clean_inputs_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_findings_exit_1_most_important_first(capsys: pytest.CaptureFixture[str]) -> None:
-    code = run_cli("--nccl-log", fx("socket_fallback_nccl2.24.log"),
-                   "--node-describe", fx("node_p5_disk_pressure.txt"),
-                   "--node-describe", fx("node_p4d_zero_allocatable.txt"))
+    code = run_cli(
+        "--nccl-log",
+        fx("socket_fallback_nccl2.24.log"),
+        "--node-describe",
+        fx("node_p5_disk_pressure.txt"),
+        "--node-describe",
+        fx("node_p4d_zero_allocatable.txt"),
+    )
     out = capsys.readouterr().out
     assert code == 1
     heads = [line for line in out.splitlines() if line.startswith("[")]
     assert heads == [
-        f"[critical] {fx('node_p4d_zero_allocatable.txt')}: ip-10-1-88-41.us-west-2.compute.internal: "
-        "Ready but advertises no allocatable nvidia.com/gpu: the device plugin never registered",
-        f"[critical] {fx('socket_fallback_nccl2.24.log')}: all ranks: "
-        "the net plugin failed to load: libfabric.so.1: cannot open shared object file: No such file or directory",
-        f"[critical] {fx('socket_fallback_nccl2.24.log')}: all ranks: "
-        "inter-node channels use NET/Socket (TCP fallback) over eth0",
-        f"[warning] {fx('node_p5_disk_pressure.txt')}: ip-10-1-41-66.us-west-2.compute.internal: "
-        "DiskPressure=True (KubeletHasDiskPressure: kubelet has disk pressure): the kubelet evicts pods and rejects new ones",
-        f"[info] {fx('socket_fallback_nccl2.24.log')}: all ranks: "
-        "NCCL_SOCKET_IFNAME is not set: NCCL picked eth0 by its own interface order",
+        (
+            f"[critical] {fx('node_p4d_zero_allocatable.txt')}: ip-10-1-88-41.us-west-2.compute.internal: "
+            "Ready but advertises no allocatable nvidia.com/gpu: the device plugin never registered"
+        ),
+        (
+            f"[critical] {fx('socket_fallback_nccl2.24.log')}: all ranks: "
+            "the net plugin failed to load: libfabric.so.1: cannot open shared object file: No such file or directory"
+        ),
+        (
+            f"[critical] {fx('socket_fallback_nccl2.24.log')}: all ranks: "
+            "inter-node channels use NET/Socket (TCP fallback) over eth0"
+        ),
+        (
+            f"[warning] {fx('node_p5_disk_pressure.txt')}: ip-10-1-41-66.us-west-2.compute.internal: DiskPressure=True"
+            " (KubeletHasDiskPressure: kubelet has disk pressure): the kubelet evicts pods and rejects new ones"
+        ),
+        (
+            f"[info] {fx('socket_fallback_nccl2.24.log')}: all ranks: "
+            "NCCL_SOCKET_IFNAME is not set: NCCL picked eth0 by its own interface order"
+        ),
         f"[info] {fx('socket_fallback_nccl2.24.log')}: job: NCCL 2.24.3+cuda12.6",
     ]
     assert out.count("\n  fix: ") == 5  # every finding but the version says what to change
@@ -77,8 +92,10 @@ def test_unreadable_file_exits_2_without_traceback(capsys: pytest.CaptureFixture
 
 def test_no_input_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli() == 2
-    assert capsys.readouterr().err == (
-        "gpufleet diagnose: error: give at least one --nccl-log FILE or --node-describe FILE\n")
+    assert (
+        capsys.readouterr().err
+        == "gpufleet diagnose: error: give at least one --nccl-log FILE or --node-describe FILE\n"
+    )
 
 
 def test_undecodable_bytes_do_not_stop_the_run(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -89,14 +106,18 @@ def test_undecodable_bytes_do_not_stop_the_run(capsys: pytest.CaptureFixture[str
 
 
 def test_render_and_rank() -> None:
-    findings = rank([
-        Finding("info", "a.log", "job", "NCCL 2.26.2+cuda12.8", "", "nccl.version"),
-        Finding("warning", "n.txt", "node-1", "no nvidia.com/gpu taint", "taint it", "node.no-gpu-taint"),
-        Finding("warning", "a.log", "all ranks", "GPUDirect RDMA is off", "load peermem", "nccl.gdr-off"),
-        Finding("critical", "n.txt", "node-1", "AcceleratedHardwareReady=False", "drain", "node.accelerated-hardware"),
-    ])
-    assert render(findings) == (
-        "[critical] n.txt: node-1: AcceleratedHardwareReady=False\n  fix: drain\n\n"
+    findings = rank(
+        [
+            Finding("info", "a.log", "job", "NCCL 2.26.2+cuda12.8", "", "nccl.version"),
+            Finding("warning", "n.txt", "node-1", "no nvidia.com/gpu taint", "taint it", "node.no-gpu-taint"),
+            Finding("warning", "a.log", "all ranks", "GPUDirect RDMA is off", "load peermem", "nccl.gdr-off"),
+            Finding(
+                "critical", "n.txt", "node-1", "AcceleratedHardwareReady=False", "drain", "node.accelerated-hardware"
+            ),
+        ]
+    )
+    assert (
+        render(findings) == "[critical] n.txt: node-1: AcceleratedHardwareReady=False\n  fix: drain\n\n"
         "[warning] a.log: all ranks: GPUDirect RDMA is off\n  fix: load peermem\n\n"
         "[warning] n.txt: node-1: no nvidia.com/gpu taint\n  fix: taint it\n\n"
         "[info] a.log: job: NCCL 2.26.2+cuda12.8"

@@ -65,13 +65,17 @@ def test_truncated_log_drops_the_cut_line_and_keeps_the_rest() -> None:
     cut = "\nh:1:2 [0] NCCL INFO Using network Socket"  # a whole line, but the paste stops in it
     assert ("h", 1) not in parse_nccl(text + cut).processes and ("h", 1) in parse_nccl(text + cut + "\n").processes
     # An error on the last line is kept: a paste without a final newline, or the last line a dying job wrote.
-    for last in ("h:1:2 [0] init.cc:1 NCCL WARN Cuda failure 802 'system not yet initialized'",
-                 "[rank0]: Cuda failure 802 'system not yet initialized'"):
+    for last in (
+        "h:1:2 [0] init.cc:1 NCCL WARN Cuda failure 802 'system not yet initialized'",
+        "[rank0]: Cuda failure 802 'system not yet initialized'",
+    ):
         found = diagnose({"j.log": last}, {})
         assert [(f.severity, f.check) for f in found] == [("critical", "nccl.fabric-manager")]
     assert len(parsed.processes) == 16
     assert all(p.network == "Socket" and not p.net_channels for p in parsed.processes.values())
-    assert all(p.plugin_missing and p.plugin_error is None for p in parsed.processes.values())  # IB init failing is normal
+    assert all(
+        p.plugin_missing and p.plugin_error is None for p in parsed.processes.values()
+    )  # IB init failing is normal
 
 
 def test_torchrun_prefixes_timestamps_and_two_writers_on_one_line() -> None:
@@ -89,15 +93,17 @@ def test_torchrun_prefixes_timestamps_and_two_writers_on_one_line() -> None:
 
 
 def test_header_variants_and_plugin_errors() -> None:
-    text = "\n".join([
-        "[2026-03-04 12:00:01] host-a:10:12 [0] NCCL INFO NET/Plugin: Plugin load returned 11 : "
-        "libnccl-net.so: undefined symbol: fi_getinfo : when loading libnccl-net.so",
-        "host-a:10:12 [0] transport.cc:12 (ncclTransportP2pSetup) NCCL WARN Connect to 10.0.0.6<4122> failed",
-        "host-a:10:12 [0] NCCL INFO NCCL_NCHANNELS_PER_NET_PEER set by environment to 4.",
-        "pod/trainer-0 host-a:10:12 [0] NCCL INFO Using network Socket",
-        "random text host-a: not a header [0] NCCL INFO",
-        "",
-    ])
+    text = "\n".join(
+        [
+            "[2026-03-04 12:00:01] host-a:10:12 [0] NCCL INFO NET/Plugin: Plugin load returned 11 : "
+            "libnccl-net.so: undefined symbol: fi_getinfo : when loading libnccl-net.so",
+            "host-a:10:12 [0] transport.cc:12 (ncclTransportP2pSetup) NCCL WARN Connect to 10.0.0.6<4122> failed",
+            "host-a:10:12 [0] NCCL INFO NCCL_NCHANNELS_PER_NET_PEER set by environment to 4.",
+            "pod/trainer-0 host-a:10:12 [0] NCCL INFO Using network Socket",
+            "random text host-a: not a header [0] NCCL INFO",
+            "",
+        ]
+    )
     p = parse_nccl(text).processes[("host-a", 10)]
     assert p.plugin_error is not None and "undefined symbol" in p.plugin_error
     assert p.env == {"NCCL_NCHANNELS_PER_NET_PEER": "4"}
@@ -118,11 +124,24 @@ def test_per_pod_logs_are_one_job() -> None:
 
 def test_socket_fallback_with_a_broken_plugin() -> None:
     assert log("socket_fallback_nccl2.24.log") == [  # the cause first, then the symptom
-        ("critical", "nccl.plugin-failed", "all ranks",
-         "the net plugin failed to load: libfabric.so.1: cannot open shared object file: No such file or directory"),
-        ("critical", "nccl.socket-fallback", "all ranks", "inter-node channels use NET/Socket (TCP fallback) over eth0"),
-        ("info", "nccl.socket-ifname-unset", "all ranks",
-         "NCCL_SOCKET_IFNAME is not set: NCCL picked eth0 by its own interface order"),
+        (
+            "critical",
+            "nccl.plugin-failed",
+            "all ranks",
+            "the net plugin failed to load: libfabric.so.1: cannot open shared object file: No such file or directory",
+        ),
+        (
+            "critical",
+            "nccl.socket-fallback",
+            "all ranks",
+            "inter-node channels use NET/Socket (TCP fallback) over eth0",
+        ),
+        (
+            "info",
+            "nccl.socket-ifname-unset",
+            "all ranks",
+            "NCCL_SOCKET_IFNAME is not set: NCCL picked eth0 by its own interface order",
+        ),
         ("info", "nccl.version", "job", "NCCL 2.24.3+cuda12.6"),
     ]
     plugin = diagnose({"s.log": read("socket_fallback_nccl2.24.log")}, {})[0]
@@ -131,19 +150,31 @@ def test_socket_fallback_with_a_broken_plugin() -> None:
 
 def test_one_rank_fell_back_to_socket() -> None:
     assert log("mixed_fallback_nccl2.27.log") == [
-        ("critical", "nccl.efa-unavailable", "train-worker-1 (rank 13)",
-         "EFA is not usable: NET/OFI Unable to find a protocol that worked. Failing initialization."),
-        ("critical", "nccl.transport-mismatch", "train-worker-1 (rank 13)",
-         "NET/Socket (TCP fallback) selected while 15 other ranks use NET/Libfabric"),
+        (
+            "critical",
+            "nccl.efa-unavailable",
+            "train-worker-1 (rank 13)",
+            "EFA is not usable: NET/OFI Unable to find a protocol that worked. Failing initialization.",
+        ),
+        (
+            "critical",
+            "nccl.transport-mismatch",
+            "train-worker-1 (rank 13)",
+            "NET/Socket (TCP fallback) selected while 15 other ranks use NET/Libfabric",
+        ),
         ("info", "nccl.version", "job", "NCCL 2.27.3+cuda12.9, aws-ofi-nccl 1.14.2"),
     ]
 
 
 def test_infiniband_without_pinned_hcas() -> None:
     assert log("ib_nccl2.21.log") == [
-        ("info", "nccl.ib-hca-unset", "all ranks",
-         "NCCL_IB_HCA is not set: NCCL uses every HCA it finds (mlx5_0, mlx5_1, mlx5_2, mlx5_3, mlx5_4, mlx5_5, "
-         "mlx5_6, mlx5_7, mlx5_8)"),
+        (
+            "info",
+            "nccl.ib-hca-unset",
+            "all ranks",
+            "NCCL_IB_HCA is not set: NCCL uses every HCA it finds (mlx5_0, mlx5_1, mlx5_2, mlx5_3, mlx5_4, mlx5_5, "
+            "mlx5_6, mlx5_7, mlx5_8)",
+        ),
         ("info", "nccl.version", "job", "NCCL 2.21.5+cuda12.4"),  # from the bare version line
     ]
 
@@ -172,7 +203,8 @@ def test_truncated_socket_log_is_still_diagnosed() -> None:
         ("info", "nccl.version", "job"),
     ]
     assert log("truncated_socket_nccl2.28.log")[0][3] == (
-        "no net plugin found (libnccl-net.so): NCCL fell back to its internal transports")
+        "no net plugin found (libnccl-net.so): NCCL fell back to its internal transports"
+    )
 
 
 def test_a_pod_on_socket_among_per_pod_logs_names_its_file_and_ranks() -> None:
@@ -180,15 +212,24 @@ def test_a_pod_on_socket_among_per_pod_logs_names_its_file_and_ranks() -> None:
     found = diagnose({"prefixed_worker0.log": read("prefixed_worker0.log"), "prefixed_worker1.log": w1}, {})
     top = found[0]
     assert (top.check, top.source, top.subject) == (
-        "nccl.transport-mismatch", "prefixed_worker1.log", "mistral-ft-worker-1 (ranks 8-15)")
+        "nccl.transport-mismatch",
+        "prefixed_worker1.log",
+        "mistral-ft-worker-1 (ranks 8-15)",
+    )
     assert top.what == "NET/Socket (TCP fallback) selected while 8 other ranks use NET/AWS Libfabric"
 
 
 def test_mixed_nccl_versions() -> None:
     w1 = read("prefixed_worker1.log").replace("NCCL version 2.23.4+cuda12.4", "NCCL version 2.21.5+cuda12.4")
     found = summary({"prefixed_worker0.log": read("prefixed_worker0.log"), "prefixed_worker1.log": w1})
-    assert found == [("warning", "nccl.mixed-versions", "job",
-                      "ranks run different NCCL versions: 2.21.5 on mistral-ft-worker-1; 2.23.4 on mistral-ft-worker-0")]
+    assert found == [
+        (
+            "warning",
+            "nccl.mixed-versions",
+            "job",
+            "ranks run different NCCL versions: 2.21.5 on mistral-ft-worker-1; 2.23.4 on mistral-ft-worker-0",
+        )
+    ]
 
 
 # ---- small cases -----------------------------------------------------------------------------------------------
@@ -198,19 +239,31 @@ def socket_job(ifaces: str, extra: str = "") -> str:
     lines = []
     for host, rank, peer in (("node-a", 0, 1), ("node-b", 1, 0)):
         h = f"{host}:7:7 [0] NCCL INFO"
-        lines += [f"{h} Bootstrap: Using eth0:10.0.0.{rank + 5}<0>", f"{h} NET/Socket : Using {ifaces}",
-                  f"{h} Using network Socket", extra.format(h=h),
-                  f"{h} Channel 00/0 : {rank}[0] -> {peer}[0] [send] via NET/Socket/0"]
+        lines += [
+            f"{h} Bootstrap: Using eth0:10.0.0.{rank + 5}<0>",
+            f"{h} NET/Socket : Using {ifaces}",
+            f"{h} Using network Socket",
+            extra.format(h=h),
+            f"{h} Channel 00/0 : {rank}[0] -> {peer}[0] [send] via NET/Socket/0",
+        ]
     return "\n".join(line for line in lines if line) + "\n"
 
 
 def test_management_interface_chosen_among_several() -> None:
     found = summary({"j.log": socket_job("[0]eth0:10.0.0.5<0> [1]net1:192.168.7.5<0>")})
     assert found == [
-        ("critical", "nccl.socket-fallback", "all ranks",
-         "inter-node channels use NET/Socket (TCP fallback) over eth0, net1"),
-        ("warning", "nccl.management-interface", "all ranks",
-         "NCCL bootstrap/socket traffic uses eth0 (the pod's management interface) although net1 is available"),
+        (
+            "critical",
+            "nccl.socket-fallback",
+            "all ranks",
+            "inter-node channels use NET/Socket (TCP fallback) over eth0, net1",
+        ),
+        (
+            "warning",
+            "nccl.management-interface",
+            "all ranks",
+            "NCCL bootstrap/socket traffic uses eth0 (the pod's management interface) although net1 is available",
+        ),
     ]  # no separate NCCL_SOCKET_IFNAME finding: the interface finding already says what to set
 
 
@@ -220,16 +273,22 @@ def test_pinned_socket_interface_is_not_reported_as_unset() -> None:
 
 
 def test_single_node_job_on_socket_network_is_fine() -> None:
-    text = "\n".join([
-        "box:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.5<0>",
-        "box:1:1 [0] NCCL INFO Using network Socket",
-        "box:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read",
-        "box:2:2 [1] NCCL INFO Using network Socket",
-        "box:2:2 [1] NCCL INFO Channel 00 : 1[1] -> 0[0] via SHM/direct/direct",
-    ]) + "\n"
+    text = (
+        "\n".join(
+            [
+                "box:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.5<0>",
+                "box:1:1 [0] NCCL INFO Using network Socket",
+                "box:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read",
+                "box:2:2 [1] NCCL INFO Using network Socket",
+                "box:2:2 [1] NCCL INFO Channel 00 : 1[1] -> 0[0] via SHM/direct/direct",
+            ]
+        )
+        + "\n"
+    )
     assert summary({"one.log": text}) == []
 
 
 def test_a_file_without_nccl_lines() -> None:
-    assert summary({"app.log": "Traceback (most recent call last):\n  File \"train.py\", line 3\n"}) == [
-        ("warning", "input.no-nccl-lines", "log", "no NCCL_DEBUG=INFO lines found")]
+    assert summary({"app.log": 'Traceback (most recent call last):\n  File "train.py", line 3\n'}) == [
+        ("warning", "input.no-nccl-lines", "log", "no NCCL_DEBUG=INFO lines found")
+    ]

@@ -21,8 +21,17 @@ from gpufleet.diagnose.findings import Finding
 
 REAL = Path(__file__).parent / "real"
 HELDOUT = REAL / "heldout"
-FIELDS = {"source", "thread", "excerpt", "kind", "category", "root_cause_established", "class", "root_cause",
-          "expected_top"}
+FIELDS = {
+    "source",
+    "thread",
+    "excerpt",
+    "kind",
+    "category",
+    "root_cause_established",
+    "class",
+    "root_cause",
+    "expected_top",
+}
 
 
 @dataclass(frozen=True)
@@ -52,7 +61,9 @@ CASES = cases(REAL) + cases(HELDOUT)
 def run(case: Case) -> tuple[list[Finding], float]:
     text = case.path.read_text()
     start = time.perf_counter()
-    found = diagnose({case.path.name: text}, {}) if case.meta["kind"] == "nccl" else diagnose({}, {case.path.name: text})
+    found = (
+        diagnose({case.path.name: text}, {}) if case.meta["kind"] == "nccl" else diagnose({}, {case.path.name: text})
+    )
     return found, time.perf_counter() - start
 
 

@@ -14,7 +14,16 @@ GOLDEN = Path(__file__).resolve().parent / "comment-every-section.md"
 
 
 def _cost(name: str, max_size: int, warm_pool: int = 0) -> GroupCost:
-    return GroupCost(node_group=name, instance_type="p5.48xlarge", gpus_per_node=8, min_size=0, max_size=max_size, gpu_hour_usd=6.88, price_source="spec", warm_pool=warm_pool)
+    return GroupCost(
+        node_group=name,
+        instance_type="p5.48xlarge",
+        gpus_per_node=8,
+        min_size=0,
+        max_size=max_size,
+        gpu_hour_usd=6.88,
+        price_source="spec",
+        warm_pool=warm_pool,
+    )
 
 
 # A diff with every section of the pull request comment.
@@ -22,14 +31,28 @@ EVERY_SECTION = Report(
     environment="prod",
     stages=("foundation", "storage"),
     changes=(
-        Change(id="h100-node-group", type="aws:eks/nodeGroup:NodeGroup", stage="foundation", action="replace", paths=("instanceTypes[0]",), reasons=("instanceTypes[0]: a | b",)),
+        Change(
+            id="h100-node-group",
+            type="aws:eks/nodeGroup:NodeGroup",
+            stage="foundation",
+            action="replace",
+            paths=("instanceTypes[0]",),
+            reasons=("instanceTypes[0]: a | b",),
+        ),
         Change(id="checkpoint-bucket", type="aws:s3/bucket:Bucket", stage="storage", action="remove", protected=True),
     ),
-    nodes=(NodeImpact(node_group="h100", id="h100-node-group", action="replace", gpu=True, reasons=("instanceTypes[0]: a -> b",)),),
+    nodes=(
+        NodeImpact(
+            node_group="h100", id="h100-node-group", action="replace", gpu=True, reasons=("instanceTypes[0]: a -> b",)
+        ),
+    ),
     quotas=(QuotaChange(team="vision", flavor="h100", field="nominalQuota", old="64", new=None),),
     cost_old=(_cost("h100", 16),),
     cost_new=(_cost("h100", 8, warm_pool=1),),
-    work=(Effect(id="gpu-operator", disruptive=True, what="driver change"), Effect(id="dcgm-exporter", disruptive=False, what="exporter restarts")),
+    work=(
+        Effect(id="gpu-operator", disruptive=True, what="driver change"),
+        Effect(id="dcgm-exporter", disruptive=False, what="exporter restarts"),
+    ),
 )
 
 

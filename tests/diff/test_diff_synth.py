@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml
 
 from gpufleet.cli import main
 from gpufleet.diff import diff_trees
-from gpufleet.tree_reader import read_tree
 from gpufleet.impact import Report
 from gpufleet.manifests import telemetry
+from gpufleet.output import write_tree
 from gpufleet.pipeline import load_fleet
 from gpufleet.synth import synth_tree
-from gpufleet.output import write_tree
+from gpufleet.tree_reader import read_tree
 from tests.synthesized import tree_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +53,13 @@ VARIANTS: dict[str, Callable[[dict[str, Any]], None] | None] = {
     "mig-profile": _mig_profile, "older-operator": _older_operator, "dcgm-csv": None,
 }  # fmt: skip
 # A change in code rather than in the spec: one more DCGM counter in the exporter's CSV.
-CODE_CHANGES = {"dcgm-csv": (telemetry, "DCGM_FIELDS", telemetry.DCGM_FIELDS + (("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "PCIe replays."),))}
+CODE_CHANGES = {
+    "dcgm-csv": (
+        telemetry,
+        "DCGM_FIELDS",
+        telemetry.DCGM_FIELDS + (("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "PCIe replays."),),
+    )
+}
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +114,9 @@ def test_instance_type_change_replaces_exactly_one_node_group(trees: dict[str, P
 def test_label_change_replaces_nothing(trees: dict[str, Path]) -> None:
     r = report(trees, "labels")
     assert r.nodes == ()
-    assert [(c.id, c.action, c.paths) for c in r.changes if c.type == "aws:eks/nodeGroup:NodeGroup"] == [("h100-node-group", "update", ('labels["example.com/tier"]',))]
+    assert [(c.id, c.action, c.paths) for c in r.changes if c.type == "aws:eks/nodeGroup:NodeGroup"] == [
+        ("h100-node-group", "update", ('labels["example.com/tier"]',))
+    ]
     assert all(c.action != "replace" for c in r.changes)
 
 
@@ -121,7 +130,12 @@ def test_quota_change_per_team_and_cost_delta(trees: dict[str, Path], capsys: py
     ]
     old = next(c for c in r.cost_old if c.node_group == "h100")
     new = next(c for c in r.cost_new if c.node_group == "h100")
-    assert (old.max_size, new.max_size, new.gpus_per_node, new.gpu_hour_usd) == (16, 8, 8, 6.88)  # the spec's price, via the cost stage
+    assert (old.max_size, new.max_size, new.gpus_per_node, new.gpu_hour_usd) == (
+        16,
+        8,
+        8,
+        6.88,
+    )  # the spec's price, via the cost stage
     assert old.monthly(old.max_size) - new.monthly(new.max_size) == pytest.approx(8 * 8 * 6.88 * 730)
     assert main(["diff", str(trees["base"]), str(trees["quota-and-size"]), "--format", "markdown"]) == 0
     body = capsys.readouterr().out
@@ -138,12 +152,16 @@ def test_markdown_flags_the_replacement_loudly(trees: dict[str, Path], capsys: p
     assert "instanceTypes[0]: g5.xlarge -> g5.2xlarge" in body
 
 
-def test_mig_profile_change_patches_the_config_and_says_drain_first(trees: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+def test_mig_profile_change_patches_the_config_and_says_drain_first(
+    trees: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     r = report(trees, "mig-profile")
     # enableConfigMapMutable on the provider: pulumi preview shows `~` for the ConfigMap, not `+-`
     assert _actions(r, CM) == [("configmap-gpu-operator-gpufleet-mig-config", "update")]
     assert _actions(r, RELEASE) == [("helm-gpu-operator", "update")]  # the MIG config hash rolls the MIG manager
-    assert [(e.disruptive, e.what.split(":")[0]) for e in r.work] == [(True, "MIG profile of node group a100-mig changes (1g.5gb x 7 -> 2g.10gb x 3)")]
+    assert [(e.disruptive, e.what.split(":")[0]) for e in r.work] == [
+        (True, "MIG profile of node group a100-mig changes (1g.5gb x 7 -> 2g.10gb x 3)")
+    ]
     assert "drain the group first (kubectl drain -l gpufleet.io/node-group=a100-mig)" in r.work[0].what
     assert main(["diff", str(trees["base"]), str(trees["mig-profile"])]) == 0
     out = capsys.readouterr().out
@@ -151,18 +169,26 @@ def test_mig_profile_change_patches_the_config_and_says_drain_first(trees: dict[
     assert "!! MIG profile of node group a100-mig changes" in out
 
 
-def test_operator_bump_restarts_operands_and_downgrade_is_flagged(trees: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+def test_operator_bump_restarts_operands_and_downgrade_is_flagged(
+    trees: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     bump = report(trees, "base", old="older-operator")
     # the health stage's DCGM image follows the operator's DCGM version
     assert _actions(bump, RELEASE) == [("helm-gpu-operator", "update"), ("helm-node-problem-detector", "update")]
     assert [(e.disruptive, e.what.split(":")[0]) for e in bump.work] == [(False, "GPU Operator v26.3.3 -> v26.7.0")]
     down = report(trees, "older-operator")
-    assert [e.what.split(":")[0] for e in down.work if e.disruptive] == ["DOWNGRADE of the GPU Operator v26.7.0 -> v26.3.3"]
+    assert [e.what.split(":")[0] for e in down.work if e.disruptive] == [
+        "DOWNGRADE of the GPU Operator v26.7.0 -> v26.3.3"
+    ]
     assert main(["diff", str(trees["base"]), str(trees["older-operator"]), "--format", "markdown"]) == 0
-    assert "> **DOWNGRADE of the GPU Operator v26.7.0 -> v26.3.3: Helm does not downgrade CRDs" in capsys.readouterr().out
+    assert (
+        "> **DOWNGRADE of the GPU Operator v26.7.0 -> v26.3.3: Helm does not downgrade CRDs" in capsys.readouterr().out
+    )
 
 
-def test_dcgm_csv_change_patches_in_place_and_rolls_the_exporter(trees: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+def test_dcgm_csv_change_patches_in_place_and_rolls_the_exporter(
+    trees: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     r = report(trees, "dcgm-csv")
     assert _actions(r, CM) == [("configmap-gpu-operator-gpufleet-dcgm-metrics", "update")]
     change = next(c for c in r.changes if c.type == RELEASE)
@@ -173,7 +199,9 @@ def test_dcgm_csv_change_patches_in_place_and_rolls_the_exporter(trees: dict[str
     assert "[!CAUTION]" not in body and "- DCGM exporter pods restart on every GPU node" in body
 
 
-def test_instance_type_change_is_a_replacement_and_is_re_priced(trees: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+def test_instance_type_change_is_a_replacement_and_is_re_priced(
+    trees: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     r = report(trees, "instance-type")
     new = next(c for c in r.cost_new if c.node_group == "notebooks")
     # cost.gpuHourUsd.notebooks (1.01) was the g5.xlarge's price: scaled by the list prices 1.212 / 1.006
@@ -185,4 +213,7 @@ def test_instance_type_change_is_a_replacement_and_is_re_priced(trees: dict[str,
     assert main(["diff", str(trees["base"]), str(trees["instance-type"])]) == 0
     out = capsys.readouterr().out
     assert "   +- notebooks-node-group (aws:eks/nodeGroup:NodeGroup) REPLACE" in out
-    assert "notebooks: g5.xlarge x 1..20 (1 GPUs/node, warm pool 2 stopped) -> g5.2xlarge x 1..20 (1 GPUs/node, warm pool 2 stopped)" in out
+    assert (
+        "notebooks: g5.xlarge x 1..20 (1 GPUs/node, warm pool 2 stopped) -> g5.2xlarge x 1..20 (1 GPUs/node, warm pool"
+        " 2 stopped)" in out
+    )

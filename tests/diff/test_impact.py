@@ -6,8 +6,18 @@ import copy
 from typing import Any
 
 from gpufleet import diff_report
-from gpufleet.impact import changed_paths, compare, fleet_cost, flatten
-from tests.policies.objects import CLOSE_ESCAPE, b64, bucket_set, k8s, launch_template, mime, node_group, res, system_group
+from gpufleet.impact import changed_paths, compare, flatten, fleet_cost
+from tests.policies.objects import (
+    CLOSE_ESCAPE,
+    b64,
+    bucket_set,
+    k8s,
+    launch_template,
+    mime,
+    node_group,
+    res,
+    system_group,
+)
 
 
 def inv(*resources: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -30,7 +40,13 @@ def test_user_data_change_rolls_the_group_through_a_new_template_version() -> No
     new["h100-launch-template"]["inputs"]["userData"] = b64(mime("kind: NodeConfig\nspec: {}\n", CLOSE_ESCAPE))
     report = compare(old, new)
     assert {c.id: c.action for c in report.changes} == {"h100-launch-template": "update", "h100-node-group": "update"}
-    assert nodes(old, new) == [("h100-node-group", "roll", ("launchTemplate.version: new version of launch template h100-launch-template (userData)",))]
+    assert nodes(old, new) == [
+        (
+            "h100-node-group",
+            "roll",
+            ("launchTemplate.version: new version of launch template h100-launch-template (userData)",),
+        )
+    ]
 
 
 def test_template_tags_make_no_new_version() -> None:
@@ -43,7 +59,9 @@ def test_template_tags_make_no_new_version() -> None:
 def test_template_replacement_replaces_the_group() -> None:
     old, new = base(), base()
     new["h100-launch-template"]["inputs"]["namePrefix"] = "other-h100-"
-    assert nodes(old, new) == [("h100-node-group", "replace", ("launchTemplate.id: new h100-launch-template.id at deploy",))]
+    assert nodes(old, new) == [
+        ("h100-node-group", "replace", ("launchTemplate.id: new h100-launch-template.id at deploy",))
+    ]
 
 
 def test_node_role_replacement_replaces_every_group_using_it() -> None:
@@ -62,12 +80,22 @@ def test_in_place_node_group_changes_replace_nothing() -> None:
     change = next(c for c in compare(old, new).changes if c.id == "h100-node-group")
     assert change.action == "update" and change.reasons == ()
     # An added taint (spelled the EKS way) is one path named the Kubernetes way; an added subtree is one path.
-    assert change.paths == ('labels["example.com/tier"]', "scalingConfig.maxSize", "taints[dedicated=ml:NoSchedule]", "updateConfig")
+    assert change.paths == (
+        'labels["example.com/tier"]',
+        "scalingConfig.maxSize",
+        "taints[dedicated=ml:NoSchedule]",
+        "updateConfig",
+    )
     assert nodes(old, new) == []
 
 
 def test_each_force_new_field_replaces() -> None:
-    for path, value in (("instanceTypes", ["p5en.48xlarge"]), ("subnetIds", ["subnet-9"]), ("capacityType", "SPOT"), ("amiType", "BOTTLEROCKET_x86_64_NVIDIA")):
+    for path, value in (
+        ("instanceTypes", ["p5en.48xlarge"]),
+        ("subnetIds", ["subnet-9"]),
+        ("capacityType", "SPOT"),
+        ("amiType", "BOTTLEROCKET_x86_64_NVIDIA"),
+    ):
         old, new = base(), base()
         new["h100-node-group"]["inputs"][path] = value
         assert [a for _, a, _ in nodes(old, new)] == ["replace"], path
@@ -78,7 +106,10 @@ def test_removed_group_and_system_group_are_flagged_with_their_kind() -> None:
     del new["h100-node-group"]
     new["system-node-group"]["inputs"]["releaseVersion"] = "1.33.12-20260610"
     report = compare(old, new)
-    assert [(n.id, n.action, n.gpu) for n in report.nodes] == [("h100-node-group", "remove", True), ("system-node-group", "roll", False)]
+    assert [(n.id, n.action, n.gpu) for n in report.nodes] == [
+        ("h100-node-group", "remove", True),
+        ("system-node-group", "roll", False),
+    ]
     text = diff_report.text(report, "a", "b")
     assert "!! GPU node group h100 (h100-node-group) REMOVED" in text
     assert "!! node group system (system-node-group) ROLLED" in text
@@ -89,7 +120,11 @@ def test_protected_bucket_rename_is_a_loud_replacement() -> None:
     new["checkpoint-bucket"]["inputs"]["bucket"] = "renamed"
     report = compare(old, new)
     replaced = [c for c in report.changes if c.action == "replace"]
-    assert [(c.id, c.protected) for c in replaced] == [("checkpoint-bucket", True), ("checkpoint-bucket-encryption", False), ("checkpoint-bucket-public-access", False)]
+    assert [(c.id, c.protected) for c in replaced] == [
+        ("checkpoint-bucket", True),
+        ("checkpoint-bucket-encryption", False),
+        ("checkpoint-bucket-public-access", False),
+    ]
     assert "!! protected resource checkpoint-bucket would be replaced" in diff_report.text(report, "a", "b")
     # the encryption and access block follow the bucket: their `bucket` (ForceNew in terraform-provider-aws
     # s3/bucket_server_side_encryption_configuration.go, s3/bucket_public_access_block.go) holds the replaced
@@ -98,14 +133,25 @@ def test_protected_bucket_rename_is_a_loud_replacement() -> None:
 
 
 def test_kubernetes_immutable_fields_and_parents() -> None:
-    ds = k8s({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "p", "namespace": "s"},
-              "spec": {"selector": {"matchLabels": {"a": "1"}}, "template": {"spec": {"containers": [{"name": "pause", "image": "pause:3.9"}]}}}})
+    ds = k8s(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "p", "namespace": "s"},
+            "spec": {
+                "selector": {"matchLabels": {"a": "1"}},
+                "template": {"spec": {"containers": [{"name": "pause", "image": "pause:3.9"}]}},
+            },
+        }
+    )
     old = inv(ds)
     selector, image, parent = inv(ds), inv(ds), inv(ds)
     selector[ds["id"]]["inputs"]["spec"]["selector"]["matchLabels"]["a"] = "2"
     image[ds["id"]]["inputs"]["spec"]["template"]["spec"]["containers"][0]["image"] = "pause:3.10"
     parent[ds["id"]]["parent"] = "02-telemetry"
-    assert [(c.action, c.paths) for c in compare(old, image).changes] == [("update", ("spec.template.spec.containers[pause].image",))]
+    assert [(c.action, c.paths) for c in compare(old, image).changes] == [
+        ("update", ("spec.template.spec.containers[pause].image",))
+    ]
     assert compare(old, selector).changes[0].action == "replace"
     assert compare(old, parent).changes[0].reasons[0].startswith("parent changed")
 
@@ -113,12 +159,21 @@ def test_kubernetes_immutable_fields_and_parents() -> None:
 def test_option_changes_are_listed() -> None:
     old, new = inv(*bucket_set()), inv(*bucket_set())
     new["checkpoint-bucket"]["retainOnDelete"] = False
-    assert [(c.id, c.action, c.paths) for c in compare(old, new).changes] == [("checkpoint-bucket", "update", ("(retainOnDelete)",))]
+    assert [(c.id, c.action, c.paths) for c in compare(old, new).changes] == [
+        ("checkpoint-bucket", "update", ("(retainOnDelete)",))
+    ]
 
 
 def test_flatten_names_list_items_and_quotes_dotted_keys() -> None:
     assert flatten({"a": [{"name": "x", "v": 1}, {"name": "y", "v": 2}], "l": {"k.io/x": 1}, "t": [1, 2], "e": []}) == {
-        "a[x].name": "x", "a[x].v": 1, "a[y].name": "y", "a[y].v": 2, 'l["k.io/x"]': 1, "t[0]": 1, "t[1]": 2, "e": [],
+        "a[x].name": "x",
+        "a[x].v": 1,
+        "a[y].name": "y",
+        "a[y].v": 2,
+        'l["k.io/x"]': 1,
+        "t[0]": 1,
+        "t[1]": 2,
+        "e": [],
     }
 
 
@@ -147,7 +202,14 @@ def test_provider_region_change_is_a_replacement() -> None:
 
 
 def _configmap(data: dict[str, str]) -> dict[str, Any]:
-    return k8s({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "gpu-operator"}, "data": data})
+    return k8s(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "cfg", "namespace": "gpu-operator"},
+            "data": data,
+        }
+    )
 
 
 def test_configmap_data_change_replaces_unless_the_provider_makes_configmaps_mutable() -> None:
@@ -155,7 +217,7 @@ def test_configmap_data_change_replaces_unless_the_provider_makes_configmaps_mut
     # unless enableConfigMapMutable (recorded by the inventory as the string "true").
     old, new = inv(_configmap({"a": "1"})), inv(_configmap({"a": "2"}))
     [change] = compare(old, new).changes
-    assert (change.action, change.reasons) == ("replace", ('data.a: 1 -> 2',))
+    assert (change.action, change.reasons) == ("replace", ("data.a: 1 -> 2",))
     provider = res("k8s-provider", "pulumi:providers:kubernetes", {"kubeconfig": "x", "enableConfigMapMutable": "true"})
     old, new = inv(_configmap({"a": "1"}), provider), inv(_configmap({"a": "2"}), provider)
     [change] = compare(old, new).changes
@@ -174,14 +236,22 @@ def _tas_flavor(**labels: str) -> dict[str, Any]:
     obj = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "h100"},
            "spec": {"nodeLabels": {"gpufleet.io/node-group": "h100", **labels}, "topologyName": "gpufleet-topology", "nodeTaints": []}}  # fmt: skip
     flavor = k8s(obj)
-    flavor.update(replaceOnChanges=["spec.nodeLabels", "spec.tolerations", "spec.topologyName"], deleteBeforeReplace=True)
+    flavor.update(
+        replaceOnChanges=["spec.nodeLabels", "spec.tolerations", "spec.topologyName"], deleteBeforeReplace=True
+    )
     return flavor
 
 
 def test_an_immutable_tas_flavor_field_is_a_replacement_in_the_diff() -> None:
     old, new = inv(_tas_flavor()), inv(_tas_flavor(tier="gold"))
     (change,) = compare(old, new).changes
-    assert (change.action, change.reasons) == ("replace", ("spec.nodeLabels.tier: (none) -> gold", "deleteBeforeReplace: its name is fixed, so the old object is deleted before the new one is created"))
+    assert (change.action, change.reasons) == (
+        "replace",
+        (
+            "spec.nodeLabels.tier: (none) -> gold",
+            "deleteBeforeReplace: its name is fixed, so the old object is deleted before the new one is created",
+        ),
+    )
     text = diff_report.text(compare(old, new), "a", "b")
     assert "+- resourceflavor-cluster-h100 (kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor)" in text
     assert "replaces because deleteBeforeReplace: its name is fixed" in text
@@ -205,4 +275,6 @@ def test_a_reserved_group_costs_its_reservation_at_any_size() -> None:
     unreserved["inputs"]["tags"] = {}
     report = compare(inv(unreserved), inv(ng))
     text = diff_report.text(report, "a", "b")
-    assert "h100: p5.48xlarge x 0..6 (8 GPUs/node) -> p5.48xlarge x 0..6 (8 GPUs/node, 4 reserved): min +$160,717" in text, text
+    assert (
+        "h100: p5.48xlarge x 0..6 (8 GPUs/node) -> p5.48xlarge x 0..6 (8 GPUs/node, 4 reserved): min +$160,717" in text
+    ), text

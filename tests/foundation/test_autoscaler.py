@@ -20,7 +20,12 @@ from tests.upstream import chart_values
 
 # Flags read at kubernetes/autoscaler cluster-autoscaler/config/flags/flags.go @ cluster-autoscaler-1.35.2
 # (cluster-autoscaler/main.go @ cluster-autoscaler-1.32.7).
-UPSTREAM_FLAGS = {"expander", "scale-down-gpu-utilization-threshold", "scale-down-unneeded-time", "max-node-provision-time"}
+UPSTREAM_FLAGS = {
+    "expander",
+    "scale-down-gpu-utilization-threshold",
+    "scale-down-unneeded-time",
+    "max-node-provision-time",
+}
 
 
 def resource(plan: RolloutPlan, rid: str) -> Resource:
@@ -31,7 +36,14 @@ def ids(plan: RolloutPlan) -> set[str]:
     return {r.id for s in plan.stages for r in s.content.resources}
 
 
-def spec(*, mode: str = "Create", kubernetes: str = "1.33", autoscaler_line: str = "", addons: str = "{podIdentityAgent: v1.3.8-eksbuild.2}", pin: bool = True) -> str:
+def spec(
+    *,
+    mode: str = "Create",
+    kubernetes: str = "1.33",
+    autoscaler_line: str = "",
+    addons: str = "{podIdentityAgent: v1.3.8-eksbuild.2}",
+    pin: bool = True,
+) -> str:
     release = ami_releases.catalog().releases["AL2023_x86_64_NVIDIA"][kubernetes][-1]
     system = f'  systemNodes: {{releaseVersion: "{release}"}}\n' if mode == "Create" else ""
     return f"""
@@ -81,7 +93,11 @@ def key_paths(values: dict[str, Any], prefix: str = "") -> set[str]:
 
 def test_component_is_the_upstream_chart_at_two_exact_versions() -> None:
     c = COMPONENTS["clusterAutoscaler"]
-    assert (c.chart, c.repository, c.supported) == ("cluster-autoscaler", "https://kubernetes.github.io/autoscaler", ("9.58.0", "9.59.0"))
+    assert (c.chart, c.repository, c.supported) == (
+        "cluster-autoscaler",
+        "https://kubernetes.github.io/autoscaler",
+        ("9.58.0", "9.59.0"),
+    )
 
 
 def test_an_image_per_supported_kubernetes_minor_and_of_that_minor() -> None:
@@ -100,7 +116,12 @@ def test_release_in_kube_system_after_its_identity_and_the_system_nodes(prod: Ro
     release = resource(prod, "helm-cluster-autoscaler")
     assert release.type == "kubernetes:helm.sh/v3:Release" and release.provider == K8S_PROVIDER
     args = release.args
-    assert (args["name"], args["chart"], args["version"], args["namespace"]) == ("cluster-autoscaler", "cluster-autoscaler", "9.59.0", "kube-system")
+    assert (args["name"], args["chart"], args["version"], args["namespace"]) == (
+        "cluster-autoscaler",
+        "cluster-autoscaler",
+        "9.59.0",
+        "kube-system",
+    )
     assert args["repositoryOpts"] == {"repo": "https://kubernetes.github.io/autoscaler"}
     assert release.depends_on == ("cluster-autoscaler-pod-identity", "system-node-group")
     assert prod.stages[0].name == "foundation"
@@ -122,8 +143,17 @@ def test_values_of_the_example(prod: RolloutPlan) -> None:
             "max-node-provision-time": "30m",
         },
         "resources": {"requests": {"cpu": "100m", "memory": "300Mi"}, "limits": {"memory": "1Gi"}},
-        "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534, "seccompProfile": {"type": "RuntimeDefault"}},
-        "containerSecurityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True},
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": 65534,
+            "runAsGroup": 65534,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containerSecurityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "readOnlyRootFilesystem": True,
+        },
         "nodeSelector": {"gpufleet.io/node-group": "system"},
     }
 
@@ -134,14 +164,18 @@ def test_every_value_key_exists_in_the_pinned_chart(version: str) -> None:
     for path in autoscaler.VALUE_KEYS:
         node = defaults
         for part in path.split("."):
-            assert isinstance(node, dict) and part in node, f"{path} is not a key of cluster-autoscaler {version} values.yaml"
+            assert isinstance(node, dict) and part in node, (
+                f"{path} is not a key of cluster-autoscaler {version} values.yaml"
+            )
             node = node[part]
 
 
 def test_rendered_values_use_exactly_the_listed_keys(prod: RolloutPlan, existing: RolloutPlan) -> None:
     assert key_paths(resource(prod, "helm-cluster-autoscaler").args["values"]) == autoscaler.VALUE_KEYS
     # Mode Existing leaves placement to the chart: the same keys but nodeSelector.
-    assert key_paths(resource(existing, "helm-cluster-autoscaler").args["values"]) == autoscaler.VALUE_KEYS - {"nodeSelector"}
+    assert key_paths(resource(existing, "helm-cluster-autoscaler").args["values"]) == autoscaler.VALUE_KEYS - {
+        "nodeSelector"
+    }
 
 
 def test_extra_args_are_upstream_flags_as_strings() -> None:
@@ -157,7 +191,9 @@ def test_gpu_scale_down_threshold_is_below_one_device_of_the_fullest_node() -> N
 
 
 def test_system_nodes_in_create_chart_placement_in_existing(prod: RolloutPlan, existing: RolloutPlan) -> None:
-    assert resource(prod, "helm-cluster-autoscaler").args["values"]["nodeSelector"] == {"gpufleet.io/node-group": "system"}
+    assert resource(prod, "helm-cluster-autoscaler").args["values"]["nodeSelector"] == {
+        "gpufleet.io/node-group": "system"
+    }
     assert "nodeSelector" not in resource(existing, "helm-cluster-autoscaler").args["values"]
     assert resource(existing, "helm-cluster-autoscaler").depends_on == ("cluster-autoscaler-pod-identity",)
 
@@ -183,7 +219,12 @@ def test_policy_reads_what_the_readme_lists_and_writes_only_this_clusters_groups
         ],
         "Resource": "*",
     }
-    assert templates == {"Sid": "NodeGroupTemplates", "Effect": "Allow", "Action": ["eks:DescribeNodegroup"], "Resource": "arn:aws:eks:us-east-1:*:nodegroup/research/*"}
+    assert templates == {
+        "Sid": "NodeGroupTemplates",
+        "Effect": "Allow",
+        "Action": ["eks:DescribeNodegroup"],
+        "Resource": "arn:aws:eks:us-east-1:*:nodegroup/research/*",
+    }
     assert scale == {
         "Sid": "ScaleOwnNodeGroups",
         "Effect": "Allow",
@@ -229,7 +270,10 @@ def test_association_binds_the_charts_service_account_after_the_agent(prod: Roll
         "tags": {"gpufleet.io/fleet": "research", "app.kubernetes.io/managed-by": "gpufleet"},
     }
     # The service account the association names is the one the chart creates.
-    assert resource(prod, "helm-cluster-autoscaler").args["values"]["rbac"]["serviceAccount"]["name"] == association.args["serviceAccount"]
+    assert (
+        resource(prod, "helm-cluster-autoscaler").args["values"]["rbac"]["serviceAccount"]["name"]
+        == association.args["serviceAccount"]
+    )
     assert association.depends_on == ("cluster-autoscaler-policy", "addon-eks-pod-identity-agent")
     assert resource(existing, "cluster-autoscaler-pod-identity").depends_on == ("cluster-autoscaler-policy",)
 
@@ -240,7 +284,9 @@ def test_registered_release_waits_for_the_association(prod_registrations) -> Non
     assert "cluster-autoscaler-pod-identity" in release.depends_on
 
 
-EXISTING_WARNING = "gpufleet manages no EKS add-ons on an existing cluster: the eks-pod-identity-agent add-on must be installed"
+EXISTING_WARNING = (
+    "gpufleet manages no EKS add-ons on an existing cluster: the eks-pod-identity-agent add-on must be installed"
+)
 
 
 @pytest.mark.parametrize(
@@ -252,7 +298,11 @@ EXISTING_WARNING = "gpufleet manages no EKS add-ons on an existing cluster: the 
     ],
 )
 def test_warns_when_the_pod_identity_agent_may_be_missing(text: str, expected: str | None) -> None:
-    warnings = [w for w in plan_of(text).stages[0].content.warnings if "get no AWS credentials" in w or "gets no AWS credentials" in w]
+    warnings = [
+        w
+        for w in plan_of(text).stages[0].content.warnings
+        if "get no AWS credentials" in w or "gets no AWS credentials" in w
+    ]
     if expected is None:
         assert warnings == []
     else:
@@ -269,7 +319,8 @@ def test_mode_create_always_installs_the_pod_identity_agent() -> None:
     association = next(r for r in foundation.resources if r.id == "cluster-autoscaler-pod-identity")
     assert "addon-eks-pod-identity-agent" in association.depends_on
     assert [w for w in foundation.warnings if "eks-pod-identity-agent" in w] == [
-        "EKS add-on eks-pod-identity-agent is not pinned (versions.addons.podIdentityAgent): EKS picks its default version at creation"
+        "EKS add-on eks-pod-identity-agent is not pinned (versions.addons.podIdentityAgent): EKS picks its default"
+        " version at creation"
     ]
 
 
@@ -324,7 +375,9 @@ def test_the_bandwidth_gate_fits_an_empty_efa_groups_template(prod: RolloutPlan)
 
 
 def test_rdma_groups_offer_the_shared_rdma_resource() -> None:
-    from tests.network.fleets import RDMA, fleet as network_fleet, group as network_group
+    from tests.network.fleets import RDMA
+    from tests.network.fleets import fleet as network_fleet
+    from tests.network.fleets import group as network_group
 
     fleet = network_fleet([network_group("ib", "p5en.48xlarge", "RDMA")], RDMA.format(link="InfiniBand"))
     (group,) = fleet.node_groups
@@ -334,7 +387,12 @@ def test_rdma_groups_offer_the_shared_rdma_resource() -> None:
 
 
 def test_gpu_groups_carry_the_aws_accelerator_label(prod: RolloutPlan) -> None:
-    expected = {"h100": "nvidia-h100", "l40s": "nvidia-l40s", "a100-mig": "nvidia-tesla-a100", "notebooks": "nvidia-a10g"}
+    expected = {
+        "h100": "nvidia-h100",
+        "l40s": "nvidia-l40s",
+        "a100-mig": "nvidia-tesla-a100",
+        "notebooks": "nvidia-a10g",
+    }
     for name, value in expected.items():
         assert resource(prod, f"{name}-node-group").args["labels"]["k8s.amazonaws.com/accelerator"] == value
     assert "k8s.amazonaws.com/accelerator" not in resource(prod, "system-node-group").args["labels"]
@@ -357,4 +415,9 @@ def test_none_renders_nothing_and_needs_no_pin() -> None:
 def test_install_is_the_default() -> None:
     plan = plan_of(spec())
     assert plan.fleet.cluster.autoscaler == "Install"
-    assert {"cluster-autoscaler-role", "cluster-autoscaler-policy", "cluster-autoscaler-pod-identity", "helm-cluster-autoscaler"} <= ids(plan)
+    assert {
+        "cluster-autoscaler-role",
+        "cluster-autoscaler-policy",
+        "cluster-autoscaler-pod-identity",
+        "helm-cluster-autoscaler",
+    } <= ids(plan)

@@ -42,13 +42,23 @@ def test_one_dcgm_host_engine_serves_the_node_monitoring_agent(dev: RolloutPlan)
     assert addon["addonVersion"] == "v1.7.0-eksbuild.1"
     # Its dcgm-server stays off the (always tainted) GPU nodes: no second host engine there.
     assert json.loads(addon["configurationValues"]) == {"dcgmAgent": {"tolerations": []}}
-    assert all(any(t["key"] == "nvidia.com/gpu" for t in resource(dev, f"{g.name}-node-group").args["taints"]) for g in dev.fleet.node_groups)
+    assert all(
+        any(t["key"] == "nvidia.com/gpu" for t in resource(dev, f"{g.name}-node-group").args["taints"])
+        for g in dev.fleet.node_groups
+    )
 
 
 def test_node_monitoring_agent_configuration_uses_keys_of_its_schema() -> None:
     # aws/eks-node-monitoring-agent charts/configuration.schema.json, v1.6.4 and v1.7.0: DCGMAgent has tolerations.
     assert set(node_monitoring.ADDON_CONFIGURATION) == {"dcgmAgent"}
-    assert set(node_monitoring.ADDON_CONFIGURATION["dcgmAgent"]) <= {"affinity", "podAnnotations", "podLabels", "resources", "resizePolicy", "tolerations"}
+    assert set(node_monitoring.ADDON_CONFIGURATION["dcgmAgent"]) <= {
+        "affinity",
+        "podAnnotations",
+        "podLabels",
+        "resources",
+        "resizePolicy",
+        "tolerations",
+    }
 
 
 def test_operands_tolerate_every_gpu_node_taint(prod: RolloutPlan) -> None:
@@ -59,7 +69,11 @@ def test_operands_tolerate_every_gpu_node_taint(prod: RolloutPlan) -> None:
         for res in stage.content.resources:
             if res.type == "aws:eks/nodeGroup:NodeGroup" and "taints" in res.args:
                 for taint in res.args["taints"]:
-                    effect = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}[taint["effect"]]
+                    effect = {
+                        "NO_SCHEDULE": "NoSchedule",
+                        "NO_EXECUTE": "NoExecute",
+                        "PREFER_NO_SCHEDULE": "PreferNoSchedule",
+                    }[taint["effect"]]
                     assert (taint["key"], effect) in tolerated, taint
                     assert (taint["key"], effect) in nfd, taint
 
@@ -96,14 +110,20 @@ def test_operator_installs_pinned_driver_and_toolkit_with_the_escape_closed() ->
 @pytest.mark.parametrize("version", COMPONENTS["gpuOperator"].supported)
 def test_every_value_key_exists_in_the_pinned_chart(version: str) -> None:
     require_shared()
-    fleet = load_fleet_text(OPERATOR_SPEC.replace("v26.3.3", version).replace("toolkitVersion: v1.18.1", "toolkitVersion: v1.18.1, gdrCopy: Enabled")).environments["prod"]
+    fleet = load_fleet_text(
+        OPERATOR_SPEC.replace("v26.3.3", version).replace(
+            "toolkitVersion: v1.18.1", "toolkitVersion: v1.18.1, gdrCopy: Enabled"
+        )
+    ).environments["prod"]
     assert gpu_operator.values(fleet)["gdrcopy"] == {"enabled": True}
     assert list(unknown_value_keys(gpu_operator.values(fleet), chart_values("gpu-operator", version))) == []
 
 
 def test_a_made_up_key_is_caught() -> None:
     require_shared()
-    assert list(unknown_value_keys({"devicePlugin": {"envs": []}}, chart_values("gpu-operator", "v26.7.0"))) == ["devicePlugin.envs"]
+    assert list(unknown_value_keys({"devicePlugin": {"envs": []}}, chart_values("gpu-operator", "v26.7.0"))) == [
+        "devicePlugin.envs"
+    ]
 
 
 def _operator_fleet(driver: str, group: str) -> Fleet:
@@ -114,7 +134,10 @@ def _operator_fleet(driver: str, group: str) -> Fleet:
     return load_fleet_text(spec).environments["prod"]
 
 
-EFA_TRAINING = "  - {name: h100, instanceType: p5.48xlarge, workloadClass: Training, fabric: EFA, zone: use1-az4, subnetIds: [subnet-0aa],"
+EFA_TRAINING = (
+    "  - {name: h100, instanceType: p5.48xlarge, workloadClass: Training, fabric: EFA, zone: use1-az4, subnetIds:"
+    " [subnet-0aa],"
+)
 OPERATOR_DRIVER = 'driver: {source: Operator, version: "580.105.08"}'
 
 
@@ -122,11 +145,21 @@ OPERATOR_DRIVER = 'driver: {source: Operator, version: "580.105.08"}'
     ("driver", "group", "gdrcopy"),
     [
         (OPERATOR_DRIVER, EFA_TRAINING, {"enabled": True}),  # default on: the operator's driver DaemonSet loads gdrdrv
-        (OPERATOR_DRIVER, "  - {name: a10, instanceType: g5.2xlarge, workloadClass: Batch,", None),  # no EFA training group
+        (
+            OPERATOR_DRIVER,
+            "  - {name: a10, instanceType: g5.2xlarge, workloadClass: Batch,",
+            None,
+        ),  # no EFA training group
         ('driver: {source: Operator, version: "580.105.08", gdrCopy: Disabled}', EFA_TRAINING, None),
-        ('driver: {source: Operator, version: "580.105.08", gdrCopy: Enabled}', "  - {name: a10, instanceType: g5.2xlarge, workloadClass: Batch,", {"enabled": True}),
+        (
+            'driver: {source: Operator, version: "580.105.08", gdrCopy: Enabled}',
+            "  - {name: a10, instanceType: g5.2xlarge, workloadClass: Batch,",
+            {"enabled": True},
+        ),
         ("driver: {source: Preinstalled}", EFA_TRAINING, None),  # no gdrdrv without the operator's driver
     ],
 )
-def test_gdrcopy_follows_the_driver_source_and_efa_training(driver: str, group: str, gdrcopy: dict[str, bool] | None) -> None:
+def test_gdrcopy_follows_the_driver_source_and_efa_training(
+    driver: str, group: str, gdrcopy: dict[str, bool] | None
+) -> None:
     assert gpu_operator.values(_operator_fleet(driver, group)).get("gdrcopy") == gdrcopy

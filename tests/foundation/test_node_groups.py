@@ -69,7 +69,12 @@ def test_warm_pool_and_capacity_type(prod: RolloutPlan, existing: RolloutPlan) -
     h100 = resource(prod, "h100-node-group").args
     # maxGroupPreparedCapacity = minSize: the pool holds 2, not maxSize - desired = 16 p5.48xlarge (PutWarmPool
     # sizing); reuseOnScaleIn takes the API's default (false).
-    assert h100["warmPoolConfig"] == {"minSize": 2, "maxGroupPreparedCapacity": 2, "poolState": "STOPPED", "reuseOnScaleIn": False}
+    assert h100["warmPoolConfig"] == {
+        "minSize": 2,
+        "maxGroupPreparedCapacity": 2,
+        "poolState": "STOPPED",
+        "reuseOnScaleIn": False,
+    }
     assert resource(prod, "a100-mig-node-group").args["capacityType"] == "SPOT"
     assert "warmPoolConfig" not in resource(prod, "l40s-node-group").args
     block = resource(existing, "h200-block-node-group").args
@@ -102,7 +107,9 @@ def test_plan_md_shows_what_each_warm_pool_holds_and_costs(prod: RolloutPlan) ->
 def test_capacity_block_reservation_is_in_the_launch_template(existing: RolloutPlan) -> None:
     lt = resource(existing, "h200-block-launch-template").args
     assert lt["instanceMarketOptions"] == {"marketType": "capacity-block"}
-    assert lt["capacityReservationSpecification"] == {"capacityReservationTarget": {"capacityReservationId": "cr-0a1b2c3d4e5f67890"}}
+    assert lt["capacityReservationSpecification"] == {
+        "capacityReservationTarget": {"capacityReservationId": "cr-0a1b2c3d4e5f67890"}
+    }
     assert lt["instanceType"] == "p5en.48xlarge"
     assert "placement" not in lt  # Capacity Blocks are co-located already
 
@@ -149,7 +156,11 @@ def test_every_nodeconfig_validates_against_the_nodeadm_crd(prod: RolloutPlan, e
 
 def _scripts(plan: RolloutPlan, group: str) -> list[str]:
     text = base64.b64decode(resource(plan, f"{group}-launch-template").args["userData"]).decode()
-    return [str(p.get_payload()) for p in email.message_from_string(text).walk() if p.get_content_type() == "text/x-shellscript"]
+    return [
+        str(p.get_payload())
+        for p in email.message_from_string(text).walk()
+        if p.get_content_type() == "text/x-shellscript"
+    ]
 
 
 def test_user_data_prepulls_images_and_closes_the_envvar_escape(prod: RolloutPlan) -> None:
@@ -180,7 +191,9 @@ def test_user_data_never_starts_stops_or_masks_kubelet(prod: RolloutPlan, existi
 
 def test_bottlerocket_gets_toml_and_keeps_its_own_device_plugin(existing: RolloutPlan) -> None:
     text = decode_user_data(resource(existing, "l4-serving-launch-template").args["userData"])
-    assert text.startswith("[settings.kubernetes]\ncpu-manager-policy = \"static\"\ntopology-manager-policy = \"best-effort\"")
+    assert text.startswith(
+        '[settings.kubernetes]\ncpu-manager-policy = "static"\ntopology-manager-policy = "best-effort"'
+    )
     labels = resource(existing, "l4-serving-node-group").args["labels"]
     assert labels["nvidia.com/gpu.deploy.device-plugin"] == "false"
     lt = resource(existing, "l4-serving-launch-template").args
@@ -210,8 +223,6 @@ def test_recorded_options_reach_the_engine(prod_registrations) -> None:  # type:
     assert node_group.inputs["launchTemplate"]["version"] == "<ref:h100-launch-template.latestVersion>"
 
 
-
-
 def test_bottlerocket_raid0_is_its_own_ephemeral_storage_bootstrap_command(existing: RolloutPlan) -> None:
     # bottlerocket.dev 1.54.x concepts/bootstrap-commands "Configure ephemeral disks"; Karpenter renders the same
     # two commands for instanceStorePolicy RAID0 (pkg/providers/amifamily/bootstrap/bottlerocket.go).
@@ -221,7 +232,15 @@ def test_bottlerocket_raid0_is_its_own_ephemeral_storage_bootstrap_command(exist
         "k8s-ephemeral-storage": {
             "commands": [
                 ["apiclient", "ephemeral-storage", "init"],
-                ["apiclient", "ephemeral-storage", "bind", "--dirs", "/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods"],
+                [
+                    "apiclient",
+                    "ephemeral-storage",
+                    "bind",
+                    "--dirs",
+                    "/var/lib/containerd",
+                    "/var/lib/kubelet",
+                    "/var/log/pods",
+                ],
             ],
             "essential": True,
             "mode": "always",
@@ -235,21 +254,41 @@ def test_bottlerocket_raid0_is_its_own_ephemeral_storage_bootstrap_command(exist
 @pytest.mark.parametrize(
     ("reservation", "specification"),
     [
-        (Reservation(id="cr-0a1b2c3d4e5f60718", resource_group_arn=None, open=False, instance_count=2), {"capacityReservationTarget": {"capacityReservationId": "cr-0a1b2c3d4e5f60718"}}),
         (
-            Reservation(id=None, resource_group_arn="arn:aws:resource-groups:us-east-1:111122223333:group/odcrs", open=False, instance_count=2),
-            {"capacityReservationTarget": {"capacityReservationResourceGroupArn": "arn:aws:resource-groups:us-east-1:111122223333:group/odcrs"}},
+            Reservation(id="cr-0a1b2c3d4e5f60718", resource_group_arn=None, open=False, instance_count=2),
+            {"capacityReservationTarget": {"capacityReservationId": "cr-0a1b2c3d4e5f60718"}},
         ),
-        (Reservation(id=None, resource_group_arn=None, open=True, instance_count=2), {"capacityReservationPreference": "open"}),
+        (
+            Reservation(
+                id=None,
+                resource_group_arn="arn:aws:resource-groups:us-east-1:111122223333:group/odcrs",
+                open=False,
+                instance_count=2,
+            ),
+            {
+                "capacityReservationTarget": {
+                    "capacityReservationResourceGroupArn": "arn:aws:resource-groups:us-east-1:111122223333:group/odcrs"
+                }
+            },
+        ),
+        (
+            Reservation(id=None, resource_group_arn=None, open=True, instance_count=2),
+            {"capacityReservationPreference": "open"},
+        ),
     ],
     ids=["id", "resource-group", "open"],
 )
-def test_an_odcr_is_the_launch_templates_capacity_reservation_specification(prod: RolloutPlan, reservation: Reservation, specification: dict[str, object]) -> None:
+def test_an_odcr_is_the_launch_templates_capacity_reservation_specification(
+    prod: RolloutPlan, reservation: Reservation, specification: dict[str, object]
+) -> None:
     """EC2's LaunchTemplateCapacityReservationSpecificationRequest: a target without a preference, or the
     preference open; the group stays ON_DEMAND with its instance type and (EFA) its cluster placement group."""
     h100 = replace(next(g for g in prod.fleet.node_groups if g.name == "h100"), reservation=reservation)
     ctx = BuildContext(fleet=prod.fleet, environment="prod", through="cost")
-    template, group = [r for r in _launch_template(ctx, h100, None) if r.id == "h100-launch-template"][0], _node_group(ctx, h100, {}, None)
+    template, group = (
+        [r for r in _launch_template(ctx, h100, None) if r.id == "h100-launch-template"][0],
+        _node_group(ctx, h100, {}, None),
+    )
     assert template.args["capacityReservationSpecification"] == specification
     assert "instanceMarketOptions" not in template.args and "instanceType" not in template.args
     assert template.args["placement"] == {"groupName": Ref("h100-placement-group", "name")}

@@ -23,7 +23,9 @@ UPDATE = os.environ.get("GPUFLEET_UPDATE_GOLDEN") == "1"
 
 def cases() -> list[tuple[str, Path, str]]:
     """(case, spec, environment): the example fleet plus every tests/golden/cases/<case>/fleet.yaml."""
-    specs = [("example", ROOT / "fleet.yaml")] + [(p.parent.name, p) for p in sorted((HERE / "cases").glob("*/fleet.yaml"))]
+    specs = [("example", ROOT / "fleet.yaml")] + [
+        (p.parent.name, p) for p in sorted((HERE / "cases").glob("*/fleet.yaml"))
+    ]
     out = []
     for case, spec in specs:
         for env in load_fleet(str(spec)).environments:
@@ -44,8 +46,15 @@ def test_synth_matches_golden(case: str, spec: Path, env: str) -> None:
         for rel, text in tree.files.items():
             (expected_dir / rel).parent.mkdir(parents=True, exist_ok=True)
             (expected_dir / rel).write_text(text, encoding="utf-8")
-    assert expected_dir.is_dir(), f"missing golden tree {expected_dir.relative_to(ROOT)}: run GPUFLEET_UPDATE_GOLDEN=1 python -m pytest tests/golden"
-    expected = {str(p.relative_to(expected_dir)): p.read_text(encoding="utf-8") for p in sorted(expected_dir.rglob("*")) if p.is_file()}
+    assert expected_dir.is_dir(), (
+        f"missing golden tree {expected_dir.relative_to(ROOT)}: run GPUFLEET_UPDATE_GOLDEN=1 python -m pytest"
+        " tests/golden"
+    )
+    expected = {
+        str(p.relative_to(expected_dir)): p.read_text(encoding="utf-8")
+        for p in sorted(expected_dir.rglob("*"))
+        if p.is_file()
+    }
     assert sorted(tree.files) == sorted(expected), "files added or removed"
     for rel, text in tree.files.items():
         assert text == expected[rel], f"{rel} differs from the golden tree"
@@ -59,4 +68,6 @@ def test_synth_is_byte_identical_twice() -> None:
 
 def test_every_golden_tree_is_of_a_case() -> None:
     """A golden tree left behind by a removed case or environment would be read by other tests but never compared."""
-    assert sorted(p.parent.relative_to(HERE / "trees").as_posix() for p in (HERE / "trees").glob("*/*/plan.json")) == sorted(f"{c}/{e}" for c, _, e in cases())
+    assert sorted(
+        p.parent.relative_to(HERE / "trees").as_posix() for p in (HERE / "trees").glob("*/*/plan.json")
+    ) == sorted(f"{c}/{e}" for c, _, e in cases())

@@ -53,4 +53,6 @@ def test_a_python_name_in_the_plan_is_caught() -> None:
     scaling = dict(group.args["scalingConfig"])
     scaling["min_size"] = scaling.pop("minSize")
     entry = next(e for e in resources(golden_dir("example", env)) if e["name"] == group.id)
-    assert entry["inputs"] != expected_inputs(Resource(id=group.id, type=group.type, args={**group.args, "scalingConfig": scaling}))
+    assert entry["inputs"] != expected_inputs(
+        Resource(id=group.id, type=group.type, args={**group.args, "scalingConfig": scaling})
+    )

@@ -8,8 +8,9 @@ GPUs, until the later stage lands; a pod's configMap/secret volume, env source o
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -81,7 +82,10 @@ def later_references(inventory: list[dict[str, Any]]) -> list[str]:
         for ref in references(r):
             there = made.get(ref)
             if there is not None and there > here:
-                found.append(f"{r['id']} ({r['stage']}) references {ref[0]} {ref[1]}/{ref[2]} of stage {stages.STAGES[there - 1]}")
+                found.append(
+                    f"{r['id']} ({r['stage']}) references {ref[0]} {ref[1]}/{ref[2]} of stage"
+                    f" {stages.STAGES[there - 1]}"
+                )
     return found
 
 
@@ -91,10 +95,38 @@ def test_no_stage_references_an_object_of_a_later_stage(tree: Path) -> None:
 
 
 def test_the_check_sees_a_late_config_map() -> None:
-    operator = {"id": "helm-gpu-operator", "stage": "foundation", "type": "kubernetes:helm.sh/v3:Release", "inputs": {"chart": "gpu-operator", "namespace": "gpu-operator", "values": {"devicePlugin": {"config": {"name": "cm"}}}}}
-    pod = {"id": "pod", "stage": "foundation", "type": "kubernetes:core/v1:Pod", "inputs": {"kind": "Pod", "metadata": {"name": "p", "namespace": "gpu-operator"}, "spec": {"volumes": [{"name": "v", "secret": {"secretName": "s"}}]}}}
-    cm = {"id": "cm", "stage": "sharing", "type": "kubernetes:core/v1:ConfigMap", "inputs": {"kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "gpu-operator"}}}
-    secret = {"id": "s", "stage": "network", "type": "kubernetes:core/v1:Secret", "inputs": {"kind": "Secret", "metadata": {"name": "s", "namespace": "gpu-operator"}}}
+    operator = {
+        "id": "helm-gpu-operator",
+        "stage": "foundation",
+        "type": "kubernetes:helm.sh/v3:Release",
+        "inputs": {
+            "chart": "gpu-operator",
+            "namespace": "gpu-operator",
+            "values": {"devicePlugin": {"config": {"name": "cm"}}},
+        },
+    }
+    pod = {
+        "id": "pod",
+        "stage": "foundation",
+        "type": "kubernetes:core/v1:Pod",
+        "inputs": {
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "gpu-operator"},
+            "spec": {"volumes": [{"name": "v", "secret": {"secretName": "s"}}]},
+        },
+    }
+    cm = {
+        "id": "cm",
+        "stage": "sharing",
+        "type": "kubernetes:core/v1:ConfigMap",
+        "inputs": {"kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "gpu-operator"}},
+    }
+    secret = {
+        "id": "s",
+        "stage": "network",
+        "type": "kubernetes:core/v1:Secret",
+        "inputs": {"kind": "Secret", "metadata": {"name": "s", "namespace": "gpu-operator"}},
+    }
     assert later_references([operator, pod, cm, secret]) == [
         "helm-gpu-operator (foundation) references ConfigMap gpu-operator/cm of stage sharing",
         "pod (foundation) references Secret gpu-operator/s of stage network",

@@ -8,8 +8,8 @@ import os
 import stat
 import subprocess
 import time
-from pathlib import Path
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -56,16 +56,26 @@ def test_repair_overrides_use_eks_condition_names_and_actions() -> None:
     assert {o["nodeMonitoringCondition"] for o in overrides} == {"AcceleratedHardwareReady"}
     assert actions(INSTALL, "a100") == {**V170_XIDS, **EXPLICIT}
     assert {o["minRepairWaitTimeMins"] for o in overrides} == {5}  # Training repairs sooner
-    assert all(set(o) == {"nodeMonitoringCondition", "nodeUnhealthyReason", "minRepairWaitTimeMins", "repairAction"} for o in overrides)
+    assert all(
+        set(o) == {"nodeMonitoringCondition", "nodeUnhealthyReason", "minRepairWaitTimeMins", "repairAction"}
+        for o in overrides
+    )
 
 
 def test_xid_overrides_follow_the_pinned_agent_version() -> None:
     # v1.6.4's well-known list lacks 136, 142, 143, 151, 155, 156 and 158 (dcgm_policies.go at each tag); XIDs the
     # agent only reports as events (13, 31, 94, 121 before v1.6.4) get no override.
-    older = replace(INSTALL, versions=replace(INSTALL.versions, addons={**INSTALL.versions.addons, "nodeMonitoringAgent": "v1.6.4-eksbuild.1"}))
+    older = replace(
+        INSTALL,
+        versions=replace(
+            INSTALL.versions, addons={**INSTALL.versions.addons, "nodeMonitoringAgent": "v1.6.4-eksbuild.1"}
+        ),
+    )
     xids = {r for r in actions(older, "a100") if r.startswith("NvidiaXID")}
     assert xids == set(V170_XIDS) - {f"NvidiaXID{c}Error" for c in (136, 142, 143, 151, 155, 156, 158)}
-    assert not {"NvidiaXID13Error", "NvidiaXID31Error", "NvidiaXID94Error", "NvidiaXID121Error"} & set(actions(INSTALL, "a100"))
+    assert not {"NvidiaXID13Error", "NvidiaXID31Error", "NvidiaXID94Error", "NvidiaXID121Error"} & set(
+        actions(INSTALL, "a100")
+    )
 
 
 def test_dcgm_diagnostic_failure_replaces_no_mig_node() -> None:
@@ -101,20 +111,30 @@ def test_repair_thresholds(name: str, unhealthy: int, parallel: int, wait: int) 
 
 def test_repair_disabled_gives_none_and_batch_repairs_in_parallel() -> None:
     assert health.node_repair_config(EXISTING, EXISTING.node_group("batch")) is None
-    assert health.repair_thresholds(EXISTING.node_group("batch")) == {"maxUnhealthyNodeThresholdCount": 4, "maxParallelNodesRepairedCount": 2}
+    assert health.repair_thresholds(EXISTING.node_group("batch")) == {
+        "maxUnhealthyNodeThresholdCount": 4,
+        "maxParallelNodesRepairedCount": 2,
+    }
 
 
 def test_npd_plugin_and_sidecar() -> None:
     values = health.npd_values(INSTALL)
     monitor = json.loads(values["settings"]["custom_monitor_definitions"]["dcgm-health-monitor.json"])
     assert monitor["plugin"] == "custom"
-    assert monitor["conditions"] == [{"type": "DCGMUnhealthy", "reason": "DCGMHealthy", "message": "DCGM health watches and diagnostics pass"}]
+    assert monitor["conditions"] == [
+        {"type": "DCGMUnhealthy", "reason": "DCGMHealthy", "message": "DCGM health watches and diagnostics pass"}
+    ]
     assert monitor["rules"][0]["type"] == "permanent" and monitor["rules"][0]["condition"] == "DCGMUnhealthy"
     assert values["settings"]["custom_plugin_monitors"] == ["/custom-config/dcgm-health-monitor.json"]
     sidecar = values["extraContainers"][0]
     assert sidecar["image"] == "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04"  # the operator v26.7.0 hostengine
     env = {e["name"]: e["value"] for e in sidecar["env"]}
-    assert env == {"DCGM_HOST": "nvidia-dcgm.gpu-operator.svc", "DCGM_DIAG_LEVEL": "1", "DCGM_CHECK_INTERVAL_SECONDS": "120", "STATE_DIR": "/var/run/gpufleet-health"}
+    assert env == {
+        "DCGM_HOST": "nvidia-dcgm.gpu-operator.svc",
+        "DCGM_DIAG_LEVEL": "1",
+        "DCGM_CHECK_INTERVAL_SECONDS": "120",
+        "STATE_DIR": "/var/run/gpufleet-health",
+    }
     assert {e["name"]: e["value"] for e in values["env"]}["MAX_RESULT_AGE_SECONDS"] == str(3 * 120 + 60)
     assert values["tolerations"] == [{"operator": "Exists"}]
     term = values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
@@ -137,7 +157,11 @@ def test_remediator_and_planted_fault_run_with_the_least_they_need() -> None:
         pod = obj["spec"]["template"]["spec"]
         assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
         (container,) = pod["containers"]
-        assert container["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}}
+        assert container["securityContext"] == {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        }
         # Both call the API with their own ServiceAccount, so the token stays (an annotated Checkov skip).
         assert "automountServiceAccountToken" not in pod and pod["serviceAccountName"] == obj["metadata"]["name"]
     assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsUser"] == 65534
@@ -146,8 +170,16 @@ def test_remediator_and_planted_fault_run_with_the_least_they_need() -> None:
     assert job_pod["securityContext"]["runAsUser"] == 0
     mounts = {m["mountPath"]: m for m in job_pod["containers"][0]["volumeMounts"]}
     assert health.STATE_DIR in mounts and not mounts[health.STATE_DIR].get("readOnly")
-    skips = {obj["metadata"]["name"]: {v.split("=", 1)[0] for k, v in obj["metadata"]["annotations"].items() if k.startswith("checkov.io/skip")} for obj in (deployment, job)}
-    assert skips == {"gpufleet-remediator": {"CKV_K8S_8", "CKV_K8S_9", "CKV_K8S_38"}, "gpufleet-planted-fault": {"CKV_K8S_23", "CKV_K8S_38", "CKV_K8S_40"}}
+    skips = {
+        obj["metadata"]["name"]: {
+            v.split("=", 1)[0] for k, v in obj["metadata"]["annotations"].items() if k.startswith("checkov.io/skip")
+        }
+        for obj in (deployment, job)
+    }
+    assert skips == {
+        "gpufleet-remediator": {"CKV_K8S_8", "CKV_K8S_9", "CKV_K8S_38"},
+        "gpufleet-planted-fault": {"CKV_K8S_23", "CKV_K8S_38", "CKV_K8S_40"},
+    }
 
 
 # --- the remediation controller (gpufleet/data/health/remediator.py) -------------------------------------
@@ -172,7 +204,11 @@ R = _remediator()
 def _node(status: str, wclass: str, *, cordoned: bool = False, ours: bool = False, since: int = 0) -> dict[str, Any]:
     ann = {R.ANN_CORDONED: R.ME, R.ANN_CORDONED_AT: str(since)} if ours else {}
     return {
-        "metadata": {"name": "n1", "labels": {R.LABEL_NODE_GROUP: "g", R.LABEL_WORKLOAD_CLASS: wclass}, "annotations": ann},
+        "metadata": {
+            "name": "n1",
+            "labels": {R.LABEL_NODE_GROUP: "g", R.LABEL_WORKLOAD_CLASS: wclass},
+            "annotations": ann,
+        },
         "spec": {"unschedulable": cordoned},
         "status": {"conditions": [{"type": "DCGMUnhealthy", "status": status}]},
     }
@@ -226,13 +262,18 @@ def test_inference_waits_for_capacity() -> None:
 def test_interactive_grace_period_then_drain_and_cordon_only() -> None:
     node = _node("True", "Interactive", cordoned=True, ours=True, since=1000)
     assert R.plan_node(FakeApi(), node, PODS, R.Config(interactive_grace_seconds=3600), now=1000 + 3599).evict == []
-    assert R.plan_node(FakeApi(), node, PODS, R.Config(interactive_grace_seconds=3600), now=1000 + 3600).evict == ["ns/a", "ns/b"]
+    assert R.plan_node(FakeApi(), node, PODS, R.Config(interactive_grace_seconds=3600), now=1000 + 3600).evict == [
+        "ns/a",
+        "ns/b",
+    ]
     only = R.plan_node(FakeApi(), _node("True", "Training"), PODS, R.Config(remediation="CordonOnly"), now=0.0)
     assert only.cordon == ["n1"] and only.evict == []
 
 
 def test_healthy_node_uncordoned_only_when_we_cordoned_it_and_unknown_is_left_alone() -> None:
-    assert R.plan_node(FakeApi(), _node("False", "Training", cordoned=True, ours=True), [], R.Config(), 0.0).uncordon == ["n1"]
+    assert R.plan_node(
+        FakeApi(), _node("False", "Training", cordoned=True, ours=True), [], R.Config(), 0.0
+    ).uncordon == ["n1"]
     assert R.plan_node(FakeApi(), _node("False", "Training", cordoned=True), [], R.Config(), 0.0).uncordon == []
     unknown = R.plan_node(FakeApi(), _node("Unknown", "Training"), PODS, R.Config(), 0.0)
     assert (unknown.cordon, unknown.evict) == ([], [])
@@ -262,20 +303,32 @@ def test_every_path_that_cordons_has_a_path_that_uncordons(remediation: str, wcl
     assert acts.cordon == ["n1"]
     R.apply(api, acts, 100.0, cfg)
     patched = api.calls[0][2]
-    node = _node(after if after != "absent" else "Unknown", wclass, cordoned=patched["spec"]["unschedulable"], ours=patched["metadata"]["annotations"][R.ANN_CORDONED] == R.ME, since=100)
+    node = _node(
+        after if after != "absent" else "Unknown",
+        wclass,
+        cordoned=patched["spec"]["unschedulable"],
+        ours=patched["metadata"]["annotations"][R.ANN_CORDONED] == R.ME,
+        since=100,
+    )
     if after == "absent":
         node["status"]["conditions"] = []
     assert R.plan_node(api, node, [], cfg, now=100.0 + 1800).uncordon == ["n1"]
 
 
 def test_the_remediator_gets_its_release_time_from_the_check_cadence() -> None:
-    assert health.unknown_release_seconds(INSTALL) == max(1800, 2 * (3 * INSTALL.health.check_interval_seconds + health.DIAG_SECONDS[INSTALL.health.dcgm_diag_level]))
+    assert health.unknown_release_seconds(INSTALL) == max(
+        1800, 2 * (3 * INSTALL.health.check_interval_seconds + health.DIAG_SECONDS[INSTALL.health.dcgm_diag_level])
+    )
 
 
 def test_apply_cordons_with_annotation_and_evicts_through_the_eviction_api() -> None:
     api = FakeApi()
     R.apply(api, R.Actions(cordon=["n1"], evict=["ns/a"]), 42.0, R.Config())
-    assert api.calls[0] == ("PATCH", "/api/v1/nodes/n1", {"spec": {"unschedulable": True}, "metadata": {"annotations": {R.ANN_CORDONED: R.ME, R.ANN_CORDONED_AT: "42"}}})
+    assert api.calls[0] == (
+        "PATCH",
+        "/api/v1/nodes/n1",
+        {"spec": {"unschedulable": True}, "metadata": {"annotations": {R.ANN_CORDONED: R.ME, R.ANN_CORDONED_AT: "42"}}},
+    )
     assert api.calls[1][0:2] == ("POST", "/api/v1/namespaces/ns/pods/a/eviction")
     assert api.calls[1][2]["kind"] == "Eviction"
 
@@ -284,12 +337,25 @@ def test_apply_cordons_with_annotation_and_evicts_through_the_eviction_api() -> 
 
 
 def _run(script: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["sh" if script.endswith("check-dcgm-health.sh") else "bash", str(DATA / script)], env={**os.environ, **env}, capture_output=True, text=True, timeout=30)
+    return subprocess.run(
+        ["sh" if script.endswith("check-dcgm-health.sh") else "bash", str(DATA / script)],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
 
 
 @pytest.mark.parametrize(
     ("result", "planted", "age", "code"),
-    [("0 all good\n", False, 0, 0), ("1 dcgmi diag -r 1: | Memory | Fail |\n", False, 0, 1), ("2 cannot query DCGM\n", False, 0, 2), (None, False, 0, 2), ("0 old\n", False, 5000, 2), ("0 all good\n", True, 0, 1)],
+    [
+        ("0 all good\n", False, 0, 0),
+        ("1 dcgmi diag -r 1: | Memory | Fail |\n", False, 0, 1),
+        ("2 cannot query DCGM\n", False, 0, 2),
+        (None, False, 0, 2),
+        ("0 old\n", False, 5000, 2),
+        ("0 all good\n", True, 0, 1),
+    ],
 )
 def test_npd_plugin_exit_codes(tmp_path: Path, result: str | None, planted: bool, age: int, code: int) -> None:
     if result is not None:
@@ -317,11 +383,15 @@ def test_npd_plugin_exit_codes(tmp_path: Path, result: str | None, planted: bool
         ("Overall Health: Healthy", 0, "Error: the diagnostic plugin crashed", 2),
     ],
 )
-def test_dcgm_sidecar_maps_dcgmi_output(tmp_path: Path, health_out: str, health_rc: int, diag_out: str, code: int) -> None:
+def test_dcgm_sidecar_maps_dcgmi_output(
+    tmp_path: Path, health_out: str, health_rc: int, diag_out: str, code: int
+) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "dcgmi"
-    hierarchy = "| -> I 0/1 | GPU Instance (EntityID: 0) |" if diag_out == "MIG" else "| GPU 0 | GPU GPU-0 (EntityID: 0) |"
+    hierarchy = (
+        "| -> I 0/1 | GPU Instance (EntityID: 0) |" if diag_out == "MIG" else "| GPU 0 | GPU GPU-0 (EntityID: 0) |"
+    )
     diag_rc = 0 if "|" in diag_out else 1
     fake.write_text(
         "#!/bin/sh\n"
@@ -331,7 +401,9 @@ def test_dcgm_sidecar_maps_dcgmi_output(tmp_path: Path, health_out: str, health_
     )
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     state = tmp_path / "state"
-    proc = _run("dcgm-health-loop.sh", {"STATE_DIR": str(state), "ONCE": "true", "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    proc = _run(
+        "dcgm-health-loop.sh", {"STATE_DIR": str(state), "ONCE": "true", "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    )
     assert proc.returncode == 0, proc.stderr
     assert (state / "result").read_text().split(" ", 1)[0] == str(code)
 
@@ -360,7 +432,10 @@ def test_planted_fault_verification_sees_every_step(tmp_path: Path) -> None:
             if "/pods" in path:
                 return {"items": [] if state["polls"] > 4 else [_pod("job")]}
             bad = fault.exists()
-            return {"spec": {"unschedulable": bad}, "status": {"conditions": [{"type": "DCGMUnhealthy", "status": "True" if bad else "False"}]}}
+            return {
+                "spec": {"unschedulable": bad},
+                "status": {"conditions": [{"type": "DCGMUnhealthy", "status": "True" if bad else "False"}]},
+            }
 
     ok = mod.verify(Cluster(), "n1", str(fault), "CordonAndDrain", "Training", timeout=5, poll=0, sleep=lambda s: None)
     assert ok and not fault.exists()
@@ -370,5 +445,18 @@ def test_planted_fault_verification_sees_every_step(tmp_path: Path) -> None:
             return {"spec": {}, "status": {"conditions": [{"type": "DCGMUnhealthy", "status": "False"}]}}
 
     clock = iter(range(100))
-    assert mod.verify(Stuck(), "n1", str(fault), "CordonAndDrain", "Training", timeout=3, poll=0, sleep=lambda s: None, clock=lambda: next(clock)) is False
+    assert (
+        mod.verify(
+            Stuck(),
+            "n1",
+            str(fault),
+            "CordonAndDrain",
+            "Training",
+            timeout=3,
+            poll=0,
+            sleep=lambda s: None,
+            clock=lambda: next(clock),
+        )
+        is False
+    )
     assert not fault.exists()

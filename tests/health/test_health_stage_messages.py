@@ -16,8 +16,9 @@ from gpufleet.spec import Fleet
 
 EXAMPLE: dict[str, Any] = yaml.safe_load((Path(__file__).parents[2] / "fleet.yaml").read_text())
 EXISTING_WARNING = (
-    "health.autoRepair is Enabled on an existing cluster, where gpufleet manages no EKS add-ons: the eks-node-monitoring-agent add-on must be installed "
-    "(EKS repairs GPU faults only from the conditions that agent reports)"
+    "health.autoRepair is Enabled on an existing cluster, where gpufleet manages no EKS add-ons: the"
+    " eks-node-monitoring-agent add-on must be installed (EKS repairs GPU faults only from the conditions that agent"
+    " reports)"
 )
 
 
@@ -50,13 +51,21 @@ def _training_gate() -> dict[str, Any]:
 
 
 def test_planted_fault_says_kueue_requeues_only_where_kueue_is_installed() -> None:
-    assert _drain_step(_stage(_training_gate())) == "its GPU pods are evicted and their jobs requeued by Kueue onto other nodes (no GPU pod left on the node)"
+    assert (
+        _drain_step(_stage(_training_gate()))
+        == "its GPU pods are evicted and their jobs requeued by Kueue onto other nodes (no GPU pod left on the node)"
+    )
     # Without teams the admission stage installs no Kueue (builders/admission.py).
     no_teams = replace(_fleet(_training_gate()), teams=())
-    assert _drain_step(_stage(no_teams)) == "its GPU pods are evicted and their controllers recreate them on other nodes (no GPU pod left on the node)"
+    assert (
+        _drain_step(_stage(no_teams))
+        == "its GPU pods are evicted and their controllers recreate them on other nodes (no GPU pod left on the node)"
+    )
 
 
 def test_existing_cluster_auto_repair_warns_that_the_agent_must_be_installed() -> None:
-    data = yaml.safe_load((Path(__file__).parents[1] / "golden" / "cases" / "existing-capacity-block" / "fleet.yaml").read_text())
+    data = yaml.safe_load(
+        (Path(__file__).parents[1] / "golden" / "cases" / "existing-capacity-block" / "fleet.yaml").read_text()
+    )
     env = next(iter(data["environments"]))
     assert EXISTING_WARNING in _stage(data, env).warnings

@@ -22,7 +22,9 @@ def _no_annotations(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def step(job: str, rank: str, values: str) -> dict[str, str]:
     # As scraped from a training pod by a PodMonitor: the pod's namespace is the target namespace.
-    return series("gpufleet_training_step_seconds", {"namespace": "research", "training_job": job, "rank": rank}, values)
+    return series(
+        "gpufleet_training_step_seconds", {"namespace": "research", "training_job": job, "rank": rank}, values
+    )
 
 
 def test_promtool_check_rules(tmp_path: Path, groups: list[dict[str, Any]]) -> None:
@@ -42,15 +44,38 @@ def test_straggler_rank_fires_and_even_job_stays_quiet(tmp_path: Path, groups: l
                 "input_series": inputs,
                 "alert_rule_test": [
                     {"eval_time": "5m", "alertname": "TrainingStragglerRank", "exp_alerts": []},
-                    {"eval_time": "20m", "alertname": "TrainingStragglerRank", "exp_alerts": [{"exp_labels": {"namespace": "research", "training_job": "llm", "rank": "3", "severity": "warning"}}]},
+                    {
+                        "eval_time": "20m",
+                        "alertname": "TrainingStragglerRank",
+                        "exp_alerts": [
+                            {
+                                "exp_labels": {
+                                    "namespace": "research",
+                                    "training_job": "llm",
+                                    "rank": "3",
+                                    "severity": "warning",
+                                }
+                            }
+                        ],
+                    },
                 ],
                 "promql_expr_test": [
                     {
                         "expr": "gpufleet:training_step_seconds:spread_ratio",
                         "eval_time": "20m",
                         "exp_samples": [
-                            {"labels": 'gpufleet:training_step_seconds:spread_ratio{namespace="research",training_job="llm"}', "value": 0.5},
-                            {"labels": 'gpufleet:training_step_seconds:spread_ratio{namespace="research",training_job="even"}', "value": 0},
+                            {
+                                "labels": (
+                                    'gpufleet:training_step_seconds:spread_ratio{namespace="research",training_job="llm"}'
+                                ),
+                                "value": 0.5,
+                            },
+                            {
+                                "labels": (
+                                    'gpufleet:training_step_seconds:spread_ratio{namespace="research",training_job="even"}'
+                                ),
+                                "value": 0,
+                            },
                         ],
                     }
                 ],
@@ -74,7 +99,20 @@ def test_dcgm_unhealthy_condition_alerts(tmp_path: Path, groups: list[dict[str, 
                 "interval": "1m",
                 "input_series": inputs,
                 "alert_rule_test": [
-                    {"eval_time": "5m", "alertname": "GPUNodeDCGMUnhealthy", "exp_alerts": [{"exp_labels": {"node": "bad", "condition": "DCGMUnhealthy", "status": "true", "severity": "critical"}}]}
+                    {
+                        "eval_time": "5m",
+                        "alertname": "GPUNodeDCGMUnhealthy",
+                        "exp_alerts": [
+                            {
+                                "exp_labels": {
+                                    "node": "bad",
+                                    "condition": "DCGMUnhealthy",
+                                    "status": "true",
+                                    "severity": "critical",
+                                }
+                            }
+                        ],
+                    }
                 ],
             }
         ],

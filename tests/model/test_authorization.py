@@ -4,8 +4,8 @@ policy and the team Role give them, nobody else on a cluster gpufleet creates.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 import pytest
 
@@ -13,7 +13,6 @@ from gpufleet.model import authorization
 from gpufleet.model.authorization import Decision, Refusal, may_create
 from gpufleet.model.explain import FleetModel, explain
 from gpufleet.model.workload import workload
-
 from tests.model.conftest import model_of
 
 MakeModel = Callable[..., FleetModel]
@@ -43,9 +42,14 @@ FLEET = model_of().plan.fleet
             "language",
             Decision(
                 refusal=Refusal(
-                    message=f"{VISION} (team vision, group gpufleet-team-vision) may create workloads only in namespace vision; "
-                    "the Job is in namespace language, where the API server forbids it (Forbidden)",
-                    fix=f"submit it in namespace vision, or move {VISION} to teams[language].members (one access entry per principal)",
+                    message=(
+                        f"{VISION} (team vision, group gpufleet-team-vision) may create workloads only in namespace"
+                        " vision; the Job is in namespace language, where the API server forbids it (Forbidden)"
+                    ),
+                    fix=(
+                        f"submit it in namespace vision, or move {VISION} to teams[language].members (one access entry"
+                        " per principal)"
+                    ),
                     spec_path=("teams", 0, "members"),
                 )
             ),
@@ -56,8 +60,10 @@ FLEET = model_of().plan.fleet
             "default",
             Decision(
                 refusal=Refusal(
-                    message=f"{SPEECH} (team speech, group gpufleet-team-speech) may create workloads only in namespace speech; "
-                    "the Job is in namespace default, where the API server forbids it (Forbidden)",
+                    message=(
+                        f"{SPEECH} (team speech, group gpufleet-team-speech) may create workloads only in namespace"
+                        " speech; the Job is in namespace default, where the API server forbids it (Forbidden)"
+                    ),
                     fix="submit it in namespace speech",
                     spec_path=("teams", 2, "members"),
                 )
@@ -69,7 +75,10 @@ FLEET = model_of().plan.fleet
             "speech",
             Decision(
                 refusal=Refusal(
-                    message=f"{STRANGER} has no EKS access entry on cluster research (authenticationMode API): the API server refuses the request (Unauthorized)",
+                    message=(
+                        f"{STRANGER} has no EKS access entry on cluster research (authenticationMode API): the API"
+                        " server refuses the request (Unauthorized)"
+                    ),
                     fix=f"add {STRANGER} to teams[speech].members, or to cluster.admins",
                     spec_path=("teams", 2, "members"),
                 )
@@ -81,8 +90,10 @@ FLEET = model_of().plan.fleet
             "elsewhere",
             Decision(
                 refusal=Refusal(
-                    message=f"arn:aws:iam::{ACCOUNT}:user/vision-researchers has no EKS access entry on cluster research (authenticationMode API): "
-                    "the API server refuses the request (Unauthorized)",
+                    message=(
+                        f"arn:aws:iam::{ACCOUNT}:user/vision-researchers has no EKS access entry on cluster research"
+                        " (authenticationMode API): the API server refuses the request (Unauthorized)"
+                    ),
                     fix="submit it in a team's namespace, or to cluster.admins",
                 )
             ),
@@ -93,8 +104,10 @@ FLEET = model_of().plan.fleet
             "vision",
             Decision(
                 refusal=Refusal(
-                    message=f"arn:aws:sts::{ACCOUNT}:assumed-role/intern/carol has no EKS access entry on cluster research (authenticationMode API): "
-                    "the API server refuses the request (Unauthorized)",
+                    message=(
+                        f"arn:aws:sts::{ACCOUNT}:assumed-role/intern/carol has no EKS access entry on cluster research"
+                        " (authenticationMode API): the API server refuses the request (Unauthorized)"
+                    ),
                     fix=f"add {STRANGER} to teams[vision].members, or to cluster.admins",
                     spec_path=("teams", 0, "members"),
                 )
@@ -106,9 +119,14 @@ FLEET = model_of().plan.fleet
             "vision",
             Decision(
                 refusal=Refusal(
-                    message="arn:aws:iam::444455556666:role/vision-researchers has no EKS access entry on cluster research (authenticationMode API): "
-                    "the API server refuses the request (Unauthorized)",
-                    fix="add arn:aws:iam::444455556666:role/vision-researchers to teams[vision].members, or to cluster.admins",
+                    message=(
+                        "arn:aws:iam::444455556666:role/vision-researchers has no EKS access entry on cluster research"
+                        " (authenticationMode API): the API server refuses the request (Unauthorized)"
+                    ),
+                    fix=(
+                        "add arn:aws:iam::444455556666:role/vision-researchers to teams[vision].members, or to"
+                        " cluster.admins"
+                    ),
                     spec_path=("teams", 0, "members"),
                 )
             ),
@@ -122,22 +140,34 @@ def test_who_may_create_what_where(arn: str, kind: str, namespace: str, expected
 def test_a_kind_neither_the_edit_policy_nor_the_team_role_grants() -> None:
     decision = may_create(FLEET, "cost", VISION, "RayJob", "vision")
     assert decision.refusal is not None
-    assert decision.refusal.message == f"{VISION} (team vision) may not create RayJob: neither AmazonEKSEditPolicy nor the Role gpufleet-team grants it"
-    assert decision.refusal.fix == "submit one of DaemonSet, Deployment, Job, JobSet, MPIJob, Pod, PyTorchJob, StatefulSet, TrainJob, or ask a cluster admin"
+    assert (
+        decision.refusal.message
+        == f"{VISION} (team vision) may not create RayJob: neither AmazonEKSEditPolicy nor the Role gpufleet-team"
+        " grants it"
+    )
+    assert (
+        decision.refusal.fix
+        == "submit one of DaemonSet, Deployment, Job, JobSet, MPIJob, Pod, PyTorchJob, StatefulSet, TrainJob, or ask a"
+        " cluster admin"
+    )
 
 
 def test_before_the_admission_stage_the_team_namespace_does_not_exist() -> None:
     decision = may_create(FLEET, "telemetry", VISION, "Job", "vision")
     assert decision.refusal is not None
-    assert decision.refusal.message.startswith("namespace vision does not exist in this environment: the admission stage creates it")
+    assert decision.refusal.message.startswith(
+        "namespace vision does not exist in this environment: the admission stage creates it"
+    )
 
 
 def test_an_existing_cluster_may_grant_access_outside_the_spec() -> None:
     existing = replace(FLEET, cluster=replace(FLEET.cluster, mode="Existing"))
     decision = may_create(existing, "cost", STRANGER, "Job", "vision")
     assert decision.refusal is None
-    assert decision.note == (
-        f"{STRANGER} has no access entry in the spec; the existing cluster research may grant access outside gpufleet "
+    assert (
+        decision.note
+        == f"{STRANGER} has no access entry in the spec; the existing cluster research may grant access outside"
+        " gpufleet "
         "(other access entries, aws-auth), which explain cannot see"
     )
     # what the spec does grant still holds on an existing cluster
@@ -146,7 +176,14 @@ def test_an_existing_cluster_may_grant_access_outside_the_spec() -> None:
 
 @pytest.mark.parametrize(
     "arn",
-    ["bogus", f"arn:aws:iam::{ACCOUNT}:group/devs", f"arn:aws:iam::{ACCOUNT}:role/", "arn:aws:iam::1234:role/x", f"arn:aws:sts::{ACCOUNT}:assumed-role/no-session", f"{VISION}\n"],
+    [
+        "bogus",
+        f"arn:aws:iam::{ACCOUNT}:group/devs",
+        f"arn:aws:iam::{ACCOUNT}:role/",
+        "arn:aws:iam::1234:role/x",
+        f"arn:aws:sts::{ACCOUNT}:assumed-role/no-session",
+        f"{VISION}\n",
+    ],
 )
 def test_not_a_principal_arn(arn: str) -> None:
     with pytest.raises(authorization.PrincipalError, match="is not an IAM role, user or assumed-role ARN"):
@@ -160,7 +197,9 @@ def test_access_is_the_first_gate(make_model: MakeModel) -> None:
             "apiVersion": "batch/v1",
             "kind": "Job",
             "metadata": {"name": "train", "namespace": "language", "labels": {"kueue.x-k8s.io/queue-name": "default"}},
-            "spec": {"template": {"spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}},
+            "spec": {
+                "template": {"spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
+            },
         }
     )
     model = make_model()

@@ -4,7 +4,8 @@ a group never grows past maxSize."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from gpufleet.model.autoscaler import scale_up_blocker
 from gpufleet.model.explain import FleetModel
@@ -28,15 +29,24 @@ def test_untagged_resource_blocks_scale_from_zero(make_model: MakeModel) -> None
     # README: "k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage: 100G" is needed for a pod that
     # requests ephemeral storage; gpufleet does not tag it.
     node = make_model().nodes["h100"]
-    blocked = scale_up_blocker(node, _pod({"nvidia.com/gpu": 1, "ephemeral-storage": 1024}), [{"operator": "Exists"}], 1)
+    blocked = scale_up_blocker(
+        node, _pod({"nvidia.com/gpu": 1, "ephemeral-storage": 1024}), [{"operator": "Exists"}], 1
+    )
     assert blocked is not None
-    assert blocked[0] == "the scale-from-zero template of node group h100 does not offer ephemeral-storage (no node-template resource tag)"
+    assert (
+        blocked[0]
+        == "the scale-from-zero template of node group h100 does not offer ephemeral-storage (no node-template resource"
+        " tag)"
+    )
 
 
 def test_never_past_max_size(make_model: MakeModel) -> None:
     node = make_model().nodes["h100"]  # maxSize 16 nodes of 8 GPUs
     blocked = scale_up_blocker(node, _pod({"nvidia.com/gpu": 8}), [{"operator": "Exists"}], 17)
-    assert blocked == ("node group h100 may grow to 16 node(s); 17 pod(s) of this shape need 17", "raise nodeGroups[h100].scaling.maxSize to 17, or ask for fewer pods")
+    assert blocked == (
+        "node group h100 may grow to 16 node(s); 17 pod(s) of this shape need 17",
+        "raise nodeGroups[h100].scaling.maxSize to 17, or ask for fewer pods",
+    )
 
 
 def test_existing_nodes_need_no_scale_up(make_model: MakeModel) -> None:
@@ -57,7 +67,13 @@ def test_a_targeted_reservation_caps_the_scale_up_and_its_fix_enlarges_the_reser
     assert node.reserved == 16
     blocked = scale_up_blocker(node, _pod({"nvidia.com/gpu": 8}), [{"operator": "Exists"}], 17)
     assert blocked == (
-        "node group h100 may grow to 16 node(s), within the 16 instance(s) of the capacity reservation it targets; 17 pod(s) of this shape need 17",
-        "enlarge the reservation, then raise nodeGroups[h100].capacity.reservation.instanceCount and scaling.maxSize to 17; or ask for fewer pods",
+        (
+            "node group h100 may grow to 16 node(s), within the 16 instance(s) of the capacity reservation it targets;"
+            " 17 pod(s) of this shape need 17"
+        ),
+        (
+            "enlarge the reservation, then raise nodeGroups[h100].capacity.reservation.instanceCount and"
+            " scaling.maxSize to 17; or ask for fewer pods"
+        ),
     )
     assert make_model().nodes["h100"].reserved is None

@@ -17,8 +17,16 @@ FLAVORS = {
     "one": ka.Flavor(name="one", node_labels={"type": "one"}, node_taints=(), tolerations=(), topology_name=None),
     "two": ka.Flavor(name="two", node_labels={"type": "two"}, node_taints=(), tolerations=(), topology_name=None),
     "tainted": ka.Flavor(name="tainted", node_labels={}, node_taints=(SPOT,), tolerations=(), topology_name=None),
-    "taint_and_toleration": ka.Flavor(name="taint_and_toleration", node_labels={}, node_taints=(SPOT,), tolerations=(SPOT_TOLERATION,), topology_name=None),
-    "tas-default": ka.Flavor(name="tas-default", node_labels={}, node_taints=(), tolerations=(), topology_name="default"),
+    "taint_and_toleration": ka.Flavor(
+        name="taint_and_toleration",
+        node_labels={},
+        node_taints=(SPOT,),
+        tolerations=(SPOT_TOLERATION,),
+        topology_name=None,
+    ),
+    "tas-default": ka.Flavor(
+        name="tas-default", node_labels={}, node_taints=(), tolerations=(), topology_name="default"
+    ),
 }
 
 
@@ -26,9 +34,17 @@ def q(nominal: int, borrowing: int | None = None, lending: int | None = None) ->
     return ka.Quota(nominal=nominal, borrowing_limit=borrowing, lending_limit=lending)
 
 
-def cq(name: str, *flavors: tuple[str, dict[str, ka.Quota]], cohort: str | None = None, checks: tuple[str, ...] = ()) -> ka.ClusterQueue:
+def cq(
+    name: str, *flavors: tuple[str, dict[str, ka.Quota]], cohort: str | None = None, checks: tuple[str, ...] = ()
+) -> ka.ClusterQueue:
     covered = tuple(dict.fromkeys(r for _, quotas in flavors for r in quotas))
-    return ka.ClusterQueue(name=name, cohort=cohort, namespace_selector={}, resource_groups=((covered, tuple(flavors)),), admission_checks=checks)
+    return ka.ClusterQueue(
+        name=name,
+        cohort=cohort,
+        namespace_selector={},
+        resource_groups=((covered, tuple(flavors)),),
+        admission_checks=checks,
+    )
 
 
 def kueue(*queues: ka.ClusterQueue) -> ka.Kueue:
@@ -44,13 +60,29 @@ def kueue(*queues: ka.ClusterQueue) -> ka.Kueue:
     )
 
 
-def ps(name: str = "main", count: int = 1, tolerations: tuple[dict[str, Any], ...] = (), selector: dict[str, str] | None = None, terms: tuple[dict[str, Any], ...] = (), topology: bool = False, **requests: int) -> PodSet:
+def ps(
+    name: str = "main",
+    count: int = 1,
+    tolerations: tuple[dict[str, Any], ...] = (),
+    selector: dict[str, str] | None = None,
+    terms: tuple[dict[str, Any], ...] = (),
+    topology: bool = False,
+    **requests: int,
+) -> PodSet:
     reqs = {k.replace("_", "/"): v for k, v in requests.items()}
-    pod = PodSpec(containers=(Container(name="c", requests=reqs, limits={}),), tolerations=tolerations, node_selector=selector or {}, required_terms=terms, topology_request=topology)
+    pod = PodSpec(
+        containers=(Container(name="c", requests=reqs, limits={}),),
+        tolerations=tolerations,
+        node_selector=selector or {},
+        required_terms=terms,
+        topology_request=topology,
+    )
     return PodSet(name=name, count=count, pod=pod)
 
 
-def assign(queue: ka.ClusterQueue, *pod_sets: PodSet, others: tuple[ka.ClusterQueue, ...] = ()) -> tuple[dict[str, str], str | None]:
+def assign(
+    queue: ka.ClusterQueue, *pod_sets: PodSet, others: tuple[ka.ClusterQueue, ...] = ()
+) -> tuple[dict[str, str], str | None]:
     return ka.assign(kueue(queue, *others), queue, pod_sets, {})
 
 
@@ -58,24 +90,35 @@ GiB = 1024
 
 
 def test_single_flavor_fits() -> None:
-    assert assign(cq("test-clusterqueue", ("default", {"cpu": q(1000), "memory": q(2)})), ps(cpu=1000, memory=1)) == ({"main": "default"}, None)
+    assert assign(cq("test-clusterqueue", ("default", {"cpu": q(1000), "memory": q(2)})), ps(cpu=1000, memory=1)) == (
+        {"main": "default"},
+        None,
+    )
 
 
 def test_single_flavor_fits_tainted_flavor() -> None:
-    assert assign(cq("c", ("tainted", {"cpu": q(4000)})), ps(tolerations=(SPOT_TOLERATION,), cpu=1000)) == ({"main": "tainted"}, None)
+    assert assign(cq("c", ("tainted", {"cpu": q(4000)})), ps(tolerations=(SPOT_TOLERATION,), cpu=1000)) == (
+        {"main": "tainted"},
+        None,
+    )
 
 
 def test_single_flavor_fits_tainted_flavor_with_toleration() -> None:
-    assert assign(cq("c", ("taint_and_toleration", {"cpu": q(4000)})), ps(cpu=1000)) == ({"main": "taint_and_toleration"}, None)
+    assert assign(cq("c", ("taint_and_toleration", {"cpu": q(4000)})), ps(cpu=1000)) == (
+        {"main": "taint_and_toleration"},
+        None,
+    )
 
 
 def test_multiple_resources_in_a_group_does_not_fit() -> None:
     queue = cq("c", ("one", {"cpu": q(2000), "memory": q(GiB)}), ("two", {"cpu": q(4000), "memory": q(5)}))
     _, reason = assign(queue, ps(cpu=3000, memory=10))
-    assert reason == (
-        "couldn't assign flavors to pod set main: "
-        "insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (3) > maximum capacity (2), "
-        "insufficient quota for memory in flavor two, previously considered podsets requests (0) + current podset request (10Mi) > maximum capacity (5Mi)"
+    assert (
+        reason
+        == "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor one, previously considered"
+        " podsets requests (0) + current podset request (3) > maximum capacity (2), insufficient quota for memory in"
+        " flavor two, previously considered podsets requests (0) + current podset request (10Mi) > maximum capacity"
+        " (5Mi)"
     )
 
 
@@ -83,7 +126,11 @@ def test_multiple_flavors_fits_while_skipping_tainted_flavor() -> None:
     queue = cq("c", ("tainted", {"cpu": q(4000)}), ("two", {"cpu": q(4000)}))
     assert assign(queue, ps(cpu=3000)) == ({"main": "two"}, None)
     _, reason = assign(cq("c", ("tainted", {"cpu": q(4000)})), ps(cpu=3000))
-    assert reason == "couldn't assign flavors to pod set main: untolerated taint {instance spot NoSchedule <nil>} in flavor tainted"
+    assert (
+        reason
+        == "couldn't assign flavors to pod set main: untolerated taint {instance spot NoSchedule <nil>} in flavor"
+        " tainted"
+    )
 
 
 def test_multiple_flavors_fits_a_node_selector() -> None:
@@ -102,7 +149,11 @@ def test_multiple_flavors_does_not_fit_node_affinity() -> None:
     queue = cq("c", ("one", {"cpu": q(4000)}), ("two", {"cpu": q(4000)}))
     term = {"matchExpressions": [{"key": "type", "operator": "In", "values": ["three"]}]}
     _, reason = assign(queue, ps(terms=(term,), cpu=1000))
-    assert reason == "couldn't assign flavors to pod set main: flavor one doesn't match node affinity, flavor two doesn't match node affinity"
+    assert (
+        reason
+        == "couldn't assign flavors to pod set main: flavor one doesn't match node affinity, flavor two doesn't match"
+        " node affinity"
+    )
 
 
 def test_multiple_specs_fit_different_flavors() -> None:
@@ -113,7 +164,9 @@ def test_multiple_specs_fit_different_flavors() -> None:
 def test_multiple_specs_fits_borrowing() -> None:
     queue = cq("c", ("default", {"cpu": q(2000, borrowing=98000), "memory": q(2 * GiB)}), cohort="test-cohort")
     secondary = cq("s", ("default", {"cpu": q(198000), "memory": q(198 * GiB)}), cohort="test-cohort")
-    assert assign(queue, ps("driver", cpu=4000, memory=GiB), ps("worker", cpu=6000, memory=4 * GiB), others=(secondary,)) == ({"driver": "default", "worker": "default"}, None)
+    assert assign(
+        queue, ps("driver", cpu=4000, memory=GiB), ps("worker", cpu=6000, memory=4 * GiB), others=(secondary,)
+    ) == ({"driver": "default", "worker": "default"}, None)
 
 
 def test_not_enough_space_to_borrow() -> None:
@@ -121,7 +174,11 @@ def test_not_enough_space_to_borrow() -> None:
     queue = cq("c", ("one", {"cpu": q(1000)}), cohort="test-cohort")
     secondary = cq("s", ("one", {"cpu": q(10000, lending=0)}), cohort="test-cohort")
     _, reason = assign(queue, ps(cpu=2000), others=(secondary,))
-    assert reason == "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (2) > maximum capacity (1)"
+    assert (
+        reason
+        == "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor one, previously considered"
+        " podsets requests (0) + current podset request (2) > maximum capacity (1)"
+    )
 
 
 def test_resource_not_listed_in_cluster_queue() -> None:
@@ -130,7 +187,10 @@ def test_resource_not_listed_in_cluster_queue() -> None:
 
 
 def test_zero_resource_request_not_in_cluster_queue_succeeds() -> None:
-    assert assign(cq("c", ("default", {"cpu": q(4000)})), ps(cpu=1000, **{"example.com_gpu": 0})) == ({"main": "default"}, None)
+    assert assign(cq("c", ("default", {"cpu": q(4000)})), ps(cpu=1000, **{"example.com_gpu": 0})) == (
+        {"main": "default"},
+        None,
+    )
 
 
 # scheduler_test.go: a PodSet without a topology request skips the TAS flavor of a mixed queue
@@ -138,8 +198,14 @@ def test_zero_resource_request_not_in_cluster_queue_succeeds() -> None:
 def test_mixed_queue_non_tas_pod_set_skips_tas_flavor() -> None:
     queue = cq("tas-main", ("tas-default", {"cpu": q(50000)}), ("default", {"cpu": q(50000)}))
     assert assign(queue, ps("one", cpu=1000)) == ({"one": "default"}, None)
-    _, reason = assign(cq("tas-main", ("tas-default", {"cpu": q(50000)}), ("one", {"cpu": q(50000)})), ps("one", selector={"type": "two"}, cpu=1000))
-    assert reason == 'couldn\'t assign flavors to pod set one: Flavor "tas-default" supports only TopologyAwareScheduling, flavor one doesn\'t match node affinity'
+    _, reason = assign(
+        cq("tas-main", ("tas-default", {"cpu": q(50000)}), ("one", {"cpu": q(50000)})),
+        ps("one", selector={"type": "two"}, cpu=1000),
+    )
+    assert (
+        reason == 'couldn\'t assign flavors to pod set one: Flavor "tas-default" supports only TopologyAwareScheduling,'
+        " flavor one doesn't match node affinity"
+    )
 
 
 def test_tas_only_queue_implies_topology() -> None:
@@ -152,11 +218,21 @@ def test_tas_only_queue_implies_topology() -> None:
 def test_namespace_and_queue_resolution() -> None:
     k = ka.Kueue(
         manage_without_queue_name=False,
-        managed_namespaces={"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["team-a"]}]},
+        managed_namespaces={
+            "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["team-a"]}]
+        },
         frameworks=frozenset({"batch/job", "pod"}),
         exclude_prefixes=(),
         flavors=FLAVORS,
-        cluster_queues={"a": ka.ClusterQueue(name="a", cohort=None, namespace_selector={"matchLabels": {"kubernetes.io/metadata.name": "team-a"}}, resource_groups=((("cpu",), (("default", {"cpu": q(4000)}),)),), admission_checks=())},
+        cluster_queues={
+            "a": ka.ClusterQueue(
+                name="a",
+                cohort=None,
+                namespace_selector={"matchLabels": {"kubernetes.io/metadata.name": "team-a"}},
+                resource_groups=((("cpu",), (("default", {"cpu": q(4000)}),)),),
+                admission_checks=(),
+            )
+        },
         local_queues={("team-a", "a"): "a"},
         provisioning_checks=frozenset(),
     )
@@ -165,16 +241,29 @@ def test_namespace_and_queue_resolution() -> None:
         return Workload(kind=kind, namespace=ns, name="w", labels=labels, pod_sets=(ps(cpu=1000),))
 
     assert ka.admit(k, wl("Job", "team-a", {"kueue.x-k8s.io/queue-name": "a"}), {}).cluster_queue == "a"
-    assert ka.admit(k, wl("Job", "team-a", {"kueue.x-k8s.io/queue-name": "b"}), {}).reason == "LocalQueue b doesn't exist"
+    assert (
+        ka.admit(k, wl("Job", "team-a", {"kueue.x-k8s.io/queue-name": "b"}), {}).reason == "LocalQueue b doesn't exist"
+    )
     # configuration_types.go: without a queue name and with manageJobsWithoutQueueName false, a Job is not managed
     assert ka.admit(k, wl("Job", "team-a", {}), {}).managed is False
     # ... pod-based integrations are never managed outside managedJobsNamespaceSelector, even with the label
     assert ka.admit(k, wl("Pod", "other", {"kueue.x-k8s.io/queue-name": "a"}), {}).managed is False
     # defaults.go: the LocalQueue "default" fills a missing queue name in a managed namespace
-    k2 = ka.Kueue(**{**{f: getattr(k, f) for f in k.__dataclass_fields__}, "local_queues": {("team-a", "default"): "a"}})
+    k2 = ka.Kueue(
+        **{**{f: getattr(k, f) for f in k.__dataclass_fields__}, "local_queues": {("team-a", "default"): "a"}}
+    )
     assert ka.admit(k2, wl("Pod", "team-a", {}), {}).cluster_queue == "a"
 
 
-@pytest.mark.parametrize("resource, amount, text", [("cpu", 3000, "3"), ("cpu", 1500, "1500m"), ("memory", 10, "10Mi"), ("memory", 2048, "2Gi"), ("nvidia.com/gpu", 8, "8")])
+@pytest.mark.parametrize(
+    "resource, amount, text",
+    [
+        ("cpu", 3000, "3"),
+        ("cpu", 1500, "1500m"),
+        ("memory", 10, "10Mi"),
+        ("memory", 2048, "2Gi"),
+        ("nvidia.com/gpu", 8, "8"),
+    ],
+)
 def test_quantity_format(resource: str, amount: int, text: str) -> None:
     assert ka.fmt(resource, amount) == text

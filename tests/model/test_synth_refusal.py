@@ -34,18 +34,30 @@ def test_single_numa_node_on_p5_is_refused_at_the_policy(tmp_path: Path, capsys:
     err = capsys.readouterr().err
     line = _line_of(spec, "policy: single-numa-node")
     assert f"{spec}:{line}:" in err
-    assert "nodeGroups[0].topology.policy: gpufleet's own Job gpufleet-network/nccl-gate-h100 would not run (kubelet): TopologyAffinityError on node group h100" in err
-    assert "hint: set topology.policy: restricted on node group h100 (admits the narrowest NUMA set), or ask for at most 4 GPUs per pod" in err
+    assert (
+        "nodeGroups[0].topology.policy: gpufleet's own Job gpufleet-network/nccl-gate-h100 would not run (kubelet):"
+        " TopologyAffinityError on node group h100" in err
+    )
+    assert (
+        "hint: set topology.policy: restricted on node group h100 (admits the narrowest NUMA set), or ask for at most 4"
+        " GPUs per pod" in err
+    )
     assert "node group h100: a full node pod (its workload class's shape) would not run (kubelet)" in err
     assert not out.exists() or not any(out.iterdir())
 
 
-def test_tas_on_a_group_that_scales_from_zero_is_refused_at_the_placement(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_tas_on_a_group_that_scales_from_zero_is_refused_at_the_placement(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     spec = _spec(tmp_path, policy="restricted", placement="Preferred")
     assert main(["synth", str(spec), "--env", "prod", "--out", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err
     assert f"{spec}:{_line_of(spec, 'placement: Preferred')}:" in err
-    assert 'nodeGroups[0].topology.placement: node group h100: a full node pod (its workload class\'s shape) would not run (admission): couldn\'t assign flavors to pod set main: Flavor "h100" supports only TopologyAwareScheduling' in err
+    assert (
+        "nodeGroups[0].topology.placement: node group h100: a full node pod (its workload class's shape) would not run"
+        ' (admission): couldn\'t assign flavors to pod set main: Flavor "h100" supports only TopologyAwareScheduling'
+        in err
+    )
 
 
 def test_plan_md_has_the_will_it_run_table() -> None:

@@ -29,7 +29,13 @@ TWO = (0, 1)
         (
             "filter hints with wide sockemask",
             [
-                [Hint(mask(0), True), Hint(mask(1), True), Hint(mask(1, 2), False), Hint(mask(0, 1, 2), False), Hint(None, False)],
+                [
+                    Hint(mask(0), True),
+                    Hint(mask(1), True),
+                    Hint(mask(1, 2), False),
+                    Hint(mask(0, 1, 2), False),
+                    Hint(None, False),
+                ],
                 [Hint(mask(1, 2), False), Hint(mask(0, 1, 2), False), Hint(mask(0, 2), False), Hint(mask(3), False)],
                 [Hint(mask(1, 2), False), Hint(mask(0, 1, 2), False), Hint(mask(0, 2), False)],
             ],
@@ -52,12 +58,36 @@ def _p(**resources: list[Hint] | None) -> dict[str, list[Hint] | None]:
         ("TopologyHint not set", [], Hint(None, True)),
         ("HintProvider returns empty non-nil map[string][]TopologyHint", [{}], Hint(None, True)),
         ("HintProvider returns -nil map[string][]TopologyHint from provider", [_p(resource=None)], Hint(None, True)),
-        ("HintProvider returns empty non-nil map[string][]TopologyHint from provider", [_p(resource=[])], Hint(None, False)),
-        ("Single TopologyHint with Preferred as true and NUMANodeAffinity as nil", [_p(resource=[Hint(None, True)])], Hint(None, True)),
-        ("Single TopologyHint with Preferred as false and NUMANodeAffinity as nil", [_p(resource=[Hint(None, False)])], Hint(None, False)),
-        ("Two providers, 1 hint each, no common mask", [_p(resource1=[Hint(mask(0), True)]), _p(resource2=[Hint(mask(1), True)])], Hint(None, False)),
-        ("Two providers, 1 hint each, same mask, 1 preferred, 1 not 1/2", [_p(resource1=[Hint(mask(0), True)]), _p(resource2=[Hint(mask(0), False)])], Hint(None, False)),
-        ("Two providers, 1 hint each, same mask, 1 preferred, 1 not 2/2", [_p(resource1=[Hint(mask(1), True)]), _p(resource2=[Hint(mask(1), False)])], Hint(None, False)),
+        (
+            "HintProvider returns empty non-nil map[string][]TopologyHint from provider",
+            [_p(resource=[])],
+            Hint(None, False),
+        ),
+        (
+            "Single TopologyHint with Preferred as true and NUMANodeAffinity as nil",
+            [_p(resource=[Hint(None, True)])],
+            Hint(None, True),
+        ),
+        (
+            "Single TopologyHint with Preferred as false and NUMANodeAffinity as nil",
+            [_p(resource=[Hint(None, False)])],
+            Hint(None, False),
+        ),
+        (
+            "Two providers, 1 hint each, no common mask",
+            [_p(resource1=[Hint(mask(0), True)]), _p(resource2=[Hint(mask(1), True)])],
+            Hint(None, False),
+        ),
+        (
+            "Two providers, 1 hint each, same mask, 1 preferred, 1 not 1/2",
+            [_p(resource1=[Hint(mask(0), True)]), _p(resource2=[Hint(mask(0), False)])],
+            Hint(None, False),
+        ),
+        (
+            "Two providers, 1 hint each, same mask, 1 preferred, 1 not 2/2",
+            [_p(resource1=[Hint(mask(1), True)]), _p(resource2=[Hint(mask(1), False)])],
+            Hint(None, False),
+        ),
         (
             "Two providers, 1 with 2 hints, 1 with single non-preferred hint matching",
             [_p(resource1=[Hint(mask(0), True), Hint(mask(1), True)]), _p(resource2=[Hint(mask(0, 1), False)])],
@@ -65,10 +95,19 @@ def _p(**resources: list[Hint] | None) -> dict[str, list[Hint] | None]:
         ),
         (
             "Single NUMA hint generation",
-            [_p(resource1=[Hint(mask(0, 1), True)], resource2=[Hint(mask(0), True), Hint(mask(1), True), Hint(mask(0, 1), False)])],
+            [
+                _p(
+                    resource1=[Hint(mask(0, 1), True)],
+                    resource2=[Hint(mask(0), True), Hint(mask(1), True), Hint(mask(0, 1), False)],
+                )
+            ],
             Hint(None, False),
         ),
-        ("One no-preference provider", [_p(resource1=[Hint(mask(0), True), Hint(mask(1), True), Hint(mask(0, 1), False)]), {}], Hint(mask(0), True)),
+        (
+            "One no-preference provider",
+            [_p(resource1=[Hint(mask(0), True), Hint(mask(1), True), Hint(mask(0, 1), False)]), {}],
+            Hint(mask(0), True),
+        ),
     ],
 )
 def test_single_numa_node_merge(name: str, providers: list[dict[str, list[Hint] | None]], expected: Hint) -> None:
@@ -110,11 +149,13 @@ def test_is_narrower_than() -> None:
 
 
 @pytest.mark.parametrize(
-    "policy, admitted",
-    [(tm.NONE, True), (tm.BEST_EFFORT, True), (tm.RESTRICTED, True), (tm.SINGLE_NUMA_NODE, False)],
+    "policy, admitted", [(tm.NONE, True), (tm.BEST_EFFORT, True), (tm.RESTRICTED, True), (tm.SINGLE_NUMA_NODE, False)]
 )
 def test_full_node_pod_on_two_numa_eight_gpu_node(policy: str, admitted: bool) -> None:
     """../shared/UPSTREAM.md: single-numa-node rejects an 8-GPU pod on a 2-NUMA, 4-GPU-per-node machine; restricted
     admits the narrowest set (both nodes)."""
-    providers = [_p(**{"nvidia.com/gpu": tm.device_hints({0: 4, 1: 4}, 8)}), _p(cpu=tm.device_hints({0: 90, 1: 90}, 180))]
+    providers = [
+        _p(**{"nvidia.com/gpu": tm.device_hints({0: 4, 1: 4}, 8)}),
+        _p(cpu=tm.device_hints({0: 90, 1: 90}, 180)),
+    ]
     assert tm.merge(policy, TWO, providers)[1] is admitted

@@ -34,7 +34,16 @@ versions:
 """
 
 
-def group(name: str, instance: str, fabric: str = "None", *, taints: str = "[]", min_size: int = 2, max_size: int = 4, local: str = "None") -> str:
+def group(
+    name: str,
+    instance: str,
+    fabric: str = "None",
+    *,
+    taints: str = "[]",
+    min_size: int = 2,
+    max_size: int = 4,
+    local: str = "None",
+) -> str:
     zone = "\n    zone: use1-az4\n    subnetIds: [subnet-0aa]" if fabric == "EFA" else ""
     return f"""\
   - name: {name}
@@ -49,7 +58,13 @@ def group(name: str, instance: str, fabric: str = "None", *, taints: str = "[]",
 
 
 def fleet(groups: list[str], extra: str = "", env: str = "prod", through: str = "cost", head: str = HEAD) -> Fleet:
-    text = head + "nodeGroups:\n" + "".join(groups) + textwrap.dedent(extra) + f"environments:\n  {env}:\n    rollout: {{through: {through}}}\n"
+    text = (
+        head
+        + "nodeGroups:\n"
+        + "".join(groups)
+        + textwrap.dedent(extra)
+        + f"environments:\n  {env}:\n    rollout: {{through: {through}}}\n"
+    )
     return load_fleet_text(text, env=env).environments[env]
 
 

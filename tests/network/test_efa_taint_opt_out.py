@@ -37,7 +37,9 @@ def test_disabled_leaves_only_the_gpu_taint_on_group_flavor_and_template() -> No
     assert node.template is not None and list(node.template["taints"]) == GPU_ONLY
     spec = _resource(model, "resourceflavor-cluster-h100").args["object"]["spec"]
     assert spec["nodeTaints"] == GPU_ONLY
-    assert spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]
+    assert spec["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+    ]
     # The group still is an EFA group: its nodes advertise the interfaces and gpufleet's bandwidth gate runs there.
     assert node.allocatable["vpc.amazonaws.com/efa"] == 32
     gate = next(w for w in rendered(model) if w.name == "nccl-gate-h100")
@@ -46,7 +48,8 @@ def test_disabled_leaves_only_the_gpu_taint_on_group_flavor_and_template() -> No
 
 def test_disabled_lets_a_pod_without_the_efa_toleration_onto_the_group() -> None:
     """What the opt-out is for: a pod outside Kueue (which would add the flavor's tolerations) that tolerates only
-    the GPU taint, as EKS's ExtendedResourceToleration adds it, schedules on the EFA group; with the taint it is refused."""
+    the GPU taint, as EKS's ExtendedResourceToleration adds it, schedules on the EFA group; with the taint it is refused.
+    """
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",

@@ -27,7 +27,9 @@ def test_rdma_settings_not_needed_when_no_environment_deploys_the_network_stage(
 
 def test_unused_rdma_settings_are_a_warning() -> None:
     f = fleet([group("h100", "p5.48xlarge", "EFA")], RDMA.format(link="InfiniBand"))
-    assert issues(f) == [(("network", "rdma"), "warning", "network.rdma is set but no node group has fabric RDMA: it is not used")]
+    assert issues(f) == [
+        (("network", "rdma"), "warning", "network.rdma is set but no node group has fabric RDMA: it is not used")
+    ]
 
 
 def test_each_rdma_port_once() -> None:
@@ -43,7 +45,15 @@ network:
     assert [i.path for i in err.value.issues] == [("network", "rdma", "networks", 1, "hca")]
 
 
-@pytest.mark.parametrize(("image", "ok"), [("example.com/nccl-tests:latest", False), ("example.com/nccl-tests", False), ("example.com/nccl-tests:2.16.9", True), ("example.com/nccl-tests@sha256:" + "a" * 64, True)])
+@pytest.mark.parametrize(
+    ("image", "ok"),
+    [
+        ("example.com/nccl-tests:latest", False),
+        ("example.com/nccl-tests", False),
+        ("example.com/nccl-tests:2.16.9", True),
+        ("example.com/nccl-tests@sha256:" + "a" * 64, True),
+    ],
+)
 def test_gate_image_must_be_pinned(image: str, ok: bool) -> None:
     extra = f"network:\n  bandwidthGate: {{image: '{image}'}}\n"
     if ok:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from gpufleet import catalog
-from gpufleet.names import LABEL_FABRIC, LABEL_NODE_GROUP
 from gpufleet.manifests import network as net
+from gpufleet.names import LABEL_FABRIC, LABEL_NODE_GROUP
 from gpufleet.plan import Resource
 from gpufleet.spec import Fabric
 from gpufleet.versions import image_is_pinned
@@ -38,12 +38,20 @@ def stage(p, name: str):
 
 def node_taints(p, group_name: str) -> list[dict[str, str]]:
     """The taints the foundation stage really puts on the group's nodes (EKS spelling converted back)."""
-    ng = next(r for r in stage(p, "foundation").content.resources if r.type == "aws:eks/nodeGroup:NodeGroup" and r.args["labels"].get(LABEL_NODE_GROUP) == group_name)
+    ng = next(
+        r
+        for r in stage(p, "foundation").content.resources
+        if r.type == "aws:eks/nodeGroup:NodeGroup" and r.args["labels"].get(LABEL_NODE_GROUP) == group_name
+    )
     return [{"key": t["key"], "value": t["value"], "effect": K8S_EFFECT[t["effect"]]} for t in ng.args["taints"]]
 
 
 def node_labels(p, group_name: str) -> dict[str, str]:
-    ng = next(r for r in stage(p, "foundation").content.resources if r.type == "aws:eks/nodeGroup:NodeGroup" and r.args["labels"].get(LABEL_NODE_GROUP) == group_name)
+    ng = next(
+        r
+        for r in stage(p, "foundation").content.resources
+        if r.type == "aws:eks/nodeGroup:NodeGroup" and r.args["labels"].get(LABEL_NODE_GROUP) == group_name
+    )
     return dict(ng.args["labels"])
 
 
@@ -53,7 +61,15 @@ def by_kind(resources: tuple[Resource, ...], kind: str) -> list[dict]:
 
 EFA_FLEET = [
     group("h100", "p5.48xlarge", "EFA", taints="[{key: example.com/dedicated, value: llm, effect: NoSchedule}]"),
-    group("a100", "p4d.24xlarge", "EFA", taints="[{key: example.com/preempt, value: 'yes', effect: NoExecute}, {key: example.com/soft, effect: PreferNoSchedule}]"),
+    group(
+        "a100",
+        "p4d.24xlarge",
+        "EFA",
+        taints=(
+            "[{key: example.com/preempt, value: 'yes', effect: NoExecute}, {key: example.com/soft, effect:"
+            " PreferNoSchedule}]"
+        ),
+    ),
     group("l4", "g6.xlarge", taints="[{key: example.com/other, value: x, effect: NoSchedule}]"),
 ]
 
@@ -74,25 +90,36 @@ def test_efa_plugin_tolerates_every_taint_of_every_efa_group(efa_plan) -> None:
 
 
 def test_efa_plugin_runs_on_efa_groups_only(efa_plan) -> None:
-    values = next(r for r in stage(efa_plan, "network").content.resources if r.id == "helm-aws-efa-k8s-device-plugin").args["values"]
+    values = next(
+        r for r in stage(efa_plan, "network").content.resources if r.id == "helm-aws-efa-k8s-device-plugin"
+    ).args["values"]
     selector = values["nodeSelector"]
     for name, expected in (("h100", True), ("a100", True), ("l4", False)):
         labels = node_labels(efa_plan, name)
         assert all(labels.get(k) == v for k, v in selector.items()) is expected, name
-    assert values["supportedInstanceLabels"] == {"keys": ["node.kubernetes.io/instance-type"], "values": ["p4d.24xlarge", "p5.48xlarge"]}
+    assert values["supportedInstanceLabels"] == {
+        "keys": ["node.kubernetes.io/instance-type"],
+        "values": ["p4d.24xlarge", "p5.48xlarge"],
+    }
     # The TCP-only group's taint is not tolerated: the plugin has no business there.
     assert not any(t["key"] == "example.com/other" for t in values["tolerations"])
 
 
 def test_efa_plugin_tolerations_are_each_listed_once(efa_plan) -> None:
-    values = next(r for r in stage(efa_plan, "network").content.resources if r.id == "helm-aws-efa-k8s-device-plugin").args["values"]
+    values = next(
+        r for r in stage(efa_plan, "network").content.resources if r.id == "helm-aws-efa-k8s-device-plugin"
+    ).args["values"]
     keys = [(t["key"], t["effect"]) for t in values["tolerations"]]
     assert len(keys) == len(set(keys)) == 5
 
 
 @pytest.mark.parametrize("name", ["h100", "a100"])
 def test_gate_job_runs_on_two_nodes_of_its_group_with_all_their_devices(efa_plan, name: str) -> None:
-    job = next(o for o in by_kind(stage(efa_plan, "network").content.resources, "Job") if o["metadata"]["name"] == f"nccl-gate-{name}")
+    job = next(
+        o
+        for o in by_kind(stage(efa_plan, "network").content.resources, "Job")
+        if o["metadata"]["name"] == f"nccl-gate-{name}"
+    )
     pod = job["spec"]["template"]["spec"]
     info = catalog.lookup({"h100": "p5.48xlarge", "a100": "p4d.24xlarge"}[name])
     assert pod["nodeSelector"] == {LABEL_NODE_GROUP: name}
@@ -119,12 +146,24 @@ def test_gate_is_registered_with_its_job_and_threshold(efa_plan) -> None:
     ids = {r.id for r in content.resources}
     assert gates["nccl-bandwidth-h100"].resource in ids
     # AWS publishes about 449 GB/s for 2 x p5.48xlarge at 1-4 GiB; 0.9 x that fails (was 0.8 x line rate x 0.9 = 288).
-    assert "NCCL_TESTS_MIN_BW=449`" in gates["nccl-bandwidth-h100"].expectation and "404.1 GB/s" in gates["nccl-bandwidth-h100"].expectation
+    assert (
+        "NCCL_TESTS_MIN_BW=449`" in gates["nccl-bandwidth-h100"].expectation
+        and "404.1 GB/s" in gates["nccl-bandwidth-h100"].expectation
+    )
     job = next(o for o in by_kind(content.resources, "Job") if o["metadata"]["name"] == "nccl-gate-a100")
     env = {e["name"]: e["value"] for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert env["NCCL_TESTS_MIN_BW"] == "40.0"  # p4d: 400 Gbit/s = 50 GB/s x 0.8
-    assert "| a100 | EFA | p4d.24xlarge | 400 Gbit/s = 50 GB/s | 40 (0.8 x the 50 GB/s rated line rate (no published figure for p4d.24xlarge)) | 36 |" in content.notes
-    assert any(line.startswith("| h100 | EFA | p5.48xlarge | 3200 Gbit/s = 400 GB/s | 449 (published 2-node all_reduce bus bandwidth (aws-samples") for line in content.notes)
+    assert (
+        "| a100 | EFA | p4d.24xlarge | 400 Gbit/s = 50 GB/s | 40 (0.8 x the 50 GB/s rated line rate (no published"
+        " figure for p4d.24xlarge)) | 36 |" in content.notes
+    )
+    assert any(
+        line.startswith(
+            "| h100 | EFA | p5.48xlarge | 3200 Gbit/s = 400 GB/s | 449 (published 2-node all_reduce bus bandwidth"
+            " (aws-samples"
+        )
+        for line in content.notes
+    )
 
 
 @pytest.mark.parametrize(
@@ -139,7 +178,9 @@ def test_gate_is_registered_with_its_job_and_threshold(efa_plan) -> None:
         ("g5.12xlarge", 0.75, 3.8),  # 40 / 8 = 5 -> 3.75 -> 3.8
     ],
 )
-def test_min_bus_bandwidth_is_published_or_line_rate_times_efficiency(instance: str, efficiency: float, expected: float) -> None:
+def test_min_bus_bandwidth_is_published_or_line_rate_times_efficiency(
+    instance: str, efficiency: float, expected: float
+) -> None:
     assert net.min_bus_bandwidth(catalog.lookup(instance), efficiency) == expected
 
 
@@ -158,12 +199,20 @@ teams:
 """
     p = plan(fleet([group("h100", "p5.48xlarge", "EFA"), group("l4", "g6.xlarge")], extra))
     maps = by_kind(stage(p, "network").content.resources, "ConfigMap")
-    assert sorted((m["metadata"]["namespace"], m["metadata"]["name"]) for m in maps) == [("gpufleet-network", "nccl-env-efa"), ("llm", "nccl-env-efa")]
+    assert sorted((m["metadata"]["namespace"], m["metadata"]["name"]) for m in maps) == [
+        ("gpufleet-network", "nccl-env-efa"),
+        ("llm", "nccl-env-efa"),
+    ]
 
 
 @pytest.fixture(scope="module", params=["InfiniBand", "Ethernet"])
 def rdma_plan(request):
-    return request.param, plan(fleet([group("ib", "p5en.48xlarge", "RDMA", taints="[{key: example.com/ib, value: 'on', effect: NoSchedule}]")], RDMA.format(link=request.param)))
+    return request.param, plan(
+        fleet(
+            [group("ib", "p5en.48xlarge", "RDMA", taints="[{key: example.com/ib, value: 'on', effect: NoSchedule}]")],
+            RDMA.format(link=request.param),
+        )
+    )
 
 
 def test_nic_cluster_policy_has_the_current_api_and_no_thin_multus(rdma_plan) -> None:
@@ -175,7 +224,15 @@ def test_nic_cluster_policy_has_the_current_api_and_no_thin_multus(rdma_plan) ->
     assert ("ipoib" in spec["secondaryNetwork"]) is (link == "InfiniBand")
     assert spec["nvIpam"]["image"] == "nvidia-k8s-ipam"
     config = json.loads(spec["rdmaSharedDevicePlugin"]["config"])
-    assert config == {"configList": [{"resourceName": "rdma_shared_device", "rdmaHcaMax": 63, "selectors": {"vendors": ["15b3"], "ifNames": ["ibp24s0", "ibp41s0"]}}]}
+    assert config == {
+        "configList": [
+            {
+                "resourceName": "rdma_shared_device",
+                "rdmaHcaMax": 63,
+                "selectors": {"vendors": ["15b3"], "ifNames": ["ibp24s0", "ibp41s0"]},
+            }
+        ]
+    }
     assert spec["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] == [
         {"matchExpressions": [{"key": LABEL_FABRIC, "operator": "In", "values": ["RDMA"]}]}
     ]
@@ -201,11 +258,17 @@ def test_rdma_nccl_env_and_gate_use_the_hcas_and_the_networks(rdma_plan) -> None
     assert env == {"NCCL_IB_HCA": "=mlx5_0,mlx5_1", "NCCL_NET": "IB", "NCCL_SOCKET_IFNAME": "=eth0"}
     (job,) = by_kind(resources, "Job")
     template = job["spec"]["template"]
-    assert template["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] == "gpufleet-network/rail0,gpufleet-network/rail1"
+    assert (
+        template["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"]
+        == "gpufleet-network/rail0,gpufleet-network/rail1"
+    )
     container = template["spec"]["containers"][0]
     assert container["resources"]["limits"]["rdma/rdma_shared_device"] == 1
     assert net.EFA_RESOURCE not in container["resources"]["limits"]
-    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": [*net.GATE_CAPABILITIES, "IPC_LOCK"]}
+    assert container["securityContext"]["capabilities"] == {
+        "drop": ["ALL"],
+        "add": [*net.GATE_CAPABILITIES, "IPC_LOCK"],
+    }
 
 
 def test_multus_is_the_thick_plugin_at_the_pinned_release(rdma_plan) -> None:
@@ -227,7 +290,11 @@ def test_network_attachments_wait_for_the_operator_crd_and_multus(rdma_plan) -> 
 
 
 def test_gate_keeps_only_what_sshd_and_mpirun_need(efa_plan) -> None:
-    job = next(o for o in by_kind(stage(efa_plan, "network").content.resources, "Job") if o["metadata"]["name"] == "nccl-gate-h100")
+    job = next(
+        o
+        for o in by_kind(stage(efa_plan, "network").content.resources, "Job")
+        if o["metadata"]["name"] == "nccl-gate-h100"
+    )
     pod = job["spec"]["template"]["spec"]
     # Keys travel over HTTP and SSH between the two pods; no token is needed.
     assert pod["automountServiceAccountToken"] is False
@@ -245,7 +312,11 @@ def test_multus_reads_only_network_attachment_definitions(rdma_plan) -> None:
     _, p = rdma_plan
     (role,) = by_kind(stage(p, "network").content.resources, "ClusterRole")
     rule = next(r for r in role["rules"] if r["apiGroups"] == ["k8s.cni.cncf.io"])
-    assert rule == {"apiGroups": ["k8s.cni.cncf.io"], "resources": ["network-attachment-definitions"], "verbs": ["get", "list", "watch"]}
+    assert rule == {
+        "apiGroups": ["k8s.cni.cncf.io"],
+        "resources": ["network-attachment-definitions"],
+        "verbs": ["get", "list", "watch"],
+    }
     (ds,) = by_kind(stage(p, "network").content.resources, "DaemonSet")
     spec = ds["spec"]["template"]["spec"]
     assert all(c["resources"]["limits"]["memory"] for c in spec["initContainers"] + spec["containers"])
@@ -263,7 +334,10 @@ def test_gate_script_is_valid_bash(fabric: str) -> None:
 
 
 def test_group_too_small_for_the_gate_is_skipped_with_a_warning() -> None:
-    groups = [group("one", "p5.48xlarge", "EFA", min_size=0, max_size=1), group("two", "p4d.24xlarge", "EFA", min_size=0, max_size=2)]
+    groups = [
+        group("one", "p5.48xlarge", "EFA", min_size=0, max_size=1),
+        group("two", "p4d.24xlarge", "EFA", min_size=0, max_size=2),
+    ]
     content = stage(plan(fleet(groups)), "network").content
     assert [g.name for g in content.gates] == ["nccl-bandwidth-two"]
     assert any('"one" has maxSize 1' in w for w in content.warnings)
@@ -303,8 +377,11 @@ def test_a_capacity_block_group_is_checked_in_its_window_without_gating_later_st
     assert "nccl-bandwidth-h200-block" not in {g.name for g in network.content.gates}
     (job,) = [j for j in by_kind(network.content.resources, "Job") if j["metadata"]["name"] == "nccl-gate-h200-block"]
     assert job["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
-    assert "pulumi.com/timeoutSeconds" not in job["metadata"]["annotations"] and "activeDeadlineSeconds" not in job["spec"]
     assert (
-        'node group "h200-block" is a Capacity Block: its bandwidth check (Job gpufleet-network/nccl-gate-h200-block) runs once the '
-        "reservation window opens and does not gate later stages; read its result with kubectl before scheduling jobs on the group"
-    ) in network.content.warnings
+        "pulumi.com/timeoutSeconds" not in job["metadata"]["annotations"] and "activeDeadlineSeconds" not in job["spec"]
+    )
+    assert (
+        'node group "h200-block" is a Capacity Block: its bandwidth check (Job gpufleet-network/nccl-gate-h200-block)'
+        " runs once the reservation window opens and does not gate later stages; read its result with kubectl before"
+        " scheduling jobs on the group" in network.content.warnings
+    )

@@ -5,14 +5,15 @@ a mandatory one fails the command (its exit code)."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
+from gpufleet.check import report
 from gpufleet.cli import main
 from gpufleet.output import write_tree
-from gpufleet.check import report
 from tests.synthesized import tree_of
 from tests.trees import resources
 
@@ -64,7 +65,9 @@ def _kube(inventory: list[dict[str, Any]], kind: str, name: str) -> dict[str, An
 
 
 def _plant_taint(inv: list[dict[str, Any]]) -> None:
-    _find(inv, "h100-node-group")["inputs"]["taints"] = [t for t in _find(inv, "h100-node-group")["inputs"]["taints"] if t["key"] != "nvidia.com/gpu"]
+    _find(inv, "h100-node-group")["inputs"]["taints"] = [
+        t for t in _find(inv, "h100-node-group")["inputs"]["taints"] if t["key"] != "nvidia.com/gpu"
+    ]
 
 
 def _plant_values(inv: list[dict[str, Any]], **values: Any) -> None:
@@ -74,38 +77,182 @@ def _plant_values(inv: list[dict[str, Any]], **values: Any) -> None:
 SPEECH_ENTRY = "access-team-speech-111122223333-teams-speech-researchers"
 PLANTED: list[tuple[str, Callable[[list[dict[str, Any]]], None], str, str]] = [
     # (rule, plant, resource id reported, level)
-    ("endpoint-not-open", lambda inv: _find(inv, "cluster")["inputs"]["vpcConfig"].update(publicAccessCidrs=["0.0.0.0/0"]), "cluster", "MANDATORY"),
-    ("endpoint-not-open", lambda inv: _find(inv, "cluster")["inputs"]["vpcConfig"].pop("publicAccessCidrs"), "cluster", "MANDATORY"),
+    (
+        "endpoint-not-open",
+        lambda inv: _find(inv, "cluster")["inputs"]["vpcConfig"].update(publicAccessCidrs=["0.0.0.0/0"]),
+        "cluster",
+        "MANDATORY",
+    ),
+    (
+        "endpoint-not-open",
+        lambda inv: _find(inv, "cluster")["inputs"]["vpcConfig"].pop("publicAccessCidrs"),
+        "cluster",
+        "MANDATORY",
+    ),
     ("team-has-members", lambda inv: inv.remove(_find(inv, SPEECH_ENTRY)), "namespace-cluster-speech", "MANDATORY"),
-    ("team-access-in-namespace", lambda inv: _find(inv, SPEECH_ENTRY + "-edit")["inputs"].update(accessScope={"type": "cluster"}), SPEECH_ENTRY + "-edit", "MANDATORY"),
-    ("team-access-in-namespace", lambda inv: _kube(inv, "ClusterRole", "gpufleet-team-queue-viewer")["inputs"]["rules"][0]["verbs"].append("delete"), "clusterrolebinding-cluster-gpufleet-team-language-queue-viewer", "MANDATORY"),
-    ("team-namespace-default-deny", lambda inv: inv.remove(_kube(inv, "NetworkPolicy", "gpufleet-default-deny-ingress")), "namespace-cluster-language", "MANDATORY"),
-    ("team-namespace-default-deny", lambda inv: _find(inv, "addon-vpc-cni")["inputs"].pop("configurationValues"), "addon-vpc-cni", "MANDATORY"),
-    ("workload-namespace-pod-security", lambda inv: _kube(inv, "Namespace", "speech")["inputs"]["metadata"]["labels"].update({"pod-security.kubernetes.io/enforce": "privileged"}), "namespace-cluster-speech", "MANDATORY"),
+    (
+        "team-access-in-namespace",
+        lambda inv: _find(inv, SPEECH_ENTRY + "-edit")["inputs"].update(accessScope={"type": "cluster"}),
+        SPEECH_ENTRY + "-edit",
+        "MANDATORY",
+    ),
+    (
+        "team-access-in-namespace",
+        lambda inv: _kube(inv, "ClusterRole", "gpufleet-team-queue-viewer")["inputs"]["rules"][0]["verbs"].append(
+            "delete"
+        ),
+        "clusterrolebinding-cluster-gpufleet-team-language-queue-viewer",
+        "MANDATORY",
+    ),
+    (
+        "team-namespace-default-deny",
+        lambda inv: inv.remove(_kube(inv, "NetworkPolicy", "gpufleet-default-deny-ingress")),
+        "namespace-cluster-language",
+        "MANDATORY",
+    ),
+    (
+        "team-namespace-default-deny",
+        lambda inv: _find(inv, "addon-vpc-cni")["inputs"].pop("configurationValues"),
+        "addon-vpc-cni",
+        "MANDATORY",
+    ),
+    (
+        "workload-namespace-pod-security",
+        lambda inv: _kube(inv, "Namespace", "speech")["inputs"]["metadata"]["labels"].update(
+            {"pod-security.kubernetes.io/enforce": "privileged"}
+        ),
+        "namespace-cluster-speech",
+        "MANDATORY",
+    ),
     ("gpu-node-group-tainted", _plant_taint, "h100-node-group", "MANDATORY"),
-    ("one-instance-type", lambda inv: _find(inv, "l40s-node-group")["inputs"].update(instanceTypes=["g6e.12xlarge", "g6e.24xlarge"]), "l40s-node-group", "MANDATORY"),
-    ("node-image-pinned", lambda inv: _find(inv, "a100-mig-node-group")["inputs"].pop("releaseVersion"), "a100-mig-node-group", "MANDATORY"),
-    ("node-image-pinned", lambda inv: _find(inv, "a100-mig-node-group")["inputs"]["launchTemplate"].update(version="$Latest"), "a100-mig-node-group", "MANDATORY"),
-    ("desired-size-ignored", lambda inv: _find(inv, "notebooks-node-group").update(ignoreChanges=[]), "notebooks-node-group", "MANDATORY"),
-    ("training-topology-aligned", lambda inv: _user_data(inv, "h100-launch-template", lambda t: t.replace("topologyManagerPolicy: restricted", "topologyManagerPolicy: best-effort")), "h100-launch-template", "MANDATORY"),
-    ("efa-single-zone", lambda inv: _find(inv, "h100-node-group")["inputs"].update(subnetIds=["subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60002"]), "h100-node-group", "MANDATORY"),
-    ("efa-single-zone", lambda inv: _find(inv, "h100-launch-template")["inputs"].pop("networkInterfaces"), "h100-launch-template", "MANDATORY"),
-    ("gpu-operator-cve-fixed", lambda inv: _find(inv, "helm-gpu-operator")["inputs"].update(version="v25.3.0"), "helm-gpu-operator", "MANDATORY"),
+    (
+        "one-instance-type",
+        lambda inv: _find(inv, "l40s-node-group")["inputs"].update(instanceTypes=["g6e.12xlarge", "g6e.24xlarge"]),
+        "l40s-node-group",
+        "MANDATORY",
+    ),
+    (
+        "node-image-pinned",
+        lambda inv: _find(inv, "a100-mig-node-group")["inputs"].pop("releaseVersion"),
+        "a100-mig-node-group",
+        "MANDATORY",
+    ),
+    (
+        "node-image-pinned",
+        lambda inv: _find(inv, "a100-mig-node-group")["inputs"]["launchTemplate"].update(version="$Latest"),
+        "a100-mig-node-group",
+        "MANDATORY",
+    ),
+    (
+        "desired-size-ignored",
+        lambda inv: _find(inv, "notebooks-node-group").update(ignoreChanges=[]),
+        "notebooks-node-group",
+        "MANDATORY",
+    ),
+    (
+        "training-topology-aligned",
+        lambda inv: _user_data(
+            inv,
+            "h100-launch-template",
+            lambda t: t.replace("topologyManagerPolicy: restricted", "topologyManagerPolicy: best-effort"),
+        ),
+        "h100-launch-template",
+        "MANDATORY",
+    ),
+    (
+        "efa-single-zone",
+        lambda inv: _find(inv, "h100-node-group")["inputs"].update(
+            subnetIds=["subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60002"]
+        ),
+        "h100-node-group",
+        "MANDATORY",
+    ),
+    (
+        "efa-single-zone",
+        lambda inv: _find(inv, "h100-launch-template")["inputs"].pop("networkInterfaces"),
+        "h100-launch-template",
+        "MANDATORY",
+    ),
+    (
+        "gpu-operator-cve-fixed",
+        lambda inv: _find(inv, "helm-gpu-operator")["inputs"].update(version="v25.3.0"),
+        "helm-gpu-operator",
+        "MANDATORY",
+    ),
     ("gpu-operator-escape-closed", lambda inv: _plant_values(inv, devicePlugin={}), "helm-gpu-operator", "MANDATORY"),
-    ("gpu-operator-escape-closed", lambda inv: _plant_values(inv, toolkit={"enabled": True, "version": "v1.17.8"}), "helm-gpu-operator", "MANDATORY"),
-    ("host-toolkit-escape-closed", lambda inv: _user_data(inv, "l40s-launch-template", lambda t: t.replace("envvar-when-unprivileged = false", "envvar-when-unprivileged = true")), "l40s-launch-template", "MANDATORY"),
-    ("checkpoint-bucket-protected", lambda inv: _find(inv, "checkpoint-bucket").update(protect=False), "checkpoint-bucket", "MANDATORY"),
-    ("checkpoint-bucket-protected", lambda inv: inv.remove(_find(inv, "checkpoint-bucket-public-access-block")), "checkpoint-bucket", "MANDATORY"),
-    ("team-namespace-queued", lambda inv: [inv.remove(e) for e in [e for e in inv if e["inputs"].get("kind") == "LocalQueue" and e["inputs"]["metadata"].get("namespace") == "speech"]], "namespace-cluster-speech", "MANDATORY"),
-    ("cluster-queue-selects-namespaces", lambda inv: _kube(inv, "ClusterQueue", "vision")["inputs"]["spec"].update(namespaceSelector={}), "clusterqueue-cluster-vision", "MANDATORY"),
-    ("interactive-warm-pool", lambda inv: _find(inv, "notebooks-node-group")["inputs"].pop("warmPoolConfig"), "notebooks-node-group", "ADVISORY"),
-    ("time-slicing-interactive-or-batch", lambda inv: _find(inv, "l40s-node-group")["inputs"]["labels"].update({"nvidia.com/device-plugin.config": "notebooks"}), "l40s-node-group", "ADVISORY"),
+    (
+        "gpu-operator-escape-closed",
+        lambda inv: _plant_values(inv, toolkit={"enabled": True, "version": "v1.17.8"}),
+        "helm-gpu-operator",
+        "MANDATORY",
+    ),
+    (
+        "host-toolkit-escape-closed",
+        lambda inv: _user_data(
+            inv,
+            "l40s-launch-template",
+            lambda t: t.replace("envvar-when-unprivileged = false", "envvar-when-unprivileged = true"),
+        ),
+        "l40s-launch-template",
+        "MANDATORY",
+    ),
+    (
+        "checkpoint-bucket-protected",
+        lambda inv: _find(inv, "checkpoint-bucket").update(protect=False),
+        "checkpoint-bucket",
+        "MANDATORY",
+    ),
+    (
+        "checkpoint-bucket-protected",
+        lambda inv: inv.remove(_find(inv, "checkpoint-bucket-public-access-block")),
+        "checkpoint-bucket",
+        "MANDATORY",
+    ),
+    (
+        "team-namespace-queued",
+        lambda inv: [
+            inv.remove(e)
+            for e in [
+                e
+                for e in inv
+                if e["inputs"].get("kind") == "LocalQueue" and e["inputs"]["metadata"].get("namespace") == "speech"
+            ]
+        ],
+        "namespace-cluster-speech",
+        "MANDATORY",
+    ),
+    (
+        "cluster-queue-selects-namespaces",
+        lambda inv: _kube(inv, "ClusterQueue", "vision")["inputs"]["spec"].update(namespaceSelector={}),
+        "clusterqueue-cluster-vision",
+        "MANDATORY",
+    ),
+    (
+        "interactive-warm-pool",
+        lambda inv: _find(inv, "notebooks-node-group")["inputs"].pop("warmPoolConfig"),
+        "notebooks-node-group",
+        "ADVISORY",
+    ),
+    (
+        "time-slicing-interactive-or-batch",
+        lambda inv: _find(inv, "l40s-node-group")["inputs"]["labels"].update(
+            {"nvidia.com/device-plugin.config": "notebooks"}
+        ),
+        "l40s-node-group",
+        "ADVISORY",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("rule", "plant", "resource", "level"), PLANTED, ids=[f"{p[0]}-{i}" for i, p in enumerate(PLANTED)])
+@pytest.mark.parametrize(
+    ("rule", "plant", "resource", "level"), PLANTED, ids=[f"{p[0]}-{i}" for i, p in enumerate(PLANTED)]
+)
 def test_planted_violation_is_caught(
-    rule: str, plant: Callable[[list[dict[str, Any]]], None], resource: str, level: str, prod_resources: list[dict[str, Any]]
+    rule: str,
+    plant: Callable[[list[dict[str, Any]]], None],
+    resource: str,
+    level: str,
+    prod_resources: list[dict[str, Any]],
 ) -> None:
     inventory = copy.deepcopy(prod_resources)
     plant(inventory)
@@ -120,4 +267,7 @@ def test_planted_violation_is_caught(
 def test_acknowledged_open_endpoint_passes_with_an_advisory_finding(capsys: pytest.CaptureFixture[str]) -> None:
     code, out = check(ROOT / "tests" / "golden" / "trees" / "observability-install" / "prod", capsys)
     assert code == 0, out
-    assert "ADVISORY endpoint-open-acknowledged cluster: the public API endpoint of cluster obs is open to the internet (0.0.0.0/0), acknowledged: lab cluster - engineers connect from changing home networks" in out
+    assert (
+        "ADVISORY endpoint-open-acknowledged cluster: the public API endpoint of cluster obs is open to the internet"
+        " (0.0.0.0/0), acknowledged: lab cluster - engineers connect from changing home networks" in out
+    )

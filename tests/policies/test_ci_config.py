@@ -21,7 +21,9 @@ def test_every_global_checkov_skip_has_a_comment_with_its_reason() -> None:
     assert skips, "nothing skipped: then drop the list"
     for check in skips:
         at = next(i for i, line in enumerate(lines) if line.strip() == f"- {check}")
-        assert lines[at - 1].strip().startswith("#") and len(lines[at - 1].strip()) > 20, f"{check} has no reason above it"
+        assert lines[at - 1].strip().startswith("#") and len(lines[at - 1].strip()) > 20, (
+            f"{check} has no reason above it"
+        )
 
 
 def test_every_object_level_checkov_skip_has_a_reason() -> None:
@@ -36,7 +38,9 @@ def test_every_object_level_checkov_skip_has_a_reason() -> None:
                     assert re.fullmatch(r"checkov\.io/skip\d+", key), f"{path}: {key}"
                     check, _, reason = value.partition("=")
                     assert re.fullmatch(r"CKV2?_K8S_\d+", check), f"{path}: {key}: {value!r}"
-                    assert "=" not in reason and len(reason.strip()) >= 20, f"{path}: {key}: the reason is missing or too short: {value!r}"
+                    assert "=" not in reason and len(reason.strip()) >= 20, (
+                        f"{path}: {key}: the reason is missing or too short: {value!r}"
+                    )
                     found.add((doc["kind"], doc["metadata"]["name"], check))
     # Some of the objects that carry skips (every decision: docs/policies-and-diff.md, "Checkov").
     assert {
@@ -60,8 +64,14 @@ def test_example_workflow_reviews_every_pull_request() -> None:
     text = (ROOT / ".github" / "workflows" / "gpufleet.yml").read_text()
     workflow = yaml.safe_load(text)
     assert "pull_request" in workflow[True]  # YAML 1.1 reads the key `on` as True
-    for needle in ("gpufleet validate", 'gpufleet synth "$SPEC" --env "$env" --out "out/head/$env"', "base.sha", "gpufleet check", "checkov==$CHECKOV_VERSION",
-                   'gpufleet diff "out/base/$env" "out/head/$env" --format markdown'):
+    for needle in (
+        "gpufleet validate",
+        'gpufleet synth "$SPEC" --env "$env" --out "out/head/$env"',
+        "base.sha",
+        "gpufleet check",
+        "checkov==$CHECKOV_VERSION",
+        'gpufleet diff "out/base/$env" "out/head/$env" --format markdown',
+    ):
         assert needle in text, needle
     preview = workflow["jobs"]["preview"]
     assert "AWS_ROLE_ARN" in preview["if"]
@@ -71,7 +81,15 @@ def test_example_workflow_reviews_every_pull_request() -> None:
 
 def test_project_ci_runs_the_example_end_to_end() -> None:
     text = (ROOT / ".ci" / "run").read_text()
-    for needle in ("gpufleet validate fleet.yaml", "--env dev --out out/dev", "--env prod --out out/prod", "gpufleet check out/dev", "gpufleet check out/prod", "checkov==3.3.30", "--config-file .checkov.yaml"):
+    for needle in (
+        "gpufleet validate fleet.yaml",
+        "--env dev --out out/dev",
+        "--env prod --out out/prod",
+        "gpufleet check out/dev",
+        "gpufleet check out/prod",
+        "checkov==3.3.30",
+        "--config-file .checkov.yaml",
+    ):
         assert needle in text, needle
     assert text.rstrip().endswith("python -m pytest"), "the README's test command stays last"
 

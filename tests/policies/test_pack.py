@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from gpufleet.policies.rules import RULES
-from tests.policies.objects import launch_template, node_group, mime, gpu_operator
+from tests.policies.objects import gpu_operator, launch_template, mime, node_group
 
 ROOT = Path(__file__).resolve().parents[2]
 pulumi_policy = pytest.importorskip("pulumi_policy", reason="pulumi-policy is a test extra")
@@ -27,7 +27,10 @@ from pulumi_policy.policy import (  # noqa: E402
 
 
 def test_importing_the_rules_loads_no_pulumi() -> None:
-    code = "import sys, gpufleet.policies.rules, gpufleet.policies.adapter, gpufleet.check, gpufleet.diff\nprint(sorted(m for m in sys.modules if m.split('.')[0] in ('pulumi', 'pulumi_policy', 'grpc')))"
+    code = (
+        "import sys, gpufleet.policies.rules, gpufleet.policies.adapter, gpufleet.check, gpufleet.diff\nprint(sorted(m"
+        " for m in sys.modules if m.split('.')[0] in ('pulumi', 'pulumi_policy', 'grpc')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -55,7 +58,9 @@ def test_one_policy_per_rule_with_its_level_and_scope(pack: dict[str, Any]) -> N
     for rule in RULES:
         policy = pack["policies"][rule.name]
         assert policy.enforcement_level.value == rule.level
-        assert type(policy).__name__ == ("ResourceValidationPolicy" if rule.scope == "resource" else "StackValidationPolicy")
+        assert type(policy).__name__ == (
+            "ResourceValidationPolicy" if rule.scope == "resource" else "StackValidationPolicy"
+        )
         assert policy.remediation_steps == rule.fix
 
 
@@ -64,8 +69,19 @@ def _opts(ignore: list[str]) -> PolicyResourceOptions:
 
 
 def test_resource_policy_reports_on_proxied_props(pack: dict[str, Any]) -> None:
-    props = dict(node_group()["inputs"], taints=[], launchTemplate={"id": proxy.UNKNOWN_STRING_VALUE, "version": proxy.UNKNOWN_STRING_VALUE})
-    args = ResourceValidationArgs("aws:eks/nodeGroup:NodeGroup", proxy.unknown_checking_proxy(props), "urn:ng", "h100-node-group", _opts(["scalingConfig.desiredSize"]), None)
+    props = dict(
+        node_group()["inputs"],
+        taints=[],
+        launchTemplate={"id": proxy.UNKNOWN_STRING_VALUE, "version": proxy.UNKNOWN_STRING_VALUE},
+    )
+    args = ResourceValidationArgs(
+        "aws:eks/nodeGroup:NodeGroup",
+        proxy.unknown_checking_proxy(props),
+        "urn:ng",
+        "h100-node-group",
+        _opts(["scalingConfig.desiredSize"]),
+        None,
+    )
     reported: list[tuple[str, Any]] = []
     for name in ("gpu-node-group-tainted", "node-image-pinned", "desired-size-ignored"):
         pack["policies"][name].validate(args, lambda message, urn=None, name=name: reported.append((name, message)))
@@ -74,13 +90,25 @@ def test_resource_policy_reports_on_proxied_props(pack: dict[str, Any]) -> None:
     assert "Fix: add the taint" in reported[0][1]
 
 
-def _stack(resources: list[dict[str, Any]], unknown_lt_id: bool) -> tuple[StackValidationArgs, dict[str, PolicyResource]]:
+def _stack(
+    resources: list[dict[str, Any]], unknown_lt_id: bool
+) -> tuple[StackValidationArgs, dict[str, PolicyResource]]:
     by_name = {}
     for r in resources:
         props = dict(r["inputs"])
         if unknown_lt_id and r["type"] == "aws:eks/nodeGroup:NodeGroup":
             props["launchTemplate"] = {"id": proxy.UNKNOWN_STRING_VALUE, "version": proxy.UNKNOWN_STRING_VALUE}
-        by_name[r["id"]] = PolicyResource(r["type"], proxy.unknown_checking_proxy(props), f"urn:{r['id']}", r["id"], _opts(r["ignoreChanges"]), None, None, [], {})
+        by_name[r["id"]] = PolicyResource(
+            r["type"],
+            proxy.unknown_checking_proxy(props),
+            f"urn:{r['id']}",
+            r["id"],
+            _opts(r["ignoreChanges"]),
+            None,
+            None,
+            [],
+            {},
+        )
     return StackValidationArgs(list(by_name.values())), by_name
 
 

@@ -19,7 +19,6 @@ from tests.policies.objects import (
     clone,
     device_plugin_configmap,
     eks_cluster,
-    vpc_cni,
     gpu_operator,
     k8s,
     launch_template,
@@ -29,10 +28,13 @@ from tests.policies.objects import (
     res,
     system_group,
     team,
+    vpc_cni,
 )
 
 
-def fleet(*extra: dict[str, Any], group: dict[str, Any] | None = None, template: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def fleet(
+    *extra: dict[str, Any], group: dict[str, Any] | None = None, template: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """A good H100 Training group with its launch template and the GPU Operator, plus `extra` resources."""
     return [group or node_group(), template or launch_template("h100"), gpu_operator(), *extra]
 
@@ -74,7 +76,14 @@ def _pab(**fields: Any) -> list[dict[str, Any]]:
 
 
 def _cq_selector(selector: Any) -> list[dict[str, Any]]:
-    cq = k8s({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "vision"}, "spec": {"resourceGroups": []}})
+    cq = k8s(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": "vision"},
+            "spec": {"resourceGroups": []},
+        }
+    )
     if selector is not ...:
         cq["inputs"]["spec"]["namespaceSelector"] = selector
     return [cq]
@@ -107,13 +116,22 @@ def _untag(resources: list[dict[str, Any]]) -> None:
 def _bind_to(role: dict[str, Any]) -> Any:
     def edit(resources: list[dict[str, Any]]) -> None:
         resources.append(role)
-        _by_id(resources, "clusterrolebinding-cluster-gpufleet-team-vision-queue-viewer")["inputs"]["roleRef"]["name"] = role["inputs"]["metadata"]["name"]
+        _by_id(resources, "clusterrolebinding-cluster-gpufleet-team-vision-queue-viewer")["inputs"]["roleRef"][
+            "name"
+        ] = role["inputs"]["metadata"]["name"]
 
     return edit
 
 
 def _cluster_role(name: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
-    return k8s({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules})
+    return k8s(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": name},
+            "rules": rules,
+        }
+    )
 
 
 def _policy(edit: Any) -> Any:
@@ -142,7 +160,9 @@ def _operator_with_dp_config(default: str | None) -> dict[str, Any]:
     config: dict[str, Any] = {"name": "gpufleet-device-plugin-config", "create": False}
     if default:
         config["default"] = default
-    return gpu_operator(devicePlugin={"env": [{"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"}], "config": config})
+    return gpu_operator(
+        devicePlugin={"env": [{"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"}], "config": config}
+    )
 
 
 def _group(group: str, cls: str, **labels: str) -> list[dict[str, Any]]:
@@ -157,126 +177,566 @@ CASES: list[tuple[str, str, list[dict[str, Any]], set[str]]] = [
     # (rule, case, resources, ids the rule must report)
     ("endpoint-not-open", "public endpoint limited to a VPN range", [eks_cluster(["203.0.113.0/24"])], set()),
     ("endpoint-not-open", "private endpoint", [eks_cluster(None, public=False)], set()),
-    ("endpoint-not-open", "open but acknowledged", [eks_cluster(["0.0.0.0/0"], reason="lab cluster without a VPN")], set()),
+    (
+        "endpoint-not-open",
+        "open but acknowledged",
+        [eks_cluster(["0.0.0.0/0"], reason="lab cluster without a VPN")],
+        set(),
+    ),
     ("endpoint-not-open", "CIDRs unknown at preview", [eks_cluster(["<ref:?.?>"])], set()),
     ("endpoint-not-open", "explicit 0.0.0.0/0", [eks_cluster(["203.0.113.0/24", "0.0.0.0/0"])], {"cluster"}),
     ("endpoint-not-open", "CIDRs omitted (EKS default)", [eks_cluster(None)], {"cluster"}),
     ("endpoint-not-open", "public access omitted (EKS default true)", [eks_cluster(None, public=None)], {"cluster"}),
     ("endpoint-open-acknowledged", "limited endpoint", [eks_cluster(["203.0.113.0/24"])], set()),
-    ("endpoint-open-acknowledged", "acknowledged open endpoint", [eks_cluster(None, reason="lab cluster without a VPN")], {"cluster"}),
+    (
+        "endpoint-open-acknowledged",
+        "acknowledged open endpoint",
+        [eks_cluster(None, reason="lab cluster without a VPN")],
+        {"cluster"},
+    ),
     ("gpu-node-group-tainted", "tainted GPU group", fleet(), set()),
     ("gpu-node-group-tainted", "untainted system group", fleet(system_group()), set()),
-    ("gpu-node-group-tainted", "taints unknown at preview", fleet(group=with_inputs(node_group(), taints="<ref:?.?>")), set()),
+    (
+        "gpu-node-group-tainted",
+        "taints unknown at preview",
+        fleet(group=with_inputs(node_group(), taints="<ref:?.?>")),
+        set(),
+    ),
     ("gpu-node-group-tainted", "no taint", fleet(group=with_inputs(node_group(), taints=[])), {NG}),
-    ("gpu-node-group-tainted", "PreferNoSchedule only", fleet(group=with_inputs(node_group(), taints=[{"key": "nvidia.com/gpu", "value": "true", "effect": "PREFER_NO_SCHEDULE"}])), {NG}),
+    (
+        "gpu-node-group-tainted",
+        "PreferNoSchedule only",
+        fleet(
+            group=with_inputs(
+                node_group(), taints=[{"key": "nvidia.com/gpu", "value": "true", "effect": "PREFER_NO_SCHEDULE"}]
+            )
+        ),
+        {NG},
+    ),
     ("gpu-node-group-tainted", "unlabelled NVIDIA AMI group", [with_inputs(node_group(), labels={}, taints=[])], {NG}),
     ("one-instance-type", "one type", fleet(), set()),
     ("one-instance-type", "CPU system group with two types", fleet(system_group()), set()),
-    ("one-instance-type", "two GPU types", fleet(group=with_inputs(node_group(), instanceTypes=["p5.48xlarge", "p5en.48xlarge"])), {NG}),
+    (
+        "one-instance-type",
+        "two GPU types",
+        fleet(group=with_inputs(node_group(), instanceTypes=["p5.48xlarge", "p5en.48xlarge"])),
+        {NG},
+    ),
     ("node-image-pinned", "release and template version pinned", fleet(), set()),
-    ("node-image-pinned", "CUSTOM AMI without release", fleet(group=with_inputs(node_group(), amiType="CUSTOM", releaseVersion=None)), set()),
+    (
+        "node-image-pinned",
+        "CUSTOM AMI without release",
+        fleet(group=with_inputs(node_group(), amiType="CUSTOM", releaseVersion=None)),
+        set(),
+    ),
     ("node-image-pinned", "no releaseVersion", fleet(group=with_inputs(node_group(), releaseVersion=None)), {NG}),
-    ("node-image-pinned", "launch template $Latest", fleet(group=with_inputs(node_group(), launchTemplate={"id": f"<ref:{LT}.id>", "version": "$Latest"})), {NG}),
-    ("node-image-pinned", "launch template $Default", fleet(group=with_inputs(node_group(), launchTemplate={"id": f"<ref:{LT}.id>", "version": "$Default"})), {NG}),
-    ("node-image-pinned", "launch template without version", fleet(group=with_inputs(node_group(), launchTemplate={"id": f"<ref:{LT}.id>"})), {NG}),
+    (
+        "node-image-pinned",
+        "launch template $Latest",
+        fleet(group=with_inputs(node_group(), launchTemplate={"id": f"<ref:{LT}.id>", "version": "$Latest"})),
+        {NG},
+    ),
+    (
+        "node-image-pinned",
+        "launch template $Default",
+        fleet(group=with_inputs(node_group(), launchTemplate={"id": f"<ref:{LT}.id>", "version": "$Default"})),
+        {NG},
+    ),
+    (
+        "node-image-pinned",
+        "launch template without version",
+        fleet(group=with_inputs(node_group(), launchTemplate={"id": f"<ref:{LT}.id>"})),
+        {NG},
+    ),
     ("desired-size-ignored", "ignored", fleet(), set()),
-    ("desired-size-ignored", "ignored, snake_case path", fleet(group={**node_group(), "ignoreChanges": ["scaling_config.desired_size"]}), set()),
+    (
+        "desired-size-ignored",
+        "ignored, snake_case path",
+        fleet(group={**node_group(), "ignoreChanges": ["scaling_config.desired_size"]}),
+        set(),
+    ),
     ("desired-size-ignored", "not ignored", fleet(group={**node_group(), "ignoreChanges": []}), {NG}),
-    ("desired-size-ignored", "other path ignored", fleet(group={**node_group(), "ignoreChanges": ["scalingConfig.maxSize"]}), {NG}),
+    (
+        "desired-size-ignored",
+        "other path ignored",
+        fleet(group={**node_group(), "ignoreChanges": ["scalingConfig.maxSize"]}),
+        {NG},
+    ),
     ("training-topology-aligned", "nodeadm single-numa-node", fleet(), set()),
-    ("training-topology-aligned", "Bottlerocket single-numa-node", fleet(template=launch_template("h100", BOTTLEROCKET_NUMA)), set()),
-    ("training-topology-aligned", "Inference group without policy", fleet(group=with_labels(node_group(), {"gpufleet.io/workload-class": "Inference"}), template=launch_template("h100", mime("kind: NodeConfig\nspec: {}\n", CLOSE_ESCAPE))), set()),
-    ("training-topology-aligned", "user data unknown at preview", fleet(template=with_inputs(launch_template("h100"), userData="<ref:?.?>")), set()),
-    ("training-topology-aligned", "NodeConfig without policy", fleet(template=launch_template("h100", mime("apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec: {}\n", CLOSE_ESCAPE))), {LT}),
-    ("training-topology-aligned", "best-effort", fleet(template=launch_template("h100", mime(SINGLE_NUMA.replace("single-numa-node", "best-effort"), CLOSE_ESCAPE))), {LT}),
-    ("training-topology-aligned", "restricted", fleet(template=launch_template("h100", mime(SINGLE_NUMA.replace("single-numa-node", "restricted"), CLOSE_ESCAPE))), set()),
-    ("training-topology-aligned", "a later NodeConfig part overrides", fleet(template=launch_template("h100", mime(SINGLE_NUMA + "---\n" + SINGLE_NUMA.replace("single-numa-node", "best-effort"), CLOSE_ESCAPE))), {LT}),
-    ("training-topology-aligned", "Bottlerocket without policy", fleet(template=launch_template("h100", '[settings.kubernetes]\ncpu-manager-policy = "static"\n')), {LT}),
-    ("training-topology-aligned", "no launch template", [with_inputs(node_group(), launchTemplate=None), gpu_operator()], {NG}),
-    ("efa-single-zone", "one subnet and EFA interfaces", fleet(group=node_group(fabric="EFA"), template=launch_template("h100", efa=True)), set()),
+    (
+        "training-topology-aligned",
+        "Bottlerocket single-numa-node",
+        fleet(template=launch_template("h100", BOTTLEROCKET_NUMA)),
+        set(),
+    ),
+    (
+        "training-topology-aligned",
+        "Inference group without policy",
+        fleet(
+            group=with_labels(node_group(), {"gpufleet.io/workload-class": "Inference"}),
+            template=launch_template("h100", mime("kind: NodeConfig\nspec: {}\n", CLOSE_ESCAPE)),
+        ),
+        set(),
+    ),
+    (
+        "training-topology-aligned",
+        "user data unknown at preview",
+        fleet(template=with_inputs(launch_template("h100"), userData="<ref:?.?>")),
+        set(),
+    ),
+    (
+        "training-topology-aligned",
+        "NodeConfig without policy",
+        fleet(
+            template=launch_template(
+                "h100", mime("apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec: {}\n", CLOSE_ESCAPE)
+            )
+        ),
+        {LT},
+    ),
+    (
+        "training-topology-aligned",
+        "best-effort",
+        fleet(
+            template=launch_template("h100", mime(SINGLE_NUMA.replace("single-numa-node", "best-effort"), CLOSE_ESCAPE))
+        ),
+        {LT},
+    ),
+    (
+        "training-topology-aligned",
+        "restricted",
+        fleet(
+            template=launch_template("h100", mime(SINGLE_NUMA.replace("single-numa-node", "restricted"), CLOSE_ESCAPE))
+        ),
+        set(),
+    ),
+    (
+        "training-topology-aligned",
+        "a later NodeConfig part overrides",
+        fleet(
+            template=launch_template(
+                "h100",
+                mime(SINGLE_NUMA + "---\n" + SINGLE_NUMA.replace("single-numa-node", "best-effort"), CLOSE_ESCAPE),
+            )
+        ),
+        {LT},
+    ),
+    (
+        "training-topology-aligned",
+        "Bottlerocket without policy",
+        fleet(template=launch_template("h100", '[settings.kubernetes]\ncpu-manager-policy = "static"\n')),
+        {LT},
+    ),
+    (
+        "training-topology-aligned",
+        "no launch template",
+        [with_inputs(node_group(), launchTemplate=None), gpu_operator()],
+        {NG},
+    ),
+    (
+        "efa-single-zone",
+        "one subnet and EFA interfaces",
+        fleet(group=node_group(fabric="EFA"), template=launch_template("h100", efa=True)),
+        set(),
+    ),
     ("efa-single-zone", "non-EFA group in two subnets", fleet(), set()),
-    ("efa-single-zone", "EFA group in two subnets", fleet(group=with_inputs(node_group(fabric="EFA"), subnetIds=["subnet-1", "subnet-2"]), template=launch_template("h100", efa=True)), {NG}),
-    ("efa-single-zone", "EFA group without EFA interfaces", fleet(group=node_group(fabric="EFA"), template=launch_template("h100")), {LT}),
+    (
+        "efa-single-zone",
+        "EFA group in two subnets",
+        fleet(
+            group=with_inputs(node_group(fabric="EFA"), subnetIds=["subnet-1", "subnet-2"]),
+            template=launch_template("h100", efa=True),
+        ),
+        {NG},
+    ),
+    (
+        "efa-single-zone",
+        "EFA group without EFA interfaces",
+        fleet(group=node_group(fabric="EFA"), template=launch_template("h100")),
+        {LT},
+    ),
     ("gpu-operator-cve-fixed", "v26.7.0", fleet(), set()),
     ("gpu-operator-cve-fixed", "v25.3.1 is the first fixed release", [gpu_operator("v25.3.1")], set()),
-    ("gpu-operator-cve-fixed", "old toolkit version unused (toolkit disabled)", [gpu_operator(toolkit={"enabled": False, "version": "v1.16.1"})], set()),
+    (
+        "gpu-operator-cve-fixed",
+        "old toolkit version unused (toolkit disabled)",
+        [gpu_operator(toolkit={"enabled": False, "version": "v1.16.1"})],
+        set(),
+    ),
     ("gpu-operator-cve-fixed", "v25.3.0 is affected", [gpu_operator("v25.3.0")], {OP}),
     ("gpu-operator-cve-fixed", "v24.6.1 is affected (CVE-2024-0132)", [gpu_operator("v24.6.1")], {OP}),
     ("gpu-operator-cve-fixed", "a range is not a pin", [gpu_operator("^25.3")], {OP}),
     ("gpu-operator-cve-fixed", "no version", [with_inputs(gpu_operator(), version=None)], {OP}),
-    ("gpu-operator-cve-fixed", "operator toolkit v1.17.7", [gpu_operator(toolkit={"enabled": True, "version": "v1.17.7-ubuntu20.04", "env": TOOLKIT_ENV})], {OP}),
+    (
+        "gpu-operator-cve-fixed",
+        "operator toolkit v1.17.7",
+        [gpu_operator(toolkit={"enabled": True, "version": "v1.17.7-ubuntu20.04", "env": TOOLKIT_ENV})],
+        {OP},
+    ),
     ("gpu-operator-escape-closed", "volume-mounts, host toolkit", fleet(), set()),
-    ("gpu-operator-escape-closed", "operator toolkit with both env vars", [gpu_operator(toolkit={"enabled": True, "env": TOOLKIT_ENV})], set()),
+    (
+        "gpu-operator-escape-closed",
+        "operator toolkit with both env vars",
+        [gpu_operator(toolkit={"enabled": True, "env": TOOLKIT_ENV})],
+        set(),
+    ),
     ("gpu-operator-escape-closed", "device plugin strategy unset", [gpu_operator(devicePlugin={})], {OP}),
-    ("gpu-operator-escape-closed", "envvar still in the strategy list", [gpu_operator(devicePlugin={"env": [{"name": "DEVICE_LIST_STRATEGY", "value": "envvar,volume-mounts"}]})], {OP}),
+    (
+        "gpu-operator-escape-closed",
+        "envvar still in the strategy list",
+        [gpu_operator(devicePlugin={"env": [{"name": "DEVICE_LIST_STRATEGY", "value": "envvar,volume-mounts"}]})],
+        {OP},
+    ),
     ("gpu-operator-escape-closed", "operator toolkit (chart default) without env", [gpu_operator(toolkit={})], {OP}),
-    ("gpu-operator-escape-closed", "operator toolkit accepts the env var", [gpu_operator(toolkit={"enabled": True, "env": [{**TOOLKIT_ENV[0], "value": "true"}, TOOLKIT_ENV[1]]})], {OP}),
+    (
+        "gpu-operator-escape-closed",
+        "operator toolkit accepts the env var",
+        [gpu_operator(toolkit={"enabled": True, "env": [{**TOOLKIT_ENV[0], "value": "true"}, TOOLKIT_ENV[1]]})],
+        {OP},
+    ),
     ("host-toolkit-escape-closed", "host toolkit closed by user data", fleet(), set()),
-    ("host-toolkit-escape-closed", "operator toolkit owns the config", [node_group(), launch_template("h100", mime(SINGLE_NUMA)), gpu_operator(toolkit={"enabled": True, "env": TOOLKIT_ENV})], set()),
-    ("host-toolkit-escape-closed", "Bottlerocket default", fleet(template=launch_template("h100", BOTTLEROCKET_NUMA)), set()),
-    ("host-toolkit-escape-closed", "user data without the toolkit setting", fleet(template=launch_template("h100", mime(SINGLE_NUMA))), {LT}),
-    ("host-toolkit-escape-closed", "Bottlerocket setting turned on", fleet(template=launch_template("h100", BOTTLEROCKET_NUMA + '[settings.nvidia-container-runtime]\nvisible-devices-envvar-when-unprivileged = true\n')), {LT}),
+    (
+        "host-toolkit-escape-closed",
+        "operator toolkit owns the config",
+        [
+            node_group(),
+            launch_template("h100", mime(SINGLE_NUMA)),
+            gpu_operator(toolkit={"enabled": True, "env": TOOLKIT_ENV}),
+        ],
+        set(),
+    ),
+    (
+        "host-toolkit-escape-closed",
+        "Bottlerocket default",
+        fleet(template=launch_template("h100", BOTTLEROCKET_NUMA)),
+        set(),
+    ),
+    (
+        "host-toolkit-escape-closed",
+        "user data without the toolkit setting",
+        fleet(template=launch_template("h100", mime(SINGLE_NUMA))),
+        {LT},
+    ),
+    (
+        "host-toolkit-escape-closed",
+        "Bottlerocket setting turned on",
+        fleet(
+            template=launch_template(
+                "h100",
+                BOTTLEROCKET_NUMA
+                + "[settings.nvidia-container-runtime]\nvisible-devices-envvar-when-unprivileged = true\n",
+            )
+        ),
+        {LT},
+    ),
     ("checkpoint-bucket-protected", "protected, retained, encrypted, private", bucket_set(), set()),
     ("checkpoint-bucket-protected", "retainOnDelete unknown (CrossGuard)", _bucket(retainOnDelete=None), set()),
-    ("checkpoint-bucket-protected", "inline encryption, access block by bucket name", [res("b", "aws:s3/bucketV2:BucketV2", {"bucket": "ckpt", "serverSideEncryptionConfiguration": {"rule": {"applyServerSideEncryptionByDefault": {"sseAlgorithm": "AES256"}}}}, protect=True, retainOnDelete=True),
-                                                                                       res("pab", "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", {"bucket": "ckpt", "blockPublicAcls": True, "blockPublicPolicy": True, "ignorePublicAcls": True, "restrictPublicBuckets": True})], set()),
+    (
+        "checkpoint-bucket-protected",
+        "inline encryption, access block by bucket name",
+        [
+            res(
+                "b",
+                "aws:s3/bucketV2:BucketV2",
+                {
+                    "bucket": "ckpt",
+                    "serverSideEncryptionConfiguration": {
+                        "rule": {"applyServerSideEncryptionByDefault": {"sseAlgorithm": "AES256"}}
+                    },
+                },
+                protect=True,
+                retainOnDelete=True,
+            ),
+            res(
+                "pab",
+                "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",
+                {
+                    "bucket": "ckpt",
+                    "blockPublicAcls": True,
+                    "blockPublicPolicy": True,
+                    "ignorePublicAcls": True,
+                    "restrictPublicBuckets": True,
+                },
+            ),
+        ],
+        set(),
+    ),
     ("checkpoint-bucket-protected", "not protected", _bucket(protect=False), {"checkpoint-bucket"}),
     ("checkpoint-bucket-protected", "not retained", _bucket(retainOnDelete=False), {"checkpoint-bucket"}),
     ("checkpoint-bucket-protected", "forceDestroy", _bucket(forceDestroy=True), {"checkpoint-bucket"}),
     ("checkpoint-bucket-protected", "no encryption", bucket_set()[:1] + bucket_set()[2:], {"checkpoint-bucket"}),
     ("checkpoint-bucket-protected", "no public access block", bucket_set()[:2], {"checkpoint-bucket"}),
-    ("checkpoint-bucket-protected", "public policies allowed", _pab(restrictPublicBuckets=False), {"checkpoint-bucket"}),
+    (
+        "checkpoint-bucket-protected",
+        "public policies allowed",
+        _pab(restrictPublicBuckets=False),
+        {"checkpoint-bucket"},
+    ),
     ("checkpoint-bucket-protected", "public ACL", _bucket(acl="public-read"), {"checkpoint-bucket"}),
     ("team-namespace-queued", "bound and covered", TEAMS + queue_name_policy(["vision", "speech"]), set()),
-    ("team-namespace-queued", "no team namespaces", [k8s({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpufleet-system"}})], set()),
-    ("team-namespace-queued", "no LocalQueue", [r for r in TEAMS if r["id"] != "localqueue-vision-vision"] + queue_name_policy(["vision", "speech"]), {"namespace-cluster-vision"}),
+    (
+        "team-namespace-queued",
+        "no team namespaces",
+        [k8s({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpufleet-system"}})],
+        set(),
+    ),
+    (
+        "team-namespace-queued",
+        "no LocalQueue",
+        [r for r in TEAMS if r["id"] != "localqueue-vision-vision"] + queue_name_policy(["vision", "speech"]),
+        {"namespace-cluster-vision"},
+    ),
     ("team-namespace-queued", "LocalQueue on another team's queue", _lq_to("speech"), {"namespace-cluster-vision"}),
     ("team-namespace-queued", "LocalQueue on a missing queue", _lq_to("nope"), {"namespace-cluster-vision"}),
-    ("team-namespace-queued", "binding misses a namespace", TEAMS + queue_name_policy(["speech"]), {"namespace-cluster-vision"}),
-    ("team-namespace-queued", "binding only warns", TEAMS + queue_name_policy(["vision", "speech"], actions=("Warn",)), {"namespace-cluster-vision", "namespace-cluster-speech"}),
-    ("team-namespace-queued", "no queue-name policy", list(TEAMS), {"namespace-cluster-vision", "namespace-cluster-speech"}),
-    ("cluster-queue-selects-namespaces", "selects the team namespace", team("vision") + queue_name_policy(["vision"]), set()),
-    ("cluster-queue-selects-namespaces", "empty selector admits all", _cq_selector({}), {"clusterqueue-cluster-vision"}),
+    (
+        "team-namespace-queued",
+        "binding misses a namespace",
+        TEAMS + queue_name_policy(["speech"]),
+        {"namespace-cluster-vision"},
+    ),
+    (
+        "team-namespace-queued",
+        "binding only warns",
+        TEAMS + queue_name_policy(["vision", "speech"], actions=("Warn",)),
+        {"namespace-cluster-vision", "namespace-cluster-speech"},
+    ),
+    (
+        "team-namespace-queued",
+        "no queue-name policy",
+        list(TEAMS),
+        {"namespace-cluster-vision", "namespace-cluster-speech"},
+    ),
+    (
+        "cluster-queue-selects-namespaces",
+        "selects the team namespace",
+        team("vision") + queue_name_policy(["vision"]),
+        set(),
+    ),
+    (
+        "cluster-queue-selects-namespaces",
+        "empty selector admits all",
+        _cq_selector({}),
+        {"clusterqueue-cluster-vision"},
+    ),
     ("cluster-queue-selects-namespaces", "no selector", _cq_selector(...), {"clusterqueue-cluster-vision"}),
-    ("cluster-queue-selects-namespaces", "name label exists (every namespace)", _cq_selector({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "Exists"}]}), {"clusterqueue-cluster-vision"}),
-    ("cluster-queue-selects-namespaces", "NotIn only", _cq_selector({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system"]}]}), {"clusterqueue-cluster-vision"}),
+    (
+        "cluster-queue-selects-namespaces",
+        "name label exists (every namespace)",
+        _cq_selector({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "Exists"}]}),
+        {"clusterqueue-cluster-vision"},
+    ),
+    (
+        "cluster-queue-selects-namespaces",
+        "NotIn only",
+        _cq_selector(
+            {
+                "matchExpressions": [
+                    {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system"]}
+                ]
+            }
+        ),
+        {"clusterqueue-cluster-vision"},
+    ),
     ("team-has-members", "every team has an access entry", _teams(), set()),
-    ("team-has-members", "member found by group when the tag is missing", _teams(lambda r: _by_id(r, "access-team-vision")["inputs"].update(tags={})), set()),
-    ("team-has-members", "no access entry for vision", _teams(lambda r: r.remove(_by_id(r, "access-team-vision"))), {"namespace-cluster-vision"}),
+    (
+        "team-has-members",
+        "member found by group when the tag is missing",
+        _teams(lambda r: _by_id(r, "access-team-vision")["inputs"].update(tags={})),
+        set(),
+    ),
+    (
+        "team-has-members",
+        "no access entry for vision",
+        _teams(lambda r: r.remove(_by_id(r, "access-team-vision"))),
+        {"namespace-cluster-vision"},
+    ),
     ("team-access-in-namespace", "edit scoped to the team namespace, read-only queue viewer", _teams(), set()),
-    ("team-access-in-namespace", "ClusterRole bound in the team namespace by a RoleBinding", _teams(lambda r: _by_id(r, "rolebinding-vision-gpufleet-team-vision")["inputs"]["roleRef"].update(kind="ClusterRole", name="edit")), set()),
-    ("team-access-in-namespace", "scope unknown at preview", _teams(lambda r: _by_id(r, VISION_EDIT)["inputs"].update(accessScope={"type": "<ref:?.?>"})), set()),
-    ("team-access-in-namespace", "cluster-scoped edit", _teams(lambda r: _by_id(r, VISION_EDIT)["inputs"].update(accessScope={"type": "cluster"})), {VISION_EDIT}),
-    ("team-access-in-namespace", "edit in two namespaces", _teams(lambda r: _by_id(r, VISION_EDIT)["inputs"]["accessScope"].update(namespaces=["vision", "speech"])), {VISION_EDIT}),
-    ("team-access-in-namespace", "edit in another team's namespace", _teams(lambda r: _by_id(r, VISION_EDIT)["inputs"]["accessScope"].update(namespaces=["speech"])), {VISION_EDIT}),
+    (
+        "team-access-in-namespace",
+        "ClusterRole bound in the team namespace by a RoleBinding",
+        _teams(
+            lambda r: _by_id(r, "rolebinding-vision-gpufleet-team-vision")["inputs"]["roleRef"].update(
+                kind="ClusterRole", name="edit"
+            )
+        ),
+        set(),
+    ),
+    (
+        "team-access-in-namespace",
+        "scope unknown at preview",
+        _teams(lambda r: _by_id(r, VISION_EDIT)["inputs"].update(accessScope={"type": "<ref:?.?>"})),
+        set(),
+    ),
+    (
+        "team-access-in-namespace",
+        "cluster-scoped edit",
+        _teams(lambda r: _by_id(r, VISION_EDIT)["inputs"].update(accessScope={"type": "cluster"})),
+        {VISION_EDIT},
+    ),
+    (
+        "team-access-in-namespace",
+        "edit in two namespaces",
+        _teams(lambda r: _by_id(r, VISION_EDIT)["inputs"]["accessScope"].update(namespaces=["vision", "speech"])),
+        {VISION_EDIT},
+    ),
+    (
+        "team-access-in-namespace",
+        "edit in another team's namespace",
+        _teams(lambda r: _by_id(r, VISION_EDIT)["inputs"]["accessScope"].update(namespaces=["speech"])),
+        {VISION_EDIT},
+    ),
     ("team-access-in-namespace", "team found by group, cluster-scoped", _teams(_untag), {VISION_EDIT}),
-    ("team-access-in-namespace", "RoleBinding in another team's namespace", _teams(lambda r: _by_id(r, "rolebinding-speech-gpufleet-team-speech")["inputs"]["subjects"].append({"kind": "Group", "name": "gpufleet-team-vision"})), {"rolebinding-speech-gpufleet-team-speech"}),
-    ("team-access-in-namespace", "bound cluster-wide to the built-in edit role", _teams(lambda r: _by_id(r, VISION_VIEWER)["inputs"]["roleRef"].update(name="edit")), {VISION_VIEWER}),
-    ("team-access-in-namespace", "cluster role that writes ClusterQueues", _teams(_bind_to(_cluster_role("queue-admin", [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"], "verbs": ["get", "update"]}]))), {VISION_VIEWER}),
-    ("team-access-in-namespace", "cluster role that reads every namespace's pods", _teams(_bind_to(_cluster_role("pod-reader", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]))), {VISION_VIEWER}),
+    (
+        "team-access-in-namespace",
+        "RoleBinding in another team's namespace",
+        _teams(
+            lambda r: _by_id(r, "rolebinding-speech-gpufleet-team-speech")["inputs"]["subjects"].append(
+                {"kind": "Group", "name": "gpufleet-team-vision"}
+            )
+        ),
+        {"rolebinding-speech-gpufleet-team-speech"},
+    ),
+    (
+        "team-access-in-namespace",
+        "bound cluster-wide to the built-in edit role",
+        _teams(lambda r: _by_id(r, VISION_VIEWER)["inputs"]["roleRef"].update(name="edit")),
+        {VISION_VIEWER},
+    ),
+    (
+        "team-access-in-namespace",
+        "cluster role that writes ClusterQueues",
+        _teams(
+            _bind_to(
+                _cluster_role(
+                    "queue-admin",
+                    [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"], "verbs": ["get", "update"]}],
+                )
+            )
+        ),
+        {VISION_VIEWER},
+    ),
+    (
+        "team-access-in-namespace",
+        "cluster role that reads every namespace's pods",
+        _teams(
+            _bind_to(
+                _cluster_role("pod-reader", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}])
+            )
+        ),
+        {VISION_VIEWER},
+    ),
     ("team-namespace-default-deny", "default deny and CNI enforcement", _teams() + [vpc_cni()], set()),
     ("team-namespace-default-deny", "no team namespaces", [vpc_cni(None)], set()),
-    ("team-namespace-default-deny", "a second, wider policy beside the default deny", _teams(lambda r: r.append(clone(_by_id(r, "networkpolicy-vision-default-deny")) | {"id": "np-2"})), set()),
-    ("team-namespace-default-deny", "no NetworkPolicy in vision", _teams(lambda r: r.remove(_by_id(r, "networkpolicy-vision-default-deny"))), {VISION_NS}),
-    ("team-namespace-default-deny", "policy selects some pods only", _teams(_policy(lambda s: s.update(podSelector={"matchLabels": {"app": "x"}}))), {VISION_NS}),
-    ("team-namespace-default-deny", "egress-only policy", _teams(_policy(lambda s: s.update(policyTypes=["Egress"]))), {VISION_NS}),
-    ("team-namespace-default-deny", "ingress from every namespace", _teams(_policy(lambda s: s["ingress"].append({"from": [{"namespaceSelector": {}}]}))), {VISION_NS}),
-    ("team-namespace-default-deny", "ingress rule without from", _teams(_policy(lambda s: s["ingress"].append({"ports": [{"port": 80}]}))), {VISION_NS}),
-    ("team-namespace-default-deny", "ingress from 0.0.0.0/0", _teams(_policy(lambda s: s["ingress"].append({"from": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}))), {VISION_NS}),
+    (
+        "team-namespace-default-deny",
+        "a second, wider policy beside the default deny",
+        _teams(lambda r: r.append(clone(_by_id(r, "networkpolicy-vision-default-deny")) | {"id": "np-2"})),
+        set(),
+    ),
+    (
+        "team-namespace-default-deny",
+        "no NetworkPolicy in vision",
+        _teams(lambda r: r.remove(_by_id(r, "networkpolicy-vision-default-deny"))),
+        {VISION_NS},
+    ),
+    (
+        "team-namespace-default-deny",
+        "policy selects some pods only",
+        _teams(_policy(lambda s: s.update(podSelector={"matchLabels": {"app": "x"}}))),
+        {VISION_NS},
+    ),
+    (
+        "team-namespace-default-deny",
+        "egress-only policy",
+        _teams(_policy(lambda s: s.update(policyTypes=["Egress"]))),
+        {VISION_NS},
+    ),
+    (
+        "team-namespace-default-deny",
+        "ingress from every namespace",
+        _teams(_policy(lambda s: s["ingress"].append({"from": [{"namespaceSelector": {}}]}))),
+        {VISION_NS},
+    ),
+    (
+        "team-namespace-default-deny",
+        "ingress rule without from",
+        _teams(_policy(lambda s: s["ingress"].append({"ports": [{"port": 80}]}))),
+        {VISION_NS},
+    ),
+    (
+        "team-namespace-default-deny",
+        "ingress from 0.0.0.0/0",
+        _teams(_policy(lambda s: s["ingress"].append({"from": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}))),
+        {VISION_NS},
+    ),
     ("team-namespace-default-deny", "CNI without network policy agent", _teams() + [vpc_cni(None)], {"addon-vpc-cni"}),
-    ("team-namespace-default-deny", "CNI agent turned off", _teams() + [vpc_cni('{"enableNetworkPolicy": "false"}')], {"addon-vpc-cni"}),
+    (
+        "team-namespace-default-deny",
+        "CNI agent turned off",
+        _teams() + [vpc_cni('{"enableNetworkPolicy": "false"}')],
+        {"addon-vpc-cni"},
+    ),
     ("workload-namespace-pod-security", "baseline", _teams(), set()),
     ("workload-namespace-pod-security", "restricted", _teams(_psa("restricted")), set()),
     ("workload-namespace-pod-security", "privileged", _teams(_psa("privileged")), {VISION_NS}),
     ("workload-namespace-pod-security", "no enforce label (privileged)", _teams(_psa(None)), {VISION_NS}),
     ("interactive-warm-pool", "Interactive with warm pool", _group("notebooks", "Interactive"), set()),
     ("interactive-warm-pool", "Training without warm pool", fleet(), set()),
-    ("interactive-warm-pool", "Interactive without warm pool", [node_group("notebooks", cls="Interactive"), launch_template("notebooks")], {"notebooks-node-group"}),
-    ("time-slicing-interactive-or-batch", "time-sliced Interactive group", _group("notebooks", "Interactive", **{"nvidia.com/device-plugin.config": "notebooks"}) + [_operator_with_dp_config("default"), device_plugin_configmap({"default": "version: v1\n", "notebooks": TS_CONFIG})], set()),
-    ("time-slicing-interactive-or-batch", "MPS Inference group", _group("l40s", "Inference", **{"nvidia.com/device-plugin.config": "l40s"}) + [_operator_with_dp_config("default"), device_plugin_configmap({"default": "version: v1\n", "l40s": MPS_CONFIG})], set()),
-    ("time-slicing-interactive-or-batch", "time-sliced Training group", _group("h100", "Training", **{"nvidia.com/device-plugin.config": "h100"}) + [_operator_with_dp_config("default"), device_plugin_configmap({"default": "version: v1\n", "h100": TS_CONFIG})], {NG}),
-    ("time-slicing-interactive-or-batch", "time-slicing default applies to an unlabelled Inference group", _group("l40s", "Inference") + [_operator_with_dp_config("shared"), device_plugin_configmap({"shared": TS_CONFIG})], {"l40s-node-group"}),
-    ("time-slicing-interactive-or-batch", "Bottlerocket time-slicing on Inference", [node_group("l40s", cls="Inference"), launch_template("l40s", '[settings.kubelet-device-plugins.nvidia]\ndevice-sharing-strategy = "time-slicing"\n'), gpu_operator()], {"l40s-node-group"}),
+    (
+        "interactive-warm-pool",
+        "Interactive without warm pool",
+        [node_group("notebooks", cls="Interactive"), launch_template("notebooks")],
+        {"notebooks-node-group"},
+    ),
+    (
+        "time-slicing-interactive-or-batch",
+        "time-sliced Interactive group",
+        _group("notebooks", "Interactive", **{"nvidia.com/device-plugin.config": "notebooks"})
+        + [
+            _operator_with_dp_config("default"),
+            device_plugin_configmap({"default": "version: v1\n", "notebooks": TS_CONFIG}),
+        ],
+        set(),
+    ),
+    (
+        "time-slicing-interactive-or-batch",
+        "MPS Inference group",
+        _group("l40s", "Inference", **{"nvidia.com/device-plugin.config": "l40s"})
+        + [
+            _operator_with_dp_config("default"),
+            device_plugin_configmap({"default": "version: v1\n", "l40s": MPS_CONFIG}),
+        ],
+        set(),
+    ),
+    (
+        "time-slicing-interactive-or-batch",
+        "time-sliced Training group",
+        _group("h100", "Training", **{"nvidia.com/device-plugin.config": "h100"})
+        + [
+            _operator_with_dp_config("default"),
+            device_plugin_configmap({"default": "version: v1\n", "h100": TS_CONFIG}),
+        ],
+        {NG},
+    ),
+    (
+        "time-slicing-interactive-or-batch",
+        "time-slicing default applies to an unlabelled Inference group",
+        _group("l40s", "Inference")
+        + [_operator_with_dp_config("shared"), device_plugin_configmap({"shared": TS_CONFIG})],
+        {"l40s-node-group"},
+    ),
+    (
+        "time-slicing-interactive-or-batch",
+        "Bottlerocket time-slicing on Inference",
+        [
+            node_group("l40s", cls="Inference"),
+            launch_template(
+                "l40s", '[settings.kubelet-device-plugins.nvidia]\ndevice-sharing-strategy = "time-slicing"\n'
+            ),
+            gpu_operator(),
+        ],
+        {"l40s-node-group"},
+    ),
 ]
 
 
@@ -299,9 +759,20 @@ def test_every_rule_has_a_passing_and_a_failing_fixture() -> None:
 def test_rule_names_are_unique_and_levels_known() -> None:
     assert len({r.name for r in RULES}) == len(RULES)
     assert {r.level for r in RULES} == {"mandatory", "advisory"}
-    assert {r.name for r in RULES if r.level == "advisory"} == {"endpoint-open-acknowledged", "interactive-warm-pool", "time-slicing-interactive-or-batch"}
+    assert {r.name for r in RULES if r.level == "advisory"} == {
+        "endpoint-open-acknowledged",
+        "interactive-warm-pool",
+        "time-slicing-interactive-or-batch",
+    }
 
 
 def test_findings_are_sorted_mandatory_first() -> None:
-    resources = [with_inputs(node_group("notebooks", cls="Interactive"), taints=[]), launch_template("notebooks"), gpu_operator()]
-    assert [(f.level, f.rule) for f in evaluate(resources)] == [("mandatory", "gpu-node-group-tainted"), ("advisory", "interactive-warm-pool")]
+    resources = [
+        with_inputs(node_group("notebooks", cls="Interactive"), taints=[]),
+        launch_template("notebooks"),
+        gpu_operator(),
+    ]
+    assert [(f.level, f.rule) for f in evaluate(resources)] == [
+        ("mandatory", "gpu-node-group-tainted"),
+        ("advisory", "interactive-warm-pool"),
+    ]

@@ -97,7 +97,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             for i, zone in enumerate(("use1-az4", "use1-az6", "use1-az3", "use1-az4b")):
                 made = ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i}.0/24", AvailabilityZoneId=zone[:8])
                 subnet[zone] = made["Subnet"]["SubnetId"]
-            foreign = ec2.create_subnet(VpcId=other, CidrBlock="10.1.0.0/24", AvailabilityZoneId="use1-az4")["Subnet"]["SubnetId"]
+            foreign = ec2.create_subnet(VpcId=other, CidrBlock="10.1.0.0/24", AvailabilityZoneId="use1-az4")["Subnet"][
+                "SubnetId"
+            ]
             yield World(ec2=ec2, vpc=vpc, subnet=subnet, foreign_subnet=foreign)
 
 
@@ -233,7 +235,9 @@ def quotas_client(values: dict[str, float]) -> tuple[Any, Any]:
     """Service Quotas answering GetServiceQuota for `values`, in the order the check asks (sorted keys)."""
     client, stub = stubbed("service-quotas")
     for code in sorted(values, key=lambda c: next(k for k, v in QUOTA_CODE.items() if v == c)):
-        stub.add_response("get_service_quota", quota_response(code, values[code]), {"ServiceCode": "ec2", "QuotaCode": code})
+        stub.add_response(
+            "get_service_quota", quota_response(code, values[code]), {"ServiceCode": "ec2", "QuotaCode": code}
+        )
     return client, stub
 
 
@@ -242,15 +246,21 @@ def ssm_client(answers: list[tuple[str, str | None]]) -> tuple[Any, Any]:
     client, stub = stubbed("ssm")
     for name, value in answers:
         if value is not None:
-            stub.add_response("get_parameter", {"Parameter": {"Name": name, "Type": "String", "Value": value, "Version": 1}}, {"Name": name})
+            stub.add_response(
+                "get_parameter",
+                {"Parameter": {"Name": name, "Type": "String", "Value": value, "Version": 1}},
+                {"Name": name},
+            )
         else:
-            stub.add_client_error("get_parameter", "ParameterNotFound", http_status_code=400, expected_params={"Name": name})
+            stub.add_client_error(
+                "get_parameter", "ParameterNotFound", http_status_code=400, expected_params={"Name": name}
+            )
     return client, stub
 
 
 def reservation(**changes: Any) -> dict[str, Any]:
     """A Capacity Block that fits the fixture's `cb` group, with `changes` applied."""
-    start = dt.datetime(2026, 8, 1, 11, 30, tzinfo=dt.timezone.utc)
+    start = dt.datetime(2026, 8, 1, 11, 30, tzinfo=dt.UTC)
     found = {
         "CapacityReservationId": RESERVATION,
         "InstanceType": "p5.48xlarge",
@@ -280,9 +290,16 @@ def reservations_client(*found: dict[str, Any], error: str | None = None) -> tup
     return client, stub
 
 
-def all_clients(world: World, quotas: dict[str, float] | None = None, ssm: list[tuple[str, str | None]] | None = None, reservations: tuple[dict[str, Any], ...] | None = None) -> tuple[Clients, list[Any]]:
+def all_clients(
+    world: World,
+    quotas: dict[str, float] | None = None,
+    ssm: list[tuple[str, str | None]] | None = None,
+    reservations: tuple[dict[str, Any], ...] | None = None,
+) -> tuple[Clients, list[Any]]:
     """Clients for a whole preflight run of the fixture fleet: moto EC2 plus stubs that pass by default."""
     sq, sq_stub = quotas_client(quotas if quotas is not None else dict(NEEDED))
-    ssm_c, ssm_stub = ssm_client(ssm if ssm is not None else [(SYSTEM_PARAM, RELEASE), (AL2023_PARAM, RELEASE), (BOTTLEROCKET_PARAM, AMI_ID)])
+    ssm_c, ssm_stub = ssm_client(
+        ssm if ssm is not None else [(SYSTEM_PARAM, RELEASE), (AL2023_PARAM, RELEASE), (BOTTLEROCKET_PARAM, AMI_ID)]
+    )
     res, res_stub = reservations_client(*(reservations if reservations is not None else (reservation(),)))
     return Clients(ec2=world.ec2, service_quotas=sq, ssm=ssm_c, reservations=res), [sq_stub, ssm_stub, res_stub]

@@ -4,20 +4,25 @@ one failing case per check."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import pytest
 
+from gpufleet import catalog
+from gpufleet.preflight import Clients, Finding, ami, instances, network, preflight, quotas, reservations
+from gpufleet.preflight.context import Context
+from gpufleet.spec import CapacityType, Fabric, Fleet, WarmPool
 from tests.preflight.support import (
     AL2023_PARAM,
     AMI_ID,
     BOTTLEROCKET_PARAM,
-    RELEASE,
-    SYSTEM_PARAM,
     G_ON_DEMAND,
     NEEDED,
     P_ON_DEMAND,
     P_SPOT,
+    RELEASE,
+    SYSTEM_PARAM,
     World,
     all_clients,
     fleet_of,
@@ -31,12 +36,6 @@ from tests.preflight.support import (
     stubbed,
     with_group,
 )
-
-from gpufleet import catalog
-from gpufleet.preflight import Clients, Finding, preflight
-from gpufleet.preflight import ami, instances, network, quotas, reservations
-from gpufleet.preflight.context import Context
-from gpufleet.spec import CapacityType, Fabric, Fleet, WarmPool
 
 
 def run(check: Callable[[Context], Iterable[Finding]], fleet: Fleet, clients: Clients) -> list[Finding]:
@@ -81,12 +80,17 @@ def test_gpu_info_that_disagrees_with_the_catalog_is_blocking(world: World, monk
 
     def wrong(name: str) -> catalog.InstanceType | None:
         entry = real(name)
-        return dataclasses.replace(entry, gpu_memory_mib=40960) if entry is not None and name == "p5.48xlarge" else entry
+        return (
+            dataclasses.replace(entry, gpu_memory_mib=40960) if entry is not None and name == "p5.48xlarge" else entry
+        )
 
     monkeypatch.setattr(catalog, "lookup", wrong)
     found = run(instances.check_instance_types, fleet_of(world), ec2_only(world))
     assert [f.node_group for f in found] == ["h100", "cb"]
-    assert "EC2 reports 8 x H100 with 81920 MiB each for p5.48xlarge; gpufleet's catalog says 8 x H100 with 40960 MiB each" in found[0].what
+    assert (
+        "EC2 reports 8 x H100 with 81920 MiB each for p5.48xlarge; gpufleet's catalog says 8 x H100 with 40960 MiB each"
+        in found[0].what
+    )
     assert "gpufleet/catalog.py" in found[0].fix
 
 
@@ -151,13 +155,23 @@ def test_subnets_exist_in_the_vpc_and_zones(world: World) -> None:
 @pytest.mark.parametrize(
     ("change", "where", "expected"),
     [
-        (lambda w: {"subnet_ids": ("subnet-0123456789abcdef0",)}, "nodeGroups/h100", "subnet subnet-0123456789abcdef0 does not exist in us-east-1"),
+        (
+            lambda w: {"subnet_ids": ("subnet-0123456789abcdef0",)},
+            "nodeGroups/h100",
+            "subnet subnet-0123456789abcdef0 does not exist in us-east-1",
+        ),
         (lambda w: {"subnet_ids": (w.foreign_subnet,)}, "nodeGroups/h100", "not in the cluster's VPC"),
-        (lambda w: {"subnet_ids": (w.subnet["use1-az6"],)}, "nodeGroups/h100", "is in use1-az6 (us-east-1a), not in the group's zone use1-az4 (us-east-1d)"),
+        (
+            lambda w: {"subnet_ids": (w.subnet["use1-az6"],)},
+            "nodeGroups/h100",
+            "is in use1-az6 (us-east-1a), not in the group's zone use1-az4 (us-east-1d)",
+        ),
     ],
     ids=["missing", "other-vpc", "other-zone"],
 )
-def test_bad_group_subnets_are_blocking(world: World, change: Callable[[World], dict[str, Any]], where: str, expected: str) -> None:
+def test_bad_group_subnets_are_blocking(
+    world: World, change: Callable[[World], dict[str, Any]], where: str, expected: str
+) -> None:
     fleet = with_group(fleet_of(world), "h100", **change(world))
     (finding,) = run(network.check_subnets, fleet, ec2_only(world))
     assert finding.blocking and finding.where == where
@@ -200,7 +214,10 @@ def test_a_missing_reservation_is_blocking(world: World) -> None:
 def test_a_scheduled_capacity_block_is_a_warning(world: World) -> None:
     client, _ = reservations_client(reservation(State="scheduled"))
     (finding,) = run(reservations.check_reservations, fleet_of(world), with_reservations(world, client))
-    assert not finding.blocking and "scheduled, not active yet: nodes launch from 2026-08-01 11:30:00+00:00" in finding.what
+    assert (
+        not finding.blocking
+        and "scheduled, not active yet: nodes launch from 2026-08-01 11:30:00+00:00" in finding.what
+    )
 
 
 @pytest.mark.parametrize(
@@ -209,7 +226,10 @@ def test_a_scheduled_capacity_block_is_a_warning(world: World) -> None:
         ({"State": "expired"}, "reservation cr-0123456789abcdef0 is expired, not active"),
         ({"ReservationType": "default"}, "is a default capacity reservation, not a Capacity Block"),
         ({"InstanceType": "p5en.48xlarge"}, "is for p5en.48xlarge, the group runs p5.48xlarge"),
-        ({"AvailabilityZoneId": "use1-az6", "AvailabilityZone": "us-east-1a"}, "is in use1-az6 (us-east-1a), the group is pinned to use1-az4 (us-east-1d)"),
+        (
+            {"AvailabilityZoneId": "use1-az6", "AvailabilityZone": "us-east-1a"},
+            "is in use1-az6 (us-east-1a), the group is pinned to use1-az4 (us-east-1d)",
+        ),
         ({"TotalInstanceCount": 1}, "holds 1 instance(s) but scaling.maxSize is 2"),
     ],
     ids=["expired", "not-a-block", "instance-type", "zone", "too-small"],
@@ -234,10 +254,20 @@ def test_an_unpinned_capacity_block_group_must_use_the_blocks_zone(world: World)
 def test_vcpu_demand_counts_running_warm_pools_and_skips_capacity_blocks(world: World) -> None:
     fleet = fleet_of(world)
     needs = {key: sum(d.vcpus for d in ds) for key, ds in quotas.demand(fleet).items()}
-    assert needs == {("P", CapacityType.ON_DEMAND): 384, ("G", CapacityType.ON_DEMAND): 116, ("P", CapacityType.SPOT): 96}
-    running = with_group(fleet, "h100", warm_pool=WarmPool(min_size=1, max_prepared_capacity=None, state="Running", reuse_on_scale_in=True))
+    assert needs == {
+        ("P", CapacityType.ON_DEMAND): 384,
+        ("G", CapacityType.ON_DEMAND): 116,
+        ("P", CapacityType.SPOT): 96,
+    }
+    running = with_group(
+        fleet,
+        "h100",
+        warm_pool=WarmPool(min_size=1, max_prepared_capacity=None, state="Running", reuse_on_scale_in=True),
+    )
     assert sum(d.vcpus for d in quotas.demand(running)[("P", CapacityType.ON_DEMAND)]) == 3 * 192
-    prepared = with_group(fleet, "h100", warm_pool=WarmPool(min_size=0, max_prepared_capacity=5, state="Running", reuse_on_scale_in=True))
+    prepared = with_group(
+        fleet, "h100", warm_pool=WarmPool(min_size=0, max_prepared_capacity=5, state="Running", reuse_on_scale_in=True)
+    )
     assert quotas.running_instances(prepared.node_group("h100")) == 5
 
 
@@ -251,7 +281,10 @@ def test_a_quota_below_the_fleet_at_max_size_is_blocking(world: World) -> None:
     client, _ = quotas_client({**NEEDED, P_ON_DEMAND: 192})
     (finding,) = run(quotas.check_quotas, fleet_of(world), dataclasses.replace(ec2_only(world), service_quotas=client))
     assert finding.blocking and finding.node_group == "h100"
-    assert "needs 384 vCPUs of 'Running On-Demand P instances' (L-417A185B) at maxSize (h100: 2 x p5.48xlarge = 384), the quota in us-east-1 is 192" in finding.what
+    assert (
+        "needs 384 vCPUs of 'Running On-Demand P instances' (L-417A185B) at maxSize (h100: 2 x p5.48xlarge = 384), the"
+        " quota in us-east-1 is 192" in finding.what
+    )
     assert "--quota-code L-417A185B --desired-value 384" in finding.fix
 
 
@@ -264,8 +297,17 @@ def test_a_spot_quota_is_checked_separately(world: World) -> None:
 def test_unapplied_quota_falls_back_to_the_aws_default(world: World) -> None:
     client, stub = stubbed("service-quotas")
     fleet = only(fleet_of(world), "l40s")
-    stub.add_client_error("get_service_quota", "NoSuchResourceException", http_status_code=400, expected_params={"ServiceCode": "ec2", "QuotaCode": G_ON_DEMAND})
-    stub.add_response("get_aws_default_service_quota", quota_response(G_ON_DEMAND, 96), {"ServiceCode": "ec2", "QuotaCode": G_ON_DEMAND})
+    stub.add_client_error(
+        "get_service_quota",
+        "NoSuchResourceException",
+        http_status_code=400,
+        expected_params={"ServiceCode": "ec2", "QuotaCode": G_ON_DEMAND},
+    )
+    stub.add_response(
+        "get_aws_default_service_quota",
+        quota_response(G_ON_DEMAND, 96),
+        {"ServiceCode": "ec2", "QuotaCode": G_ON_DEMAND},
+    )
     assert run(quotas.check_quotas, fleet, dataclasses.replace(ec2_only(world), service_quotas=client)) == []
     stub.assert_no_pending_responses()
 
@@ -273,7 +315,9 @@ def test_unapplied_quota_falls_back_to_the_aws_default(world: World) -> None:
 def test_a_renamed_quota_is_a_warning(world: World) -> None:
     client, stub = stubbed("service-quotas")
     stub.add_response("get_service_quota", quota_response(G_ON_DEMAND, 96, name="Running On-Demand G instances"))
-    (finding,) = run(quotas.check_quotas, only(fleet_of(world), "l40s"), dataclasses.replace(ec2_only(world), service_quotas=client))
+    (finding,) = run(
+        quotas.check_quotas, only(fleet_of(world), "l40s"), dataclasses.replace(ec2_only(world), service_quotas=client)
+    )
     assert not finding.blocking and "quota L-DB2E81BA is named 'Running On-Demand G instances'" in finding.what
 
 
@@ -283,8 +327,13 @@ def test_a_renamed_quota_is_a_warning(world: World) -> None:
 def test_ami_parameter_names(world: World) -> None:
     assert ami.parameter_names("AL2023_x86_64_NVIDIA", RELEASE, "1.33") == (AL2023_PARAM,)
     assert ami.parameter_names("AL2023_x86_64_STANDARD", RELEASE, "1.33") == (SYSTEM_PARAM,)
-    assert ami.parameter_names("BOTTLEROCKET_x86_64_NVIDIA", "1.54.0-5043decc", "1.33") == (BOTTLEROCKET_PARAM, "/aws/service/bottlerocket/aws-k8s-1.33-nvidia/x86_64/1.54.0/image_id")
-    assert ami.parameter_names("AL2023_ARM_64_NVIDIA", RELEASE, "1.33") == ("/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/arm64/nvidia/amazon-eks-node-al2023-arm64-nvidia-1.33-v20260714/release_version",)
+    assert ami.parameter_names("BOTTLEROCKET_x86_64_NVIDIA", "1.54.0-5043decc", "1.33") == (
+        BOTTLEROCKET_PARAM,
+        "/aws/service/bottlerocket/aws-k8s-1.33-nvidia/x86_64/1.54.0/image_id",
+    )
+    assert ami.parameter_names("AL2023_ARM_64_NVIDIA", RELEASE, "1.33") == (
+        "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/arm64/nvidia/amazon-eks-node-al2023-arm64-nvidia-1.33-v20260714/release_version",
+    )
 
 
 def test_published_ami_releases_pass(world: World) -> None:
@@ -297,8 +346,14 @@ def test_an_unpublished_ami_release_is_blocking(world: World) -> None:
     client, _ = ssm_client([(SYSTEM_PARAM, RELEASE), (AL2023_PARAM, None)])
     found = run(ami.check_ami, only(fleet_of(world), "h100", "spot"), dataclasses.replace(ec2_only(world), ssm=client))
     assert [f.node_group for f in found] == ["h100", "spot"] and all(f.blocking for f in found)
-    assert f"AMI release 1.33.13-20260714 (AL2023_x86_64_NVIDIA) does not exist for Kubernetes 1.33 in us-east-1: no SSM parameter {AL2023_PARAM}" in found[0].what
-    assert "get-parameters-by-path --path /aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/nvidia" in found[0].fix
+    assert (
+        "AMI release 1.33.13-20260714 (AL2023_x86_64_NVIDIA) does not exist for Kubernetes 1.33 in us-east-1: no SSM"
+        f" parameter {AL2023_PARAM}" in found[0].what
+    )
+    assert (
+        "get-parameters-by-path --path /aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/nvidia"
+        in found[0].fix
+    )
 
 
 def test_a_wrong_patch_version_names_an_existing_ami_but_is_blocking(world: World) -> None:
@@ -307,7 +362,11 @@ def test_a_wrong_patch_version_names_an_existing_ami_but_is_blocking(world: Worl
     client, _ = ssm_client([(SYSTEM_PARAM, RELEASE), (AL2023_PARAM, RELEASE)])
     (finding,) = run(ami.check_ami, fleet, dataclasses.replace(ec2_only(world), ssm=client))
     assert finding.blocking and finding.node_group == "h100"
-    assert finding.what == f"AMI release 1.33.4-20260714 (AL2023_x86_64_NVIDIA) is not what EKS publishes: {AL2023_PARAM} is 1.33.13-20260714"
+    assert (
+        finding.what
+        == f"AMI release 1.33.4-20260714 (AL2023_x86_64_NVIDIA) is not what EKS publishes: {AL2023_PARAM} is"
+        " 1.33.13-20260714"
+    )
     assert finding.fix == 'pin releaseVersion: "1.33.13-20260714"'
 
 
@@ -315,13 +374,19 @@ def test_the_system_nodes_release_is_checked(world: World) -> None:
     client, _ = ssm_client([(SYSTEM_PARAM, None)])
     (finding,) = run(ami.check_ami, only(fleet_of(world)), dataclasses.replace(ec2_only(world), ssm=client))
     assert finding.blocking and finding.where == "cluster"
-    assert finding.what == f"AMI release 1.33.13-20260714 (AL2023_x86_64_STANDARD) does not exist for Kubernetes 1.33 in us-east-1: no SSM parameter {SYSTEM_PARAM}"
+    assert (
+        finding.what
+        == "AMI release 1.33.13-20260714 (AL2023_x86_64_STANDARD) does not exist for Kubernetes 1.33 in us-east-1: no"
+        f" SSM parameter {SYSTEM_PARAM}"
+    )
 
 
 def test_a_bottlerocket_release_is_found_by_its_version(world: World) -> None:
     bare = "/aws/service/bottlerocket/aws-k8s-1.33-nvidia/x86_64/1.54.0/image_id"
     client, stub = ssm_client([(SYSTEM_PARAM, RELEASE), (BOTTLEROCKET_PARAM, None), (bare, AMI_ID)])
-    assert run(ami.check_ami, only(fleet_of(world), "notebooks"), dataclasses.replace(ec2_only(world), ssm=client)) == []
+    assert (
+        run(ami.check_ami, only(fleet_of(world), "notebooks"), dataclasses.replace(ec2_only(world), ssm=client)) == []
+    )
     stub.assert_no_pending_responses()
 
 
@@ -338,9 +403,16 @@ def test_a_release_in_the_wrong_form_is_blocking(world: World) -> None:
 def test_access_denied_is_a_finding_and_the_run_goes_on(world: World) -> None:
     clients, _ = all_clients(world)
     denied, stub = stubbed("ssm")
-    stub.add_client_error("get_parameter", "AccessDeniedException", "User is not authorized to perform: ssm:GetParameter", http_status_code=400)
+    stub.add_client_error(
+        "get_parameter",
+        "AccessDeniedException",
+        "User is not authorized to perform: ssm:GetParameter",
+        http_status_code=400,
+    )
     found = preflight(fleet_of(world), dataclasses.replace(clients, ssm=denied))
-    assert texts(found) == ["error aws: ssm:GetParameter failed: AccessDeniedException: User is not authorized to perform: ssm:GetParameter"]
+    assert texts(found) == [
+        "error aws: ssm:GetParameter failed: AccessDeniedException: User is not authorized to perform: ssm:GetParameter"
+    ]
     assert found[0].fix == "allow ssm:GetParameter for the caller's IAM identity (preflight only reads)"
 
 
@@ -355,5 +427,7 @@ def test_an_unreachable_endpoint_stops_the_run_with_one_finding(world: World) ->
     ec2.meta.events.register_first("before-call.ec2", unreachable)
     (finding,) = preflight(fleet_of(world), dataclasses.replace(ec2_only(world), ec2=ec2))
     assert finding.blocking and finding.where == "aws"
-    assert finding.what.startswith("ec2:DescribeInstanceTypes failed: EndpointConnectionError: Could not connect to the endpoint URL")
+    assert finding.what.startswith(
+        "ec2:DescribeInstanceTypes failed: EndpointConnectionError: Could not connect to the endpoint URL"
+    )
     assert "AWS_ENDPOINT_URL" in finding.fix

@@ -8,8 +8,8 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 
@@ -87,7 +87,9 @@ def test_a_body_that_is_not_an_aws_response_is_a_finding(tmp_path: Path, capsys:
     code, out, elapsed = run(tmp_path, capsys)
     head, fix, last = out.splitlines(keepends=True)
     assert code == 1
-    assert head.startswith("error: aws: ec2:DescribeInstanceTypes failed: ResponseParserError: Unable to parse response")
+    assert head.startswith(
+        "error: aws: ec2:DescribeInstanceTypes failed: ResponseParserError: Unable to parse response"
+    )
     assert "\\n" not in head and len(head) < 400  # the body is not pasted into the report
     assert fix == f"  fix: the endpoint answered with something that is not an AWS API response: {aws.CONNECTION_FIX}\n"
     assert last == summary(os.environ["AWS_ENDPOINT_URL"])
@@ -96,13 +98,19 @@ def test_a_body_that_is_not_an_aws_response_is_a_finding(tmp_path: Path, capsys:
 
 @pytest.mark.parametrize("endpoint", [silent], indirect=True)
 @pytest.mark.usefixtures("endpoint")
-def test_a_silent_endpoint_times_out_quickly(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_silent_endpoint_times_out_quickly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(aws, "READ_TIMEOUT_S", 0.3)  # the shipped 10 s, scaled down to keep the suite fast
     code, out, elapsed = run(tmp_path, capsys)
     assert code == 1
-    assert out.startswith("error: aws: ec2:DescribeInstanceTypes failed: ReadTimeoutError: Read timeout on endpoint URL: ")
+    assert out.startswith(
+        "error: aws: ec2:DescribeInstanceTypes failed: ReadTimeoutError: Read timeout on endpoint URL: "
+    )
     assert f"  fix: {aws.CONNECTION_FIX}\n" in out
-    assert elapsed < 10  # two attempts of 0.3 s with the retry back-off (122 s before the timeouts were set); room for a loaded machine
+    assert (
+        elapsed < 10
+    )  # two attempts of 0.3 s with the retry back-off (122 s before the timeouts were set); room for a loaded machine
 
 
 @pytest.mark.parametrize("endpoint", [dripping], indirect=True)
@@ -111,7 +119,10 @@ def test_a_dripping_endpoint_is_stopped_by_the_deadline(tmp_path: Path, capsys: 
     code, out, elapsed = run(tmp_path, capsys, "--deadline", "1")
     assert code == 1
     assert out.splitlines(keepends=True)[:2] == [
-        "error: aws: preflight stopped after 1 s (--deadline) in the instance types and GPUs check: the AWS API did not answer in time\n",
+        (
+            "error: aws: preflight stopped after 1 s (--deadline) in the instance types and GPUs check: the AWS API did"
+            " not answer in time\n"
+        ),
         f"  fix: {DEADLINE_FIX}\n",
     ]
     # The read timeout alone would never fire (a byte arrives every 50 ms): without the deadline this runs for
@@ -123,7 +134,14 @@ def test_the_shipped_timeouts_are_short() -> None:
     assert (aws.CONNECT_TIMEOUT_S, aws.READ_TIMEOUT_S, aws.MAX_ATTEMPTS) == (3.0, 10.0, 2)
 
 
-@pytest.mark.parametrize(("value", "message"), [("0", "0 is not between 0 and 3600 seconds"), ("soon", "'soon' is not a number of seconds"), ("7200", "7200 is not between 0 and 3600 seconds")])
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("0", "0 is not between 0 and 3600 seconds"),
+        ("soon", "'soon' is not a number of seconds"),
+        ("7200", "7200 is not between 0 and 3600 seconds"),
+    ],
+)
 def test_a_bad_deadline_is_a_usage_error(capsys: pytest.CaptureFixture[str], value: str, message: str) -> None:
     assert main(["preflight", "fleet.yaml", "--env", "dev", "--deadline", value]) == 2
     assert capsys.readouterr().err.endswith(f"gpufleet preflight: error: argument --deadline: {message}\n")

@@ -15,14 +15,16 @@ from tests.preflight.support import scrub_aws_env
 SPEC = (Path(__file__).resolve().parents[2] / "fleet.yaml").read_text()
 
 
-def test_no_credentials_is_one_blocking_finding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_credentials_is_one_blocking_finding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     scrub_aws_env(monkeypatch, str(tmp_path), credentials=False)
     spec = tmp_path / "fleet.yaml"
     spec.write_text(SPEC)
     assert main(["preflight", str(spec), "--env", "dev"]) == 1
     out = capsys.readouterr().out
-    assert out == (
-        "error: aws: ec2:DescribeInstanceTypes failed: NoCredentialsError: Unable to locate credentials\n"
+    assert (
+        out == "error: aws: ec2:DescribeInstanceTypes failed: NoCredentialsError: Unable to locate credentials\n"
         f"  fix: {aws.CREDENTIALS_FIX}\n"
         "preflight research/dev in us-east-1: 1 error(s), 0 warning(s)\n"
     )
@@ -47,12 +49,17 @@ def test_env_is_required(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--env" in capsys.readouterr().err
 
 
-def test_a_profile_that_does_not_exist_is_a_finding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_profile_that_does_not_exist_is_a_finding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     scrub_aws_env(monkeypatch, str(tmp_path), credentials=False)
     monkeypatch.setenv("AWS_PROFILE", "no-such-profile")
     spec = tmp_path / "fleet.yaml"
     spec.write_text(SPEC)
     assert main(["preflight", str(spec), "--env", "dev"]) == 1
     out = capsys.readouterr().out
-    assert out.startswith("error: aws: session:CreateClient failed: ProfileNotFound: The config profile (no-such-profile) could not be found\n")
+    assert out.startswith(
+        "error: aws: session:CreateClient failed: ProfileNotFound: The config profile (no-such-profile) could not be"
+        " found\n"
+    )
     assert f"  fix: {aws.CREDENTIALS_FIX}\n" in out

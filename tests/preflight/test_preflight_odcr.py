@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from tests.preflight.support import RESERVATION, World, all_clients, fleet_of, only, reservation, stubbed, with_group
 from gpufleet.preflight import Clients, Finding, preflight
 from gpufleet.preflight.context import Context
 from gpufleet.preflight.reservations import check_reservations
 from gpufleet.spec import Fleet, Reservation
+from tests.preflight.support import RESERVATION, World, all_clients, fleet_of, only, reservation, stubbed, with_group
 
 ODCR = "cr-0a1b2c3d4e5f60718"
 OPEN_FILTERS = [
@@ -31,12 +31,19 @@ def odcr(**changes: Any) -> dict[str, Any]:
 
 
 def fleet(world: World, *, min_size: int = 2, **target: Any) -> Fleet:
-    r = Reservation(id=target.get("id"), resource_group_arn=target.get("resource_group_arn"), open=target.get("open", False), instance_count=target.get("count", 2))
+    r = Reservation(
+        id=target.get("id"),
+        resource_group_arn=target.get("resource_group_arn"),
+        open=target.get("open", False),
+        instance_count=target.get("count", 2),
+    )
     return with_group(only(fleet_of(world), "h100"), "h100", reservation=r, min_size=min_size, warm_pool=None)
 
 
 def run(world: World, fleet: Fleet, client: Any) -> list[Finding]:
-    clients = Clients(ec2=world.ec2, service_quotas=stubbed("service-quotas")[0], ssm=stubbed("ssm")[0], reservations=client)
+    clients = Clients(
+        ec2=world.ec2, service_quotas=stubbed("service-quotas")[0], ssm=stubbed("ssm")[0], reservations=client
+    )
     return list(check_reservations(Context(fleet, clients)))
 
 
@@ -60,23 +67,60 @@ def test_a_missing_targeted_reservation_is_blocking(world: World) -> None:
     client, _ = by_id(error="InvalidCapacityReservationId.NotFound")
     (finding,) = run(world, fleet(world, id=ODCR), client)
     assert finding.blocking and finding.node_group == "h100"
-    assert finding.what == f"capacity reservation {ODCR} does not exist in us-east-1 (or is not visible to this account)"
-    assert finding.fix == "check capacity.reservation.id against: aws ec2 describe-capacity-reservations --region us-east-1"
+    assert (
+        finding.what == f"capacity reservation {ODCR} does not exist in us-east-1 (or is not visible to this account)"
+    )
+    assert (
+        finding.fix
+        == "check capacity.reservation.id against: aws ec2 describe-capacity-reservations --region us-east-1"
+    )
 
 
 @pytest.mark.parametrize(
     ("changes", "what", "fix"),
     [
-        ({"State": "cancelled"}, f"reservation {ODCR} is cancelled, not active: instances launch only into an active reservation", "set capacity.reservation.id to an active On-Demand Capacity Reservation"),
-        ({"ReservationType": "capacity-block"}, f"reservation {ODCR} is a Capacity Block, not an On-Demand Capacity Reservation: it launches only with market type capacity-block", f"write capacity: {{type: CapacityBlock, reservationId: {ODCR}}}"),
-        ({"InstanceType": "p5en.48xlarge"}, f"reservation {ODCR} is for p5en.48xlarge, the group runs p5.48xlarge", "set instanceType to p5en.48xlarge, or capacity.reservation.id to a reservation of p5.48xlarge"),
-        ({"Tenancy": "dedicated"}, f"reservation {ODCR} is for dedicated tenancy; the group's nodes run with default tenancy", "use a reservation with default tenancy"),
-        ({"AvailabilityZoneId": "use1-az6", "AvailabilityZone": "us-east-1a"}, f"reservation {ODCR} is in use1-az6 (us-east-1a), the group is pinned to use1-az4 (us-east-1d)", "set zone to use1-az6 and subnetIds to a subnet there"),
-        ({"TotalInstanceCount": 1, "AvailableInstanceCount": 1}, f"reservation {ODCR} holds 1 instance(s) but scaling.maxSize is 2: launches into a full targeted reservation fail", "lower scaling.maxSize and capacity.reservation.instanceCount to 1, or enlarge the reservation"),
+        (
+            {"State": "cancelled"},
+            f"reservation {ODCR} is cancelled, not active: instances launch only into an active reservation",
+            "set capacity.reservation.id to an active On-Demand Capacity Reservation",
+        ),
+        (
+            {"ReservationType": "capacity-block"},
+            (
+                f"reservation {ODCR} is a Capacity Block, not an On-Demand Capacity Reservation: it launches only with"
+                " market type capacity-block"
+            ),
+            f"write capacity: {{type: CapacityBlock, reservationId: {ODCR}}}",
+        ),
+        (
+            {"InstanceType": "p5en.48xlarge"},
+            f"reservation {ODCR} is for p5en.48xlarge, the group runs p5.48xlarge",
+            "set instanceType to p5en.48xlarge, or capacity.reservation.id to a reservation of p5.48xlarge",
+        ),
+        (
+            {"Tenancy": "dedicated"},
+            f"reservation {ODCR} is for dedicated tenancy; the group's nodes run with default tenancy",
+            "use a reservation with default tenancy",
+        ),
+        (
+            {"AvailabilityZoneId": "use1-az6", "AvailabilityZone": "us-east-1a"},
+            f"reservation {ODCR} is in use1-az6 (us-east-1a), the group is pinned to use1-az4 (us-east-1d)",
+            "set zone to use1-az6 and subnetIds to a subnet there",
+        ),
+        (
+            {"TotalInstanceCount": 1, "AvailableInstanceCount": 1},
+            (
+                f"reservation {ODCR} holds 1 instance(s) but scaling.maxSize is 2: launches into a full targeted"
+                " reservation fail"
+            ),
+            "lower scaling.maxSize and capacity.reservation.instanceCount to 1, or enlarge the reservation",
+        ),
     ],
     ids=["not-active", "capacity-block", "instance-type", "tenancy", "zone", "too-small"],
 )
-def test_a_targeted_reservation_that_does_not_fit_is_blocking(world: World, changes: dict[str, Any], what: str, fix: str) -> None:
+def test_a_targeted_reservation_that_does_not_fit_is_blocking(
+    world: World, changes: dict[str, Any], what: str, fix: str
+) -> None:
     client, _ = by_id(odcr(**changes))
     (finding,) = [f for f in run(world, fleet(world, id=ODCR), client) if f.blocking]
     assert (finding.node_group, finding.what, finding.fix) == ("h100", what, fix)
@@ -85,28 +129,54 @@ def test_a_targeted_reservation_that_does_not_fit_is_blocking(world: World, chan
 def test_a_capacity_block_group_given_an_odcr_says_how_to_write_one(world: World) -> None:
     client, _ = by_id(reservation(ReservationType="default", TotalInstanceCount=2), rid=RESERVATION)
     (finding,) = run(world, only(fleet_of(world), "cb"), client)
-    assert finding.blocking and finding.what == f"reservation {RESERVATION} is a default capacity reservation, not a Capacity Block"
-    assert finding.fix == f"for an On-Demand Capacity Reservation write capacity: {{type: OnDemand, reservation: {{id: {RESERVATION}, instanceCount: 2}}}}"
+    assert (
+        finding.blocking
+        and finding.what == f"reservation {RESERVATION} is a default capacity reservation, not a Capacity Block"
+    )
+    assert (
+        finding.fix
+        == f"for an On-Demand Capacity Reservation write capacity: {{type: OnDemand, reservation: {{id: {RESERVATION},"
+        " instanceCount: 2}}"
+    )
 
 
 @pytest.mark.parametrize(
     ("changes", "what", "fix"),
     [
-        ({"TotalInstanceCount": 4, "AvailableInstanceCount": 4}, f"reservation {ODCR} holds 4 instance(s), capacity.reservation.instanceCount says 2: the cost estimate counts 2", "set capacity.reservation.instanceCount to 4"),
+        (
+            {"TotalInstanceCount": 4, "AvailableInstanceCount": 4},
+            (
+                f"reservation {ODCR} holds 4 instance(s), capacity.reservation.instanceCount says 2: the cost estimate"
+                " counts 2"
+            ),
+            "set capacity.reservation.instanceCount to 4",
+        ),
         (
             {"AvailableInstanceCount": 1},
-            f"reservation {ODCR} has 1 of 2 instance(s) free; the group starts 2: launches beyond the free ones fail until instances in it stop",
-            "stop what else runs in the reservation, or lower scaling.desiredSize (instances of this fleet already in it are fine)",
+            (
+                f"reservation {ODCR} has 1 of 2 instance(s) free; the group starts 2: launches beyond the free ones"
+                " fail until instances in it stop"
+            ),
+            (
+                "stop what else runs in the reservation, or lower scaling.desiredSize (instances of this fleet already"
+                " in it are fine)"
+            ),
         ),
         (
             {"PlacementGroupArn": "arn:aws:ec2:us-east-1:111122223333:placement-group/hpc"},
-            f"reservation {ODCR} was created in placement group arn:aws:ec2:us-east-1:111122223333:placement-group/hpc; gpufleet launches the group into its own cluster placement group probe-h100",
+            (
+                f"reservation {ODCR} was created in placement group"
+                " arn:aws:ec2:us-east-1:111122223333:placement-group/hpc; gpufleet launches the group into its own"
+                " cluster placement group probe-h100"
+            ),
             "use a reservation created without a placement group",
         ),
     ],
     ids=["count-differs", "fewer-free-than-desired", "placement-group"],
 )
-def test_what_a_targeted_reservation_only_warns_about(world: World, changes: dict[str, Any], what: str, fix: str) -> None:
+def test_what_a_targeted_reservation_only_warns_about(
+    world: World, changes: dict[str, Any], what: str, fix: str
+) -> None:
     client, _ = by_id(odcr(**changes))
     (finding,) = run(world, fleet(world, id=ODCR), client)
     assert (finding.blocking, finding.what, finding.fix) == (False, what, fix)
@@ -114,26 +184,41 @@ def test_what_a_targeted_reservation_only_warns_about(world: World, changes: dic
 
 def open_client(*answer: dict[str, Any]) -> tuple[Any, Any]:
     client, stub = stubbed("ec2")
-    stub.add_response("describe_capacity_reservations", {"CapacityReservations": list(answer)}, {"Filters": OPEN_FILTERS})
+    stub.add_response(
+        "describe_capacity_reservations", {"CapacityReservations": list(answer)}, {"Filters": OPEN_FILTERS}
+    )
     return client, stub
 
 
 def test_open_reservations_in_the_zone_that_hold_the_count_pass(world: World) -> None:
-    client, stub = open_client(odcr(InstanceMatchCriteria="open", TotalInstanceCount=1), odcr(CapacityReservationId="cr-0ffffffffffffffff", InstanceMatchCriteria="open", TotalInstanceCount=1))
+    client, stub = open_client(
+        odcr(InstanceMatchCriteria="open", TotalInstanceCount=1),
+        odcr(CapacityReservationId="cr-0ffffffffffffffff", InstanceMatchCriteria="open", TotalInstanceCount=1),
+    )
     assert run(world, fleet(world, open=True), client) == []
     stub.assert_no_pending_responses()
 
 
 def test_open_reservations_elsewhere_do_not_count(world: World) -> None:
-    client, _ = open_client(odcr(InstanceMatchCriteria="open", AvailabilityZoneId="use1-az6", AvailabilityZone="us-east-1a"))
+    client, _ = open_client(
+        odcr(InstanceMatchCriteria="open", AvailabilityZoneId="use1-az6", AvailabilityZone="us-east-1a")
+    )
     (finding,) = run(world, fleet(world, open=True), client)
     assert not finding.blocking
-    assert finding.what == "the active open reservations of p5.48xlarge in use1-az4 (us-east-1d) hold 0 instance(s), capacity.reservation.instanceCount says 2: nodes beyond them run as plain On-Demand"
+    assert (
+        finding.what == "the active open reservations of p5.48xlarge in use1-az4 (us-east-1d) hold 0 instance(s),"
+        " capacity.reservation.instanceCount says 2: nodes beyond them run as plain On-Demand"
+    )
 
 
 def test_a_reservation_group_is_not_read(world: World) -> None:
     client, stub = stubbed("ec2")  # any call would fail: no response is queued
-    assert run(world, fleet(world, resource_group_arn="arn:aws:resource-groups:us-east-1:111122223333:group/odcrs"), client) == []
+    assert (
+        run(
+            world, fleet(world, resource_group_arn="arn:aws:resource-groups:us-east-1:111122223333:group/odcrs"), client
+        )
+        == []
+    )
     stub.assert_no_pending_responses()
 
 

@@ -54,9 +54,10 @@ def run(argv: Sequence[str], root: Path) -> Run:
         code = main(list(argv))
     result = Run(code, out.getvalue(), err.getvalue())
     event(f"{argv[0]} exit {code}")  # --hypothesis-show-statistics tells how deep the examples reached
-    assert code != 3 and "Traceback" not in result.stdout + result.stderr, f"gpufleet {' '.join(argv)}: exit {code}\n{result.stderr}"
+    assert code != 3 and "Traceback" not in result.stdout + result.stderr, (
+        f"gpufleet {' '.join(argv)}: exit {code}\n{result.stderr}"
+    )
     assert code in (0, 1, 2), f"gpufleet {' '.join(argv)}: unexpected exit {code}"
     if code != 0:
         assert snapshot(root) == before, f"gpufleet {' '.join(argv)} exited {code} and changed {root}"
     return result
-

@@ -16,10 +16,16 @@ from tests import fastyaml
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = {
     p.relative_to(ROOT).as_posix(): p.read_text()
-    for p in [ROOT / "fleet.yaml", *sorted((ROOT / "tests/specs/valid").glob("*.yaml")), *sorted((ROOT / "tests/golden/cases").glob("*/fleet.yaml"))]
+    for p in [
+        ROOT / "fleet.yaml",
+        *sorted((ROOT / "tests/specs/valid").glob("*.yaml")),
+        *sorted((ROOT / "tests/golden/cases").glob("*/fleet.yaml")),
+    ]
 }
 SEED_DATA = {name: fastyaml.load(text) for name, text in SEEDS.items()}
-SMALL_SEEDS = tuple(name for name in sorted(SEEDS) if name.startswith("tests/specs/valid/"))  # synth them in a fraction of a second
+SMALL_SEEDS = tuple(
+    name for name in sorted(SEEDS) if name.startswith("tests/specs/valid/")
+)  # synth them in a fraction of a second
 
 Path_ = tuple[str | int, ...]
 
@@ -51,7 +57,28 @@ SCALARS, KEYS = _scalars_and_keys()
 # Values a spec's author (or a fuzzer) might write where another was expected.
 EDGE_NUMBERS = [0, -1, 1, 2**31, 2**63, 10**400, 1.5, -0.0, 1e308, 1e-308, math.inf, -math.inf, math.nan]
 text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
-tricky_text = st.sampled_from(["", " ", "vision\n", "a" * 300, "-", "~", "null", "yes", "1.30", "0x10", "1_000", "ü", "a/b", "../x", "${x}", "{{x}}", "\t", "\x00"])
+tricky_text = st.sampled_from(
+    [
+        "",
+        " ",
+        "vision\n",
+        "a" * 300,
+        "-",
+        "~",
+        "null",
+        "yes",
+        "1.30",
+        "0x10",
+        "1_000",
+        "ü",
+        "a/b",
+        "../x",
+        "${x}",
+        "{{x}}",
+        "\t",
+        "\x00",
+    ]
+)
 scalars = st.one_of(
     st.none(),
     st.booleans(),
@@ -62,7 +89,11 @@ scalars = st.one_of(
     tricky_text,
     st.sampled_from(SCALARS),
 )
-values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(KEYS) | text, inner, max_size=3), max_leaves=8)
+values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(KEYS) | text, inner, max_size=3),
+    max_leaves=8,
+)
 
 
 def _perturb(value: Any) -> st.SearchStrategy[Any]:
@@ -70,10 +101,23 @@ def _perturb(value: Any) -> st.SearchStrategy[Any]:
     if isinstance(value, bool):
         return st.sampled_from([not value, str(value).lower(), int(value)])
     if isinstance(value, (int, float)):
-        as_float = float(value) if abs(value) < 1e308 else math.inf  # an int beyond floats (10**400) stays out of float()
+        as_float = (
+            float(value) if abs(value) < 1e308 else math.inf
+        )  # an int beyond floats (10**400) stays out of float()
         return st.sampled_from([value + 1, value - 1, -value, value * 1000, as_float, str(value), 0, *EDGE_NUMBERS])
     if isinstance(value, str):
-        return st.sampled_from([value + "\n", value.upper(), value[:-1], value + value, " " + value, value + "-x", "", value.replace("-", "_")])
+        return st.sampled_from(
+            [
+                value + "\n",
+                value.upper(),
+                value[:-1],
+                value + value,
+                " " + value,
+                value + "-x",
+                "",
+                value.replace("-", "_"),
+            ]
+        )
     if isinstance(value, list):
         return st.sampled_from([[], value + value, value[:1], [value]])
     if isinstance(value, dict):
@@ -112,24 +156,82 @@ def mutate(draw: st.DrawFn, data: Any, changes: int, ops: tuple[str, ...] = ALL_
         elif op == "delete":
             del parent[path[-1]]
         else:
-            strategy = {"replace": values, "perturb": _perturb(node), "plausible": st.sampled_from(SCALARS)}.get(op, values)
+            strategy = {"replace": values, "perturb": _perturb(node), "plausible": st.sampled_from(SCALARS)}.get(
+                op, values
+            )
             parent[path[-1]] = draw(strategy)
     return data
 
 
 @st.composite
-def mutated_spec(draw: st.DrawFn, most: int = 4, ops: tuple[str, ...] = ALL_OPS, seeds: tuple[str, ...] = tuple(sorted(SEEDS))) -> str:
+def mutated_spec(
+    draw: st.DrawFn, most: int = 4, ops: tuple[str, ...] = ALL_OPS, seeds: tuple[str, ...] = tuple(sorted(SEEDS))
+) -> str:
     """One of the valid specs with one to `most` random changes, written back as YAML in a random style."""
     data = mutate(draw, copy.deepcopy(SEED_DATA[draw(st.sampled_from(seeds))]), draw(st.integers(1, most)), ops)
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=draw(st.booleans()), default_flow_style=draw(st.sampled_from([False, None])))
+    return yaml.safe_dump(
+        data,
+        sort_keys=False,
+        allow_unicode=draw(st.booleans()),
+        default_flow_style=draw(st.sampled_from([False, None])),
+    )
 
 
 # Pieces of YAML syntax, for documents that are shaped wrong rather than valued wrong.
 FRAGMENTS = [
-    "apiVersion: gpufleet/v1alpha1\n", "kind: Fleet\n", "metadata: {name: x}\n", "environments:\n", "  dev: {}\n", "&a ", "*a", "<<: *a\n",
-    "- ", ": ", "{", "}", "[", "]", ", ", "!!str ", "!!int ", "!!binary ", "!!python/object/apply:os.system ", "!custom ", "%YAML 1.1\n",
-    "%TAG ! tag:x,2000:\n", "---\n", "...\n", "|\n", ">-\n", "  ", "\n", "\t", "'", '"', "# c\n", "? ", "@", "`", "\\", "\ufeff",
-    "\x00", "\x85", "\u2028", "1e309", ".nan", "-.inf", "~", "0o17", "0x1F", "1:30", "2026-01-01", "yes", "x", "name", "1.33", "é",
+    "apiVersion: gpufleet/v1alpha1\n",
+    "kind: Fleet\n",
+    "metadata: {name: x}\n",
+    "environments:\n",
+    "  dev: {}\n",
+    "&a ",
+    "*a",
+    "<<: *a\n",
+    "- ",
+    ": ",
+    "{",
+    "}",
+    "[",
+    "]",
+    ", ",
+    "!!str ",
+    "!!int ",
+    "!!binary ",
+    "!!python/object/apply:os.system ",
+    "!custom ",
+    "%YAML 1.1\n",
+    "%TAG ! tag:x,2000:\n",
+    "---\n",
+    "...\n",
+    "|\n",
+    ">-\n",
+    "  ",
+    "\n",
+    "\t",
+    "'",
+    '"',
+    "# c\n",
+    "? ",
+    "@",
+    "`",
+    "\\",
+    "\ufeff",
+    "\x00",
+    "\x85",
+    "\u2028",
+    "1e309",
+    ".nan",
+    "-.inf",
+    "~",
+    "0o17",
+    "0x1F",
+    "1:30",
+    "2026-01-01",
+    "yes",
+    "x",
+    "name",
+    "1.33",
+    "é",
 ]
 fragments = st.lists(st.sampled_from(FRAGMENTS) | text, max_size=30).map("".join)
 
@@ -141,13 +243,21 @@ def yaml_document(draw: st.DrawFn) -> str:
     kind = draw(st.sampled_from(["data", "syntax", "splice"]))
     if kind == "data":
         documents = draw(st.lists(values, min_size=1, max_size=3))
-        return yaml.safe_dump_all(documents, canonical=draw(st.booleans()), default_flow_style=draw(st.sampled_from([False, True, None])), explicit_start=draw(st.booleans()))
+        return yaml.safe_dump_all(
+            documents,
+            canonical=draw(st.booleans()),
+            default_flow_style=draw(st.sampled_from([False, True, None])),
+            explicit_start=draw(st.booleans()),
+        )
     if kind == "syntax":
         return draw(fragments)
     lines = SEEDS[draw(st.sampled_from(sorted(SEEDS)))].splitlines(keepends=True)
     start = draw(st.integers(0, len(lines)))
     end = draw(st.integers(start, min(len(lines), start + 4)))
-    lines[start:end] = [draw(fragments), *(draw(st.sampled_from(["", " ", "  ", "\t"])) + line for line in lines[start:end][:1])]
+    lines[start:end] = [
+        draw(fragments),
+        *(draw(st.sampled_from(["", " ", "  ", "\t"])) + line for line in lines[start:end][:1]),
+    ]
     return "".join(lines)
 
 

@@ -45,14 +45,19 @@ def test_any_bytes_never_crash(data: bytes) -> None:
 
 
 @_SYNTH
-@given(mutated_spec(most=1, ops=SUBTLE_OPS, seeds=SMALL_SEEDS), st.sampled_from(["out", "fleet.yaml", ".", "out/nested/deeper", ""]))
+@given(
+    mutated_spec(most=1, ops=SUBTLE_OPS, seeds=SMALL_SEEDS),
+    st.sampled_from(["out", "fleet.yaml", ".", "out/nested/deeper", ""]),
+)
 def test_synth_of_a_mutated_spec_never_crashes_and_writes_only_its_tree(text: str, out: str) -> None:
     with scratch() as root:
         (root / "fleet.yaml").write_text(text, encoding="utf-8")
         (root / "notes.txt").write_text("mine\n")
         env = environments(text)[0]
         result = run(["synth", "fleet.yaml", "--env", env, "--out", out], root)
-        assert (root / "fleet.yaml").read_text(encoding="utf-8") == text and (root / "notes.txt").read_text() == "mine\n"
+        assert (root / "fleet.yaml").read_text(encoding="utf-8") == text and (
+            root / "notes.txt"
+        ).read_text() == "mine\n"
         if result.code == 0:
             assert out not in ("fleet.yaml", ".", "")
             assert (root / out / "plan.json").is_file()

@@ -42,7 +42,11 @@ def damage(draw: st.DrawFn, tree: Path) -> None:
         elif op == "bytes":
             path.write_bytes(draw(st.binary(max_size=64)))
         elif op == "add":
-            name = draw(st.sampled_from(["01-foundation/k8s/x.yaml", "99-extra/aws/y.yaml", "notes.txt", ".hidden", "01-foundation/z"]))
+            name = draw(
+                st.sampled_from(
+                    ["01-foundation/k8s/x.yaml", "99-extra/aws/y.yaml", "notes.txt", ".hidden", "01-foundation/z"]
+                )
+            )
             (tree / name).parent.mkdir(parents=True, exist_ok=True)
             (tree / name).write_text(draw(text), encoding="utf-8")
         elif op == "directory" and path.exists():

@@ -4,8 +4,9 @@ values that point at them, Bottlerocket's own settings, and the isolation contra
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml
@@ -21,7 +22,9 @@ from gpufleet.versions import COMPONENTS
 from tests.upstream import chart_values, require_shared, unknown_value_keys
 
 ROOT = Path(__file__).resolve().parents[2]
-SPEC: dict[str, Any] = yaml.safe_load((ROOT / "tests" / "golden" / "cases" / "sharing-strategies" / "fleet.yaml").read_text())
+SPEC: dict[str, Any] = yaml.safe_load(
+    (ROOT / "tests" / "golden" / "cases" / "sharing-strategies" / "fleet.yaml").read_text()
+)
 
 Edit = Callable[[dict[str, Any]], None]
 
@@ -75,7 +78,12 @@ def test_mig_instances_match_the_operator_table_for_every_catalog_profile() -> N
 
 @pytest.mark.parametrize(
     ("group", "units"),
-    [("h100", 1), ("notebooks", 4), ("l40s-mps", 3), ("ci", 2)],  # a100-mig (mixed): test_resource_names_follow_the_mig_strategy
+    [
+        ("h100", 1),
+        ("notebooks", 4),
+        ("l40s-mps", 3),
+        ("ci", 2),
+    ],  # a100-mig (mixed): test_resource_names_follow_the_mig_strategy
 )
 def test_devices_per_gpu(fleet: Fleet, group: str, units: int) -> None:
     assert sharing.devices_per_gpu(fleet.node_group(group)) == {"nvidia.com/gpu": units}
@@ -87,12 +95,22 @@ SINGLE_MIG = {"strategy": "MIG", "profile": "2g.10gb"}
 @pytest.mark.parametrize(
     ("sharing_spec", "resources", "per_gpu"),
     [
-        (None, {"nvidia.com/mig-1g.5gb": 28, "nvidia.com/mig-3g.20gb": 8}, {"nvidia.com/mig-1g.5gb": 7, "nvidia.com/mig-3g.20gb": 2}),
+        (
+            None,
+            {"nvidia.com/mig-1g.5gb": 28, "nvidia.com/mig-3g.20gb": 8},
+            {"nvidia.com/mig-1g.5gb": 7, "nvidia.com/mig-3g.20gb": 2},
+        ),
         (SINGLE_MIG, {"nvidia.com/gpu": 24}, {"nvidia.com/gpu": 3}),
-        ({"strategy": "MIG", "migStrategy": "Mixed", "layout": [{"gpus": 8, "profile": "1g.5gb"}]}, {"nvidia.com/mig-1g.5gb": 56}, {"nvidia.com/mig-1g.5gb": 7}),
+        (
+            {"strategy": "MIG", "migStrategy": "Mixed", "layout": [{"gpus": 8, "profile": "1g.5gb"}]},
+            {"nvidia.com/mig-1g.5gb": 56},
+            {"nvidia.com/mig-1g.5gb": 7},
+        ),
     ],
 )
-def test_resource_names_follow_the_mig_strategy(sharing_spec: dict[str, Any] | None, resources: dict[str, int], per_gpu: dict[str, int]) -> None:
+def test_resource_names_follow_the_mig_strategy(
+    sharing_spec: dict[str, Any] | None, resources: dict[str, int], per_gpu: dict[str, int]
+) -> None:
     # NVIDIA/k8s-device-plugin internal/rm/rm.go: single -> nvidia.com/gpu; mixed -> "mig-" + profile
     group = make(*([group_edit("a100-mig", sharing=sharing_spec)] if sharing_spec else [])).node_group("a100-mig")
     assert sharing.gpu_resources(group) == resources
@@ -114,7 +132,13 @@ def test_node_labels_select_each_group_config(fleet: Fleet) -> None:
 
 
 def test_bottlerocket_mig_group_keeps_the_operator_mig_manager_away() -> None:
-    fleet = make(group_edit("a100-mig", sharing=SINGLE_MIG, ami={"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"}))
+    fleet = make(
+        group_edit(
+            "a100-mig",
+            sharing=SINGLE_MIG,
+            ami={"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"},
+        )
+    )
     assert sharing.sharing_node_labels(fleet.node_group("a100-mig")) == {"nvidia.com/gpu.deploy.mig-manager": "false"}
 
 
@@ -122,11 +146,19 @@ def test_operator_values_point_at_the_stage_configmaps(fleet: Fleet) -> None:
     plugin = data_sha256(sharing.device_plugin_configmap(fleet, "gpu-operator")["data"])
     mig = data_sha256(sharing.mig_configmap(fleet, "gpu-operator")["data"])
     assert sharing.operator_sharing_values(fleet) == {
-        "devicePlugin": {"config": {"create": False, "name": "gpufleet-device-plugin-config", "default": "default"}, "env": [{"name": "GPUFLEET_CONFIG_SHA256", "value": plugin}]},
-        "migManager": {"config": {"create": False, "name": "gpufleet-mig-config", "default": "all-disabled"}, "env": [{"name": "GPUFLEET_CONFIG_SHA256", "value": mig}]},
+        "devicePlugin": {
+            "config": {"create": False, "name": "gpufleet-device-plugin-config", "default": "default"},
+            "env": [{"name": "GPUFLEET_CONFIG_SHA256", "value": plugin}],
+        },
+        "migManager": {
+            "config": {"create": False, "name": "gpufleet-mig-config", "default": "all-disabled"},
+            "env": [{"name": "GPUFLEET_CONFIG_SHA256", "value": mig}],
+        },
         "mig": {"strategy": "mixed"},  # a100-mig mixes profiles; one strategy for the whole cluster
     }
-    assert sharing.operator_sharing_values(make(group_edit("a100-mig", sharing=SINGLE_MIG)))["mig"] == {"strategy": "single"}
+    assert sharing.operator_sharing_values(make(group_edit("a100-mig", sharing=SINGLE_MIG)))["mig"] == {
+        "strategy": "single"
+    }
 
 
 @pytest.mark.parametrize("version", COMPONENTS["gpuOperator"].supported)
@@ -135,7 +167,9 @@ def test_operator_values_exist_in_the_pinned_chart(fleet: Fleet, version: str) -
     defaults = chart_values("gpu-operator", version)
     assert list(unknown_value_keys(sharing.operator_sharing_values(fleet), defaults)) == []
     # the leaves too: unknown_value_keys stops at empty-map or scalar defaults
-    assert set(sharing.operator_sharing_values(fleet)["devicePlugin"]["config"]) <= set(defaults["devicePlugin"]["config"])
+    assert set(sharing.operator_sharing_values(fleet)["devicePlugin"]["config"]) <= set(
+        defaults["devicePlugin"]["config"]
+    )
     assert set(sharing.operator_sharing_values(fleet)["migManager"]["config"]) <= set(defaults["migManager"]["config"])
 
 
@@ -153,7 +187,15 @@ def test_device_plugin_configmap_has_default_and_one_entry_per_shared_group(flee
     assert cm["metadata"]["namespace"] == "gpu-operator"
     assert _data(cm) == {
         "default": {"version": "v1"},
-        "notebooks": {"version": "v1", "sharing": {"timeSlicing": {"failRequestsGreaterThanOne": True, "resources": [{"name": "nvidia.com/gpu", "replicas": 4}]}}},
+        "notebooks": {
+            "version": "v1",
+            "sharing": {
+                "timeSlicing": {
+                    "failRequestsGreaterThanOne": True,
+                    "resources": [{"name": "nvidia.com/gpu", "replicas": 4}],
+                }
+            },
+        },
         "l40s-mps": {"version": "v1", "sharing": {"mps": {"resources": [{"name": "nvidia.com/gpu", "replicas": 3}]}}},
     }
 
@@ -172,7 +214,9 @@ def test_mig_configmap_has_all_disabled_and_one_entry_per_mig_group(fleet: Fleet
             ],
         },
     }
-    single = _data(sharing.mig_configmap(make(group_edit("a100-mig", sharing=SINGLE_MIG)), "gpu-operator"))["config.yaml"]
+    single = _data(sharing.mig_configmap(make(group_edit("a100-mig", sharing=SINGLE_MIG)), "gpu-operator"))[
+        "config.yaml"
+    ]
     assert single["mig-configs"]["a100-mig"] == [{"devices": "all", "mig-enabled": True, "mig-devices": {"2g.10gb": 3}}]
 
 
@@ -192,16 +236,35 @@ ROLLS = {"device-plugin": ("values", "devicePlugin"), "mig": ("values", "migMana
 @pytest.mark.parametrize(
     ("group", "new", "changed"),
     [
-        ("h100", {"strategy": "MIG", "migStrategy": "Mixed", "layout": [{"gpus": 8, "profile": "1g.20gb"}]}, {("labels", "h100"), ("mig", "h100")}),
+        (
+            "h100",
+            {"strategy": "MIG", "migStrategy": "Mixed", "layout": [{"gpus": 8, "profile": "1g.20gb"}]},
+            {("labels", "h100"), ("mig", "h100")},
+        ),
         ("notebooks", {"strategy": "TimeSlicing", "replicas": 8}, {("device-plugin", "notebooks")}),
         ("l40s-mps", {"strategy": "Exclusive"}, {("labels", "l40s-mps"), ("device-plugin", "l40s-mps")}),
-        ("a100-mig", {"strategy": "MIG", "migStrategy": "Mixed", "layout": [{"gpus": 2, "profile": "1g.5gb"}, {"gpus": 6, "profile": "3g.20gb"}]}, {("mig", "a100-mig")}),
+        (
+            "a100-mig",
+            {
+                "strategy": "MIG",
+                "migStrategy": "Mixed",
+                "layout": [{"gpus": 2, "profile": "1g.5gb"}, {"gpus": 6, "profile": "3g.20gb"}],
+            },
+            {("mig", "a100-mig")},
+        ),
     ],
 )
-def test_changing_one_group_changes_only_its_label_and_entry(fleet: Fleet, group: str, new: dict[str, Any], changed: set[tuple[str, str]]) -> None:
+def test_changing_one_group_changes_only_its_label_and_entry(
+    fleet: Fleet, group: str, new: dict[str, Any], changed: set[tuple[str, str]]
+) -> None:
     before = _everything(fleet)
     after = _everything(make(group_edit(group, sharing=new)))
-    diff = {(part, key) for part in before for key in set(before[part]) | set(after[part]) if before[part].get(key) != after[part].get(key)}
+    diff = {
+        (part, key)
+        for part in before
+        for key in set(before[part]) | set(after[part])
+        if before[part].get(key) != after[part].get(key)
+    }
     assert diff == changed | {ROLLS[part] for part, _ in changed if part in ROLLS}
 
 
@@ -213,30 +276,52 @@ def test_changing_one_group_changes_only_its_label_and_entry(fleet: Fleet, group
     ("sharing_spec", "expected"),
     [
         ({"strategy": "Exclusive"}, {}),
-        ({"strategy": "TimeSlicing", "replicas": 2}, {"device-sharing-strategy": "time-slicing", "time-slicing.replicas": 2, "time-slicing.rename-by-default": False, "time-slicing.fail-requests-greater-than-one": True}),
-        ({"strategy": "MPS", "replicas": 5}, {"device-sharing-strategy": "mps", "mps.replicas": 5, "mps.rename-by-default": False}),
+        (
+            {"strategy": "TimeSlicing", "replicas": 2},
+            {
+                "device-sharing-strategy": "time-slicing",
+                "time-slicing.replicas": 2,
+                "time-slicing.rename-by-default": False,
+                "time-slicing.fail-requests-greater-than-one": True,
+            },
+        ),
+        (
+            {"strategy": "MPS", "replicas": 5},
+            {"device-sharing-strategy": "mps", "mps.replicas": 5, "mps.rename-by-default": False},
+        ),
     ],
 )
 def test_bottlerocket_settings(sharing_spec: dict[str, Any], expected: dict[str, Any]) -> None:
-    assert sharing.bottlerocket_sharing_settings(make(group_edit("ci", sharing=sharing_spec)).node_group("ci")) == expected
+    assert (
+        sharing.bottlerocket_sharing_settings(make(group_edit("ci", sharing=sharing_spec)).node_group("ci")) == expected
+    )
 
 
 def test_bottlerocket_mig_settings_use_its_board_key() -> None:
     bottlerocket = {"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"}
     fleet = make(group_edit("a100-mig", sharing=SINGLE_MIG, ami=bottlerocket))
-    assert sharing.bottlerocket_sharing_settings(fleet.node_group("a100-mig")) == {"device-partitioning-strategy": "mig", 'mig.profile."a100.40gb"': "2g.10gb"}
+    assert sharing.bottlerocket_sharing_settings(fleet.node_group("a100-mig")) == {
+        "device-partitioning-strategy": "mig",
+        'mig.profile."a100.40gb"': "2g.10gb",
+    }
     assert sharing.bottlerocket_sharing_settings(fleet.node_group("notebooks")) == {}  # AL2023: the operator's plugin
 
 
 def test_bottlerocket_mig_on_an_unsupported_board_warns() -> None:
     def b200(d: dict[str, Any]) -> None:
         g = next(g for g in d["nodeGroups"] if g["name"] == "a100-mig")
-        g.update(instanceType="p6-b200.48xlarge", ami={"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"}, sharing={"strategy": "MIG", "profile": "1g.23gb"})
+        g.update(
+            instanceType="p6-b200.48xlarge",
+            ami={"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"},
+            sharing={"strategy": "MIG", "profile": "1g.23gb"},
+        )
 
     content = stage.build(BuildContext(fleet=make(b200), environment="prod", through="cost"))
     assert content.warnings == (
-        "node group a100-mig: Bottlerocket partitions only A100, H100 and H200 with MIG; p6-b200.48xlarge will come up "
-        "unpartitioned (use an AL2023 AMI, where the GPU Operator's MIG manager does it)",
+        (
+            "node group a100-mig: Bottlerocket partitions only A100, H100 and H200 with MIG; p6-b200.48xlarge will come"
+            " up unpartitioned (use an AL2023 AMI, where the GPU Operator's MIG manager does it)"
+        ),
     )
 
 
@@ -251,30 +336,50 @@ def test_both_configmaps_exist_with_the_operator_that_mounts_them(fleet: Fleet) 
     content = stage.build(BuildContext(fleet=fleet, environment="prod", through="cost"))
     assert content.resources == () and content.warnings == ()
     first = foundation.build(BuildContext(fleet=fleet, environment="prod", through="cost")).resources
-    configs = [r for r in first if r.type == "kubernetes:core/v1:ConfigMap" and r.args["object"]["metadata"]["namespace"] == "gpu-operator"]
-    assert [r.args["object"]["metadata"]["name"] for r in configs] == ["gpufleet-dcgm-metrics", "gpufleet-device-plugin-config", "gpufleet-mig-config"]
+    configs = [
+        r
+        for r in first
+        if r.type == "kubernetes:core/v1:ConfigMap" and r.args["object"]["metadata"]["namespace"] == "gpu-operator"
+    ]
+    assert [r.args["object"]["metadata"]["name"] for r in configs] == [
+        "gpufleet-dcgm-metrics",
+        "gpufleet-device-plugin-config",
+        "gpufleet-mig-config",
+    ]
     release = next(r for r in first if r.id == "helm-gpu-operator")
     assert {c.id for c in configs} <= set(release.depends_on)
 
 
 def test_plan_states_each_group_contract(fleet: Fleet) -> None:
     notes = stage.build(BuildContext(fleet=fleet, environment="prod", through="cost")).notes
-    rows = {line.split(" | ")[0].strip("| "): line for line in notes if line.startswith("| ") and not line.startswith("| node group")}
+    rows = {
+        line.split(" | ")[0].strip("| "): line
+        for line in notes
+        if line.startswith("| ") and not line.startswith("| node group")
+    }
     assert set(rows) == {g.name for g in fleet.node_groups}
     for group in fleet.node_groups:
         contract = sharing.CONTRACTS[group.sharing.strategy]
         for text in (contract.memory_bound, contract.fault_isolation, contract.reconfigure_cost):
             assert text in rows[group.name]
     assert "MPS: 3 pods per GPU (15258 MiB each)" in rows["l40s-mps"]  # 45776 MiB / 3
-    assert "| MIG mixed: 4 GPUs of 1g.5gb (7 each), 4 GPUs of 3g.20gb (2 each) | 28 `nvidia.com/mig-1g.5gb`, 8 `nvidia.com/mig-3g.20gb` |" in rows["a100-mig"]
+    assert (
+        "| MIG mixed: 4 GPUs of 1g.5gb (7 each), 4 GPUs of 3g.20gb (2 each) | 28 `nvidia.com/mig-1g.5gb`, 8"
+        " `nvidia.com/mig-3g.20gb` |" in rows["a100-mig"]
+    )
 
 
 def test_docs_isolation_table_is_the_contract() -> None:
     doc = (ROOT / "docs" / "admission-and-sharing.md").read_text()
     for strategy in SharingStrategy:
         contract = sharing.CONTRACTS[strategy]
-        row = f"| {strategy.value} | {contract.memory_bound} | {contract.fault_isolation} | {contract.reconfigure_cost} |"
-        assert row in doc, f"docs/admission-and-sharing.md: isolation table row for {strategy.value} differs from gpufleet.manifests.sharing.CONTRACTS"
+        row = (
+            f"| {strategy.value} | {contract.memory_bound} | {contract.fault_isolation} | {contract.reconfigure_cost} |"
+        )
+        assert row in doc, (
+            f"docs/admission-and-sharing.md: isolation table row for {strategy.value} differs from"
+            " gpufleet.manifests.sharing.CONTRACTS"
+        )
 
 
 def test_kueue_quota_has_one_covered_resource_per_mig_name(fleet: Fleet) -> None:
@@ -282,9 +387,23 @@ def test_kueue_quota_has_one_covered_resource_per_mig_name(fleet: Fleet) -> None
     node's slices of each, a lending limit of 4 GPUs half of them; other flavors list them at 0."""
     queue = kueue.cluster_queue(fleet, next(t for t in fleet.teams if t.name == "research"))
     (group,) = queue["spec"]["resourceGroups"]
-    assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu", "nvidia.com/mig-1g.5gb", "nvidia.com/mig-3g.20gb", "vpc.amazonaws.com/efa"]
+    assert group["coveredResources"] == [
+        "cpu",
+        "memory",
+        "nvidia.com/gpu",
+        "nvidia.com/mig-1g.5gb",
+        "nvidia.com/mig-3g.20gb",
+        "vpc.amazonaws.com/efa",
+    ]
     flavors = {f["name"]: {r["name"]: r for r in f["resources"]} for f in group["flavors"]}
     mig = flavors["a100-mig"]
-    assert (mig["nvidia.com/gpu"]["nominalQuota"], mig["nvidia.com/mig-1g.5gb"]["nominalQuota"], mig["nvidia.com/mig-3g.20gb"]["nominalQuota"]) == (0, 28, 8)
+    assert (
+        mig["nvidia.com/gpu"]["nominalQuota"],
+        mig["nvidia.com/mig-1g.5gb"]["nominalQuota"],
+        mig["nvidia.com/mig-3g.20gb"]["nominalQuota"],
+    ) == (0, 28, 8)
     assert (mig["nvidia.com/mig-1g.5gb"]["lendingLimit"], mig["nvidia.com/mig-3g.20gb"]["lendingLimit"]) == (14, 4)
-    assert flavors["h100"]["nvidia.com/mig-1g.5gb"]["nominalQuota"] == 0 and flavors["h100"]["nvidia.com/gpu"]["nominalQuota"] == 16
+    assert (
+        flavors["h100"]["nvidia.com/mig-1g.5gb"]["nominalQuota"] == 0
+        and flavors["h100"]["nvidia.com/gpu"]["nominalQuota"] == 16
+    )

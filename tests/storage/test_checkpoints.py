@@ -59,14 +59,27 @@ def test_waste_fraction() -> None:
 
 
 def seventy_b(**kw: object) -> c.Sizing:
-    args: dict = dict(parameters=70_000_000_000, bytes_per_parameter=16, mtbf_hours=6, local_gbps=2, bucket_gbps=1.25, writer_nodes=1, staged=True)
+    args: dict = dict(
+        parameters=70_000_000_000,
+        bytes_per_parameter=16,
+        mtbf_hours=6,
+        local_gbps=2,
+        bucket_gbps=1.25,
+        writer_nodes=1,
+        staged=True,
+    )
     args.update(kw)
     return c.sizing(**args)
 
 
 def test_staged_sizing_blocks_on_the_local_write() -> None:
     s = seventy_b()
-    assert (s.checkpoint_bytes, s.local_write_s, s.bucket_write_s, s.mtbf_s) == (1_120_000_000_000, 560.0, 896.0, 21_600.0)
+    assert (s.checkpoint_bytes, s.local_write_s, s.bucket_write_s, s.mtbf_s) == (
+        1_120_000_000_000,
+        560.0,
+        896.0,
+        21_600.0,
+    )
     assert s.blocking_write_s == 560.0
     assert s.young_daly_s == pytest.approx(4918.536)
     assert c.duration(s.young_daly_s) == "82.0 min"
@@ -114,7 +127,10 @@ def test_interval_warnings_staged(interval_minutes: float | None, expected: str 
 
 def test_interval_warning_unstaged_names_the_bucket() -> None:
     (warning,) = c.interval_warnings(seventy_b(staged=False, interval_minutes=10))
-    assert "shorter than writing one checkpoint to the bucket (14.9 min): the job would do nothing but checkpoint" in warning
+    assert (
+        "shorter than writing one checkpoint to the bucket (14.9 min): the job would do nothing but checkpoint"
+        in warning
+    )
 
 
 @pytest.mark.parametrize(("seconds", "text"), [(45, "45 s"), (560, "9.3 min"), (4918.5, "82.0 min"), (21_600, "6.0 h")])

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from gpufleet.builders import storage
 from gpufleet.builders.cluster import POD_IDENTITY_ADDON
 from gpufleet.plan import Ref
 from tests.network.fleets import HEAD, fleet, group, plan
@@ -50,7 +49,11 @@ def test_bucket_options_in_inventory(golden_inventory) -> None:
 @pytest.mark.parametrize(
     ("rid", "type_", "inputs"),
     [
-        ("checkpoint-bucket-versioning", "aws:s3/bucketVersioning:BucketVersioning", {"versioningConfiguration": {"status": "Enabled"}}),
+        (
+            "checkpoint-bucket-versioning",
+            "aws:s3/bucketVersioning:BucketVersioning",
+            {"versioningConfiguration": {"status": "Enabled"}},
+        ),
         (
             "checkpoint-bucket-encryption",
             "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
@@ -59,9 +62,18 @@ def test_bucket_options_in_inventory(golden_inventory) -> None:
         (
             "checkpoint-bucket-public-access-block",
             "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",
-            {"blockPublicAcls": True, "blockPublicPolicy": True, "ignorePublicAcls": True, "restrictPublicBuckets": True},
+            {
+                "blockPublicAcls": True,
+                "blockPublicPolicy": True,
+                "ignorePublicAcls": True,
+                "restrictPublicBuckets": True,
+            },
         ),
-        ("checkpoint-bucket-ownership", "aws:s3/bucketOwnershipControls:BucketOwnershipControls", {"rule": {"objectOwnership": "BucketOwnerEnforced"}}),
+        (
+            "checkpoint-bucket-ownership",
+            "aws:s3/bucketOwnershipControls:BucketOwnershipControls",
+            {"rule": {"objectOwnership": "BucketOwnerEnforced"}},
+        ),
         (
             "checkpoint-bucket-lifecycle",
             "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration",
@@ -133,7 +145,11 @@ def test_role_trusts_pod_identity_for_the_team_service_account_only(teams_conten
     assert assoc.args["roleArn"] == Ref(role.id, "arn")
     assert POD_IDENTITY_ADDON in assoc.depends_on  # the agent add-on is pinned in tests.network.fleets
     sa = resource(teams_content, f"serviceaccount-{namespace}-checkpoint-writer").args["object"]
-    assert sa["metadata"] == {"name": "checkpoint-writer", "namespace": namespace, "labels": {"app.kubernetes.io/managed-by": "gpufleet"}}
+    assert sa["metadata"] == {
+        "name": "checkpoint-writer",
+        "namespace": namespace,
+        "labels": {"app.kubernetes.io/managed-by": "gpufleet"},
+    }
 
 
 def test_checkpoint_config_carries_prefix_and_optimum_interval(teams_content) -> None:
@@ -153,14 +169,20 @@ def test_sizing_notes(teams_content) -> None:
     assert "70,000,000,000 parameters x 16 bytes = **1.12 TB**" in notes
     assert "| node-local NVMe | 2 GB/s | 9.3 min |" in notes
     assert "| bucket | 1.25 GB/s | 14.9 min |" in notes
-    assert "sqrt(2 x 9.3 min (node-local NVMe write; the upload runs in the background) x 6 h MTBF) = **82.0 min**" in notes
+    assert (
+        "sqrt(2 x 9.3 min (node-local NVMe write; the upload runs in the background) x 6 h MTBF) = **82.0 min**"
+        in notes
+    )
     assert "| g | p5.48xlarge | 30.4 TB | `/mnt/k8s-disks/0` | yes (2.24 TB needed) |" in notes
     assert teams_content.warnings == ()
 
 
 def test_configured_interval_shorter_than_the_write_warns() -> None:
     c = content(fleet([group("g", "p5.48xlarge", "EFA")], CHECKPOINTS + "  intervalMinutes: 10\n"))
-    assert any(w.startswith("checkpoints.intervalMinutes (10.0 min) is shorter than writing one checkpoint to the bucket") for w in c.warnings)
+    assert any(
+        w.startswith("checkpoints.intervalMinutes (10.0 min) is shorter than writing one checkpoint to the bucket")
+        for w in c.warnings
+    )
     data = resource(c, "configmap-llm-checkpoint-config").args["object"]["data"]
     assert data["CHECKPOINT_INTERVAL_SECONDS"] == "600"
 
@@ -194,7 +216,14 @@ def test_no_checkpoints_no_storage_resources() -> None:
 def test_checkpoint_sizing_defaults_from_the_schema() -> None:
     cp = fleet([group("g", "p5.48xlarge", "EFA")], CHECKPOINTS).checkpoints
     assert cp is not None
-    assert (cp.bytes_per_parameter, cp.retention_days, cp.writer_nodes, cp.local_write_gbps, cp.bucket_write_gbps, cp.interval_minutes) == (16, 30, 1, 2.0, 1.25, None)
+    assert (
+        cp.bytes_per_parameter,
+        cp.retention_days,
+        cp.writer_nodes,
+        cp.local_write_gbps,
+        cp.bucket_write_gbps,
+        cp.interval_minutes,
+    ) == (16, 30, 1, 2.0, 1.25, None)
 
 
 @pytest.fixture(scope="module")
@@ -208,7 +237,9 @@ def rendered(document) -> dict:
 
 
 def test_default_encryption_is_sse_s3_without_a_key(teams_content) -> None:
-    assert resource(teams_content, "checkpoint-bucket-encryption").args["rules"] == [{"applyServerSideEncryptionByDefault": {"sseAlgorithm": "AES256"}}]
+    assert resource(teams_content, "checkpoint-bucket-encryption").args["rules"] == [
+        {"applyServerSideEncryptionByDefault": {"sseAlgorithm": "AES256"}}
+    ]
     assert not any(r.type.startswith("aws:kms/") for r in teams_content.resources)
     assert "SSE-S3 encrypted" in "\n".join(teams_content.notes)
 
@@ -221,7 +252,13 @@ def test_customer_managed_key_is_rotated_protected_and_aliased(key_content) -> N
     assert alias.type == "aws:kms/alias:Alias"
     assert alias.args == {"name": "alias/t-checkpoints", "targetKeyId": Ref("checkpoint-key", "keyId")}
     assert resource(key_content, "checkpoint-bucket-encryption").args["rules"] == [
-        {"applyServerSideEncryptionByDefault": {"sseAlgorithm": "aws:kms", "kmsMasterKeyId": Ref("checkpoint-key", "arn")}, "bucketKeyEnabled": True}
+        {
+            "applyServerSideEncryptionByDefault": {
+                "sseAlgorithm": "aws:kms",
+                "kmsMasterKeyId": Ref("checkpoint-key", "arn"),
+            },
+            "bucketKeyEnabled": True,
+        }
     ]
     assert "SSE-KMS encrypted with the fleet's key `alias/t-checkpoints`" in "\n".join(key_content.notes)
 
@@ -230,17 +267,23 @@ def test_key_policy_admins_administer_and_only_team_roles_use_through_s3(key_con
     statements = {s["Sid"]: s for s in rendered(resource(key_content, "checkpoint-key").args["policy"])["Statement"]}
     assert set(statements) == {"KeyAdministration", "TeamCheckpointRolesThroughS3"}
     admin = statements["KeyAdministration"]
-    assert admin["Principal"] == {"AWS": ["arn:aws:iam::111122223333:root", "arn:aws:iam::111122223333:role/platform-admin"]}
+    assert admin["Principal"] == {
+        "AWS": ["arn:aws:iam::111122223333:root", "arn:aws:iam::111122223333:role/platform-admin"]
+    }
     assert not {"kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*", "kms:*"} & set(admin["Action"])
     use = statements["TeamCheckpointRolesThroughS3"]
     assert use["Principal"] == {"AWS": ["<ref:checkpoints-role-llm.arn>", "<ref:checkpoints-role-eval.arn>"]}
     assert use["Action"] == ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*"]
-    assert use["Condition"] == {"StringEquals": {"kms:ViaService": "s3.us-east-1.amazonaws.com", "kms:CallerAccount": "111122223333"}}
+    assert use["Condition"] == {
+        "StringEquals": {"kms:ViaService": "s3.us-east-1.amazonaws.com", "kms:CallerAccount": "111122223333"}
+    }
 
 
 @pytest.mark.parametrize("team", ["llm", "eval"])
 def test_team_role_may_use_the_key_through_s3(key_content, team: str) -> None:
-    statements = {s["Sid"]: s for s in rendered(resource(key_content, f"checkpoints-policy-{team}").args["policy"])["Statement"]}
+    statements = {
+        s["Sid"]: s for s in rendered(resource(key_content, f"checkpoints-policy-{team}").args["policy"])["Statement"]
+    }
     assert statements["CheckpointKeyThroughS3"] == {
         "Sid": "CheckpointKeyThroughS3",
         "Effect": "Allow",
@@ -252,14 +295,21 @@ def test_team_role_may_use_the_key_through_s3(key_content, team: str) -> None:
 
 
 def test_key_without_teams_names_no_user() -> None:
-    c = content(fleet([group("g", "p5.48xlarge", "EFA")], "checkpoints:\n  bucket: b-ckpt\n  modelParameters: 1000\n  meanTimeBetweenFailuresHours: 6\n  encryption: CustomerManagedKey\n"))
+    c = content(
+        fleet(
+            [group("g", "p5.48xlarge", "EFA")],
+            "checkpoints:\n  bucket: b-ckpt\n  modelParameters: 1000\n  meanTimeBetweenFailuresHours: 6\n  encryption:"
+            " CustomerManagedKey\n",
+        )
+    )
     (statement,) = rendered(resource(c, "checkpoint-key").args["policy"])["Statement"]
     assert statement["Sid"] == "KeyAdministration"
 
 
 def test_raid0_rows_name_where_each_os_mounts_the_array() -> None:
     bottlerocket = group("br", "p5.48xlarge", "EFA", local="RAID0").replace(
-        'ami: {type: AL2023_x86_64_NVIDIA, releaseVersion: "1.33.13-20260714"}', 'ami: {type: BOTTLEROCKET_x86_64_NVIDIA, releaseVersion: "1.54.0-5043decc"}'
+        'ami: {type: AL2023_x86_64_NVIDIA, releaseVersion: "1.33.13-20260714"}',
+        'ami: {type: BOTTLEROCKET_x86_64_NVIDIA, releaseVersion: "1.54.0-5043decc"}',
     )
     assert "BOTTLEROCKET" in bottlerocket
     notes = content(fleet([group("g", "p5.48xlarge", "EFA", local="RAID0"), bottlerocket], CHECKPOINTS)).notes

@@ -44,17 +44,23 @@ def _targets(dashboard_json: str) -> list[tuple[str, str]]:
 
 
 def test_metric_names_parser() -> None:
-    assert metric_names('sum by (node_group) (max by (node, gpu) (X{a="b"}) * on (node) group_left (node_group) y:z) / vector(1)') == {"X", "y:z"}
+    assert metric_names(
+        'sum by (node_group) (max by (node, gpu) (X{a="b"}) * on (node) group_left (node_group) y:z) / vector(1)'
+    ) == {"X", "y:z"}
     assert metric_names("sum_over_time(a:b[23h59m59s:1m]) / 60") == {"a:b"}
 
 
 @pytest.fixture(scope="module")
 def recorded() -> set[str]:
-    groups = stage_rule_groups(ROOT / "fleet.yaml", "prod", "telemetry") + stage_rule_groups(ROOT / "fleet.yaml", "prod", "cost")
+    groups = stage_rule_groups(ROOT / "fleet.yaml", "prod", "telemetry") + stage_rule_groups(
+        ROOT / "fleet.yaml", "prod", "cost"
+    )
     return {r["record"] for g in groups for r in g["rules"] if "record" in r}
 
 
-@pytest.mark.parametrize("dashboard", [dashboards.telemetry_dashboard, dashboards.cost_dashboard], ids=["gpu-truth", "gpu-cost"])
+@pytest.mark.parametrize(
+    "dashboard", [dashboards.telemetry_dashboard, dashboards.cost_dashboard], ids=["gpu-truth", "gpu-cost"]
+)
 def test_every_panel_queries_recorded_or_exported_series(dashboard: Any, recorded: set[str]) -> None:
     emitted = {field for field, kind, _ in telemetry.DCGM_FIELDS if kind != "label"} | KSM_METRICS
     for title, expr in _targets(dashboard()):
@@ -71,7 +77,10 @@ def test_weekly_report_counts_a_team_active_one_day_in_seven_once(tmp_path: Path
     # vision held 8 GPUs for 24 hours (its hourly record is 8 for 24 hours), then nothing for six days.
     # Averaging the hours that exist and multiplying by 168 made that 1344 GPU-hours, seven times the 192.
     allocated = _panel_expr(dashboards.cost_dashboard(), "Last 7 days")
-    inputs = [series("team:gpufleet_gpu_hours_allocated:1h", {"team": "vision"}, "_ 8x23 stale"), series("team:gpufleet_gpu_hours_allocated:1h", {"team": "speech"}, "_ 2x167")]
+    inputs = [
+        series("team:gpufleet_gpu_hours_allocated:1h", {"team": "vision"}, "_ 8x23 stale"),
+        series("team:gpufleet_gpu_hours_allocated:1h", {"team": "speech"}, "_ 2x167"),
+    ]
     run_rule_tests(
         tmp_path,
         [],
@@ -80,8 +89,22 @@ def test_weekly_report_counts_a_team_active_one_day_in_seven_once(tmp_path: Path
                 "interval": "1h",
                 "input_series": inputs,
                 "promql_expr_test": [
-                    {"expr": "avg_over_time(team:gpufleet_gpu_hours_allocated:1h[7d]) * 168", "eval_time": "168h", "exp_samples": [{"labels": '{team="speech"}', "value": 336}, {"labels": '{team="vision"}', "value": 1344}]},
-                    {"expr": allocated, "eval_time": "168h", "exp_samples": [{"labels": '{team="speech"}', "value": 336}, {"labels": '{team="vision"}', "value": 192}]},
+                    {
+                        "expr": "avg_over_time(team:gpufleet_gpu_hours_allocated:1h[7d]) * 168",
+                        "eval_time": "168h",
+                        "exp_samples": [
+                            {"labels": '{team="speech"}', "value": 336},
+                            {"labels": '{team="vision"}', "value": 1344},
+                        ],
+                    },
+                    {
+                        "expr": allocated,
+                        "eval_time": "168h",
+                        "exp_samples": [
+                            {"labels": '{team="speech"}', "value": 336},
+                            {"labels": '{team="vision"}', "value": 192},
+                        ],
+                    },
                 ],
             }
         ],
@@ -95,5 +118,13 @@ def test_daily_idle_panel_counts_minutes_not_samples(tmp_path: Path) -> None:
     run_rule_tests(
         tmp_path,
         [],
-        [{"interval": "1m", "input_series": inputs, "promql_expr_test": [{"expr": idle, "eval_time": "24h", "exp_samples": [{"labels": '{namespace="vision"}', "value": 2}]}]}],
+        [
+            {
+                "interval": "1m",
+                "input_series": inputs,
+                "promql_expr_test": [
+                    {"expr": idle, "eval_time": "24h", "exp_samples": [{"labels": '{namespace="vision"}', "value": 2}]}
+                ],
+            }
+        ],
     )

@@ -20,14 +20,28 @@ def groups() -> list[dict[str, Any]]:
     return stage_rule_groups(SPEC, "prod", "telemetry")
 
 
-def node(name: str, group: str, gpus: int, *, ready: bool = True, label: bool = True, minutes: int = 180) -> list[dict[str, str]]:
+def node(
+    name: str, group: str, gpus: int, *, ready: bool = True, label: bool = True, minutes: int = 180
+) -> list[dict[str, str]]:
     """kube-state-metrics series of one GPU node."""
     n = f"x{minutes}"
     out = [
-        series("kube_node_status_condition", {"node": name, "condition": "Ready", "status": "true"}, f"{1 if ready else 0}{n}"),
+        series(
+            "kube_node_status_condition",
+            {"node": name, "condition": "Ready", "status": "true"},
+            f"{1 if ready else 0}{n}",
+        ),
         series("kube_node_spec_unschedulable", {"node": name}, f"0{n}"),
-        series("kube_node_spec_taint", {"node": name, "key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}, f"1{n}"),
-        series("kube_node_status_allocatable", {"node": name, "resource": "nvidia_com_gpu", "unit": "integer"}, f"{gpus}{n}"),
+        series(
+            "kube_node_spec_taint",
+            {"node": name, "key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"},
+            f"1{n}",
+        ),
+        series(
+            "kube_node_status_allocatable",
+            {"node": name, "resource": "nvidia_com_gpu", "unit": "integer"},
+            f"{gpus}{n}",
+        ),
     ]
     if label:
         out.append(series("kube_node_labels", {"node": name, "label_gpufleet_io_node_group": group}, f"1{n}"))
@@ -36,7 +50,18 @@ def node(name: str, group: str, gpus: int, *, ready: bool = True, label: bool = 
 
 def pod(ns: str, name: str, node_name: str, gpus: int, minutes: int = 180) -> list[dict[str, str]]:
     return [
-        series("kube_pod_container_resource_requests", {"namespace": ns, "pod": name, "container": "main", "node": node_name, "resource": "nvidia_com_gpu", "unit": "integer"}, f"{gpus}x{minutes}"),
+        series(
+            "kube_pod_container_resource_requests",
+            {
+                "namespace": ns,
+                "pod": name,
+                "container": "main",
+                "node": node_name,
+                "resource": "nvidia_com_gpu",
+                "unit": "integer",
+            },
+            f"{gpus}x{minutes}",
+        ),
         series("kube_pod_status_phase", {"namespace": ns, "pod": name, "phase": "Running"}, f"1x{minutes}"),
     ]
 
@@ -57,7 +82,16 @@ def test_idle_allocated_gpu_fires_and_busy_gpu_stays_quiet(tmp_path: Path, group
         dcgm("DCGM_FI_PROF_SM_ACTIVE", "n1", "1", "0.8x180", exported_namespace="research", exported_pod="busy"),
         dcgm("DCGM_FI_PROF_SM_ACTIVE", "n1", "2", "0x180"),  # not allocated: not "allocated idle"
     ]
-    idle_labels = {"alertname": "GPUAllocatedIdle", "severity": "info", "node": "n1", "gpu": "0", "namespace": "gpu-operator", "node_group": "a100", "exported_namespace": "research", "exported_pod": "idle"}
+    idle_labels = {
+        "alertname": "GPUAllocatedIdle",
+        "severity": "info",
+        "node": "n1",
+        "gpu": "0",
+        "namespace": "gpu-operator",
+        "node_group": "a100",
+        "exported_namespace": "research",
+        "exported_pod": "idle",
+    }
     run_rule_tests(
         tmp_path,
         groups,
@@ -75,18 +109,49 @@ def test_idle_allocated_gpu_fires_and_busy_gpu_stays_quiet(tmp_path: Path, group
                                 "exp_labels": idle_labels,
                                 "exp_annotations": {
                                     "summary": "research/idle holds an idle GPU on n1",
-                                    "description": "The GPU is allocated but its SM active ratio stayed below 0.1 for an hour: release it (finished notebook, stuck job).",
+                                    "description": (
+                                        "The GPU is allocated but its SM active ratio stayed below 0.1 for an hour:"
+                                        " release it (finished notebook, stuck job)."
+                                    ),
                                 },
                             }
                         ],
                     },
                 ],
                 "promql_expr_test": [
-                    {"expr": "node_group:gpufleet_gpus_allocated:sum", "eval_time": "10m", "exp_samples": [{"labels": 'node_group:gpufleet_gpus_allocated:sum{node_group="a100"}', "value": 2}]},
-                    {"expr": "node_group:gpufleet_gpus_busy:sum", "eval_time": "10m", "exp_samples": [{"labels": 'node_group:gpufleet_gpus_busy:sum{node_group="a100"}', "value": 1}]},
-                    {"expr": "namespace:gpufleet_gpus_idle:sum", "eval_time": "10m", "exp_samples": [{"labels": 'namespace:gpufleet_gpus_idle:sum{namespace="research"}', "value": 1}]},
-                    {"expr": "namespace:gpufleet_gpus_allocated:sum", "eval_time": "10m", "exp_samples": [{"labels": 'namespace:gpufleet_gpus_allocated:sum{namespace="research"}', "value": 2}]},
-                    {"expr": "node_group:gpufleet_largest_free_block:max", "eval_time": "10m", "exp_samples": [{"labels": 'node_group:gpufleet_largest_free_block:max{node_group="a100"}', "value": 6}]},
+                    {
+                        "expr": "node_group:gpufleet_gpus_allocated:sum",
+                        "eval_time": "10m",
+                        "exp_samples": [
+                            {"labels": 'node_group:gpufleet_gpus_allocated:sum{node_group="a100"}', "value": 2}
+                        ],
+                    },
+                    {
+                        "expr": "node_group:gpufleet_gpus_busy:sum",
+                        "eval_time": "10m",
+                        "exp_samples": [{"labels": 'node_group:gpufleet_gpus_busy:sum{node_group="a100"}', "value": 1}],
+                    },
+                    {
+                        "expr": "namespace:gpufleet_gpus_idle:sum",
+                        "eval_time": "10m",
+                        "exp_samples": [
+                            {"labels": 'namespace:gpufleet_gpus_idle:sum{namespace="research"}', "value": 1}
+                        ],
+                    },
+                    {
+                        "expr": "namespace:gpufleet_gpus_allocated:sum",
+                        "eval_time": "10m",
+                        "exp_samples": [
+                            {"labels": 'namespace:gpufleet_gpus_allocated:sum{namespace="research"}', "value": 2}
+                        ],
+                    },
+                    {
+                        "expr": "node_group:gpufleet_largest_free_block:max",
+                        "eval_time": "10m",
+                        "exp_samples": [
+                            {"labels": 'node_group:gpufleet_largest_free_block:max{node_group="a100"}', "value": 6}
+                        ],
+                    },
                 ],
             }
         ],
@@ -127,7 +192,11 @@ def test_throttled_gpu_fires_per_reason_bit(tmp_path: Path, groups: list[dict[st
                         "alertname": "GPUThermalThrottling",
                         "exp_alerts": [{"exp_labels": {**base, "gpu": "0"}}, {"exp_labels": {**base, "gpu": "1"}}],
                     },
-                    {"eval_time": "10m", "alertname": "GPUPowerThrottling", "exp_alerts": [{"exp_labels": {**base, "gpu": "2"}}]},
+                    {
+                        "eval_time": "10m",
+                        "alertname": "GPUPowerThrottling",
+                        "exp_alerts": [{"exp_labels": {**base, "gpu": "2"}}],
+                    },
                 ],
             }
         ],
@@ -139,7 +208,11 @@ def test_ready_gpu_node_with_zero_allocatable_fires(tmp_path: Path, groups: list
     # A node whose device plugin never registered has no allocatable series at all, only its taint.
     inputs += [
         series("kube_node_status_condition", {"node": "unregistered", "condition": "Ready", "status": "true"}, "1x60"),
-        series("kube_node_spec_taint", {"node": "unregistered", "key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}, "1x60"),
+        series(
+            "kube_node_spec_taint",
+            {"node": "unregistered", "key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"},
+            "1x60",
+        ),
     ]
     alert = {"alertname": "GPUNodeZeroAllocatable", "severity": "critical"}
     run_rule_tests(
@@ -151,7 +224,14 @@ def test_ready_gpu_node_with_zero_allocatable_fires(tmp_path: Path, groups: list
                 "input_series": inputs,
                 "alert_rule_test": [
                     {"eval_time": "5m", "alertname": "GPUNodeZeroAllocatable", "exp_alerts": []},
-                    {"eval_time": "15m", "alertname": "GPUNodeZeroAllocatable", "exp_alerts": [{"exp_labels": {**alert, "node": "broken"}}, {"exp_labels": {**alert, "node": "unregistered"}}]},
+                    {
+                        "eval_time": "15m",
+                        "alertname": "GPUNodeZeroAllocatable",
+                        "exp_alerts": [
+                            {"exp_labels": {**alert, "node": "broken"}},
+                            {"exp_labels": {**alert, "node": "unregistered"}},
+                        ],
+                    },
                 ],
             }
         ],
@@ -170,8 +250,16 @@ def test_xid_hardware_is_critical_and_application_xid_warns(tmp_path: Path, grou
                 "interval": "1m",
                 "input_series": inputs,
                 "alert_rule_test": [
-                    {"eval_time": "2m", "alertname": "GPUXidHardwareError", "exp_alerts": [{"exp_labels": {**base, "gpu": "0", "severity": "critical"}}]},
-                    {"eval_time": "2m", "alertname": "GPUXidError", "exp_alerts": [{"exp_labels": {**base, "gpu": "1", "severity": "warning"}}]},
+                    {
+                        "eval_time": "2m",
+                        "alertname": "GPUXidHardwareError",
+                        "exp_alerts": [{"exp_labels": {**base, "gpu": "0", "severity": "critical"}}],
+                    },
+                    {
+                        "eval_time": "2m",
+                        "alertname": "GPUXidError",
+                        "exp_alerts": [{"exp_labels": {**base, "gpu": "1", "severity": "warning"}}],
+                    },
                 ],
             }
         ],
@@ -194,7 +282,11 @@ def test_naive_utilization_above_90_with_low_sm_active_fires(tmp_path: Path, gro
                 "input_series": inputs,
                 "alert_rule_test": [
                     {"eval_time": "10m", "alertname": "GPUUtilizationMisleading", "exp_alerts": []},
-                    {"eval_time": "20m", "alertname": "GPUUtilizationMisleading", "exp_alerts": [{"exp_labels": {"node": "n1", "gpu": "0", "severity": "info"}}]},
+                    {
+                        "eval_time": "20m",
+                        "alertname": "GPUUtilizationMisleading",
+                        "exp_alerts": [{"exp_labels": {"node": "n1", "gpu": "0", "severity": "info"}}],
+                    },
                 ],
             }
         ],
@@ -215,7 +307,11 @@ def test_fragmentation_alerts_on_largest_free_block_not_total(tmp_path: Path, gr
                 "input_series": inputs,
                 "alert_rule_test": [
                     {"eval_time": "20m", "alertname": "GPUNodeGroupFragmented", "exp_alerts": []},
-                    {"eval_time": "40m", "alertname": "GPUNodeGroupFragmented", "exp_alerts": [{"exp_labels": {"node_group": "frag", "severity": "warning"}}]},
+                    {
+                        "eval_time": "40m",
+                        "alertname": "GPUNodeGroupFragmented",
+                        "exp_alerts": [{"exp_labels": {"node_group": "frag", "severity": "warning"}}],
+                    },
                 ],
                 "promql_expr_test": [
                     {

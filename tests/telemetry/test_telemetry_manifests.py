@@ -37,7 +37,9 @@ def test_service_monitor_keeps_pod_labels_as_exported_and_adds_node() -> None:
     sm = telemetry.dcgm_service_monitor()
     endpoint = sm["spec"]["endpoints"][0]
     assert (endpoint["port"], endpoint["honorLabels"]) == ("gpu-metrics", False)
-    assert endpoint["relabelings"] == [{"action": "replace", "sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"}]
+    assert endpoint["relabelings"] == [
+        {"action": "replace", "sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"}
+    ]
     assert sm["spec"]["selector"] == {"matchLabels": {"app": "nvidia-dcgm-exporter"}}
 
 
@@ -45,7 +47,9 @@ def test_kps_values_select_everything_and_export_node_group_label() -> None:
     v = telemetry.kube_prometheus_stack_values(INSTALL)
     spec = v["prometheus"]["prometheusSpec"]
     assert spec["ruleSelectorNilUsesHelmValues"] is False and spec["serviceMonitorSelectorNilUsesHelmValues"] is False
-    assert v["kube-state-metrics"]["metricLabelsAllowlist"] == ["nodes=[gpufleet.io/node-group,gpufleet.io/workload-class]"]
+    assert v["kube-state-metrics"]["metricLabelsAllowlist"] == [
+        "nodes=[gpufleet.io/node-group,gpufleet.io/workload-class]"
+    ]
     assert v["grafana"]["sidecar"]["dashboards"]["label"] == "grafana_dashboard"
 
 
@@ -59,20 +63,46 @@ def _exprs(groups: list[dict]) -> dict[str, str]:
 
 
 def test_rules_name_the_upstream_metrics_and_labels() -> None:
-    e = _exprs(rules_promql.telemetry_groups(0.05, [({"node_group": "a100", "resource": "nvidia_com_gpu", "GPU_I_PROFILE": "1g.5gb"}, 7)]))
+    e = _exprs(
+        rules_promql.telemetry_groups(
+            0.05, [({"node_group": "a100", "resource": "nvidia_com_gpu", "GPU_I_PROFILE": "1g.5gb"}, 7)]
+        )
+    )
     # requests divide by their resource's figure, exporter series by their MIG profile's
-    assert "on (node_group, resource) group_left () gpufleet:devices_per_gpu" in e["namespace_node_group:gpufleet_gpus_allocated:sum"]
-    assert "on (node_group, GPU_I_PROFILE) group_left () gpufleet:devices_per_gpu" in e["namespace_node_group:gpufleet_gpus_idle:sum"]
+    assert (
+        "on (node_group, resource) group_left () gpufleet:devices_per_gpu"
+        in e["namespace_node_group:gpufleet_gpus_allocated:sum"]
+    )
+    assert (
+        "on (node_group, GPU_I_PROFILE) group_left () gpufleet:devices_per_gpu"
+        in e["namespace_node_group:gpufleet_gpus_idle:sum"]
+    )
     assert rules_promql.ksm_resource("nvidia.com/mig-1g.5gb") == "nvidia_com_mig_1g_5gb"
     assert 'kube_node_status_allocatable{resource=~"nvidia_com_gpu|' in e["gpufleet:node_gpus_allocatable:sum"]
-    assert "kube_pod_container_resource_requests{" in e["gpufleet:pod_gpus_requested:sum"] and 'node!=""' in e["gpufleet:pod_gpus_requested:sum"]
+    assert (
+        "kube_pod_container_resource_requests{" in e["gpufleet:pod_gpus_requested:sum"]
+        and 'node!=""' in e["gpufleet:pod_gpus_requested:sum"]
+    )
     assert "label_gpufleet_io_node_group" in e["gpufleet:node_group:info"]
     assert "DCGM_FI_PROF_SM_ACTIVE" in e["gpufleet:gpu_sm_active:avg5m"]
-    assert '"exported_namespace"' in e["namespace_node_group:gpufleet_gpus_idle:sum"] and ">= bool 0.05" in e["node_group:gpufleet_gpus_busy:sum"]
+    assert (
+        '"exported_namespace"' in e["namespace_node_group:gpufleet_gpus_idle:sum"]
+        and ">= bool 0.05" in e["node_group:gpufleet_gpus_busy:sum"]
+    )
     assert 'kube_node_spec_taint{key="nvidia.com/gpu"}' in e["GPUNodeZeroAllocatable"]
-    assert "floor(DCGM_FI_DEV_CLOCKS_EVENT_REASONS / 32) % 2 == 1" in e["GPUThermalThrottling"] and "/ 64)" in e["GPUThermalThrottling"]
-    assert "/ 8)" in e["GPUPowerThrottling"] and "/ 128)" in e["GPUPowerThrottling"] and "/ 4)" not in e["GPUPowerThrottling"]
-    assert "(DCGM_FI_DEV_GPU_UTIL) > 90" in e["GPUUtilizationMisleading"] and "(DCGM_FI_PROF_SM_ACTIVE) < 0.3" in e["GPUUtilizationMisleading"]
+    assert (
+        "floor(DCGM_FI_DEV_CLOCKS_EVENT_REASONS / 32) % 2 == 1" in e["GPUThermalThrottling"]
+        and "/ 64)" in e["GPUThermalThrottling"]
+    )
+    assert (
+        "/ 8)" in e["GPUPowerThrottling"]
+        and "/ 128)" in e["GPUPowerThrottling"]
+        and "/ 4)" not in e["GPUPowerThrottling"]
+    )
+    assert (
+        "(DCGM_FI_DEV_GPU_UTIL) > 90" in e["GPUUtilizationMisleading"]
+        and "(DCGM_FI_PROF_SM_ACTIVE) < 0.3" in e["GPUUtilizationMisleading"]
+    )
     h = _exprs(rules_promql.health_groups())
     assert "gpufleet_training_step_seconds[5m]" in h["gpufleet:training_step_seconds:avg5m"]
     assert 'condition="DCGMUnhealthy"' in h["GPUNodeDCGMUnhealthy"]
@@ -81,8 +111,16 @@ def test_rules_name_the_upstream_metrics_and_labels() -> None:
 def test_dashboards_have_the_required_panels() -> None:
     truth = json.loads(dashboards.telemetry_dashboard())
     titles = [p["title"] for p in truth["panels"]]
-    assert any("Naive" in t for t in titles) and any("SM active" in t for t in titles) and any("Tensor" in t for t in titles)
-    assert any("Framebuffer" in t for t in titles) and any("Fragmentation" in t for t in titles) and any("Idle GPU-hours by team" in t for t in titles)
+    assert (
+        any("Naive" in t for t in titles)
+        and any("SM active" in t for t in titles)
+        and any("Tensor" in t for t in titles)
+    )
+    assert (
+        any("Framebuffer" in t for t in titles)
+        and any("Fragmentation" in t for t in titles)
+        and any("Idle GPU-hours by team" in t for t in titles)
+    )
     cost = json.loads(dashboards.cost_dashboard())
     assert "sum_over_time(team:gpufleet_gpu_hours_idle:1h[167h59m59s:1h])" in json.dumps(cost)
     cm = telemetry.dashboard_configmap("x", "monitoring", "x.json", "{}")

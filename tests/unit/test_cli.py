@@ -63,7 +63,11 @@ def test_invalid_spec_writes_nothing_to_stdout(capsys: pytest.CaptureFixture[str
 
 
 def test_missing_file_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(capsys, "validate", "no-such-fleet.yaml") == (2, "", "gpufleet validate: error: cannot read no-such-fleet.yaml: No such file or directory\n")
+    assert run(capsys, "validate", "no-such-fleet.yaml") == (
+        2,
+        "",
+        "gpufleet validate: error: cannot read no-such-fleet.yaml: No such file or directory\n",
+    )
 
 
 def test_unknown_environment_names_the_ones_there_are(capsys: pytest.CaptureFixture[str]) -> None:
@@ -83,10 +87,14 @@ def _included(table: str) -> dict[str, str]:
     ("env", "through"),
     [("dev", "admission"), ("prod", "cost")],
 )
-def test_plan_includes_the_stages_through_the_environment_rollout(capsys: pytest.CaptureFixture[str], env: str, through: str) -> None:
+def test_plan_includes_the_stages_through_the_environment_rollout(
+    capsys: pytest.CaptureFixture[str], env: str, through: str
+) -> None:
     code, out, err = run(capsys, "plan", "fleet.yaml", "--env", env)
     assert code == 0, err
-    assert out.startswith(f"fleet research, environment {env}: rollout through {through} (stage {stages.index(through)} of 8)\n")
+    assert out.startswith(
+        f"fleet research, environment {env}: rollout through {through} (stage {stages.index(through)} of 8)\n"
+    )
     last = stages.STAGES.index(through)
     assert _included(out) == {stage: "yes" if i <= last else "no" for i, stage in enumerate(stages.STAGES)}
     assert list(_included(out)) == list(stages.STAGES)  # in rollout order

@@ -57,7 +57,15 @@ NEVER = (
 )
 # validate checks the spec; the plan (its builders and manifests, and the Jinja2 templates and MIME envelope of the
 # scripts they render) is plan's work only.
-NOT_FOR_VALIDATE = ("gpufleet.commands.plan", "gpufleet.rollout", "gpufleet.builders", "gpufleet.manifests", "gpufleet.render", "jinja2", "email")
+NOT_FOR_VALIDATE = (
+    "gpufleet.commands.plan",
+    "gpufleet.rollout",
+    "gpufleet.builders",
+    "gpufleet.manifests",
+    "gpufleet.render",
+    "jinja2",
+    "email",
+)
 
 
 @pytest.fixture(scope="module")

@@ -21,13 +21,29 @@ def _write(tmp_path: Path, name: str, text: str) -> str:
 
 
 def test_json_contract(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    two_shares = _write(tmp_path, "two.yaml", Path(NOTEBOOK).read_text().replace("notebook-alice", "greedy").replace("nvidia.com/gpu: 1", "nvidia.com/gpu: 2"))
+    two_shares = _write(
+        tmp_path,
+        "two.yaml",
+        Path(NOTEBOOK)
+        .read_text()
+        .replace("notebook-alice", "greedy")
+        .replace("nvidia.com/gpu: 1", "nvidia.com/gpu: 2"),
+    )
     code = main(["explain", SPEC, "--env", "prod", NOTEBOOK, two_shares, "--format", "json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 1
     assert out == {
         "workloads": [
-            {"kind": "Pod", "namespace": "vision", "name": "notebook-alice", "runs": True, "clusterQueue": "vision", "flavor": "notebooks", "nodeGroup": "notebooks", "reasons": []},
+            {
+                "kind": "Pod",
+                "namespace": "vision",
+                "name": "notebook-alice",
+                "runs": True,
+                "clusterQueue": "vision",
+                "flavor": "notebooks",
+                "nodeGroup": "notebooks",
+                "reasons": [],
+            },
             {
                 "kind": "Pod",
                 "namespace": "vision",
@@ -39,8 +55,14 @@ def test_json_contract(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> No
                 "reasons": [
                     {
                         "stage": "device-plugin",
-                        "message": "UnexpectedAdmissionError on node group notebooks: request for 'nvidia.com/gpu: 2' too large: maximum request size for shared resources is 1",
-                        "fix": "ask for nvidia.com/gpu: 1 per container on shared node group notebooks, or use an Exclusive group",
+                        "message": (
+                            "UnexpectedAdmissionError on node group notebooks: request for 'nvidia.com/gpu: 2' too"
+                            " large: maximum request size for shared resources is 1"
+                        ),
+                        "fix": (
+                            "ask for nvidia.com/gpu: 1 per container on shared node group notebooks, or use an"
+                            " Exclusive group"
+                        ),
                     }
                 ],
             },
@@ -51,7 +73,10 @@ def test_json_contract(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> No
 def test_text_and_exit_zero(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", "--env", "prod", SPEC, NOTEBOOK]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0] == "Pod vision/notebook-alice: runs, through ClusterQueue vision, flavor notebooks, on node group notebooks"
+    assert (
+        out.splitlines()[0]
+        == "Pod vision/notebook-alice: runs, through ClusterQueue vision, flavor notebooks, on node group notebooks"
+    )
 
 
 @pytest.mark.parametrize(
@@ -60,12 +85,17 @@ def test_text_and_exit_zero(capsys: pytest.CaptureFixture[str]) -> None:
         ("a: [\n", ":2:1: not valid YAML: expected the node content, but found '<stream end>'"),
         ("---\nfoo: 1\n", ":2:1: not a Kubernetes object: a manifest document needs apiVersion and kind"),
         (
-            "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: vision}\nspec:\n  template:\n    spec:\n      containers:\n        - name: c\n          resources: {limits: {cpu: lots}}\n",
+            (
+                "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: vision}\nspec:\n  template:\n   "
+                " spec:\n      containers:\n        - name: c\n          resources: {limits: {cpu: lots}}\n"
+            ),
             ":9:37: Job spec.template.spec.containers[0].resources.limits.cpu: 'lots' is not a Kubernetes quantity",
         ),
     ],
 )
-def test_bad_manifest_is_a_positioned_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, message: str) -> None:
+def test_bad_manifest_is_a_positioned_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, message: str
+) -> None:
     path = _write(tmp_path, "m.yaml", text)
     assert main(["explain", SPEC, "--env", "prod", path]) == 2
     err = capsys.readouterr().err
@@ -99,17 +129,26 @@ def test_as_a_member_of_another_team(capsys: pytest.CaptureFixture[str]) -> None
     assert verdict["reasons"] == [
         {
             "stage": "access",
-            "message": f"{member} (team language, group gpufleet-team-language) may create workloads only in namespace language; "
-            "the Pod is in namespace vision, where the API server forbids it (Forbidden)",
-            "fix": "submit it in namespace language, or move arn:aws:iam::111122223333:role/language-researchers to teams[vision].members (one access entry per principal)",
+            "message": (
+                f"{member} (team language, group gpufleet-team-language) may create workloads only in namespace"
+                " language; the Pod is in namespace vision, where the API server forbids it (Forbidden)"
+            ),
+            "fix": (
+                "submit it in namespace language, or move arn:aws:iam::111122223333:role/language-researchers to"
+                " teams[vision].members (one access entry per principal)"
+            ),
         }
     ]
-    assert main(["explain", SPEC, "--env", "prod", NOTEBOOK, "--as", "arn:aws:iam::111122223333:role/vision-researchers"]) == 0
+    assert (
+        main(["explain", SPEC, "--env", "prod", NOTEBOOK, "--as", "arn:aws:iam::111122223333:role/vision-researchers"])
+        == 0
+    )
 
 
 def test_as_needs_a_principal_arn(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", SPEC, "--env", "prod", NOTEBOOK, "--as", "alice"]) == 2
-    assert capsys.readouterr().err == (
-        "gpufleet explain: error: --as: 'alice' is not an IAM role, user or assumed-role ARN (arn:aws:iam::<account>:role/<name>, "
-        "arn:aws:iam::<account>:user/<name> or arn:aws:sts::<account>:assumed-role/<name>/<session>)\n"
+    assert (
+        capsys.readouterr().err == "gpufleet explain: error: --as: 'alice' is not an IAM role, user or assumed-role ARN"
+        " (arn:aws:iam::<account>:role/<name>, arn:aws:iam::<account>:user/<name> or"
+        " arn:aws:sts::<account>:assumed-role/<name>/<session>)\n"
     )

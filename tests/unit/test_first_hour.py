@@ -12,8 +12,8 @@ import yaml
 
 from gpufleet import ami_releases
 from gpufleet.cli import main
-from gpufleet.pipeline import validate_loaded
 from gpufleet.load import load_text
+from gpufleet.pipeline import validate_loaded
 from gpufleet.spec import Fleet
 from gpufleet.versions import COMPONENTS, default_release
 from tests.trees import resources
@@ -32,7 +32,9 @@ def test_the_minimal_spec_is_about_twenty_lines() -> None:
 
 
 @pytest.mark.parametrize("env", ["dev", "prod"])
-def test_the_minimal_spec_validates_plans_and_synthesises(capsys: pytest.CaptureFixture[str], tmp_path: Path, env: str) -> None:
+def test_the_minimal_spec_validates_plans_and_synthesises(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, env: str
+) -> None:
     assert main(["validate", str(FIRST_HOUR)]) == 0
     assert capsys.readouterr().out == f"{FIRST_HOUR}: valid (environments: dev, prod)\n"
     assert main(["plan", "--env", env, str(FIRST_HOUR)]) == 0
@@ -40,9 +42,14 @@ def test_the_minimal_spec_validates_plans_and_synthesises(capsys: pytest.Capture
     out = tmp_path / env
     assert main(["synth", "--env", env, "--out", str(out), str(FIRST_HOUR)]) == 0
     plan = json.loads((out / "plan.json").read_text())
-    expected = {"gpuOperator", "clusterAutoscaler", "kubePrometheusStack", "kueue"} | ({"nodeProblemDetector"} if env == "prod" else set())
+    expected = {"gpuOperator", "clusterAutoscaler", "kubePrometheusStack", "kueue"} | (
+        {"nodeProblemDetector"} if env == "prod" else set()
+    )
     assert plan["versions"] == {key: {"version": default_release(key), "from": "tested"} for key in sorted(expected)}
-    assert f"| Kueue | {default_release('kueue')} | tested with this gpufleet (not pinned in the spec) |" in (out / "plan.md").read_text()
+    assert (
+        f"| Kueue | {default_release('kueue')} | tested with this gpufleet (not pinned in the spec) |"
+        in (out / "plan.md").read_text()
+    )
     inventory = resources(out)
     system = next(r for r in inventory if r["id"] == "system-node-group")
     assert system["inputs"]["releaseVersion"] == ami_releases.newest(ami_releases.SYSTEM_NODES_AMI_TYPE, "1.33")
@@ -65,7 +72,12 @@ def test_mode_create_without_system_nodes_gets_the_default_group() -> None:
     fleet = _fleet(FIRST_HOUR.read_text())
     system = fleet.cluster.system_nodes
     assert system is not None
-    assert (system.instance_type, system.release_version, system.min_size, system.max_size) == ("m7i.xlarge", "1.33.13-20260714", 2, 6)
+    assert (system.instance_type, system.release_version, system.min_size, system.max_size) == (
+        "m7i.xlarge",
+        "1.33.13-20260714",
+        2,
+        6,
+    )
 
 
 def test_mode_existing_gets_no_system_group() -> None:

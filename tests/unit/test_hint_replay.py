@@ -27,10 +27,11 @@ import copy
 import re
 import sys
 import tempfile
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import pytest
 import yaml
@@ -43,8 +44,16 @@ from gpufleet.rollout import build_plan
 from gpufleet.versions import NODE_MONITORING_AGENT_XIDS
 
 ROOT = Path(__file__).resolve().parents[2]
-MINIMAL: dict[str, Any] = yaml.safe_load((ROOT / "tests" / "specs" / "valid" / "minimal.yaml").read_text(encoding="utf-8"))
-VALIDATOR = ("gpufleet/load.py", "gpufleet/schema_errors.py", "gpufleet/rules.py", "gpufleet/environments.py", "gpufleet/pipeline.py")
+MINIMAL: dict[str, Any] = yaml.safe_load(
+    (ROOT / "tests" / "specs" / "valid" / "minimal.yaml").read_text(encoding="utf-8")
+)
+VALIDATOR = (
+    "gpufleet/load.py",
+    "gpufleet/schema_errors.py",
+    "gpufleet/rules.py",
+    "gpufleet/environments.py",
+    "gpufleet/pipeline.py",
+)
 # Calls that pass a hint made elsewhere along: the site is where it was made.
 PASS_THROUGH = {
     ("gpufleet/load.py", "_issue", "hint"),
@@ -56,12 +65,24 @@ ODCR = "cr-0a1b2c3d4e5f60718"
 BLOCK = "cr-0123456789abcdef0"
 ODCR_GROUP = "arn:aws:resource-groups:us-east-1:111122223333:group/training-odcrs"
 BOTTLEROCKET = {"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"}
-P5_EFA = {"nodeGroups.0.instanceType": "p5.48xlarge", "nodeGroups.0.workloadClass": "Training", "nodeGroups.0.fabric": "EFA"}
+P5_EFA = {
+    "nodeGroups.0.instanceType": "p5.48xlarge",
+    "nodeGroups.0.workloadClass": "Training",
+    "nodeGroups.0.fabric": "EFA",
+}
 TEAM_MEMBER = {"teams.0.members": [{"principalArn": "arn:aws:iam::111122223333:role/vision-team"}]}
 MIXED_LAYOUT = [{"gpus": 4, "profile": "1g.5gb"}, {"gpus": 4, "profile": "3g.20gb"}]
-MIXED = {"nodeGroups.0.instanceType": "p4d.24xlarge", "nodeGroups.0.sharing": {"strategy": "MIG", "migStrategy": "Mixed", "layout": MIXED_LAYOUT}}
+MIXED = {
+    "nodeGroups.0.instanceType": "p4d.24xlarge",
+    "nodeGroups.0.sharing": {"strategy": "MIG", "migStrategy": "Mixed", "layout": MIXED_LAYOUT},
+}
 STANDARD = {"nodeGroups.0.ami.type": "AL2023_x86_64_STANDARD"}
-RDMA_GROUP = {"nodeGroups.0.instanceType": "p5en.48xlarge", "nodeGroups.0.workloadClass": "Training", "nodeGroups.0.fabric": "RDMA", "teams.0.quotas.0.gpus": 8}
+RDMA_GROUP = {
+    "nodeGroups.0.instanceType": "p5en.48xlarge",
+    "nodeGroups.0.workloadClass": "Training",
+    "nodeGroups.0.fabric": "RDMA",
+    "teams.0.quotas.0.gpus": 8,
+}
 NEWEST = ami_releases.catalog().releases["AL2023_x86_64_NVIDIA"]["1.33"][-1]
 NEWEST_STANDARD = ami_releases.catalog().releases["AL2023_x86_64_STANDARD"]["1.33"][-1]
 AGENT = sorted(NODE_MONITORING_AGENT_XIDS)[-1]
@@ -114,7 +135,9 @@ def validate(spec: str | bytes, env: str | None = None) -> tuple[list[Issue], Va
 def planned(spec: str | bytes, env: str | None = None) -> tuple[list[Issue], dict[str, RolloutPlan]]:
     """The issues of a spec and, when it is valid, the plan of each environment (each spec planned once a run)."""
     issues, valid = validate(spec, env)
-    return issues, {} if valid is None else {name: build_plan(fleet, name) for name, fleet in valid.environments.items()}
+    return issues, (
+        {} if valid is None else {name: build_plan(fleet, name) for name, fleet in valid.environments.items()}
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -155,7 +178,13 @@ def _hint_of(call: ast.Call, positional: Mapping[str, int]) -> ast.expr | None:
     for kw in call.keywords:
         if kw.arg == "hint":
             return kw.value
-    name = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id if isinstance(call.func, ast.Name) else ""
+    name = (
+        call.func.attr
+        if isinstance(call.func, ast.Attribute)
+        else call.func.id
+        if isinstance(call.func, ast.Name)
+        else ""
+    )
     index = positional.get(name)
     return call.args[index] if index is not None and len(call.args) > index else None
 
@@ -196,7 +225,6 @@ def _site_of(frame: Any) -> Site | None:
             return min(found)[1]
         frame = frame.f_back
     return None
-
 
 
 def hinted(spec: str | bytes, env: str | None = None) -> tuple[list[Issue], dict[str, set[Site]]]:
@@ -276,85 +304,277 @@ def _timeout() -> int:
 
 R = Replay
 # Six anchors, each ten times the one before: 10^6 values once expanded.
-ALIAS_BOMB = "x0: &x0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(f"x{i}: &x{i} [{', '.join([f'*x{i - 1}'] * 10)}]\n" for i in range(1, 6))
+ALIAS_BOMB = "x0: &x0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
+    f"x{i}: &x{i} [{', '.join([f'*x{i - 1}'] * 10)}]\n" for i in range(1, 6)
+)
 TIMEOUT = _timeout()
 REPLAYS: tuple[Replay, ...] = (
     # --- rules.py ----------------------------------------------------------------------------------------------
-    R("explicit-pins", {"versions.pinning": "Explicit", "versions.kueue": DEL}, "pin it: versions.kueue.chart: 0.19.2 (the release this gpufleet is tested with)", {"versions.kueue": {"chart": "0.19.2"}}),
-    R("duplicate-group-name", {"nodeGroups.1": {**MINIMAL["nodeGroups"][0]}}, "names identify resources; make each one unique", {"nodeGroups.1.name": "l4-b"}),
-    R("shared-namespace", {"teams.1": {"name": "nlp", "namespace": "vision", "quotas": [{"nodeGroup": "l4", "gpus": 4}]}}, "each team gets its own namespace; its ClusterQueue admits only that one", {"teams.1.namespace": DEL}),
-    R("second-quota", {"teams.0.quotas.0.gpus": 2, "teams.0.quotas.1": {"nodeGroup": "l4", "gpus": 2}}, "merge the quotas into one entry", {"teams.0.quotas.0.gpus": 4, "teams.0.quotas.1": DEL}),
-    R("unknown-instance-type", {"nodeGroups.0.instanceType": "g6.xlarg"}, 'did you mean "g6.xlarge"?', {"nodeGroups.0.instanceType": "g6.xlarge"}),
-    R("unknown-image-set", {"imageSets": [{"name": "training", "images": ["nvcr.io/nvidia/pytorch:25.08-py3"]}], "nodeGroups.0.images": ["trainin"]}, 'did you mean "training"?', {"nodeGroups.0.images": ["training"]}),
-    R("unknown-image-set-none-close", {"nodeGroups.0.images": ["training"]}, "define it under imageSets", {"imageSets": [{"name": "training", "images": ["nvcr.io/nvidia/pytorch:25.08-py3"]}]}),
-    R("quota-unknown-group", {"teams.0.quotas.0.nodeGroup": "l4x"}, 'did you mean "l4"?', {"teams.0.quotas.0.nodeGroup": "l4"}),
-    R("price-unknown-group", {"cost": {"gpuHourUsd": {"l4x": 0.9}}}, 'did you mean "l4"?', {"cost.gpuHourUsd": {"l4": 0.9}}),
-    R("lending-above-nominal", {"teams.0.cohort": "research", "teams.0.quotas.0.lendingLimit": 8}, "a team can lend at most what it owns: set lendingLimit to 4 or less", {"teams.0.quotas.0.lendingLimit": 4}),
-    R("quota-above-group", {"teams.0.quotas.0.gpus": 8}, "lower the quota to at most 4, or raise the group's maxSize", {"teams.0.quotas.0.gpus": 4}),
+    R(
+        "explicit-pins",
+        {"versions.pinning": "Explicit", "versions.kueue": DEL},
+        "pin it: versions.kueue.chart: 0.19.2 (the release this gpufleet is tested with)",
+        {"versions.kueue": {"chart": "0.19.2"}},
+    ),
+    R(
+        "duplicate-group-name",
+        {"nodeGroups.1": {**MINIMAL["nodeGroups"][0]}},
+        "names identify resources; make each one unique",
+        {"nodeGroups.1.name": "l4-b"},
+    ),
+    R(
+        "shared-namespace",
+        {"teams.1": {"name": "nlp", "namespace": "vision", "quotas": [{"nodeGroup": "l4", "gpus": 4}]}},
+        "each team gets its own namespace; its ClusterQueue admits only that one",
+        {"teams.1.namespace": DEL},
+    ),
+    R(
+        "second-quota",
+        {"teams.0.quotas.0.gpus": 2, "teams.0.quotas.1": {"nodeGroup": "l4", "gpus": 2}},
+        "merge the quotas into one entry",
+        {"teams.0.quotas.0.gpus": 4, "teams.0.quotas.1": DEL},
+    ),
+    R(
+        "unknown-instance-type",
+        {"nodeGroups.0.instanceType": "g6.xlarg"},
+        'did you mean "g6.xlarge"?',
+        {"nodeGroups.0.instanceType": "g6.xlarge"},
+    ),
+    R(
+        "unknown-image-set",
+        {
+            "imageSets": [{"name": "training", "images": ["nvcr.io/nvidia/pytorch:25.08-py3"]}],
+            "nodeGroups.0.images": ["trainin"],
+        },
+        'did you mean "training"?',
+        {"nodeGroups.0.images": ["training"]},
+    ),
+    R(
+        "unknown-image-set-none-close",
+        {"nodeGroups.0.images": ["training"]},
+        "define it under imageSets",
+        {"imageSets": [{"name": "training", "images": ["nvcr.io/nvidia/pytorch:25.08-py3"]}]},
+    ),
+    R(
+        "quota-unknown-group",
+        {"teams.0.quotas.0.nodeGroup": "l4x"},
+        'did you mean "l4"?',
+        {"teams.0.quotas.0.nodeGroup": "l4"},
+    ),
+    R(
+        "price-unknown-group",
+        {"cost": {"gpuHourUsd": {"l4x": 0.9}}},
+        'did you mean "l4"?',
+        {"cost.gpuHourUsd": {"l4": 0.9}},
+    ),
+    R(
+        "lending-above-nominal",
+        {"teams.0.cohort": "research", "teams.0.quotas.0.lendingLimit": 8},
+        "a team can lend at most what it owns: set lendingLimit to 4 or less",
+        {"teams.0.quotas.0.lendingLimit": 4},
+    ),
+    R(
+        "quota-above-group",
+        {"teams.0.quotas.0.gpus": 8},
+        "lower the quota to at most 4, or raise the group's maxSize",
+        {"teams.0.quotas.0.gpus": 4},
+    ),
     R(
         "limit-without-cohort",
         {"teams.0.quotas.0.borrowingLimit": 2},
         "set teams[].cohort, or remove the limit (without a cohort there is nothing to borrow from or lend to)",
         {"teams.0.cohort": "research"},
     ),
-    R("mps-with-mig", {"nodeGroups.0.sharing": {"strategy": "MPS", "replicas": 2, "profile": "1g.10gb"}}, "choose strategy MIG (hardware partitions) or MPS on whole GPUs", {"nodeGroups.0.sharing.profile": DEL}),
-    R("replicas-missing", {"nodeGroups.0.sharing": {"strategy": "MPS"}}, "add replicas: 2 to 48", {"nodeGroups.0.sharing.replicas": 2}),
-    R("replicas-unused", {"nodeGroups.0.sharing": {"strategy": "Exclusive", "replicas": 2}}, "remove replicas", {"nodeGroups.0.sharing.replicas": DEL}),
-    R("profile-unused", {"nodeGroups.0.sharing": {"strategy": "Exclusive", "profile": "1g.10gb"}}, "remove profile, or set strategy: MIG", {"nodeGroups.0.sharing.profile": DEL}),
-    R("mig-not-capable", {"nodeGroups.0.sharing": {"strategy": "MIG", "profile": "1g.10gb"}}, _mig_needs(), {"nodeGroups.0.sharing": {"strategy": "MPS", "replicas": 2}}),
+    R(
+        "mps-with-mig",
+        {"nodeGroups.0.sharing": {"strategy": "MPS", "replicas": 2, "profile": "1g.10gb"}},
+        "choose strategy MIG (hardware partitions) or MPS on whole GPUs",
+        {"nodeGroups.0.sharing.profile": DEL},
+    ),
+    R(
+        "replicas-missing",
+        {"nodeGroups.0.sharing": {"strategy": "MPS"}},
+        "add replicas: 2 to 48",
+        {"nodeGroups.0.sharing.replicas": 2},
+    ),
+    R(
+        "replicas-unused",
+        {"nodeGroups.0.sharing": {"strategy": "Exclusive", "replicas": 2}},
+        "remove replicas",
+        {"nodeGroups.0.sharing.replicas": DEL},
+    ),
+    R(
+        "profile-unused",
+        {"nodeGroups.0.sharing": {"strategy": "Exclusive", "profile": "1g.10gb"}},
+        "remove profile, or set strategy: MIG",
+        {"nodeGroups.0.sharing.profile": DEL},
+    ),
+    R(
+        "mig-not-capable",
+        {"nodeGroups.0.sharing": {"strategy": "MIG", "profile": "1g.10gb"}},
+        _mig_needs(),
+        {"nodeGroups.0.sharing": {"strategy": "MPS", "replicas": 2}},
+    ),
     R(
         "mig-without-profile",
         {"nodeGroups.0.instanceType": "p4d.24xlarge", "nodeGroups.0.sharing": {"strategy": "MIG"}},
         "profiles of the A100 in p4d.24xlarge: 1g.5gb, 1g.10gb, 2g.10gb, 3g.20gb, 4g.20gb, 7g.40gb",
         {"nodeGroups.0.sharing.profile": "1g.5gb"},
     ),
-    R("mig-profile-unknown", {"nodeGroups.0.instanceType": "p4d.24xlarge", "nodeGroups.0.sharing": {"strategy": "MIG", "profile": "2g.5gb"}}, 'did you mean "1g.5gb"?', {"nodeGroups.0.sharing.profile": "1g.5gb"}),
+    R(
+        "mig-profile-unknown",
+        {"nodeGroups.0.instanceType": "p4d.24xlarge", "nodeGroups.0.sharing": {"strategy": "MIG", "profile": "2g.5gb"}},
+        'did you mean "1g.5gb"?',
+        {"nodeGroups.0.sharing.profile": "1g.5gb"},
+    ),
     R(
         "mixed-with-profile",
-        {"nodeGroups.0.instanceType": "p4d.24xlarge", "nodeGroups.0.sharing": {"strategy": "MIG", "migStrategy": "Mixed", "profile": "1g.5gb"}},
+        {
+            "nodeGroups.0.instanceType": "p4d.24xlarge",
+            "nodeGroups.0.sharing": {"strategy": "MIG", "migStrategy": "Mixed", "profile": "1g.5gb"},
+        },
         "use layout: [{gpus: 8, profile: 1g.5gb}]",
         {"nodeGroups.0.sharing.profile": DEL, "nodeGroups.0.sharing.layout": [{"gpus": 8, "profile": "1g.5gb"}]},
     ),
     R(
         "mixed-without-layout",
-        {"nodeGroups.0.instanceType": "p4d.24xlarge", "nodeGroups.0.sharing": {"strategy": "MIG", "migStrategy": "Mixed"}},
+        {
+            "nodeGroups.0.instanceType": "p4d.24xlarge",
+            "nodeGroups.0.sharing": {"strategy": "MIG", "migStrategy": "Mixed"},
+        },
         "add layout: [{gpus: 4, profile: <profile>}, {gpus: 4, profile: <profile>}]",
         {"nodeGroups.0.sharing.layout": MIXED_LAYOUT},
     ),
-    R("mixed-on-bottlerocket", {**MIXED, "nodeGroups.0.ami": BOTTLEROCKET}, "use an AL2023 NVIDIA AMI, or migStrategy Single with one profile", {"nodeGroups.0.ami": MINIMAL["nodeGroups"][0]["ami"]}),
-    R("layout-profile-unknown", {**MIXED, "nodeGroups.0.sharing.layout.1.profile": "2g.5gb"}, 'did you mean "1g.5gb"?', {"nodeGroups.0.sharing.layout.1.profile": "1g.5gb"}),
-    R("layout-not-covering", {**MIXED, "nodeGroups.0.sharing.layout.1.gpus": 2}, "make the gpus of the layout add up to 8", {"nodeGroups.0.sharing.layout.1.gpus": 4}),
-    R("layout-under-single", {**MIXED, "nodeGroups.0.sharing.migStrategy": "Single"}, "set migStrategy: Mixed, or replace layout with one profile", {"nodeGroups.0.sharing.migStrategy": "Mixed"}),
-    R("mig-strategy-without-mig", {"nodeGroups.0.sharing": {"strategy": "Exclusive", "migStrategy": "Mixed"}}, "remove migStrategy, or set strategy: MIG", {"nodeGroups.0.sharing.migStrategy": DEL}),
+    R(
+        "mixed-on-bottlerocket",
+        {**MIXED, "nodeGroups.0.ami": BOTTLEROCKET},
+        "use an AL2023 NVIDIA AMI, or migStrategy Single with one profile",
+        {"nodeGroups.0.ami": MINIMAL["nodeGroups"][0]["ami"]},
+    ),
+    R(
+        "layout-profile-unknown",
+        {**MIXED, "nodeGroups.0.sharing.layout.1.profile": "2g.5gb"},
+        'did you mean "1g.5gb"?',
+        {"nodeGroups.0.sharing.layout.1.profile": "1g.5gb"},
+    ),
+    R(
+        "layout-not-covering",
+        {**MIXED, "nodeGroups.0.sharing.layout.1.gpus": 2},
+        "make the gpus of the layout add up to 8",
+        {"nodeGroups.0.sharing.layout.1.gpus": 4},
+    ),
+    R(
+        "layout-under-single",
+        {**MIXED, "nodeGroups.0.sharing.migStrategy": "Single"},
+        "set migStrategy: Mixed, or replace layout with one profile",
+        {"nodeGroups.0.sharing.migStrategy": "Mixed"},
+    ),
+    R(
+        "mig-strategy-without-mig",
+        {"nodeGroups.0.sharing": {"strategy": "Exclusive", "migStrategy": "Mixed"}},
+        "remove migStrategy, or set strategy: MIG",
+        {"nodeGroups.0.sharing.migStrategy": DEL},
+    ),
     R(
         "single-beside-mixed",
-        {**MIXED, "nodeGroups.1": {**MINIMAL["nodeGroups"][0], "name": "a100", "instanceType": "p4d.24xlarge", "sharing": {"strategy": "MIG", "profile": "1g.5gb"}}},
-        "set migStrategy: Mixed with layout: [{gpus: <all GPUs>, profile: 1g.5gb}] here too (its pods then request nvidia.com/mig-1g.5gb), or use Single everywhere",
-        {"nodeGroups.1.sharing": {"strategy": "MIG", "migStrategy": "Mixed", "layout": [{"gpus": 8, "profile": "1g.5gb"}]}},
+        {
+            **MIXED,
+            "nodeGroups.1": {
+                **MINIMAL["nodeGroups"][0],
+                "name": "a100",
+                "instanceType": "p4d.24xlarge",
+                "sharing": {"strategy": "MIG", "profile": "1g.5gb"},
+            },
+        },
+        "set migStrategy: Mixed with layout: [{gpus: <all GPUs>, profile: 1g.5gb}] here too (its pods then request"
+        " nvidia.com/mig-1g.5gb), or use Single everywhere",
+        {
+            "nodeGroups.1.sharing": {
+                "strategy": "MIG",
+                "migStrategy": "Mixed",
+                "layout": [{"gpus": 8, "profile": "1g.5gb"}],
+            }
+        },
     ),
     R(
         "time-slicing-training",
         {"nodeGroups.0.workloadClass": "Training", "nodeGroups.0.sharing": {"strategy": "TimeSlicing", "replicas": 2}},
-        "time-slicing is for notebooks, CI and bursty low-stakes work; use MIG or MPS, or set sharing.acknowledgeNoIsolation: true",
+        "time-slicing is for notebooks, CI and bursty low-stakes work; use MIG or MPS, or set"
+        " sharing.acknowledgeNoIsolation: true",
         {"nodeGroups.0.sharing.acknowledgeNoIsolation": True},
     ),
-    R("efa-taint-without-efa", {"nodeGroups.0.efaTaint": "Disabled"}, "remove efaTaint", {"nodeGroups.0.efaTaint": DEL}),
-    R("efa-not-supported", {"nodeGroups.0.fabric": "EFA"}, "use fabric None, or an EFA instance type (p4d, p5, p5e, p5en, p6, g6e.8xlarge and larger...)", {"nodeGroups.0.fabric": "None"}),
-    R("efa-without-zone", {**P5_EFA, "nodeGroups.0.subnetIds": ["subnet-0aa"]}, "set zone to the zone ID of the group's subnet, e.g. zone: use1-az4", {"nodeGroups.0.zone": "use1-az4"}),
-    R("efa-two-subnets", {**P5_EFA, "nodeGroups.0.zone": "use1-az4"}, "set subnetIds to the one subnet in the group's zone", {"nodeGroups.0.subnetIds": ["subnet-0aa"]}),
-    R("warm-pool-above-max", {"nodeGroups.0.warmPool": {"minSize": 5}}, "the pool only holds instances the group may run: set minSize to 4 or less", {"nodeGroups.0.warmPool.minSize": 4}),
-    R("warm-pool-hibernated-p5", {"nodeGroups.0.instanceType": "p5.48xlarge", "nodeGroups.0.warmPool": {"state": "Hibernated"}}, "use state: Stopped", {"nodeGroups.0.warmPool.state": "Stopped"}),
+    R(
+        "efa-taint-without-efa",
+        {"nodeGroups.0.efaTaint": "Disabled"},
+        "remove efaTaint",
+        {"nodeGroups.0.efaTaint": DEL},
+    ),
+    R(
+        "efa-not-supported",
+        {"nodeGroups.0.fabric": "EFA"},
+        "use fabric None, or an EFA instance type (p4d, p5, p5e, p5en, p6, g6e.8xlarge and larger...)",
+        {"nodeGroups.0.fabric": "None"},
+    ),
+    R(
+        "efa-without-zone",
+        {**P5_EFA, "nodeGroups.0.subnetIds": ["subnet-0aa"]},
+        "set zone to the zone ID of the group's subnet, e.g. zone: use1-az4",
+        {"nodeGroups.0.zone": "use1-az4"},
+    ),
+    R(
+        "efa-two-subnets",
+        {**P5_EFA, "nodeGroups.0.zone": "use1-az4"},
+        "set subnetIds to the one subnet in the group's zone",
+        {"nodeGroups.0.subnetIds": ["subnet-0aa"]},
+    ),
+    R(
+        "warm-pool-above-max",
+        {"nodeGroups.0.warmPool": {"minSize": 5}},
+        "the pool only holds instances the group may run: set minSize to 4 or less",
+        {"nodeGroups.0.warmPool.minSize": 4},
+    ),
+    R(
+        "warm-pool-hibernated-p5",
+        {"nodeGroups.0.instanceType": "p5.48xlarge", "nodeGroups.0.warmPool": {"state": "Hibernated"}},
+        "use state: Stopped",
+        {"nodeGroups.0.warmPool.state": "Stopped"},
+    ),
     R(
         "warm-pool-bottlerocket-reuse",
         {"nodeGroups.0.ami": BOTTLEROCKET, "nodeGroups.0.warmPool": {"reuseOnScaleIn": True}},
         "remove reuseOnScaleIn (scaled-in instances are terminated), or use an AL2023 AMI",
         {"nodeGroups.0.warmPool.reuseOnScaleIn": DEL},
     ),
-    R("warm-pool-capacity-block", {"nodeGroups.0.capacity": {"type": "CapacityBlock", "reservationId": BLOCK}, "nodeGroups.0.warmPool": {}}, "remove warmPool", {"nodeGroups.0.warmPool": DEL}),
-    R("warm-pool-spot", {"nodeGroups.0.capacity": {"type": "Spot"}, "nodeGroups.0.warmPool": {}}, "remove warmPool, or use capacity type OnDemand", {"nodeGroups.0.warmPool": DEL}),
-    R("min-above-max", {"nodeGroups.0.scaling.minSize": 5}, "lower minSize or raise maxSize", {"nodeGroups.0.scaling.minSize": 4}),
-    R("desired-outside", {"nodeGroups.0.scaling.desiredSize": 5}, "set it within the range, or leave it out (it defaults to minSize)", {"nodeGroups.0.scaling.desiredSize": DEL}),
-    R("max-unavailable-twice", {"nodeGroups.0.update": {"maxUnavailable": 1, "maxUnavailablePercentage": 10}}, "remove one of them", {"nodeGroups.0.update.maxUnavailablePercentage": DEL}),
+    R(
+        "warm-pool-capacity-block",
+        {"nodeGroups.0.capacity": {"type": "CapacityBlock", "reservationId": BLOCK}, "nodeGroups.0.warmPool": {}},
+        "remove warmPool",
+        {"nodeGroups.0.warmPool": DEL},
+    ),
+    R(
+        "warm-pool-spot",
+        {"nodeGroups.0.capacity": {"type": "Spot"}, "nodeGroups.0.warmPool": {}},
+        "remove warmPool, or use capacity type OnDemand",
+        {"nodeGroups.0.warmPool": DEL},
+    ),
+    R(
+        "min-above-max",
+        {"nodeGroups.0.scaling.minSize": 5},
+        "lower minSize or raise maxSize",
+        {"nodeGroups.0.scaling.minSize": 4},
+    ),
+    R(
+        "desired-outside",
+        {"nodeGroups.0.scaling.desiredSize": 5},
+        "set it within the range, or leave it out (it defaults to minSize)",
+        {"nodeGroups.0.scaling.desiredSize": DEL},
+    ),
+    R(
+        "max-unavailable-twice",
+        {"nodeGroups.0.update": {"maxUnavailable": 1, "maxUnavailablePercentage": 10}},
+        "remove one of them",
+        {"nodeGroups.0.update.maxUnavailablePercentage": DEL},
+    ),
     R(
         "capacity-block-without-reservation",
         {"nodeGroups.0.capacity": {"type": "CapacityBlock"}},
@@ -369,11 +589,24 @@ REPLAYS: tuple[Replay, ...] = (
         {"nodeGroups.0.capacity": {"reservation": {"id": BLOCK, "instanceCount": 4}}},
         check=odcr_launch_template,
     ),
-    R("reservation-id-on-spot", {"nodeGroups.0.capacity": {"type": "Spot", "reservationId": BLOCK}}, "remove reservationId", {"nodeGroups.0.capacity.reservationId": DEL}),
-    R("odcr-on-spot", {"nodeGroups.0.capacity": {"type": "Spot", "reservation": {"id": ODCR, "instanceCount": 1}}}, "remove reservation", {"nodeGroups.0.capacity.reservation": DEL}),
+    R(
+        "reservation-id-on-spot",
+        {"nodeGroups.0.capacity": {"type": "Spot", "reservationId": BLOCK}},
+        "remove reservationId",
+        {"nodeGroups.0.capacity.reservationId": DEL},
+    ),
+    R(
+        "odcr-on-spot",
+        {"nodeGroups.0.capacity": {"type": "Spot", "reservation": {"id": ODCR, "instanceCount": 1}}},
+        "remove reservation",
+        {"nodeGroups.0.capacity.reservation": DEL},
+    ),
     R(
         "odcr-two-targets",
-        {"nodeGroups.0.capacity": {"reservation": {"id": ODCR, "open": True, "instanceCount": 4}}, "nodeGroups.0.scaling.minSize": 4},
+        {
+            "nodeGroups.0.capacity": {"reservation": {"id": ODCR, "open": True, "instanceCount": 4}},
+            "nodeGroups.0.scaling.minSize": 4,
+        },
         "keep one: id (one reservation), resourceGroupArn (a Capacity Reservation group) or open: true",
         {"nodeGroups.0.capacity.reservation.open": DEL},
     ),
@@ -385,7 +618,12 @@ REPLAYS: tuple[Replay, ...] = (
     ),
     R(
         "odcr-group-other-region",
-        {"nodeGroups.0.capacity": {"reservation": {"resourceGroupArn": ODCR_GROUP.replace("us-east-1", "us-west-2"), "instanceCount": 1}}, "nodeGroups.0.scaling.minSize": 1},
+        {
+            "nodeGroups.0.capacity": {
+                "reservation": {"resourceGroupArn": ODCR_GROUP.replace("us-east-1", "us-west-2"), "instanceCount": 1}
+            },
+            "nodeGroups.0.scaling.minSize": 1,
+        },
         "use the ARN of a Capacity Reservation group in the cluster's region",
         {"nodeGroups.0.capacity.reservation.resourceGroupArn": ODCR_GROUP},
     ),
@@ -395,42 +633,112 @@ REPLAYS: tuple[Replay, ...] = (
         "set scaling.minSize to 2: running reserved instances costs nothing more",
         {"nodeGroups.0.scaling.minSize": 2},
     ),
-    R("too-many-taints", {"nodeGroups.0.taints": [{"key": f"example.com/t{i}", "value": "x", "effect": "NoSchedule"} for i in range(50)]}, "remove at least 1 (labels carry information that need not repel pods)", {"nodeGroups.0.taints.49": DEL}),
-    R("gpu-taint-in-spec", {"nodeGroups.0.taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]}, "remove it from the spec", {"nodeGroups.0.taints": DEL}),
+    R(
+        "too-many-taints",
+        {
+            "nodeGroups.0.taints": [
+                {"key": f"example.com/t{i}", "value": "x", "effect": "NoSchedule"} for i in range(50)
+            ]
+        },
+        "remove at least 1 (labels carry information that need not repel pods)",
+        {"nodeGroups.0.taints.49": DEL},
+    ),
+    R(
+        "gpu-taint-in-spec",
+        {"nodeGroups.0.taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]},
+        "remove it from the spec",
+        {"nodeGroups.0.taints": DEL},
+    ),
     R(
         "repeated-taint",
-        {"nodeGroups.0.taints": [{"key": "example.com/a", "value": "x", "effect": "NoSchedule"}, {"key": "example.com/a", "value": "y", "effect": "NoSchedule"}]},
+        {
+            "nodeGroups.0.taints": [
+                {"key": "example.com/a", "value": "x", "effect": "NoSchedule"},
+                {"key": "example.com/a", "value": "y", "effect": "NoSchedule"},
+            ]
+        },
         "remove the repeated taint",
         {"nodeGroups.0.taints.1": DEL},
     ),
-    R("ami-architecture", {"nodeGroups.0.ami.type": "AL2023_ARM_64_NVIDIA"}, "use type: AL2023_x86_64_NVIDIA", {"nodeGroups.0.ami.type": "AL2023_x86_64_NVIDIA"}),
-    R("ami-release-other-kubernetes", {"nodeGroups.0.ami.releaseVersion": "1.32.9-20260714"}, f"use a 1.33 release of AL2023_x86_64_NVIDIA; the newest known is {NEWEST}", {"nodeGroups.0.ami.releaseVersion": NEWEST}),
-    R("chart-not-pinned", {"versions.kueue.chart": "0.19.x"}, "pin one exact version: 0.18.1, 0.19.2", {"versions.kueue.chart": "0.19.2"}),
+    R(
+        "ami-architecture",
+        {"nodeGroups.0.ami.type": "AL2023_ARM_64_NVIDIA"},
+        "use type: AL2023_x86_64_NVIDIA",
+        {"nodeGroups.0.ami.type": "AL2023_x86_64_NVIDIA"},
+    ),
+    R(
+        "ami-release-other-kubernetes",
+        {"nodeGroups.0.ami.releaseVersion": "1.32.9-20260714"},
+        f"use a 1.33 release of AL2023_x86_64_NVIDIA; the newest known is {NEWEST}",
+        {"nodeGroups.0.ami.releaseVersion": NEWEST},
+    ),
+    R(
+        "chart-not-pinned",
+        {"versions.kueue.chart": "0.19.x"},
+        "pin one exact version: 0.18.1, 0.19.2",
+        {"versions.kueue.chart": "0.19.2"},
+    ),
     R(
         "chart-unsupported",
         {"versions.kueue.chart": "0.19.1"},
         "pin one of them, e.g. 0.19.2 (Helm values are rendered for the keys of these exact versions)",
         {"versions.kueue.chart": "0.19.2"},
     ),
-    R("driver-without-version", {**STANDARD, "versions.driver": {"source": "Operator"}}, 'add version, e.g. version: "595.91.07"', {"versions.driver.version": "595.91.07"}),
-    R("driver-version-preinstalled", {"versions.driver": {"source": "Preinstalled", "version": "595.91.07"}}, "remove it, or set source: Operator", {"versions.driver.version": DEL}),
-    R("driver-not-pinned", {**STANDARD, "versions.driver": {"source": "Operator", "version": "latest"}}, "pin one exact version, e.g. 595.91.07", {"versions.driver.version": "595.91.07"}),
-    R("agent-unknown", {"versions.addons": {"nodeMonitoringAgent": "v1.0.0-eksbuild.1"}}, f"pin {AGENT}-eksbuild.1", {"versions.addons.nodeMonitoringAgent": f"{AGENT}-eksbuild.1"}),
-    R("kubernetes-unsupported", {"cluster.kubernetesVersion": "1.29"}, 'pin one of them, quoted, e.g. kubernetesVersion: "1.33"', {"cluster.kubernetesVersion": "1.33"}),
+    R(
+        "driver-without-version",
+        {**STANDARD, "versions.driver": {"source": "Operator"}},
+        'add version, e.g. version: "595.91.07"',
+        {"versions.driver.version": "595.91.07"},
+    ),
+    R(
+        "driver-version-preinstalled",
+        {"versions.driver": {"source": "Preinstalled", "version": "595.91.07"}},
+        "remove it, or set source: Operator",
+        {"versions.driver.version": DEL},
+    ),
+    R(
+        "driver-not-pinned",
+        {**STANDARD, "versions.driver": {"source": "Operator", "version": "latest"}},
+        "pin one exact version, e.g. 595.91.07",
+        {"versions.driver.version": "595.91.07"},
+    ),
+    R(
+        "agent-unknown",
+        {"versions.addons": {"nodeMonitoringAgent": "v1.0.0-eksbuild.1"}},
+        f"pin {AGENT}-eksbuild.1",
+        {"versions.addons.nodeMonitoringAgent": f"{AGENT}-eksbuild.1"},
+    ),
+    R(
+        "kubernetes-unsupported",
+        {"cluster.kubernetesVersion": "1.29"},
+        'pin one of them, quoted, e.g. kubernetesVersion: "1.33"',
+        {"cluster.kubernetesVersion": "1.33"},
+    ),
     R(
         "image-not-pinned",
-        {"imageSets": [{"name": "training", "images": ["nvcr.io/nvidia/pytorch"]}], "nodeGroups.0.images": ["training"]},
+        {
+            "imageSets": [{"name": "training", "images": ["nvcr.io/nvidia/pytorch"]}],
+            "nodeGroups.0.images": ["training"],
+        },
         "add an exact tag (not latest) or @sha256:... so every node pulls the same bits",
         {"imageSets.0.images": ["nvcr.io/nvidia/pytorch:25.08-py3"]},
     ),
-    R("existing-namespace-with-install", {"telemetry": {"prometheus": "Install", "existingNamespace": "monitoring"}}, "remove existingNamespace, or set prometheus: Existing", {"telemetry.existingNamespace": DEL}),
+    R(
+        "existing-namespace-with-install",
+        {"telemetry": {"prometheus": "Install", "existingNamespace": "monitoring"}},
+        "remove existingNamespace, or set prometheus: Existing",
+        {"telemetry.existingNamespace": DEL},
+    ),
     R(
         # Only an unsupported Kubernetes version leaves mode Create without system nodes (no release to default
         # to): both hints are printed, and both are followed.
         "system-nodes-missing",
         {"cluster.systemNodes": DEL, "cluster.kubernetesVersion": "1.29"},
         'add cluster.systemNodes: {releaseVersion: "<the AMI release of your GPU groups>"}',
-        {"cluster.kubernetesVersion": "1.33", "cluster.systemNodes": {"releaseVersion": MINIMAL["nodeGroups"][0]["ami"]["releaseVersion"]}},
+        {
+            "cluster.kubernetesVersion": "1.33",
+            "cluster.systemNodes": {"releaseVersion": MINIMAL["nodeGroups"][0]["ami"]["releaseVersion"]},
+        },
     ),
     R(
         "system-nodes-release",
@@ -446,7 +754,12 @@ REPLAYS: tuple[Replay, ...] = (
     ),
     R(
         "acknowledged-but-closed",
-        {"cluster.publicEndpoint": {"cidrs": ["198.51.100.0/24"], "acknowledgeOpenToInternet": "CI runners without fixed egress"}},
+        {
+            "cluster.publicEndpoint": {
+                "cidrs": ["198.51.100.0/24"],
+                "acknowledgeOpenToInternet": "CI runners without fixed egress",
+            }
+        },
         "remove acknowledgeOpenToInternet (it would record a reason for an exposure that does not exist)",
         {"cluster.publicEndpoint.acknowledgeOpenToInternet": DEL},
     ),
@@ -458,7 +771,12 @@ REPLAYS: tuple[Replay, ...] = (
     ),
     R(
         "customer-key-without-admins",
-        {"cluster.mode": "Existing", "cluster.systemNodes": DEL, "cluster.admins": DEL, "checkpoints": {**CHECKPOINTS, "encryption": "CustomerManagedKey"}},
+        {
+            "cluster.mode": "Existing",
+            "cluster.systemNodes": DEL,
+            "cluster.admins": DEL,
+            "checkpoints": {**CHECKPOINTS, "encryption": "CustomerManagedKey"},
+        },
         "add cluster.admins, or use encryption S3Managed",
         {"cluster.admins": [{"principalArn": "arn:aws:iam::111122223333:role/platform-admin"}]},
     ),
@@ -489,18 +807,30 @@ REPLAYS: tuple[Replay, ...] = (
     R(
         "gdrcopy-without-operator-driver",
         {"versions.driver": {"source": "Preinstalled", "gdrCopy": "Enabled"}},
-        "set source: Operator (its driver DaemonSet loads gdrdrv), or gdrCopy: Disabled; a node that loads gdrdrv itself gets GDRCopy from the device plugin without this setting",
+        "set source: Operator (its driver DaemonSet loads gdrdrv), or gdrCopy: Disabled; a node that loads gdrdrv"
+        " itself gets GDRCopy from the device plugin without this setting",
         {"versions.driver.gdrCopy": "Disabled"},
     ),
     R(
         "rdma-without-networks",
         {**RDMA_GROUP, "environments.dev.rollout.through": "network"},
-        "add network.rdma.networks: [{name: rail0, interface: <netdev, e.g. ibp24s0>, hca: <RDMA device, e.g. mlx5_0>}]",
+        "add network.rdma.networks: [{name: rail0, interface: <netdev, e.g. ibp24s0>, hca: <RDMA device, e.g."
+        " mlx5_0>}]",
         {"network": {"rdma": {"networks": [{"name": "rail0", "interface": "ibp24s0", "hca": "mlx5_0"}]}}},
     ),
     R(
         "rdma-port-twice",
-        {**RDMA_GROUP, "network": {"rdma": {"networks": [{"name": "rail0", "interface": "ibp24s0", "hca": "mlx5_0"}, {"name": "rail1", "interface": "ibp24s0", "hca": "mlx5_1"}]}}},
+        {
+            **RDMA_GROUP,
+            "network": {
+                "rdma": {
+                    "networks": [
+                        {"name": "rail0", "interface": "ibp24s0", "hca": "mlx5_0"},
+                        {"name": "rail1", "interface": "ibp24s0", "hca": "mlx5_1"},
+                    ]
+                }
+            },
+        },
         "one entry per RDMA port",
         {"network.rdma.networks.1.interface": "ibp41s0"},
     ),
@@ -508,7 +838,11 @@ REPLAYS: tuple[Replay, ...] = (
         "gate-image-not-pinned",
         {"network": {"bandwidthGate": {"image": "public.ecr.aws/hpc-cloud/nccl-tests"}}},
         "the gate must measure the same bits every time: add an exact tag (not latest) or @sha256:...",
-        {"network.bandwidthGate.image": "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.42.0-ofiv1.16.0-ncclv2.27.5-1-testsv2.16.4"},
+        {
+            "network.bandwidthGate.image": (
+                "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.42.0-ofiv1.16.0-ncclv2.27.5-1-testsv2.16.4"
+            )
+        },
     ),
     R(
         "pods-ready-timeout-short",
@@ -524,11 +858,23 @@ REPLAYS: tuple[Replay, ...] = (
     ),
     R(
         "preemptible-above-protected",
-        {"admission": {"priorities": [{"name": "serving", "value": 100, "preemptible": False}, {"name": "batch", "value": 1000, "preemptible": True}]}},
+        {
+            "admission": {
+                "priorities": [
+                    {"name": "serving", "value": 100, "preemptible": False},
+                    {"name": "batch", "value": 1000, "preemptible": True},
+                ]
+            }
+        },
         "give every non-preemptible class a higher value than every preemptible one",
         {"admission.priorities.0.value": 10000},
     ),
-    R("system-namespace", {"teams.0.namespace": "kube-system"}, "give the team its own namespace (teams[].namespace; omitted, it is the team name)", {"teams.0.namespace": DEL}),
+    R(
+        "system-namespace",
+        {"teams.0.namespace": "kube-system"},
+        "give the team its own namespace (teams[].namespace; omitted, it is the team name)",
+        {"teams.0.namespace": DEL},
+    ),
     R(
         "placement-without-topology-labels",
         {"nodeGroups.0.topology": {"placement": "Required"}},
@@ -537,29 +883,91 @@ REPLAYS: tuple[Replay, ...] = (
     ),
     R(
         "group-named-like-a-config-entry",
-        {"nodeGroups.0.name": "default", "nodeGroups.0.sharing": {"strategy": "MPS", "replicas": 2}, "teams.0.quotas.0.nodeGroup": "default", "environments.dev.rollout.through": "sharing"},
+        {
+            "nodeGroups.0.name": "default",
+            "nodeGroups.0.sharing": {"strategy": "MPS", "replicas": 2},
+            "teams.0.quotas.0.nodeGroup": "default",
+            "environments.dev.rollout.through": "sharing",
+        },
         "rename the node group",
         {"nodeGroups.0.name": "l4", "teams.0.quotas.0.nodeGroup": "l4"},
     ),
     # --- schema_errors.py --------------------------------------------------------------------------------------
-    R("unknown-field", {"nodeGroups.0.scaling": {"maxSiz": 4}}, 'did you mean "maxSize"?', {"nodeGroups.0.scaling": {"maxSize": 4}}),
+    R(
+        "unknown-field",
+        {"nodeGroups.0.scaling": {"maxSiz": 4}},
+        'did you mean "maxSize"?',
+        {"nodeGroups.0.scaling": {"maxSize": 4}},
+    ),
     R(
         "moved-field",
         {"cluster.publicAccessCidrs": ["198.51.100.0/24"]},
-        "publicAccessCidrs moved: write publicEndpoint: {cidrs: [...]} (an endpoint open to 0.0.0.0/0 also needs publicEndpoint.acknowledgeOpenToInternet)",
+        "publicAccessCidrs moved: write publicEndpoint: {cidrs: [...]} (an endpoint open to 0.0.0.0/0 also needs"
+        " publicEndpoint.acknowledgeOpenToInternet)",
         {"cluster.publicAccessCidrs": DEL, "cluster.publicEndpoint": {"cidrs": ["198.51.100.0/24"]}},
     ),
-    R("missing-required", {"nodeGroups.0.scaling": {}}, "maxSize: most nodes; quotas and cost estimates are checked against it.", {"nodeGroups.0.scaling.maxSize": 4}),
+    R(
+        "missing-required",
+        {"nodeGroups.0.scaling": {}},
+        "maxSize: most nodes; quotas and cost estimates are checked against it.",
+        {"nodeGroups.0.scaling.maxSize": 4},
+    ),
     R("quote-string", {"cluster.kubernetesVersion": 1.33}, 'quote it: "1.33"', {"cluster.kubernetesVersion": "1.33"}),
-    R("not-finite", {"cost": {"gpuHourUsd": {"l4": float("nan")}}}, "write a number such as 0.5", {"cost.gpuHourUsd.l4": 0.5}),
-    R("not-whole", {"nodeGroups.0.scaling.maxSize": 4.5}, "write an integer without a decimal point or exponent, e.g. 8", {"nodeGroups.0.scaling.maxSize": 4}),
-    R("quoted-number", {"nodeGroups.0.scaling.maxSize": "4"}, "write a number, without quotes: maxSize: 4", {"nodeGroups.0.scaling.maxSize": 4}),
-    R("eks-spelling", {"nodeGroups.0.capacity": {"type": "ON_DEMAND"}}, "write type: OnDemand (gpufleet converts it for the EKS API)", {"nodeGroups.0.capacity.type": "OnDemand"}),
-    R("enum-did-you-mean", {"nodeGroups.0.workloadClass": "batch"}, 'did you mean "Batch"?', {"nodeGroups.0.workloadClass": "Batch"}),
-    R("enum-yaml-boolean", {"nodeGroups.0.efaTaint": False}, "YAML 1.1 reads a plain on/off/yes/no as a boolean; write one of the values above", {"nodeGroups.0.efaTaint": DEL}),
-    R("pattern", {"nodeGroups.0.zone": "us-east-1a"}, "list the zone IDs of your region: aws ec2 describe-availability-zones --query 'AvailabilityZones[].[ZoneName,ZoneId]'", {"nodeGroups.0.zone": "use1-az4"}),
-    R("const", {"apiVersion": "gpufleet/v1"}, "write apiVersion: gpufleet/v1alpha1", {"apiVersion": "gpufleet/v1alpha1"}),
-    R("duplicate-entries", {"cluster.network.subnetIds": ["subnet-0aa", "subnet-0aa"]}, "list each entry once", {"cluster.network.subnetIds": ["subnet-0aa", "subnet-0bb"]}),
+    R(
+        "not-finite",
+        {"cost": {"gpuHourUsd": {"l4": float("nan")}}},
+        "write a number such as 0.5",
+        {"cost.gpuHourUsd.l4": 0.5},
+    ),
+    R(
+        "not-whole",
+        {"nodeGroups.0.scaling.maxSize": 4.5},
+        "write an integer without a decimal point or exponent, e.g. 8",
+        {"nodeGroups.0.scaling.maxSize": 4},
+    ),
+    R(
+        "quoted-number",
+        {"nodeGroups.0.scaling.maxSize": "4"},
+        "write a number, without quotes: maxSize: 4",
+        {"nodeGroups.0.scaling.maxSize": 4},
+    ),
+    R(
+        "eks-spelling",
+        {"nodeGroups.0.capacity": {"type": "ON_DEMAND"}},
+        "write type: OnDemand (gpufleet converts it for the EKS API)",
+        {"nodeGroups.0.capacity.type": "OnDemand"},
+    ),
+    R(
+        "enum-did-you-mean",
+        {"nodeGroups.0.workloadClass": "batch"},
+        'did you mean "Batch"?',
+        {"nodeGroups.0.workloadClass": "Batch"},
+    ),
+    R(
+        "enum-yaml-boolean",
+        {"nodeGroups.0.efaTaint": False},
+        "YAML 1.1 reads a plain on/off/yes/no as a boolean; write one of the values above",
+        {"nodeGroups.0.efaTaint": DEL},
+    ),
+    R(
+        "pattern",
+        {"nodeGroups.0.zone": "us-east-1a"},
+        "list the zone IDs of your region: aws ec2 describe-availability-zones --query"
+        " 'AvailabilityZones[].[ZoneName,ZoneId]'",
+        {"nodeGroups.0.zone": "use1-az4"},
+    ),
+    R(
+        "const",
+        {"apiVersion": "gpufleet/v1"},
+        "write apiVersion: gpufleet/v1alpha1",
+        {"apiVersion": "gpufleet/v1alpha1"},
+    ),
+    R(
+        "duplicate-entries",
+        {"cluster.network.subnetIds": ["subnet-0aa", "subnet-0aa"]},
+        "list each entry once",
+        {"cluster.network.subnetIds": ["subnet-0aa", "subnet-0bb"]},
+    ),
     R(
         "environment-name",
         {"environments": {"Dev": MINIMAL["environments"]["dev"]}},
@@ -575,25 +983,126 @@ REPLAYS: tuple[Replay, ...] = (
     ),
     R("unknown-environment", {}, 'did you mean "dev"?', {}, env="de", fixed_env="dev"),
     # --- load.py: breaks in the YAML text ----------------------------------------------------------------------
-    R("duplicate-key", {}, "YAML keeps only the last value; remove one of them", {}, edit=lambda t: t.replace("kind: Fleet\n", "kind: Fleet\nkind: Fleet\n", 1), unedit=lambda t: t.replace("kind: Fleet\n", "", 1)),
-    R("yaml11-key", {"nodeGroups.0.labels": {"KEY": "x"}}, 'quote it: "on"', {}, edit=lambda t: t.replace("KEY:", "on:"), unedit=lambda t: t.replace("on: x\n", '"on": x\n')),
-    R("merge-key-not-mapping", {}, "merge an anchored mapping, e.g. <<: *defaults", {}, edit=lambda t: t.replace("metadata:\n", "metadata:\n  <<: 5\n", 1), unedit=lambda t: t.replace("  <<: 5\n", "", 1)),
-    R("octal", {}, "drop the leading zero, or quote it if a string is meant", {}, edit=lambda t: t.replace("maxSize: 4\n", "maxSize: 04\n"), unedit=lambda t: t.replace("maxSize: 04\n", "maxSize: 4\n")),
-    R("unknown-tag", {}, "remove the tag: the spec uses plain YAML values", {}, edit=lambda t: t.replace("maxSize: 4\n", "maxSize: !count 4\n"), unedit=lambda t: t.replace("!count ", "")),
-    R("empty-tagged-value", {}, "write an int after the tag", {}, edit=lambda t: t.replace("maxSize: 4\n", "maxSize: !!int\n"), unedit=lambda t: t.replace("maxSize: !!int\n", "maxSize: !!int 4\n")),
-    R("invalid-yaml11-value", {}, 'quote it if a string is meant: "2026-13-45"', {}, edit=lambda t: t.replace("name: mini\n", "name: 2026-13-45\n", 1), unedit=lambda t: t.replace("2026-13-45", '"2026-13-45"')),
-    R("base-60", {}, "write the number you mean (e.g. 90), or quote it if a string is meant", {}, edit=lambda t: t.replace("maxSize: 4\n", "maxSize: 1:30\n"), unedit=lambda t: t.replace("maxSize: 1:30\n", "maxSize: 90\n")),
-    R("too-deep", {}, "a fleet spec is about ten levels deep", {}, edit=lambda t: t + "deep: " + "[" * 80 + "]" * 80 + "\n", unedit=lambda t: t[: t.index("deep: ")]),
-    R("alias-bomb", {}, "use aliases for small shared blocks only; a fleet spec has a few thousand values at most", {}, edit=lambda t: t + ALIAS_BOMB, unedit=lambda t: t[: t.index("x0: ")]),
-    R("recursive-anchor", {}, "YAML anchors here must not be recursive", {}, edit=lambda t: t + "loop: &loop [*loop]\n", unedit=lambda t: t[: t.index("loop: ")]),
-    R("two-documents", {}, "put one Fleet in each file (remove the second `---` and what follows)", {}, edit=lambda t: t + "---\nkind: Fleet\n", unedit=lambda t: t[: t.index("---\n")]),
-    R("empty-file", {}, "start from the example fleet.yaml", {}, edit=lambda t: "# a fleet, one day\n", unedit=lambda t: (ROOT / "fleet.yaml").read_text(encoding="utf-8")),
-    R("not-utf8", {"metadata.name": "mini"}, "save the file as UTF-8", {}, edit=lambda t: "# caf\u00e9\n" + t, unedit=lambda t: t, encoding="latin-1"),
+    R(
+        "duplicate-key",
+        {},
+        "YAML keeps only the last value; remove one of them",
+        {},
+        edit=lambda t: t.replace("kind: Fleet\n", "kind: Fleet\nkind: Fleet\n", 1),
+        unedit=lambda t: t.replace("kind: Fleet\n", "", 1),
+    ),
+    R(
+        "yaml11-key",
+        {"nodeGroups.0.labels": {"KEY": "x"}},
+        'quote it: "on"',
+        {},
+        edit=lambda t: t.replace("KEY:", "on:"),
+        unedit=lambda t: t.replace("on: x\n", '"on": x\n'),
+    ),
+    R(
+        "merge-key-not-mapping",
+        {},
+        "merge an anchored mapping, e.g. <<: *defaults",
+        {},
+        edit=lambda t: t.replace("metadata:\n", "metadata:\n  <<: 5\n", 1),
+        unedit=lambda t: t.replace("  <<: 5\n", "", 1),
+    ),
+    R(
+        "octal",
+        {},
+        "drop the leading zero, or quote it if a string is meant",
+        {},
+        edit=lambda t: t.replace("maxSize: 4\n", "maxSize: 04\n"),
+        unedit=lambda t: t.replace("maxSize: 04\n", "maxSize: 4\n"),
+    ),
+    R(
+        "unknown-tag",
+        {},
+        "remove the tag: the spec uses plain YAML values",
+        {},
+        edit=lambda t: t.replace("maxSize: 4\n", "maxSize: !count 4\n"),
+        unedit=lambda t: t.replace("!count ", ""),
+    ),
+    R(
+        "empty-tagged-value",
+        {},
+        "write an int after the tag",
+        {},
+        edit=lambda t: t.replace("maxSize: 4\n", "maxSize: !!int\n"),
+        unedit=lambda t: t.replace("maxSize: !!int\n", "maxSize: !!int 4\n"),
+    ),
+    R(
+        "invalid-yaml11-value",
+        {},
+        'quote it if a string is meant: "2026-13-45"',
+        {},
+        edit=lambda t: t.replace("name: mini\n", "name: 2026-13-45\n", 1),
+        unedit=lambda t: t.replace("2026-13-45", '"2026-13-45"'),
+    ),
+    R(
+        "base-60",
+        {},
+        "write the number you mean (e.g. 90), or quote it if a string is meant",
+        {},
+        edit=lambda t: t.replace("maxSize: 4\n", "maxSize: 1:30\n"),
+        unedit=lambda t: t.replace("maxSize: 1:30\n", "maxSize: 90\n"),
+    ),
+    R(
+        "too-deep",
+        {},
+        "a fleet spec is about ten levels deep",
+        {},
+        edit=lambda t: t + "deep: " + "[" * 80 + "]" * 80 + "\n",
+        unedit=lambda t: t[: t.index("deep: ")],
+    ),
+    R(
+        "alias-bomb",
+        {},
+        "use aliases for small shared blocks only; a fleet spec has a few thousand values at most",
+        {},
+        edit=lambda t: t + ALIAS_BOMB,
+        unedit=lambda t: t[: t.index("x0: ")],
+    ),
+    R(
+        "recursive-anchor",
+        {},
+        "YAML anchors here must not be recursive",
+        {},
+        edit=lambda t: t + "loop: &loop [*loop]\n",
+        unedit=lambda t: t[: t.index("loop: ")],
+    ),
+    R(
+        "two-documents",
+        {},
+        "put one Fleet in each file (remove the second `---` and what follows)",
+        {},
+        edit=lambda t: t + "---\nkind: Fleet\n",
+        unedit=lambda t: t[: t.index("---\n")],
+    ),
+    R(
+        "empty-file",
+        {},
+        "start from the example fleet.yaml",
+        {},
+        edit=lambda t: "# a fleet, one day\n",
+        unedit=lambda t: (ROOT / "fleet.yaml").read_text(encoding="utf-8"),
+    ),
+    R(
+        "not-utf8",
+        {"metadata.name": "mini"},
+        "save the file as UTF-8",
+        {},
+        edit=lambda t: "# caf\u00e9\n" + t,
+        unedit=lambda t: t,
+        encoding="latin-1",
+    ),
 )
 
 UNREPLAYED: dict[Site, str] = {
-    Site("gpufleet/schema_errors.py", "_issues_for", "_enum_hint(plain[path], value, allowed)"): "unreachable: every enum of the schema has type string, so a "
-    "plain scalar YAML reads as another type is reported by the type branch (replayed as enum-yaml-boolean), and a string is never in `plain`",
+    Site("gpufleet/schema_errors.py", "_issues_for", "_enum_hint(plain[path], value, allowed)"): (
+        "unreachable: every enum of the schema has type string, so a plain scalar YAML reads as another type is"
+        " reported by the type branch (replayed as enum-yaml-boolean), and a string is never in `plain`"
+    )
 }
 
 
@@ -641,40 +1150,75 @@ class PlanReplay:
 
 
 P = PlanReplay
-EFA_GATE = {**P5_EFA, "nodeGroups.0.zone": "use1-az4", "nodeGroups.0.subnetIds": ["subnet-0aa"], "cluster.autoscaler": "None", "environments.dev.rollout.through": "network"}
+EFA_GATE = {
+    **P5_EFA,
+    "nodeGroups.0.zone": "use1-az4",
+    "nodeGroups.0.subnetIds": ["subnet-0aa"],
+    "cluster.autoscaler": "None",
+    "environments.dev.rollout.through": "network",
+}
 PLAN_REPLAYS: tuple[PlanReplay, ...] = (
-    P("addon-not-pinned", {}, r"EKS add-on vpc-cni is not pinned \(versions\.addons\.vpcCni\): EKS picks its default version at creation", {"versions.addons.vpcCni": "v1.20.4-eksbuild.1"}),
-    P("addon-not-pinned-any", {}, r"EKS add-on \S+ is not pinned \(versions\.addons\.\w+\): EKS picks its default version at creation", {"versions.addons.coreDns": "v1.12.4-eksbuild.1", "versions.addons.kubeProxy": "v1.33.5-eksbuild.2", "versions.addons.nodeMonitoringAgent": "v1.7.0-eksbuild.1", "versions.addons.podIdentityAgent": "v1.3.8-eksbuild.2", "versions.addons.vpcCni": "v1.20.4-eksbuild.1"}),
+    P(
+        "addon-not-pinned",
+        {},
+        r"EKS add-on vpc-cni is not pinned \(versions\.addons\.vpcCni\): EKS picks its default version at creation",
+        {"versions.addons.vpcCni": "v1.20.4-eksbuild.1"},
+    ),
+    P(
+        "addon-not-pinned-any",
+        {},
+        r"EKS add-on \S+ is not pinned \(versions\.addons\.\w+\): EKS picks its default version at creation",
+        {
+            "versions.addons.coreDns": "v1.12.4-eksbuild.1",
+            "versions.addons.kubeProxy": "v1.33.5-eksbuild.2",
+            "versions.addons.nodeMonitoringAgent": "v1.7.0-eksbuild.1",
+            "versions.addons.podIdentityAgent": "v1.3.8-eksbuild.2",
+            "versions.addons.vpcCni": "v1.20.4-eksbuild.1",
+        },
+    ),
     P(
         "endpoint-open-to-all",
         {},
-        r"cluster endpoint is public to 0\.0\.0\.0/0 and gpufleet check fails on it: set cluster\.publicEndpoint\.cidrs, or say why in publicEndpoint\.acknowledgeOpenToInternet",
+        r"cluster endpoint is public to 0\.0\.0\.0/0 and gpufleet check fails on it: set"
+        r" cluster\.publicEndpoint\.cidrs, or say why in publicEndpoint\.acknowledgeOpenToInternet",
         {"cluster.publicEndpoint": {"cidrs": ["198.51.100.0/24"]}},
     ),
-    P("team-without-members", {}, r"team \S+ has no members: nobody can submit its work, and gpufleet check fails \(add teams\[\]\.members\)", TEAM_MEMBER),
+    P(
+        "team-without-members",
+        {},
+        r"team \S+ has no members: nobody can submit its work, and gpufleet check fails \(add teams\[\]\.members\)",
+        TEAM_MEMBER,
+    ),
     P(
         "existing-cluster-autoscaler-credentials",
         {"cluster.mode": "Existing", "cluster.systemNodes": DEL},
-        r"gpufleet manages no EKS add-ons on an existing cluster: the eks-pod-identity-agent add-on must be installed, or the Cluster Autoscaler gets no AWS credentials and scales nothing \(or set cluster\.autoscaler: None .*\)",
+        r"gpufleet manages no EKS add-ons on an existing cluster: the eks-pod-identity-agent add-on must be installed,"
+        r" or the Cluster Autoscaler gets no AWS credentials and scales nothing \(or set cluster\.autoscaler: None"
+        r" .*\)",
         {"cluster.autoscaler": "None"},
     ),
     P(
         "bandwidth-gate-one-node",
         EFA_GATE,
-        r'node group "\S+" may run fewer than two nodes \(minSize \d+\): the bandwidth gate waits up to \d+ min for two \(cluster\.autoscaler is None: your autoscaler must add them, or raise minSize\)',
+        r'node group "\S+" may run fewer than two nodes \(minSize \d+\): the bandwidth gate waits up to \d+ min for two'
+        r" \(cluster\.autoscaler is None: your autoscaler must add them, or raise minSize\)",
         {"nodeGroups.0.scaling.minSize": 2},
     ),
     P(
         "bottlerocket-mig-unpartitioned",
-        {"nodeGroups.0.instanceType": "p6-b200.48xlarge", "nodeGroups.0.ami": BOTTLEROCKET, "nodeGroups.0.sharing": {"strategy": "MIG", "profile": "1g.23gb"}, "environments.dev.rollout.through": "sharing"},
-        r"node group \S+: Bottlerocket partitions only A100, H100 and H200 with MIG; \S+ will come up unpartitioned \(use an AL2023 AMI, where the GPU Operator's MIG manager does it\)",
+        {
+            "nodeGroups.0.instanceType": "p6-b200.48xlarge",
+            "nodeGroups.0.ami": BOTTLEROCKET,
+            "nodeGroups.0.sharing": {"strategy": "MIG", "profile": "1g.23gb"},
+            "environments.dev.rollout.through": "sharing",
+        },
+        r"node group \S+: Bottlerocket partitions only A100, H100 and H200 with MIG; \S+ will come up unpartitioned"
+        r" \(use an AL2023 AMI, where the GPU Operator's MIG manager does it\)",
         {"nodeGroups.0.ami": MINIMAL["nodeGroups"][0]["ami"]},
     ),
 )
 # Warnings whose fix words are not about the spec (the fix is in the AWS account or on the cluster).
-NOT_SPEC_FIXES = (
-    r"gpufleet adds access entries to the existing cluster: .* \(import or remove that entry\)",
-)
+NOT_SPEC_FIXES = (r"gpufleet adds access entries to the existing cluster: .* \(import or remove that entry\)",)
 # What a plan warning that tells the reader what to change in the spec looks like.
 FIX_WORDS = re.compile(r"\b(set|add|raise|lower|remove|pin|use) (?!up )|is not pinned \(")
 
@@ -695,7 +1239,11 @@ def test_following_a_plan_warning_clears_it(replay: PlanReplay) -> None:
 
 def corpus() -> Iterator[str | bytes]:
     """Every spec whose plan this test reads: the golden cases, the valid specs, and every replayed spec."""
-    for path in [ROOT / "fleet.yaml", *sorted((ROOT / "tests" / "golden" / "cases").glob("*/fleet.yaml")), *sorted((ROOT / "tests" / "specs" / "valid").glob("*.yaml"))]:
+    for path in [
+        ROOT / "fleet.yaml",
+        *sorted((ROOT / "tests" / "golden" / "cases").glob("*/fleet.yaml")),
+        *sorted((ROOT / "tests" / "specs" / "valid").glob("*.yaml")),
+    ]:
         yield path.read_text(encoding="utf-8")
     for replay in REPLAYS:
         if replay.fixed_env is None:  # the other one is the minimal spec
@@ -708,4 +1256,6 @@ def test_every_plan_warning_that_says_what_to_change_is_replayed() -> None:
     patterns = [r.warning for r in PLAN_REPLAYS] + list(NOT_SPEC_FIXES)
     said = {w for spec in corpus() for w in plan_warnings(spec) if FIX_WORDS.search(w)}
     missing = sorted(w for w in said if not any(re.fullmatch(p, w) for p in patterns))
-    assert not missing, "plan warnings with a fix but no row in PLAN_REPLAYS (or NOT_SPEC_FIXES):\n" + "\n".join(missing)
+    assert not missing, "plan warnings with a fix but no row in PLAN_REPLAYS (or NOT_SPEC_FIXES):\n" + "\n".join(
+        missing
+    )

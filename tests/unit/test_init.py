@@ -54,7 +54,9 @@ def test_the_starter_is_about_twenty_to_thirty_lines() -> None:
     assert sum(1 for line in lines if "#" in line) >= 8  # commented: what to replace, what each section is
 
 
-def test_init_writes_fleet_yaml_that_validates_plans_and_synthesises(capsys: pytest.CaptureFixture[str], workdir: Path) -> None:
+def test_init_writes_fleet_yaml_that_validates_plans_and_synthesises(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
     assert _run(capsys, "--instance-types", TYPES) == (0, "wrote fleet.yaml; next: gpufleet validate fleet.yaml\n", "")
     assert (workdir / "fleet.yaml").read_text() == GOLDEN.read_text()
     assert [p.name for p in workdir.iterdir()] == ["fleet.yaml"]  # no staging file left
@@ -98,19 +100,48 @@ FAMILIES = ", ".join(sorted({t.family for t in catalog.CATALOG.values()}))
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--instance-types", "p5.48xlage"], '--instance-types: "p5.48xlage" is not a GPU instance type gpufleet knows; did you mean "p5.48xlarge"?'),
-        (["--instance-types", "g6.xlarge,zzz"], f'--instance-types: "zzz" is not a GPU instance type gpufleet knows; the GPU instance types gpufleet knows: {FAMILIES} families (gpufleet/catalog.py)'),
+        (
+            ["--instance-types", "p5.48xlage"],
+            '--instance-types: "p5.48xlage" is not a GPU instance type gpufleet knows; did you mean "p5.48xlarge"?',
+        ),
+        (
+            ["--instance-types", "g6.xlarge,zzz"],
+            (
+                '--instance-types: "zzz" is not a GPU instance type gpufleet knows; the GPU instance types gpufleet'
+                f" knows: {FAMILIES} families (gpufleet/catalog.py)"
+            ),
+        ),
         (["--instance-types", ""], "--instance-types: give at least one GPU instance type, e.g. g6.xlarge"),
         (["--instance-types", " , "], "--instance-types: give at least one GPU instance type, e.g. g6.xlarge"),
-        (["--instance-types", "g6.xlarge, g6.xlarge"], "--instance-types: g6.xlarge is given twice; each instance type becomes one node group"),
-        (["--out", "existing.yaml"], "--out existing.yaml: exists; gpufleet init never overwrites a file: remove it or name another"),
-        (["--out", "directory"], "--out directory: exists; gpufleet init never overwrites a file: remove it or name another"),
-        (["--out", "dangling"], "--out dangling: exists; gpufleet init never overwrites a file: remove it or name another"),
-        (["--out", "missing/fleet.yaml"], "--out missing/fleet.yaml: cannot write in missing: No such file or directory"),
-        (["--out", "existing.yaml/fleet.yaml"], "--out existing.yaml/fleet.yaml: cannot write in existing.yaml: Not a directory"),
+        (
+            ["--instance-types", "g6.xlarge, g6.xlarge"],
+            "--instance-types: g6.xlarge is given twice; each instance type becomes one node group",
+        ),
+        (
+            ["--out", "existing.yaml"],
+            "--out existing.yaml: exists; gpufleet init never overwrites a file: remove it or name another",
+        ),
+        (
+            ["--out", "directory"],
+            "--out directory: exists; gpufleet init never overwrites a file: remove it or name another",
+        ),
+        (
+            ["--out", "dangling"],
+            "--out dangling: exists; gpufleet init never overwrites a file: remove it or name another",
+        ),
+        (
+            ["--out", "missing/fleet.yaml"],
+            "--out missing/fleet.yaml: cannot write in missing: No such file or directory",
+        ),
+        (
+            ["--out", "existing.yaml/fleet.yaml"],
+            "--out existing.yaml/fleet.yaml: cannot write in existing.yaml: Not a directory",
+        ),
     ],
 )
-def test_a_bad_input_exits_2_with_its_message_and_writes_nothing(capsys: pytest.CaptureFixture[str], workdir: Path, argv: list[str], message: str) -> None:
+def test_a_bad_input_exits_2_with_its_message_and_writes_nothing(
+    capsys: pytest.CaptureFixture[str], workdir: Path, argv: list[str], message: str
+) -> None:
     (workdir / "existing.yaml").write_text("mine\n")
     (workdir / "directory").mkdir()
     (workdir / "dangling").symlink_to("nowhere")
@@ -120,7 +151,9 @@ def test_a_bad_input_exits_2_with_its_message_and_writes_nothing(capsys: pytest.
     assert (workdir / "existing.yaml").read_text() == "mine\n" and not (workdir / "fleet.yaml").exists()
 
 
-def test_a_file_created_while_init_runs_is_not_overwritten(capsys: pytest.CaptureFixture[str], workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_file_created_while_init_runs_is_not_overwritten(
+    capsys: pytest.CaptureFixture[str], workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     real = tempfile.mkstemp
 
     def racing(*args: Any, **kwargs: Any) -> tuple[int, str]:
@@ -128,7 +161,14 @@ def test_a_file_created_while_init_runs_is_not_overwritten(capsys: pytest.Captur
         return real(*args, **kwargs)
 
     monkeypatch.setattr(output.tempfile, "mkstemp", racing)
-    assert _run(capsys) == (2, "", "gpufleet init: error: --out fleet.yaml: exists; gpufleet init never overwrites a file: remove it or name another\n")
+    assert _run(capsys) == (
+        2,
+        "",
+        (
+            "gpufleet init: error: --out fleet.yaml: exists; gpufleet init never overwrites a file: remove it or name"
+            " another\n"
+        ),
+    )
     assert [p.name for p in workdir.iterdir()] == ["fleet.yaml"]
     assert (workdir / "fleet.yaml").read_text() == "theirs\n"
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -24,10 +25,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_an_endless_file_is_not_read_to_the_end(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", "/dev/zero"]) == 2
-    assert capsys.readouterr() == ("", "gpufleet validate: error: cannot read /dev/zero: larger than 1024 KiB, which no fleet spec needs\n")
+    assert capsys.readouterr() == (
+        "",
+        "gpufleet validate: error: cannot read /dev/zero: larger than 1024 KiB, which no fleet spec needs\n",
+    )
 
 
-def test_a_file_just_over_the_bound_is_refused_and_one_at_it_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_file_just_over_the_bound_is_refused_and_one_at_it_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     spec = tmp_path / "big.yaml"
     spec.write_text("#" * (MAX_SPEC_BYTES + 1))
     assert main(["validate", str(spec)]) == 2
@@ -85,16 +91,26 @@ SCHEMA_NODES = list(_nodes(json.loads(SCHEMA_FILE.read_text())))
 
 
 def test_every_pattern_is_anchored_at_both_ends() -> None:
-    loose = [(path, n["pattern"]) for path, n in SCHEMA_NODES if isinstance(n.get("pattern"), str) and not (n["pattern"].startswith("^") and n["pattern"].endswith("$"))]
+    loose = [
+        (path, n["pattern"])
+        for path, n in SCHEMA_NODES
+        if isinstance(n.get("pattern"), str) and not (n["pattern"].startswith("^") and n["pattern"].endswith("$"))
+    ]
     assert loose == []
 
 
 def test_every_string_is_constrained() -> None:
     """A free string field would take newlines and control characters into names, files and tags."""
-    free = [path for path, n in SCHEMA_NODES if n.get("type") == "string" and not {"pattern", "enum", "const"} & n.keys()]
+    free = [
+        path for path, n in SCHEMA_NODES if n.get("type") == "string" and not {"pattern", "enum", "const"} & n.keys()
+    ]
     assert free == []
 
 
 def test_every_number_is_bounded_above() -> None:
-    unbounded = [path for path, n in SCHEMA_NODES if n.get("type") in ("integer", "number") and not {"maximum", "exclusiveMaximum", "enum"} & n.keys()]
+    unbounded = [
+        path
+        for path, n in SCHEMA_NODES
+        if n.get("type") in ("integer", "number") and not {"maximum", "exclusiveMaximum", "enum"} & n.keys()
+    ]
     assert unbounded == []

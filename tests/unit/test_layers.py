@@ -20,31 +20,93 @@ from tests.syntax import syntax_tree
 ROOT = Path(__file__).resolve().parents[2]
 # Folder of the checkout -> the package it installs as: components/ and policies/ install under gpufleet
 # (gpufleet/components and gpufleet/policies link to them; pyproject.toml).
-PACKAGES = {"gpufleet": "gpufleet", "components": "gpufleet.components", "policies": "gpufleet.policies", "tools": "tools"}
+PACKAGES = {
+    "gpufleet": "gpufleet",
+    "components": "gpufleet.components",
+    "policies": "gpufleet.policies",
+    "tools": "tools",
+}
 
 # Lowest first. A module belongs to the layer of its longest matching prefix (the bare `gpufleet` matches only the
 # package itself, so a new module must be placed here).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("gpufleet", "gpufleet.errors", "gpufleet.interrupts", "gpufleet.stages", "gpufleet.catalog", "gpufleet.versions", "gpufleet.ami_releases", "gpufleet.checkpoints", "gpufleet.pricing", "gpufleet.render", "gpufleet.tree_yaml", "gpufleet.tree_json", "gpufleet.collector"),
-    ("gpufleet.spec", "gpufleet.load", "gpufleet.schema", "gpufleet.schema_errors", "gpufleet.environments", "gpufleet.warm_pool", "gpufleet.cold_start"),
+    (
+        "gpufleet",
+        "gpufleet.errors",
+        "gpufleet.interrupts",
+        "gpufleet.stages",
+        "gpufleet.catalog",
+        "gpufleet.versions",
+        "gpufleet.ami_releases",
+        "gpufleet.checkpoints",
+        "gpufleet.pricing",
+        "gpufleet.render",
+        "gpufleet.tree_yaml",
+        "gpufleet.tree_json",
+        "gpufleet.collector",
+    ),
+    (
+        "gpufleet.spec",
+        "gpufleet.load",
+        "gpufleet.schema",
+        "gpufleet.schema_errors",
+        "gpufleet.environments",
+        "gpufleet.warm_pool",
+        "gpufleet.cold_start",
+    ),
     ("gpufleet.names", "gpufleet.access", "gpufleet.entries", "gpufleet.plan", "gpufleet.defaults"),
     ("gpufleet.rules", "gpufleet.pipeline"),
     ("gpufleet.manifests",),
     ("gpufleet.builders",),
-    ("gpufleet.rollout", "gpufleet.report", "gpufleet.access_table", "gpufleet.pins", "gpufleet.tree", "gpufleet.tree_reader", "gpufleet.output"),
-    ("gpufleet.impact", "gpufleet.running_work", "gpufleet.diff_report", "gpufleet.preflight", "gpufleet.diagnose", "gpufleet.model"),
+    (
+        "gpufleet.rollout",
+        "gpufleet.report",
+        "gpufleet.access_table",
+        "gpufleet.pins",
+        "gpufleet.tree",
+        "gpufleet.tree_reader",
+        "gpufleet.output",
+    ),
+    (
+        "gpufleet.impact",
+        "gpufleet.running_work",
+        "gpufleet.diff_report",
+        "gpufleet.preflight",
+        "gpufleet.diagnose",
+        "gpufleet.model",
+    ),
     ("gpufleet.components", "gpufleet.policies"),
-    ("gpufleet.synth", "gpufleet.check", "gpufleet.diff", "gpufleet.explain", "gpufleet.starter", "gpufleet.commands", "gpufleet.cli", "tools"),
+    (
+        "gpufleet.synth",
+        "gpufleet.check",
+        "gpufleet.diff",
+        "gpufleet.explain",
+        "gpufleet.starter",
+        "gpufleet.commands",
+        "gpufleet.cli",
+        "tools",
+    ),
 )
 # The only imports allowed inside a function, with the reason. gpufleet.synth is the core's one door to the Pulumi
 # layer, opened only when synth runs (tests/unit/test_purity.py). gpufleet.cli imports the module of the command that
 # runs, by name from its COMMANDS table, and no other: importing every command's modules made `validate` take a
 # second instead of a fifth (tests/unit/test_cli_imports.py). gpufleet.pipeline imports jsonschema's account of the
 # schema errors only for a spec gpufleet.schema.conforms rejects: importing jsonschema takes longer than validating.
-LAZY = {("gpufleet.synth", "gpufleet.components.synth"), ("gpufleet.pipeline", "gpufleet.schema_errors")} | {("gpufleet.cli", module) for module, _ in COMMANDS.values()}
+LAZY = {("gpufleet.synth", "gpufleet.components.synth"), ("gpufleet.pipeline", "gpufleet.schema_errors")} | {
+    ("gpufleet.cli", module) for module, _ in COMMANDS.values()
+}
 # The policy pack runs where gpufleet is not installed (policies/__main__.py puts the checkout on sys.path): what it
 # reaches of gpufleet must be standard-library only.
-PACK_MAY_REACH = {"gpufleet", "gpufleet.names", "gpufleet.entries", "gpufleet.spec", "gpufleet.errors", "gpufleet.versions", "gpufleet.ami_releases", "gpufleet.stages"}
+PACK_MAY_REACH = {
+    "gpufleet",
+    "gpufleet.names",
+    "gpufleet.entries",
+    "gpufleet.spec",
+    "gpufleet.errors",
+    "gpufleet.versions",
+    "gpufleet.ami_releases",
+    "gpufleet.stages",
+}
 
 
 def _module_name(path: Path) -> str:
@@ -71,7 +133,13 @@ def _imports(module: str) -> list[tuple[str, int, bool]]:
     """(imported project module, line, at module level) for every import of a project module."""
     path = SOURCES[module]
     tree = syntax_tree(path)
-    nested = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(f) if n is not f}
+    nested = {
+        id(n)
+        for f in ast.walk(tree)
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for n in ast.walk(f)
+        if n is not f
+    }
     out: list[tuple[str, int, bool]] = []
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     for node in ast.walk(tree):
@@ -93,7 +161,9 @@ def _imports(module: str) -> list[tuple[str, int, bool]]:
 def _commands() -> list[tuple[str, int, bool]]:
     """The imports by name of gpufleet.cli (importlib.import_module of a COMMANDS module): inside a function."""
     tree = ast.parse(SOURCES["gpufleet.cli"].read_text())
-    [line] = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "importlib.import_module"]
+    [line] = [
+        n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "importlib.import_module"
+    ]
     return [(module, line, False) for module, _ in COMMANDS.values()]
 
 
@@ -124,7 +194,12 @@ def test_imports_point_down() -> None:
 
 
 def test_no_import_hides_in_a_function() -> None:
-    lazy = [f"{SOURCES[m].relative_to(ROOT)}:{line}: {m} imports {target} inside a function" for m, imports in GRAPH.items() for target, line, top in imports if not top and (m, target) not in LAZY]
+    lazy = [
+        f"{SOURCES[m].relative_to(ROOT)}:{line}: {m} imports {target} inside a function"
+        for m, imports in GRAPH.items()
+        for target, line, top in imports
+        if not top and (m, target) not in LAZY
+    ]
     assert lazy == []
 
 
@@ -137,7 +212,7 @@ def test_no_import_cycle() -> None:
         state[module] = 1
         for target in edges[module]:
             if state.get(target) == 1:
-                cycles.append(stack[stack.index(target):] + [target])
+                cycles.append(stack[stack.index(target) :] + [target])
             elif target not in state:
                 visit(target, stack + [target])
         state[module] = 2
@@ -154,13 +229,24 @@ def test_the_policy_pack_reaches_only_standard_library_leaves_of_gpufleet() -> N
     while todo:
         module = todo.pop()
         for target, _, _ in GRAPH[module]:
-            if target.split(".")[0] == "gpufleet" and not target.startswith("gpufleet.policies") and target not in reached:
+            if (
+                target.split(".")[0] == "gpufleet"
+                and not target.startswith("gpufleet.policies")
+                and target not in reached
+            ):
                 reached.add(target)
                 todo.append(target)
     assert reached <= PACK_MAY_REACH
 
 
-@pytest.mark.parametrize("forbidden", ["gpufleet.manifests -> gpufleet.builders", "gpufleet.rules -> gpufleet.manifests", "gpufleet.impact -> gpufleet.policies"])
+@pytest.mark.parametrize(
+    "forbidden",
+    [
+        "gpufleet.manifests -> gpufleet.builders",
+        "gpufleet.rules -> gpufleet.manifests",
+        "gpufleet.impact -> gpufleet.policies",
+    ],
+)
 def test_the_layers_forbid_the_old_tangles(forbidden: str) -> None:
     # The directions issue 15 removed stay upward in the table, so test_imports_point_down catches them again.
     low, high = forbidden.split(" -> ")

@@ -27,12 +27,24 @@ def test_the_folder_is_linked_into_the_package(folder: str) -> None:
 def test_nothing_imports_the_folders_by_their_bare_names() -> None:
     # In a checkout both `components` and `gpufleet.components` would import, as two module objects of one file;
     # installed, only the second exists.
-    files = [ROOT / "__main__.py"] + [p for top in ("gpufleet", "components", "policies", "tools", "tests") for p in (ROOT / top).rglob("*.py")]
+    files = [ROOT / "__main__.py"] + [
+        p for top in ("gpufleet", "components", "policies", "tools", "tests") for p in (ROOT / top).rglob("*.py")
+    ]
     bare = []
     for path in files:
         for node in ast.walk(syntax_tree(path)):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
-            bare += [f"{path.relative_to(ROOT)}:{node.lineno} imports {n}" for n in names if n.split(".")[0] in ("components", "policies")]
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
+            bare += [
+                f"{path.relative_to(ROOT)}:{node.lineno} imports {n}"
+                for n in names
+                if n.split(".")[0] in ("components", "policies")
+            ]
     assert bare == []
 
 
@@ -48,7 +60,9 @@ def wheel_files(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
         dist.get_command_obj("egg_info").egg_base = str(tmp_path_factory.mktemp("egg-info"))
         build_py = dist.get_command_obj("build_py")
         build_py.ensure_finalized()
-        return {Path(out).relative_to(build_py.build_lib).as_posix() for out in build_py.get_outputs(include_bytecode=False)}
+        return {
+            Path(out).relative_to(build_py.build_lib).as_posix() for out in build_py.get_outputs(include_bytecode=False)
+        }
 
 
 def test_the_wheel_holds_every_file_of_the_package(wheel_files: set[str]) -> None:
@@ -92,7 +106,7 @@ def test_no_module_locates_files_from_its_own_path() -> None:
 
 def test_ci_synthesises_the_example_with_the_wheel_outside_the_checkout() -> None:
     script = (ROOT / ".ci" / "run").read_text()
-    block = script[script.index("pip wheel"):script.index("diff -r out/prod")]
+    block = script[script.index("pip wheel") : script.index("diff -r out/prod")]
     assert 'cd "$wheel_home"' in block and "pip install -e" not in block
     for command in ("validate fleet.yaml", "plan fleet.yaml --env dev", "synth fleet.yaml --env prod --out out/prod"):
         assert f"venv/bin/gpufleet {command}" in block

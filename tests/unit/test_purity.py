@@ -47,9 +47,15 @@ def test_importing_every_core_module_loads_no_pulumi() -> None:
     modules = sorted(
         ".".join(p.relative_to(CORE.parent).with_suffix("").parts).removesuffix(".__init__") for p in CORE.rglob("*.py")
     )
-    code = "import importlib, sys\n" + "".join(f"importlib.import_module({m!r})\n" for m in modules) + (
-        "bad = sorted(m for m in sys.modules if m.split('.')[0] in %r or m.startswith('gpufleet.components'))\n" % (PULUMI,)
-    ) + "print(bad)\n"
+    code = (
+        "import importlib, sys\n"
+        + "".join(f"importlib.import_module({m!r})\n" for m in modules)
+        + (
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in %r or m.startswith('gpufleet.components'))\n"
+            % (PULUMI,)
+        )
+        + "print(bad)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=CORE.parent, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -61,6 +67,8 @@ def test_model_is_a_pure_layer_below_the_cli() -> None:
         rel = str(path.relative_to(CORE.parent))
         for node, names in _imports(syntax_tree(path)):
             for name in names:
-                if name in ("gpufleet.cli", "gpufleet.explain", "gpufleet.synth", "gpufleet.report") or name.startswith("gpufleet.components"):
+                if name in ("gpufleet.cli", "gpufleet.explain", "gpufleet.synth", "gpufleet.report") or name.startswith(
+                    "gpufleet.components"
+                ):
                     offenders.append(f"{rel}:{node.lineno} imports {name}")
     assert offenders == []

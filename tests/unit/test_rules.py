@@ -4,8 +4,9 @@ with the exact message), error rendering, the YAML loader, environment merging, 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml
@@ -50,7 +51,11 @@ def group(**fields: Any) -> Patch:
 
 def add_group(**fields: Any) -> Patch:
     def patch(data: dict[str, Any]) -> None:
-        base = {"workloadClass": "Batch", "ami": {"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.33.13-20260714"}, "scaling": {"maxSize": 2}}
+        base = {
+            "workloadClass": "Batch",
+            "ami": {"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.33.13-20260714"},
+            "scaling": {"maxSize": 2},
+        }
         data["nodeGroups"].append(base | fields)
 
     return patch
@@ -98,7 +103,15 @@ def through(stage: str) -> Patch:
 
 IMAGES = at("imageSets", value=[{"name": "training", "images": ["nvcr.io/nvidia/pytorch:25.08-py3"]}])
 BOTTLEROCKET = {"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"}
-CUSTOMER_KEY = at("checkpoints", value={"bucket": "labs-ckpt", "modelParameters": 7_000_000_000, "meanTimeBetweenFailuresHours": 24, "encryption": "CustomerManagedKey"})
+CUSTOMER_KEY = at(
+    "checkpoints",
+    value={
+        "bucket": "labs-ckpt",
+        "modelParameters": 7_000_000_000,
+        "meanTimeBetweenFailuresHours": 24,
+        "encryption": "CustomerManagedKey",
+    },
+)
 EFA_P5 = group(instanceType="p5.48xlarge", fabric="EFA", zone="use1-az4", subnetIds=["subnet-0aa"])
 OPERATOR = at("versions", "driver", value={"source": "Operator", "version": "595.91.07"})
 OPERATOR_GDRCOPY = at("versions", "driver", value={"source": "Operator", "version": "595.91.07", "gdrCopy": "Enabled"})
@@ -135,199 +148,1420 @@ def test_minimal_fleet_passes_every_rule() -> None:
 CASES: list[Any] = [
     # duplicate-names
     pytest.param("duplicate-names", [add_group(name="l4b", instanceType="g6.xlarge")], [], id="dup/distinct-groups"),
-    pytest.param("duplicate-names", [add_group(name="l4", instanceType="g6.2xlarge")], [("nodeGroups[1].name", 'duplicate name "l4" in nodeGroups')], id="dup/group"),
-    pytest.param("duplicate-names", [add_team(name="vision", namespace="vision-2")], [("teams[1].name", 'duplicate name "vision" in teams')], id="dup/team"),
-    pytest.param("duplicate-names", [add_team(name="speech", namespace="vision")], [("teams[1].namespace", 'namespace "vision" is already used by team "vision"')], id="dup/namespace"),
+    pytest.param(
+        "duplicate-names",
+        [add_group(name="l4", instanceType="g6.2xlarge")],
+        [("nodeGroups[1].name", 'duplicate name "l4" in nodeGroups')],
+        id="dup/group",
+    ),
+    pytest.param(
+        "duplicate-names",
+        [add_team(name="vision", namespace="vision-2")],
+        [("teams[1].name", 'duplicate name "vision" in teams')],
+        id="dup/team",
+    ),
+    pytest.param(
+        "duplicate-names",
+        [add_team(name="speech", namespace="vision")],
+        [("teams[1].namespace", 'namespace "vision" is already used by team "vision"')],
+        id="dup/namespace",
+    ),
     pytest.param("duplicate-names", [add_team(name="speech")], [], id="dup/namespace-defaults-to-team-name"),
-    pytest.param("duplicate-names", [team(quotas=[{"nodeGroup": "l4", "gpus": 1}, {"nodeGroup": "l4", "gpus": 2}])], [("teams[0].quotas[1].nodeGroup", 'a second quota on node group "l4"')], id="dup/quota"),
-    pytest.param("duplicate-names", [at("imageSets", value=[{"name": "t", "images": ["a:1"]}, {"name": "t", "images": ["b:1"]}])], [("imageSets[1].name", 'duplicate name "t" in imageSets')], id="dup/image-set"),
-    pytest.param("duplicate-names", [at("admission", "priorities", value=[{"name": "batch", "value": 1}, {"name": "batch", "value": 2}])], [("admission.priorities[1].name", 'duplicate priority class "batch"')], id="dup/priority"),
+    pytest.param(
+        "duplicate-names",
+        [team(quotas=[{"nodeGroup": "l4", "gpus": 1}, {"nodeGroup": "l4", "gpus": 2}])],
+        [("teams[0].quotas[1].nodeGroup", 'a second quota on node group "l4"')],
+        id="dup/quota",
+    ),
+    pytest.param(
+        "duplicate-names",
+        [at("imageSets", value=[{"name": "t", "images": ["a:1"]}, {"name": "t", "images": ["b:1"]}])],
+        [("imageSets[1].name", 'duplicate name "t" in imageSets')],
+        id="dup/image-set",
+    ),
+    pytest.param(
+        "duplicate-names",
+        [at("admission", "priorities", value=[{"name": "batch", "value": 1}, {"name": "batch", "value": 2}])],
+        [("admission.priorities[1].name", 'duplicate priority class "batch"')],
+        id="dup/priority",
+    ),
     # known-instance-type
     pytest.param("known-instance-type", [group(instanceType="p5.48xlarge")], [], id="instance/known"),
-    pytest.param("known-instance-type", [group(instanceType="m7i.xlarge")], [("nodeGroups[0].instanceType", '"m7i.xlarge" is not a GPU instance type gpufleet knows')], id="instance/cpu-type"),
+    pytest.param(
+        "known-instance-type",
+        [group(instanceType="m7i.xlarge")],
+        [("nodeGroups[0].instanceType", '"m7i.xlarge" is not a GPU instance type gpufleet knows')],
+        id="instance/cpu-type",
+    ),
     # references
-    pytest.param("references", [IMAGES, group(images=["training"]), at("cost", "gpuHourUsd", value={"l4": 0.8})], [], id="refs/all-known"),
-    pytest.param("references", [IMAGES, group(images=["trainig"])], [("nodeGroups[0].images[0]", 'unknown image set "trainig"')], id="refs/image-set"),
-    pytest.param("references", [quota(nodeGroup="l40s")], [("teams[0].quotas[0].nodeGroup", 'unknown node group "l40s"')], id="refs/node-group"),
-    pytest.param("references", [at("cost", "gpuHourUsd", value={"l40s": 1.0})], [("cost.gpuHourUsd.l40s", 'price for unknown node group "l40s"')], id="refs/cost"),
+    pytest.param(
+        "references",
+        [IMAGES, group(images=["training"]), at("cost", "gpuHourUsd", value={"l4": 0.8})],
+        [],
+        id="refs/all-known",
+    ),
+    pytest.param(
+        "references",
+        [IMAGES, group(images=["trainig"])],
+        [("nodeGroups[0].images[0]", 'unknown image set "trainig"')],
+        id="refs/image-set",
+    ),
+    pytest.param(
+        "references",
+        [quota(nodeGroup="l40s")],
+        [("teams[0].quotas[0].nodeGroup", 'unknown node group "l40s"')],
+        id="refs/node-group",
+    ),
+    pytest.param(
+        "references",
+        [at("cost", "gpuHourUsd", value={"l40s": 1.0})],
+        [("cost.gpuHourUsd.l40s", 'price for unknown node group "l40s"')],
+        id="refs/cost",
+    ),
     # quota-fits-node-group
     pytest.param("quota-fits-node-group", [quota(gpus=4)], [], id="quota/exactly-full"),
-    pytest.param("quota-fits-node-group", [quota(gpus=5)], [("teams[0].quotas[0].gpus", '5 GPUs is more than node group "l4" can ever hold (maxSize 4 x 1 GPU(s) per g6.xlarge = 4)')], id="quota/too-large"),
-    pytest.param("quota-fits-node-group", [group(instanceType="p4d.24xlarge", scaling={"maxSize": 2}), quota(gpus=16)], [], id="quota/8-gpu-nodes"),
-    pytest.param("quota-fits-node-group", [group(instanceType="p4d.24xlarge", scaling={"maxSize": 2}), quota(gpus=17)], [("teams[0].quotas[0].gpus", '17 GPUs is more than node group "l4" can ever hold (maxSize 2 x 8 GPU(s) per p4d.24xlarge = 16)')], id="quota/8-gpu-nodes-too-large"),
+    pytest.param(
+        "quota-fits-node-group",
+        [quota(gpus=5)],
+        [
+            (
+                "teams[0].quotas[0].gpus",
+                '5 GPUs is more than node group "l4" can ever hold (maxSize 4 x 1 GPU(s) per g6.xlarge = 4)',
+            )
+        ],
+        id="quota/too-large",
+    ),
+    pytest.param(
+        "quota-fits-node-group",
+        [group(instanceType="p4d.24xlarge", scaling={"maxSize": 2}), quota(gpus=16)],
+        [],
+        id="quota/8-gpu-nodes",
+    ),
+    pytest.param(
+        "quota-fits-node-group",
+        [group(instanceType="p4d.24xlarge", scaling={"maxSize": 2}), quota(gpus=17)],
+        [
+            (
+                "teams[0].quotas[0].gpus",
+                '17 GPUs is more than node group "l4" can ever hold (maxSize 2 x 8 GPU(s) per p4d.24xlarge = 16)',
+            )
+        ],
+        id="quota/8-gpu-nodes-too-large",
+    ),
     pytest.param("quota-fits-node-group", [team(cohort="r"), quota(lendingLimit=4)], [], id="quota/lend-all"),
-    pytest.param("quota-fits-node-group", [team(cohort="r"), quota(lendingLimit=5)], [("teams[0].quotas[0].lendingLimit", "lendingLimit 5 is more than the nominal quota of 4 GPUs")], id="quota/lend-more-than-owned"),
-    pytest.param("quota-fits-node-group", [add_group(name="l4", instanceType="g6.2xlarge", scaling={"maxSize": 1})], [], id="quota/first-of-duplicate-names"),
+    pytest.param(
+        "quota-fits-node-group",
+        [team(cohort="r"), quota(lendingLimit=5)],
+        [("teams[0].quotas[0].lendingLimit", "lendingLimit 5 is more than the nominal quota of 4 GPUs")],
+        id="quota/lend-more-than-owned",
+    ),
+    pytest.param(
+        "quota-fits-node-group",
+        [add_group(name="l4", instanceType="g6.2xlarge", scaling={"maxSize": 1})],
+        [],
+        id="quota/first-of-duplicate-names",
+    ),
     # limits-need-cohort
-    pytest.param("limits-need-cohort", [team(cohort="research"), quota(borrowingLimit=2, lendingLimit=2)], [], id="cohort/with"),
-    pytest.param("limits-need-cohort", [quota(borrowingLimit=2)], [("teams[0].quotas[0].borrowingLimit", 'borrowingLimit needs a cohort, but team "vision" has none')], id="cohort/borrowing"),
-    pytest.param("limits-need-cohort", [quota(lendingLimit=2)], [("teams[0].quotas[0].lendingLimit", 'lendingLimit needs a cohort, but team "vision" has none')], id="cohort/lending"),
+    pytest.param(
+        "limits-need-cohort", [team(cohort="research"), quota(borrowingLimit=2, lendingLimit=2)], [], id="cohort/with"
+    ),
+    pytest.param(
+        "limits-need-cohort",
+        [quota(borrowingLimit=2)],
+        [("teams[0].quotas[0].borrowingLimit", 'borrowingLimit needs a cohort, but team "vision" has none')],
+        id="cohort/borrowing",
+    ),
+    pytest.param(
+        "limits-need-cohort",
+        [quota(lendingLimit=2)],
+        [("teams[0].quotas[0].lendingLimit", 'lendingLimit needs a cohort, but team "vision" has none')],
+        id="cohort/lending",
+    ),
     # sharing
-    pytest.param("sharing", [group(sharing={"strategy": "MIG", "profile": "1g.10gb"}, instanceType="p5.48xlarge")], [], id="sharing/mig"),
-    pytest.param("sharing", [group(sharing={"strategy": "MIG", "profile": "1g.10gb"})], [("nodeGroups[0].sharing.strategy", "L4 GPUs in g6.xlarge cannot do MIG")], id="sharing/mig-not-capable"),
-    pytest.param("sharing", [group(sharing={"strategy": "MIG"}, instanceType="p5.48xlarge")], [("nodeGroups[0].sharing.profile", "strategy MIG needs a profile")], id="sharing/mig-without-profile"),
-    pytest.param("sharing", [group(sharing={"strategy": "MIG", "profile": "1g.5gb"}, instanceType="p5.48xlarge")], [("nodeGroups[0].sharing.profile", '"1g.5gb" is not a MIG profile of the H100 in p5.48xlarge (profiles: 1g.10gb, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb)')], id="sharing/mig-profile-of-another-gpu"),
+    pytest.param(
+        "sharing",
+        [group(sharing={"strategy": "MIG", "profile": "1g.10gb"}, instanceType="p5.48xlarge")],
+        [],
+        id="sharing/mig",
+    ),
+    pytest.param(
+        "sharing",
+        [group(sharing={"strategy": "MIG", "profile": "1g.10gb"})],
+        [("nodeGroups[0].sharing.strategy", "L4 GPUs in g6.xlarge cannot do MIG")],
+        id="sharing/mig-not-capable",
+    ),
+    pytest.param(
+        "sharing",
+        [group(sharing={"strategy": "MIG"}, instanceType="p5.48xlarge")],
+        [("nodeGroups[0].sharing.profile", "strategy MIG needs a profile")],
+        id="sharing/mig-without-profile",
+    ),
+    pytest.param(
+        "sharing",
+        [group(sharing={"strategy": "MIG", "profile": "1g.5gb"}, instanceType="p5.48xlarge")],
+        [
+            (
+                "nodeGroups[0].sharing.profile",
+                (
+                    '"1g.5gb" is not a MIG profile of the H100 in p5.48xlarge (profiles: 1g.10gb, 1g.20gb, 2g.20gb,'
+                    " 3g.40gb, 4g.40gb, 7g.80gb)"
+                ),
+            )
+        ],
+        id="sharing/mig-profile-of-another-gpu",
+    ),
     pytest.param("sharing", [group(sharing={"strategy": "MPS", "replicas": 4})], [], id="sharing/mps"),
-    pytest.param("sharing", [group(sharing={"strategy": "MPS", "replicas": 4, "profile": "1g.10gb"}, instanceType="p5.48xlarge")], [("nodeGroups[0].sharing.profile", "MPS cannot be combined with MIG: the device plugin does not support MPS on MIG-enabled devices")], id="sharing/mps-with-mig"),
-    pytest.param("sharing", [group(sharing={"strategy": "MPS"})], [("nodeGroups[0].sharing.replicas", "strategy MPS needs replicas (pods per GPU)")], id="sharing/mps-without-replicas"),
-    pytest.param("sharing", [group(sharing={"strategy": "Exclusive", "replicas": 2})], [("nodeGroups[0].sharing.replicas", "replicas is only used with TimeSlicing or MPS, not Exclusive")], id="sharing/replicas-unused"),
-    pytest.param("sharing", [group(sharing={"strategy": "Exclusive", "profile": "1g.10gb"})], [("nodeGroups[0].sharing.profile", "profile is only used with MIG, not Exclusive")], id="sharing/profile-unused"),
-    pytest.param("sharing", [group(sharing={"strategy": "MIG", "migStrategy": "Mixed", "layout": [{"gpus": 4, "profile": "1g.10gb"}, {"gpus": 4, "profile": "3g.40gb"}]}, instanceType="p5.48xlarge")], [], id="sharing/mig-mixed"),
-    pytest.param("sharing", [group(sharing={"strategy": "MIG", "migStrategy": "Mixed", "layout": [{"gpus": 4, "profile": "1g.10gb"}, {"gpus": 2, "profile": "3g.40gb"}]}, instanceType="p5.48xlarge")], [("nodeGroups[0].sharing.layout", "layout covers 6 GPUs, but p5.48xlarge has 8")], id="sharing/mig-mixed-short-layout"),
-    pytest.param("sharing", [group(sharing={"strategy": "MIG", "migStrategy": "Mixed", "layout": [{"gpus": 4, "profile": "1g.10gb"}, {"gpus": 4, "profile": "3g.20gb"}]}, instanceType="p5.48xlarge")], [("nodeGroups[0].sharing.layout[1].profile", '"3g.20gb" is not a MIG profile of the H100 in p5.48xlarge (profiles: 1g.10gb, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb)')], id="sharing/mig-mixed-profile-of-another-gpu"),
-    pytest.param("sharing", [group(sharing={"strategy": "MIG", "migStrategy": "Mixed"}, instanceType="p5.48xlarge")], [("nodeGroups[0].sharing.migStrategy", "migStrategy Mixed needs a layout: the profile of each of the node's GPUs")], id="sharing/mig-mixed-without-layout"),
-    pytest.param("sharing", [group(sharing={"strategy": "MIG", "migStrategy": "Mixed", "profile": "1g.10gb", "layout": [{"gpus": 8, "profile": "1g.10gb"}]}, instanceType="p5.48xlarge")], [("nodeGroups[0].sharing.profile", "with migStrategy Mixed the profiles are given per GPU in layout, not in profile")], id="sharing/mig-mixed-with-profile"),
-    pytest.param("sharing", [group(sharing={"strategy": "MIG", "profile": "1g.10gb", "layout": [{"gpus": 8, "profile": "1g.10gb"}]}, instanceType="p5.48xlarge")], [("nodeGroups[0].sharing.layout", "layout needs migStrategy Mixed: under Single every slice is nvidia.com/gpu, so a node holds one profile")], id="sharing/layout-without-mixed"),
-    pytest.param("sharing", [group(sharing={"strategy": "MPS", "replicas": 4, "migStrategy": "Mixed"})], [("nodeGroups[0].sharing.migStrategy", "migStrategy is only used with MIG, not MPS")], id="sharing/mig-strategy-unused"),
-    pytest.param("sharing", [group(sharing={"strategy": "MIG", "migStrategy": "Mixed", "layout": [{"gpus": 4, "profile": "1g.10gb"}, {"gpus": 4, "profile": "3g.40gb"}]}, instanceType="p5.48xlarge", ami={"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"})], [("nodeGroups[0].sharing.migStrategy", "Bottlerocket partitions MIG from its own settings, one profile per board (BOTTLEROCKET_x86_64_NVIDIA); migStrategy Mixed needs the GPU Operator's MIG manager")], id="sharing/mig-mixed-bottlerocket"),
-    pytest.param("sharing", [group(sharing={"strategy": "MIG", "migStrategy": "Mixed", "layout": [{"gpus": 4, "profile": "1g.10gb"}, {"gpus": 4, "profile": "3g.40gb"}]}, instanceType="p5.48xlarge"), add_group(name="h100", instanceType="p5.48xlarge", sharing={"strategy": "MIG", "profile": "1g.10gb"})], [("nodeGroups[1].sharing.strategy", 'the GPU Operator applies one MIG strategy to the whole cluster (ClusterPolicy mig.strategy), and node group "l4" uses Mixed: this group\'s slices would be advertised as nvidia.com/mig-1g.10gb, not nvidia.com/gpu')], id="sharing/mig-strategies-disagree"),
-    pytest.param("sharing", [group(workloadClass="Interactive", sharing={"strategy": "TimeSlicing", "replicas": 4})], [], id="sharing/time-slicing-interactive"),
-    pytest.param("sharing", [group(workloadClass="Inference", sharing={"strategy": "TimeSlicing", "replicas": 4, "acknowledgeNoIsolation": True})], [], id="sharing/time-slicing-acknowledged"),
-    pytest.param("sharing", [group(workloadClass="Training", sharing={"strategy": "TimeSlicing", "replicas": 4})], [("nodeGroups[0].sharing.strategy", "time-slicing on a workloadClass Training group: pods share a GPU with no memory bound and no fault isolation")], id="sharing/time-slicing-training"),
-    pytest.param("sharing", [group(workloadClass="Inference", sharing={"strategy": "TimeSlicing", "replicas": 4})], [("nodeGroups[0].sharing.strategy", "time-slicing on a workloadClass Inference group: pods share a GPU with no memory bound and no fault isolation")], id="sharing/time-slicing-inference"),
+    pytest.param(
+        "sharing",
+        [group(sharing={"strategy": "MPS", "replicas": 4, "profile": "1g.10gb"}, instanceType="p5.48xlarge")],
+        [
+            (
+                "nodeGroups[0].sharing.profile",
+                "MPS cannot be combined with MIG: the device plugin does not support MPS on MIG-enabled devices",
+            )
+        ],
+        id="sharing/mps-with-mig",
+    ),
+    pytest.param(
+        "sharing",
+        [group(sharing={"strategy": "MPS"})],
+        [("nodeGroups[0].sharing.replicas", "strategy MPS needs replicas (pods per GPU)")],
+        id="sharing/mps-without-replicas",
+    ),
+    pytest.param(
+        "sharing",
+        [group(sharing={"strategy": "Exclusive", "replicas": 2})],
+        [("nodeGroups[0].sharing.replicas", "replicas is only used with TimeSlicing or MPS, not Exclusive")],
+        id="sharing/replicas-unused",
+    ),
+    pytest.param(
+        "sharing",
+        [group(sharing={"strategy": "Exclusive", "profile": "1g.10gb"})],
+        [("nodeGroups[0].sharing.profile", "profile is only used with MIG, not Exclusive")],
+        id="sharing/profile-unused",
+    ),
+    pytest.param(
+        "sharing",
+        [
+            group(
+                sharing={
+                    "strategy": "MIG",
+                    "migStrategy": "Mixed",
+                    "layout": [{"gpus": 4, "profile": "1g.10gb"}, {"gpus": 4, "profile": "3g.40gb"}],
+                },
+                instanceType="p5.48xlarge",
+            )
+        ],
+        [],
+        id="sharing/mig-mixed",
+    ),
+    pytest.param(
+        "sharing",
+        [
+            group(
+                sharing={
+                    "strategy": "MIG",
+                    "migStrategy": "Mixed",
+                    "layout": [{"gpus": 4, "profile": "1g.10gb"}, {"gpus": 2, "profile": "3g.40gb"}],
+                },
+                instanceType="p5.48xlarge",
+            )
+        ],
+        [("nodeGroups[0].sharing.layout", "layout covers 6 GPUs, but p5.48xlarge has 8")],
+        id="sharing/mig-mixed-short-layout",
+    ),
+    pytest.param(
+        "sharing",
+        [
+            group(
+                sharing={
+                    "strategy": "MIG",
+                    "migStrategy": "Mixed",
+                    "layout": [{"gpus": 4, "profile": "1g.10gb"}, {"gpus": 4, "profile": "3g.20gb"}],
+                },
+                instanceType="p5.48xlarge",
+            )
+        ],
+        [
+            (
+                "nodeGroups[0].sharing.layout[1].profile",
+                (
+                    '"3g.20gb" is not a MIG profile of the H100 in p5.48xlarge (profiles: 1g.10gb, 1g.20gb, 2g.20gb,'
+                    " 3g.40gb, 4g.40gb, 7g.80gb)"
+                ),
+            )
+        ],
+        id="sharing/mig-mixed-profile-of-another-gpu",
+    ),
+    pytest.param(
+        "sharing",
+        [group(sharing={"strategy": "MIG", "migStrategy": "Mixed"}, instanceType="p5.48xlarge")],
+        [
+            (
+                "nodeGroups[0].sharing.migStrategy",
+                "migStrategy Mixed needs a layout: the profile of each of the node's GPUs",
+            )
+        ],
+        id="sharing/mig-mixed-without-layout",
+    ),
+    pytest.param(
+        "sharing",
+        [
+            group(
+                sharing={
+                    "strategy": "MIG",
+                    "migStrategy": "Mixed",
+                    "profile": "1g.10gb",
+                    "layout": [{"gpus": 8, "profile": "1g.10gb"}],
+                },
+                instanceType="p5.48xlarge",
+            )
+        ],
+        [
+            (
+                "nodeGroups[0].sharing.profile",
+                "with migStrategy Mixed the profiles are given per GPU in layout, not in profile",
+            )
+        ],
+        id="sharing/mig-mixed-with-profile",
+    ),
+    pytest.param(
+        "sharing",
+        [
+            group(
+                sharing={"strategy": "MIG", "profile": "1g.10gb", "layout": [{"gpus": 8, "profile": "1g.10gb"}]},
+                instanceType="p5.48xlarge",
+            )
+        ],
+        [
+            (
+                "nodeGroups[0].sharing.layout",
+                (
+                    "layout needs migStrategy Mixed: under Single every slice is nvidia.com/gpu, so a node holds one"
+                    " profile"
+                ),
+            )
+        ],
+        id="sharing/layout-without-mixed",
+    ),
+    pytest.param(
+        "sharing",
+        [group(sharing={"strategy": "MPS", "replicas": 4, "migStrategy": "Mixed"})],
+        [("nodeGroups[0].sharing.migStrategy", "migStrategy is only used with MIG, not MPS")],
+        id="sharing/mig-strategy-unused",
+    ),
+    pytest.param(
+        "sharing",
+        [
+            group(
+                sharing={
+                    "strategy": "MIG",
+                    "migStrategy": "Mixed",
+                    "layout": [{"gpus": 4, "profile": "1g.10gb"}, {"gpus": 4, "profile": "3g.40gb"}],
+                },
+                instanceType="p5.48xlarge",
+                ami={"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"},
+            )
+        ],
+        [
+            (
+                "nodeGroups[0].sharing.migStrategy",
+                (
+                    "Bottlerocket partitions MIG from its own settings, one profile per board"
+                    " (BOTTLEROCKET_x86_64_NVIDIA); migStrategy Mixed needs the GPU Operator's MIG manager"
+                ),
+            )
+        ],
+        id="sharing/mig-mixed-bottlerocket",
+    ),
+    pytest.param(
+        "sharing",
+        [
+            group(
+                sharing={
+                    "strategy": "MIG",
+                    "migStrategy": "Mixed",
+                    "layout": [{"gpus": 4, "profile": "1g.10gb"}, {"gpus": 4, "profile": "3g.40gb"}],
+                },
+                instanceType="p5.48xlarge",
+            ),
+            add_group(name="h100", instanceType="p5.48xlarge", sharing={"strategy": "MIG", "profile": "1g.10gb"}),
+        ],
+        [
+            (
+                "nodeGroups[1].sharing.strategy",
+                (
+                    "the GPU Operator applies one MIG strategy to the whole cluster (ClusterPolicy mig.strategy), and"
+                    ' node group "l4" uses Mixed: this group\'s slices would be advertised as nvidia.com/mig-1g.10gb,'
+                    " not nvidia.com/gpu"
+                ),
+            )
+        ],
+        id="sharing/mig-strategies-disagree",
+    ),
+    pytest.param(
+        "sharing",
+        [group(workloadClass="Interactive", sharing={"strategy": "TimeSlicing", "replicas": 4})],
+        [],
+        id="sharing/time-slicing-interactive",
+    ),
+    pytest.param(
+        "sharing",
+        [
+            group(
+                workloadClass="Inference",
+                sharing={"strategy": "TimeSlicing", "replicas": 4, "acknowledgeNoIsolation": True},
+            )
+        ],
+        [],
+        id="sharing/time-slicing-acknowledged",
+    ),
+    pytest.param(
+        "sharing",
+        [group(workloadClass="Training", sharing={"strategy": "TimeSlicing", "replicas": 4})],
+        [
+            (
+                "nodeGroups[0].sharing.strategy",
+                (
+                    "time-slicing on a workloadClass Training group: pods share a GPU with no memory bound and no fault"
+                    " isolation"
+                ),
+            )
+        ],
+        id="sharing/time-slicing-training",
+    ),
+    pytest.param(
+        "sharing",
+        [group(workloadClass="Inference", sharing={"strategy": "TimeSlicing", "replicas": 4})],
+        [
+            (
+                "nodeGroups[0].sharing.strategy",
+                (
+                    "time-slicing on a workloadClass Inference group: pods share a GPU with no memory bound and no"
+                    " fault isolation"
+                ),
+            )
+        ],
+        id="sharing/time-slicing-inference",
+    ),
     # efa
     pytest.param("efa", [EFA_P5], [], id="efa/pinned"),
-    pytest.param("efa", [EFA_P5, group(instanceType="g5.xlarge")], [("nodeGroups[0].fabric", "g5.xlarge has no EFA")], id="efa/not-supported"),
-    pytest.param("efa", [EFA_P5, group(zone=None)], [("nodeGroups[0].zone", "an EFA group must be pinned to one zone (EFA traffic does not cross availability zones)")], id="efa/no-zone"),
-    pytest.param("efa", [group(efaTaint="Disabled")], [("nodeGroups[0].efaTaint", "efaTaint Disabled has no effect on fabric None: only fabric EFA groups carry the EFA taint")], id="efa/taint-opt-out-without-efa"),
+    pytest.param(
+        "efa",
+        [EFA_P5, group(instanceType="g5.xlarge")],
+        [("nodeGroups[0].fabric", "g5.xlarge has no EFA")],
+        id="efa/not-supported",
+    ),
+    pytest.param(
+        "efa",
+        [EFA_P5, group(zone=None)],
+        [
+            (
+                "nodeGroups[0].zone",
+                "an EFA group must be pinned to one zone (EFA traffic does not cross availability zones)",
+            )
+        ],
+        id="efa/no-zone",
+    ),
+    pytest.param(
+        "efa",
+        [group(efaTaint="Disabled")],
+        [
+            (
+                "nodeGroups[0].efaTaint",
+                "efaTaint Disabled has no effect on fabric None: only fabric EFA groups carry the EFA taint",
+            )
+        ],
+        id="efa/taint-opt-out-without-efa",
+    ),
     pytest.param("efa", [EFA_P5, group(efaTaint="Disabled")], [], id="efa/taint-opt-out"),
-    pytest.param("efa", [EFA_P5, group(subnetIds=None)], [("nodeGroups[0].subnetIds", "an EFA group must use exactly one subnet, in its zone; it uses 2 (cluster.network.subnetIds)")], id="efa/cluster-subnets"),
-    pytest.param("efa", [EFA_P5, group(subnetIds=["subnet-0aa", "subnet-0bb"])], [("nodeGroups[0].subnetIds", "an EFA group must use exactly one subnet, in its zone; it uses 2")], id="efa/two-subnets"),
+    pytest.param(
+        "efa",
+        [EFA_P5, group(subnetIds=None)],
+        [
+            (
+                "nodeGroups[0].subnetIds",
+                "an EFA group must use exactly one subnet, in its zone; it uses 2 (cluster.network.subnetIds)",
+            )
+        ],
+        id="efa/cluster-subnets",
+    ),
+    pytest.param(
+        "efa",
+        [EFA_P5, group(subnetIds=["subnet-0aa", "subnet-0bb"])],
+        [("nodeGroups[0].subnetIds", "an EFA group must use exactly one subnet, in its zone; it uses 2")],
+        id="efa/two-subnets",
+    ),
     pytest.param("efa", [group(instanceType="g5.xlarge")], [], id="efa/no-fabric"),
-    pytest.param("versions", [at("versions", "addons", "nodeMonitoringAgent", value="v1.4.0-eksbuild.2")], [("versions.addons.nodeMonitoringAgent", "EKS node monitoring agent v1.4.0-eksbuild.2 is not a version gpufleet knows (known: v1.6.4, v1.7.0): its repair overrides follow the agent's list of fatal XIDs")], id="versions/node-monitoring-agent-unknown"),
+    pytest.param(
+        "versions",
+        [at("versions", "addons", "nodeMonitoringAgent", value="v1.4.0-eksbuild.2")],
+        [
+            (
+                "versions.addons.nodeMonitoringAgent",
+                (
+                    "EKS node monitoring agent v1.4.0-eksbuild.2 is not a version gpufleet knows (known: v1.6.4,"
+                    " v1.7.0): its repair overrides follow the agent's list of fatal XIDs"
+                ),
+            )
+        ],
+        id="versions/node-monitoring-agent-unknown",
+    ),
     # A group without image sets: boot and join 180 s + operands 180 s = 360 s, x1.5 = 540 s (gpufleet.cold_start).
-    pytest.param("admission", [at("admission", "podsReadyTimeoutSeconds", value=540)], [], id="admission/timeout-covers-cold-start"),
-    pytest.param("admission", [at("admission", "podsReadyTimeoutSeconds", value=300)], [("admission.podsReadyTimeoutSeconds", "300s is shorter than a cold start of node group l4 (about 540s with margin: node boot and join, image pulls, GPU Operator operands): a job that must scale the group up is evicted, and deactivated after 5 requeues")], id="admission/timeout-shorter-than-cold-start"),
+    pytest.param(
+        "admission",
+        [at("admission", "podsReadyTimeoutSeconds", value=540)],
+        [],
+        id="admission/timeout-covers-cold-start",
+    ),
+    pytest.param(
+        "admission",
+        [at("admission", "podsReadyTimeoutSeconds", value=300)],
+        [
+            (
+                "admission.podsReadyTimeoutSeconds",
+                (
+                    "300s is shorter than a cold start of node group l4 (about 540s with margin: node boot and join,"
+                    " image pulls, GPU Operator operands): a job that must scale the group up is evicted, and"
+                    " deactivated after 5 requeues"
+                ),
+            )
+        ],
+        id="admission/timeout-shorter-than-cold-start",
+    ),
     # warm-pool
-    pytest.param("warm-pool", [group(warmPool={"minSize": 4, "state": "Hibernated"})], [], id="warm/full-hibernated-small"),
-    pytest.param("warm-pool", [group(warmPool={"minSize": 5})], [("nodeGroups[0].warmPool.minSize", "a warm pool of 5 is larger than the group's maxSize 4")], id="warm/larger-than-max"),
-    pytest.param("warm-pool", [group(warmPool={"minSize": 2, "maxPreparedCapacity": 1})], [("nodeGroups[0].warmPool.maxPreparedCapacity", "maxPreparedCapacity 1 is less than the pool's minSize 2")], id="warm/prepared-below-min"),
-    pytest.param("warm-pool", [group(instanceType="p5.48xlarge", warmPool={"state": "Hibernated"})], [("nodeGroups[0].warmPool.state", "p5.48xlarge has 2048 GiB of RAM; EC2 hibernates only instances with less than 150 GB")], id="warm/hibernated-p5"),
-    pytest.param("warm-pool", [group(capacity={"type": "CapacityBlock", "reservationId": "cr-0123456789abcdef0"}, warmPool={})], [("nodeGroups[0].warmPool", "a CapacityBlock group cannot have a warm pool: the reservation already holds the instances")], id="warm/capacity-block"),
+    pytest.param(
+        "warm-pool", [group(warmPool={"minSize": 4, "state": "Hibernated"})], [], id="warm/full-hibernated-small"
+    ),
+    pytest.param(
+        "warm-pool",
+        [group(warmPool={"minSize": 5})],
+        [("nodeGroups[0].warmPool.minSize", "a warm pool of 5 is larger than the group's maxSize 4")],
+        id="warm/larger-than-max",
+    ),
+    pytest.param(
+        "warm-pool",
+        [group(warmPool={"minSize": 2, "maxPreparedCapacity": 1})],
+        [("nodeGroups[0].warmPool.maxPreparedCapacity", "maxPreparedCapacity 1 is less than the pool's minSize 2")],
+        id="warm/prepared-below-min",
+    ),
+    pytest.param(
+        "warm-pool",
+        [group(instanceType="p5.48xlarge", warmPool={"state": "Hibernated"})],
+        [
+            (
+                "nodeGroups[0].warmPool.state",
+                "p5.48xlarge has 2048 GiB of RAM; EC2 hibernates only instances with less than 150 GB",
+            )
+        ],
+        id="warm/hibernated-p5",
+    ),
+    pytest.param(
+        "warm-pool",
+        [group(capacity={"type": "CapacityBlock", "reservationId": "cr-0123456789abcdef0"}, warmPool={})],
+        [
+            (
+                "nodeGroups[0].warmPool",
+                "a CapacityBlock group cannot have a warm pool: the reservation already holds the instances",
+            )
+        ],
+        id="warm/capacity-block",
+    ),
     pytest.param("warm-pool", [group(ami=BOTTLEROCKET, warmPool={"minSize": 1})], [], id="warm/bottlerocket-defaults"),
-    pytest.param("warm-pool", [group(ami=BOTTLEROCKET, warmPool={"reuseOnScaleIn": True})], [("nodeGroups[0].warmPool.reuseOnScaleIn", "EKS does not support reuseOnScaleIn with Bottlerocket AMIs (BOTTLEROCKET_x86_64_NVIDIA)")], id="warm/bottlerocket-reuse"),
-    pytest.param("warm-pool", [group(ami=BOTTLEROCKET, warmPool={"state": "Hibernated"})], [("nodeGroups[0].warmPool.state", "EKS does not support the Hibernated warm-pool state with Bottlerocket AMIs (BOTTLEROCKET_x86_64_NVIDIA)")], id="warm/bottlerocket-hibernated"),
-    pytest.param("warm-pool", [group(capacity={"type": "Spot"}, warmPool={})], [("nodeGroups[0].warmPool", "a Spot group cannot have a warm pool: EC2 Auto Scaling warm pools do not support Spot Instances")], id="warm/spot"),
+    pytest.param(
+        "warm-pool",
+        [group(ami=BOTTLEROCKET, warmPool={"reuseOnScaleIn": True})],
+        [
+            (
+                "nodeGroups[0].warmPool.reuseOnScaleIn",
+                "EKS does not support reuseOnScaleIn with Bottlerocket AMIs (BOTTLEROCKET_x86_64_NVIDIA)",
+            )
+        ],
+        id="warm/bottlerocket-reuse",
+    ),
+    pytest.param(
+        "warm-pool",
+        [group(ami=BOTTLEROCKET, warmPool={"state": "Hibernated"})],
+        [
+            (
+                "nodeGroups[0].warmPool.state",
+                (
+                    "EKS does not support the Hibernated warm-pool state with Bottlerocket AMIs"
+                    " (BOTTLEROCKET_x86_64_NVIDIA)"
+                ),
+            )
+        ],
+        id="warm/bottlerocket-hibernated",
+    ),
+    pytest.param(
+        "warm-pool",
+        [group(capacity={"type": "Spot"}, warmPool={})],
+        [
+            (
+                "nodeGroups[0].warmPool",
+                "a Spot group cannot have a warm pool: EC2 Auto Scaling warm pools do not support Spot Instances",
+            )
+        ],
+        id="warm/spot",
+    ),
     # scaling
-    pytest.param("scaling", [group(scaling={"minSize": 4, "maxSize": 4, "desiredSize": 4}, update={"maxUnavailablePercentage": 50})], [], id="scaling/edges"),
-    pytest.param("scaling", [group(scaling={"minSize": 5, "maxSize": 4})], [("nodeGroups[0].scaling.minSize", "minSize 5 is larger than maxSize 4")], id="scaling/min-above-max"),
-    pytest.param("scaling", [group(scaling={"minSize": 1, "maxSize": 4, "desiredSize": 0})], [("nodeGroups[0].scaling.desiredSize", "desiredSize 0 is outside minSize..maxSize (1..4)")], id="scaling/desired-below-min"),
-    pytest.param("scaling", [group(update={"maxUnavailable": 1, "maxUnavailablePercentage": 50})], [("nodeGroups[0].update.maxUnavailablePercentage", "set maxUnavailable or maxUnavailablePercentage, not both (EKS takes one)")], id="scaling/both-update-limits"),
+    pytest.param(
+        "scaling",
+        [group(scaling={"minSize": 4, "maxSize": 4, "desiredSize": 4}, update={"maxUnavailablePercentage": 50})],
+        [],
+        id="scaling/edges",
+    ),
+    pytest.param(
+        "scaling",
+        [group(scaling={"minSize": 5, "maxSize": 4})],
+        [("nodeGroups[0].scaling.minSize", "minSize 5 is larger than maxSize 4")],
+        id="scaling/min-above-max",
+    ),
+    pytest.param(
+        "scaling",
+        [group(scaling={"minSize": 1, "maxSize": 4, "desiredSize": 0})],
+        [("nodeGroups[0].scaling.desiredSize", "desiredSize 0 is outside minSize..maxSize (1..4)")],
+        id="scaling/desired-below-min",
+    ),
+    pytest.param(
+        "scaling",
+        [group(update={"maxUnavailable": 1, "maxUnavailablePercentage": 50})],
+        [
+            (
+                "nodeGroups[0].update.maxUnavailablePercentage",
+                "set maxUnavailable or maxUnavailablePercentage, not both (EKS takes one)",
+            )
+        ],
+        id="scaling/both-update-limits",
+    ),
     # capacity
-    pytest.param("capacity", [group(capacity={"type": "CapacityBlock", "reservationId": "cr-0123456789abcdef0"})], [], id="capacity/block"),
-    pytest.param("capacity", [group(capacity={"type": "CapacityBlock"})], [("nodeGroups[0].capacity.type", "CapacityBlock needs reservationId: the capacity reservation (cr-...) of the purchased Capacity Block")], id="capacity/block-without-reservation"),
-    pytest.param("capacity", [group(capacity={"type": "Spot", "reservationId": "cr-0123456789abcdef0"})], [("nodeGroups[0].capacity.reservationId", "reservationId is only used with capacity type CapacityBlock; Spot Instances do not launch into capacity reservations")], id="capacity/reservation-on-spot"),
-    pytest.param("capacity", [group(capacity={"reservationId": "cr-0123456789abcdef0"})], [("nodeGroups[0].capacity.reservationId", "reservationId names a Capacity Block (type CapacityBlock); an On-Demand Capacity Reservation (ODCR) is capacity.reservation")], id="capacity/reservation-id-on-on-demand"),
-    pytest.param("capacity", [group(capacity={"reservation": {"id": ODCR, "instanceCount": 4}}, scaling={"minSize": 4, "maxSize": 4})], [], id="capacity/odcr-targeted"),
-    pytest.param("capacity", [group(capacity={"reservation": {"resourceGroupArn": ODCR_GROUP, "instanceCount": 2}}, scaling={"minSize": 2, "maxSize": 8})], [], id="capacity/odcr-group-may-exceed-its-count"),
-    pytest.param("capacity", [group(capacity={"reservation": {"open": True, "instanceCount": 1}}, scaling={"minSize": 1, "maxSize": 4})], [], id="capacity/odcr-open"),
-    pytest.param("capacity", [group(capacity={"reservation": {"id": ODCR, "instanceCount": 4}})], [("nodeGroups[0].capacity.reservation.instanceCount", "4 reserved instance(s) are billed around the clock whether they run or not; minSize 0 keeps 0 of them running")], id="capacity/odcr-idle-reserved"),
-    pytest.param("capacity", [group(capacity={"reservation": {"id": ODCR, "instanceCount": 2}}, scaling={"minSize": 2, "maxSize": 4})], [("nodeGroups[0].capacity.reservation.instanceCount", "maxSize 4 is more than the 2 instance(s) reserved: launches into a full targeted reservation fail")], id="capacity/odcr-targeted-above-count"),
-    pytest.param("capacity", [group(capacity={"reservation": {"id": ODCR, "open": True, "instanceCount": 4}}, scaling={"minSize": 4, "maxSize": 4})], [("nodeGroups[0].capacity.reservation", "reservation names exactly one of id, resourceGroupArn or open; it names id and open")], id="capacity/odcr-two-targets"),
-    pytest.param("capacity", [group(capacity={"reservation": {"instanceCount": 4}}, scaling={"minSize": 4, "maxSize": 4})], [("nodeGroups[0].capacity.reservation", "reservation names exactly one of id, resourceGroupArn or open; it names none of them")], id="capacity/odcr-no-target"),
-    pytest.param("capacity", [group(capacity={"reservation": {"resourceGroupArn": ODCR_GROUP.replace("us-east-1", "us-west-2"), "instanceCount": 1}}, scaling={"minSize": 1, "maxSize": 4})], [("nodeGroups[0].capacity.reservation.resourceGroupArn", "the Capacity Reservation group is in us-west-2, the cluster in us-east-1: a launch template targets a group of its own region")], id="capacity/odcr-group-other-region"),
-    pytest.param("capacity", [group(capacity={"type": "Spot", "reservation": {"id": ODCR, "instanceCount": 1}})], [("nodeGroups[0].capacity.reservation", "reservation is an On-Demand Capacity Reservation (ODCR): it is used only with capacity type OnDemand, not Spot")], id="capacity/odcr-on-spot"),
+    pytest.param(
+        "capacity",
+        [group(capacity={"type": "CapacityBlock", "reservationId": "cr-0123456789abcdef0"})],
+        [],
+        id="capacity/block",
+    ),
+    pytest.param(
+        "capacity",
+        [group(capacity={"type": "CapacityBlock"})],
+        [
+            (
+                "nodeGroups[0].capacity.type",
+                "CapacityBlock needs reservationId: the capacity reservation (cr-...) of the purchased Capacity Block",
+            )
+        ],
+        id="capacity/block-without-reservation",
+    ),
+    pytest.param(
+        "capacity",
+        [group(capacity={"type": "Spot", "reservationId": "cr-0123456789abcdef0"})],
+        [
+            (
+                "nodeGroups[0].capacity.reservationId",
+                (
+                    "reservationId is only used with capacity type CapacityBlock; Spot Instances do not launch into"
+                    " capacity reservations"
+                ),
+            )
+        ],
+        id="capacity/reservation-on-spot",
+    ),
+    pytest.param(
+        "capacity",
+        [group(capacity={"reservationId": "cr-0123456789abcdef0"})],
+        [
+            (
+                "nodeGroups[0].capacity.reservationId",
+                (
+                    "reservationId names a Capacity Block (type CapacityBlock); an On-Demand Capacity Reservation"
+                    " (ODCR) is capacity.reservation"
+                ),
+            )
+        ],
+        id="capacity/reservation-id-on-on-demand",
+    ),
+    pytest.param(
+        "capacity",
+        [group(capacity={"reservation": {"id": ODCR, "instanceCount": 4}}, scaling={"minSize": 4, "maxSize": 4})],
+        [],
+        id="capacity/odcr-targeted",
+    ),
+    pytest.param(
+        "capacity",
+        [
+            group(
+                capacity={"reservation": {"resourceGroupArn": ODCR_GROUP, "instanceCount": 2}},
+                scaling={"minSize": 2, "maxSize": 8},
+            )
+        ],
+        [],
+        id="capacity/odcr-group-may-exceed-its-count",
+    ),
+    pytest.param(
+        "capacity",
+        [group(capacity={"reservation": {"open": True, "instanceCount": 1}}, scaling={"minSize": 1, "maxSize": 4})],
+        [],
+        id="capacity/odcr-open",
+    ),
+    pytest.param(
+        "capacity",
+        [group(capacity={"reservation": {"id": ODCR, "instanceCount": 4}})],
+        [
+            (
+                "nodeGroups[0].capacity.reservation.instanceCount",
+                (
+                    "4 reserved instance(s) are billed around the clock whether they run or not; minSize 0 keeps 0 of"
+                    " them running"
+                ),
+            )
+        ],
+        id="capacity/odcr-idle-reserved",
+    ),
+    pytest.param(
+        "capacity",
+        [group(capacity={"reservation": {"id": ODCR, "instanceCount": 2}}, scaling={"minSize": 2, "maxSize": 4})],
+        [
+            (
+                "nodeGroups[0].capacity.reservation.instanceCount",
+                "maxSize 4 is more than the 2 instance(s) reserved: launches into a full targeted reservation fail",
+            )
+        ],
+        id="capacity/odcr-targeted-above-count",
+    ),
+    pytest.param(
+        "capacity",
+        [
+            group(
+                capacity={"reservation": {"id": ODCR, "open": True, "instanceCount": 4}},
+                scaling={"minSize": 4, "maxSize": 4},
+            )
+        ],
+        [
+            (
+                "nodeGroups[0].capacity.reservation",
+                "reservation names exactly one of id, resourceGroupArn or open; it names id and open",
+            )
+        ],
+        id="capacity/odcr-two-targets",
+    ),
+    pytest.param(
+        "capacity",
+        [group(capacity={"reservation": {"instanceCount": 4}}, scaling={"minSize": 4, "maxSize": 4})],
+        [
+            (
+                "nodeGroups[0].capacity.reservation",
+                "reservation names exactly one of id, resourceGroupArn or open; it names none of them",
+            )
+        ],
+        id="capacity/odcr-no-target",
+    ),
+    pytest.param(
+        "capacity",
+        [
+            group(
+                capacity={
+                    "reservation": {
+                        "resourceGroupArn": ODCR_GROUP.replace("us-east-1", "us-west-2"),
+                        "instanceCount": 1,
+                    }
+                },
+                scaling={"minSize": 1, "maxSize": 4},
+            )
+        ],
+        [
+            (
+                "nodeGroups[0].capacity.reservation.resourceGroupArn",
+                (
+                    "the Capacity Reservation group is in us-west-2, the cluster in us-east-1: a launch template"
+                    " targets a group of its own region"
+                ),
+            )
+        ],
+        id="capacity/odcr-group-other-region",
+    ),
+    pytest.param(
+        "capacity",
+        [group(capacity={"type": "Spot", "reservation": {"id": ODCR, "instanceCount": 1}})],
+        [
+            (
+                "nodeGroups[0].capacity.reservation",
+                (
+                    "reservation is an On-Demand Capacity Reservation (ODCR): it is used only with capacity type"
+                    " OnDemand, not Spot"
+                ),
+            )
+        ],
+        id="capacity/odcr-on-spot",
+    ),
     # taints
-    pytest.param("taints", [group(taints=[{"key": f"t{i}", "effect": "NoSchedule"} for i in range(49)])], [], id="taints/49-plus-gpu"),
-    pytest.param("taints", [group(taints=[{"key": f"t{i}", "effect": "NoSchedule"} for i in range(50)])], [("nodeGroups[0].taints", "50 taints plus the 1 gpufleet adds is 51; EKS allows at most 50 per node group")], id="taints/50-plus-gpu"),
-    pytest.param("taints", [EFA_P5, group(taints=[{"key": f"t{i}", "effect": "NoSchedule"} for i in range(48)])], [], id="taints/48-plus-gpu-and-efa"),
-    pytest.param("taints", [EFA_P5, group(taints=[{"key": f"t{i}", "effect": "NoSchedule"} for i in range(49)])], [("nodeGroups[0].taints", "49 taints plus the 2 gpufleet adds is 51; EKS allows at most 50 per node group")], id="taints/49-plus-gpu-and-efa"),
-    pytest.param("taints", [group(taints=[{"key": "nvidia.com/gpu", "effect": "NoSchedule"}])], [("nodeGroups[0].taints[0].key", "the nvidia.com/gpu taint is added by gpufleet on every group")], id="taints/gpu-taint"),
-    pytest.param("taints", [group(taints=[{"key": "a", "effect": "NoSchedule"}, {"key": "a", "effect": "NoExecute"}])], [], id="taints/same-key-other-effect"),
-    pytest.param("taints", [group(taints=[{"key": "a", "effect": "NoSchedule"}, {"key": "a", "value": "x", "effect": "NoSchedule"}])], [("nodeGroups[0].taints[0].key", 'taint "a:NoSchedule" appears more than once')], id="taints/repeated"),
+    pytest.param(
+        "taints",
+        [group(taints=[{"key": f"t{i}", "effect": "NoSchedule"} for i in range(49)])],
+        [],
+        id="taints/49-plus-gpu",
+    ),
+    pytest.param(
+        "taints",
+        [group(taints=[{"key": f"t{i}", "effect": "NoSchedule"} for i in range(50)])],
+        [("nodeGroups[0].taints", "50 taints plus the 1 gpufleet adds is 51; EKS allows at most 50 per node group")],
+        id="taints/50-plus-gpu",
+    ),
+    pytest.param(
+        "taints",
+        [EFA_P5, group(taints=[{"key": f"t{i}", "effect": "NoSchedule"} for i in range(48)])],
+        [],
+        id="taints/48-plus-gpu-and-efa",
+    ),
+    pytest.param(
+        "taints",
+        [EFA_P5, group(taints=[{"key": f"t{i}", "effect": "NoSchedule"} for i in range(49)])],
+        [("nodeGroups[0].taints", "49 taints plus the 2 gpufleet adds is 51; EKS allows at most 50 per node group")],
+        id="taints/49-plus-gpu-and-efa",
+    ),
+    pytest.param(
+        "taints",
+        [group(taints=[{"key": "nvidia.com/gpu", "effect": "NoSchedule"}])],
+        [("nodeGroups[0].taints[0].key", "the nvidia.com/gpu taint is added by gpufleet on every group")],
+        id="taints/gpu-taint",
+    ),
+    pytest.param(
+        "taints",
+        [group(taints=[{"key": "a", "effect": "NoSchedule"}, {"key": "a", "effect": "NoExecute"}])],
+        [],
+        id="taints/same-key-other-effect",
+    ),
+    pytest.param(
+        "taints",
+        [group(taints=[{"key": "a", "effect": "NoSchedule"}, {"key": "a", "value": "x", "effect": "NoSchedule"}])],
+        [("nodeGroups[0].taints[0].key", 'taint "a:NoSchedule" appears more than once')],
+        id="taints/repeated",
+    ),
     # ami
-    pytest.param("ami", [group(instanceType="g5g.xlarge", ami={"type": "AL2023_ARM_64_NVIDIA", "releaseVersion": "1.33.13-20260714"})], [], id="ami/arm"),
-    pytest.param("ami", [group(instanceType="g5g.xlarge")], [("nodeGroups[0].ami.type", "AL2023_x86_64_NVIDIA is an x86_64 AMI, but g5g.xlarge is arm64")], id="ami/x86-on-arm"),
-    pytest.param("ami", [group(ami={"type": "AL2023_ARM_64_NVIDIA", "releaseVersion": "1.33.13-20260714"})], [("nodeGroups[0].ami.type", "AL2023_ARM_64_NVIDIA is an arm64 AMI, but g6.xlarge is x86_64")], id="ami/arm-on-x86"),
-    pytest.param("ami", [group(ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.32.13-20260714"})], [("nodeGroups[0].ami.releaseVersion", "AMI release 1.32.13-20260714 is for Kubernetes 1.32, but the cluster runs 1.33")], id="ami/release-other-kubernetes"),
-    pytest.param("ami", [group(ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.3.4-20260724"})], [("nodeGroups[0].ami.releaseVersion", "AMI release 1.3.4-20260724 is for Kubernetes 1.3, but the cluster runs 1.33")], id="ami/release-prefix-is-not-enough"),
+    pytest.param(
+        "ami",
+        [group(instanceType="g5g.xlarge", ami={"type": "AL2023_ARM_64_NVIDIA", "releaseVersion": "1.33.13-20260714"})],
+        [],
+        id="ami/arm",
+    ),
+    pytest.param(
+        "ami",
+        [group(instanceType="g5g.xlarge")],
+        [("nodeGroups[0].ami.type", "AL2023_x86_64_NVIDIA is an x86_64 AMI, but g5g.xlarge is arm64")],
+        id="ami/x86-on-arm",
+    ),
+    pytest.param(
+        "ami",
+        [group(ami={"type": "AL2023_ARM_64_NVIDIA", "releaseVersion": "1.33.13-20260714"})],
+        [("nodeGroups[0].ami.type", "AL2023_ARM_64_NVIDIA is an arm64 AMI, but g6.xlarge is x86_64")],
+        id="ami/arm-on-x86",
+    ),
+    pytest.param(
+        "ami",
+        [group(ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.32.13-20260714"})],
+        [
+            (
+                "nodeGroups[0].ami.releaseVersion",
+                "AMI release 1.32.13-20260714 is for Kubernetes 1.32, but the cluster runs 1.33",
+            )
+        ],
+        id="ami/release-other-kubernetes",
+    ),
+    pytest.param(
+        "ami",
+        [group(ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.3.4-20260724"})],
+        [
+            (
+                "nodeGroups[0].ami.releaseVersion",
+                "AMI release 1.3.4-20260724 is for Kubernetes 1.3, but the cluster runs 1.33",
+            )
+        ],
+        id="ami/release-prefix-is-not-enough",
+    ),
     # 1.33.4-20260724 is the kind of release that was never published (v20260724 is not in the CHANGELOG).
-    pytest.param("ami", [group(ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.33.4-20260724"})], [("nodeGroups[0].ami.releaseVersion", "AMI release 1.33.4-20260724 is not among the published AL2023_x86_64_NVIDIA releases for Kubernetes 1.33 known to gpufleet (awslabs/amazon-eks-ami CHANGELOG as of 2026-07-23); the newest known is 1.33.13-20260714")], id="ami/release-unknown"),
-    pytest.param("ami", [group(ami={"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.33.13-20260714"})], [("nodeGroups[0].ami.releaseVersion", "1.33.13-20260714 is not a Bottlerocket release")], id="ami/bottlerocket-form"),
-    pytest.param("ami", [group(ami={"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"})], [], id="ami/bottlerocket-release"),
+    pytest.param(
+        "ami",
+        [group(ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.33.4-20260724"})],
+        [
+            (
+                "nodeGroups[0].ami.releaseVersion",
+                (
+                    "AMI release 1.33.4-20260724 is not among the published AL2023_x86_64_NVIDIA releases for"
+                    " Kubernetes 1.33 known to gpufleet (awslabs/amazon-eks-ami CHANGELOG as of 2026-07-23); the newest"
+                    " known is 1.33.13-20260714"
+                ),
+            )
+        ],
+        id="ami/release-unknown",
+    ),
+    pytest.param(
+        "ami",
+        [group(ami={"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.33.13-20260714"})],
+        [("nodeGroups[0].ami.releaseVersion", "1.33.13-20260714 is not a Bottlerocket release")],
+        id="ami/bottlerocket-form",
+    ),
+    pytest.param(
+        "ami",
+        [group(ami={"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"})],
+        [],
+        id="ami/bottlerocket-release",
+    ),
     # versions
     pytest.param("versions", [ALL_VERSIONS, through("cost")], [], id="versions/all-pinned"),
-    pytest.param("versions", [at("versions", "kueue", value=None), through("telemetry")], [], id="versions/kueue-not-needed-before-admission"),
+    pytest.param(
+        "versions",
+        [at("versions", "kueue", value=None), through("telemetry")],
+        [],
+        id="versions/kueue-not-needed-before-admission",
+    ),
     # explicit-pins
     pytest.param("explicit-pins", [at("versions", "kueue", value=None)], [], id="explicit-pins/tested-by-default"),
-    pytest.param("explicit-pins", [at("versions", "pinning", value="Explicit")], [], id="explicit-pins/all-deployed-pinned"),
-    pytest.param("explicit-pins", [at("versions", "pinning", value="Explicit"), at("versions", "kueue", value=None), at("versions", "gpuOperator", value=None)], [
-        ("versions.pinning", "pinning is Explicit, but NVIDIA GPU Operator is not pinned"),
-        ("versions.pinning", "pinning is Explicit, but Kueue is not pinned"),
-    ], id="explicit-pins/unpinned"),
-    pytest.param("explicit-pins", [at("versions", "pinning", value="Explicit"), through("health")], [("versions.pinning", "pinning is Explicit, but Node Problem Detector is not pinned")], id="explicit-pins/a-later-stage-needs-its-pin"),
+    pytest.param(
+        "explicit-pins", [at("versions", "pinning", value="Explicit")], [], id="explicit-pins/all-deployed-pinned"
+    ),
+    pytest.param(
+        "explicit-pins",
+        [
+            at("versions", "pinning", value="Explicit"),
+            at("versions", "kueue", value=None),
+            at("versions", "gpuOperator", value=None),
+        ],
+        [
+            ("versions.pinning", "pinning is Explicit, but NVIDIA GPU Operator is not pinned"),
+            ("versions.pinning", "pinning is Explicit, but Kueue is not pinned"),
+        ],
+        id="explicit-pins/unpinned",
+    ),
+    pytest.param(
+        "explicit-pins",
+        [at("versions", "pinning", value="Explicit"), through("health")],
+        [("versions.pinning", "pinning is Explicit, but Node Problem Detector is not pinned")],
+        id="explicit-pins/a-later-stage-needs-its-pin",
+    ),
     pytest.param("versions", [at("versions", "kueue", value=None)], [], id="versions/kueue-tested-by-default"),
-    pytest.param("versions", [at("versions", "kueue", value=None), at("teams", value=[])], [], id="versions/kueue-not-needed-without-teams"),
+    pytest.param(
+        "versions",
+        [at("versions", "kueue", value=None), at("teams", value=[])],
+        [],
+        id="versions/kueue-not-needed-without-teams",
+    ),
     pytest.param("versions", [EFA_P5, through("network")], [], id="versions/efa-tested-by-default"),
-    pytest.param("versions", [at("versions", "clusterAutoscaler", value=None)], [], id="versions/autoscaler-tested-by-default"),
-    pytest.param("versions", [at("versions", "clusterAutoscaler", value=None), at("cluster", "autoscaler", value="None")], [], id="versions/autoscaler-none"),
-    pytest.param("versions", [at("versions", "clusterAutoscaler", "chart", value="9.50.1")], [("versions.clusterAutoscaler.chart", "Kubernetes Cluster Autoscaler 9.50.1 is not a version gpufleet supports (supported: 9.58.0, 9.59.0)")], id="versions/autoscaler-unsupported"),
-    pytest.param("versions", [at("versions", "kubePrometheusStack", value=None), at("telemetry", "prometheus", value="Existing")], [], id="versions/existing-prometheus"),
-    pytest.param("versions", [at("versions", "kueue", "chart", value="latest")], [("versions.kueue.chart", '"latest" is not a pinned version')], id="versions/latest"),
-    pytest.param("versions", [at("versions", "kueue", "chart", value="0.19")], [("versions.kueue.chart", '"0.19" is not a pinned version')], id="versions/minor-only"),
-    pytest.param("versions", [at("versions", "gpuOperator", "chart", value="v25.3.0")], [("versions.gpuOperator.chart", "NVIDIA GPU Operator v25.3.0 is not a version gpufleet supports (supported: v26.3.3, v26.7.0)")], id="versions/unsupported"),
-    pytest.param("versions", [at("versions", "driver", value={"source": "Operator", "version": "595.91.07"})], [], id="versions/driver-operator"),
-    pytest.param("versions", [at("versions", "driver", value={"source": "Operator"})], [("versions.driver", "driver source Operator needs version: the exact driver the operator installs")], id="versions/driver-operator-without-version"),
-    pytest.param("versions", [at("versions", "driver", value={"source": "Operator", "version": "595"})], [("versions.driver.version", '"595" is not a pinned version')], id="versions/driver-not-pinned"),
-    pytest.param("versions", [at("versions", "driver", value={"source": "Preinstalled", "toolkitVersion": "v1.17.8"})], [("versions.driver.toolkitVersion", "toolkitVersion is ignored with source Preinstalled: the AMI's driver and toolkit are used")], id="versions/toolkit-with-preinstalled"),
-    pytest.param("versions", [at("cluster", "kubernetesVersion", value="1.29")], [("cluster.kubernetesVersion", "Kubernetes 1.29 is not a version gpufleet supports (supported: 1.32, 1.33, 1.34, 1.35)")], id="versions/kubernetes"),
-    pytest.param("versions", [at("imageSets", value=[{"name": "t", "images": ["nvcr.io/nvidia/pytorch@sha256:" + "0" * 64, "a:1", "b", "c:latest"]}])], [("imageSets[0].images[2]", 'image "b" is not pinned to a tag or digest'), ("imageSets[0].images[3]", 'image "c:latest" is not pinned to a tag or digest')], id="versions/images"),
+    pytest.param(
+        "versions", [at("versions", "clusterAutoscaler", value=None)], [], id="versions/autoscaler-tested-by-default"
+    ),
+    pytest.param(
+        "versions",
+        [at("versions", "clusterAutoscaler", value=None), at("cluster", "autoscaler", value="None")],
+        [],
+        id="versions/autoscaler-none",
+    ),
+    pytest.param(
+        "versions",
+        [at("versions", "clusterAutoscaler", "chart", value="9.50.1")],
+        [
+            (
+                "versions.clusterAutoscaler.chart",
+                "Kubernetes Cluster Autoscaler 9.50.1 is not a version gpufleet supports (supported: 9.58.0, 9.59.0)",
+            )
+        ],
+        id="versions/autoscaler-unsupported",
+    ),
+    pytest.param(
+        "versions",
+        [at("versions", "kubePrometheusStack", value=None), at("telemetry", "prometheus", value="Existing")],
+        [],
+        id="versions/existing-prometheus",
+    ),
+    pytest.param(
+        "versions",
+        [at("versions", "kueue", "chart", value="latest")],
+        [("versions.kueue.chart", '"latest" is not a pinned version')],
+        id="versions/latest",
+    ),
+    pytest.param(
+        "versions",
+        [at("versions", "kueue", "chart", value="0.19")],
+        [("versions.kueue.chart", '"0.19" is not a pinned version')],
+        id="versions/minor-only",
+    ),
+    pytest.param(
+        "versions",
+        [at("versions", "gpuOperator", "chart", value="v25.3.0")],
+        [
+            (
+                "versions.gpuOperator.chart",
+                "NVIDIA GPU Operator v25.3.0 is not a version gpufleet supports (supported: v26.3.3, v26.7.0)",
+            )
+        ],
+        id="versions/unsupported",
+    ),
+    pytest.param(
+        "versions",
+        [at("versions", "driver", value={"source": "Operator", "version": "595.91.07"})],
+        [],
+        id="versions/driver-operator",
+    ),
+    pytest.param(
+        "versions",
+        [at("versions", "driver", value={"source": "Operator"})],
+        [("versions.driver", "driver source Operator needs version: the exact driver the operator installs")],
+        id="versions/driver-operator-without-version",
+    ),
+    pytest.param(
+        "versions",
+        [at("versions", "driver", value={"source": "Operator", "version": "595"})],
+        [("versions.driver.version", '"595" is not a pinned version')],
+        id="versions/driver-not-pinned",
+    ),
+    pytest.param(
+        "versions",
+        [at("versions", "driver", value={"source": "Preinstalled", "toolkitVersion": "v1.17.8"})],
+        [
+            (
+                "versions.driver.toolkitVersion",
+                "toolkitVersion is ignored with source Preinstalled: the AMI's driver and toolkit are used",
+            )
+        ],
+        id="versions/toolkit-with-preinstalled",
+    ),
+    pytest.param(
+        "versions",
+        [at("cluster", "kubernetesVersion", value="1.29")],
+        [
+            (
+                "cluster.kubernetesVersion",
+                "Kubernetes 1.29 is not a version gpufleet supports (supported: 1.32, 1.33, 1.34, 1.35)",
+            )
+        ],
+        id="versions/kubernetes",
+    ),
+    pytest.param(
+        "versions",
+        [
+            at(
+                "imageSets",
+                value=[{"name": "t", "images": ["nvcr.io/nvidia/pytorch@sha256:" + "0" * 64, "a:1", "b", "c:latest"]}],
+            )
+        ],
+        [
+            ("imageSets[0].images[2]", 'image "b" is not pinned to a tag or digest'),
+            ("imageSets[0].images[3]", 'image "c:latest" is not pinned to a tag or digest'),
+        ],
+        id="versions/images",
+    ),
     # telemetry
-    pytest.param("telemetry", [at("telemetry", value={"prometheus": "Existing", "existingNamespace": "monitoring"})], [], id="telemetry/existing"),
-    pytest.param("telemetry", [at("telemetry", value={"prometheus": "Install", "existingNamespace": "monitoring"})], [("telemetry.existingNamespace", "existingNamespace is only used with prometheus: Existing")], id="telemetry/namespace-with-install"),
+    pytest.param(
+        "telemetry",
+        [at("telemetry", value={"prometheus": "Existing", "existingNamespace": "monitoring"})],
+        [],
+        id="telemetry/existing",
+    ),
+    pytest.param(
+        "telemetry",
+        [at("telemetry", value={"prometheus": "Install", "existingNamespace": "monitoring"})],
+        [("telemetry.existingNamespace", "existingNamespace is only used with prometheus: Existing")],
+        id="telemetry/namespace-with-install",
+    ),
     # driver-source-matches-ami
     pytest.param("driver-source-matches-ami", [], [], id="driver/preinstalled-nvidia-ami"),
-    pytest.param("driver-source-matches-ami", [OPERATOR, group(ami={"type": "AL2023_x86_64_STANDARD", "releaseVersion": "1.33.13-20260714"})], [], id="driver/operator-standard-ami"),
-    pytest.param("driver-source-matches-ami", [OPERATOR], [("nodeGroups[0].ami.type", "AL2023_x86_64_NVIDIA ships its own NVIDIA driver, but versions.driver.source is Operator")], id="driver/operator-nvidia-ami"),
-    pytest.param("driver-source-matches-ami", [OPERATOR_GDRCOPY, group(ami={"type": "AL2023_x86_64_STANDARD", "releaseVersion": "1.33.13-20260714"})], [], id="driver/gdrcopy-with-the-operators-driver"),
-    pytest.param("driver-source-matches-ami", [at("versions", "driver", value={"source": "Preinstalled", "gdrCopy": "Disabled"})], [], id="driver/gdrcopy-disabled-with-preinstalled"),
-    pytest.param("driver-source-matches-ami", [at("versions", "driver", value={"source": "Preinstalled", "gdrCopy": "Enabled"})], [("versions.driver.gdrCopy", "GPU Operator v26.7.0 loads gdrdrv only beside the driver it installs, and with source Preinstalled it installs none (the EKS NVIDIA AMI ships no gdrdrv)")], id="driver/gdrcopy-with-preinstalled"),
-    pytest.param("driver-source-matches-ami", [group(ami={"type": "AL2023_x86_64_STANDARD", "releaseVersion": "1.33.13-20260714"})], [("nodeGroups[0].ami.type", "AL2023_x86_64_STANDARD has no NVIDIA driver, but versions.driver.source is Preinstalled")], id="driver/preinstalled-standard-ami"),
+    pytest.param(
+        "driver-source-matches-ami",
+        [OPERATOR, group(ami={"type": "AL2023_x86_64_STANDARD", "releaseVersion": "1.33.13-20260714"})],
+        [],
+        id="driver/operator-standard-ami",
+    ),
+    pytest.param(
+        "driver-source-matches-ami",
+        [OPERATOR],
+        [
+            (
+                "nodeGroups[0].ami.type",
+                "AL2023_x86_64_NVIDIA ships its own NVIDIA driver, but versions.driver.source is Operator",
+            )
+        ],
+        id="driver/operator-nvidia-ami",
+    ),
+    pytest.param(
+        "driver-source-matches-ami",
+        [OPERATOR_GDRCOPY, group(ami={"type": "AL2023_x86_64_STANDARD", "releaseVersion": "1.33.13-20260714"})],
+        [],
+        id="driver/gdrcopy-with-the-operators-driver",
+    ),
+    pytest.param(
+        "driver-source-matches-ami",
+        [at("versions", "driver", value={"source": "Preinstalled", "gdrCopy": "Disabled"})],
+        [],
+        id="driver/gdrcopy-disabled-with-preinstalled",
+    ),
+    pytest.param(
+        "driver-source-matches-ami",
+        [at("versions", "driver", value={"source": "Preinstalled", "gdrCopy": "Enabled"})],
+        [
+            (
+                "versions.driver.gdrCopy",
+                (
+                    "GPU Operator v26.7.0 loads gdrdrv only beside the driver it installs, and with source Preinstalled"
+                    " it installs none (the EKS NVIDIA AMI ships no gdrdrv)"
+                ),
+            )
+        ],
+        id="driver/gdrcopy-with-preinstalled",
+    ),
+    pytest.param(
+        "driver-source-matches-ami",
+        [group(ami={"type": "AL2023_x86_64_STANDARD", "releaseVersion": "1.33.13-20260714"})],
+        [
+            (
+                "nodeGroups[0].ami.type",
+                "AL2023_x86_64_STANDARD has no NVIDIA driver, but versions.driver.source is Preinstalled",
+            )
+        ],
+        id="driver/preinstalled-standard-ami",
+    ),
     # system-nodes
     pytest.param("system-nodes", [], [], id="system/create"),
-    pytest.param("system-nodes", [at("cluster", "systemNodes", value=None)], [], id="system/create-without-takes-the-default"),
-    pytest.param("system-nodes", [at("cluster", "systemNodes", value=None), at("cluster", "kubernetesVersion", value="1.29")], [("cluster", "mode Create needs systemNodes: every GPU group is tainted, so CoreDNS and the controllers need CPU nodes to run on")], id="system/create-without-and-no-known-release"),
-    pytest.param("system-nodes", [at("cluster", "mode", value="Existing"), at("cluster", "systemNodes", value=None)], [], id="system/existing"),
-    pytest.param("system-nodes", [at("cluster", "systemNodes", "releaseVersion", value="1.34.9-20260714")], [("cluster.systemNodes.releaseVersion", "AMI release 1.34.9-20260714 is for Kubernetes 1.34, but the cluster runs 1.33")], id="system/release-other-kubernetes"),
-    pytest.param("system-nodes", [at("cluster", "systemNodes", "releaseVersion", value="1.33.4-20260724")], [("cluster.systemNodes.releaseVersion", "AMI release 1.33.4-20260724 is not among the published AL2023_x86_64_STANDARD releases for Kubernetes 1.33 known to gpufleet (awslabs/amazon-eks-ami CHANGELOG as of 2026-07-23); the newest known is 1.33.13-20260714")], id="system/release-unknown"),
-    pytest.param("system-nodes", [at("cluster", "mode", value="Existing")], [("cluster.systemNodes", "systemNodes is only used with mode Create: an existing cluster brings its own system nodes")], id="system/existing-with"),
-    pytest.param("system-nodes", [group(ami={"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"}, localStorage="RAID0")], [], id="system/raid0-bottlerocket-through-its-own-settings"),
+    pytest.param(
+        "system-nodes", [at("cluster", "systemNodes", value=None)], [], id="system/create-without-takes-the-default"
+    ),
+    pytest.param(
+        "system-nodes",
+        [at("cluster", "systemNodes", value=None), at("cluster", "kubernetesVersion", value="1.29")],
+        [
+            (
+                "cluster",
+                (
+                    "mode Create needs systemNodes: every GPU group is tainted, so CoreDNS and the controllers need CPU"
+                    " nodes to run on"
+                ),
+            )
+        ],
+        id="system/create-without-and-no-known-release",
+    ),
+    pytest.param(
+        "system-nodes",
+        [at("cluster", "mode", value="Existing"), at("cluster", "systemNodes", value=None)],
+        [],
+        id="system/existing",
+    ),
+    pytest.param(
+        "system-nodes",
+        [at("cluster", "systemNodes", "releaseVersion", value="1.34.9-20260714")],
+        [
+            (
+                "cluster.systemNodes.releaseVersion",
+                "AMI release 1.34.9-20260714 is for Kubernetes 1.34, but the cluster runs 1.33",
+            )
+        ],
+        id="system/release-other-kubernetes",
+    ),
+    pytest.param(
+        "system-nodes",
+        [at("cluster", "systemNodes", "releaseVersion", value="1.33.4-20260724")],
+        [
+            (
+                "cluster.systemNodes.releaseVersion",
+                (
+                    "AMI release 1.33.4-20260724 is not among the published AL2023_x86_64_STANDARD releases for"
+                    " Kubernetes 1.33 known to gpufleet (awslabs/amazon-eks-ami CHANGELOG as of 2026-07-23); the newest"
+                    " known is 1.33.13-20260714"
+                ),
+            )
+        ],
+        id="system/release-unknown",
+    ),
+    pytest.param(
+        "system-nodes",
+        [at("cluster", "mode", value="Existing")],
+        [
+            (
+                "cluster.systemNodes",
+                "systemNodes is only used with mode Create: an existing cluster brings its own system nodes",
+            )
+        ],
+        id="system/existing-with",
+    ),
+    pytest.param(
+        "system-nodes",
+        [group(ami={"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"}, localStorage="RAID0")],
+        [],
+        id="system/raid0-bottlerocket-through-its-own-settings",
+    ),
     # endpoint
-    pytest.param("endpoint", [at("cluster", "publicEndpoint", value={"cidrs": ["203.0.113.0/24"]})], [], id="endpoint/limited"),
-    pytest.param("endpoint", [at("cluster", "publicEndpoint", value={"cidrs": ["0.0.0.0/0"], "acknowledgeOpenToInternet": "lab cluster without a VPN"})], [], id="endpoint/open-acknowledged"),
-    pytest.param("endpoint", [at("cluster", "publicEndpoint", value={"acknowledgeOpenToInternet": "lab cluster without a VPN"})], [], id="endpoint/default-acknowledged"),
-    pytest.param("endpoint", [at("cluster", "mode", value="Existing"), at("cluster", "systemNodes", value=None), at("cluster", "publicEndpoint", value={"cidrs": ["203.0.113.0/24"]})], [("cluster.publicEndpoint", "publicEndpoint is only used with mode Create: gpufleet does not change an existing cluster's endpoint")], id="endpoint/existing"),
-    pytest.param("endpoint", [at("cluster", "endpointAccess", value="Private"), at("cluster", "publicEndpoint", value={"cidrs": ["203.0.113.0/24"]})], [("cluster.publicEndpoint", "publicEndpoint is set but endpointAccess is Private: there is no public endpoint")], id="endpoint/private"),
-    pytest.param("endpoint", [at("cluster", "publicEndpoint", value={"cidrs": ["203.0.113.0/24"], "acknowledgeOpenToInternet": "lab cluster without a VPN"})], [("cluster.publicEndpoint.acknowledgeOpenToInternet", "acknowledgeOpenToInternet is set but the endpoint is not open: only 203.0.113.0/24 may reach it")], id="endpoint/acknowledged-but-limited"),
+    pytest.param(
+        "endpoint", [at("cluster", "publicEndpoint", value={"cidrs": ["203.0.113.0/24"]})], [], id="endpoint/limited"
+    ),
+    pytest.param(
+        "endpoint",
+        [
+            at(
+                "cluster",
+                "publicEndpoint",
+                value={"cidrs": ["0.0.0.0/0"], "acknowledgeOpenToInternet": "lab cluster without a VPN"},
+            )
+        ],
+        [],
+        id="endpoint/open-acknowledged",
+    ),
+    pytest.param(
+        "endpoint",
+        [at("cluster", "publicEndpoint", value={"acknowledgeOpenToInternet": "lab cluster without a VPN"})],
+        [],
+        id="endpoint/default-acknowledged",
+    ),
+    pytest.param(
+        "endpoint",
+        [
+            at("cluster", "mode", value="Existing"),
+            at("cluster", "systemNodes", value=None),
+            at("cluster", "publicEndpoint", value={"cidrs": ["203.0.113.0/24"]}),
+        ],
+        [
+            (
+                "cluster.publicEndpoint",
+                "publicEndpoint is only used with mode Create: gpufleet does not change an existing cluster's endpoint",
+            )
+        ],
+        id="endpoint/existing",
+    ),
+    pytest.param(
+        "endpoint",
+        [
+            at("cluster", "endpointAccess", value="Private"),
+            at("cluster", "publicEndpoint", value={"cidrs": ["203.0.113.0/24"]}),
+        ],
+        [
+            (
+                "cluster.publicEndpoint",
+                "publicEndpoint is set but endpointAccess is Private: there is no public endpoint",
+            )
+        ],
+        id="endpoint/private",
+    ),
+    pytest.param(
+        "endpoint",
+        [
+            at(
+                "cluster",
+                "publicEndpoint",
+                value={"cidrs": ["203.0.113.0/24"], "acknowledgeOpenToInternet": "lab cluster without a VPN"},
+            )
+        ],
+        [
+            (
+                "cluster.publicEndpoint.acknowledgeOpenToInternet",
+                "acknowledgeOpenToInternet is set but the endpoint is not open: only 203.0.113.0/24 may reach it",
+            )
+        ],
+        id="endpoint/acknowledged-but-limited",
+    ),
     # access
-    pytest.param("access", [team(members=[{"principalArn": "arn:aws:iam::111122223333:role/teams/vision"}])], [], id="access/admin-and-member"),
-    pytest.param("access", [at("cluster", "mode", value="Existing"), at("cluster", "systemNodes", value=None), at("cluster", "admins", value=None)], [], id="access/existing-without-admins"),
-    pytest.param("access", [at("cluster", "admins", value=None)], [("cluster", "mode Create needs cluster.admins: the cluster is created without an implicit admin (bootstrapClusterCreatorAdminPermissions false), so nobody could deploy into it")], id="access/create-without-admins"),
-    pytest.param("access", [team(members=[{"principalArn": "arn:aws:iam::111122223333:role/platform-admin"}])], [("teams[0].members[0].principalArn", "arn:aws:iam::111122223333:role/platform-admin is already listed in cluster.admins: EKS allows one access entry per principal")], id="access/admin-in-a-team"),
+    pytest.param(
+        "access",
+        [team(members=[{"principalArn": "arn:aws:iam::111122223333:role/teams/vision"}])],
+        [],
+        id="access/admin-and-member",
+    ),
+    pytest.param(
+        "access",
+        [
+            at("cluster", "mode", value="Existing"),
+            at("cluster", "systemNodes", value=None),
+            at("cluster", "admins", value=None),
+        ],
+        [],
+        id="access/existing-without-admins",
+    ),
+    pytest.param(
+        "access",
+        [at("cluster", "admins", value=None)],
+        [
+            (
+                "cluster",
+                (
+                    "mode Create needs cluster.admins: the cluster is created without an implicit admin"
+                    " (bootstrapClusterCreatorAdminPermissions false), so nobody could deploy into it"
+                ),
+            )
+        ],
+        id="access/create-without-admins",
+    ),
+    pytest.param(
+        "access",
+        [team(members=[{"principalArn": "arn:aws:iam::111122223333:role/platform-admin"}])],
+        [
+            (
+                "teams[0].members[0].principalArn",
+                (
+                    "arn:aws:iam::111122223333:role/platform-admin is already listed in cluster.admins: EKS allows one"
+                    " access entry per principal"
+                ),
+            )
+        ],
+        id="access/admin-in-a-team",
+    ),
     pytest.param("access", [CUSTOMER_KEY], [], id="access/key-with-admins"),
     pytest.param(
         "access",
-        [at("cluster", "mode", value="Existing"), at("cluster", "systemNodes", value=None), at("cluster", "admins", value=None), CUSTOMER_KEY],
-        [("checkpoints.encryption", "encryption CustomerManagedKey needs cluster.admins: they administer the checkpoint key, and nobody else may")],
+        [
+            at("cluster", "mode", value="Existing"),
+            at("cluster", "systemNodes", value=None),
+            at("cluster", "admins", value=None),
+            CUSTOMER_KEY,
+        ],
+        [
+            (
+                "checkpoints.encryption",
+                (
+                    "encryption CustomerManagedKey needs cluster.admins: they administer the checkpoint key, and nobody"
+                    " else may"
+                ),
+            )
+        ],
         id="access/key-without-admins",
     ),
-    pytest.param("access", [team(members=[{"principalArn": "arn:aws-cn:iam::111122223333:role/vision"}])], [("teams[0].members[0].principalArn", "arn:aws-cn:iam::111122223333:role/vision is in partition aws-cn, the cluster (region us-east-1) in aws")], id="access/partition"),
+    pytest.param(
+        "access",
+        [team(members=[{"principalArn": "arn:aws-cn:iam::111122223333:role/vision"}])],
+        [
+            (
+                "teams[0].members[0].principalArn",
+                (
+                    "arn:aws-cn:iam::111122223333:role/vision is in partition aws-cn, the cluster (region us-east-1)"
+                    " in aws"
+                ),
+            )
+        ],
+        id="access/partition",
+    ),
     # network
     pytest.param("network", [EFA_P5], [], id="network/efa"),
-    pytest.param("network", [ALL_VERSIONS, through("network"), group(instanceType="p5en.48xlarge", fabric="RDMA"), at("network", value={"rdma": {"networks": [{"name": "rail0", "interface": "ib0", "hca": "mlx5_0"}]}})], [], id="network/rdma"),
-    pytest.param("network", [ALL_VERSIONS, through("network"), group(instanceType="p5en.48xlarge", fabric="RDMA")], [("nodeGroups[0].fabric", 'fabric RDMA needs network.rdma: the RDMA devices and ports of group "l4"\'s NICs (for the device plugin, the secondary networks and NCCL_IB_HCA)')], id="network/rdma-without-settings"),
-    pytest.param("network", [group(instanceType="p5en.48xlarge", fabric="RDMA")], [], id="network/rdma-stage-not-deployed"),
-    pytest.param("network", [at("network", value={"rdma": {"networks": [{"name": "r0", "interface": "ib0", "hca": "mlx5_0"}, {"name": "r1", "interface": "ib1", "hca": "mlx5_0"}]}})], [("network.rdma", "network.rdma is set but no node group has fabric RDMA: it is not used"), ("network.rdma.networks[1].hca", 'hca "mlx5_0" appears in more than one RDMA network')], id="network/rdma-unused-and-duplicate"),
-    pytest.param("network", [at("network", "bandwidthGate", value={"image": "example.com/nccl-tests:latest"})], [("network.bandwidthGate.image", 'image "example.com/nccl-tests:latest" is not pinned to a tag or digest')], id="network/gate-image-unpinned"),
+    pytest.param(
+        "network",
+        [
+            ALL_VERSIONS,
+            through("network"),
+            group(instanceType="p5en.48xlarge", fabric="RDMA"),
+            at("network", value={"rdma": {"networks": [{"name": "rail0", "interface": "ib0", "hca": "mlx5_0"}]}}),
+        ],
+        [],
+        id="network/rdma",
+    ),
+    pytest.param(
+        "network",
+        [ALL_VERSIONS, through("network"), group(instanceType="p5en.48xlarge", fabric="RDMA")],
+        [
+            (
+                "nodeGroups[0].fabric",
+                (
+                    'fabric RDMA needs network.rdma: the RDMA devices and ports of group "l4"\'s NICs (for the device'
+                    " plugin, the secondary networks and NCCL_IB_HCA)"
+                ),
+            )
+        ],
+        id="network/rdma-without-settings",
+    ),
+    pytest.param(
+        "network", [group(instanceType="p5en.48xlarge", fabric="RDMA")], [], id="network/rdma-stage-not-deployed"
+    ),
+    pytest.param(
+        "network",
+        [
+            at(
+                "network",
+                value={
+                    "rdma": {
+                        "networks": [
+                            {"name": "r0", "interface": "ib0", "hca": "mlx5_0"},
+                            {"name": "r1", "interface": "ib1", "hca": "mlx5_0"},
+                        ]
+                    }
+                },
+            )
+        ],
+        [
+            ("network.rdma", "network.rdma is set but no node group has fabric RDMA: it is not used"),
+            ("network.rdma.networks[1].hca", 'hca "mlx5_0" appears in more than one RDMA network'),
+        ],
+        id="network/rdma-unused-and-duplicate",
+    ),
+    pytest.param(
+        "network",
+        [at("network", "bandwidthGate", value={"image": "example.com/nccl-tests:latest"})],
+        [("network.bandwidthGate.image", 'image "example.com/nccl-tests:latest" is not pinned to a tag or digest')],
+        id="network/gate-image-unpinned",
+    ),
     # admission
-    pytest.param("admission", [team(cohort="r"), at("admission", "preemption", value={"reclaimWithinCohort": "LowerPriority", "borrowWithinCohort": "LowerPriority"})], [], id="admission/borrow-with-reclaim"),
-    pytest.param("admission", [at("admission", "preemption", value={"reclaimWithinCohort": "Never", "borrowWithinCohort": "LowerPriority"})], [("admission.preemption.borrowWithinCohort", "borrowWithinCohort LowerPriority needs reclaimWithinCohort other than Never (Kueue rejects the ClusterQueue otherwise)")], id="admission/borrow-without-reclaim"),
-    pytest.param("admission", [team(namespace="kube-system")], [("teams[0].namespace", 'team namespace "kube-system" is a system namespace')], id="admission/system-namespace"),
-    pytest.param("admission", [group(topology={"placement": "Required"})], [("nodeGroups[0].topology.placement", "topology-aware placement needs the EKS network topology labels, which g6.xlarge nodes do not get (Kueue would find no capacity)")], id="admission/placement-without-topology"),
-    pytest.param("admission", [team(namespace="kube-system"), through("telemetry")], [], id="admission/stage-not-deployed"),
+    pytest.param(
+        "admission",
+        [
+            team(cohort="r"),
+            at(
+                "admission",
+                "preemption",
+                value={"reclaimWithinCohort": "LowerPriority", "borrowWithinCohort": "LowerPriority"},
+            ),
+        ],
+        [],
+        id="admission/borrow-with-reclaim",
+    ),
+    pytest.param(
+        "admission",
+        [at("admission", "preemption", value={"reclaimWithinCohort": "Never", "borrowWithinCohort": "LowerPriority"})],
+        [
+            (
+                "admission.preemption.borrowWithinCohort",
+                (
+                    "borrowWithinCohort LowerPriority needs reclaimWithinCohort other than Never (Kueue rejects the"
+                    " ClusterQueue otherwise)"
+                ),
+            )
+        ],
+        id="admission/borrow-without-reclaim",
+    ),
+    pytest.param(
+        "admission",
+        [team(namespace="kube-system")],
+        [("teams[0].namespace", 'team namespace "kube-system" is a system namespace')],
+        id="admission/system-namespace",
+    ),
+    pytest.param(
+        "admission",
+        [group(topology={"placement": "Required"})],
+        [
+            (
+                "nodeGroups[0].topology.placement",
+                (
+                    "topology-aware placement needs the EKS network topology labels, which g6.xlarge nodes do not get"
+                    " (Kueue would find no capacity)"
+                ),
+            )
+        ],
+        id="admission/placement-without-topology",
+    ),
+    pytest.param(
+        "admission", [team(namespace="kube-system"), through("telemetry")], [], id="admission/stage-not-deployed"
+    ),
     # sharing-names
-    pytest.param("sharing-names", [through("sharing"), group(sharing={"strategy": "MPS", "replicas": 2})], [], id="sharing-names/own-name"),
-    pytest.param("sharing-names", [through("sharing"), group(name="default", sharing={"strategy": "MPS", "replicas": 2}), quota(nodeGroup="default")], [("nodeGroups[0].name", 'an MPS group cannot be named "default": that config entry is the one for groups without sharing')], id="sharing-names/default"),
+    pytest.param(
+        "sharing-names",
+        [through("sharing"), group(sharing={"strategy": "MPS", "replicas": 2})],
+        [],
+        id="sharing-names/own-name",
+    ),
+    pytest.param(
+        "sharing-names",
+        [
+            through("sharing"),
+            group(name="default", sharing={"strategy": "MPS", "replicas": 2}),
+            quota(nodeGroup="default"),
+        ],
+        [
+            (
+                "nodeGroups[0].name",
+                'an MPS group cannot be named "default": that config entry is the one for groups without sharing',
+            )
+        ],
+        id="sharing-names/default",
+    ),
 ]
 
 
@@ -348,11 +1582,32 @@ def test_every_rule_has_a_passing_and_a_failing_case() -> None:
     [
         ([group(instanceType="p5.48xlarg")], 'did you mean "p5.48xlarge"?'),
         ([quota(nodeGroup="l44")], 'did you mean "l4"?'),
-        ([group(sharing={"strategy": "MIG", "profile": "1g.10gb"})], "MIG needs A100 (p4d, p4de), B200 (p6-b200), B300 (p6-b300), H100 (p5), H200 (p5e, p5en) GPUs; use MPS or TimeSlicing on this group"),
+        (
+            [group(sharing={"strategy": "MIG", "profile": "1g.10gb"})],
+            (
+                "MIG needs A100 (p4d, p4de), B200 (p6-b200), B300 (p6-b300), H100 (p5), H200 (p5e, p5en) GPUs; use MPS"
+                " or TimeSlicing on this group"
+            ),
+        ),
         ([quota(gpus=9)], "lower the quota to at most 4, or raise the group's maxSize"),
         ([group(instanceType="g5g.xlarge")], "use type: AL2023_ARM_64_NVIDIA"),
-        ([OPERATOR, group(instanceType="g5g.xlarge", ami={"type": "AL2023_ARM_64_NVIDIA", "releaseVersion": "1.33.13-20260714"})], "use AL2023_ARM_64_STANDARD (the operator installs the driver), or driver source Preinstalled"),
-        ([at("versions", "driver", value={"source": "Preinstalled", "gdrCopy": "Enabled"})], "set source: Operator (its driver DaemonSet loads gdrdrv), or gdrCopy: Disabled; a node that loads gdrdrv itself gets GDRCopy from the device plugin without this setting"),
+        (
+            [
+                OPERATOR,
+                group(
+                    instanceType="g5g.xlarge",
+                    ami={"type": "AL2023_ARM_64_NVIDIA", "releaseVersion": "1.33.13-20260714"},
+                ),
+            ],
+            "use AL2023_ARM_64_STANDARD (the operator installs the driver), or driver source Preinstalled",
+        ),
+        (
+            [at("versions", "driver", value={"source": "Preinstalled", "gdrCopy": "Enabled"})],
+            (
+                "set source: Operator (its driver DaemonSet loads gdrdrv), or gdrCopy: Disabled; a node that loads"
+                " gdrdrv itself gets GDRCopy from the device plugin without this setting"
+            ),
+        ),
     ],
 )
 def test_rule_hints(patches: list[Patch], hint: str) -> None:
@@ -361,9 +1616,16 @@ def test_rule_hints(patches: list[Patch], hint: str) -> None:
 
 def test_an_unknown_release_is_a_warning_and_a_wrong_minor_an_error() -> None:
     unknown = rules.check(build(group(ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.33.4-20260724"})))
-    assert [(i.severity, i.hint) for i in unknown] == [("warning", "EKS rejects a release it does not know: check it with `gpufleet preflight`, or pin a published one")]
+    assert [(i.severity, i.hint) for i in unknown] == [
+        (
+            "warning",
+            "EKS rejects a release it does not know: check it with `gpufleet preflight`, or pin a published one",
+        )
+    ]
     other = rules.check(build(group(ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.32.13-20260714"})))
-    assert [(i.severity, i.hint) for i in other] == [("error", "use a 1.33 release of AL2023_x86_64_NVIDIA; the newest known is 1.33.13-20260714")]
+    assert [(i.severity, i.hint) for i in other] == [
+        ("error", "use a 1.33 release of AL2023_x86_64_NVIDIA; the newest known is 1.33.13-20260714")
+    ]
 
 
 def test_check_can_skip_rules() -> None:
@@ -390,13 +1652,20 @@ def _source() -> SourceFile:
 
 def test_render_puts_the_caret_under_the_value() -> None:
     text = render_issue(_source(), Issue(path=("cluster", "name"), message="bad name", hint="rename it"))
-    assert text == "fleet.yaml:2:9: cluster.name: bad name\n    2 |   name: research\n      |         ^\nhint: rename it"
+    assert (
+        text == "fleet.yaml:2:9: cluster.name: bad name\n    2 |   name: research\n      |         ^\nhint: rename it"
+    )
 
 
 def test_render_at_key_and_in_flow_sequences() -> None:
     source = _source()
-    assert render_issue(source, Issue(path=("cluster", "name"), at_key=True, message="m")).splitlines()[2] == "      |   ^"
-    assert render_issue(source, Issue(path=("cluster", "network", "subnetIds", 1), message="m")).splitlines()[0] == "fleet.yaml:4:20: cluster.network.subnetIds[1]: m"
+    assert (
+        render_issue(source, Issue(path=("cluster", "name"), at_key=True, message="m")).splitlines()[2] == "      |   ^"
+    )
+    assert (
+        render_issue(source, Issue(path=("cluster", "network", "subnetIds", 1), message="m")).splitlines()[0]
+        == "fleet.yaml:4:20: cluster.network.subnetIds[1]: m"
+    )
 
 
 def test_render_falls_back_to_the_nearest_parent_with_a_position() -> None:
@@ -406,14 +1675,22 @@ def test_render_falls_back_to_the_nearest_parent_with_a_position() -> None:
     assert source.position(("cluster", "region"), at_key=True) == Position(1, 1)
     assert source.position(("cluster", "network", "vpcId")) == Position(4, 5)
     assert source.position(("nowhere", 3, "x")) == Position(1, 1)
-    assert render_issue(source, Issue(path=("cluster", "region"), message="missing")).startswith("fleet.yaml:2:3: cluster.region: missing\n")
+    assert render_issue(source, Issue(path=("cluster", "region"), message="missing")).startswith(
+        "fleet.yaml:2:3: cluster.region: missing\n"
+    )
 
 
 def test_render_without_hint_context_and_warning() -> None:
     source = _source()
     assert not render_issue(source, Issue(path=("cluster",), message="m")).endswith("hint: ")
-    assert render_issue(source, Issue(path=("cluster",), message="m", context="environment dev")).splitlines()[0] == "fleet.yaml:2:3: cluster: m (environment dev)"
-    assert render_issue(source, Issue(path=("cluster",), message="m", severity="warning")).splitlines()[0] == "fleet.yaml:2:3: warning: cluster: m"
+    assert (
+        render_issue(source, Issue(path=("cluster",), message="m", context="environment dev")).splitlines()[0]
+        == "fleet.yaml:2:3: cluster: m (environment dev)"
+    )
+    assert (
+        render_issue(source, Issue(path=("cluster",), message="m", severity="warning")).splitlines()[0]
+        == "fleet.yaml:2:3: warning: cluster: m"
+    )
 
 
 def test_render_line_numbers_align_in_the_gutter() -> None:
@@ -461,7 +1738,10 @@ def test_did_you_mean(value: object, choices: list[str], hint: str) -> None:
 
 def _load(text: str) -> tuple[Any, list[tuple[str, str, int, int]]]:
     loaded = load_text(text, "f.yaml")
-    issues = [(format_path(i.path), i.message, *(lambda p: (p.line, p.column))(loaded.source.locate(i))) for i in loaded.issues]
+    issues = [
+        (format_path(i.path), i.message, *(lambda p: (p.line, p.column))(loaded.source.locate(i)))
+        for i in loaded.issues
+    ]
     return loaded.data, issues
 
 
@@ -484,7 +1764,14 @@ def test_duplicate_keys_are_errors_at_the_second_key() -> None:
 
 @pytest.mark.parametrize(
     ("key", "reading"),
-    [("on", "the boolean true"), ("no", "the boolean false"), ("Yes", "the boolean true"), ("1.30", "the number 1.3"), ("~", "null"), ("2026-07-24", "a date")],
+    [
+        ("on", "the boolean true"),
+        ("no", "the boolean false"),
+        ("Yes", "the boolean true"),
+        ("1.30", "the number 1.3"),
+        ("~", "null"),
+        ("2026-07-24", "a date"),
+    ],
 )
 def test_yaml11_keys_are_errors(key: str, reading: str) -> None:
     data, issues = _load(f"x:\n  {key}: 1\n")
@@ -493,12 +1780,20 @@ def test_yaml11_keys_are_errors(key: str, reading: str) -> None:
 
 
 def test_quoted_yaml11_keys_are_strings() -> None:
-    assert _load('"on": 1\n\'no\': 2\n') == ({"on": 1, "no": 2}, [])
+    assert _load("\"on\": 1\n'no': 2\n") == ({"on": 1, "no": 2}, [])
 
 
 @pytest.mark.parametrize(
     ("text", "value", "raw"),
-    [("v: on\n", True, "on"), ("v: no\n", False, "no"), ("v: 1.30\n", 1.3, "1.30"), ("v: 1e3\n", "1e3", None), ("v: 2026-07-24\n", None, "2026-07-24"), ('v: "on"\n', "on", None), ("v: !!str 1.30\n", "1.30", None)],
+    [
+        ("v: on\n", True, "on"),
+        ("v: no\n", False, "no"),
+        ("v: 1.30\n", 1.3, "1.30"),
+        ("v: 1e3\n", "1e3", None),
+        ("v: 2026-07-24\n", None, "2026-07-24"),
+        ('v: "on"\n', "on", None),
+        ("v: !!str 1.30\n", "1.30", None),
+    ],
 )
 def test_yaml11_values_are_kept_and_recorded(text: str, value: Any, raw: str | None) -> None:
     loaded = load_text(text, "f.yaml")
@@ -513,7 +1808,10 @@ def test_yaml11_values_are_kept_and_recorded(text: str, value: Any, raw: str | N
     [
         ("v: 10:00\n", "10:00 is read by YAML 1.1 as the base-60 number 600"),
         ("v: 010\n", "010 is read by YAML 1.1 as the octal number 8"),
-        ("v: 2026-13-45\n", "2026-13-45 is read by YAML 1.1 as a timestamp, but it is not a valid one (month must be in 1..12)"),
+        (
+            "v: 2026-13-45\n",
+            "2026-13-45 is read by YAML 1.1 as a timestamp, but it is not a valid one (month must be in 1..12)",
+        ),
         ("v: !foo 4\n", "unknown YAML tag !foo"),
         # Found by tests/properties: an explicit tag on text its constructor cannot read made validate exit 3.
         ("v: !!int\n", "an empty value tagged !!int is not a valid int"),
@@ -544,7 +1842,10 @@ def test_merged_keys_keep_the_position_of_the_anchor() -> None:
 
 
 def test_merge_of_a_scalar_is_an_error() -> None:
-    assert _load("m:\n  <<: 5\n  a: 1\n") == ({"m": {"a": 1}}, [("m", "a merge key (<<) needs a mapping or a list of mappings", 2, 7)])
+    assert _load("m:\n  <<: 5\n  a: 1\n") == (
+        {"m": {"a": 1}},
+        [("m", "a merge key (<<) needs a mapping or a list of mappings", 2, 7)],
+    )
 
 
 def test_recursive_alias_is_an_error() -> None:
@@ -563,7 +1864,11 @@ def test_recursive_alias_is_an_error() -> None:
         ("a: 1\n---\nb: 2\n", "expected one YAML document, found 2", 3),
         ("- a\n", "the spec must be a mapping (apiVersion, kind, metadata, ...), not a list", 1),
         ("~\n", "the spec must be a mapping (apiVersion, kind, metadata, ...), not null", 1),
-        ("a: [1, 2\n", "invalid YAML: expected ',' or ']', but got '<stream end>' (while parsing a flow sequence at line 1)", 2),
+        (
+            "a: [1, 2\n",
+            "invalid YAML: expected ',' or ']', but got '<stream end>' (while parsing a flow sequence at line 1)",
+            2,
+        ),
         ("a: b: c\n", "invalid YAML: mapping values are not allowed here", 1),
     ],
 )
@@ -574,17 +1879,24 @@ def test_fatal_load_errors(text: str, message: str, line: int) -> None:
 
 
 def test_load_and_schema_errors_are_reported_together() -> None:
-    text = MINIMAL_TEXT.replace("    workloadClass: Batch\n", "    workloadClass: Batch\n    workloadClass: Batch\n").replace("gpus: 4", "gpus: four")
+    text = MINIMAL_TEXT.replace(
+        "    workloadClass: Batch\n", "    workloadClass: Batch\n    workloadClass: Batch\n"
+    ).replace("gpus: 4", "gpus: four")
     with pytest.raises(SpecError) as caught:
         load_fleet_text(text)
-    assert [format_path(i.path) for i in caught.value.issues] == ["nodeGroups[0].workloadClass", "teams[0].quotas[0].gpus"]
+    assert [format_path(i.path) for i in caught.value.issues] == [
+        "nodeGroups[0].workloadClass",
+        "teams[0].quotas[0].gpus",
+    ]
 
 
 def test_a_yaml11_key_is_not_reported_again_as_unknown_field() -> None:
     text = MINIMAL_TEXT.replace("    workloadClass: Batch\n", "    workloadClass: Batch\n    labels: {on: demand}\n")
     with pytest.raises(SpecError) as caught:
         load_fleet_text(text)
-    assert [i.message for i in caught.value.issues] == ['key "on" is read by YAML 1.1 as the boolean true, not a string']
+    assert [i.message for i in caught.value.issues] == [
+        'key "on" is read by YAML 1.1 as the boolean true, not a string'
+    ]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -623,8 +1935,12 @@ def test_override_positions_point_at_the_override_line() -> None:
     loaded = load_text(ENV_TEXT, "f.yaml")
     _, view, _ = merge_environment(loaded.data, "dev", loaded.source)
     assert view.position(("nodeGroups", 0, "scaling", "maxSize")).line == _line_of(ENV_TEXT, "scaling: {maxSize: 2}")
-    assert view.position(("teams", 0, "quotas", 0, "gpus")).line == _line_of(ENV_TEXT, "quotas: [{nodeGroup: l4, gpus: 2}]")
-    assert view.position(("nodeGroups", 0, "instanceType")).line == _line_of(ENV_TEXT, "instanceType: g6.xlarge")  # not overridden
+    assert view.position(("teams", 0, "quotas", 0, "gpus")).line == _line_of(
+        ENV_TEXT, "quotas: [{nodeGroup: l4, gpus: 2}]"
+    )
+    assert view.position(("nodeGroups", 0, "instanceType")).line == _line_of(
+        ENV_TEXT, "instanceType: g6.xlarge"
+    )  # not overridden
     assert loaded.source.position(("nodeGroups", 0, "scaling", "maxSize")).line == _line_of(ENV_TEXT, "maxSize: 4")
 
 
@@ -636,10 +1952,15 @@ def test_override_positions_point_at_the_override_line() -> None:
     ],
 )
 def test_override_of_an_unknown_named_item(section: str, name: str, message: str) -> None:
-    text = MINIMAL_TEXT.replace("      through: admission\n", f"      through: admission\n    overrides:\n      {section}:\n        {name}: {{}}\n")
+    text = MINIMAL_TEXT.replace(
+        "      through: admission\n",
+        f"      through: admission\n    overrides:\n      {section}:\n        {name}: {{}}\n",
+    )
     loaded = load_text(text, "f.yaml")
     _, _, issues = merge_environment(loaded.data, "dev", loaded.source)
-    assert [(format_path(i.path), i.message, i.at_key) for i in issues] == [(f"environments.dev.overrides.{section}.{name}", message, True)]
+    assert [(format_path(i.path), i.message, i.at_key) for i in issues] == [
+        (f"environments.dev.overrides.{section}.{name}", message, True)
+    ]
     assert loaded.source.position(issues[0].path, at_key=True).line == _line_of(text, f"{name}: {{}}")
 
 
@@ -653,14 +1974,20 @@ def test_environment_errors_carry_the_environment_and_the_override_position() ->
 
 
 def test_base_errors_are_not_repeated_per_environment() -> None:
-    text = ENV_TEXT.replace("      - nodeGroup: l4\n        gpus: 4", "      - nodeGroup: l40s\n        gpus: 4").replace("quotas: [{nodeGroup: l4, gpus: 2}]", "cohort: research")
+    text = ENV_TEXT.replace(
+        "      - nodeGroup: l4\n        gpus: 4", "      - nodeGroup: l40s\n        gpus: 4"
+    ).replace("quotas: [{nodeGroup: l4, gpus: 2}]", "cohort: research")
     with pytest.raises(SpecError) as caught:
         load_fleet_text(text)
     assert [(i.message, i.context) for i in caught.value.issues] == [('unknown node group "l40s"', "")]
 
 
 def test_one_environment_only() -> None:
-    text = MINIMAL_TEXT + "  prod:\n    rollout: {through: admission}\n    overrides:\n      nodeGroups: {l4: {scaling: {maxSize: 1}}}\n"
+    text = (
+        MINIMAL_TEXT
+        + "  prod:\n    rollout: {through: admission}\n    overrides:\n      nodeGroups: {l4: {scaling: {maxSize:"
+        " 1}}}\n"
+    )
     assert sorted(load_fleet_text(text, env="dev").environments) == ["dev"]
     with pytest.raises(SpecError):
         load_fleet_text(text, env="prod")

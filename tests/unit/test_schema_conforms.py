@@ -16,7 +16,11 @@ from gpufleet.schema import conforms, fleet_schema
 from gpufleet.schema_errors import schema_issues
 
 ROOT = Path(__file__).resolve().parents[2]
-SPECS = sorted((ROOT / "tests" / "specs").rglob("*.yaml")) + sorted((ROOT / "tests" / "golden" / "cases").glob("*/fleet.yaml")) + [ROOT / "fleet.yaml"]
+SPECS = (
+    sorted((ROOT / "tests" / "specs").rglob("*.yaml"))
+    + sorted((ROOT / "tests" / "golden" / "cases").glob("*/fleet.yaml"))
+    + [ROOT / "fleet.yaml"]
+)
 VALID = [p for p in SPECS if "invalid" not in p.parts]
 
 

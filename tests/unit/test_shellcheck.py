@@ -60,7 +60,9 @@ def rendered_scripts() -> dict[str, str]:
                     for script in out:
                         found.setdefault(script, f"{case.name}/{env}/{res.id}")
     for name in ("check-dcgm-health.sh", "dcgm-health-loop.sh"):
-        found.setdefault((resources.files("gpufleet") / "data" / "health" / name).read_text(), f"gpufleet/data/health/{name}")
+        found.setdefault(
+            (resources.files("gpufleet") / "data" / "health" / name).read_text(), f"gpufleet/data/health/{name}"
+        )
     return found
 
 

@@ -54,7 +54,10 @@ def test_invalid_spec_fails_with_the_golden_text(capsys: pytest.CaptureFixture[s
     code, out, err = _validate(capsys, case)
     golden = ROOT / Path(case).with_suffix(".err")
     if not golden.exists():
-        pytest.fail(f"{golden.relative_to(ROOT)} is missing; write it with `python tests/specs/regen.py {golden.stem}` and review it\n--- stderr was:\n{err}")
+        pytest.fail(
+            f"{golden.relative_to(ROOT)} is missing; write it with `python tests/specs/regen.py {golden.stem}` and"
+            f" review it\n--- stderr was:\n{err}"
+        )
     assert "Traceback" not in out + err
     assert (code, out) == (1, "")
     assert err == golden.read_text(encoding="utf-8")

@@ -23,9 +23,9 @@ import pytest
 
 from gpufleet import cli, interrupts, output
 from gpufleet.cli import main
-from gpufleet.components.synth import RecordingMocks, run_under_mocks
 from gpufleet.commands import synth as synth_command
 from gpufleet.commands import validate as validate_command
+from gpufleet.components.synth import RecordingMocks, run_under_mocks
 from gpufleet.output import write_tree
 from gpufleet.pipeline import load_fleet
 from gpufleet.rollout import build_plan
@@ -68,7 +68,7 @@ def fake_synthesis(monkeypatch: pytest.MonkeyPatch, mini_tree: Tree) -> None:
 
 def snapshot(root: Path) -> dict[str, str | None]:
     """Every entry under root (hidden ones included) with its content; None for a directory."""
-    return {p.relative_to(root).as_posix(): (None if p.is_dir() else p.read_text()) for p in sorted(root.rglob("*"))}
+    return {p.relative_to(root).as_posix(): None if p.is_dir() else p.read_text() for p in sorted(root.rglob("*"))}
 
 
 def synth(capsys: pytest.CaptureFixture[str], out: str) -> tuple[int, str, str]:
@@ -89,10 +89,27 @@ def synth(capsys: pytest.CaptureFixture[str], out: str) -> tuple[int, str, str]:
         ("", None, "an empty path; name a directory"),
         ("/", None, "the root directory"),
         ("docs", "foreign", "not empty and not a tree gpufleet wrote (no plan.json); give a new or empty directory"),
-        ("docs", "bad-plan", 'not empty and not a tree gpufleet wrote (plan.json does not say format "gpufleet synth tree"); give a new or empty directory'),
+        (
+            "docs",
+            "bad-plan",
+            (
+                'not empty and not a tree gpufleet wrote (plan.json does not say format "gpufleet synth tree"); give a'
+                " new or empty directory"
+            ),
+        ),
         ("link", "symlink", "a symbolic link; give the directory it points to, or a new one"),
     ],
-    ids=["spec-dir", "spec-file", "under-a-file", "proc", "empty-path", "root", "foreign-dir", "foreign-plan-json", "symlink"],
+    ids=[
+        "spec-dir",
+        "spec-file",
+        "under-a-file",
+        "proc",
+        "empty-path",
+        "root",
+        "foreign-dir",
+        "foreign-plan-json",
+        "symlink",
+    ],
 )
 def test_a_target_that_is_not_ours_is_refused_before_synthesis(
     capsys: pytest.CaptureFixture[str], workdir: Path, out: str, setup: str | None, reason: str
@@ -121,41 +138,59 @@ def test_the_working_directory_and_its_parents_are_refused(
     monkeypatch.chdir(workdir / "a/b")
     before = snapshot(workdir)
     assert main(["synth", "../../spec.yaml", "--env", "dev", "--out", out]) == 2
-    reason = "the working directory or one of its parents" if out != "../.." else "holds the spec ../../spec.yaml; write the tree to a directory of its own"
+    reason = (
+        "the working directory or one of its parents"
+        if out != "../.."
+        else "holds the spec ../../spec.yaml; write the tree to a directory of its own"
+    )
     assert capsys.readouterr().err == f"gpufleet synth: error: --out {out}: {reason}\n"
     assert snapshot(workdir) == before
 
 
 @pytest.mark.usefixtures("no_synthesis")
-def test_a_tree_of_ours_with_a_file_of_the_users_is_not_replaced(capsys: pytest.CaptureFixture[str], workdir: Path, mini_tree: Tree) -> None:
+def test_a_tree_of_ours_with_a_file_of_the_users_is_not_replaced(
+    capsys: pytest.CaptureFixture[str], workdir: Path, mini_tree: Tree
+) -> None:
     write_tree(mini_tree, "out/dev")
     (workdir / "out/dev/01-foundation/review-notes.md").write_text("mine\n")
     before = snapshot(workdir)
     assert synth(capsys, "out/dev") == (
         2,
         "",
-        "gpufleet synth: error: --out out/dev: not empty and not a tree gpufleet wrote "
-        "(01-foundation/review-notes.md is not part of a synth tree); give a new or empty directory\n",
+        (
+            "gpufleet synth: error: --out out/dev: not empty and not a tree gpufleet wrote "
+            "(01-foundation/review-notes.md is not part of a synth tree); give a new or empty directory\n"
+        ),
     )
     assert snapshot(workdir) == before
 
 
 @pytest.mark.usefixtures("no_synthesis")
-def test_a_tree_of_ours_holding_the_spec_is_not_replaced(capsys: pytest.CaptureFixture[str], workdir: Path, mini_tree: Tree) -> None:
+def test_a_tree_of_ours_holding_the_spec_is_not_replaced(
+    capsys: pytest.CaptureFixture[str], workdir: Path, mini_tree: Tree
+) -> None:
     write_tree(mini_tree, "out/dev")
     (workdir / "fleet.yaml").rename(workdir / "out/dev/fleet.yaml")
     assert main(["synth", "out/dev/fleet.yaml", "--env", "dev", "--out", "out/dev"]) == 2
-    assert capsys.readouterr().err == "gpufleet synth: error: --out out/dev: holds the spec out/dev/fleet.yaml; write the tree to a directory of its own\n"
+    assert (
+        capsys.readouterr().err
+        == "gpufleet synth: error: --out out/dev: holds the spec out/dev/fleet.yaml; write the tree to a directory of"
+        " its own\n"
+    )
     assert (workdir / "out/dev/fleet.yaml").read_text() == MINIMAL.read_text()
 
 
 @pytest.mark.usefixtures("fake_synthesis")
 @pytest.mark.parametrize("existing", ["absent", "empty", "ours"])
-def test_absent_empty_and_own_targets_are_written(capsys: pytest.CaptureFixture[str], workdir: Path, mini_tree: Tree, existing: str) -> None:
+def test_absent_empty_and_own_targets_are_written(
+    capsys: pytest.CaptureFixture[str], workdir: Path, mini_tree: Tree, existing: str
+) -> None:
     if existing == "empty":
         (workdir / "out/dev").mkdir(parents=True)
     elif existing == "ours":
-        write_tree(Tree(files={"plan.json": mini_tree.files["plan.json"], "09-old/k8s/Old-cluster-x.yaml": "old\n"}), "out/dev")
+        write_tree(
+            Tree(files={"plan.json": mini_tree.files["plan.json"], "09-old/k8s/Old-cluster-x.yaml": "old\n"}), "out/dev"
+        )
     code, stdout, _ = synth(capsys, "out/dev")
     files = sum(1 for path in mini_tree.files if "/" in path)
     assert (code, stdout) == (0, f"wrote out/dev: {files} files, stages foundation, telemetry, admission\n")
@@ -199,7 +234,13 @@ def test_a_target_that_turns_foreign_while_synthesising_is_left_alone(
 
     monkeypatch.setattr(synth_command, "synth_tree", meanwhile)
     code, _, err = synth(capsys, "out")
-    assert (code, err) == (2, "gpufleet synth: error: --out out: not empty and not a tree gpufleet wrote (no plan.json); give a new or empty directory\n")
+    assert (code, err) == (
+        2,
+        (
+            "gpufleet synth: error: --out out: not empty and not a tree gpufleet wrote (no plan.json); give a new or"
+            " empty directory\n"
+        ),
+    )
     assert sorted(p.name for p in workdir.iterdir()) == ["fleet.yaml", "notes.txt", "out"]
     assert snapshot(workdir / "out") == {"theirs.txt": "theirs\n"}
 
@@ -210,7 +251,9 @@ def _writer(target: str, tree: Tree, times: int) -> None:
 
 
 @pytest.mark.parametrize("exchange", ["renameat2", "two-renames"])
-def test_concurrent_writers_all_succeed_and_leave_only_the_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mini_tree: Tree, exchange: str) -> None:
+def test_concurrent_writers_all_succeed_and_leave_only_the_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mini_tree: Tree, exchange: str
+) -> None:
     if exchange == "two-renames":
         monkeypatch.setattr(output, "_renameat2", None)  # the fallback where the system cannot exchange
     else:
@@ -229,7 +272,9 @@ def test_concurrent_writers_all_succeed_and_leave_only_the_tree(tmp_path: Path, 
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
-def test_a_signal_during_synthesis_removes_staging_and_exits_quietly(tmp_path: Path, sig: signal.Signals, code: int) -> None:
+def test_a_signal_during_synthesis_removes_staging_and_exits_quietly(
+    tmp_path: Path, sig: signal.Signals, code: int
+) -> None:
     # A fleet whose synthesis takes seconds on any machine, so that the signal lands inside it (the minimal spec's
     # is over in well under a second).
     (tmp_path / "fleet.yaml").write_text(generated_fleet(24, 72))
@@ -271,7 +316,9 @@ def test_an_interrupt_inside_the_pulumi_event_loop_ends_the_recording(exc: type[
         asyncio.ensure_future(interrupted())
 
     with pytest.raises(exc):
-        run_under_mocks(RecordingMocks(build_plan(load_fleet(str(MINIMAL), "dev").environments["dev"], "dev")), program, "dev")
+        run_under_mocks(
+            RecordingMocks(build_plan(load_fleet(str(MINIMAL), "dev").environments["dev"], "dev")), program, "dev"
+        )
 
 
 class _Stuck(RecordingMocks):
@@ -287,8 +334,12 @@ class _Stuck(RecordingMocks):
         return super().new_resource(args)
 
 
-@pytest.mark.parametrize(("sig", "exc"), [(signal.SIGINT, KeyboardInterrupt), (signal.SIGTERM, cli.Terminated)], ids=["SIGINT", "SIGTERM"])
-def test_an_interrupt_the_pulumi_runtime_keeps_still_ends_the_recording(sig: signal.Signals, exc: type[BaseException]) -> None:
+@pytest.mark.parametrize(
+    ("sig", "exc"), [(signal.SIGINT, KeyboardInterrupt), (signal.SIGTERM, cli.Terminated)], ids=["SIGINT", "SIGTERM"]
+)
+def test_an_interrupt_the_pulumi_runtime_keeps_still_ends_the_recording(
+    sig: signal.Signals, exc: type[BaseException]
+) -> None:
     """A signal arriving while the Pulumi program runs raises in the program; the runtime keeps that exception
     until every outstanding registration has ended (pulumi/runtime/stack.py run_pulumi_func), and a registration
     may never end. The recording must end at once anyway, with the interrupt (it used to wait forever)."""
@@ -298,13 +349,19 @@ def test_an_interrupt_the_pulumi_runtime_keeps_still_ends_the_recording(sig: sig
         pulumi.CustomResource("test:index:Thing", "stuck", {})
         signal.raise_signal(sig)  # the signal arrives in the program while `stuck` is being registered
 
-    handlers = {signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler), signal.SIGTERM: signal.signal(signal.SIGTERM, cli._terminate)}
+    handlers = {
+        signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
+        signal.SIGTERM: signal.signal(signal.SIGTERM, cli._terminate),
+    }
     start = time.monotonic()
     try:
         with pytest.raises(exc):
             run_under_mocks(_Stuck(release), program, "dev")
         assert time.monotonic() - start < 20, "the recording waited for the outstanding registration"
-        assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == (signal.default_int_handler, cli._terminate)
+        assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == (
+            signal.default_int_handler,
+            cli._terminate,
+        )
     finally:
         release.set()
         for s, handler in handlers.items():
@@ -322,9 +379,16 @@ class _InterruptedFinalizer:
         raise self.exc
 
 
-@pytest.mark.parametrize(("exc", "code"), [(KeyboardInterrupt(), 130), (cli.Terminated(), 143)], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize(
+    ("exc", "code"), [(KeyboardInterrupt(), 130), (cli.Terminated(), 143)], ids=["SIGINT", "SIGTERM"]
+)
 def test_an_interrupt_swallowed_by_a_finalizer_still_stops_the_write(
-    capsys: pytest.CaptureFixture[str], workdir: Path, monkeypatch: pytest.MonkeyPatch, mini_tree: Tree, exc: BaseException, code: int
+    capsys: pytest.CaptureFixture[str],
+    workdir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    mini_tree: Tree,
+    exc: BaseException,
+    code: int,
 ) -> None:
     def synthesis_interrupted_in_a_finalizer(fleet: object, env: str) -> tuple[object, Tree]:
         _InterruptedFinalizer(exc)  # collected at once: __del__ raises, Python swallows it
@@ -335,7 +399,9 @@ def test_an_interrupt_swallowed_by_a_finalizer_still_stops_the_write(
     assert sorted(p.name for p in workdir.iterdir()) == ["fleet.yaml", "notes.txt"]
 
 
-def test_an_interrupt_swallowed_by_a_finalizer_ends_any_command_as_an_interrupt(capsys: pytest.CaptureFixture[str], workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_interrupt_swallowed_by_a_finalizer_ends_any_command_as_an_interrupt(
+    capsys: pytest.CaptureFixture[str], workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     real = validate_command.open_spec
 
     def interrupted(*args: object) -> object:

@@ -127,7 +127,10 @@ def test_every_shell_value_is_quoted(template: str) -> None:
     assert unquoted == []
 
 
-@pytest.mark.parametrize(("value", "quoted"), [("nvcr.io/nvidia/pytorch:25.08-py3", "nvcr.io/nvidia/pytorch:25.08-py3"), ("it's", "'it'\"'\"'s'"), (8, "8")])
+@pytest.mark.parametrize(
+    ("value", "quoted"),
+    [("nvcr.io/nvidia/pytorch:25.08-py3", "nvcr.io/nvidia/pytorch:25.08-py3"), ("it's", "'it'\"'\"'s'"), (8, "8")],
+)
 def test_q_quotes_a_whole_word(value: Any, quoted: str) -> None:
     assert shell_quote(value) == quoted
 
@@ -138,5 +141,11 @@ def test_cell_keeps_a_markdown_table_row_whole() -> None:
 
 def test_word_refuses_a_value_that_needs_quoting() -> None:
     assert shell_word("nccl-gate-h100-1.nccl-gate-h100") == "nccl-gate-h100-1.nccl-gate-h100"
-    with pytest.raises(ValueError, match=r"^'a b' needs shell quoting and cannot be spliced into a word; pass it through the q filter as a word of its own$"):
+    with pytest.raises(
+        ValueError,
+        match=(
+            r"^'a b' needs shell quoting and cannot be spliced into a word; pass it through the q filter as a word of"
+            r" its own$"
+        ),
+    ):
         shell_word("a b")

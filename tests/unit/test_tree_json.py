@@ -17,7 +17,7 @@ TRICKY: list[Any] = [
     [],
     "",
     {"a": {}, "b": [], "c": [{}, [], [[]], {"d": {}}]},
-    {"quote\"s": "back\\slash", "ctl": "\x00\x1f\x7f\t\n\r", "sep": "\u2028\u2029\x85", "uni": "é€😀\ufeff"},
+    {'quote"s': "back\\slash", "ctl": "\x00\x1f\x7f\t\n\r", "sep": "\u2028\u2029\x85", "uni": "é€😀\ufeff"},
     {"z": 1, "a": -2, "m": 2**70, "t": True, "f": False, "n": None, "l": [True, 0, None, "0"]},
     {"tuple": ("a", ("b", []), {"c": ()})},
     [[["deep", {"x": [1, [2, [3]]]}]]],

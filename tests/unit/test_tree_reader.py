@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -62,43 +62,112 @@ def _nested(root: Path) -> None:
     (root / "plan.json").write_text("[" * 100_000 + "]" * 100_000)
 
 
-DIGEST = "plan.json, plan.md or inventory.json differ from what synth wrote (the digest in plan.json does not match); synthesise it again"
-CHANGED = f"{YAML_FILE} differs from what synth wrote (its sha256 in inventory.json does not match); synthesise it again"
+DIGEST = (
+    "plan.json, plan.md or inventory.json differ from what synth wrote (the digest in plan.json does not match);"
+    " synthesise it again"
+)
+CHANGED = (
+    f"{YAML_FILE} differs from what synth wrote (its sha256 in inventory.json does not match); synthesise it again"
+)
 
 DAMAGE: list[tuple[str, Callable[[Path], None], str]] = [
-    ("only-inventory", lambda r: [p.unlink() if p.is_file() and p.name != "inventory.json" else None for p in r.iterdir()] and shutil.rmtree(r / "01-foundation"), "no plan.json"),
+    (
+        "only-inventory",
+        lambda r: (
+            [p.unlink() if p.is_file() and p.name != "inventory.json" else None for p in r.iterdir()]
+            and shutil.rmtree(r / "01-foundation")
+        ),
+        "no plan.json",
+    ),
     ("empty-inventory", lambda r: (r / "inventory.json").write_text("[]\n"), DIGEST),
     ("inventory-garbage", lambda r: (r / "inventory.json").write_text("[{garbage"), DIGEST),
     ("inventory-entry-edited", _unprotect_cluster, DIGEST),
     ("yaml-garbage", lambda r: (r / YAML_FILE).write_text("\x00: [garbage\n"), CHANGED),
     ("yaml-edited", lambda r: (r / YAML_FILE).write_text((r / YAML_FILE).read_text() + "extra: 1\n"), CHANGED),
     ("yaml-removed", lambda r: (r / YAML_FILE).unlink(), f"no {YAML_FILE} (inventory.json lists it)"),
-    ("yaml-added", lambda r: (r / "01-foundation/aws/extra.yaml").write_text("a: 1\n"), "01-foundation/aws/extra.yaml is the file of no resource in inventory.json"),
+    (
+        "yaml-added",
+        lambda r: (r / "01-foundation/aws/extra.yaml").write_text("a: 1\n"),
+        "01-foundation/aws/extra.yaml is the file of no resource in inventory.json",
+    ),
     ("plan-md-edited", lambda r: (r / "plan.md").write_text((r / "plan.md").read_text() + "\n"), DIGEST),
     ("inventory-removed", lambda r: (r / "inventory.json").unlink(), "no inventory.json"),
     ("plan-md-removed", lambda r: (r / "plan.md").unlink(), "no plan.md"),
-    ("plan-json-garbage", lambda r: (r / "plan.json").write_text("{garbage"), "plan.json is not valid JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"),
-    ("plan-json-nested", _nested, "plan.json is not valid JSON: maximum recursion depth exceeded while decoding a JSON array from a unicode string"),
-    ("plan-json-list", lambda r: (r / "plan.json").write_text("[]"), 'plan.json does not say format "gpufleet synth tree"'),
+    (
+        "plan-json-garbage",
+        lambda r: (r / "plan.json").write_text("{garbage"),
+        "plan.json is not valid JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)",
+    ),
+    (
+        "plan-json-nested",
+        _nested,
+        (
+            "plan.json is not valid JSON: maximum recursion depth exceeded while decoding a JSON array from a unicode"
+            " string"
+        ),
+    ),
+    (
+        "plan-json-list",
+        lambda r: (r / "plan.json").write_text("[]"),
+        'plan.json does not say format "gpufleet synth tree"',
+    ),
     ("no-format", _plan_edit(lambda p: p.pop("format")), 'plan.json does not say format "gpufleet synth tree"'),
-    ("newer-format", _plan_edit(lambda p: p.update(formatVersion=3)), "plan.json: format version 3: written by a newer gpufleet; upgrade it (this gpufleet reads version 2)"),
-    ("older-format", _plan_edit(lambda p: p.update(formatVersion=1)), "plan.json: format version 1: written by an older gpufleet; synthesise it again (this gpufleet reads version 2)"),
-    ("string-format", _plan_edit(lambda p: p.update(formatVersion="2")), 'plan.json: format version "2": not a version gpufleet writes (this gpufleet reads version 2)'),
+    (
+        "newer-format",
+        _plan_edit(lambda p: p.update(formatVersion=3)),
+        "plan.json: format version 3: written by a newer gpufleet; upgrade it (this gpufleet reads version 2)",
+    ),
+    (
+        "older-format",
+        _plan_edit(lambda p: p.update(formatVersion=1)),
+        (
+            "plan.json: format version 1: written by an older gpufleet; synthesise it again (this gpufleet reads"
+            " version 2)"
+        ),
+    ),
+    (
+        "string-format",
+        _plan_edit(lambda p: p.update(formatVersion="2")),
+        'plan.json: format version "2": not a version gpufleet writes (this gpufleet reads version 2)',
+    ),
     ("no-digest", _plan_edit(lambda p: p.pop("digest")), "plan.json has no digest"),
     ("plan-edited", _plan_edit(lambda p: p.update(environment="prod")), DIGEST),
-    ("forged-no-fleet-name", _forged(lambda p: p["fleet"].pop("name")), "plan.json: fleet must name the fleet, its cluster and region"),
-    ("forged-fleet-list", _forged(lambda p: p.update(fleet=[])), "plan.json: fleet must name the fleet, its cluster and region"),
+    (
+        "forged-no-fleet-name",
+        _forged(lambda p: p["fleet"].pop("name")),
+        "plan.json: fleet must name the fleet, its cluster and region",
+    ),
+    (
+        "forged-fleet-list",
+        _forged(lambda p: p.update(fleet=[])),
+        "plan.json: fleet must name the fleet, its cluster and region",
+    ),
     ("forged-environment", _forged(lambda p: p.update(environment=None)), "plan.json: environment must be a name"),
-    ("forged-stages", _forged(lambda p: p.update(stages=[{"index": 1}])), "plan.json: stages must be a list of named stages"),
+    (
+        "forged-stages",
+        _forged(lambda p: p.update(stages=[{"index": 1}])),
+        "plan.json: stages must be a list of named stages",
+    ),
     ("foreign-file", lambda r: (r / "notes.txt").write_text("mine\n"), "notes.txt is not part of a synth tree"),
-    ("symlink", lambda r: (r / "01-foundation/aws/link.yaml").symlink_to(r / YAML_FILE), "01-foundation/aws/link.yaml is a symbolic link"),
+    (
+        "symlink",
+        lambda r: (r / "01-foundation/aws/link.yaml").symlink_to(r / YAML_FILE),
+        "01-foundation/aws/link.yaml is a symbolic link",
+    ),
     ("not-utf8", lambda r: (r / YAML_FILE).write_bytes(b"\xff\xfe"), f"{YAML_FILE} is not UTF-8 text"),
 ]
 
 
 @pytest.mark.parametrize(("damage", "reason"), [(d, r) for _, d, r in DAMAGE], ids=[i for i, _, _ in DAMAGE])
 @pytest.mark.parametrize("command", ["check", "diff"])
-def test_a_damaged_tree_is_not_a_synth_tree(mini: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, damage: Callable[[Path], None], reason: str) -> None:
+def test_a_damaged_tree_is_not_a_synth_tree(
+    mini: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    damage: Callable[[Path], None],
+    reason: str,
+) -> None:
     tree = tmp_path / "tree"
     shutil.copytree(mini, tree)
     damage(tree)
@@ -108,7 +177,9 @@ def test_a_damaged_tree_is_not_a_synth_tree(mini: Path, tmp_path: Path, capsys: 
 
 
 @pytest.mark.parametrize(("path", "reason"), [("missing", "no such directory"), ("file", "not a directory")])
-def test_a_path_that_is_no_directory_is_not_a_synth_tree(tmp_path: Path, capsys: pytest.CaptureFixture[str], path: str, reason: str) -> None:
+def test_a_path_that_is_no_directory_is_not_a_synth_tree(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], path: str, reason: str
+) -> None:
     (tmp_path / "file").write_text("x")
     assert main(["check", str(tmp_path / path)]) == 2
     assert capsys.readouterr().err == f"gpufleet check: error: {tmp_path / path} is not a synth tree: {reason}\n"
@@ -120,7 +191,9 @@ def test_an_intact_tree_is_read(mini: Path, capsys: pytest.CaptureFixture[str]) 
     assert capsys.readouterr().err == ""
 
 
-def test_diff_warns_when_the_trees_are_of_different_fleets(mini: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_diff_warns_when_the_trees_are_of_different_fleets(
+    mini: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     other = tmp_path / "other"
     shutil.copytree(mini, other)
     plan = json.loads((other / "plan.json").read_text())
@@ -128,8 +201,9 @@ def test_diff_warns_when_the_trees_are_of_different_fleets(mini: Path, tmp_path:
     rewrite(other, plan=plan)
     assert main(["diff", str(mini), str(other)]) == 0
     out, err = capsys.readouterr()
-    assert err == (
-        f"gpufleet diff: warning: the trees are of different fleets: {mini} of fleet mini (cluster mini in us-east-1), "
+    assert (
+        err == f"gpufleet diff: warning: the trees are of different fleets: {mini} of fleet mini (cluster mini in"
+        " us-east-1), "
         f"{other} of fleet mini (cluster mini in eu-west-1)\n"
     )
     assert "no changes" in out
@@ -142,5 +216,7 @@ def test_the_reader_gives_back_every_registration_with_its_inputs() -> None:
     for entry in expected:
         if "userData" in entry["inputs"]:
             entry["inputs"]["userData"] = decode_user_data(entry["inputs"]["userData"])
-    assert sum(e["type"] == HELM_RELEASE for e in expected) >= 5 and sum("userData" in e["inputs"] for e in expected) >= 4
+    assert (
+        sum(e["type"] == HELM_RELEASE for e in expected) >= 5 and sum("userData" in e["inputs"] for e in expected) >= 4
+    )
     assert read_tree(ROOT / "tests/golden/trees/example/prod").resources == expected

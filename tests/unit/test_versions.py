@@ -11,7 +11,16 @@ import yaml
 
 from gpufleet.manifests import health
 from gpufleet.pipeline import load_fleet
-from gpufleet.versions import CHART_CONTROLLERS, CLUSTER_AUTOSCALER_IMAGES, COMPONENTS, GPU_OPERATOR, KUBERNETES_VERSIONS, KUEUE, NETWORK_OPERATOR, Release
+from gpufleet.versions import (
+    CHART_CONTROLLERS,
+    CLUSTER_AUTOSCALER_IMAGES,
+    COMPONENTS,
+    GPU_OPERATOR,
+    KUBERNETES_VERSIONS,
+    KUEUE,
+    NETWORK_OPERATOR,
+    Release,
+)
 from tests.upstream import chart_values, require_shared
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "fleet.yaml"
@@ -29,7 +38,9 @@ def test_every_release_of_a_component_carries_the_same_facts(key: str) -> None:
         assert all(getattr(release, f.name) for f in dataclasses.fields(release)), f"{key}: an empty fact"
 
 
-@pytest.mark.parametrize(("key", "version"), [(k, v) for k, c in sorted(COMPONENTS.items()) if k not in IMAGES for v in c.supported])
+@pytest.mark.parametrize(
+    ("key", "version"), [(k, v) for k, c in sorted(COMPONENTS.items()) if k not in IMAGES for v in c.supported]
+)
 def test_every_supported_chart_version_has_its_upstream_chart(key: str, version: str) -> None:
     chart = require_shared() / "charts" / COMPONENTS[key].chart / version
     assert (chart / "values.yaml").is_file(), f"add the chart files of {key} {version} to ../shared/charts"
@@ -57,7 +68,9 @@ def test_the_health_sidecar_runs_the_pinned_operators_dcgm(version: str) -> None
 def test_kueue_chart_configuration_is_the_charts_own(version: str) -> None:
     document = yaml.safe_load(chart_values("kueue", version)["managerConfig"]["controllerManagerConfigYaml"])
     # gpufleet chooses the integrations itself (gpufleet.manifests.kueue.FRAMEWORKS)
-    assert {k: v for k, v in document.items() if k not in ("apiVersion", "kind", "integrations")} == KUEUE[version].chart_configuration
+    assert {k: v for k, v in document.items() if k not in ("apiVersion", "kind", "integrations")} == KUEUE[
+        version
+    ].chart_configuration
 
 
 @pytest.mark.parametrize("version", NETWORK_OPERATOR)
@@ -73,12 +86,16 @@ def _at(values: Any, key: str) -> Any:
     return values
 
 
-@pytest.mark.parametrize(("chart", "version"), [(c, v) for c, releases in sorted(CHART_CONTROLLERS.items()) for v in releases])
+@pytest.mark.parametrize(
+    ("chart", "version"), [(c, v) for c, releases in sorted(CHART_CONTROLLERS.items()) for v in releases]
+)
 def test_controller_placement_is_the_charts_own(chart: str, version: str) -> None:
     values = chart_values(chart, version)
     for c in CHART_CONTROLLERS[chart][version]:
         assert (_at(values, c.node_selector_key) or {}) == c.node_selector, f"{chart} {version} {c.node_selector_key}"
-        assert (_at(values, c.tolerations_key) or []) == [dict(t) for t in c.tolerations], f"{chart} {version} {c.tolerations_key}"
+        assert (_at(values, c.tolerations_key) or []) == [dict(t) for t in c.tolerations], (
+            f"{chart} {version} {c.tolerations_key}"
+        )
         assert c.enabled_key is None or _at(values, c.enabled_key) is True
 
 

@@ -12,21 +12,66 @@ from typing import Any
 import pytest
 import yaml
 
-from gpufleet import load
-from gpufleet import tree_yaml
+from gpufleet import load, tree_yaml
 from gpufleet.tree_yaml import DUMPER, PURE_DUMPER, pyyaml_dump
 from tests.trees import golden_documents
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.skipif(not yaml.__with_libyaml__, reason="PyYAML without its C extension: only the pure-Python path runs")
+pytestmark = pytest.mark.skipif(
+    not yaml.__with_libyaml__, reason="PyYAML without its C extension: only the pure-Python path runs"
+)
 
 # Strings where emitters make choices: quoting of YAML 1.1 look-alikes, indicators, blanks at either end, line
 # breaks of every kind, non-ASCII, and lines longer than the width.
 AWKWARD = [
-    "", " ", "yes", "No", "on", "null", "~", "1.30", "010", "10:00", "0x1f", ".inf", "-", "- a", "a: b", "a #b", "#c", "@x", "`x", "!t", "&a", "*a", "%p",
-    "'q'", '"d"', "x\n", "x\ny", "\nx", "x\n\n", "  lead\nx", "trail  \nx", "x\n  ", "tab\there", "\t\n", "cr\rlf", "crlf\r\nx", "nel\x85x", "ls\u2028x",
-    "é€😀", "nbsp\u00a0x", "bom\ufeffx", "x" * 130, ("word " * 40).strip(), "a\n" + "y" * 130 + "\n", "{a: 1}", "[1, 2]", "<ref:cluster.endpoint>",
+    "",
+    " ",
+    "yes",
+    "No",
+    "on",
+    "null",
+    "~",
+    "1.30",
+    "010",
+    "10:00",
+    "0x1f",
+    ".inf",
+    "-",
+    "- a",
+    "a: b",
+    "a #b",
+    "#c",
+    "@x",
+    "`x",
+    "!t",
+    "&a",
+    "*a",
+    "%p",
+    "'q'",
+    '"d"',
+    "x\n",
+    "x\ny",
+    "\nx",
+    "x\n\n",
+    "  lead\nx",
+    "trail  \nx",
+    "x\n  ",
+    "tab\there",
+    "\t\n",
+    "cr\rlf",
+    "crlf\r\nx",
+    "nel\x85x",
+    "ls\u2028x",
+    "é€😀",
+    "nbsp\u00a0x",
+    "bom\ufeffx",
+    "x" * 130,
+    ("word " * 40).strip(),
+    "a\n" + "y" * 130 + "\n",
+    "{a: 1}",
+    "[1, 2]",
+    "<ref:cluster.endpoint>",
 ]
 
 
@@ -40,7 +85,21 @@ def _documents() -> list[Any]:
 def _random_strings(count: int) -> list[str]:
     """Strings from YAML's indicators, blanks, breaks and non-ASCII, some repeated past the line width."""
     rng = random.Random(16)
-    alphabet = list("abc xyz:-#?&*!|>'\"%@`{}[],\n.019eE+_~\\/=\t\ré") + [": ", " #", "- ", "yes", "1.30", "\n ", " \n", "ab cd ef", "😀", "\x85", "\u2028", "\xa0", "ü"]
+    alphabet = list("abc xyz:-#?&*!|>'\"%@`{}[],\n.019eE+_~\\/=\t\ré") + [
+        ": ",
+        " #",
+        "- ",
+        "yes",
+        "1.30",
+        "\n ",
+        " \n",
+        "ab cd ef",
+        "😀",
+        "\x85",
+        "\u2028",
+        "\xa0",
+        "ü",
+    ]
     out = []
     for _ in range(count):
         s = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
@@ -49,7 +108,11 @@ def _random_strings(count: int) -> list[str]:
 
 
 def test_libyaml_writes_exactly_what_the_pure_emitter_writes() -> None:
-    docs = _documents() + [{"k": s, "l": [s, {"m": {"n": s}}]} for s in _random_strings(1000)] + [{s: 1} for s in _random_strings(1000) if s]
+    docs = (
+        _documents()
+        + [{"k": s, "l": [s, {"m": {"n": s}}]} for s in _random_strings(1000)]
+        + [{s: 1} for s in _random_strings(1000) if s]
+    )
     for doc in docs:
         assert pyyaml_dump(doc) == pyyaml_dump(doc, PURE_DUMPER), doc
 
@@ -62,13 +125,34 @@ def test_libyaml_writes_nearly_every_document_of_a_tree() -> None:
 
 
 def _spec_texts() -> list[str]:
-    files = sorted((ROOT / "tests" / "specs").rglob("*.yaml")) + sorted((ROOT / "tests" / "golden" / "cases").glob("*/fleet.yaml")) + [ROOT / "fleet.yaml"]
+    files = (
+        sorted((ROOT / "tests" / "specs").rglob("*.yaml"))
+        + sorted((ROOT / "tests" / "golden" / "cases").glob("*/fleet.yaml"))
+        + [ROOT / "fleet.yaml"]
+    )
     texts = [f.read_bytes().decode("utf-8", "replace") for f in files]
     # Where LibYAML and PyYAML disagree (load._PURE_ONLY), and other corners of the reader.
     texts += [
-        "a:\t1\n", "a: [b?c]\n", "a: |# x\n  b\n", "a: 1\n\ufeffb: 2\n", "\ufeffa: 1\n", "a: \x07\n", "a: 1\r\nb:\r\n  - x\r\n",
-        "{é: 1, b: 2}\n", "a: 😀 b\nc: [d, e]\n", 'a: "x\\\n  y"\nb: 1\n', "a: !!str 1\nb: !foo x\n", "k: &x {a: 1}\nm:\n  <<: *x\n  b: 2\n",
-        "a: 1\n---\nb: 2\n", "", "# only\n", "- a\n", "a: [1, 2\n", "a: b: c\n", "a: 'x\n", "on: 1\nyes: [010, 10:00, 1.30]\n",
+        "a:\t1\n",
+        "a: [b?c]\n",
+        "a: |# x\n  b\n",
+        "a: 1\n\ufeffb: 2\n",
+        "\ufeffa: 1\n",
+        "a: \x07\n",
+        "a: 1\r\nb:\r\n  - x\r\n",
+        "{é: 1, b: 2}\n",
+        "a: 😀 b\nc: [d, e]\n",
+        'a: "x\\\n  y"\nb: 1\n',
+        "a: !!str 1\nb: !foo x\n",
+        "k: &x {a: 1}\nm:\n  <<: *x\n  b: 2\n",
+        "a: 1\n---\nb: 2\n",
+        "",
+        "# only\n",
+        "- a\n",
+        "a: [1, 2\n",
+        "a: b: c\n",
+        "a: 'x\n",
+        "on: 1\nyes: [010, 10:00, 1.30]\n",
     ]
     return texts
 

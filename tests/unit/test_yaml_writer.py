@@ -12,7 +12,6 @@ import pytest
 from gpufleet.tree_yaml import PURE_DUMPER, YamlWriter, pyyaml_dump
 from tests.trees import golden_documents
 
-
 # Strings where emitters make choices, each with what PyYAML writes for it as a value after `k:`.
 TABLE = [
     ("plain", "plain"),
@@ -67,7 +66,7 @@ TABLE = [
     ("x\n\ny\n", "|\n  x\n\n  y"),
     ("  lead\nx", "|2-\n    lead\n  x"),
     ("\nx", "|2-\n\n  x"),
-    ("x\n\n", '|+\n  x\n\n...'),  # a block ending in blank lines: PyYAML ends the document with "..."
+    ("x\n\n", "|+\n  x\n\n..."),  # a block ending in blank lines: PyYAML ends the document with "..."
     ("trail  \nx", '"trail  \\nx"'),
     ("ls\u2028x", "'ls\u2028  x'"),  # a line separator is a line break inside single quotes
     ("x" * 130, "x" * 130),
@@ -146,7 +145,17 @@ def _random_key(rng: random.Random) -> str:
 def _random_string(rng: random.Random) -> str:
     # Without the characters only double quotes can hold (tabs, other line breaks; in TABLE): a document with one
     # goes to PyYAML whole, and the writer would write too few of these.
-    alphabet = list("abcxyz019-_./:<>@=+~ #'\"!&*|{}[],?%\né") + ["yes", "1.30", ": ", " #", "- ", "\n ", " \n", "word ", "😀"]
+    alphabet = list("abcxyz019-_./:<>@=+~ #'\"!&*|{}[],?%\né") + [
+        "yes",
+        "1.30",
+        ": ",
+        " #",
+        "- ",
+        "\n ",
+        " \n",
+        "word ",
+        "😀",
+    ]
     s = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
     return s * rng.randint(2, 20) if rng.random() < 0.2 else s
 
