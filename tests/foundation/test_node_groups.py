@@ -181,6 +181,39 @@ def test_raid0_groups_pull_onto_the_array_after_nodeadm_builds_it(prod: RolloutP
     assert "systemctl start containerd" in plain and "nodeadm-run" not in plain
 
 
+def _unit_section(script: str) -> dict[str, list[str]]:
+    """The [Unit] section of the unit file the RAID0 pre-pull script writes (directive -> values, space-split)."""
+    body = script.split("<<'UNIT'\n", 1)[1].split("\nUNIT\n", 1)[0]
+    section = body.split("[Unit]\n", 1)[1].split("\n[", 1)[0]
+    out: dict[str, list[str]] = {}
+    for line in section.splitlines():
+        key, _, value = line.partition("=")
+        out.setdefault(key, []).extend(value.split())
+    return out
+
+
+# systemd.unit(5): a unit listed in Requires= (and BindsTo=, PartOf=) takes the listing unit down with it when it
+# is explicitly stopped, queued start jobs included; Wants= and After= do not.
+_STOP_PROPAGATES = ("Requires", "BindsTo", "PartOf", "Requisite")
+
+
+def _survives_stop(unit: dict[str, list[str]], stopped: str) -> bool:
+    return not any(stopped in unit.get(kind, []) for kind in _STOP_PROPAGATES)
+
+
+def test_raid0_prepull_survives_setup_local_disks_stopping_containerd(prod: RolloutPlan) -> None:
+    # nodeadm's setup-local-disks runs `systemctl stop containerd` before bind-mounting /var/lib/containerd onto the
+    # array (awslabs/amazon-eks-ami templates/shared/runtime/bin/setup-local-disks, maybe_raid0); with
+    # Requires=containerd.service the queued pre-pull start was dropped with it (reproduced on systemd 252, AL2023's).
+    (prepull,) = [s for s in _scripts(prod, "h100") if "pull nvcr.io" in s]
+    unit = _unit_section(prepull)
+    assert _survives_stop(unit, "containerd.service"), unit
+    assert _survives_stop(unit, "nodeadm-run.service"), unit
+    # It still pulls into a started containerd on the array: started with it, ordered after both.
+    assert unit["Wants"] == ["containerd.service"]
+    assert unit["After"] == ["nodeadm-run.service", "containerd.service"]
+
+
 def test_user_data_never_starts_stops_or_masks_kubelet(prod: RolloutPlan, existing: RolloutPlan) -> None:
     # EKS launch template guidance: no user data command that starts or modifies kubelet; warm pools follow EKS.
     for plan in (prod, existing):
