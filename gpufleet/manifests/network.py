@@ -489,7 +489,7 @@ def gate_name(group: NodeGroup) -> str:
     return f"nccl-gate-{group.name}"
 
 
-def _gate_script(name: str, gpus: int, net: str, env_names: list[str]) -> str:
+def _gate_script(name: str, gpus: int, net: str, env_names: list[str], wait_seconds: int) -> str:
     """The gate's script: gpufleet/templates/nccl-gate.sh.j2 (what each pod does, and why, is written there)."""
     return render(
         "nccl-gate.sh.j2",
@@ -500,6 +500,7 @@ def _gate_script(name: str, gpus: int, net: str, env_names: list[str]) -> str:
         sizes=GATE_SIZES,
         ssh_port=SSH_PORT,
         key_port=KEY_PORT,
+        wait_seconds=wait_seconds,
     )
 
 
@@ -621,7 +622,7 @@ def gate_objects(fleet: Fleet, group: NodeGroup) -> tuple[dict[str, Any], dict[s
                         {
                             "name": "nccl-tests",
                             "image": gate.image,
-                            "command": ["/bin/bash", "-c", _gate_script(name, info.gpu_count, net, forwarded)],
+                            "command": ["/bin/bash", "-c", _gate_script(name, info.gpu_count, net, forwarded, timeout)],
                             "env": [{"name": k, "value": v} for k, v in sorted(gate_env.items())],
                             "envFrom": [{"configMapRef": {"name": nccl_env_name(fabric)}}],
                             "ports": [
