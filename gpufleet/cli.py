@@ -19,6 +19,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+from gpufleet import __version__
 from gpufleet.errors import SpecError, UsageError
 from gpufleet.interrupts import keep_interrupts, raise_interrupt
 
@@ -83,6 +84,8 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gpufleet", description="Generate a staged GPU Kubernetes fleet on AWS EKS from one spec."
     )
+    # The release (CHANGELOG.md lists what each one changed, its tree format version and tested pins).
+    parser.add_argument("--version", action="version", version=f"gpufleet {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
