@@ -142,9 +142,18 @@ def _text(verdicts: list[Verdict]) -> str:
     lines = []
     for v in verdicts:
         head = f"{v.kind} {v.namespace}/{v.name}: "
+        via = f"through ClusterQueue {v.cluster_queue}, flavor {v.flavor}, " if v.cluster_queue and v.flavor else ""
         if v.runs:
-            via = f"through ClusterQueue {v.cluster_queue}, flavor {v.flavor}, " if v.cluster_queue else ""
             lines.append(head + f"runs, {via}on node group {v.node_group}")
+        elif v.pods_admitted:
+            # Pods admitted one by one (a Deployment's): part of them run.
+            waiting = v.pods_total - v.pods_admitted
+            what = "quota" if v.reasons and v.reasons[0].stage == "admission" else "nodes"
+            lines.append(
+                head + f"{v.pods_admitted} of {v.pods_total} pods run, {via}on node group {v.node_group};"
+                f" {waiting} wait for {what}" + (f": {v.reasons[0].message}" if v.reasons else "")
+            )
+            lines += [f"  fix: {r.fix}" for r in v.reasons]
         else:
             where = f" (ClusterQueue {v.cluster_queue})" if v.cluster_queue else ""
             lines.append(head + f"would not run{where}")

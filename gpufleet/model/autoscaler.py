@@ -18,13 +18,19 @@ from gpufleet.model.scheduling import insufficient, matches_node, untolerated
 from gpufleet.model.workload import PodSpec
 
 
+def nodes_needed(node: NodeModel, pod: PodSpec, pods: int) -> int:
+    """Nodes of the group `pods` pods of this shape take (idle nodes, packed)."""
+    request = pod.request()
+    per_node = min((node.allocatable.get(r, 0) // v for r, v in request.items() if v > 0), default=pods) or 1
+    return -(-pods // per_node)
+
+
 def scale_up_blocker(
     node: NodeModel, pod: PodSpec, tolerations: list[Mapping[str, Any]], pods: int
 ) -> tuple[str, str] | None:
     """(reason, fix) when the group cannot bring the nodes `pods` pods of this shape need; None when it can."""
     request = pod.request()
-    per_node = min((node.allocatable.get(r, 0) // v for r, v in request.items() if v > 0), default=pods) or 1
-    needed = -(-pods // per_node)
+    needed = nodes_needed(node, pod, pods)
     if needed <= node.min_size:
         return None  # the nodes exist already (idle fleet)
     if node.template is None:

@@ -52,6 +52,7 @@ def controllers(plan: RolloutPlan) -> list[Workload]:
                         name=c.name,
                         labels={},
                         pod_sets=(PodSet(name="main", count=1, pod=pod),),
+                        api_version="apps/v1",  # Deployments and StatefulSets
                     )
                 )
     return out

@@ -1,6 +1,9 @@
 """Will it run? A workload through every gate a real cluster puts in its way, in the order it meets them:
-Kueue admission (and the API server's admission policies), then per pod set: scheduling on the node groups it may
-use, the Cluster Autoscaler bringing the nodes, the kubelet's Topology Manager, the device plugin's Allocate.
+the API server (is the kind served; then authorization, Pod Security and gpufleet's ValidatingAdmissionPolicies),
+Kueue admission, then per pod set: scheduling on the node groups it may use (existing nodes before what the
+autoscaler adds), the Cluster Autoscaler bringing the nodes, the kubelet's Topology Manager, the device plugin's
+Allocate. A Deployment's pods go through one by one (Kueue's pod integration admits each as its own workload), so
+part of them may run.
 
 Assumption, stated in every report: an otherwise idle fleet (no other workload holds quota or nodes), node groups
 able to grow to maxSize through the autoscaler, and Kueue TAS seeing only the minSize nodes that exist before any
@@ -15,8 +18,8 @@ from typing import Any
 
 from gpufleet.errors import Path
 from gpufleet.manifests.sharing import MIG_MIXED
-from gpufleet.model import authorization, device_plugin, kubelet, kueue_admission, scheduling
-from gpufleet.model.autoscaler import scale_up_blocker
+from gpufleet.model import api_server, authorization, device_plugin, kubelet, kueue_admission, scheduling
+from gpufleet.model.autoscaler import nodes_needed, scale_up_blocker
 from gpufleet.model.nodes import NodeModel, fleet_nodes
 from gpufleet.model.workload import QUEUE_LABEL, PodSet, PodSpec, Workload
 from gpufleet.names import GPU_RESOURCE, LABEL_NODE_GROUP
@@ -30,7 +33,9 @@ SYSTEM_GROUP = "system"
 # The labels a pod may select untainted CPU nodes by: gpufleet's system group (AL2023 x86_64, mode Create) or the
 # existing cluster's nodes; the kubelet sets kubernetes.io/os on every node.
 SYSTEM_LABELS = {LABEL_NODE_GROUP: SYSTEM_GROUP, "kubernetes.io/os": "linux"}
-STAGES = ("access", "admission", "scheduling", "kubelet", "device-plugin", "autoscaler")
+# `api`: what the API server refuses before Kueue sees the workload (a kind it does not serve, Pod Security, a
+# ValidatingAdmissionPolicy); `access`: its authorization of the submitter (--as).
+STAGES = ("api", "access", "admission", "scheduling", "kubelet", "device-plugin", "autoscaler")
 # Policy resource names -> kinds (admissionregistration resourceRules).
 _RESOURCE_KIND = {
     "jobs": "Job",
@@ -66,6 +71,11 @@ class Verdict:
     node_group: str | None = None
     reasons: tuple[Reason, ...] = ()
     notes: tuple[str, ...] = ()
+    # The workload's pods, and how many of them run (all of them, or none, except where pods are admitted one by
+    # one: a Deployment's); `runs` only when every pod does.
+    pods_total: int = 0
+    pods_admitted: int = 0
+    assumes: str = ASSUMPTION
 
     def json(self) -> dict[str, Any]:
         return {
@@ -73,10 +83,12 @@ class Verdict:
             "namespace": self.namespace,
             "name": self.name,
             "runs": self.runs,
+            "pods": {"total": self.pods_total, "admitted": self.pods_admitted},
             "clusterQueue": self.cluster_queue,
             "flavor": self.flavor,
             "nodeGroup": self.node_group,
             "reasons": [r.json() for r in self.reasons],
+            "assumes": self.assumes,
         }
 
 
@@ -90,6 +102,8 @@ class FleetModel:
     queue_policy: tuple[frozenset[str], frozenset[str], str] | None  # (kinds, namespaces, message)
     system_nodes: bool
     paths: Mapping[str, Path] = field(default_factory=dict)
+    # kind -> apiVersions the API server serves (gpufleet.model.api_server.served_kinds)
+    served: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(api_server.BUILT_IN))
 
     def group_path(self, group: str, *rest: str | int) -> Path | None:
         base = self.paths.get(f"nodeGroup:{group}")
@@ -129,6 +143,7 @@ def fleet_model(plan: RolloutPlan) -> FleetModel:
         # mode Create: gpufleet's untainted system group (cluster.systemNodes); mode Existing: the cluster's own nodes.
         system_nodes=plan.fleet.cluster.mode == "Existing" or plan.fleet.cluster.system_nodes is not None,
         paths=plan.fleet.paths,
+        served=api_server.served_kinds(plan),
     )
 
 
@@ -156,9 +171,16 @@ def _wants_gpu_nodes(pod: PodSpec) -> bool:
 
 
 def _place(
-    model: FleetModel, ps: PodSet, pod: PodSpec, tolerations: list[Mapping[str, Any]], daemon: bool
+    model: FleetModel,
+    ps: PodSet,
+    pod: PodSpec,
+    tolerations: list[Mapping[str, Any]],
+    daemon: bool,
+    already: Mapping[str, int] | None = None,
 ) -> tuple[list[str], Reason | None]:
-    """The node groups this pod set runs on, or the first gate that stops it."""
+    """The node groups this pod set runs on, or the first gate that stops it. `already`: pods of this shape the
+    verdict has placed on each group before (a Deployment's earlier replicas)."""
+    already = already or {}
     request = pod.request()
     selected = [n for n in model.nodes.values() if scheduling.matches_node(pod, n.labels)]
     # The device plugin's resource names stop a pod only where no selected group advertises what it asks for.
@@ -243,9 +265,19 @@ def _place(
             message=f"Insufficient {', '.join(missing)} on node group {node.group}: {detail}",
             fix="ask for at most what one node offers (`gpufleet plan` lists the per-node shape)",
         )
+
+    # kube-scheduler places pods only on nodes that exist; the autoscaler adds nodes for the pods it could not place.
+    # So a group whose existing (minSize, idle) nodes hold the pods comes before one that must scale up, each in
+    # the spec's order (scheduler: framework/runtime filters over existing nodes; cluster-autoscaler
+    # core/scaleup/orchestrator only acts on pods the scheduler marked unschedulable).
+    def pods_on(node: NodeModel) -> int:
+        return already.get(node.group, 0) + ps.count
+
+    existing = [n for n in fitting if nodes_needed(n, pod, pods_on(n)) <= n.min_size]
+    ordered = existing + [n for n in fitting if n not in existing]
     stop: Reason | None = None
-    for node in fitting:
-        stop = _on_node(model, node, pod, tolerations, ps.count)
+    for node in ordered:
+        stop = _on_node(model, node, pod, tolerations, pods_on(node))
         if stop is None:
             return [node.group], None
     return [], stop
@@ -301,20 +333,28 @@ def _admission_policy(model: FleetModel, wl: Workload) -> Reason | None:
     if kueue_admission.queue_name(model.kueue, wl):
         return None
     return Reason(
-        stage="admission",
+        stage="api",
         message=f"denied by ValidatingAdmissionPolicy gpufleet-require-queue-name: {message}",
         fix=f"set the label {QUEUE_LABEL}: <team> on the {wl.kind}",
     )
 
 
+def _api(model: FleetModel, wl: Workload) -> Reason | None:
+    """The API server's refusal of the object, before authorization: a kind this fleet does not serve."""
+    refused = api_server.not_served(model.served, wl.kind, wl.api_version)
+    if refused:
+        return Reason(stage="api", message=refused[0], fix=refused[1])
+    return None
+
+
 def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Verdict:
     """The verdict on one workload; with `principal` (an IAM ARN, already checked by authorization.identity), the
     API server's authorization of its creation comes first."""
-    base = Verdict(kind=wl.kind, namespace=wl.namespace, name=wl.name, runs=False)
-    injected: Mapping[str, kueue_admission.Flavor] = {}
-    cluster_queue = None
-    flavor = None
+    base = Verdict(kind=wl.kind, namespace=wl.namespace, name=wl.name, runs=False, pods_total=wl.pod_count)
     notes: list[str] = []
+    refused = _api(model, wl)
+    if refused:
+        return replace(base, reasons=(refused,))
     if principal is not None:
         decision = authorization.may_create(model.plan.fleet, model.plan.through, principal, wl.kind, wl.namespace)
         if decision.refusal:
@@ -325,7 +365,19 @@ def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Ve
     if model.kueue is not None:
         denied = _admission_policy(model, wl)
         if denied:
-            return replace(base, runs=False, reasons=(denied,))
+            return replace(base, reasons=(denied,))
+    if wl.kind == "Deployment":
+        return _one_by_one(model, wl, replace(base, notes=tuple(notes)))
+    return _gang(model, wl, replace(base, notes=tuple(notes)))
+
+
+def _gang(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
+    """Every pod set admitted at once (Kueue's all-or-nothing admission of one Workload), then placed."""
+    injected: Mapping[str, kueue_admission.Flavor] = {}
+    cluster_queue = None
+    flavor = None
+    notes = list(base.notes)
+    if model.kueue is not None:
         admission = kueue_admission.admit(model.kueue, wl, model.nodes)
         cluster_queue = admission.cluster_queue
         flavor = ", ".join(dict.fromkeys(admission.flavors.values())) or None
@@ -345,9 +397,7 @@ def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Ve
         pod, tolerations = _effective_pod(ps.pod, injected.get(ps.name))
         placed, stop = _place(model, ps, pod, tolerations, daemon=wl.kind == "DaemonSet")
         if stop:
-            return replace(
-                base, runs=False, cluster_queue=cluster_queue, flavor=flavor, reasons=(stop,), notes=tuple(notes)
-            )
+            return replace(base, cluster_queue=cluster_queue, flavor=flavor, reasons=(stop,), notes=tuple(notes))
         groups += [g for g in placed if g not in groups]
     return replace(
         base,
@@ -356,6 +406,63 @@ def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Ve
         flavor=flavor,
         node_group=", ".join(groups) or None,
         notes=tuple(notes),
+        pods_admitted=base.pods_total,
+    )
+
+
+def _one_by_one(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
+    """A Deployment: "every Pod from a Deployment is represented as a single independent Plain Pod" (kueue v0.19.2
+    site/content/en/docs/tasks/run/deployment.md), so each replica is admitted on its own, against the quota the
+    earlier ones hold, and placed beside them; outside Kueue the ReplicaSet's pods are scheduled one by one as well.
+    The first replica that waits stops the rest (they are alike): N of M run."""
+    (ps,) = wl.pod_sets
+    whole = _gang(model, wl, base)
+    if whole.runs or ps.count <= 1:
+        return whole
+    one = replace(ps, count=1)
+    single = replace(wl, pod_sets=(one,))
+    used: dict[tuple[str, str], int] = {}
+    placed: dict[str, int] = {}
+    queues: list[str] = []
+    flavors: list[str] = []
+    notes = list(base.notes)
+    stop: Reason | None = None
+    for _ in range(ps.count):
+        injected = None
+        if model.kueue is not None:
+            admission = kueue_admission.admit(model.kueue, single, model.nodes, used)
+            if admission.cluster_queue and admission.cluster_queue not in queues:
+                queues.append(admission.cluster_queue)
+            if admission.managed and admission.reason:
+                stop = Reason(
+                    stage="admission",
+                    message=admission.reason,
+                    fix=admission.fix or _admission_fix(admission.reason),
+                    spec_path=_tas_path(model, single, admission.cluster_queue, admission.reason),
+                )
+                break
+            if not admission.managed and not any(n.startswith("not managed by Kueue") for n in notes):
+                notes.append(f"not managed by Kueue: {admission.reason}")
+            injected = admission.injected.get(one.name)
+            flavors += [f for f in admission.flavors.values() if f not in flavors]
+        pod, tolerations = _effective_pod(one.pod, injected)
+        groups, stop = _place(model, one, pod, tolerations, daemon=False, already=placed)
+        if stop:
+            break
+        for g in groups:
+            placed[g] = placed.get(g, 0) + 1
+    admitted = sum(placed.values())
+    if admitted == 0:
+        return whole
+    return replace(
+        base,
+        runs=False,
+        cluster_queue=", ".join(queues) or None,
+        flavor=", ".join(flavors) or None,
+        node_group=", ".join(placed),
+        reasons=(stop,) if stop else (),
+        notes=tuple(notes),
+        pods_admitted=admitted,
     )
 
 

@@ -270,23 +270,42 @@ def _check_flavor(kueue: Kueue, cq: ClusterQueue, flavor: Flavor, ps: PodSet) ->
     return None
 
 
-def _requests(kueue: Kueue, ps: PodSet) -> dict[str, int]:
-    per_pod = ps.pod.request()
-    return {r: v * ps.count for r, v in per_pod.items() if v > 0 and not r.startswith(kueue.exclude_prefixes)}
+def _requests(kueue: Kueue, cq: ClusterQueue, ps: PodSet) -> dict[str, int]:
+    """The pod set's total requests as Kueue counts them: explicit zeros kept where the ClusterQueue covers the
+    resource (they get a flavor), dropped where it does not (flavorassigner.go assignFlavors "Skip zero-quantity
+    requests for resources not defined in the ClusterQueue (#8079)")."""
+    covered = {r for covered_, _ in cq.resource_groups for r in covered_}
+    return {
+        r: v * ps.count
+        for r, v in ps.pod.request().items()
+        if (v > 0 or r in covered) and not r.startswith(kueue.exclude_prefixes)
+    }
 
 
 def assign(
-    kueue: Kueue, cq: ClusterQueue, pod_sets: Sequence[PodSet], nodes: Mapping[str, NodeModel]
+    kueue: Kueue,
+    cq: ClusterQueue,
+    pod_sets: Sequence[PodSet],
+    nodes: Mapping[str, NodeModel],
+    held: dict[tuple[str, str], int] | None = None,
 ) -> tuple[dict[str, str], str | None]:
-    """Flavors per pod set in order, or the reasons the first pod set that fits nowhere gives."""
+    """Flavors per pod set in order, or the reasons the first pod set that fits nowhere gives. `held`: the quota
+    (flavor, resource) -> amount admitted workloads hold (a Deployment's earlier pods); what this one takes is added
+    to it when it is admitted.
+
+    A pod set with no requests at all gets no flavor and still fits: assignFlavors fails a pod set only when "its
+    Requests.Len() > 0 && len(Flavors) == 0" (flavorassigner.go); nothing is injected into its pods."""
+    held = {} if held is None else held
     used: dict[tuple[str, str], int] = {}
     chosen: dict[str, str] = {}
     for ps in pod_sets:
-        requests = _requests(kueue, ps)
+        requests = _requests(kueue, cq, ps)
         covered = {r for covered_, _ in cq.resource_groups for r in covered_}
         for r in sorted(requests):
             if r not in covered:
                 return chosen, f"couldn't assign flavors to pod set {ps.name}: resource {r} unavailable in ClusterQueue"
+        if not requests:
+            continue
         reasons: list[str] = []
         flavor_for_ps: str | None = None
         for covered_, flavors in cq.resource_groups:
@@ -308,6 +327,12 @@ def assign(
                                 f" ({fmt(r, before)}) + current podset request ({fmt(r, requests[r])}) > maximum"
                                 f" capacity ({fmt(r, cap)})"
                             )
+                            break
+                        # what other admitted workloads hold: flavorassigner.go fitsResourceQuota "insufficient
+                        # unused quota for %s in flavor %s, %s more needed" (no preemption among equals)
+                        short = before + requests[r] + held.get((name, r), 0) - cap
+                        if short > 0:
+                            problem = f"insufficient unused quota for {r} in flavor {name}, {fmt(r, short)} more needed"
                             break
                 if (
                     problem is None
@@ -331,6 +356,8 @@ def assign(
         chosen[ps.name] = flavor_for_ps
         for r, v in requests.items():
             used[(flavor_for_ps, r)] = used.get((flavor_for_ps, r), 0) + v
+    for key, v in used.items():
+        held[key] = held.get(key, 0) + v
     return chosen, None
 
 
@@ -381,7 +408,9 @@ def managed(kueue: Kueue, wl: Workload) -> tuple[bool, str]:
     )
 
 
-def admit(kueue: Kueue, wl: Workload, nodes: Mapping[str, NodeModel]) -> Admission:
+def admit(
+    kueue: Kueue, wl: Workload, nodes: Mapping[str, NodeModel], held: dict[tuple[str, str], int] | None = None
+) -> Admission:
     is_managed, why = managed(kueue, wl)
     if not is_managed:
         return Admission(managed=False, reason=why)
@@ -412,7 +441,7 @@ def admit(kueue: Kueue, wl: Workload, nodes: Mapping[str, NodeModel]) -> Admissi
             reason="workload namespace doesn't match ClusterQueue selector",
             fix=f"run it in the namespace ClusterQueue {cq_name} admits",
         )
-    chosen, problem = assign(kueue, cq, wl.pod_sets, nodes)
+    chosen, problem = assign(kueue, cq, wl.pod_sets, nodes, held)
     if problem is not None:
         return Admission(managed=True, cluster_queue=cq_name, flavors=chosen, reason=problem)
     return Admission(

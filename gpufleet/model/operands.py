@@ -98,6 +98,7 @@ def operands(plan: RolloutPlan) -> list[Workload]:
                     name=name,
                     labels={},
                     pod_sets=(PodSet(name="main", count=1, pod=pod),),
+                    api_version="apps/v1",
                 )
             )
     return out

@@ -1,9 +1,10 @@
 """Workloads as the gates see them: a kind, a namespace, labels, and pod sets (a pod template and a count).
 
 Read from the object kinds `gpufleet explain` accepts. Pod sets follow Kueue's own split of each kind
-(kueue v0.19.2 pkg/controller/jobs/*: a Job is one pod set of `parallelism` pods, a JobSet one per replicated job,
-PyTorchJob/MPIJob one per replica type, a TrainJob its trainer nodes); Deployments, StatefulSets and Pods are one
-pod set; a DaemonSet one pod per node it selects.
+(kueue v0.19.2 pkg/controller/jobs/*: a Job is one pod set of min(parallelism, completions) pods, a JobSet one per
+replicated job of replicas x that, PyTorchJob/MPIJob one per replica type, a TrainJob its trainer nodes); Deployments,
+StatefulSets and Pods are one pod set (a Deployment's pods are admitted one by one: gpufleet.model.explain); a
+DaemonSet one pod per node it selects.
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ class PodSpec:
     required_terms: tuple[Mapping[str, Any], ...] = ()  # nodeSelectorTerms (ORed)
     tolerations: tuple[Mapping[str, Any], ...] = ()
     topology_request: bool = False
+    # The pod spec as written (securityContext, volumes, env: what Pod Security and the admission policies read).
+    raw: Mapping[str, Any] = field(default_factory=dict)
 
     def request(self) -> dict[str, int]:
         """The pod's effective request: max(sum of app containers, largest init container) per resource."""
@@ -100,6 +103,11 @@ class Workload:
     labels: Mapping[str, str]
     pod_sets: tuple[PodSet, ...]
     owner_kinds: tuple[str, ...] = ()
+    api_version: str = ""
+
+    @property
+    def pod_count(self) -> int:
+        return sum(ps.count for ps in self.pod_sets)
 
     @property
     def queue_name(self) -> str | None:
@@ -184,6 +192,7 @@ def pod_spec(template: Any, where: str) -> PodSpec:
         required_terms=tuple(_list(affinity.get("nodeSelectorTerms"), f"{where}.spec.affinity.nodeAffinity")),
         tolerations=tuple(_list(spec.get("tolerations"), f"{where}.spec.tolerations")),
         topology_request=any(a in annotations for a in TOPOLOGY_ANNOTATIONS),
+        raw=spec,
     )
 
 
@@ -193,6 +202,17 @@ def _count(value: Any, default: int, where: str) -> int:
     if not isinstance(value, int) or value < 0:
         raise WorkloadError(f"{where}: must be a non-negative integer")
     return value
+
+
+def job_pods(job: Mapping[str, Any], where: str) -> int:
+    """The pods a Job runs at once as Kueue counts them: min(parallelism, completions), parallelism defaulting to 1
+    and a Job without completions (a work queue) running `parallelism` (kueue v0.19.2
+    pkg/controller/jobs/job/job_controller.go `podsCount`; jobset_controller.go `PodsCountPerReplica`)."""
+    parallelism = _count(job.get("parallelism"), 1, f"{where}.parallelism")
+    completions = job.get("completions")
+    if completions is None:
+        return parallelism
+    return min(parallelism, _count(completions, 1, f"{where}.completions"))
 
 
 def _replica_specs(spec: Mapping[str, Any], key: str) -> list[PodSet]:
@@ -216,13 +236,7 @@ def _pod_sets(kind: str, obj: Mapping[str, Any]) -> list[PodSet]:
     if kind == "Pod":
         return [PodSet(name="main", count=1, pod=pod_spec(obj, ""))]
     if kind == "Job":
-        return [
-            PodSet(
-                name="main",
-                count=_count(spec.get("parallelism"), 1, "spec.parallelism"),
-                pod=pod_spec(spec.get("template"), "spec.template"),
-            )
-        ]
+        return [PodSet(name="main", count=job_pods(spec, "spec"), pod=pod_spec(spec.get("template"), "spec.template"))]
     if kind in ("Deployment", "StatefulSet"):
         return [
             PodSet(
@@ -238,9 +252,7 @@ def _pod_sets(kind: str, obj: Mapping[str, Any]) -> list[PodSet]:
         for i, rj in enumerate(_list(spec.get("replicatedJobs"), "spec.replicatedJobs")):
             job = (rj.get("template") or {}).get("spec") or {}
             where = f"spec.replicatedJobs[{i}]"
-            count = _count(rj.get("replicas"), 1, f"{where}.replicas") * _count(
-                job.get("parallelism"), 1, f"{where}.template.spec.parallelism"
-            )
+            count = _count(rj.get("replicas"), 1, f"{where}.replicas") * job_pods(job, f"{where}.template.spec")
             out.append(
                 PodSet(
                     name=str(rj.get("name", i)),
@@ -287,4 +299,5 @@ def workload(obj: Mapping[str, Any]) -> Workload:
         labels={str(k): str(v) for k, v in labels.items()},
         pod_sets=tuple(_pod_sets(kind, obj)),
         owner_kinds=owners,
+        api_version=str(obj.get("apiVersion", "")),
     )

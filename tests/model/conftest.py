@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 import yaml
 
 from gpufleet.model.explain import FleetModel, fleet_model
+from gpufleet.model.workload import KINDS
 from gpufleet.pipeline import load_fleet_text
 from gpufleet.rollout import build_plan
 
@@ -29,6 +31,18 @@ def model_of(edit: Edit | None = None, env: str = "prod") -> FleetModel:
         edit(data)
     fleet = load_fleet_text(yaml.safe_dump(data), env=env).environments[env]
     return fleet_model(build_plan(fleet, env))
+
+
+def serving_every_kind(model: FleetModel) -> FleetModel:
+    """The model with every kind the reader knows served at the apiVersions the tests use, as if the fleet installed
+    the job APIs (today it installs none: JobSet, PyTorchJob, MPIJob and TrainJob stop at stage api)."""
+    versions = {
+        "JobSet": ("jobset.x-k8s.io/v1alpha2",),
+        "PyTorchJob": ("kubeflow.org/v1",),
+        "MPIJob": ("kubeflow.org/v2beta1",),
+        "TrainJob": ("trainer.kubeflow.org/v1alpha1",),
+    }
+    return dataclasses.replace(model, served={**model.served, **{k: versions[k] for k in KINDS if k in versions}})
 
 
 @pytest.fixture

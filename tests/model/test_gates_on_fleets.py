@@ -12,7 +12,7 @@ from gpufleet.model import device_plugin
 from gpufleet.model.canonical import canonical, rendered
 from gpufleet.model.explain import FleetModel, explain
 from gpufleet.model.workload import workload
-from tests.model.conftest import group
+from tests.model.conftest import group, serving_every_kind
 
 MakeModel = Callable[..., FleetModel]
 
@@ -161,7 +161,7 @@ def test_gpu_workload_without_queue_label_cannot_escape_its_team_queue(
 ) -> None:
     """Contradiction 4: with manageJobsWithoutQueueName false, a GPU workload naming no queue ran outside every
     quota. The team namespace's LocalQueue "default" now takes it to the team's ClusterQueue, whatever its kind."""
-    model = make_model()
+    model = serving_every_kind(make_model())
     pod = {
         "spec": {
             "nodeSelector": {"gpufleet.io/node-group": "notebooks"},

@@ -193,6 +193,24 @@ def test_zero_resource_request_not_in_cluster_queue_succeeds() -> None:
     )
 
 
+# TestAssignFlavors "zero resource request defined in clusterQueue should get flavor assigned": an explicit zero of a
+# covered resource still takes part in flavor assignment (and fits a quota of 0).
+def test_zero_resource_request_defined_in_cluster_queue_gets_a_flavor() -> None:
+    queue = cq("c", ("default", {"cpu": q(4000), "example.com/gpu": q(4)}))
+    assert assign(queue, ps(cpu=1000, **{"example.com_gpu": 0})) == ({"main": "default"}, None)
+    assert assign(cq("c", ("default", {"cpu": q(0)})), ps(cpu=0)) == ({"main": "default"}, None)
+
+
+# flavorassigner.go assignFlavors fails a pod set only when "podSet.Requests.Len() > 0 && len(Flavors) == 0": one
+# that requests nothing is admitted with no flavor (issue 27: the model said "no flavor covers its resources").
+def test_a_pod_set_with_no_requests_is_admitted_with_no_flavor() -> None:
+    queue = cq("c", ("one", {"cpu": q(4000)}))
+    assert assign(queue, ps()) == ({}, None)
+    assert assign(queue, ps("idle"), ps("worker", cpu=1000)) == ({"worker": "one"}, None)
+    # a request of a resource the ClusterQueue does not cover, at zero, is no request either (#8079)
+    assert assign(queue, ps(**{"example.com_gpu": 0})) == ({}, None)
+
+
 # scheduler_test.go: a PodSet without a topology request skips the TAS flavor of a mixed queue
 # ("Flavors considered: one: tas-default(NoFit;Flavor \"tas-default\" supports only TopologyAwareScheduling)")
 def test_mixed_queue_non_tas_pod_set_skips_tas_flavor() -> None:

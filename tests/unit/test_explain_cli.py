@@ -12,6 +12,11 @@ from gpufleet.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = str(ROOT / "fleet.yaml")
 NOTEBOOK = str(ROOT / "docs/examples/notebook.yaml")
+# The fleet state every verdict assumes (issue 27), in the JSON of each workload and at the end of the text.
+ASSUMES = (
+    "assumes an otherwise idle fleet: no other workload holds quota or nodes; groups grow to maxSize through the"
+    " autoscaler"
+)
 
 
 def _write(tmp_path: Path, name: str, text: str) -> str:
@@ -43,6 +48,8 @@ def test_json_contract(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> No
                 "flavor": "notebooks",
                 "nodeGroup": "notebooks",
                 "reasons": [],
+                "pods": {"total": 1, "admitted": 1},
+                "assumes": ASSUMES,
             },
             {
                 "kind": "Pod",
@@ -65,6 +72,8 @@ def test_json_contract(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> No
                         ),
                     }
                 ],
+                "pods": {"total": 1, "admitted": 0},
+                "assumes": ASSUMES,
             },
         ]
     }
