@@ -150,9 +150,11 @@ def _text(verdicts: list[Verdict]) -> str:
             waiting = v.pods_total - v.pods_admitted
             what = "quota" if v.reasons and v.reasons[0].stage == "admission" else "nodes"
             lines.append(
-                head + f"{v.pods_admitted} of {v.pods_total} pods run, {via}on node group {v.node_group};"
-                f" {waiting} wait for {what}" + (f": {v.reasons[0].message}" if v.reasons else "")
+                head
+                + f"{v.pods_admitted} of {v.pods_total} pods run; {waiting} wait for {what}"
+                + (f": {v.reasons[0].message}" if v.reasons else "")
             )
+            lines.append(f"  running: {via}on node group {v.node_group}")
             lines += [f"  fix: {r.fix}" for r in v.reasons]
         else:
             where = f" (ClusterQueue {v.cluster_queue})" if v.cluster_queue else ""

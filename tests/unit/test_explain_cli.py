@@ -111,6 +111,27 @@ def test_bad_manifest_is_a_positioned_usage_error(
     assert err == f"gpufleet explain: error: {path}{message}\n"
 
 
+def test_text_of_a_deployment_partly_admitted(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Issue 27: Kueue admits a Deployment's pods one by one; 10 of 12 run and the text says so."""
+    server = _write(
+        tmp_path,
+        "server.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: server, namespace: language}\nspec:\n  replicas: 12\n"
+        "  template:\n    spec:\n      nodeSelector: {gpufleet.io/node-group: l40s}\n      containers:\n"
+        "        - {name: c, resources: {limits: {nvidia.com/gpu: 4}}}\n",
+    )
+    assert main(["explain", SPEC, "--env", "prod", server]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (
+        "Deployment language/server: 10 of 12 pods run; 2 wait for quota: couldn't assign flavors to pod set main:"
+        " flavor h100 doesn't match node affinity, insufficient unused quota for nvidia.com/gpu in flavor l40s, 4 more"
+        " needed, flavor notebooks doesn't match node affinity"
+    )
+    assert lines[1] == "  running: through ClusterQueue language, flavor l40s, on node group l40s"
+    assert lines[2].startswith("  fix: ")
+    assert lines[-1] == f"({ASSUMES})"
+
+
 def test_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", SPEC, NOTEBOOK]) == 2
     assert "the following arguments are required: --env" in capsys.readouterr().err
