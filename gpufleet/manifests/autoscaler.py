@@ -41,6 +41,7 @@ SERVICE_ACCOUNT = "cluster-autoscaler"
 
 TAG_ENABLED = "k8s.io/cluster-autoscaler/enabled"
 TEMPLATE_RESOURCE_TAG = "k8s.io/cluster-autoscaler/node-template/resources/"
+EPHEMERAL_STORAGE = "ephemeral-storage"
 # The AWS provider's GPU label (cloudprovider/aws/aws_cloud_provider.go GPULabel). A node carrying it counts as a
 # GPU node from the moment it registers, so the autoscaler waits for the device plugin to advertise its GPUs
 # instead of scaling up again meanwhile (README "Special note on GPU instances"), and measures its utilization by
@@ -150,10 +151,14 @@ def discovery_tags(fleet: Fleet) -> dict[str, str]:
 
 
 def template_resources(fleet: Fleet, group: NodeGroup, *, with_sharing: bool, with_network: bool) -> dict[str, str]:
-    """Extended resources a node of the group advertises once its device plugins run, for the autoscaler's
-    scale-from-zero template. Only what this environment's stages install: the sharing stage multiplies
-    nvidia.com/gpu or, under MIG strategy mixed, names each slice nvidia.com/mig-<profile>; the network stage brings
-    the EFA and RDMA device plugins."""
+    """Resources beyond CPU and memory a node of the group offers once its device plugins run, derived from the
+    catalog and the environment's stages (never read back from a tag): the scale-from-zero template's tags, and
+    what gpufleet.model.nodes gives each node, autoscaler or not. Only what this environment's stages install: the
+    sharing stage multiplies nvidia.com/gpu or, under MIG strategy mixed, names each slice nvidia.com/mig-<profile>;
+    the network stage brings the EFA and RDMA device plugins. `ephemeral-storage` is always there: the autoscaler's
+    AWS template has none unless a tag gives it (aws_manager.go buildNodeFromTemplate sets CPU, memory, GPUs and
+    pods from the instance type, the rest from node-template/resources tags), so a pod requesting it would never
+    scale an empty group."""
     info = catalog.lookup(group.instance_type)
     if info is None:
         return {}
@@ -162,6 +167,7 @@ def template_resources(fleet: Fleet, group: NodeGroup, *, with_sharing: bool, wi
         if with_sharing
         else {GPU_RESOURCE: str(info.gpu_count)}
     )
+    out[EPHEMERAL_STORAGE] = f"{node_bootstrap.ephemeral_storage_mib(group)}Mi"
     if with_network and group.fabric is Fabric.EFA:
         out[EFA_RESOURCE] = str(node_bootstrap.efa_interfaces(group))
         out["hugepages-2Mi"] = EFA_HUGEPAGES_2MI

@@ -173,6 +173,41 @@ def user_data(group: NodeGroup, images: list[str], sharing_toml: dict[str, Any] 
     return _mime(parts)
 
 
+# What kubelet keeps of its filesystem for itself (nodeadm's kubelet defaults, awslabs/amazon-eks-ami
+# nodeadm/internal/kubelet/config.go: kubeReserved "ephemeral-storage": "1Gi" in withDefaultReservedResources,
+# evictionHard "nodefs.available": "10%" in defaultKubeletSubConfig). Node allocatable is capacity minus the
+# reservations and the hard eviction threshold (kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources,
+# "Node Allocatable"). [I] Bottlerocket's kubelet is taken to keep the same: its kube-reserved ephemeral-storage
+# default is 1Gi and nodefs.available 10% is also the kubelet's own default.
+KUBE_RESERVED_EPHEMERAL_MIB = 1024
+NODEFS_EVICTION_PERCENT = 10
+_MIB = 1024 * 1024
+
+
+def nodefs_mib(group: NodeGroup) -> int:
+    """The size of the filesystem that holds /var/lib/kubelet (kubelet's nodefs, its `ephemeral-storage` capacity).
+
+    With `localStorage: RAID0` the instance-store array: nodeadm's setup-local-disks bind-mounts /var/lib/kubelet
+    onto it (awslabs/amazon-eks-ami templates/shared/runtime/bin/setup-local-disks, maybe_raid0, BIND_KUBELET), and
+    Bottlerocket's `ephemeral-storage bind` does the same (EPHEMERAL_STORAGE_DIRS above); its size is the catalog's
+    instance-store total, which EC2 reports in GB (10^9 bytes), the array's filesystem overhead left out. Otherwise
+    the group's EBS volume of `diskSizeGiB`: the AL2023 root volume, or Bottlerocket's data volume (the launch
+    template's blockDeviceMappings)."""
+    info = catalog.lookup(group.instance_type)
+    if group.local_storage == "RAID0" and info is not None and info.local_nvme_gib > 0:
+        return info.local_nvme_gib * 10**9 // _MIB
+    return group.disk_size_gib * 1024
+
+
+def ephemeral_storage_mib(group: NodeGroup) -> int:
+    """`ephemeral-storage` a node of the group offers pods (allocatable, MiB): its nodefs less kubelet's reservation
+    and hard eviction threshold. The one figure both the Cluster Autoscaler's scale-from-zero tag and the model use
+    (the autoscaler's AWS template takes a resource tag as capacity and allocatable alike, cloudprovider/aws
+    aws_manager.go buildNodeFromTemplate), so it never scales up for a pod a real node would not admit."""
+    total = nodefs_mib(group)
+    return total - KUBE_RESERVED_EPHEMERAL_MIB - -(-total * NODEFS_EVICTION_PERCENT // 100)
+
+
 def efa_interfaces(group: NodeGroup) -> int:
     """EFA interfaces to attach: one per network card, up to the type's maximum."""
     info = catalog.lookup(group.instance_type)

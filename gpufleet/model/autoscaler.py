@@ -77,8 +77,8 @@ def scale_up_blocker(
     if missing:
         return (
             (
-                f"the scale-from-zero template of node group {node.group} does not offer {', '.join(missing)} (no"
-                " node-template resource tag)"
+                f"the scale-from-zero template of node group {node.group} does not offer {', '.join(missing)} (beyond"
+                " what its node-template resource tags give)"
             ),
             "include the stage whose device plugin advertises it in this environment",
         )

@@ -1,8 +1,9 @@
 """The node model: what one node of each node group offers a pod, read from the rendered plan.
 
 Labels, taints and the scaling range come from the plan's `aws:eks/nodeGroup:NodeGroup` resource (what EKS puts on
-the nodes and what the Cluster Autoscaler reads back from eks:DescribeNodegroup); the extended resources from the
-node-template tags the foundation stage writes (what the device plugins of this environment advertise); the kubelet's
+the nodes and what the Cluster Autoscaler reads back from eks:DescribeNodegroup); the extended resources and
+`ephemeral-storage` from the catalog and the environment's stages (`autoscaler.template_resources`, the function that
+also writes the node-template tags, which exist only with cluster.autoscaler Install); the kubelet's
 Topology Manager and CPU manager from `node_bootstrap.topology` (the function that renders the NodeConfig); CPU and
 memory after kubelet reservations and the DaemonSet budget from `kueue.node_reserve`.
 
@@ -22,7 +23,7 @@ from gpufleet import catalog, stages
 from gpufleet.builders.node_groups import node_group_id
 from gpufleet.manifests import kueue, node_bootstrap
 from gpufleet.manifests.autoscaler import RELEASE as AUTOSCALER_RELEASE
-from gpufleet.manifests.autoscaler import TEMPLATE_RESOURCE_TAG
+from gpufleet.manifests.autoscaler import template_resources
 from gpufleet.manifests.sharing import (
     MIG_MIXED,
     MIG_PREFIX,
@@ -32,7 +33,7 @@ from gpufleet.manifests.sharing import (
     mig_layout,
     mig_resource,
 )
-from gpufleet.names import GPU_RESOURCE, LABEL_NODE_GROUP
+from gpufleet.names import LABEL_NODE_GROUP
 from gpufleet.plan import RolloutPlan
 from gpufleet.spec import NodeGroup, SharingStrategy
 
@@ -120,13 +121,17 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
         "eks.amazonaws.com/capacityType": args["capacityType"],
     }
     taints = tuple({"key": t["key"], "value": t["value"], "effect": _K8S_EFFECT[t["effect"]]} for t in args["taints"])
+    # the device plugin and MIG manager configs come with the sharing stage (builders/foundation.py), the EFA and
+    # RDMA device plugins with the network stage
+    with_sharing = stages.included("sharing", plan.through)
+    # From the catalog and the plan, the function that also writes the autoscaler's tags: a fixed-size group
+    # without the autoscaler (cluster.autoscaler None) has no tags, yet its nodes advertise the same.
     extended = {
-        k[len(TEMPLATE_RESOURCE_TAG) :]: _quantity(v)
-        for k, v in args["tags"].items()
-        if k.startswith(TEMPLATE_RESOURCE_TAG)
+        name: _quantity(value)
+        for name, value in template_resources(
+            plan.fleet, group, with_sharing=with_sharing, with_network=stages.included("network", plan.through)
+        ).items()
     }
-    if not extended:  # no autoscaler tags: what the GPU device plugin advertises without sharing
-        extended = {GPU_RESOURCE: info.gpu_count}
     reserved_cpu, reserved_memory = kueue.node_reserve(group)
     allocatable = {
         "cpu": info.vcpus * 1000 - reserved_cpu,
@@ -146,8 +151,6 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
     }
     policy, scope, cpu_policy = node_bootstrap.topology(group)
     strategy = group.sharing.strategy
-    # the device plugin and MIG manager configs come with the sharing stage (builders/foundation.py)
-    with_sharing = stages.included("sharing", plan.through)
     scaling = args["scalingConfig"]
     template = None
     if autoscaler_deployed(plan):

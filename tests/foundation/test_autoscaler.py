@@ -342,22 +342,46 @@ def test_every_group_and_the_system_group_carry_the_discovery_tags(prod: Rollout
     assert autoscaler_tags(resource(prod, "system-node-group")) == DISCOVERY
 
 
+# kubelet's ephemeral-storage allocatable: the nodefs less nodeadm's kubeReserved 1Gi and evictionHard
+# nodefs.available 10% (awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go). h100 (p5.48xlarge, RAID0): the
+# 30400 GB instance-store array, 28991699 MiB; a100-mig and l40s: the 300 GiB root volume (diskSizeGiB).
+H100_EPHEMERAL = TEMPLATE + "ephemeral-storage", f"{28991699 - 1024 - 2899170}Mi"
+ROOT_EPHEMERAL = TEMPLATE + "ephemeral-storage", f"{300 * 1024 - 1024 - 30720}Mi"
+
+
 def test_template_resources_match_what_the_device_plugins_advertise_in_prod(prod: RolloutPlan) -> None:
     assert autoscaler_tags(resource(prod, "h100-node-group")) == {
         **DISCOVERY,
         TEMPLATE + "nvidia.com/gpu": "8",
         TEMPLATE + "vpc.amazonaws.com/efa": "32",
         TEMPLATE + "hugepages-2Mi": "10256Mi",
+        **dict([H100_EPHEMERAL]),
     }
     # A100 MIG 1g.5gb: 8 GPUs x 7 slices, each advertised as nvidia.com/gpu (strategy single).
-    assert autoscaler_tags(resource(prod, "a100-mig-node-group")) == {**DISCOVERY, TEMPLATE + "nvidia.com/gpu": "56"}
-    assert autoscaler_tags(resource(prod, "l40s-node-group")) == {**DISCOVERY, TEMPLATE + "nvidia.com/gpu": "4"}
+    assert autoscaler_tags(resource(prod, "a100-mig-node-group")) == {
+        **DISCOVERY,
+        TEMPLATE + "nvidia.com/gpu": "56",
+        **dict([ROOT_EPHEMERAL]),
+    }
+    assert autoscaler_tags(resource(prod, "l40s-node-group")) == {
+        **DISCOVERY,
+        TEMPLATE + "nvidia.com/gpu": "4",
+        **dict([ROOT_EPHEMERAL]),
+    }
 
 
 def test_template_resources_only_from_stages_the_environment_runs(dev: RolloutPlan) -> None:
-    # dev stops at admission: no sharing (physical GPUs only) and no EFA device plugin.
-    assert autoscaler_tags(resource(dev, "a100-mig-node-group")) == {**DISCOVERY, TEMPLATE + "nvidia.com/gpu": "8"}
-    assert autoscaler_tags(resource(dev, "h100-node-group")) == {**DISCOVERY, TEMPLATE + "nvidia.com/gpu": "8"}
+    # dev stops at admission: no sharing (physical GPUs only) and no EFA device plugin; the disk is there anyway.
+    assert autoscaler_tags(resource(dev, "a100-mig-node-group")) == {
+        **DISCOVERY,
+        TEMPLATE + "nvidia.com/gpu": "8",
+        **dict([ROOT_EPHEMERAL]),
+    }
+    assert autoscaler_tags(resource(dev, "h100-node-group")) == {
+        **DISCOVERY,
+        TEMPLATE + "nvidia.com/gpu": "8",
+        **dict([H100_EPHEMERAL]),
+    }
 
 
 def test_the_bandwidth_gate_fits_an_empty_efa_groups_template(prod: RolloutPlan) -> None:

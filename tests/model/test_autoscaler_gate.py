@@ -25,19 +25,50 @@ def test_template_offers_the_tagged_extended_resources(make_model: MakeModel) ->
     assert scale_up_blocker(node, _pod({"nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 32}), tolerations, 2) is None
 
 
-def test_untagged_resource_blocks_scale_from_zero(make_model: MakeModel) -> None:
-    # README: "k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage: 100G" is needed for a pod that
-    # requests ephemeral storage; gpufleet does not tag it.
+def test_scale_from_zero_offers_the_groups_ephemeral_storage(make_model: MakeModel) -> None:
+    # README: a pod requesting ephemeral storage scales an empty group only with a
+    # "k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage" tag. h100 (p5.48xlarge, RAID0) offers its
+    # instance-store array: 30400 GB = 28991699 MiB, less kubelet's 1 GiB and 10% nodefs eviction threshold.
     node = make_model().nodes["h100"]
-    blocked = scale_up_blocker(
-        node, _pod({"nvidia.com/gpu": 1, "ephemeral-storage": 1024}), [{"operator": "Exists"}], 1
-    )
+    assert node.template is not None
+    assert node.template["resources"]["ephemeral-storage"] == node.allocatable["ephemeral-storage"] == 26091505
+    tolerations = [{"operator": "Exists"}]
+    one_tib = 1024 * 1024
+    assert scale_up_blocker(node, _pod({"nvidia.com/gpu": 8, "ephemeral-storage": one_tib}), tolerations, 1) is None
+    blocked = scale_up_blocker(node, _pod({"nvidia.com/gpu": 1, "ephemeral-storage": 30 * one_tib}), tolerations, 1)
     assert blocked is not None
     assert (
         blocked[0]
-        == "the scale-from-zero template of node group h100 does not offer ephemeral-storage (no node-template resource"
-        " tag)"
+        == "the scale-from-zero template of node group h100 does not offer ephemeral-storage (beyond what its"
+        " node-template resource tags give)"
     )
+
+
+def test_ephemeral_storage_is_the_root_volume_without_raid0(make_model: MakeModel) -> None:
+    # l40s has no localStorage: kubelet's nodefs is the 300 GiB root volume (diskSizeGiB).
+    assert make_model().nodes["l40s"].allocatable["ephemeral-storage"] == 300 * 1024 - 1024 - 30 * 1024
+
+
+def test_fixed_groups_without_the_autoscaler_offer_what_their_device_plugins_advertise(make_model: MakeModel) -> None:
+    """cluster.autoscaler None writes no node-template tags; the nodes still advertise EFA, huge pages and
+    ephemeral storage (the EKS Blueprints nvidia-gpu-efa pattern: a fixed 2-node EFA group, no autoscaler)."""
+
+    def fixed(data: dict[str, Any]) -> None:
+        data["cluster"]["autoscaler"] = "None"
+        group(data, "h100")["scaling"] = {"minSize": 2, "maxSize": 2}
+        for team in data["teams"]:
+            for quota in team["quotas"]:
+                if quota["nodeGroup"] == "h100":
+                    quota.update(gpus=8, borrowingLimit=8, lendingLimit=8)
+
+    node = make_model(fixed).nodes["h100"]
+    assert node.template is None
+    assert {r: node.allocatable[r] for r in ("nvidia.com/gpu", "vpc.amazonaws.com/efa", "hugepages-2Mi")} == {
+        "nvidia.com/gpu": 8,
+        "vpc.amazonaws.com/efa": 32,
+        "hugepages-2Mi": 10256,
+    }
+    assert node.allocatable["ephemeral-storage"] == make_model().nodes["h100"].allocatable["ephemeral-storage"]
 
 
 def test_never_past_max_size(make_model: MakeModel) -> None:

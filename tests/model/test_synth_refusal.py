@@ -65,3 +65,23 @@ def test_plan_md_has_the_will_it_run_table() -> None:
     assert "| node group | workload | runs | ClusterQueue | flavor | stopped by |" in plan
     assert "| h100 | full node | yes | vision | h100 | - |" in plan
     assert "| notebooks | one shared unit | yes | vision | notebooks | - |" in plan
+
+
+def test_a_fixed_efa_group_without_the_autoscaler_synths(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """cluster.autoscaler None and a fixed 2-node EFA group (EKS Blueprints' nvidia-gpu-efa pattern): the gate and
+    the canonical pod fit nodes whose EFA devices come from the catalog, not from autoscaler tags (issue 29 item 9;
+    it failed with "a node offers 0 vpc.amazonaws.com/efa")."""
+    data: dict[str, Any] = copy.deepcopy(EXAMPLE)
+    data["cluster"]["autoscaler"] = "None"
+    for other in data["nodeGroups"]:  # nothing scales a group up: every one keeps a node
+        other["scaling"]["minSize"] = max(1, other["scaling"]["minSize"])
+    group(data, "h100")["scaling"] = {"minSize": 2, "maxSize": 2}
+    for team in data["teams"]:
+        for quota in team["quotas"]:
+            if quota["nodeGroup"] == "h100":
+                quota.update(gpus=8, borrowingLimit=8, lendingLimit=8)
+    spec = tmp_path / "fleet.yaml"
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    out = tmp_path / "out"
+    assert main(["synth", str(spec), "--env", "prod", "--out", str(out)]) == 0, capsys.readouterr().err
+    assert (out / "plan.md").exists()
