@@ -1,9 +1,11 @@
 """Where `gpufleet synth --out` may write, and how a tree replaces the one there (never anything else).
 
-A target is accepted only if it is absent, an empty directory, or a tree gpufleet wrote before (its plan.json
-carries the tree format id and every entry belongs to the tree layout). Anything else -- a file, a symbolic link,
-a directory holding the spec or the working directory, a non-empty directory of other files -- is refused with
-the reason before anything is synthesised or written.
+A target is accepted only if it is absent, an empty directory, or exactly a tree gpufleet wrote before: its
+plan.json carries the tree format id, its digest and each file's sha256 match, and every file is plan.json, plan.md,
+inventory.json or an inventory entry's file (gpufleet.tree_reader.tree_problem, the proof `check` asks for).
+Anything else -- a file, a symbolic link, a directory holding the spec or the working directory, a non-empty
+directory of other files, a tree with a file of the user's or an edit -- is refused with the reason before anything
+is synthesised or written.
 
 `prepare` proves the target writable up front by creating the staging directory beside it (and any missing
 parents); the tree is written into the staging directory and then swapped in with one rename. Concurrent
@@ -30,7 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpufleet.interrupts import raise_interrupt
-from gpufleet.tree import Tree, tree_problem
+from gpufleet.tree import Tree
+from gpufleet.tree_reader import tree_problem
 
 _STAGING_INFIX = ".gpufleet-staging-"
 

@@ -7,11 +7,11 @@ Layout:
   NN-<stage>/aws/<resource>.yaml
 Each fact is stored once: a resource's inputs live in its file (or, for resources without one, in inventory.json),
 and its inventory.json entry names the file with the file's sha256 (see `render`).
-plan.json names the tree format (`format`, `formatVersion`): it marks a directory as one gpufleet wrote, the only
-kind `synth --out` replaces (gpufleet.output writes it). It also names the fleet (`fleet`: name, cluster, region)
-and carries a digest over plan.json, plan.md and inventory.json (see `digest`), which `check` and `diff` verify
-with the files' hashes (gpufleet.tree_reader). Output is byte-identical for the same input: sorted keys, no
-timestamps, no absolute paths.
+plan.json names the tree format (`format`, `formatVersion`) and the fleet (`fleet`: name, cluster, region), and carries
+a digest over plan.json, plan.md and inventory.json (see `digest`), which `check` and `diff` verify with the files'
+hashes (gpufleet.tree_reader); the same proof marks a directory as exactly a tree gpufleet wrote, the only kind
+`synth --out` replaces (gpufleet.tree_reader.tree_problem). Output is byte-identical for the same input: sorted
+keys, no timestamps, no absolute paths.
 """
 
 from __future__ import annotations
@@ -19,11 +19,9 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from gpufleet import stages
@@ -243,25 +241,3 @@ def digest(summary: Mapping[str, Any], inventory: list[dict[str, Any]], plan_md:
     """
     sealed = [{key: value for key, value in entry.items() if key != "sha256"} for entry in inventory]
     return "sha256:" + sha256(f"{dump_json(summary)}\0{dump_json(sealed)}\0{plan_md}")
-
-
-def tree_problem(root: Path) -> str | None:
-    """Why the directory `root` is not a tree gpufleet wrote (its plan.json marker, nothing outside the layout)."""
-    try:
-        plan = json.loads((root / "plan.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return "no plan.json"
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        return f"plan.json is unreadable: {exc}"
-    if not isinstance(plan, dict) or plan.get("format") != TREE_FORMAT:
-        return f'plan.json does not say format "{TREE_FORMAT}"'
-    try:
-        entries = sorted(root.rglob("*"))
-    except OSError as exc:  # changed or unreadable while walked
-        return f"cannot be read: {exc.strerror or exc}"
-    for path in entries:
-        rel = path.relative_to(root).as_posix()
-        expected = TREE_DIR if path.is_dir() else TREE_FILE
-        if path.is_symlink() or not expected.match(rel):
-            return f"{rel} is not part of a synth tree"
-    return None

@@ -40,7 +40,12 @@ _MAX_PLAN_BYTES = 16 * 1024 * 1024
 
 
 class NotATree(Exception):
-    """The directory is not a synth tree gpufleet can trust; the message says why."""
+    """The directory is not a synth tree gpufleet can trust; the message says why, `reason` without the advice to
+    synthesise it again (which `synth --out`, refusing to replace it, cannot give)."""
+
+    def __init__(self, message: str, *, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = message if reason is None else reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +91,8 @@ def _plan(root: Path) -> dict[str, Any]:
             )
         raise NotATree(
             f"plan.json: format version {json.dumps(version)}: {why} (this gpufleet reads version"
-            f" {TREE_FORMAT_VERSION})"
+            f" {TREE_FORMAT_VERSION})",
+            reason=f"plan.json: format version {json.dumps(version)} (this gpufleet reads version {TREE_FORMAT_VERSION})",
         )
     if not isinstance(plan.get("digest"), str):
         raise NotATree("plan.json has no digest")
@@ -108,6 +114,8 @@ def _files(root: Path) -> dict[str, str]:
             raise NotATree(f"{rel} is not part of a synth tree")
         if path.is_dir() or rel == "plan.json":
             continue
+        if not path.is_file():  # a FIFO would block the read forever, a device read without end
+            raise NotATree(f"{rel} is not a regular file")
         try:
             files[rel] = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
@@ -117,10 +125,15 @@ def _files(root: Path) -> dict[str, str]:
     return files
 
 
-DIGEST = (
-    "plan.json, plan.md or inventory.json differ from what synth wrote (the digest in plan.json does not match);"
-    " synthesise it again"
+_AGAIN = "; synthesise it again"
+_DIGEST_REASON = (
+    "plan.json, plan.md or inventory.json differ from what synth wrote (the digest in plan.json does not match)"
 )
+DIGEST = _DIGEST_REASON + _AGAIN
+
+
+def _digest_differs() -> NotATree:
+    return NotATree(DIGEST, reason=_DIGEST_REASON)
 
 
 def _inventory(plan: dict[str, Any], files: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -131,12 +144,12 @@ def _inventory(plan: dict[str, Any], files: Mapping[str, str]) -> list[dict[str,
     try:
         inventory = json.loads(files["inventory.json"])
     except (ValueError, RecursionError):
-        raise NotATree(DIGEST) from None
+        raise _digest_differs() from None
     if not isinstance(inventory, list) or not all(isinstance(entry, dict) for entry in inventory):
-        raise NotATree(DIGEST)
+        raise _digest_differs()
     summary = {key: value for key, value in plan.items() if key != "digest"}
     if plan["digest"] != digest(summary, inventory, files["plan.md"]):
-        raise NotATree(DIGEST)
+        raise _digest_differs()
     return inventory
 
 
@@ -151,10 +164,8 @@ def _verify_files(inventory: list[dict[str, Any]], files: Mapping[str, str]) -> 
         if rel not in files:
             raise NotATree(f"no {rel} (inventory.json lists it)")
         if sha256(files[rel]) != entry["sha256"]:
-            raise NotATree(
-                f"{rel} differs from what synth wrote (its sha256 in inventory.json does not match); synthesise it"
-                " again"
-            )
+            reason = f"{rel} differs from what synth wrote (its sha256 in inventory.json does not match)"
+            raise NotATree(reason + _AGAIN, reason=reason)
     stray = sorted(set(files) - named)
     if stray:
         raise NotATree(f"{stray[0]} is the file of no resource in inventory.json")
@@ -190,15 +201,35 @@ def _check_plan_shape(plan: Mapping[str, Any]) -> None:
         raise NotATree("plan.json: stages must be a list of named stages")
 
 
-def read_tree(directory: str | Path) -> SynthTree:
-    """The tree at `directory`; raises NotATree with the reason when it is not one to trust."""
-    root = Path(directory)
+def _sealed(root: Path) -> tuple[dict[str, Any], dict[str, str], list[dict[str, Any]]]:
+    """plan.json, the other files and the inventory of the tree at `root`, once each file is proven to be as synth
+    wrote it and every file to be plan.json, plan.md, inventory.json or an inventory entry's file."""
     if not root.is_dir():
         raise NotATree("not a directory" if root.exists() else "no such directory")
     plan = _plan(root)
     files = _files(root)
     inventory = _inventory(plan, files)
     _verify_files(inventory, files)
+    return plan, files, inventory
+
+
+def tree_problem(root: Path) -> str | None:
+    """Why the directory `root` is not exactly a tree gpufleet wrote, or None: the only kind `synth --out` replaces.
+
+    The proof is the one `check` and `diff` ask for (format, layout, digest, each file's sha256, no file that is no
+    entry's): a file of the user's in the tree, even one whose name fits the layout (issue 26 item 1), or an edit
+    to a file synth wrote, keeps the directory from being replaced, so nothing of the user's is lost.
+    """
+    try:
+        _sealed(root)
+    except NotATree as exc:
+        return exc.reason
+    return None
+
+
+def read_tree(directory: str | Path) -> SynthTree:
+    """The tree at `directory`; raises NotATree with the reason when it is not one to trust."""
+    plan, files, inventory = _sealed(Path(directory))
     _check_plan_shape(plan)
     # Every file is exactly as gpufleet.tree.render wrote it.
     return SynthTree(plan=plan, resources=resources(inventory, files))

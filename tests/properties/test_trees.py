@@ -11,7 +11,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.properties.cli import run, scratch
+from gpufleet import output
+from tests.properties.cli import run, scratch, snapshot
 from tests.properties.mutations import mutate, text, values
 
 TREES = Path(__file__).resolve().parents[1] / "golden" / "trees"
@@ -83,3 +84,23 @@ def _check_and_diff(data: st.DataObject, damaged: st.SearchStrategy[None]) -> No
         assert check.code == 2 or old.code == new.code == 0 or (check.code in (0, 1) and old.code == new.code)
         for result in (check, old, new):
             assert result.code == 0 or result.stderr.strip(), "a non-zero exit says why"
+
+
+@_TREES
+@given(st.data())
+def test_synth_replaces_a_damaged_tree_only_when_check_reads_it(data: st.DataObject) -> None:
+    """`synth --out` over an earlier tree, damaged: replaced only when it is still exactly the tree synth wrote
+    (check reads it), else refused with nothing touched (issue 26 item 1: a file of the user's is never lost)."""
+    with scratch() as root:
+        shutil.copytree(TREE, root / "damaged", symlinks=True)
+        data.draw(damage(Path("damaged")))
+        check = run(["check", "damaged"], root)
+        before = snapshot(root)
+        try:
+            staging = output.prepare("damaged")
+        except output.TargetRefused as exc:
+            assert check.code == 2, f"refused a tree check reads: {exc}"
+            assert snapshot(root) == before
+            return
+        staging.discard()
+        assert check.code in (0, 1), f"would replace a tree check refuses: {check.stderr}"

@@ -8,6 +8,7 @@ writers all succeed and leave nothing but the tree.
 from __future__ import annotations
 
 import asyncio
+import json
 import multiprocessing
 import os
 import signal
@@ -29,7 +30,7 @@ from gpufleet.components.synth import RecordingMocks, run_under_mocks
 from gpufleet.output import write_tree
 from gpufleet.pipeline import load_fleet
 from gpufleet.rollout import build_plan
-from gpufleet.tree import Tree
+from gpufleet.tree import OPTION_DEFAULTS, Tree, render
 from tests.synthesized import tree_of
 from tools.benchmark import generated_fleet
 
@@ -165,6 +166,80 @@ def test_a_tree_of_ours_with_a_file_of_the_users_is_not_replaced(
     assert snapshot(workdir) == before
 
 
+def earlier_tree(tree: Tree) -> Tree:
+    """A tree as an earlier synth wrote it (sealed: digest and hashes hold), with a file the new tree lacks."""
+    summary = {key: value for key, value in json.loads(tree.files["plan.json"]).items() if key != "digest"}
+    old = {"id": "old-bucket", "name": "old-bucket", "stage": "foundation", "type": "aws:s3/bucket:Bucket"}
+    return render(summary, [{**OPTION_DEFAULTS, **old, "inputs": {"bucket": "old"}}], "an earlier plan\n")
+
+
+# Issue 26 item 1: a file whose name fits the layout but that no inventory entry names, or an edit to a file synth
+# wrote, is the user's: the tree is not replaced (the swap used to remove such files with exit 0).
+@pytest.mark.usefixtures("no_synthesis")
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (
+            {"01-foundation/k8s/NetworkPolicy-mine.yaml": "kind: NetworkPolicy\n"},
+            "01-foundation/k8s/NetworkPolicy-mine.yaml is the file of no resource in inventory.json",
+        ),
+        (
+            {"42-backup/aws/notes.yaml": "mine\n"},
+            "42-backup/aws/notes.yaml is the file of no resource in inventory.json",
+        ),
+        (
+            {"01-foundation/aws/old-bucket.yaml": "edited: by hand\n"},
+            "01-foundation/aws/old-bucket.yaml differs from what synth wrote (its sha256 in inventory.json does not"
+            " match)",
+        ),
+        (
+            {"plan.md": "my review notes\n"},
+            "plan.json, plan.md or inventory.json differ from what synth wrote (the digest in plan.json does not match)",
+        ),
+        ({"inventory.json": None}, "no inventory.json"),
+    ],
+    ids=["user-file-in-a-stage", "user-stage", "edited-file", "edited-plan-md", "no-inventory"],
+)
+def test_a_tree_of_ours_with_a_file_of_the_users_that_fits_the_layout_is_not_replaced(
+    capsys: pytest.CaptureFixture[str],
+    workdir: Path,
+    mini_tree: Tree,
+    change: dict[str, str | None],
+    reason: str,
+) -> None:
+    write_tree(earlier_tree(mini_tree), "out/dev")
+    for rel, text in change.items():
+        path = workdir / "out/dev" / rel
+        if text is None:
+            path.unlink()
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    before = snapshot(workdir)
+    assert synth(capsys, "out/dev") == (
+        2,
+        "",
+        f"gpufleet synth: error: --out out/dev: not empty and not a tree gpufleet wrote ({reason}); give a new or"
+        " empty directory\n",
+    )
+    assert snapshot(workdir) == before
+
+
+@pytest.mark.usefixtures("no_synthesis")
+def test_a_tree_of_ours_with_a_fifo_is_not_read_or_replaced(
+    capsys: pytest.CaptureFixture[str], workdir: Path, mini_tree: Tree
+) -> None:
+    write_tree(earlier_tree(mini_tree), "out/dev")
+    os.mkfifo(workdir / "out/dev/01-foundation/aws/pipe.yaml")  # reading it would block forever
+    assert synth(capsys, "out/dev") == (
+        2,
+        "",
+        "gpufleet synth: error: --out out/dev: not empty and not a tree gpufleet wrote (01-foundation/aws/pipe.yaml is"
+        " not a regular file); give a new or empty directory\n",
+    )
+    assert (workdir / "out/dev/01-foundation/aws/pipe.yaml").is_fifo()
+
+
 @pytest.mark.usefixtures("no_synthesis")
 def test_a_tree_of_ours_holding_the_spec_is_not_replaced(
     capsys: pytest.CaptureFixture[str], workdir: Path, mini_tree: Tree
@@ -188,9 +263,8 @@ def test_absent_empty_and_own_targets_are_written(
     if existing == "empty":
         (workdir / "out/dev").mkdir(parents=True)
     elif existing == "ours":
-        write_tree(
-            Tree(files={"plan.json": mini_tree.files["plan.json"], "09-old/k8s/Old-cluster-x.yaml": "old\n"}), "out/dev"
-        )
+        write_tree(earlier_tree(mini_tree), "out/dev")
+        assert (workdir / "out/dev/01-foundation/aws/old-bucket.yaml").is_file()
     code, stdout, _ = synth(capsys, "out/dev")
     files = sum(1 for path in mini_tree.files if "/" in path)
     assert (code, stdout) == (0, f"wrote out/dev: {files} files, stages foundation, telemetry, admission\n")
