@@ -2,10 +2,10 @@
 
 import pulumi
 
+from gpufleet.base.errors import SpecError
 from gpufleet.components import deploy
-from gpufleet.errors import SpecError
-from gpufleet.pipeline import load_fleet
-from gpufleet.rollout import build_plan
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules.pipeline import load_fleet
 
 environment = pulumi.get_stack()
 spec = pulumi.Config("gpufleet").get("spec") or "fleet.yaml"

@@ -7,7 +7,7 @@ import pulumi
 from gpufleet.components.factory import Registry
 from gpufleet.components.stage import UrnDependency
 from gpufleet.components.stage import stage as register_stage
-from gpufleet.plan import RolloutPlan, outputs_read
+from gpufleet.plan.parts import RolloutPlan, outputs_read
 
 
 def deploy(plan: RolloutPlan) -> Registry:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 import pulumi
 
 from gpufleet.components.factory import Registry, create
-from gpufleet.plan import StagePlan, readiness
+from gpufleet.plan.parts import StagePlan, readiness
 
 
 class UrnDependency(pulumi.CustomResource):
@@ -52,7 +52,7 @@ def stage(
     plan: StagePlan, registry: Registry, after: Sequence[pulumi.Resource], outputs: Mapping[str, frozenset[str]]
 ) -> Stage:
     """Register one stage: its component, its resources after `after` (the previous stage's readiness), then its
-    readiness. `outputs` names, per resource id, the outputs that Refs read (`gpufleet.plan.outputs_read`).
+    readiness. `outputs` names, per resource id, the outputs that Refs read (`gpufleet.plan.parts.outputs_read`).
 
     The resources are registered here rather than in `Stage.__init__`, as a component's children usually are:
     for a resource made within a constructor the SDK turns every frame below that constructor into the source

@@ -20,10 +20,10 @@ from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.stack import run_pulumi_func
 
-from gpufleet.collector import rare_collections
+from gpufleet.base.collector import rare_collections
 from gpufleet.components.deploy import deploy
-from gpufleet.plan import Ref, RolloutPlan, references
-from gpufleet.tree import Registration
+from gpufleet.plan.parts import Ref, RolloutPlan, references
+from gpufleet.tree.write import Registration
 
 
 class UnmockedInvoke(Exception):

@@ -20,8 +20,8 @@ import traceback
 from collections.abc import Sequence
 
 from gpufleet import __version__
-from gpufleet.errors import SpecError, UsageError
-from gpufleet.interrupts import keep_interrupts, raise_interrupt
+from gpufleet.base.errors import SpecError, UsageError
+from gpufleet.base.interrupts import keep_interrupts, raise_interrupt
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3
 EXIT_SIGINT, EXIT_SIGTERM = 128 + signal.SIGINT, 128 + signal.SIGTERM  # the shell's convention: 130, 143
@@ -45,30 +45,30 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("gpufleet.commands.plan", "print the staged rollout of one environment"),
     "synth": ("gpufleet.commands.synth", "write the reviewable tree of what `pulumi up` would register"),
     "init": (
-        "gpufleet.starter",
+        "gpufleet.commands.init",
         "write a commented starter spec: one cluster, a GPU node group per instance type, one team, dev and prod",
     ),
     "check": (
-        "gpufleet.check",
+        "gpufleet.commands.check",
         (
             "run the fleet policies over a synth tree and print each finding with its fix (exit 1 on a mandatory"
             " violation)"
         ),
     ),
     "diff": (
-        "gpufleet.diff",
+        "gpufleet.commands.diff",
         "compare two synth trees for review: changes per stage, GPU node replacements, team quotas, cost (exit 0)",
     ),
     "preflight": (
-        "gpufleet.preflight",
+        "gpufleet.commands.preflight",
         "check the AWS account against one environment's fleet before anything is created",
     ),
     "diagnose": (
-        "gpufleet.diagnose",
+        "gpufleet.commands.diagnose",
         "find what slows a GPU job: NCCL_DEBUG=INFO logs and `kubectl describe node` output, most important first",
     ),
     "explain": (
-        "gpufleet.explain",
+        "gpufleet.commands.explain",
         "would these workloads run on this fleet: queue, flavor, node group, or the first gate that stops them and why",
     ),
 }

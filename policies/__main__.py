@@ -10,7 +10,7 @@ import sys
 
 # The Pulumi CLI runs the pack from this directory. In a checkout (gpufleet/policies links to this folder), make the
 # repository root importable so `gpufleet.policies.*` and the standard-library leaves of gpufleet it shares names with
-# (gpufleet.names, gpufleet.entries) resolve even where gpufleet itself is not installed (only
+# (gpufleet.spec.names, gpufleet.tree.entries) resolve even where gpufleet itself is not installed (only
 # policies/requirements.txt is). Installed from the wheel, this file is gpufleet/policies/__main__.py and gpufleet
 # is importable already.
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

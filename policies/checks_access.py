@@ -7,9 +7,9 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from gpufleet.entries import inputs
-from gpufleet.names import LABEL_TEAM, TAG_OPEN_ENDPOINT_REASON, TEAM_GROUP_PREFIX
 from gpufleet.policies.resources import Resource, by_kind, by_type, get, is_unknown
+from gpufleet.spec.names import LABEL_TEAM, TAG_OPEN_ENDPOINT_REASON, TEAM_GROUP_PREFIX
+from gpufleet.tree.entries import inputs
 
 CLUSTER = "aws:eks/cluster:Cluster"
 

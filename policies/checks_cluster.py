@@ -9,8 +9,6 @@ from typing import Any
 
 import yaml
 
-from gpufleet.entries import NODE_GROUP, group_name, inputs, is_gpu_node_group, labels
-from gpufleet.names import LABEL_SHARING
 from gpufleet.policies.resources import (
     BUCKET_TYPES,
     HELM_TYPES,
@@ -33,6 +31,8 @@ from gpufleet.policies.resources import (
     walk_strings,
     workload_class,
 )
+from gpufleet.spec.names import LABEL_SHARING
+from gpufleet.tree.entries import NODE_GROUP, group_name, inputs, is_gpu_node_group, labels
 
 # The minimum GPU Operator chart and container toolkit with the container-escape CVE fixes:
 # - CVE-2025-23266 "NVIDIAScape" (CVSS 9.0; with CVE-2025-23267): toolkit <= 1.17.7 and GPU Operator <= 25.3.0

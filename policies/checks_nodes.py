@@ -9,8 +9,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 
-from gpufleet.entries import LAUNCH_TEMPLATE, NODE_GROUP, group_name, inputs, is_gpu_node_group, is_node_group, labels
-from gpufleet.names import LABEL_FABRIC
 from gpufleet.policies.resources import (
     Resource,
     by_type,
@@ -20,6 +18,16 @@ from gpufleet.policies.resources import (
     topology_manager_policy,
     user_data_text,
     workload_class,
+)
+from gpufleet.spec.names import LABEL_FABRIC
+from gpufleet.tree.entries import (
+    LAUNCH_TEMPLATE,
+    NODE_GROUP,
+    group_name,
+    inputs,
+    is_gpu_node_group,
+    is_node_group,
+    labels,
 )
 
 GPU_TAINT_KEY = "nvidia.com/gpu"

@@ -21,8 +21,8 @@ from typing import Any
 
 import yaml
 
-from gpufleet.entries import LAUNCH_TEMPLATE, inputs, labels
-from gpufleet.names import LABEL_WORKLOAD_CLASS
+from gpufleet.spec.names import LABEL_WORKLOAD_CLASS
+from gpufleet.tree.entries import LAUNCH_TEMPLATE, inputs, labels
 
 Resource = Mapping[str, Any]
 

@@ -1,4 +1,4 @@
-"""The whole suite collects garbage at synth's thresholds (gpufleet.collector).
+"""The whole suite collects garbage at synth's thresholds (gpufleet.base.collector).
 
 The suite keeps parsed schemas and synthesised trees alive for reuse (tests/upstream.py, tests/synthesized.py), and
 each full collection walks all of them: at the interpreter's default thresholds collection took about 15 s of the
@@ -9,6 +9,6 @@ from __future__ import annotations
 
 import gc
 
-from gpufleet.collector import THRESHOLDS
+from gpufleet.base.collector import THRESHOLDS
 
 gc.set_threshold(*THRESHOLDS)

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gpufleet.pipeline import load_fleet
-from gpufleet.rollout import build_plan
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules.pipeline import load_fleet
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "tests" / "golden" / "cases"

@@ -6,10 +6,10 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from gpufleet.pipeline import load_fleet
-from gpufleet.rollout import build_plan
-from gpufleet.synth import synth_tree
-from gpufleet.tree import Registration, Tree
+from gpufleet.commands.synth import synth_tree
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules.pipeline import load_fleet
+from gpufleet.tree.write import Registration, Tree
 
 
 @functools.cache

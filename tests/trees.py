@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from gpufleet.plan import Concat, Ref
-from gpufleet.tree import render, split_inputs
-from gpufleet.tree_reader import read_tree
+from gpufleet.plan.parts import Concat, Ref
+from gpufleet.tree.read import read_tree
+from gpufleet.tree.write import render, split_inputs
 
 
 def resources(root: Path) -> list[dict[str, Any]]:

@@ -33,13 +33,13 @@ import pulumi
 import yaml
 from pulumi.runtime import mocks as pulumi_mocks
 
+from gpufleet.commands.synth import synth_tree
 from gpufleet.components.stage import UrnDependency
 from gpufleet.components.synth import run_under_mocks
-from gpufleet.pipeline import load_fleet
-from gpufleet.plan import render_table
-from gpufleet.rollout import build_plan
-from gpufleet.synth import synth_tree
-from gpufleet.tree_reader import resources
+from gpufleet.plan.parts import render_table
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules.pipeline import load_fleet
+from gpufleet.tree.read import resources
 
 ROOT = Path(__file__).resolve().parents[1]
 TYPES = ["p5.48xlarge", "p4d.24xlarge", "g6e.12xlarge", "g5.xlarge", "g6.2xlarge"]

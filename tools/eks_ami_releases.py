@@ -6,7 +6,7 @@ The CHANGELOG lists, per AMI release (`# AMI Release vYYYYMMDD`), the AMI names 
 (`amazon-eks-node-al2023-x86_64-nvidia-1.33-v20260714`) and the EKS release version they carry
 (`1.33.13-20260714`). Releases headed `[ABANDONED]` were never published and are skipped. Only the AL2023 AMI types
 gpufleet renders (NVIDIA for GPU groups, STANDARD for the system nodes) and the Kubernetes minors of
-gpufleet.versions.KUBERNETES_VERSIONS are kept. COMMIT and DATE name the CHANGELOG version read (the catalog's as-of).
+gpufleet.facts.versions.KUBERNETES_VERSIONS are kept. COMMIT and DATE name the CHANGELOG version read (the catalog's as-of).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpufleet.versions import KUBERNETES_VERSIONS  # noqa: E402
+from gpufleet.facts.versions import KUBERNETES_VERSIONS  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[1] / "gpufleet" / "data" / "eks-ami-releases.json"
 _SECTION = re.compile(r"^# (?=(?:\[ABANDONED\] )?AMI Release )", re.M)

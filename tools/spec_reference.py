@@ -1,4 +1,4 @@
-"""Write docs/spec-reference.md from schemas/fleet.schema.json (structure and static defaults) and gpufleet.defaults
+"""Write docs/spec-reference.md from schemas/fleet.schema.json (structure and static defaults) and gpufleet.spec.defaults
 (the defaults computed from other fields, with their reasons).
 
 Run `python -m tools.spec_reference` after changing the schema; tests/unit/test_spec_reference.py fails
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gpufleet.defaults import COMPUTED
+from gpufleet.spec.defaults import COMPUTED
 
 COMPUTED_BY_PATH = {field: c for c in COMPUTED for field in c.fields or (c.path,)}
 
@@ -70,7 +70,7 @@ def render() -> str:
         "# Fleet spec reference (gpufleet/v1alpha1)",
         "",
         (
-            "Generated from `schemas/fleet.schema.json` and `gpufleet/defaults.py` by `python -m tools.spec_reference`;"
+            "Generated from `schemas/fleet.schema.json` and `gpufleet/spec/defaults.py` by `python -m tools.spec_reference`;"
             " do not edit by hand."
         ),
         "Every optional field says what happens when it is omitted. Validate a spec with `gpufleet validate`.",
@@ -83,7 +83,7 @@ def render() -> str:
         "",
         "## Computed defaults",
         "",
-        "Resolved from other fields by `gpufleet/defaults.py`; `plan.md` lists the ones a fleet took.",
+        "Resolved from other fields by `gpufleet/spec/defaults.py`; `plan.md` lists the ones a fleet took.",
         "",
     ]
     lines += ["| field | default | why |", "|---|---|---|"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gpufleet.errors import render_issue
-from gpufleet.pipeline import Validated
+from gpufleet.base.errors import render_issue
+from gpufleet.rules.pipeline import Validated
 
 EXIT_OK = 0
 

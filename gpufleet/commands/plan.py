@@ -8,9 +8,9 @@ from __future__ import annotations
 import argparse
 
 from gpufleet.commands import EXIT_OK, print_warnings, spec_argument
-from gpufleet.pipeline import open_spec
-from gpufleet.plan import render_table
-from gpufleet.rollout import build_plan
+from gpufleet.plan.parts import render_table
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules.pipeline import open_spec
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,6 +1,6 @@
 """write the reviewable tree of what `pulumi up` would register
 
-`gpufleet synth --env ENV [--out DIR]` writes the whole tree or nothing (gpufleet.output).
+`gpufleet synth --env ENV [--out DIR]` writes the whole tree or nothing (gpufleet.tree.output).
 """
 
 from __future__ import annotations
@@ -8,13 +8,36 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
+from gpufleet.base.collector import rare_collections
+from gpufleet.base.errors import SpecError, UsageError, sort_issues
 from gpufleet.commands import EXIT_OK, print_warnings
 from gpufleet.commands import plan as plan_command
-from gpufleet.errors import SpecError, UsageError, sort_issues
-from gpufleet.model.check import Contradictions
-from gpufleet.output import TargetRefused, prepare
-from gpufleet.pipeline import open_spec
-from gpufleet.synth import synth_tree
+from gpufleet.plan.parts import RolloutPlan
+from gpufleet.plan.report import plan_markdown
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules.pipeline import open_spec
+from gpufleet.simulate.self_check import Contradictions, canonical_rows, contradictions, will_it_run
+from gpufleet.simulate.verdict import fleet_model
+from gpufleet.spec.fleet import Fleet
+from gpufleet.tree.output import TargetRefused, prepare
+from gpufleet.tree.write import Tree, build_tree
+
+
+@rare_collections()
+def synth_tree(fleet: Fleet, environment: str) -> tuple[RolloutPlan, Tree]:
+    """The tree for one environment. Imports the Pulumi layer only here, when synth actually runs.
+
+    Raises Contradictions (before anything is recorded) when a workload gpufleet renders, or the canonical workload
+    of a node group, would not run on this fleet."""
+    from gpufleet.components.synth import record
+
+    plan = build_plan(fleet, environment)
+    model = fleet_model(plan)
+    rows = canonical_rows(model)
+    issues = contradictions(model, rows)
+    if issues:
+        raise Contradictions(issues)
+    return plan, build_tree(plan, record(plan), plan_markdown(plan, will_it_run(rows)))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

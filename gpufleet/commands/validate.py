@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from gpufleet.commands import EXIT_OK, print_warnings, spec_argument
-from gpufleet.pipeline import open_spec
+from gpufleet.rules.pipeline import open_spec
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -11,9 +11,9 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 
-from gpufleet import catalog
 from gpufleet.diagnose.findings import Finding, Severity
 from gpufleet.diagnose.nccl import EFA_MISSING, PLUGIN_LIB, NcclLog, Process
+from gpufleet.facts import catalog
 
 Row = tuple[str, Process, str | None]  # (source file, process, inter-node transport or None)
 

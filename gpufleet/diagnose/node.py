@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from gpufleet.diagnose.findings import Finding, Severity
-from gpufleet.names import LABEL_NODE_GROUP, LABEL_SHARING
+from gpufleet.spec.names import LABEL_NODE_GROUP, LABEL_SHARING
 
 # Anchored and bounded: a line of any length is matched in one pass (the value is cut with str.strip, not a regex).
 _TOP = re.compile(r"^([A-Z][A-Za-z ()-]{0,63}):(?=\s|$)")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from gpufleet.ami_releases import SYSTEM_NODES_AMI_TYPE, is_bottlerocket
+from gpufleet.facts.ami_releases import SYSTEM_NODES_AMI_TYPE, is_bottlerocket
 from gpufleet.preflight.clients import ApiError, call
 from gpufleet.preflight.context import Context
 from gpufleet.preflight.findings import Finding

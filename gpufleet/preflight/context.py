@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from gpufleet.preflight.clients import ApiError, Clients, call, paginate
-from gpufleet.spec import Fleet, NodeGroup
+from gpufleet.spec.fleet import Fleet, NodeGroup
 
 T = TypeVar("T")
 

@@ -15,7 +15,7 @@ from gpufleet.preflight.instances import check_efa, check_instance_types, check_
 from gpufleet.preflight.network import check_subnets
 from gpufleet.preflight.quotas import check_quotas
 from gpufleet.preflight.reservations import check_reservations
-from gpufleet.spec import Fleet
+from gpufleet.spec.fleet import Fleet
 
 Check = Callable[[Context], Iterable[Finding]]
 

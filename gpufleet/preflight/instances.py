@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gpufleet import catalog
+from gpufleet.facts import catalog
 from gpufleet.preflight.context import Context
 from gpufleet.preflight.findings import Finding
-from gpufleet.spec import Fabric
+from gpufleet.spec.fleet import Fabric
 
 
 def _gpus(described: Mapping[str, Any]) -> tuple[str, int, int] | None:
@@ -50,7 +50,7 @@ def check_instance_types(ctx: Context) -> Iterator[Finding]:
                 group.name,
                 f"EC2 reports {reported} for {name}; gpufleet's catalog says {want[1]} x {want[0]} with {want[2]} MiB"
                 " each",
-                f"correct the {name} entry in gpufleet/catalog.py (every label, quota and MIG profile derives from it),"
+                f"correct the {name} entry in gpufleet/facts/catalog.py (every label, quota and MIG profile derives from it),"
                 " or choose the instance type that has the GPUs you expect",
             )
 

@@ -24,11 +24,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from gpufleet import catalog, warm_pool
+from gpufleet.facts import catalog
 from gpufleet.preflight.clients import ApiError, call
 from gpufleet.preflight.context import Context
 from gpufleet.preflight.findings import Finding
-from gpufleet.spec import CapacityType, Fleet, NodeGroup
+from gpufleet.spec import warm_pool
+from gpufleet.spec.fleet import CapacityType, Fleet, NodeGroup
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +63,7 @@ class Demand:
 def running_instances(group: NodeGroup) -> int:
     """Instances running at full scale: maxSize plus a warm pool kept Running.
 
-    At maxSize the pool holds what gpufleet.warm_pool.held says; only a Running pool uses running-instance quota.
+    At maxSize the pool holds what gpufleet.spec.warm_pool.held says; only a Running pool uses running-instance quota.
     """
     pool = group.warm_pool
     if pool is None or pool.state != "Running":

@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gpufleet import defaults
 from gpufleet.preflight.clients import ApiError, call, paginate
 from gpufleet.preflight.context import Context
 from gpufleet.preflight.findings import Finding
-from gpufleet.spec import CapacityType, Fabric, NodeGroup
+from gpufleet.spec import defaults
+from gpufleet.spec.fleet import CapacityType, Fabric, NodeGroup
 
 
 def _describe(ctx: Context, reservation_id: str) -> Mapping[str, Any] | None:

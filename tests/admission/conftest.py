@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gpufleet.pipeline import load_fleet_text
-from gpufleet.spec import Fleet
+from gpufleet.rules.pipeline import load_fleet_text
+from gpufleet.spec.fleet import Fleet
 
 BASE: dict[str, Any] = {
     "apiVersion": "gpufleet/v1alpha1",

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from gpufleet.builders.admission import system_namespaces
-from gpufleet.manifests import admission_policy as ap
-from gpufleet.spec import Fleet
+from gpufleet.plan.builders.admission import system_namespaces
+from gpufleet.plan.manifests import admission_policy as ap
+from gpufleet.spec.fleet import Fleet
 
 QUEUE = ap.queue_name_policy()
 DEVICES = ap.visible_devices_policy()

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from gpufleet import rules
-from gpufleet.errors import Issue
-from gpufleet.pipeline import fleet_from
+from gpufleet.base.errors import Issue
+from gpufleet.rules import cross_field
+from gpufleet.rules.pipeline import fleet_from
 from tests.admission.conftest import BASE
 
 Edit = Callable[[dict[str, Any]], None]
@@ -22,7 +22,7 @@ def issues(rule: str, *edits: Edit) -> list[tuple[tuple[Any, ...], str]]:
     for edit in edits:
         edit(data)
     fleet = fleet_from(data)
-    found: list[Issue] = list(rules.RULES[rule](fleet))
+    found: list[Issue] = list(cross_field.RULES[rule](fleet))
     return [(i.path, i.message) for i in found]
 
 

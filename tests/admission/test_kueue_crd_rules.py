@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from gpufleet.builders import admission as stage
-from gpufleet.manifests import kueue
-from gpufleet.plan import BuildContext
-from gpufleet.spec import Fleet
+from gpufleet.plan.builders import admission as stage
+from gpufleet.plan.manifests import kueue
+from gpufleet.plan.parts import BuildContext
+from gpufleet.spec.fleet import Fleet
 from tests import fastyaml
 from tests.upstream import require_shared
 
@@ -67,7 +67,7 @@ def _kueue_objects(fleet: Fleet) -> list[dict[str, Any]]:
 
 
 def _fleets() -> Iterator[tuple[str, Fleet]]:
-    from gpufleet.pipeline import load_fleet
+    from gpufleet.rules.pipeline import load_fleet
 
     for spec in CASES:
         for env, fleet in load_fleet(str(spec)).environments.items():

@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 import yaml
 
-from gpufleet import defaults
-from gpufleet.builders import admission as stage
-from gpufleet.builders.node_groups import node_labels
-from gpufleet.manifests import kueue
-from gpufleet.manifests.sharing import sharing_node_labels
-from gpufleet.names import LABEL_NODE_GROUP
-from gpufleet.plan import BuildContext, Resource
-from gpufleet.spec import Fleet
-from gpufleet.versions import COMPONENTS
+from gpufleet.facts.versions import COMPONENTS
+from gpufleet.plan.builders import admission as stage
+from gpufleet.plan.builders.node_groups import node_labels
+from gpufleet.plan.manifests import kueue
+from gpufleet.plan.manifests.sharing import sharing_node_labels
+from gpufleet.plan.parts import BuildContext, Resource
+from gpufleet.spec import defaults
+from gpufleet.spec.fleet import Fleet
+from gpufleet.spec.names import LABEL_NODE_GROUP
 
 
 def _build(fleet: Fleet, through: str = "cost") -> tuple[dict[str, Resource], Any]:
@@ -435,7 +435,7 @@ def test_configuration_turns_on_all_or_nothing_admission(fleet: Fleet) -> None:
     assert config["waitForPodsReady"] == {
         "timeout": (
             "540s"
-        ),  # derived: no image sets, so boot and join 180 s + operands 180 s, x1.5 (gpufleet.cold_start)
+        ),  # derived: no image sets, so boot and join 180 s + operands 180 s, x1.5 (gpufleet.spec.cold_start)
         "blockAdmission": False,
         "requeuingStrategy": {
             "timestamp": "Eviction",
@@ -578,8 +578,8 @@ def test_tas_flavors_and_the_topology_are_replaced_on_immutable_changes() -> Non
     from pathlib import Path
 
     from gpufleet.components.synth import record
-    from gpufleet.pipeline import load_fleet
-    from gpufleet.rollout import build_plan
+    from gpufleet.plan.rollout import build_plan
+    from gpufleet.rules.pipeline import load_fleet
 
     base = load_fleet(str(Path(__file__).resolve().parents[2] / "fleet.yaml"), "dev").environments["dev"]
     groups = tuple(
@@ -618,8 +618,8 @@ def test_pods_ready_timeout_defaults_to_the_slowest_cold_start() -> None:
     # Before: 600 s (the example's value), shorter than a p5 group scaling from zero with a pre-pulled framework image.
     from pathlib import Path
 
-    from gpufleet import cold_start
-    from gpufleet.pipeline import load_fleet
+    from gpufleet.rules.pipeline import load_fleet
+    from gpufleet.spec import cold_start
 
     fleet = load_fleet(str(Path(__file__).resolve().parents[2] / "fleet.yaml"), "prod").environments["prod"]
     assert fleet.admission.pods_ready_timeout_seconds is None

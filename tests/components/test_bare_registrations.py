@@ -24,9 +24,9 @@ from pulumi.runtime import mocks as pulumi_mocks
 
 from gpufleet.components import factory
 from gpufleet.components.synth import run_under_mocks
-from gpufleet.pipeline import load_fleet
-from gpufleet.plan import Resource
-from gpufleet.rollout import build_plan
+from gpufleet.plan.parts import Resource
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules.pipeline import load_fleet
 from tests.trees import as_recorded
 
 ROOT = Path(__file__).resolve().parents[2]

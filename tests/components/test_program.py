@@ -10,8 +10,8 @@ import pulumi
 import pytest
 
 from gpufleet.components.synth import RecordingMocks, record
-from gpufleet.pipeline import load_fleet
-from gpufleet.rollout import build_plan
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules.pipeline import load_fleet
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from gpufleet.pipeline import load_fleet
-from gpufleet.rollout import build_plan
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules.pipeline import load_fleet
 from tests.trees import resources
 
 ROOT = Path(__file__).resolve().parents[2]

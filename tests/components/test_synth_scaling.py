@@ -1,5 +1,5 @@
 """What keeps synth's time linear in the fleet (README, Performance): the next stage names the previous readiness
-by its URN (components/stage.py `UrnDependency`), and the garbage collector runs rarely (gpufleet/collector.py,
+by its URN (components/stage.py `UrnDependency`), and the garbage collector runs rarely (gpufleet/base/collector.py,
 around synth and every program run under mocks). The engine must be asked for the same dependencies."""
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ import pulumi
 import pytest
 from pulumi.runtime.resource_cycle_breaker import _with_transitive_deps
 
-from gpufleet.collector import THRESHOLDS
+from gpufleet.base.collector import THRESHOLDS
+from gpufleet.commands.synth import synth_tree
 from gpufleet.components import synth as components_synth
 from gpufleet.components.deploy import deploy
 from gpufleet.components.factory import Registry
 from gpufleet.components.synth import RecordingMocks, run_under_mocks
-from gpufleet.pipeline import load_fleet
-from gpufleet.rollout import build_plan
-from gpufleet.synth import synth_tree
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules.pipeline import load_fleet
 from tests.monitor import dependencies_asked
 
 ROOT = Path(__file__).resolve().parents[2]

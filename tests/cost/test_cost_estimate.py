@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gpufleet import catalog, pricing
-from gpufleet.builders.cost import estimate_notes, group_gpu_hour_usd
-from gpufleet.pipeline import load_fleet
+from gpufleet.facts import catalog, pricing
+from gpufleet.plan.builders.cost import estimate_notes, group_gpu_hour_usd
+from gpufleet.rules.pipeline import load_fleet
 from tests.promtool import CASES
 
 INSTALL = load_fleet(str(CASES / "observability-install" / "fleet.yaml"), "prod").environments["prod"]

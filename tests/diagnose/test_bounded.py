@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from gpufleet.diagnose import diagnose
+from gpufleet.commands.diagnose import diagnose
 from gpufleet.diagnose.nccl import parse_nccl
 from gpufleet.diagnose.node import parse_nodes
 

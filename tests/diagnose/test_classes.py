@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpufleet.diagnose import diagnose
+from gpufleet.commands.diagnose import diagnose
 from gpufleet.diagnose.nccl import parse_nccl
 from gpufleet.diagnose.node import parse_nodes
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gpufleet.diagnose import add_arguments, run
+from gpufleet.commands.diagnose import add_arguments, run
 from gpufleet.diagnose.findings import Finding, rank, render
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpufleet.diagnose import diagnose
+from gpufleet.commands.diagnose import diagnose
 from gpufleet.diagnose.nccl import parse_nccl
 
 FIXTURES = Path(__file__).parent / "fixtures"

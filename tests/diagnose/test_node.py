@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpufleet.diagnose import diagnose
+from gpufleet.commands.diagnose import diagnose
 from gpufleet.diagnose.node import Condition, Taint, parse_nodes
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpufleet.diagnose import diagnose
+from gpufleet.commands.diagnose import diagnose
 from gpufleet.diagnose.findings import Finding
 
 REAL = Path(__file__).parent / "real"

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gpufleet import diff_report
-from gpufleet.impact import Change, Effect, GroupCost, NodeImpact, QuotaChange, Report
+from gpufleet.review import summary
+from gpufleet.review.impact import Change, Effect, GroupCost, NodeImpact, QuotaChange, Report
 
 GOLDEN = Path(__file__).resolve().parent / "comment-every-section.md"
 
@@ -57,7 +57,7 @@ EVERY_SECTION = Report(
 
 
 def test_the_comment_with_every_section() -> None:
-    body = diff_report.markdown(EVERY_SECTION, "a", "b")
+    body = summary.markdown(EVERY_SECTION, "a", "b")
     if os.environ.get("GPUFLEET_UPDATE_GOLDEN") == "1":
         GOLDEN.write_text(body)
     assert body == GOLDEN.read_text()

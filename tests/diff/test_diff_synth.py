@@ -10,13 +10,13 @@ import pytest
 import yaml
 
 from gpufleet.cli import main
-from gpufleet.diff import diff_trees
-from gpufleet.impact import Report
-from gpufleet.manifests import telemetry
-from gpufleet.output import write_tree
-from gpufleet.pipeline import load_fleet
-from gpufleet.synth import synth_tree
-from gpufleet.tree_reader import read_tree
+from gpufleet.commands.diff import diff_trees
+from gpufleet.commands.synth import synth_tree
+from gpufleet.plan.manifests import telemetry
+from gpufleet.review.impact import Report
+from gpufleet.rules.pipeline import load_fleet
+from gpufleet.tree.output import write_tree
+from gpufleet.tree.read import read_tree
 from tests.synthesized import tree_of
 
 ROOT = Path(__file__).resolve().parents[2]

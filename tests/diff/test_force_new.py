@@ -1,4 +1,4 @@
-"""The replace-on-change table (gpufleet.impact.FORCE_NEW), one row per kind: a change that replaces the resource
+"""The replace-on-change table (gpufleet.review.impact.FORCE_NEW), one row per kind: a change that replaces the resource
 and one that updates it in place, read as the symbol the text diff prints (`+-` / `~`, what `pulumi preview`
 prints). Kubernetes rows follow pulumi-kubernetes provider/pkg/provider/diff.go (v4.32.0); AWS rows the
 terraform-provider-aws resource schemas (ForceNew). An access policy association and a role policy attachment have
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from gpufleet import diff_report
-from gpufleet.impact import compare
+from gpufleet.review import summary
+from gpufleet.review.impact import compare
 from tests.policies.objects import k8s, res
 
 Edit = Callable[[dict[str, Any]], None]
@@ -187,7 +187,7 @@ def symbol(entries: list[dict[str, Any]], edit: Edit) -> str:
     edit(new[target["id"]]["inputs"])
     line = next(
         line
-        for line in diff_report.text(compare(old, new), "a", "b").splitlines()
+        for line in summary.text(compare(old, new), "a", "b").splitlines()
         if f" {target['id']} ({target['type']})" in line
     )
     return line.split()[0]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from gpufleet import diff_report
-from gpufleet.impact import changed_paths, compare, flatten, fleet_cost
+from gpufleet.review import summary
+from gpufleet.review.impact import changed_paths, compare, flatten, fleet_cost
 from tests.policies.objects import (
     CLOSE_ESCAPE,
     b64,
@@ -110,7 +110,7 @@ def test_removed_group_and_system_group_are_flagged_with_their_kind() -> None:
         ("h100-node-group", "remove", True),
         ("system-node-group", "roll", False),
     ]
-    text = diff_report.text(report, "a", "b")
+    text = summary.text(report, "a", "b")
     assert "!! GPU node group h100 (h100-node-group) REMOVED" in text
     assert "!! node group system (system-node-group) ROLLED" in text
 
@@ -125,7 +125,7 @@ def test_protected_bucket_rename_is_a_loud_replacement() -> None:
         ("checkpoint-bucket-encryption", False),
         ("checkpoint-bucket-public-access", False),
     ]
-    assert "!! protected resource checkpoint-bucket would be replaced" in diff_report.text(report, "a", "b")
+    assert "!! protected resource checkpoint-bucket would be replaced" in summary.text(report, "a", "b")
     # the encryption and access block follow the bucket: their `bucket` (ForceNew in terraform-provider-aws
     # s3/bucket_server_side_encryption_configuration.go, s3/bucket_public_access_block.go) holds the replaced
     # bucket's ref, new at deploy
@@ -189,7 +189,7 @@ def test_capacity_block_group_cost_takes_the_type_from_its_template() -> None:
 
 def test_markdown_without_changes() -> None:
     report = compare(base(), base())
-    body = diff_report.markdown(report, "a", "b")
+    body = summary.markdown(report, "a", "b")
     assert "No changes to registered resources." in body and "[!CAUTION]" not in body
 
 
@@ -252,7 +252,7 @@ def test_an_immutable_tas_flavor_field_is_a_replacement_in_the_diff() -> None:
             "deleteBeforeReplace: its name is fixed, so the old object is deleted before the new one is created",
         ),
     )
-    text = diff_report.text(compare(old, new), "a", "b")
+    text = summary.text(compare(old, new), "a", "b")
     assert "+- resourceflavor-cluster-h100 (kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor)" in text
     assert "replaces because deleteBeforeReplace: its name is fixed" in text
     # A field the API server updates in place stays an update.
@@ -274,7 +274,7 @@ def test_a_reserved_group_costs_its_reservation_at_any_size() -> None:
     unreserved = copy.deepcopy(ng)
     unreserved["inputs"]["tags"] = {}
     report = compare(inv(unreserved), inv(ng))
-    text = diff_report.text(report, "a", "b")
+    text = summary.text(report, "a", "b")
     assert (
         "h100: p5.48xlarge x 0..6 (8 GPUs/node) -> p5.48xlarge x 0..6 (8 GPUs/node, 4 reserved): min +$160,717" in text
     ), text

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gpufleet.pipeline import load_fleet
-from gpufleet.plan import RolloutPlan
-from gpufleet.rollout import build_plan
+from gpufleet.plan.parts import RolloutPlan
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules.pipeline import load_fleet
 from tests.synthesized import registrations_of
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from gpufleet import ami_releases, catalog
-from gpufleet.builders.common import K8S_PROVIDER
-from gpufleet.manifests import autoscaler
-from gpufleet.pipeline import load_fleet_text
-from gpufleet.plan import Ref, Resource, RolloutPlan
-from gpufleet.rollout import build_plan
-from gpufleet.spec import Fleet
-from gpufleet.versions import CLUSTER_AUTOSCALER_IMAGES, COMPONENTS, KUBERNETES_VERSIONS
+from gpufleet.facts import ami_releases, catalog
+from gpufleet.facts.versions import CLUSTER_AUTOSCALER_IMAGES, COMPONENTS, KUBERNETES_VERSIONS
+from gpufleet.plan.builders.common import K8S_PROVIDER
+from gpufleet.plan.manifests import autoscaler
+from gpufleet.plan.parts import Ref, Resource, RolloutPlan
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules.pipeline import load_fleet_text
+from gpufleet.spec.fleet import Fleet
 from tests.upstream import chart_values
 
 # Flags read at kubernetes/autoscaler cluster-autoscaler/config/flags/flags.go @ cluster-autoscaler-1.35.2
@@ -387,7 +387,7 @@ def test_template_resources_only_from_stages_the_environment_runs(dev: RolloutPl
 def test_the_bandwidth_gate_fits_an_empty_efa_groups_template(prod: RolloutPlan) -> None:
     # The gate asks for every GPU and EFA device of a node plus huge pages: the template must offer them all,
     # or the autoscaler never scales an empty EFA group up for it.
-    from gpufleet.manifests.network import gate_objects
+    from gpufleet.plan.manifests.network import gate_objects
 
     h100 = prod.fleet.node_group("h100")
     _, job = gate_objects(prod.fleet, h100)

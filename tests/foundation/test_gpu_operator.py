@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from gpufleet.manifests import gpu_operator, node_monitoring
-from gpufleet.pipeline import load_fleet_text
-from gpufleet.plan import RolloutPlan
-from gpufleet.spec import Fleet
-from gpufleet.versions import COMPONENTS
+from gpufleet.facts.versions import COMPONENTS
+from gpufleet.plan.manifests import gpu_operator, node_monitoring
+from gpufleet.plan.parts import RolloutPlan
+from gpufleet.rules.pipeline import load_fleet_text
+from gpufleet.spec.fleet import Fleet
 from tests.foundation.test_node_groups import resource
 from tests.upstream import chart_values, require_shared, unknown_value_keys
 

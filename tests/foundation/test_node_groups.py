@@ -10,14 +10,14 @@ from dataclasses import replace
 import pytest
 import yaml
 
-from gpufleet import warm_pool
-from gpufleet.builders.common import AWS_PROVIDER, K8S_PROVIDER
-from gpufleet.builders.cost import usd
-from gpufleet.builders.node_groups import _launch_template, _node_group
-from gpufleet.manifests.node_bootstrap import user_data
-from gpufleet.plan import BuildContext, Concat, Ref, RolloutPlan
-from gpufleet.spec import Reservation
-from gpufleet.tree import decode_user_data
+from gpufleet.plan.builders.common import AWS_PROVIDER, K8S_PROVIDER
+from gpufleet.plan.builders.cost import usd
+from gpufleet.plan.builders.node_groups import _launch_template, _node_group
+from gpufleet.plan.manifests.node_bootstrap import user_data
+from gpufleet.plan.parts import BuildContext, Concat, Ref, RolloutPlan
+from gpufleet.spec import warm_pool
+from gpufleet.spec.fleet import Reservation
+from gpufleet.tree.write import decode_user_data
 from tests.upstream import require_shared, validate_object
 
 

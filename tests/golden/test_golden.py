@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gpufleet.pipeline import load_fleet
-from gpufleet.synth import synth_tree
+from gpufleet.commands.synth import synth_tree
+from gpufleet.rules.pipeline import load_fleet
 from tests.synthesized import tree_of
 
 ROOT = Path(__file__).resolve().parents[2]

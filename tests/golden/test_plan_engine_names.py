@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from gpufleet.pipeline import load_fleet
-from gpufleet.plan import Resource
-from gpufleet.rollout import build_plan
-from gpufleet.tree import decode_user_data
+from gpufleet.plan.parts import Resource
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules.pipeline import load_fleet
+from gpufleet.tree.write import decode_user_data
 from tests.golden.test_golden import cases, golden_dir
 from tests.trees import as_recorded, resources
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from gpufleet import stages
+from gpufleet.facts import stages
 from tests.trees import resources
 
 TREES = Path(__file__).resolve().parent / "trees"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gpufleet.versions import COMPONENTS
+from gpufleet.facts.versions import COMPONENTS
 from tests import fastyaml
 from tests.upstream import chart_values, require_shared, unknown_value_keys, validate_object
 

@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-from gpufleet.manifests import health
-from gpufleet.pipeline import load_fleet
-from gpufleet.spec import Fleet
+from gpufleet.plan.manifests import health
+from gpufleet.rules.pipeline import load_fleet
+from gpufleet.spec.fleet import Fleet
 from tests.promtool import CASES
 
 INSTALL = load_fleet(str(CASES / "observability-install" / "fleet.yaml"), "prod").environments["prod"]
 SHARING = load_fleet(str(CASES / "sharing-strategies" / "fleet.yaml"), "prod").environments["prod"]
 EXISTING = load_fleet(str(CASES / "observability-existing" / "fleet.yaml"), "prod").environments["prod"]
-DATA = Path(health.__file__).resolve().parents[1] / "data" / "health"
+DATA = Path(health.__file__).resolve().parents[2] / "data" / "health"
 
 # EKS's documented actions (https://docs.aws.amazon.com/eks/latest/userguide/node-health-nma.html, "NVIDIA XID error
 # codes") for the codes it lists; NVIDIA's resolution bucket for the codes agent v1.7.0 added; repairAction enum

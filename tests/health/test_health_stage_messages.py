@@ -9,10 +9,10 @@ from typing import Any
 
 import yaml
 
-from gpufleet.builders import health
-from gpufleet.pipeline import load_fleet_text
-from gpufleet.plan import BuildContext, StageContent
-from gpufleet.spec import Fleet
+from gpufleet.plan.builders import health
+from gpufleet.plan.parts import BuildContext, StageContent
+from gpufleet.rules.pipeline import load_fleet_text
+from gpufleet.spec.fleet import Fleet
 
 EXAMPLE: dict[str, Any] = yaml.safe_load((Path(__file__).parents[2] / "fleet.yaml").read_text())
 EXISTING_WARNING = (

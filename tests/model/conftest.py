@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
-from gpufleet.model.explain import FleetModel, fleet_model
-from gpufleet.model.workload import KINDS
-from gpufleet.pipeline import load_fleet_text
-from gpufleet.rollout import build_plan
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules.pipeline import load_fleet_text
+from gpufleet.simulate.verdict import FleetModel, fleet_model
+from gpufleet.simulate.workload import KINDS
 
 EXAMPLE: dict[str, Any] = yaml.safe_load((Path(__file__).parents[2] / "fleet.yaml").read_text())
 

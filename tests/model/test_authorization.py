@@ -9,10 +9,10 @@ from dataclasses import replace
 
 import pytest
 
-from gpufleet.model import authorization
-from gpufleet.model.authorization import Decision, Refusal, may_create
-from gpufleet.model.explain import FleetModel, explain
-from gpufleet.model.workload import workload
+from gpufleet.simulate import authorization
+from gpufleet.simulate.authorization import Decision, Refusal, may_create
+from gpufleet.simulate.verdict import FleetModel, explain
+from gpufleet.simulate.workload import workload
 from tests.model.conftest import model_of
 
 MakeModel = Callable[..., FleetModel]

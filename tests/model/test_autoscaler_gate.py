@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gpufleet.model.autoscaler import scale_up_blocker
-from gpufleet.model.explain import FleetModel
-from gpufleet.model.workload import Container, PodSpec
+from gpufleet.simulate.autoscaler import scale_up_blocker
+from gpufleet.simulate.verdict import FleetModel
+from gpufleet.simulate.workload import Container, PodSpec
 from tests.model.conftest import group
 
 MakeModel = Callable[..., FleetModel]

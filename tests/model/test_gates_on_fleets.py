@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from gpufleet.model import device_plugin
-from gpufleet.model.canonical import canonical, rendered
-from gpufleet.model.explain import FleetModel, explain
-from gpufleet.model.workload import workload
+from gpufleet.simulate import device_plugin
+from gpufleet.simulate.canonical import canonical, rendered
+from gpufleet.simulate.verdict import FleetModel, explain
+from gpufleet.simulate.workload import workload
 from tests.model.conftest import group, serving_every_kind
 
 MakeModel = Callable[..., FleetModel]
@@ -323,8 +323,8 @@ def test_without_autoscaler_a_group_at_zero_never_grows(make_model: MakeModel) -
 
 
 def test_chart_operands_run_on_every_group_they_serve(make_model: MakeModel) -> None:
-    """The pinned charts' node DaemonSets (gpufleet.model.operands): the device plugins must reach every group."""
-    from gpufleet.model.operands import operands
+    """The pinned charts' node DaemonSets (gpufleet.simulate.operands): the device plugins must reach every group."""
+    from gpufleet.simulate.operands import operands
 
     model = make_model()
     verdicts = {w.name: explain(model, w) for w in operands(model.plan)}
@@ -334,7 +334,7 @@ def test_chart_operands_run_on_every_group_they_serve(make_model: MakeModel) -> 
 
 
 def test_a_no_execute_taint_the_node_exporter_does_not_tolerate_is_found(make_model: MakeModel) -> None:
-    from gpufleet.model.operands import operands
+    from gpufleet.simulate.operands import operands
 
     def edit(d: dict[str, Any]) -> None:
         group(d, "a100-mig")["taints"] = [{"key": "example.com/spot", "value": "true", "effect": "NoExecute"}]
@@ -360,8 +360,8 @@ def test_a_no_execute_taint_the_node_exporter_does_not_tolerate_is_found(make_mo
 
 
 def test_chart_controllers_run_on_the_system_nodes(make_model: MakeModel) -> None:
-    """The pinned charts' controllers (gpufleet.model.controllers) with their chart-default placement."""
-    from gpufleet.model.controllers import controllers
+    """The pinned charts' controllers (gpufleet.simulate.controllers) with their chart-default placement."""
+    from gpufleet.simulate.controllers import controllers
 
     model = make_model()
     verdicts = {w.name: explain(model, w) for w in controllers(model.plan)}
@@ -380,7 +380,7 @@ def test_chart_controllers_run_on_the_system_nodes(make_model: MakeModel) -> Non
 
 def test_a_controller_with_no_untainted_node_is_a_contradiction_of_the_spec(make_model: MakeModel) -> None:
     """Without system nodes every GPU group is tainted: Kueue's controller (no tolerations) has nowhere to run."""
-    from gpufleet.model.check import contradictions
+    from gpufleet.simulate.self_check import contradictions
 
     model = replace(make_model(), system_nodes=False)
     issues = {i.message: i for i in contradictions(model, [])}
@@ -395,7 +395,7 @@ def test_a_controller_with_no_untainted_node_is_a_contradiction_of_the_spec(make
 def test_the_model_has_system_nodes_only_where_the_fleet_has_them(make_model: MakeModel) -> None:
     """mode Create brings cluster.systemNodes (given or defaulted; the rules refuse a spec left without them), mode
     Existing the cluster's own nodes."""
-    from gpufleet.model.explain import fleet_model
+    from gpufleet.simulate.verdict import fleet_model
 
     plan = make_model().plan
     bare = replace(plan.fleet, cluster=replace(plan.fleet.cluster, system_nodes=None))

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from gpufleet.model import kueue_admission as ka
-from gpufleet.model.workload import Container, PodSet, PodSpec, Workload
+from gpufleet.simulate import kueue_admission as ka
+from gpufleet.simulate.workload import Container, PodSet, PodSpec, Workload
 
 SPOT = {"key": "instance", "value": "spot", "effect": "NoSchedule"}
 SPOT_TOLERATION = {"key": "instance", "operator": "Equal", "value": "spot", "effect": "NoSchedule"}

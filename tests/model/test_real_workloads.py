@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from gpufleet.model import api_server
-from gpufleet.model.explain import FleetModel, explain
-from gpufleet.model.workload import workload
+from gpufleet.simulate import api_server
+from gpufleet.simulate.verdict import FleetModel, explain
+from gpufleet.simulate.workload import workload
 
 MakeModel = Callable[..., FleetModel]
 GPU = "nvidia.com/gpu"

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from gpufleet.model import scheduling
-from gpufleet.model.workload import Container, PodSpec
+from gpufleet.simulate import scheduling
+from gpufleet.simulate.workload import Container, PodSpec
 
 TAINT = {"key": "foo", "value": "bar", "effect": "NoSchedule"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from gpufleet.model.explain import FleetModel
+from gpufleet.simulate.verdict import FleetModel
 
 ROOT = Path(__file__).parents[2]
 

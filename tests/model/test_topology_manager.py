@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpufleet.model import topology_manager as tm
-from gpufleet.model.topology_manager import Hint, mask
+from gpufleet.simulate import topology_manager as tm
+from gpufleet.simulate.topology_manager import Hint, mask
 
 TWO = (0, 1)
 

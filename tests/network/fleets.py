@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import textwrap
 
-from gpufleet.pipeline import load_fleet_text
-from gpufleet.plan import RolloutPlan
-from gpufleet.rollout import build_plan
-from gpufleet.spec import Fleet
+from gpufleet.plan.parts import RolloutPlan
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules.pipeline import load_fleet_text
+from gpufleet.spec.fleet import Fleet
 
 HEAD = """\
 apiVersion: gpufleet/v1alpha1

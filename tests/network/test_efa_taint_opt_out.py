@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpufleet.model.canonical import rendered
-from gpufleet.model.explain import FleetModel, explain
-from gpufleet.model.workload import workload
-from gpufleet.plan import Resource
+from gpufleet.plan.parts import Resource
+from gpufleet.simulate.canonical import rendered
+from gpufleet.simulate.verdict import FleetModel, explain
+from gpufleet.simulate.workload import workload
 from tests.model.conftest import group, model_of
 
 GPU_ONLY = [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]

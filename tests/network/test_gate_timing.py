@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gpufleet.manifests import network as net
+from gpufleet.plan.manifests import network as net
 from tests.network.fleets import fleet, group
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="bash not installed")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from gpufleet import rules
-from gpufleet.errors import SpecError
+from gpufleet.base.errors import SpecError
+from gpufleet.rules import cross_field
 from tests.network.fleets import RDMA, fleet, group
 
 
 def issues(f, name: str = "network") -> list[tuple[tuple, str, str]]:
-    return [(i.path, i.severity, i.message) for i in rules.RULES[name](f)]
+    return [(i.path, i.severity, i.message) for i in cross_field.RULES[name](f)]
 
 
 def test_rdma_group_needs_network_rdma() -> None:

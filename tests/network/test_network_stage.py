@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from gpufleet import catalog
-from gpufleet.manifests import network as net
-from gpufleet.names import LABEL_FABRIC, LABEL_NODE_GROUP
-from gpufleet.plan import Resource
-from gpufleet.spec import Fabric
-from gpufleet.versions import image_is_pinned
+from gpufleet.facts import catalog
+from gpufleet.facts.versions import image_is_pinned
+from gpufleet.plan.manifests import network as net
+from gpufleet.plan.parts import Resource
+from gpufleet.spec.fleet import Fabric
+from gpufleet.spec.names import LABEL_FABRIC, LABEL_NODE_GROUP
 from tests.network.fleets import HEAD, RDMA, fleet, group, plan
 from tests.trees import resources
 
@@ -369,8 +369,8 @@ def test_later_stages_wait_for_the_network_stage() -> None:
 def test_a_capacity_block_group_is_checked_in_its_window_without_gating_later_stages() -> None:
     # Before: the gate waited timeoutMinutes for two nodes a Capacity Block cannot have outside its window, then
     # failed and held back every later stage.
-    from gpufleet.pipeline import load_fleet
-    from gpufleet.rollout import build_plan
+    from gpufleet.plan.rollout import build_plan
+    from gpufleet.rules.pipeline import load_fleet
 
     case = Path(__file__).resolve().parents[1] / "golden" / "cases" / "existing-capacity-block" / "fleet.yaml"
     network = stage(build_plan(load_fleet(str(case), "prod").environments["prod"], "prod"), "network")

@@ -6,7 +6,7 @@ import base64
 import copy
 from typing import Any
 
-from gpufleet.entries import LAUNCH_TEMPLATE, NODE_GROUP
+from gpufleet.tree.entries import LAUNCH_TEMPLATE, NODE_GROUP
 
 
 def res(rid: str, rtype: str, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:

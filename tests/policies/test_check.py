@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from gpufleet.check import report
 from gpufleet.cli import main
-from gpufleet.output import write_tree
+from gpufleet.commands.check import report
+from gpufleet.tree.output import write_tree
 from tests.synthesized import tree_of
 from tests.trees import resources
 

@@ -95,7 +95,7 @@ def test_project_ci_runs_the_example_end_to_end() -> None:
 
 
 def test_skip_annotations_refuse_a_reason_checkov_would_cut() -> None:
-    from gpufleet.manifests.checkov import skip_annotations
+    from gpufleet.plan.manifests.checkov import skip_annotations
 
     assert skip_annotations({"CKV_K8S_8": "no endpoint to probe here", "CKV_K8S_9": "no Service reads readiness"}) == {
         "checkov.io/skip1": "CKV_K8S_8=no endpoint to probe here",

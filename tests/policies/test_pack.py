@@ -28,7 +28,7 @@ from pulumi_policy.policy import (  # noqa: E402
 
 def test_importing_the_rules_loads_no_pulumi() -> None:
     code = (
-        "import sys, gpufleet.policies.rules, gpufleet.policies.adapter, gpufleet.check, gpufleet.diff\nprint(sorted(m"
+        "import sys, gpufleet.policies.rules, gpufleet.policies.adapter, gpufleet.commands.check, gpufleet.commands.diff\nprint(sorted(m"
         " for m in sys.modules if m.split('.')[0] in ('pulumi', 'pulumi_policy', 'grpc')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)

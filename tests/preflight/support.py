@@ -20,10 +20,10 @@ boto3 = pytest.importorskip("boto3")
 moto = pytest.importorskip("moto")
 Stubber = pytest.importorskip("botocore.stub").Stubber
 
-from gpufleet.pipeline import load_fleet_text  # noqa: E402
 from gpufleet.preflight.clients import Clients  # noqa: E402
 from gpufleet.preflight.quotas import QUOTAS  # noqa: E402
-from gpufleet.spec import CapacityType, Fleet, NodeGroup  # noqa: E402
+from gpufleet.rules.pipeline import load_fleet_text  # noqa: E402
+from gpufleet.spec.fleet import CapacityType, Fleet, NodeGroup  # noqa: E402
 
 REGION = "us-east-1"
 RESERVATION = "cr-0123456789abcdef0"

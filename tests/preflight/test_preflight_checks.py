@@ -9,10 +9,13 @@ from typing import Any
 
 import pytest
 
-from gpufleet import catalog
-from gpufleet.preflight import Clients, Finding, ami, instances, network, preflight, quotas, reservations
+from gpufleet.commands.preflight import preflight
+from gpufleet.facts import catalog
+from gpufleet.preflight import ami, instances, network, quotas, reservations
+from gpufleet.preflight.clients import Clients
 from gpufleet.preflight.context import Context
-from gpufleet.spec import CapacityType, Fabric, Fleet, WarmPool
+from gpufleet.preflight.findings import Finding
+from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, WarmPool
 from tests.preflight.support import (
     AL2023_PARAM,
     AMI_ID,
@@ -91,7 +94,7 @@ def test_gpu_info_that_disagrees_with_the_catalog_is_blocking(world: World, monk
         "EC2 reports 8 x H100 with 81920 MiB each for p5.48xlarge; gpufleet's catalog says 8 x H100 with 40960 MiB each"
         in found[0].what
     )
-    assert "gpufleet/catalog.py" in found[0].fix
+    assert "gpufleet/facts/catalog.py" in found[0].fix
 
 
 # --- zones and offerings ------------------------------------------------------------------------------------

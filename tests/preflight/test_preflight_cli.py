@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gpufleet.cli import main
-from gpufleet.preflight import Clients
+from gpufleet.preflight.clients import Clients
 from tests.preflight.support import (
     AL2023_PARAM,
     AMI_ID,

@@ -11,10 +11,12 @@ from typing import Any
 
 import pytest
 
-from gpufleet.preflight import Clients, Finding, preflight
+from gpufleet.commands.preflight import preflight
+from gpufleet.preflight.clients import Clients
 from gpufleet.preflight.context import Context
+from gpufleet.preflight.findings import Finding
 from gpufleet.preflight.reservations import check_reservations
-from gpufleet.spec import Fleet, Reservation
+from gpufleet.spec.fleet import Fleet, Reservation
 from tests.preflight.support import RESERVATION, World, all_clients, fleet_of, only, reservation, stubbed, with_group
 
 ODCR = "cr-0a1b2c3d4e5f60718"

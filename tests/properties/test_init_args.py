@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpufleet import catalog
+from gpufleet.facts import catalog
 from tests.properties.cli import run, scratch
 from tests.properties.mutations import text
 

@@ -1,4 +1,4 @@
-"""gpufleet.schema.conforms agrees with jsonschema on damaged specs as the loader reads them (issue 16 item 4;
+"""gpufleet.spec.schema.conforms agrees with jsonschema on damaged specs as the loader reads them (issue 16 item 4;
 tests/unit/test_schema_conforms.py holds it for every spec of the repository): a yes where jsonschema finds an
 error would let an invalid spec through."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpufleet.load import load_text
-from gpufleet.schema import conforms
-from gpufleet.schema_errors import schema_issues
+from gpufleet.spec.load import load_text
+from gpufleet.spec.schema import conforms
+from gpufleet.spec.schema_errors import schema_issues
 from tests.properties.mutations import SUBTLE_OPS, mutated_spec
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpufleet import output
+from gpufleet.tree import output
 from tests.properties.cli import run, scratch, snapshot
 from tests.properties.mutations import mutate, text, values
 

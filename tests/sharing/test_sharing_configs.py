@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 import yaml
 
-from gpufleet import catalog
-from gpufleet.builders import sharing as stage
-from gpufleet.manifests import kueue, sharing
-from gpufleet.manifests.checksum import data_sha256
-from gpufleet.pipeline import load_fleet_text
-from gpufleet.plan import BuildContext
-from gpufleet.spec import Fleet, SharingStrategy
-from gpufleet.versions import COMPONENTS
+from gpufleet.facts import catalog
+from gpufleet.facts.versions import COMPONENTS
+from gpufleet.plan.builders import sharing as stage
+from gpufleet.plan.manifests import kueue, sharing
+from gpufleet.plan.manifests.checksum import data_sha256
+from gpufleet.plan.parts import BuildContext
+from gpufleet.rules.pipeline import load_fleet_text
+from gpufleet.spec.fleet import Fleet, SharingStrategy
 from tests.upstream import chart_values, require_shared, unknown_value_keys
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -331,7 +331,7 @@ def test_bottlerocket_mig_on_an_unsupported_board_warns() -> None:
 
 def test_both_configmaps_exist_with_the_operator_that_mounts_them(fleet: Fleet) -> None:
     # The operator mounts them as non-optional volumes: created in stage 1 before its release, none in stage 4.
-    from gpufleet.builders import foundation
+    from gpufleet.plan.builders import foundation
 
     content = stage.build(BuildContext(fleet=fleet, environment="prod", through="cost"))
     assert content.resources == () and content.warnings == ()
@@ -378,7 +378,7 @@ def test_docs_isolation_table_is_the_contract() -> None:
         )
         assert row in doc, (
             f"docs/admission-and-sharing.md: isolation table row for {strategy.value} differs from"
-            " gpufleet.manifests.sharing.CONTRACTS"
+            " gpufleet.plan.manifests.sharing.CONTRACTS"
         )
 
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from gpufleet import checkpoints as c
+from gpufleet.facts import checkpoints as c
 
 
 @pytest.mark.parametrize(

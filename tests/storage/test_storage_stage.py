@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gpufleet.builders.cluster import POD_IDENTITY_ADDON
-from gpufleet.plan import Ref
+from gpufleet.plan.builders.cluster import POD_IDENTITY_ADDON
+from gpufleet.plan.parts import Ref
 from tests.network.fleets import HEAD, fleet, group, plan
 from tests.trees import resources
 

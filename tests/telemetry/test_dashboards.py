@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gpufleet.manifests import dashboards, telemetry
+from gpufleet.plan.manifests import dashboards, telemetry
 from tests.promtool import ROOT, run_rule_tests, series, stage_rule_groups
 
 # What kube-state-metrics emits that the rules read (kubernetes/kube-state-metrics docs/metrics/).

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from gpufleet.manifests import dashboards, rules_promql, telemetry
-from gpufleet.pipeline import load_fleet
+from gpufleet.plan.manifests import dashboards, rules_promql, telemetry
+from gpufleet.rules.pipeline import load_fleet
 from tests.promtool import CASES
 
 INSTALL = load_fleet(str(CASES / "observability-install" / "fleet.yaml"), "prod").environments["prod"]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from gpufleet.catalog import CATALOG, InstanceType, gpu_instance_names, lookup
+from gpufleet.facts.catalog import CATALOG, InstanceType, gpu_instance_names, lookup
 
 boto3 = pytest.importorskip("boto3")
 moto = pytest.importorskip("moto")

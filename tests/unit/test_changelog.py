@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from gpufleet import __version__, versions
+from gpufleet import __version__
 from gpufleet.cli import main
-from gpufleet.tree import TREE_FORMAT_VERSION
+from gpufleet.facts import versions
+from gpufleet.tree.write import TREE_FORMAT_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 

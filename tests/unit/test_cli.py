@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gpufleet import stages
 from gpufleet.cli import main
+from gpufleet.facts import stages
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKEN = "tests/specs/invalid/unknown-key.yaml"

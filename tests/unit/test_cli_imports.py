@@ -7,7 +7,7 @@ command's modules for any command (the policy pack, the workload model, the tree
 the log parsers, Pulumi's door), each run took over a second. Timing is not tested (it depends on the machine and its
 load); what the time is made of is: the modules a run leaves in sys.modules. The CLI imports only the chosen
 command's module (gpufleet.cli.COMMANDS); a spec that conforms is checked without jsonschema, whose import took
-longer than the rest of validate (gpufleet.schema.conforms); and validate neither builds the plan nor renders
+longer than the rest of validate (gpufleet.spec.schema.conforms); and validate neither builds the plan nor renders
 templates.
 """
 
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # clients of preflight.
 NEVER = (
     "jsonschema",
-    "gpufleet.schema_errors",
+    "gpufleet.spec.schema_errors",
     "pulumi",
     "pulumi_aws",
     "pulumi_kubernetes",
@@ -38,31 +38,32 @@ NEVER = (
     "botocore",
     "gpufleet.components",
     "gpufleet.policies",
-    "gpufleet.synth",
     "gpufleet.commands.synth",
-    "gpufleet.output",
-    "gpufleet.tree",
-    "gpufleet.tree_reader",
-    "gpufleet.report",
-    "gpufleet.model",
-    "gpufleet.check",
-    "gpufleet.diff",
-    "gpufleet.diff_report",
-    "gpufleet.impact",
-    "gpufleet.running_work",
-    "gpufleet.explain",
+    "gpufleet.tree.output",
+    "gpufleet.tree.write",
+    "gpufleet.tree.read",
+    "gpufleet.plan.report",
+    "gpufleet.simulate",
+    "gpufleet.commands.check",
+    "gpufleet.commands.diff",
+    "gpufleet.review.summary",
+    "gpufleet.review.impact",
+    "gpufleet.review.running_work",
+    "gpufleet.commands.explain",
     "gpufleet.preflight",
+    "gpufleet.commands.preflight",
     "gpufleet.diagnose",
-    "gpufleet.starter",
+    "gpufleet.commands.diagnose",
+    "gpufleet.commands.init",
 )
 # validate checks the spec; the plan (its builders and manifests, and the Jinja2 templates and MIME envelope of the
 # scripts they render) is plan's work only.
 NOT_FOR_VALIDATE = (
     "gpufleet.commands.plan",
-    "gpufleet.rollout",
-    "gpufleet.builders",
-    "gpufleet.manifests",
-    "gpufleet.render",
+    "gpufleet.plan.rollout",
+    "gpufleet.plan.builders",
+    "gpufleet.plan.manifests",
+    "gpufleet.base.render",
     "jinja2",
     "email",
 )
@@ -102,7 +103,7 @@ def test_validate_loads_neither_other_commands_nor_the_plan(runs: dict[str, tupl
 def test_plan_loads_no_other_command(runs: dict[str, tuple[str, set[str]]]) -> None:
     stdout, modules = runs["plan"]
     assert stdout.startswith("fleet research, environment prod: rollout through cost")
-    assert {"gpufleet.commands.plan", "gpufleet.rollout"} <= modules
+    assert {"gpufleet.commands.plan", "gpufleet.plan.rollout"} <= modules
     assert _matching(modules, NEVER) == []
 
 

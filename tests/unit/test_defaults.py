@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from gpufleet import ami_releases, defaults
-from gpufleet.pipeline import load_fleet
-from gpufleet.report import plan_markdown
-from gpufleet.rollout import build_plan
-from gpufleet.schema import with_defaults
-from gpufleet.spec import Topology
-from gpufleet.versions import default_release
+from gpufleet.facts import ami_releases
+from gpufleet.facts.versions import default_release
+from gpufleet.plan.report import plan_markdown
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules.pipeline import load_fleet
+from gpufleet.spec import defaults
+from gpufleet.spec.fleet import Topology
+from gpufleet.spec.schema import with_defaults
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "fleet.yaml"
 

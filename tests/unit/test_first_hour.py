@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpufleet import ami_releases
 from gpufleet.cli import main
-from gpufleet.load import load_text
-from gpufleet.pipeline import validate_loaded
-from gpufleet.spec import Fleet
-from gpufleet.versions import COMPONENTS, default_release
+from gpufleet.facts import ami_releases
+from gpufleet.facts.versions import COMPONENTS, default_release
+from gpufleet.rules.pipeline import validate_loaded
+from gpufleet.spec.fleet import Fleet
+from gpufleet.spec.load import load_text
 from tests.trees import resources
 
 ROOT = Path(__file__).resolve().parents[2]

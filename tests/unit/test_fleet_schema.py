@@ -1,6 +1,6 @@
-"""The shipped spec schema is a valid JSON Schema 2020-12 document (gpufleet.schema loads it without checking), and
+"""The shipped spec schema is a valid JSON Schema 2020-12 document (gpufleet.spec.schema loads it without checking), and
 an environment's merged spec gets the same schema issues when the sections it leaves unchanged are not validated
-again (gpufleet.pipeline validates them once, in the base spec)."""
+again (gpufleet.rules.pipeline validates them once, in the base spec)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from gpufleet.environments import merge_environment
-from gpufleet.load import load_file
-from gpufleet.pipeline import unchanged_sections
-from gpufleet.schema import fleet_schema
-from gpufleet.schema_errors import schema_issues
+from gpufleet.rules.pipeline import unchanged_sections
+from gpufleet.spec.environments import merge_environment
+from gpufleet.spec.load import load_file
+from gpufleet.spec.schema import fleet_schema
+from gpufleet.spec.schema_errors import schema_issues
 
 ROOT = Path(__file__).resolve().parents[2]
 

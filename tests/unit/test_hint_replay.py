@@ -17,7 +17,7 @@ hint needs its row.
 Plan warnings that say what to do (set, add, raise, ...) are replayed the same way (PLAN_REPLAYS): the warning is
 gone from the fixed spec's plan. Plan warnings are strings built in many places, so their coverage is checked
 over what the plans of every golden case, every valid spec and every replayed spec print. (The fixes that
-`gpufleet synth` and `explain` print from the behavioural model, gpufleet/model/check.py, are not replayed here.)
+`gpufleet synth` and `explain` print from the behavioural model, gpufleet/simulate/self_check.py, are not replayed here.)
 """
 
 from __future__ import annotations
@@ -36,29 +36,31 @@ from typing import Any
 import pytest
 import yaml
 
-from gpufleet import ami_releases, cold_start, rules
-from gpufleet.errors import Issue, SpecError
-from gpufleet.pipeline import Validated, load_fleet, load_fleet_text
-from gpufleet.plan import RolloutPlan
-from gpufleet.rollout import build_plan
-from gpufleet.versions import NODE_MONITORING_AGENT_XIDS
+from gpufleet.base.errors import Issue, SpecError
+from gpufleet.facts import ami_releases
+from gpufleet.facts.versions import NODE_MONITORING_AGENT_XIDS
+from gpufleet.plan.parts import RolloutPlan
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules import cross_field
+from gpufleet.rules.pipeline import Validated, load_fleet, load_fleet_text
+from gpufleet.spec import cold_start
 
 ROOT = Path(__file__).resolve().parents[2]
 MINIMAL: dict[str, Any] = yaml.safe_load(
     (ROOT / "tests" / "specs" / "valid" / "minimal.yaml").read_text(encoding="utf-8")
 )
 VALIDATOR = (
-    "gpufleet/load.py",
-    "gpufleet/schema_errors.py",
-    "gpufleet/rules.py",
-    "gpufleet/environments.py",
-    "gpufleet/pipeline.py",
+    "gpufleet/spec/load.py",
+    "gpufleet/spec/schema_errors.py",
+    "gpufleet/rules/cross_field.py",
+    "gpufleet/spec/environments.py",
+    "gpufleet/rules/pipeline.py",
 )
 # Calls that pass a hint made elsewhere along: the site is where it was made.
 PASS_THROUGH = {
-    ("gpufleet/load.py", "_issue", "hint"),
-    ("gpufleet/load.py", "fatal", "hint"),
-    ("gpufleet/pipeline.py", "validate_loaded", "issue.hint"),
+    ("gpufleet/spec/load.py", "_issue", "hint"),
+    ("gpufleet/spec/load.py", "fatal", "hint"),
+    ("gpufleet/rules/pipeline.py", "validate_loaded", "issue.hint"),
 }
 DEL = object()  # as a value in a patch: remove the key (or list item)
 ODCR = "cr-0a1b2c3d4e5f60718"
@@ -294,7 +296,7 @@ class Replay:
 
 
 def _mig_needs() -> str:
-    return f"MIG needs {rules._mig_gpus()} GPUs; use MPS or TimeSlicing on this group"
+    return f"MIG needs {cross_field._mig_gpus()} GPUs; use MPS or TimeSlicing on this group"
 
 
 def _timeout() -> int:
@@ -309,7 +311,7 @@ ALIAS_BOMB = "x0: &x0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
 )
 TIMEOUT = _timeout()
 REPLAYS: tuple[Replay, ...] = (
-    # --- rules.py ----------------------------------------------------------------------------------------------
+    # --- cross_field.py ----------------------------------------------------------------------------------------------
     R(
         "explicit-pins",
         {"versions.pinning": "Explicit", "versions.kueue": DEL},
@@ -1099,7 +1101,7 @@ REPLAYS: tuple[Replay, ...] = (
 )
 
 UNREPLAYED: dict[Site, str] = {
-    Site("gpufleet/schema_errors.py", "_issues_for", "_enum_hint(plain[path], value, allowed)"): (
+    Site("gpufleet/spec/schema_errors.py", "_issues_for", "_enum_hint(plain[path], value, allowed)"): (
         "unreachable: every enum of the schema has type string, so a plain scalar YAML reads as another type is"
         " reported by the type branch (replayed as enum-yaml-boolean), and a string is never in `plain`"
     )

@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
-from gpufleet import catalog, output, starter
 from gpufleet.cli import main
-from gpufleet.load import load_text
-from gpufleet.pipeline import validate_loaded
+from gpufleet.commands import init
+from gpufleet.facts import catalog
+from gpufleet.rules.pipeline import validate_loaded
+from gpufleet.spec.load import load_text
+from gpufleet.tree import output
 
 ROOT = Path(__file__).resolve().parents[2]
 # The golden starter for a fixed list; regenerate with GPUFLEET_UPDATE_GOLDEN=1 after an intended change.
@@ -82,7 +84,7 @@ def test_the_written_file_has_the_usual_mode(capsys: pytest.CaptureFixture[str],
 
 @pytest.mark.parametrize("name", catalog.gpu_instance_names())
 def test_every_catalog_instance_type_gives_a_valid_starter(name: str) -> None:
-    validated = validate_loaded(load_text(starter.starter_spec(starter.instance_types(name)), "fleet.yaml"))
+    validated = validate_loaded(load_text(init.starter_spec(init.instance_types(name)), "fleet.yaml"))
     assert sorted(validated.environments) == ["dev", "prod"]
     assert validated.warnings == ()
 
@@ -108,7 +110,7 @@ FAMILIES = ", ".join(sorted({t.family for t in catalog.CATALOG.values()}))
             ["--instance-types", "g6.xlarge,zzz"],
             (
                 '--instance-types: "zzz" is not a GPU instance type gpufleet knows; the GPU instance types gpufleet'
-                f" knows: {FAMILIES} families (gpufleet/catalog.py)"
+                f" knows: {FAMILIES} families (gpufleet/facts/catalog.py)"
             ),
         ),
         (["--instance-types", ""], "--instance-types: give at least one GPU instance type, e.g. g6.xlarge"),
@@ -177,5 +179,5 @@ def test_the_readme_quick_start_shows_the_default_starter() -> None:
     readme = (ROOT / "README.md").read_text()
     quick_start = readme[readme.index("## Quick start") : readme.index("## Commands")]
     block = quick_start.split("```yaml\n", 1)[1].split("```", 1)[0]
-    assert block == starter.starter_spec(starter.instance_types(starter.DEFAULT_INSTANCE_TYPES))
+    assert block == init.starter_spec(init.instance_types(init.DEFAULT_INSTANCE_TYPES))
     assert "gpufleet init --instance-types g6.xlarge --out first.yaml" in quick_start

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from gpufleet.base.errors import Issue, Position, SourceFile, SpecError, sort_issues
 from gpufleet.cli import main
-from gpufleet.errors import Issue, Position, SourceFile, SpecError, sort_issues
-from gpufleet.load import MAX_SPEC_BYTES
-from gpufleet.schema import SCHEMA_FILE, whole_string
+from gpufleet.spec.load import MAX_SPEC_BYTES
+from gpufleet.spec.schema import SCHEMA_FILE, whole_string
 
 ROOT = Path(__file__).resolve().parents[2]
 

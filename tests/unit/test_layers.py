@@ -1,10 +1,11 @@
 """Imports run one way: each module imports only modules of its own or a lower layer, there is no import cycle,
 and no import hides inside a function to dodge one (DESIGN.md section 1; issue 15).
 
-Read bottom up, a layer may use everything below it:
-facts (errors, stages, catalog, versions) -> the spec model -> shared names and the plan's vocabulary -> rules ->
-manifests (pure objects) -> stage builders -> the rollout, its reports and the tree -> what reads trees and accounts
-(diff, preflight, diagnose) -> the Pulumi layer and the policy pack -> the commands.
+Read bottom up, a layer may use everything below it, and each layer is a folder of gpufleet/:
+base (errors, interrupts, templates) -> facts (catalog, versions, stages) -> spec (the model, its loading, defaults
+and names) -> rules -> plan (its parts, then manifests, then stage builders, then the rollout and plan.md) with the
+tree -> what reads trees and accounts (review, preflight, diagnose) and the behavioural model (simulate) -> the
+Pulumi layer (components) and the policy pack -> the commands and the CLI.
 """
 
 from __future__ import annotations
@@ -27,85 +28,44 @@ PACKAGES = {
     "tools": "tools",
 }
 
-# Lowest first. A module belongs to the layer of its longest matching prefix (the bare `gpufleet` matches only the
-# package itself, so a new module must be placed here).
+# The layers are folders, lowest first: a module belongs to the layer of the longest folder (or module) below that
+# contains it, so a new module takes its folder's layer and a new folder must be placed here. Within gpufleet/plan/,
+# the parts of a plan lie below the manifests, the manifests below the stage builders, and those below the rollout
+# and its review (the rest of the folder).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    (
-        "gpufleet",
-        "gpufleet.errors",
-        "gpufleet.interrupts",
-        "gpufleet.stages",
-        "gpufleet.catalog",
-        "gpufleet.versions",
-        "gpufleet.ami_releases",
-        "gpufleet.checkpoints",
-        "gpufleet.pricing",
-        "gpufleet.render",
-        "gpufleet.tree_yaml",
-        "gpufleet.tree_json",
-        "gpufleet.collector",
-    ),
-    (
-        "gpufleet.spec",
-        "gpufleet.load",
-        "gpufleet.schema",
-        "gpufleet.schema_errors",
-        "gpufleet.environments",
-        "gpufleet.warm_pool",
-        "gpufleet.cold_start",
-    ),
-    ("gpufleet.names", "gpufleet.access", "gpufleet.entries", "gpufleet.plan", "gpufleet.defaults"),
-    ("gpufleet.rules", "gpufleet.pipeline"),
-    ("gpufleet.manifests",),
-    ("gpufleet.builders",),
-    (
-        "gpufleet.rollout",
-        "gpufleet.report",
-        "gpufleet.access_table",
-        "gpufleet.pins",
-        "gpufleet.tree",
-        "gpufleet.tree_reader",
-        "gpufleet.output",
-    ),
-    (
-        "gpufleet.impact",
-        "gpufleet.running_work",
-        "gpufleet.diff_report",
-        "gpufleet.preflight",
-        "gpufleet.diagnose",
-        "gpufleet.model",
-    ),
+    ("gpufleet", "gpufleet.base"),
+    ("gpufleet.facts",),
+    ("gpufleet.spec",),
+    ("gpufleet.rules",),
+    ("gpufleet.plan.parts",),
+    ("gpufleet.plan.manifests",),
+    ("gpufleet.plan.builders",),
+    ("gpufleet.plan", "gpufleet.tree"),
+    ("gpufleet.review", "gpufleet.preflight", "gpufleet.diagnose", "gpufleet.simulate"),
     ("gpufleet.components", "gpufleet.policies"),
-    (
-        "gpufleet.synth",
-        "gpufleet.check",
-        "gpufleet.diff",
-        "gpufleet.explain",
-        "gpufleet.starter",
-        "gpufleet.commands",
-        "gpufleet.cli",
-        "tools",
-    ),
+    ("gpufleet.commands", "gpufleet.cli", "tools"),
 )
-# The only imports allowed inside a function, with the reason. gpufleet.synth is the core's one door to the Pulumi
+FOLDERS = {prefix for layer in LAYERS for prefix in layer}
+# The only imports allowed inside a function, with the reason. gpufleet.commands.synth is the core's one door to the Pulumi
 # layer, opened only when synth runs (tests/unit/test_purity.py). gpufleet.cli imports the module of the command that
 # runs, by name from its COMMANDS table, and no other: importing every command's modules made `validate` take a
-# second instead of a fifth (tests/unit/test_cli_imports.py). gpufleet.pipeline imports jsonschema's account of the
-# schema errors only for a spec gpufleet.schema.conforms rejects: importing jsonschema takes longer than validating.
-LAZY = {("gpufleet.synth", "gpufleet.components.synth"), ("gpufleet.pipeline", "gpufleet.schema_errors")} | {
-    ("gpufleet.cli", module) for module, _ in COMMANDS.values()
-}
+# second instead of a fifth (tests/unit/test_cli_imports.py). gpufleet.rules.pipeline imports jsonschema's account of the
+# schema errors only for a spec gpufleet.spec.schema.conforms rejects: importing jsonschema takes longer than validating.
+LAZY = {
+    ("gpufleet.commands.synth", "gpufleet.components.synth"),
+    ("gpufleet.rules.pipeline", "gpufleet.spec.schema_errors"),
+} | {("gpufleet.cli", module) for module, _ in COMMANDS.values()}
 # The policy pack runs where gpufleet is not installed (policies/__main__.py puts the checkout on sys.path): what it
 # reaches of gpufleet must be standard-library only.
 PACK_MAY_REACH = {
     "gpufleet",
-    "gpufleet.names",
-    "gpufleet.entries",
-    "gpufleet.spec",
-    "gpufleet.errors",
-    "gpufleet.versions",
-    "gpufleet.ami_releases",
-    "gpufleet.stages",
+    "gpufleet.spec.names",
+    "gpufleet.tree.entries",
+    "gpufleet.spec.fleet",
+    "gpufleet.base.errors",
+    "gpufleet.facts.versions",
+    "gpufleet.facts.ami_releases",
+    "gpufleet.facts.stages",
 }
 
 
@@ -183,6 +143,14 @@ def test_every_module_has_a_layer() -> None:
     assert [m for m in SOURCES if _layer(m) < 0] == []
 
 
+def test_every_module_lives_in_a_layer_folder() -> None:
+    # The package's top level holds only the CLI and the folders: the folders are the architecture.
+    top = sorted(m for m in SOURCES if m.count(".") == 1 and m.startswith("gpufleet.") and m not in FOLDERS)
+    assert top == []
+    folders = {p.name for p in (ROOT / "gpufleet").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert {f"gpufleet.{f}" for f in folders} <= FOLDERS
+
+
 def test_imports_point_down() -> None:
     upward = [
         f"{SOURCES[m].relative_to(ROOT)}:{line}: {m} (layer {_layer(m)}) imports {target} (layer {_layer(target)})"
@@ -242,9 +210,9 @@ def test_the_policy_pack_reaches_only_standard_library_leaves_of_gpufleet() -> N
 @pytest.mark.parametrize(
     "forbidden",
     [
-        "gpufleet.manifests -> gpufleet.builders",
-        "gpufleet.rules -> gpufleet.manifests",
-        "gpufleet.impact -> gpufleet.policies",
+        "gpufleet.plan.manifests -> gpufleet.plan.builders",
+        "gpufleet.rules.cross_field -> gpufleet.plan.manifests",
+        "gpufleet.review.impact -> gpufleet.policies",
     ],
 )
 def test_the_layers_forbid_the_old_tangles(forbidden: str) -> None:

@@ -1,7 +1,7 @@
 """The rollout's table of stage builders is the stage list, in order."""
 
-from gpufleet import stages
-from gpufleet.rollout import STAGE_BUILDERS
+from gpufleet.facts import stages
+from gpufleet.plan.rollout import STAGE_BUILDERS
 
 
 def test_every_stage_has_one_builder_in_stage_order() -> None:

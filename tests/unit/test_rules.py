@@ -11,14 +11,23 @@ from typing import Any
 import pytest
 import yaml
 
-from gpufleet import rules
-from gpufleet.environments import merge_environment
-from gpufleet.errors import Issue, Position, SourceFile, SpecError, did_you_mean, format_path, render_issue, sort_issues
-from gpufleet.load import load_text
-from gpufleet.pipeline import fleet_from, load_fleet_text
-from gpufleet.schema_errors import schema_issues
-from gpufleet.spec import Fleet
-from gpufleet.versions import image_is_pinned, is_pinned
+from gpufleet.base.errors import (
+    Issue,
+    Position,
+    SourceFile,
+    SpecError,
+    did_you_mean,
+    format_path,
+    render_issue,
+    sort_issues,
+)
+from gpufleet.facts.versions import image_is_pinned, is_pinned
+from gpufleet.rules import cross_field
+from gpufleet.rules.pipeline import fleet_from, load_fleet_text
+from gpufleet.spec.environments import merge_environment
+from gpufleet.spec.fleet import Fleet
+from gpufleet.spec.load import load_text
+from gpufleet.spec.schema_errors import schema_issues
 
 ROOT = Path(__file__).resolve().parents[2]
 MINIMAL_TEXT = (ROOT / "tests" / "specs" / "valid" / "minimal.yaml").read_text()
@@ -137,11 +146,11 @@ def build(*patches: Patch) -> Fleet:
 
 
 def found(rule: str, fleet: Fleet) -> list[tuple[str, str]]:
-    return [(format_path(i.path), i.message) for i in rules.RULES[rule](fleet)]
+    return [(format_path(i.path), i.message) for i in cross_field.RULES[rule](fleet)]
 
 
 def test_minimal_fleet_passes_every_rule() -> None:
-    assert rules.check(build()) == []
+    assert cross_field.check(build()) == []
 
 
 # Each entry: rule name, patches, the (path, message) pairs the rule reports. An empty list is a passing case.
@@ -607,7 +616,7 @@ CASES: list[Any] = [
         ],
         id="versions/node-monitoring-agent-unknown",
     ),
-    # A group without image sets: boot and join 180 s + operands 180 s = 360 s, x1.5 = 540 s (gpufleet.cold_start).
+    # A group without image sets: boot and join 180 s + operands 180 s = 360 s, x1.5 = 540 s (gpufleet.spec.cold_start).
     pytest.param(
         "admission",
         [at("admission", "podsReadyTimeoutSeconds", value=540)],
@@ -1573,8 +1582,8 @@ def test_rule(rule: str, patches: list[Patch], expected: list[tuple[str, str]]) 
 def test_every_rule_has_a_passing_and_a_failing_case() -> None:
     passing = {p.values[0] for p in CASES if not p.values[2]}
     failing = {p.values[0] for p in CASES if p.values[2]}
-    assert set(rules.RULES) - passing == set(), "rules without a passing case"
-    assert set(rules.RULES) - failing == set(), "rules without a failing case"
+    assert set(cross_field.RULES) - passing == set(), "rules without a passing case"
+    assert set(cross_field.RULES) - failing == set(), "rules without a failing case"
 
 
 @pytest.mark.parametrize(
@@ -1611,18 +1620,18 @@ def test_every_rule_has_a_passing_and_a_failing_case() -> None:
     ],
 )
 def test_rule_hints(patches: list[Patch], hint: str) -> None:
-    assert [i.hint for i in rules.check(build(*patches)) if i.severity == "error"] == [hint]
+    assert [i.hint for i in cross_field.check(build(*patches)) if i.severity == "error"] == [hint]
 
 
 def test_an_unknown_release_is_a_warning_and_a_wrong_minor_an_error() -> None:
-    unknown = rules.check(build(group(ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.33.4-20260724"})))
+    unknown = cross_field.check(build(group(ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.33.4-20260724"})))
     assert [(i.severity, i.hint) for i in unknown] == [
         (
             "warning",
             "EKS rejects a release it does not know: check it with `gpufleet preflight`, or pin a published one",
         )
     ]
-    other = rules.check(build(group(ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.32.13-20260714"})))
+    other = cross_field.check(build(group(ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.32.13-20260714"})))
     assert [(i.severity, i.hint) for i in other] == [
         ("error", "use a 1.33 release of AL2023_x86_64_NVIDIA; the newest known is 1.33.13-20260714")
     ]
@@ -1630,7 +1639,7 @@ def test_an_unknown_release_is_a_warning_and_a_wrong_minor_an_error() -> None:
 
 def test_check_can_skip_rules() -> None:
     fleet = build(quota(gpus=9))
-    assert rules.check(fleet, skip=["quota-fits-node-group"]) == []
+    assert cross_field.check(fleet, skip=["quota-fits-node-group"]) == []
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""gpufleet.schema.conforms, the check that spares a valid spec the import of jsonschema (issue 16 item 4), says yes
-exactly where jsonschema, configured as gpufleet.schema_errors configures it, finds no error: over every spec of the
+"""gpufleet.spec.schema.conforms, the check that spares a valid spec the import of jsonschema (issue 16 item 4), says yes
+exactly where jsonschema, configured as gpufleet.spec.schema_errors configures it, finds no error: over every spec of the
 repository and each environment's merged spec, with and without the sections the pipeline trusts (damaged specs:
 tests/properties/test_schema_conforms.py). A yes where jsonschema finds an error would let an invalid spec through;
 a no for a valid spec only costs time, but every valid spec here must get its yes, or validate loads jsonschema."""
@@ -9,11 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gpufleet.environments import merge_environment
-from gpufleet.load import load_file
-from gpufleet.pipeline import unchanged_sections
-from gpufleet.schema import conforms, fleet_schema
-from gpufleet.schema_errors import schema_issues
+from gpufleet.rules.pipeline import unchanged_sections
+from gpufleet.spec.environments import merge_environment
+from gpufleet.spec.load import load_file
+from gpufleet.spec.schema import conforms, fleet_schema
+from gpufleet.spec.schema_errors import schema_issues
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = (

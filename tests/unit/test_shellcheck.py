@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from gpufleet.pipeline import load_fleet
-from gpufleet.rollout import build_plan
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules.pipeline import load_fleet
 
 CASES = Path(__file__).resolve().parents[1] / "golden" / "cases"
 SHELLS = ("/bin/bash", "bash", "/bin/sh", "sh")

@@ -1,12 +1,14 @@
-"""docs/spec-reference.md is generated from the schema and gpufleet.defaults and must not drift from them."""
+"""docs/spec-reference.md is generated from the schema and gpufleet.spec.defaults and must not drift from them."""
 
-from gpufleet.defaults import COMPUTED
+from gpufleet.spec.defaults import COMPUTED
 from tools.spec_reference import OUT, render
 
 
 def test_spec_reference_is_current() -> None:
     assert OUT.exists(), "run python -m tools.spec_reference"
-    assert OUT.read_text() == render(), "the schema or gpufleet.defaults changed: run python -m tools.spec_reference"
+    assert OUT.read_text() == render(), (
+        "the schema or gpufleet.spec.defaults changed: run python -m tools.spec_reference"
+    )
 
 
 def test_every_schema_field_is_documented() -> None:

@@ -9,7 +9,8 @@ from typing import Any, get_args
 
 import pytest
 
-from gpufleet import spec, stages
+from gpufleet.facts import stages
+from gpufleet.spec import fleet as spec
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "schemas" / "fleet.schema.json").read_text())
 

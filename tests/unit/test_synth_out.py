@@ -22,15 +22,17 @@ from typing import Any
 import pulumi
 import pytest
 
-from gpufleet import cli, interrupts, output
+from gpufleet import cli
+from gpufleet.base import interrupts
 from gpufleet.cli import main
 from gpufleet.commands import synth as synth_command
 from gpufleet.commands import validate as validate_command
 from gpufleet.components.synth import RecordingMocks, run_under_mocks
-from gpufleet.output import write_tree
-from gpufleet.pipeline import load_fleet
-from gpufleet.rollout import build_plan
-from gpufleet.tree import OPTION_DEFAULTS, Tree, render
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules.pipeline import load_fleet
+from gpufleet.tree import output
+from gpufleet.tree.output import write_tree
+from gpufleet.tree.write import OPTION_DEFAULTS, Tree, render
 from tests.synthesized import tree_of
 from tools.benchmark import generated_fleet
 

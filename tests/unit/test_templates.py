@@ -12,13 +12,13 @@ import jinja2.nodes
 import pytest
 import yaml
 
-from gpufleet import diff_report
-from gpufleet.model.check import canonical_rows, will_it_run
-from gpufleet.model.explain import fleet_model
-from gpufleet.pipeline import load_fleet
-from gpufleet.render import ENV, markdown_cell, render, shell_quote, shell_word
-from gpufleet.report import plan_markdown
-from gpufleet.rollout import build_plan
+from gpufleet.base.render import ENV, markdown_cell, render, shell_quote, shell_word
+from gpufleet.plan.report import plan_markdown
+from gpufleet.plan.rollout import build_plan
+from gpufleet.review import summary
+from gpufleet.rules.pipeline import load_fleet
+from gpufleet.simulate.self_check import canonical_rows, will_it_run
+from gpufleet.simulate.verdict import fleet_model
 from tests.diff.test_comment import EVERY_SECTION
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +31,7 @@ def _render_everything(spec: Path) -> None:
     for env, fleet in load_fleet(str(spec)).environments.items():
         plan = build_plan(fleet, env)
         plan_markdown(plan, will_it_run(canonical_rows(fleet_model(plan))))
-    diff_report.markdown(EVERY_SECTION, "a", "b")
+    summary.markdown(EVERY_SECTION, "a", "b")
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""gpufleet.tree_json.dump_json writes exactly what json.dumps(indent=2, sort_keys=True, ensure_ascii=False) writes."""
+"""gpufleet.tree.json_text.dump_json writes exactly what json.dumps(indent=2, sort_keys=True, ensure_ascii=False) writes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gpufleet.tree_json import dump_json
+from gpufleet.tree.json_text import dump_json
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from gpufleet.cli import main
-from gpufleet.output import write_tree
-from gpufleet.tree import HELM_RELEASE, decode_user_data, digest, inventory_entries
-from gpufleet.tree_reader import read_tree
+from gpufleet.tree.output import write_tree
+from gpufleet.tree.read import read_tree
+from gpufleet.tree.write import HELM_RELEASE, decode_user_data, digest, inventory_entries
 from tests.synthesized import registrations_of, tree_of
 from tests.trees import rewrite
 

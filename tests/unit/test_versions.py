@@ -9,9 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpufleet.manifests import health
-from gpufleet.pipeline import load_fleet
-from gpufleet.versions import (
+from gpufleet.facts.versions import (
     CHART_CONTROLLERS,
     CLUSTER_AUTOSCALER_IMAGES,
     COMPONENTS,
@@ -21,6 +19,8 @@ from gpufleet.versions import (
     NETWORK_OPERATOR,
     Release,
 )
+from gpufleet.plan.manifests import health
+from gpufleet.rules.pipeline import load_fleet
 from tests.upstream import chart_values, require_shared
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "fleet.yaml"
@@ -67,7 +67,7 @@ def test_the_health_sidecar_runs_the_pinned_operators_dcgm(version: str) -> None
 @pytest.mark.parametrize("version", KUEUE)
 def test_kueue_chart_configuration_is_the_charts_own(version: str) -> None:
     document = yaml.safe_load(chart_values("kueue", version)["managerConfig"]["controllerManagerConfigYaml"])
-    # gpufleet chooses the integrations itself (gpufleet.manifests.kueue.FRAMEWORKS)
+    # gpufleet chooses the integrations itself (gpufleet.plan.manifests.kueue.FRAMEWORKS)
     assert {k: v for k, v in document.items() if k not in ("apiVersion", "kind", "integrations")} == KUEUE[
         version
     ].chart_configuration

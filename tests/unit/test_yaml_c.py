@@ -1,4 +1,4 @@
-"""LibYAML (PyYAML's C extension) writes what gpufleet.tree_yaml.YamlWriter leaves to PyYAML of the synth tree
+"""LibYAML (PyYAML's C extension) writes what gpufleet.tree.yaml_text.YamlWriter leaves to PyYAML of the synth tree
 (and tells it how scalars are written), and reads specs; the pure-Python path must give the same
 text, and the same data, positions and issues, so that the output never depends on whether the extension is there."""
 
@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from gpufleet import load, tree_yaml
-from gpufleet.tree_yaml import DUMPER, PURE_DUMPER, pyyaml_dump
+from gpufleet.spec import load
+from gpufleet.tree import yaml_text as tree_yaml
+from gpufleet.tree.yaml_text import DUMPER, PURE_DUMPER, pyyaml_dump
 from tests.trees import golden_documents
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -201,7 +202,7 @@ def _safe_load(text: str) -> Any:
 
 
 def test_libyaml_loads_data_as_the_pure_parser_does(monkeypatch: pytest.MonkeyPatch) -> None:
-    """gpufleet.load.safe_load (the model reads the Kueue configuration the plan deploys with it)."""
+    """gpufleet.spec.load.safe_load (the model reads the Kueue configuration the plan deploys with it)."""
     texts = _spec_texts()
     with_c = [_safe_load(t) for t in texts]
     monkeypatch.setattr(yaml, "__with_libyaml__", False)

@@ -1,4 +1,4 @@
-"""gpufleet.tree_yaml.YamlWriter writes a tree's YAML itself: its text must be exactly what PyYAML's pure-Python
+"""gpufleet.tree.yaml_text.YamlWriter writes a tree's YAML itself: its text must be exactly what PyYAML's pure-Python
 emitter writes (sorted keys, block style, width 120, Unicode, `|` for multi-line strings), for every document
 it writes, and it must write nearly all of them (else the tree is slow again)."""
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gpufleet.tree_yaml import PURE_DUMPER, YamlWriter, pyyaml_dump
+from gpufleet.tree.yaml_text import PURE_DUMPER, YamlWriter, pyyaml_dump
 from tests.trees import golden_documents
 
 # Strings where emitters make choices, each with what PyYAML writes for it as a value after `k:`.

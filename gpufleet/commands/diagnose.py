@@ -1,0 +1,84 @@
+"""find what slows a GPU job: NCCL_DEBUG=INFO logs and `kubectl describe node` output, most important first
+
+`gpufleet diagnose [--nccl-log F]... [--node-describe F]...` exits 0 when nothing above info is found, 1 with a
+warning or critical finding, 2 on a usage error (no input, or a file that cannot be read). All NCCL logs of one run are read as one job (one file per
+pod works), so ranks can be compared with each other. `-` reads standard input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+
+from gpufleet.diagnose.findings import Finding, rank, render
+from gpufleet.diagnose.nccl import parse_nccl
+from gpufleet.diagnose.nccl_checks import check_job
+from gpufleet.diagnose.node import check_describe
+
+__all__ = ["Finding", "add_arguments", "diagnose", "render", "run"]
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+
+def diagnose(nccl_texts: Mapping[str, str], node_texts: Mapping[str, str]) -> list[Finding]:
+    """Pure: file name -> text in, ranked findings out."""
+    findings = check_job({name: parse_nccl(text) for name, text in nccl_texts.items()})
+    for name, text in node_texts.items():
+        findings += check_describe(name, text)
+    return rank(findings)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--nccl-log",
+        dest="nccl_log",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="output of a job run with NCCL_DEBUG=INFO (repeat for one file per pod)",
+    )
+    parser.add_argument(
+        "--node-describe",
+        dest="node_describe",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="output of `kubectl describe node` for a GPU node (repeatable)",
+    )
+
+
+class _Unreadable(Exception):
+    pass
+
+
+def _read(path: str) -> str:
+    try:
+        if path == "-":
+            return sys.stdin.read()
+        with open(path, "rb") as f:
+            # Logs carry stray bytes (progress bars, cut multibyte characters); never fail on them.
+            return f.read().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise _Unreadable(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    nccl_paths: list[str] = list(getattr(args, "nccl_log", None) or [])
+    node_paths: list[str] = list(getattr(args, "node_describe", None) or [])
+    if not nccl_paths and not node_paths:
+        print("gpufleet diagnose: error: give at least one --nccl-log FILE or --node-describe FILE", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        nccl = {p if p != "-" else "<stdin>": _read(p) for p in nccl_paths}
+        nodes = {p if p != "-" else "<stdin>": _read(p) for p in node_paths}
+    except _Unreadable as exc:
+        print(f"gpufleet diagnose: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    findings = diagnose(nccl, nodes)
+    if not findings:
+        print("gpufleet diagnose: no findings")
+        return EXIT_CLEAN
+    print(render(findings))
+    # Info findings are context (versions, unpinned settings that did no harm): they do not fail a pipeline.
+    return EXIT_FINDINGS if any(f.severity != "info" for f in findings) else EXIT_CLEAN

@@ -1,0 +1,213 @@
+"""would these workloads run on this fleet: queue, flavor, node group, or the first gate that stops them and why
+
+`gpufleet explain [SPEC] --env ENV MANIFEST... [--as ARN] [--format text|json]` puts every Job, JobSet, PyTorchJob, MPIJob,
+TrainJob, Deployment, StatefulSet, DaemonSet and Pod of the manifests (multi-document YAML; other kinds are skipped)
+through the behavioural model of `gpufleet.simulate` on the plan of ENV. With `--as ARN` (the IAM role, user or
+assumed-role session that submits them) the first gate is the API server's authorization, as the fleet's access
+entries and team RBAC grant it. SPEC defaults to fleet.yaml; it is told apart
+from a manifest by its `kind: Fleet`. Exit 0 when every workload runs, 1 when one would not, 2 on a usage error
+(including a manifest that is not Kubernetes YAML: a positioned error, nothing judged). Pulumi never runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from gpufleet.base.errors import UsageError
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules.pipeline import open_spec
+from gpufleet.simulate import authorization
+from gpufleet.simulate.verdict import ASSUMPTION, Verdict, explain, fleet_model
+from gpufleet.simulate.workload import KINDS, WorkloadError, is_workload, workload
+
+EXIT_RUNS, EXIT_WOULD_NOT, EXIT_USAGE = 0, 1, 2
+
+
+class ManifestError(Exception):
+    """A manifest that cannot be judged: `FILE:LINE:COL: message`."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Doc:
+    path: str
+    node: yaml.Node
+    data: Any
+
+
+def _position(path: str, node: yaml.Node, field: str) -> str:
+    """FILE:LINE:COL of `field` (a dotted path with [i]) inside the document node, or of its deepest known parent."""
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", field):
+        if isinstance(node, yaml.MappingNode):
+            nxt = next((v for k, v in node.value if k.value == part), None)
+        elif isinstance(node, yaml.SequenceNode) and part.startswith("["):
+            i = int(part[1:-1])
+            nxt = node.value[i] if i < len(node.value) else None
+        else:
+            nxt = None
+        if nxt is None:
+            break
+        node = nxt
+    mark = node.start_mark
+    return f"{path}:{mark.line + 1}:{mark.column + 1}"
+
+
+def read_manifests(path: str) -> list[_Doc]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
+        raise ManifestError(f"{where}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    docs = []
+    for node in nodes:
+        if node is None:
+            continue
+        data = _construct(node)
+        if (
+            not isinstance(data, dict)
+            or not isinstance(data.get("apiVersion"), str)
+            or not isinstance(data.get("kind"), str)
+        ):
+            mark = node.start_mark
+            raise ManifestError(
+                f"{path}:{mark.line + 1}:{mark.column + 1}: not a Kubernetes object: a manifest document needs"
+                " apiVersion and kind"
+            )
+        docs.append(_Doc(path, node, data))
+    return docs
+
+
+def _construct(node: yaml.Node) -> Any:
+    loader = yaml.SafeLoader("")
+    try:
+        return loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        raise ManifestError(str(exc)) from None
+
+
+def _is_spec(path: str) -> bool:
+    try:
+        with open(path, encoding="utf-8") as f:
+            first = yaml.safe_load(f)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return False
+    return isinstance(first, dict) and first.get("kind") == "Fleet"
+
+
+def _options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", required=True, help="the environment whose plan the workloads meet")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--as", dest="principal", metavar="ARN", help="the IAM principal that submits the workloads")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # Options may come between or after the paths (`explain fleet.yaml --env prod job.yaml`), which argparse's
+    # subcommand parsing cannot express: the paths and options are parsed again, intermixed, in run().
+    parser.add_argument("--env", help="the environment whose plan the workloads meet (required)")
+    parser.add_argument("--format", choices=("text", "json"))
+    parser.add_argument(
+        "--as",
+        dest="principal",
+        metavar="ARN",
+        help="the IAM role, user or assumed-role ARN that submits the workloads: checks it may create them",
+    )
+    parser.add_argument(
+        "paths",
+        nargs=argparse.REMAINDER,
+        metavar="[SPEC] MANIFEST...",
+        help="the fleet spec (default: fleet.yaml), then manifests",
+    )
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="gpufleet explain", description=(__doc__ or "").strip().splitlines()[0])
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="[SPEC] MANIFEST...")
+    _options(parser)
+    return parser.parse_intermixed_args(argv)
+
+
+def _text(verdicts: list[Verdict]) -> str:
+    lines = []
+    for v in verdicts:
+        head = f"{v.kind} {v.namespace}/{v.name}: "
+        via = f"through ClusterQueue {v.cluster_queue}, flavor {v.flavor}, " if v.cluster_queue and v.flavor else ""
+        if v.runs:
+            lines.append(head + f"runs, {via}on node group {v.node_group}")
+        elif v.pods_admitted:
+            # Pods admitted one by one (a Deployment's): part of them run.
+            waiting = v.pods_total - v.pods_admitted
+            what = "quota" if v.reasons and v.reasons[0].stage == "admission" else "nodes"
+            lines.append(
+                head
+                + f"{v.pods_admitted} of {v.pods_total} pods run; {waiting} wait for {what}"
+                + (f": {v.reasons[0].message}" if v.reasons else "")
+            )
+            lines.append(f"  running: {via}on node group {v.node_group}")
+            lines += [f"  fix: {r.fix}" for r in v.reasons]
+        else:
+            where = f" (ClusterQueue {v.cluster_queue})" if v.cluster_queue else ""
+            lines.append(head + f"would not run{where}")
+            for r in v.reasons:
+                lines += [f"  {r.stage}: {r.message}", f"  fix: {r.fix}"]
+        lines += [f"  note: {n}" for n in v.notes]
+    lines.append(f"({ASSUMPTION})")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        given = [
+            f"--{flag}={getattr(args, name)}"
+            for flag, name in (("env", "env"), ("format", "format"), ("as", "principal"))
+            if getattr(args, name, None)
+        ]
+        args = _parse(list(args.paths) + given)
+    except SystemExit as exc:  # argparse printed the usage error
+        return int(exc.code or 0)
+    paths: list[str] = list(args.paths)
+    spec = paths.pop(0) if len(paths) > 1 and _is_spec(paths[0]) else "fleet.yaml"
+    if not paths:
+        raise UsageError("give at least one MANIFEST")
+    if args.principal is not None:
+        try:
+            authorization.identity(args.principal)
+        except authorization.PrincipalError as exc:
+            raise UsageError(f"--as: {exc}") from None
+    try:
+        docs = [d for p in paths for d in read_manifests(p)]
+        workloads = []
+        for doc in docs:
+            if not is_workload(doc.data):
+                continue
+            try:
+                workloads.append(workload(doc.data))
+            except WorkloadError as exc:
+                field, _, message = str(exc).partition(": ")
+                raise ManifestError(
+                    f"{_position(doc.path, doc.node, field)}: {doc.data['kind']} {field}: {message}"
+                ) from None
+    except ManifestError as exc:
+        print(f"gpufleet explain: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not workloads:
+        raise UsageError(f"no workload in {', '.join(paths)} (kinds: {', '.join(KINDS)})")
+    validated = open_spec(spec, args.env)
+    model = fleet_model(build_plan(validated.environments[args.env], args.env))
+    verdicts = [explain(model, w, args.principal) for w in workloads]
+    if args.format == "json":
+        print(json.dumps({"workloads": [v.json() for v in verdicts]}, indent=2))
+    else:
+        print(_text(verdicts))
+    return EXIT_RUNS if all(v.runs for v in verdicts) else EXIT_WOULD_NOT

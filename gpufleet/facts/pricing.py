@@ -1,0 +1,68 @@
+"""A dated on-demand price table for the catalog's GPU instance types, for the cost estimate in plan.md.
+
+PRICES_AS_OF = 2025-08-01. Source: AWS EC2 On-Demand pricing (https://aws.amazon.com/ec2/pricing/on-demand/),
+Linux, US East (N. Virginia), USD per instance-hour, as published around that date; every other region is
+estimated at the us-east-1 rate (usually within about 10-25% of it). APPROXIMATE: these are reviewed list
+prices typed in by hand, not read from the AWS Pricing API at build time (synth needs no network), and
+exclude Savings Plans, reservations, Spot and Capacity Block rates. The P4d, P4de, P5 and P5en rates follow
+AWS's price cut of June 2025 for those families; p5e.48xlarge (sold mostly through Capacity Blocks),
+p5.4xlarge and the p6 rates are the least certain. Set `cost.gpuHourUsd` in the spec for negotiated or
+Spot/Capacity Block prices: it always wins over this table.
+
+On-Demand Capacity Reservations: "billed at the equivalent On-Demand rate whether you run instances in reserved
+capacity or not" (EC2 User Guide, capacity-reservations-pricing-billing.html); an instance running in one is not
+billed again. So a group with a reservation of N instances pays for max(nodes, N) at every size (`billed_nodes`).
+
+gp3 EBS: USD 0.08 per GB-month in us-east-1 (https://aws.amazon.com/ebs/pricing/), used for the standing cost of
+stopped warm-pool instances (their root volumes keep billing; the instance-hours stop).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from gpufleet.facts import catalog
+
+PRICES_AS_OF = "2025-08-01"
+HOURS_PER_MONTH = 730  # AWS's own convention for monthly estimates
+GP3_USD_PER_GB_MONTH = 0.08
+
+ON_DEMAND_USD_PER_HOUR: Mapping[str, float] = MappingProxyType(
+    {
+        "g4dn.xlarge": 0.526, "g4dn.2xlarge": 0.752, "g4dn.4xlarge": 1.204, "g4dn.8xlarge": 2.176,
+        "g4dn.12xlarge": 3.912, "g4dn.16xlarge": 4.352, "g4dn.metal": 7.824,
+        "g5.xlarge": 1.006, "g5.2xlarge": 1.212, "g5.4xlarge": 1.624, "g5.8xlarge": 2.448,
+        "g5.12xlarge": 5.672, "g5.16xlarge": 4.096, "g5.24xlarge": 8.144, "g5.48xlarge": 16.288,
+        "g5g.xlarge": 0.42, "g5g.2xlarge": 0.556, "g5g.4xlarge": 0.828, "g5g.8xlarge": 1.372,
+        "g5g.16xlarge": 2.744, "g5g.metal": 2.744,
+        "g6.xlarge": 0.8048, "g6.2xlarge": 0.9776, "g6.4xlarge": 1.3232, "g6.8xlarge": 2.0144,
+        "g6.12xlarge": 4.6016, "g6.16xlarge": 3.3968, "g6.24xlarge": 6.6752, "g6.48xlarge": 13.3504,
+        "g6e.xlarge": 1.861, "g6e.2xlarge": 2.24208, "g6e.4xlarge": 3.00424, "g6e.8xlarge": 4.52856,
+        "g6e.12xlarge": 10.49264, "g6e.16xlarge": 7.57719, "g6e.24xlarge": 15.06559, "g6e.48xlarge": 30.13118,
+        "p3dn.24xlarge": 31.212,
+        "p4d.24xlarge": 21.96, "p4de.24xlarge": 27.45,
+        "p5.4xlarge": 6.88, "p5.48xlarge": 55.04,
+        "p5e.48xlarge": 61.54, "p5en.48xlarge": 63.30,
+        "p6-b200.48xlarge": 113.93, "p6-b300.48xlarge": 142.42,
+    }
+)  # fmt: skip
+
+
+def instance_hour_usd(instance_type: str) -> float | None:
+    return ON_DEMAND_USD_PER_HOUR.get(instance_type)
+
+
+def billed_nodes(nodes: int, reserved: int) -> int:
+    """Instances billed at the on-demand rate for `nodes` running ones beside a reservation of `reserved`: the
+    reservation always, and the nodes it does not cover."""
+    return max(nodes, reserved)
+
+
+def gpu_hour_usd(instance_type: str) -> float | None:
+    """The table's on-demand rate divided by the instance's GPU count."""
+    price = instance_hour_usd(instance_type)
+    info = catalog.lookup(instance_type)
+    if price is None or info is None or info.gpu_count == 0:
+        return None
+    return price / info.gpu_count

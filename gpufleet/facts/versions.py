@@ -1,0 +1,467 @@
+"""Every version-dependent fact gpufleet knows, in one place: the supported releases of each component and what
+each release brings (images, chart defaults gpufleet keeps), the Cluster Autoscaler image per Kubernetes minor and
+the NVIDIA reasons the EKS node monitoring agent reports. Each fact names its upstream source.
+
+A spec may pin each component it uses to one of these exact versions; a component it does not pin gets the release
+this gpufleet is tested with (`default_release`: the current line, which the golden trees render), recorded in plan.json and
+plan.md so a bump shows in review. Helm values are rendered for (and
+tested against) the keys of these chart versions, so a version outside the list is an error, never a guess, and no
+code falls back to another version's value. Adding a chart version means adding one release entry here (a typed
+record, so every fact of that release must be given) plus the upstream chart files in ../shared/charts;
+tests/unit/test_versions.py checks each entry against those files. Larger dated catalogs live in data files with
+their own loader: the EKS AMI releases in gpufleet/data/eks-ami-releases.json (gpufleet.facts.ami_releases).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Release:
+    """One supported release of a component."""
+
+    notes: str  # what differs from the previous supported release
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuOperatorRelease(Release):
+    # The DCGM image the operator runs as its standalone hostengine: dcgm.repository/image:version in
+    # deployments/gpu-operator/values.yaml. The health stage's dcgmi must match the hostengine's version.
+    dcgm_image: str
+    # GDRCopy (chart values `gdrcopy.enabled`, ClusterPolicy spec.gdrcopy): whether the operator loads gdrdrv only
+    # when it manages the driver (not with driver.enabled false, gpufleet's Preinstalled). True in both pinned releases
+    # (NVIDIA/gpu-operator at the release tag): gdrdrv is loaded only by the `nvidia-gdrcopy-ctr` sidecar of the
+    # operator's own driver DaemonSet (controllers/object_controls.go transformDriver -> transformGDRCopyContainer;
+    # assets/state-driver/0500_daemonset.yaml), and that DaemonSet is not deployed when the driver is disabled
+    # (controllers/state_manager.go isStateEnabled "state-driver"). gdrcopy.enabled then only sets GDRCOPY_ENABLED on
+    # the device plugin.
+    gdrcopy_needs_operator_driver: bool
+    # The device plugin's entrypoint turns GDRCopy on by itself where the host has gdrdrv loaded and GDRCOPY_ENABLED
+    # is unset (assets/state-device-plugin/0400_configmap.yaml: `lsmod | grep -q "^gdrdrv "` -> GDRCOPY_ENABLED=true),
+    # so containers get NVIDIA_GDRCOPY=enabled and the toolkit mounts /dev/gdrdrv (NVIDIA/k8s-device-plugin
+    # internal/plugin/server.go getAllocateResponse).
+    device_plugin_detects_gdrdrv: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KueueRelease(Release):
+    # The chart's own controller Configuration (charts/kueue/values.yaml managerConfig.controllerManagerConfigYaml,
+    # without apiVersion, kind and the integrations gpufleet chooses). gpufleet's Configuration replaces the whole
+    # document, so it keeps all of this.
+    chart_configuration: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NetworkOperatorRelease(Release):
+    # Operand images released with the operator, component -> (repository, image, tag)
+    # (Mellanox/network-operator example/crs/mellanox.com_v1alpha1_nicclusterpolicy_cr-full.yaml at the same tag).
+    operand_images: Mapping[str, tuple[str, str, str]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Component:
+    """One upstream component: where it comes from and the releases gpufleet renders for."""
+
+    title: str
+    chart: str  # chart name or image
+    repository: str  # Helm repository URL or OCI reference
+    releases: Mapping[str, Release]  # oldest first; the last is the current line
+    pin_field: str = "chart"  # the spec field that pins it: versions.<key>.<pin_field>
+
+    @property
+    def supported(self) -> tuple[str, ...]:
+        return tuple(self.releases)
+
+
+# https://github.com/NVIDIA/gpu-operator/blob/v26.7.0/deployments/gpu-operator/values.yaml (and v26.3.3)
+GPU_OPERATOR: Mapping[str, GpuOperatorRelease] = MappingProxyType(
+    {
+        "v26.3.3": GpuOperatorRelease(
+            notes="dcgmExporter.serviceMonitor.enabled defaults to false; CDI on by default",
+            dcgm_image="nvcr.io/nvidia/cloud-native/dcgm:4.5.2-1-ubuntu22.04",
+            gdrcopy_needs_operator_driver=True,
+            device_plugin_detects_gdrdrv=True,
+        ),
+        "v26.7.0": GpuOperatorRelease(
+            notes=(
+                "dcgmExporter.serviceMonitor.enabled defaults to true (the ServiceMonitor CRD must exist first); "
+                "driver 595.91.07 by default; GPUCluster CRD (DRA path) added, off by default"
+            ),
+            dcgm_image="nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04",
+            gdrcopy_needs_operator_driver=True,
+            device_plugin_detects_gdrdrv=True,
+        ),
+    }
+)
+
+# https://github.com/kubernetes-sigs/kueue/blob/v0.19.2/charts/kueue/values.yaml (and v0.18.1)
+KUEUE: Mapping[str, KueueRelease] = MappingProxyType(
+    {
+        "0.18.1": KueueRelease(
+            notes="serves kueue.x-k8s.io/v1beta2 (storage) and deprecated v1beta1",
+            chart_configuration=MappingProxyType(
+                {
+                    "health": {"healthProbeBindAddress": ":8081"},
+                    "metrics": {"bindAddress": ":8443"},
+                    "webhook": {"port": 9443},
+                    "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+                    "controller": {
+                        "groupKindConcurrency": {
+                            "Job.batch": 5,
+                            "Pod": 5,
+                            "Workload.kueue.x-k8s.io": 5,
+                            "LocalQueue.kueue.x-k8s.io": 1,
+                            "ClusterQueue.kueue.x-k8s.io": 1,
+                            "ResourceFlavor.kueue.x-k8s.io": 1,
+                        }
+                    },
+                    "clientConnection": {"qps": 50, "burst": 100},
+                }
+            ),
+        ),
+        "0.19.2": KueueRelease(
+            notes=(
+                "same APIs as 0.18; v1beta1 still served but deprecated; the chart raises controller concurrency and"
+                " client QPS"
+            ),
+            chart_configuration=MappingProxyType(
+                {
+                    "health": {"healthProbeBindAddress": ":8081"},
+                    "metrics": {"bindAddress": ":8443"},
+                    "webhook": {"port": 9443},
+                    "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+                    "controller": {
+                        "groupKindConcurrency": {
+                            "Job.batch": 5,
+                            "Pod": 5,
+                            "Workload.kueue.x-k8s.io": 10,
+                            "LocalQueue.kueue.x-k8s.io": 5,
+                            "ClusterQueue.kueue.x-k8s.io": 5,
+                            "ResourceFlavor.kueue.x-k8s.io": 1,
+                        }
+                    },
+                    "clientConnection": {"qps": 300, "burst": 500},
+                }
+            ),
+        ),
+    }
+)
+
+# https://github.com/Mellanox/network-operator/tree/v26.4.1/deployment/network-operator
+NETWORK_OPERATOR: Mapping[str, NetworkOperatorRelease] = MappingProxyType(
+    {
+        "26.4.1": NetworkOperatorRelease(
+            notes="nvIpam is top level; secondaryNetwork.ipamPlugin was removed in 25.10.0",
+            operand_images=MappingProxyType(
+                {
+                    "rdmaSharedDevicePlugin": (
+                        "nvcr.io/nvidia/mellanox",
+                        "k8s-rdma-shared-dev-plugin",
+                        "network-operator-v26.4.1",
+                    ),
+                    "cniPlugins": ("nvcr.io/nvidia/mellanox", "plugins", "network-operator-v26.4.1"),
+                    "ipoib": ("nvcr.io/nvidia/mellanox", "ipoib-cni", "network-operator-v26.4.1"),
+                    "nvIpam": ("nvcr.io/nvidia/mellanox", "nvidia-k8s-ipam", "network-operator-v26.4.1"),
+                }
+            ),
+        )
+    }
+)
+
+
+def _notes(**notes: str) -> Mapping[str, Release]:
+    """Releases of a component that carry no facts beyond their notes (versions with dots are passed as a dict)."""
+    return MappingProxyType({version: Release(notes=text) for version, text in notes.items()})
+
+
+COMPONENTS: Mapping[str, Component] = MappingProxyType(
+    {
+        "gpuOperator": Component(
+            title="NVIDIA GPU Operator",
+            chart="gpu-operator",
+            repository="https://helm.ngc.nvidia.com/nvidia",
+            releases=GPU_OPERATOR,
+        ),
+        "kueue": Component(
+            title="Kueue", chart="kueue", repository="oci://registry.k8s.io/kueue/charts", releases=KUEUE
+        ),
+        # https://github.com/aws/eks-charts/tree/master/stable/aws-efa-k8s-device-plugin
+        "efaDevicePlugin": Component(
+            title="AWS EFA Kubernetes device plugin",
+            chart="aws-efa-k8s-device-plugin",
+            repository="https://aws.github.io/eks-charts",
+            releases=_notes(**{"v0.5.30": "app v0.5.20; tolerations default to [] (gpufleet always sets them)"}),
+        ),
+        "networkOperator": Component(
+            title="NVIDIA Network Operator",
+            chart="network-operator",
+            repository="https://helm.ngc.nvidia.com/nvidia",
+            releases=NETWORK_OPERATOR,
+        ),
+        "multus": Component(
+            title="Multus CNI (thick plugin)",
+            chart="multus-cni",
+            repository="ghcr.io/k8snetworkplumbingwg/multus-cni",
+            pin_field="tag",  # an image release, not a chart
+            releases=_notes(
+                **{
+                    "v4.2.3": "the oldest supported release",
+                    "v4.3.0": "upstream manifest references a snapshot tag; gpufleet pins the release tag",
+                }
+            ),
+        ),
+        # https://github.com/prometheus-community/helm-charts/tree/main/charts/kube-prometheus-stack
+        "kubePrometheusStack": Component(
+            title="kube-prometheus-stack",
+            chart="kube-prometheus-stack",
+            repository="https://prometheus-community.github.io/helm-charts",
+            releases=_notes(**{"88.5.3": "prometheus-operator v0.93.1"}),
+        ),
+        # https://github.com/deliveryhero/helm-charts/tree/master/stable/node-problem-detector
+        "nodeProblemDetector": Component(
+            title="Node Problem Detector",
+            chart="node-problem-detector",
+            repository="oci://ghcr.io/deliveryhero/helm-charts",
+            releases=_notes(**{"2.4.1": "image tag v1.35.1 by default"}),
+        ),
+        # https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-chart-9.59.0/cluster-autoscaler/charts/cluster-autoscaler/Chart.yaml
+        # (the chart moved from charts/cluster-autoscaler to cluster-autoscaler/charts/cluster-autoscaler in 9.52.0).
+        # Both pinned charts have appVersion 1.35.0 (the newest Kubernetes minor below); gpufleet sets image.tag from
+        # CLUSTER_AUTOSCALER_IMAGES, so the chart version only decides the templates.
+        "clusterAutoscaler": Component(
+            title="Kubernetes Cluster Autoscaler",
+            chart="cluster-autoscaler",
+            repository="https://kubernetes.github.io/autoscaler",
+            releases=_notes(
+                **{
+                    "9.58.0": "appVersion 1.35.0; values.yaml identical to 9.59.0",
+                    "9.59.0": (
+                        "appVersion 1.35.0; ClusterRole adds deployments and capacitybuffers/capacityquotas"
+                        " (autoscaling.x-k8s.io) for CA 1.36 features"
+                    ),
+                }
+            ),
+        ),
+    }
+)
+
+
+def default_release(key: str) -> str:
+    """The release of component `key` this gpufleet is tested with: the last supported one (the current line)."""
+    return COMPONENTS[key].supported[-1]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControllerPlacement:
+    """Where a chart's controller pod may run when gpufleet's values leave it alone: the chart's default
+    nodeSelector and tolerations at their values keys (a subchart's keys under its dependency name, as Helm merges
+    them). Required node affinity is not a default of any pinned chart (only preferred terms, which never stop a pod).
+    """
+
+    name: str  # the workload as the chart names it
+    kind: str  # Deployment | StatefulSet
+    node_selector_key: str
+    node_selector: Mapping[str, str]
+    tolerations_key: str
+    tolerations: tuple[Mapping[str, str], ...]
+    enabled_key: str | None = None  # a values key that switches the controller off (default on)
+
+
+_CONTROL_PLANE = MappingProxyType(
+    {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"}
+)
+_MASTER = MappingProxyType(
+    {"key": "node-role.kubernetes.io/master", "operator": "Equal", "value": "", "effect": "NoSchedule"}
+)
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+
+
+def _nfd(enabled_key: str) -> tuple[ControllerPlacement, ...]:
+    # node-feature-discovery subchart values.yaml: master.nodeSelector {}, master.tolerations [control-plane],
+    # gc.nodeSelector {}, gc.tolerations [] (the same in every pinned operator's vendored NFD).
+    return (
+        ControllerPlacement(
+            name="nfd-master",
+            kind="Deployment",
+            node_selector_key="node-feature-discovery.master.nodeSelector",
+            node_selector=_EMPTY,
+            tolerations_key="node-feature-discovery.master.tolerations",
+            tolerations=(_CONTROL_PLANE,),
+            enabled_key=enabled_key,
+        ),
+        ControllerPlacement(
+            name="nfd-gc",
+            kind="Deployment",
+            node_selector_key="node-feature-discovery.gc.nodeSelector",
+            node_selector=_EMPTY,
+            tolerations_key="node-feature-discovery.gc.tolerations",
+            tolerations=(),
+            enabled_key=enabled_key,
+        ),
+    )
+
+
+_KUEUE_CONTROLLERS = (
+    ControllerPlacement(
+        name="kueue-controller-manager",
+        kind="Deployment",
+        node_selector_key="controllerManager.nodeSelector",
+        node_selector=_EMPTY,
+        tolerations_key="controllerManager.tolerations",
+        tolerations=(),
+    ),
+)
+_AUTOSCALER_CONTROLLERS = (
+    ControllerPlacement(
+        name="cluster-autoscaler",
+        kind="Deployment",
+        node_selector_key="nodeSelector",
+        node_selector=_EMPTY,
+        tolerations_key="tolerations",
+        tolerations=(),
+    ),
+)
+
+# The controllers (Deployments and the Prometheus StatefulSet) of each pinned chart, chart -> version -> placement,
+# from ../shared/charts/<chart>/<version>/values.yaml and its vendored subcharts (tests/unit/test_versions.py checks
+# each against them). Grafana is left out: its subchart is not vendored with kube-prometheus-stack here.
+CHART_CONTROLLERS: Mapping[str, Mapping[str, tuple[ControllerPlacement, ...]]] = MappingProxyType(
+    {
+        "kueue": MappingProxyType({"0.18.1": _KUEUE_CONTROLLERS, "0.19.2": _KUEUE_CONTROLLERS}),
+        "gpu-operator": MappingProxyType(
+            {
+                # v26.3.3 sets no operator.nodeSelector; v26.7.0 adds kubernetes.io/os: linux.
+                "v26.3.3": (
+                    ControllerPlacement(
+                        name="gpu-operator",
+                        kind="Deployment",
+                        node_selector_key="operator.nodeSelector",
+                        node_selector=_EMPTY,
+                        tolerations_key="operator.tolerations",
+                        tolerations=(_CONTROL_PLANE,),
+                    ),
+                    *_nfd("nfd.enabled"),
+                ),
+                "v26.7.0": (
+                    ControllerPlacement(
+                        name="gpu-operator",
+                        kind="Deployment",
+                        node_selector_key="operator.nodeSelector",
+                        node_selector=MappingProxyType({"kubernetes.io/os": "linux"}),
+                        tolerations_key="operator.tolerations",
+                        tolerations=(_CONTROL_PLANE,),
+                    ),
+                    *_nfd("nfd.enabled"),
+                ),
+            }
+        ),
+        "network-operator": MappingProxyType(
+            {
+                "26.4.1": (
+                    ControllerPlacement(
+                        name="network-operator",
+                        kind="Deployment",
+                        node_selector_key="operator.nodeSelector",
+                        node_selector=_EMPTY,
+                        tolerations_key="operator.tolerations",
+                        tolerations=(_MASTER, _CONTROL_PLANE),
+                    ),
+                    *_nfd("nfd.enabled"),
+                )
+            }
+        ),
+        "kube-prometheus-stack": MappingProxyType(
+            {
+                "88.5.3": (
+                    ControllerPlacement(
+                        name="prometheus-operator",
+                        kind="Deployment",
+                        node_selector_key="prometheusOperator.nodeSelector",
+                        node_selector=_EMPTY,
+                        tolerations_key="prometheusOperator.tolerations",
+                        tolerations=(),
+                    ),
+                    ControllerPlacement(
+                        name="prometheus",
+                        kind="StatefulSet",
+                        node_selector_key="prometheus.prometheusSpec.nodeSelector",
+                        node_selector=_EMPTY,
+                        tolerations_key="prometheus.prometheusSpec.tolerations",
+                        tolerations=(),
+                    ),
+                    ControllerPlacement(
+                        name="kube-state-metrics",
+                        kind="Deployment",
+                        node_selector_key="kube-state-metrics.nodeSelector",
+                        node_selector=_EMPTY,
+                        tolerations_key="kube-state-metrics.tolerations",
+                        tolerations=(),
+                    ),
+                )
+            }
+        ),
+        "cluster-autoscaler": MappingProxyType({"9.58.0": _AUTOSCALER_CONTROLLERS, "9.59.0": _AUTOSCALER_CONTROLLERS}),
+    }
+)
+
+# Kubernetes minor versions EKS offers in standard support that gpufleet renders for.
+KUBERNETES_VERSIONS = ("1.32", "1.33", "1.34", "1.35")
+
+# Cluster Autoscaler image per Kubernetes minor. Upstream tests each CA minor only with the matching control
+# plane ("We recommend using Cluster Autoscaler with the Kubernetes control plane version for which it was meant",
+# kubernetes/autoscaler cluster-autoscaler/README.md), so the image follows cluster.kubernetesVersion, not the
+# chart's appVersion. Each is the newest patch tag cluster-autoscaler-<version> of kubernetes/autoscaler for its minor.
+CLUSTER_AUTOSCALER_IMAGES: Mapping[str, str] = MappingProxyType(
+    {"1.32": "v1.32.7", "1.33": "v1.33.6", "1.34": "v1.34.5", "1.35": "v1.35.2"}
+)
+
+# An exact release: three numeric parts (an optional leading v), then optional pre-release/build parts.
+_EXACT = re.compile(r"^v?\d+\.\d+\.\d+([-+.][0-9A-Za-z]+)*$")
+# Words that name a moving target when they are a whole part of the version (v4.3.0-snapshot), not a substring
+# (v1.0.0-mainline is a fixed release).
+_FLOATING = frozenset({"latest", "stable", "main", "master", "head", "snapshot", "nightly", "edge", "x"})
+_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+
+
+def is_pinned(version: str) -> bool:
+    """True for an exact release (e.g. v26.7.0, 0.19.2, 595.91.07); false for ranges, wildcards, branches,
+    `latest`, and versions that name only a major or minor line (0.19, v1)."""
+    if not _EXACT.match(version):
+        return False
+    return not any(part in _FLOATING for part in re.split(r"[-+.]", version.lower()))
+
+
+def image_is_pinned(image: str) -> bool:
+    """True when an image reference carries a sha256 digest or an explicit tag other than `latest`."""
+    if "@" in image:
+        return bool(_DIGEST.search(image))
+    last = image.rsplit("/", 1)[-1]
+    if ":" not in last:
+        return False
+    tag = last.rsplit(":", 1)[1]
+    return bool(tag) and tag.lower() != "latest"
+
+
+# --- EKS node monitoring agent ------------------------------------------------------------------------------
+# EKS node monitoring agent: the XIDs each agent version treats as fatal ("well-known"): only these become an
+# `NvidiaXID<code>Error` reason on AcceleratedHardwareReady, which node auto repair acts on; any other XID is only
+# an event (aws/eks-node-monitoring-agent monitors/nvidia/dcgm/dcgm_policies.go WellKnownXidCodes at each tag; the
+# list changed in v1.6.4, from 13, 31, 48, 63, 64, 74, 79, 94, 95, 119, 120, 121, 140). Repair overrides are keyed
+# to the pinned version, so an override never names a reason the agent cannot report. Both versions' add-on
+# configuration schema (charts/configuration.schema.json) has dcgmAgent.tolerations, the key gpufleet sets.
+NODE_MONITORING_AGENT_XIDS: Mapping[str, tuple[int, ...]] = MappingProxyType(
+    {
+        "v1.6.4": (46, 48, 54, 62, 63, 64, 74, 79, 95, 109, 110, 119, 120, 140),
+        "v1.7.0": (46, 48, 54, 62, 63, 64, 74, 79, 95, 109, 110, 119, 120, 136, 140, 142, 143, 151, 155, 156, 158),
+    }
+)
+
+
+def node_monitoring_agent_release(addon_version: str) -> str:
+    """The agent release of an EKS add-on version: v1.7.0-eksbuild.1 -> v1.7.0."""
+    return addon_version.split("-", 1)[0]

@@ -1,0 +1,55 @@
+"""The "Access" section of plan.md (laid out by gpufleet/templates/_plan-access.md.j2): who can reach the API
+endpoint, and every principal gpufleet gives access to (people through EKS access entries, controllers through EKS
+Pod Identity), what it may do, and where."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpufleet.facts import stages
+from gpufleet.plan.manifests import autoscaler, storage, tenancy
+from gpufleet.plan.manifests.telemetry import monitoring_namespace
+from gpufleet.spec import access
+from gpufleet.spec.fleet import Fleet
+
+_TEAM_EDIT = (
+    f"edit ({access.EDIT_POLICY}): pods, Jobs, Deployments, Services, ConfigMaps, Secrets; "
+    "create and delete the Kueue-managed training kinds ({kinds}); read the team's LocalQueue and Workloads"
+)
+
+
+def _team_kinds() -> str:
+    return ", ".join(plural for _, plural in sorted(tenancy.JOB_RESOURCES.values()))
+
+
+def access_values(fleet: Fleet, through: stages.StageName) -> dict[str, Any]:
+    """The values of _plan-access.md.j2 for one environment deployed through `through`."""
+    cp = fleet.checkpoints
+    return {
+        "endpoint": access.endpoint_reach(fleet.cluster),
+        "admins": [admin.principal_arn for admin in fleet.cluster.admins],
+        "teams": [
+            {
+                "name": team.name,
+                "namespace": team.namespace,
+                "members": [member.principal_arn for member in team.members],
+                "group": access.team_group(team.name),
+                "pod_security": team.pod_security.lower(),
+                "checkpoint_prefix": storage.team_prefix(team),
+            }
+            for team in fleet.teams
+        ],
+        "admission": stages.included("admission", through),
+        "team_edit": _TEAM_EDIT.format(kinds=_team_kinds()),
+        "cluster_readable": list(tenancy.CLUSTER_READABLE),
+        "cluster_name": fleet.cluster.name,
+        "cluster_admin_policy": access.CLUSTER_ADMIN_POLICY,
+        "edit_policy": access.EDIT_POLICY,
+        "autoscaler": f"{autoscaler.NAMESPACE}/{autoscaler.SERVICE_ACCOUNT}"
+        if fleet.cluster.autoscaler == "Install"
+        else None,
+        "checkpoint_bucket": cp.bucket if cp is not None and stages.included("storage", through) else None,
+        "checkpoint_service_account": storage.CHECKPOINT_SERVICE_ACCOUNT,
+        "default_deny": tenancy.DEFAULT_DENY,
+        "monitoring_namespace": monitoring_namespace(fleet),
+    }

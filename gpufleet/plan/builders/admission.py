@@ -1,0 +1,244 @@
+"""Stage 3, admission: Kueue with all-or-nothing admission, one flavor per node group, one ClusterQueue per
+team, cohorts, LocalQueues in Pod-Security-baseline team namespaces, priority classes, topology-aware
+placement, and the admission policies (queue name required, no NVIDIA_VISIBLE_DEVICES without a GPU).
+
+Every Kueue object depends on the Kueue release, so its CRDs exist before the objects are created.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gpufleet.plan.builders.common import helm, k8s
+from gpufleet.plan.manifests import admission_policy, kueue, sharing, tenancy
+from gpufleet.plan.manifests.telemetry import monitoring_namespace
+from gpufleet.plan.parts import BuildContext, Resource, StageContent
+from gpufleet.spec import cold_start, defaults
+from gpufleet.spec.fleet import Fleet, SharingStrategy, Team
+from gpufleet.spec.names import NS_GPU_OPERATOR, NS_HEALTH, NS_KUEUE, NS_MONITORING, NS_NETWORK, NS_SYSTEM, group_taints
+
+KUEUE_RELEASE = "kueue"
+# Immutable per the pinned Kueue CRDs' CEL rules (kueue.x-k8s.io_resourceflavors.yaml: "nodeLabels / tolerations /
+# topologyName are immutable when topologyName is set"; kueue.x-k8s.io_topologies.yaml: spec.levels): the API server
+# rejects an update, so a change replaces the object. Its name is fixed, so the old one is deleted first; Kueue holds
+# an in-use flavor or topology with its kueue.x-k8s.io/resource-in-use finalizer until nothing uses it
+# (docs/admission-and-sharing.md says what that means for a rollout).
+TAS_FLAVOR_IMMUTABLE = ("spec.nodeLabels", "spec.tolerations", "spec.topologyName")
+TOPOLOGY_IMMUTABLE = ("spec.levels",)
+HELM_ID = f"helm-{KUEUE_RELEASE}"
+
+
+def system_namespaces(fleet: Fleet) -> list[str]:
+    """Namespaces whose daemons legitimately see every GPU (exempt from the NVIDIA_VISIBLE_DEVICES policy)."""
+    monitoring = (
+        fleet.telemetry.existing_namespace
+        if fleet.telemetry.prometheus == "Existing" and fleet.telemetry.existing_namespace
+        else NS_MONITORING
+    )
+    return sorted({"kube-system", NS_GPU_OPERATOR, NS_KUEUE, monitoring, NS_NETWORK, NS_HEALTH, NS_SYSTEM})
+
+
+def build(ctx: BuildContext) -> StageContent:
+    fleet = ctx.fleet
+    if not fleet.teams:
+        return StageContent(notes=("No teams: nothing to admit, so Kueue is not installed.",))
+
+    release = helm(
+        "kueue",
+        fleet.versions.kueue,
+        release=KUEUE_RELEASE,
+        namespace=NS_KUEUE,
+        values=kueue.helm_values(fleet, prometheus=ctx.includes("telemetry")),
+    )
+    after_kueue = (release.id,)
+    resources: list[Resource] = [release]
+
+    namespaces = {t.name: k8s(kueue.team_namespace(t, fleet.cluster.kubernetes_version)) for t in fleet.teams}
+    resources += namespaces.values()
+    resources += _team_access(fleet, namespaces)
+    for priority in fleet.admission.priorities:
+        resources.append(k8s(kueue.priority_class(priority)))
+        resources.append(k8s(kueue.workload_priority_class(priority), depends_on=after_kueue))
+
+    topology_ids: tuple[str, ...] = ()
+    if any(defaults.placement(fleet, g) != "None" for g in fleet.node_groups):
+        topology = replace(
+            k8s(kueue.topology(), depends_on=after_kueue),
+            replace_on_changes=TOPOLOGY_IMMUTABLE,
+            delete_before_replace=True,
+        )
+        resources.append(topology)
+        topology_ids = (topology.id,)
+    flavor_ids = {}
+    for group in fleet.node_groups:
+        flavor = k8s(
+            kueue.resource_flavor(fleet, group),
+            depends_on=after_kueue + (topology_ids if defaults.placement(fleet, group) != "None" else ()),
+        )
+        if "topologyName" in flavor.args["object"]["spec"]:
+            flavor = replace(flavor, replace_on_changes=TAS_FLAVOR_IMMUTABLE, delete_before_replace=True)
+        flavor_ids[group.name] = flavor.id
+        resources.append(flavor)
+    cohort_ids = {}
+    for name in dict.fromkeys(t.cohort for t in fleet.teams if t.cohort):
+        cohort = k8s(kueue.cohort(name), depends_on=after_kueue)
+        cohort_ids[name] = cohort.id
+        resources.append(cohort)
+    for team in fleet.teams:
+        needs = (
+            after_kueue
+            + tuple(flavor_ids[q.node_group] for q in team.quotas)
+            + ((cohort_ids[team.cohort],) if team.cohort else ())
+        )
+        queue = k8s(kueue.cluster_queue(fleet, team, with_sharing=ctx.includes("sharing")), depends_on=needs)
+        resources.append(queue)
+        resources.append(k8s(kueue.local_queue(team), depends_on=(queue.id, namespaces[team.name].id)))
+        default = kueue.default_local_queue(team)
+        if default is not None:
+            resources.append(k8s(default, depends_on=(queue.id, namespaces[team.name].id)))
+
+    team_ns = [t.namespace for t in fleet.teams]
+    for policy, selector in (
+        (admission_policy.queue_name_policy(), admission_policy.namespaces_in(team_ns)),
+        (admission_policy.visible_devices_policy(), admission_policy.namespaces_not_in(system_namespaces(fleet))),
+    ):
+        created = k8s(policy)
+        resources += [
+            created,
+            k8s(admission_policy.binding(policy["metadata"]["name"], selector), depends_on=(created.id,)),
+        ]
+
+    return StageContent(
+        resources=tuple(resources),
+        warnings=tuple(_warnings(fleet)),
+        notes=tuple(_notes(fleet, with_sharing=ctx.includes("sharing"))),
+    )
+
+
+def _team_access(fleet: Fleet, namespaces: dict[str, Resource]) -> list[Resource]:
+    """Per team (gpufleet.plan.manifests.tenancy): RBAC for its access-entry group (a Role and RoleBinding in its namespace,
+    read access to the cluster-scoped Kueue kinds) and the namespace's default-deny ingress NetworkPolicy."""
+    viewer = k8s(tenancy.queue_viewer_role())
+    out = [viewer]
+    for team in fleet.teams:
+        ns = (namespaces[team.name].id,)
+        role = k8s(tenancy.team_role(team), depends_on=ns)
+        out += [
+            role,
+            k8s(tenancy.team_role_binding(team), depends_on=(role.id,)),
+            k8s(tenancy.queue_viewer_binding(team), depends_on=(viewer.id,)),
+        ]
+        out.append(k8s(tenancy.default_deny_ingress(team, monitoring_namespace(fleet)), depends_on=ns))
+    return out
+
+
+def _sum_nominal(fleet: Fleet) -> dict[str, int]:
+    totals = {g.name: 0 for g in fleet.node_groups}
+    for team in fleet.teams:
+        for quota in team.quotas:
+            totals[quota.node_group] += quota.gpus
+    return totals
+
+
+def _warnings(fleet: Fleet) -> list[str]:
+    out = []
+    for name, total in _sum_nominal(fleet).items():
+        group = fleet.node_group(name)
+        capacity = kueue.capacity_gpus(group)
+        if total > capacity:
+            out.append(
+                f"flavor {name}: teams' nominal quotas add up to {total} GPUs, more than node group {name} holds at"
+                f" maxSize ({group.max_size} nodes, {capacity} GPUs): admitted workloads may wait for nodes that never"
+                " come"
+            )
+    for group in fleet.node_groups:
+        taints = group_taints(group)
+        if len(taints) > kueue.FLAVOR_MAX_TAINTS:
+            rest = [t["key"] for t in taints[kueue.FLAVOR_MAX_TAINTS :]]
+            dropped = ", ".join(rest[:3]) + (f" and {len(rest) - 3} more" if len(rest) > 3 else "")
+            out.append(
+                f"flavor {group.name}: a Kueue ResourceFlavor holds at most {kueue.FLAVOR_MAX_TAINTS} taints and"
+                f" tolerations, the group has {len(taints)}: pods admitted there must tolerate the rest themselves"
+                f" ({dropped})"
+            )
+    if fleet.admission.within_cluster_queue == "LowerOrNewerEqualPriority" and any(
+        not p.preemptible for p in fleet.admission.priorities
+    ):
+        out.append(
+            "preemption.withinClusterQueue LowerOrNewerEqualPriority lets a newer workload of a non-preemptible class"
+            " preempt an older one of the same class"
+        )
+    return out
+
+
+def _may_borrow(team: Team, limit: int | None) -> str:
+    if team.cohort is None:
+        return "no (no cohort)"
+    if limit == 0:
+        return "no (borrowingLimit 0)"
+    return "unlimited (cohort's unused quota)" if limit is None else f"up to {limit}"
+
+
+def _may_lend(team: Team, gpus: int, limit: int | None) -> str:
+    if team.cohort is None:
+        return "no (no cohort)"
+    if limit == 0:
+        return "no (lendingLimit 0)"
+    return f"all {gpus} when unused" if limit is None else f"up to {limit}"
+
+
+def _notes(fleet: Fleet, *, with_sharing: bool) -> list[str]:
+    adm = fleet.admission
+    lines = [
+        (
+            f"Kueue {fleet.versions.kueue}: a workload is admitted only when its whole quota fits; if its pods are not"
+            f" all ready within {cold_start.pods_ready_timeout_seconds(fleet)}s it is evicted and requeued (backoff"
+            f" {adm.backoff_base_seconds}s doubling up to {adm.backoff_max_seconds}s, deactivated after"
+            f" {adm.backoff_limit_count} requeues). Jobs name their queue with the label `{kueue.LABEL_QUEUE_NAME}:"
+            " <team>` and pick a node group with `nodeSelector: {gpufleet.io/node-group: <group>}`."
+        ),
+        "",
+        "| team | namespace | cohort | node group | nominal GPUs | may borrow | may lend | CPU | memory |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for team in fleet.teams:
+        for quota in team.quotas:
+            amounts = kueue.resource_amounts(fleet.node_group(quota.node_group), quota.gpus)
+            lines.append(
+                f"| {team.name} | {team.namespace} | {team.cohort or '-'} | {quota.node_group} | {quota.gpus} |"
+                f" {_may_borrow(team, quota.borrowing_limit)} | {_may_lend(team, quota.gpus, quota.lending_limit)} |"
+                f" {amounts['cpu']} | {amounts['memory']} |"
+            )
+    lines += [
+        "",
+        (
+            "| flavor (node group) | GPUs at maxSize | nominal sum | devices per GPU | CPU per GPU | memory per GPU |"
+            " topology |"
+        ),
+        "|---|---|---|---|---|---|---|",
+    ]
+    totals = _sum_nominal(fleet)
+    for group in fleet.node_groups:
+        shape = kueue.per_gpu(group)
+        devices = ", ".join(f"{n} `{name}`" for name, n in sharing.devices_in(group, with_sharing=with_sharing).items())
+        lines.append(
+            f"| {group.name} | {kueue.capacity_gpus(group)} | {totals[group.name]} | {devices} | {shape.cpu_milli}m |"
+            f" {shape.memory_mib}Mi | {defaults.placement(fleet, group)} |"
+        )
+    shared = [g.name for g in fleet.node_groups if g.sharing.strategy is not SharingStrategy.EXCLUSIVE]
+    if shared and not with_sharing:
+        lines += [
+            "",
+            (
+                f"Sharing of node group{'s' if len(shared) > 1 else ''} {', '.join(shared)} takes effect only when the"
+                " environment reaches the sharing stage: until then no device plugin or MIG manager config is"
+                " deployed, their nodes advertise whole `nvidia.com/gpu`, and the queues count whole GPUs."
+            ),
+        ]
+    lines += ["", "| priority | value | preemptible | PriorityClass preemptionPolicy |", "|---|---|---|---|"]
+    for p in adm.priorities:
+        lines.append(
+            f"| {p.name} | {p.value} | {'yes' if p.preemptible else 'no'} |"
+            f" {'Never' if p.preemptible else 'PreemptLowerPriority'} |"
+        )
+    return lines

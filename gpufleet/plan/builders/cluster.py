@@ -1,0 +1,369 @@
+"""The cluster half of stage 1: explicit AWS provider, IAM roles, the EKS cluster and its add-ons (mode Create)
+or a lookup of the existing cluster (mode Existing), the system node group, and the Kubernetes provider."""
+
+from __future__ import annotations
+
+import json
+
+from gpufleet.facts.ami_releases import SYSTEM_NODES_AMI_TYPE
+from gpufleet.plan.builders.access_entries import access_entry_resources, admin_associations
+from gpufleet.plan.builders.common import AWS_PROVIDER, CLUSTER, K8S_PROVIDER
+from gpufleet.plan.manifests import node_monitoring
+from gpufleet.plan.parts import Concat, Ref, Resource
+from gpufleet.spec import access
+from gpufleet.spec.fleet import Fleet
+from gpufleet.spec.names import LABEL_NODE_GROUP, SYSTEM_GROUP, TAG_OPEN_ENDPOINT_REASON, partition
+
+NODE_ROLE = "node-role"
+CLUSTER_ROLE = "cluster-role"
+SYSTEM_NODE_GROUP = "system-node-group"
+
+# EKS add-on name per versions.addons key (https://docs.aws.amazon.com/eks/latest/userguide/workloads-add-ons-available-eks.html).
+ADDONS = {
+    "vpcCni": "vpc-cni",
+    "kubeProxy": "kube-proxy",
+    "coreDns": "coredns",
+    "nodeMonitoringAgent": "eks-node-monitoring-agent",
+    "podIdentityAgent": "eks-pod-identity-agent",
+}
+# Add-ons gpufleet always manages in mode Create (an unpinned one gets EKS's default version, with a warning).
+# The pod identity agent gives the Cluster Autoscaler and the teams' checkpoint writers their AWS credentials.
+REQUIRED_ADDONS = ("vpcCni", "kubeProxy", "coreDns", "nodeMonitoringAgent", "podIdentityAgent")
+# The VPC CNI enforces Kubernetes NetworkPolicies (the teams' default-deny ingress) only with its network policy
+# agent turned on: add-on configuration value enableNetworkPolicy, a string (EKS user guide "Restrict Pod network
+# traffic with Kubernetes network policies"; aws/amazon-vpc-cni-k8s charts/aws-vpc-cni values.yaml
+# enableNetworkPolicy). Without it NetworkPolicy objects are accepted and silently not enforced.
+VPC_CNI_CONFIGURATION = {"enableNetworkPolicy": "true"}
+POD_IDENTITY_ADDON = f"addon-{ADDONS['podIdentityAgent']}"
+
+
+def pod_identity_after(fleet: Fleet) -> tuple[str, ...]:
+    """What a PodIdentityAssociation waits for: the agent add-on, which gpufleet installs in mode Create."""
+    return (POD_IDENTITY_ADDON,) if fleet.cluster.mode == "Create" else ()
+
+
+def pod_identity_trust(fleet: Fleet, namespace: str, service_account: str) -> str:
+    """The trust policy of any EKS Pod Identity role of the fleet: only `namespace/service_account` on this
+    cluster may assume it (the Cluster Autoscaler's and each team's checkpoint writer)."""
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "AllowEksAuthToAssumeRoleForPodIdentity",
+                    "Effect": "Allow",
+                    "Principal": {"Service": "pods.eks.amazonaws.com"},
+                    "Action": ["sts:AssumeRole", "sts:TagSession"],
+                    "Condition": {
+                        "StringEquals": {
+                            "aws:RequestTag/eks-cluster-name": fleet.cluster.name,
+                            "aws:RequestTag/kubernetes-namespace": namespace,
+                            "aws:RequestTag/kubernetes-service-account": service_account,
+                        }
+                    },
+                }
+            ],
+        },
+        indent=2,
+    )
+
+
+def pod_identity_resources(
+    fleet: Fleet,
+    *,
+    role: str,
+    policy: str,
+    association: str,
+    name_prefix: str,
+    description: str,
+    policy_name: str,
+    policy_document: str | Concat,
+    namespace: str,
+    service_account: str,
+) -> list[Resource]:
+    """An IAM role only `namespace/service_account` of this cluster may assume through EKS Pod Identity, its
+    inline policy, and the association (after the policy, so a pod never starts with a role that can do nothing)."""
+    return [
+        Resource(
+            id=role,
+            type="aws:iam/role:Role",
+            provider=AWS_PROVIDER,
+            args={
+                "namePrefix": name_prefix[:38],
+                "description": description,
+                "assumeRolePolicy": pod_identity_trust(fleet, namespace, service_account),
+                "tags": tags(fleet),
+            },
+        ),
+        Resource(
+            id=policy,
+            type="aws:iam/rolePolicy:RolePolicy",
+            provider=AWS_PROVIDER,
+            args={"name": policy_name, "role": Ref(role, "name"), "policy": policy_document},
+        ),
+        Resource(
+            id=association,
+            type="aws:eks/podIdentityAssociation:PodIdentityAssociation",
+            provider=AWS_PROVIDER,
+            depends_on=(policy, *pod_identity_after(fleet)),
+            args={
+                "clusterName": Ref(CLUSTER, "name"),
+                "namespace": namespace,
+                "serviceAccount": service_account,
+                "roleArn": Ref(role, "arn"),
+                "tags": tags(fleet),
+            },
+        ),
+    ]
+
+
+def pod_identity_warning(fleet: Fleet, who: str) -> str | None:
+    """On an existing cluster nobody here installs the agent: say who goes without credentials."""
+    if fleet.cluster.mode == "Existing":
+        return (
+            "gpufleet manages no EKS add-ons on an existing cluster: the eks-pod-identity-agent add-on must be"
+            f" installed, or {who}"
+        )
+    return None
+
+
+NODE_POLICIES = (
+    "AmazonEKSWorkerNodePolicy",
+    "AmazonEC2ContainerRegistryReadOnly",
+    "AmazonEKS_CNI_Policy",
+    "AmazonSSMManagedInstanceCore",
+)
+
+
+def _assume(service: str) -> str:
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"Service": service},
+                    "Action": (
+                        ["sts:AssumeRole", "sts:TagSession"] if service == "eks.amazonaws.com" else "sts:AssumeRole"
+                    ),
+                }
+            ],
+        },
+        sort_keys=True,
+    )
+
+
+def _role(fleet: Fleet, rid: str, service: str, policies: tuple[str, ...]) -> list[Resource]:
+    out = [
+        Resource(
+            id=rid,
+            type="aws:iam/role:Role",
+            provider=AWS_PROVIDER,
+            args={"namePrefix": f"{fleet.name}-{rid}-"[:38], "assumeRolePolicy": _assume(service), "tags": tags(fleet)},
+        )
+    ]
+    arn = f"arn:{partition(fleet.cluster.region)}:iam::aws:policy/"
+    for policy in policies:
+        out.append(
+            Resource(
+                id=f"{rid}-{policy.lower().replace('_', '-')}",
+                type="aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+                provider=AWS_PROVIDER,
+                args={"role": Ref(rid, "name"), "policyArn": arn + policy},
+            )
+        )
+    return out
+
+
+def tags(fleet: Fleet) -> dict[str, str]:
+    return {"gpufleet.io/fleet": fleet.name, "app.kubernetes.io/managed-by": "gpufleet"}
+
+
+def node_role_attachments() -> tuple[str, ...]:
+    return tuple(f"{NODE_ROLE}-{p.lower().replace('_', '-')}" for p in NODE_POLICIES)
+
+
+def kubeconfig(fleet: Fleet, ca_path: str) -> Concat:
+    """A kubeconfig (JSON) from the cluster's endpoint and CA, authenticating with `aws eks get-token`."""
+    head = (
+        '{"apiVersion": "v1", "kind": "Config", "current-context": "gpufleet", '
+        '"clusters": [{"name": "eks", "cluster": {"server": "'
+    )
+    middle = '", "certificate-authority-data": "'
+    tail = (
+        '"}}], "contexts": [{"name": "gpufleet", "context": {"cluster": "eks", "user": "aws"}}], "users":'
+        ' [{"name": "aws", "user": {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command":'
+        f' "aws", "args": ["eks", "get-token", "--cluster-name", "{fleet.cluster.name}", "--region",'
+        f' "{fleet.cluster.region}"]}}}}}}]}}'
+    )
+    return Concat(head, Ref(CLUSTER, "endpoint"), middle, Ref(CLUSTER, ca_path), tail)
+
+
+def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
+    """Resources of the cluster half and warnings."""
+    c = fleet.cluster
+    warnings = [
+        f"team {t.name} has no members: nobody can submit its work, and gpufleet check fails (add teams[].members)"
+        for t in fleet.teams
+        if not t.members
+    ]
+    # skipCredentialsValidation false and skipRegionValidation true are the defaults pulumi-aws's Python SDK sends
+    # when they are not given (sdk/python/pulumi_aws/provider.py, 7.x): written out so the plan holds every input.
+    provider = {
+        "region": c.region,
+        "defaultTags": {"tags": tags(fleet)},
+        "skipCredentialsValidation": False,
+        "skipRegionValidation": True,
+    }
+    res = [Resource(id=AWS_PROVIDER, type="pulumi:providers:aws", args=provider)]
+    res += _role(fleet, NODE_ROLE, "ec2.amazonaws.com", NODE_POLICIES)
+    if c.mode == "Existing":
+        res.append(
+            Resource(
+                id=CLUSTER,
+                type="aws:eks/getCluster:getCluster",
+                args={"name": c.name},
+                provider=AWS_PROVIDER,
+                lookup=True,
+            )
+        )
+        res += access_entry_resources(fleet, tags(fleet))
+        res.append(_kubernetes_provider(fleet, "certificateAuthorities[0].data"))
+        if fleet.teams:
+            warnings.append(
+                "gpufleet manages no EKS add-ons on an existing cluster: turn on the VPC CNI's network policy agent"
+                ' (add-on configuration {"enableNetworkPolicy": "true"}), or the teams\' default-deny NetworkPolicies'
+                " are not enforced"
+            )
+        if c.admins or any(t.members for t in fleet.teams):
+            warnings.append(
+                "gpufleet adds access entries to the existing cluster: its authentication mode must be API or"
+                " API_AND_CONFIG_MAP, and a principal that already has an access entry there makes CreateAccessEntry"
+                " fail (import or remove that entry)"
+            )
+        return res, warnings
+    res += _role(fleet, CLUSTER_ROLE, "eks.amazonaws.com", ("AmazonEKSClusterPolicy",))
+    vpc: dict[str, object] = {
+        "subnetIds": list(c.subnet_ids),
+        "endpointPrivateAccess": True,
+        "endpointPublicAccess": c.endpoint_access == "PublicAndPrivate",
+    }
+    cluster_tags = tags(fleet)
+    if c.endpoint_access == "PublicAndPrivate":
+        # Written out even when it is EKS's default, so the tree and the policies see who can reach the endpoint.
+        vpc["publicAccessCidrs"] = list(access.public_cidrs(c))
+        if access.endpoint_open(c) and c.open_endpoint_reason is None:
+            warnings.append(
+                "cluster endpoint is public to 0.0.0.0/0 and gpufleet check fails on it: set"
+                " cluster.publicEndpoint.cidrs, or say why in publicEndpoint.acknowledgeOpenToInternet"
+            )
+        if c.open_endpoint_reason is not None:
+            cluster_tags[TAG_OPEN_ENDPOINT_REASON] = c.open_endpoint_reason
+    res.append(
+        Resource(
+            id=CLUSTER,
+            type="aws:eks/cluster:Cluster",
+            provider=AWS_PROVIDER,
+            # A deleted cluster takes every node and workload with it: never by accident.
+            protect=True,
+            depends_on=(f"{CLUSTER_ROLE}-amazoneksclusterpolicy",),
+            args={
+                "name": c.name,
+                "version": c.kubernetes_version,
+                "roleArn": Ref(CLUSTER_ROLE, "arn"),
+                "vpcConfig": vpc,
+                # No implicit admin for whoever runs `pulumi up`: cluster.admins are the admins, each an explicit
+                # access entry. True would also make an explicit entry for the creator fail as a duplicate
+                # (pulumi/pulumi-eks#2373); the field is immutable (ForceNew in the AWS provider).
+                "accessConfig": {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False},
+                # Add-ons are managed below at pinned versions instead of EKS's unmanaged bootstrap copies.
+                "bootstrapSelfManagedAddons": False,
+                "enabledClusterLogTypes": ["api", "audit", "authenticator"],
+                "tags": cluster_tags,
+            },
+        )
+    )
+    system = c.system_nodes
+    assert system is not None  # rules: mode Create requires systemNodes
+    res.append(
+        Resource(
+            id=SYSTEM_NODE_GROUP,
+            type="aws:eks/nodeGroup:NodeGroup",
+            provider=AWS_PROVIDER,
+            ignore_changes=("scalingConfig.desiredSize",),
+            depends_on=node_role_attachments() + ("addon-vpc-cni",),
+            args={
+                "clusterName": Ref(CLUSTER, "name"),
+                "nodeGroupNamePrefix": f"{fleet.name}-system-",
+                "nodeRoleArn": Ref(NODE_ROLE, "arn"),
+                "subnetIds": list(c.subnet_ids),
+                "amiType": SYSTEM_NODES_AMI_TYPE,
+                "releaseVersion": system.release_version,
+                "instanceTypes": [system.instance_type],
+                "capacityType": "ON_DEMAND",
+                "scalingConfig": {
+                    "minSize": system.min_size,
+                    "maxSize": system.max_size,
+                    "desiredSize": system.min_size,
+                },
+                "updateConfig": {"maxUnavailable": 1},
+                "labels": {LABEL_NODE_GROUP: SYSTEM_GROUP},
+                "tags": tags(fleet),
+            },
+        )
+    )
+    for key in ADDONS:
+        version = fleet.versions.addons.get(key)
+        if key not in REQUIRED_ADDONS and version is None:
+            continue
+        if version is None:
+            warnings.append(
+                f"EKS add-on {ADDONS[key]} is not pinned (versions.addons.{key}): EKS picks its default version at"
+                " creation"
+            )
+        args: dict[str, object] = {
+            "clusterName": Ref(CLUSTER, "name"),
+            "addonName": ADDONS[key],
+            "resolveConflictsOnCreate": "OVERWRITE",
+            "resolveConflictsOnUpdate": "PRESERVE",
+            "tags": tags(fleet),
+        }
+        if version is not None:
+            args["addonVersion"] = version
+        if key == "vpcCni":
+            args["configurationValues"] = json.dumps(VPC_CNI_CONFIGURATION, sort_keys=True)
+        if key == "nodeMonitoringAgent":
+            # Its dcgm-server stays off GPU nodes: the GPU Operator's host engine serves the agent there.
+            args["configurationValues"] = json.dumps(node_monitoring.ADDON_CONFIGURATION, sort_keys=True)
+        # CoreDNS and the monitoring agent need nodes to become healthy; the CNI must exist before any node.
+        after = () if key in ("vpcCni", "kubeProxy") else (SYSTEM_NODE_GROUP,)
+        res.append(
+            Resource(
+                id=f"addon-{ADDONS[key]}",
+                type="aws:eks/addon:Addon",
+                provider=AWS_PROVIDER,
+                args=args,
+                depends_on=after,
+            )
+        )
+    res += access_entry_resources(fleet, tags(fleet))
+    res.append(_kubernetes_provider(fleet, "certificateAuthority.data"))
+    return res, warnings
+
+
+def _kubernetes_provider(fleet: Fleet, ca_path: str) -> Resource:
+    """The one Kubernetes provider; it waits for the admins' access, through which `pulumi up` reaches the API.
+
+    `enable_config_map_mutable`: a changed ConfigMap is patched in place. Off (the
+    default of pulumi-kubernetes 4.34, provider/pkg/provider/provider.go), a change to `data` or `binaryData`
+    replaces the ConfigMap (provider/pkg/provider/diff.go forceNewProperties), and since every ConfigMap here has
+    the fixed name its consumer reads, the replacement deletes it before creating it again (provider.go
+    deleteBeforeReplace): a window in which the GPU Operator's operands miss a non-optional volume, and no
+    consumer rolls anyway. What rolls the consumers of a changed ConfigMap instead: content hashes in the GPU
+    Operator values (DCGM CSV: exporter pod annotation; device plugin and MIG configs: an environment variable),
+    so the operator rolls its DaemonSets; Grafana's sidecar reloads dashboards on its own; the health stage
+    hashes its scripts into the remediation controller's pod template."""
+    args = {"kubeconfig": kubeconfig(fleet, ca_path), "enableConfigMapMutable": True}
+    return Resource(
+        id=K8S_PROVIDER, type="pulumi:providers:kubernetes", args=args, depends_on=admin_associations(fleet)
+    )

@@ -1,0 +1,246 @@
+"""Stage 1, foundation: the cluster (or the existing one), GPU node groups, namespaces and the GPU Operator.
+
+What later stages bring to these resources is wired here only when that stage is in the environment's
+rollout: sharing labels and device-plugin/MIG configs (stage 4), DCGM metrics config (stage 2), EKS node
+auto repair (stage 7). Each of those comes from the owning stage's manifests module.
+
+With cluster.autoscaler Install this stage also runs the Cluster Autoscaler (gpufleet.plan.manifests.autoscaler): it
+must exist before the gates of stages 5 and 7 and before Kueue admits jobs, all of which wait for nodes of groups
+that may start empty.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gpufleet.facts import catalog
+from gpufleet.plan.builders.cluster import (
+    SYSTEM_NODE_GROUP,
+    cluster_resources,
+    pod_identity_resources,
+    pod_identity_warning,
+)
+from gpufleet.plan.builders.common import helm, k8s, namespace
+from gpufleet.plan.builders.cost import group_gpu_hour_usd, usd
+from gpufleet.plan.builders.node_groups import _launch_template, _node_group, prepuller
+from gpufleet.plan.manifests import autoscaler, gpu_operator, health, node_bootstrap, sharing, telemetry
+from gpufleet.plan.parts import BuildContext, Resource, StageContent
+from gpufleet.spec import warm_pool
+from gpufleet.spec.fleet import Fleet
+from gpufleet.spec.names import NS_GPU_OPERATOR, NS_SYSTEM
+
+AUTOSCALER_ROLE = "cluster-autoscaler-role"
+AUTOSCALER_POLICY = "cluster-autoscaler-policy"
+AUTOSCALER_POD_IDENTITY = "cluster-autoscaler-pod-identity"
+
+
+def build(ctx: BuildContext) -> StageContent:
+    fleet = ctx.fleet
+    resources, warnings = cluster_resources(fleet)
+    with_sharing = ctx.includes("sharing")
+    with_health = ctx.includes("health") and fleet.health.auto_repair == "Enabled"
+    scaled = fleet.cluster.autoscaler == "Install"
+    for group in fleet.node_groups:
+        labels = sharing.sharing_node_labels(group) if with_sharing else {}
+        if scaled:
+            labels = {**labels, **autoscaler.accelerator_label(group)}
+        toml = sharing.bottlerocket_sharing_settings(group) if with_sharing else None
+        resources += _launch_template(ctx, group, toml)
+        repair = health.node_repair_config(fleet, group) if with_health else None
+        node_group = _node_group(ctx, group, labels, repair)
+        if scaled:
+            node_group = _with_tags(
+                node_group,
+                autoscaler.node_group_tags(
+                    fleet, group, with_sharing=with_sharing, with_network=ctx.includes("network")
+                ),
+            )
+        resources.append(node_group)
+    if scaled:
+        resources = [
+            _with_tags(r, autoscaler.discovery_tags(fleet)) if r.id == SYSTEM_NODE_GROUP else r for r in resources
+        ]
+
+    system_ns = k8s(namespace(NS_SYSTEM, {"pod-security.kubernetes.io/enforce": "baseline"}))
+    # The operator's operands (driver, toolkit, device plugin, DCGM) are privileged by nature.
+    operator_ns = k8s(namespace(NS_GPU_OPERATOR, {"pod-security.kubernetes.io/enforce": "privileged"}))
+    resources += [system_ns, operator_ns]
+    for group in fleet.node_groups:
+        daemonset = prepuller(fleet, group, system_ns.id)
+        if daemonset is not None:
+            resources.append(daemonset)
+
+    # The operator mounts the ConfigMaps its values name as non-optional volumes (NVIDIA/gpu-operator
+    # controllers/object_controls.go @ v26.7.0): they are created here, before the release, not by the stage whose
+    # settings they hold, so no operand waits in ContainerCreating for a later stage (tests/golden/test_stage_references.py).
+    extra = []
+    configs: list[Resource] = []
+    if ctx.includes("telemetry"):
+        extra.append(telemetry.operator_telemetry_values(fleet))
+        configs.append(k8s(telemetry.dcgm_metrics_configmap(), depends_on=(operator_ns.id,)))
+    if with_sharing:
+        extra.append(sharing.operator_sharing_values(fleet))
+        configs += [
+            k8s(sharing.device_plugin_configmap(fleet, NS_GPU_OPERATOR), depends_on=(operator_ns.id,)),
+            k8s(sharing.mig_configmap(fleet, NS_GPU_OPERATOR), depends_on=(operator_ns.id,)),
+        ]
+    resources += configs
+    after = (operator_ns.id, *(c.id for c in configs)) + (
+        (SYSTEM_NODE_GROUP,) if fleet.cluster.mode == "Create" else ()
+    )
+    resources.append(
+        helm(
+            "gpuOperator",
+            fleet.versions.gpu_operator,
+            release="gpu-operator",
+            namespace=NS_GPU_OPERATOR,
+            values=gpu_operator.values(fleet, *extra),
+            depends_on=after,
+        )
+    )
+    if scaled:
+        resources += autoscaler_resources(fleet)
+        warnings += _autoscaler_warnings(fleet)
+    notes = _notes(ctx) + _autoscaler_notes(ctx)
+    return StageContent(resources=tuple(resources), warnings=tuple(warnings), notes=tuple(notes))
+
+
+def _with_tags(resource: Resource, extra: dict[str, str]) -> Resource:
+    return replace(resource, args={**resource.args, "tags": {**resource.args["tags"], **extra}})
+
+
+def autoscaler_resources(fleet: Fleet) -> list[Resource]:
+    """The Cluster Autoscaler: its Pod Identity role (trusting only kube-system/cluster-autoscaler on this
+    cluster), the role's policy, the association, and the Helm release, which waits for the association (the
+    Pod Identity webhook injects credentials only into pods created after it) and for the system nodes."""
+    version = fleet.versions.cluster_autoscaler
+    create = fleet.cluster.mode == "Create"
+    return [
+        *pod_identity_resources(
+            fleet,
+            role=AUTOSCALER_ROLE,
+            policy=AUTOSCALER_POLICY,
+            association=AUTOSCALER_POD_IDENTITY,
+            name_prefix=f"{fleet.name}-cluster-autoscaler-",
+            description=(
+                f"Cluster Autoscaler of EKS cluster {fleet.cluster.name} (EKS Pod Identity,"
+                f" {autoscaler.NAMESPACE}/{autoscaler.SERVICE_ACCOUNT})"
+            ),
+            policy_name="cluster-autoscaler",
+            policy_document=autoscaler.iam_policy(fleet),
+            namespace=autoscaler.NAMESPACE,
+            service_account=autoscaler.SERVICE_ACCOUNT,
+        ),
+        helm(
+            "clusterAutoscaler",
+            version,
+            release=autoscaler.RELEASE,
+            namespace=autoscaler.NAMESPACE,
+            values=autoscaler.values(fleet),
+            depends_on=(AUTOSCALER_POD_IDENTITY,) + ((SYSTEM_NODE_GROUP,) if create else ()),
+        ),
+    ]
+
+
+def _autoscaler_warnings(fleet: Fleet) -> list[str]:
+    warning = pod_identity_warning(
+        fleet,
+        "the Cluster Autoscaler gets no AWS credentials and scales nothing (or set cluster.autoscaler: None if the"
+        " cluster has its own autoscaler)",
+    )
+    return [warning] if warning else []
+
+
+def _autoscaler_notes(ctx: BuildContext) -> list[str]:
+    fleet = ctx.fleet
+    if fleet.cluster.autoscaler != "Install":
+        return [
+            "",
+            (
+                "Node autoscaling: none (cluster.autoscaler None); node groups stay at their initial size unless your"
+                " own autoscaler changes them."
+            ),
+        ]
+    args = autoscaler.EXTRA_ARGS
+    where = "on the system nodes" if fleet.cluster.mode == "Create" else "where the chart places it"
+    lines = [
+        "",
+        (
+            f"Cluster Autoscaler chart {fleet.versions.cluster_autoscaler}, image {autoscaler.image_tag(fleet)}"
+            f" (Kubernetes {fleet.cluster.kubernetes_version}), in `{autoscaler.NAMESPACE}` {where}: adds nodes to a"
+            " group (up to maxSize) when pods are pending; removes a GPU node once no pod has used its GPUs for"
+            f" {args['scale-down-unneeded-time']} (never below minSize)."
+        ),
+        "",
+        "| node group | min..max | an empty group's nodes offer (scale-from-zero template) |",
+        "|---|---|---|",
+    ]
+    for g in fleet.node_groups:
+        offered = autoscaler.template_resources(
+            fleet, g, with_sharing=ctx.includes("sharing"), with_network=ctx.includes("network")
+        )
+        lines.append(
+            f"| {g.name} | {g.min_size}..{g.max_size} | " + ", ".join(f"`{k}: {v}`" for k, v in offered.items()) + " |"
+        )
+    return lines
+
+
+def _notes(ctx: BuildContext) -> list[str]:
+    fleet = ctx.fleet
+    lines = [
+        "| node group | instance | GPUs/node | class | capacity | min..max | warm pool | fabric | topology | sharing |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for g in fleet.node_groups:
+        info = catalog.lookup(g.instance_type)
+        gpus = f"{info.gpu_count} x {info.gpu_model}" if info else "?"
+        pool = f"{g.warm_pool.min_size} {g.warm_pool.state}" if g.warm_pool else "-"
+        policy, scope, _ = node_bootstrap.topology(g)
+        share = (
+            g.sharing.strategy.value
+            + (f" x{g.sharing.replicas}" if g.sharing.replicas else "")
+            + (f" {g.sharing.profile}" if g.sharing.profile else "")
+        )
+        if g.sharing.layout:
+            share += " mixed " + ", ".join(f"{s.gpus} x {s.profile}" for s in g.sharing.layout)
+        lines.append(
+            f"| {g.name} | {g.instance_type} | {gpus} | {g.workload_class.value} | {g.capacity_type.value} |"
+            f" {g.min_size}..{g.max_size} | {pool} | {g.fabric.value} | {policy}/{scope} | {share} |"
+        )
+    return lines + _warm_pool_notes(fleet)
+
+
+def _warm_pool_notes(fleet: Fleet) -> list[str]:
+    """How many instances each warm pool holds and what they cost while they wait (gpufleet.spec.warm_pool)."""
+    pooled = [g for g in fleet.node_groups if g.warm_pool is not None]
+    if not pooled:
+        return []
+    lines = [
+        "",
+        (
+            "Warm pools hold max(minSize, maxGroupPreparedCapacity - desired) instances (EC2 PutWarmPool); gpufleet"
+            " sets maxGroupPreparedCapacity to the pool's minSize unless `warmPool.maxPreparedCapacity` is set. A"
+            " Stopped or Hibernated instance costs its gp3 volume, a Running one the full instance rate."
+        ),
+        "",
+        (
+            "| node group | state | maxGroupPreparedCapacity | held at desired 0 | held at desired minSize | standing"
+            " cost/month at minSize |"
+        ),
+        "|---|---|---|---|---|---|",
+    ]
+    for g in pooled:
+        assert g.warm_pool is not None
+        info = catalog.lookup(g.instance_type)
+        price = group_gpu_hour_usd(fleet, g)[0]
+        at_min = warm_pool.held(g, g.min_size)
+        cost = (
+            "unknown"
+            if price is None or info is None
+            else usd(warm_pool.standing_usd_per_month(g, at_min, price * info.gpu_count))
+        )
+        lines.append(
+            f"| {g.name} | {g.warm_pool.state} | {warm_pool.prepared_capacity(g)} | {warm_pool.held(g, 0)} | {at_min}"
+            f" (minSize {g.min_size}) | {cost} |"
+        )
+    return lines

@@ -1,0 +1,161 @@
+"""Stage 7: health. DCGM health checks to a node condition (Node Problem Detector), cordon/drain remediation,
+straggler alerts, and the planted-fault verification gate. EKS node auto repair is wired into every GPU node
+group by the foundation stage (gpufleet.plan.manifests.health.node_repair_config). See docs/telemetry-health-cost.md."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gpufleet.plan.builders.common import helm, k8s
+from gpufleet.plan.builders.telemetry import prometheus_dependency
+from gpufleet.plan.manifests import health, node_monitoring, rules_promql, telemetry
+from gpufleet.plan.parts import BuildContext, Gate, Resource, StageContent
+from gpufleet.spec.names import NS_HEALTH
+
+NPD_RELEASE = "node-problem-detector"
+
+
+def _repair_notes(ctx: BuildContext) -> list[str]:
+    fleet = ctx.fleet
+    if fleet.health.auto_repair != "Enabled":
+        return ["- EKS node auto repair: disabled (health.autoRepair)."]
+    agent = node_monitoring.pinned_release(fleet) or "unpinned"
+    actions = {
+        reason: action
+        for reason, action in node_monitoring.repair_actions(fleet, fleet.node_groups[0])
+        if reason != "DCGMDiagnosticFailure"
+    }
+    by_action = {
+        a: ", ".join(f"`{r}`" for r, b in actions.items() if b == a)
+        for a in (node_monitoring.REBOOT, node_monitoring.REPLACE, node_monitoring.NO_ACTION)
+    }
+    lines = [
+        (
+            f"- EKS node auto repair on every GPU group, condition `{health.ACCELERATED_HARDWARE_READY}` (EKS node"
+            f" monitoring agent {agent}; XID reasons are that agent's well-known XIDs). Reboot: {by_action['Reboot']}."
+            f" Replace: {by_action['Replace']}. NoAction: {by_action['NoAction']} (the agent lost its DCGM host engine:"
+            " software, not the GPUs). `DCGMDiagnosticFailure`: Replace, NoAction on MIG groups (dcgmi diag does not"
+            " run on MIG-partitioned GPUs)."
+        ),
+        "",
+        (
+            "| node group | class | repair wait (min) | repairs stop above N unhealthy nodes | parallel repairs |"
+            " DCGMDiagnosticFailure |"
+        ),
+        "|---|---|---|---|---|---|",
+    ]
+    for group in fleet.node_groups:
+        t = health.repair_thresholds(group)
+        diag = dict(node_monitoring.repair_actions(fleet, group))["DCGMDiagnosticFailure"]
+        lines.append(
+            f"| {group.name} | {group.workload_class.value} | {health.REPAIR_WAIT_MINUTES[group.workload_class]} | "
+            f"{t['maxUnhealthyNodeThresholdCount']} | {t['maxParallelNodesRepairedCount']} | {diag} |"
+        )
+    return lines + [""]
+
+
+def build(ctx: BuildContext) -> StageContent:
+    fleet = ctx.fleet
+    h = fleet.health
+    warnings: list[str] = []
+    version = fleet.versions.node_problem_detector
+    npd = helm(
+        "nodeProblemDetector", version, release=NPD_RELEASE, namespace=NS_HEALTH, values=health.npd_values(fleet)
+    )
+    # The release creates the namespace; everything else in it waits for the release.
+    after = (npd.id,)
+    scripts = k8s(health.scripts_configmap(), depends_on=after)
+    resources: list[Resource] = [npd, scripts]
+    if h.remediation != "None":
+        resources += [k8s(obj, depends_on=after) for obj in health.remediator_objects(fleet)]
+    ns = telemetry.monitoring_namespace(fleet)
+    resources.append(
+        k8s(
+            rules_promql.prometheus_rule("gpufleet-health", ns, rules_promql.health_groups()),
+            depends_on=prometheus_dependency(ctx),
+        )
+    )
+    fault = [k8s(obj, depends_on=after) for obj in health.planted_fault_objects(fleet)]
+    job = fault[-1]
+    # The Job runs only once the detector, the scripts and the controller are in place.
+    job = replace(
+        job,
+        depends_on=tuple(r.id for r in resources if r.id.startswith(("helm-", "configmap-", "deployment-")))
+        + tuple(r.id for r in fault[:-1]),
+    )
+    resources += [*fault[:-1], job]
+
+    group = health.gate_group(fleet)
+    drains = h.remediation == "CordonAndDrain" and group.workload_class.value in ("Training", "Batch")
+    steps = [
+        f"on one `{group.name}` node the check fails and Node Problem Detector sets"
+        f" `{rules_promql.DCGM_CONDITION}=True` within about a minute"
+    ]
+    if h.remediation != "None":
+        steps.append("the remediation controller cordons the node")
+    if drains:
+        # Kueue is installed only with teams and a pinned version (builders/admission.py); without it the pods'
+        # own controllers (Job, JobSet, Deployment) recreate them, and nothing requeues.
+        kueue = ctx.includes("admission") and bool(fleet.teams) and fleet.versions.kueue is not None
+        steps.append(
+            "its GPU pods are evicted and their jobs requeued by Kueue onto other nodes (no GPU pod left on the node)"
+            if kueue
+            else (
+                "its GPU pods are evicted and their controllers recreate them on other nodes (no GPU pod left on the"
+                " node)"
+            )
+        )
+    steps.append(
+        "after the fault is removed the condition returns to False"
+        + (" and the node is uncordoned" if h.remediation != "None" else "")
+    )
+    gate = Gate(
+        name="planted-fault",
+        resource=job.id,
+        expectation="; ".join(steps) + ". The Job exits 0 only if every step is seen in time.",
+    )
+
+    if group.min_size < 1 and fleet.cluster.autoscaler == "None":
+        warnings.append(
+            f"planted-fault gate: no node group has minSize >= 1; the verification Job waits for a `{group.name}` node"
+            " to exist"
+        )
+    # In mode Create gpufleet always installs the agent (builders/cluster.py REQUIRED_ADDONS; an unpinned one gets
+    # EKS's default version, warned there); only on an existing cluster can it be missing.
+    if h.auto_repair == "Enabled" and fleet.cluster.mode == "Existing":
+        warnings.append(
+            "health.autoRepair is Enabled on an existing cluster, where gpufleet manages no EKS add-ons: the"
+            " eks-node-monitoring-agent add-on must be installed (EKS repairs GPU faults only from the conditions that"
+            " agent reports)"
+        )
+    if h.dcgm_diag_level >= 2:
+        warnings.append(
+            f"health.dcgmDiagLevel {h.dcgm_diag_level} runs active stress tests every {h.check_interval_seconds}s on"
+            " GPUs that may be running jobs; NVIDIA intends level 1 for periodic checks"
+        )
+
+    notes = _repair_notes(ctx) + [
+        (
+            f"- DCGM health: every {h.check_interval_seconds}s a sidecar of Node Problem Detector runs `dcgmi health"
+            f" -c` and `dcgmi diag -r {h.dcgm_diag_level}` against the node's standalone DCGM hostengine; a failure"
+            f" sets the node condition `{rules_promql.DCGM_CONDITION}` (a stale or missing result sets it Unknown)."
+        ),
+        f"- Remediation ({h.remediation}): "
+        + (
+            "cordon, then Training and Batch nodes are drained at once, Inference nodes one replica at a time once its"
+            " workload has every replica ready elsewhere, Interactive nodes after a one-hour grace period; the node is"
+            " uncordoned when the check passes again."
+            if h.remediation == "CordonAndDrain"
+            else (
+                "cordon only; draining is left to operators."
+                if h.remediation == "CordonOnly"
+                else "none; the condition and the alert only."
+            )
+        ),
+        (
+            f"- Stragglers: training jobs export `{rules_promql.TRAINING_STEP_METRIC}` (labels `training_job`, `rank`);"
+            f" TrainingStragglerRank fires when a rank's step time exceeds {rules_promql.STRAGGLER_RATIO:g}x the job's"
+            " median rank for 10 minutes."
+        ),
+    ]
+    return StageContent(resources=tuple(resources), gates=(gate,), warnings=tuple(warnings), notes=tuple(notes))

@@ -1,0 +1,171 @@
+"""Stage 5, network: the fast path between GPU nodes, and a measured gate that it is really used.
+
+EFA groups get the AWS EFA device plugin; RDMA groups (ConnectX you bring) get the NVIDIA Network Operator's
+NicClusterPolicy, Multus (thick plugin) and one NetworkAttachmentDefinition per RDMA port. Each fabric gets an
+`nccl-env-<fabric>` ConfigMap (in the network namespace and in every team namespace with quota on such a group)
+that pins what must not be autodetected. Then, per fabric group, an nccl-tests all_reduce_perf Job across two
+nodes must pass a bus-bandwidth threshold derived from the instance's rated line rate before later stages are
+created (NCCL falling back to TCP is correct but ten times slower, and nothing else would notice).
+"""
+
+from __future__ import annotations
+
+from gpufleet.facts import catalog
+from gpufleet.plan.builders.common import helm, k8s, namespace
+from gpufleet.plan.manifests import network as net
+from gpufleet.plan.parts import BuildContext, Gate, Resource, StageContent
+from gpufleet.rules import cross_field
+from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup
+from gpufleet.spec.names import NS_NETWORK
+
+
+def _team_namespaces(fleet: Fleet, fabric: Fabric) -> list[str]:
+    """Namespaces of teams with quota on a group of this fabric (created by the admission stage)."""
+    groups = {g.name for g in net.fabric_groups(fleet, fabric)}
+    return sorted({t.namespace for t in fleet.teams if any(q.node_group in groups for q in t.quotas)})
+
+
+def _nccl_env(fleet: Fleet, fabric: Fabric, after: tuple[str, ...]) -> tuple[list[Resource], list[str]]:
+    env = net.nccl_env(fabric, fleet.network.rdma)
+    teams = _team_namespaces(fleet, fabric)
+    resources = [
+        k8s(net.nccl_env_configmap(fabric, ns, env), depends_on=after if ns == NS_NETWORK else ())
+        for ns in [NS_NETWORK, *teams]
+    ]
+    settings = ", ".join(f"`{k}={v}`" for k, v in sorted(env.items()))
+    where = f"`{NS_NETWORK}`" + (" and team namespaces " + ", ".join(f"`{t}`" for t in teams) if teams else "")
+    return resources, [
+        f"NCCL settings for {fabric.value} (ConfigMap `{net.nccl_env_name(fabric)}` in {where}): {settings}."
+    ]
+
+
+def _gate(fleet: Fleet, group: NodeGroup, after: tuple[str, ...]) -> tuple[list[Resource], Gate | None, list[str]]:
+    """The gate of one group, or a warning why it cannot run."""
+    if group.max_size < 2:
+        return (
+            [],
+            None,
+            [
+                f'node group "{group.name}" has maxSize {group.max_size}: the {group.fabric.value} bandwidth gate needs'
+                " two nodes, so it is skipped"
+            ],
+        )
+    warnings = []
+    # With the Cluster Autoscaler (stage 1) the gate's pending pods scale the group up themselves.
+    if fleet.cluster.autoscaler == "None" and max(group.min_size, group.desired_size or 0) < 2:
+        warnings.append(
+            f'node group "{group.name}" may run fewer than two nodes (minSize {group.min_size}): the bandwidth gate'
+            f" waits up to {fleet.network.bandwidth_gate.timeout_minutes} min for two (cluster.autoscaler is None: your"
+            " autoscaler must add them, or raise minSize)"
+        )
+    service, job = net.gate_objects(fleet, group)
+    svc = k8s(service, depends_on=after)
+    job_res = k8s(job, depends_on=after + (svc.id,))
+    if group.capacity_type is CapacityType.CAPACITY_BLOCK:
+        # A Capacity Block has nodes only inside its reservation window; a gate would time out outside it and hold
+        # back every later stage. The Job is rendered without a deadline and Pulumi does not wait for it: it runs
+        # when the window opens and the group scales up, and its result is read from the Job, not from the rollout.
+        return (
+            [svc, job_res],
+            None,
+            warnings
+            + [
+                f'node group "{group.name}" is a Capacity Block: its bandwidth check (Job'
+                f" {NS_NETWORK}/{net.gate_name(group)}) runs once the reservation window opens and does not gate later"
+                " stages; read its result with kubectl before scheduling jobs on the group"
+            ],
+        )
+    info = catalog.lookup(group.instance_type)
+    assert info is not None
+    gate = fleet.network.bandwidth_gate
+    min_bw = net.min_bus_bandwidth(info, gate.efficiency)
+    network = net.EFA_NET if group.fabric is Fabric.EFA else net.RDMA_NET
+    expectation = (
+        f"`all_reduce_perf` across 2 x {group.instance_type} ({2 * info.gpu_count} GPUs,"
+        f" {net.GATE_SIZES[0]}-{net.GATE_SIZES[1]} messages) averages at least"
+        f" {round(min_bw * net.NCCL_TESTS_SLACK, 1):g} GB/s bus bandwidth (nccl-tests fails below 0.9 x"
+        f" `NCCL_TESTS_MIN_BW={min_bw:g}`, the {net.floor_source(info, gate.efficiency)}), over NCCL network"
+        f" `{network}` with no `NET/Socket` fallback (Job `{NS_NETWORK}/{net.gate_name(group)}`)."
+    )
+    return (
+        [svc, job_res],
+        Gate(name=f"nccl-bandwidth-{group.name}", resource=job_res.id, expectation=expectation),
+        warnings,
+    )
+
+
+def build(ctx: BuildContext) -> StageContent:
+    fleet = ctx.fleet
+    efa_groups = net.fabric_groups(fleet, Fabric.EFA)
+    rdma_groups = net.fabric_groups(fleet, Fabric.RDMA)
+    if not (efa_groups or rdma_groups):
+        return StageContent(
+            notes=("No EFA or RDMA node groups: GPUs talk over the VPC network only; nothing to install.",)
+        )
+    if not cross_field.stage_used(fleet, "network"):
+        return StageContent()  # no environment deploys it, so its versions need not be pinned
+    ns = k8s(namespace(NS_NETWORK, {"pod-security.kubernetes.io/enforce": "privileged"}))
+    resources: list[Resource] = [ns]
+    gates: list[Gate] = []
+    warnings: list[str] = []
+    notes = [
+        "| node group | fabric | instance | rated line rate | `NCCL_TESTS_MIN_BW` (GB/s) | run fails below (GB/s) |",
+        "|---|---|---|---|---|---|",
+    ]
+    notes += [net.gate_threshold_row(fleet, g) for g in efa_groups + rdma_groups if g.max_size >= 2]
+    notes.append("")
+
+    if efa_groups:
+        version = fleet.versions.efa_device_plugin
+        plugin = helm(
+            "efaDevicePlugin",
+            version,
+            release="aws-efa-k8s-device-plugin",
+            namespace=NS_NETWORK,
+            values=net.efa_device_plugin_values(fleet),
+            depends_on=(ns.id,),
+        )
+        resources.append(plugin)
+        configmaps, lines = _nccl_env(fleet, Fabric.EFA, (ns.id,))
+        resources += configmaps
+        notes += lines
+        for group in efa_groups:
+            res, gate, warn = _gate(fleet, group, (plugin.id, configmaps[0].id))
+            resources += res
+            warnings += warn
+            gates += [gate] if gate else []
+
+    if rdma_groups:
+        rdma = fleet.network.rdma
+        version = fleet.versions.network_operator
+        assert rdma is not None  # rules
+        operator = helm(
+            "networkOperator",
+            version,
+            release="network-operator",
+            namespace=net.NS_NETWORK_OPERATOR,
+            values=net.network_operator_values(),
+        )
+        policy = k8s(net.nic_cluster_policy(fleet, version), depends_on=(operator.id,))
+        multus = [k8s(obj, depends_on=(ns.id,)) for obj in net.multus_objects(fleet.versions.multus)]
+        daemonset = next(r.id for r in multus if r.type.endswith(":DaemonSet"))
+        # The NetworkAttachmentDefinition CRD comes with the Network Operator chart.
+        nads = [k8s(net.network_attachment(rdma, n), depends_on=(operator.id, daemonset)) for n in rdma.networks]
+        resources += [operator, policy, *multus, *nads]
+        configmaps, lines = _nccl_env(fleet, Fabric.RDMA, (ns.id,))
+        resources += configmaps
+        notes += lines + [""]
+        notes.append(
+            f"RDMA pods request `{net.rdma_resource(rdma)}: 1` and attach `k8s.v1.cni.cncf.io/networks:"
+            f" {net.networks_annotation(rdma)}`. The networks allocate addresses from nv-ipam IPPools "
+            + ", ".join(f"`{n.ip_pool}`" for n in rdma.networks)
+            + f" in namespace `{net.NS_NETWORK_OPERATOR}`, which you create with your fabric's subnets"
+            " (docs/network-and-storage.md)."
+        )
+        for group in rdma_groups:
+            res, gate, warn = _gate(fleet, group, (policy.id, daemonset, configmaps[0].id, *(n.id for n in nads)))
+            resources += res
+            warnings += warn
+            gates += [gate] if gate else []
+
+    return StageContent(resources=tuple(resources), gates=tuple(gates), warnings=tuple(warnings), notes=tuple(notes))

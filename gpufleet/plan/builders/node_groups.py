@@ -1,0 +1,306 @@
+"""The node half of stage 1: per spec node group a launch template (user data, EFA interfaces, placement,
+Capacity Block or On-Demand Capacity Reservation), an EKS managed node group, and a prepuller DaemonSet for its images.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from gpufleet.facts import catalog
+from gpufleet.plan.builders.cluster import NODE_ROLE, node_role_attachments, tags
+from gpufleet.plan.builders.common import AWS_PROVIDER, CLUSTER, k8s
+from gpufleet.plan.manifests import checkov, node_bootstrap
+from gpufleet.plan.parts import BuildContext, Concat, Ref, Resource
+from gpufleet.spec import defaults, warm_pool
+from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup, Reservation
+from gpufleet.spec.names import (
+    LABEL_FABRIC,
+    LABEL_GPU_MODEL,
+    LABEL_NODE_GROUP,
+    LABEL_SHARING,
+    LABEL_WORKLOAD_CLASS,
+    NS_SYSTEM,
+    TAG_RESERVED_INSTANCES,
+    eks_effect,
+    group_taints,
+    tolerations_for,
+)
+
+CAPACITY_TYPES = {
+    CapacityType.ON_DEMAND: "ON_DEMAND",
+    CapacityType.SPOT: "SPOT",
+    CapacityType.CAPACITY_BLOCK: "CAPACITY_BLOCK",
+}
+# Pinned pause image for the prepuller's main container (registry.k8s.io/pause, multi-arch).
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+
+
+def node_group_id(group: NodeGroup) -> str:
+    return f"{group.name}-node-group"
+
+
+def launch_template_id(group: NodeGroup) -> str:
+    return f"{group.name}-launch-template"
+
+
+def node_labels(group: NodeGroup, extra: dict[str, str]) -> dict[str, str]:
+    info = catalog.lookup(group.instance_type)
+    labels = {
+        LABEL_NODE_GROUP: group.name,
+        LABEL_WORKLOAD_CLASS: group.workload_class.value,
+        LABEL_FABRIC: group.fabric.value,
+        LABEL_GPU_MODEL: info.gpu_model if info else "unknown",
+        # The intended sharing, so `gpufleet diagnose` can compare it with what the device plugin reports.
+        LABEL_SHARING: group.sharing.strategy.value,
+        **dict(group.labels),
+        **extra,
+    }
+    if group.ami_type.startswith("BOTTLEROCKET"):
+        # Bottlerocket runs its own NVIDIA driver, toolkit and device plugin (configured by its settings):
+        # the GPU Operator must not deploy those operands there (its nvidia.com/gpu.deploy.<operand> labels).
+        labels.update(
+            {
+                f"nvidia.com/gpu.deploy.{operand}": "false"
+                for operand in ("driver", "container-toolkit", "device-plugin")
+            }
+        )
+    return dict(sorted(labels.items()))
+
+
+def _images(fleet: Fleet, group: NodeGroup) -> list[str]:
+    sets = {s.name: s.images for s in fleet.image_sets}
+    return sorted({image for name in group.images for image in sets.get(name, ())})
+
+
+def odcr_specification(r: Reservation) -> dict[str, Any]:
+    """The launch template's capacityReservationSpecification for an ODCR, as EC2 defines each choice
+    (LaunchTemplateCapacityReservationSpecificationRequest): a target (one reservation, or a Capacity
+    Reservation group) without a preference, which EC2 and the pinned pulumi-aws allow only as
+    `capacity-reservations-only`; or the preference `open`. The node group stays ON_DEMAND with its
+    instance type, as eksctl's capacityReservation and the EKS Blueprints targeted-odcr pattern do."""
+    if r.id is not None:
+        return {"capacityReservationTarget": {"capacityReservationId": r.id}}
+    if r.resource_group_arn is not None:
+        return {"capacityReservationTarget": {"capacityReservationResourceGroupArn": r.resource_group_arn}}
+    return {"capacityReservationPreference": "open"}
+
+
+def _launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str, Any] | None) -> list[Resource]:
+    fleet = ctx.fleet
+    out: list[Resource] = []
+    bottlerocket = group.ami_type.startswith("BOTTLEROCKET")
+    text = node_bootstrap.user_data(group, _images(fleet, group), sharing_toml)
+    args: dict[str, Any] = {
+        "namePrefix": f"{fleet.name}-{group.name}-",
+        "updateDefaultVersion": True,
+        "userData": base64.b64encode(text.encode()).decode(),
+        "blockDeviceMappings": [
+            {
+                # Bottlerocket keeps images and pods on its data volume (/dev/xvdb); AL2023 on the root volume.
+                "deviceName": "/dev/xvdb" if bottlerocket else "/dev/xvda",
+                "ebs": {
+                    "volumeSize": group.disk_size_gib,
+                    "volumeType": "gp3",
+                    "encrypted": "true",
+                    "deleteOnTermination": "true",
+                },
+            }
+        ],
+        # IMDSv2 only, one hop: pods cannot reach the node's credentials (they use EKS Pod Identity instead).
+        "metadataOptions": {"httpEndpoint": "enabled", "httpTokens": "required", "httpPutResponseHopLimit": 1},
+        "tagSpecifications": [
+            {
+                "resourceType": "instance",
+                "tags": {**tags(fleet), "Name": f"{fleet.name}-{group.name}", LABEL_NODE_GROUP: group.name},
+            }
+        ],
+    }
+    if group.fabric is Fabric.EFA:
+        # One EFA interface per network card: card 0 device 0 is EFA with ENA (the primary); the others
+        # are EFA-only at device index 1 (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html).
+        # EFA-only interfaces need VPC CNI 1.18.5 or later on EKS.
+        security_groups = [Ref(CLUSTER, "vpcConfig.clusterSecurityGroupId")]
+        interfaces = [
+            {
+                "networkCardIndex": 0,
+                "deviceIndex": 0,
+                "interfaceType": "efa",
+                "securityGroups": security_groups,
+                "deleteOnTermination": "true",
+            }
+        ]
+        for card in range(1, node_bootstrap.efa_interfaces(group)):
+            interfaces.append(
+                {
+                    "networkCardIndex": card,
+                    "deviceIndex": 1,
+                    "interfaceType": "efa-only",
+                    "securityGroups": security_groups,
+                    "deleteOnTermination": "true",
+                }
+            )
+        args["networkInterfaces"] = interfaces
+        if group.capacity_type is not CapacityType.CAPACITY_BLOCK:
+            # Capacity Blocks are co-located in UltraClusters already; other EFA capacity needs a cluster
+            # placement group for full bisection bandwidth.
+            pg = f"{group.name}-placement-group"
+            out.append(
+                Resource(
+                    id=pg,
+                    type="aws:ec2/placementGroup:PlacementGroup",
+                    provider=AWS_PROVIDER,
+                    args={"name": f"{fleet.name}-{group.name}", "strategy": "cluster", "tags": tags(fleet)},
+                )
+            )
+            args["placement"] = {"groupName": Ref(pg, "name")}
+    if group.capacity_type is CapacityType.CAPACITY_BLOCK:
+        # https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html
+        args["instanceType"] = group.instance_type
+        args["instanceMarketOptions"] = {"marketType": "capacity-block"}
+        args["capacityReservationSpecification"] = {
+            "capacityReservationTarget": {"capacityReservationId": group.reservation_id}
+        }
+    elif group.reservation is not None:
+        args["capacityReservationSpecification"] = odcr_specification(group.reservation)
+    out.append(
+        Resource(
+            id=launch_template_id(group), type="aws:ec2/launchTemplate:LaunchTemplate", provider=AWS_PROVIDER, args=args
+        )
+    )
+    return out
+
+
+def _node_group(
+    ctx: BuildContext, group: NodeGroup, extra_labels: dict[str, str], repair: dict[str, Any] | None
+) -> Resource:
+    fleet = ctx.fleet
+    subnets = list(group.subnet_ids or fleet.cluster.subnet_ids)
+    update: dict[str, Any] = {"updateStrategy": "MINIMAL" if group.update.strategy == "Minimal" else "DEFAULT"}
+    if group.update.max_unavailable_percentage is not None:
+        update["maxUnavailablePercentage"] = group.update.max_unavailable_percentage
+    else:
+        update["maxUnavailable"] = defaults.max_unavailable(group)
+    args: dict[str, Any] = {
+        "clusterName": Ref(CLUSTER, "name"),
+        # A prefix, not a fixed name: a replacement node group is created before the old one is deleted.
+        "nodeGroupNamePrefix": f"{fleet.name}-{group.name}-",
+        "nodeRoleArn": Ref(NODE_ROLE, "arn"),
+        "subnetIds": subnets,
+        "amiType": group.ami_type,
+        "releaseVersion": group.ami_release_version,
+        "capacityType": CAPACITY_TYPES[group.capacity_type],
+        "scalingConfig": {
+            "minSize": group.min_size,
+            "maxSize": group.max_size,
+            "desiredSize": defaults.desired_size(group),
+        },
+        "updateConfig": update,
+        "labels": node_labels(group, extra_labels),
+        "taints": [
+            {"key": t["key"], "value": t["value"], "effect": eks_effect(t["effect"])} for t in group_taints(group)
+        ],
+        # A numeric version: nodes change only when the template does, never by a floating $Latest.
+        "launchTemplate": {
+            "id": Ref(launch_template_id(group), "id"),
+            "version": Concat(Ref(launch_template_id(group), "latestVersion")),
+        },
+        "tags": tags(fleet),
+    }
+    if group.capacity_type is not CapacityType.CAPACITY_BLOCK:
+        args["instanceTypes"] = [group.instance_type]
+    if group.reservation is not None:
+        args["tags"] = {**args["tags"], TAG_RESERVED_INSTANCES: str(group.reservation.instance_count)}
+    if group.warm_pool is not None:
+        pool = group.warm_pool
+        args["warmPoolConfig"] = {
+            "minSize": pool.min_size,
+            # minSize unless the spec asks for "max minus desired": the pool holds what warmPool.minSize says.
+            "maxGroupPreparedCapacity": warm_pool.prepared_capacity(group),
+            "poolState": pool.state.upper(),
+            "reuseOnScaleIn": pool.reuse_on_scale_in,
+        }
+    if repair is not None:
+        args["nodeRepairConfig"] = repair
+    after = node_role_attachments() + (("addon-vpc-cni",) if fleet.cluster.mode == "Create" else ())
+    # The autoscaler owns the desired size after creation; Pulumi must never scale a group back.
+    return Resource(
+        id=node_group_id(group),
+        type="aws:eks/nodeGroup:NodeGroup",
+        provider=AWS_PROVIDER,
+        args=args,
+        ignore_changes=("scalingConfig.desiredSize",),
+        depends_on=after,
+    )
+
+
+# The prepuller runs nothing but `sh -c true` and pause: the Pod Security "restricted" profile fits whole.
+_RESTRICTED = {
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "runAsNonRoot": True,
+    "runAsUser": 65534,
+    "capabilities": {"drop": ["ALL"]},
+}
+# Checkov checks that are wrong for this object, with the reason (docs/policies-and-diff.md, "Checkov").
+_CHECKOV_SKIPS = checkov.skip_annotations(
+    {
+        "CKV_K8S_8": (
+            "a pause container has no endpoint or command to probe; the kubelet already restarts it if it exits"
+        ),
+        "CKV_K8S_9": "no Service selects the prepuller, so readiness has no consumer",
+    }
+)
+
+
+def prepuller(fleet: Fleet, group: NodeGroup, namespace_id: str) -> Resource | None:
+    """Keeps the group's images on nodes that join later (or lost them to garbage collection)."""
+    images = _images(fleet, group)
+    if not images:
+        return None
+    name = f"prepull-{group.name}"
+    labels = {"app.kubernetes.io/name": "gpufleet-prepuller", LABEL_NODE_GROUP: group.name}
+    init = [
+        {
+            "name": f"pull-{i}",
+            "image": image,
+            "imagePullPolicy": "IfNotPresent",
+            # Only the pull matters; the container exits at once.
+            "command": ["sh", "-c", "true"],
+            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}},
+            "securityContext": _RESTRICTED,
+        }
+        for i, image in enumerate(images)
+    ]
+    obj = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": NS_SYSTEM, "labels": labels, "annotations": _CHECKOV_SKIPS},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": 65534,
+                        "runAsGroup": 65534,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "nodeSelector": {LABEL_NODE_GROUP: group.name},
+                    "tolerations": tolerations_for(group_taints(group)),
+                    "initContainers": init,
+                    "containers": [
+                        {
+                            "name": "pause",
+                            "image": PAUSE_IMAGE,
+                            "resources": {"requests": {"cpu": "1m", "memory": "8Mi"}, "limits": {"memory": "16Mi"}},
+                            "securityContext": _RESTRICTED,
+                        }
+                    ],
+                    "automountServiceAccountToken": False,
+                },
+            },
+        },
+    }
+    return k8s(obj, depends_on=(namespace_id,))

@@ -1,0 +1,91 @@
+"""Stage 2: telemetry. DCGM exporter counters, Prometheus (installed or existing), the exporter's ServiceMonitor,
+recording rules and alerts, and the utilization dashboard. See docs/telemetry-health-cost.md."""
+
+from __future__ import annotations
+
+from gpufleet.plan.builders.common import helm, k8s
+from gpufleet.plan.manifests import dashboards, rules_promql, sharing, telemetry
+from gpufleet.plan.parts import BuildContext, Resource, StageContent
+
+KPS_RELEASE = "kube-prometheus-stack"
+
+
+def prometheus_dependency(ctx: BuildContext) -> tuple[str, ...]:
+    """Ids that Prometheus Operator objects must wait for: the stack's release (its CRDs) when installed."""
+    return (f"helm-{KPS_RELEASE}",) if ctx.fleet.telemetry.prometheus == "Install" else ()
+
+
+def devices_per_gpu(ctx: BuildContext) -> list[tuple[dict[str, str], int]]:
+    """GPU devices per physical GPU, one figure per node group and device resource: the MIG instances of the
+    resource's profile or the replicas once the sharing stage configures them, else whole GPUs. Labelled with the
+    resource as kube-state-metrics spells it (requests) and, on MIG groups, the profile as dcgm-exporter labels each
+    instance (GPU_I_PROFILE), so a slice of any profile of a mixed layout counts as its own share of a GPU."""
+    out: list[tuple[dict[str, str], int]] = []
+    for group in ctx.fleet.node_groups:
+        per_gpu = sharing.devices_in(group, with_sharing=ctx.includes("sharing"))
+        layout = sharing.mig_layout(group) if ctx.includes("sharing") else ()
+        profiles = {sharing.mig_resource(group, p): p for _, p in layout}
+        for name, n in per_gpu.items():
+            labels = {"node_group": group.name, "resource": rules_promql.ksm_resource(name)}
+            if name in profiles:
+                labels["GPU_I_PROFILE"] = profiles[name]
+            out.append((labels, n))
+    return out
+
+
+def build(ctx: BuildContext) -> StageContent:
+    fleet = ctx.fleet
+    ns = telemetry.monitoring_namespace(fleet)
+    resources: list[Resource] = []
+    notes = []
+    if fleet.telemetry.prometheus == "Install":
+        # rules.py requires the version whenever an environment includes telemetry; without one the stage is
+        # in no environment, and the plan only counts what it would bring.
+        version = fleet.versions.kube_prometheus_stack
+        resources.append(
+            helm(
+                "kubePrometheusStack",
+                version,
+                release=KPS_RELEASE,
+                namespace=ns,
+                values=telemetry.kube_prometheus_stack_values(fleet),
+            )
+        )
+        notes.append(
+            f"- Prometheus: kube-prometheus-stack {version} in `{ns}`; it selects ServiceMonitors, PodMonitors and"
+            " PrometheusRules in every namespace."
+        )
+    else:
+        notes.append(
+            f"- Prometheus: existing, in `{ns}`. It must select objects labelled `gpufleet.io/monitoring=true` (or"
+            " all), kube-state-metrics must export the node labels `gpufleet.io/node-group` and"
+            " `gpufleet.io/workload-class` (`--metric-labels-allowlist=nodes=[...]`), and Grafana's sidecar must load"
+            " ConfigMaps labelled `grafana_dashboard=1`."
+        )
+    after = prometheus_dependency(ctx)
+    resources.append(k8s(telemetry.dcgm_service_monitor(), depends_on=after))
+    groups = rules_promql.telemetry_groups(fleet.telemetry.idle_sm_active_below, devices_per_gpu(ctx))
+    resources.append(k8s(rules_promql.prometheus_rule("gpufleet-telemetry", ns, groups), depends_on=after))
+    resources.append(
+        k8s(
+            telemetry.dashboard_configmap(
+                "gpufleet-dashboard-gpu-truth", ns, "gpufleet-gpu-truth.json", dashboards.telemetry_dashboard()
+            ),
+            depends_on=after,
+        )
+    )
+    notes += [
+        f"- DCGM exporter counters (ConfigMap `{telemetry.DCGM_METRICS_CONFIGMAP}`, created in stage 1 with the GPU"
+        " Operator, which mounts it): "
+        + ", ".join(f"`{f}`" for f, kind, _ in telemetry.DCGM_FIELDS if kind != "label")
+        + ".",
+        (
+            "- A GPU counts as idle when its SM active ratio (5 m average) is below"
+            f" {fleet.telemetry.idle_sm_active_below:g}."
+        ),
+        (
+            "- Alerts: GPUNodeZeroAllocatable, GPUXidHardwareError, GPUXidError, GPUThermalThrottling,"
+            " GPUPowerThrottling, GPUUtilizationMisleading, GPUAllocatedIdle, GPUNodeGroupFragmented."
+        ),
+    ]
+    return StageContent(resources=tuple(resources), notes=tuple(notes))

@@ -1,0 +1,186 @@
+"""ValidatingAdmissionPolicies (admissionregistration.k8s.io/v1) of the admission stage, as plain dicts.
+
+1. `gpufleet-require-queue-name`: in team namespaces, a Job or JobSet must carry a non-empty
+   `kueue.x-k8s.io/queue-name` label, so every batch workload goes through Kueue's all-or-nothing admission.
+   Exempt: objects whose controller is a Kueue-managed parent (a JobSet's Jobs, an MPIJob's launcher Job, a
+   TrainJob's JobSet): Kueue admits the parent as one workload. On UPDATE only removing the label is
+   rejected, so objects created before the policy can still be updated and finalized.
+2. `gpufleet-visible-devices-need-gpu`: a container that sets NVIDIA_VISIBLE_DEVICES to anything that selects
+   devices (a value other than "", "void" or "none", or a valueFrom the policy cannot see) must have a
+   non-zero `nvidia.com/gpu` limit. Without it, the NVIDIA runtime would hand it GPUs the scheduler never
+   allocated (nvidia-container-toolkit internal/config/image/devices.go: "", "void" mean no devices, "none"
+   means driver only). Applies everywhere except the system namespaces whose daemons must see every GPU.
+   This is defence in depth: the runtime setting the foundation stage applies is the actual fix, since an
+   image's own ENV (CUDA images set NVIDIA_VISIBLE_DEVICES=all) and envFrom are invisible here.
+
+CEL follows Kubernetes' admission CEL: `object`, `oldObject`, `request`, `variables`; `has()` guards every
+optional field (a missing field is an error, and an error with failurePolicy Fail denies the request).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from gpufleet.spec.names import LABEL_MANAGED_BY
+
+API = "admissionregistration.k8s.io/v1"
+QUEUE_NAME_POLICY = "gpufleet-require-queue-name"
+VISIBLE_DEVICES_POLICY = "gpufleet-visible-devices-need-gpu"
+QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+
+# (apiVersion group, kind) of controllers whose children Kueue does not admit separately.
+MANAGED_PARENTS = (("jobset.x-k8s.io", "JobSet"), ("kubeflow.org", "MPIJob"), ("trainer.kubeflow.org", "TrainJob"))
+
+
+def _label_of(obj: str) -> str:
+    return (
+        f"has({obj}.metadata.labels) && '{QUEUE_NAME_LABEL}' in {obj}.metadata.labels ?"
+        f" {obj}.metadata.labels['{QUEUE_NAME_LABEL}'] : ''"
+    )
+
+
+def _managed_parent() -> str:
+    kinds = " || ".join(
+        f"(r.apiVersion.startsWith('{group}/') && r.kind == '{kind}')" for group, kind in MANAGED_PARENTS
+    )
+    return (
+        "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) &&"
+        f" r.controller && ({kinds}))"
+    )
+
+
+def queue_name_policy() -> dict[str, Any]:
+    rule = {"operations": ["CREATE", "UPDATE"]}
+    return {
+        "apiVersion": API,
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": QUEUE_NAME_POLICY, "labels": dict(LABEL_MANAGED_BY)},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "resourceRules": [
+                    {"apiGroups": ["batch"], "apiVersions": ["v1"], "resources": ["jobs"], **rule},
+                    {"apiGroups": ["jobset.x-k8s.io"], "apiVersions": ["*"], "resources": ["jobsets"], **rule},
+                ]
+            },
+            "matchConditions": [
+                {"name": "not-created-by-a-kueue-managed-parent", "expression": f"!({_managed_parent()})"},
+                # On UPDATE, judge only objects that had a queue name: removing it would take a running
+                # workload out of Kueue's accounting; objects created before the policy stay updatable.
+                {
+                    "name": "create-or-had-a-queue-name",
+                    "expression": f"request.operation == 'CREATE' || ({_label_of('oldObject')}) != ''",
+                },
+            ],
+            "variables": [{"name": "queueName", "expression": _label_of("object")}],
+            "validations": [
+                {
+                    "expression": "variables.queueName != ''",
+                    "message": (
+                        f"Jobs and JobSets in team namespaces must set the label {QUEUE_NAME_LABEL} to the team's "
+                        "LocalQueue: GPU work is admitted all-or-nothing through Kueue"
+                    ),
+                    "reason": "Forbidden",
+                }
+            ],
+        },
+    }
+
+
+def _requests_gpu(c: str) -> str:
+    limits = f"{c}.resources.limits"
+    return (
+        f"has({c}.resources) && has({limits}) && 'nvidia.com/gpu' in {limits} && string({limits}['nvidia.com/gpu'])"
+        " != '0'"
+    )
+
+
+def _selects_devices(c: str) -> str:
+    return (
+        f"has({c}.env) && {c}.env.exists(e, e.name == 'NVIDIA_VISIBLE_DEVICES' && "
+        "(has(e.valueFrom) || (has(e.value) && !(e.value in ['', 'void', 'none']))))"
+    )
+
+
+def container_check(c: str = "c", *, can_request: bool = True) -> str:
+    """The per-container predicate: sets no device-selecting NVIDIA_VISIBLE_DEVICES, or requests a GPU."""
+    if not can_request:  # ephemeral containers have no resources
+        return f"!({_selects_devices(c)})"
+    return f"!({_selects_devices(c)}) || ({_requests_gpu(c)})"
+
+
+def visible_devices_policy() -> dict[str, Any]:
+    message = (
+        "a container sets NVIDIA_VISIBLE_DEVICES without a nvidia.com/gpu limit: it would see GPUs the scheduler "
+        "did not give it. Request nvidia.com/gpu, or set the variable to void"
+    )
+    validations = [
+        {
+            "expression": f"object.spec.containers.all(c, {container_check()})",
+            "message": message,
+            "reason": "Forbidden",
+        },
+        {
+            "expression": f"!has(object.spec.initContainers) || object.spec.initContainers.all(c, {container_check()})",
+            "message": message.replace("a container", "an init container"),
+            "reason": "Forbidden",
+        },
+        {
+            "expression": (
+                "!has(object.spec.ephemeralContainers) || object.spec.ephemeralContainers.all(c,"
+                f" {container_check(can_request=False)})"
+            ),
+            "message": (
+                "an ephemeral container cannot request GPUs, so it may not set NVIDIA_VISIBLE_DEVICES (other than void"
+                " or none)"
+            ),
+            "reason": "Forbidden",
+        },
+    ]
+    return {
+        "apiVersion": API,
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": VISIBLE_DEVICES_POLICY, "labels": dict(LABEL_MANAGED_BY)},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "resourceRules": [
+                    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]},
+                    # `kubectl debug` adds ephemeral containers through this subresource.
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["UPDATE"],
+                        "resources": ["pods/ephemeralcontainers"],
+                    },
+                ]
+            },
+            "validations": validations,
+        },
+    }
+
+
+def binding(policy: str, namespace_selector: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": policy, "labels": dict(LABEL_MANAGED_BY)},
+        "spec": {
+            "policyName": policy,
+            "validationActions": ["Deny"],
+            "matchResources": {"namespaceSelector": namespace_selector},
+        },
+    }
+
+
+def namespaces_in(names: Iterable[str]) -> dict[str, Any]:
+    return {
+        "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": sorted(set(names))}]
+    }
+
+
+def namespaces_not_in(names: Iterable[str]) -> dict[str, Any]:
+    return {
+        "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": sorted(set(names))}]
+    }

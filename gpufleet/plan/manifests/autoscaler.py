@@ -1,0 +1,232 @@
+"""The Kubernetes Cluster Autoscaler (stage 1, cluster.autoscaler Install) as plain data: its Helm values, the IAM
+policy of its EKS Pod Identity role, and the node-group tags and labels that let it scale a group up from zero.
+
+How the autoscaler learns what an empty managed node group would bring (kubernetes/autoscaler
+cluster-autoscaler/cloudprovider/aws/README.md and aws_manager.go `buildNodeFromTemplate`, at every
+cluster-autoscaler-1.32.7 .. 1.35.2 tag):
+
+- CPU, memory and `nvidia.com/gpu` from the instance type (ec2:DescribeInstanceTypes);
+- labels and taints from the EKS DescribeNodegroup API (eks:DescribeNodegroup), for groups whose ASG carries
+  the `eks:cluster-name` / `eks:nodegroup-name` tags EKS puts on every managed node group's ASG;
+- extended resources from `k8s.io/cluster-autoscaler/node-template/resources/<name>` tags, read from the ASG and
+  from the EKS node group's own tags (DescribeNodegroup), the latter winning. EKS does not copy node group tags to
+  the ASG, so gpufleet puts them on the node group, where the autoscaler reads them.
+
+Without the resource tags an empty EFA group could never be scaled up for a pod that requests
+`vpc.amazonaws.com/efa` or `hugepages-2Mi` (the bandwidth gate does), nor a time-sliced or MIG group for more
+`nvidia.com/gpu` than the instance has physical GPUs. The ASG auto-discovery tags themselves are set by EKS on
+every managed node group's ASG ("Nodes launched as part of a managed node group are automatically tagged for
+auto-discovery by the Kubernetes Cluster Autoscaler", EKS user guide, managed-node-groups).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gpufleet.facts import catalog
+from gpufleet.facts.versions import CLUSTER_AUTOSCALER_IMAGES
+from gpufleet.plan.manifests import node_bootstrap
+from gpufleet.plan.manifests.network import rdma_resource
+from gpufleet.plan.manifests.sharing import gpu_resources
+from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup
+from gpufleet.spec.names import EFA_RESOURCE, GPU_RESOURCE, LABEL_NODE_GROUP, SYSTEM_GROUP, partition
+
+RELEASE = "cluster-autoscaler"
+# kube-system: the autoscaler never removes a node that runs a non-DaemonSet kube-system pod
+# (--skip-nodes-with-system-pods, default true), so it does not scale away the system node it runs on
+# (cluster-autoscaler/README.md, "Deployment").
+NAMESPACE = "kube-system"
+SERVICE_ACCOUNT = "cluster-autoscaler"
+
+TAG_ENABLED = "k8s.io/cluster-autoscaler/enabled"
+TEMPLATE_RESOURCE_TAG = "k8s.io/cluster-autoscaler/node-template/resources/"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+# The AWS provider's GPU label (cloudprovider/aws/aws_cloud_provider.go GPULabel). A node carrying it counts as a
+# GPU node from the moment it registers, so the autoscaler waits for the device plugin to advertise its GPUs
+# instead of scaling up again meanwhile (README "Special note on GPU instances"), and measures its utilization by
+# GPUs alone (simulator/utilization/info.go). The value only feeds metrics; these are the names the provider
+# lists (availableGPUTypes), else nvidia-<model>.
+ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
+_ACCELERATOR_NAMES = {"A100": "nvidia-tesla-a100", "T4": "nvidia-tesla-t4", "V100": "nvidia-tesla-v100"}
+# Instances with the EFA driver pre-allocate 5128 2 MiB huge pages (awsdocs/amazon-eks-user-guide
+# latest/ug/ml/node-efa.adoc); EFA pods (the bandwidth gate) request hugepages-2Mi.
+EFA_HUGEPAGES_2MI = f"{5128 * 2}Mi"
+
+# Flags of the autoscaler binary, each present in cluster-autoscaler/config/flags/flags.go at cluster-autoscaler-1.35.2
+# (cluster-autoscaler/main.go at 1.32.7), so every image in CLUSTER_AUTOSCALER_IMAGES accepts them. The chart passes
+# each extraArgs entry as --<key>=<value> (templates/deployment.yaml). Not set, on purpose:
+#   balance-similar-node-groups: every group has its own gpufleet.io/node-group label, so no two are similar;
+#   skip-nodes-with-system-pods (default true): keeps the system node running the autoscaler and CoreDNS;
+#   skip-nodes-with-local-storage (default true): a GPU node is a removal candidate only when GPU-idle anyway.
+EXTRA_ARGS: dict[str, str] = {
+    # Cheapest group that fits when several would (CPU and memory waste). The default of 1.33 and later; 1.32
+    # defaults to random.
+    "expander": "least-waste",
+    # A GPU node counts as unneeded only below 0.1% GPU utilisation, i.e. when no pod holds any of its GPUs
+    # (at most 8 x 48 = 384 nvidia.com/gpu per node, so one is at least 0.26%). The default 0.5 would evict a
+    # running training or inference pod to pack GPUs tighter; a restarted gang job costs far more than idle GPUs,
+    # and Kueue already packs admissions. CPU nodes keep the default CPU/memory threshold.
+    "scale-down-gpu-utilization-threshold": "0.001",
+    # How long a node must stay unneeded before it is removed: about one cold start of a GPU node (boot, driver,
+    # image pulls: 5-15 min), so an idle node costs at most what re-creating it for the next job would.
+    "scale-down-unneeded-time": "15m",
+    # gpufleet pulls a group's images in user data before kubelet starts, so a cold GPU node can take longer than
+    # the default 15m to register; past this the autoscaler deletes the instance and backs off the group. Failed
+    # launches (no capacity) are still seen at once from the ASG's scaling activities.
+    "max-node-provision-time": "30m",
+}
+
+# The values.yaml keys gpufleet sets, every one read at
+# kubernetes/autoscaler cluster-autoscaler/charts/cluster-autoscaler/values.yaml @ cluster-autoscaler-chart-9.59.0
+# (identical at cluster-autoscaler-chart-9.58.0); tests check each against the chart's values.yaml in ../shared/charts.
+# The values of extraArgs, nodeSelector, resources, securityContext and containerSecurityContext are passed to the
+# templates whole (toYaml / range), so their own keys are Kubernetes or CA-flag names, not chart keys.
+VALUE_KEYS = frozenset(
+    {
+        "cloudProvider",
+        "awsRegion",
+        "autoDiscovery.clusterName",
+        "image.tag",
+        "fullnameOverride",
+        "rbac.serviceAccount.name",
+        "extraArgs",
+        "nodeSelector",
+        "resources",
+        "securityContext",
+        "containerSecurityContext",
+    }
+)
+# Value paths whose content the chart passes on whole (see above).
+OPAQUE_VALUES = frozenset({"extraArgs", "nodeSelector", "resources", "securityContext", "containerSecurityContext"})
+
+# The upstream values.yaml comments suggest these; the image is distroless `nonroot`
+# (cluster-autoscaler/Dockerfile), so nothing needs root or a writable root filesystem.
+_POD_SECURITY = {
+    "runAsNonRoot": True,
+    "runAsUser": 65534,
+    "runAsGroup": 65534,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+_CONTAINER_SECURITY = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "readOnlyRootFilesystem": True,
+}
+# The requests are values.yaml's commented example; the limit leaves room for a large fleet's caches (an OOM-killed
+# autoscaler scales nothing).
+_RESOURCES = {"requests": {"cpu": "100m", "memory": "300Mi"}, "limits": {"memory": "1Gi"}}
+
+
+def image_tag(fleet: Fleet) -> str:
+    return CLUSTER_AUTOSCALER_IMAGES[fleet.cluster.kubernetes_version]
+
+
+def values(fleet: Fleet) -> dict[str, Any]:
+    """Helm values: auto-discovery of this cluster's ASGs, the image of the cluster's Kubernetes minor, the GPU
+    scale-down policy, on the system nodes when gpufleet made them (mode Existing: the chart's placement)."""
+    out: dict[str, Any] = {
+        "cloudProvider": "aws",
+        "awsRegion": fleet.cluster.region,
+        # With the chart's default autoDiscovery.tags: ASGs tagged k8s.io/cluster-autoscaler/enabled and
+        # k8s.io/cluster-autoscaler/<clusterName>.
+        "autoDiscovery": {"clusterName": fleet.cluster.name},
+        "image": {"tag": image_tag(fleet)},
+        "fullnameOverride": RELEASE,
+        # A fixed name: the Pod Identity association names it.
+        "rbac": {"serviceAccount": {"name": SERVICE_ACCOUNT}},
+        "extraArgs": dict(EXTRA_ARGS),
+        "resources": _RESOURCES,
+        "securityContext": _POD_SECURITY,
+        "containerSecurityContext": _CONTAINER_SECURITY,
+    }
+    if fleet.cluster.mode == "Create":
+        out["nodeSelector"] = {LABEL_NODE_GROUP: SYSTEM_GROUP}
+    return out
+
+
+def discovery_tags(fleet: Fleet) -> dict[str, str]:
+    """The auto-discovery tags (README "Auto-Discovery Setup"), as EKS sets them on each managed node group's ASG."""
+    return {TAG_ENABLED: "true", f"k8s.io/cluster-autoscaler/{fleet.cluster.name}": "owned"}
+
+
+def template_resources(fleet: Fleet, group: NodeGroup, *, with_sharing: bool, with_network: bool) -> dict[str, str]:
+    """Resources beyond CPU and memory a node of the group offers once its device plugins run, derived from the
+    catalog and the environment's stages (never read back from a tag): the scale-from-zero template's tags, and
+    what gpufleet.simulate.nodes gives each node, autoscaler or not. Only what this environment's stages install: the
+    sharing stage multiplies nvidia.com/gpu or, under MIG strategy mixed, names each slice nvidia.com/mig-<profile>;
+    the network stage brings the EFA and RDMA device plugins. `ephemeral-storage` is always there: the autoscaler's
+    AWS template has none unless a tag gives it (aws_manager.go buildNodeFromTemplate sets CPU, memory, GPUs and
+    pods from the instance type, the rest from node-template/resources tags), so a pod requesting it would never
+    scale an empty group."""
+    info = catalog.lookup(group.instance_type)
+    if info is None:
+        return {}
+    out = (
+        {name: str(n) for name, n in gpu_resources(group).items()}
+        if with_sharing
+        else {GPU_RESOURCE: str(info.gpu_count)}
+    )
+    out[EPHEMERAL_STORAGE] = f"{node_bootstrap.ephemeral_storage_mib(group)}Mi"
+    if with_network and group.fabric is Fabric.EFA:
+        out[EFA_RESOURCE] = str(node_bootstrap.efa_interfaces(group))
+        out["hugepages-2Mi"] = EFA_HUGEPAGES_2MI
+    if with_network and group.fabric is Fabric.RDMA and fleet.network.rdma is not None:
+        out[rdma_resource(fleet.network.rdma)] = str(fleet.network.rdma.hca_max)
+    return out
+
+
+def node_group_tags(fleet: Fleet, group: NodeGroup, *, with_sharing: bool, with_network: bool) -> dict[str, str]:
+    """Tags for a GPU node group: auto-discovery plus its node-template resources."""
+    resources = template_resources(fleet, group, with_sharing=with_sharing, with_network=with_network)
+    return {
+        **discovery_tags(fleet),
+        **{TEMPLATE_RESOURCE_TAG + name: value for name, value in sorted(resources.items())},
+    }
+
+
+def accelerator_label(group: NodeGroup) -> dict[str, str]:
+    info = catalog.lookup(group.instance_type)
+    model = info.gpu_model if info else "unknown"
+    return {ACCELERATOR_LABEL: _ACCELERATOR_NAMES.get(model, f"nvidia-{model.lower()}")}
+
+
+# The "Full Cluster Autoscaler Features Policy" of cloudprovider/aws/README.md (auto-discovery and dynamic EC2
+# instance lists), with its write actions restricted to this cluster's node groups as the README recommends.
+READ_ACTIONS = (
+    "autoscaling:DescribeAutoScalingGroups",
+    "autoscaling:DescribeAutoScalingInstances",
+    "autoscaling:DescribeLaunchConfigurations",
+    "autoscaling:DescribeScalingActivities",
+    "ec2:DescribeImages",
+    "ec2:DescribeInstanceTypes",
+    "ec2:DescribeLaunchTemplateVersions",
+    "ec2:GetInstanceTypesFromInstanceRequirements",
+)
+WRITE_ACTIONS = ("autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup")
+
+
+def iam_policy(fleet: Fleet) -> str:
+    """Read everything it needs to plan; scale and terminate only ASGs tagged as this cluster's (the auto-discovery
+    tag EKS puts on its managed node groups' ASGs); describe only this cluster's node groups."""
+    c = fleet.cluster
+    doc = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Sid": "Discover", "Effect": "Allow", "Action": list(READ_ACTIONS), "Resource": "*"},
+            {
+                "Sid": "NodeGroupTemplates",
+                "Effect": "Allow",
+                "Action": ["eks:DescribeNodegroup"],
+                "Resource": f"arn:{partition(c.region)}:eks:{c.region}:*:nodegroup/{c.name}/*",
+            },
+            {
+                "Sid": "ScaleOwnNodeGroups",
+                "Effect": "Allow",
+                "Action": list(WRITE_ACTIONS),
+                "Resource": "*",
+                "Condition": {"StringEquals": {f"aws:ResourceTag/k8s.io/cluster-autoscaler/{c.name}": "owned"}},
+            },
+        ],
+    }
+    return json.dumps(doc, indent=2)

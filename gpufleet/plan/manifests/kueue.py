@@ -1,0 +1,451 @@
+"""Kueue objects (API kueue.x-k8s.io/v1beta2) and the controller Configuration, as plain dicts.
+
+Field names are those of kubernetes-sigs/kueue apis/kueue/v1beta2/*_types.go and
+apis/config/v1beta2/configuration_types.go at v0.19.2; tests validate every object against the CRDs in
+../shared/crds. Decisions, and why:
+
+- One ResourceFlavor per node group, selecting exactly that group by the gpufleet.io/node-group label, with
+  the group's taints and matching tolerations (Kueue adds the tolerations to the pods it admits, so a pod
+  admitted to a flavor can land on its tainted nodes).
+- One ClusterQueue per team, admitting only the team's namespace (`kubernetes.io/metadata.name`, a label the
+  API server sets and users cannot change). A null selector would admit nothing and `{}` everything.
+- Quota is written in GPUs in the spec; on the flavor it becomes `nvidia.com/gpu` devices (GPUs x devices per
+  GPU: time-slicing/MPS replicas or MIG instances), plus the CPU and memory that come with those GPUs on the
+  instance shape, minus what the node keeps for itself (`node_reserve`), and EFA interfaces on EFA groups.
+  Borrowing and lending limits scale the same way, so a team that may borrow 8 GPUs may also borrow their CPU.
+  Under MIG strategy mixed a group advertises one resource per profile (`nvidia.com/mig-1g.10gb`, ...): each is
+  a covered resource of the ClusterQueues with quota on the group (an uncovered resource makes a pod
+  inadmissible, kueue pkg/scheduler/flavorassigner), and G GPUs of quota hold each profile's slices in the
+  layout's proportion: the node's slices of that profile x G / the node's GPUs, rounded down.
+- All-or-nothing admission: `waitForPodsReady` with the spec's timeout and a requeue backoff. blockAdmission
+  stays false (Kueue's default): blocking would serialize every admission behind the slowest node scale-up;
+  the timeout and requeue already break the "six of eight pods placed" deadlock.
+- The plain-pod integration manages only team namespaces (`managedJobsNamespaceSelector`, which the chart also
+  uses for its pod webhook), so system pods are never gated by Kueue.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from gpufleet.facts import catalog
+from gpufleet.facts.versions import KUEUE
+from gpufleet.plan.manifests import node_bootstrap
+from gpufleet.plan.manifests.sharing import advertised, devices_in
+from gpufleet.spec import cold_start, defaults
+from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup, Priority, Quota, Team
+from gpufleet.spec.names import (
+    EFA_RESOURCE,
+    GPU_RESOURCE,
+    LABEL_MANAGED_BY,
+    LABEL_NODE_GROUP,
+    LABEL_TEAM,
+    group_taints,
+    tolerations_for,
+)
+
+API = "kueue.x-k8s.io/v1beta2"
+CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
+LABEL_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
+LABEL_NAMESPACE_NAME = "kubernetes.io/metadata.name"
+
+# Integrations, spelled as Kueue 0.19 names them (pkg/controller/jobs/*/..._controller.go FrameworkName):
+# batch Jobs, JobSet, Kubeflow training (PyTorchJob and MPIJob of the training operator, TrainJob of Trainer
+# v2), plain pods, Deployments and StatefulSets, so a GPU workload of any of these kinds in a team namespace goes
+# through the team's queue. An integration whose CRD is not installed stays idle.
+FRAMEWORKS = (
+    "batch/job",
+    "jobset.x-k8s.io/jobset",
+    "kubeflow.org/pytorchjob",
+    "kubeflow.org/mpijob",
+    "trainer.kubeflow.org/trainjob",
+    "pod",
+    "deployment",
+    "statefulset",
+)
+
+# Topology-aware scheduling: the EKS network-topology node labels, coarsest first, then the node
+# (https://docs.aws.amazon.com/eks/latest/userguide/ml-workload-topology.html). Kueue considers only nodes that
+# carry every level label (pkg/util/tas/node.go NodeMatchesFlavor), so a topology flavor on an instance type
+# EC2 reports no topology for would have no capacity at all.
+TOPOLOGY_NAME = "aws-network"
+TOPOLOGY_LEVELS = (
+    "topology.k8s.aws/network-node-layer-1",
+    "topology.k8s.aws/network-node-layer-2",
+    "topology.k8s.aws/network-node-layer-3",
+    "kubernetes.io/hostname",
+)
+# ---------------------------------------------------------------------------------------------------------------
+# What a node keeps for itself, so that quota matches what pods can actually be given.
+#
+# kube-reserved is nodeadm's (awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go @v20260724):
+# CPU 6% of the first core, 1% of the second, 0.5% of cores 3-4 and 0.25% above; memory 11 MiB per pod of
+# maxPods + 255 MiB; eviction at 100 MiB. maxPods is nodeadm's ENI formula, ENIs x (IPv4 per ENI - 1) + 2, from
+# its instance-info.jsonl at the same tag. Groups with a Topology Manager policy also reserve
+# node_bootstrap.SYSTEM_RESERVED_*. On top, a budget for the DaemonSets every GPU node runs (GPU Operator
+# operands, DCGM exporter, CNI, kube-proxy, EFA plugin, node exporter, Node Problem Detector).
+DAEMONSET_CPU_MILLI = 1000
+DAEMONSET_MEMORY_MIB = 2048
+EVICTION_MEMORY_MIB = 100
+EKS_MAX_PODS = {
+    "g4dn.xlarge": 29, "g4dn.2xlarge": 29, "g4dn.4xlarge": 29, "g4dn.8xlarge": 58, "g4dn.12xlarge": 234,
+    "g4dn.16xlarge": 58, "g4dn.metal": 737,
+    "g5.xlarge": 58, "g5.2xlarge": 58, "g5.4xlarge": 234, "g5.8xlarge": 234, "g5.12xlarge": 737, "g5.16xlarge": 234,
+    "g5.24xlarge": 737, "g5.48xlarge": 345,
+    "g5g.xlarge": 58, "g5g.2xlarge": 58, "g5g.4xlarge": 234, "g5g.8xlarge": 234, "g5g.16xlarge": 737, "g5g.metal": 737,
+    "g6.xlarge": 58, "g6.2xlarge": 58, "g6.4xlarge": 234, "g6.8xlarge": 234, "g6.12xlarge": 234, "g6.16xlarge": 737,
+    "g6.24xlarge": 737, "g6.48xlarge": 737,
+    "g6e.xlarge": 58, "g6e.2xlarge": 58, "g6e.4xlarge": 234, "g6e.8xlarge": 234, "g6e.12xlarge": 292,
+    "g6e.16xlarge": 737, "g6e.24xlarge": 492, "g6e.48xlarge": 492,
+    "p3dn.24xlarge": 737, "p4d.24xlarge": 737, "p4de.24xlarge": 737,
+    "p5.4xlarge": 118, "p5.48xlarge": 100, "p5e.48xlarge": 100, "p5en.48xlarge": 198,
+    "p6-b200.48xlarge": 198, "p6-b300.48xlarge": 198,
+}  # fmt: skip
+_MAX_PODS_UNKNOWN = max(EKS_MAX_PODS.values())  # conservative for a type added to the catalog later
+
+
+def kube_reserved_cpu_milli(vcpus: int) -> int:
+    total = vcpus * 1000
+    reserved = 0
+    for start, end, per_10000 in ((0, 1000, 600), (1000, 2000, 100), (2000, 4000, 50), (4000, total, 25)):
+        if total > start:
+            reserved += (min(total, end) - start) * per_10000 // 10000
+    return reserved
+
+
+def kube_reserved_memory_mib(max_pods: int) -> int:
+    return 11 * max_pods + 255
+
+
+def _mib(quantity: str) -> int:
+    units = {"Gi": 1024, "Mi": 1}
+    for suffix, factor in units.items():
+        if quantity.endswith(suffix):
+            return int(quantity[: -len(suffix)]) * factor
+    raise ValueError(f"unsupported memory quantity {quantity!r}")
+
+
+def node_reserve(group: NodeGroup) -> tuple[int, int]:
+    """(CPU millicores, memory MiB) one node of the group keeps from pods."""
+    info = catalog.lookup(group.instance_type)
+    assert info is not None, group.instance_type
+    cpu = kube_reserved_cpu_milli(info.vcpus) + DAEMONSET_CPU_MILLI
+    memory = (
+        kube_reserved_memory_mib(EKS_MAX_PODS.get(info.name, _MAX_PODS_UNKNOWN))
+        + EVICTION_MEMORY_MIB
+        + DAEMONSET_MEMORY_MIB
+    )
+    policy, _, _ = node_bootstrap.topology(group)
+    if policy != "none":
+        cpu += int(node_bootstrap.SYSTEM_RESERVED_CPU) * 1000
+        memory += _mib(node_bootstrap.SYSTEM_RESERVED_MEMORY)
+    return cpu, memory
+
+
+@dataclass(frozen=True, slots=True)
+class PerGpu:
+    """What one physical GPU of a group brings to a quota."""
+
+    devices: int  # devices per GPU (sharing replicas / MIG instances; the smallest slice of a mixed layout)
+    cpu_milli: int
+    memory_mib: int
+    efa: float  # EFA interfaces per GPU; 0 on groups without fabric EFA
+
+
+def per_gpu(group: NodeGroup, *, with_sharing: bool = True) -> PerGpu:
+    """`with_sharing`: whether the environment includes the sharing stage (before it, one device is one GPU)."""
+    info = catalog.lookup(group.instance_type)
+    assert info is not None, group.instance_type
+    cpu, memory = node_reserve(group)
+    efa = info.max_efa_interfaces / info.gpu_count if group.fabric is Fabric.EFA else 0.0
+    return PerGpu(
+        devices=max(devices_in(group, with_sharing=with_sharing).values()),
+        cpu_milli=(info.vcpus * 1000 - cpu) // info.gpu_count,
+        memory_mib=(info.memory_mib - memory) // info.gpu_count,
+        efa=efa,
+    )
+
+
+def capacity_gpus(group: NodeGroup) -> int:
+    """Physical GPUs of the group at maxSize."""
+    info = catalog.lookup(group.instance_type)
+    return group.max_size * info.gpu_count if info else 0
+
+
+def _cpu(milli: int) -> str:
+    return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
+
+
+def resource_amounts(group: NodeGroup, gpus: int, *, with_sharing: bool = True) -> dict[str, Any]:
+    """The quantities `gpus` physical GPUs of the group stand for, by resource name (EFA rounded up: a team
+    with one GPU of an 8-GPU, 4-EFA node must still be able to ask for one interface)."""
+    shape = per_gpu(group)
+    info = catalog.lookup(group.instance_type)
+    assert info is not None, group.instance_type
+    amounts: dict[str, Any] = {"cpu": _cpu(shape.cpu_milli * gpus), "memory": f"{shape.memory_mib * gpus}Mi"}
+    for name, per_node in advertised(group, with_sharing=with_sharing).items():
+        amounts[name] = per_node * gpus // info.gpu_count
+    if group.fabric is Fabric.EFA:
+        amounts[EFA_RESOURCE] = math.ceil(shape.efa * gpus)
+    return amounts
+
+
+def _meta(name: str, namespace: str | None = None, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": {**LABEL_MANAGED_BY, **(labels or {})}}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    return meta
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Objects
+
+
+# ResourceFlavor.spec.nodeTaints and .tolerations hold at most 8 items each (apis/kueue/v1beta2, MaxItems).
+FLAVOR_MAX_TAINTS = 8
+
+
+def flavor_taints(group: NodeGroup) -> list[dict[str, str]]:
+    """The taints the flavor carries: the group's, GPU and EFA first, cut at Kueue's limit of 8. Pods admitted to
+    a group with more taints must tolerate the rest themselves (the stage warns)."""
+    return group_taints(group)[:FLAVOR_MAX_TAINTS]
+
+
+def resource_flavor(fleet: Fleet, group: NodeGroup) -> dict[str, Any]:
+    taints = flavor_taints(group)
+    spec: dict[str, Any] = {
+        "nodeLabels": {LABEL_NODE_GROUP: group.name},
+        "nodeTaints": taints,
+        "tolerations": tolerations_for(taints),
+    }
+    if defaults.placement(fleet, group) != "None":
+        spec["topologyName"] = TOPOLOGY_NAME
+    return {
+        "apiVersion": API,
+        "kind": "ResourceFlavor",
+        "metadata": _meta(group.name, labels={LABEL_NODE_GROUP: group.name}),
+        "spec": spec,
+    }
+
+
+def topology() -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "Topology",
+        "metadata": _meta(TOPOLOGY_NAME),
+        "spec": {"levels": [{"nodeLabel": level} for level in TOPOLOGY_LEVELS]},
+    }
+
+
+def cohort(name: str) -> dict[str, Any]:
+    return {"apiVersion": API, "kind": "Cohort", "metadata": _meta(name), "spec": {}}
+
+
+def covered_resources(fleet: Fleet, team: Team, *, with_sharing: bool = True) -> list[str]:
+    groups = [fleet.node_group(q.node_group) for q in team.quotas]
+    covered = ["cpu", "memory", GPU_RESOURCE]
+    covered += sorted({name for g in groups for name in advertised(g, with_sharing=with_sharing)} - {GPU_RESOURCE})
+    if any(g.fabric is Fabric.EFA for g in groups):
+        covered.append(EFA_RESOURCE)
+    return covered
+
+
+def _flavor_quota(
+    fleet: Fleet, quota: Quota, covered: list[str], has_cohort: bool, with_sharing: bool
+) -> dict[str, Any]:
+    group = fleet.node_group(quota.node_group)
+    nominal = resource_amounts(group, quota.gpus, with_sharing=with_sharing)
+    borrowing = (
+        resource_amounts(group, quota.borrowing_limit, with_sharing=with_sharing)
+        if has_cohort and quota.borrowing_limit is not None
+        else None
+    )
+    lending = (
+        resource_amounts(group, quota.lending_limit, with_sharing=with_sharing)
+        if has_cohort and quota.lending_limit is not None
+        else None
+    )
+    resources = []
+    for name in covered:
+        entry: dict[str, Any] = {"name": name, "nominalQuota": nominal.get(name, 0)}
+        if borrowing is not None:
+            entry["borrowingLimit"] = borrowing.get(name, 0)
+        if lending is not None:
+            entry["lendingLimit"] = lending.get(name, 0)
+        resources.append(entry)
+    return {"name": group.name, "resources": resources}
+
+
+def _preemptible_ceiling(priorities: tuple[Priority, ...]) -> int | None:
+    """Highest value of a preemptible class when some class is not preemptible (else None: no threshold)."""
+    if all(p.preemptible for p in priorities):
+        return None
+    values = [p.value for p in priorities if p.preemptible]
+    return max(values) if values else None
+
+
+def cluster_queue(fleet: Fleet, team: Team, *, with_sharing: bool = True) -> dict[str, Any]:
+    """`with_sharing`: whether the environment includes the sharing stage (a mixed MIG group's resource names)."""
+    adm = fleet.admission
+    covered = covered_resources(fleet, team, with_sharing=with_sharing)
+    has_cohort = team.cohort is not None
+    preemption: dict[str, Any] = {"withinClusterQueue": adm.within_cluster_queue}
+    if has_cohort:
+        preemption["reclaimWithinCohort"] = adm.reclaim_within_cohort
+        borrow: dict[str, Any] = {"policy": adm.borrow_within_cohort}
+        ceiling = _preemptible_ceiling(adm.priorities)
+        if adm.borrow_within_cohort != "Never" and ceiling is not None:
+            # A borrowing workload may preempt only preemptible classes in other teams' queues.
+            borrow["maxPriorityThreshold"] = ceiling
+        preemption["borrowWithinCohort"] = borrow
+    spec: dict[str, Any] = {
+        "namespaceSelector": {"matchLabels": {LABEL_NAMESPACE_NAME: team.namespace}},
+        "queueingStrategy": adm.queueing_strategy,
+        "preemption": preemption,
+        "resourceGroups": [
+            {
+                "coveredResources": covered,
+                "flavors": [_flavor_quota(fleet, q, covered, has_cohort, with_sharing) for q in team.quotas],
+            }
+        ],
+    }
+    if has_cohort:
+        spec = {"cohortName": team.cohort, **spec}
+    return {
+        "apiVersion": API,
+        "kind": "ClusterQueue",
+        "metadata": _meta(team.name, labels={LABEL_TEAM: team.name}),
+        "spec": spec,
+    }
+
+
+def local_queue(team: Team, name: str | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "LocalQueue",
+        "metadata": _meta(name or team.name, team.namespace, {LABEL_TEAM: team.name}),
+        "spec": {"clusterQueue": team.name},
+    }
+
+
+# A workload without a queue name in a managed namespace gets the LocalQueue named `default` of its namespace
+# (kueue v0.19.2 pkg/controller/jobframework/defaults.go, pod_webhook.go "Local queue defaulting"): with one per
+# team namespace, a Job, JobSet, MPIJob, TrainJob, Deployment or bare Pod that names no queue still goes through
+# the team's ClusterQueue instead of starting outside every quota (manageJobsWithoutQueueName stays false, so
+# namespaces outside the teams are untouched).
+DEFAULT_LOCAL_QUEUE = "default"
+
+
+def default_local_queue(team: Team) -> dict[str, Any] | None:
+    """The team namespace's `default` LocalQueue (None when the team's own queue already has that name)."""
+    return None if team.name == DEFAULT_LOCAL_QUEUE else local_queue(team, DEFAULT_LOCAL_QUEUE)
+
+
+def team_namespace(team: Team, kubernetes_version: str) -> dict[str, Any]:
+    """The team's namespace: its Pod Security level (`baseline` unless the team asks for `restricted`) enforced,
+    pinned to the cluster's version so an upgrade of the API server does not tighten the rules under running teams."""
+    labels = {
+        LABEL_TEAM: team.name,
+        "pod-security.kubernetes.io/enforce": team.pod_security.lower(),
+        "pod-security.kubernetes.io/enforce-version": f"v{kubernetes_version}",
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": team.namespace, "labels": {**LABEL_MANAGED_BY, **labels}},
+    }
+
+
+def workload_priority_class(priority: Priority) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "WorkloadPriorityClass",
+        "metadata": _meta(priority.name),
+        "value": priority.value,
+        "description": _priority_description(priority),
+    }
+
+
+def priority_class(priority: Priority) -> dict[str, Any]:
+    """The pod PriorityClass matching a WorkloadPriorityClass.
+
+    preemptionPolicy decides whether pods of the class may evict others at the kube-scheduler, not whether they
+    can be evicted. Preemptible classes get Never: they go through Kueue, which preempts whole workloads within
+    quota; kube-scheduler evicting single pods would break other jobs' gangs behind Kueue's back.
+    Non-preemptible classes get PreemptLowerPriority: nothing ranks above them (rules.py "admission"), and their
+    pods may displace lower ones."""
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": _meta(priority.name),
+        "value": priority.value,
+        "globalDefault": False,
+        "preemptionPolicy": "Never" if priority.preemptible else "PreemptLowerPriority",
+        "description": _priority_description(priority),
+    }
+
+
+def _priority_description(priority: Priority) -> str:
+    kind = "preemptible by higher classes" if priority.preemptible else "not preemptible: no class ranks above it"
+    return f"gpufleet priority {priority.name} ({priority.value}), {kind}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The controller Configuration and the Helm values
+
+
+def team_namespaces(fleet: Fleet) -> list[str]:
+    return sorted({t.namespace for t in fleet.teams})
+
+
+def controller_configuration(fleet: Fleet) -> dict[str, Any]:
+    """The whole controller Configuration: it replaces the chart's document, so the pinned chart's own settings
+    (versions.KueueRelease.chart_configuration) come first."""
+    adm = fleet.admission
+    assert fleet.versions.kueue is not None  # rules: the admission stage needs a pinned Kueue
+    return {
+        "apiVersion": CONFIG_API,
+        "kind": "Configuration",
+        **copy.deepcopy(dict(KUEUE[fleet.versions.kueue].chart_configuration)),
+        # v1beta2 has no `enable`: the block's presence turns the feature on.
+        "waitForPodsReady": {
+            "timeout": f"{cold_start.pods_ready_timeout_seconds(fleet)}s",
+            "blockAdmission": False,
+            "requeuingStrategy": {
+                "timestamp": "Eviction",
+                "backoffLimitCount": adm.backoff_limit_count,
+                "backoffBaseSeconds": adm.backoff_base_seconds,
+                "backoffMaxSeconds": adm.backoff_max_seconds,
+            },
+        },
+        "manageJobsWithoutQueueName": False,
+        "managedJobsNamespaceSelector": {
+            "matchExpressions": [{"key": LABEL_NAMESPACE_NAME, "operator": "In", "values": team_namespaces(fleet)}]
+        },
+        "integrations": {"frameworks": list(FRAMEWORKS)},
+        # Kueue blocks a workload requesting a resource its ClusterQueue does not cover (quotaCheckStrategy
+        # BlockUndeclared, the default). Ephemeral storage and huge pages (EFA jobs request hugepages-2Mi) are
+        # node-level limits, not quotas gpufleet manages (apis/config/v1beta2 Resources.excludeResourcePrefixes).
+        # The RDMA shared device plugin's rdma/<name> is a per-node connection count (hcaMax), not a quota either: a
+        # queue that does not cover it would refuse every RDMA job ("resource ... unavailable in ClusterQueue").
+        "resources": {"excludeResourcePrefixes": ["ephemeral-storage", "hugepages-", "rdma/"]},
+    }
+
+
+def helm_values(fleet: Fleet, *, prometheus: bool) -> dict[str, Any]:
+    """Values of the kueue chart (keys checked against ../shared/charts/kueue/<version>/values.yaml)."""
+    return {
+        "managerConfig": {
+            "controllerManagerConfigYaml": yaml.safe_dump(controller_configuration(fleet), sort_keys=False)
+        },
+        # Two replicas with leader election: the second serves the admission webhooks while the leader is
+        # rescheduled, so job creation in team namespaces does not fail during a node drain.
+        "controllerManager": {"replicas": 2, "podDisruptionBudget": {"enabled": True, "minAvailable": 1}},
+        # A ServiceMonitor for Kueue's metrics; its CRD exists once the telemetry stage ran.
+        "enablePrometheus": prometheus,
+    }

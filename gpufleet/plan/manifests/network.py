@@ -1,0 +1,660 @@
+"""Network (stage 5) as plain data: EFA device plugin values, the NVIDIA Network Operator's NicClusterPolicy,
+Multus (thick plugin), NetworkAttachmentDefinitions, the nccl-env ConfigMaps and the bandwidth gate.
+
+Why each NCCL setting is (or is not) there: docs/network-and-storage.md, "NCCL settings".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from gpufleet.base.render import render
+from gpufleet.facts import catalog
+from gpufleet.facts.versions import COMPONENTS, NETWORK_OPERATOR
+from gpufleet.plan.manifests import checkov
+from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup, Rdma, RdmaNetwork
+from gpufleet.spec.names import (
+    EFA_RESOURCE,
+    GPU_RESOURCE,
+    LABEL_FABRIC,
+    LABEL_MANAGED_BY,
+    LABEL_NODE_GROUP,
+    NS_NETWORK,
+    group_taints,
+    tolerations_for,
+)
+
+# EFA_RESOURCE is advertised by the AWS EFA device plugin (aws/eks-charts stable/aws-efa-k8s-device-plugin templates/NOTES.txt).
+# Instances with the EFA driver pre-allocate 5128 2 MiB huge pages that EFA pods request
+# (awsdocs/amazon-eks-user-guide latest/ug/ml/node-efa.adoc).
+EFA_HUGEPAGES = "5120Mi"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+
+# The Network Operator deploys its operands (device plugin, CNI plugins, nv-ipam) into its release namespace;
+# nv-ipam IPPools live there too.
+NS_NETWORK_OPERATOR = "nvidia-network-operator"
+# The operator reconciles only the NicClusterPolicy of this name (Mellanox/network-operator
+# controllers/nicclusterpolicy_controller.go @v26.4.1, consts.NicClusterPolicyResourceName).
+NIC_CLUSTER_POLICY = "nic-cluster-policy"
+MELLANOX_VENDOR_ID = "15b3"
+
+# The release workflow pushes `<tag>-thick` for every release tag (k8snetworkplumbingwg/multus-cni
+# .github/workflows/image-push-release.yml).
+MULTUS_IMAGE = COMPONENTS["multus"].repository
+
+NCCL_ENV = "nccl-env"
+# NCCL's name of the aws-ofi-nccl plugin when NCCL_NET selects it. "AWS Libfabric" is the plugin's own name up to
+# 1.11 and an accepted alias since (aws/aws-ofi-nccl src/nccl_ofi_interface_nvidia.cpp nvidia_plugin_name_fixup).
+EFA_NET = "AWS Libfabric"
+RDMA_NET = "IB"  # NCCL's built-in verbs transport (NVIDIA/nccl src/transport/net_ib/common.cc)
+
+GATE_LABEL = "gpufleet.io/gate"
+# nccl-tests fails a run whose average bus bandwidth is below 0.9 x NCCL_TESTS_MIN_BW (NVIDIA/nccl-tests
+# src/common.cu: `bw[0] < check_avg_bw*(0.9)`).
+NCCL_TESTS_SLACK = 0.9
+# Message sizes of the gate: the bandwidth plateau only (the average is over every size tested, so small
+# messages would measure latency, not the fabric).
+GATE_SIZES = ("1G", "4G")
+SSH_PORT = 22
+KEY_PORT = 8022
+# All the gate keeps of the runtime's capabilities: sshd, as root, needs SETUID/SETGID/SYS_CHROOT for privilege
+# separation and NET_BIND_SERVICE for port 22 (checked against OpenSSH with PAM under no_new_privs).
+GATE_CAPABILITIES = ("NET_BIND_SERVICE", "SETGID", "SETUID", "SYS_CHROOT")
+
+
+def fabric_groups(fleet: Fleet, fabric: Fabric) -> list[NodeGroup]:
+    return [g for g in fleet.node_groups if g.fabric is fabric]
+
+
+def _unique(tolerations: list[dict[str, str]]) -> list[dict[str, str]]:
+    out: list[dict[str, str]] = []
+    for t in tolerations:
+        if t not in out:
+            out.append(t)
+    return out
+
+
+def group_tolerations(groups: list[NodeGroup]) -> list[dict[str, str]]:
+    """Tolerations matching every taint of every given group, each once, in group order."""
+    return _unique([t for g in groups for t in tolerations_for(group_taints(g))])
+
+
+def fabric_selector(fabric: Fabric) -> dict[str, str]:
+    return {LABEL_FABRIC: fabric.value}
+
+
+# --- EFA -------------------------------------------------------------------------------------------------------
+
+
+def efa_device_plugin_values(fleet: Fleet) -> dict[str, Any]:
+    """Values of the aws-efa-k8s-device-plugin chart: only EFA groups, tolerating all of their taints.
+
+    The chart's tolerations default to [] (it adds only CriticalAddonsOnly), so without these it would never
+    run on tainted GPU nodes. Its required node affinity is built from supportedInstanceLabels; narrowing the
+    list to the fleet's EFA instance types keeps it in step with the nodeSelector."""
+    groups = fabric_groups(fleet, Fabric.EFA)
+    return {
+        "nodeSelector": fabric_selector(Fabric.EFA),
+        "supportedInstanceLabels": {"keys": [INSTANCE_TYPE_LABEL], "values": sorted({g.instance_type for g in groups})},
+        "tolerations": group_tolerations(groups),
+    }
+
+
+# --- NCCL settings -------------------------------------------------------------------------------------------
+
+
+def nccl_env(fabric: Fabric, rdma: Rdma | None = None) -> dict[str, str]:
+    """The NCCL/libfabric settings pinned per fabric (docs/network-and-storage.md explains each one).
+
+    Deliberately absent on EFA: NCCL_PROTO=simple and FI_EFA_USE_DEVICE_RDMA=1 (only for aws-ofi-nccl <= 1.5 /
+    < 1.7; NCCL_PROTO=simple on a current stack gives up the LL/LL128 protocols), RDMAV_FORK_SAFE (breaks things
+    on newer kernels) (aws/aws-ofi-nccl doc/efa-env-var.md). On RDMA: NCCL_IB_GID_INDEX (NCCL picks the RoCEv2
+    GID itself: default -1, src/transport/net_ib/connect.cc)."""
+    if fabric is Fabric.EFA:
+        return {"FI_PROVIDER": "efa", "NCCL_NET": EFA_NET, "NCCL_SOCKET_IFNAME": "=eth0"}
+    if fabric is Fabric.RDMA:
+        assert rdma is not None
+        return {
+            "NCCL_IB_HCA": "=" + ",".join(n.hca for n in rdma.networks),
+            "NCCL_NET": RDMA_NET,
+            "NCCL_SOCKET_IFNAME": "=" + rdma.socket_interface,
+        }
+    raise ValueError(f"no NCCL settings for fabric {fabric}")
+
+
+def nccl_env_name(fabric: Fabric) -> str:
+    return f"{NCCL_ENV}-{fabric.value.lower()}"
+
+
+def nccl_env_configmap(fabric: Fabric, namespace: str, env: Mapping[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": nccl_env_name(fabric),
+            "namespace": namespace,
+            "labels": {**LABEL_MANAGED_BY, LABEL_FABRIC: fabric.value},
+            "annotations": {"gpufleet.io/usage": f"envFrom: [{{configMapRef: {{name: {nccl_env_name(fabric)}}}}}]"},
+        },
+        "data": dict(sorted(env.items())),
+    }
+
+
+# --- RDMA: Network Operator, Multus, secondary networks --------------------------------------------------------
+
+
+def rdma_resource(rdma: Rdma) -> str:
+    """The extended resource pods request for the RDMA devices (the plugin's default prefix is rdma)."""
+    return f"rdma/{rdma.resource_name}"
+
+
+def network_operator_values() -> dict[str, Any]:
+    """Chart values: no second Node Feature Discovery (the GPU Operator runs one with the NodeFeature API), but
+    keep the chart's NodeFeatureRule that labels nodes with NVIDIA NICs (feature.node.kubernetes.io/pci-15b3.present),
+    which the operator reads."""
+    return {"nfd": {"enabled": False, "deployNodeFeatureRules": True}}
+
+
+def rdma_device_plugin_config(rdma: Rdma) -> str:
+    """k8s-rdma-shared-dev-plugin config: one shared resource over the fleet's RDMA ports (selected by netdev)."""
+    config = {
+        "configList": [
+            {
+                "resourceName": rdma.resource_name,
+                "rdmaHcaMax": rdma.hca_max,
+                "selectors": {"vendors": [MELLANOX_VENDOR_ID], "ifNames": [n.interface for n in rdma.networks]},
+            }
+        ]
+    }
+    return json.dumps(config, indent=2)
+
+
+def _image(version: str, component: str) -> dict[str, str]:
+    repository, image, tag = NETWORK_OPERATOR[version].operand_images[component]
+    return {"repository": repository, "image": image, "version": tag}
+
+
+def nic_cluster_policy(fleet: Fleet, version: str) -> dict[str, Any]:
+    """The NicClusterPolicy (mellanox.com/v1alpha1): RDMA shared device plugin, CNI plugins (+ IPoIB on
+    InfiniBand) and nv-ipam, on RDMA groups only.
+
+    No `ofedDriver` (the node's inbox mlx5 driver is used) and no `secondaryNetwork.multus`: the operator's Multus
+    is the thin plugin (manifests/state-multus-cni runs `install_multus --type thin`), and gpufleet installs the
+    thick plugin itself. `secondaryNetwork.ipamPlugin` no longer exists (removed in 25.10.0); nv-ipam is top level."""
+    rdma = fleet.network.rdma
+    assert rdma is not None
+    groups = fabric_groups(fleet, Fabric.RDMA)
+    secondary: dict[str, Any] = {"cniPlugins": _image(version, "cniPlugins")}
+    if rdma.link_type == "InfiniBand":
+        secondary["ipoib"] = _image(version, "ipoib")
+    return {
+        "apiVersion": "mellanox.com/v1alpha1",
+        "kind": "NicClusterPolicy",
+        "metadata": {"name": NIC_CLUSTER_POLICY, "labels": dict(LABEL_MANAGED_BY)},
+        "spec": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": LABEL_FABRIC, "operator": "In", "values": [Fabric.RDMA.value]}]}
+                    ]
+                }
+            },
+            "tolerations": group_tolerations(groups),
+            "rdmaSharedDevicePlugin": {
+                **_image(version, "rdmaSharedDevicePlugin"),
+                "config": rdma_device_plugin_config(rdma),
+            },
+            "secondaryNetwork": secondary,
+            "nvIpam": {**_image(version, "nvIpam"), "enableWebhook": False},
+        },
+    }
+
+
+def network_attachment(rdma: Rdma, net: RdmaNetwork) -> dict[str, Any]:
+    """One secondary network on one RDMA port: IPoIB on InfiniBand, macvlan on RoCE; addresses from nv-ipam.
+
+    Same CNI config as the operator's own IPoIBNetwork/MacvlanNetwork templates (manifests/state-ipoib-network,
+    state-macvlan-network @v26.4.1)."""
+    config: dict[str, Any] = {"cniVersion": "0.3.1", "name": net.name}
+    if rdma.link_type == "InfiniBand":
+        config.update({"type": "ipoib", "master": net.interface})
+    else:
+        config.update({"type": "macvlan", "master": net.interface, "mode": "bridge"})
+    config["ipam"] = {"type": "nv-ipam", "poolName": net.ip_pool}
+    return {
+        "apiVersion": "k8s.cni.cncf.io/v1",
+        "kind": "NetworkAttachmentDefinition",
+        "metadata": {"name": net.name, "namespace": NS_NETWORK, "labels": dict(LABEL_MANAGED_BY)},
+        "spec": {"config": json.dumps(config, indent=2)},
+    }
+
+
+def networks_annotation(rdma: Rdma) -> str:
+    """The pod annotation value attaching every secondary network (namespace-qualified)."""
+    return ",".join(f"{NS_NETWORK}/{n.name}" for n in rdma.networks)
+
+
+# Checkov checks that are wrong for the Multus daemon, with the reason (docs/policies-and-diff.md, "Checkov"): it is
+# upstream's thick-plugin DaemonSet, part of every RDMA node's pod networking, and privileged by design.
+_MULTUS_CHECKOV_SKIPS = {
+    "CKV_K8S_16": (
+        "the thick Multus daemon runs the delegate CNI plugins for every pod on the node, entering pod network "
+        "namespaces and the host root (/hostroot); upstream's multus-daemonset-thick.yml runs it privileged"
+    ),
+    "CKV_K8S_17": (
+        "upstream's thick-plugin manifest runs the daemon in the host PID namespace, as part of the node's pod"
+        " networking"
+    ),
+    "CKV_K8S_19": (
+        "a CNI daemon cannot use the pod network it sets up: it runs in the host network namespace, as upstream's"
+        " manifest does"
+    ),
+    "CKV_K8S_20": (
+        "privileged containers always allow privilege escalation; the API rejects allowPrivilegeEscalation false with"
+        " privileged true"
+    ),
+    "CKV_K8S_22": (
+        "a privileged container can remount its root filesystem, so read-only would not contain it; upstream does not"
+        " run it read-only"
+    ),
+    "CKV_K8S_23": (
+        "it installs the CNI shim into the host's /opt/cni/bin and writes the host's CNI configuration, both owned by"
+        " root"
+    ),
+    "CKV_K8S_40": (
+        "runs as root on purpose (see CKV_K8S_23): it writes root-owned CNI binaries and configuration on the host"
+    ),
+    "CKV_K8S_28": (
+        "a privileged container holds every capability; the runtime applies capability lists only to unprivileged"
+        " containers"
+    ),
+    "CKV_K8S_37": (
+        "a privileged container holds every capability; the runtime applies capability lists only to unprivileged"
+        " containers"
+    ),
+    "CKV_K8S_29": "both containers are privileged root by design, so a pod security context could not restrict them",
+    "CKV_K8S_31": "Kubernetes runs privileged containers Unconfined whatever seccomp profile the pod names",
+    "CKV_K8S_38": (
+        "the daemon reads NetworkAttachmentDefinitions and pods and writes pod network status through the API"
+    ),
+    "CKV_K8S_8": (
+        "the daemon has no health endpoint, only the CNI shim's Unix socket on the host, and upstream defines no probe;"
+        " the kubelet restarts it if it exits"
+    ),
+    "CKV_K8S_9": "no Service selects the Multus daemon, so readiness has no consumer",
+}
+
+
+def multus_objects(tag: str) -> list[dict[str, Any]]:
+    """Multus thick plugin, as k8snetworkplumbingwg/multus-cni deployments/multus-daemonset-thick.yml at the
+    release, with the image pinned to the release's thick tag (upstream's file says :snapshot-thick), in the
+    network namespace, on RDMA nodes only. The NetworkAttachmentDefinition CRD comes with the Network Operator
+    chart (deployment/network-operator/crds), so it is not repeated here.
+
+    Like upstream it tolerates every NoSchedule/NoExecute taint: it is part of the node's pod networking."""
+    labels = {"app": "multus", "name": "multus", "tier": "node"}
+    image = f"{MULTUS_IMAGE}:{tag}-thick"
+    daemon_config = {
+        "chrootDir": "/hostroot",
+        "cniVersion": "0.3.1",
+        "logLevel": "verbose",
+        "logToStderr": True,
+        "cniConfigDir": "/host/etc/cni/net.d",
+        "multusAutoconfigDir": "/host/etc/cni/net.d",
+        "multusConfigFile": "auto",
+        "socketDir": "/host/run/multus/",
+    }
+    host_paths = {
+        "cni": "/etc/cni/net.d",
+        "cnibin": "/opt/cni/bin",
+        "hostroot": "/",
+        "host-run": "/run",
+        "host-var-lib-cni-multus": "/var/lib/cni/multus",
+        "host-var-lib-kubelet": "/var/lib/kubelet",
+        "host-run-k8s-cni-cncf-io": "/run/k8s.cni.cncf.io",
+        "host-run-netns": "/run/netns/",
+        "multus-conf-dir": "/etc/cni/multus/net.d",
+    }
+    volumes: list[dict[str, Any]] = [{"name": name, "hostPath": {"path": path}} for name, path in host_paths.items()]
+    volumes.append(
+        {
+            "name": "multus-daemon-config",
+            "configMap": {
+                "name": "multus-daemon-config",
+                "items": [{"key": "daemon-config.json", "path": "daemon-config.json"}],
+            },
+        }
+    )
+    mounts = [
+        {"name": "cni", "mountPath": "/host/etc/cni/net.d"},
+        # multus-daemon expects the CNI bin path to be identical in the pod and on the host.
+        {"name": "cnibin", "mountPath": "/opt/cni/bin"},
+        {"name": "host-run", "mountPath": "/host/run"},
+        {"name": "host-var-lib-cni-multus", "mountPath": "/var/lib/cni/multus"},
+        {"name": "host-var-lib-kubelet", "mountPath": "/var/lib/kubelet", "mountPropagation": "HostToContainer"},
+        {"name": "host-run-k8s-cni-cncf-io", "mountPath": "/run/k8s.cni.cncf.io"},
+        {"name": "host-run-netns", "mountPath": "/run/netns", "mountPropagation": "HostToContainer"},
+        {"name": "multus-daemon-config", "mountPath": "/etc/cni/net.d/multus.d", "readOnly": True},
+        {"name": "hostroot", "mountPath": "/hostroot", "mountPropagation": "HostToContainer"},
+        {"name": "multus-conf-dir", "mountPath": "/etc/cni/multus/net.d"},
+    ]
+    meta = {"namespace": NS_NETWORK, "labels": {**LABEL_MANAGED_BY, **labels}}
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "multus", **meta}},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "multus", "labels": meta["labels"]},
+            "rules": [
+                # Upstream grants every verb on every k8s.cni.cncf.io resource; the daemon only reads NetworkAttachmentDefinitions
+                # (an informer plus gets, pkg/k8sclient and pkg/server at the release).
+                {
+                    "apiGroups": ["k8s.cni.cncf.io"],
+                    "resources": ["network-attachment-definitions"],
+                    "verbs": ["get", "list", "watch"],
+                },
+                {"apiGroups": [""], "resources": ["pods", "pods/status"], "verbs": ["get", "list", "update", "watch"]},
+                {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch", "update"]},
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "multus", "labels": meta["labels"]},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "multus"},
+            "subjects": [{"kind": "ServiceAccount", "name": "multus", "namespace": NS_NETWORK}],
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "multus-daemon-config", **meta},
+            "data": {"daemon-config.json": json.dumps(daemon_config, indent=4) + "\n"},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {
+                "name": "kube-multus-ds",
+                **meta,
+                "annotations": checkov.skip_annotations(_MULTUS_CHECKOV_SKIPS),
+            },
+            "spec": {
+                "selector": {"matchLabels": {"name": "multus"}},
+                "updateStrategy": {"type": "RollingUpdate"},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "hostNetwork": True,
+                        "hostPID": True,
+                        "nodeSelector": fabric_selector(Fabric.RDMA),
+                        "priorityClassName": "system-node-critical",
+                        "tolerations": [
+                            {"operator": "Exists", "effect": "NoSchedule"},
+                            {"operator": "Exists", "effect": "NoExecute"},
+                        ],
+                        "serviceAccountName": "multus",
+                        "terminationGracePeriodSeconds": 10,
+                        "initContainers": [
+                            {
+                                "name": "install-multus-binary",
+                                "image": image,
+                                "command": [
+                                    "/usr/src/multus-cni/bin/install_multus",
+                                    "-d",
+                                    "/host/opt/cni/bin",
+                                    "-t",
+                                    "thick",
+                                ],
+                                # Upstream sets no memory limit here; the daemon's own limit is ample for copying the shim binary.
+                                "resources": {
+                                    "requests": {"cpu": "10m", "memory": "15Mi"},
+                                    "limits": {"memory": "50Mi"},
+                                },
+                                "securityContext": {"privileged": True},
+                                "terminationMessagePolicy": "FallbackToLogsOnError",
+                                "volumeMounts": [
+                                    {
+                                        "name": "cnibin",
+                                        "mountPath": "/host/opt/cni/bin",
+                                        "mountPropagation": "Bidirectional",
+                                    }
+                                ],
+                            }
+                        ],
+                        "containers": [
+                            {
+                                "name": "kube-multus",
+                                "image": image,
+                                "command": ["/usr/src/multus-cni/bin/multus-daemon"],
+                                "env": [
+                                    {
+                                        "name": "MULTUS_NODE_NAME",
+                                        "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}},
+                                    }
+                                ],
+                                "resources": {
+                                    "requests": {"cpu": "100m", "memory": "50Mi"},
+                                    "limits": {"cpu": "100m", "memory": "50Mi"},
+                                },
+                                "securityContext": {"privileged": True},
+                                "terminationMessagePolicy": "FallbackToLogsOnError",
+                                "volumeMounts": mounts,
+                            }
+                        ],
+                        "volumes": volumes,
+                    },
+                },
+            },
+        },
+    ]
+
+
+# --- the bandwidth gate ----------------------------------------------------------------------------------------
+
+
+def line_rate_gbytes(info: catalog.InstanceType) -> float:
+    """The instance's rated network bandwidth in GB/s (nccl-tests reports bytes: Gbit/s / 8)."""
+    return info.network_gbps / 8
+
+
+# What AWS publishes for all_reduce_perf across two instances, as the average bus bandwidth (GB/s) of the rows of
+# the gate's message sizes (GATE_SIZES, out-of-place and in-place), from aws-samples/awsome-distributed-training
+# micro-benchmarks/nccl-tests/README.md (commit 7217859, "Results"):
+# - p5.48xlarge, 2 nodes, 1-4 GiB: 436.95, 440.96, 443.72, 442.06, 465.87, 464.33 -> 449.0.
+# - p4de.24xlarge, 2 nodes, 1-2 GiB (the run stops at 2 GiB): 76.79, 76.86, 78.33, 78.33 -> 77.6.
+# A healthy fabric reaches these; nccl-tests fails a run below 0.9 x NCCL_TESTS_MIN_BW, so a run 10% short of
+# AWS's own result fails. Bus bandwidth exceeds the EFA line rate (400 GB/s on p5) because NVLink carries the
+# intra-node part of the ring, which is why a floor of line rate x 0.8 x 0.9 (288 GB/s on p5) let a fabric with a
+# quarter of its EFA capacity missing pass.
+PUBLISHED_ALL_REDUCE_BUSBW: dict[str, float] = {"p5.48xlarge": 449.0, "p4de.24xlarge": 77.6}
+PUBLISHED_SOURCE = "aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests/README.md"
+
+
+def min_bus_bandwidth(info: catalog.InstanceType, efficiency: float) -> float:
+    """NCCL_TESTS_MIN_BW for a group: AWS's published two-node all_reduce bus bandwidth for the instance type where
+    there is one, else the rated line rate (GB/s) x efficiency; rounded to 0.1 GB/s."""
+    published = PUBLISHED_ALL_REDUCE_BUSBW.get(info.name)
+    return published if published is not None else round(line_rate_gbytes(info) * efficiency, 1)
+
+
+def floor_source(info: catalog.InstanceType, efficiency: float) -> str:
+    if info.name in PUBLISHED_ALL_REDUCE_BUSBW:
+        return f"published 2-node all_reduce bus bandwidth ({PUBLISHED_SOURCE})"
+    return f"{efficiency:g} x the {line_rate_gbytes(info):g} GB/s rated line rate (no published figure for {info.name})"
+
+
+def gate_name(group: NodeGroup) -> str:
+    return f"nccl-gate-{group.name}"
+
+
+def _gate_script(name: str, gpus: int, net: str, env_names: list[str], wait_seconds: int) -> str:
+    """The gate's script: gpufleet/templates/nccl-gate.sh.j2 (what each pod does, and why, is written there)."""
+    return render(
+        "nccl-gate.sh.j2",
+        name=name,
+        gpus=gpus,
+        net=net,
+        env_names=env_names,
+        sizes=GATE_SIZES,
+        ssh_port=SSH_PORT,
+        key_port=KEY_PORT,
+        wait_seconds=wait_seconds,
+    )
+
+
+def _gate_checkov_skips(capabilities: list[str]) -> dict[str, str]:
+    """Checkov checks that are wrong for the gate Job, with the reason (docs/policies-and-diff.md, "Checkov")."""
+    added = ", ".join(capabilities)
+    return {
+        "CKV_K8S_22": (
+            "the gate runs the spec's nccl-tests image as built: sshd's host keys are generated into /etc/ssh beside"
+            " the image's config, and root's ~/.ssh, /run/sshd and Open MPI's session directories are written at run"
+            " time"
+        ),
+        "CKV_K8S_23": (
+            "mpirun reaches the worker through sshd, which needs root for privilege separation, and logs in as root "
+            "(the launcher's key goes to /root/.ssh); capabilities are cut to what sshd needs"
+        ),
+        "CKV_K8S_40": (
+            "runs as root on purpose (see CKV_K8S_23): sshd privilege separation and the root login mpirun uses"
+        ),
+        "CKV_K8S_25": (
+            f"every capability is dropped but {added}: sshd as root needs SETUID, SETGID and SYS_CHROOT for privilege "
+            "separation and NET_BIND_SERVICE for port 22"
+            + ("; verbs need IPC_LOCK to pin memory" if "IPC_LOCK" in capabilities else "")
+        ),
+        "CKV_K8S_31": (
+            "the gate measures the fabric as training pods get it, and they run with the kubelet's default seccomp"
+            " profile; RuntimeDefault denies the NUMA memory-policy calls (mbind, set_mempolicy, get_mempolicy) that"
+            " hwloc and libnuma in the MPI and NCCL stack make"
+        ),
+    }
+
+
+def gate_objects(fleet: Fleet, group: NodeGroup) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The headless Service and the indexed Job of one group's bandwidth gate.
+
+    Two pods, one per node (anti-affinity), each taking every GPU (and every EFA device) of its node, with the
+    fabric's nccl-env ConfigMap: the gate measures what workloads get. The Job succeeds when index 0 (the
+    launcher) succeeds (successPolicy), which ends the worker."""
+    info = catalog.lookup(group.instance_type)
+    assert info is not None
+    gate = fleet.network.bandwidth_gate
+    name = gate_name(group)
+    labels = {**LABEL_MANAGED_BY, GATE_LABEL: name, LABEL_NODE_GROUP: group.name}
+    fabric = group.fabric
+    env = nccl_env(fabric, fleet.network.rdma)
+    limits: dict[str, Any] = {GPU_RESOURCE: info.gpu_count, "memory": "32Gi"}
+    capabilities = list(GATE_CAPABILITIES)
+    pod_annotations: dict[str, str] = {}
+    if fabric is Fabric.EFA:
+        limits[EFA_RESOURCE] = info.max_efa_interfaces
+        limits["hugepages-2Mi"] = EFA_HUGEPAGES
+        net = EFA_NET
+    else:
+        rdma = fleet.network.rdma
+        assert rdma is not None
+        limits[rdma_resource(rdma)] = 1
+        # Verbs pin memory (as the Network Operator's RDMA test pods do).
+        capabilities.append("IPC_LOCK")
+        pod_annotations["k8s.v1.cni.cncf.io/networks"] = networks_annotation(rdma)
+        net = RDMA_NET
+    min_bw = min_bus_bandwidth(info, gate.efficiency)
+    gate_env = {"NCCL_DEBUG": "INFO", "NCCL_TESTS_MIN_BW": f"{min_bw}"}
+    forwarded = sorted(
+        set(env) | set(gate_env) | {"PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "OPAL_PREFIX", "PMIX_MCA_gds"}
+    )
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": NS_NETWORK, "labels": labels},
+        "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": {GATE_LABEL: name}},
+    }
+    timeout = gate.timeout_minutes * 60
+    block = group.capacity_type is CapacityType.CAPACITY_BLOCK
+    # A Capacity Block group has nodes only inside its window: Pulumi does not wait (skipAwait) and the Job has no
+    # deadline, so it runs when the window opens (gpufleet.plan.builders.network).
+    awaiting = {"pulumi.com/skipAwait": "true"} if block else {"pulumi.com/timeoutSeconds": str(timeout)}
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": NS_NETWORK,
+            "labels": labels,
+            "annotations": {
+                # How long `pulumi up` waits for the Job to complete (pulumi-kubernetes await logic; default 10 min).
+                **awaiting,
+                **checkov.skip_annotations(_gate_checkov_skips(capabilities)),
+            },
+        },
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": 2,
+            "parallelism": 2,
+            "backoffLimit": 0,
+            **({} if block else {"activeDeadlineSeconds": timeout}),
+            "successPolicy": {"rules": [{"succeededIndexes": "0"}]},
+            "template": {
+                "metadata": {"labels": labels, **({"annotations": pod_annotations} if pod_annotations else {})},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "subdomain": name,
+                    # Keys travel between the two pods over HTTP and SSH; nothing in the gate calls the Kubernetes API.
+                    "automountServiceAccountToken": False,
+                    # Root on purpose: sshd (privilege separation, root login for mpirun); see _gate_checkov_skips.
+                    "securityContext": {"runAsUser": 0, "runAsGroup": 0},
+                    "nodeSelector": {LABEL_NODE_GROUP: group.name},
+                    "tolerations": tolerations_for(group_taints(group)),
+                    "affinity": {
+                        "podAntiAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": [
+                                {
+                                    "labelSelector": {"matchLabels": {GATE_LABEL: name}},
+                                    "topologyKey": "kubernetes.io/hostname",
+                                }
+                            ]
+                        }
+                    },
+                    "containers": [
+                        {
+                            "name": "nccl-tests",
+                            "image": gate.image,
+                            "command": ["/bin/bash", "-c", _gate_script(name, info.gpu_count, net, forwarded, timeout)],
+                            "env": [{"name": k, "value": v} for k, v in sorted(gate_env.items())],
+                            "envFrom": [{"configMapRef": {"name": nccl_env_name(fabric)}}],
+                            "ports": [
+                                {"name": "ssh", "containerPort": SSH_PORT},
+                                {"name": "key", "containerPort": KEY_PORT},
+                            ],
+                            # A CPU per rank; no CPU limit (docs/policies-and-diff.md, CKV_K8S_11).
+                            "resources": {"limits": limits, "requests": {**limits, "cpu": info.gpu_count}},
+                            "securityContext": {
+                                "allowPrivilegeEscalation": False,
+                                "capabilities": {"drop": ["ALL"], "add": capabilities},
+                            },
+                            "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+                        }
+                    ],
+                    # NCCL's shared-memory transport needs more than the container runtime's 64 MiB /dev/shm.
+                    "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+                },
+            },
+        },
+    }
+    return service, job
+
+
+def gate_threshold_row(fleet: Fleet, group: NodeGroup) -> str:
+    """A plan.md table row: group, fabric, instance, line rate, NCCL_TESTS_MIN_BW, effective floor."""
+    info = catalog.lookup(group.instance_type)
+    assert info is not None
+    efficiency = fleet.network.bandwidth_gate.efficiency
+    min_bw = min_bus_bandwidth(info, efficiency)
+    return (
+        f"| {group.name} | {group.fabric.value} | {group.instance_type} | {info.network_gbps} Gbit/s ="
+        f" {line_rate_gbytes(info):g} GB/s | {min_bw:g} ({floor_source(info, efficiency)}) |"
+        f" {round(min_bw * NCCL_TESTS_SLACK, 1):g} |"
+    )

@@ -1,0 +1,217 @@
+"""Node user data: nodeadm NodeConfig (AL2023) or TOML settings (Bottlerocket), plus the image pre-pull.
+
+Managed node groups with an EKS AMI type merge the cluster details into the NodeConfig themselves, so ours
+carries only what we change: kubelet Topology Manager and CPU manager, and local NVMe. Shape:
+https://awslabs.github.io/amazon-eks-ami/nodeadm/doc/api/ (node.eks.aws/v1alpha1, validated in tests against
+awslabs/amazon-eks-ami nodeadm/crds/node.eks.aws_nodeconfigs.yaml).
+"""
+
+from __future__ import annotations
+
+from email.message import Message
+from typing import Any
+
+import yaml
+
+from gpufleet.base.render import render
+from gpufleet.facts import catalog
+from gpufleet.spec import defaults
+from gpufleet.spec.fleet import NodeGroup
+
+MIME_BOUNDARY = "==GPUFLEET=="
+
+# The static CPU manager needs a non-zero CPU reservation or the kubelet refuses to start
+# (https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/#static-policy-configuration).
+# nodeadm already sets kubeReserved; we add one whole core of systemReserved so exclusive CPUs never take the
+# cores the OS, containerd and the NVIDIA daemons run on.
+SYSTEM_RESERVED_CPU = "1"
+SYSTEM_RESERVED_MEMORY = "2Gi"
+
+
+def topology(group: NodeGroup) -> tuple[str, str, str]:
+    """(topologyManagerPolicy, topologyManagerScope, cpuManagerPolicy); the first two default by workload class
+    (gpufleet.spec.defaults.TOPOLOGY_POLICY, TOPOLOGY_SCOPE), the CPU manager is static wherever NUMA alignment is on."""
+    policy, scope = defaults.topology_policy(group), defaults.topology_scope(group)
+    cpu = "static" if policy != "none" else "none"
+    return policy, scope, cpu
+
+
+def numa_nodes(group: NodeGroup) -> int:
+    """NUMA nodes of the instance type. Every 8-GPU type gpufleet knows (p4d, p4de, p5*, p6*, g5/g6/g6e.48xlarge,
+    g4dn.metal) is dual-socket with four GPUs per socket; the smaller GPU types are single-socket."""
+    info = catalog.lookup(group.instance_type)
+    return 2 if info is not None and info.gpu_count >= 8 else 1
+
+
+def node_config(group: NodeGroup) -> dict[str, Any]:
+    policy, scope, cpu = topology(group)
+    kubelet: dict[str, Any] = {}
+    if policy != "none":
+        kubelet = {
+            "topologyManagerPolicy": policy,
+            "topologyManagerScope": scope,
+            "cpuManagerPolicy": cpu,
+            "systemReserved": {"cpu": SYSTEM_RESERVED_CPU, "memory": SYSTEM_RESERVED_MEMORY},
+        }
+    spec: dict[str, Any] = {}
+    if kubelet:
+        spec["kubelet"] = {"config": kubelet}
+    if group.local_storage == "RAID0":
+        # Stripes the instance-store NVMe into one array at nodeadm's default mount path /mnt/k8s-disks/,
+        # and moves containerd and pod logs onto it (fast image unpack, scratch space for checkpoints).
+        spec["instance"] = {"localStorage": {"strategy": "RAID0"}}
+    return {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec}
+
+
+PREPULL_UNIT = "gpufleet-prepull.service"
+
+
+def prepull_script(images: list[str], *, raid0: bool) -> str:
+    """Pull the group's images into containerd on the disk that serves it, touching neither kubelet nor its lifecycle
+    (gpufleet/templates/prepull.sh.j2).
+
+    Without local storage, containerd keeps images on the root volume: cloud-init runs this user-data script before
+    nodeadm-run starts kubelet, so the node holds its images when it joins. With `localStorage: RAID0`, nodeadm
+    builds the array in its run phase after cloud-init (`nodeadm-run.service` is `After=cloud-final.service`), and
+    `setup-local-disks` copies /var/lib/containerd into the array and bind-mounts it: images pulled from user data
+    would land on the root volume first and be copied again. So a RAID0 group gets a oneshot unit ordered after
+    nodeadm-run instead, which pulls straight onto the array. Kubelet is never started, stopped or masked here
+    (EKS launch template guidance: "Don't specify any commands in your user data that starts or modifies kubelet");
+    warm-pool instances follow EKS's own warm-pool lifecycle."""
+    return render("prepull.sh.j2", images=images, raid0=raid0, unit=PREPULL_UNIT)
+
+
+def _mime(parts: list[tuple[str, str]]) -> str:
+    """A multipart/mixed document of (content type, body) parts, written by the standard library's email package
+    (nodeadm reads the NodeConfig part, cloud-init runs the shell parts in order)."""
+    message = Message()
+    message["MIME-Version"] = "1.0"
+    message["Content-Type"] = f'multipart/mixed; boundary="{MIME_BOUNDARY}"'
+    for content_type, body in parts:
+        part = Message()
+        part["Content-Type"] = content_type
+        part.set_payload(body.rstrip("\n") + "\n")
+        message.attach(part)
+    return message.as_string()
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+# `localStorage: RAID0` on Bottlerocket: its own API builds the array, as a bootstrap command (1.54.x
+# concepts/bootstrap-commands "Configure ephemeral disks", settings.bootstrap-commands.<name>.{commands, essential,
+# mode}; Karpenter renders the same two commands for `instanceStorePolicy: RAID0`, aws/karpenter-provider-aws
+# pkg/providers/amifamily/bootstrap/bottlerocket.go). `ephemeral-storage init` stripes every instance-store disk
+# into the RAID0 array /dev/md/ephemeral (mdadm --level=0, 256 KiB chunks) and formats it xfs, or formats the one
+# disk there is, and does nothing on a type without instance store; `bind` mounts it at /mnt/.ephemeral and
+# bind-mounts each directory onto it. The three directories are the ones the k8s variants allow
+# (bottlerocket-os/bottlerocket-core-kit sources/api/apiserver/src/server/ephemeral_storage.rs, initialize, bind,
+# allowed_bind_dirs). `essential` halts the boot when it fails, so a node never joins without its array; `always`
+# runs it on every boot, because instance store comes back empty after a stop.
+EPHEMERAL_STORAGE_COMMAND = "k8s-ephemeral-storage"
+EPHEMERAL_STORAGE_DIRS = ("/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods")
+
+
+def bottlerocket_ephemeral_storage() -> dict[str, Any]:
+    return {
+        "commands": [
+            ["apiclient", "ephemeral-storage", "init"],
+            ["apiclient", "ephemeral-storage", "bind", "--dirs", *EPHEMERAL_STORAGE_DIRS],
+        ],
+        "essential": True,
+        "mode": "always",
+    }
+
+
+def bottlerocket_settings(group: NodeGroup, sharing: dict[str, Any] | None = None) -> str:
+    """Bottlerocket TOML user data (https://bottlerocket.dev/en/os/1.54.x/api/settings/kubernetes/)."""
+    policy, scope, cpu = topology(group)
+    tables: dict[str, dict[str, Any]] = {"settings.kubernetes": {}}
+    if policy != "none":
+        tables["settings.kubernetes"] = {
+            "cpu-manager-policy": cpu,
+            "topology-manager-policy": policy,
+            "topology-manager-scope": scope,
+        }
+        tables["settings.kubernetes.system-reserved"] = {
+            "cpu": f"{int(SYSTEM_RESERVED_CPU) * 1000}m",
+            "memory": SYSTEM_RESERVED_MEMORY,
+        }
+    # Bottlerocket's own NVIDIA device plugin; its defaults already close the NVIDIA_VISIBLE_DEVICES escape
+    # (device-list-strategy volume-mounts, visible-devices-envvar-when-unprivileged false).
+    tables["settings.kubelet-device-plugins.nvidia"] = {"device-list-strategy": "volume-mounts", **(sharing or {})}
+    if group.local_storage == "RAID0":
+        tables[f"settings.bootstrap-commands.{EPHEMERAL_STORAGE_COMMAND}"] = bottlerocket_ephemeral_storage()
+    out = []
+    for name, values in tables.items():
+        if not values:
+            continue
+        out.append(f"[{name}]")
+        out += [f"{k} = {_toml_value(v)}" for k, v in values.items()]
+        out.append("")
+    return "\n".join(out)
+
+
+def user_data(group: NodeGroup, images: list[str], sharing_toml: dict[str, Any] | None = None) -> str:
+    """The full user data text of a group (base64-encoded by the node group builder)."""
+    if group.ami_type.startswith("BOTTLEROCKET"):
+        return bottlerocket_settings(group, sharing_toml)
+    parts = [
+        ("application/node.eks.aws", yaml.safe_dump(node_config(group), sort_keys=True)),
+        ('text/x-shellscript; charset="us-ascii"', render("close-visible-devices-escape.sh.j2")),
+    ]
+    if images:
+        parts.append(
+            ('text/x-shellscript; charset="us-ascii"', prepull_script(images, raid0=group.local_storage == "RAID0"))
+        )
+    return _mime(parts)
+
+
+# What kubelet keeps of its filesystem for itself (nodeadm's kubelet defaults, awslabs/amazon-eks-ami
+# nodeadm/internal/kubelet/config.go: kubeReserved "ephemeral-storage": "1Gi" in withDefaultReservedResources,
+# evictionHard "nodefs.available": "10%" in defaultKubeletSubConfig). Node allocatable is capacity minus the
+# reservations and the hard eviction threshold (kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources,
+# "Node Allocatable"). [I] Bottlerocket's kubelet is taken to keep the same: its kube-reserved ephemeral-storage
+# default is 1Gi and nodefs.available 10% is also the kubelet's own default.
+KUBE_RESERVED_EPHEMERAL_MIB = 1024
+NODEFS_EVICTION_PERCENT = 10
+_MIB = 1024 * 1024
+
+
+def nodefs_mib(group: NodeGroup) -> int:
+    """The size of the filesystem that holds /var/lib/kubelet (kubelet's nodefs, its `ephemeral-storage` capacity).
+
+    With `localStorage: RAID0` the instance-store array: nodeadm's setup-local-disks bind-mounts /var/lib/kubelet
+    onto it (awslabs/amazon-eks-ami templates/shared/runtime/bin/setup-local-disks, maybe_raid0, BIND_KUBELET), and
+    Bottlerocket's `ephemeral-storage bind` does the same (EPHEMERAL_STORAGE_DIRS above); its size is the catalog's
+    instance-store total, which EC2 reports in GB (10^9 bytes), the array's filesystem overhead left out. Otherwise
+    the group's EBS volume of `diskSizeGiB`: the AL2023 root volume, or Bottlerocket's data volume (the launch
+    template's blockDeviceMappings)."""
+    info = catalog.lookup(group.instance_type)
+    if group.local_storage == "RAID0" and info is not None and info.local_nvme_gib > 0:
+        return info.local_nvme_gib * 10**9 // _MIB
+    return group.disk_size_gib * 1024
+
+
+def ephemeral_storage_mib(group: NodeGroup) -> int:
+    """`ephemeral-storage` a node of the group offers pods (allocatable, MiB): its nodefs less kubelet's reservation
+    and hard eviction threshold. The one figure both the Cluster Autoscaler's scale-from-zero tag and the model use
+    (the autoscaler's AWS template takes a resource tag as capacity and allocatable alike, cloudprovider/aws
+    aws_manager.go buildNodeFromTemplate), so it never scales up for a pod a real node would not admit."""
+    total = nodefs_mib(group)
+    return total - KUBE_RESERVED_EPHEMERAL_MIB - -(-total * NODEFS_EVICTION_PERCENT // 100)
+
+
+def efa_interfaces(group: NodeGroup) -> int:
+    """EFA interfaces to attach: one per network card, up to the type's maximum."""
+    info = catalog.lookup(group.instance_type)
+    if info is None:
+        return 0
+    return min(info.max_efa_interfaces, info.network_cards)

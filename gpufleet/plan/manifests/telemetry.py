@@ -1,0 +1,201 @@
+"""Telemetry (stage 2): the DCGM metrics ConfigMap, the exporter's ServiceMonitor, kube-prometheus-stack values,
+and what the foundation stage wires into the GPU Operator.
+
+Interface used by gpufleet/plan/builders/foundation.py (only when the telemetry stage is included):
+- operator_telemetry_values(fleet) -> GPU Operator Helm values (dcgmExporter.config pointing at the metrics
+  ConfigMap stage 2 creates). The foundation always sets dcgmExporter.serviceMonitor.enabled=false: stage 2
+  creates the ServiceMonitor itself, after the Prometheus Operator CRDs exist.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from gpufleet.plan.manifests.gpu_operator import operand_tolerations
+from gpufleet.plan.manifests.rules_promql import API_VERSION, MONITORING_LABEL
+from gpufleet.spec.fleet import Fleet
+from gpufleet.spec.names import LABEL_MANAGED_BY, NS_GPU_OPERATOR, NS_MONITORING
+
+DCGM_METRICS_CONFIGMAP = "gpufleet-dcgm-metrics"
+# The operator mounts this key at /etc/dcgm-exporter/dcgm-metrics.csv and points DCGM_EXPORTER_COLLECTORS at it
+# (NVIDIA/gpu-operator controllers/object_controls.go MetricsConfigFileName, both v26.3.3 and v26.7.0).
+DCGM_METRICS_KEY = "dcgm-metrics.csv"
+# The exporter Service the operator creates (assets/state-dcgm-exporter/0400_service.yaml @v26.7.0).
+DCGM_EXPORTER_APP = "nvidia-dcgm-exporter"
+DCGM_EXPORTER_PORT = "gpu-metrics"
+# Exporter setting: one series per pod sharing a GPU (pkg/cmd/app.go CLIKubernetesVirtualGPUs, default false).
+VIRTUAL_GPUS_ENV = "KUBERNETES_VIRTUAL_GPUS"
+# Grafana's dashboard sidecar label in kube-prometheus-stack 88.5.3 (grafana.sidecar.dashboards.label/labelValue).
+DASHBOARD_LABEL = "grafana_dashboard"
+DASHBOARD_LABEL_VALUE = "1"
+# Node labels kube-state-metrics must export as kube_node_labels{label_...} (the rules join on node group).
+KSM_NODE_LABELS = ("gpufleet.io/node-group", "gpufleet.io/workload-class")
+
+# Field, Prometheus type, help: the exporter's CSV format (NVIDIA/dcgm-exporter etc/default-counters.csv).
+# Field names are the DCGM ones in that file; the profiling (DCP) counters need datacenter GPUs of Volta or
+# newer, and SM active / SM occupancy are commented out in the default file, which is why we ship our own.
+DCGM_FIELDS: tuple[tuple[str, str, str], ...] = (
+    (
+        "DCGM_FI_DEV_GPU_UTIL",
+        "gauge",
+        "GPU utilization (in %): a kernel was running; not how much of the chip it used.",
+    ),
+    ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active."),
+    ("DCGM_FI_PROF_SM_ACTIVE", "gauge", "The ratio of cycles an SM has at least 1 warp assigned."),
+    ("DCGM_FI_PROF_SM_OCCUPANCY", "gauge", "The ratio of number of warps resident on an SM."),
+    ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor (HMMA) pipe is active."),
+    (
+        "DCGM_FI_PROF_DRAM_ACTIVE",
+        "gauge",
+        "Ratio of cycles the device memory interface is active sending or receiving data.",
+    ),
+    ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)."),
+    ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."),
+    ("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."),
+    ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "gauge", "Current clock event (throttle) reasons bitmask."),
+    ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."),
+    ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."),
+    ("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C)."),
+    ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."),
+    ("DCGM_FI_DEV_POWER_VIOLATION", "counter", "Throttling duration due to power constraints (in ns)."),
+    ("DCGM_FI_DEV_THERMAL_VIOLATION", "counter", "Throttling duration due to thermal constraints (in ns)."),
+    ("DCGM_FI_DRIVER_VERSION", "label", "Driver Version"),
+)
+
+
+def dcgm_metrics_csv() -> str:
+    lines = ["# gpufleet DCGM exporter counters. Format: DCGM FIELD, Prometheus metric type, help message"]
+    lines += [f"{field}, {kind}, {help_}" for field, kind, help_ in DCGM_FIELDS]
+    return "\n".join(lines) + "\n"
+
+
+def monitoring_namespace(fleet: Fleet) -> str:
+    """Where the PrometheusRules and dashboards live: the installed stack's namespace or the existing one."""
+    if fleet.telemetry.prometheus == "Install":
+        return NS_MONITORING
+    return fleet.telemetry.existing_namespace or NS_MONITORING
+
+
+def operator_telemetry_values(fleet: Fleet) -> dict[str, Any]:
+    """GPU Operator values for telemetry (merged by the foundation stage into its release values).
+
+    - `dcgmExporter.config.name`: the exporter reads our CSV (the template renders `config.name` only; the key is
+      commented out in values.yaml of v26.3.3 and v26.7.0, templates/clusterpolicy.yaml reads it).
+    - `dcgmExporter.annotations`: a hash of the CSV on the exporter pods, so a changed CSV rolls them (the CSV is
+      mounted with subPath, which never sees ConfigMap updates).
+    - The standalone DCGM hostengine per GPU node (`dcgm.enabled`, set by stage 1 in gpufleet.plan.manifests.gpu_operator;
+      Service nvidia-dcgm:5555, internalTrafficPolicy Local): the exporter connects to it instead of embedding its
+      own, and the health stage's `dcgmi` checks reach the same hostengine (one DCGM per GPU: diagnostics and
+      profiling metrics do not fight over the GPU).
+    - `dcgmExporter.env` KUBERNETES_VIRTUAL_GPUS=true: every pod holding a time-sliced or MPS replica of a GPU gets
+      its own copy of the GPU's series (labels pod/namespace/container and `vgpu`, the replica); without it the
+      exporter keeps one series per GPU labelled with whichever sharing pod it saw last, so idle GPU-hours of a
+      shared GPU land on one namespace (NVIDIA/dcgm-exporter internal/pkg/transformation/kubernetes.go,
+      toDeviceToSharingPods / toDeviceToPod, 4.5.3-4.8.2, the version GPU Operator v26.3.3 pins; unchanged since).
+      MIG instances have their own series either way. The rules count a device once where they mean the device.
+    """
+    digest = hashlib.sha256(dcgm_metrics_csv().encode()).hexdigest()[:16]
+    return {
+        "dcgmExporter": {
+            "config": {"name": DCGM_METRICS_CONFIGMAP},
+            "annotations": {"gpufleet.io/dcgm-metrics-sha256": digest},
+            "env": [{"name": VIRTUAL_GPUS_ENV, "value": "true"}],
+        },
+    }
+
+
+def dcgm_metrics_configmap() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": DCGM_METRICS_CONFIGMAP, "namespace": NS_GPU_OPERATOR, "labels": dict(LABEL_MANAGED_BY)},
+        "data": {DCGM_METRICS_KEY: dcgm_metrics_csv()},
+    }
+
+
+def dcgm_service_monitor() -> dict[str, Any]:
+    """Scrapes the exporter every 15 s. honorLabels false: the exporter's pod labels become exported_namespace /
+    exported_pod (the rules use those); the node name is relabelled into `node` for joins with kube-state-metrics."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ServiceMonitor",
+        "metadata": {
+            "name": "gpufleet-dcgm-exporter",
+            "namespace": NS_GPU_OPERATOR,
+            "labels": {**LABEL_MANAGED_BY, **MONITORING_LABEL},
+        },
+        "spec": {
+            "selector": {"matchLabels": {"app": DCGM_EXPORTER_APP}},
+            "namespaceSelector": {"matchNames": [NS_GPU_OPERATOR]},
+            "endpoints": [
+                {
+                    "port": DCGM_EXPORTER_PORT,
+                    "path": "/metrics",
+                    "interval": "15s",
+                    "honorLabels": False,
+                    "relabelings": [
+                        {
+                            "action": "replace",
+                            "sourceLabels": ["__meta_kubernetes_pod_node_name"],
+                            "targetLabel": "node",
+                        }
+                    ],
+                }
+            ],
+        },
+    }
+
+
+def node_exporter_tolerations(fleet: Fleet) -> list[dict[str, str]]:
+    """The node exporter subchart's default (Exists NoSchedule, charts/prometheus-node-exporter/values.yaml at 88.5.3),
+    plus every NoExecute taint of a GPU group: without them a group with a NoExecute taint has no node metrics
+    (gpufleet.simulate.operands checks it)."""
+    no_execute = [t for t in operand_tolerations(fleet) if t["effect"] != "NoSchedule"]
+    return [{"operator": "Exists", "effect": "NoSchedule"}, *no_execute]
+
+
+def kube_prometheus_stack_values(fleet: Fleet) -> dict[str, Any]:
+    """Values for kube-prometheus-stack 88.5.3 (keys checked against its values.yaml in tests).
+
+    The *SelectorNilUsesHelmValues=false settings make Prometheus select ServiceMonitors, PodMonitors and
+    PrometheusRules from every namespace regardless of the Helm release label, so ours (and the training jobs'
+    PodMonitors for the straggler metric) are picked up."""
+    allowlist = "nodes=[" + ",".join(KSM_NODE_LABELS) + "]"
+    return {
+        "prometheus": {
+            "prometheusSpec": {
+                "ruleSelectorNilUsesHelmValues": False,
+                "serviceMonitorSelectorNilUsesHelmValues": False,
+                "podMonitorSelectorNilUsesHelmValues": False,
+            }
+        },
+        # kube-state-metrics 8.4.0 (the subchart of 88.5.3): metricLabelsAllowlist renders
+        # --metric-labels-allowlist (prometheus-community/helm-charts charts/kube-state-metrics/values.yaml).
+        "kube-state-metrics": {"metricLabelsAllowlist": [allowlist]},
+        "prometheus-node-exporter": {"tolerations": node_exporter_tolerations(fleet)},
+        "grafana": {
+            "sidecar": {
+                "dashboards": {
+                    "enabled": True,
+                    "label": DASHBOARD_LABEL,
+                    "labelValue": DASHBOARD_LABEL_VALUE,
+                    "searchNamespace": "ALL",
+                }
+            }
+        },
+    }
+
+
+def dashboard_configmap(name: str, namespace: str, filename: str, dashboard_json: str) -> dict[str, Any]:
+    """A ConfigMap the Grafana sidecar loads (label grafana_dashboard=1)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {**LABEL_MANAGED_BY, DASHBOARD_LABEL: DASHBOARD_LABEL_VALUE},
+        },
+        "data": {filename: dashboard_json},
+    }

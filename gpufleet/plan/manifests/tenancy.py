@@ -1,0 +1,135 @@
+"""What a team may do in the cluster beyond the managed EKS edit policy, as plain RBAC objects bound to the
+Kubernetes group of the team's access entries (`gpufleet-team-<team>`, see gpufleet.plan.builders.access_entries).
+
+AmazonEKSEditPolicy, scoped to the team's namespace, is close to Kubernetes' `edit` role for built-in kinds
+(https://docs.aws.amazon.com/eks/latest/userguide/access-policy-permissions.html), but EKS access policies do not
+aggregate custom resources, so a team member could neither see the team's Kueue queue and workloads nor
+submit the training kinds Kueue manages. The Role below adds exactly those, in the team's namespace only;
+the ClusterRole adds read access to the cluster-scoped Kueue objects a user needs to understand admission
+(every ClusterQueue's quota and usage, cohorts, flavors, priority classes): read-only, and no namespaced kind, so
+a team reads nothing of another team's namespace.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpufleet.plan.manifests import kueue
+from gpufleet.spec import access
+from gpufleet.spec.fleet import Team
+from gpufleet.spec.names import LABEL_MANAGED_BY, LABEL_TEAM
+
+RBAC = "rbac.authorization.k8s.io/v1"
+LABEL_NAMESPACE_NAME = kueue.LABEL_NAMESPACE_NAME  # set by the API server on every namespace
+READ = ["get", "list", "watch"]
+WRITE = ["create", "delete", "get", "list", "patch", "update", "watch"]
+TEAM_ROLE = "gpufleet-team"
+QUEUE_VIEWER = "gpufleet-team-queue-viewer"
+
+# Resources of the Kueue job integrations (kueue.FRAMEWORKS) that the edit policy does not cover: batch Jobs,
+# plain pods, Deployments and StatefulSets are built-in kinds it already grants. Plurals from each project's CRD (spec.names.plural).
+JOB_RESOURCES = {
+    "jobset.x-k8s.io/jobset": ("jobset.x-k8s.io", "jobsets"),
+    "kubeflow.org/pytorchjob": ("kubeflow.org", "pytorchjobs"),
+    "kubeflow.org/mpijob": ("kubeflow.org", "mpijobs"),
+    "trainer.kubeflow.org/trainjob": ("trainer.kubeflow.org", "trainjobs"),
+}
+_BUILT_IN = ("batch/job", "pod", "deployment", "statefulset")
+# Cluster-scoped Kueue kinds (kueue.x-k8s.io v1beta2 CRDs with scope Cluster) a team may read.
+CLUSTER_READABLE = [
+    "clusterqueues",
+    "clusterqueues/status",
+    "cohorts",
+    "cohorts/status",
+    "resourceflavors",
+    "topologies",
+    "workloadpriorityclasses",
+]
+
+
+def _meta(name: str, namespace: str | None = None, team: str | None = None) -> dict[str, Any]:
+    labels = {**LABEL_MANAGED_BY, **({LABEL_TEAM: team} if team else {})}
+    meta: dict[str, Any] = {"name": name, "labels": labels}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    return meta
+
+
+def _group_subject(team: Team) -> list[dict[str, str]]:
+    return [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": access.team_group(team.name)}]
+
+
+def team_role(team: Team) -> dict[str, Any]:
+    """In the team's namespace: read its LocalQueue and Workloads, run the Kueue-managed training kinds."""
+    groups: dict[str, list[str]] = {}
+    for framework in kueue.FRAMEWORKS:
+        if framework in _BUILT_IN:
+            continue
+        group, plural = JOB_RESOURCES[framework]
+        groups.setdefault(group, []).append(plural)
+    rules = [
+        {
+            "apiGroups": ["kueue.x-k8s.io"],
+            "resources": ["localqueues", "localqueues/status", "workloads", "workloads/status"],
+            "verbs": READ,
+        }
+    ]
+    rules += [
+        {"apiGroups": [group], "resources": sorted(plurals), "verbs": WRITE}
+        for group, plurals in sorted(groups.items())
+    ]
+    return {"apiVersion": RBAC, "kind": "Role", "metadata": _meta(TEAM_ROLE, team.namespace, team.name), "rules": rules}
+
+
+def team_role_binding(team: Team) -> dict[str, Any]:
+    return {
+        "apiVersion": RBAC,
+        "kind": "RoleBinding",
+        "metadata": _meta(access.team_group(team.name), team.namespace, team.name),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": TEAM_ROLE},
+        "subjects": _group_subject(team),
+    }
+
+
+def queue_viewer_role() -> dict[str, Any]:
+    """Read-only, cluster-scoped Kueue kinds only (one ClusterRole for every team)."""
+    return {
+        "apiVersion": RBAC,
+        "kind": "ClusterRole",
+        "metadata": _meta(QUEUE_VIEWER),
+        "rules": [{"apiGroups": ["kueue.x-k8s.io"], "resources": CLUSTER_READABLE, "verbs": READ}],
+    }
+
+
+def queue_viewer_binding(team: Team) -> dict[str, Any]:
+    return {
+        "apiVersion": RBAC,
+        "kind": "ClusterRoleBinding",
+        "metadata": _meta(f"{access.team_group(team.name)}-queue-viewer", team=team.name),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": QUEUE_VIEWER},
+        "subjects": _group_subject(team),
+    }
+
+
+DEFAULT_DENY = "gpufleet-default-deny-ingress"
+
+
+def default_deny_ingress(team: Team, monitoring_namespace: str) -> dict[str, Any]:
+    """Every pod of the team's namespace accepts connections only from pods of the same namespace (distributed
+    jobs talk pod to pod: rendezvous, NCCL bootstrap, parameter servers) and from the monitoring namespace (the
+    Prometheus scrapers). Other teams' pods cannot connect. Egress stays open (image pulls, the checkpoint
+    bucket, the API server). Enforced by the VPC CNI network policy agent (`enableNetworkPolicy`, stage 1);
+    EFA traffic bypasses it (docs/tenancy-and-access.md)."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _meta(DEFAULT_DENY, team.namespace, team.name),
+        "spec": {
+            "podSelector": {},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {"from": [{"podSelector": {}}]},
+                {"from": [{"namespaceSelector": {"matchLabels": {LABEL_NAMESPACE_NAME: monitoring_namespace}}}]},
+            ],
+        },
+    }

@@ -1,0 +1,625 @@
+"""What a change between two synth trees does to the running fleet: per resource add / remove / update /
+replace with the changed field paths, which node groups are replaced or rolled (and why), nvidia.com/gpu quota
+changes per team, and the fleet's cost at min and max size. Pure: inventory dicts in, a `Report` out.
+
+Replace vs roll for an EKS managed node group follows the provider schema (pulumi-aws bridges
+terraform-provider-aws `internal/service/eks/node_group.go`):
+- ForceNew, so the node group is **replaced** (a new group is created, the old one drained and deleted):
+  amiType, capacityType, clusterName, diskSize, instanceTypes, launchTemplate.id/name, nodeGroupName(Prefix),
+  nodeRoleArn, remoteAccess, subnetIds.
+- UpdateNodegroupVersion, so every node is **rolled** (replaced a few at a time under updateConfig):
+  launchTemplate.version, releaseVersion, version.
+- UpdateNodegroupConfig, in place, no node replaced: labels, taints, scalingConfig, updateConfig, nodeRepairConfig
+  (and anything else: tags, warm pool).
+A launch template change other than tags/description/default-version creates a new template version
+(terraform-provider-aws `ec2/ec2_launch_template.go` update), so a node group that follows `latestVersion` rolls.
+A change to an input that holds `<ref:X...>` of a replaced resource X is a change too (the value is new at
+deploy time): that is how a replaced launch template or node role replaces the node group.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gpufleet.facts import catalog, pricing
+from gpufleet.spec.names import GPU_RESOURCE, MIG_RESOURCE_PREFIX, TAG_RESERVED_INSTANCES
+from gpufleet.tree.entries import LAUNCH_TEMPLATE, NODE_GROUP, group_name, is_gpu_node_group
+
+# Field paths (prefixes) whose change replaces a resource, by type token.
+FORCE_NEW: Mapping[str, tuple[str, ...]] = {
+    NODE_GROUP: (
+        "amiType",
+        "capacityType",
+        "clusterName",
+        "diskSize",
+        "instanceTypes",
+        "launchTemplate.id",
+        "launchTemplate.name",
+        "nodeGroupName",
+        "nodeGroupNamePrefix",
+        "nodeRoleArn",
+        "remoteAccess",
+        "subnetIds",
+    ),
+    LAUNCH_TEMPLATE: ("name", "namePrefix"),
+    # A provider whose region changes replaces every resource it manages (each then lives elsewhere).
+    "pulumi:providers:aws": ("region",),
+    # terraform-provider-aws internal/service/eks/cluster.go: ForceNew among the inputs gpufleet sets.
+    "aws:eks/cluster:Cluster": (
+        "accessConfig.bootstrapClusterCreatorAdminPermissions",
+        "bootstrapSelfManagedAddons",
+        "name",
+        "roleArn",
+    ),
+    "aws:eks/addon:Addon": ("addonName", "clusterName"),
+    "aws:ec2/placementGroup:PlacementGroup": ("name", "strategy", "partitionCount", "spreadLevel"),
+    "aws:iam/role:Role": ("name", "namePrefix"),
+    "aws:s3/bucket:Bucket": ("bucket", "bucketPrefix"),
+    "aws:s3/bucketV2:BucketV2": ("bucket", "bucketPrefix"),
+    # The other AWS types gpufleet renders, ForceNew (RequiresReplace in plugin-framework resources) in
+    # terraform-provider-aws internal/service/<service>/<resource>.go. Each is keyed by what it attaches to, so
+    # it is replaced when that is (its input holds the replaced resource's ref). KMS keys: nothing gpufleet sets.
+    "aws:eks/accessEntry:AccessEntry": ("clusterName", "principalArn", "type"),
+    "aws:eks/accessPolicyAssociation:AccessPolicyAssociation": (
+        "accessScope",
+        "clusterName",
+        "policyArn",
+        "principalArn",
+    ),
+    "aws:eks/podIdentityAssociation:PodIdentityAssociation": ("clusterName", "namespace", "serviceAccount"),
+    "aws:iam/rolePolicy:RolePolicy": ("name", "namePrefix", "role"),
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": ("policyArn", "role"),
+    "aws:kms/alias:Alias": ("name", "namePrefix"),
+    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration": ("bucket", "expectedBucketOwner"),
+    "aws:s3/bucketOwnershipControls:BucketOwnershipControls": ("bucket",),
+    "aws:s3/bucketPolicy:BucketPolicy": ("bucket",),
+    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": ("bucket",),
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration": (
+        "bucket",
+        "expectedBucketOwner",
+    ),
+    "aws:s3/bucketVersioning:BucketVersioning": ("bucket", "expectedBucketOwner"),
+    # pulumi-kubernetes provider/pkg/provider/helm_release.go (Diff: forceNewFields).
+    "kubernetes:helm.sh/v3:Release": ("name", "namespace"),
+    # pulumi-kubernetes provider/pkg/provider/diff.go `forceNew`, tag v4.32.0 (the same table from v4.26.0 to
+    # the source of July 2026, the newest read; the pinned 4.34.2 was not available), for the kinds gpufleet
+    # renders, and StatefulSet. A path matches every change under it, as the provider's JSONPath over the patch
+    # does, so the selector's matchLabels/matchExpressions entries upstream lists are under `spec.selector`.
+    "kubernetes:apps/v1:DaemonSet": ("spec.selector",),
+    "kubernetes:apps/v1:Deployment": ("spec.selector",),
+    "kubernetes:apps/v1:StatefulSet": (
+        "spec.podManagementPolicy",
+        "spec.revisionHistoryLimit",
+        "spec.selector",
+        "spec.serviceName",
+        "spec.volumeClaimTemplates",
+    ),
+    "kubernetes:batch/v1:Job": ("spec.completions", "spec.parallelism", "spec.selector", "spec.template"),
+    "kubernetes:core/v1:Service": ("spec.clusterIP",),
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": ("roleRef",),
+    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": ("roleRef",),
+}
+# Every Kubernetes object (diff.go metadataForceNewProperties). apiVersion and kind are in the type token, so a
+# change of either is a new URN (a replacement before any field is looked at).
+K8S_IDENTITY = ("metadata.name", "metadata.namespace")
+# pulumi-kubernetes replaces a ConfigMap whose data changes unless the provider sets enableConfigMapMutable and the
+# ConfigMap is not `immutable: true` (diff.go forceNewProperties, clients.IsImmutable on the new inputs; the
+# option is off by default).
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+CONFIG_MAP_DATA = ("data", "binaryData")
+K8S_PROVIDER_TYPE = "pulumi:providers:kubernetes"
+NODE_GROUP_ROLL = ("launchTemplate.version", "releaseVersion", "version")
+# Launch template inputs that do not create a new template version.
+LT_NO_VERSION = ("tags", "tagsAll", "description", "updateDefaultVersion", "defaultVersion")
+QUOTA_FIELDS = ("nominalQuota", "borrowingLimit", "lendingLimit")
+PRICE_RECORD = "gpufleet:gpu_hour_price_usd"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Change:
+    id: str
+    type: str
+    stage: str | None
+    action: str  # add | remove | update | replace
+    paths: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
+    protected: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeImpact:
+    node_group: str
+    id: str
+    action: str  # replace | roll | remove
+    gpu: bool
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuotaChange:
+    team: str
+    flavor: str
+    field: str
+    old: str | None
+    new: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupCost:
+    node_group: str
+    instance_type: str | None
+    gpus_per_node: int
+    min_size: int
+    max_size: int
+    gpu_hour_usd: float | None
+    price_source: str
+    warm_pool: int = 0
+    warm_pool_running: bool = False
+    disk_gib: int = 0
+    reserved: int = 0  # instances of an On-Demand Capacity Reservation, billed whether they run or not
+
+    def monthly(self, size: int) -> float | None:
+        """At `size` nodes (at least the reserved ones: pricing.billed_nodes), plus the warm pool's standing cost
+        (running: the full rate; stopped or hibernated: the root volumes, as the cost stage's estimate counts it)."""
+        if self.gpu_hour_usd is None:
+            return None
+        hourly = self.gpus_per_node * self.gpu_hour_usd
+        pool = self.warm_pool * (
+            hourly * pricing.HOURS_PER_MONTH if self.warm_pool_running else self.disk_gib * pricing.GP3_USD_PER_GB_MONTH
+        )
+        return pricing.billed_nodes(size, self.reserved) * hourly * pricing.HOURS_PER_MONTH + pool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Effect:
+    """What a change does to work running on the GPU nodes (gpufleet.review.running_work)."""
+
+    id: str  # the resource whose change causes it
+    disruptive: bool  # running GPU work stops (drain first) rather than a daemon restarting beside it
+    what: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Report:
+    environment: str | None
+    stages: tuple[str, ...]
+    changes: tuple[Change, ...]
+    nodes: tuple[NodeImpact, ...]
+    quotas: tuple[QuotaChange, ...]
+    cost_old: tuple[GroupCost, ...]
+    cost_new: tuple[GroupCost, ...]
+    work: tuple[Effect, ...] = ()  # gpufleet.review.running_work, filled in by gpufleet.commands.diff
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Field paths.
+
+
+def _key(prefix: str, key: str) -> str:
+    if re.fullmatch(r"[A-Za-z0-9_-]+", key):
+        return f"{prefix}.{key}" if prefix else key
+    return f'{prefix}["{key}"]'
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Leaf paths of nested dicts/lists, e.g. `spec.containers[pause].image`, `labels["example.com/tier"]`.
+
+    Items of a list whose elements all have distinct `name`s are addressed by name (what a reviewer reads, and
+    stable when an item is inserted); other lists by index. Empty containers are leaves."""
+    if isinstance(value, Mapping) and value:
+        out: dict[str, Any] = {}
+        for key in sorted(value, key=str):
+            out.update(flatten(value[key], _key(prefix, str(key))))
+        return out
+    if isinstance(value, list) and value:
+        out = {}
+        for i, item in enumerate(value):
+            out.update(flatten(item, f"{prefix}[{_item_keys(value)[i]}]"))
+        return out
+    return {prefix: value}
+
+
+# EKS spells taint effects NO_SCHEDULE, NO_EXECUTE, PREFER_NO_SCHEDULE (aws:eks/nodeGroup taints[].effect);
+# a reviewer reads them the Kubernetes way.
+K8S_EFFECT = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+
+
+def _item_keys(items: list[Any]) -> list[str]:
+    """How a list's items are addressed: by distinct `name`s, taints as `key=value:Effect`, else by index."""
+    names = [item.get("name") if isinstance(item, Mapping) else None for item in items]
+    if all(isinstance(n, str) and n for n in names) and len(set(names)) == len(names):
+        return [str(n) for n in names]
+    taints = [
+        (
+            f"{t['key']}={t.get('value', '')}:{K8S_EFFECT.get(str(t['effect']), t['effect'])}"
+            if isinstance(t, Mapping) and {"key", "effect"} <= set(t)
+            else None
+        )
+        for t in items
+    ]
+    if all(taints) and len(set(taints)) == len(taints):
+        return [str(t) for t in taints]
+    return [str(i) for i in range(len(items))]
+
+
+def field_changes(old: Any, new: Any, prefix: str = "") -> dict[str, tuple[Any, Any]]:
+    """Changed field paths -> (old, new) value; a subtree that exists on one side only is one path (its value the
+    whole subtree, the other side _MISSING)."""
+    if isinstance(old, Mapping) and isinstance(new, Mapping) and old and new:
+        out: dict[str, tuple[Any, Any]] = {}
+        for key in set(old) | set(new):
+            out.update(field_changes(old.get(key, _MISSING), new.get(key, _MISSING), _key(prefix, str(key))))
+        return out
+    if isinstance(old, list) and isinstance(new, list) and old and new:
+        a, b = dict(zip(_item_keys(old), old)), dict(zip(_item_keys(new), new))
+        out = {}
+        for key in set(a) | set(b):
+            out.update(field_changes(a.get(key, _MISSING), b.get(key, _MISSING), f"{prefix}[{key}]"))
+        return out
+    return {} if old == new else {prefix: (old, new)}
+
+
+def path_order(path: str) -> list[tuple[int, int | str]]:
+    """Sort key: numeric list indices in numeric order (`[2]` before `[10]`)."""
+    return [(0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"\[(\d+)\]", path)]
+
+
+def changed_paths(old: Any, new: Any) -> list[str]:
+    return sorted(field_changes(old, new), key=path_order)
+
+
+_MISSING = object()
+
+
+def _under(path: str, prefixes: Iterable[str]) -> str | None:
+    """The prefix `path` falls under (`instanceTypes[0]` is under `instanceTypes`), or None."""
+    for prefix in prefixes:
+        if path == prefix or path.startswith(prefix + ".") or path.startswith(prefix + "["):
+            return prefix
+        if prefix.startswith(path + ".") or prefix.startswith(path + "["):  # a whole subtree added or removed
+            return prefix
+    return None
+
+
+def _short(value: Any) -> str:
+    if value is _MISSING:
+        return "(none)"
+    text = repr(value) if not isinstance(value, str) else value
+    text = text if "\n" not in text else f"<{text.count(chr(10)) + 1} lines>"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _top(path: str) -> str:
+    return re.split(r"[.\[]", path, maxsplit=1)[0]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Compare.
+
+
+def _options(entry: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "protect": bool(entry.get("protect")),
+        "retainOnDelete": bool(entry.get("retainOnDelete")),
+        "ignoreChanges": sorted(entry.get("ignoreChanges") or []),
+        "replaceOnChanges": sorted(entry.get("replaceOnChanges") or []),
+        "deleteBeforeReplace": bool(entry.get("deleteBeforeReplace")),
+    }
+
+
+def _ref_paths(inputs: Any, targets: Mapping[str, tuple[str, ...] | None]) -> dict[str, str]:
+    """Input paths holding `<ref:X.attr>` where X is in `targets` and attr is one of its changed attributes
+    (None = all attributes), mapped to the referenced `X.attr`."""
+    out = {}
+    for path, value in flatten(inputs).items():
+        if not isinstance(value, str):
+            continue
+        for rid, attr in re.findall(r"<ref:([a-z0-9][a-z0-9-]*)\.([^>]*)>", value):
+            attrs = targets.get(rid, ())
+            if rid in targets and (attrs is None or attr in attrs):
+                out[path] = f"{rid}.{attr}"
+    return out
+
+
+def _classify(
+    entry: Mapping[str, Any], paths: Sequence[str], old: Any, new: Any, via: Mapping[str, str], configmaps_mutable: bool
+) -> tuple[str, list[str]]:
+    """("replace" | "update", reasons) for a resource whose input `paths` changed (`via`: path -> the
+    `<ref:X.attr>` of a changed resource it holds)."""
+    rtype = str(entry.get("type"))
+    prefixes = FORCE_NEW.get(rtype, ())
+    if rtype.startswith("kubernetes:") and rtype != "kubernetes:helm.sh/v3:Release":
+        prefixes = prefixes + K8S_IDENTITY
+    if rtype == CONFIG_MAP and (not configmaps_mutable or isinstance(new, Mapping) and new.get("immutable") is True):
+        prefixes = prefixes + CONFIG_MAP_DATA
+    # What the resource itself declares the API server will not update in place (Pulumi replaceOnChanges).
+    prefixes = prefixes + tuple(entry.get("replaceOnChanges") or ())
+    reasons = []
+    fields = field_changes(old, new)
+    for path in paths:
+        if not _under(path, prefixes):
+            continue
+        a, b = fields.get(path, (_MISSING, _MISSING))
+        if path in via and a == b:
+            reasons.append(f"{path}: new {via[path]} at deploy")
+        else:
+            reasons.append(f"{path}: {_short(a)} -> {_short(b)}")
+    if reasons and entry.get("deleteBeforeReplace"):
+        reasons.append(
+            "deleteBeforeReplace: its name is fixed, so the old object is deleted before the new one is created"
+        )
+    return ("replace" if reasons else "update"), reasons
+
+
+def configmaps_mutable(entries: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Whether the Kubernetes provider patches ConfigMaps in place (its `enableConfigMapMutable` input; provider inputs are recorded as strings)."""
+    return any(
+        e.get("type") == K8S_PROVIDER_TYPE and (e.get("inputs") or {}).get("enableConfigMapMutable") in (True, "true")
+        for e in entries.values()
+    )
+
+
+def compare(
+    old: Mapping[str, Mapping[str, Any]],
+    new: Mapping[str, Mapping[str, Any]],
+    *,
+    stages: Sequence[str] = (),
+    environment: str | None = None,
+) -> Report:
+    """Every change between two inventories (resource id -> inventory entry), classified."""
+    fixed: dict[str, Change] = {}
+    for rid in sorted(set(old) - set(new)):
+        e = old[rid]
+        fixed[rid] = Change(
+            id=rid, type=str(e.get("type")), stage=e.get("stage"), action="remove", protected=bool(e.get("protect"))
+        )
+    for rid in sorted(set(new) - set(old)):
+        e = new[rid]
+        fixed[rid] = Change(id=rid, type=str(e.get("type")), stage=e.get("stage"), action="add")
+    common = sorted(set(old) & set(new))
+    mutable = configmaps_mutable(new)
+    own_inputs: dict[str, list[str]] = {}
+    own_options: dict[str, list[str]] = {}
+    for rid in common:
+        a, b = old[rid], new[rid]
+        own_inputs[rid] = changed_paths(a.get("inputs"), b.get("inputs"))
+        own_options[rid] = [f"({k})" for k, v in _options(a).items() if _options(b)[k] != v]
+        if a.get("type") != b.get("type") or a.get("parent") != b.get("parent"):
+            why = "type" if a.get("type") != b.get("type") else "parent"
+            fixed[rid] = Change(
+                id=rid,
+                type=str(b.get("type")),
+                stage=b.get("stage"),
+                action="replace",
+                paths=tuple(own_inputs[rid] + own_options[rid]),
+                reasons=(f"{why} changed: {a.get(why)} -> {b.get(why)} (a new Pulumi URN)",),
+                protected=bool(a.get("protect")),
+            )
+    # Iterate to a fixpoint: an input holding a ref to a replaced resource (or to the version of a launch
+    # template that gets a new version) changes at deploy time, which may replace or version its holder.
+    changes: dict[str, Change] = dict(fixed)
+    versioned: set[str] = set()
+    while True:
+        targets: dict[str, tuple[str, ...] | None] = {rid: ("latestVersion", "defaultVersion") for rid in versioned}
+        targets.update({rid: None for rid, c in changes.items() if c.action == "replace"})
+        current: dict[str, Change] = dict(fixed)
+        for rid in common:
+            if rid in fixed:
+                continue
+            a, b = old[rid], new[rid]
+            via = _ref_paths(b.get("inputs"), targets)
+            paths = sorted(set(own_inputs[rid]) | set(via))
+            if not paths and not own_options[rid]:
+                continue
+            action, reasons = _classify(b, paths, a.get("inputs"), b.get("inputs"), via, mutable)
+            current[rid] = Change(
+                id=rid,
+                type=str(b.get("type")),
+                stage=b.get("stage"),
+                action=action,
+                paths=tuple(paths + own_options[rid]),
+                reasons=tuple(reasons),
+                protected=bool(a.get("protect")),
+            )
+            if (
+                b.get("type") == LAUNCH_TEMPLATE
+                and action == "update"
+                and any(_top(p) not in LT_NO_VERSION for p in paths)
+            ):
+                versioned.add(rid)
+        if current == changes:
+            break
+        changes = current
+    ordered = sorted(changes.values(), key=lambda c: (_stage_index(c.stage, stages), c.action != "replace", c.id))
+    return Report(
+        environment=environment,
+        stages=tuple(stages),
+        changes=tuple(ordered),
+        nodes=tuple(_node_impacts(old, new, changes, versioned)),
+        quotas=tuple(quota_changes(old.values(), new.values())),
+        cost_old=tuple(fleet_cost(old.values())),
+        cost_new=tuple(repriced(fleet_cost(old.values()), fleet_cost(new.values()))),
+    )
+
+
+def _stage_index(stage: str | None, stages: Sequence[str]) -> int:
+    return stages.index(stage) if stage in stages else len(stages)
+
+
+def _node_impacts(
+    old: Mapping[str, Mapping[str, Any]],
+    new: Mapping[str, Mapping[str, Any]],
+    changes: Mapping[str, Change],
+    lt_versioned: set[str],
+) -> list[NodeImpact]:
+    out = []
+    for rid, change in sorted(changes.items()):
+        if change.type != NODE_GROUP:
+            continue
+        entry = new.get(rid) or old[rid]
+        name, gpu = group_name(entry), is_gpu_node_group(entry)
+        if change.action == "remove":
+            out.append(
+                NodeImpact(
+                    node_group=name,
+                    id=rid,
+                    action="remove",
+                    gpu=gpu,
+                    reasons=("node group removed: its nodes are drained and terminated",),
+                )
+            )
+        elif change.action == "replace":
+            out.append(NodeImpact(node_group=name, id=rid, action="replace", gpu=gpu, reasons=change.reasons))
+        elif change.action == "update":
+            rolls = [p for p in change.paths if _under(p, NODE_GROUP_ROLL)]
+            if rolls:
+                flat_a, flat_b = flatten(old[rid].get("inputs")), flatten(new[rid].get("inputs"))
+                reasons = []
+                for p in rolls:
+                    src = next((lt for lt in lt_versioned if f"<ref:{lt}." in str(flat_b.get(p, ""))), None)
+                    reasons.append(
+                        f"{p}: new version of launch template {src} ({', '.join(_lt_paths(old, new, src))})"
+                        if src
+                        else f"{p}: {_short(flat_a.get(p))} -> {_short(flat_b.get(p))}"
+                    )
+                out.append(NodeImpact(node_group=name, id=rid, action="roll", gpu=gpu, reasons=tuple(reasons)))
+    return out
+
+
+def _lt_paths(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]], rid: str) -> list[str]:
+    paths = [p for p in changed_paths(old[rid].get("inputs"), new[rid].get("inputs")) if _top(p) not in LT_NO_VERSION]
+    return paths if len(paths) <= 4 else paths[:4] + [f"{len(paths) - 4} more"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Quotas and cost.
+
+
+def _kube(entries: Iterable[Mapping[str, Any]], kind: str) -> list[Mapping[str, Any]]:
+    return [
+        e["inputs"]
+        for e in entries
+        if str(e.get("type", "")).startswith("kubernetes:")
+        and isinstance(e.get("inputs"), Mapping)
+        and e["inputs"].get("kind") == kind
+    ]
+
+
+def gpu_quotas(entries: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], str]:
+    """(team, flavor, field) -> value for nvidia.com/gpu in every ClusterQueue (team = the queue's name); the MIG
+    resources of a mixed group as `field (nvidia.com/mig-<profile>)`."""
+    out = {}
+    for cq in _kube(entries, "ClusterQueue"):
+        meta = cq.get("metadata") or {}
+        team = str((meta.get("labels") or {}).get("gpufleet.io/team") or meta.get("name"))
+        for group in (cq.get("spec") or {}).get("resourceGroups") or []:
+            for flavor in group.get("flavors") or []:
+                for res in flavor.get("resources") or []:
+                    name = str(res.get("name"))
+                    if name != GPU_RESOURCE and not name.startswith(MIG_RESOURCE_PREFIX):
+                        continue
+                    for fld in QUOTA_FIELDS:
+                        if res.get(fld) is not None:
+                            out[(team, str(flavor.get("name")), fld if name == GPU_RESOURCE else f"{fld} ({name})")] = (
+                                str(res[fld])
+                            )
+    return out
+
+
+def quota_changes(old: Iterable[Mapping[str, Any]], new: Iterable[Mapping[str, Any]]) -> list[QuotaChange]:
+    a, b = gpu_quotas(old), gpu_quotas(new)
+    return [
+        QuotaChange(team=k[0], flavor=k[1], field=k[2], old=a.get(k), new=b.get(k))
+        for k in sorted(set(a) | set(b))
+        if a.get(k) != b.get(k)
+    ]
+
+
+def _prices(entries: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+    """USD per GPU-hour by node group, as the cost stage deploys them (`gpufleet:gpu_hour_price_usd` records)."""
+    out = {}
+    for rule in _kube(entries, "PrometheusRule"):
+        for group in (rule.get("spec") or {}).get("groups") or []:
+            for record in group.get("rules") or []:
+                match = re.fullmatch(r"\s*vector\(\s*([0-9.eE+-]+)\s*\)\s*", str(record.get("expr", "")))
+                name = (record.get("labels") or {}).get("node_group")
+                if record.get("record") == PRICE_RECORD and match and name:
+                    out[str(name)] = float(match.group(1))
+    return out
+
+
+def fleet_cost(entries: Iterable[Mapping[str, Any]]) -> list[GroupCost]:
+    entries = list(entries)
+    prices = _prices(entries)
+    templates = {e["id"]: e for e in entries if e.get("type") == LAUNCH_TEMPLATE}
+    out = []
+    for e in entries:
+        if not is_gpu_node_group(e):
+            continue
+        args = e.get("inputs") or {}
+        types = args.get("instanceTypes") or []
+        itype = types[0] if types else None
+        if itype is None:  # Capacity Block groups name the type in their launch template
+            ref = re.match(r"<ref:([a-z0-9-]+)\.", str((args.get("launchTemplate") or {}).get("id", "")))
+            itype = (templates.get(ref.group(1), {}).get("inputs") or {}).get("instanceType") if ref else None
+        info = catalog.lookup(itype) if isinstance(itype, str) else None
+        name = group_name(e)
+        scaling = args.get("scalingConfig") or {}
+        price, source = prices.get(name), "cost stage"
+        if price is None and isinstance(itype, str):
+            price, source = pricing.gpu_hour_usd(itype), f"on-demand list price {pricing.PRICES_AS_OF}"
+        pool = args.get("warmPoolConfig") or {}
+        lt_ref = re.match(r"<ref:([a-z0-9-]+)\.", str((args.get("launchTemplate") or {}).get("id", "")))
+        volumes = (
+            (templates.get(lt_ref.group(1), {}).get("inputs") or {}).get("blockDeviceMappings") or [] if lt_ref else []
+        )
+        out.append(
+            GroupCost(
+                node_group=name,
+                instance_type=itype,
+                gpus_per_node=info.gpu_count if info else 0,
+                min_size=int(scaling.get("minSize") or 0),
+                max_size=int(scaling.get("maxSize") or 0),
+                gpu_hour_usd=price,
+                price_source=source if price is not None else "unknown",
+                warm_pool=int(pool.get("minSize") or 0),
+                warm_pool_running=pool.get("poolState") == "RUNNING",
+                disk_gib=sum(int((v.get("ebs") or {}).get("volumeSize") or 0) for v in volumes),
+                reserved=int((args.get("tags") or {}).get(TAG_RESERVED_INSTANCES) or 0),
+            )
+        )
+    return sorted(out, key=lambda c: c.node_group)
+
+
+def repriced(old: Iterable[GroupCost], new: Iterable[GroupCost]) -> list[GroupCost]:
+    """`new`, with the price of a group whose instance type changed but whose per-GPU price did not (a per-group
+    `cost.gpuHourUsd` written for the old type) scaled by the list prices of the two types: a negotiated discount
+    carries over, the type's own price does not stay behind."""
+    before = {c.node_group: c for c in old}
+    out = []
+    for c in new:
+        b = before.get(c.node_group)
+        if (
+            b
+            and c.instance_type
+            and b.instance_type
+            and c.instance_type != b.instance_type
+            and c.gpu_hour_usd == b.gpu_hour_usd
+            and c.gpu_hour_usd is not None
+        ):
+            list_old, list_new = pricing.gpu_hour_usd(b.instance_type), pricing.gpu_hour_usd(c.instance_type)
+            if list_old and list_new:
+                c = dataclasses.replace(
+                    c,
+                    gpu_hour_usd=c.gpu_hour_usd * list_new / list_old,
+                    price_source=(
+                        f"{c.price_source}, re-priced for {c.instance_type} by the list price ratio"
+                        f" {list_new:.4g}/{list_old:.4g}"
+                    ),
+                )
+        out.append(c)
+    return out

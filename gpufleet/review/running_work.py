@@ -1,0 +1,192 @@
+"""What a change between two synth trees does to work running on the GPU nodes, beyond replaced or rolled node
+groups (gpufleet.review.impact): the GPU Operator's version and driver, its operands' configs (MIG profiles, device
+plugin sharing, DCGM counters). Pure: inventories in, `Effect`s out.
+
+Sources: the MIG manager applies a node's `nvidia.com/mig.config` and needs the node's GPUs free of work; it stops
+the GPU clients it knows and repartitions (NVIDIA GPU Operator docs "GPU Operator with MIG"; the plan's sharing
+contract, gpufleet/plan/manifests/sharing.py CONTRACTS). A new operator version updates every operand DaemonSet, so
+each operand pod restarts on every GPU node (Helm upgrade of the ClusterPolicy); the driver container unloads the
+kernel module, so GPU pods on a node cannot keep running through a driver change. Helm never upgrades or
+downgrades CRDs on `helm upgrade` (Helm docs "Custom Resource Definitions"), so a downgrade keeps the newer
+ClusterPolicy CRD.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from gpufleet.plan.manifests.sharing import DEVICE_PLUGIN_CONFIGMAP, MIG_CONFIGMAP
+from gpufleet.plan.manifests.telemetry import DCGM_METRICS_CONFIGMAP
+from gpufleet.review.impact import CONFIG_MAP, Effect, field_changes
+from gpufleet.spec.names import MIG_DISABLED
+
+OPERATOR_RELEASE = "gpu-operator"  # the foundation stage's Helm release name (gpufleet/plan/builders/foundation.py)
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r"\d+", text))
+
+
+def _by_name(entries: Mapping[str, Mapping[str, Any]], rtype: str, name: str) -> tuple[str, Mapping[str, Any]] | None:
+    for rid, entry in entries.items():
+        inputs = entry.get("inputs") or {}
+        if entry.get("type") == rtype and (
+            inputs.get("name") == name or (inputs.get("metadata") or {}).get("name") == name
+        ):
+            return rid, inputs
+    return None
+
+
+def _operator(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]]) -> list[Effect]:
+    a, b = _by_name(old, RELEASE, OPERATOR_RELEASE), _by_name(new, RELEASE, OPERATOR_RELEASE)
+    if a is None or b is None:
+        return []
+    rid, (va, vb) = b[0], (str(a[1].get("version", "")), str(b[1].get("version", "")))
+    out = []
+    if va != vb:
+        out.append(
+            Effect(
+                id=rid,
+                disruptive=False,
+                what=(
+                    f"GPU Operator {va} -> {vb}: every operand (device plugin, GPU feature discovery, DCGM, DCGM"
+                    " exporter, validator, MIG manager) restarts on every GPU node; running pods keep their GPUs"
+                ),
+            )
+        )
+        if _version(vb) < _version(va):
+            out.append(
+                Effect(
+                    id=rid,
+                    disruptive=True,
+                    what=(
+                        f"DOWNGRADE of the GPU Operator {va} -> {vb}: Helm does not downgrade CRDs, so the"
+                        f" ClusterPolicy CRD stays at {va}; check the release notes of {va} for migrations that do not"
+                        " roll back"
+                    ),
+                )
+            )
+    values = field_changes((a[1].get("values") or {}), (b[1].get("values") or {}))
+    driver = {p: v for p, v in values.items() if p.startswith("driver.")}
+    if driver:
+        old_v, new_v = values.get("driver.version", ("-", "-"))
+        out.append(
+            Effect(
+                id=rid,
+                disruptive=True,
+                what=(
+                    f"GPU driver change ({', '.join(sorted(driver))}; version {old_v} -> {new_v}): the driver pod on"
+                    " every GPU node unloads and reloads the kernel module; GPU pods on a node stop while it does:"
+                    " drain the nodes (node by node) first"
+                ),
+            )
+        )
+    if any(p.startswith("dcgmExporter.") for p in values):
+        out.append(
+            Effect(
+                id=rid,
+                disruptive=False,
+                what=(
+                    "DCGM exporter pods restart on every GPU node (changed counters or settings): a gap of about a"
+                    " minute in GPU metrics; running work is unaffected"
+                ),
+            )
+        )
+    return out
+
+
+def _entries(inputs: Mapping[str, Any] | None) -> dict[str, Any]:
+    return dict((inputs or {}).get("data") or {})
+
+
+def _mig(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]]) -> list[Effect]:
+    a, b = _by_name(old, CONFIG_MAP, MIG_CONFIGMAP), _by_name(new, CONFIG_MAP, MIG_CONFIGMAP)
+    if b is None:
+        return []
+    before = (yaml.safe_load(_entries(a[1] if a else None).get("config.yaml") or "{}") or {}).get("mig-configs") or {}
+    after = (yaml.safe_load(_entries(b[1]).get("config.yaml") or "{}") or {}).get("mig-configs") or {}
+    out = []
+    for group in sorted(set(before) | set(after)):
+        if group in before and group != MIG_DISABLED and before.get(group) != after.get(group):
+            out.append(
+                Effect(
+                    id=b[0],
+                    disruptive=True,
+                    what=(
+                        f"MIG profile of node group {group} changes ({_profile(before.get(group))} ->"
+                        f" {_profile(after.get(group))}): the MIG manager repartitions every GPU of the group and needs"
+                        " them idle; running pods on those nodes lose their GPUs: drain the group first (kubectl drain"
+                        f" -l gpufleet.io/node-group={group})"
+                    ),
+                )
+            )
+    return out
+
+
+def _profile(config: Any) -> str:
+    if not config:
+        return "none"
+    devices = [d.get("mig-devices") for d in config if isinstance(d, Mapping) and d.get("mig-enabled")]
+    return ", ".join(f"{k} x {v}" for d in devices if d for k, v in d.items()) or "MIG off"
+
+
+def _device_plugin(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]]) -> list[Effect]:
+    a, b = _by_name(old, CONFIG_MAP, DEVICE_PLUGIN_CONFIGMAP), _by_name(new, CONFIG_MAP, DEVICE_PLUGIN_CONFIGMAP)
+    if a is None or b is None:
+        return []
+    before, after = _entries(a[1]), _entries(b[1])
+    out = []
+    for group in sorted(set(before) & set(after)):
+        if before[group] == after[group]:
+            continue
+        if "mps" in (yaml.safe_load(before[group]) or {}).get("sharing", {}):
+            out.append(
+                Effect(
+                    id=b[0],
+                    disruptive=True,
+                    what=(
+                        f"MPS config of node group {group} changes: the MPS control daemon restarts and running pods on"
+                        " the group lose their GPU: drain the group first"
+                    ),
+                )
+            )
+        else:
+            out.append(
+                Effect(
+                    id=b[0],
+                    disruptive=False,
+                    what=(
+                        f"device plugin config of node group {group} changes: the device plugin restarts and advertises"
+                        " the new count; running pods keep their GPU (with fewer replicas the node stays"
+                        " over-committed until they end)"
+                    ),
+                )
+            )
+    return out
+
+
+def _dcgm_csv(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]]) -> list[Effect]:
+    a, b = _by_name(old, CONFIG_MAP, DCGM_METRICS_CONFIGMAP), _by_name(new, CONFIG_MAP, DCGM_METRICS_CONFIGMAP)
+    if a is None or b is None or _entries(a[1]) == _entries(b[1]):
+        return []
+    return [
+        Effect(
+            id=b[0],
+            disruptive=False,
+            what=(
+                "DCGM exporter counters change: the ConfigMap is patched in place; the exporter, which mounts the CSV"
+                " with subPath and never sees the update, rolls through the CSV hash in the GPU Operator values"
+            ),
+        )
+    ]
+
+
+def effects(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]]) -> list[Effect]:
+    """Everything the change does to running GPU work, disruptive first."""
+    found = _operator(old, new) + _mig(old, new) + _device_plugin(old, new) + _dcgm_csv(old, new)
+    return sorted(found, key=lambda e: not e.disruptive)

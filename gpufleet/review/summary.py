@@ -1,0 +1,145 @@
+"""Render a `gpufleet.review.impact.Report` as plain text (terminal, CI log) or Markdown (a pull request comment, laid out by
+gpufleet/templates/diff-comment.md.j2)."""
+
+from __future__ import annotations
+
+from gpufleet.base.render import render
+from gpufleet.facts import pricing
+from gpufleet.review.impact import Change, GroupCost, NodeImpact, Report
+
+# The symbols `pulumi preview` prints for each operation.
+_SYMBOL = {"add": "+", "remove": "-", "update": "~", "replace": "+-"}
+_NODE_WORDS = {
+    "replace": "REPLACED: a new node group is created and the old one drained and deleted; every node is terminated",
+    "roll": "ROLLED: every node is replaced, maxUnavailable at a time (pods are evicted)",
+    "remove": "REMOVED: its nodes are drained and terminated",
+}
+
+
+def _usd(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:,.0f}"
+
+
+def _delta(old: float | None, new: float | None) -> str:
+    if old is None or new is None:
+        return "unknown"
+    d = new - old
+    return "$0" if abs(d) < 0.5 else f"{'+' if d > 0 else '-'}${abs(d):,.0f}"
+
+
+def _totals(costs: tuple[GroupCost, ...], which: str) -> float | None:
+    values = [c.monthly(c.min_size if which == "min" else c.max_size) for c in costs]
+    return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+
+
+def _fleet_total(report: Report, which: str) -> str:
+    """The fleet's monthly cost at every group's minSize or maxSize: before -> after (change)."""
+    old, new = _totals(report.cost_old, which), _totals(report.cost_new, which)
+    return f"{_usd(old)} -> {_usd(new)} ({_delta(old, new)})"
+
+
+def _cost_rows(report: Report) -> list[tuple[str, GroupCost | None, GroupCost | None]]:
+    old = {c.node_group: c for c in report.cost_old}
+    new = {c.node_group: c for c in report.cost_new}
+    return [
+        (name, old.get(name), new.get(name)) for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)
+    ]
+
+
+def _size_deltas(a: GroupCost | None, b: GroupCost | None) -> tuple[str, str]:
+    """The monthly cost change of one node group at minSize and at maxSize (a group that is new or gone costs 0)."""
+    return (
+        _delta(a.monthly(a.min_size) if a else 0.0, b.monthly(b.min_size) if b else 0.0),
+        _delta(a.monthly(a.max_size) if a else 0.0, b.monthly(b.max_size) if b else 0.0),
+    )
+
+
+def _size(c: GroupCost | None) -> str:
+    if c is None:
+        return "-"
+    pool = f", warm pool {c.warm_pool} {'running' if c.warm_pool_running else 'stopped'}" if c.warm_pool else ""
+    reserved = f", {c.reserved} reserved" if c.reserved else ""
+    return f"{c.instance_type} x {c.min_size}..{c.max_size} ({c.gpus_per_node} GPUs/node{pool}{reserved})"
+
+
+def _node_line(n: NodeImpact) -> str:
+    kind = "GPU node group" if n.gpu else "node group"
+    return f"{kind} {n.node_group} ({n.id}) {_NODE_WORDS[n.action]}"
+
+
+def _stages(report: Report) -> list[tuple[str, list[Change]]]:
+    names = list(report.stages) + sorted({c.stage or "(no stage)" for c in report.changes} - set(report.stages))
+    return [
+        (name, [c for c in report.changes if (c.stage or "(no stage)") == name])
+        for name in names
+        if any((c.stage or "(no stage)") == name for c in report.changes)
+    ]
+
+
+def _counts(changes: list[Change]) -> str:
+    parts = [
+        f"{sum(1 for c in changes if c.action == a)} {w}"
+        for a, w in (("add", "added"), ("update", "changed"), ("replace", "replaced"), ("remove", "removed"))
+    ]
+    return ", ".join(p for p in parts if not p.startswith("0 "))
+
+
+def _protected(report: Report) -> list[Change]:
+    return [c for c in report.changes if c.protected and c.action in ("replace", "remove")]
+
+
+def text(report: Report, old: str, new: str) -> str:
+    env = f" (environment {report.environment})" if report.environment else ""
+    out = [f"gpufleet diff {old} -> {new}{env}"]
+    if not report.changes:
+        out.append("no changes")
+    for c in _protected(report):
+        out.append(f"!! protected resource {c.id} would be {c.action}d: `pulumi up` stops on it")
+    for n in report.nodes:
+        out.append(f"!! {_node_line(n)}")
+        out += [f"!!     because {r}" for r in n.reasons]
+    if report.work:
+        out.append("running work:")
+        out += [f"{'!!' if e.disruptive else '  '} {e.what} ({e.id})" for e in report.work]
+    for stage, changes in _stages(report):
+        out.append(f"stage {stage}: {_counts(changes)}")
+        for c in changes:
+            line = f"  {_SYMBOL[c.action]:>3} {c.id} ({c.type})"
+            if c.action == "replace":
+                line += " REPLACE"
+            out.append(line)
+            for path in c.paths:
+                out.append(f"        {path}")
+            out += [f"        replaces because {r}" for r in c.reasons]
+    if report.quotas:
+        out.append("GPU quota (nvidia.com/gpu) per team:")
+        out += [f"  {q.team} / {q.flavor}: {q.field} {q.old or '-'} -> {q.new or '-'}" for q in report.quotas]
+    rows = _cost_rows(report)
+    if rows:
+        out.append(f"cost per month ({pricing.HOURS_PER_MONTH} h), at minSize / maxSize:")
+        for name, a, b in rows:
+            at_min, at_max = _size_deltas(a, b)
+            out.append(f"  {name}: {_size(a)} -> {_size(b)}: min {at_min}, max {at_max}")
+        out.append(f"  fleet: min {_fleet_total(report, 'min')}, max {_fleet_total(report, 'max')}")
+    return "\n".join(out) + "\n"
+
+
+def markdown(report: Report, old: str, new: str) -> str:
+    """The pull request comment, laid out by gpufleet/templates/diff-comment.md.j2."""
+    return render(
+        "diff-comment.md.j2",
+        env=report.environment or "?",
+        old=old,
+        new=new,
+        protected=_protected(report),
+        nodes=[(_node_line(n), n.reasons) for n in report.nodes],
+        stops=[e for e in report.work if e.disruptive],
+        restarts=[e for e in report.work if not e.disruptive],
+        stages=[(stage, _counts(changes), changes) for stage, changes in _stages(report)],
+        symbol=_SYMBOL,
+        quotas=report.quotas,
+        hours=pricing.HOURS_PER_MONTH,
+        costs=[(name, _size(a), _size(b), *_size_deltas(a, b)) for name, a, b in _cost_rows(report)],
+        fleet_min=_fleet_total(report, "min"),
+        fleet_max=_fleet_total(report, "max"),
+    )

@@ -1,0 +1,1118 @@
+"""Cross-field rules: `(fleet) -> Iterable[Issue]`, registered by name, all run, every issue reported.
+
+The schema checks each field alone; these check what fields mean together. Rules never call AWS (that is
+`gpufleet preflight`), so they run offline and fast.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+
+from gpufleet.base.errors import Issue, Path, closest, did_you_mean
+from gpufleet.facts import ami_releases, catalog, stages
+from gpufleet.facts.ami_releases import SYSTEM_NODES_AMI_TYPE
+from gpufleet.facts.versions import (
+    COMPONENTS,
+    GPU_OPERATOR,
+    NODE_MONITORING_AGENT_XIDS,
+    default_release,
+    image_is_pinned,
+    is_pinned,
+    node_monitoring_agent_release,
+)
+from gpufleet.facts.versions import KUBERNETES_VERSIONS as KUBERNETES_SUPPORTED
+from gpufleet.spec import access, cold_start, names
+from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup, SharingStrategy, WorkloadClass
+from gpufleet.spec.names import DEFAULT_DEVICE_PLUGIN_CONFIG, MIG_DISABLED, RESERVED_NAMESPACES
+
+Rule = Callable[[Fleet], Iterable[Issue]]
+RULES: dict[str, Rule] = {}
+
+# EKS allows 50 taints per managed node group (https://docs.aws.amazon.com/eks/latest/userguide/node-taints-managed-node-groups.html).
+MAX_TAINTS = 50
+# EC2 hibernation needs instance RAM under 150 GB (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/hibernating-prerequisites.html).
+HIBERNATE_MAX_MEMORY_MIB = 150 * 1024
+
+
+def rule(name: str) -> Callable[[Rule], Rule]:
+    def register(fn: Rule) -> Rule:
+        RULES[name] = fn
+        return fn
+
+    return register
+
+
+def check(fleet: Fleet, skip: Iterable[str] = ()) -> list[Issue]:
+    skipped = set(skip)
+    return [issue for name, fn in RULES.items() if name not in skipped for issue in fn(fleet)]
+
+
+def _groups(fleet: Fleet) -> Iterator[tuple[Path, NodeGroup]]:
+    for i, group in enumerate(fleet.node_groups):
+        yield ("nodeGroups", i), group
+
+
+def gpu_taints_added(group: NodeGroup) -> int:
+    """Taints gpufleet adds to every group: the GPU taint, plus the EFA taint on EFA groups."""
+    return 2 if group.fabric is Fabric.EFA else 1
+
+
+def stage_used(fleet: Fleet, stage: stages.StageName) -> bool:
+    """Whether any environment's rollout includes `stage`."""
+    return any(stages.included(stage, env.through) for env in fleet.environments)
+
+
+@rule("duplicate-names")
+def _duplicate_names(fleet: Fleet) -> Iterator[Issue]:
+    lists: list[tuple[str, list[str]]] = [
+        ("nodeGroups", [g.name for g in fleet.node_groups]),
+        ("teams", [t.name for t in fleet.teams]),
+        ("imageSets", [s.name for s in fleet.image_sets]),
+    ]
+    for section, names in lists:
+        seen: set[str] = set()
+        for i, name in enumerate(names):
+            if name in seen:
+                yield Issue(
+                    path=(section, i, "name"),
+                    message=f'duplicate name "{name}" in {section}',
+                    hint="names identify resources; make each one unique",
+                )
+            seen.add(name)
+    seen_ns: dict[str, str] = {}
+    for i, team in enumerate(fleet.teams):
+        if team.namespace in seen_ns and seen_ns[team.namespace] != team.name:
+            yield Issue(
+                path=("teams", i, "namespace"),
+                message=f'namespace "{team.namespace}" is already used by team "{seen_ns[team.namespace]}"',
+                hint="each team gets its own namespace; its ClusterQueue admits only that one",
+            )
+        seen_ns.setdefault(team.namespace, team.name)
+        counts = Counter(q.node_group for q in team.quotas)
+        for j, quota in enumerate(team.quotas):
+            if counts[quota.node_group] > 1 and [q.node_group for q in team.quotas].index(quota.node_group) != j:
+                yield Issue(
+                    path=("teams", i, "quotas", j, "nodeGroup"),
+                    message=f'a second quota on node group "{quota.node_group}"',
+                    hint="merge the quotas into one entry",
+                )
+    seen_p: set[str] = set()
+    for i, prio in enumerate(fleet.admission.priorities):
+        if prio.name in seen_p:
+            yield Issue(path=("admission", "priorities", i, "name"), message=f'duplicate priority class "{prio.name}"')
+        seen_p.add(prio.name)
+
+
+@rule("known-instance-type")
+def _known_instance_type(fleet: Fleet) -> Iterator[Issue]:
+    for path, group in _groups(fleet):
+        if catalog.lookup(group.instance_type) is None:
+            yield Issue(
+                path=path + ("instanceType",),
+                message=f'"{group.instance_type}" is not a GPU instance type gpufleet knows',
+                hint=did_you_mean(group.instance_type, catalog.gpu_instance_names())
+                or "see `gpufleet.facts.catalog` for the supported types",
+            )
+
+
+@rule("references")
+def _references(fleet: Fleet) -> Iterator[Issue]:
+    groups = [g.name for g in fleet.node_groups]
+    sets = [s.name for s in fleet.image_sets]
+    for path, group in _groups(fleet):
+        for j, name in enumerate(group.images):
+            if name not in sets:
+                yield Issue(
+                    path=path + ("images", j),
+                    message=f'unknown image set "{name}"',
+                    hint=did_you_mean(name, sets) or "define it under imageSets",
+                )
+    for i, team in enumerate(fleet.teams):
+        for j, quota in enumerate(team.quotas):
+            if quota.node_group not in groups:
+                yield Issue(
+                    path=("teams", i, "quotas", j, "nodeGroup"),
+                    message=f'unknown node group "{quota.node_group}"',
+                    hint=did_you_mean(quota.node_group, groups),
+                )
+    for name in fleet.gpu_hour_usd:
+        if name not in groups:
+            yield Issue(
+                path=("cost", "gpuHourUsd", name),
+                at_key=True,
+                message=f'price for unknown node group "{name}"',
+                hint=did_you_mean(name, groups),
+            )
+
+
+@rule("quota-fits-node-group")
+def _quota_fits(fleet: Fleet) -> Iterator[Issue]:
+    by_name: dict[str, NodeGroup] = {}
+    for g in fleet.node_groups:
+        by_name.setdefault(g.name, g)  # a second group of the same name is reported by duplicate-names
+    for i, team in enumerate(fleet.teams):
+        for j, quota in enumerate(team.quotas):
+            if quota.lending_limit is not None and quota.lending_limit > quota.gpus:
+                yield Issue(
+                    path=("teams", i, "quotas", j, "lendingLimit"),
+                    message=f"lendingLimit {quota.lending_limit} is more than the nominal quota of {quota.gpus} GPUs",
+                    hint=f"a team can lend at most what it owns: set lendingLimit to {quota.gpus} or less",
+                )
+            group = by_name.get(quota.node_group)
+            info = catalog.lookup(group.instance_type) if group else None
+            if group is None or info is None:
+                continue
+            capacity = group.max_size * info.gpu_count
+            if quota.gpus > capacity:
+                yield Issue(
+                    path=("teams", i, "quotas", j, "gpus"),
+                    message=(
+                        f'{quota.gpus} GPUs is more than node group "{group.name}" can ever hold (maxSize'
+                        f" {group.max_size} x {info.gpu_count} GPU(s) per {group.instance_type} = {capacity})"
+                    ),
+                    hint=f"lower the quota to at most {capacity}, or raise the group's maxSize",
+                )
+
+
+@rule("limits-need-cohort")
+def _limits_need_cohort(fleet: Fleet) -> Iterator[Issue]:
+    # Kueue: borrowingLimit and lendingLimit must be null when the ClusterQueue has no cohort.
+    for i, team in enumerate(fleet.teams):
+        if team.cohort is not None:
+            continue
+        for j, quota in enumerate(team.quotas):
+            for field, limit in (("borrowingLimit", quota.borrowing_limit), ("lendingLimit", quota.lending_limit)):
+                if limit is not None:
+                    yield Issue(
+                        path=("teams", i, "quotas", j, field),
+                        at_key=True,
+                        message=f'{field} needs a cohort, but team "{team.name}" has none',
+                        hint=(
+                            "set teams[].cohort, or remove the limit (without a cohort there is nothing to borrow from"
+                            " or lend to)"
+                        ),
+                    )
+
+
+def _mig_layout(group: NodeGroup, spath: Path, info: catalog.InstanceType | None) -> Iterator[Issue]:
+    """A Mixed group: profiles in `layout` only, each a profile of the GPU, covering exactly the node's GPUs."""
+    sharing = group.sharing
+    if sharing.profile is not None:
+        yield Issue(
+            path=spath + ("profile",),
+            at_key=True,
+            message="with migStrategy Mixed the profiles are given per GPU in layout, not in profile",
+            hint=f"use layout: [{{gpus: {info.gpu_count if info else 'N'}, profile: {sharing.profile}}}]",
+        )
+    if not sharing.layout:
+        yield Issue(
+            path=spath + ("migStrategy",),
+            message="migStrategy Mixed needs a layout: the profile of each of the node's GPUs",
+            hint="add layout: [{gpus: 4, profile: <profile>}, {gpus: 4, profile: <profile>}]",
+        )
+        return
+    if group.ami_type.startswith("BOTTLEROCKET"):
+        yield Issue(
+            path=spath + ("migStrategy",),
+            message=(
+                f"Bottlerocket partitions MIG from its own settings, one profile per board ({group.ami_type});"
+                " migStrategy Mixed needs the GPU Operator's MIG manager"
+            ),
+            hint="use an AL2023 NVIDIA AMI, or migStrategy Single with one profile",
+        )
+    if info is None:
+        return
+    for k, item in enumerate(sharing.layout):
+        if item.profile not in info.mig_profiles:
+            yield Issue(
+                path=spath + ("layout", k, "profile"),
+                message=(
+                    f'"{item.profile}" is not a MIG profile of the {info.gpu_model} in {group.instance_type} (profiles:'
+                    f" {', '.join(info.mig_profiles)})"
+                ),
+                hint=did_you_mean(item.profile, info.mig_profiles),
+            )
+    covered = sum(item.gpus for item in sharing.layout)
+    if covered != info.gpu_count:
+        yield Issue(
+            path=spath + ("layout",),
+            message=f"layout covers {covered} GPUs, but {group.instance_type} has {info.gpu_count}",
+            hint=f"make the gpus of the layout add up to {info.gpu_count}",
+        )
+
+
+@rule("sharing")
+def _sharing(fleet: Fleet) -> Iterator[Issue]:
+    operator_mig = [
+        (path, group)
+        for path, group in _groups(fleet)
+        if group.sharing.strategy is SharingStrategy.MIG and not group.ami_type.startswith("BOTTLEROCKET")
+    ]
+    if len({group.sharing.mig_strategy for _, group in operator_mig}) > 1:
+        mixed = next(group.name for _, group in operator_mig if group.sharing.mig_strategy == "Mixed")
+        for path, group in operator_mig:
+            if group.sharing.mig_strategy == "Single":
+                yield Issue(
+                    path=path + ("sharing", "strategy"),
+                    message=(
+                        "the GPU Operator applies one MIG strategy to the whole cluster (ClusterPolicy mig.strategy),"
+                        f' and node group "{mixed}" uses Mixed: this group\'s slices would be advertised as'
+                        f" nvidia.com/mig-{group.sharing.profile}, not nvidia.com/gpu"
+                    ),
+                    hint=(
+                        f"set migStrategy: Mixed with layout: [{{gpus: <all GPUs>, profile: {group.sharing.profile}}}]"
+                        f" here too (its pods then request nvidia.com/mig-{group.sharing.profile}), or use Single"
+                        " everywhere"
+                    ),
+                )
+    for path, group in _groups(fleet):
+        sharing = group.sharing
+        spath = path + ("sharing",)
+        info = catalog.lookup(group.instance_type)
+        strategy = sharing.strategy
+        if strategy is SharingStrategy.MPS and sharing.profile is not None:
+            yield Issue(
+                path=spath + ("profile",),
+                at_key=True,
+                message=(
+                    "MPS cannot be combined with MIG: the device plugin does not support MPS on MIG-enabled devices"
+                ),
+                hint="choose strategy MIG (hardware partitions) or MPS on whole GPUs",
+            )
+            continue
+        if strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS) and sharing.replicas is None:
+            yield Issue(
+                path=spath + ("replicas",),
+                message=f"strategy {strategy} needs replicas (pods per GPU)",
+                hint="add replicas: 2 to 48",
+            )
+        if strategy not in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS) and sharing.replicas is not None:
+            yield Issue(
+                path=spath + ("replicas",),
+                at_key=True,
+                message=f"replicas is only used with TimeSlicing or MPS, not {strategy}",
+                hint="remove replicas",
+            )
+        if strategy is not SharingStrategy.MIG and sharing.profile is not None:
+            yield Issue(
+                path=spath + ("profile",),
+                at_key=True,
+                message=f"profile is only used with MIG, not {strategy}",
+                hint="remove profile, or set strategy: MIG",
+            )
+        if strategy is not SharingStrategy.MIG and (sharing.mig_strategy != "Single" or sharing.layout):
+            field = "layout" if sharing.layout else "migStrategy"
+            yield Issue(
+                path=spath + (field,),
+                at_key=True,
+                message=f"{field} is only used with MIG, not {strategy}",
+                hint=f"remove {field}, or set strategy: MIG",
+            )
+        if strategy is SharingStrategy.MIG:
+            if info is not None and not info.mig_capable:
+                yield Issue(
+                    path=spath + ("strategy",),
+                    message=f"{info.gpu_model} GPUs in {group.instance_type} cannot do MIG",
+                    hint=f"MIG needs {_mig_gpus()} GPUs; use MPS or TimeSlicing on this group",
+                )
+            elif sharing.mig_strategy == "Mixed":
+                yield from _mig_layout(group, spath, info)
+            elif sharing.layout:
+                yield Issue(
+                    path=spath + ("layout",),
+                    at_key=True,
+                    message=(
+                        "layout needs migStrategy Mixed: under Single every slice is nvidia.com/gpu, so a node holds"
+                        " one profile"
+                    ),
+                    hint="set migStrategy: Mixed, or replace layout with one profile",
+                )
+            elif sharing.profile is None:
+                yield Issue(
+                    path=spath + ("profile",),
+                    message="strategy MIG needs a profile",
+                    hint=(
+                        f"profiles of the {info.gpu_model} in {group.instance_type}: {', '.join(info.mig_profiles)}"
+                        if info and info.mig_profiles
+                        else ""
+                    ),
+                )
+            elif info is not None and sharing.profile not in info.mig_profiles:
+                yield Issue(
+                    path=spath + ("profile",),
+                    message=(
+                        f'"{sharing.profile}" is not a MIG profile of the {info.gpu_model} in {group.instance_type}'
+                        f" (profiles: {', '.join(info.mig_profiles)})"
+                    ),
+                    hint=did_you_mean(sharing.profile, info.mig_profiles),
+                )
+        if (
+            strategy is SharingStrategy.TIME_SLICING
+            and group.workload_class in (WorkloadClass.TRAINING, WorkloadClass.INFERENCE)
+            and not sharing.acknowledge_no_isolation
+        ):
+            yield Issue(
+                path=spath + ("strategy",),
+                message=(
+                    f"time-slicing on a workloadClass {group.workload_class} group: pods share a GPU with no memory"
+                    " bound and no fault isolation"
+                ),
+                hint=(
+                    "time-slicing is for notebooks, CI and bursty low-stakes work; use MIG or MPS, or set"
+                    " sharing.acknowledgeNoIsolation: true"
+                ),
+            )
+
+
+def _mig_gpus() -> str:
+    """The MIG-capable GPU models of the catalog, with their instance families: "A100 (p4d, p4de), H100 (p5)"."""
+    families: dict[str, list[str]] = {}
+    for info in catalog.CATALOG.values():
+        if info.mig_capable and info.family not in families.setdefault(info.gpu_model, []):
+            families[info.gpu_model].append(info.family)
+    return ", ".join(f"{model} ({', '.join(fams)})" for model, fams in sorted(families.items()))
+
+
+@rule("efa")
+def _efa(fleet: Fleet) -> Iterator[Issue]:
+    for path, group in _groups(fleet):
+        if group.fabric is not Fabric.EFA:
+            if group.efa_taint == "Disabled":
+                yield Issue(
+                    path=path + ("efaTaint",),
+                    at_key=True,
+                    message=(
+                        f"efaTaint Disabled has no effect on fabric {group.fabric}: only fabric EFA groups carry the"
+                        " EFA taint"
+                    ),
+                    hint="remove efaTaint",
+                )
+            continue
+        info = catalog.lookup(group.instance_type)
+        if info is not None and not info.efa_supported:
+            yield Issue(
+                path=path + ("fabric",),
+                message=f"{group.instance_type} has no EFA",
+                hint="use fabric None, or an EFA instance type (p4d, p5, p5e, p5en, p6, g6e.8xlarge and larger...)",
+            )
+        if group.zone is None:
+            yield Issue(
+                path=path + ("zone",),
+                message="an EFA group must be pinned to one zone (EFA traffic does not cross availability zones)",
+                hint="set zone to the zone ID of the group's subnet, e.g. zone: use1-az4",
+            )
+        subnets = group.subnet_ids if group.subnet_ids is not None else fleet.cluster.subnet_ids
+        if len(subnets) != 1:
+            inherited = "" if group.subnet_ids is not None else " (cluster.network.subnetIds)"
+            yield Issue(
+                path=path + ("subnetIds",),
+                message=f"an EFA group must use exactly one subnet, in its zone; it uses {len(subnets)}{inherited}",
+                hint="set subnetIds to the one subnet in the group's zone",
+            )
+
+
+@rule("warm-pool")
+def _warm_pool(fleet: Fleet) -> Iterator[Issue]:
+    for path, group in _groups(fleet):
+        pool = group.warm_pool
+        if pool is None:
+            continue
+        if pool.min_size > group.max_size:
+            yield Issue(
+                path=path + ("warmPool", "minSize"),
+                message=f"a warm pool of {pool.min_size} is larger than the group's maxSize {group.max_size}",
+                hint=f"the pool only holds instances the group may run: set minSize to {group.max_size} or less",
+            )
+        if pool.max_prepared_capacity is not None and pool.max_prepared_capacity < pool.min_size:
+            yield Issue(
+                path=path + ("warmPool", "maxPreparedCapacity"),
+                message=(
+                    f"maxPreparedCapacity {pool.max_prepared_capacity} is less than the pool's minSize {pool.min_size}"
+                ),
+            )
+        info = catalog.lookup(group.instance_type)
+        if pool.state == "Hibernated" and info is not None and info.memory_mib > HIBERNATE_MAX_MEMORY_MIB:
+            yield Issue(
+                path=path + ("warmPool", "state"),
+                message=(
+                    f"{group.instance_type} has {info.memory_mib // 1024} GiB of RAM; EC2 hibernates only instances"
+                    " with less than 150 GB"
+                ),
+                hint="use state: Stopped",
+            )
+        if group.ami_type.startswith("BOTTLEROCKET"):
+            # "Not supported on Bottlerocket" (pinned pulumi-aws NodeGroupWarmPoolConfig.reuse_on_scale_in; EKS user
+            # guide, warm pools for managed node groups: reuse on scale-in and Hibernated are not supported with
+            # Bottlerocket AMIs).
+            if pool.reuse_on_scale_in:
+                yield Issue(
+                    path=path + ("warmPool", "reuseOnScaleIn"),
+                    message=f"EKS does not support reuseOnScaleIn with Bottlerocket AMIs ({group.ami_type})",
+                    hint="remove reuseOnScaleIn (scaled-in instances are terminated), or use an AL2023 AMI",
+                )
+            if pool.state == "Hibernated":
+                yield Issue(
+                    path=path + ("warmPool", "state"),
+                    message=(
+                        f"EKS does not support the Hibernated warm-pool state with Bottlerocket AMIs ({group.ami_type})"
+                    ),
+                    hint="use state: Stopped",
+                )
+        if group.capacity_type is CapacityType.CAPACITY_BLOCK:
+            yield Issue(
+                path=path + ("warmPool",),
+                at_key=True,
+                message="a CapacityBlock group cannot have a warm pool: the reservation already holds the instances",
+                hint="remove warmPool",
+            )
+        if group.capacity_type is CapacityType.SPOT:
+            # PutWarmPool "cannot be called on an Auto Scaling group that ... requests Spot Instances"
+            # (https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_PutWarmPool.html).
+            yield Issue(
+                path=path + ("warmPool",),
+                at_key=True,
+                message=(
+                    "a Spot group cannot have a warm pool: EC2 Auto Scaling warm pools do not support Spot Instances"
+                ),
+                hint="remove warmPool, or use capacity type OnDemand",
+            )
+
+
+@rule("scaling")
+def _scaling(fleet: Fleet) -> Iterator[Issue]:
+    for path, group in _groups(fleet):
+        if group.min_size > group.max_size:
+            yield Issue(
+                path=path + ("scaling", "minSize"),
+                message=f"minSize {group.min_size} is larger than maxSize {group.max_size}",
+                hint="lower minSize or raise maxSize",
+            )
+        if group.desired_size is not None and not group.min_size <= group.desired_size <= group.max_size:
+            yield Issue(
+                path=path + ("scaling", "desiredSize"),
+                message=(
+                    f"desiredSize {group.desired_size} is outside minSize..maxSize ({group.min_size}..{group.max_size})"
+                ),
+                hint="set it within the range, or leave it out (it defaults to minSize)",
+            )
+        if group.update.max_unavailable is not None and group.update.max_unavailable_percentage is not None:
+            yield Issue(
+                path=path + ("update", "maxUnavailablePercentage"),
+                at_key=True,
+                message="set maxUnavailable or maxUnavailablePercentage, not both (EKS takes one)",
+                hint="remove one of them",
+            )
+
+
+@rule("capacity")
+def _capacity(fleet: Fleet) -> Iterator[Issue]:
+    for path, group in _groups(fleet):
+        if group.capacity_type is CapacityType.CAPACITY_BLOCK and group.reservation_id is None:
+            yield Issue(
+                path=path + ("capacity", "type"),
+                message=(
+                    "CapacityBlock needs reservationId: the capacity reservation (cr-...) of the purchased Capacity"
+                    " Block"
+                ),
+                hint="add capacity.reservationId, e.g. reservationId: cr-0123456789abcdef0",
+            )
+        if group.capacity_type is CapacityType.ON_DEMAND and group.reservation_id is not None:
+            # The Capacity Block field on an OnDemand group: it is an ODCR (preflight tells a Capacity Block
+            # apart by its ReservationType when the guess is wrong).
+            yield Issue(
+                path=path + ("capacity", "reservationId"),
+                at_key=True,
+                message=(
+                    "reservationId names a Capacity Block (type CapacityBlock); an On-Demand Capacity Reservation"
+                    " (ODCR) is capacity.reservation"
+                ),
+                hint=(
+                    f"replace reservationId with reservation: {{id: {group.reservation_id}, instanceCount: <instances"
+                    " reserved>}"
+                ),
+            )
+        elif group.capacity_type is CapacityType.SPOT and group.reservation_id is not None:
+            yield Issue(
+                path=path + ("capacity", "reservationId"),
+                at_key=True,
+                message=(
+                    "reservationId is only used with capacity type CapacityBlock; Spot Instances do not launch into"
+                    " capacity reservations"
+                ),
+                hint="remove reservationId",
+            )
+        if group.reservation is not None:
+            yield from _reservation(fleet, path + ("capacity", "reservation"), group)
+
+
+def _reservation(fleet: Fleet, path: Path, group: NodeGroup) -> Iterator[Issue]:
+    r = group.reservation
+    assert r is not None
+    if group.capacity_type is not CapacityType.ON_DEMAND:
+        yield Issue(
+            path=path,
+            at_key=True,
+            message=(
+                "reservation is an On-Demand Capacity Reservation (ODCR): it is used only with capacity type OnDemand,"
+                f" not {group.capacity_type}"
+            ),
+            hint="remove reservation",
+        )
+        return
+    targets = [
+        key
+        for key, set_ in (
+            ("id", r.id is not None),
+            ("resourceGroupArn", r.resource_group_arn is not None),
+            ("open", r.open),
+        )
+        if set_
+    ]
+    if len(targets) != 1:
+        said = " and ".join(targets) if targets else "none of them"
+        yield Issue(
+            path=path,
+            at_key=True,
+            message=f"reservation names exactly one of id, resourceGroupArn or open; it names {said}",
+            hint="keep one: id (one reservation), resourceGroupArn (a Capacity Reservation group) or open: true",
+        )
+        return
+    if r.id is not None and group.max_size > r.instance_count:
+        # "Specify Capacity Reservation: ... If the selected Capacity Reservation does not have sufficient capacity
+        # for the number of instances you selected, the instance launch fails" (EC2 User Guide,
+        # capacity-reservations-launch.html); a group target falls back to On-Demand instead.
+        yield Issue(
+            path=path + ("instanceCount",),
+            message=(
+                f"maxSize {group.max_size} is more than the {r.instance_count} instance(s) reserved: launches into a"
+                " full targeted reservation fail"
+            ),
+            hint=f"lower scaling.maxSize to {r.instance_count}",
+        )
+    if r.resource_group_arn is not None and r.resource_group_arn.split(":")[3] != fleet.cluster.region:
+        yield Issue(
+            path=path + ("resourceGroupArn",),
+            message=(
+                f"the Capacity Reservation group is in {r.resource_group_arn.split(':')[3]}, the cluster in"
+                f" {fleet.cluster.region}: a launch template targets a group of its own region"
+            ),
+            hint="use the ARN of a Capacity Reservation group in the cluster's region",
+        )
+    usable = min(r.instance_count, group.max_size)
+    if group.min_size < usable:
+        yield Issue(
+            path=path + ("instanceCount",),
+            severity="warning",
+            message=(
+                f"{r.instance_count} reserved instance(s) are billed around the clock whether they run or not; minSize"
+                f" {group.min_size} keeps {group.min_size} of them running"
+            ),
+            hint=f"set scaling.minSize to {usable}: running reserved instances costs nothing more",
+        )
+
+
+@rule("taints")
+def _taints(fleet: Fleet) -> Iterator[Issue]:
+    for path, group in _groups(fleet):
+        added = gpu_taints_added(group)
+        total = len(group.taints) + added
+        if total > MAX_TAINTS:
+            yield Issue(
+                path=path + ("taints",),
+                at_key=True,
+                message=(
+                    f"{len(group.taints)} taints plus the {added} gpufleet adds is {total}; EKS allows at most"
+                    f" {MAX_TAINTS} per node group"
+                ),
+                hint=f"remove at least {total - MAX_TAINTS} (labels carry information that need not repel pods)",
+            )
+        keys = Counter((t.key, t.effect) for t in group.taints)
+        for j, taint in enumerate(group.taints):
+            if taint.key == "nvidia.com/gpu":
+                yield Issue(
+                    path=path + ("taints", j, "key"),
+                    message="the nvidia.com/gpu taint is added by gpufleet on every group",
+                    hint="remove it from the spec",
+                )
+            elif keys[(taint.key, taint.effect)] > 1:
+                yield Issue(
+                    path=path + ("taints", j, "key"),
+                    message=f'taint "{taint.key}:{taint.effect}" appears more than once',
+                    hint="remove the repeated taint",
+                )
+                keys[(taint.key, taint.effect)] = 0
+
+
+@rule("ami")
+def _ami(fleet: Fleet) -> Iterator[Issue]:
+    for path, group in _groups(fleet):
+        info = catalog.lookup(group.instance_type)
+        if info is not None:
+            arm = "_ARM_64_" in group.ami_type
+            if arm != (info.architecture == "arm64"):
+                other = (
+                    group.ami_type.replace("ARM_64", "x86_64") if arm else group.ami_type.replace("x86_64", "ARM_64")
+                )
+                yield Issue(
+                    path=path + ("ami", "type"),
+                    message=(
+                        f"{group.ami_type} is an {'arm64' if arm else 'x86_64'} AMI, but {group.instance_type} is"
+                        f" {info.architecture}"
+                    ),
+                    hint=f"use type: {other}",
+                )
+        found = ami_releases.check(group.ami_type, group.ami_release_version, fleet.cluster.kubernetes_version)
+        if found is not None:
+            yield Issue(
+                path=path + ("ami", "releaseVersion"), severity=found.severity, message=found.message, hint=found.hint
+            )
+
+
+STAGE_OF_COMPONENT: dict[str, stages.StageName] = {
+    "gpuOperator": "foundation",
+    "kueue": "admission",
+    "efaDevicePlugin": "network",
+    "networkOperator": "network",
+    "multus": "network",
+    "kubePrometheusStack": "telemetry",
+    "nodeProblemDetector": "health",
+    "clusterAutoscaler": "foundation",
+}
+
+
+def deployed_components(fleet: Fleet) -> set[str]:
+    """The component keys (versions.COMPONENTS) some environment of the fleet deploys."""
+    fabrics = {g.fabric for g in fleet.node_groups}
+    need = {"gpuOperator", "kueue"} if fleet.teams else {"gpuOperator"}
+    if Fabric.EFA in fabrics:
+        need.add("efaDevicePlugin")
+    if Fabric.RDMA in fabrics:
+        need |= {"networkOperator", "multus"}
+    if fleet.telemetry.prometheus == "Install":
+        need.add("kubePrometheusStack")
+    need.add("nodeProblemDetector")
+    if fleet.cluster.autoscaler == "Install":
+        need.add("clusterAutoscaler")
+    return {c for c in need if stage_used(fleet, STAGE_OF_COMPONENT[c])}
+
+
+def component_versions(fleet: Fleet) -> dict[str, str]:
+    """Each component key of versions.COMPONENTS with the version the fleet uses (pinned or tested)."""
+    v = fleet.versions
+    return {
+        "gpuOperator": v.gpu_operator,
+        "kueue": v.kueue,
+        "efaDevicePlugin": v.efa_device_plugin,
+        "networkOperator": v.network_operator,
+        "multus": v.multus,
+        "kubePrometheusStack": v.kube_prometheus_stack,
+        "nodeProblemDetector": v.node_problem_detector,
+        "clusterAutoscaler": v.cluster_autoscaler,
+    }
+
+
+def _pinned_releases(fleet: Fleet) -> list[str]:
+    releases = [g.ami_release_version for g in fleet.node_groups]
+    return releases + ([fleet.cluster.system_nodes.release_version] if fleet.cluster.system_nodes else [])
+
+
+@rule("versions")
+def _versions(fleet: Fleet) -> Iterator[Issue]:
+    v = fleet.versions
+    for key, version in component_versions(fleet).items():
+        component = COMPONENTS[key]
+        field = component.pin_field
+        supported = ", ".join(component.supported)
+        if key in v.defaulted:
+            continue
+        path = ("versions", key, field)
+        if not is_pinned(version):
+            yield Issue(
+                path=path, message=f'"{version}" is not a pinned version', hint=f"pin one exact version: {supported}"
+            )
+        elif version not in component.supported:
+            yield Issue(
+                path=path,
+                message=f"{component.title} {version} is not a version gpufleet supports (supported: {supported})",
+                hint=(
+                    f"pin one of them, e.g. {closest(version, component.supported) or component.supported[-1]} (Helm"
+                    " values are rendered for the keys of these exact versions)"
+                ),
+            )
+    if v.driver_source == "Operator" and v.driver_version is None:
+        yield Issue(
+            path=("versions", "driver"),
+            at_key=True,
+            message="driver source Operator needs version: the exact driver the operator installs",
+            hint='add version, e.g. version: "595.91.07"',
+        )
+    if v.driver_source == "Preinstalled" and (v.driver_version or v.toolkit_version):
+        field = "version" if v.driver_version else "toolkitVersion"
+        yield Issue(
+            path=("versions", "driver", field),
+            at_key=True,
+            message=f"{field} is ignored with source Preinstalled: the AMI's driver and toolkit are used",
+            hint="remove it, or set source: Operator",
+        )
+    for field, value in (("version", v.driver_version), ("toolkitVersion", v.toolkit_version)):
+        if value is not None and not is_pinned(value):
+            yield Issue(
+                path=("versions", "driver", field),
+                message=f'"{value}" is not a pinned version',
+                hint="pin one exact version, e.g. 595.91.07",
+            )
+    agent = v.addons.get("nodeMonitoringAgent")
+    if agent is not None and node_monitoring_agent_release(agent) not in NODE_MONITORING_AGENT_XIDS:
+        known = ", ".join(NODE_MONITORING_AGENT_XIDS)
+        yield Issue(
+            path=("versions", "addons", "nodeMonitoringAgent"),
+            message=(
+                f"EKS node monitoring agent {agent} is not a version gpufleet knows (known: {known}): its repair"
+                " overrides follow the agent's list of fatal XIDs"
+            ),
+            hint=f"pin {sorted(NODE_MONITORING_AGENT_XIDS)[-1]}-eksbuild.1",
+        )
+    if fleet.cluster.kubernetes_version not in KUBERNETES_SUPPORTED:
+        # Suggest the version the pinned AMI releases are for: any other one makes every release a mismatch.
+        minors = {m for m in map(ami_releases.kubernetes_minor, _pinned_releases(fleet)) if m is not None}
+        suggested = (
+            minors.pop() if len(minors) == 1 and minors <= set(KUBERNETES_SUPPORTED) else KUBERNETES_SUPPORTED[-1]
+        )
+        yield Issue(
+            path=("cluster", "kubernetesVersion"),
+            message=(
+                f"Kubernetes {fleet.cluster.kubernetes_version} is not a version gpufleet supports (supported:"
+                f" {', '.join(KUBERNETES_SUPPORTED)})"
+            ),
+            hint=f'pin one of them, quoted, e.g. kubernetesVersion: "{suggested}"',
+        )
+    for i, image_set in enumerate(fleet.image_sets):
+        for j, image in enumerate(image_set.images):
+            if not image_is_pinned(image):
+                yield Issue(
+                    path=("imageSets", i, "images", j),
+                    message=f'image "{image}" is not pinned to a tag or digest',
+                    hint="add an exact tag (not latest) or @sha256:... so every node pulls the same bits",
+                )
+
+
+@rule("explicit-pins")
+def _explicit_pins(fleet: Fleet) -> Iterator[Issue]:
+    """versions.pinning Explicit (the whole fleet, or one environment through its overrides): every component the
+    fleet deploys is pinned in the spec, so a gpufleet upgrade cannot change a deployed version by itself."""
+    if fleet.versions.pinning != "Explicit":
+        return
+    for key in sorted(deployed_components(fleet) & fleet.versions.defaulted):
+        field = "tag" if key == "multus" else "chart"
+        yield Issue(
+            path=("versions", "pinning"),
+            message=f"pinning is Explicit, but {COMPONENTS[key].title} is not pinned",
+            hint=f"pin it: versions.{key}.{field}: {default_release(key)} (the release this gpufleet is tested with)",
+        )
+
+
+@rule("telemetry")
+def _telemetry(fleet: Fleet) -> Iterator[Issue]:
+    if fleet.telemetry.prometheus == "Install" and fleet.telemetry.existing_namespace is not None:
+        yield Issue(
+            path=("telemetry", "existingNamespace"),
+            at_key=True,
+            message="existingNamespace is only used with prometheus: Existing",
+            hint="remove existingNamespace, or set prometheus: Existing",
+        )
+
+
+@rule("system-nodes")
+def _system_nodes(fleet: Fleet) -> Iterator[Issue]:
+    cluster = fleet.cluster
+    if cluster.mode == "Create" and cluster.system_nodes is None:
+        yield Issue(
+            path=("cluster",),
+            message=(
+                "mode Create needs systemNodes: every GPU group is tainted, so CoreDNS and the controllers need CPU"
+                " nodes to run on"
+            ),
+            hint='add cluster.systemNodes: {releaseVersion: "<the AMI release of your GPU groups>"}',
+        )
+    if cluster.mode == "Existing" and cluster.system_nodes is not None:
+        yield Issue(
+            path=("cluster", "systemNodes"),
+            at_key=True,
+            message="systemNodes is only used with mode Create: an existing cluster brings its own system nodes",
+        )
+    if cluster.system_nodes is not None:
+        found = ami_releases.check(
+            SYSTEM_NODES_AMI_TYPE, cluster.system_nodes.release_version, cluster.kubernetes_version
+        )
+        if found is not None:
+            yield Issue(
+                path=("cluster", "systemNodes", "releaseVersion"),
+                severity=found.severity,
+                message=found.message,
+                hint=found.hint,
+            )
+    if cluster.system_nodes is not None and cluster.system_nodes.min_size > cluster.system_nodes.max_size:
+        yield Issue(
+            path=("cluster", "systemNodes", "minSize"),
+            message=f"minSize {cluster.system_nodes.min_size} is larger than maxSize {cluster.system_nodes.max_size}",
+        )
+
+
+@rule("endpoint")
+def _endpoint(fleet: Fleet) -> Iterator[Issue]:
+    cluster = fleet.cluster
+    if cluster.public_cidrs is None and cluster.open_endpoint_reason is None:
+        return
+    where = ("cluster", "publicEndpoint")
+    if cluster.mode == "Existing":
+        yield Issue(
+            path=where,
+            at_key=True,
+            message=(
+                "publicEndpoint is only used with mode Create: gpufleet does not change an existing cluster's endpoint"
+            ),
+        )
+    elif cluster.endpoint_access == "Private":
+        yield Issue(
+            path=where,
+            at_key=True,
+            message="publicEndpoint is set but endpointAccess is Private: there is no public endpoint",
+            hint="remove publicEndpoint, or set endpointAccess: PublicAndPrivate",
+        )
+    elif cluster.open_endpoint_reason is not None and not access.endpoint_open(cluster):
+        yield Issue(
+            path=where + ("acknowledgeOpenToInternet",),
+            at_key=True,
+            message=(
+                "acknowledgeOpenToInternet is set but the endpoint is not open: only"
+                f" {', '.join(access.public_cidrs(cluster))} may reach it"
+            ),
+            hint="remove acknowledgeOpenToInternet (it would record a reason for an exposure that does not exist)",
+        )
+
+
+@rule("access")
+def _access(fleet: Fleet) -> Iterator[Issue]:
+    cluster = fleet.cluster
+    if cluster.mode == "Create" and not cluster.admins:
+        yield Issue(
+            path=("cluster",),
+            message=(
+                "mode Create needs cluster.admins: the cluster is created without an implicit admin"
+                " (bootstrapClusterCreatorAdminPermissions false), so nobody could deploy into it"
+            ),
+            hint='add cluster.admins: [{principalArn: "arn:aws:iam::<account>:role/<the role that runs pulumi up>"}]',
+        )
+    if fleet.checkpoints is not None and fleet.checkpoints.encryption == "CustomerManagedKey" and not cluster.admins:
+        yield Issue(
+            path=("checkpoints", "encryption"),
+            message=(
+                "encryption CustomerManagedKey needs cluster.admins: they administer the checkpoint key, and nobody"
+                " else may"
+            ),
+            hint="add cluster.admins, or use encryption S3Managed",
+        )
+    partition = names.partition(cluster.region)
+    owners: list[tuple[Path, list[str] | tuple[str, ...], str]] = [
+        (("cluster", "admins"), [p.principal_arn for p in cluster.admins], "cluster.admins")
+    ]
+    owners += [
+        (("teams", i, "members"), [p.principal_arn for p in team.members], f"team {team.name}")
+        for i, team in enumerate(fleet.teams)
+    ]
+    seen: dict[str, str] = {}
+    for path, arns, owner in owners:
+        for j, arn in enumerate(arns):
+            where = path + (j, "principalArn")
+            if access.arn_partition(arn) != partition:
+                yield Issue(
+                    path=where,
+                    message=(
+                        f"{arn} is in partition {access.arn_partition(arn)}, the cluster (region {cluster.region}) in"
+                        f" {partition}"
+                    ),
+                    hint=f"use the principal's arn:{partition}:iam::... ARN",
+                )
+            if arn in seen:
+                yield Issue(
+                    path=where,
+                    message=f"{arn} is already listed in {seen[arn]}: EKS allows one access entry per principal",
+                    hint=(
+                        "give each principal one role in the spec (a person in two teams assumes a different role for"
+                        " each)"
+                    ),
+                )
+            seen.setdefault(arn, owner)
+
+
+@rule("driver-source-matches-ami")
+def _driver_source(fleet: Fleet) -> Iterator[Issue]:
+    operator = fleet.versions.driver_source == "Operator"
+    release = GPU_OPERATOR.get(fleet.versions.gpu_operator)
+    if (
+        fleet.versions.gdrcopy == "Enabled"
+        and not operator
+        and release is not None
+        and release.gdrcopy_needs_operator_driver
+    ):
+        hint = "set source: Operator (its driver DaemonSet loads gdrdrv), or gdrCopy: Disabled"
+        if release.device_plugin_detects_gdrdrv:
+            hint += "; a node that loads gdrdrv itself gets GDRCopy from the device plugin without this setting"
+        yield Issue(
+            path=("versions", "driver", "gdrCopy"),
+            message=(
+                f"GPU Operator {fleet.versions.gpu_operator} loads gdrdrv only beside the driver it installs, and with"
+                " source Preinstalled it installs none (the EKS NVIDIA AMI ships no gdrdrv)"
+            ),
+            hint=hint,
+        )
+    for path, group in _groups(fleet):
+        nvidia_ami = group.ami_type.endswith("_NVIDIA")
+        if operator and nvidia_ami:
+            yield Issue(
+                path=path + ("ami", "type"),
+                message=f"{group.ami_type} ships its own NVIDIA driver, but versions.driver.source is Operator",
+                hint=(
+                    f"use {'AL2023_ARM_64_STANDARD' if '_ARM_64_' in group.ami_type else 'AL2023_x86_64_STANDARD'} (the"
+                    " operator installs the driver), or driver source Preinstalled"
+                ),
+            )
+        if not operator and not nvidia_ami:
+            yield Issue(
+                path=path + ("ami", "type"),
+                message=f"{group.ami_type} has no NVIDIA driver, but versions.driver.source is Preinstalled",
+                hint="use an *_NVIDIA AMI type, or set versions.driver.source: Operator with a pinned version",
+            )
+
+
+@rule("network")
+def _network(fleet: Fleet) -> Iterator[Issue]:
+    rdma = fleet.network.rdma
+    rdma_groups = [(path, group) for path, group in _groups(fleet) if group.fabric is Fabric.RDMA]
+    if rdma is None and rdma_groups and stage_used(fleet, "network"):
+        path, group = rdma_groups[0]
+        yield Issue(
+            path=path + ("fabric",),
+            message=(
+                f'fabric RDMA needs network.rdma: the RDMA devices and ports of group "{group.name}"\'s NICs (for the'
+                " device plugin, the secondary networks and NCCL_IB_HCA)"
+            ),
+            hint=(
+                "add network.rdma.networks: [{name: rail0, interface: <netdev, e.g. ibp24s0>, hca: <RDMA device, e.g."
+                " mlx5_0>}]"
+            ),
+        )
+    if rdma is not None and not rdma_groups:
+        yield Issue(
+            path=("network", "rdma"),
+            at_key=True,
+            severity="warning",
+            message="network.rdma is set but no node group has fabric RDMA: it is not used",
+        )
+    if rdma is not None:
+        for field in ("name", "interface", "hca"):
+            seen: set[str] = set()
+            for i, net in enumerate(rdma.networks):
+                value = getattr(net, field)
+                if value in seen:
+                    yield Issue(
+                        path=("network", "rdma", "networks", i, field),
+                        message=f'{field} "{value}" appears in more than one RDMA network',
+                        hint="one entry per RDMA port",
+                    )
+                seen.add(value)
+    image = fleet.network.bandwidth_gate.image
+    if not image_is_pinned(image):
+        yield Issue(
+            path=("network", "bandwidthGate", "image"),
+            message=f'image "{image}" is not pinned to a tag or digest',
+            hint="the gate must measure the same bits every time: add an exact tag (not latest) or @sha256:...",
+        )
+
+
+@rule("admission")
+def _admission(fleet: Fleet) -> Iterator[Issue]:
+    if not stage_used(fleet, "admission"):
+        return
+    adm = fleet.admission
+    derived, slowest = cold_start.default_timeout_seconds(fleet)
+    if adm.pods_ready_timeout_seconds is not None and adm.pods_ready_timeout_seconds < derived:
+        yield Issue(
+            path=("admission", "podsReadyTimeoutSeconds"),
+            severity="warning",
+            message=(
+                f"{adm.pods_ready_timeout_seconds}s is shorter than a cold start of node group {slowest} (about"
+                f" {derived}s with margin: node boot and join, image pulls, GPU Operator operands): a job that must"
+                f" scale the group up is evicted, and deactivated after {adm.backoff_limit_count} requeues"
+            ),
+            hint=f"remove podsReadyTimeoutSeconds (the default is {derived}s), or set at least {derived}",
+        )
+    if adm.reclaim_within_cohort == "Never" and adm.borrow_within_cohort != "Never":
+        yield Issue(
+            path=("admission", "preemption", "borrowWithinCohort"),
+            message=(
+                f"borrowWithinCohort {adm.borrow_within_cohort} needs reclaimWithinCohort other than Never (Kueue"
+                " rejects the ClusterQueue otherwise)"
+            ),
+            hint="set reclaimWithinCohort: LowerPriority or Any, or borrowWithinCohort: Never",
+        )
+    protected = [p for p in adm.priorities if not p.preemptible]
+    for i, prio in enumerate(adm.priorities):
+        above = [p.name for p in protected if prio.preemptible and prio.value >= p.value]
+        if above:
+            yield Issue(
+                path=("admission", "priorities", i, "value"),
+                message=(
+                    f'preemptible class "{prio.name}" ({prio.value}) ranks at or above non-preemptible "{above[0]}": it'
+                    " could preempt it"
+                ),
+                hint="give every non-preemptible class a higher value than every preemptible one",
+            )
+    for i, team in enumerate(fleet.teams):
+        if team.namespace in RESERVED_NAMESPACES or team.namespace.startswith("kube-"):
+            yield Issue(
+                path=("teams", i, "namespace"),
+                message=f'team namespace "{team.namespace}" is a system namespace',
+                hint="give the team its own namespace (teams[].namespace; omitted, it is the team name)",
+            )
+    for path, group in _groups(fleet):
+        if (
+            group.topology.placement not in (None, "None")
+            and group.instance_type not in catalog.TOPOLOGY_INSTANCE_TYPES
+            and catalog.lookup(group.instance_type)
+        ):
+            yield Issue(
+                path=path + ("topology", "placement"),
+                message=(
+                    f"topology-aware placement needs the EKS network topology labels, which {group.instance_type} nodes"
+                    " do not get (Kueue would find no capacity)"
+                ),
+                hint=(
+                    "set placement: None, or use an instance type EC2 reports topology for (p4d, p5, p5e, p5en, p6,"
+                    " g6e)"
+                ),
+            )
+
+
+@rule("sharing-names")
+def _sharing_names(fleet: Fleet) -> Iterator[Issue]:
+    # A group's sharing config is the entry named after it; these names are the entries of everything else.
+    if not stage_used(fleet, "sharing"):
+        return
+    reserved = {
+        SharingStrategy.TIME_SLICING: DEFAULT_DEVICE_PLUGIN_CONFIG,
+        SharingStrategy.MPS: DEFAULT_DEVICE_PLUGIN_CONFIG,
+        SharingStrategy.MIG: MIG_DISABLED,
+    }
+    for path, group in _groups(fleet):
+        name = reserved.get(group.sharing.strategy)
+        if name is not None and group.name == name:
+            yield Issue(
+                path=path + ("name",),
+                message=(
+                    f"{'an' if group.sharing.strategy is SharingStrategy.MPS else 'a'} {group.sharing.strategy} group"
+                    f' cannot be named "{name}": that config entry is the one for groups without sharing'
+                ),
+                hint="rename the node group",
+            )

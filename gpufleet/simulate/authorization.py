@@ -1,0 +1,169 @@
+"""May the submitter create this workload? The API server's authorization, the first gate a manifest meets, as the
+fleet's EKS access entries and team RBAC grant it (`gpufleet explain --as ARN`).
+
+What gpufleet grants (gpufleet.plan.builders.access_entries, gpufleet.plan.manifests.tenancy):
+- `cluster.admins`: AmazonEKSClusterAdminPolicy on the whole cluster, so any kind in any namespace;
+- `teams[].members`: AmazonEKSEditPolicy scoped to the team's namespace (Kubernetes' `edit` for built-in kinds:
+  Pods, Jobs, Deployments, StatefulSets, DaemonSets; https://docs.aws.amazon.com/eks/latest/userguide/access-policy-permissions.html),
+  plus the team Role for the Kueue-managed custom kinds (JobSet, PyTorchJob, MPIJob, TrainJob) in that namespace,
+  rendered by the admission stage, which also creates the namespace;
+- anyone else: no access entry. A cluster gpufleet creates uses authenticationMode API, so the access entries are
+  the only way in and the API server refuses the request (Unauthorized). An existing cluster may grant access
+  outside the spec (other access entries, the aws-auth ConfigMap), which gpufleet cannot see: a note, not a verdict.
+
+EKS maps an assumed-role session (arn:aws:sts::ACCOUNT:assumed-role/NAME/SESSION) to the IAM role it came from
+(https://docs.aws.amazon.com/eks/latest/userguide/access-entries.html: an access entry names the role, and every
+session of it is that principal), so `--as` takes either form; the session ARN carries no role path, so roles
+match by account and name.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gpufleet.base.errors import Path
+from gpufleet.facts import stages
+from gpufleet.plan.manifests import kueue, tenancy
+from gpufleet.simulate.workload import FRAMEWORK
+from gpufleet.spec import access
+from gpufleet.spec.fleet import Fleet
+
+_IAM = re.compile(
+    r"arn:(?P<partition>aws[a-z-]*):iam::(?P<account>\d{12}):(?P<kind>role|user)/(?:[\w+=,.@/-]*/)?(?P<name>[\w+=,.@-]+)"
+)
+_SESSION = re.compile(
+    r"arn:(?P<partition>aws[a-z-]*):sts::(?P<account>\d{12}):assumed-role/(?P<name>[\w+=,.@-]+)/[\w+=,.@-]+"
+)
+# Kinds granted by the namespace-scoped AmazonEKSEditPolicy (Kubernetes' `edit` role for built-in kinds).
+EDIT_POLICY_KINDS = frozenset({"Pod", "Job", "Deployment", "StatefulSet", "DaemonSet"})
+
+
+class PrincipalError(ValueError):
+    """An `--as` value that is not an IAM role, user or assumed-role session ARN."""
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """An IAM principal as EKS sees it: partition, account, role or user, and name (role path dropped)."""
+
+    partition: str
+    account: str
+    kind: str
+    name: str
+
+
+def identity(arn: str) -> Identity:
+    m = _IAM.fullmatch(arn)
+    if m:
+        return Identity(m["partition"], m["account"], m["kind"], m["name"])
+    m = _SESSION.fullmatch(arn)
+    if m:
+        return Identity(m["partition"], m["account"], "role", m["name"])
+    raise PrincipalError(
+        f"{arn!r} is not an IAM role, user or assumed-role ARN (arn:aws:iam::<account>:role/<name>, "
+        "arn:aws:iam::<account>:user/<name> or arn:aws:sts::<account>:assumed-role/<name>/<session>)"
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Refusal:
+    message: str
+    fix: str
+    spec_path: Path | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decision:
+    """None refusal and None note: the principal may create the workload."""
+
+    refusal: Refusal | None = None
+    note: str | None = None
+
+
+# What a team member may create in the team's namespace: the edit policy's kinds, plus the kinds of the Kueue
+# integrations whose resources the team Role grants (gpufleet.plan.manifests.tenancy.team_role).
+TEAM_KINDS = EDIT_POLICY_KINDS | {
+    kind
+    for kind, framework in FRAMEWORK.items()
+    if framework in kueue.FRAMEWORKS and framework in tenancy.JOB_RESOURCES
+}
+
+
+def may_create(fleet: Fleet, through: stages.StageName, arn: str, kind: str, namespace: str) -> Decision:
+    """Whether `arn` may create a `kind` in `namespace` on the fleet of this environment (raises PrincipalError)."""
+    who = identity(arn)
+    if any(identity(a.principal_arn) == who for a in fleet.cluster.admins):
+        return Decision()
+    owner = next(
+        ((i, t) for i, t in enumerate(fleet.teams) if any(identity(m.principal_arn) == who for m in t.members)), None
+    )
+    by_namespace = next(((i, t) for i, t in enumerate(fleet.teams) if t.namespace == namespace), None)
+    # What the spec names: the member's own ARN (with its role path), else the role a session came from.
+    spec_arn = (
+        next((m.principal_arn for m in owner[1].members if identity(m.principal_arn) == who), arn)
+        if owner
+        else f"arn:{who.partition}:iam::{who.account}:{who.kind}/{who.name}"
+    )
+    add_to = (
+        (f"add {spec_arn} to teams[{by_namespace[1].name}].members", ("teams", by_namespace[0], "members"))
+        if by_namespace
+        else ("submit it in a team's namespace", None)
+    )
+    if owner is None:
+        if fleet.cluster.mode == "Existing":
+            return Decision(
+                note=(
+                    f"{arn} has no access entry in the spec; the existing cluster {fleet.cluster.name} may grant access"
+                    " outside gpufleet (other access entries, aws-auth), which explain cannot see"
+                )
+            )
+        return Decision(
+            refusal=Refusal(
+                message=(
+                    f"{arn} has no EKS access entry on cluster {fleet.cluster.name} (authenticationMode API): the API"
+                    " server refuses the request (Unauthorized)"
+                ),
+                fix=add_to[0] + ", or to cluster.admins",
+                spec_path=add_to[1],
+            )
+        )
+    index, team = owner
+    group = access.team_group(team.name)
+    if namespace != team.namespace:
+        return Decision(
+            refusal=Refusal(
+                message=(
+                    f"{arn} (team {team.name}, group {group}) may create workloads only in namespace {team.namespace}; "
+                    f"the {kind} is in namespace {namespace}, where the API server forbids it (Forbidden)"
+                ),
+                fix=f"submit it in namespace {team.namespace}"
+                + (
+                    f", or move {spec_arn} to teams[{by_namespace[1].name}].members (one access entry per principal)"
+                    if by_namespace
+                    else ""
+                ),
+                spec_path=("teams", index, "members"),
+            )
+        )
+    if not stages.included("admission", through):
+        return Decision(
+            refusal=Refusal(
+                message=(
+                    f"namespace {namespace} does not exist in this environment: the admission stage creates it (and"
+                    f" team {team.name}'s Role), and this environment stops before it"
+                ),
+                fix="roll this environment through the admission stage (environments.<env>.through)",
+            )
+        )
+    if kind not in TEAM_KINDS:
+        return Decision(
+            refusal=Refusal(
+                message=(
+                    f"{arn} (team {team.name}) may not create {kind}: neither {access.EDIT_POLICY} nor the Role"
+                    f" {tenancy.TEAM_ROLE} grants it"
+                ),
+                fix=f"submit one of {', '.join(sorted(TEAM_KINDS))}, or ask a cluster admin",
+            )
+        )
+    return Decision()

@@ -1,0 +1,85 @@
+"""Whether a pending pod makes the Cluster Autoscaler scale a node group up (from zero, or past its current size).
+
+kubernetes/autoscaler cluster-autoscaler: for an empty group the autoscaler builds a template node
+(cloudprovider/aws/aws_manager.go `buildNodeFromTemplate`: CPU, memory and GPUs of the instance type, labels and taints
+from eks:DescribeNodegroup, extended resources from `k8s.io/cluster-autoscaler/node-template/resources/*` tags) and
+runs the scheduler's filters on it (core/scaleup/orchestrator: a group is an option only when the pod passes
+PreFilter/Filter on its template); a group at maxSize is never an option. Kueue-managed pods exist only after
+admission, so the autoscaler sees nothing of a workload Kueue has not admitted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gpufleet.simulate.nodes import NodeModel
+from gpufleet.simulate.scheduling import insufficient, matches_node, untolerated
+from gpufleet.simulate.workload import PodSpec
+
+
+def nodes_needed(node: NodeModel, pod: PodSpec, pods: int) -> int:
+    """Nodes of the group `pods` pods of this shape take (idle nodes, packed)."""
+    request = pod.request()
+    per_node = min((node.allocatable.get(r, 0) // v for r, v in request.items() if v > 0), default=pods) or 1
+    return -(-pods // per_node)
+
+
+def scale_up_blocker(
+    node: NodeModel, pod: PodSpec, tolerations: list[Mapping[str, Any]], pods: int
+) -> tuple[str, str] | None:
+    """(reason, fix) when the group cannot bring the nodes `pods` pods of this shape need; None when it can."""
+    request = pod.request()
+    needed = nodes_needed(node, pod, pods)
+    if needed <= node.min_size:
+        return None  # the nodes exist already (idle fleet)
+    if node.template is None:
+        return (
+            (
+                f"node group {node.group} keeps {node.min_size} node(s) and nothing scales it up (cluster.autoscaler is"
+                f" None); {needed} needed"
+            ),
+            f"set nodeGroups[{node.group}].scaling.minSize to {needed}, or cluster.autoscaler: Install",
+        )
+    if node.max_size < needed and node.reserved is not None:
+        # maxSize may not exceed a targeted reservation (rules.py): growing means a larger reservation first.
+        return (
+            (
+                f"node group {node.group} may grow to {node.max_size} node(s), within the {node.reserved} instance(s)"
+                f" of the capacity reservation it targets; {pods} pod(s) of this shape need {needed}"
+            ),
+            (
+                f"enlarge the reservation, then raise nodeGroups[{node.group}].capacity.reservation.instanceCount and"
+                f" scaling.maxSize to {needed}; or ask for fewer pods"
+            ),
+        )
+    if node.max_size < needed:
+        return (
+            f"node group {node.group} may grow to {node.max_size} node(s); {pods} pod(s) of this shape need {needed}",
+            f"raise nodeGroups[{node.group}].scaling.maxSize to {needed}, or ask for fewer pods",
+        )
+    template = node.template
+    if not matches_node(pod, template["labels"]):
+        return (
+            f"the scale-from-zero template of node group {node.group} does not carry the labels the pod selects",
+            "select the group by gpufleet.io/node-group",
+        )
+    bad = untolerated(template["taints"], tolerations)
+    if bad:
+        return (
+            (
+                f"the scale-from-zero template of node group {node.group} has taint"
+                f" {bad[0]['key']}={bad[0]['value']}:{bad[0]['effect']} the pod does not tolerate"
+            ),
+            f"add a toleration for {bad[0]['key']}",
+        )
+    missing = insufficient(request, template["resources"])
+    if missing:
+        return (
+            (
+                f"the scale-from-zero template of node group {node.group} does not offer {', '.join(missing)} (beyond"
+                " what its node-template resource tags give)"
+            ),
+            "include the stage whose device plugin advertises it in this environment",
+        )
+    return None

@@ -1,0 +1,85 @@
+"""The workloads synth puts through the model: every workload object gpufleet renders, and one canonical workload
+per node group: a full-node pod for Training groups (every GPU and fabric device, Guaranteed, whole CPUs), one whole
+GPU for Inference, one shared unit (time-slicing / MPS replica, MIG slice) for shared groups, each in the namespace of
+the first team with quota on the group and through its queue.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpufleet.facts import stages
+from gpufleet.plan.manifests import kueue
+from gpufleet.plan.manifests.sharing import devices_in
+from gpufleet.simulate.controllers import controllers
+from gpufleet.simulate.nodes import NUMA_ALIGNED_PREFIXES
+from gpufleet.simulate.operands import operands
+from gpufleet.simulate.verdict import FleetModel
+from gpufleet.simulate.workload import KINDS, QUEUE_LABEL, Workload, workload
+from gpufleet.spec.fleet import NodeGroup, SharingStrategy, WorkloadClass
+from gpufleet.spec.names import GPU_RESOURCE, LABEL_NODE_GROUP, group_taints, tolerations_for
+
+
+def rendered(model: FleetModel) -> list[Workload]:
+    """Every workload object of the included stages (gate Jobs, prepuller and health DaemonSets, Deployments), the
+    node DaemonSets of the pinned charts (gpufleet.simulate.operands) and their controllers (gpufleet.simulate.controllers).
+    """
+    out = operands(model.plan) + controllers(model.plan)
+    for stage in model.plan.included():
+        for res in stage.content.resources:
+            obj = res.args.get("object")
+            if isinstance(obj, dict) and obj.get("kind") in KINDS:
+                out.append(workload(obj))
+    return out
+
+
+def shape(group: NodeGroup) -> str:
+    if group.sharing.strategy is not SharingStrategy.EXCLUSIVE:
+        return "one shared unit"
+    return "full node" if group.workload_class is WorkloadClass.TRAINING else "one GPU"
+
+
+def canonical(model: FleetModel, group: NodeGroup) -> Workload:
+    node = model.nodes[group.name]
+    units = node.allocatable.get(GPU_RESOURCE, 0)
+    # one device is one GPU until the sharing stage configures replicas or MIG slices
+    with_sharing = stages.included("sharing", model.plan.through)
+    per = kueue.per_gpu(group, with_sharing=with_sharing)
+    if shape(group) == "full node":
+        limits: dict[str, Any] = {r: v for r, v in node.allocatable.items() if r.startswith(NUMA_ALIGNED_PREFIXES)}
+        if "hugepages-2Mi" in node.allocatable:
+            limits["hugepages-2Mi"] = f"{node.allocatable['hugepages-2Mi']}Mi"
+        cpu_milli, memory = per.cpu_milli * units // per.devices, per.memory_mib * units // per.devices
+    else:
+        # one unit of the group's most numerous device as the node advertises it: nvidia.com/gpu, or the smallest
+        # slice of a mixed MIG layout once the sharing stage partitions the node
+        per_gpu = {r: n for r, n in devices_in(group, with_sharing=with_sharing).items() if r in node.allocatable} or {
+            GPU_RESOURCE: 1
+        }
+        limits = {max(per_gpu.items(), key=lambda item: item[1])[0]: 1}
+        cpu_milli, memory = per.cpu_milli // per.devices, per.memory_mib // per.devices
+    # Guaranteed with whole CPUs: the shape the static CPU manager pins, the hardest for the Topology Manager.
+    limits.update({"cpu": str(max(1, cpu_milli // 1000)), "memory": f"{memory}Mi"})
+    team = next((t for t in model.plan.fleet.teams if any(q.node_group == group.name for q in t.quotas)), None)
+    labels = {QUEUE_LABEL: team.name} if team and model.kueue else {}
+    obj = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": f"canonical-{group.name}",
+            "namespace": team.namespace if team else "default",
+            "labels": labels,
+        },
+        "spec": {
+            "parallelism": 1,
+            # It tolerates the group's taints as a workload meant for the group does (Kueue adds at most 8 of them).
+            "template": {
+                "spec": {
+                    "nodeSelector": {LABEL_NODE_GROUP: group.name},
+                    "tolerations": tolerations_for(group_taints(group)),
+                    "containers": [{"name": "main", "resources": {"limits": limits}}],
+                }
+            },
+        },
+    }
+    return workload(obj)

@@ -1,0 +1,58 @@
+"""The controllers of the pinned charts (Kueue, GPU Operator and its NFD master/gc, Network Operator,
+kube-prometheus-stack's operator, Prometheus and kube-state-metrics, the Cluster Autoscaler) as the model sees them:
+one pod each, with the nodeSelector and tolerations gpufleet's values give it, else the chart's default
+(gpufleet.facts.versions.CHART_CONTROLLERS, each read from the pinned chart's values.yaml).
+
+None of them asks for a GPU or tolerates the GPU groups' taints, so each needs an untainted node: gpufleet's system
+node group (mode Create) or the existing cluster's own nodes. A fleet without one leaves Kueue, the operators and the
+autoscaler pending. Multus is not here: gpufleet renders its DaemonSet itself (gpufleet.simulate.canonical.rendered).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gpufleet.facts.versions import CHART_CONTROLLERS
+from gpufleet.plan.parts import RolloutPlan
+from gpufleet.simulate.workload import Container, PodSet, PodSpec, Workload
+
+
+def _get(values: Mapping[str, Any], key: str) -> Any:
+    for part in key.split("."):
+        if not isinstance(values, Mapping) or part not in values:
+            return None
+        values = values[part]
+    return values
+
+
+def controllers(plan: RolloutPlan) -> list[Workload]:
+    out = []
+    for stage in plan.included():
+        for res in stage.content.resources:
+            if res.type != "kubernetes:helm.sh/v3:Release":
+                continue
+            chart = str(res.args.get("chart")).rsplit("/", 1)[-1]  # an OCI chart is named by its reference
+            placements = CHART_CONTROLLERS.get(chart, {}).get(str(res.args.get("version")), ())
+            values = res.args.get("values") or {}
+            for c in placements:
+                if c.enabled_key is not None and _get(values, c.enabled_key) is False:
+                    continue
+                selector = _get(values, c.node_selector_key)
+                tolerations = _get(values, c.tolerations_key)
+                pod = PodSpec(
+                    containers=(Container(name=c.name, requests={}, limits={}),),
+                    node_selector=dict(c.node_selector if selector is None else selector),
+                    tolerations=tuple(c.tolerations if tolerations is None else tolerations),
+                )
+                out.append(
+                    Workload(
+                        kind=c.kind,
+                        namespace=str(res.args.get("namespace")),
+                        name=c.name,
+                        labels={},
+                        pod_sets=(PodSet(name="main", count=1, pod=pod),),
+                        api_version="apps/v1",  # Deployments and StatefulSets
+                    )
+                )
+    return out

@@ -1,0 +1,195 @@
+"""The node model: what one node of each node group offers a pod, read from the rendered plan.
+
+Labels, taints and the scaling range come from the plan's `aws:eks/nodeGroup:NodeGroup` resource (what EKS puts on
+the nodes and what the Cluster Autoscaler reads back from eks:DescribeNodegroup); the extended resources and
+`ephemeral-storage` from the catalog and the environment's stages (`autoscaler.template_resources`, the function that
+also writes the node-template tags, which exist only with cluster.autoscaler Install); the kubelet's
+Topology Manager and CPU manager from `node_bootstrap.topology` (the function that renders the NodeConfig); CPU and
+memory after kubelet reservations and the DaemonSet budget from `kueue.node_reserve`.
+
+NUMA layout (which GPUs, EFA/RDMA devices and CPUs sit on which NUMA node): every 8-GPU type the catalog knows is
+dual-socket with four GPUs and half the NICs and cores per socket, the smaller types are single-socket
+(`node_bootstrap.numa_nodes`; ../shared/UPSTREAM.md "Cross-component facts": p5/p5en/g6e.48xlarge have two NUMA
+nodes with four GPUs each). [I] NIC placement is taken as even across sockets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gpufleet.facts import catalog, stages
+from gpufleet.plan.builders.node_groups import node_group_id
+from gpufleet.plan.manifests import kueue, node_bootstrap
+from gpufleet.plan.manifests.autoscaler import RELEASE as AUTOSCALER_RELEASE
+from gpufleet.plan.manifests.autoscaler import template_resources
+from gpufleet.plan.manifests.sharing import (
+    MIG_MIXED,
+    MIG_PREFIX,
+    MIG_SINGLE,
+    devices_per_gpu,
+    is_mixed,
+    mig_layout,
+    mig_resource,
+)
+from gpufleet.plan.parts import RolloutPlan
+from gpufleet.spec.fleet import NodeGroup, SharingStrategy
+from gpufleet.spec.names import LABEL_NODE_GROUP
+
+_K8S_EFFECT = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+# Resources whose devices the kubelet aligns on NUMA nodes (device plugins that report topology).
+NUMA_ALIGNED_PREFIXES = ("nvidia.com/", "vpc.amazonaws.com/efa", "rdma/")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeModel:
+    """One node of a group, idle."""
+
+    group: str
+    instance_type: str
+    labels: Mapping[str, str]
+    taints: tuple[Mapping[str, str], ...]
+    # What pods may request: cpu in millicores, memory in MiB, extended resources in units.
+    allocatable: Mapping[str, int]
+    numa_nodes: tuple[int, ...]
+    # resource -> NUMA node -> units (devices, or millicores for "cpu")
+    per_numa: Mapping[str, Mapping[int, int]]
+    topology_policy: str
+    topology_scope: str
+    cpu_manager_policy: str
+    sharing: SharingStrategy
+    fail_requests_greater_than_one: bool
+    mig_strategy: str | None
+    min_size: int
+    max_size: int
+    # The instances of the capacity reservation the group targets by id (a launch into it beyond them fails:
+    # EC2 User Guide, capacity-reservations-launch.html); None when nothing caps the group below maxSize.
+    reserved: int | None
+    # The Cluster Autoscaler's scale-from-zero template (None when no autoscaler is deployed).
+    template: Mapping[str, Any] | None
+
+
+def _node_group_args(plan: RolloutPlan, group: NodeGroup) -> Mapping[str, Any]:
+    for stage in plan.stages:
+        for res in stage.content.resources:
+            if res.id == node_group_id(group):
+                return res.args
+    raise AssertionError(f"no node group resource for {group.name}")
+
+
+def autoscaler_deployed(plan: RolloutPlan) -> bool:
+    return any(r.id == f"helm-{AUTOSCALER_RELEASE}" for s in plan.included() for r in s.content.resources)
+
+
+def _quantity(value: str) -> int:
+    """Extended-resource tag values: plain counts, or Mi for hugepages."""
+    return int(value[:-2]) if value.endswith("Mi") else int(value)
+
+
+def _split(total: int, nodes: tuple[int, ...]) -> dict[int, int]:
+    """`total` units spread evenly over the NUMA nodes, the first ones taking the remainder."""
+    return {n: total // len(nodes) + (1 if i < total % len(nodes) else 0) for i, n in enumerate(nodes)}
+
+
+def _mig_per_numa(group: NodeGroup, nodes: tuple[int, ...]) -> dict[str, dict[int, int]]:
+    """A mixed MIG layout's slices by NUMA node: GPU i sits on NUMA node i // (GPUs per NUMA node), and the layout
+    partitions GPUs in index order (mig-parted `devices: [indices]`)."""
+    info = catalog.lookup(group.instance_type)
+    assert info is not None, group.instance_type
+    per_gpu, per_node = devices_per_gpu(group), max(1, info.gpu_count // len(nodes))
+    out: dict[str, dict[int, int]] = {}
+    index = 0
+    for gpus, profile in mig_layout(group):
+        name = mig_resource(group, profile)
+        for gpu in range(index, index + gpus):
+            numa = nodes[min(gpu // per_node, len(nodes) - 1)]
+            out.setdefault(name, dict.fromkeys(nodes, 0))[numa] += per_gpu[name]
+        index += gpus
+    return out
+
+
+def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
+    args = _node_group_args(plan, group)
+    info = catalog.lookup(group.instance_type)
+    assert info is not None, group.instance_type
+    labels = {
+        **args["labels"],
+        "node.kubernetes.io/instance-type": group.instance_type,
+        "kubernetes.io/arch": "amd64" if info.architecture == "x86_64" else "arm64",
+        "kubernetes.io/os": "linux",
+        "eks.amazonaws.com/capacityType": args["capacityType"],
+    }
+    taints = tuple({"key": t["key"], "value": t["value"], "effect": _K8S_EFFECT[t["effect"]]} for t in args["taints"])
+    # the device plugin and MIG manager configs come with the sharing stage (builders/foundation.py), the EFA and
+    # RDMA device plugins with the network stage
+    with_sharing = stages.included("sharing", plan.through)
+    # From the catalog and the plan, the function that also writes the autoscaler's tags: a fixed-size group
+    # without the autoscaler (cluster.autoscaler None) has no tags, yet its nodes advertise the same.
+    extended = {
+        name: _quantity(value)
+        for name, value in template_resources(
+            plan.fleet, group, with_sharing=with_sharing, with_network=stages.included("network", plan.through)
+        ).items()
+    }
+    reserved_cpu, reserved_memory = kueue.node_reserve(group)
+    allocatable = {
+        "cpu": info.vcpus * 1000 - reserved_cpu,
+        "memory": info.memory_mib - reserved_memory,
+        "pods": kueue.EKS_MAX_PODS.get(group.instance_type, 110),
+        **extended,
+    }
+    numa = node_bootstrap.numa_nodes(group)
+    nodes = tuple(range(numa))
+    per_numa = {r: _split(v, nodes) for r, v in extended.items() if r.startswith(NUMA_ALIGNED_PREFIXES)}
+    if is_mixed(group) and any(r.startswith(MIG_PREFIX) for r in extended):
+        per_numa.update(_mig_per_numa(group, nodes))
+    # The static CPU manager hands out whole CPUs outside the kubelet's reservation; DaemonSet pods share the rest
+    # (cpumanager/policy_static.go), so exclusive CPUs per NUMA node count the DaemonSet budget back in.
+    per_numa["cpu"] = {
+        n: cores * 1000 for n, cores in _split((allocatable["cpu"] + kueue.DAEMONSET_CPU_MILLI) // 1000, nodes).items()
+    }
+    policy, scope, cpu_policy = node_bootstrap.topology(group)
+    strategy = group.sharing.strategy
+    scaling = args["scalingConfig"]
+    template = None
+    if autoscaler_deployed(plan):
+        template = {
+            "labels": dict(args["labels"]),
+            "taints": taints,
+            "resources": {"cpu": info.vcpus * 1000, "memory": info.memory_mib, **extended},
+        }
+    return NodeModel(
+        group=group.name,
+        instance_type=group.instance_type,
+        labels=dict(sorted(labels.items())),
+        taints=taints,
+        allocatable=allocatable,
+        numa_nodes=nodes,
+        per_numa=per_numa,
+        topology_policy=policy,
+        topology_scope=scope,
+        cpu_manager_policy=cpu_policy,
+        sharing=strategy,
+        # time-slicing: gpufleet's config sets it (manifests/sharing.py); MPS: the plugin forces it on
+        # (NVIDIA/k8s-device-plugin api/config/v1/config.go, "preserve the historical MPS behavior").
+        fail_requests_greater_than_one=with_sharing and strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS),
+        # what the node advertises: MIG slices only once the sharing stage partitions it (before, whole GPUs)
+        mig_strategy=(MIG_MIXED if is_mixed(group) else MIG_SINGLE)
+        if with_sharing and strategy is SharingStrategy.MIG
+        else None,
+        min_size=scaling["minSize"],
+        max_size=scaling["maxSize"],
+        reserved=group.reservation.instance_count
+        if group.reservation is not None and group.reservation.id is not None
+        else None,
+        template=template,
+    )
+
+
+def fleet_nodes(plan: RolloutPlan) -> tuple[NodeModel, ...]:
+    return tuple(node_model(plan, g) for g in plan.fleet.node_groups)
+
+
+def group_of(labels: Mapping[str, str]) -> str | None:
+    return labels.get(LABEL_NODE_GROUP)

@@ -1,0 +1,104 @@
+"""The DaemonSets the pinned charts run on GPU nodes, as the model sees them: where they must run and what they
+tolerate, read from the Helm values gpufleet renders, with the chart's own default where a value is not set.
+
+| release | operand pods | must run on | tolerations (value path; chart default) |
+|---|---|---|---|
+| gpu-operator | device plugin, DCGM exporter, GFD, validator, MIG manager | every GPU group (NFD labels each GPU node `nvidia.com/gpu.present`) | `daemonsets.tolerations`; gpu-operator v26.7.0 values.yaml: `nvidia.com/gpu` Exists NoSchedule |
+| aws-efa-k8s-device-plugin | EFA device plugin | every EFA group (the chart's `supportedInstanceLabels` affinity) | `tolerations`; aws-efa-k8s-device-plugin v0.5.30 values.yaml: `[]` |
+| node-problem-detector | NPD with the DCGM health plugin | the groups of its `affinity`, else every group | `tolerations`; node-problem-detector 2.4.1 values.yaml: Exists NoSchedule |
+| kube-prometheus-stack | node exporter | every group | `prometheus-node-exporter.tolerations`; its subchart values.yaml at 88.5.3: Exists NoSchedule |
+
+A device plugin that cannot run on a group leaves the group without its GPUs or EFA devices: every workload there
+stays pending. The network operator's NicClusterPolicy operands are not modelled yet; Multus is a DaemonSet gpufleet
+renders itself (gpufleet.simulate.canonical.rendered), the charts' controllers are in gpufleet.simulate.controllers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from gpufleet.plan.parts import RolloutPlan
+from gpufleet.simulate.workload import Container, PodSet, PodSpec, Workload
+from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup
+from gpufleet.spec.names import LABEL_NODE_GROUP
+
+_EXISTS_NO_SCHEDULE = [{"operator": "Exists", "effect": "NoSchedule"}]
+Targets = Callable[[Fleet, Mapping[str, Any]], Sequence[NodeGroup]]
+
+
+def _get(values: Mapping[str, Any], path: str) -> Any:
+    for key in path.split("."):
+        if not isinstance(values, Mapping) or key not in values:
+            return None
+        values = values[key]
+    return values
+
+
+def _all(fleet: Fleet, values: Mapping[str, Any]) -> Sequence[NodeGroup]:
+    return fleet.node_groups
+
+
+def _efa(fleet: Fleet, values: Mapping[str, Any]) -> Sequence[NodeGroup]:
+    return [g for g in fleet.node_groups if g.fabric is Fabric.EFA]
+
+
+def _by_affinity(fleet: Fleet, values: Mapping[str, Any]) -> Sequence[NodeGroup]:
+    terms = _get(values, "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms") or []
+    named = {
+        v
+        for t in terms
+        for e in t.get("matchExpressions") or []
+        if e.get("key") == LABEL_NODE_GROUP and e.get("operator") == "In"
+        for v in e.get("values") or []
+    }
+    return [g for g in fleet.node_groups if g.name in named] if terms else fleet.node_groups
+
+
+# release -> (operand name, tolerations value path, chart default tolerations, groups it must run on)
+OPERANDS: Mapping[str, tuple[str, str, list[dict[str, str]], Targets]] = {
+    "gpu-operator": (
+        "nvidia-device-plugin-daemonset",
+        "daemonsets.tolerations",
+        [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        _all,
+    ),
+    "aws-efa-k8s-device-plugin": ("aws-efa-k8s-device-plugin", "tolerations", [], _efa),
+    "node-problem-detector": ("node-problem-detector", "tolerations", _EXISTS_NO_SCHEDULE, _by_affinity),
+    "kube-prometheus-stack": (
+        "prometheus-node-exporter",
+        "prometheus-node-exporter.tolerations",
+        _EXISTS_NO_SCHEDULE,
+        _all,
+    ),
+}
+
+
+def operands(plan: RolloutPlan) -> list[Workload]:
+    out = []
+    for stage in plan.included():
+        for res in stage.content.resources:
+            if res.type != "kubernetes:helm.sh/v3:Release" or res.args.get("name") not in OPERANDS:
+                continue
+            name, path, default, targets = OPERANDS[res.args["name"]]
+            values = res.args.get("values") or {}
+            tolerations = _get(values, path)
+            groups = sorted(g.name for g in targets(plan.fleet, values))
+            if not groups:
+                continue
+            pod = PodSpec(
+                containers=(Container(name=name, requests={}, limits={}),),
+                required_terms=({"matchExpressions": [{"key": LABEL_NODE_GROUP, "operator": "In", "values": groups}]},),
+                tolerations=tuple(default if tolerations is None else tolerations),
+            )
+            out.append(
+                Workload(
+                    kind="DaemonSet",
+                    namespace=str(res.args.get("namespace")),
+                    name=name,
+                    labels={},
+                    pod_sets=(PodSet(name="main", count=1, pod=pod),),
+                    api_version="apps/v1",
+                )
+            )
+    return out

@@ -1,0 +1,68 @@
+"""The fleet against itself: every workload gpufleet renders and one canonical workload per node group go through
+the model; one that would not run on the nodes it targets is an error of the spec, positioned at the field to
+change (synth refuses the fleet). The same verdicts make plan.md's "will it run" table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpufleet.base.errors import Issue, Path
+from gpufleet.base.render import render
+from gpufleet.simulate.canonical import canonical, rendered, shape
+from gpufleet.simulate.verdict import ASSUMPTION, FleetModel, Verdict, explain
+from gpufleet.spec.fleet import NodeGroup
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    group: NodeGroup
+    shape: str
+    verdict: Verdict
+
+
+class Contradictions(Exception):
+    """The fleet contradicts itself; `issues` say where."""
+
+    def __init__(self, issues: list[Issue]) -> None:
+        super().__init__("; ".join(i.message for i in issues))
+        self.issues = issues
+
+
+def canonical_rows(model: FleetModel) -> list[Row]:
+    return [Row(g, shape(g), explain(model, canonical(model, g))) for g in model.plan.fleet.node_groups]
+
+
+def _path(model: FleetModel, verdict: Verdict, group: str | None) -> Path:
+    reason = verdict.reasons[0]
+    if reason.spec_path is not None:
+        return reason.spec_path
+    # No node group: a controller that needs the untainted nodes (cluster.systemNodes in mode Create).
+    return model.paths.get(f"nodeGroup:{group}", ()) if group else ("cluster",)
+
+
+def contradictions(model: FleetModel, rows: list[Row]) -> list[Issue]:
+    issues = []
+    for wl in rendered(model):
+        verdict = explain(model, wl)
+        if not verdict.runs:
+            group = next((ps.pod.node_selector.get("gpufleet.io/node-group") for ps in wl.pod_sets), None)
+            reason = verdict.reasons[0]
+            message = (
+                f"gpufleet's own {wl.kind} {wl.namespace}/{wl.name} would not run ({reason.stage}): {reason.message}"
+            )
+            issues.append(Issue(path=_path(model, verdict, group), message=message, hint=reason.fix))
+    for row in rows:
+        if not row.verdict.runs:
+            reason = row.verdict.reasons[0]
+            message = (
+                f"node group {row.group.name}: a {row.shape} pod (its workload class's shape) would not run"
+                f" ({reason.stage}): {reason.message}"
+            )
+            issues.append(Issue(path=_path(model, row.verdict, row.group.name), message=message, hint=reason.fix))
+    return issues
+
+
+def will_it_run(rows: list[Row]) -> str:
+    """plan.md's section (gpufleet/templates/plan-will-it-run.md.j2): the canonical workload of each group, where it
+    runs or what stops it."""
+    return render("plan-will-it-run.md.j2", assumption=ASSUMPTION, rows=rows)

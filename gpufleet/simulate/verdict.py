@@ -1,0 +1,502 @@
+"""Will it run? A workload through every gate a real cluster puts in its way, in the order it meets them:
+the API server (is the kind served; then authorization, Pod Security and gpufleet's ValidatingAdmissionPolicies),
+Kueue admission, then per pod set: scheduling on the node groups it may use (existing nodes before what the
+autoscaler adds), the Cluster Autoscaler bringing the nodes, the kubelet's Topology Manager, the device plugin's
+Allocate. A Deployment's pods go through one by one (Kueue's pod integration admits each as its own workload), so
+part of them may run.
+
+Assumption, stated in every report: an otherwise idle fleet (no other workload holds quota or nodes), node groups
+able to grow to maxSize through the autoscaler, and Kueue TAS seeing only the minSize nodes that exist before any
+scale-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from gpufleet.base.errors import Path
+from gpufleet.plan.manifests.sharing import MIG_MIXED
+from gpufleet.plan.parts import RolloutPlan
+from gpufleet.simulate import api_server, authorization, device_plugin, kubelet, kueue_admission, scheduling
+from gpufleet.simulate.autoscaler import nodes_needed, scale_up_blocker
+from gpufleet.simulate.nodes import NodeModel, fleet_nodes
+from gpufleet.simulate.workload import QUEUE_LABEL, PodSet, PodSpec, Workload
+from gpufleet.spec.names import GPU_RESOURCE, LABEL_NODE_GROUP
+
+ASSUMPTION = (
+    "assumes an otherwise idle fleet: no other workload holds quota or nodes; groups grow to maxSize through the"
+    " autoscaler"
+)
+SYSTEM_GROUP = "system"
+# The labels a pod may select untainted CPU nodes by: gpufleet's system group (AL2023 x86_64, mode Create) or the
+# existing cluster's nodes; the kubelet sets kubernetes.io/os on every node.
+SYSTEM_LABELS = {LABEL_NODE_GROUP: SYSTEM_GROUP, "kubernetes.io/os": "linux"}
+# `api`: what the API server refuses before Kueue sees the workload (a kind it does not serve, Pod Security, a
+# ValidatingAdmissionPolicy); `access`: its authorization of the submitter (--as).
+STAGES = ("api", "access", "admission", "scheduling", "kubelet", "device-plugin", "autoscaler")
+# Policy resource names -> kinds (admissionregistration resourceRules).
+_RESOURCE_KIND = {
+    "jobs": "Job",
+    "jobsets": "JobSet",
+    "pods": "Pod",
+    "deployments": "Deployment",
+    "statefulsets": "StatefulSet",
+    "pytorchjobs": "PyTorchJob",
+    "mpijobs": "MPIJob",
+    "trainjobs": "TrainJob",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reason:
+    stage: str
+    message: str
+    fix: str
+    spec_path: Path | None = None  # the fleet spec field to change, when the fix is the spec's
+
+    def json(self) -> dict[str, str]:
+        return {"stage": self.stage, "message": self.message, "fix": self.fix}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    kind: str
+    namespace: str
+    name: str
+    runs: bool
+    cluster_queue: str | None = None
+    flavor: str | None = None
+    node_group: str | None = None
+    reasons: tuple[Reason, ...] = ()
+    notes: tuple[str, ...] = ()
+    # The workload's pods, and how many of them run (all of them, or none, except where pods are admitted one by
+    # one: a Deployment's); `runs` only when every pod does.
+    pods_total: int = 0
+    pods_admitted: int = 0
+    assumes: str = ASSUMPTION
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            "runs": self.runs,
+            "pods": {"total": self.pods_total, "admitted": self.pods_admitted},
+            "clusterQueue": self.cluster_queue,
+            "flavor": self.flavor,
+            "nodeGroup": self.node_group,
+            "reasons": [r.json() for r in self.reasons],
+            "assumes": self.assumes,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FleetModel:
+    """Everything the gates read, derived once from the plan of one environment."""
+
+    plan: RolloutPlan
+    nodes: Mapping[str, NodeModel]
+    kueue: kueue_admission.Kueue | None
+    queue_policy: tuple[frozenset[str], frozenset[str], str] | None  # (kinds, namespaces, message)
+    system_nodes: bool
+    paths: Mapping[str, Path] = field(default_factory=dict)
+    # kind -> apiVersions the API server serves (gpufleet.simulate.api_server.served_kinds)
+    served: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(api_server.BUILT_IN))
+
+    def group_path(self, group: str, *rest: str | int) -> Path | None:
+        base = self.paths.get(f"nodeGroup:{group}")
+        return None if base is None else base + rest
+
+
+def _queue_policy(plan: RolloutPlan) -> tuple[frozenset[str], frozenset[str], str] | None:
+    policy = binding = None
+    for stage in plan.included():
+        for res in stage.content.resources:
+            obj = res.args.get("object") or {}
+            if obj.get("metadata", {}).get("name") == "gpufleet-require-queue-name":
+                if obj["kind"] == "ValidatingAdmissionPolicy":
+                    policy = obj
+                elif obj["kind"] == "ValidatingAdmissionPolicyBinding":
+                    binding = obj
+    if policy is None or binding is None:
+        return None
+    kinds = frozenset(
+        _RESOURCE_KIND[r]
+        for rule in policy["spec"]["matchConstraints"]["resourceRules"]
+        for r in rule["resources"]
+        if r in _RESOURCE_KIND
+    )
+    namespaces = frozenset(
+        v for e in binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"] for v in e["values"]
+    )
+    return kinds, namespaces, policy["spec"]["validations"][0]["message"]
+
+
+def fleet_model(plan: RolloutPlan) -> FleetModel:
+    return FleetModel(
+        plan=plan,
+        nodes={n.group: n for n in fleet_nodes(plan)},
+        kueue=kueue_admission.from_plan(plan),
+        queue_policy=_queue_policy(plan),
+        # mode Create: gpufleet's untainted system group (cluster.systemNodes); mode Existing: the cluster's own nodes.
+        system_nodes=plan.fleet.cluster.mode == "Existing" or plan.fleet.cluster.system_nodes is not None,
+        paths=plan.fleet.paths,
+        served=api_server.served_kinds(plan),
+    )
+
+
+def _effective_pod(pod: PodSpec, flavor: kueue_admission.Flavor | None) -> tuple[PodSpec, list[Mapping[str, Any]]]:
+    """The pod as the scheduler sees it: Kueue's flavor injection, then ExtendedResourceToleration."""
+    selector = dict(pod.node_selector)
+    tolerations = list(pod.tolerations)
+    if flavor is not None:
+        selector.update(flavor.node_labels)
+        tolerations += list(flavor.tolerations)
+    tolerations += scheduling.extended_resource_tolerations(pod)
+    effective = PodSpec(
+        containers=pod.containers,
+        init_containers=pod.init_containers,
+        node_selector=selector,
+        required_terms=pod.required_terms,
+        tolerations=tuple(tolerations),
+        topology_request=pod.topology_request,
+    )
+    return effective, tolerations
+
+
+def _wants_gpu_nodes(pod: PodSpec) -> bool:
+    return any(scheduling.is_extended(r) and v > 0 for r, v in pod.request().items())
+
+
+def _place(
+    model: FleetModel,
+    ps: PodSet,
+    pod: PodSpec,
+    tolerations: list[Mapping[str, Any]],
+    daemon: bool,
+    already: Mapping[str, int] | None = None,
+) -> tuple[list[str], Reason | None]:
+    """The node groups this pod set runs on, or the first gate that stops it. `already`: pods of this shape the
+    verdict has placed on each group before (a Deployment's earlier replicas)."""
+    already = already or {}
+    request = pod.request()
+    selected = [n for n in model.nodes.values() if scheduling.matches_node(pod, n.labels)]
+    # The device plugin's resource names stop a pod only where no selected group advertises what it asks for.
+    refusals = [(node, mig) for node in selected if (mig := device_plugin.unadvertised_mig(node, pod))]
+    if refusals and len(refusals) == len(selected):
+        node, mig = refusals[0]
+        mixed = device_plugin.advertised_mig(node)
+        fix = (
+            f"request one of {', '.join(mixed)} (one MIG slice each)"
+            if mixed
+            else f"request {GPU_RESOURCE} (one MIG slice each)"
+        )
+        return [], Reason(stage="device-plugin", message=mig, fix=f"{fix} on node group {node.group}")
+    explicit = bool(pod.node_selector or pod.required_terms)
+    tolerated = [n for n in selected if not scheduling.untolerated(n.taints, tolerations)]
+    if daemon:
+        refused = [n for n in selected if n not in tolerated]
+        if refused and explicit:
+            t = scheduling.untolerated(refused[0].taints, tolerations)[0]
+            return [], Reason(
+                stage="scheduling",
+                message=(
+                    f"node group {refused[0].group} has taint {t['key']}={t['value']}:{t['effect']} the DaemonSet does"
+                    " not tolerate"
+                ),
+                fix=f"add a toleration for {t['key']}",
+            )
+        groups = [n.group for n in tolerated]
+        if (
+            not groups
+            and model.system_nodes
+            and not _wants_gpu_nodes(pod)
+            and scheduling.matches_node(pod, SYSTEM_LABELS)
+        ):
+            return [SYSTEM_GROUP], None
+        if not groups:
+            return [], Reason(
+                stage="scheduling",
+                message="the DaemonSet selects no node of this fleet it tolerates",
+                fix="select a node group by gpufleet.io/node-group and tolerate its taints",
+            )
+        for node in tolerated:
+            refusal = _on_node(model, node, pod, tolerations, 1)
+            if refusal:
+                return [], refusal
+        return groups, None
+    on_system = model.system_nodes and not _wants_gpu_nodes(pod) and scheduling.matches_node(pod, SYSTEM_LABELS)
+    if on_system and not tolerated:
+        return [SYSTEM_GROUP], None  # the untainted CPU nodes take what the GPU groups refuse
+    if not selected:
+        wanted = ", ".join(f"{k}={v}" for k, v in sorted(pod.node_selector.items())) or "its node affinity"
+        return [], Reason(
+            stage="scheduling",
+            message=f"no node group matches {wanted}",
+            fix=(
+                "select a node group with nodeSelector gpufleet.io/node-group: <group>"
+                f" ({', '.join(sorted(model.nodes))})"
+            ),
+        )
+    if not tolerated:
+        node = selected[0]
+        t = scheduling.untolerated(node.taints, tolerations)[0]
+        return [], Reason(
+            stage="scheduling",
+            message=f"node(s) had untolerated taint {{{t['key']}: {t['value']}}} on node group {node.group}",
+            fix=(
+                f"add a toleration for {t['key']}, or submit it through the team's queue (Kueue adds the flavor's"
+                " tolerations)"
+            ),
+        )
+    fitting = [n for n in tolerated if not scheduling.insufficient(request, n.allocatable)]
+    if not fitting:
+        node = tolerated[0]
+        missing = scheduling.insufficient(request, node.allocatable)
+        detail = ", ".join(
+            f"{r} (asks {kueue_admission.fmt(r, request[r])}, a node offers"
+            f" {kueue_admission.fmt(r, node.allocatable.get(r, 0))})"
+            for r in missing
+        )
+        return [], Reason(
+            stage="scheduling",
+            message=f"Insufficient {', '.join(missing)} on node group {node.group}: {detail}",
+            fix="ask for at most what one node offers (`gpufleet plan` lists the per-node shape)",
+        )
+
+    # kube-scheduler places pods only on nodes that exist; the autoscaler adds nodes for the pods it could not place.
+    # So a group whose existing (minSize, idle) nodes hold the pods comes before one that must scale up, each in
+    # the spec's order (scheduler: framework/runtime filters over existing nodes; cluster-autoscaler
+    # core/scaleup/orchestrator only acts on pods the scheduler marked unschedulable).
+    def pods_on(node: NodeModel) -> int:
+        return already.get(node.group, 0) + ps.count
+
+    existing = [n for n in fitting if nodes_needed(n, pod, pods_on(n)) <= n.min_size]
+    ordered = existing + [n for n in fitting if n not in existing]
+    stop: Reason | None = None
+    for node in ordered:
+        stop = _on_node(model, node, pod, tolerations, pods_on(node))
+        if stop is None:
+            return [node.group], None
+    return [], stop
+
+
+def _on_node(
+    model: FleetModel, node: NodeModel, pod: PodSpec, tolerations: list[Mapping[str, Any]], pods: int
+) -> Reason | None:
+    blocked = scale_up_blocker(node, pod, tolerations, pods)
+    if blocked:
+        return Reason(
+            stage="autoscaler", message=blocked[0], fix=blocked[1], spec_path=model.group_path(node.group, "scaling")
+        )
+    refused = kubelet.topology_error(node, pod)
+    if refused:
+        what, needed = refused
+        gpus = node.per_numa.get(GPU_RESOURCE, {}).get(0, 0)
+        # A MIG group (strategy single) advertises slices under nvidia.com/gpu, not whole GPUs; a mixed one by profile.
+        unit = f"MIG slices ({GPU_RESOURCE})" if node.mig_strategy else "GPUs"
+        if node.mig_strategy == MIG_MIXED:
+            gpus = sum(node.per_numa.get(r, {}).get(0, 0) for r in device_plugin.advertised_mig(node))
+            unit = f"MIG slices ({', '.join(device_plugin.advertised_mig(node))})"
+        message = (
+            f"TopologyAffinityError on node group {node.group}: Topology Manager {node.topology_policy} (scope"
+            f" {node.topology_scope}) cannot align the {what}'s devices and CPUs on"
+            f" {'one NUMA node' if node.topology_policy == 'single-numa-node' else 'a preferred NUMA set'};"
+            f" {node.instance_type} has {len(node.numa_nodes)} NUMA nodes with {gpus} {unit} each and the narrowest fit"
+            f" spans {needed}"
+        )
+        fix = (
+            f"set topology.policy: restricted on node group {node.group} (admits the narrowest NUMA set), or ask for at"
+            f" most {gpus} {unit} per pod"
+        )
+        return Reason(
+            stage="kubelet", message=message, fix=fix, spec_path=model.group_path(node.group, "topology", "policy")
+        )
+    error = device_plugin.allocate_error(node, pod)
+    if error:
+        return Reason(
+            stage="device-plugin",
+            message=f"UnexpectedAdmissionError on node group {node.group}: {error}",
+            fix=f"ask for {GPU_RESOURCE}: 1 per container on shared node group {node.group}, or use an Exclusive group",
+        )
+    return None
+
+
+def _admission_policy(model: FleetModel, wl: Workload) -> Reason | None:
+    if model.queue_policy is None or model.kueue is None:
+        return None
+    kinds, namespaces, message = model.queue_policy
+    if wl.kind not in kinds or wl.namespace not in namespaces or wl.owner_kinds:
+        return None
+    if kueue_admission.queue_name(model.kueue, wl):
+        return None
+    return Reason(
+        stage="api",
+        message=f"denied by ValidatingAdmissionPolicy gpufleet-require-queue-name: {message}",
+        fix=f"set the label {QUEUE_LABEL}: <team> on the {wl.kind}",
+    )
+
+
+def _api(model: FleetModel, wl: Workload) -> Reason | None:
+    """The API server's refusal of the object, before authorization: a kind this fleet does not serve."""
+    refused = api_server.not_served(model.served, wl.kind, wl.api_version)
+    if refused:
+        return Reason(stage="api", message=refused[0], fix=refused[1])
+    return None
+
+
+def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Verdict:
+    """The verdict on one workload; with `principal` (an IAM ARN, already checked by authorization.identity), the
+    API server's authorization of its creation comes first."""
+    base = Verdict(kind=wl.kind, namespace=wl.namespace, name=wl.name, runs=False, pods_total=wl.pod_count)
+    notes: list[str] = []
+    refused = _api(model, wl)
+    if refused:
+        return replace(base, reasons=(refused,))
+    if principal is not None:
+        decision = authorization.may_create(model.plan.fleet, model.plan.through, principal, wl.kind, wl.namespace)
+        if decision.refusal:
+            r = decision.refusal
+            return replace(base, reasons=(Reason(stage="access", message=r.message, fix=r.fix, spec_path=r.spec_path),))
+        if decision.note:
+            notes.append(decision.note)
+    if model.kueue is not None:
+        denied = _admission_policy(model, wl)
+        if denied:
+            return replace(base, reasons=(denied,))
+    if wl.kind == "Deployment":
+        return _one_by_one(model, wl, replace(base, notes=tuple(notes)))
+    return _gang(model, wl, replace(base, notes=tuple(notes)))
+
+
+def _gang(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
+    """Every pod set admitted at once (Kueue's all-or-nothing admission of one Workload), then placed."""
+    injected: Mapping[str, kueue_admission.Flavor] = {}
+    cluster_queue = None
+    flavor = None
+    notes = list(base.notes)
+    if model.kueue is not None:
+        admission = kueue_admission.admit(model.kueue, wl, model.nodes)
+        cluster_queue = admission.cluster_queue
+        flavor = ", ".join(dict.fromkeys(admission.flavors.values())) or None
+        if admission.managed and admission.reason:
+            reason = Reason(
+                stage="admission",
+                message=admission.reason,
+                fix=admission.fix or _admission_fix(admission.reason),
+                spec_path=_tas_path(model, wl, cluster_queue, admission.reason),
+            )
+            return replace(base, cluster_queue=cluster_queue, flavor=flavor, reasons=(reason,))
+        if not admission.managed:
+            notes.append(f"not managed by Kueue: {admission.reason}")
+        injected = admission.injected
+    groups: list[str] = []
+    for ps in wl.pod_sets:
+        pod, tolerations = _effective_pod(ps.pod, injected.get(ps.name))
+        placed, stop = _place(model, ps, pod, tolerations, daemon=wl.kind == "DaemonSet")
+        if stop:
+            return replace(base, cluster_queue=cluster_queue, flavor=flavor, reasons=(stop,), notes=tuple(notes))
+        groups += [g for g in placed if g not in groups]
+    return replace(
+        base,
+        runs=True,
+        cluster_queue=cluster_queue,
+        flavor=flavor,
+        node_group=", ".join(groups) or None,
+        notes=tuple(notes),
+        pods_admitted=base.pods_total,
+    )
+
+
+def _one_by_one(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
+    """A Deployment: "every Pod from a Deployment is represented as a single independent Plain Pod" (kueue v0.19.2
+    site/content/en/docs/tasks/run/deployment.md), so each replica is admitted on its own, against the quota the
+    earlier ones hold, and placed beside them; outside Kueue the ReplicaSet's pods are scheduled one by one as well.
+    The first replica that waits stops the rest (they are alike): N of M run."""
+    (ps,) = wl.pod_sets
+    whole = _gang(model, wl, base)
+    if whole.runs or ps.count <= 1:
+        return whole
+    one = replace(ps, count=1)
+    single = replace(wl, pod_sets=(one,))
+    used: dict[tuple[str, str], int] = {}
+    placed: dict[str, int] = {}
+    queues: list[str] = []
+    flavors: list[str] = []
+    notes = list(base.notes)
+    stop: Reason | None = None
+    for _ in range(ps.count):
+        injected = None
+        if model.kueue is not None:
+            admission = kueue_admission.admit(model.kueue, single, model.nodes, used)
+            if admission.cluster_queue and admission.cluster_queue not in queues:
+                queues.append(admission.cluster_queue)
+            if admission.managed and admission.reason:
+                stop = Reason(
+                    stage="admission",
+                    message=admission.reason,
+                    fix=admission.fix or _admission_fix(admission.reason),
+                    spec_path=_tas_path(model, single, admission.cluster_queue, admission.reason),
+                )
+                break
+            if not admission.managed and not any(n.startswith("not managed by Kueue") for n in notes):
+                notes.append(f"not managed by Kueue: {admission.reason}")
+            injected = admission.injected.get(one.name)
+            flavors += [f for f in admission.flavors.values() if f not in flavors]
+        pod, tolerations = _effective_pod(one.pod, injected)
+        groups, stop = _place(model, one, pod, tolerations, daemon=False, already=placed)
+        if stop:
+            break
+        for g in groups:
+            placed[g] = placed.get(g, 0) + 1
+    admitted = sum(placed.values())
+    if admitted == 0:
+        return whole
+    return replace(
+        base,
+        runs=False,
+        cluster_queue=", ".join(queues) or None,
+        flavor=", ".join(flavors) or None,
+        node_group=", ".join(placed),
+        reasons=(stop,) if stop else (),
+        notes=tuple(notes),
+        pods_admitted=admitted,
+    )
+
+
+def _tas_path(model: FleetModel, wl: Workload, cluster_queue: str | None, reason: str) -> Path | None:
+    """topology.placement of the group whose TAS flavor refused the workload (the pod set's group first)."""
+    if (
+        model.kueue is None
+        or cluster_queue is None
+        or not ("TopologyAwareScheduling" in reason or "allows to fit only" in reason)
+    ):
+        return None
+    tas = [
+        model.kueue.flavors[f]
+        for f in model.kueue.cluster_queues[cluster_queue].flavors()
+        if f in model.kueue.flavors and model.kueue.flavors[f].topology_name
+    ]
+    wanted = {ps.pod.node_selector.get(LABEL_NODE_GROUP) for ps in wl.pod_sets}
+    groups = [g for g in (f.node_labels.get(LABEL_NODE_GROUP) for f in tas) if g]
+    group = next((g for g in groups if g in wanted), groups[0] if groups else None)
+    return model.group_path(group, "topology", "placement") if group else None
+
+
+def _admission_fix(reason: str) -> str:
+    if "supports only TopologyAwareScheduling" in reason:
+        return (
+            "add the pod template annotation kueue.x-k8s.io/podset-preferred-topology: kubernetes.io/hostname, or set"
+            " topology.placement: None on the node group"
+        )
+    if "allows to fit only" in reason:
+        return "set topology.placement: None on the node group (TAS counts only Ready nodes), or raise its minSize"
+    if "unavailable in ClusterQueue" in reason:
+        return "remove the request, or give the team quota on a node group that offers it"
+    if "insufficient quota" in reason:
+        return "ask for less, or raise the team's quota (teams[].quotas[].gpus, borrowingLimit) on that node group"
+    if "doesn't match node affinity" in reason or "untolerated taint" in reason:
+        return "select a node group the team has quota on (nodeSelector gpufleet.io/node-group)"
+    return "see the Kueue Workload's status for details"

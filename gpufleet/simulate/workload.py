@@ -1,0 +1,303 @@
+"""Workloads as the gates see them: a kind, a namespace, labels, and pod sets (a pod template and a count).
+
+Read from the object kinds `gpufleet explain` accepts. Pod sets follow Kueue's own split of each kind
+(kueue v0.19.2 pkg/controller/jobs/*: a Job is one pod set of min(parallelism, completions) pods, a JobSet one per
+replicated job of replicas x that, PyTorchJob/MPIJob one per replica type, a TrainJob its trainer nodes); Deployments,
+StatefulSets and Pods are one pod set (a Deployment's pods are admitted one by one: gpufleet.simulate.verdict); a
+DaemonSet one pod per node it selects.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# Kinds, with the API groups they may come from.
+KINDS = {
+    "Job": ("batch",),
+    "JobSet": ("jobset.x-k8s.io",),
+    "PyTorchJob": ("kubeflow.org",),
+    "MPIJob": ("kubeflow.org",),
+    "TrainJob": ("trainer.kubeflow.org",),
+    "Deployment": ("apps",),
+    "StatefulSet": ("apps",),
+    "DaemonSet": ("apps",),
+    "Pod": ("",),
+}
+# The Kueue integration (apis/config/v1beta2 integrations.frameworks name) that manages each kind.
+FRAMEWORK = {
+    "Job": "batch/job",
+    "JobSet": "jobset.x-k8s.io/jobset",
+    "PyTorchJob": "kubeflow.org/pytorchjob",
+    "MPIJob": "kubeflow.org/mpijob",
+    "TrainJob": "trainer.kubeflow.org/trainjob",
+    "Deployment": "deployment",
+    "StatefulSet": "statefulset",
+    "Pod": "pod",
+}
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+# Kueue TAS pod-template annotations (kueue apis/kueue/v1beta2/topology_types.go).
+TOPOLOGY_ANNOTATIONS = (
+    "kueue.x-k8s.io/podset-required-topology",
+    "kueue.x-k8s.io/podset-preferred-topology",
+    "kueue.x-k8s.io/podset-unconstrained-topology",
+)
+
+
+class WorkloadError(ValueError):
+    """A manifest object the model cannot read (message names the field)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Container:
+    name: str
+    requests: Mapping[str, int]  # canonical units: cpu millicores, memory/hugepages MiB, else count
+    limits: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PodSpec:
+    containers: tuple[Container, ...]
+    init_containers: tuple[Container, ...] = ()
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    required_terms: tuple[Mapping[str, Any], ...] = ()  # nodeSelectorTerms (ORed)
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+    topology_request: bool = False
+    # The pod spec as written (securityContext, volumes, env: what Pod Security and the admission policies read).
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+    def request(self) -> dict[str, int]:
+        """The pod's effective request: max(sum of app containers, largest init container) per resource."""
+        total: dict[str, int] = {}
+        for c in self.containers:
+            for k, v in c.requests.items():
+                total[k] = total.get(k, 0) + v
+        for c in self.init_containers:
+            for k, v in c.requests.items():
+                total[k] = max(total.get(k, 0), v)
+        return total
+
+    def guaranteed(self) -> bool:
+        """QoS Guaranteed: every container has cpu and memory limits equal to its requests."""
+        return all(
+            c.limits.get(r) is not None and c.requests.get(r) == c.limits.get(r)
+            for c in self.containers + self.init_containers
+            for r in ("cpu", "memory")
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PodSet:
+    name: str
+    count: int
+    pod: PodSpec
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Workload:
+    kind: str
+    namespace: str
+    name: str
+    labels: Mapping[str, str]
+    pod_sets: tuple[PodSet, ...]
+    owner_kinds: tuple[str, ...] = ()
+    api_version: str = ""
+
+    @property
+    def pod_count(self) -> int:
+        return sum(ps.count for ps in self.pod_sets)
+
+    @property
+    def queue_name(self) -> str | None:
+        return self.labels.get(QUEUE_LABEL) or None
+
+
+_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(m|k|Ki|Mi|Gi|Ti|M|G|T|)$")
+_MIB = {
+    "": 1 / (1024 * 1024),
+    "k": 1000 / (1024 * 1024),
+    "Ki": 1 / 1024,
+    "Mi": 1,
+    "Gi": 1024,
+    "Ti": 1024 * 1024,
+    "M": 1e6 / (1024 * 1024),
+    "G": 1e9 / (1024 * 1024),
+    "T": 1e12 / (1024 * 1024),
+}
+
+
+def quantity(resource: str, value: Any, where: str) -> int:
+    """A Kubernetes quantity in the model's unit for `resource` (rounded up: a fraction still needs a whole unit)."""
+    text = str(value)
+    match = _QUANTITY.match(text)
+    if match is None:
+        raise WorkloadError(f"{where}: {text!r} is not a Kubernetes quantity")
+    number, suffix = float(match.group(1)), match.group(2)
+    if resource == "cpu":
+        milli = number if suffix == "m" else number * 1000 * {"": 1, "k": 1000}.get(suffix, 1)
+        return int(-(-milli // 1))
+    if resource == "memory" or resource.startswith("hugepages-") or resource == "ephemeral-storage":
+        return int(-(-(number * _MIB.get(suffix, 1)) // 1)) if suffix != "m" else 0
+    return int(number)
+
+
+def _resources(raw: Any, where: str) -> dict[str, int]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise WorkloadError(f"{where}: must be a mapping of resource names to quantities")
+    return {str(k): quantity(str(k), v, f"{where}.{k}") for k, v in raw.items()}
+
+
+def _container(raw: Any, where: str) -> Container:
+    if not isinstance(raw, Mapping):
+        raise WorkloadError(f"{where}: must be a mapping")
+    res = raw.get("resources") or {}
+    limits = _resources(res.get("limits"), f"{where}.resources.limits")
+    requests = _resources(res.get("requests"), f"{where}.resources.requests")
+    # A resource with only a limit is requested at the limit (API defaulting, pkg/apis/core/v1/defaults.go).
+    requests = {**limits, **requests}
+    return Container(name=str(raw.get("name", "")), requests=requests, limits=limits)
+
+
+def _list(raw: Any, where: str) -> list[Any]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise WorkloadError(f"{where}: must be a list")
+    return raw
+
+
+def pod_spec(template: Any, where: str) -> PodSpec:
+    """A pod template (`metadata` + `spec`) or a Pod."""
+    if not isinstance(template, Mapping) or not isinstance(template.get("spec"), Mapping):
+        raise WorkloadError(f"{where}.spec: a pod template needs a spec")
+    spec = template["spec"]
+    containers = _list(spec.get("containers"), f"{where}.spec.containers")
+    if not containers:
+        raise WorkloadError(f"{where}.spec.containers: a pod needs at least one container")
+    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    annotations = (template.get("metadata") or {}).get("annotations") or {}
+    return PodSpec(
+        containers=tuple(_container(c, f"{where}.spec.containers[{i}]") for i, c in enumerate(containers)),
+        init_containers=tuple(
+            _container(c, f"{where}.spec.initContainers[{i}]")
+            for i, c in enumerate(_list(spec.get("initContainers"), f"{where}.spec.initContainers"))
+        ),
+        node_selector={str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()},
+        required_terms=tuple(_list(affinity.get("nodeSelectorTerms"), f"{where}.spec.affinity.nodeAffinity")),
+        tolerations=tuple(_list(spec.get("tolerations"), f"{where}.spec.tolerations")),
+        topology_request=any(a in annotations for a in TOPOLOGY_ANNOTATIONS),
+        raw=spec,
+    )
+
+
+def _count(value: Any, default: int, where: str) -> int:
+    if value is None:
+        return default
+    if not isinstance(value, int) or value < 0:
+        raise WorkloadError(f"{where}: must be a non-negative integer")
+    return value
+
+
+def job_pods(job: Mapping[str, Any], where: str) -> int:
+    """The pods a Job runs at once as Kueue counts them: min(parallelism, completions), parallelism defaulting to 1
+    and a Job without completions (a work queue) running `parallelism` (kueue v0.19.2
+    pkg/controller/jobs/job/job_controller.go `podsCount`; jobset_controller.go `PodsCountPerReplica`)."""
+    parallelism = _count(job.get("parallelism"), 1, f"{where}.parallelism")
+    completions = job.get("completions")
+    if completions is None:
+        return parallelism
+    return min(parallelism, _count(completions, 1, f"{where}.completions"))
+
+
+def _replica_specs(spec: Mapping[str, Any], key: str) -> list[PodSet]:
+    specs = spec.get(key)
+    if not isinstance(specs, Mapping) or not specs:
+        raise WorkloadError(f"spec.{key}: needs at least one replica type")
+    return [
+        PodSet(
+            name=str(role).lower(),
+            count=_count(rs.get("replicas"), 1, f"spec.{key}.{role}.replicas"),
+            pod=pod_spec(rs.get("template"), f"spec.{key}.{role}.template"),
+        )
+        for role, rs in specs.items()
+    ]
+
+
+def _pod_sets(kind: str, obj: Mapping[str, Any]) -> list[PodSet]:
+    spec = obj.get("spec")
+    if not isinstance(spec, Mapping):
+        raise WorkloadError("spec: missing")
+    if kind == "Pod":
+        return [PodSet(name="main", count=1, pod=pod_spec(obj, ""))]
+    if kind == "Job":
+        return [PodSet(name="main", count=job_pods(spec, "spec"), pod=pod_spec(spec.get("template"), "spec.template"))]
+    if kind in ("Deployment", "StatefulSet"):
+        return [
+            PodSet(
+                name="main",
+                count=_count(spec.get("replicas"), 1, "spec.replicas"),
+                pod=pod_spec(spec.get("template"), "spec.template"),
+            )
+        ]
+    if kind == "DaemonSet":
+        return [PodSet(name="main", count=1, pod=pod_spec(spec.get("template"), "spec.template"))]
+    if kind == "JobSet":
+        out = []
+        for i, rj in enumerate(_list(spec.get("replicatedJobs"), "spec.replicatedJobs")):
+            job = (rj.get("template") or {}).get("spec") or {}
+            where = f"spec.replicatedJobs[{i}]"
+            count = _count(rj.get("replicas"), 1, f"{where}.replicas") * job_pods(job, f"{where}.template.spec")
+            out.append(
+                PodSet(
+                    name=str(rj.get("name", i)),
+                    count=count,
+                    pod=pod_spec(job.get("template"), f"{where}.template.spec.template"),
+                )
+            )
+        if not out:
+            raise WorkloadError("spec.replicatedJobs: needs at least one replicated job")
+        return out
+    if kind == "PyTorchJob":
+        return _replica_specs(spec, "pytorchReplicaSpecs")
+    if kind == "MPIJob":
+        return _replica_specs(spec, "mpiReplicaSpecs")
+    if kind == "TrainJob":
+        # Trainer v2: the pod shape lives in the referenced runtime; what the TrainJob itself says is the node
+        # count and per-node resources (trainer.kubeflow.org/v1alpha1 Trainer.numNodes, resourcesPerNode).
+        trainer = spec.get("trainer") or {}
+        resources = trainer.get("resourcesPerNode") or {}
+        container = {"name": "node", "resources": resources}
+        pod = pod_spec({"spec": {"containers": [container]}}, "spec.trainer")
+        return [PodSet(name="node", count=_count(trainer.get("numNodes"), 1, "spec.trainer.numNodes"), pod=pod)]
+    raise AssertionError(kind)
+
+
+def is_workload(obj: Any) -> bool:
+    return isinstance(obj, Mapping) and obj.get("kind") in KINDS and isinstance(obj.get("apiVersion"), str)
+
+
+def workload(obj: Mapping[str, Any]) -> Workload:
+    """The workload of one manifest object (raises WorkloadError naming the bad field)."""
+    kind = str(obj["kind"])
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping) or not meta.get("name"):
+        raise WorkloadError("metadata.name: missing")
+    labels = meta.get("labels") or {}
+    if not isinstance(labels, Mapping):
+        raise WorkloadError("metadata.labels: must be a mapping")
+    owners = tuple(str(o.get("kind")) for o in meta.get("ownerReferences") or [] if isinstance(o, Mapping))
+    return Workload(
+        kind=kind,
+        namespace=str(meta.get("namespace") or "default"),
+        name=str(meta["name"]),
+        labels={str(k): str(v) for k, v in labels.items()},
+        pod_sets=tuple(_pod_sets(kind, obj)),
+        owner_kinds=owners,
+        api_version=str(obj.get("apiVersion", "")),
+    )

@@ -1,0 +1,240 @@
+"""Every default that depends on the rest of the spec, resolved in one place, each with its reason.
+
+A default that is the same whatever else the spec says is static: it lives in schemas/fleet.schema.json and is
+filled before the model is built (gpufleet.spec.schema.with_defaults). A default computed from other fields (the
+Kubernetes version, the team's name, gpufleet's tested releases, the workload class, the fabric, the instance
+type, the teams' quotas) is resolved here and nowhere else: `fill` fills those the model is built with (the
+pipeline calls it between the schema's defaults and gpufleet.spec.fleet.Fleet.create), the functions below resolve
+those that need the model. `COMPUTED` lists them for the spec reference (tools/spec_reference.py) and
+`applied(fleet)` says which of them a fleet took, for plan.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gpufleet.facts import ami_releases, catalog
+from gpufleet.facts.stages import StageName
+from gpufleet.facts.versions import COMPONENTS, default_release
+from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup, Placement, TopologyPolicy, TopologyScope, WorkloadClass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Computed:
+    """One computed default: the spec field it fills, what it resolves to, and why."""
+
+    path: str  # as in docs/spec-reference.md, e.g. nodeGroups[].topology.policy
+    rule: str
+    reason: str
+    fields: tuple[str, ...] = ()  # the spec reference rows it is the default of, when not just `path`
+
+
+PINS = Computed(
+    path="versions.<component>",
+    fields=tuple(f"versions.{key}" for key in COMPONENTS),
+    rule="the release this gpufleet is tested with (the newest supported one in gpufleet/facts/versions.py)",
+    reason=(
+        "nothing floats: an omitted pin still deploys one exact release, recorded in plan.json and plan.md, so a "
+        "gpufleet upgrade that bumps it shows in `gpufleet diff`"
+    ),
+)
+# The schema's defaults of cluster.systemNodes' own fields (tests/unit/test_defaults.py holds them equal).
+SYSTEM_NODES_INSTANCE_TYPE, SYSTEM_NODES_MIN, SYSTEM_NODES_MAX = "m7i.xlarge", 2, 6
+SYSTEM_NODES = Computed(
+    path="cluster.systemNodes",
+    rule=(
+        f"with mode Create, {SYSTEM_NODES_INSTANCE_TYPE}, {SYSTEM_NODES_MIN} to {SYSTEM_NODES_MAX} nodes, on the newest"
+        " AL2023 standard AMI release gpufleet knows for kubernetesVersion (none with mode Existing, or when no"
+        " release is known)"
+    ),
+    reason="every GPU group is tainted, so CoreDNS and the controllers need CPU nodes; two survive one node loss",
+)
+TEAM_NAMESPACE = Computed(
+    path="teams[].namespace",
+    rule="the team's name",
+    reason="one namespace per team, named as the team, keeps its quota, queue and access readable together",
+)
+
+
+TOPOLOGY_POLICY = Computed(
+    path="nodeGroups[].topology.policy",
+    rule="restricted for Training and Inference, none otherwise",
+    reason=(
+        "restricted admits a pod only on the narrowest NUMA set that holds its GPUs, NICs and pinned CPUs, and still "
+        "admits a full-node 8-GPU pod on a dual-socket type, which single-numa-node rejects outright (kubernetes "
+        "pkg/kubelet/cm/topologymanager policy_restricted.go, policy_single_numa_node.go)"
+    ),
+)
+TOPOLOGY_SCOPE = Computed(
+    path="nodeGroups[].topology.scope",
+    rule="pod when the policy is not none, else container",
+    reason="a pod's GPUs, NICs and CPUs are aligned together only at pod scope",
+)
+PLACEMENT = Computed(
+    path="nodeGroups[].topology.placement",
+    rule=(
+        "Preferred on a fixed-size (minSize = maxSize) EFA/RDMA group of an instance type EC2 reports topology for, "
+        "when every team with quota on it has quota only on such groups; else None"
+    ),
+    reason=(
+        "Kueue TAS counts only Ready nodes and creates no pod for the autoscaler, so it only helps a fixed-size group;"
+        " a ClusterQueue mixing TAS and non-TAS flavors refuses pod sets without a topology request (kueue v0.19.2"
+        " pkg/scheduler/flavorassigner/tas_flavorassigner.go)"
+    ),
+)
+DESIRED_SIZE = Computed(
+    path="nodeGroups[].scaling.desiredSize",
+    rule="minSize",
+    reason="the group starts at its floor and the autoscaler grows it on demand",
+)
+MAX_UNAVAILABLE = Computed(
+    path="nodeGroups[].update.maxUnavailable",
+    rule="1 (when maxUnavailablePercentage is not set either)",
+    reason="EKS's own default: one node of the group is replaced at a time during an update",
+)
+GDRCOPY = Computed(
+    path="versions.driver.gdrCopy",
+    rule="Enabled with driver source Operator when a Training group has fabric EFA, else Disabled",
+    reason=(
+        "NCCL, NVSHMEM and libfabric's EFA provider use GDRCopy for small GPU-memory copies (ai-on-eks enables it "
+        "for EFA training); the GPU Operator loads gdrdrv only beside the driver it installs (gpufleet.versions "
+        "GpuOperatorRelease.gdrcopy_needs_operator_driver)"
+    ),
+)
+COMPUTED: tuple[Computed, ...] = (
+    SYSTEM_NODES,
+    PINS,
+    GDRCOPY,
+    TOPOLOGY_POLICY,
+    TOPOLOGY_SCOPE,
+    PLACEMENT,
+    DESIRED_SIZE,
+    MAX_UNAVAILABLE,
+    TEAM_NAMESPACE,
+)
+
+
+def fill(data: Mapping[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
+    """Schema-valid data with static defaults filled -> the same with the computed defaults the model is built
+    with filled too (component pins, the system node group, team namespaces), and the spec paths it filled."""
+    filled: list[str] = []
+    cluster = dict(data["cluster"])
+    if "systemNodes" not in cluster and cluster["mode"] == "Create":
+        release = ami_releases.newest(ami_releases.SYSTEM_NODES_AMI_TYPE, cluster["kubernetesVersion"])
+        if release is not None:
+            cluster["systemNodes"] = {
+                "instanceType": SYSTEM_NODES_INSTANCE_TYPE,
+                "releaseVersion": release,
+                "minSize": SYSTEM_NODES_MIN,
+                "maxSize": SYSTEM_NODES_MAX,
+            }
+            filled.append(SYSTEM_NODES.path)
+    versions = dict(data["versions"])
+    for key, component in COMPONENTS.items():
+        if key not in versions:
+            versions[key] = {component.pin_field: default_release(key)}
+            filled.append(f"versions.{key}")
+    teams = []
+    for team in data["teams"]:
+        if "namespace" not in team:
+            team = {**team, "namespace": team["name"]}
+            filled.append(f"teams[{team['name']}].namespace")
+        teams.append(team)
+    return {**data, "cluster": cluster, "versions": versions, "teams": teams}, frozenset(filled)
+
+
+def topology_policy(group: NodeGroup) -> TopologyPolicy:
+    if group.topology.policy is not None:
+        return group.topology.policy
+    return "restricted" if group.workload_class in (WorkloadClass.TRAINING, WorkloadClass.INFERENCE) else "none"
+
+
+def topology_scope(group: NodeGroup) -> TopologyScope:
+    if group.topology.scope is not None:
+        return group.topology.scope
+    return "pod" if topology_policy(group) != "none" else "container"
+
+
+def _tas_capable(group: NodeGroup) -> bool:
+    """A group whose capacity Kueue TAS can count: an EFA/RDMA group of a type EC2 reports topology for, with its
+    size fixed (minSize = maxSize). TAS counts only Ready nodes, and a workload it does not admit creates no pod for
+    the autoscaler to act on (kueue v0.19.2 site/content/en/docs/concepts/topology_aware_scheduling.md, "Capacity
+    calculation"; scaling up needs a ProvisioningRequest AdmissionCheck, which gpufleet does not render), so on a
+    group that scales TAS would admit only what already runs."""
+    if group.topology.placement is not None:
+        return group.topology.placement != "None"
+    return (
+        group.fabric in (Fabric.EFA, Fabric.RDMA)
+        and group.instance_type in catalog.TOPOLOGY_INSTANCE_TYPES
+        and group.min_size == group.max_size
+    )
+
+
+def placement(fleet: Fleet, group: NodeGroup) -> Placement:
+    """topology.placement, resolved: the spec's value, else Preferred where TAS can count the group's capacity and
+    every team with quota on it has quota only on such groups, else None. A ClusterQueue mixing TAS and non-TAS
+    flavors refuses a pod set without a topology request on the TAS flavor (pkg/scheduler/flavorassigner/
+    tas_flavorassigner.go, "supports only TopologyAwareScheduling"); a TAS-only queue implies the request."""
+    if group.topology.placement is not None:
+        return group.topology.placement
+    if not _tas_capable(group):
+        return "None"
+    for team in fleet.teams:
+        groups = [fleet.node_group(q.node_group) for q in team.quotas]
+        if group in groups and not all(_tas_capable(g) for g in groups):
+            return "None"
+    return "Preferred"
+
+
+def gdrcopy(fleet: Fleet) -> bool:
+    """versions.driver.gdrCopy, resolved."""
+    if fleet.versions.gdrcopy is not None:
+        return fleet.versions.gdrcopy == "Enabled"
+    efa_training = any(g.fabric is Fabric.EFA and g.workload_class is WorkloadClass.TRAINING for g in fleet.node_groups)
+    return fleet.versions.driver_source == "Operator" and efa_training
+
+
+def desired_size(group: NodeGroup) -> int:
+    return group.desired_size if group.desired_size is not None else group.min_size
+
+
+def max_unavailable(group: NodeGroup) -> int:
+    return group.update.max_unavailable or 1
+
+
+def applied(
+    fleet: Fleet, included: tuple[StageName, ...], deployed: Mapping[str, str]
+) -> list[tuple[str, str, Computed]]:
+    """(field, resolved value, default) for every computed default this fleet took, in spec order: pins only of the
+    components the environment deploys (`deployed`: component key -> version, gpufleet.plan.pins), placement only where
+    the admission stage is in `included` and there are teams (nothing reads them otherwise)."""
+    out: list[tuple[str, str, Computed]] = []
+    nodes = fleet.cluster.system_nodes
+    if SYSTEM_NODES.path in fleet.defaulted and nodes is not None:
+        value = (
+            f"{nodes.instance_type}, {nodes.min_size} to {nodes.max_size} nodes, AMI release {nodes.release_version}"
+        )
+        out.append((SYSTEM_NODES.path, value, SYSTEM_NODES))
+    out += [(f"versions.{key}", version, PINS) for key, version in deployed.items() if key in fleet.versions.defaulted]
+    if fleet.versions.gdrcopy is None:
+        out.append(("versions.driver.gdrCopy", "Enabled" if gdrcopy(fleet) else "Disabled", GDRCOPY))
+    for group in fleet.node_groups:
+        at = f"nodeGroups[{group.name}]"
+        if group.topology.policy is None:
+            out.append((f"{at}.topology.policy", topology_policy(group), TOPOLOGY_POLICY))
+        if group.topology.scope is None:
+            out.append((f"{at}.topology.scope", topology_scope(group), TOPOLOGY_SCOPE))
+        if group.topology.placement is None and "admission" in included and fleet.teams:
+            out.append((f"{at}.topology.placement", placement(fleet, group), PLACEMENT))
+        if group.desired_size is None:
+            out.append((f"{at}.scaling.desiredSize", str(desired_size(group)), DESIRED_SIZE))
+        if group.update.max_unavailable is None and group.update.max_unavailable_percentage is None:
+            out.append((f"{at}.update.maxUnavailable", str(max_unavailable(group)), MAX_UNAVAILABLE))
+    out += [
+        (field, team.namespace, TEAM_NAMESPACE)
+        for team in fleet.teams
+        if (field := f"teams[{team.name}].namespace") in fleet.defaulted
+    ]
+    return out

@@ -1,0 +1,99 @@
+"""Names every layer shares: node labels, taints and their tolerations, namespaces, extended resources, reserved
+sharing-config names and the AWS partition of a region.
+
+A leaf: it imports only the spec model, so rules, manifests, builders, the diff and the policy pack can all use
+it without importing each other (tests/unit/test_layers.py). The policy pack imports it from the checkout, so it
+stays standard-library only.
+"""
+
+from __future__ import annotations
+
+from gpufleet.spec.fleet import Fabric, NodeGroup
+
+# Node labels gpufleet sets on every node group (the selectors of Kueue flavors, device plugin configs, etc.).
+LABEL_NODE_GROUP = "gpufleet.io/node-group"
+# Tag on a node group with an On-Demand Capacity Reservation: the reserved instance count, which the synth tree
+# otherwise lacks and `gpufleet diff` needs for the standing cost.
+TAG_RESERVED_INSTANCES = "gpufleet.io/reserved-instances"
+LABEL_WORKLOAD_CLASS = "gpufleet.io/workload-class"
+LABEL_FABRIC = "gpufleet.io/fabric"
+LABEL_GPU_MODEL = "gpufleet.io/gpu-model"
+LABEL_SHARING = "gpufleet.io/sharing"
+# The LABEL_NODE_GROUP value of the CPU system node group (mode Create), where cluster add-ons run.
+SYSTEM_GROUP = "system"
+LABEL_MANAGED_BY = {"app.kubernetes.io/managed-by": "gpufleet"}
+
+# Tenancy (docs/tenancy-and-access.md). The team label of team namespaces, queues and RBAC objects, also the tag on
+# a team member's EKS access entry; the Kubernetes group of a team's access entries (EKS rejects groups starting
+# with system:, eks:, aws:, amazon: or iam:); the cluster tag that records publicEndpoint.acknowledgeOpenToInternet
+# (the policies see resources, not the spec).
+LABEL_TEAM = "gpufleet.io/team"
+TEAM_GROUP_PREFIX = "gpufleet-team-"
+TAG_OPEN_ENDPOINT_REASON = "gpufleet.io/open-endpoint-reason"
+
+# Extended resources the device plugins advertise.
+GPU_RESOURCE = "nvidia.com/gpu"
+# MIG strategy mixed: one resource per profile, nvidia.com/mig-<profile> (NVIDIA/k8s-device-plugin internal/rm/rm.go)
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+
+# Taints: key nvidia.com/gpu so that EKS's ExtendedResourceToleration admission plugin adds the toleration
+# to every pod requesting nvidia.com/gpu (https://docs.aws.amazon.com/eks/latest/userguide/platform-versions.html).
+GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
+EFA_TAINT = {"key": EFA_RESOURCE, "value": "true", "effect": "NoSchedule"}
+
+NS_GPU_OPERATOR = "gpu-operator"
+NS_KUEUE = "kueue-system"
+NS_MONITORING = "monitoring"
+NS_NETWORK = "gpufleet-network"
+NS_HEALTH = "gpufleet-health"
+NS_SYSTEM = "gpufleet-system"
+# Namespaces a team may not claim: Kubernetes' own and every namespace gpufleet installs into.
+RESERVED_NAMESPACES = (
+    "default",
+    "kube-system",
+    "kube-public",
+    "kube-node-lease",
+    NS_GPU_OPERATOR,
+    NS_KUEUE,
+    NS_MONITORING,
+    NS_NETWORK,
+    NS_HEALTH,
+    NS_SYSTEM,
+)
+
+# Entry names of the GPU Operator's sharing ConfigMaps that gpufleet reserves for "no sharing" (a group of that
+# strategy may not use them: rules.py "sharing-names").
+DEFAULT_DEVICE_PLUGIN_CONFIG = "default"
+MIG_DISABLED = "all-disabled"
+
+_EKS_EFFECT = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+
+
+def eks_effect(effect: str) -> str:
+    """Kubernetes spelling -> EKS API spelling (API_Taint accepts only NO_SCHEDULE style)."""
+    return _EKS_EFFECT[effect]
+
+
+def group_taints(group: NodeGroup) -> list[dict[str, str]]:
+    """All taints of a group in Kubernetes spelling: GPU taint, EFA taint on EFA groups (unless efaTaint is
+    Disabled), then the spec's. Node group, Kueue flavor and every toleration gpufleet writes derive from this."""
+    taints = [dict(GPU_TAINT)]
+    if group.fabric is Fabric.EFA and group.efa_taint == "Enabled":
+        taints.append(dict(EFA_TAINT))
+    taints += [{"key": t.key, "value": t.value, "effect": t.effect} for t in group.taints]
+    return taints
+
+
+def tolerations_for(taints: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Tolerations that match exactly the given taints."""
+    return [{"key": t["key"], "operator": "Equal", "value": t["value"], "effect": t["effect"]} for t in taints]
+
+
+def partition(region: str) -> str:
+    """The AWS partition of a region, the second field of every ARN."""
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"

@@ -1,0 +1,39 @@
+"""How many instances a node group's warm pool holds, and what they cost while they wait.
+
+EC2 Auto Scaling sizes a warm pool as `MaxGroupPreparedCapacity` minus the group's desired capacity, never below
+the pool's `MinSize`; when `MaxGroupPreparedCapacity` is not set it defaults to the group's maximum size, and
+"if you set MaxGroupPreparedCapacity to the same value as MinSize, the warm pool has an absolute size"
+(PutWarmPool API reference, https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_PutWarmPool.html;
+EKS managed node group warm pools pass `warmPoolConfig` through with the same meaning). So gpufleet renders
+`maxGroupPreparedCapacity: minSize` unless the spec sets `warmPool.maxPreparedCapacity`: `warmPool.minSize` is then
+exactly the number of instances the pool holds. Setting `maxPreparedCapacity` asks for EC2's "max minus desired"
+sizing explicitly.
+"""
+
+from __future__ import annotations
+
+from gpufleet.facts import pricing
+from gpufleet.spec.fleet import NodeGroup
+
+
+def prepared_capacity(group: NodeGroup) -> int:
+    """The `maxGroupPreparedCapacity` gpufleet renders: the spec's, else the pool's minSize (an absolute pool)."""
+    assert group.warm_pool is not None
+    pool = group.warm_pool
+    return pool.max_prepared_capacity if pool.max_prepared_capacity is not None else pool.min_size
+
+
+def held(group: NodeGroup, desired: int) -> int:
+    """Instances the pool holds while the group's desired capacity is `desired` (PutWarmPool sizing)."""
+    if group.warm_pool is None:
+        return 0
+    return max(group.warm_pool.min_size, prepared_capacity(group) - desired)
+
+
+def standing_usd_per_month(group: NodeGroup, instances: int, instance_hour_usd: float) -> float:
+    """What `instances` pooled instances cost per month while they wait: a Running pool the full instance rate;
+    a Stopped or Hibernated one only its gp3 volumes (the instance-hours stop; pricing.GP3_USD_PER_GB_MONTH)."""
+    assert group.warm_pool is not None
+    if group.warm_pool.state == "Running":
+        return instances * instance_hour_usd * pricing.HOURS_PER_MONTH
+    return instances * group.disk_size_gib * pricing.GP3_USD_PER_GB_MONTH

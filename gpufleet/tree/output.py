@@ -1,0 +1,230 @@
+"""Where `gpufleet synth --out` may write, and how a tree replaces the one there (never anything else).
+
+A target is accepted only if it is absent, an empty directory, or exactly a tree gpufleet wrote before: its
+plan.json carries the tree format id, its digest and each file's sha256 match, and every file is plan.json, plan.md,
+inventory.json or an inventory entry's file (gpufleet.tree.read.tree_problem, the proof `check` asks for).
+Anything else -- a file, a symbolic link, a directory holding the spec or the working directory, a non-empty
+directory of other files, a tree with a file of the user's or an edit -- is refused with the reason before anything
+is synthesised or written.
+
+`prepare` proves the target writable up front by creating the staging directory beside it (and any missing
+parents); the tree is written into the staging directory and then swapped in with one rename. Concurrent
+writers serialise the swap on an advisory lock of the parent directory (no lock file is left behind), and the
+swap exchanges the two directories atomically (Linux renameat2 RENAME_EXCHANGE), so a reader sees the old tree
+or the new one, never a half or none. `discard` removes the staging directory and the parents `prepare` created;
+the CLI calls it on every failure, SIGINT and SIGTERM included.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import errno
+import fcntl
+import os
+import shutil
+import signal
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpufleet.base.interrupts import raise_interrupt
+from gpufleet.tree.read import tree_problem
+from gpufleet.tree.write import Tree
+
+_STAGING_INFIX = ".gpufleet-staging-"
+
+
+class TargetRefused(Exception):
+    """The --out target is not one gpufleet may write; the message says why."""
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    return path == directory or directory in path.parents
+
+
+def _refusal(target: Path, spec: Path | None) -> str | None:
+    """Why `target` must not be replaced, or None when it is absent, empty or a tree gpufleet wrote."""
+    if target.is_symlink():
+        return "a symbolic link; give the directory it points to, or a new one"
+    if not target.exists():
+        return None
+    if not target.is_dir():
+        return "not a directory"
+    resolved = target.resolve()
+    if spec is not None and _inside(spec.resolve(), resolved):
+        return f"holds the spec {spec}; write the tree to a directory of its own"
+    if _inside(Path.cwd().resolve(), resolved):
+        return "the working directory or one of its parents"
+    if os.path.ismount(resolved):
+        return "a mount point"
+    if not any(resolved.iterdir()):
+        return None
+    problem = tree_problem(resolved)
+    if problem is not None:
+        return f"not empty and not a tree gpufleet wrote ({problem}); give a new or empty directory"
+    return None
+
+
+@dataclass(slots=True)
+class Staging:
+    """A staging directory beside the target, to be committed into it or discarded."""
+
+    target: Path
+    directory: Path
+    spec: Path | None
+    created: list[Path] = field(default_factory=list)  # parents prepare() made, outermost first
+
+    def commit(self, tree: Tree) -> None:
+        """Write the tree into staging, then swap it in under the parent's lock; the old tree is removed."""
+        raise_interrupt()
+        for rel, text in tree.files.items():
+            path = self.directory / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        with _locked(self.target.parent), _signals_deferred():
+            raise_interrupt()  # the last moment a lost Ctrl-C can still keep the tree from being swapped in
+            reason = _refusal(self.target, self.spec)  # again: the target may have changed while synthesising
+            if reason is not None:
+                raise TargetRefused(reason)
+            if self.target.exists():
+                _exchange(self.directory, self.target)  # staging now holds the old tree
+            else:
+                os.rename(self.directory, self.target)
+        shutil.rmtree(self.directory, ignore_errors=True)
+        self.created.clear()
+
+    def discard(self) -> None:
+        with _signals_deferred():  # a second Ctrl-C must not cut the cleanup short
+            shutil.rmtree(self.directory, ignore_errors=True)
+            for parent in reversed(self.created):
+                try:
+                    parent.rmdir()
+                except OSError:
+                    break  # someone else put something there meanwhile: it is theirs now
+            self.created.clear()
+
+
+def prepare(out: str, spec: str | None = None) -> Staging:
+    """Check `out` and create its staging directory, proving it writable; raises TargetRefused."""
+    if not out:
+        raise TargetRefused("an empty path; name a directory")
+    absolute = Path(os.path.abspath(out))
+    if absolute.parent == absolute:
+        raise TargetRefused("the root directory")
+    spec_path = Path(spec) if spec is not None else None
+    # under the lock: a concurrent writer swapping the tree must not change it while it is inspected
+    with _locked(absolute.parent) if absolute.parent.is_dir() else contextlib.nullcontext():
+        reason = _refusal(absolute, spec_path)
+    if reason is not None:
+        raise TargetRefused(reason)
+    created: list[Path] = []
+    missing = [p for p in reversed(absolute.parents) if not p.exists()]
+    try:
+        for parent in missing:
+            parent.mkdir()
+            created.append(parent)
+        directory = Path(tempfile.mkdtemp(prefix=f".{absolute.name}{_STAGING_INFIX}", dir=absolute.parent))
+        directory.chmod(0o777 & ~_umask())  # mkdtemp's 0700 would become the tree's mode
+    except OSError as exc:
+        for parent in reversed(created):
+            parent.rmdir()
+        where = missing[len(created)].parent if len(created) < len(missing) else absolute.parent
+        raise TargetRefused(f"cannot write in {_shown(where)}: {exc.strerror or exc}") from None
+    return Staging(target=absolute, directory=directory, spec=spec_path, created=created)
+
+
+def _shown(path: Path) -> str:
+    """A path as the user would write it: relative to the working directory when it is inside it."""
+    relative = os.path.relpath(path)
+    return path.as_posix() if relative.startswith("..") else relative
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_tree(tree: Tree, out: str) -> None:
+    """Prepare, write and swap in one call (no synthesis in between)."""
+    staging = prepare(out)
+    try:
+        staging.commit(tree)
+    except BaseException:
+        staging.discard()
+        raise
+
+
+_EXISTS = "exists; gpufleet init never overwrites a file: remove it or name another"
+
+
+def write_new_file(path: str, text: str) -> None:
+    """Write a new file atomically, never over anything that exists (`gpufleet init`); raises TargetRefused.
+
+    The text goes into a hidden file beside the target, which is then hard-linked to the target's name: the name
+    appears with the whole text or not at all, and the link fails if the name exists, even if it was created a
+    moment ago (a rename would replace it). The hidden file is removed in every case.
+    """
+    target = Path(os.path.abspath(path))
+    if target.is_symlink() or target.exists():
+        raise TargetRefused(_EXISTS)
+    try:
+        fd, staging = tempfile.mkstemp(prefix=f".{target.name}{_STAGING_INFIX}", dir=target.parent)
+    except OSError as exc:
+        raise TargetRefused(f"cannot write in {_shown(target.parent)}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(staging, 0o666 & ~_umask())  # mkstemp's 0600 would become the file's mode
+        os.link(staging, target)
+    except FileExistsError:
+        raise TargetRefused(_EXISTS) from None
+    except OSError as exc:  # a full disk, a file system without hard links
+        raise TargetRefused(f"cannot write {_shown(target)}: {exc.strerror or exc}") from None
+    finally:
+        os.unlink(staging)
+
+
+@contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+@contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """SIGINT and SIGTERM wait until the swap is done, so an interrupt never lands between its renames."""
+    deferred = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, deferred)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+_RENAME_EXCHANGE = 2  # linux/fs.h
+_AT_FDCWD = -100
+_libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+_renameat2 = getattr(_libc, "renameat2", None)  # glibc >= 2.28; absent on macOS and musl before 1.2.3
+
+
+def _exchange(a: Path, b: Path) -> None:
+    """Swap two directories: atomically where the system can, else by two renames (the lock keeps writers out)."""
+    if _renameat2 is not None:
+        if _renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+            return
+        code = ctypes.get_errno()
+        if code not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # not "this file system cannot"
+            raise OSError(code, os.strerror(code), str(b))
+    aside = a.with_name(a.name + ".old")
+    os.rename(b, aside)
+    os.rename(a, b)
+    os.rename(aside, a)

@@ -1,0 +1,243 @@
+"""Recorded registrations -> the synth tree of DESIGN.md section 5. Pure: plain data in, files out.
+
+Layout:
+  plan.json, inventory.json, plan.md
+  NN-<stage>/k8s/<Kind>-<namespace|cluster>-<name>.yaml
+  NN-<stage>/helm/<release>.yaml
+  NN-<stage>/aws/<resource>.yaml
+Each fact is stored once: a resource's inputs live in its file (or, for resources without one, in inventory.json),
+and its inventory.json entry names the file with the file's sha256 (see `render`).
+plan.json names the tree format (`format`, `formatVersion`) and the fleet (`fleet`: name, cluster, region), and carries
+a digest over plan.json, plan.md and inventory.json (see `digest`), which `check` and `diff` verify with the files'
+hashes (gpufleet.tree.read); the same proof marks a directory as exactly a tree gpufleet wrote, the only kind
+`synth --out` replaces (gpufleet.tree.read.tree_problem). Output is byte-identical for the same input: sorted
+keys, no timestamps, no absolute paths.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gpufleet.facts import stages
+from gpufleet.plan.parts import RolloutPlan
+from gpufleet.plan.pins import pins
+from gpufleet.tree.json_text import dump_json
+from gpufleet.tree.yaml_text import YamlWriter
+
+TREE_FORMAT = "gpufleet synth tree"
+TREE_FORMAT_VERSION = 2  # 2: inventory.json references each resource's file instead of repeating its inputs
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+_HELM_FILE_KEYS = ("chart", "version", "namespace", "values")
+# The directories and files a tree may hold, relative to its root (the layout above).
+TREE_DIR = re.compile(r"\d\d-[a-z]+(/(k8s|helm|aws))?\Z")
+TREE_FILE = re.compile(r"(plan\.json|plan\.md|inventory\.json|\d\d-[a-z]+/(k8s|helm|aws)/[^/]+\.yaml)\Z")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Registration:
+    """One resource as the Pulumi engine would be asked to register it."""
+
+    name: str
+    type: str
+    parent: str | None
+    depends_on: tuple[str, ...]
+    protect: bool
+    retain_on_delete: bool
+    ignore_changes: tuple[str, ...]
+    inputs: Mapping[str, Any]
+    replace_on_changes: tuple[str, ...] = ()
+    delete_before_replace: bool = False
+
+
+def _stage_of(reg: Registration, by_name: Mapping[str, Registration]) -> str | None:
+    node: Registration | None = reg
+    while node is not None:
+        if node.type.startswith("gpufleet:stage:"):
+            return node.name
+        node = by_name.get(node.parent) if node.parent else None
+    return None
+
+
+def decode_user_data(value: str) -> str:
+    """Launch template user data is base64; show it as the text nodeadm / Bottlerocket will read."""
+    if value.startswith("<ref:"):
+        return value
+    try:
+        return base64.b64decode(value, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return value
+
+
+def file_for(entry: Mapping[str, Any]) -> str | None:
+    """Path of an inventory entry's file within the tree, or None (inventory only: components, providers)."""
+    if entry["stage"] is None:
+        return None
+    stage_dir, inputs = stages.directory(entry["stage"]), entry["inputs"]
+    if entry["type"] == HELM_RELEASE:
+        return f"{stage_dir}/helm/{inputs.get('name', entry['name'])}.yaml"
+    if entry["type"].startswith("kubernetes:") and "kind" in inputs:
+        meta = inputs.get("metadata", {})
+        return f"{stage_dir}/k8s/{inputs['kind']}-{meta.get('namespace', 'cluster')}-{meta.get('name', entry['name'])}.yaml"
+    if entry["type"].startswith("aws:"):
+        return f"{stage_dir}/aws/{entry['name']}.yaml"
+    return None
+
+
+def split_inputs(entry: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """An entry's inputs as (the document its file holds, the inputs the file does not hold).
+
+    A Kubernetes object's file is the object; an AWS resource's is its type, name and inputs with user data
+    decoded; a Helm release's is DESIGN's {chart, repository, version, namespace, values}, and the release's
+    other inputs (name, createNamespace, ...) stay in inventory.json. `join_inputs` is the inverse.
+    """
+    inputs = dict(entry["inputs"])
+    if entry["type"] == HELM_RELEASE:
+        repository = dict(inputs.pop("repositoryOpts", None) or {})
+        document = {key: inputs.pop(key, None) for key in _HELM_FILE_KEYS}
+        document["repository"] = repository.pop("repo", None)
+        document["values"] = document["values"] or {}
+        return document, {**inputs, **({"repositoryOpts": repository} if repository else {})}
+    if entry["type"].startswith("aws:"):
+        data = inputs.get("userData")
+        if isinstance(data, str):
+            inputs["userData"] = decode_user_data(data)
+        return {"type": entry["type"], "name": entry["name"], "inputs": inputs}, {}
+    return inputs, {}
+
+
+def join_inputs(entry: Mapping[str, Any], document: Any) -> dict[str, Any]:
+    """The inputs of an entry whose file holds `document` (the inverse of `split_inputs`; user data stays text)."""
+    rest = dict(entry.get("inputs", {}))
+    if entry["type"] == HELM_RELEASE:
+        inputs = {**rest, **{key: document[key] for key in _HELM_FILE_KEYS if document[key] is not None}}
+        if document["repository"] is not None:
+            inputs["repositoryOpts"] = {**rest.get("repositoryOpts", {}), "repo": document["repository"]}
+        return inputs
+    if entry["type"].startswith("aws:"):
+        return dict(document["inputs"])
+    return dict(document)
+
+
+@dataclass(frozen=True, slots=True)
+class Tree:
+    """Relative path -> file text."""
+
+    files: Mapping[str, str]
+
+
+# The options an inventory entry states only when they differ from these (what Pulumi assumes when not given).
+OPTION_DEFAULTS: Mapping[str, Any] = {
+    "parent": None,
+    "dependsOn": [],
+    "protect": False,
+    "retainOnDelete": False,
+    "ignoreChanges": [],
+    "replaceOnChanges": [],
+    "deleteBeforeReplace": False,
+}
+
+
+def inventory_entries(registrations: list[Registration]) -> list[dict[str, Any]]:
+    """Every registration as one resource entry (what `check`, `diff` and the policies read), sorted by stage then id."""
+    by_name = {r.name: r for r in registrations}
+    entries = []
+    for reg in registrations:
+        stage_dir = _stage_of(reg, by_name)
+        entries.append(
+            {
+                "id": reg.name,
+                "stage": stage_dir.split("-", 1)[1] if stage_dir else None,
+                "type": reg.type,
+                "name": reg.name,
+                "parent": reg.parent,
+                "dependsOn": sorted(reg.depends_on),
+                "protect": reg.protect,
+                "retainOnDelete": reg.retain_on_delete,
+                "ignoreChanges": sorted(reg.ignore_changes),
+                "replaceOnChanges": sorted(reg.replace_on_changes),
+                "deleteBeforeReplace": reg.delete_before_replace,
+                "inputs": reg.inputs,
+            }
+        )
+    return sorted(entries, key=lambda e: (stages.index(e["stage"]) if e["stage"] else 0, e["id"]))
+
+
+def build_tree(plan: RolloutPlan, registrations: list[Registration], plan_md: str) -> Tree:
+    entries = inventory_entries(registrations)
+    summary: dict[str, Any] = {
+        "format": TREE_FORMAT,
+        "formatVersion": TREE_FORMAT_VERSION,
+        "fleet": fleet_identity(plan),
+        "environment": plan.environment,
+        "through": plan.through,
+        "stages": [
+            {
+                "index": s.index,
+                "name": s.name,
+                "included": s.included,
+                "resources": sorted(e["id"] for e in entries if e["stage"] == s.name),
+            }
+            for s in plan.stages
+        ],
+        "versions": pins(plan),
+        "warnings": list(plan.warnings),
+    }
+    return render(summary, entries, plan_md)
+
+
+def render(summary: Mapping[str, Any], entries: list[dict[str, Any]], plan_md: str) -> Tree:
+    """The files of a tree: each resource's file, inventory.json referencing it, plan.md, and plan.json sealing them.
+
+    Each fact is written once: a resource with a file keeps in inventory.json only what the file does not hold
+    (its options, the file's path and sha256), so a change to an object changes its file and one hash line. An
+    entry leaves out its name (its id) and every option at its default (OPTION_DEFAULTS); the reader restores them.
+    """
+    files: dict[str, str] = {}
+    inventory: list[dict[str, Any]] = []
+    yaml_writer = YamlWriter()
+    for entry in entries:
+        record = {
+            key: value
+            for key, value in entry.items()
+            if key not in ("name", "inputs") and value != OPTION_DEFAULTS.get(key, ...)
+        }
+        path = file_for(entry)
+        if path is None:
+            inventory.append({**record, "inputs": entry["inputs"]})
+            continue
+        if path in files:
+            raise AssertionError(f"two resources render to {path}")
+        document, rest = split_inputs(entry)
+        files[path] = yaml_writer.dump(document)
+        inventory.append({**record, "file": path, "sha256": sha256(files[path]), **({"inputs": rest} if rest else {})})
+    files["inventory.json"] = dump_json(inventory)
+    files["plan.md"] = plan_md
+    files["plan.json"] = dump_json({**summary, "digest": digest(summary, inventory, plan_md)})
+    return Tree(files=dict(sorted(files.items())))
+
+
+def fleet_identity(plan: RolloutPlan) -> dict[str, str]:
+    """What makes two trees trees of the same fleet: its name and the cluster it deploys to."""
+    return {"name": plan.fleet.name, "cluster": plan.fleet.cluster.name, "region": plan.fleet.cluster.region}
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def digest(summary: Mapping[str, Any], inventory: list[dict[str, Any]], plan_md: str) -> str:
+    """sha256 over plan.json without its digest, inventory.json without the files' hashes, and plan.md.
+
+    With the hash of each resource's file in its inventory entry, it lets `check` and `diff` tell a tree as synth
+    wrote it from one that was edited, truncated or damaged since, instead of trusting (and crashing on) whatever
+    the files hold. The files' hashes stay out of it so that a change to one object changes that object's file and
+    its hash line, not a line every other change also touches (two branches changing different objects merge).
+    """
+    sealed = [{key: value for key, value in entry.items() if key != "sha256"} for entry in inventory]
+    return "sha256:" + sha256(f"{dump_json(summary)}\0{dump_json(sealed)}\0{plan_md}")
