@@ -88,9 +88,11 @@ def _protected(report: Report) -> list[Change]:
     return [c for c in report.changes if c.protected and c.action in ("replace", "remove")]
 
 
-def text(report: Report, old: str, new: str) -> str:
+def text(report: Report, old: str, new: str, *, old_absent: bool = False) -> str:
     env = f" (environment {report.environment})" if report.environment else ""
     out = [f"gpufleet diff {old} -> {new}{env}"]
+    if old_absent:
+        out.append(f"{old} does not exist: compared with an empty fleet, so every resource is added")
     if not report.changes:
         out.append("no changes")
     for c in _protected(report):
@@ -124,13 +126,14 @@ def text(report: Report, old: str, new: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def markdown(report: Report, old: str, new: str) -> str:
+def markdown(report: Report, old: str, new: str, *, old_absent: bool = False) -> str:
     """The pull request comment, laid out by gpufleet/templates/diff-comment.md.j2."""
     return render(
         "diff-comment.md.j2",
         env=report.environment or "?",
         old=old,
         new=new,
+        old_absent=old_absent,
         protected=_protected(report),
         nodes=[(_node_line(n), n.reasons) for n in report.nodes],
         stops=[e for e in report.work if e.disruptive],

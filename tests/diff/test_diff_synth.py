@@ -103,6 +103,29 @@ def test_same_tree_has_no_changes(trees: dict[str, Path], capsys: pytest.Capture
     assert "no changes" in capsys.readouterr().out
 
 
+def test_an_absent_old_tree_is_an_empty_fleet(
+    trees: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A new environment or the first pull request has no base tree: everything is added, exit 0 (issue 35 item 3).
+    Only a path that is not there counts; an empty directory is still not a tree."""
+    absent, base = tmp_path / "absent", str(trees["base"])
+    assert main(["diff", str(absent), base]) == 0
+    out, err = capsys.readouterr()
+    assert (
+        err == f"gpufleet diff: note: {absent} does not exist: compared with an empty fleet (every resource is added)\n"
+    )
+    assert out.splitlines()[1] == f"{absent} does not exist: compared with an empty fleet, so every resource is added"
+    changes = [line.split()[0] for line in out.splitlines() if line.startswith("    ") and line.split()[0] in "+-~+-"]
+    assert set(changes) == {"+"} and len(changes) == len(read_tree(base).resources)
+    assert "fleet: min $0 -> $" in out
+    assert main(["diff", str(absent), base, "--format", "markdown"]) == 0
+    assert "No tree at the base (a new environment, or the first pull request)" in capsys.readouterr().out
+    absent.mkdir()
+    assert main(["diff", str(absent), base]) == 2
+    assert main(["diff", base, str(tmp_path / "no-new")]) == 2  # NEW must be a tree
+    assert "is not a synth tree" in capsys.readouterr().err
+
+
 def test_instance_type_change_replaces_exactly_one_node_group(trees: dict[str, Path]) -> None:
     r = report(trees, "instance-type")
     assert [(n.node_group, n.action, n.gpu) for n in r.nodes] == [("notebooks", "replace", True)]
