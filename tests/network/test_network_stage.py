@@ -145,22 +145,22 @@ def test_gate_is_registered_with_its_job_and_threshold(efa_plan) -> None:
     assert set(gates) == {"nccl-bandwidth-h100", "nccl-bandwidth-a100"}
     ids = {r.id for r in content.resources}
     assert gates["nccl-bandwidth-h100"].resource in ids
-    # AWS publishes about 449 GB/s for 2 x p5.48xlarge at 1-4 GiB; 0.9 x that fails (was 0.8 x line rate x 0.9 = 288).
+    # AWS's lowest published healthy 2 x p5.48xlarge run (EKS) averages 375.6 GB/s at 1-2 GiB; 0.9 x that fails.
     assert (
-        "NCCL_TESTS_MIN_BW=449`" in gates["nccl-bandwidth-h100"].expectation
-        and "404.1 GB/s" in gates["nccl-bandwidth-h100"].expectation
+        "NCCL_TESTS_MIN_BW=375.6`" in gates["nccl-bandwidth-h100"].expectation
+        and "338 GB/s" in gates["nccl-bandwidth-h100"].expectation
     )
     job = next(o for o in by_kind(content.resources, "Job") if o["metadata"]["name"] == "nccl-gate-a100")
     env = {e["name"]: e["value"] for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
-    assert env["NCCL_TESTS_MIN_BW"] == "40.0"  # p4d: 400 Gbit/s = 50 GB/s x 0.8
+    assert env["NCCL_TESTS_MIN_BW"] == "77.6"  # p4d: its same-fabric sibling p4de's published run
     assert (
-        "| a100 | EFA | p4d.24xlarge | 400 Gbit/s = 50 GB/s | 40 (0.8 x the 50 GB/s rated line rate (no published"
-        " figure for p4d.24xlarge)) | 36 |" in content.notes
+        "| a100 | EFA | p4d.24xlarge | 400 Gbit/s = 50 GB/s | 77.6 (p4de.24xlarge's published floor: the same 4 x 100"
+        " Gbit/s EFA and 8 x A100 NVSwitch board (40 GB, not 80 GB, GPUs)) | 69.8 |" in content.notes
     )
     assert any(
         line.startswith(
-            "| h100 | EFA | p5.48xlarge | 3200 Gbit/s = 400 GB/s | 449 (published 2-node all_reduce bus bandwidth"
-            " (aws-samples"
+            "| h100 | EFA | p5.48xlarge | 3200 Gbit/s = 400 GB/s | 375.6 (lowest published 2-node all_reduce bus"
+            " bandwidth of p5.48xlarge (Slurm 449.0, AWS Batch 454.0, EKS 375.6; aws-samples"
         )
         for line in content.notes
     )
@@ -169,11 +169,11 @@ def test_gate_is_registered_with_its_job_and_threshold(efa_plan) -> None:
 @pytest.mark.parametrize(
     ("instance", "efficiency", "expected"),
     [
-        ("p5.48xlarge", 0.8, 449.0),  # published: 2 x p5.48xlarge all_reduce, 1-4 GiB (not 3200 Gbit/s / 8 x 0.8 = 320)
+        ("p5.48xlarge", 0.8, 375.6),  # the lowest published 2 x p5.48xlarge run (EKS, 1-2 GiB), not 0.8 x 400 = 320
         ("p4de.24xlarge", 0.5, 77.6),  # published, 1-2 GiB; efficiency does not apply
-        ("p4d.24xlarge", 0.8, 40.0),  # 400 / 8 = 50
+        ("p4d.24xlarge", 0.8, 77.6),  # p4de's: the same fabric (was 0.8 x 50 = 40)
         ("g6e.12xlarge", 0.8, 10.0),  # 100 / 8 = 12.5
-        ("p5en.48xlarge", 0.7, 280.0),
+        ("p5en.48xlarge", 0.7, 375.6),  # p5's (was 0.7 x 400 = 280)
         ("p6-b300.48xlarge", 0.8, 640.0),  # 6400 / 8 = 800
         ("g5.12xlarge", 0.75, 3.8),  # 40 / 8 = 5 -> 3.75 -> 3.8
     ],

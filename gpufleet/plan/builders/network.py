@@ -79,6 +79,13 @@ def _gate(fleet: Fleet, group: NodeGroup, after: tuple[str, ...]) -> tuple[list[
     assert info is not None
     gate = fleet.network.bandwidth_gate
     min_bw = net.min_bus_bandwidth(info, gate.efficiency)
+    if net.floor_is_estimate(info):
+        warnings.append(
+            f'node group "{group.name}": no published two-node all_reduce measurement exists for'
+            f" {group.instance_type} or a same-fabric sibling, so its gate floor ({min_bw:g} GB/s) is"
+            f" network.bandwidthGate.efficiency x the rated line rate: an estimate that may pass a degraded fabric"
+            " or fail a healthy one; measure a healthy pair once and set efficiency from it"
+        )
     network = net.EFA_NET if group.fabric is Fabric.EFA else net.RDMA_NET
     expectation = (
         f"`all_reduce_perf` across 2 x {group.instance_type} ({2 * info.gpu_count} GPUs,"
