@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpufleet import catalog
-from gpufleet.manifests import network as net
+from gpufleet.facts import catalog
+from gpufleet.plan.manifests import network as net
 from tests.network.fleets import fleet, group, plan
 
 GIB = {"1G", "2G", "4G"}  # -b 1G -e 4G -f 2
