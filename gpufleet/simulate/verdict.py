@@ -19,7 +19,16 @@ from typing import Any
 from gpufleet.base.errors import Path
 from gpufleet.plan.manifests.sharing import MIG_MIXED
 from gpufleet.plan.parts import RolloutPlan
-from gpufleet.simulate import api_server, authorization, device_plugin, kubelet, kueue_admission, scheduling
+from gpufleet.simulate import (
+    admission_policies,
+    api_server,
+    authorization,
+    device_plugin,
+    kubelet,
+    kueue_admission,
+    pod_security,
+    scheduling,
+)
 from gpufleet.simulate.autoscaler import nodes_needed, scale_up_blocker
 from gpufleet.simulate.nodes import NodeModel, fleet_nodes
 from gpufleet.simulate.workload import QUEUE_LABEL, PodSet, PodSpec, Workload
@@ -104,6 +113,9 @@ class FleetModel:
     paths: Mapping[str, Path] = field(default_factory=dict)
     # kind -> apiVersions the API server serves (gpufleet.simulate.api_server.served_kinds)
     served: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(api_server.BUILT_IN))
+    # namespace -> (Pod Security level, version) the plan's Namespaces enforce
+    pod_security: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    policies: tuple[admission_policies.BoundPolicy, ...] = ()
 
     def group_path(self, group: str, *rest: str | int) -> Path | None:
         base = self.paths.get(f"nodeGroup:{group}")
@@ -144,6 +156,8 @@ def fleet_model(plan: RolloutPlan) -> FleetModel:
         system_nodes=plan.fleet.cluster.mode == "Existing" or plan.fleet.cluster.system_nodes is not None,
         paths=plan.fleet.paths,
         served=api_server.served_kinds(plan),
+        pod_security=pod_security.namespace_levels(plan),
+        policies=admission_policies.bound_policies(plan),
     )
 
 
@@ -347,6 +361,35 @@ def _api(model: FleetModel, wl: Workload) -> Reason | None:
     return None
 
 
+def _pod_admission(model: FleetModel, wl: Workload) -> Reason | None:
+    """What the API server refuses when the workload's pods are created: Pod Security of the namespace first, then
+    gpufleet's ValidatingAdmissionPolicies (the PodSecurity plugin runs before ValidatingAdmissionPolicy in the API
+    server's validating admission order). A bare Pod is refused itself; a controller's object is created and the pods
+    it makes are refused (events FailedCreate), so nothing runs: reported before Kueue, which would admit it."""
+    who = f'pods "{wl.name}" are' if wl.kind == "Pod" else f"the {wl.kind}'s pods are"
+    created = "" if wl.kind == "Pod" else f" (the {wl.kind} is created; its controller fails to create them)"
+    level, version = model.pod_security.get(wl.namespace, ("privileged", "latest"))
+    team = next((t.name for t in model.plan.fleet.teams if t.namespace == wl.namespace), None)
+    for ps in wl.pod_sets:
+        refused = pod_security.forbidden(level, version, ps.pod.raw)
+        if refused:
+            where = f"teams[{team}].podSecurity" if team else f"the namespace's {pod_security.ENFORCE} label"
+            return Reason(
+                stage="api",
+                message=f"{who} forbidden: {refused}{created}",
+                fix=f"remove what Pod Security {level} forbids from pod set {ps.name}; namespace {wl.namespace}"
+                f" enforces {level} ({where})",
+            )
+        denied = admission_policies.pod_refusal(model.policies, wl.namespace, ps.pod.raw)
+        if denied:
+            return Reason(
+                stage="api",
+                message=f"{who} denied by ValidatingAdmissionPolicy {denied[0]}: {denied[1]}{created}",
+                fix="request nvidia.com/gpu in the container that sets NVIDIA_VISIBLE_DEVICES, or set it to void",
+            )
+    return None
+
+
 def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Verdict:
     """The verdict on one workload; with `principal` (an IAM ARN, already checked by authorization.identity), the
     API server's authorization of its creation comes first."""
@@ -366,6 +409,9 @@ def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Ve
         denied = _admission_policy(model, wl)
         if denied:
             return replace(base, reasons=(denied,))
+    refused_pods = _pod_admission(model, wl)
+    if refused_pods:
+        return replace(base, reasons=(refused_pods,), notes=tuple(notes))
     if wl.kind == "Deployment":
         return _one_by_one(model, wl, replace(base, notes=tuple(notes)))
     return _gang(model, wl, replace(base, notes=tuple(notes)))

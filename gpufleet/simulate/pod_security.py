@@ -1,0 +1,289 @@
+"""Pod Security Admission: the level a namespace enforces and the checks a pod of it must pass.
+
+Ported from kubernetes staging/src/k8s.io/pod-security-admission: the level and version come from the namespace's
+`pod-security.kubernetes.io/enforce` and `enforce-version` labels (api/helpers.go; a namespace without the label is
+`privileged`, which EKS leaves as the cluster default); the checks from policy/check_*.go, evaluated in the order of
+their IDs (policy/registry.go), restricted ones replacing the baseline checks they override
+(capabilities_restricted over capabilities_baseline, restrictedVolumes over hostPathVolumes); the refusal reads
+`violates PodSecurity "<level>:<version>": <reason> (<detail>), ...` (admission/admission.go,
+policy/checks.go AggregateCheckResult.ForbiddenDetail). Enforcement applies to pods: a workload controller's
+object is created, and the pods its controller makes are refused.
+
+Modelled: hostNamespaces, privileged, capabilities, hostPath volumes, hostPorts, seccomp (baseline and restricted),
+allowPrivilegeEscalation, restricted volume types, runAsNonRoot, runAsUser. Not modelled (docs/explain-model.md):
+procMount, sysctls, SELinux, AppArmor, Windows host process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from gpufleet.plan.parts import RolloutPlan
+
+LEVELS = ("privileged", "baseline", "restricted")
+ENFORCE, ENFORCE_VERSION = "pod-security.kubernetes.io/enforce", "pod-security.kubernetes.io/enforce-version"
+# check_capabilities_baseline.go capabilities_allowed_1_0
+BASELINE_CAPABILITIES = frozenset(
+    {
+        "AUDIT_WRITE",
+        "CHOWN",
+        "DAC_OVERRIDE",
+        "FOWNER",
+        "FSETID",
+        "KILL",
+        "MKNOD",
+        "NET_BIND_SERVICE",
+        "SETFCAP",
+        "SETGID",
+        "SETPCAP",
+        "SETUID",
+        "SYS_CHROOT",
+    }
+)
+# check_restrictedVolumes.go: the volume sources restricted allows
+RESTRICTED_VOLUMES = frozenset(
+    {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"}
+)
+
+Spec = Mapping[str, Any]
+Result = tuple[str, str] | None  # (ForbiddenReason, ForbiddenDetail)
+
+
+def namespace_levels(plan: RolloutPlan) -> dict[str, tuple[str, str]]:
+    """namespace -> (level, version) of every Namespace the plan applies with an enforce label."""
+    out = {}
+    for stage in plan.included():
+        for res in stage.content.resources:
+            obj: Any = res.args.get("object")
+            if isinstance(obj, Mapping) and obj.get("kind") == "Namespace":
+                labels = (obj.get("metadata") or {}).get("labels") or {}
+                if labels.get(ENFORCE) in LEVELS:
+                    out[str(obj["metadata"]["name"])] = (labels[ENFORCE], labels.get(ENFORCE_VERSION) or "latest")
+    return out
+
+
+def _quote(items: list[str]) -> str:
+    return '"' + '", "'.join(items) + '"' if items else ""
+
+
+def _plural(singular: str, plural: str, n: int) -> str:
+    return singular if n == 1 else plural
+
+
+def _containers(spec: Spec) -> Iterator[Mapping[str, Any]]:
+    """visitor.go visitContainers: containers, initContainers, ephemeralContainers."""
+    for key in ("initContainers", "containers", "ephemeralContainers"):
+        for c in spec.get(key) or []:
+            if isinstance(c, Mapping):
+                yield c
+
+
+def _sc(c: Mapping[str, Any]) -> Mapping[str, Any]:
+    return c.get("securityContext") or {}
+
+
+def _named(names: list[str]) -> str:
+    return f"{_plural('container', 'containers', len(names))} {_quote(names)}"
+
+
+def _host_namespaces(spec: Spec) -> Result:
+    used = [f"{k}=true" for k in ("hostNetwork", "hostPID", "hostIPC") if spec.get(k) is True]
+    return ("host namespaces", ", ".join(used)) if used else None
+
+
+def _privileged(spec: Spec) -> Result:
+    bad = [str(c.get("name")) for c in _containers(spec) if _sc(c).get("privileged") is True]
+    return ("privileged", f"{_named(bad)} must not set securityContext.privileged=true") if bad else None
+
+
+def _capabilities_baseline(spec: Spec) -> Result:
+    bad: list[str] = []
+    caps: set[str] = set()
+    for c in _containers(spec):
+        added = [str(a) for a in (_sc(c).get("capabilities") or {}).get("add") or [] if a not in BASELINE_CAPABILITIES]
+        if added:
+            bad.append(str(c.get("name")))
+            caps.update(added)
+    if not bad:
+        return None
+    detail = f"{_named(bad)} must not include {_quote(sorted(caps))} in securityContext.capabilities.add"
+    return "non-default capabilities", detail
+
+
+def _host_path(spec: Spec) -> Result:
+    bad = [str(v.get("name")) for v in spec.get("volumes") or [] if isinstance(v, Mapping) and "hostPath" in v]
+    return ("hostPath volumes", f"{_plural('volume', 'volumes', len(bad))} {_quote(bad)}") if bad else None
+
+
+def _host_ports(spec: Spec) -> Result:
+    bad: list[str] = []
+    ports: set[str] = set()
+    for c in _containers(spec):
+        used = [int(p["hostPort"]) for p in c.get("ports") or [] if isinstance(p, Mapping) and p.get("hostPort")]
+        if used:
+            bad.append(str(c.get("name")))
+            ports.update(str(p) for p in used)
+    if not bad:
+        return None
+    listed = ", ".join(sorted(ports))
+    detail = f"{_named(bad)} {_plural('uses', 'use', len(bad))} {_plural('hostPort', 'hostPorts', len(ports))} {listed}"
+    return "hostPort", detail
+
+
+def _seccomp_type(sc: Mapping[str, Any]) -> str | None:
+    profile = sc.get("seccompProfile")
+    return str(profile.get("type")) if isinstance(profile, Mapping) else None
+
+
+def _seccomp_baseline(spec: Spec) -> Result:
+    setters = ["pod"] if _seccomp_type(spec.get("securityContext") or {}) == "Unconfined" else []
+    bad = [str(c.get("name")) for c in _containers(spec) if _seccomp_type(_sc(c)) == "Unconfined"]
+    if bad:
+        setters.append(_named(bad))
+    if not setters:
+        return None
+    return "seccompProfile", f'{" and ".join(setters)} must not set securityContext.seccompProfile.type to "Unconfined"'
+
+
+def _allow_privilege_escalation(spec: Spec) -> Result:
+    bad = [str(c.get("name")) for c in _containers(spec) if _sc(c).get("allowPrivilegeEscalation") is not False]
+    if not bad:
+        return None
+    return "allowPrivilegeEscalation != false", f"{_named(bad)} must set securityContext.allowPrivilegeEscalation=false"
+
+
+def _capabilities_restricted(spec: Spec) -> Result:
+    missing: list[str] = []
+    adding: list[str] = []
+    caps: set[str] = set()
+    for c in _containers(spec):
+        capabilities = _sc(c).get("capabilities")
+        if not isinstance(capabilities, Mapping):
+            missing.append(str(c.get("name")))
+            continue
+        if "ALL" not in (capabilities.get("drop") or []):
+            missing.append(str(c.get("name")))
+        added = [str(a) for a in capabilities.get("add") or [] if a != "NET_BIND_SERVICE"]
+        if added:
+            adding.append(str(c.get("name")))
+            caps.update(added)
+    details = []
+    if missing:
+        details.append(f'{_named(missing)} must set securityContext.capabilities.drop=["ALL"]')
+    if adding:
+        details.append(f"{_named(adding)} must not include {_quote(sorted(caps))} in securityContext.capabilities.add")
+    return ("unrestricted capabilities", "; ".join(details)) if details else None
+
+
+def _restricted_volumes(spec: Spec) -> Result:
+    bad: list[str] = []
+    kinds: set[str] = set()
+    for v in spec.get("volumes") or []:
+        if not isinstance(v, Mapping):
+            continue
+        sources = [k for k in v if k != "name"]
+        wrong = [k for k in sources if k not in RESTRICTED_VOLUMES]
+        if wrong:
+            bad.append(str(v.get("name")))
+            kinds.update(wrong)
+    if not bad:
+        return None
+    detail = (
+        f"{_plural('volume', 'volumes', len(bad))} {_quote(bad)} {_plural('uses', 'use', len(bad))}"
+        f" {_plural('restricted volume type', 'restricted volume types', len(kinds))} {_quote(sorted(kinds))}"
+    )
+    return "restricted volume types", detail
+
+
+def _run_as_non_root(spec: Spec) -> Result:
+    pod = (spec.get("securityContext") or {}).get("runAsNonRoot")
+    setters = ["pod"] if pod is False else []
+    explicit = [str(c.get("name")) for c in _containers(spec) if _sc(c).get("runAsNonRoot") is False]
+    implicit = [str(c.get("name")) for c in _containers(spec) if _sc(c).get("runAsNonRoot") is None and pod is not True]
+    if explicit:
+        setters.append(_named(explicit))
+    if setters:
+        return "runAsNonRoot != true", f"{' and '.join(setters)} must not set securityContext.runAsNonRoot=false"
+    if implicit:
+        return "runAsNonRoot != true", f"pod or {_named(implicit)} must set securityContext.runAsNonRoot=true"
+    return None
+
+
+def _run_as_user(spec: Spec) -> Result:
+    setters = ["pod"] if (spec.get("securityContext") or {}).get("runAsUser") == 0 else []
+    bad = [str(c.get("name")) for c in _containers(spec) if _sc(c).get("runAsUser") == 0]
+    if bad:
+        setters.append(_named(bad))
+    return ("runAsUser=0", f"{' and '.join(setters)} must not set runAsUser=0") if setters else None
+
+
+def _seccomp_restricted(spec: Spec) -> Result:
+    valid = ("RuntimeDefault", "Localhost")
+    pod_type = _seccomp_type(spec.get("securityContext") or {})
+    setters, values = [], set()
+    if pod_type is not None and pod_type not in valid:
+        setters.append("pod")
+        values.add(pod_type)
+    explicit, implicit = [], []
+    for c in _containers(spec):
+        t = _seccomp_type(_sc(c))
+        if t is not None and t not in valid:
+            explicit.append(str(c.get("name")))
+            values.add(t)
+        elif t is None and pod_type not in valid:
+            implicit.append(str(c.get("name")))
+    if explicit:
+        setters.append(_named(explicit))
+    if setters:
+        detail = f"{' and '.join(setters)} must not set securityContext.seccompProfile.type to {_quote(sorted(values))}"
+        return "seccompProfile", detail
+    if implicit:
+        return (
+            "seccompProfile",
+            f'pod or {_named(implicit)} must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost"',
+        )
+    return None
+
+
+# (check ID, level, check, the baseline check ID it overrides); evaluated sorted by ID.
+CHECKS: tuple[tuple[str, str, Callable[[Spec], Result], str | None], ...] = (
+    ("allowPrivilegeEscalation", "restricted", _allow_privilege_escalation, None),
+    ("capabilities_baseline", "baseline", _capabilities_baseline, None),
+    ("capabilities_restricted", "restricted", _capabilities_restricted, "capabilities_baseline"),
+    ("hostNamespaces", "baseline", _host_namespaces, None),
+    ("hostPathVolumes", "baseline", _host_path, None),
+    ("hostPorts", "baseline", _host_ports, None),
+    ("privileged", "baseline", _privileged, None),
+    ("restrictedVolumes", "restricted", _restricted_volumes, "hostPathVolumes"),
+    ("runAsNonRoot", "restricted", _run_as_non_root, None),
+    ("runAsUser", "restricted", _run_as_user, None),
+    ("seccompProfile_baseline", "baseline", _seccomp_baseline, None),
+    ("seccompProfile_restricted", "restricted", _seccomp_restricted, "seccompProfile_baseline"),
+)
+
+
+def violations(level: str, spec: Spec) -> list[tuple[str, str]]:
+    """The (reason, detail) of every check of `level` the pod spec fails, in the order PSA reports them."""
+    if level not in LEVELS or level == "privileged":
+        return []
+    wanted = LEVELS[1 : LEVELS.index(level) + 1]
+    checks = [c for c in CHECKS if c[1] in wanted]
+    overridden = {c[3] for c in checks if c[3]}
+    out = []
+    for check_id, _, check, _ in checks:
+        if check_id in overridden:
+            continue
+        result = check(spec)
+        if result:
+            out.append(result)
+    return out
+
+
+def forbidden(level: str, version: str, spec: Spec) -> str | None:
+    """`violates PodSecurity "baseline:v1.33": ...`, or None when the pod passes."""
+    found = violations(level, spec)
+    if not found:
+        return None
+    detail = ", ".join(f"{reason} ({d})" if d else reason for reason, d in found)
+    return f'violates PodSecurity "{level}:{version}": {detail}'
