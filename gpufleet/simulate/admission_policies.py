@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gpufleet.simulate.kueue_admission import namespace_labels, selector_matches
 from gpufleet.plan.parts import RolloutPlan
+from gpufleet.simulate.kueue_admission import namespace_labels, selector_matches
 
 VISIBLE_DEVICES = "gpufleet-visible-devices-need-gpu"
 _NO_DEVICES = ("", "void", "none")
