@@ -77,7 +77,15 @@ def canonical(model: FleetModel, group: NodeGroup) -> Workload:
                 "spec": {
                     "nodeSelector": {LABEL_NODE_GROUP: group.name},
                     "tolerations": tolerations_for(group_taints(group)),
-                    "containers": [{"name": "main", "resources": {"limits": limits}}],
+                    # Hardened as `restricted` Pod Security asks (a team may enforce it): the shape is the question.
+                    "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+                    "containers": [
+                        {
+                            "name": "main",
+                            "resources": {"limits": limits},
+                            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+                        }
+                    ],
                 }
             },
         },
