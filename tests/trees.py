@@ -9,7 +9,7 @@ from typing import Any
 
 from gpufleet.plan.parts import Concat, Ref
 from gpufleet.tree.read import read_tree
-from gpufleet.tree.write import render, split_inputs
+from gpufleet.tree.write import render
 
 
 def resources(root: Path) -> list[dict[str, Any]]:
@@ -26,16 +26,6 @@ def as_recorded(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [as_recorded(v) for v in value]
     return value
-
-
-def golden_documents() -> list[Any]:
-    """Every distinct YAML document (a resource's inputs) of the golden trees, from their inventories."""
-    docs: dict[str, Any] = {}
-    for path in sorted((Path(__file__).resolve().parent / "golden" / "trees").glob("*/*/plan.json")):
-        for e in resources(path.parent):
-            doc = split_inputs(e)[0]
-            docs[json.dumps(doc, sort_keys=True)] = doc
-    return list(docs.values())
 
 
 def rewrite(root: Path, entries: list[dict[str, Any]] | None = None, plan: dict[str, Any] | None = None) -> None:

@@ -14,7 +14,8 @@ from gpufleet.spec import defaults
 from gpufleet.spec.environments import merge_environment
 from gpufleet.spec.fleet import Fleet
 from gpufleet.spec.load import Loaded, load_file, load_text
-from gpufleet.spec.schema import conforms, with_defaults
+from gpufleet.spec.schema import with_defaults
+from gpufleet.spec.schema_errors import schema_issues
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,11 +31,9 @@ class Validated:
 def _check(
     data: Any, source: SourceFile, valid_sections: frozenset[str] = frozenset()
 ) -> tuple[Fleet | None, list[Issue]]:
-    if not conforms(data, valid_sections):
-        # Only a spec that does not conform loads jsonschema, to say what is wrong (gpufleet.spec.schema).
-        from gpufleet.spec.schema_errors import schema_issues
-
-        return None, schema_issues(data, source.plain, valid_sections)
+    issues = schema_issues(data, source.plain, valid_sections)
+    if issues:
+        return None, issues
     fleet = fleet_from(data)
     return fleet, cross_field.check(fleet)
 

@@ -1,15 +1,8 @@
-"""The spec's JSON Schema (2020-12): the shipped document, whether a spec conforms to it, static default filling.
+"""The spec's JSON Schema (2020-12): the shipped document, the dialect helpers its validator uses, static defaults.
 
 The schema (`schemas/fleet.schema.json`) holds structure and static defaults; computed defaults live in
 `gpufleet.spec.defaults`. Defaults are filled only after the document validates, so an error never points at a
-value the user did not write.
-
-Whether a spec conforms is decided here, without jsonschema (`conforms`), for the keywords the schema uses: importing
-jsonschema takes longer than `gpufleet validate` takes without it, and a valid spec needs only a yes (issue 16 item 4).
-A spec that does not conform, or a keyword `conforms` does not know, goes to jsonschema, which says what is wrong
-(gpufleet.spec.schema_errors). `conforms` only ever answers yes where jsonschema finds no error
-(tests/unit/test_schema_conforms.py holds the two equal over every spec of the repository and each environment,
-tests/properties/test_schema_conforms.py over damaged ones).
+value the user did not write. jsonschema validates (gpufleet.spec.schema_errors).
 """
 
 from __future__ import annotations
@@ -19,7 +12,7 @@ import functools
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
@@ -80,150 +73,6 @@ def trusting(schema: dict[str, Any], trusted: frozenset[str]) -> dict[str, Any]:
     if not trusted:
         return schema
     return {**schema, "properties": {key: True if key in trusted else sub for key, sub in schema["properties"].items()}}
-
-
-# What jsonschema's 2020-12 validator, as gpufleet.spec.schema_errors configures it, does with each keyword the schema
-# uses (jsonschema/_keywords.py): (the value, the keyword's value, the schema holding it, the root) -> no error.
-# A keyword applies only to values of its type (minimum to numbers, required to mappings, ...). Where an answer
-# would need more of jsonschema's rules (equality across types, say), the check says no, and jsonschema decides.
-_TYPES: Mapping[str, Callable[[object], bool]] = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-    "integer": is_integer,
-    "number": is_number,
-}
-_SCALARS = (str, int, float, bool, type(None))
-
-
-def _type(value: Any, expected: Any, schema: Mapping[str, Any], root: Mapping[str, Any]) -> bool:
-    names = expected if isinstance(expected, list) else [expected]
-    return any(name in _TYPES and _TYPES[name](value) for name in names)
-
-
-def _same(value: Any, expected: Any) -> bool:
-    """Equal, and of the same scalar type (jsonschema also finds 1 equal to 1.0; for those it decides)."""
-    return type(value) is type(expected) and isinstance(value, _SCALARS) and value == expected
-
-
-def _enum(value: Any, expected: Any, schema: Mapping[str, Any], root: Mapping[str, Any]) -> bool:
-    return any(_same(value, each) for each in expected)
-
-
-def _const(value: Any, expected: Any, schema: Mapping[str, Any], root: Mapping[str, Any]) -> bool:
-    return _same(value, expected)
-
-
-def _pattern(value: Any, expected: Any, schema: Mapping[str, Any], root: Mapping[str, Any]) -> bool:
-    return not isinstance(value, str) or whole_string(expected).search(value) is not None
-
-
-def _bounded(
-    applies: Callable[[object], bool], within: Callable[[Any, Any], bool]
-) -> Callable[[Any, Any, Mapping[str, Any], Mapping[str, Any]], bool]:
-    return lambda value, expected, schema, root: not applies(value) or within(value, expected)
-
-
-def _properties(value: Any, expected: Any, schema: Mapping[str, Any], root: Mapping[str, Any]) -> bool:
-    return not isinstance(value, dict) or all(
-        _conforms(value[key], sub, root) for key, sub in expected.items() if key in value
-    )
-
-
-def _additional(value: Any, expected: Any, schema: Mapping[str, Any], root: Mapping[str, Any]) -> bool:
-    if not isinstance(value, dict):
-        return True
-    if "patternProperties" in schema:
-        return False
-    extras = [key for key in value if key not in schema.get("properties", {})]
-    if isinstance(expected, dict):
-        return all(_conforms(value[key], expected, root) for key in extras)
-    return bool(expected) or not extras
-
-
-def _property_names(value: Any, expected: Any, schema: Mapping[str, Any], root: Mapping[str, Any]) -> bool:
-    return not isinstance(value, dict) or all(_conforms(key, expected, root) for key in value)
-
-
-def _items(value: Any, expected: Any, schema: Mapping[str, Any], root: Mapping[str, Any]) -> bool:
-    if not isinstance(value, list):
-        return True
-    return "prefixItems" not in schema and all(_conforms(item, expected, root) for item in value)
-
-
-def _text_only(item: object) -> bool:
-    """A string, or a mapping of strings to strings: where Python's == is jsonschema's equality."""
-    return isinstance(item, str) or (
-        isinstance(item, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in item.items())
-    )
-
-
-def _unique(value: Any, expected: Any, schema: Mapping[str, Any], root: Mapping[str, Any]) -> bool:
-    if not expected or not isinstance(value, list):
-        return True
-    if not all(_text_only(item) for item in value):
-        return False
-    keys = [frozenset(item.items()) if isinstance(item, dict) else item for item in value]
-    return len(set(keys)) == len(keys)
-
-
-def _ref(value: Any, expected: Any, schema: Mapping[str, Any], root: Mapping[str, Any]) -> bool:
-    name = expected.removeprefix("#/$defs/") if isinstance(expected, str) else ""
-    target = root.get("$defs", {}).get(name) if name != expected and re.fullmatch(r"[A-Za-z0-9_-]+", name) else None
-    return target is not None and _conforms(value, target, root)
-
-
-_KEYWORDS: Mapping[str, Callable[[Any, Any, Mapping[str, Any], Mapping[str, Any]], bool]] = {
-    "type": _type,
-    "enum": _enum,
-    "const": _const,
-    "pattern": _pattern,
-    "minLength": _bounded(lambda v: isinstance(v, str), lambda v, n: len(v) >= n),
-    "maxLength": _bounded(lambda v: isinstance(v, str), lambda v, n: len(v) <= n),
-    "minimum": _bounded(is_number, lambda v, n: v >= n),
-    "maximum": _bounded(is_number, lambda v, n: v <= n),
-    "exclusiveMinimum": _bounded(is_number, lambda v, n: v > n),
-    "exclusiveMaximum": _bounded(is_number, lambda v, n: v < n),
-    "required": _bounded(lambda v: isinstance(v, dict), lambda v, names: all(name in v for name in names)),
-    "minProperties": _bounded(lambda v: isinstance(v, dict), lambda v, n: len(v) >= n),
-    "maxProperties": _bounded(lambda v: isinstance(v, dict), lambda v, n: len(v) <= n),
-    "properties": _properties,
-    "additionalProperties": _additional,
-    "propertyNames": _property_names,
-    "items": _items,
-    "minItems": _bounded(lambda v: isinstance(v, list), lambda v, n: len(v) >= n),
-    "maxItems": _bounded(lambda v: isinstance(v, list), lambda v, n: len(v) <= n),
-    "uniqueItems": _unique,
-    "$ref": _ref,
-}
-# Keywords that assert nothing. $id and $schema only at the root: elsewhere they would change how $ref resolves.
-_ANNOTATIONS = frozenset(
-    {"title", "description", "default", "examples", "$comment", "$defs", "deprecated", "readOnly", "writeOnly"}
-)
-_ROOT_ONLY = frozenset({"$id", "$schema"})
-
-
-def _conforms(value: Any, schema: Any, root: Mapping[str, Any]) -> bool:
-    if isinstance(schema, bool):
-        return schema
-    if not isinstance(schema, dict):
-        return False
-    for keyword, expected in schema.items():
-        check = _KEYWORDS.get(keyword)
-        if check is not None:
-            if not check(value, expected, schema, root):
-                return False
-        elif keyword not in _ANNOTATIONS and not (keyword in _ROOT_ONLY and schema is root):
-            return False  # a keyword this check does not implement: jsonschema decides
-    return True
-
-
-def conforms(data: Any, trusted: frozenset[str] = frozenset()) -> bool:
-    """True only if jsonschema finds no error in `data` (see the module's docstring); `trusted` as in `trusting`."""
-    root = trusting(fleet_schema(), trusted)
-    return _conforms(data, root, root)
 
 
 def resolve(schema: Mapping[str, Any]) -> Mapping[str, Any]:

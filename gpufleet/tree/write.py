@@ -19,16 +19,17 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from gpufleet.facts import stages
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.plan.pins import pins
-from gpufleet.tree.json_text import dump_json
-from gpufleet.tree.yaml_text import YamlWriter
 
 TREE_FORMAT = "gpufleet synth tree"
 TREE_FORMAT_VERSION = 2  # 2: inventory.json references each resource's file instead of repeating its inputs
@@ -191,6 +192,29 @@ def build_tree(plan: RolloutPlan, registrations: list[Registration], plan_md: st
     return render(summary, entries, plan_md)
 
 
+def _str_presenter(dumper: yaml.representer.SafeRepresenter, data: str) -> yaml.ScalarNode:
+    # Multi-line strings (user data, scripts, JSON configs) as literal blocks, so reviewers read them as text.
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|" if "\n" in data else None)
+
+
+# LibYAML's emitter (PyYAML's C extension, in its wheels); PyYAML's own emitter where the extension is missing,
+# which writes the same text for every document of the golden trees.
+_DUMPER: type[yaml.SafeDumper] | type[yaml.CSafeDumper] = type(
+    "TreeDumper", (yaml.CSafeDumper if yaml.__with_libyaml__ else yaml.SafeDumper,), {}
+)
+_DUMPER.add_representer(str, _str_presenter)
+
+
+def dump_yaml(document: Any) -> str:
+    """A resource file's text: sorted keys, block style, width 120, Unicode, `|` blocks for multi-line strings."""
+    return yaml.dump(document, Dumper=_DUMPER, sort_keys=True, default_flow_style=False, allow_unicode=True, width=120)
+
+
+def dump_json(data: Any) -> str:
+    """inventory.json's and plan.json's text (and the digest's): indented, sorted, Unicode, a final newline."""
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
 def render(summary: Mapping[str, Any], entries: list[dict[str, Any]], plan_md: str) -> Tree:
     """The files of a tree: each resource's file, inventory.json referencing it, plan.md, and plan.json sealing them.
 
@@ -200,7 +224,6 @@ def render(summary: Mapping[str, Any], entries: list[dict[str, Any]], plan_md: s
     """
     files: dict[str, str] = {}
     inventory: list[dict[str, Any]] = []
-    yaml_writer = YamlWriter()
     for entry in entries:
         record = {
             key: value
@@ -214,7 +237,7 @@ def render(summary: Mapping[str, Any], entries: list[dict[str, Any]], plan_md: s
         if path in files:
             raise AssertionError(f"two resources render to {path}")
         document, rest = split_inputs(entry)
-        files[path] = yaml_writer.dump(document)
+        files[path] = dump_yaml(document)
         inventory.append({**record, "file": path, "sha256": sha256(files[path]), **({"inputs": rest} if rest else {})})
     files["inventory.json"] = dump_json(inventory)
     files["plan.md"] = plan_md

@@ -46,15 +46,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gpufleet.commands", "gpufleet.cli", "tools"),
 )
 FOLDERS = {prefix for layer in LAYERS for prefix in layer}
-# The only imports allowed inside a function, with the reason. gpufleet.commands.synth is the core's one door to the Pulumi
-# layer, opened only when synth runs (tests/unit/test_purity.py). gpufleet.cli imports the module of the command that
-# runs, by name from its COMMANDS table, and no other: importing every command's modules made `validate` take a
-# second instead of a fifth (tests/unit/test_cli_imports.py). gpufleet.rules.pipeline imports jsonschema's account of the
-# schema errors only for a spec gpufleet.spec.schema.conforms rejects: importing jsonschema takes longer than validating.
-LAZY = {
-    ("gpufleet.commands.synth", "gpufleet.components.synth"),
-    ("gpufleet.rules.pipeline", "gpufleet.spec.schema_errors"),
-} | {("gpufleet.cli", module) for module, _ in COMMANDS.values()}
+# The only imports allowed inside a function, with the reason. gpufleet.commands.synth is the core's one door to the
+# Pulumi layer, opened only when synth runs (tests/unit/test_purity.py). gpufleet.cli imports the module of the command
+# that runs, by name from its COMMANDS table, and no other: importing every command's modules made `validate` take a
+# second instead of a fifth (tests/unit/test_cli_imports.py).
+LAZY = {("gpufleet.commands.synth", "gpufleet.components.synth")} | {
+    ("gpufleet.cli", module) for module, _ in COMMANDS.values()
+}
 # The policy pack runs where gpufleet is not installed (policies/__main__.py puts the checkout on sys.path): what it
 # reaches of gpufleet must be standard-library only.
 PACK_MAY_REACH = {

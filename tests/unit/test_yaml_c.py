@@ -1,11 +1,9 @@
-"""LibYAML (PyYAML's C extension) writes what gpufleet.tree.yaml_text.YamlWriter leaves to PyYAML of the synth tree
-(and tells it how scalars are written), and reads specs; the pure-Python path must give the same
-text, and the same data, positions and issues, so that the output never depends on whether the extension is there."""
+"""LibYAML (PyYAML's C extension) reads specs; the pure-Python path must give the same data, positions and issues,
+so that what a spec means never depends on whether the extension is there."""
 
 from __future__ import annotations
 
 import pickle
-import random
 from pathlib import Path
 from typing import Any
 
@@ -13,116 +11,12 @@ import pytest
 import yaml
 
 from gpufleet.spec import load
-from gpufleet.tree import yaml_text as tree_yaml
-from gpufleet.tree.yaml_text import DUMPER, PURE_DUMPER, pyyaml_dump
-from tests.trees import golden_documents
 
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(
     not yaml.__with_libyaml__, reason="PyYAML without its C extension: only the pure-Python path runs"
 )
-
-# Strings where emitters make choices: quoting of YAML 1.1 look-alikes, indicators, blanks at either end, line
-# breaks of every kind, non-ASCII, and lines longer than the width.
-AWKWARD = [
-    "",
-    " ",
-    "yes",
-    "No",
-    "on",
-    "null",
-    "~",
-    "1.30",
-    "010",
-    "10:00",
-    "0x1f",
-    ".inf",
-    "-",
-    "- a",
-    "a: b",
-    "a #b",
-    "#c",
-    "@x",
-    "`x",
-    "!t",
-    "&a",
-    "*a",
-    "%p",
-    "'q'",
-    '"d"',
-    "x\n",
-    "x\ny",
-    "\nx",
-    "x\n\n",
-    "  lead\nx",
-    "trail  \nx",
-    "x\n  ",
-    "tab\there",
-    "\t\n",
-    "cr\rlf",
-    "crlf\r\nx",
-    "nel\x85x",
-    "ls\u2028x",
-    "é€😀",
-    "nbsp\u00a0x",
-    "bom\ufeffx",
-    "x" * 130,
-    ("word " * 40).strip(),
-    "a\n" + "y" * 130 + "\n",
-    "{a: 1}",
-    "[1, 2]",
-    "<ref:cluster.endpoint>",
-]
-
-
-def _documents() -> list[Any]:
-    """Every distinct document of the golden trees, from their inventories, and the awkward strings."""
-    awkward = [{s: [s, {"k": s}]} if s else {"k": [s]} for s in AWKWARD] + [{"k": [s, {}], "z": 1} for s in AWKWARD]
-    scalars = {"numbers": [0, -1, 2**70, 1.5, 1e-9, float("inf"), True, None], "empty": [{}, [], ""]}
-    return [*golden_documents(), *awkward, scalars]
-
-
-def _random_strings(count: int) -> list[str]:
-    """Strings from YAML's indicators, blanks, breaks and non-ASCII, some repeated past the line width."""
-    rng = random.Random(16)
-    alphabet = list("abc xyz:-#?&*!|>'\"%@`{}[],\n.019eE+_~\\/=\t\ré") + [
-        ": ",
-        " #",
-        "- ",
-        "yes",
-        "1.30",
-        "\n ",
-        " \n",
-        "ab cd ef",
-        "😀",
-        "\x85",
-        "\u2028",
-        "\xa0",
-        "ü",
-    ]
-    out = []
-    for _ in range(count):
-        s = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
-        out.append(s * rng.randint(2, 25) if rng.random() < 0.3 else s)
-    return out
-
-
-def test_libyaml_writes_exactly_what_the_pure_emitter_writes() -> None:
-    docs = (
-        _documents()
-        + [{"k": s, "l": [s, {"m": {"n": s}}]} for s in _random_strings(1000)]
-        + [{s: 1} for s in _random_strings(1000) if s]
-    )
-    for doc in docs:
-        assert pyyaml_dump(doc) == pyyaml_dump(doc, PURE_DUMPER), doc
-
-
-def test_libyaml_writes_nearly_every_document_of_a_tree() -> None:
-    """The speed is real: only documents with a string the two emitters would write differently go the slow way."""
-    docs = _documents()
-    assert len(docs) > 400 and DUMPER is not PURE_DUMPER
-    assert sum(not tree_yaml._alike(d) for d in docs) <= len(AWKWARD)  # two documents of each awkward string
 
 
 def _spec_texts() -> list[str]:
