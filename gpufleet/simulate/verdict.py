@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpufleet.base.errors import Path
+from gpufleet.facts import stages
 from gpufleet.plan.manifests.sharing import MIG_MIXED
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.simulate import (
@@ -269,6 +270,9 @@ def _place(
     if not fitting:
         node = tolerated[0]
         missing = scheduling.insufficient(request, node.allocatable)
+        later = _later_stage(model, node, missing)
+        if later:
+            return [], later
         detail = ", ".join(
             f"{r} (asks {kueue_admission.fmt(r, request[r])}, a node offers"
             f" {kueue_admission.fmt(r, node.allocatable.get(r, 0))})"
@@ -295,6 +299,39 @@ def _place(
         if stop is None:
             return [node.group], None
     return [], stop
+
+
+# The device plugin that advertises a resource, and the rollout stage that installs it (gpufleet.facts.stages;
+# docs/network-and-storage.md: the EFA device plugin, its hugepages and the RDMA shared device plugin come with the
+# network stage; docs/admission-and-sharing.md: MIG slices by profile once the sharing stage partitions the GPUs).
+_ADVERTISED_BY: tuple[tuple[str, str, stages.StageName], ...] = (
+    ("vpc.amazonaws.com/efa", "the EFA device plugin", "network"),
+    ("hugepages-2Mi", "the EFA setup (2 MiB hugepages)", "network"),
+    ("rdma/", "the RDMA shared device plugin", "network"),
+    ("nvidia.com/mig-", "the MIG manager's partitioning", "sharing"),
+)
+
+
+def _later_stage(model: FleetModel, node: NodeModel, missing: list[str]) -> Reason | None:
+    """A missing resource this environment's rollout has not reached yet: the reason names the stage (issue 27),
+    instead of "ask for at most what one node offers"."""
+    for resource in missing:
+        if node.allocatable.get(resource, 0):
+            continue
+        for prefix, component, stage in _ADVERTISED_BY:
+            if resource.startswith(prefix) and not stages.included(stage, model.plan.through):
+                env = model.plan.environment
+                return Reason(
+                    stage="scheduling",
+                    message=(
+                        f"Insufficient {resource} on node group {node.group}: {resource} is advertised by {component},"
+                        f" which the {stage} stage (stage {stages.index(stage)}) installs; environment {env} rolls out"
+                        f" through {model.plan.through} (stage {stages.index(model.plan.through)})"
+                    ),
+                    fix=f"roll out through {stage} (environments.{env}.rollout.through), or ask for no {resource}",
+                    spec_path=("environments", env, "rollout", "through"),
+                )
+    return None
 
 
 def _on_node(

@@ -191,3 +191,48 @@ def test_node_choice_prefers_existing_nodes_over_scale_up(make_model: MakeModel)
     obj = _obj("Pod", "v1", "default", _pod({GPU: 1}, tolerations=[{"operator": "Exists"}])["spec"])
     verdict = explain(model, workload(obj))
     assert verdict.runs and verdict.node_group == "l40s", verdict
+
+
+def test_a_resource_of_a_stage_the_rollout_has_not_reached_names_the_stage(make_model: MakeModel) -> None:
+    """dev rolls out through admission (stage 3); the EFA device plugin comes with the network stage (5). The model
+    said "ask for at most what one node offers"; the reason now names the stage and the field to change."""
+    model = make_model(env="dev")
+    limits = {GPU: 8, "vpc.amazonaws.com/efa": 32}
+    verdict = explain(model, workload(_obj("Job", "batch/v1", "vision", _job_spec(limits, "h100"))))
+    (reason,) = verdict.reasons
+    assert reason.stage == "scheduling"
+    assert reason.message == (
+        "Insufficient vpc.amazonaws.com/efa on node group h100: vpc.amazonaws.com/efa is advertised by the EFA device"
+        " plugin, which the network stage (stage 5) installs; environment dev rolls out through admission (stage 3)"
+    )
+    assert reason.fix == (
+        "roll out through network (environments.dev.rollout.through), or ask for no vpc.amazonaws.com/efa"
+    )
+    assert reason.spec_path == ("environments", "dev", "rollout", "through")
+    # through the network stage (prod) the same Job runs
+    assert explain(make_model(), workload(_obj("Job", "batch/v1", "vision", _job_spec(limits, "h100")))).runs
+
+
+def _job_spec(limits: dict[str, Any], group: str) -> dict[str, Any]:
+    return {"template": _pod(limits, {"gpufleet.io/node-group": group})}
+
+
+def test_ephemeral_storage_is_offered_on_modelled_nodes(make_model: MakeModel) -> None:
+    """Every node used to offer 0 ephemeral-storage, so any pod asking for it "would not run". A notebook pod asking
+    10Gi of scratch runs on the running notebooks node; one asking more than the node's disk does not."""
+    model = make_model()
+    ok = _obj(
+        "Pod",
+        "v1",
+        "vision",
+        _pod({GPU: 1, "ephemeral-storage": "10Gi"}, {"gpufleet.io/node-group": "notebooks"})["spec"],
+    )
+    assert explain(model, workload(ok)).runs
+    big = _obj(
+        "Pod",
+        "v1",
+        "vision",
+        _pod({GPU: 1, "ephemeral-storage": "100Ti"}, {"gpufleet.io/node-group": "notebooks"})["spec"],
+    )
+    verdict = explain(model, workload(big))
+    assert not verdict.runs and "Insufficient ephemeral-storage on node group notebooks" in verdict.reasons[0].message
