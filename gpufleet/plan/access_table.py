@@ -9,12 +9,16 @@ from typing import Any
 from gpufleet.facts import stages
 from gpufleet.plan.manifests import autoscaler, storage, tenancy
 from gpufleet.plan.manifests.telemetry import monitoring_namespace
-from gpufleet.spec import access
+from gpufleet.spec import access, defaults
 from gpufleet.spec.fleet import Fleet
 
 _TEAM_EDIT = (
     f"edit ({access.EDIT_POLICY}): pods, Jobs, Deployments, Services, ConfigMaps, Secrets; "
-    "create and delete the Kueue-managed training kinds ({kinds}); read the team's LocalQueue and Workloads"
+    "create and delete the Kueue-managed training kinds ({kinds}); read the team's LocalQueue and Workloads. "
+    "Refused at admission (gpufleet.plan.manifests.tenant_policies): DaemonSets, changing or deleting gpufleet's objects "
+    "(NetworkPolicies, LocalQueues, ServiceAccounts, ConfigMaps labelled app.kubernetes.io/managed-by: gpufleet), "
+    "NetworkPolicies naming peers outside the namespace, controller ownerReferences to Kueue-managed kinds, "
+    "Services with externalIPs"
 )
 
 
@@ -36,6 +40,8 @@ def access_values(fleet: Fleet, through: stages.StageName) -> dict[str, Any]:
                 "group": access.team_group(team.name),
                 "pod_security": team.pod_security.lower(),
                 "checkpoint_prefix": storage.team_prefix(team),
+                "priorities": list(defaults.team_priorities(fleet, team)),
+                "service_types": ["ClusterIP", *team.service_types],
             }
             for team in fleet.teams
         ],
@@ -51,5 +57,6 @@ def access_values(fleet: Fleet, through: stages.StageName) -> dict[str, Any]:
         "checkpoint_bucket": cp.bucket if cp is not None and stages.included("storage", through) else None,
         "checkpoint_service_account": storage.CHECKPOINT_SERVICE_ACCOUNT,
         "default_deny": tenancy.DEFAULT_DENY,
+        "default_deny_egress": tenancy.DEFAULT_DENY_EGRESS,
         "monitoring_namespace": monitoring_namespace(fleet),
     }

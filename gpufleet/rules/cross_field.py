@@ -136,6 +136,14 @@ def _references(fleet: Fleet) -> Iterator[Issue]:
                     message=f'unknown node group "{quota.node_group}"',
                     hint=did_you_mean(quota.node_group, groups),
                 )
+        priorities = [p.name for p in fleet.admission.priorities]
+        for j, name in enumerate(team.priorities or ()):
+            if name not in priorities:
+                yield Issue(
+                    path=("teams", i, "priorities", j),
+                    message=f'unknown priority class "{name}"',
+                    hint=did_you_mean(name, priorities) or f"one of admission.priorities: {', '.join(priorities)}",
+                )
     for name in fleet.gpu_hour_usd:
         if name not in groups:
             yield Issue(

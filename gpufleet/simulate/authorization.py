@@ -90,6 +90,12 @@ TEAM_KINDS = EDIT_POLICY_KINDS | {
 }
 
 
+def team_member(fleet: Fleet, arn: str) -> bool:
+    """Whether `arn` is in a team's Kubernetes group (the group the tenant admission policies match)."""
+    who = identity(arn)
+    return any(identity(m.principal_arn) == who for t in fleet.teams for m in t.members)
+
+
 def may_create(fleet: Fleet, through: stages.StageName, arn: str, kind: str, namespace: str) -> Decision:
     """Whether `arn` may create a `kind` in `namespace` on the fleet of this environment (raises PrincipalError)."""
     who = identity(arn)

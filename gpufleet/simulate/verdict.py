@@ -29,6 +29,7 @@ from gpufleet.simulate import (
     kueue_admission,
     pod_security,
     scheduling,
+    tenancy,
 )
 from gpufleet.simulate.autoscaler import nodes_needed, scale_up_blocker
 from gpufleet.simulate.nodes import NodeModel, fleet_nodes
@@ -117,6 +118,7 @@ class FleetModel:
     # namespace -> (Pod Security level, version) the plan's Namespaces enforce
     pod_security: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     policies: tuple[admission_policies.BoundPolicy, ...] = ()
+    tenants: tenancy.TenantPolicies | None = None  # the tenant admission policies the plan renders
 
     def group_path(self, group: str, *rest: str | int) -> Path | None:
         base = self.paths.get(f"nodeGroup:{group}")
@@ -159,6 +161,7 @@ def fleet_model(plan: RolloutPlan) -> FleetModel:
         served=api_server.served_kinds(plan),
         pod_security=pod_security.namespace_levels(plan),
         policies=admission_policies.bound_policies(plan),
+        tenants=tenancy.from_plan(plan),
     )
 
 
@@ -449,6 +452,11 @@ def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Ve
     refused_pods = _pod_admission(model, wl)
     if refused_pods:
         return replace(base, reasons=(refused_pods,), notes=tuple(notes))
+    if model.tenants is not None:
+        member = principal is not None and authorization.team_member(model.plan.fleet, principal)
+        tenant = tenancy.refusal(model.tenants, wl, team_member=member)
+        if tenant:
+            return replace(base, reasons=(Reason(stage="api", message=tenant[0], fix=tenant[1]),))
     if wl.kind == "Deployment":
         return _one_by_one(model, wl, replace(base, notes=tuple(notes)))
     return _gang(model, wl, replace(base, notes=tuple(notes)))

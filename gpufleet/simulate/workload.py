@@ -104,6 +104,7 @@ class Workload:
     pod_sets: tuple[PodSet, ...]
     owner_kinds: tuple[str, ...] = ()
     api_version: str = ""
+    controllers: tuple[tuple[str, str], ...] = ()  # (apiVersion, kind) of ownerReferences with controller: true
 
     @property
     def pod_count(self) -> int:
@@ -291,7 +292,9 @@ def workload(obj: Mapping[str, Any]) -> Workload:
     labels = meta.get("labels") or {}
     if not isinstance(labels, Mapping):
         raise WorkloadError("metadata.labels: must be a mapping")
-    owners = tuple(str(o.get("kind")) for o in meta.get("ownerReferences") or [] if isinstance(o, Mapping))
+    refs = [o for o in meta.get("ownerReferences") or [] if isinstance(o, Mapping)]
+    owners = tuple(str(o.get("kind")) for o in refs)
+    controllers = tuple((str(o.get("apiVersion", "")), str(o.get("kind"))) for o in refs if o.get("controller") is True)
     return Workload(
         kind=kind,
         namespace=str(meta.get("namespace") or "default"),
@@ -300,4 +303,5 @@ def workload(obj: Mapping[str, Any]) -> Workload:
         pod_sets=tuple(_pod_sets(kind, obj)),
         owner_kinds=owners,
         api_version=str(obj.get("apiVersion", "")),
+        controllers=controllers,
     )

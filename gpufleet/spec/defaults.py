@@ -18,7 +18,7 @@ from typing import Any
 from gpufleet.facts import ami_releases, catalog
 from gpufleet.facts.stages import StageName
 from gpufleet.facts.versions import COMPONENTS, default_release
-from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup, Placement, TopologyPolicy, TopologyScope, WorkloadClass
+from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup, Placement, Team, TopologyPolicy, TopologyScope, WorkloadClass
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,6 +103,18 @@ GDRCOPY = Computed(
         "GpuOperatorRelease.gdrcopy_needs_operator_driver)"
     ),
 )
+TEAM_PRIORITIES = Computed(
+    path="teams[].priorities",
+    rule=(
+        "every preemptible admission.priorities class, and the non-preemptible ones only when the team has a quota on"
+        " an Inference node group"
+    ),
+    reason=(
+        "a non-preemptible class wins every cohort contention, is immune to borrowing preemption and, through its"
+        " PriorityClass's PreemptLowerPriority, lets the kube-scheduler evict other teams' gang pods: it is for serving,"
+        " which only a team with Inference quota runs"
+    ),
+)
 COMPUTED: tuple[Computed, ...] = (
     SYSTEM_NODES,
     PINS,
@@ -113,6 +125,7 @@ COMPUTED: tuple[Computed, ...] = (
     DESIRED_SIZE,
     MAX_UNAVAILABLE,
     TEAM_NAMESPACE,
+    TEAM_PRIORITIES,
 )
 
 
@@ -143,6 +156,15 @@ def fill(data: Mapping[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
             filled.append(f"teams[{team['name']}].namespace")
         teams.append(team)
     return {**data, "cluster": cluster, "versions": versions, "teams": teams}, frozenset(filled)
+
+
+def team_priorities(fleet: Fleet, team: Team) -> tuple[str, ...]:
+    """teams[].priorities, resolved (gpufleet.spec.defaults.TEAM_PRIORITIES), in admission.priorities order."""
+    if team.priorities is not None:
+        return tuple(p.name for p in fleet.admission.priorities if p.name in team.priorities)
+    classes = {g.name: g.workload_class for g in fleet.node_groups}
+    serves = any(classes.get(q.node_group) is WorkloadClass.INFERENCE for q in team.quotas)
+    return tuple(p.name for p in fleet.admission.priorities if p.preemptible or serves)
 
 
 def topology_policy(group: NodeGroup) -> TopologyPolicy:
@@ -237,4 +259,10 @@ def applied(
         for team in fleet.teams
         if (field := f"teams[{team.name}].namespace") in fleet.defaulted
     ]
+    if "admission" in included:
+        out += [
+            (f"teams[{team.name}].priorities", ", ".join(team_priorities(fleet, team)) or "none", TEAM_PRIORITIES)
+            for team in fleet.teams
+            if team.priorities is None
+        ]
     return out

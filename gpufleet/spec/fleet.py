@@ -208,6 +208,8 @@ class Team:
     quotas: tuple[Quota, ...]
     members: tuple[Principal, ...]
     pod_security: str  # Baseline | Restricted (the namespace's Pod Security Admission enforce level)
+    priorities: tuple[str, ...] | None  # None: computed (gpufleet.defaults.team_priorities)
+    service_types: tuple[str, ...]  # serviceTypes: NodePort, LoadBalancer the team's members may create
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -583,6 +585,8 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
                 ),
                 members=_principals(t.get("members", ())),
                 pod_security=t["podSecurity"],
+                priorities=tuple(t["priorities"]) if "priorities" in t else None,
+                service_types=tuple(t["serviceTypes"]),
             )
             for t in d["teams"]
         ),

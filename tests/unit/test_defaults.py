@@ -94,8 +94,13 @@ def test_the_pins_the_system_nodes_and_the_team_namespace_are_listed_when_defaul
         assert f"- `{default.path}`: {default.rule}. Why: {default.reason}." in page
     # set in the spec, or not deployed in this environment (the health stage's Node Problem Detector): not listed
     assert (
-        "`versions.kueue`" not in page and "teams[speech]" not in page and "`versions.nodeProblemDetector`" not in page
+        "`versions.kueue`" not in page
+        and "teams[speech].namespace" not in page
+        and "`versions.nodeProblemDetector`" not in page
     )
+    # a team with Inference quota may use the non-preemptible class too
+    assert "| `teams[speech].priorities` | `serving, training, batch` |" in page
+    assert f"- `{defaults.TEAM_PRIORITIES.path}`: {defaults.TEAM_PRIORITIES.rule}." in page
 
 
 def test_the_default_system_nodes_are_the_schema_defaults_of_their_fields() -> None:

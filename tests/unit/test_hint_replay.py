@@ -364,6 +364,12 @@ REPLAYS: tuple[Replay, ...] = (
         {"teams.0.quotas.0.nodeGroup": "l4"},
     ),
     R(
+        "team-unknown-priority",
+        {"teams.0.priorities": ["trainin"]},
+        'did you mean "training"?',
+        {"teams.0.priorities": ["training"]},
+    ),
+    R(
         "price-unknown-group",
         {"cost": {"gpuHourUsd": {"l4x": 0.9}}},
         'did you mean "l4"?',

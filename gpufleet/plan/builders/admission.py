@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpufleet.plan.builders.common import helm, k8s
-from gpufleet.plan.manifests import admission_policy, kueue, sharing, tenancy
+from gpufleet.plan.manifests import admission_policy, kueue, sharing, tenancy, tenant_policies
 from gpufleet.plan.manifests.telemetry import monitoring_namespace
 from gpufleet.plan.parts import BuildContext, Resource, StageContent
 from gpufleet.spec import cold_start, defaults
@@ -108,6 +108,8 @@ def build(ctx: BuildContext) -> StageContent:
             k8s(admission_policy.binding(policy["metadata"]["name"], selector), depends_on=(created.id,)),
         ]
 
+    resources += _tenant_policies(fleet)
+
     return StageContent(
         resources=tuple(resources),
         warnings=tuple(_warnings(fleet)),
@@ -129,6 +131,29 @@ def _team_access(fleet: Fleet, namespaces: dict[str, Resource]) -> list[Resource
             k8s(tenancy.queue_viewer_binding(team), depends_on=(viewer.id,)),
         ]
         out.append(k8s(tenancy.default_deny_ingress(team, monitoring_namespace(fleet)), depends_on=ns))
+        out.append(k8s(tenancy.default_deny_egress(team), depends_on=ns))
+        # The namespace's `default` ServiceAccount exists as soon as the namespace does (the ServiceAccount
+        # controller makes it): patched, not created (pulumi-kubernetes >= 4.29 refuses to create an existing
+        # object unless upsertExistingObjects; a Patch resource applies only the fields it names, server-side).
+        account = k8s(tenancy.default_service_account(team), depends_on=ns)
+        out.append(replace(account, id=f"{account.id}-patch", type=f"{account.type}Patch"))
+    return out
+
+
+def _tenant_policies(fleet: Fleet) -> list[Resource]:
+    """The policies that keep teams apart (gpufleet.plan.manifests.tenant_policies), bound to the team namespaces."""
+    teams = admission_policy.namespaces_in(t.namespace for t in fleet.teams)
+    out: list[Resource] = []
+    for policy in (
+        tenant_policies.priority_policy({t.namespace: defaults.team_priorities(fleet, t) for t in fleet.teams}),
+        tenant_policies.owned_objects_policy(),
+        tenant_policies.team_network_policy_policy(),
+        tenant_policies.owner_spoofing_policy(),
+        tenant_policies.daemonset_policy(),
+        tenant_policies.service_policy({t.namespace: t.service_types for t in fleet.teams}),
+    ):
+        created = k8s(policy)
+        out += [created, k8s(admission_policy.binding(policy["metadata"]["name"], teams), depends_on=(created.id,))]
     return out
 
 

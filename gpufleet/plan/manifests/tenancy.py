@@ -117,9 +117,8 @@ DEFAULT_DENY = "gpufleet-default-deny-ingress"
 def default_deny_ingress(team: Team, monitoring_namespace: str) -> dict[str, Any]:
     """Every pod of the team's namespace accepts connections only from pods of the same namespace (distributed
     jobs talk pod to pod: rendezvous, NCCL bootstrap, parameter servers) and from the monitoring namespace (the
-    Prometheus scrapers). Other teams' pods cannot connect. Egress stays open (image pulls, the checkpoint
-    bucket, the API server). Enforced by the VPC CNI network policy agent (`enableNetworkPolicy`, stage 1);
-    EFA traffic bypasses it (docs/tenancy-and-access.md)."""
+    Prometheus scrapers). Other teams' pods cannot connect. Egress is default_deny_egress's. Enforced by the VPC CNI
+    network policy agent (`enableNetworkPolicy`, stage 1); EFA traffic bypasses it (docs/tenancy-and-access.md)."""
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -132,4 +131,51 @@ def default_deny_ingress(team: Team, monitoring_namespace: str) -> dict[str, Any
                 {"from": [{"namespaceSelector": {"matchLabels": {LABEL_NAMESPACE_NAME: monitoring_namespace}}}]},
             ],
         },
+    }
+
+
+DEFAULT_DENY_EGRESS = "gpufleet-default-deny-egress"
+# The EKS Pod Identity agent's link-local address and port (EKS user guide "Set up the Amazon EKS Pod Identity
+# Agent": 169.254.170.23, port 80), where the checkpoint writer's SDK fetches its credentials.
+POD_IDENTITY_AGENT = "169.254.170.23/32"
+# What a team's pods may reach outside their namespace: HTTPS anywhere (the API server, S3 and the checkpoint
+# bucket, STS, model hubs, package indexes), DNS on CoreDNS, the Pod Identity agent. Nothing else: not the DCGM
+# host engine on every node's port 5555 (no authentication: error injection, diagnostics, clock and power limits
+# on other teams' GPUs), not the kubelet (10250), not the instance metadata service (169.254.169.254:80).
+HTTPS = 443
+
+
+def default_deny_egress(team: Team) -> dict[str, Any]:
+    """Every pod of the team's namespace connects only to pods of the same namespace (any port), to DNS (53),
+    to the Pod Identity agent (80) and to TCP 443 anywhere. The VPC CNI's network policy agent filters a pod's
+    egress at the pod's interface to every destination, node IPs included, so this closes the nodes' DCGM host engines (port 5555) to
+    the team (EKS Best Practices Guide, multi-tenancy: default-deny network policies in every tenant namespace)."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _meta(DEFAULT_DENY_EGRESS, team.namespace, team.name),
+        "spec": {
+            "podSelector": {},
+            "policyTypes": ["Egress"],
+            "egress": [
+                {"to": [{"podSelector": {}}]},
+                # DNS to any address: pods resolve through the kube-dns Service's ClusterIP, which the network policy
+                # agent sees before kube-proxy translates it to a CoreDNS pod.
+                {"ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
+                {"to": [{"ipBlock": {"cidr": POD_IDENTITY_AGENT}}], "ports": [{"protocol": "TCP", "port": 80}]},
+                {"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"protocol": "TCP", "port": HTTPS}]},
+            ],
+        },
+    }
+
+
+def default_service_account(team: Team) -> dict[str, Any]:
+    """The namespace's `default` ServiceAccount without an automounted token: a pod that names no ServiceAccount
+    gets no API credentials (EKS Best Practices Guide, security: "Disable auto-mounting of service account
+    tokens"); a pod that needs them names one, or sets automountServiceAccountToken itself."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": _meta("default", team.namespace, team.name),
+        "automountServiceAccountToken": False,
     }

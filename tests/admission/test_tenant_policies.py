@@ -1,0 +1,322 @@
+"""Issue 31's holes, each as a planted request: the policies the plan rendered before the fix (every rendered
+policy but the tenant ones) admit it, the rendered policies deny it now, and the legitimate requests next to it
+still pass. The CEL is evaluated with cel-python on the request as the API server would see it (tests/admission/vap.py).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from gpufleet.plan.manifests import tenancy
+from gpufleet.plan.manifests import tenant_policies as tp
+from gpufleet.plan.parts import RolloutPlan
+from gpufleet.plan.rollout import build_plan
+from tests.admission.conftest import build_fleet
+from tests.admission.vap import JOB_CONTROLLER, Request, denied_by
+
+ADMIN = ("platform-admins", "system:authenticated")
+QUEUE = {"kueue.x-k8s.io/queue-name": "vision"}
+MANAGED = {"app.kubernetes.io/managed-by": "gpufleet"}
+
+
+def _plan(*edits: Any) -> RolloutPlan:
+    return build_plan(build_fleet(*edits), "prod")
+
+
+@pytest.fixture(scope="module")
+def plan() -> RolloutPlan:
+    return _plan()
+
+
+def _open_then_closed(plan: RolloutPlan, request: Request, policy: str) -> None:
+    assert denied_by(plan, request, without=tp.POLICIES) == [], "the hole is not open before the fix"
+    assert policy in denied_by(plan, request)
+
+
+def _admitted(plan: RolloutPlan, request: Request) -> None:
+    assert denied_by(plan, request) == []
+
+
+def pod_spec(priority: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "i"}]}
+    if priority is not None:
+        spec["priorityClassName"] = priority
+    return spec
+
+
+def job(
+    labels: dict[str, str] | None = None, priority: str | None = None, owner: tuple[str, str] | None = None
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "train", "namespace": "vision", "labels": {**QUEUE, **(labels or {})}}
+    if owner is not None:
+        meta["ownerReferences"] = [
+            {"apiVersion": owner[0], "kind": owner[1], "name": "p", "uid": "u", "controller": True}
+        ]
+        del meta["labels"]["kueue.x-k8s.io/queue-name"]
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": meta,
+        "spec": {"template": {"spec": pod_spec(priority)}},
+    }
+
+
+def pod(priority: str | None = None, labels: dict[str, str] | None = None, owner: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "p", "namespace": "vision", "labels": labels or {}}
+    if owner:
+        meta["ownerReferences"] = [
+            {"apiVersion": "batch/v1", "kind": owner, "name": "j", "uid": "u", "controller": True}
+        ]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec(priority)}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 1. Priorities
+
+
+def test_default_priorities_serving_only_with_inference_quota() -> None:
+    from gpufleet.spec import defaults
+
+    def inference(data: dict[str, Any]) -> None:
+        data["nodeGroups"][1]["workloadClass"] = "Inference"
+        data["nodeGroups"][1]["sharing"]["acknowledgeNoIsolation"] = True
+
+    fleet = build_fleet()
+    assert {t.name: defaults.team_priorities(fleet, t) for t in fleet.teams} == {
+        "vision": ("training", "batch"),
+        "speech": ("training", "batch"),
+        "ads": ("training", "batch"),
+    }
+    fleet = build_fleet(inference)
+    assert {t.name: defaults.team_priorities(fleet, t) for t in fleet.teams} == {
+        "vision": ("serving", "training", "batch"),
+        "speech": ("training", "batch"),
+        "ads": ("serving", "training", "batch"),
+    }
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        job({tp.PRIORITY_LABEL: "serving"}),  # Kueue's label: wins cohort contention, immune to borrowing preemption
+        job(priority="serving"),  # Kueue takes the template's class when the label is absent
+        job(priority="system-node-critical"),
+        pod("serving"),  # PreemptLowerPriority at the kube-scheduler
+        pod(labels={tp.PRIORITY_LABEL: "serving"}),  # a plain pod's workload priority
+        {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {"name": "js", "namespace": "vision", "labels": QUEUE},
+            "spec": {
+                "replicatedJobs": [{"name": "w", "template": {"spec": {"template": {"spec": pod_spec("serving")}}}}]
+            },
+        },
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": {"name": "pt", "namespace": "vision", "labels": QUEUE},
+            "spec": {
+                "pytorchReplicaSpecs": {
+                    "Master": {"replicas": 1, "template": {"spec": pod_spec("training")}},
+                    "Worker": {"replicas": 3, "template": {"spec": pod_spec("serving")}},
+                }
+            },
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": "vision", "labels": QUEUE},
+            "spec": {"template": {"metadata": {}, "spec": pod_spec("serving")}},
+        },
+    ],
+    ids=["job-label", "job-template", "system-class", "pod", "pod-label", "jobset", "pytorchjob", "deployment"],
+)
+def test_a_class_the_team_may_not_use_is_refused(plan: RolloutPlan, obj: dict[str, Any]) -> None:
+    # from a team member, and from a controller (the Job controller creating the pod is the same breach)
+    _open_then_closed(plan, Request(obj, "vision"), tp.PRIORITY_POLICY)
+    _open_then_closed(plan, Request(obj, "vision", groups=JOB_CONTROLLER), tp.PRIORITY_POLICY)
+
+
+def test_the_label_cannot_be_raised_on_a_running_workload(plan: RolloutPlan) -> None:
+    before = job({tp.PRIORITY_LABEL: "training"})
+    _admitted(plan, Request(before, "vision"))
+    _open_then_closed(plan, Request(job({tp.PRIORITY_LABEL: "serving"}), "vision", old=before), tp.PRIORITY_POLICY)
+    # an object admitted before the policy, with a class it now refuses, stays updatable (finalizers)
+    legacy = job({tp.PRIORITY_LABEL: "serving"})
+    _admitted(plan, Request(copy.deepcopy(legacy), "vision", old=legacy))
+
+
+@pytest.mark.parametrize(
+    "obj", [job(), job({tp.PRIORITY_LABEL: "training"}), job(priority="batch"), pod("training"), pod()]
+)
+def test_allowed_classes_pass(plan: RolloutPlan, obj: dict[str, Any]) -> None:
+    _admitted(plan, Request(obj, "vision"))
+
+
+def test_the_spec_grants_serving() -> None:
+    def grant(data: dict[str, Any]) -> None:
+        data["teams"][0]["priorities"] = ["serving", "training"]
+
+    granted = _plan(grant)
+    _admitted(granted, Request(job({tp.PRIORITY_LABEL: "serving"}), "vision"))
+    assert denied_by(granted, Request(job(priority="batch"), "vision")) == [tp.PRIORITY_POLICY]
+    speech = job({tp.PRIORITY_LABEL: "serving"})
+    speech["metadata"]["namespace"] = "speech-ml"
+    assert denied_by(granted, Request(speech, "speech-ml")) == [tp.PRIORITY_POLICY]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 2, 3. gpufleet's objects in the team namespace, and the team's own NetworkPolicies
+
+
+def _rendered(plan: RolloutPlan, kind: str, name: str) -> dict[str, Any]:
+    return next(
+        r.args["object"]
+        for s in plan.included()
+        for r in s.content.resources
+        if r.args.get("object", {}).get("kind") == kind
+        and r.args["object"]["metadata"]["name"] == name
+        and r.args["object"]["metadata"].get("namespace") == "vision"
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    [
+        ("NetworkPolicy", tenancy.DEFAULT_DENY),
+        ("NetworkPolicy", tenancy.DEFAULT_DENY_EGRESS),
+        ("LocalQueue", "vision"),
+        ("LocalQueue", "default"),
+    ],
+)
+def test_a_team_cannot_delete_or_change_gpufleets_objects(plan: RolloutPlan, kind: str, name: str) -> None:
+    obj = _rendered(plan, kind, name)
+    _open_then_closed(plan, Request(None, "vision", old=obj), tp.OWNED_POLICY)
+    changed = copy.deepcopy(obj)
+    changed["metadata"]["labels"]["x"] = "y"
+    _open_then_closed(plan, Request(changed, "vision", old=obj), tp.OWNED_POLICY)
+    stripped = copy.deepcopy(obj)
+    del stripped["metadata"]["labels"]["app.kubernetes.io/managed-by"]
+    _open_then_closed(plan, Request(stripped, "vision", old=obj), tp.OWNED_POLICY)
+    # a cluster admin still can
+    _admitted(plan, Request(None, "vision", old=obj, groups=ADMIN))
+
+
+def test_the_checkpoint_objects_and_default_service_account_are_protected(plan: RolloutPlan) -> None:
+    account = _rendered(plan, "ServiceAccount", "default")
+    assert account["automountServiceAccountToken"] is False
+    opened = {**copy.deepcopy(account), "automountServiceAccountToken": True}
+    _open_then_closed(plan, Request(opened, "vision", old=account), tp.OWNED_POLICY)
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "checkpoint-config", "labels": MANAGED}}
+    _open_then_closed(plan, Request(None, "vision", old=config), tp.OWNED_POLICY)
+    # nor may a team label its own objects as gpufleet's
+    _open_then_closed(plan, Request(config, "vision"), tp.OWNED_POLICY)
+    _admitted(plan, Request({**config, "metadata": {"name": "mine"}}, "vision"))
+
+
+def _netpol(ingress: list[Any] | None = None, egress: list[Any] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"podSelector": {}, "policyTypes": []}
+    if ingress is not None:
+        spec["ingress"], spec["policyTypes"] = ingress, ["Ingress"]
+    if egress is not None:
+        spec["egress"] = egress
+        spec["policyTypes"].append("Egress")
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "mine"}, "spec": spec}
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        _netpol(ingress=[{}]),  # a rule without peers: from everywhere
+        _netpol(ingress=[{"from": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}]),
+        _netpol(ingress=[{"from": [{"namespaceSelector": {}}]}]),  # every other team
+        _netpol(egress=[{"to": [{"namespaceSelector": {}}], "ports": [{"port": 5555}]}]),
+        _netpol(egress=[{"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}], "ports": [{"port": 5555}]}]),  # the DCGM engines
+        _netpol(egress=[{"ports": [{"port": 10250}]}]),  # the kubelets
+    ],
+)
+def test_a_team_networkpolicy_cannot_widen(plan: RolloutPlan, obj: dict[str, Any]) -> None:
+    _open_then_closed(plan, Request(obj, "vision"), tp.NETWORK_POLICY_POLICY)
+
+
+def test_a_team_networkpolicy_within_its_namespace_passes(plan: RolloutPlan) -> None:
+    inside = [{"podSelector": {"matchLabels": {"app": "db"}}}]
+    _admitted(plan, Request(_netpol(ingress=[{"from": inside}], egress=[{"to": inside}]), "vision"))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 4. Owner references
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        job(owner=("jobset.x-k8s.io/v1alpha2", "JobSet")),  # the queue-name policy exempts a JobSet's Job
+        job(owner=("kubeflow.org/v2beta1", "MPIJob")),
+        job(owner=("trainer.kubeflow.org/v1alpha1", "TrainJob")),
+        pod(owner="Job"),  # Kueue's pod webhook skips a pod its Job owns
+    ],
+    ids=["jobset", "mpijob", "trainjob", "pod-of-job"],
+)
+def test_a_team_member_cannot_spoof_a_kueue_owner(plan: RolloutPlan, obj: dict[str, Any]) -> None:
+    _open_then_closed(plan, Request(obj, "vision"), tp.OWNER_POLICY)
+    _admitted(plan, Request(obj, "vision", groups=JOB_CONTROLLER))  # the controllers' own children
+
+
+def test_a_cronjob_owner_is_not_spoofing(plan: RolloutPlan) -> None:
+    obj = job(owner=("batch/v1", "CronJob"))
+    obj["metadata"]["labels"] = dict(QUEUE)
+    _admitted(plan, Request(obj, "vision"))  # `kubectl create job --from=cronjob/...`, still through the queue
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 5. DaemonSets
+
+
+def test_a_team_member_cannot_create_a_daemonset(plan: RolloutPlan) -> None:
+    ds = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "agent", "namespace": "vision"},
+        "spec": {"selector": {}, "template": {"spec": pod_spec()}},
+    }
+    _open_then_closed(plan, Request(ds, "vision"), tp.DAEMONSET_POLICY)
+    _admitted(plan, Request(ds, "vision", groups=ADMIN))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 6. Services
+
+
+def service(kind: str | None = None, external_ips: list[str] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"ports": [{"port": 80}]}
+    if kind:
+        spec["type"] = kind
+    if external_ips is not None:
+        spec["externalIPs"] = external_ips
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "vision"}, "spec": spec}
+
+
+@pytest.mark.parametrize("obj", [service("LoadBalancer"), service("NodePort"), service(external_ips=["203.0.113.7"])])
+def test_a_team_member_cannot_expose_pods_by_default(plan: RolloutPlan, obj: dict[str, Any]) -> None:
+    _open_then_closed(plan, Request(obj, "vision"), tp.SERVICE_POLICY)
+
+
+@pytest.mark.parametrize("obj", [service(), service("ClusterIP"), service("ExternalName")])
+def test_internal_services_pass(plan: RolloutPlan, obj: dict[str, Any]) -> None:
+    _admitted(plan, Request(obj, "vision"))
+
+
+def test_the_spec_allows_load_balancers() -> None:
+    def allow(data: dict[str, Any]) -> None:
+        data["teams"][0]["serviceTypes"] = ["LoadBalancer"]
+
+    allowed = _plan(allow)
+    _admitted(allowed, Request(service("LoadBalancer"), "vision"))
+    assert denied_by(allowed, Request(service("NodePort"), "vision")) == [tp.SERVICE_POLICY]
+    other = service("LoadBalancer")
+    other["metadata"]["namespace"] = "ads"
+    assert denied_by(allowed, Request(other, "ads")) == [tp.SERVICE_POLICY]

@@ -1,0 +1,130 @@
+"""A model of the API server's ValidatingAdmissionPolicy admission over the policies a plan renders: a request
+(object, old object, operation, namespace, the requester's groups) meets every policy whose binding selects the
+namespace and whose resourceRules match the resource; matchConditions, variables and validations are CEL,
+evaluated with cel-python. Used to show a hole open (the rendered policies without the fix admit a planted
+manifest) and closed (with it, the request is denied)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from gpufleet.plan.parts import RolloutPlan
+
+celpy = pytest.importorskip("celpy", reason="cel-python (test extra) evaluates CEL")
+
+# kind -> (API group, resource) of the objects the tests plant.
+RESOURCES = {
+    "Pod": ("", "pods"),
+    "Service": ("", "services"),
+    "ConfigMap": ("", "configmaps"),
+    "ServiceAccount": ("", "serviceaccounts"),
+    "Job": ("batch", "jobs"),
+    "CronJob": ("batch", "cronjobs"),
+    "Deployment": ("apps", "deployments"),
+    "StatefulSet": ("apps", "statefulsets"),
+    "ReplicaSet": ("apps", "replicasets"),
+    "DaemonSet": ("apps", "daemonsets"),
+    "JobSet": ("jobset.x-k8s.io", "jobsets"),
+    "PyTorchJob": ("kubeflow.org", "pytorchjobs"),
+    "MPIJob": ("kubeflow.org", "mpijobs"),
+    "TrainJob": ("trainer.kubeflow.org", "trainjobs"),
+    "NetworkPolicy": ("networking.k8s.io", "networkpolicies"),
+    "LocalQueue": ("kueue.x-k8s.io", "localqueues"),
+}
+TEAM_MEMBER = ("gpufleet-team-vision",)
+JOB_CONTROLLER = ("system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated")
+
+
+@dataclass(frozen=True)
+class Request:
+    obj: Mapping[str, Any] | None  # None on DELETE
+    namespace: str
+    groups: Sequence[str] = TEAM_MEMBER
+    old: Mapping[str, Any] | None = None
+
+    @property
+    def operation(self) -> str:
+        if self.obj is None:
+            return "DELETE"
+        return "CREATE" if self.old is None else "UPDATE"
+
+    @property
+    def kind(self) -> str:
+        return str((self.obj or self.old or {})["kind"])
+
+
+def policies(plan: RolloutPlan) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(policy, binding) of every ValidatingAdmissionPolicy the plan renders."""
+    objects = [
+        r.args["object"]
+        for stage in plan.included()
+        for r in stage.content.resources
+        if "object" in r.args and r.args["object"]["apiVersion"].startswith("admissionregistration.k8s.io/")
+    ]
+    bindings = {o["spec"]["policyName"]: o for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding"}
+    return [(o, bindings[o["metadata"]["name"]]) for o in objects if o["kind"] == "ValidatingAdmissionPolicy"]
+
+
+def _selects(binding: Mapping[str, Any], namespace: str) -> bool:
+    for e in binding["spec"]["matchResources"]["namespaceSelector"].get("matchExpressions", []):
+        assert e["key"] == "kubernetes.io/metadata.name", e
+        if (namespace in e["values"]) != (e["operator"] == "In"):
+            return False
+    return True
+
+
+def _matches(policy: Mapping[str, Any], request: Request) -> bool:
+    group, resource = RESOURCES[request.kind]
+    return any(
+        group in rule["apiGroups"] and resource in rule["resources"] and request.operation in rule["operations"]
+        for rule in policy["spec"]["matchConstraints"]["resourceRules"]
+    )
+
+
+def _eval(expression: str, activation: dict[str, Any]) -> Any:
+    env = celpy.Environment()
+    return env.program(env.compile(expression)).evaluate(activation)
+
+
+def denies(policy: Mapping[str, Any], request: Request) -> bool:
+    """Whether this policy denies the request (an evaluation error raises: on a well-formed object none of the
+    expressions may error, so a deny must come from the logic, never from a missing field)."""
+    activation: dict[str, Any] = {
+        "object": celpy.json_to_cel(request.obj),
+        "oldObject": celpy.json_to_cel(request.old),
+        "request": celpy.json_to_cel(
+            {
+                "operation": request.operation,
+                "namespace": request.namespace,
+                "name": (request.obj or request.old or {})["metadata"]["name"],
+                "userInfo": {"username": "u", "groups": list(request.groups)},
+            }
+        ),
+    }
+    spec = policy["spec"]
+    for condition in spec.get("matchConditions", []):
+        if not bool(_eval(condition["expression"], activation)):
+            return False
+    variables: dict[Any, Any] = {}
+    activation["variables"] = celpy.celtypes.MapType(variables)
+    for v in spec.get("variables", []):  # a variable may read the ones before it
+        variables[celpy.celtypes.StringType(v["name"])] = _eval(v["expression"], activation)
+        activation["variables"] = celpy.celtypes.MapType(variables)
+    return not all(bool(_eval(v["expression"], activation)) for v in spec["validations"])
+
+
+def denied_by(plan: RolloutPlan, request: Request, *, without: Iterable[str] = ()) -> list[str]:
+    """The rendered policies (except those named in `without`) that deny the request."""
+    skip = set(without)
+    return [
+        p["metadata"]["name"]
+        for p, b in policies(plan)
+        if p["metadata"]["name"] not in skip
+        and _selects(b, request.namespace)
+        and _matches(p, request)
+        and denies(p, request)
+    ]
