@@ -23,7 +23,7 @@ from gpufleet.facts.versions import (
 )
 from gpufleet.facts.versions import KUBERNETES_VERSIONS as KUBERNETES_SUPPORTED
 from gpufleet.spec import access, cold_start, names
-from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup, SharingStrategy, WorkloadClass
+from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup, Principal, SharingStrategy, WorkloadClass
 from gpufleet.spec.names import DEFAULT_DEVICE_PLUGIN_CONFIG, MIG_DISABLED, RESERVED_NAMESPACES
 
 Rule = Callable[[Fleet], Iterable[Issue]]
@@ -952,6 +952,64 @@ def _access(fleet: Fleet) -> Iterator[Issue]:
                     ),
                 )
             seen.setdefault(arn, owner)
+
+
+@rule("resource-ids")
+def _resource_ids(fleet: Fleet) -> Iterator[Issue]:
+    """Two things of the spec must not get one logical resource id (issue 26 item 2: the plan asserted it and synth
+    exited 3). An access entry's id keeps only the lowercased letters, digits and dashes of the principal's name,
+    and its association's id adds the policy: `role/x.y` and `role/x_y`, `role/teams/x` and `user/teams-x`, or
+    `role/ml` (whose edit association is ...-ml-edit) and `role/ml-edit` meet. Refused rather than renamed: a new
+    id for a deployed entry would make Pulumi replace it (access lost while it does)."""
+    for i, group in enumerate(fleet.node_groups):
+        if group.name == names.SYSTEM_GROUP:
+            yield Issue(
+                path=("nodeGroups", i, "name"),
+                message=(
+                    f'"{group.name}" is the system node group\'s: its nodes carry {names.LABEL_NODE_GROUP}:'
+                    f" {names.SYSTEM_GROUP} and its resource id is {names.SYSTEM_NODE_GROUP}"
+                ),
+                hint="name the GPU node group otherwise, e.g. after its instance type",
+            )
+    seen: dict[str, tuple[str, str]] = {names.SYSTEM_NODE_GROUP: ("", "the system node group")}
+    claims: list[tuple[Path, str, str, str]] = []  # (where, what owns the id, the id, what claims it)
+    for i, group in enumerate(fleet.node_groups):
+        if group.name == names.SYSTEM_GROUP:
+            continue
+        for rid, part in (
+            (names.node_group_id(group), "node group"),
+            (names.launch_template_id(group), "launch template"),
+            (names.placement_group_id(group), "placement group"),
+        ):
+            claims.append((("nodeGroups", i, "name"), group.name, rid, f"the {part} of node group {group.name}"))
+    members: list[tuple[Path, str, tuple[Principal, ...], str]] = [
+        (("cluster", "admins"), "admin", fleet.cluster.admins, access.CLUSTER_ADMIN_POLICY)
+    ]
+    members += [
+        (("teams", i, "members"), f"team-{team.name}", team.members, access.EDIT_POLICY)
+        for i, team in enumerate(fleet.teams)
+    ]
+    for path, owner, principals, policy in members:
+        for j, principal in enumerate(principals):
+            arn = principal.principal_arn
+            entry = access.entry_id(arn, owner)
+            where: Path = (*path, j, "principalArn")
+            claims.append((where, arn, entry, f"the access entry of {arn}"))
+            claims.append((where, arn, access.association_id(entry, policy), f"the {policy} association of {arn}"))
+    reported: set[Path] = set()
+    for where, owner, rid, what in claims:
+        # the same name twice is reported as a duplicate already; one collision is enough to tell of each name
+        if rid in seen and seen[rid][0] != owner and where not in reported:
+            reported.add(where)
+            yield Issue(
+                path=where,
+                message=f'{what} gets the resource id "{rid}", as {seen[rid][1]} does',
+                hint=(
+                    "a resource id keeps only the lowercased letters, digits and dashes of a name: rename one of the"
+                    " two, or list one principal in its place"
+                ),
+            )
+        seen.setdefault(rid, (owner, what))
 
 
 @rule("driver-source-matches-ami")

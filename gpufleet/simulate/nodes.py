@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpufleet.facts import catalog, stages
-from gpufleet.plan.builders.node_groups import node_group_id
 from gpufleet.plan.manifests import kueue, node_bootstrap
 from gpufleet.plan.manifests.autoscaler import RELEASE as AUTOSCALER_RELEASE
 from gpufleet.plan.manifests.autoscaler import template_resources
@@ -35,7 +34,7 @@ from gpufleet.plan.manifests.sharing import (
 )
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.spec.fleet import NodeGroup, SharingStrategy
-from gpufleet.spec.names import LABEL_NODE_GROUP
+from gpufleet.spec.names import LABEL_NODE_GROUP, node_group_id
 
 _K8S_EFFECT = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 # Resources whose devices the kubelet aligns on NUMA nodes (device plugins that report topology).

@@ -6,6 +6,8 @@ review says is what gets rendered.
 
 from __future__ import annotations
 
+import re
+
 from gpufleet.spec.fleet import Cluster
 from gpufleet.spec.names import TEAM_GROUP_PREFIX
 
@@ -50,6 +52,22 @@ EDIT_POLICY = "AmazonEKSEditPolicy"
 
 def team_group(team: str) -> str:
     return TEAM_GROUP_PREFIX + team
+
+
+def entry_id(principal_arn: str, owner: str) -> str:
+    """The logical name of a principal's access entry: the owner and the ARN's account and name (not the list
+    position, so reordering the spec replaces nothing). Not injective (`role/x.y` and `role/x_y`, `role/teams/x`
+    and `user/teams-x` get one id): the rule resource-ids refuses such specs, because changing the id of a deployed
+    entry would make Pulumi replace it."""
+    parts = re.match(r"arn:[^:]+:iam::(\d+):(?:role|user)/(.+)$", principal_arn)
+    account, name = parts.groups() if parts else ("", principal_arn)  # the schema admits only ARNs that match
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return f"access-{owner}-{account}-{slug}"
+
+
+def association_id(entry: str, policy: str) -> str:
+    """The logical name of the association of `policy` with the access entry `entry`."""
+    return f"{entry}-{policy.removeprefix('AmazonEKS').removesuffix('Policy').lower()}"
 
 
 def arn_partition(principal_arn: str) -> str:

@@ -22,6 +22,22 @@ LABEL_SHARING = "gpufleet.io/sharing"
 # The LABEL_NODE_GROUP value of the CPU system node group (mode Create), where cluster add-ons run.
 SYSTEM_GROUP = "system"
 LABEL_MANAGED_BY = {"app.kubernetes.io/managed-by": "gpufleet"}
+# The logical names of the system node group and of each GPU node group's resources (the rule resource-ids keeps a
+# GPU node group's from meeting another resource's).
+SYSTEM_NODE_GROUP = "system-node-group"
+
+
+def node_group_id(group: NodeGroup) -> str:
+    return f"{group.name}-node-group"
+
+
+def launch_template_id(group: NodeGroup) -> str:
+    return f"{group.name}-launch-template"
+
+
+def placement_group_id(group: NodeGroup) -> str:
+    return f"{group.name}-placement-group"
+
 
 # Tenancy (docs/tenancy-and-access.md). The team label of team namespaces, queues and RBAC objects, also the tag on
 # a team member's EKS access entry; the Kubernetes group of a team's access entries (EKS rejects groups starting

@@ -3,11 +3,14 @@ exits 0, 1 or 2 with a message, never 3, never a traceback, and writes nothing w
 
 from __future__ import annotations
 
+import copy
+
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.properties.cli import run, scratch
-from tests.properties.mutations import SMALL_SEEDS, SUBTLE_OPS, environments, mutated_spec, yaml_document
+from tests.properties.mutations import SEED_DATA, SMALL_SEEDS, SUBTLE_OPS, environments, mutated_spec, yaml_document
 
 # synth records the Pulumi program under mocks (about half a second each): a fifth of the examples
 _SYNTH = settings(max_examples=max(4, settings.default.max_examples // 5))
@@ -62,3 +65,36 @@ def test_synth_of_a_mutated_spec_never_crashes_and_writes_only_its_tree(text: st
             assert out not in ("fleet.yaml", ".", "")
             assert (root / out / "plan.json").is_file()
             assert {p.name for p in root.iterdir()} == {"fleet.yaml", "notes.txt", out.split("/")[0]}
+
+
+_ACCOUNT = "arn:aws:iam::111122223333:"
+# IAM names differ in characters a resource id drops or folds ('.', '_', '+', '@', '/', case): issue 26 item 2
+_principal = st.builds(
+    lambda kind, path, name: {"principalArn": f"{_ACCOUNT}{kind}/{path}{name}"},
+    st.sampled_from(["role", "user"]),
+    st.sampled_from(["", "teams/", "a/b/"]),
+    st.text(alphabet="aB._+@-", min_size=1, max_size=6).filter(lambda n: n[0].isalnum() or n[0] in "+@"),
+)
+_GROUP_NAMES = ["l4", "system", "system-node", "l4-node", "a", "a-launch", "a-node-group"]
+
+
+@st.composite
+def named_spec(draw: st.DrawFn) -> str:
+    """The minimal spec with drawn admins, team members and node group names: things that name resources."""
+    data = copy.deepcopy(SEED_DATA["tests/specs/valid/minimal.yaml"])
+    data["cluster"]["admins"] = draw(st.lists(_principal, min_size=1, max_size=3))
+    data["teams"][0]["members"] = draw(st.lists(_principal, max_size=3))
+    group_names = draw(st.lists(st.sampled_from(_GROUP_NAMES), min_size=1, max_size=3, unique=True))
+    data["nodeGroups"] = [{**data["nodeGroups"][0], "name": name} for name in group_names]
+    data["teams"][0]["quotas"] = [{"nodeGroup": group_names[0], "gpus": 4}]
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+@given(named_spec())
+def test_every_spec_that_validates_plans(text: str) -> None:
+    """A spec validate accepts is one plan can build: no two things get one resource id (issue 26 item 2)."""
+    with scratch() as root:
+        (root / "fleet.yaml").write_text(text, encoding="utf-8")
+        validated = run(["validate", "fleet.yaml"], root)
+        planned = run(["plan", "fleet.yaml", "--env", "dev"], root)
+        assert validated.code != 0 or planned.code == 0, planned.stderr

@@ -801,6 +801,26 @@ REPLAYS: tuple[Replay, ...] = (
         {"teams.0.members.0.principalArn": "arn:aws:iam::111122223333:role/vision-team"},
     ),
     R(
+        "principals-one-resource-id",
+        {
+            "teams.0.members": [
+                {"principalArn": "arn:aws:iam::111122223333:role/x.y"},
+                {"principalArn": "arn:aws:iam::111122223333:role/x_y"},
+            ]
+        },
+        (
+            "a resource id keeps only the lowercased letters, digits and dashes of a name: rename one of the two, or"
+            " list one principal in its place"
+        ),
+        {"teams.0.members.1": DEL},
+    ),
+    R(
+        "gpu-node-group-named-system",
+        {"nodeGroups.0.name": "system", "teams.0.quotas.0.nodeGroup": "system"},
+        "name the GPU node group otherwise, e.g. after its instance type",
+        {"nodeGroups.0.name": "l4", "teams.0.quotas.0.nodeGroup": "l4"},
+    ),
+    R(
         "operator-driver-on-nvidia-ami",
         {"versions.driver": {"source": "Operator", "version": "595.91.07"}},
         "use AL2023_x86_64_STANDARD (the operator installs the driver), or driver source Preinstalled",

@@ -1571,6 +1571,87 @@ CASES: list[Any] = [
         ],
         id="sharing-names/default",
     ),
+    # resource-ids (issue 26 item 2: these validated and then made plan and synth exit 3)
+    pytest.param(
+        "resource-ids",
+        [
+            team(members=[{"principalArn": f"arn:aws:iam::111122223333:role/{n}"} for n in ("ml", "x.y", "teams/x")]),
+            at("cluster", "admins", value=[{"principalArn": "arn:aws:iam::111122223333:role/ml"}]),
+            add_group(name="system-node", instanceType="g6.xlarge"),
+        ],
+        [],
+        id="ids/distinct",
+    ),
+    pytest.param(
+        "resource-ids",
+        [
+            at(
+                "cluster",
+                "admins",
+                value=[{"principalArn": f"arn:aws:iam::111122223333:role/{n}"} for n in ("x.y", "x_y")],
+            )
+        ],
+        [
+            (
+                "cluster.admins[1].principalArn",
+                "the access entry of arn:aws:iam::111122223333:role/x_y gets the resource id"
+                ' "access-admin-111122223333-x-y", as the access entry of arn:aws:iam::111122223333:role/x.y does',
+            )
+        ],
+        id="ids/dot-and-underscore",
+    ),
+    pytest.param(
+        "resource-ids",
+        [
+            team(
+                members=[
+                    {"principalArn": "arn:aws:iam::111122223333:role/teams/x"},
+                    {"principalArn": "arn:aws:iam::111122223333:user/teams-x"},
+                ]
+            )
+        ],
+        [
+            (
+                "teams[0].members[1].principalArn",
+                "the access entry of arn:aws:iam::111122223333:user/teams-x gets the resource id"
+                ' "access-team-vision-111122223333-teams-x", as the access entry of'
+                " arn:aws:iam::111122223333:role/teams/x does",
+            )
+        ],
+        id="ids/path-and-role-or-user",
+    ),
+    pytest.param(
+        "resource-ids",
+        [
+            team(
+                members=[
+                    {"principalArn": "arn:aws:iam::111122223333:role/ml"},
+                    {"principalArn": "arn:aws:iam::111122223333:role/ml-edit"},
+                ]
+            )
+        ],
+        [
+            (
+                "teams[0].members[1].principalArn",
+                "the access entry of arn:aws:iam::111122223333:role/ml-edit gets the resource id"
+                ' "access-team-vision-111122223333-ml-edit", as the AmazonEKSEditPolicy association of'
+                " arn:aws:iam::111122223333:role/ml does",
+            )
+        ],
+        id="ids/entry-meets-association",
+    ),
+    pytest.param(
+        "resource-ids",
+        [group(name="system"), quota(nodeGroup="system")],
+        [
+            (
+                "nodeGroups[0].name",
+                '"system" is the system node group\'s: its nodes carry gpufleet.io/node-group: system and its resource'
+                " id is system-node-group",
+            )
+        ],
+        id="ids/gpu-node-group-named-system",
+    ),
 ]
 
 

@@ -11,8 +11,6 @@ and `aws.eks.AccessPolicyAssociation` (clusterName, principalArn, policyArn, acc
 
 from __future__ import annotations
 
-import re
-
 from gpufleet.plan.builders.common import AWS_PROVIDER, CLUSTER
 from gpufleet.plan.parts import Ref, Resource
 from gpufleet.spec import access
@@ -21,11 +19,7 @@ from gpufleet.spec.names import LABEL_TEAM, partition
 
 
 def entry_id(principal: Principal, owner: str) -> str:
-    """A stable logical name from the owner and the ARN's account and name (not the list position, so reordering
-    the spec replaces nothing)."""
-    account, name = re.match(r"arn:[^:]+:iam::(\d+):(?:role|user)/(.+)$", principal.principal_arn).groups()  # type: ignore[union-attr]
-    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-    return f"access-{owner}-{account}-{slug}"
+    return access.entry_id(principal.principal_arn, owner)
 
 
 def _policy_arn(fleet: Fleet, policy: str) -> str:
@@ -44,13 +38,9 @@ def _entry(fleet: Fleet, principal: Principal, rid: str, groups: list[str], tags
     return Resource(id=rid, type="aws:eks/accessEntry:AccessEntry", provider=AWS_PROVIDER, args=args)
 
 
-def _association_id(entry: str, policy: str) -> str:
-    return f"{entry}-{policy.removeprefix('AmazonEKS').removesuffix('Policy').lower()}"
-
-
 def _association(fleet: Fleet, principal: Principal, entry: str, policy: str, scope: dict[str, object]) -> Resource:
     return Resource(
-        id=_association_id(entry, policy),
+        id=access.association_id(entry, policy),
         type="aws:eks/accessPolicyAssociation:AccessPolicyAssociation",
         provider=AWS_PROVIDER,
         depends_on=(entry,),
@@ -98,4 +88,4 @@ def access_entry_resources(fleet: Fleet, tags: dict[str, str]) -> list[Resource]
 def admin_associations(fleet: Fleet) -> tuple[str, ...]:
     """What the Kubernetes provider waits for: the admins' cluster-admin associations (a created cluster has no
     implicit creator admin, so the deploying admin can reach the API only after them)."""
-    return tuple(_association_id(entry_id(p, "admin"), access.CLUSTER_ADMIN_POLICY) for p in fleet.cluster.admins)
+    return tuple(access.association_id(entry_id(p, "admin"), access.CLUSTER_ADMIN_POLICY) for p in fleet.cluster.admins)

@@ -12,11 +12,10 @@ from gpufleet.plan.manifests import node_monitoring
 from gpufleet.plan.parts import Concat, Ref, Resource
 from gpufleet.spec import access
 from gpufleet.spec.fleet import Fleet
-from gpufleet.spec.names import LABEL_NODE_GROUP, SYSTEM_GROUP, TAG_OPEN_ENDPOINT_REASON, partition
+from gpufleet.spec.names import LABEL_NODE_GROUP, SYSTEM_GROUP, SYSTEM_NODE_GROUP, TAG_OPEN_ENDPOINT_REASON, partition
 
 NODE_ROLE = "node-role"
 CLUSTER_ROLE = "cluster-role"
-SYSTEM_NODE_GROUP = "system-node-group"
 
 # EKS add-on name per versions.addons key (https://docs.aws.amazon.com/eks/latest/userguide/workloads-add-ons-available-eks.html).
 ADDONS = {

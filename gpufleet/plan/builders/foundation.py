@@ -14,12 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpufleet.facts import catalog
-from gpufleet.plan.builders.cluster import (
-    SYSTEM_NODE_GROUP,
-    cluster_resources,
-    pod_identity_resources,
-    pod_identity_warning,
-)
+from gpufleet.plan.builders.cluster import cluster_resources, pod_identity_resources, pod_identity_warning
 from gpufleet.plan.builders.common import helm, k8s, namespace
 from gpufleet.plan.builders.cost import group_gpu_hour_usd, usd
 from gpufleet.plan.builders.node_groups import _launch_template, _node_group, prepuller
@@ -27,7 +22,7 @@ from gpufleet.plan.manifests import autoscaler, gpu_operator, health, node_boots
 from gpufleet.plan.parts import BuildContext, Resource, StageContent
 from gpufleet.spec import warm_pool
 from gpufleet.spec.fleet import Fleet
-from gpufleet.spec.names import NS_GPU_OPERATOR, NS_SYSTEM
+from gpufleet.spec.names import NS_GPU_OPERATOR, NS_SYSTEM, SYSTEM_NODE_GROUP
 
 AUTOSCALER_ROLE = "cluster-autoscaler-role"
 AUTOSCALER_POLICY = "cluster-autoscaler-policy"

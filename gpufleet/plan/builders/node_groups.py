@@ -24,6 +24,9 @@ from gpufleet.spec.names import (
     TAG_RESERVED_INSTANCES,
     eks_effect,
     group_taints,
+    launch_template_id,
+    node_group_id,
+    placement_group_id,
     tolerations_for,
 )
 
@@ -34,14 +37,6 @@ CAPACITY_TYPES = {
 }
 # Pinned pause image for the prepuller's main container (registry.k8s.io/pause, multi-arch).
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
-
-
-def node_group_id(group: NodeGroup) -> str:
-    return f"{group.name}-node-group"
-
-
-def launch_template_id(group: NodeGroup) -> str:
-    return f"{group.name}-launch-template"
 
 
 def node_labels(group: NodeGroup, extra: dict[str, str]) -> dict[str, str]:
@@ -144,7 +139,7 @@ def _launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str
         if group.capacity_type is not CapacityType.CAPACITY_BLOCK:
             # Capacity Blocks are co-located in UltraClusters already; other EFA capacity needs a cluster
             # placement group for full bisection bandwidth.
-            pg = f"{group.name}-placement-group"
+            pg = placement_group_id(group)
             out.append(
                 Resource(
                     id=pg,
