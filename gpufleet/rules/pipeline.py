@@ -4,9 +4,10 @@ each environment's merged spec. Raises SpecError with every issue; returns froze
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from gpufleet.base.errors import Issue, Path, SourceFile, SpecError, UsageError, did_you_mean, sort_issues
 from gpufleet.rules import cross_field
@@ -14,7 +15,7 @@ from gpufleet.spec import defaults
 from gpufleet.spec.environments import merge_environment
 from gpufleet.spec.fleet import Fleet
 from gpufleet.spec.load import Loaded, load_file, load_text
-from gpufleet.spec.schema import with_defaults
+from gpufleet.spec.schema import fleet_schema, with_defaults
 from gpufleet.spec.schema_errors import schema_issues
 
 
@@ -33,9 +34,110 @@ def _check(
 ) -> tuple[Fleet | None, list[Issue]]:
     issues = schema_issues(data, source.plain, valid_sections)
     if issues:
-        return None, issues
+        return None, issues + rules_beside_schema_errors(data, issues)
     fleet = fleet_from(data)
     return fleet, cross_field.check(fleet)
+
+
+# What each attribute of a Fleet is made of, by top-level spec section (gpufleet.spec.fleet._fleet and
+# gpufleet.spec.defaults.fill, which fills systemNodes from the cluster, pins into versions and namespaces into teams).
+FLEET_SECTIONS: Mapping[str, frozenset[str]] = {
+    "name": frozenset({"metadata"}),
+    "cluster": frozenset({"cluster"}),
+    "versions": frozenset({"versions"}),
+    "node_groups": frozenset({"nodeGroups"}),
+    "node_group": frozenset({"nodeGroups"}),
+    "image_sets": frozenset({"imageSets"}),
+    "teams": frozenset({"teams"}),
+    "admission": frozenset({"admission"}),
+    "telemetry": frozenset({"telemetry"}),
+    "health": frozenset({"health"}),
+    "checkpoints": frozenset({"checkpoints"}),
+    "network": frozenset({"network"}),
+    "gpu_hour_usd": frozenset({"cost"}),
+    "environments": frozenset({"environments"}),
+    "environment": frozenset({"environments"}),
+    "paths": frozenset({"nodeGroups", "teams", "imageSets"}),
+    "defaulted": frozenset({"cluster", "versions", "teams"}),
+}
+
+# A schema-valid value for each required section, standing in for one that does not conform so that the rules that
+# read none of the failing sections can run. What a rule reads of a stand-in is never reported (see below).
+_STAND_INS: Mapping[str, Any] = {
+    "apiVersion": "gpufleet/v1alpha1",
+    "kind": "Fleet",
+    "metadata": {"name": "stand-in"},
+    "cluster": {
+        "name": "stand-in",
+        "region": "us-east-1",
+        "kubernetesVersion": "1.35",
+        "network": {"vpcId": "vpc-0a1b2c3d", "subnetIds": ["subnet-0aa", "subnet-0bb"]},
+    },
+    "nodeGroups": [
+        {
+            "name": "stand-in",
+            "instanceType": "g6.xlarge",
+            "workloadClass": "Batch",
+            "ami": {"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.35.6-20260714"},
+            "scaling": {"maxSize": 1},
+        }
+    ],
+    "environments": {"stand-in": {"rollout": {"through": "foundation"}}},
+}
+
+
+class _Reads:
+    """A Fleet that records which of its attributes a rule reads (rules are pure functions of the Fleet)."""
+
+    def __init__(self, fleet: Fleet) -> None:
+        self._fleet = fleet
+        self.read: set[str] = set()
+
+    def __getattr__(self, name: str) -> Any:
+        self.read.add(name)
+        return getattr(self._fleet, name)
+
+
+def _sections_read(read: set[str]) -> frozenset[str] | None:
+    """The spec sections behind the attributes read; None when one is not in FLEET_SECTIONS (it may be anything)."""
+    sections: set[str] = set()
+    for name in read:
+        if name not in FLEET_SECTIONS:
+            return None
+        sections |= FLEET_SECTIONS[name]
+    return frozenset(sections)
+
+
+def rules_beside_schema_errors(data: Any, schema_errors: list[Issue]) -> list[Issue]:
+    """The cross-field issues of a spec that does not conform, from the rules that read no failing section: so a
+    spec's rule errors are reported in the same run as its schema errors (issue 35 item 9), not after they are fixed.
+
+    Every top-level section that holds one of `schema_errors` is replaced by a schema-valid stand-in (or left out
+    when optional), unknown top-level keys are dropped, and each rule runs on the model of that data through a
+    recorder of the Fleet attributes it reads; only rules that read nothing made from a replaced section report.
+    If the replaced data still does not conform (a rule of the schema across sections), no rule runs."""
+    if not isinstance(data, dict):
+        return []
+    schema = fleet_schema()
+    candidate = {key: data[key] for key in schema["properties"] if key in data}  # unknown keys left out
+    failing = {key for key in schema["required"] if key not in candidate}
+    failing |= {str(i.path[0]) for i in schema_errors if i.path and i.path[0] in candidate}
+    for key in failing:
+        if key in _STAND_INS:
+            candidate[key] = copy.deepcopy(_STAND_INS[key])
+        else:
+            candidate.pop(key, None)
+    if not failing or schema_issues(candidate, {}):
+        return []
+    fleet = fleet_from(candidate)
+    issues: list[Issue] = []
+    for rule in cross_field.RULES.values():
+        reads = _Reads(fleet)
+        found = list(rule(cast(Fleet, reads)))
+        sections = _sections_read(reads.read)
+        if sections is not None and not sections & failing:
+            issues += found
+    return issues
 
 
 def fleet_from(data: Any) -> Fleet:
