@@ -459,6 +459,10 @@ def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Ve
             return replace(base, reasons=(Reason(stage="api", message=tenant[0], fix=tenant[1]),))
     if wl.kind == "Deployment":
         return _one_by_one(model, wl, replace(base, notes=tuple(notes)))
+    if wl.kind == "DaemonSet" and model.kueue is not None:
+        daemon = _kueue_daemon_pods(model, model.kueue, wl, replace(base, notes=tuple(notes)))
+        if daemon is not None:
+            return daemon
     return _gang(model, wl, replace(base, notes=tuple(notes)))
 
 
@@ -499,6 +503,66 @@ def _gang(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
         notes=tuple(notes),
         pods_admitted=base.pods_total,
     )
+
+
+def _kueue_daemon_pods(model: FleetModel, kueue: kueue_admission.Kueue, wl: Workload, base: Verdict) -> Verdict | None:
+    """A DaemonSet in a namespace Kueue manages: Kueue's pod webhook walks the pod's owners and stops at the
+    DaemonSet, a kind it does not manage (jobframework.FindAncestorJobManagedByKueue: "stop walking up as the owner
+    is not known"), so each pod is a plain pod: it gets the namespace's `default` LocalQueue (pod_webhook.go "Local
+    queue defaulting"), is gated, admitted to the first flavor that fits and given that flavor's nodeSelector
+    (kueue v0.19.2 pkg/controller/jobs/pod). The DaemonSet controller pins each pod to its node by node affinity, so
+    every pod for a node outside that flavor stays Pending. None when Kueue leaves the pods alone."""
+    (ps,) = wl.pod_sets
+    single = replace(wl, kind="Pod", pod_sets=(replace(ps, count=1),))
+    is_managed, _ = kueue_admission.managed(kueue, single)
+    if not is_managed:
+        return None
+    pod, tolerations = _effective_pod(ps.pod, None)
+    targets, stop = _place(model, ps, pod, tolerations, daemon=True)
+    if stop:
+        return replace(base, reasons=(stop,))
+    admission = kueue_admission.admit(kueue, single, model.nodes)
+    if admission.reason:
+        reason = Reason(
+            stage="admission", message=admission.reason, fix=admission.fix or _admission_fix(admission.reason)
+        )
+        return replace(base, cluster_queue=admission.cluster_queue, pods_total=len(targets), reasons=(reason,))
+    flavor = admission.injected.get(ps.name)
+    labels = dict(flavor.node_labels) if flavor else {}
+
+    def node_labels(group: str) -> Mapping[str, str]:
+        return SYSTEM_LABELS if group == SYSTEM_GROUP else model.nodes[group].labels
+
+    running = [g for g in targets if all(node_labels(g).get(k) == v for k, v in labels.items())]
+    pending = [g for g in targets if g not in running]
+    verdict = replace(
+        base,
+        cluster_queue=admission.cluster_queue,
+        flavor=flavor.name if flavor else None,
+        node_group=", ".join(running) or None,
+        pods_total=len(targets),
+        pods_admitted=len(running),
+        runs=not pending,
+        notes=(*base.notes, "a DaemonSet's pods are counted one per node group it reaches (one pod per node)"),
+    )
+    if not pending:
+        return verdict
+    selector = ", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
+    reason = Reason(
+        stage="scheduling",
+        message=(
+            f"Kueue manages the DaemonSet's pods in namespace {wl.namespace} as plain pods (the owner walk stops at"
+            f" DaemonSet, a kind Kueue does not manage): each is admitted through ClusterQueue"
+            f" {admission.cluster_queue} to flavor {flavor.name if flavor else None} and gets its nodeSelector"
+            f" {selector}, which conflicts with the DaemonSet's node affinity for its node on node group"
+            f" {', '.join(pending)}: those pods stay Pending"
+        ),
+        fix=(
+            "run node agents outside the team namespaces (Kueue's managedJobsNamespaceSelector covers every pod"
+            " there), or select only the node group of that flavor"
+        ),
+    )
+    return replace(verdict, reasons=(reason,))
 
 
 def _one_by_one(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:

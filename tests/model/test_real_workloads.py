@@ -236,3 +236,39 @@ def test_ephemeral_storage_is_offered_on_modelled_nodes(make_model: MakeModel) -
     )
     verdict = explain(model, workload(big))
     assert not verdict.runs and "Insufficient ephemeral-storage on node group notebooks" in verdict.reasons[0].message
+
+
+def _daemonset(ns: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return _obj("DaemonSet", "apps/v1", ns, {"template": {"spec": spec}}, "agent")
+
+
+def test_a_daemonset_in_a_team_namespace_stays_pending(make_model: MakeModel) -> None:
+    """kueue v0.19.2 pod_webhook.go Default: FindAncestorJobManagedByKueue stops at the DaemonSet (not a kind Kueue
+    manages), the pod gets the `default` LocalQueue, is admitted to the first flavor that fits (vision: h100) and
+    gets its nodeSelector; the DaemonSet's pods for the untainted system nodes can never match it. The model placed
+    them on the system nodes."""
+    model = make_model()
+    spec = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]}
+    verdict = explain(model, workload(_daemonset("vision", spec)))
+    assert (verdict.runs, verdict.cluster_queue, verdict.flavor) == (False, "vision", "h100")
+    assert verdict.json()["pods"] == {"total": 1, "admitted": 0}
+    (reason,) = verdict.reasons
+    assert reason.stage == "scheduling"
+    assert reason.message.endswith(
+        "gets its nodeSelector gpufleet.io/node-group=h100, which conflicts with the DaemonSet's node affinity for its"
+        " node on node group system: those pods stay Pending"
+    )
+    # outside the team namespaces Kueue leaves it alone: it runs on the system nodes
+    outside = explain(model, workload(_daemonset("default", spec)))
+    assert (outside.runs, outside.node_group) == (True, "system")
+
+
+def test_a_daemonset_on_the_flavors_own_group_runs(make_model: MakeModel) -> None:
+    model = make_model()
+    spec = {
+        "nodeSelector": {"gpufleet.io/node-group": "h100"},
+        "tolerations": [{"operator": "Exists"}],
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}],
+    }
+    verdict = explain(model, workload(_daemonset("vision", spec)))
+    assert (verdict.runs, verdict.flavor, verdict.node_group) == (True, "h100", "h100"), verdict.reasons
