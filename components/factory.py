@@ -5,8 +5,8 @@ Every planned resource is registered as a bare `pulumi.CustomResource(token, nam
 Pulumi's own `kubernetes.apiextensions.CustomResource` takes, not through the SDK's typed classes
 (pulumi_aws.eks.NodeGroup, pulumi_kubernetes.core.v1.ConfigMap, ...). To a registration request a typed class adds
 the engine's names for its Python arguments (the plan already holds the engine's names, see
-`gpufleet.plan.parts.Resource`), its package's version and plugin download URL (`_options` sends the same), and, for some
-types, aliases: the type tokens of earlier API versions (rbac.authorization.k8s.io/v1beta1, s3 BucketV2 ...), which
+`gpufleet.plan.parts.Resource`), its package's version and plugin download URL (`_options` sends the same), and, for
+some types, aliases: the type tokens of earlier API versions (rbac.authorization.k8s.io/v1beta1, s3 BucketV2 ...), which
 let a stack that registered the resource under such a token adopt it. gpufleet has never registered one, so it
 sends none; aliases were also a sixteenth of synth's time at 96 node groups.
 tests/components/test_bare_registrations.py proves every request of every golden fleet equal to the typed class's,

@@ -9,7 +9,8 @@ and dependsOn) as bare `pulumi.CustomResource` / `ComponentResource` objects, wi
 measurement runs in a fresh child process and counts that process's CPU time (user + system) from the spec to
 the tree (after the imports both processes share; see `child`); CPU time, not wall time, so that other work on
 the machine does not move the ratio. Each of `--repeat` rounds measures every fleet once, and the best of the
-rounds is reported, with the child's peak resident memory. A generated fleet of N groups has 3N teams, each with quotas on three groups.
+rounds is reported, with the child's peak resident memory. A generated fleet of N groups has 3N teams, each with quotas
+on three groups.
 
 Two floors are measured. `floor` gives each dependsOn as the resource object itself. `floor-urn` names each
 stage's readiness by its URN, as synth does (components/stage.py `UrnDependency`): the engine receives the same
@@ -202,7 +203,7 @@ def main() -> None:
                 runs.setdefault((n, "synth"), []).append(measure("synth", str(spec), "prod", str(tree)))
                 for kind in ("floor", "floor-urn"):
                     runs.setdefault((n, kind), []).append(measure(kind, str(tree)))
-        for label, spec, n in cases:
+        for label, _spec, n in cases:
             s, f, u = (best(runs[n, kind]) for kind in ("synth", "floor", "floor-urn"))
             count = len(load_inventory(str(Path(tmp) / f"tree-{n}.json")))
             times[n] = (s["cpu"], f["cpu"], u["cpu"])

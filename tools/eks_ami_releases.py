@@ -6,7 +6,8 @@ The CHANGELOG lists, per AMI release (`# AMI Release vYYYYMMDD`), the AMI names 
 (`amazon-eks-node-al2023-x86_64-nvidia-1.33-v20260714`) and the EKS release version they carry
 (`1.33.13-20260714`). Releases headed `[ABANDONED]` were never published and are skipped. Only the AL2023 AMI types
 gpufleet renders (NVIDIA for GPU groups, STANDARD for the system nodes) and the Kubernetes minors of
-gpufleet.facts.versions.KUBERNETES_VERSIONS are kept. COMMIT and DATE name the CHANGELOG version read (the catalog's as-of).
+gpufleet.facts.versions.KUBERNETES_VERSIONS are kept. COMMIT and DATE name the CHANGELOG version read (the catalog's
+as-of).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Write docs/spec-reference.md from schemas/fleet.schema.json (structure and static defaults) and gpufleet.spec.defaults
-(the defaults computed from other fields, with their reasons).
+"""Write docs/spec-reference.md from schemas/fleet.schema.json (structure and static defaults) and
+gpufleet.spec.defaults (the defaults computed from other fields, with their reasons).
 
 Run `python -m tools.spec_reference` after changing the schema; tests/unit/test_spec_reference.py fails
 while the committed reference is stale."""
@@ -70,8 +70,8 @@ def render() -> str:
         "# Fleet spec reference (gpufleet/v1alpha1)",
         "",
         (
-            "Generated from `schemas/fleet.schema.json` and `gpufleet/spec/defaults.py` by `python -m tools.spec_reference`;"
-            " do not edit by hand."
+            "Generated from `schemas/fleet.schema.json` and `gpufleet/spec/defaults.py` by"
+            " `python -m tools.spec_reference`; do not edit by hand."
         ),
         "Every optional field says what happens when it is omitted. Validate a spec with `gpufleet validate`.",
         "",

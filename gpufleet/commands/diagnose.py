@@ -1,8 +1,8 @@
 """find what slows a GPU job: NCCL_DEBUG=INFO logs and `kubectl describe node` output, most important first
 
 `gpufleet diagnose [--nccl-log F]... [--node-describe F]...` exits 0 when nothing above info is found, 1 with a
-warning or critical finding, 2 on a usage error (no input, or a file that cannot be read). All NCCL logs of one run are read as one job (one file per
-pod works), so ranks can be compared with each other. `-` reads standard input.
+warning or critical finding, 2 on a usage error (no input, or a file that cannot be read). All NCCL logs of one run are
+read as one job (one file per pod works), so ranks can be compared with each other. `-` reads standard input.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """would these workloads run on this fleet: queue, flavor, node group, or the first gate that stops them and why
 
-`gpufleet explain [SPEC] --env ENV MANIFEST... [--as ARN] [--format text|json]` puts every Job, JobSet, PyTorchJob, MPIJob,
-TrainJob, Deployment, StatefulSet, DaemonSet and Pod of the manifests (multi-document YAML; other kinds are skipped)
-through the behavioural model of `gpufleet.simulate` on the plan of ENV. With `--as ARN` (the IAM role, user or
+`gpufleet explain [SPEC] --env ENV MANIFEST... [--as ARN] [--format text|json]` puts every Job, JobSet, PyTorchJob,
+MPIJob, TrainJob, Deployment, StatefulSet, DaemonSet and Pod of the manifests (multi-document YAML; other kinds are
+skipped) through the behavioural model of `gpufleet.simulate` on the plan of ENV. With `--as ARN` (the IAM role, user or
 assumed-role session that submits them) the first gate is the API server's authorization, as the fleet's access
 entries and team RBAC grant it. SPEC defaults to fleet.yaml; it is told apart
 from a manifest by its `kind: Fleet`. Exit 0 when every workload runs, 1 when one would not, 2 on a usage error

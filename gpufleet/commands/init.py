@@ -45,9 +45,11 @@ def instance_types(value: str) -> list[catalog.InstanceType]:
     for name in names:
         entry = catalog.lookup(name)
         if entry is None:
+            families = {t.family for t in catalog.CATALOG.values()}
             hint = (
                 did_you_mean(name, catalog.gpu_instance_names())
-                or f"the GPU instance types gpufleet knows: {', '.join(sorted({t.family for t in catalog.CATALOG.values()}))} families (gpufleet/facts/catalog.py)"
+                or f"the GPU instance types gpufleet knows: {', '.join(sorted(families))} families"
+                " (gpufleet/facts/catalog.py)"
             )
             raise UsageError(f'--instance-types: "{name}" is not a GPU instance type gpufleet knows; {hint}')
         if entry in found:

@@ -229,7 +229,8 @@ if len(CATALOG) != len(_TABLE):  # pragma: no cover - guards against a duplicate
 # p6-b200/p6-b300 have a fourth layer; layer 3 still groups them, one level coarser.
 TOPOLOGY_INSTANCE_TYPES = frozenset(
     {
-        "g6e.xlarge", "g6e.2xlarge", "g6e.4xlarge", "g6e.8xlarge", "g6e.12xlarge", "g6e.16xlarge", "g6e.24xlarge", "g6e.48xlarge",
+        "g6e.xlarge", "g6e.2xlarge", "g6e.4xlarge", "g6e.8xlarge",
+        "g6e.12xlarge", "g6e.16xlarge", "g6e.24xlarge", "g6e.48xlarge",
         "p3dn.24xlarge", "p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge",
         "p6-b200.48xlarge", "p6-b300.48xlarge",
     }

@@ -3,8 +3,8 @@ each release brings (images, chart defaults gpufleet keeps), the Cluster Autosca
 the NVIDIA reasons the EKS node monitoring agent reports. Each fact names its upstream source.
 
 A spec may pin each component it uses to one of these exact versions; a component it does not pin gets the release
-this gpufleet is tested with (`default_release`: the current line, which the golden trees render), recorded in plan.json and
-plan.md so a bump shows in review. Helm values are rendered for (and
+this gpufleet is tested with (`default_release`: the current line, which the golden trees render), recorded in plan.json
+and plan.md so a bump shows in review. Helm values are rendered for (and
 tested against) the keys of these chart versions, so a version outside the list is an error, never a guess, and no
 code falls back to another version's value. Adding a chart version means adding one release entry here (a typed
 record, so every fact of that release must be given) plus the upstream chart files in ../shared/charts;

@@ -288,7 +288,8 @@ def render_table(plan: RolloutPlan) -> str:
         "",
     ]
     for r in rows:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
+        # zip stops before the last column, which is not padded
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
     if plan.warnings:
         lines.append("")
         lines.extend(f"warning: {w}" for w in plan.warnings)

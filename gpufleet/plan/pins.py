@@ -1,7 +1,7 @@
 """The component versions one environment deploys and where each comes from, for plan.json and plan.md.
 
-A version the spec does not pin is the release this gpufleet is tested with (gpufleet.facts.versions.default_release); recording
-it in the tree makes a gpufleet upgrade that bumps it visible in review and in `gpufleet diff`.
+A version the spec does not pin is the release this gpufleet is tested with (gpufleet.facts.versions.default_release);
+recording it in the tree makes a gpufleet upgrade that bumps it visible in review and in `gpufleet diff`.
 """
 
 from __future__ import annotations

@@ -50,8 +50,8 @@ def check_instance_types(ctx: Context) -> Iterator[Finding]:
                 group.name,
                 f"EC2 reports {reported} for {name}; gpufleet's catalog says {want[1]} x {want[0]} with {want[2]} MiB"
                 " each",
-                f"correct the {name} entry in gpufleet/facts/catalog.py (every label, quota and MIG profile derives from it),"
-                " or choose the instance type that has the GPUs you expect",
+                f"correct the {name} entry in gpufleet/facts/catalog.py (every label, quota and MIG profile derives"
+                " from it), or choose the instance type that has the GPUs you expect",
             )
 
 

@@ -255,7 +255,7 @@ def field_changes(old: Any, new: Any, prefix: str = "") -> dict[str, tuple[Any, 
             out.update(field_changes(old.get(key, _MISSING), new.get(key, _MISSING), _key(prefix, str(key))))
         return out
     if isinstance(old, list) and isinstance(new, list) and old and new:
-        a, b = dict(zip(_item_keys(old), old)), dict(zip(_item_keys(new), new))
+        a, b = dict(zip(_item_keys(old), old, strict=True)), dict(zip(_item_keys(new), new, strict=True))
         out = {}
         for key in set(a) | set(b):
             out.update(field_changes(a.get(key, _MISSING), b.get(key, _MISSING), f"{prefix}[{key}]"))
@@ -356,7 +356,8 @@ def _classify(
 
 
 def configmaps_mutable(entries: Mapping[str, Mapping[str, Any]]) -> bool:
-    """Whether the Kubernetes provider patches ConfigMaps in place (its `enableConfigMapMutable` input; provider inputs are recorded as strings)."""
+    """Whether the Kubernetes provider patches ConfigMaps in place (its `enableConfigMapMutable` input; provider inputs
+    are recorded as strings)."""
     return any(
         e.get("type") == K8S_PROVIDER_TYPE and (e.get("inputs") or {}).get("enableConfigMapMutable") in (True, "true")
         for e in entries.values()

@@ -1,5 +1,5 @@
-"""Render a `gpufleet.review.impact.Report` as plain text (terminal, CI log) or Markdown (a pull request comment, laid out by
-gpufleet/templates/diff-comment.md.j2)."""
+"""Render a `gpufleet.review.impact.Report` as plain text (terminal, CI log) or Markdown (a pull request comment,
+laid out by gpufleet/templates/diff-comment.md.j2)."""
 
 from __future__ import annotations
 

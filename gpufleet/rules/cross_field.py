@@ -70,9 +70,9 @@ def _duplicate_names(fleet: Fleet) -> Iterator[Issue]:
         ("teams", [t.name for t in fleet.teams]),
         ("imageSets", [s.name for s in fleet.image_sets]),
     ]
-    for section, names in lists:
+    for section, section_names in lists:
         seen: set[str] = set()
-        for i, name in enumerate(names):
+        for i, name in enumerate(section_names):
             if name in seen:
                 yield Issue(
                     path=(section, i, "name"),

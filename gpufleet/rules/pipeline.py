@@ -141,7 +141,8 @@ def rules_beside_schema_errors(data: Any, schema_errors: list[Issue]) -> list[Is
 
 
 def fleet_from(data: Any) -> Fleet:
-    """The model of schema-valid data: static defaults (gpufleet.spec.schema), then computed ones (gpufleet.spec.defaults)."""
+    """The model of schema-valid data: static defaults (gpufleet.spec.schema), then computed ones
+    (gpufleet.spec.defaults)."""
     return Fleet.create(*defaults.fill(with_defaults(data)))
 
 

@@ -22,7 +22,8 @@ from gpufleet.spec.names import GPU_RESOURCE, LABEL_NODE_GROUP, group_taints, to
 
 def rendered(model: FleetModel) -> list[Workload]:
     """Every workload object of the included stages (gate Jobs, prepuller and health DaemonSets, Deployments), the
-    node DaemonSets of the pinned charts (gpufleet.simulate.operands) and their controllers (gpufleet.simulate.controllers).
+    node DaemonSets of the pinned charts (gpufleet.simulate.operands) and their controllers
+    (gpufleet.simulate.controllers).
     """
     out = operands(model.plan) + controllers(model.plan)
     for stage in model.plan.included():

@@ -129,7 +129,9 @@ def from_plan(plan: RolloutPlan) -> Kueue | None:
                 fqs.append((fq["name"], {
                     r["name"]: Quota(
                         nominal=_int(r["name"], r["nominalQuota"]),
-                        borrowing_limit=None if r.get("borrowingLimit") is None else _int(r["name"], r["borrowingLimit"]),
+                        borrowing_limit=(
+                            None if r.get("borrowingLimit") is None else _int(r["name"], r["borrowingLimit"])
+                        ),
                         lending_limit=None if r.get("lendingLimit") is None else _int(r["name"], r["lendingLimit"]),
                     )
                     for r in fq["resources"]

@@ -1,12 +1,17 @@
 """The DaemonSets the pinned charts run on GPU nodes, as the model sees them: where they must run and what they
 tolerate, read from the Helm values gpufleet renders, with the chart's own default where a value is not set.
 
-| release | operand pods | must run on | tolerations (value path; chart default) |
-|---|---|---|---|
-| gpu-operator | device plugin, DCGM exporter, GFD, validator, MIG manager | every GPU group (NFD labels each GPU node `nvidia.com/gpu.present`) | `daemonsets.tolerations`; gpu-operator v26.7.0 values.yaml: `nvidia.com/gpu` Exists NoSchedule |
-| aws-efa-k8s-device-plugin | EFA device plugin | every EFA group (the chart's `supportedInstanceLabels` affinity) | `tolerations`; aws-efa-k8s-device-plugin v0.5.30 values.yaml: `[]` |
-| node-problem-detector | NPD with the DCGM health plugin | the groups of its `affinity`, else every group | `tolerations`; node-problem-detector 2.4.1 values.yaml: Exists NoSchedule |
-| kube-prometheus-stack | node exporter | every group | `prometheus-node-exporter.tolerations`; its subchart values.yaml at 88.5.3: Exists NoSchedule |
+Per release: its operand pods; where they must run; what they tolerate (value path; chart default).
+
+- gpu-operator: device plugin, DCGM exporter, GFD, validator, MIG manager; every GPU group (NFD labels each GPU
+  node `nvidia.com/gpu.present`); `daemonsets.tolerations`, gpu-operator v26.7.0 values.yaml: `nvidia.com/gpu`
+  Exists NoSchedule.
+- aws-efa-k8s-device-plugin: the EFA device plugin; every EFA group (the chart's `supportedInstanceLabels`
+  affinity); `tolerations`, aws-efa-k8s-device-plugin v0.5.30 values.yaml: `[]`.
+- node-problem-detector: NPD with the DCGM health plugin; the groups of its `affinity`, else every group;
+  `tolerations`, node-problem-detector 2.4.1 values.yaml: Exists NoSchedule.
+- kube-prometheus-stack: node exporter; every group; `prometheus-node-exporter.tolerations`, its subchart's
+  values.yaml at 88.5.3: Exists NoSchedule.
 
 A device plugin that cannot run on a group leaves the group without its GPUs or EFA devices: every workload there
 stays pending. The network operator's NicClusterPolicy operands are not modelled yet; Multus is a DaemonSet gpufleet

@@ -241,7 +241,8 @@ def _seccomp_restricted(spec: Spec) -> Result:
     if implicit:
         return (
             "seccompProfile",
-            f'pod or {_named(implicit)} must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost"',
+            f"pod or {_named(implicit)} must set securityContext.seccompProfile.type to"
+            ' "RuntimeDefault" or "Localhost"',
         )
     return None
 

@@ -10,7 +10,8 @@ Figures per GPU node (estimates, each with where it comes from):
 - NODE_READY_SECONDS 180: EC2 launch and boot (1-2 minutes for GPU instances, README "Image size, warm pools and
   time-to-first-step") plus the nodeadm join until the node is Ready.
 - OPERANDS_SECONDS 180: the GPU Operator's operands on a new node before `nvidia.com/gpu` is allocatable: toolkit
-  validation, device plugin, and the validator's CUDA workload (gpufleet.plan.manifests.gpu_operator, WITH_WORKLOAD=true).
+  validation, device plugin, and the validator's CUDA workload (gpufleet.plan.manifests.gpu_operator,
+  WITH_WORKLOAD=true).
 - IMAGE_PULL_SECONDS 300 per image: a 10-20 GB framework image (nvcr.io PyTorch / Triton, README) at the
   50-100 MB/s a single containerd pull and unpack typically reaches; gpufleet pre-pulls a group's image sets in
   user data, so this time is spent before the node is Ready, but it is spent on every new node.

@@ -482,7 +482,8 @@ def _chart(versions: Mapping[str, Any], key: str) -> str:
 
 
 def _system_nodes(c: Mapping[str, Any]) -> SystemNodes | None:
-    """None when omitted and gpufleet.spec.defaults.fill left it so (mode Existing, or no AMI release known: the rules ask)."""
+    """None when omitted and gpufleet.spec.defaults.fill left it so (mode Existing, or no AMI release known: the rules
+    ask)."""
     if "systemNodes" not in c:
         return None
     sn = c["systemNodes"]

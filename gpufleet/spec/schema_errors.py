@@ -1,7 +1,7 @@
 """Why a spec does not conform to the schema: jsonschema's errors, turned into positioned Issues with hints.
 
-Imported only when gpufleet.spec.schema.conforms says no (gpufleet.rules.pipeline): importing jsonschema takes longer than
-validating a spec without it.
+Imported only when gpufleet.spec.schema.conforms says no (gpufleet.rules.pipeline): importing jsonschema takes longer
+than validating a spec without it.
 """
 
 from __future__ import annotations
@@ -119,7 +119,9 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: Mapping[str, A
 
 @functools.cache
 def _validator(trusted: frozenset[str] = frozenset()) -> jsonschema.Draft202012Validator:
-    """The spec's validator; the schemas of the `trusted` top-level sections are replaced by `true` (gpufleet.spec.schema.trusting). Built from the class, not by `evolve`, which would fall back to the plain 2020-12 class."""
+    """The spec's validator; the schemas of the `trusted` top-level sections are replaced by `true`
+    (gpufleet.spec.schema.trusting). Built from the class, not by `evolve`, which would fall back to the plain 2020-12
+    class."""
     base = jsonschema.Draft202012Validator
     types = base.TYPE_CHECKER.redefine_many(
         {"integer": lambda _, value: is_integer(value), "number": lambda _, value: is_number(value)}

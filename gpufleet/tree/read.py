@@ -94,7 +94,9 @@ def _plan(root: Path) -> dict[str, Any]:
         raise NotATree(
             f"plan.json: format version {json.dumps(version)}: {why} (this gpufleet reads version"
             f" {TREE_FORMAT_VERSION})",
-            reason=f"plan.json: format version {json.dumps(version)} (this gpufleet reads version {TREE_FORMAT_VERSION})",
+            reason=(
+                f"plan.json: format version {json.dumps(version)} (this gpufleet reads version {TREE_FORMAT_VERSION})"
+            ),
         )
     if not isinstance(plan.get("digest"), str):
         raise NotATree("plan.json has no digest")

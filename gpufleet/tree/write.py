@@ -84,7 +84,8 @@ def file_for(entry: Mapping[str, Any]) -> str | None:
         return f"{stage_dir}/helm/{inputs.get('name', entry['name'])}.yaml"
     if entry["type"].startswith("kubernetes:") and "kind" in inputs:
         meta = inputs.get("metadata", {})
-        return f"{stage_dir}/k8s/{inputs['kind']}-{meta.get('namespace', 'cluster')}-{meta.get('name', entry['name'])}.yaml"
+        namespace, name = meta.get("namespace", "cluster"), meta.get("name", entry["name"])
+        return f"{stage_dir}/k8s/{inputs['kind']}-{namespace}-{name}.yaml"
     if entry["type"].startswith("aws:"):
         return f"{stage_dir}/aws/{entry['name']}.yaml"
     return None
@@ -145,7 +146,8 @@ OPTION_DEFAULTS: Mapping[str, Any] = {
 
 
 def inventory_entries(registrations: list[Registration]) -> list[dict[str, Any]]:
-    """Every registration as one resource entry (what `check`, `diff` and the policies read), sorted by stage then id."""
+    """Every registration as one resource entry (what `check`, `diff` and the policies read), sorted by stage then
+    id."""
     by_name = {r.name: r for r in registrations}
     entries = []
     for reg in registrations:

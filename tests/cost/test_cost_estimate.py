@@ -38,7 +38,8 @@ def test_estimate_rows_min_max_and_warm_pools() -> None:
         for line in lines
         if line.startswith("| a100") or line.startswith("| l4")
     }
-    # a100: 8 GPUs x 2.75 = 22/h; x730: 16,060 at min 1, 192,720 at max 12; a Running warm pool of 1 costs the full rate.
+    # a100: 8 GPUs x 2.75 = 22/h; x730: 16,060 at min 1, 192,720 at max 12; a Running warm pool of 1 costs the full
+    # rate.
     assert (
         rows["a100"] == "| a100 | p4d.24xlarge | 8 | 2.75 (spec) | 22.00 | $16,060 | $192,720 | $16,060 (1 Running) |"
     )

@@ -405,7 +405,8 @@ def test_the_model_has_system_nodes_only_where_the_fleet_has_them(make_model: Ma
 
 
 def test_topology_refusal_on_a_mig_group_counts_slices_not_gpus(make_model: MakeModel) -> None:
-    """p4d.24xlarge with 1g.5gb under strategy single advertises 56 nvidia.com/gpu slices, 28 per NUMA node (issue 18)."""
+    """p4d.24xlarge with 1g.5gb under strategy single advertises 56 nvidia.com/gpu slices, 28 per NUMA node (issue
+    18)."""
 
     def edit(d: dict[str, Any]) -> None:
         group(d, "a100-mig")["topology"] = {"policy": "single-numa-node", "scope": "pod", "placement": "None"}

@@ -116,7 +116,8 @@ def test_single_numa_node_merge(name: str, providers: list[dict[str, list[Hint] 
     assert admit is expected.preferred  # TestPolicySingleNumaNodeCanAdmitPodResult: admitted iff preferred
 
 
-# policy_restricted_test.go TestPolicyRestrictedCanAdmitPodResult; policy_best_effort.go canAdmitPodResult is always true
+# policy_restricted_test.go TestPolicyRestrictedCanAdmitPodResult; policy_best_effort.go canAdmitPodResult is always
+# true
 @pytest.mark.parametrize("preferred", [False, True])
 def test_restricted_admits_only_preferred_best_effort_always(preferred: bool) -> None:
     providers = [_p(resource=[Hint(None, preferred)])]

@@ -48,7 +48,8 @@ def test_disabled_leaves_only_the_gpu_taint_on_group_flavor_and_template() -> No
 
 def test_disabled_lets_a_pod_without_the_efa_toleration_onto_the_group() -> None:
     """What the opt-out is for: a pod outside Kueue (which would add the flavor's tolerations) that tolerates only
-    the GPU taint, as EKS's ExtendedResourceToleration adds it, schedules on the EFA group; with the taint it is refused.
+    the GPU taint, as EKS's ExtendedResourceToleration adds it, schedules on the EFA group; with the taint it is
+    refused.
     """
     job = {
         "apiVersion": "batch/v1",

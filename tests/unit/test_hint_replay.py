@@ -17,7 +17,8 @@ hint needs its row.
 Plan warnings that say what to do (set, add, raise, ...) are replayed the same way (PLAN_REPLAYS): the warning is
 gone from the fixed spec's plan. Plan warnings are strings built in many places, so their coverage is checked
 over what the plans of every golden case, every valid spec and every replayed spec print. (The fixes that
-`gpufleet synth` and `explain` print from the behavioural model, gpufleet/simulate/self_check.py, are not replayed here.)
+`gpufleet synth` and `explain` print from the behavioural model, gpufleet/simulate/self_check.py, are not replayed
+here.)
 """
 
 from __future__ import annotations

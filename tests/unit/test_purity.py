@@ -51,8 +51,8 @@ def test_importing_every_core_module_loads_no_pulumi() -> None:
         "import importlib, sys\n"
         + "".join(f"importlib.import_module({m!r})\n" for m in modules)
         + (
-            "bad = sorted(m for m in sys.modules if m.split('.')[0] in %r or m.startswith('gpufleet.components'))\n"
-            % (PULUMI,)
+            f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {PULUMI!r}"
+            " or m.startswith('gpufleet.components'))\n"
         )
         + "print(bad)\n"
     )

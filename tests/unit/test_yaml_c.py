@@ -62,7 +62,7 @@ def test_libyaml_reads_every_spec_as_the_pure_parser_does(monkeypatch: pytest.Mo
     with_c = [_as_data(load.load_text(t, "f.yaml")) for t in texts]
     monkeypatch.setattr(yaml, "__with_libyaml__", False)
     pure = [_as_data(load.load_text(t, "f.yaml")) for t in texts]
-    for text, a, b in zip(texts, with_c, pure):
+    for text, a, b in zip(texts, with_c, pure, strict=True):
         assert a == b, text[:200]
 
 
@@ -101,7 +101,7 @@ def test_libyaml_loads_data_as_the_pure_parser_does(monkeypatch: pytest.MonkeyPa
     with_c = [_safe_load(t) for t in texts]
     monkeypatch.setattr(yaml, "__with_libyaml__", False)
     pure = [_safe_load(t) for t in texts]
-    for text, a, b in zip(texts, with_c, pure):
+    for text, a, b in zip(texts, with_c, pure, strict=True):
         # Compared as pickles, which keep an alias a shared object: `==` walks the expansion, and the "billion
         # laughs" spec expands to hundreds of millions of values (11 s); the pickles are equal only if the data and
         # its sharing are. Data nested past the pure parser's stack is past pickle's too: it is not pickled.

@@ -118,8 +118,8 @@ def build(ctx: BuildContext) -> StageContent:
 
 
 def _team_access(fleet: Fleet, namespaces: dict[str, Resource]) -> list[Resource]:
-    """Per team (gpufleet.plan.manifests.tenancy): RBAC for its access-entry group (a Role and RoleBinding in its namespace,
-    read access to the cluster-scoped Kueue kinds) and the namespace's default-deny ingress NetworkPolicy."""
+    """Per team (gpufleet.plan.manifests.tenancy): RBAC for its access-entry group (a Role and RoleBinding in its
+    namespace, read access to the cluster-scoped Kueue kinds) and the namespace's default-deny ingress NetworkPolicy."""
     viewer = k8s(tenancy.queue_viewer_role())
     out = [viewer]
     for team in fleet.teams:

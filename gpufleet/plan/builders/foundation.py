@@ -67,7 +67,8 @@ def build(ctx: BuildContext) -> StageContent:
 
     # The operator mounts the ConfigMaps its values name as non-optional volumes (NVIDIA/gpu-operator
     # controllers/object_controls.go @ v26.7.0): they are created here, before the release, not by the stage whose
-    # settings they hold, so no operand waits in ContainerCreating for a later stage (tests/golden/test_stage_references.py).
+    # settings they hold, so no operand waits in ContainerCreating for a later stage
+    # (tests/golden/test_stage_references.py).
     extra = []
     configs: list[Resource] = []
     if ctx.includes("telemetry"):

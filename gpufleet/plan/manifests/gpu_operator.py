@@ -17,12 +17,13 @@ Decisions, and why:
 - dcgmExporter.serviceMonitor.enabled is false (v26.7.0 turned it on by default): the telemetry stage creates
   the ServiceMonitor itself once the Prometheus Operator CRDs exist.
 - `dcgm.enabled` with `dcgm.hostNetwork`: the operator's standalone DCGM host engine is the node's only one, and
-  listens on the node's port 5555 where the EKS node monitoring agent connects (gpufleet.plan.manifests.node_monitoring).
+  listens on the node's port 5555 where the EKS node monitoring agent connects
+  (gpufleet.plan.manifests.node_monitoring).
 - Operands and NFD workers tolerate every taint gpufleet puts on GPU nodes (GPU, EFA and the spec's own).
-- `gdrcopy.enabled` follows `versions.driver.gdrCopy` (gpufleet.spec.defaults.gdrcopy): the operator then runs the gdrdrv
-  sidecar in its driver DaemonSet and sets GDRCOPY_ENABLED on the device plugin, so GPU containers get /dev/gdrdrv.
-  It is rendered only when on (the chart's default is off), and only with source Operator (a rule refuses it with
-  Preinstalled, gpufleet.facts.versions GpuOperatorRelease.gdrcopy_needs_operator_driver).
+- `gdrcopy.enabled` follows `versions.driver.gdrCopy` (gpufleet.spec.defaults.gdrcopy): the operator then runs the
+  gdrdrv sidecar in its driver DaemonSet and sets GDRCOPY_ENABLED on the device plugin, so GPU containers get
+  /dev/gdrdrv. It is rendered only when on (the chart's default is off), and only with source Operator (a rule
+  refuses it with Preinstalled, gpufleet.facts.versions GpuOperatorRelease.gdrcopy_needs_operator_driver).
 """
 
 from __future__ import annotations

@@ -25,7 +25,8 @@ STATE_DIR = "/var/run/gpufleet-health"  # hostPath shared by the DCGM sidecar, N
 # --- EKS node auto repair ----------------------------------------------------------------------------------
 # Condition and reasons exactly as the EKS node monitoring agent reports them
 # (https://docs.aws.amazon.com/eks/latest/userguide/node-health-nma.html; aws/eks-node-monitoring-agent
-# pkg/reasons/reasons.yaml). The decision per reason, keyed to the pinned agent: gpufleet.plan.manifests.node_monitoring.
+# pkg/reasons/reasons.yaml). The decision per reason, keyed to the pinned agent:
+# gpufleet.plan.manifests.node_monitoring.
 ACCELERATED_HARDWARE_READY = "AcceleratedHardwareReady"
 # Minutes EKS waits before repairing, per workload class (EKS's default for AcceleratedHardwareReady is 10).
 # Training: a GPU fault has already stopped every rank of the job, so repair sooner. Inference: give the
@@ -139,7 +140,8 @@ def _on_gpu_groups(fleet: Fleet) -> dict[str, Any]:
 
 
 def max_result_age_seconds(fleet: Fleet) -> int:
-    """How old the sidecar's verdict may be before the NPD plugin calls it Unknown: three check intervals plus a diag."""
+    """How old the sidecar's verdict may be before the NPD plugin calls it Unknown: three check intervals plus a
+    diag."""
     return 3 * fleet.health.check_interval_seconds + DIAG_SECONDS[fleet.health.dcgm_diag_level]
 
 

@@ -27,8 +27,8 @@ from gpufleet.spec.names import (
     tolerations_for,
 )
 
-# EFA_RESOURCE is advertised by the AWS EFA device plugin (aws/eks-charts stable/aws-efa-k8s-device-plugin templates/NOTES.txt).
-# Instances with the EFA driver pre-allocate 5128 2 MiB huge pages that EFA pods request
+# EFA_RESOURCE is advertised by the AWS EFA device plugin (aws/eks-charts stable/aws-efa-k8s-device-plugin
+# templates/NOTES.txt). Instances with the EFA driver pre-allocate 5128 2 MiB huge pages that EFA pods request
 # (awsdocs/amazon-eks-user-guide latest/ug/ml/node-efa.adoc).
 EFA_HUGEPAGES = "5120Mi"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
@@ -349,8 +349,8 @@ def multus_objects(tag: str) -> list[dict[str, Any]]:
             "kind": "ClusterRole",
             "metadata": {"name": "multus", "labels": meta["labels"]},
             "rules": [
-                # Upstream grants every verb on every k8s.cni.cncf.io resource; the daemon only reads NetworkAttachmentDefinitions
-                # (an informer plus gets, pkg/k8sclient and pkg/server at the release).
+                # Upstream grants every verb on every k8s.cni.cncf.io resource; the daemon only reads
+                # NetworkAttachmentDefinitions (an informer plus gets, pkg/k8sclient and pkg/server at the release).
                 {
                     "apiGroups": ["k8s.cni.cncf.io"],
                     "resources": ["network-attachment-definitions"],
@@ -408,7 +408,8 @@ def multus_objects(tag: str) -> list[dict[str, Any]]:
                                     "-t",
                                     "thick",
                                 ],
-                                # Upstream sets no memory limit here; the daemon's own limit is ample for copying the shim binary.
+                                # Upstream sets no memory limit here; the daemon's own limit is ample for copying the
+                                # shim binary.
                                 "resources": {
                                     "requests": {"cpu": "10m", "memory": "15Mi"},
                                     "limits": {"memory": "50Mi"},

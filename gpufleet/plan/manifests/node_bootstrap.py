@@ -30,7 +30,8 @@ SYSTEM_RESERVED_MEMORY = "2Gi"
 
 def topology(group: NodeGroup) -> tuple[str, str, str]:
     """(topologyManagerPolicy, topologyManagerScope, cpuManagerPolicy); the first two default by workload class
-    (gpufleet.spec.defaults.TOPOLOGY_POLICY, TOPOLOGY_SCOPE), the CPU manager is static wherever NUMA alignment is on."""
+    (gpufleet.spec.defaults.TOPOLOGY_POLICY, TOPOLOGY_SCOPE), the CPU manager is static wherever NUMA alignment is
+    on."""
     policy, scope = defaults.topology_policy(group), defaults.topology_scope(group)
     cpu = "static" if policy != "none" else "none"
     return policy, scope, cpu

@@ -145,8 +145,9 @@ def telemetry_groups(
     instances of the profile or shared replicas; 1 for whole GPUs), labelled `node_group`, `resource` (as
     kube-state-metrics spells it) and on MIG groups `GPU_I_PROFILE` (as dcgm-exporter labels a MIG instance). A
     pod's requests are divided by the figure of their resource, an idle exporter series by that of its profile, so
-    each slice of a mixed MIG layout counts as its own share of a GPU. Scheduling figures (allocatable, free, fragmentation) stay in devices,
-    what the scheduler sees; what a namespace holds and leaves idle is in physical GPUs, what the fleet pays for."""
+    each slice of a mixed MIG layout counts as its own share of a GPU. Scheduling figures (allocatable, free,
+    fragmentation) stay in devices, what the scheduler sees; what a namespace holds and leaves idle is in physical GPUs,
+    what the fleet pays for."""
     thr = _fmt(idle_sm_active_below)
     running = 'max by (namespace, pod) (kube_pod_status_phase{phase=~"Pending|Running"} == 1)'
     ready = 'max by (node) (kube_node_status_condition{condition="Ready",status="true"} == 1)'

@@ -84,7 +84,8 @@ def operator_telemetry_values(fleet: Fleet) -> dict[str, Any]:
       commented out in values.yaml of v26.3.3 and v26.7.0, templates/clusterpolicy.yaml reads it).
     - `dcgmExporter.annotations`: a hash of the CSV on the exporter pods, so a changed CSV rolls them (the CSV is
       mounted with subPath, which never sees ConfigMap updates).
-    - The standalone DCGM hostengine per GPU node (`dcgm.enabled`, set by stage 1 in gpufleet.plan.manifests.gpu_operator;
+    - The standalone DCGM hostengine per GPU node (`dcgm.enabled`, set by stage 1 in
+    gpufleet.plan.manifests.gpu_operator;
       Service nvidia-dcgm:5555, internalTrafficPolicy Local): the exporter connects to it instead of embedding its
       own, and the health stage's `dcgmi` checks reach the same hostengine (one DCGM per GPU: diagnostics and
       profiling metrics do not fight over the GPU).

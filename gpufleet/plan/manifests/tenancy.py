@@ -27,7 +27,8 @@ TEAM_ROLE = "gpufleet-team"
 QUEUE_VIEWER = "gpufleet-team-queue-viewer"
 
 # Resources of the Kueue job integrations (kueue.FRAMEWORKS) that the edit policy does not cover: batch Jobs,
-# plain pods, Deployments and StatefulSets are built-in kinds it already grants. Plurals from each project's CRD (spec.names.plural).
+# plain pods, Deployments and StatefulSets are built-in kinds it already grants. Plurals from each project's CRD
+# (spec.names.plural).
 JOB_RESOURCES = {
     "jobset.x-k8s.io/jobset": ("jobset.x-k8s.io", "jobsets"),
     "kubeflow.org/pytorchjob": ("kubeflow.org", "pytorchjobs"),
