@@ -15,7 +15,8 @@ from gpufleet.spec.fleet import Fleet
 _TEAM_EDIT = (
     f"edit ({access.EDIT_POLICY}): pods, Jobs, Deployments, Services, ConfigMaps, Secrets; "
     "create and delete the Kueue-managed training kinds ({kinds}); read the team's LocalQueue and Workloads. "
-    "Refused at admission (gpufleet.plan.manifests.tenant_policies): DaemonSets, changing or deleting gpufleet's objects "
+    "Refused at admission (gpufleet.plan.manifests.tenant_policies): DaemonSets, changing or deleting gpufleet's "
+    "objects "
     "(NetworkPolicies, LocalQueues, ServiceAccounts, ConfigMaps labelled app.kubernetes.io/managed-by: gpufleet), "
     "NetworkPolicies naming peers outside the namespace, controller ownerReferences to Kueue-managed kinds, "
     "Services with externalIPs"

@@ -111,8 +111,8 @@ TEAM_PRIORITIES = Computed(
     ),
     reason=(
         "a non-preemptible class wins every cohort contention, is immune to borrowing preemption and, through its"
-        " PriorityClass's PreemptLowerPriority, lets the kube-scheduler evict other teams' gang pods: it is for serving,"
-        " which only a team with Inference quota runs"
+        " PriorityClass's PreemptLowerPriority, lets the kube-scheduler evict other teams' gang pods: it is for"
+        " serving, which only a team with Inference quota runs"
     ),
 )
 COMPUTED: tuple[Computed, ...] = (

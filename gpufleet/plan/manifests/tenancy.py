@@ -149,8 +149,9 @@ HTTPS = 443
 def default_deny_egress(team: Team) -> dict[str, Any]:
     """Every pod of the team's namespace connects only to pods of the same namespace (any port), to DNS (53),
     to the Pod Identity agent (80) and to TCP 443 anywhere. The VPC CNI's network policy agent filters a pod's
-    egress at the pod's interface to every destination, node IPs included, so this closes the nodes' DCGM host engines (port 5555) to
-    the team (EKS Best Practices Guide, multi-tenancy: default-deny network policies in every tenant namespace)."""
+    egress at the pod's interface to every destination, node IPs included, so this closes the nodes' DCGM host engines
+    (port 5555) to the team (EKS Best Practices Guide, multi-tenancy: default-deny network policies in every tenant
+    namespace)."""
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",

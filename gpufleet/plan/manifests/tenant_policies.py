@@ -180,7 +180,8 @@ def allowed_priorities(allowed: Mapping[str, Sequence[str]]) -> str:
 
 
 def priority_policy(allowed: Mapping[str, Sequence[str]]) -> dict[str, Any]:
-    """`allowed`: team namespace -> the priority classes its workloads may name (gpufleet.spec.defaults.team_priorities)."""
+    """`allowed`: team namespace -> the priority classes its workloads may name
+    (gpufleet.spec.defaults.team_priorities)."""
     ops = ("CREATE", "UPDATE")
     return _policy(
         PRIORITY_POLICY,
