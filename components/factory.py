@@ -124,4 +124,12 @@ def create(
     )  # a whole Kubernetes object, or a resource's inputs
     for name in outputs:
         props.setdefault(name, None)  # None is not sent: the request carries the inputs only
+    secret = _SECRET_OUTPUTS.get(res.type)
+    if secret:
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=list(secret)))
     return pulumi.CustomResource(res.type, res.id, props, _options(package, opts))
+
+
+# Outputs a typed class marks secret whatever it is given (its _internal_init merges additional_secret_outputs into
+# the options), for the types gpufleet registers that have any: pulumi_aws/ssm/parameter.py (7.x).
+_SECRET_OUTPUTS: Mapping[str, tuple[str, ...]] = {"aws:ssm/parameter:Parameter": ("value", "valueWo")}

@@ -56,6 +56,8 @@ FORCE_NEW: Mapping[str, tuple[str, ...]] = {
         "roleArn",
     ),
     "aws:eks/addon:Addon": ("addonName", "clusterName"),
+    # terraform-provider-aws internal/service/ssm/parameter.go: name is ForceNew; value, type and tier update.
+    "aws:ssm/parameter:Parameter": ("name",),
     "aws:ec2/placementGroup:PlacementGroup": ("name", "strategy", "partitionCount", "spreadLevel"),
     "aws:iam/role:Role": ("name", "namePrefix"),
     "aws:s3/bucket:Bucket": ("bucket", "bucketPrefix"),

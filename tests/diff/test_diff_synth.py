@@ -48,9 +48,14 @@ def _older_operator(spec: dict[str, Any]) -> None:
     spec["versions"]["gpuOperator"]["chart"] = "v26.3.3"
 
 
+def _image_bump(spec: dict[str, Any]) -> None:
+    training = next(s for s in spec["imageSets"] if s["name"] == "training")
+    training["images"] = ["nvcr.io/nvidia/pytorch:25.09-py3"]
+
+
 VARIANTS: dict[str, Callable[[dict[str, Any]], None] | None] = {
     "base": None, "instance-type": _instance_type, "labels": _labels, "quota-and-size": _quota_and_size,
-    "mig-profile": _mig_profile, "older-operator": _older_operator, "dcgm-csv": None,
+    "mig-profile": _mig_profile, "older-operator": _older_operator, "dcgm-csv": None, "image-bump": _image_bump,
 }  # fmt: skip
 # A change in code rather than in the spec: one more DCGM counter in the exporter's CSV.
 CODE_CHANGES = {
@@ -239,4 +244,22 @@ def test_instance_type_change_is_a_replacement_and_is_re_priced(
     assert (
         "notebooks: g5.xlarge x 1..20 (1 GPUs/node, warm pool 2 stopped) -> g5.2xlarge x 1..20 (1 GPUs/node, warm pool"
         " 2 stopped)" in out
+    )
+
+
+def test_an_image_bump_changes_no_launch_template_and_rolls_no_node(trees: dict[str, Path]) -> None:
+    """The image list is read at boot from an SSM parameter (issue 29 item 4): a new image updates that parameter and
+    the prepuller DaemonSet in place; the launch template, so every node of the group, stays."""
+    r = report(trees, "image-bump")
+    assert r.nodes == ()
+    assert sorted((c.id, c.action, c.paths) for c in r.changes) == sorted(
+        [(f"{group}-image-list", "update", ("insecureValue",)) for group in ("a100-mig", "h100")]
+        + [
+            (
+                f"daemonset-gpufleet-system-prepull-{group}",
+                "update",
+                ("spec.template.spec.initContainers[pull-0].image",),
+            )
+            for group in ("a100-mig", "h100")
+        ]
     )

@@ -165,19 +165,45 @@ def _scripts(plan: RolloutPlan, group: str) -> list[str]:
 
 def test_user_data_prepulls_images_and_closes_the_envvar_escape(prod: RolloutPlan) -> None:
     text = decode_user_data(resource(prod, "h100-launch-template").args["userData"])
-    assert "pull nvcr.io/nvidia/pytorch:25.08-py3" in text
+    # The images are read at boot from the group's SSM parameter, never written into the launch template.
+    assert "aws ssm get-parameter --region us-east-1 --name /gpufleet/research/h100/images" in text
+    assert "nvcr.io" not in text
     assert "accept-nvidia-visible-devices-envvar-when-unprivileged = false" in text
+    listed = resource(prod, "h100-image-list")
+    assert listed.type == "aws:ssm/parameter:Parameter"
+    assert {k: listed.args[k] for k in ("name", "type", "insecureValue")} == {
+        "name": "/gpufleet/research/h100/images",
+        "type": "StringList",
+        "insecureValue": "nvcr.io/nvidia/pytorch:25.08-py3",
+    }
+    # A booting node reads it: the node group waits for it.
+    assert "h100-image-list" in resource(prod, "h100-node-group").depends_on
+
+
+def test_prepuller_daemonsets_do_not_gate_the_stage(prod: RolloutPlan) -> None:
+    # pulumi-kubernetes awaits a DaemonSet until every updated pod is Ready (10 minutes by default,
+    # provider/pkg/await/daemonset.go); `pulumi.com/skipAwait: "true"` skips it.
+    prepullers = [
+        r
+        for r in prod.stages[0].content.resources
+        if r.type == "kubernetes:apps/v1:DaemonSet" and r.args["object"]["metadata"]["name"].startswith("prepull-")
+    ]
+    assert {r.args["object"]["metadata"]["name"] for r in prepullers} == {
+        f"prepull-{g.name}" for g in prod.fleet.node_groups
+    }
+    for r in prepullers:
+        assert r.args["object"]["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true", r.id
 
 
 def test_raid0_groups_pull_onto_the_array_after_nodeadm_builds_it(prod: RolloutPlan) -> None:
     # h100 has instance-store RAID0: nodeadm-run (After=cloud-final) builds the array and copies /var/lib/containerd
     # into it, so a pull from cloud-init would land on the root volume and be copied again.
-    (prepull,) = [s for s in _scripts(prod, "h100") if "pull nvcr.io" in s]
+    (prepull,) = [s for s in _scripts(prod, "h100") if "ssm get-parameter" in s]
     assert "After=nodeadm-run.service containerd.service" in prepull
     assert "systemctl start --no-block gpufleet-prepull.service" in prepull
     assert "systemctl start containerd" not in prepull
     # Without local storage containerd's disk is the root volume: pull from cloud-init, before the node joins.
-    (plain,) = [s for s in _scripts(prod, "l40s") if "pull nvcr.io" in s]
+    (plain,) = [s for s in _scripts(prod, "l40s") if "ssm get-parameter" in s]
     assert "systemctl start containerd" in plain and "nodeadm-run" not in plain
 
 
@@ -205,7 +231,7 @@ def test_raid0_prepull_survives_setup_local_disks_stopping_containerd(prod: Roll
     # nodeadm's setup-local-disks runs `systemctl stop containerd` before bind-mounting /var/lib/containerd onto the
     # array (awslabs/amazon-eks-ami templates/shared/runtime/bin/setup-local-disks, maybe_raid0); with
     # Requires=containerd.service the queued pre-pull start was dropped with it (reproduced on systemd 252, AL2023's).
-    (prepull,) = [s for s in _scripts(prod, "h100") if "pull nvcr.io" in s]
+    (prepull,) = [s for s in _scripts(prod, "h100") if "ssm get-parameter" in s]
     unit = _unit_section(prepull)
     assert _survives_stop(unit, "containerd.service"), unit
     assert _survives_stop(unit, "nodeadm-run.service"), unit
@@ -260,7 +286,7 @@ def test_bottlerocket_raid0_is_its_own_ephemeral_storage_bootstrap_command(exist
     # bottlerocket.dev 1.54.x concepts/bootstrap-commands "Configure ephemeral disks"; Karpenter renders the same
     # two commands for instanceStorePolicy RAID0 (pkg/providers/amifamily/bootstrap/bottlerocket.go).
     group = replace(existing.fleet.node_group("l4-serving"), local_storage="RAID0")
-    settings = tomllib.loads(user_data(group, images=["nvcr.io/nvidia/tritonserver:25.08-py3"]))["settings"]
+    settings = tomllib.loads(user_data(group, image_list=None))["settings"]
     assert settings["bootstrap-commands"] == {
         "k8s-ephemeral-storage": {
             "commands": [
@@ -280,7 +306,7 @@ def test_bottlerocket_raid0_is_its_own_ephemeral_storage_bootstrap_command(exist
         }
     }
     assert settings["kubernetes"]["topology-manager-policy"] == "best-effort"  # the rest of the settings stay
-    without = tomllib.loads(user_data(existing.fleet.node_group("l4-serving"), images=[]))["settings"]
+    without = tomllib.loads(user_data(existing.fleet.node_group("l4-serving"), image_list=None))["settings"]
     assert "bootstrap-commands" not in without
 
 
@@ -327,3 +353,35 @@ def test_an_odcr_is_the_launch_templates_capacity_reservation_specification(
     assert template.args["placement"] == {"groupName": Ref("h100-placement-group", "name")}
     assert (group.args["capacityType"], group.args["instanceTypes"]) == ("ON_DEMAND", ["p5.48xlarge"])
     assert group.args["tags"]["gpufleet.io/reserved-instances"] == "2"
+
+
+def test_the_boot_script_pulls_the_list_the_parameter_holds(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The pre-pull script run with stand-ins for aws, ctr and systemctl: it pulls each image of the StringList, and
+    a list it cannot read ends the script without failing the boot."""
+    import os
+    import subprocess
+
+    from gpufleet.plan.manifests.node_bootstrap import prepull_script
+
+    calls = tmp_path / "calls"
+    stubs = {
+        "aws": f'echo "aws $*" >> {calls}; [ -z "${{FAIL:-}}" ] && echo "r/a:1,r/b@sha256:00"',
+        "ctr": f'echo "ctr $*" >> {calls}',
+        "systemctl": "true",
+    }
+    for name, body in stubs.items():
+        (tmp_path / name).write_text(f"#!/bin/bash\n{body}\n")
+        (tmp_path / name).chmod(0o755)
+    script = tmp_path / "prepull.sh"
+    script.write_text(prepull_script("/gpufleet/f/g/images", "eu-west-1", raid0=False))
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    subprocess.run(["bash", str(script)], check=True, env=env, timeout=20)
+    assert calls.read_text().splitlines() == [
+        "aws ssm get-parameter --region eu-west-1 --name /gpufleet/f/g/images --query Parameter.Value --output text",
+        "ctr --namespace k8s.io images pull r/a:1",
+        "ctr --namespace k8s.io images pull r/b@sha256:00",
+    ]
+    calls.unlink()
+    done = subprocess.run(["bash", str(script)], env={**env, "FAIL": "1"}, timeout=20, capture_output=True, text=True)
+    assert done.returncode == 0 and "could not read the image list /gpufleet/f/g/images" in done.stderr
+    assert [line.split()[0] for line in calls.read_text().splitlines()] == ["aws"]

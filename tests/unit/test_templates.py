@@ -95,8 +95,8 @@ def test_every_value_a_template_names_is_required(rendered: tuple[set[str], list
 
 
 def test_an_undefined_value_fails_rendering() -> None:
-    with pytest.raises(jinja2.UndefinedError, match="'images' is undefined"):
-        render("prepull.sh.j2", raid0=False, unit="x.service")
+    with pytest.raises(jinja2.UndefinedError, match="'region' is undefined"):
+        render("prepull.sh.j2", parameter="/p", raid0=False, unit="x.service")
 
 
 def _quoted(node: jinja2.nodes.Node) -> bool:

@@ -17,7 +17,7 @@ from gpufleet.facts import catalog
 from gpufleet.plan.builders.cluster import cluster_resources, pod_identity_resources, pod_identity_warning
 from gpufleet.plan.builders.common import helm, k8s, namespace
 from gpufleet.plan.builders.cost import group_gpu_hour_usd, usd
-from gpufleet.plan.builders.node_groups import _launch_template, _node_group, prepuller
+from gpufleet.plan.builders.node_groups import _launch_template, _node_group, image_list, prepuller
 from gpufleet.plan.manifests import autoscaler, gpu_operator, health, node_bootstrap, sharing, telemetry
 from gpufleet.plan.parts import BuildContext, Resource, StageContent
 from gpufleet.spec import warm_pool
@@ -40,7 +40,8 @@ def build(ctx: BuildContext) -> StageContent:
         if scaled:
             labels = {**labels, **autoscaler.accelerator_label(group)}
         toml = sharing.bottlerocket_sharing_settings(group) if with_sharing else None
-        resources += _launch_template(ctx, group, toml)
+        listed = image_list(fleet, group)
+        resources += ([listed] if listed is not None else []) + _launch_template(ctx, group, toml)
         repair = health.node_repair_config(fleet, group) if with_health else None
         node_group = _node_group(ctx, group, labels, repair)
         if scaled:
@@ -203,7 +204,46 @@ def _notes(ctx: BuildContext) -> list[str]:
             f"| {g.name} | {g.instance_type} | {gpus} | {g.workload_class.value} | {g.capacity_type.value} |"
             f" {g.min_size}..{g.max_size} | {pool} | {g.fabric.value} | {policy}/{scope} | {share} |"
         )
-    return lines + _warm_pool_notes(fleet)
+    return lines + _warm_pool_notes(fleet) + _gating_notes(fleet)
+
+
+def _gating_notes(fleet: Fleet) -> list[str]:
+    """What stage 1 waits for before the next stage starts, and what it does not."""
+    cluster = (
+        "the cluster, its add-ons and the system node group ACTIVE"
+        if fleet.cluster.mode == "Create"
+        else "the existing cluster looked up"
+    )
+    releases = (
+        "GPU Operator and Cluster Autoscaler releases"
+        if fleet.cluster.autoscaler == "Install"
+        else "GPU Operator release"
+    )
+    lines = [
+        "",
+        (
+            f"Stage 1 is done, and the next stage starts, once Pulumi has seen {cluster}; every GPU node group ACTIVE"
+            " (EKS counts a group ACTIVE once its desired nodes, minSize at creation, have joined; nodes that fail to"
+            f" join fail the group with NodeCreationFailure); the {releases} ready (the charts' own Deployments and"
+            " DaemonSets, not the operands the operator creates afterwards); and the namespaces and ConfigMaps"
+            " created."
+        ),
+    ]
+    pulled = [g.name for g in fleet.node_groups if g.images]
+    if pulled:
+        lines += [
+            "",
+            "Image pre-pulling gates nothing: the prepuller DaemonSets of "
+            + ", ".join(pulled)
+            + " are created, not awaited (`pulumi.com/skipAwait`; pulumi-kubernetes would otherwise wait up to"
+            " 10 minutes for every node to pull, provider/pkg/await/daemonset.go), so an image that cannot be"
+            " pulled shows as a prepuller pod in Init:ErrImagePull, not as a failed rollout. AL2023 nodes read"
+            " their image list at boot from the SSM parameter `/gpufleet/"
+            + fleet.name
+            + "/<group>/images`: changing an image set updates it and the DaemonSet, never a launch template, so"
+            " no node is replaced for it.",
+        ]
+    return lines
 
 
 def _warm_pool_notes(fleet: Fleet) -> list[str]:

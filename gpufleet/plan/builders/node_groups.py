@@ -35,6 +35,7 @@ CAPACITY_TYPES = {
     CapacityType.SPOT: "SPOT",
     CapacityType.CAPACITY_BLOCK: "CAPACITY_BLOCK",
 }
+SKIP_AWAIT = "pulumi.com/skipAwait"
 # Pinned pause image for the prepuller's main container (registry.k8s.io/pause, multi-arch).
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 
@@ -68,6 +69,35 @@ def _images(fleet: Fleet, group: NodeGroup) -> list[str]:
     return sorted({image for name in group.images for image in sets.get(name, ())})
 
 
+def image_list_id(group: NodeGroup) -> str:
+    return f"{group.name}-image-list"
+
+
+def image_list(fleet: Fleet, group: NodeGroup) -> Resource | None:
+    """The group's pre-pull image list as an SSM parameter that the AL2023 user data reads at boot
+    (node_bootstrap.prepull_script): an image-set change updates this parameter in place and the prepuller
+    DaemonSet, never the launch template, so no node is replaced for it. A StringList holds the images
+    comma-separated (no image reference has a comma); Intelligent-Tiering moves a list past the standard tier's
+    4 KB to the advanced tier instead of failing (SSM PutParameter, Tier). `insecureValue`: the list is no secret, so
+    the diff shows it."""
+    images = _images(fleet, group)
+    if not images or group.ami_type.startswith("BOTTLEROCKET"):
+        return None
+    return Resource(
+        id=image_list_id(group),
+        type="aws:ssm/parameter:Parameter",
+        provider=AWS_PROVIDER,
+        args={
+            "name": node_bootstrap.image_list_parameter(fleet.name, group),
+            "type": "StringList",
+            "tier": "Intelligent-Tiering",
+            "insecureValue": ",".join(images),
+            "description": f"gpufleet: images node group {group.name} pre-pulls at boot",
+            "tags": tags(fleet),
+        },
+    )
+
+
 def odcr_specification(r: Reservation) -> dict[str, Any]:
     """The launch template's capacityReservationSpecification for an ODCR, as EC2 defines each choice
     (LaunchTemplateCapacityReservationSpecificationRequest): a target (one reservation, or a Capacity
@@ -85,7 +115,12 @@ def _launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str
     fleet = ctx.fleet
     out: list[Resource] = []
     bottlerocket = group.ami_type.startswith("BOTTLEROCKET")
-    text = node_bootstrap.user_data(group, _images(fleet, group), sharing_toml)
+    image_list = (
+        (node_bootstrap.image_list_parameter(fleet.name, group), fleet.cluster.region)
+        if _images(fleet, group)
+        else None
+    )
+    text = node_bootstrap.user_data(group, image_list, sharing_toml)
     args: dict[str, Any] = {
         "namePrefix": f"{fleet.name}-{group.name}-",
         "updateDefaultVersion": True,
@@ -218,6 +253,8 @@ def _node_group(
     if repair is not None:
         args["nodeRepairConfig"] = repair
     after = node_role_attachments() + (("addon-vpc-cni",) if fleet.cluster.mode == "Create" else ())
+    if image_list(fleet, group) is not None:
+        after += (image_list_id(group),)  # a booting node reads it
     # The autoscaler owns the desired size after creation; Pulumi must never scale a group back.
     return Resource(
         id=node_group_id(group),
@@ -270,7 +307,16 @@ def prepuller(fleet: Fleet, group: NodeGroup, namespace_id: str) -> Resource | N
     obj = {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
-        "metadata": {"name": name, "namespace": NS_SYSTEM, "labels": labels, "annotations": _CHECKOV_SKIPS},
+        # Not awaited: pulumi-kubernetes waits for every updated DaemonSet pod to be Ready, 10 minutes by default
+        # (provider/pkg/await/daemonset.go), and an image-set change rolls one node at a time, each pulling
+        # 10-20 GB, so a wait would fail stage 1 on any group of more than a few nodes, and one image that cannot be
+        # pulled would hold stages 2-8. Pre-pulling only shortens cold starts; nothing waits for it.
+        "metadata": {
+            "name": name,
+            "namespace": NS_SYSTEM,
+            "labels": labels,
+            "annotations": {**_CHECKOV_SKIPS, SKIP_AWAIT: "true"},
+        },
         "spec": {
             "selector": {"matchLabels": labels},
             "template": {

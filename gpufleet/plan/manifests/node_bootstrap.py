@@ -67,9 +67,16 @@ def node_config(group: NodeGroup) -> dict[str, Any]:
 PREPULL_UNIT = "gpufleet-prepull.service"
 
 
-def prepull_script(images: list[str], *, raid0: bool) -> str:
+def prepull_script(parameter: str, region: str, *, raid0: bool) -> str:
     """Pull the group's images into containerd on the disk that serves it, touching neither kubelet nor its lifecycle
     (gpufleet/templates/prepull.sh.j2).
+
+    The image list is not in the user data: the script reads it at boot from the group's SSM parameter
+    (`image_list_parameter`, written by stage 1), so changing an image set changes no launch template and rolls no
+    node; running nodes get the new images from the prepuller DaemonSet. The node role reads it through
+    AmazonSSMManagedInstanceCore, which allows ssm:GetParameter on any parameter (AWS managed policy reference,
+    AmazonSSMManagedInstanceCore v2), with the `aws` CLI of the AL2023 AMI [I: taken as present in the EKS AL2023
+    AMIs, as in AL2023 itself; without it the script logs and leaves the pull to the DaemonSet].
 
     Without local storage, containerd keeps images on the root volume: cloud-init runs this user-data script before
     nodeadm-run starts kubelet, so the node holds its images when it joins. With `localStorage: RAID0`, nodeadm
@@ -79,7 +86,12 @@ def prepull_script(images: list[str], *, raid0: bool) -> str:
     nodeadm-run instead, which pulls straight onto the array. Kubelet is never started, stopped or masked here
     (EKS launch template guidance: "Don't specify any commands in your user data that starts or modifies kubelet");
     warm-pool instances follow EKS's own warm-pool lifecycle."""
-    return render("prepull.sh.j2", images=images, raid0=raid0, unit=PREPULL_UNIT)
+    return render("prepull.sh.j2", parameter=parameter, region=region, raid0=raid0, unit=PREPULL_UNIT)
+
+
+def image_list_parameter(fleet_name: str, group: NodeGroup) -> str:
+    """The SSM parameter that holds a group's pre-pull image list (a StringList)."""
+    return f"/gpufleet/{fleet_name}/{group.name}/images"
 
 
 def _mime(parts: list[tuple[str, str]]) -> str:
@@ -160,17 +172,23 @@ def bottlerocket_settings(group: NodeGroup, sharing: dict[str, Any] | None = Non
     return "\n".join(out)
 
 
-def user_data(group: NodeGroup, images: list[str], sharing_toml: dict[str, Any] | None = None) -> str:
-    """The full user data text of a group (base64-encoded by the node group builder)."""
+def user_data(group: NodeGroup, image_list: tuple[str, str] | None, sharing_toml: dict[str, Any] | None = None) -> str:
+    """The full user data text of a group (base64-encoded by the node group builder). `image_list`: the SSM parameter
+    holding the group's images and its region, None when the group pre-pulls nothing; Bottlerocket pre-pulls only
+    through the prepuller DaemonSet."""
     if group.ami_type.startswith("BOTTLEROCKET"):
         return bottlerocket_settings(group, sharing_toml)
     parts = [
         ("application/node.eks.aws", yaml.safe_dump(node_config(group), sort_keys=True)),
         ('text/x-shellscript; charset="us-ascii"', render("close-visible-devices-escape.sh.j2")),
     ]
-    if images:
+    if image_list is not None:
+        parameter, region = image_list
         parts.append(
-            ('text/x-shellscript; charset="us-ascii"', prepull_script(images, raid0=group.local_storage == "RAID0"))
+            (
+                'text/x-shellscript; charset="us-ascii"',
+                prepull_script(parameter, region, raid0=group.local_storage == "RAID0"),
+            )
         )
     return _mime(parts)
 
