@@ -1,8 +1,13 @@
 """Merge `environments.<env>.overrides` into the base spec, carrying source positions along.
 
 Maps merge key by key; lists of named items (nodeGroups, teams) are addressed by name in overrides; any other
-list is replaced whole. A merged value keeps the position of the override that set it, so an error in the
+list is replaced whole. A null value removes the field (and a null optional section the whole section): the
+merged spec is then as if the base spec had not written it, so its default applies, and the schema judges the
+merged spec, not the override. A merged value keeps the position of the override that set it, so an error in the
 merged spec points at the line the user wrote for that environment.
+
+`environments.<env>.quotaScaling: MaxSize` scales the team quotas on each node group whose maxSize the environment
+changes (see `scale_quotas`), so a small dev environment needs no copy of every team's quota list.
 """
 
 from __future__ import annotations
@@ -36,7 +41,9 @@ def _merge_map(
     base: dict[str, Any], patch: dict[str, Any], src: Path, dst: Path, source: SourceFile, view: SourceFile
 ) -> None:
     for key, value in patch.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
+        if value is None:  # removes the field: its default applies (a required one is the schema's to report)
+            base.pop(key, None)
+        elif isinstance(value, dict) and isinstance(base.get(key), dict):
             _merge_map(base[key], value, src + (key,), dst + (key,), source, view)
         else:
             base[key] = copy.deepcopy(value)
@@ -55,6 +62,9 @@ def merge_environment(
     overrides = (data.get("environments", {}).get(env) or {}).get("overrides") or {}
     base_src: Path = ("environments", env, "overrides")
     for section, patch in overrides.items():
+        if patch is None and section not in NAMED_LISTS:
+            merged.pop(section, None)  # an optional section removed (the override's schema allows null only there)
+            continue
         if not isinstance(patch, dict):
             continue  # the schema reports it
         src = base_src + (section,)
@@ -85,4 +95,43 @@ def merge_environment(
         else:
             merged[section] = copy.deepcopy(patch)
             _remap(source, view, src, (section,))
+    if (data.get("environments", {}).get(env) or {}).get("quotaScaling") == "MaxSize":
+        scale_quotas(data, merged, overrides)
     return merged, view, issues
+
+
+def _max_sizes(data: dict[str, Any]) -> dict[str, int]:
+    groups = data.get("nodeGroups")
+    return {
+        g["name"]: g["scaling"]["maxSize"]
+        for g in (groups if isinstance(groups, list) else [])
+        if isinstance(g, dict)
+        and isinstance(g.get("name"), str)
+        and isinstance(g.get("scaling"), dict)
+        and type(g["scaling"].get("maxSize")) is int
+    }
+
+
+def scale_quotas(base: dict[str, Any], merged: dict[str, Any], overrides: dict[str, Any]) -> None:
+    """quotaScaling MaxSize: every quota (gpus, borrowingLimit, lendingLimit) on a node group whose maxSize differs
+    between the base spec and the merged one becomes value * merged maxSize // base maxSize, rounded down so the
+    quota never exceeds what the smaller group holds when the base quota fits the base group. Teams whose quotas the
+    environment overrides keep what it says. Values that are not whole numbers are left for the schema."""
+    before, after = _max_sizes(base), _max_sizes(merged)
+    ratio = {name: (after[name], size) for name, size in before.items() if size > 0 and after.get(name, size) != size}
+    patches = overrides.get("teams")
+    team_patches: dict[str, Any] = patches if isinstance(patches, dict) else {}
+    teams = merged.get("teams")
+    for team in teams if isinstance(teams, list) else []:
+        if not isinstance(team, dict) or not isinstance(team.get("quotas"), list):
+            continue
+        patch = team_patches.get(str(team.get("name")))
+        if isinstance(patch, dict) and "quotas" in patch:
+            continue
+        for quota in team["quotas"]:
+            if not isinstance(quota, dict) or quota.get("nodeGroup") not in ratio:
+                continue
+            new, old = ratio[quota["nodeGroup"]]
+            for field in ("gpus", "borrowingLimit", "lendingLimit"):
+                if type(quota.get(field)) is int:
+                    quota[field] = quota[field] * new // old
