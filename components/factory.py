@@ -8,12 +8,11 @@ the engine's names for its Python arguments (the plan already holds the engine's
 `gpufleet.plan.parts.Resource`), its package's version and plugin download URL (`_options` sends the same), and, for
 some types, aliases: the type tokens of earlier API versions (rbac.authorization.k8s.io/v1beta1, s3 BucketV2 ...), which
 let a stack that registered the resource under such a token adopt it. gpufleet has never registered one, so it
-sends none; aliases were also a sixteenth of synth's time at 96 node groups.
-tests/components/test_bare_registrations.py proves every request of every golden fleet equal to the typed class's,
-aliases aside, and every alias it leaves out a type no gpufleet fleet registers. What the typed classes cost is
-above all their import: pulumi_aws.ec2, pulumi_aws.s3 and pulumi_kubernetes.core.v1 define thousands of classes,
-about 3 s of every synth, more than registering a whole small fleet. The two providers keep their typed classes
-(imported with their packages): a provider's inputs are its configuration, which the class encodes as JSON.
+sends none. tests/components/test_bare_registrations.py proves every request of every golden fleet equal to the
+typed class's, aliases aside, and every alias it leaves out a type no gpufleet fleet registers. The typed classes
+cost above all their import (pulumi_aws.ec2, pulumi_aws.s3 and pulumi_kubernetes.core.v1 define thousands of
+classes; README, Performance). The two providers keep their typed classes (imported with their packages): a
+provider's inputs are its configuration, which the class encodes as JSON.
 """
 
 from __future__ import annotations

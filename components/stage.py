@@ -56,9 +56,9 @@ def stage(
 
     The resources are registered here rather than in `Stage.__init__`, as a component's children usually are:
     for a resource made within a constructor the SDK turns every frame below that constructor into the source
-    position it sends with the registration (pulumi/runtime/resource.py `_get_stack_trace`, for each of the
-    thousands of resources, a sixteenth of synth at 96 node groups), and for resources made by gpufleet's one
-    factory that position would be the same line for all of them. Made here, they carry none."""
+    position it sends with the registration (pulumi/runtime/resource.py `_get_stack_trace`, for each resource), and
+    for resources made by gpufleet's one factory that position would be the same line for all of them. Made here,
+    they carry none."""
     component = Stage(plan)
     for res in plan.content.resources:
         child_opts = pulumi.ResourceOptions(

@@ -5,8 +5,7 @@ traceback is printed). User errors never print a traceback and never write outpu
 
 Each command is a module with add_arguments(parser) and run(args) -> exit code. The parser knows the modules by
 name and imports only the one of the command that runs: importing all of them (the policy pack, the workload model,
-the tree reader, Jinja2, ...) took about a second, twenty times what `validate` itself takes
-(tests/unit/test_cli_imports.py).
+the tree reader, Jinja2, ...) takes many times what `validate` itself takes (tests/unit/test_cli_imports.py).
 """
 
 from __future__ import annotations

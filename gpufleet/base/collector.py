@@ -1,12 +1,11 @@
 """Fewer runs of Python's cyclic garbage collector while synth builds a fleet's tree.
 
 Synth holds tens of thousands of live objects per node group (the plan, and the Outputs, futures and tasks of every
-registration). Each collection of the older generations walks all of them, and at the default thresholds
-(700, 10, 10) collection took 40% of a 96-group synth's CPU and grew faster than the fleet. mypy runs its builds
+registration). Each collection of the older generations walks all of them, so at the default thresholds
+(700, 10, 10) collection grows faster than the fleet (README, Performance). mypy runs its builds
 under the same thresholds for the same reason (python/mypy mypy/build.py `build`: "Run gc less frequently, as
 otherwise we can spend a large fraction of cpu in gc"). The collector is not turned off: the runtime's futures
-and Outputs become cyclic garbage when a run ends (about 800,000 objects at 96 groups), and they are still
-collected, only in fewer, larger passes (peak memory grew by about a tenth at 96 groups).
+and Outputs become cyclic garbage when a run ends, and they are still collected, only in fewer, larger passes.
 """
 
 from __future__ import annotations

@@ -283,7 +283,7 @@ def _kind(value: object) -> str:
     return _describe(value)
 
 
-# Bounds on what a spec may be (issue 14): a large fleet spec is tens of KB, about ten levels deep and a few thousand
+# Bounds on what a spec may be: a large fleet spec is tens of KB, about ten levels deep and a few thousand
 # values. The bounds stop a file that would exhaust memory or the stack (/dev/zero, a YAML alias bomb, thousands of
 # nested brackets) with an error instead.
 MAX_SPEC_BYTES = 1024 * 1024

@@ -221,7 +221,7 @@ def tree_problem(root: Path) -> str | None:
     """Why the directory `root` is not exactly a tree gpufleet wrote, or None: the only kind `synth --out` replaces.
 
     The proof is the one `check` and `diff` ask for (format, layout, digest, each file's sha256, no file that is no
-    entry's): a file of the user's in the tree, even one whose name fits the layout (issue 26 item 1), or an edit
+    entry's): a file of the user's in the tree, even one whose name fits the layout, or an edit
     to a file synth wrote, keeps the directory from being replaced, so nothing of the user's is lost.
     """
     try:
