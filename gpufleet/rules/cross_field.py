@@ -1012,6 +1012,42 @@ def _resource_ids(fleet: Fleet) -> Iterator[Issue]:
         seen.setdefault(rid, (owner, what))
 
 
+@rule("eks-names")
+def _eks_names(fleet: Fleet) -> Iterator[Issue]:
+    """The node group name prefixes gpufleet composes, `{metadata.name}-{nodeGroups[].name}-` (and
+    `{metadata.name}-system-` for the system nodes in mode Create), fit EKS: at most 37 characters, 63 for the name
+    minus the 26-character unique suffix (terraform-provider-aws internal/service/eks/node_group.go). Positioned at
+    the fleet's name when it alone leaves no room, else at each node group name that is too long."""
+    limit = names.NODE_GROUP_NAME_PREFIX_MAX
+    fixed = [names.SYSTEM_GROUP] if fleet.cluster.mode == "Create" else []
+    # the longest fleet name that still leaves a one-character group (and the system group) room
+    fleet_max = limit - len(names.node_group_name_prefix("", max(fixed + ["x"], key=len)))
+    if len(fleet.name) > fleet_max:
+        system = " and the system node group's" if fixed else ""
+        yield Issue(
+            path=("metadata", "name"),
+            message=(
+                f'fleet name "{fleet.name}" is {len(fleet.name)} characters: the node group name prefixes'
+                f" {names.node_group_name_prefix(fleet.name, '<group>')}{system} may be at most {limit} (EKS node"
+                f" group names are at most {names.NODE_GROUP_NAME_MAX}, 26 of them the unique suffix)"
+            ),
+            hint=f"shorten metadata.name to at most {fleet_max} characters",
+        )
+        return
+    for path, group in _groups(fleet):
+        prefix = names.node_group_name_prefix(fleet.name, group.name)
+        if len(prefix) > limit:
+            room = limit - len(names.node_group_name_prefix(fleet.name, ""))
+            yield Issue(
+                path=(*path, "name"),
+                message=(
+                    f"node group name prefix {prefix} is {len(prefix)} characters; EKS allows at most {limit} (node"
+                    f" group names are at most {names.NODE_GROUP_NAME_MAX}, 26 of them the unique suffix)"
+                ),
+                hint=f"shorten the node group name to at most {room} characters (or metadata.name)",
+            )
+
+
 @rule("driver-source-matches-ami")
 def _driver_source(fleet: Fleet) -> Iterator[Issue]:
     operator = fleet.versions.driver_source == "Operator"

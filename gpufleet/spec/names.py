@@ -39,6 +39,18 @@ def placement_group_id(group: NodeGroup) -> str:
     return f"{group.name}-placement-group"
 
 
+# EKS names a node group from its prefix plus a 26-character unique suffix, and a node group name may be at most 63
+# characters: terraform-provider-aws internal/service/eks/node_group.go validates node_group_name_prefix with
+# StringLenBetween(0, 63-id.UniqueIDSuffixLength), i.e. at most 37.
+NODE_GROUP_NAME_MAX = 63
+NODE_GROUP_NAME_PREFIX_MAX = NODE_GROUP_NAME_MAX - 26
+
+
+def node_group_name_prefix(fleet_name: str, group_name: str) -> str:
+    """`nodeGroupNamePrefix` of a node group: `{fleet}-{group}-` (the system node group's group is `system`)."""
+    return f"{fleet_name}-{group_name}-"
+
+
 # Tenancy (docs/tenancy-and-access.md). The team label of team namespaces, queues and RBAC objects, also the tag on
 # a team member's EKS access entry; the Kubernetes group of a team's access entries (EKS rejects groups starting
 # with system:, eks:, aws:, amazon: or iam:); the cluster tag that records publicEndpoint.acknowledgeOpenToInternet

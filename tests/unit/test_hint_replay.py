@@ -822,6 +822,18 @@ REPLAYS: tuple[Replay, ...] = (
         {"nodeGroups.0.name": "l4", "teams.0.quotas.0.nodeGroup": "l4"},
     ),
     R(
+        "node-group-name-prefix-too-long",
+        {"nodeGroups.0.name": "l" * 32, "teams.0.quotas.0.nodeGroup": "l" * 32},
+        "shorten the node group name to at most 31 characters (or metadata.name)",
+        {"nodeGroups.0.name": "l" * 31, "teams.0.quotas.0.nodeGroup": "l" * 31},
+    ),
+    R(
+        "fleet-name-too-long-for-node-group-prefixes",
+        {"metadata.name": "m" * 30},
+        "shorten metadata.name to at most 29 characters",
+        {"metadata.name": "m" * 29},
+    ),
+    R(
         "operator-driver-on-nvidia-ami",
         {"versions.driver": {"source": "Operator", "version": "595.91.07"}},
         "use AL2023_x86_64_STANDARD (the operator installs the driver), or driver source Preinstalled",

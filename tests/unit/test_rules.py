@@ -1652,6 +1652,38 @@ CASES: list[Any] = [
         ],
         id="ids/gpu-node-group-named-system",
     ),
+    # eks-names (issue 29 item 5): nodeGroupNamePrefix at most 63 - 26 = 37 (terraform-provider-aws eks/node_group.go)
+    pytest.param(
+        "eks-names",
+        [add_group(name="a" * 31, instanceType="g6.xlarge"), at("metadata", "name", value="f" * 4)],
+        [],
+        id="eks-names/prefix-of-37",
+    ),
+    pytest.param(
+        "eks-names",
+        [add_group(name="a" * 32, instanceType="g6.xlarge")],
+        [
+            (
+                "nodeGroups[1].name",
+                f"node group name prefix mini-{'a' * 32}- is 38 characters; EKS allows at most 37 (node group names are"
+                " at most 63, 26 of them the unique suffix)",
+            )
+        ],
+        id="eks-names/group-too-long",
+    ),
+    pytest.param(
+        "eks-names",
+        [at("metadata", "name", value="f" * 30)],
+        [
+            (
+                "metadata.name",
+                f'fleet name "{"f" * 30}" is 30 characters: the node group name prefixes {"f" * 30}-<group>- and the'
+                " system node group's may be at most 37 (EKS node group names are at most 63, 26 of them the unique"
+                " suffix)",
+            )
+        ],
+        id="eks-names/fleet-too-long",
+    ),
 ]
 
 
@@ -1672,6 +1704,11 @@ def test_every_rule_has_a_passing_and_a_failing_case() -> None:
     [
         ([group(instanceType="p5.48xlarg")], 'did you mean "p5.48xlarge"?'),
         ([quota(nodeGroup="l44")], 'did you mean "l4"?'),
+        (
+            [add_group(name="a" * 32, instanceType="g6.xlarge")],
+            "shorten the node group name to at most 31 characters (or metadata.name)",
+        ),
+        ([at("metadata", "name", value="f" * 30)], "shorten metadata.name to at most 29 characters"),
         (
             [group(sharing={"strategy": "MIG", "profile": "1g.10gb"})],
             (

@@ -12,7 +12,14 @@ from gpufleet.plan.manifests import node_monitoring
 from gpufleet.plan.parts import Concat, Ref, Resource
 from gpufleet.spec import access
 from gpufleet.spec.fleet import Fleet
-from gpufleet.spec.names import LABEL_NODE_GROUP, SYSTEM_GROUP, SYSTEM_NODE_GROUP, TAG_OPEN_ENDPOINT_REASON, partition
+from gpufleet.spec.names import (
+    LABEL_NODE_GROUP,
+    SYSTEM_GROUP,
+    SYSTEM_NODE_GROUP,
+    TAG_OPEN_ENDPOINT_REASON,
+    node_group_name_prefix,
+    partition,
+)
 
 NODE_ROLE = "node-role"
 CLUSTER_ROLE = "cluster-role"
@@ -293,7 +300,7 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
             depends_on=node_role_attachments() + ("addon-vpc-cni",),
             args={
                 "clusterName": Ref(CLUSTER, "name"),
-                "nodeGroupNamePrefix": f"{fleet.name}-system-",
+                "nodeGroupNamePrefix": node_group_name_prefix(fleet.name, SYSTEM_GROUP),
                 "nodeRoleArn": Ref(NODE_ROLE, "arn"),
                 "subnetIds": list(c.subnet_ids),
                 "amiType": SYSTEM_NODES_AMI_TYPE,

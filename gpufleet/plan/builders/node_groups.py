@@ -26,6 +26,7 @@ from gpufleet.spec.names import (
     group_taints,
     launch_template_id,
     node_group_id,
+    node_group_name_prefix,
     placement_group_id,
     tolerations_for,
 )
@@ -214,7 +215,7 @@ def _node_group(
     args: dict[str, Any] = {
         "clusterName": Ref(CLUSTER, "name"),
         # A prefix, not a fixed name: a replacement node group is created before the old one is deleted.
-        "nodeGroupNamePrefix": f"{fleet.name}-{group.name}-",
+        "nodeGroupNamePrefix": node_group_name_prefix(fleet.name, group.name),
         "nodeRoleArn": Ref(NODE_ROLE, "arn"),
         "subnetIds": subnets,
         "amiType": group.ami_type,
