@@ -27,6 +27,9 @@ UNLISTED: dict[str, dict] = {
     # Commented out in values.yaml of v26.3.3 and v26.7.0; templates/clusterpolicy.yaml renders
     # dcgmExporter.config.name (NVIDIA/gpu-operator deployments/gpu-operator/templates/clusterpolicy.yaml).
     "gpu-operator": {"dcgmExporter": {"config": {"name": ""}}},
+    # The grafana subchart's own value (not vendored; kube-prometheus-stack's values.yaml sets no grafana.rbac):
+    # grafana/helm-charts charts/grafana/values.yaml rbac.namespaced, read by templates/clusterrole.yaml and role.yaml.
+    "kube-prometheus-stack": {"grafana": {"rbac": {"namespaced": False}}},
 }
 
 

@@ -265,15 +265,17 @@ def test_customer_managed_key_is_rotated_protected_and_aliased(key_content) -> N
 
 def test_key_policy_admins_administer_and_only_team_roles_use_through_s3(key_content) -> None:
     statements = {s["Sid"]: s for s in rendered(resource(key_content, "checkpoint-key").args["policy"])["Statement"]}
-    assert set(statements) == {"KeyAdministration", "TeamCheckpointRolesThroughS3"}
+    assert set(statements) == {"KeyAdministration", "AccountReadOnly", "TeamCheckpointRolesThroughS3"}
     admin = statements["KeyAdministration"]
-    assert admin["Principal"] == {
-        "AWS": ["arn:aws:iam::111122223333:root", "arn:aws:iam::111122223333:role/platform-admin"]
-    }
+    assert admin["Principal"] == {"AWS": ["arn:aws:iam::111122223333:role/platform-admin"]}
     assert not {"kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*", "kms:*"} & set(admin["Action"])
+    # issue 31: the root (any IAM policy of the account) could PutKeyPolicy or CreateGrant itself Decrypt
+    root = statements["AccountReadOnly"]
+    assert root["Principal"] == {"AWS": "arn:aws:iam::111122223333:root"}
+    assert root["Action"] == ["kms:Describe*", "kms:Get*", "kms:List*"]
     use = statements["TeamCheckpointRolesThroughS3"]
     assert use["Principal"] == {"AWS": ["<ref:checkpoints-role-llm.arn>", "<ref:checkpoints-role-eval.arn>"]}
-    assert use["Action"] == ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*"]
+    assert use["Action"] == ["kms:Decrypt", "kms:GenerateDataKey"]  # what SSE-KMS needs, no Encrypt/ReEncrypt
     assert use["Condition"] == {
         "StringEquals": {"kms:ViaService": "s3.us-east-1.amazonaws.com", "kms:CallerAccount": "111122223333"}
     }
@@ -287,7 +289,7 @@ def test_team_role_may_use_the_key_through_s3(key_content, team: str) -> None:
     assert statements["CheckpointKeyThroughS3"] == {
         "Sid": "CheckpointKeyThroughS3",
         "Effect": "Allow",
-        "Action": ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*"],
+        "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
         "Resource": "<ref:checkpoint-key.arn>",
         "Condition": {"StringEquals": {"kms:ViaService": "s3.us-east-1.amazonaws.com"}},
     }
@@ -302,8 +304,8 @@ def test_key_without_teams_names_no_user() -> None:
             " CustomerManagedKey\n",
         )
     )
-    (statement,) = rendered(resource(c, "checkpoint-key").args["policy"])["Statement"]
-    assert statement["Sid"] == "KeyAdministration"
+    statements = rendered(resource(c, "checkpoint-key").args["policy"])["Statement"]
+    assert [s["Sid"] for s in statements] == ["KeyAdministration", "AccountReadOnly"]
 
 
 def test_raid0_rows_name_where_each_os_mounts_the_array() -> None:

@@ -53,6 +53,14 @@ def test_kps_values_select_everything_and_export_node_group_label() -> None:
     assert v["grafana"]["sidecar"]["dashboards"]["label"] == "grafana_dashboard"
 
 
+def test_grafana_reads_only_the_monitoring_namespace() -> None:
+    """Issue 31 item 7: searchNamespace ALL let any team inject a dashboard ConfigMap, and the chart's ClusterRole
+    (rbac.namespaced false) read every Secret of the cluster."""
+    grafana = telemetry.kube_prometheus_stack_values(INSTALL)["grafana"]
+    assert grafana["sidecar"]["dashboards"]["searchNamespace"] == "monitoring"
+    assert grafana["rbac"] == {"namespaced": True}
+
+
 def test_monitoring_namespace() -> None:
     assert telemetry.monitoring_namespace(INSTALL) == "monitoring"
     assert telemetry.monitoring_namespace(EXISTING) == "observability"

@@ -21,8 +21,11 @@ from gpufleet.spec.names import (
     partition,
 )
 
+# aws:eks/cluster enabledClusterLogTypes values (EKS API LogType enum).
+CONTROL_PLANE_LOGS = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 NODE_ROLE = "node-role"
 CLUSTER_ROLE = "cluster-role"
+SYSTEM_LAUNCH_TEMPLATE = "system-launch-template"
 
 # EKS add-on name per versions.addons key (https://docs.aws.amazon.com/eks/latest/userguide/workloads-add-ons-available-eks.html).
 ADDONS = {
@@ -284,13 +287,39 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
                 "accessConfig": {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False},
                 # Add-ons are managed below at pinned versions instead of EKS's unmanaged bootstrap copies.
                 "bootstrapSelfManagedAddons": False,
-                "enabledClusterLogTypes": ["api", "audit", "authenticator"],
+                # Every control-plane log type EKS offers (EKS user guide "Send control plane logs to CloudWatch
+                # Logs"; CIS EKS Benchmark 2.1.1): controllerManager and scheduler say why pods were evicted or not
+                # placed, which is where a team's priority or scheduling dispute is settled.
+                "enabledClusterLogTypes": list(CONTROL_PLANE_LOGS),
                 "tags": cluster_tags,
             },
         )
     )
     system = c.system_nodes
     assert system is not None  # rules: mode Create requires systemNodes
+    # The GPU groups' metadata options (gpufleet.plan.builders.node_groups): IMDSv2 only, one hop, so a pod on a
+    # system node (not on the host network) cannot reach the instance metadata service and take the node role;
+    # without a launch template the node group gets the AMI's hop limit 2 (EKS Best Practices Guide, security:
+    # "Restrict access to the instance profile assigned to the worker node"). No user data: EKS merges its own
+    # bootstrap into a launch template without an AMI id.
+    res.append(
+        Resource(
+            id=SYSTEM_LAUNCH_TEMPLATE,
+            type="aws:ec2/launchTemplate:LaunchTemplate",
+            provider=AWS_PROVIDER,
+            args={
+                "namePrefix": f"{fleet.name}-system-",
+                "updateDefaultVersion": True,
+                "metadataOptions": {"httpEndpoint": "enabled", "httpTokens": "required", "httpPutResponseHopLimit": 1},
+                "tagSpecifications": [
+                    {
+                        "resourceType": "instance",
+                        "tags": {**tags(fleet), "Name": f"{fleet.name}-system", LABEL_NODE_GROUP: SYSTEM_GROUP},
+                    }
+                ],
+            },
+        )
+    )
     res.append(
         Resource(
             id=SYSTEM_NODE_GROUP,
@@ -314,6 +343,11 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
                 },
                 "updateConfig": {"maxUnavailable": 1},
                 "labels": {LABEL_NODE_GROUP: SYSTEM_GROUP},
+                # A numeric version, as the GPU groups' (policies: image-pinned).
+                "launchTemplate": {
+                    "id": Ref(SYSTEM_LAUNCH_TEMPLATE, "id"),
+                    "version": Concat(Ref(SYSTEM_LAUNCH_TEMPLATE, "latestVersion")),
+                },
                 "tags": tags(fleet),
             },
         )

@@ -65,6 +65,8 @@ def node_config(group: NodeGroup) -> dict[str, Any]:
 
 
 PREPULL_UNIT = "gpufleet-prepull.service"
+# The DCGM host engine's port, open only to the node and its own pods (gpufleet/templates/close-dcgm-hostengine.sh.j2).
+DCGM_PORT_UNIT = "gpufleet-dcgm-port.service"
 
 
 def prepull_script(parameter: str, region: str, *, raid0: bool) -> str:
@@ -181,6 +183,7 @@ def user_data(group: NodeGroup, image_list: tuple[str, str] | None, sharing_toml
     parts = [
         ("application/node.eks.aws", yaml.safe_dump(node_config(group), sort_keys=True)),
         ('text/x-shellscript; charset="us-ascii"', render("close-visible-devices-escape.sh.j2")),
+        ('text/x-shellscript; charset="us-ascii"', render("close-dcgm-hostengine.sh.j2", unit=DCGM_PORT_UNIT)),
     ]
     if image_list is not None:
         parameter, region = image_list

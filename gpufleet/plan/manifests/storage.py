@@ -45,10 +45,15 @@ OBJECT_ACTIONS = (
 )
 
 
-# checkpoints.encryption CustomerManagedKey. What S3 needs of the key for SSE-KMS reads and writes (multipart
-# uploads need kms:GenerateDataKey and kms:Decrypt), the AWS KMS developer guide's "key users" actions
-# (kms/latest/developerguide/key-policy-default.html, "Allows key users to use the KMS key").
-KEY_USE_ACTIONS = ("kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*")
+# checkpoints.encryption CustomerManagedKey. Exactly what S3 needs of the key for SSE-KMS: PutObject (and each
+# multipart part) kms:GenerateDataKey, GetObject and CompleteMultipartUpload kms:Decrypt (S3 user guide,
+# UsingKMSEncryption.html "Permissions"). Not the KMS developer guide's broader "key users" set: S3 never calls
+# kms:Encrypt or kms:ReEncrypt* for SSE-KMS, and DescribeKey is not needed to read or write objects.
+KEY_USE_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey")
+# What the account root keeps: reading the key's metadata and policy (so IAM-granted auditors and the console see
+# it), nothing that changes the key or its policy. An account principal allowed kms:PutKeyPolicy or kms:CreateGrant
+# through IAM could otherwise grant itself Decrypt.
+KEY_READ_ACTIONS = ("kms:Describe*", "kms:Get*", "kms:List*")
 # Its "key administrators" actions (same page): manage the key, never encrypt or decrypt with it.
 KEY_ADMIN_ACTIONS = (
     "kms:CancelKeyDeletion",
@@ -90,20 +95,29 @@ def account_of(fleet: Fleet) -> str:
 
 
 def key_policy(fleet: Fleet, team_roles: list[Ref]) -> str | Concat:
-    """Who may do what with the checkpoint key. cluster.admins administer it. The account root may administer it
-    too, so IAM policies can grant administration (KMS refuses a key policy that would lock out the principal
-    creating the key unless it can still change the policy -- the lockout safety check), but it gets no use
-    actions, so no IAM policy can grant encrypting or decrypting. Only the teams' checkpoint roles may use the
-    key, and only through S3 (kms:ViaService) in this account (kms:CallerAccount)."""
+    """Who may do what with the checkpoint key. cluster.admins administer it, and only they: the principal that
+    runs `pulumi up` is one of them (docs/tenancy-and-access.md), which satisfies KMS's lockout safety check (the
+    creating principal must be allowed kms:PutKeyPolicy by the new policy). The account root may only read the
+    key (KEY_READ_ACTIONS), so no IAM policy in the account can grant changing the key policy, creating grants or
+    using the key. The price: if every admin principal is deleted, only AWS Support can restore access to the
+    key. Only the teams' checkpoint roles may use the key, for what SSE-KMS needs, and only through S3
+    (kms:ViaService) in this account (kms:CallerAccount)."""
     root = f"arn:{partition(fleet.cluster.region)}:iam::{account_of(fleet)}:root"
     statements: list[dict[str, Any]] = [
         {
             "Sid": "KeyAdministration",
             "Effect": "Allow",
-            "Principal": {"AWS": [root, *(a.principal_arn for a in fleet.cluster.admins)]},
+            "Principal": {"AWS": [a.principal_arn for a in fleet.cluster.admins]},
             "Action": list(KEY_ADMIN_ACTIONS),
             "Resource": "*",
-        }
+        },
+        {
+            "Sid": "AccountReadOnly",
+            "Effect": "Allow",
+            "Principal": {"AWS": root},
+            "Action": list(KEY_READ_ACTIONS),
+            "Resource": "*",
+        },
     ]
     if team_roles:
         statements.append(

@@ -1,0 +1,37 @@
+"""Issue 31 item 8: node and platform hardening of stage 1, asserted on the plan."""
+
+from __future__ import annotations
+
+from gpufleet.plan.builders.cluster import SYSTEM_LAUNCH_TEMPLATE
+from gpufleet.plan.parts import Concat, Ref, RolloutPlan
+from gpufleet.spec.names import SYSTEM_NODE_GROUP
+
+
+def resource(plan: RolloutPlan, rid: str):  # type: ignore[no-untyped-def]
+    return next(r for s in plan.stages for r in s.content.resources if r.id == rid)
+
+
+def test_system_nodes_get_imdsv2_with_one_hop(prod: RolloutPlan) -> None:
+    """Without a launch template the system group had the AMI's hop limit 2: any pod there could take the node role."""
+    template = resource(prod, SYSTEM_LAUNCH_TEMPLATE)
+    assert template.args["metadataOptions"] == {
+        "httpEndpoint": "enabled",
+        "httpTokens": "required",
+        "httpPutResponseHopLimit": 1,
+    }
+    assert "userData" not in template.args and "imageId" not in template.args  # EKS bootstraps the AMI itself
+    group = resource(prod, SYSTEM_NODE_GROUP)
+    assert group.args["launchTemplate"] == {
+        "id": Ref(SYSTEM_LAUNCH_TEMPLATE, "id"),
+        "version": Concat(Ref(SYSTEM_LAUNCH_TEMPLATE, "latestVersion")),
+    }
+
+
+def test_every_control_plane_log_is_on(prod: RolloutPlan) -> None:
+    assert resource(prod, "cluster").args["enabledClusterLogTypes"] == [
+        "api",
+        "audit",
+        "authenticator",
+        "controllerManager",
+        "scheduler",
+    ]
