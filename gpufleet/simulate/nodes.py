@@ -1,16 +1,17 @@
 """The node model: what one node of each node group offers a pod, read from the rendered plan.
 
 Labels, taints and the scaling range come from the plan's `aws:eks/nodeGroup:NodeGroup` resource (what EKS puts on
-the nodes and what the Cluster Autoscaler reads back from eks:DescribeNodegroup); the extended resources and
-`ephemeral-storage` from the catalog and the environment's stages (`autoscaler.template_resources`, the function that
-also writes the node-template tags, which exist only with cluster.autoscaler Install); the kubelet's
-Topology Manager and CPU manager from `node_bootstrap.topology` (the function that renders the NodeConfig); CPU and
-memory after kubelet reservations and the DaemonSet budget from `kueue.node_reserve`.
+the nodes and what the Cluster Autoscaler reads back from eks:DescribeNodegroup). What a node offers (CPU and memory
+after kubelet's reservations and the DaemonSet budget, pods, ephemeral-storage, the extended resources its device
+plugins advertise) and its Topology and CPU manager are computed by the model itself in
+gpufleet.simulate.node_resources, from the rendered launch template, device-plugin and MIG configs and nodeadm's
+defaults, never by the renderer's helpers (tests/model/test_node_resources.py holds the two equal on every golden
+fleet).
 
 NUMA layout (which GPUs, EFA/RDMA devices and CPUs sit on which NUMA node): every 8-GPU type the catalog knows is
 dual-socket with four GPUs and half the NICs and cores per socket, the smaller types are single-socket
-(`node_bootstrap.numa_nodes`; ../shared/UPSTREAM.md "Cross-component facts": p5/p5en/g6e.48xlarge have two NUMA
-nodes with four GPUs each). [I] NIC placement is taken as even across sockets.
+(../shared/UPSTREAM.md "Cross-component facts": p5/p5en/g6e.48xlarge have two NUMA nodes with four GPUs each).
+[I] NIC placement is taken as even across sockets.
 """
 
 from __future__ import annotations
@@ -20,19 +21,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpufleet.facts import catalog, stages
-from gpufleet.plan.manifests import kueue, node_bootstrap
 from gpufleet.plan.manifests.autoscaler import RELEASE as AUTOSCALER_RELEASE
-from gpufleet.plan.manifests.autoscaler import template_resources
 from gpufleet.plan.manifests.sharing import (
     MIG_MIXED,
     MIG_PREFIX,
     MIG_SINGLE,
-    devices_per_gpu,
-    is_mixed,
-    mig_layout,
-    mig_resource,
 )
 from gpufleet.plan.parts import RolloutPlan
+from gpufleet.simulate import node_resources
 from gpufleet.spec.fleet import NodeGroup, SharingStrategy
 from gpufleet.spec.names import LABEL_NODE_GROUP, node_group_id
 
@@ -91,20 +87,13 @@ def _split(total: int, nodes: tuple[int, ...]) -> dict[int, int]:
     return {n: total // len(nodes) + (1 if i < total % len(nodes) else 0) for i, n in enumerate(nodes)}
 
 
-def _mig_per_numa(group: NodeGroup, nodes: tuple[int, ...]) -> dict[str, dict[int, int]]:
-    """A mixed MIG layout's slices by NUMA node: GPU i sits on NUMA node i // (GPUs per NUMA node), and the layout
-    partitions GPUs in index order (mig-parted `devices: [indices]`)."""
-    info = catalog.lookup(group.instance_type)
-    assert info is not None, group.instance_type
-    per_gpu, per_node = devices_per_gpu(group), max(1, info.gpu_count // len(nodes))
+def _mig_per_numa(gpus: int, slices: list[tuple[int, str, int]], nodes: tuple[int, ...]) -> dict[str, dict[int, int]]:
+    """A mixed MIG layout's slices by NUMA node: GPU i sits on NUMA node i // (GPUs per NUMA node)."""
+    per_node = max(1, gpus // len(nodes))
     out: dict[str, dict[int, int]] = {}
-    index = 0
-    for gpus, profile in mig_layout(group):
-        name = mig_resource(group, profile)
-        for gpu in range(index, index + gpus):
-            numa = nodes[min(gpu // per_node, len(nodes) - 1)]
-            out.setdefault(name, dict.fromkeys(nodes, 0))[numa] += per_gpu[name]
-        index += gpus
+    for gpu, resource, n in slices:
+        numa = nodes[min(gpu // per_node, len(nodes) - 1)]
+        out.setdefault(resource, dict.fromkeys(nodes, 0))[numa] += n
     return out
 
 
@@ -123,32 +112,24 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
     # the device plugin and MIG manager configs come with the sharing stage (builders/foundation.py), the EFA and
     # RDMA device plugins with the network stage
     with_sharing = stages.included("sharing", plan.through)
-    # From the catalog and the plan, the function that also writes the autoscaler's tags: a fixed-size group
-    # without the autoscaler (cluster.autoscaler None) has no tags, yet its nodes advertise the same.
-    extended = {
-        name: _quantity(value)
-        for name, value in template_resources(
-            plan.fleet, group, with_sharing=with_sharing, with_network=stages.included("network", plan.through)
-        ).items()
-    }
-    reserved_cpu, reserved_memory = kueue.node_reserve(group)
-    allocatable = {
-        "cpu": info.vcpus * 1000 - reserved_cpu,
-        "memory": info.memory_mib - reserved_memory,
-        "pods": kueue.EKS_MAX_PODS.get(group.instance_type, 110),
-        **extended,
-    }
-    numa = node_bootstrap.numa_nodes(group)
+    # Computed by the model from what the plan applies (gpufleet.simulate.node_resources), not by the renderer's
+    # helpers; tests/model/test_node_resources.py holds it against the renderer's figures.
+    setup = node_resources.node_setup(plan, args)
+    allocatable = node_resources.allocatable(plan, group, args["labels"], setup)
+    extended = {r: v for r, v in allocatable.items() if r not in ("cpu", "memory", "pods")}
+    numa = node_resources.numa_nodes(group)
     nodes = tuple(range(numa))
     per_numa = {r: _split(v, nodes) for r, v in extended.items() if r.startswith(NUMA_ALIGNED_PREFIXES)}
-    if is_mixed(group) and any(r.startswith(MIG_PREFIX) for r in extended):
-        per_numa.update(_mig_per_numa(group, nodes))
+    slices = node_resources.mig_slices(plan, args["labels"], info.gpu_count) if with_sharing else []
+    if any(r.startswith(MIG_PREFIX) for _, r, _ in slices):
+        per_numa.update(_mig_per_numa(info.gpu_count, slices, nodes))
     # The static CPU manager hands out whole CPUs outside the kubelet's reservation; DaemonSet pods share the rest
     # (cpumanager/policy_static.go), so exclusive CPUs per NUMA node count the DaemonSet budget back in.
     per_numa["cpu"] = {
-        n: cores * 1000 for n, cores in _split((allocatable["cpu"] + kueue.DAEMONSET_CPU_MILLI) // 1000, nodes).items()
+        n: cores * 1000
+        for n, cores in _split((allocatable["cpu"] + node_resources.DAEMONSET_CPU_MILLI) // 1000, nodes).items()
     }
-    policy, scope, cpu_policy = node_bootstrap.topology(group)
+    policy, scope, cpu_policy = setup.topology_policy, setup.topology_scope, setup.cpu_manager_policy
     strategy = group.sharing.strategy
     scaling = args["scalingConfig"]
     template = None
@@ -174,7 +155,7 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
         # (NVIDIA/k8s-device-plugin api/config/v1/config.go, "preserve the historical MPS behavior").
         fail_requests_greater_than_one=with_sharing and strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS),
         # what the node advertises: MIG slices only once the sharing stage partitions it (before, whole GPUs)
-        mig_strategy=(MIG_MIXED if is_mixed(group) else MIG_SINGLE)
+        mig_strategy=(MIG_MIXED if any(r.startswith(MIG_PREFIX) for _, r, _ in slices) else MIG_SINGLE)
         if with_sharing and strategy is SharingStrategy.MIG
         else None,
         min_size=scaling["minSize"],
