@@ -12,7 +12,7 @@ import yaml
 
 from gpufleet.plan.builders.common import AWS_PROVIDER, K8S_PROVIDER
 from gpufleet.plan.builders.cost import usd
-from gpufleet.plan.builders.node_groups import _launch_template, _node_group
+from gpufleet.plan.builders.node_groups import launch_template, managed_node_group
 from gpufleet.plan.manifests.node_bootstrap import user_data
 from gpufleet.plan.parts import BuildContext, Concat, Ref, RolloutPlan
 from gpufleet.spec import warm_pool
@@ -93,7 +93,7 @@ def test_warm_pool_sizing_follows_put_warm_pool(prod: RolloutPlan) -> None:
     explicit = replace(h100, warm_pool=replace(h100.warm_pool, max_prepared_capacity=16))
     assert [warm_pool.held(explicit, desired) for desired in (0, 10, 15, 16)] == [16, 6, 2, 2]
     ctx = BuildContext(fleet=prod.fleet, environment="prod", through="cost")
-    assert _node_group(ctx, explicit, {}, None).args["warmPoolConfig"]["maxGroupPreparedCapacity"] == 16
+    assert managed_node_group(ctx, explicit, {}, None).args["warmPoolConfig"]["maxGroupPreparedCapacity"] == 16
 
 
 def test_plan_md_shows_what_each_warm_pool_holds_and_costs(prod: RolloutPlan) -> None:
@@ -345,8 +345,8 @@ def test_an_odcr_is_the_launch_templates_capacity_reservation_specification(
     h100 = replace(next(g for g in prod.fleet.node_groups if g.name == "h100"), reservation=reservation)
     ctx = BuildContext(fleet=prod.fleet, environment="prod", through="cost")
     template, group = (
-        [r for r in _launch_template(ctx, h100, None) if r.id == "h100-launch-template"][0],
-        _node_group(ctx, h100, {}, None),
+        [r for r in launch_template(ctx, h100, None) if r.id == "h100-launch-template"][0],
+        managed_node_group(ctx, h100, {}, None),
     )
     assert template.args["capacityReservationSpecification"] == specification
     assert "instanceMarketOptions" not in template.args and "instanceType" not in template.args

@@ -17,7 +17,7 @@ from gpufleet.facts import catalog
 from gpufleet.plan.builders.cluster import cluster_resources, pod_identity_resources, pod_identity_warning
 from gpufleet.plan.builders.common import helm, k8s, namespace
 from gpufleet.plan.builders.cost import group_gpu_hour_usd, usd
-from gpufleet.plan.builders.node_groups import _launch_template, _node_group, image_list, prepuller
+from gpufleet.plan.builders.node_groups import image_list, launch_template, managed_node_group, prepuller
 from gpufleet.plan.manifests import autoscaler, gpu_operator, health, node_bootstrap, sharing, telemetry
 from gpufleet.plan.parts import BuildContext, Resource, StageContent
 from gpufleet.spec import warm_pool
@@ -41,9 +41,9 @@ def build(ctx: BuildContext) -> StageContent:
             labels = {**labels, **autoscaler.accelerator_label(group)}
         toml = sharing.bottlerocket_sharing_settings(group) if with_sharing else None
         listed = image_list(fleet, group)
-        resources += ([listed] if listed is not None else []) + _launch_template(ctx, group, toml)
+        resources += ([listed] if listed is not None else []) + launch_template(ctx, group, toml)
         repair = health.node_repair_config(fleet, group) if with_health else None
-        node_group = _node_group(ctx, group, labels, repair)
+        node_group = managed_node_group(ctx, group, labels, repair)
         if scaled:
             node_group = _with_tags(
                 node_group,

@@ -112,7 +112,7 @@ def odcr_specification(r: Reservation) -> dict[str, Any]:
     return {"capacityReservationPreference": "open"}
 
 
-def _launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str, Any] | None) -> list[Resource]:
+def launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str, Any] | None) -> list[Resource]:
     fleet = ctx.fleet
     out: list[Resource] = []
     bottlerocket = group.ami_type.startswith("BOTTLEROCKET")
@@ -202,7 +202,7 @@ def _launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str
     return out
 
 
-def _node_group(
+def managed_node_group(
     ctx: BuildContext, group: NodeGroup, extra_labels: dict[str, str], repair: dict[str, Any] | None
 ) -> Resource:
     fleet = ctx.fleet
