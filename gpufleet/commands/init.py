@@ -9,16 +9,29 @@ subnets are examples to replace. Versions and the system node group are left to 
 The text is validated through the same loader as `gpufleet validate` before anything is written; it is written
 atomically and never over an existing file (`--out -` prints it instead). An instance type that is not in the
 catalog (gpufleet/facts/catalog.py) is a usage error naming the closest one. Exit 0 written, 2 a usage error.
+
+`gpufleet init --pulumi DIR` writes a whole fleet repository instead (`repository`): the spec, Pulumi.yaml, a stack
+per environment, the program as two lines into the installed package (gpufleet.components.program), the policy pack
+as a reference to gpufleet.policies, requirements.txt pinning this gpufleet, the pull request workflow with its
+Checkov configuration, and a README. It deploys from the wheel alone: nothing in it comes from a checkout. DIR
+must be absent or empty; the files are written into a hidden directory beside it and renamed into place at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import tempfile
+from importlib import resources
+from pathlib import Path
 
+from gpufleet import __version__
 from gpufleet.base.errors import SpecError, UsageError, did_you_mean
+from gpufleet.base.render import render
 from gpufleet.facts import ami_releases, catalog
 from gpufleet.facts.versions import KUBERNETES_VERSIONS
-from gpufleet.rules.pipeline import validate_loaded
+from gpufleet.rules.pipeline import Validated, validate_loaded
 from gpufleet.spec.load import load_text
 from gpufleet.tree.output import TargetRefused, write_new_file
 
@@ -109,6 +122,96 @@ def starter_spec(types: list[catalog.InstanceType]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# The program entry of a fleet repository (and of this checkout's __main__.py): the package does the rest.
+PROGRAM = "from gpufleet.components.program import run\n\nrun()\n"
+# The policy pack's entry: the Pulumi CLI runs this directory's __main__.py, which runs the installed pack.
+POLICY_PROGRAM = 'import runpy\n\nrunpy.run_module("gpufleet.policies", run_name="__main__")\n'
+
+
+def _data(name: str) -> str:
+    return resources.files("gpufleet").joinpath(f"data/fleet-repo/{name}").read_text(encoding="utf-8")
+
+
+def repository(text: str, validated: Validated) -> dict[str, str]:
+    """The files of a fleet repository for the starter spec `text` (validated as `validated`), path -> content."""
+    fleet = validated.base
+    environments = [(env.name, env.through) for env in fleet.environments]
+    pack_requirements = resources.files("gpufleet").joinpath("policies/requirements.txt").read_text(encoding="utf-8")
+    files = {
+        "fleet.yaml": text,
+        "Pulumi.yaml": (
+            f"name: {fleet.name}\n"
+            "runtime:\n"
+            "  name: python\n"
+            "  options:\n"
+            "    toolchain: pip\n"
+            "    virtualenv: .venv  # python3 -m venv .venv && .venv/bin/pip install -r requirements.txt\n"
+            f"description: The GPU fleet {fleet.name}, from fleet.yaml by gpufleet {__version__}.\n"
+            "stackConfigDir: stacks\n"
+        ),
+        "__main__.py": PROGRAM,
+        "policies/PulumiPolicy.yaml": (
+            "# The gpufleet policy pack, run from the installed package: pulumi preview --policy-pack policies\n"
+            "runtime:\n"
+            "  name: python\n"
+            "  options:\n"
+            "    virtualenv: ../.venv\n"
+            f"version: {__version__}\n"
+            "description: gpufleet fleet policies (the same rules as `gpufleet check`)\n"
+        ),
+        "policies/__main__.py": POLICY_PROGRAM,
+        "requirements.txt": (
+            "# gpufleet pinned (upgrade it in a pull request of its own: the review diff shows what changes),\n"
+            "# then the policy pack's requirements.\n"
+            f"gpufleet=={__version__}\n" + pack_requirements
+        ),
+        ".github/workflows/gpufleet.yml": _data("gpufleet.yml"),
+        ".checkov.yaml": _data("checkov.yaml"),
+        ".gitignore": ".venv/\n__pycache__/\n/out/\n",
+        "README.md": render(
+            "fleet-repo-readme.md.j2",
+            name=fleet.name,
+            version=__version__,
+            region=fleet.cluster.region,
+            environments=environments,
+            first=environments[0][0],
+        ),
+    }
+    for env, _ in environments:
+        files[f"stacks/Pulumi.{env}.yaml"] = (
+            f"# Stack name = environment name in the fleet spec (environments.{env}).\n"
+            "config:\n"
+            f"  aws:region: {fleet.cluster.region}\n"
+            "  gpufleet:spec: fleet.yaml\n"
+        )
+    return dict(sorted(files.items()))
+
+
+def write_repository(directory: str, files: dict[str, str]) -> None:
+    """Write `files` into `directory`, which must be absent or empty, all at once: into a hidden directory beside it,
+    renamed into place (rename replaces only an empty directory). Raises UsageError; nothing is left on failure."""
+    target = Path(os.path.abspath(directory))
+    if target.is_symlink() or (target.exists() and (not target.is_dir() or any(target.iterdir()))):
+        raise UsageError(f"--pulumi {directory}: exists and is not an empty directory; give a new one")
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.gpufleet-init-", dir=target.parent))
+    except OSError as exc:
+        raise UsageError(f"--pulumi {directory}: cannot write in {target.parent}: {exc.strerror or exc}") from None
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(staging, 0o777 & ~umask)  # mkdtemp's 0700 would become the repository's mode
+        for name, content in files.items():
+            path = staging / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(content, encoding="utf-8")
+        os.rename(staging, target)
+    except OSError as exc:
+        raise UsageError(f"--pulumi {directory}: cannot write it: {exc.strerror or exc}") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--instance-types",
@@ -118,18 +221,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--out",
-        default="fleet.yaml",
         help="the file to write (default: fleet.yaml), never an existing one; - prints the spec",
+    )
+    parser.add_argument(
+        "--pulumi",
+        metavar="DIR",
+        help=(
+            "write a fleet repository into DIR (absent or empty) instead: the spec, Pulumi.yaml, a stack per"
+            " environment, the program entry, the policy pack, the review workflow and a README"
+        ),
     )
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.pulumi is not None and args.out is not None:
+        raise UsageError("--out and --pulumi: give one (the repository's spec is DIR/fleet.yaml)")
     text = starter_spec(instance_types(args.instance_types))
-    name = "fleet.yaml" if args.out == "-" else args.out
+    out = args.out or "fleet.yaml"
+    name = "fleet.yaml" if out == "-" or args.pulumi is not None else out
     try:
-        validate_loaded(load_text(text, name))
+        validated = validate_loaded(load_text(text, name))
     except SpecError as exc:  # gpufleet wrote a spec it rejects itself: a bug (exit 3), with what it rejected
         raise RuntimeError(f"gpufleet init made a spec it rejects itself:\n{exc.render()}") from None
+    if args.pulumi is not None:
+        write_repository(args.pulumi, repository(text, validated))
+        print(f'wrote the fleet repository {args.pulumi}; next: its README.md, "Before the first deploy"')
+        return EXIT_OK
+    args.out = out
     if args.out == "-":
         print(text, end="")
         return EXIT_OK

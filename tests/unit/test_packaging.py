@@ -6,7 +6,10 @@ synthesises the example with it."""
 from __future__ import annotations
 
 import ast
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -76,6 +79,30 @@ def test_the_wheel_holds_every_file_of_the_package(wheel_files: set[str]) -> Non
     )
     assert "gpufleet/schemas/fleet.schema.json" in package and "gpufleet/components/synth.py" in package
     assert sorted(set(package) - wheel_files) == []
+
+
+def test_the_fleet_repository_entries_import_from_the_wheel_alone(wheel_files: set[str], tmp_path: Path) -> None:
+    """What `gpufleet init --pulumi` writes runs the installed package only (issue 35 item 2): the program entry's
+    imports, run isolated (no working directory or PYTHONPATH on sys.path) from a directory outside the checkout,
+    load only gpufleet modules the wheel holds, and the pack's entry finds gpufleet.policies' __main__ there."""
+    code = (
+        "import importlib.util, json, sys\n"
+        "import gpufleet.components.program\n"
+        "pack = importlib.util.find_spec('gpufleet.policies.__main__').origin\n"
+        "print(json.dumps([pack] + [getattr(m, '__file__', None) or '' for m in list(sys.modules.values())]))\n"
+    )
+    done = subprocess.run([sys.executable, "-I", "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
+    files = json.loads(done.stdout)
+    # The checkout's own files (an environment inside the checkout, as .ci/run and .venv make, is not the checkout).
+    inside = sorted(
+        {
+            Path(f).relative_to(ROOT).as_posix()
+            for f in files
+            if f and Path(f).is_relative_to(ROOT) and "site-packages" not in Path(f).parts
+        }
+    )
+    assert "gpufleet/components/program.py" in inside and "gpufleet/policies/__main__.py" in inside
+    assert [f for f in inside if f not in wheel_files] == []
 
 
 def test_the_distribution_installs_only_gpufleet(wheel_files: set[str]) -> None:

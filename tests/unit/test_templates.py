@@ -13,10 +13,11 @@ import pytest
 import yaml
 
 from gpufleet.base.render import ENV, markdown_cell, render, shell_quote, shell_word
+from gpufleet.commands import init
 from gpufleet.plan.report import plan_markdown
 from gpufleet.plan.rollout import build_plan
 from gpufleet.review import summary
-from gpufleet.rules.pipeline import load_fleet
+from gpufleet.rules.pipeline import load_fleet, load_fleet_text
 from gpufleet.simulate.self_check import canonical_rows, will_it_run
 from gpufleet.simulate.verdict import fleet_model
 from tests.diff.test_comment import EVERY_SECTION
@@ -32,6 +33,8 @@ def _render_everything(spec: Path) -> None:
         plan = build_plan(fleet, env)
         plan_markdown(plan, will_it_run(canonical_rows(fleet_model(plan))))
     summary.markdown(EVERY_SECTION, "a", "b")
+    text = init.starter_spec(init.instance_types(init.DEFAULT_INSTANCE_TYPES))
+    init.repository(text, load_fleet_text(text))  # the README of `gpufleet init --pulumi`
 
 
 @pytest.fixture(scope="module")
