@@ -274,6 +274,26 @@ def _sharing(fleet: Fleet) -> Iterator[Issue]:
                         " everywhere"
                     ),
                 )
+    # The operator passes ClusterPolicy mig.strategy to every device-plugin pod as MIG_STRATEGY, which overrides the
+    # plugin's config file, and the plugin exits on MPS under mixed (NVIDIA/k8s-device-plugin v0.20.0
+    # cmd/nvidia-device-plugin/main.go validateFlags: "using --mig-strategy=mixed is not supported with MPS"): one
+    # Mixed group crash-loops the plugin of every MPS group. Bottlerocket groups run Bottlerocket's own plugin.
+    mixed_groups = [group.name for _, group in operator_mig if group.sharing.mig_strategy == "Mixed"]
+    if mixed_groups:
+        for path, group in _groups(fleet):
+            if group.sharing.strategy is SharingStrategy.MPS and not group.ami_type.startswith("BOTTLEROCKET"):
+                yield Issue(
+                    path=path + ("sharing", "strategy"),
+                    message=(
+                        'the device plugin refuses MPS under MIG strategy mixed ("using --mig-strategy=mixed is not'
+                        " supported with MPS\"), and the GPU Operator sets the cluster's one strategy on every device"
+                        f' plugin: node group "{mixed_groups[0]}" uses migStrategy Mixed'
+                    ),
+                    hint=(
+                        "use TimeSlicing on this group, or migStrategy Single on the MIG groups (one profile per"
+                        " group), or put the MPS and the Mixed groups in different clusters"
+                    ),
+                )
     for path, group in _groups(fleet):
         sharing = group.sharing
         spath = path + ("sharing",)

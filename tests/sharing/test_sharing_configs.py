@@ -121,7 +121,16 @@ def test_resource_names_follow_the_mig_strategy(
 # Labels and operator values
 
 
-def test_node_labels_select_each_group_config(fleet: Fleet) -> None:
+# The golden case's l40s-mps group runs MPS under Bottlerocket's own plugin (the operator's refuses MPS beside MIG
+# strategy mixed); these tests put it on the operator's plugin, beside a100-mig under strategy single.
+OPERATOR_MPS = (
+    group_edit("a100-mig", sharing=SINGLE_MIG),
+    group_edit("l40s-mps", ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.33.13-20260714"}),
+)
+
+
+def test_node_labels_select_each_group_config() -> None:
+    fleet = make(*OPERATOR_MPS)
     assert {g.name: sharing.sharing_node_labels(g) for g in fleet.node_groups} == {
         "h100": {},  # Exclusive: neither label
         "notebooks": {"nvidia.com/device-plugin.config": "notebooks"},
@@ -181,8 +190,8 @@ def _data(obj: dict[str, Any]) -> dict[str, Any]:
     return {k: yaml.safe_load(v) for k, v in obj["data"].items()}
 
 
-def test_device_plugin_configmap_has_default_and_one_entry_per_shared_group(fleet: Fleet) -> None:
-    cm = sharing.device_plugin_configmap(fleet, "gpu-operator")
+def test_device_plugin_configmap_has_default_and_one_entry_per_shared_group() -> None:
+    cm = sharing.device_plugin_configmap(make(*OPERATOR_MPS), "gpu-operator")
     assert cm["metadata"]["name"] == "gpufleet-device-plugin-config"
     assert cm["metadata"]["namespace"] == "gpu-operator"
     assert _data(cm) == {
@@ -242,7 +251,7 @@ ROLLS = {"device-plugin": ("values", "devicePlugin"), "mig": ("values", "migMana
             {("labels", "h100"), ("mig", "h100")},
         ),
         ("notebooks", {"strategy": "TimeSlicing", "replicas": 8}, {("device-plugin", "notebooks")}),
-        ("l40s-mps", {"strategy": "Exclusive"}, {("labels", "l40s-mps"), ("device-plugin", "l40s-mps")}),
+        ("notebooks", {"strategy": "Exclusive"}, {("labels", "notebooks"), ("device-plugin", "notebooks")}),
         (
             "a100-mig",
             {

@@ -510,6 +510,47 @@ CASES: list[Any] = [
     ),
     pytest.param(
         "sharing",
+        [
+            group(
+                sharing={
+                    "strategy": "MIG",
+                    "migStrategy": "Mixed",
+                    "layout": [{"gpus": 4, "profile": "1g.10gb"}, {"gpus": 4, "profile": "3g.40gb"}],
+                },
+                instanceType="p5.48xlarge",
+            ),
+            add_group(name="mps", instanceType="g6.xlarge", sharing={"strategy": "MPS", "replicas": 4}),
+        ],
+        [
+            (
+                "nodeGroups[1].sharing.strategy",
+                (
+                    'the device plugin refuses MPS under MIG strategy mixed ("using --mig-strategy=mixed is not'
+                    " supported with MPS\"), and the GPU Operator sets the cluster's one strategy on every device"
+                    ' plugin: node group "l4" uses migStrategy Mixed'
+                ),
+            )
+        ],
+        id="sharing/mps-beside-mig-mixed",
+    ),
+    pytest.param(
+        "sharing",
+        [
+            group(
+                sharing={
+                    "strategy": "MIG",
+                    "migStrategy": "Mixed",
+                    "layout": [{"gpus": 4, "profile": "1g.10gb"}, {"gpus": 4, "profile": "3g.40gb"}],
+                },
+                instanceType="p5.48xlarge",
+            ),
+            add_group(name="ts", instanceType="g6.xlarge", sharing={"strategy": "TimeSlicing", "replicas": 4}),
+        ],
+        [],
+        id="sharing/time-slicing-beside-mig-mixed",
+    ),
+    pytest.param(
+        "sharing",
         [group(workloadClass="Interactive", sharing={"strategy": "TimeSlicing", "replicas": 4})],
         [],
         id="sharing/time-slicing-interactive",
@@ -1717,6 +1758,23 @@ def test_every_rule_has_a_passing_and_a_failing_case() -> None:
             ),
         ),
         ([quota(gpus=9)], "lower the quota to at most 4, or raise the group's maxSize"),
+        (
+            [
+                group(
+                    sharing={
+                        "strategy": "MIG",
+                        "migStrategy": "Mixed",
+                        "layout": [{"gpus": 4, "profile": "1g.10gb"}, {"gpus": 4, "profile": "3g.40gb"}],
+                    },
+                    instanceType="p5.48xlarge",
+                ),
+                add_group(name="mps", instanceType="g6.xlarge", sharing={"strategy": "MPS", "replicas": 4}),
+            ],
+            (
+                "use TimeSlicing on this group, or migStrategy Single on the MIG groups (one profile per group), or put"
+                " the MPS and the Mixed groups in different clusters"
+            ),
+        ),
         ([group(instanceType="g5g.xlarge")], "use type: AL2023_ARM_64_NVIDIA"),
         (
             [
