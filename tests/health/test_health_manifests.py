@@ -3,6 +3,7 @@ the remediation controller's decisions per workload class, and the health script
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import stat
@@ -252,11 +253,33 @@ def test_unhealthy_node_is_cordoned_then_drained_per_class(wclass: str, evicted:
     assert acts.evict == evicted
 
 
+def _ready(pod: dict[str, Any], ready: bool) -> dict[str, Any]:
+    pod["status"]["conditions"] = [{"type": "Ready", "status": "True" if ready else "False"}]
+    return pod
+
+
 def test_inference_waits_for_capacity() -> None:
     api = FakeApi(ready={"a-owner": (3, 2), "b-owner": (3, 2)})  # a replica is already missing elsewhere
-    acts = R.plan_node(api, _node("True", "Inference", cordoned=True, ours=True), PODS, R.Config(), now=100.0)
+    pods = [_ready(p, True) for p in copy.deepcopy(PODS)]
+    acts = R.plan_node(api, _node("True", "Inference", cordoned=True, ours=True), pods, R.Config(), now=100.0)
     assert acts.evict == [] and acts.cordon == []
     assert acts.waiting == ["ns/a: waiting for serving capacity", "ns/b: waiting for serving capacity"]
+
+
+def test_inference_evicts_the_broken_replica_it_is_the_missing_capacity() -> None:
+    # The replica on the bad GPU is the NotReady one: its workload is one short because of the candidate itself.
+    # Before: readyReplicas 2 < replicas 3 held it forever.
+    api = FakeApi(ready={"a-owner": (3, 2), "b-owner": (3, 2)})
+    pods = [_ready(_pod("a"), True), _ready(_pod("b"), False)]
+    acts = R.plan_node(api, _node("True", "Inference", cordoned=True, ours=True), pods, R.Config(), now=100.0)
+    assert acts.evict == ["ns/b"]  # the broken replica first, and only one per pass
+    assert acts.waiting == ["ns/a: waiting for serving capacity"]
+    # A replica missing elsewhere is still missing capacity: a Ready candidate waits, a NotReady one still goes.
+    api = FakeApi(ready={"a-owner": (3, 1), "b-owner": (3, 1)})
+    acts = R.plan_node(api, _node("True", "Inference", cordoned=True, ours=True), pods, R.Config(), now=100.0)
+    assert acts.evict == [] and len(acts.waiting) == 2
+    acts = R.plan_node(api, _node("True", "Inference", cordoned=True, ours=True), [pods[1]], R.Config(), now=100.0)
+    assert acts.evict == []  # 1 of 3 ready and this one broken: another replica is missing too, wait
 
 
 def test_interactive_grace_period_then_drain_and_cordon_only() -> None:
@@ -279,23 +302,37 @@ def test_healthy_node_uncordoned_only_when_we_cordoned_it_and_unknown_is_left_al
     assert (unknown.cordon, unknown.evict) == ([], [])
 
 
-def test_a_node_we_cordoned_is_released_when_its_verdict_stays_unknown() -> None:
-    # Before: Unknown left a node cordoned for good (dcgmi diag cannot run on MIG GPUs, NPD gone, stale result).
+def test_a_node_unhealthy_then_unknown_stays_cordoned_and_keeps_draining() -> None:
+    # A degrading GPU often stalls DCGM itself (NVIDIA/NVSentinel#1748): True then Unknown is no all-clear.
+    # Before: the node was uncordoned UNKNOWN_RELEASE_SECONDS after the condition left True.
     cfg = R.Config(unknown_release_seconds=1800)
     node = _node("Unknown", "Training", cordoned=True, ours=True, since=1000)
+    node["status"]["conditions"][0]["lastTransitionTime"] = "1970-01-01T00:20:00Z"  # 1200: left True then
+    for now in (1000 + 1800, 10**9):
+        acts = R.plan_node(FakeApi(), node, PODS, cfg, now=now)
+        assert acts.uncordon == [] and acts.cordon == []
+        assert acts.evict == ["ns/a", "ns/b"]  # the last verdict was unhealthy: the drain goes on
+        assert acts.waiting == ["n1: DCGM verdict Unknown after unhealthy; kept cordoned until the check passes"]
+    # Only a passing check gives the node back.
+    node["status"]["conditions"][0]["status"] = "False"
+    assert R.plan_node(FakeApi(), node, PODS, cfg, now=10**9).uncordon == ["n1"]
+    # Unknown never cordons a node that was not unhealthy, and someone else's cordon is never touched.
+    assert R.plan_node(FakeApi(), _node("Unknown", "Training"), PODS, cfg, now=10**9).cordon == []
+    assert R.plan_node(FakeApi(), _node("Unknown", "Training", cordoned=True), PODS, cfg, now=10**9).uncordon == []
+
+
+def test_a_node_we_cordoned_is_released_when_its_condition_is_gone() -> None:
+    # No condition at all (Node Problem Detector removed, the node object re-created): nothing will report again.
+    cfg = R.Config(unknown_release_seconds=1800)
+    node = _node("Unknown", "Training", cordoned=True, ours=True, since=1000)
+    node["status"]["conditions"] = []
     assert R.plan_node(FakeApi(), node, PODS, cfg, now=1000 + 1799).uncordon == []
     assert R.plan_node(FakeApi(), node, PODS, cfg, now=1000 + 1800).uncordon == ["n1"]
-    # The condition's own transition time wins over our cordon time.
-    node["status"]["conditions"][0]["lastTransitionTime"] = "1970-01-01T01:00:00Z"  # 3600
-    assert R.plan_node(FakeApi(), node, PODS, cfg, now=3600 + 1799).uncordon == []
-    assert R.plan_node(FakeApi(), node, PODS, cfg, now=3600 + 1800).uncordon == ["n1"]
-    # Not ours: someone else's cordon is never touched.
-    assert R.plan_node(FakeApi(), _node("Unknown", "Training", cordoned=True), PODS, cfg, now=10**9).uncordon == []
 
 
 @pytest.mark.parametrize("remediation", ["CordonAndDrain", "CordonOnly"])
 @pytest.mark.parametrize("wclass", ["Training", "Batch", "Inference", "Interactive"])
-@pytest.mark.parametrize("after", ["False", "Unknown", "absent"])
+@pytest.mark.parametrize("after", ["False", "Unknown then False", "absent"])
 def test_every_path_that_cordons_has_a_path_that_uncordons(remediation: str, wclass: str, after: str) -> None:
     cfg = R.Config(remediation=remediation, unknown_release_seconds=1800)
     api = FakeApi()
@@ -304,7 +341,7 @@ def test_every_path_that_cordons_has_a_path_that_uncordons(remediation: str, wcl
     R.apply(api, acts, 100.0, cfg)
     patched = api.calls[0][2]
     node = _node(
-        after if after != "absent" else "Unknown",
+        "Unknown" if after != "False" else "False",
         wclass,
         cordoned=patched["spec"]["unschedulable"],
         ours=patched["metadata"]["annotations"][R.ANN_CORDONED] == R.ME,
@@ -312,6 +349,9 @@ def test_every_path_that_cordons_has_a_path_that_uncordons(remediation: str, wcl
     )
     if after == "absent":
         node["status"]["conditions"] = []
+    if after == "Unknown then False":
+        assert R.plan_node(api, node, [], cfg, now=100.0 + 10**6).uncordon == []
+        node["status"]["conditions"][0]["status"] = "False"
     assert R.plan_node(api, node, [], cfg, now=100.0 + 1800).uncordon == ["n1"]
 
 

@@ -91,6 +91,11 @@ def test_dcgm_unhealthy_condition_alerts(tmp_path: Path, groups: list[dict[str, 
         series(cond, {"node": "good", "condition": "DCGMUnhealthy", "status": "true"}, "0x10"),
         series(cond, {"node": "good", "condition": "DCGMUnhealthy", "status": "false"}, "1x10"),
     ]
+    # kube-state-metrics emits one series per status (true, false, unknown), 1 on the current one.
+    for status, values in (("true", "1x3 0x26"), ("false", "0x30"), ("unknown", "0x3 1x26")):
+        inputs.append(series(cond, {"node": "stalled", "condition": "DCGMUnhealthy", "status": status}, values))
+    for status, values in (("true", "0x30"), ("false", "1x25 0x5"), ("unknown", "0x25 1x5")):
+        inputs.append(series(cond, {"node": "blip", "condition": "DCGMUnhealthy", "status": status}, values))
     run_rule_tests(
         tmp_path,
         _no_annotations(groups),
@@ -112,7 +117,22 @@ def test_dcgm_unhealthy_condition_alerts(tmp_path: Path, groups: list[dict[str, 
                                 }
                             }
                         ],
-                    }
+                    },
+                    {
+                        "eval_time": "25m",
+                        "alertname": "GPUNodeDCGMHealthUnknown",
+                        "exp_alerts": [
+                            {
+                                "exp_labels": {
+                                    "node": "stalled",
+                                    "condition": "DCGMUnhealthy",
+                                    "status": "unknown",
+                                    "severity": "warning",
+                                }
+                            }
+                        ],
+                    },
+                    {"eval_time": "10m", "alertname": "GPUNodeDCGMHealthUnknown", "exp_alerts": []},
                 ],
             }
         ],

@@ -6,15 +6,17 @@ Per node (GPU nodes carry gpufleet.io/node-group and gpufleet.io/workload-class 
   that hold GPUs (never DaemonSet pods, never pods without a GPU request) through the Eviction API, which honours
   PodDisruptionBudgets:
     Training, Batch: evict them all now; the job controller / Kueue requeues the work on healthy nodes.
-    Inference: evict one pod per pass, and only when its ReplicaSet/StatefulSet has every replica ready, so the
-      replacement must find capacity elsewhere before the next one goes (serving waits for capacity).
+    Inference: evict one pod per pass (NotReady replicas first), and only when every other replica of its
+      ReplicaSet/StatefulSet is ready (the candidate itself is not missing capacity: the replica on the bad GPU is
+      usually the NotReady one), so the replacement must find capacity elsewhere before the next one goes.
     Interactive: leave sessions alone for INTERACTIVE_GRACE_SECONDS after the cordon, then evict.
 - condition False and cordoned by us: uncordon.
-- condition Unknown or absent (the check cannot run, its verdict is stale, Node Problem Detector is gone): never
-  cordon on it; a node we cordoned is uncordoned once the condition has not been True for UNKNOWN_RELEASE_SECONDS
-  (since the condition's lastTransitionTime, or our cordon when there is no condition). Every path that cordons has a
-  path that uncordons: True -> False, and True -> Unknown for that long. A node stays cordoned only while it is
-  reported unhealthy (EKS node auto repair acts on the GPU faults behind it).
+- condition Unknown (the check cannot run, its verdict is stale): never cordon on it; but a node we cordoned (on
+  True) that now reads Unknown stays cordoned and is drained as if True, until the check passes: a degrading GPU
+  often stalls DCGM itself (NVIDIA/NVSentinel#1748), so losing the verdict after an unhealthy one is no all-clear.
+- condition absent (Node Problem Detector removed, the node object re-created: nothing will report again): a node we
+  cordoned is uncordoned UNKNOWN_RELEASE_SECONDS after our cordon.
+Every path that cordons has a path that uncordons: True -> False, True -> Unknown -> False, and True -> absent.
 """
 
 from __future__ import annotations
@@ -117,8 +119,18 @@ def _ref(pod: dict[str, Any]) -> str:
     return f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
 
 
+def pod_ready(pod: dict[str, Any]) -> bool:
+    for cond in pod.get("status", {}).get("conditions", []) or []:
+        if cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return False
+
+
 def replicas_all_ready(api: Api, pod: dict[str, Any]) -> bool:
-    """For serving pods: is the owning workload at full strength (so evicting one replica keeps the others)?"""
+    """For serving pods: are all the other replicas of the owning workload ready (so evicting this one keeps them)?
+
+    The candidate itself is not missing capacity: the replica on the bad GPU is usually the NotReady one, and
+    `readyReplicas >= replicas` would then wait for it forever. Its workload may be short by the candidate alone."""
     owner = _owner(pod)
     if owner is None or owner.get("kind") not in ("ReplicaSet", "StatefulSet"):
         return True  # a bare pod has no replicas elsewhere to wait for
@@ -127,7 +139,17 @@ def replicas_all_ready(api: Api, pod: dict[str, Any]) -> bool:
     obj = api.get(f"/apis/apps/v1/namespaces/{ns}/{plural}/{owner['name']}")
     wanted = int(obj.get("spec", {}).get("replicas", 1) or 0)
     ready = int(obj.get("status", {}).get("readyReplicas", 0) or 0)
-    return ready >= wanted
+    others_ready = ready - (1 if pod_ready(pod) else 0)
+    return others_ready >= wanted - 1
+
+
+def held_unhealthy(node: dict[str, Any]) -> bool:
+    """A node we cordoned (only True cordons) whose condition now reads Unknown: the check stopped giving a verdict
+    after an unhealthy one. A degrading GPU often stalls DCGM itself (NVIDIA/NVSentinel#1748), so this is no
+    all-clear: the node stays cordoned, and drained per class, until the check passes (False)."""
+    annotations = node["metadata"].get("annotations", {}) or {}
+    ours = annotations.get(ANN_CORDONED) == ME and bool(node.get("spec", {}).get("unschedulable"))
+    return ours and _condition(node) is not None and condition_status(node) not in ("True", "False")
 
 
 def plan_node(api: Api, node: dict[str, Any], pods: list[dict[str, Any]], cfg: Config, now: float) -> Actions:
@@ -142,11 +164,14 @@ def plan_node(api: Api, node: dict[str, Any], pods: list[dict[str, Any]], cfg: C
         if cordoned and ours:
             acts.uncordon.append(name)
         return acts
-    if status != "True":
+    held = status != "True" and held_unhealthy(node)
+    if status != "True" and not held:
         since = not_true_since(node)
         if cordoned and ours and since is not None and now - since >= cfg.unknown_release_seconds:
             acts.uncordon.append(name)
         return acts
+    if held:
+        acts.waiting.append(f"{name}: DCGM verdict Unknown after unhealthy; kept cordoned until the check passes")
     if not cordoned:
         acts.cordon.append(name)
     if cfg.remediation != "CordonAndDrain":
@@ -156,7 +181,8 @@ def plan_node(api: Api, node: dict[str, Any], pods: list[dict[str, Any]], cfg: C
     if wclass in ("Training", "Batch"):
         acts.evict += [_ref(p) for p in candidates]
     elif wclass == "Inference":
-        for pod in candidates:
+        # NotReady replicas first: they serve nothing, and the one on the bad GPU is usually among them.
+        for pod in sorted(candidates, key=pod_ready):
             if not acts.evict and replicas_all_ready(api, pod):
                 acts.evict.append(_ref(pod))
             else:
@@ -192,7 +218,7 @@ def run_once(api: Api, cfg: Config, now: float) -> dict[str, Actions]:
     for node in nodes:
         name = node["metadata"]["name"]
         pods: list[dict[str, Any]] = []
-        if condition_status(node) == "True":
+        if condition_status(node) == "True" or held_unhealthy(node):
             pods = api.get(f"/api/v1/pods?fieldSelector=spec.nodeName%3D{name}")["items"]
         acts = plan_node(api, node, pods, cfg, now)
         apply(api, acts, now, cfg)

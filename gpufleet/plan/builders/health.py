@@ -142,8 +142,8 @@ def build(ctx: BuildContext) -> StageContent:
         ),
         f"- Remediation ({h.remediation}): "
         + (
-            "cordon, then Training and Batch nodes are drained at once, Inference nodes one replica at a time once its"
-            " workload has every replica ready elsewhere, Interactive nodes after a one-hour grace period; the node is"
+            "cordon, then Training and Batch nodes are drained at once, Inference nodes one replica at a time (broken"
+            " ones first) once every other replica of its workload is ready, Interactive nodes after a one-hour grace period; the node is"
             " uncordoned when the check passes again."
             if h.remediation == "CordonAndDrain"
             else (

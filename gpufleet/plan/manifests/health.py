@@ -146,8 +146,9 @@ def max_result_age_seconds(fleet: Fleet) -> int:
 
 
 def unknown_release_seconds(fleet: Fleet) -> int:
-    """How long a node the remediator cordoned may sit at Unknown (no verdict: the check cannot run, NPD is gone)
-    before the remediator gives it back: two stale windows, at least 30 minutes. A True condition never expires."""
+    """How long a node the remediator cordoned may go without any DCGMUnhealthy condition (NPD removed, the node
+    object re-created) before the remediator gives it back: two stale windows, at least 30 minutes. True never
+    expires, nor does Unknown after True (the remediator keeps such a node until the check passes)."""
     return max(1800, 2 * max_result_age_seconds(fleet))
 
 

@@ -366,6 +366,17 @@ def health_groups() -> list[dict[str, Any]]:
             " drains it per workload class.",
         ),
         _alert(
+            "GPUNodeDCGMHealthUnknown",
+            f'kube_node_status_condition{{condition="{DCGM_CONDITION}",status="unknown"}} == 1',
+            "15m",
+            "warning",
+            "DCGM health checks give no verdict on node {{ $labels.node }}",
+            "The DCGM health result is missing or stale (the dcgm-health sidecar cannot reach the host engine, or"
+            " DCGM stalls: a degrading GPU often stalls DCGM itself). A node the remediation controller cordoned as"
+            " unhealthy stays cordoned until the check passes; check the node's nvidia-dcgm and node-problem-detector"
+            " pods.",
+        ),
+        _alert(
             "GPUNodeAcceleratedHardwareNotReady",
             'kube_node_status_condition{condition="AcceleratedHardwareReady",status="false"} == 1',
             "5m",
