@@ -462,6 +462,30 @@ NODE_MONITORING_AGENT_XIDS: Mapping[str, tuple[int, ...]] = MappingProxyType(
 )
 
 
+# DCGM health-watch incident codes (dcgmError_t, dcgmlib/dcgm_errors.h) that DCGM's health module can report, per
+# DCGM release: every DCGM_FR_* named in modules/health/*.cpp|h at NVIDIA/DCGM's tag, numbered from that tag's
+# dcgm_errors.h. The node monitoring agent turns each FAIL incident into the Fatal reason `DCGMHealthCode<N>` on
+# AcceleratedHardwareReady (aws/eks-node-monitoring-agent v1.7.0 monitors/nvidia/dcgm/dcgm_healthcheck.go) and skips
+# 122 (DCGM_FR_IMEX_UNHEALTHY), so 122 is left out. The agent reads them from the host engine it dials: the GPU
+# Operator's standalone one (gpufleet.manifests.node_monitoring), whose DCGM release GpuOperatorRelease.dcgm_image pins.
+DCGM_HEALTH_CODES: Mapping[str, tuple[int, ...]] = MappingProxyType(
+    {
+        "4.5.2": (3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 33, 36, 40, 52, 70, 71, 80, 81, 101, 119, 120, 121, 123)
+        + (125, 126, 127, 128),
+        # 40 (DCGM_FR_THERMAL_VIOLATIONS) gone; 131 (CONTAINED_ERROR), 132 (UNCORRECTABLE_ROW_REMAP_LIMIT) added.
+        "4.6.0": (3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 33, 36, 52, 70, 71, 80, 81, 101, 119, 120, 121, 123)
+        + (125, 126, 127, 128, 131, 132),
+    }
+)
+
+
+def dcgm_release(gpu_operator: str) -> str | None:
+    """The DCGM release of a GPU Operator release's host engine (nvcr.io/.../dcgm:4.6.0-1-ubuntu24.04 -> 4.6.0);
+    None for a release gpufleet does not know (a rule warns about those)."""
+    release = GPU_OPERATOR.get(gpu_operator)
+    return None if release is None else release.dcgm_image.rsplit(":", 1)[1].split("-", 1)[0]
+
+
 def node_monitoring_agent_release(addon_version: str) -> str:
     """The agent release of an EKS add-on version: v1.7.0-eksbuild.1 -> v1.7.0."""
     return addon_version.split("-", 1)[0]

@@ -23,6 +23,7 @@ from tests.promtool import CASES
 INSTALL = load_fleet(str(CASES / "observability-install" / "fleet.yaml"), "prod").environments["prod"]
 SHARING = load_fleet(str(CASES / "sharing-strategies" / "fleet.yaml"), "prod").environments["prod"]
 EXISTING = load_fleet(str(CASES / "observability-existing" / "fleet.yaml"), "prod").environments["prod"]
+EXISTING_WITH_REPAIR = replace(EXISTING, health=replace(EXISTING.health, auto_repair="Enabled"))
 DATA = Path(health.__file__).resolve().parents[2] / "data" / "health"
 
 # EKS's documented actions (https://docs.aws.amazon.com/eks/latest/userguide/node-health-nma.html, "NVIDIA XID error
@@ -39,8 +40,16 @@ V170_XIDS = {
 EXPLICIT = {
     "NvidiaDoubleBitError": "Replace", "NvidiaNVLinkError": "Replace", "NvidiaDeviceCountMismatch": "Replace",
     # The agent lost its DCGM host engine: nothing about the GPUs; a replacement would run the same software.
-    "DCGMError": "NoAction", "DCGMDiagnosticFailure": "Replace",
+    "DCGMError": "NoAction",
 }  # fmt: skip
+# DCGM health incidents (`DCGMHealthCode<N>`, N from NVIDIA/DCGM v4.6.0 dcgmlib/dcgm_errors.h, the codes of its
+# modules/health): the remediator owns them (NoAction), except where the GPU is gone or must be reset, which EKS
+# repairs as it does the named reason: 4 VOLATILE_DBE_DETECTED (as NvidiaDoubleBitError), 120 FALLEN_OFF_BUS (as
+# XID 79), 81 UNCONTAINED_ERROR (as XID 95), 125 GPU_RECOVERY_RESET, 126 GPU_RECOVERY_REBOOT.
+DCGM_460 = (3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 33, 36, 52, 70, 71, 80, 81, 101, 119, 120, 121, 123, 125,
+            126, 127, 128, 131, 132)  # fmt: skip
+EKS_HEALTH_CODES = {4: "Replace", 120: "Replace", 81: "Reboot", 125: "Reboot", 126: "Reboot"}
+HEALTH_CODES = {f"DCGMHealthCode{n}": EKS_HEALTH_CODES.get(n, "NoAction") for n in DCGM_460}
 
 
 def actions(fleet: Fleet, group: str) -> dict[str, str]:
@@ -55,7 +64,7 @@ def test_repair_overrides_use_eks_condition_names_and_actions() -> None:
     assert cfg is not None and cfg["enabled"] is True
     overrides = cfg["nodeRepairConfigOverrides"]
     assert {o["nodeMonitoringCondition"] for o in overrides} == {"AcceleratedHardwareReady"}
-    assert actions(INSTALL, "a100") == {**V170_XIDS, **EXPLICIT}
+    assert actions(INSTALL, "a100") == {**V170_XIDS, **EXPLICIT, **HEALTH_CODES}
     assert {o["minRepairWaitTimeMins"] for o in overrides} == {5}  # Training repairs sooner
     assert all(
         set(o) == {"nodeMonitoringCondition", "nodeUnhealthyReason", "minRepairWaitTimeMins", "repairAction"}
@@ -79,10 +88,21 @@ def test_xid_overrides_follow_the_pinned_agent_version() -> None:
     )
 
 
-def test_dcgm_diagnostic_failure_replaces_no_mig_node() -> None:
-    mig = next(g for g in SHARING.node_groups if g.sharing.strategy.value == "MIG")
-    assert actions(SHARING, mig.name)["DCGMDiagnosticFailure"] == "NoAction"
-    assert actions(SHARING, mig.name)["DCGMError"] == "NoAction"
+def test_one_owner_per_dcgm_fault_class() -> None:
+    # Before: no DCGMHealthCode<N> override, so EKS's default repair (reboot or replace after 10 minutes) raced the
+    # remediator's Interactive grace and one-replica-at-a-time serving drain on the same DCGM health verdict.
+    got = actions(INSTALL, "l4")
+    assert {r: a for r, a in got.items() if r.startswith("DCGMHealthCode")} == HEALTH_CODES
+    # The agent skips 122 (IMEX) and never reports 0 (no error): no override names a reason it cannot report.
+    assert "DCGMHealthCode122" not in got and "DCGMHealthCode0" not in got
+    # DCGMDiagnosticFailure can never be reported: the agent runs active diagnostics only with DCGM_DIAG_LEVEL set
+    # (monitors/nvidia/dcgm/dcgm_activediagnostic.go), its DaemonSet sets only HOST_ROOT and MY_NODE_NAME, and the
+    # add-on configuration schema has no env (charts/configuration.schema.json, v1.7.0).
+    assert "DCGMDiagnosticFailure" not in got
+    # The codes follow the DCGM the pinned operator runs: v26.3.3 ships DCGM 4.5.2 (40 yes, 131 and 132 not yet).
+    older = EXISTING_WITH_REPAIR
+    codes = {r for r in actions(older, older.node_groups[0].name) if r.startswith("DCGMHealthCode")}
+    assert codes == {f"DCGMHealthCode{n}" for n in (*set(DCGM_460) - {131, 132}, 40)}
 
 
 def test_repair_args_are_the_provider_schema_names() -> None:

@@ -20,36 +20,37 @@ def _repair_notes(ctx: BuildContext) -> list[str]:
     if fleet.health.auto_repair != "Enabled":
         return ["- EKS node auto repair: disabled (health.autoRepair)."]
     agent = node_monitoring.pinned_release(fleet) or "unpinned"
-    actions = {
-        reason: action
-        for reason, action in node_monitoring.repair_actions(fleet, fleet.node_groups[0])
-        if reason != "DCGMDiagnosticFailure"
-    }
+    actions = dict(node_monitoring.repair_actions(fleet, fleet.node_groups[0]))
+    named = {r: a for r, a in actions.items() if not r.startswith("DCGMHealthCode")}
+    codes = {int(r.removeprefix("DCGMHealthCode")): a for r, a in actions.items() if r.startswith("DCGMHealthCode")}
     by_action = {
-        a: ", ".join(f"`{r}`" for r, b in actions.items() if b == a)
+        a: ", ".join(f"`{r}`" for r, b in named.items() if b == a)
         for a in (node_monitoring.REBOOT, node_monitoring.REPLACE, node_monitoring.NO_ACTION)
     }
+    eks_codes = ", ".join(f"{c} {a}" for c, a in codes.items() if a != node_monitoring.NO_ACTION)
     lines = [
         (
             f"- EKS node auto repair on every GPU group, condition `{health.ACCELERATED_HARDWARE_READY}` (EKS node"
             f" monitoring agent {agent}; XID reasons are that agent's well-known XIDs). Reboot: {by_action['Reboot']}."
             f" Replace: {by_action['Replace']}. NoAction: {by_action['NoAction']} (the agent lost its DCGM host engine:"
-            " software, not the GPUs). `DCGMDiagnosticFailure`: Replace, NoAction on MIG groups (dcgmi diag does not"
-            " run on MIG-partitioned GPUs)."
+            " software, not the GPUs)."
+        ),
+        (
+            f"- One owner per DCGM fault class: DCGM health incidents (`DCGMHealthCode<N>`, {len(codes)} codes of the"
+            " DCGM the GPU Operator runs) are the remediation controller's (NoAction for EKS: its class-aware drain is"
+            " not cut short by a reboot), except where the GPU is gone or must be reset, which EKS repairs"
+            f" (DCGMHealthCode {eks_codes}). No `DCGMDiagnosticFailure` override: the agent never runs active"
+            " diagnostics on EKS (no DCGM_DIAG_LEVEL in the add-on); the health stage's `dcgmi diag` does."
         ),
         "",
-        (
-            "| node group | class | repair wait (min) | repairs stop above N unhealthy nodes | parallel repairs |"
-            " DCGMDiagnosticFailure |"
-        ),
-        "|---|---|---|---|---|---|",
+        "| node group | class | repair wait (min) | repairs stop above N unhealthy nodes | parallel repairs |",
+        "|---|---|---|---|---|",
     ]
     for group in fleet.node_groups:
         t = health.repair_thresholds(group)
-        diag = dict(node_monitoring.repair_actions(fleet, group))["DCGMDiagnosticFailure"]
         lines.append(
             f"| {group.name} | {group.workload_class.value} | {health.REPAIR_WAIT_MINUTES[group.workload_class]} | "
-            f"{t['maxUnhealthyNodeThresholdCount']} | {t['maxParallelNodesRepairedCount']} | {diag} |"
+            f"{t['maxUnhealthyNodeThresholdCount']} | {t['maxParallelNodesRepairedCount']} |"
         )
     return lines + [""]
 
