@@ -88,6 +88,8 @@ TELEMETRY_AT_22: dict[str, list[tuple[dict[str, str], float]]] = {
         (_ng(node_group="l40s", resource=GPU), 1),
         (_ng(node_group="notebooks", resource=GPU), 4),
     ],
+    # Groups of whole GPUs on multi-GPU nodes, where fragmentation can block a whole-node pod.
+    "gpufleet:whole_gpu_node_group:info": [(_ng(node_group="h100"), 1), (_ng(node_group="l40s"), 1)],
     "gpufleet:node_group:info": [
         (_ng(node="h1", node_group="h100"), 1),
         (_ng(node="nb1", node_group="notebooks"), 1),
@@ -321,4 +323,41 @@ def test_a_mixed_mig_layout_counts_each_slice_as_its_share(tmp_path: Path) -> No
             [(_ng(namespace="speech", node_group="a100-mig"), 6 / 7 + 0.5)],
         ),
     ]
+    run_rule_tests(tmp_path, groups, [{"interval": "1m", "input_series": inputs, "promql_expr_test": tests}])
+
+
+def test_idle_gpu_hours_of_short_jobs_are_bounded_by_allocation(tmp_path: Path, groups: list[dict[str, Any]]) -> None:
+    """Two idle 20-minute jobs on h1 (minutes 10..29): `nb`, whose exporter series ends with the pod, and `lag`,
+    whose exporter series outlives the pod by 3 minutes (the exporter's pod mapping lags the pod). Before: the 5-minute
+    average kept an ended series idle for up to 5 more minutes, and nothing tied idle to allocation: nb showed
+    25/20 = 125% of its allocated GPU-hours idle, lag 28/20. Now idle = allocated = 20 minutes of one GPU."""
+    life = "_x10 Nx19 stale"
+    inputs = ksm_node("h1", "h100", 8, WHOLE)
+    inputs += ksm_pod("nb", "notebook", "h1", 1, life) + ksm_pod("lag", "job", "h1", 1, life)
+    inputs += [
+        dcgm("DCGM_FI_PROF_SM_ACTIVE", "h1", 0, "_x10 0x19 stale", pod=("nb", "notebook")),
+        dcgm("DCGM_FI_PROF_SM_ACTIVE", "h1", 1, "_x10 0x22 stale", pod=("lag", "job")),
+    ]
+    third = 20 / 60
+    tests = [
+        _expect(
+            f"namespace_node_group:gpufleet_gpu_hours_{kind}:1h",
+            "65m",
+            [(_ng(namespace=ns, node_group="h100"), third) for ns in ("nb", "lag")],
+        )
+        for kind in ("allocated", "idle")
+    ]
+    # What the idle record was before, summed the same way: 25 and 28 idle minutes.
+    before = (
+        'sum by (namespace) (label_replace(avg_over_time(DCGM_FI_PROF_SM_ACTIVE{exported_pod!=""}[5m]) < bool 0.1,'
+        ' "namespace", "$1", "exported_namespace", "(.+)"))'
+    )
+    tests.append(
+        _expect(
+            f"sum_over_time(({before})[59m59s:1m]) / 60",
+            "65m",
+            [(_ng(namespace="nb"), 25 / 60), (_ng(namespace="lag"), 28 / 60)],
+            name="",
+        )
+    )
     run_rule_tests(tmp_path, groups, [{"interval": "1m", "input_series": inputs, "promql_expr_test": tests}])

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.promtool import CASES, check_rules, run_rule_tests, series
+from tests.promtool import CASES, ROOT, check_rules, run_rule_tests, series, stage_rule_groups
 
 SPEC = CASES / "observability-install" / "fleet.yaml"  # idleSmActiveBelow: 0.1
 
@@ -238,10 +238,23 @@ def test_ready_gpu_node_with_zero_allocatable_fires(tmp_path: Path, groups: list
     )
 
 
-def test_xid_hardware_is_critical_and_application_xid_warns(tmp_path: Path, groups: list[dict[str, Any]]) -> None:
+def test_xid_alerts_fire_on_a_change_and_do_not_stick_or_blame_the_next_pod(
+    tmp_path: Path, groups: list[dict[str, Any]]
+) -> None:
+    # DCGM_FI_DEV_XID_ERRORS holds the last XID until a driver reset (NVIDIA/DCGM#277, dcgm-exporter#500). Before:
+    # `== 79` / `> 0` fired for as long as the value stayed, and again on the series of the next pod to hold the GPU.
     xid = "DCGM_FI_DEV_XID_ERRORS"
-    inputs = [dcgm(xid, "n1", "0", "79x10"), dcgm(xid, "n1", "1", "13x10"), dcgm(xid, "n1", "2", "0x10")]
-    base = {"node": "n1", "namespace": "gpu-operator"}
+    inputs = [
+        dcgm(xid, "n1", "0", "0 0 79x8 stale", exported_namespace="t", exported_pod="dead"),
+        # The next pod on gpu 0: its series starts with the stale 79 and never changes.
+        dcgm(xid, "n1", "0", "_x10 79x40", exported_namespace="t", exported_pod="next"),
+        dcgm(xid, "n1", "1", "0 0 13x48", exported_namespace="t", exported_pod="buggy"),
+        dcgm(xid, "n1", "2", "0x50"),
+        # A driver reset clears the value: a change to 0 is no XID.
+        dcgm(xid, "n1", "3", "13x2 0x48"),
+    ]
+    hw = {"node": "n1", "namespace": "gpu-operator", "gpu": "0", "severity": "critical"}
+    app = {"node": "n1", "namespace": "gpu-operator", "gpu": "1", "severity": "warning"}
     run_rule_tests(
         tmp_path,
         _strip_annotations(groups),
@@ -251,15 +264,17 @@ def test_xid_hardware_is_critical_and_application_xid_warns(tmp_path: Path, grou
                 "input_series": inputs,
                 "alert_rule_test": [
                     {
-                        "eval_time": "2m",
+                        "eval_time": "3m",
                         "alertname": "GPUXidHardwareError",
-                        "exp_alerts": [{"exp_labels": {**base, "gpu": "0", "severity": "critical"}}],
+                        "exp_alerts": [{"exp_labels": {**hw, "exported_namespace": "t", "exported_pod": "dead"}}],
                     },
                     {
-                        "eval_time": "2m",
+                        "eval_time": "3m",
                         "alertname": "GPUXidError",
-                        "exp_alerts": [{"exp_labels": {**base, "gpu": "1", "severity": "warning"}}],
+                        "exp_alerts": [{"exp_labels": {**app, "exported_namespace": "t", "exported_pod": "buggy"}}],
                     },
+                    {"eval_time": "20m", "alertname": "GPUXidHardwareError", "exp_alerts": []},
+                    {"eval_time": "20m", "alertname": "GPUXidError", "exp_alerts": []},
                 ],
             }
         ],
@@ -294,9 +309,9 @@ def test_naive_utilization_above_90_with_low_sm_active_fires(tmp_path: Path, gro
 
 
 def test_fragmentation_alerts_on_largest_free_block_not_total(tmp_path: Path, groups: list[dict[str, Any]]) -> None:
-    # Group "frag": two 8-GPU nodes with 4 GPUs used on each: 8 free in total, none on one node.
-    # Group "packed": the same 8 GPUs used, all on one node: a whole node is free.
-    inputs = node("f1", "frag", 8) + node("f2", "frag", 8) + node("p1", "packed", 8) + node("p2", "packed", 8)
+    # Group "a100": two 8-GPU nodes with 4 GPUs used on each: 8 free in total, none on one node.
+    # Group "l4": the same 8 GPUs used, all on one node: a whole node is free.
+    inputs = node("f1", "a100", 8) + node("f2", "a100", 8) + node("p1", "l4", 8) + node("p2", "l4", 8)
     inputs += pod("t", "f1-job", "f1", 4) + pod("t", "f2-job", "f2", 4) + pod("t", "p1-job", "p1", 8)
     run_rule_tests(
         tmp_path,
@@ -310,7 +325,7 @@ def test_fragmentation_alerts_on_largest_free_block_not_total(tmp_path: Path, gr
                     {
                         "eval_time": "40m",
                         "alertname": "GPUNodeGroupFragmented",
-                        "exp_alerts": [{"exp_labels": {"node_group": "frag", "severity": "warning"}}],
+                        "exp_alerts": [{"exp_labels": {"node_group": "a100", "severity": "warning"}}],
                     },
                 ],
                 "promql_expr_test": [
@@ -318,18 +333,57 @@ def test_fragmentation_alerts_on_largest_free_block_not_total(tmp_path: Path, gr
                         "expr": "node_group:gpufleet_gpus_free:sum",
                         "eval_time": "5m",
                         "exp_samples": [
-                            {"labels": 'node_group:gpufleet_gpus_free:sum{node_group="frag"}', "value": 8},
-                            {"labels": 'node_group:gpufleet_gpus_free:sum{node_group="packed"}', "value": 8},
+                            {"labels": 'node_group:gpufleet_gpus_free:sum{node_group="a100"}', "value": 8},
+                            {"labels": 'node_group:gpufleet_gpus_free:sum{node_group="l4"}', "value": 8},
                         ],
                     },
                     {
                         "expr": "node_group:gpufleet_largest_free_block:max",
                         "eval_time": "5m",
                         "exp_samples": [
-                            {"labels": 'node_group:gpufleet_largest_free_block:max{node_group="frag"}', "value": 4},
-                            {"labels": 'node_group:gpufleet_largest_free_block:max{node_group="packed"}', "value": 8},
+                            {"labels": 'node_group:gpufleet_largest_free_block:max{node_group="a100"}', "value": 4},
+                            {"labels": 'node_group:gpufleet_largest_free_block:max{node_group="l4"}', "value": 8},
                         ],
                     },
+                ],
+            }
+        ],
+    )
+
+
+def test_fragmentation_alert_is_scoped_to_groups_where_a_pod_can_take_a_whole_node(tmp_path: Path) -> None:
+    """The example fleet: h100 (8 whole GPUs per node) can be fragmented; notebooks (one A10G time-sliced 4 ways:
+    no pod takes more than one replica) and a100-mig (56 1g.5gb slices per node) cannot block a whole-node pod.
+    Before: the alert compared devices on every group and fired on all three."""
+    groups = stage_rule_groups(ROOT / "fleet.yaml", "prod", "telemetry")
+    inputs = node("h1", "h100", 8) + node("h2", "h100", 8) + pod("t", "h1-job", "h1", 4) + pod("t", "h2-job", "h2", 4)
+    inputs += node("nb1", "notebooks", 4) + node("nb2", "notebooks", 4)
+    inputs += pod("t", "nb-a", "nb1", 2) + pod("t", "nb-b", "nb2", 2)
+    inputs += node("m1", "a100-mig", 56) + node("m2", "a100-mig", 56)
+    inputs += pod("t", "m-a", "m1", 28) + pod("t", "m-b", "m2", 28)
+    run_rule_tests(
+        tmp_path,
+        _strip_annotations(groups),
+        [
+            {
+                "interval": "1m",
+                "input_series": inputs,
+                "alert_rule_test": [
+                    {
+                        "eval_time": "40m",
+                        "alertname": "GPUNodeGroupFragmented",
+                        "exp_alerts": [{"exp_labels": {"node_group": "h100", "severity": "warning"}}],
+                    }
+                ],
+                "promql_expr_test": [
+                    {
+                        "expr": "gpufleet:whole_gpu_node_group:info",
+                        "eval_time": "5m",
+                        "exp_samples": [
+                            {"labels": 'gpufleet:whole_gpu_node_group:info{node_group="h100"}', "value": 1},
+                            {"labels": 'gpufleet:whole_gpu_node_group:info{node_group="l40s"}', "value": 1},
+                        ],
+                    }
                 ],
             }
         ],

@@ -3,9 +3,11 @@ recording rules and alerts, and the utilization dashboard. See docs/telemetry-he
 
 from __future__ import annotations
 
+from gpufleet.facts import catalog
 from gpufleet.plan.builders.common import helm, k8s
 from gpufleet.plan.manifests import dashboards, rules_promql, sharing, telemetry
 from gpufleet.plan.parts import BuildContext, Resource, StageContent
+from gpufleet.spec.names import GPU_RESOURCE
 
 KPS_RELEASE = "kube-prometheus-stack"
 
@@ -30,6 +32,18 @@ def devices_per_gpu(ctx: BuildContext) -> list[tuple[dict[str, str], int]]:
             if name in profiles:
                 labels["GPU_I_PROFILE"] = profiles[name]
             out.append((labels, n))
+    return out
+
+
+def whole_gpu_groups(ctx: BuildContext) -> list[str]:
+    """Node groups whose devices are whole GPUs (no time-slicing, MPS or MIG in this environment) on nodes of more
+    than one GPU: the only groups where one pod can take a whole node, so the only ones fragmentation can block."""
+    out = []
+    for group in ctx.fleet.node_groups:
+        info = catalog.lookup(group.instance_type)
+        whole = sharing.devices_in(group, with_sharing=ctx.includes("sharing")) == {GPU_RESOURCE: 1}
+        if whole and info is not None and info.gpu_count > 1:
+            out.append(group.name)
     return out
 
 
@@ -64,7 +78,9 @@ def build(ctx: BuildContext) -> StageContent:
         )
     after = prometheus_dependency(ctx)
     resources.append(k8s(telemetry.dcgm_service_monitor(), depends_on=after))
-    groups = rules_promql.telemetry_groups(fleet.telemetry.idle_sm_active_below, devices_per_gpu(ctx))
+    groups = rules_promql.telemetry_groups(
+        fleet.telemetry.idle_sm_active_below, devices_per_gpu(ctx), whole_gpu_groups(ctx)
+    )
     resources.append(k8s(rules_promql.prometheus_rule("gpufleet-telemetry", ns, groups), depends_on=after))
     resources.append(
         k8s(

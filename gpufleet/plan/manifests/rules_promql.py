@@ -47,6 +47,9 @@ CLOCK_HW_POWER_BRAKE = 0x80
 # (https://docs.aws.amazon.com/eks/latest/userguide/node-health-nma.html "NVIDIA XID error codes").
 HARDWARE_XIDS = (48, 63, 64, 74, 79, 94, 95, 119, 120, 121, 140)
 
+# How long an XID alert fires after the exporter's last-XID gauge changes.
+XID_WINDOW = "10m"
+
 # Straggler: a rank whose step time (5 m average) exceeds the job's median rank by this factor.
 STRAGGLER_RATIO = 1.2
 # The metric training jobs export (documented in docs/telemetry-health-cost.md).
@@ -137,7 +140,9 @@ def ksm_resource(name: str) -> str:
 
 
 def telemetry_groups(
-    idle_sm_active_below: float, devices_per_gpu: Sequence[tuple[Mapping[str, str], int]]
+    idle_sm_active_below: float,
+    devices_per_gpu: Sequence[tuple[Mapping[str, str], int]],
+    whole_gpu_groups: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Allocation versus work per node group, fragmentation, GPUs held and idle per namespace, and the GPU alerts.
 
@@ -147,7 +152,12 @@ def telemetry_groups(
     pod's requests are divided by the figure of their resource, an idle exporter series by that of its profile, so
     each slice of a mixed MIG layout counts as its own share of a GPU. Scheduling figures (allocatable, free,
     fragmentation) stay in devices, what the scheduler sees; what a namespace holds and leaves idle is in physical GPUs,
-    what the fleet pays for."""
+    what the fleet pays for.
+
+    `whole_gpu_groups`: the node groups whose devices are whole GPUs and whose nodes have more than one, the only
+    ones where a pod can take a whole node (`gpufleet:whole_gpu_node_group:info`): a time-sliced or MPS pod takes one
+    replica (failRequestsGreaterThanOne), a MIG pod slices, so "a whole node's worth free but not on one node" means
+    nothing there. The fragmentation alert is scoped to them, where its device counts are physical GPUs."""
     thr = _fmt(idle_sm_active_below)
     running = 'max by (namespace, pod) (kube_pod_status_phase{phase=~"Pending|Running"} == 1)'
     ready = 'max by (node) (kube_node_status_condition{condition="Ready",status="true"} == 1)'
@@ -157,6 +167,10 @@ def telemetry_groups(
     constants = [
         _record("gpufleet:devices_per_gpu", f"vector({n})", dict(labels))
         for labels, n in sorted(devices_per_gpu, key=lambda item: sorted(item[0].items()))
+    ]
+    constants += [
+        _record("gpufleet:whole_gpu_node_group:info", "vector(1)", {"node_group": group})
+        for group in sorted(whole_gpu_groups)
     ]
     records = [
         # node -> node group (value 1), from the kube-state-metrics node label allowlist.
@@ -200,10 +214,14 @@ def telemetry_groups(
         # The fragmentation signal: the largest block of free GPUs on any one node of the group.
         _record("node_group:gpufleet_largest_free_block:max", "max by (node_group) (gpufleet:node_gpus_free:sum)"),
         _record("node_group:gpufleet_gpus_per_node:max", "max by (node_group) (gpufleet:node_gpus_allocatable:sum)"),
-        # SM activity per exporter series (one per device, or per pod sharing it), smoothed, with its node group.
+        # SM activity per exporter series (one per device, or per pod sharing it), smoothed, with its node group, and
+        # only while the series is live: a range function keeps returning a value for up to its window after a series
+        # ends, an instant selector stops at the staleness marker (Prometheus staleness), so an ended pod's GPU does not
+        # stay "idle" for five more minutes.
         _record(
             "gpufleet:gpu_sm_active:avg5m",
-            "avg_over_time(DCGM_FI_PROF_SM_ACTIVE[5m]) * on (node) group_left (node_group) gpufleet:node_group:info",
+            "(avg_over_time(DCGM_FI_PROF_SM_ACTIVE[5m]) and DCGM_FI_PROF_SM_ACTIVE) * on (node) group_left (node_group)"
+            " gpufleet:node_group:info",
         ),
         # Devices doing work (a shared device counts once, however many pods hold it).
         _record(
@@ -214,11 +232,15 @@ def telemetry_groups(
         # per GPU. A MIG instance has its own series (with GPU_I_ID) mapped to the pod holding it; a time-sliced or
         # MPS GPU has one copy per pod holding a replica (KUBERNETES_VIRTUAL_GPUS, see telemetry.py), so a shared
         # GPU's idleness is split between the pods holding it.
+        # Idle is bounded by allocation: only the series of a pod that holds GPUs now (gpufleet:pod_gpus_requested:sum,
+        # by the exporter's pod mapping), so idle GPU-hours never exceed allocated ones when the exporter's mapping
+        # outlives the pod.
         _record(
             "namespace_node_group:gpufleet_gpus_idle:sum",
             "sum by (namespace, node_group) (sum by (namespace, node_group, GPU_I_PROFILE)"
-            f' (label_replace(gpufleet:gpu_sm_active:avg5m{{exported_pod!=""}} < bool {thr}, "namespace", "$1",'
-            f' "exported_namespace", "(.+)")) / {per_series})',
+            ' (label_replace(label_replace(gpufleet:gpu_sm_active:avg5m{exported_pod!=""}'
+            f' < bool {thr}, "namespace", "$1", "exported_namespace", "(.+)"), "pod", "$1", "exported_pod", "(.+)")'
+            f" and on (namespace, pod) gpufleet:pod_gpus_requested:sum) / {per_series})",
         ),
         _record(
             "node_group:gpufleet_gpus_allocated_idle:sum",
@@ -230,8 +252,13 @@ def telemetry_groups(
         ),
         _record("namespace:gpufleet_gpus_idle:sum", "sum by (namespace) (namespace_node_group:gpufleet_gpus_idle:sum)"),
     ]
+    # DCGM_FI_DEV_XID_ERRORS holds the last XID until a driver reset (NVIDIA/DCGM#277, NVIDIA/dcgm-exporter#500):
+    # `> 0` fired for hours and, with pod attribution, named whichever pod held the GPU next (its series starts with
+    # the old value). The alerts fire when the value changes to an XID within XID_WINDOW, on the series (so the
+    # pod) that saw it change.
     xid = "DCGM_FI_DEV_XID_ERRORS"
-    hardware = " or ".join(f"{xid} == {code}" for code in HARDWARE_XIDS)
+    changed = f"(changes({xid}[{XID_WINDOW}]) > 0)"
+    hardware = "(" + " or ".join(f"{xid} == {code}" for code in HARDWARE_XIDS) + ")"
     reasons = "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"
     gpu_nodes = (
         f'(max by (node) (kube_node_spec_taint{{key="{GPU_TAINT_KEY}"}}) or on (node) max by (node)'
@@ -250,21 +277,21 @@ def telemetry_groups(
         ),
         _alert(
             "GPUXidHardwareError",
-            hardware,
+            f"{hardware} and {changed}",
             "0m",
             "critical",
             "GPU {{ $labels.gpu }} on {{ $labels.node }} reported XID {{ $value }}",
-            "A hardware or memory XID (NVIDIA XID catalog). EKS node auto repair reboots or replaces the node for the"
-            " codes it knows; the DCGM health check cordons it.",
+            f"A hardware or memory XID (NVIDIA XID catalog), new in the last {XID_WINDOW}. EKS node auto repair reboots"
+            " or replaces the node for the codes it knows; the DCGM health check cordons it.",
         ),
         _alert(
             "GPUXidError",
-            f"({xid} > 0) unless ({hardware})",
+            f"(({xid} > 0) unless {hardware}) and {changed}",
             "0m",
             "warning",
             "GPU {{ $labels.gpu }} on {{ $labels.node }} reported XID {{ $value }}",
-            "Usually an application fault (e.g. XID 13 or 31): check the workload on that GPU ({{"
-            " $labels.exported_namespace }}/{{ $labels.exported_pod }}).",
+            f"Usually an application fault (e.g. XID 13 or 31), new in the last {XID_WINDOW}: check the workload"
+            " that held the GPU when it changed ({{ $labels.exported_namespace }}/{{ $labels.exported_pod }}).",
         ),
         _alert(
             "GPUThermalThrottling",
@@ -307,13 +334,15 @@ def telemetry_groups(
             "GPUNodeGroupFragmented",
             "(node_group:gpufleet_gpus_per_node:max > 1)"
             " and on (node_group) (node_group:gpufleet_gpus_free:sum >= node_group:gpufleet_gpus_per_node:max)"
-            " and on (node_group) (node_group:gpufleet_largest_free_block:max < node_group:gpufleet_gpus_per_node:max)",
+            " and on (node_group) (node_group:gpufleet_largest_free_block:max < node_group:gpufleet_gpus_per_node:max)"
+            " and on (node_group) gpufleet:whole_gpu_node_group:info",
             "30m",
             "warning",
-            "Node group {{ $labels.node_group }} is fragmented: a full node's worth of GPUs is free, but not on one"
-            " node",
-            "Jobs that need a whole node cannot start although enough GPUs are free in total. Compare"
-            " node_group:gpufleet_largest_free_block:max with node_group:gpufleet_gpus_free:sum.",
+            "Node group {{ $labels.node_group }} is fragmented: a full node's worth of physical GPUs is free, but not"
+            " on one node",
+            "Jobs that need a whole node (all its GPUs) cannot start although enough GPUs are free in total. Compare"
+            " node_group:gpufleet_largest_free_block:max with node_group:gpufleet_gpus_free:sum (whole GPUs on this"
+            " group); consolidate or drain a node.",
         ),
     ]
     return [
