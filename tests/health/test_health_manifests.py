@@ -520,3 +520,29 @@ def test_planted_fault_verification_sees_every_step(tmp_path: Path) -> None:
         is False
     )
     assert not fault.exists()
+
+
+def _stage_objects(fleet: Fleet, stage: str) -> list[dict[str, Any]]:
+    from gpufleet.plan.rollout import build_plan
+
+    plan = build_plan(fleet, "prod")
+    content = next(s for s in plan.stages if s.name == stage).content
+    return [r.args["object"] for r in content.resources if "object" in r.args]
+
+
+def test_the_straggler_metric_is_scraped_from_training_pods_in_team_namespaces() -> None:
+    # Before: the rules read gpufleet_training_step_seconds, but nothing rendered a scrape for it.
+    monitors = [o for o in _stage_objects(INSTALL, "health") if o["kind"] == "PodMonitor"]
+    assert len(monitors) == 1
+    spec = monitors[0]["spec"]
+    assert monitors[0]["metadata"]["namespace"] == "monitoring"
+    assert monitors[0]["metadata"]["labels"]["gpufleet.io/monitoring"] == "true"
+    assert spec["selector"] == {"matchLabels": {"gpufleet.io/training-metrics": "true"}}
+    assert spec["namespaceSelector"] == {"matchNames": sorted(t.namespace for t in INSTALL.teams)}
+    # honorLabels false keeps the target's namespace, which the rules group by with the job's training_job.
+    assert spec["podMetricsEndpoints"] == [
+        {"port": "metrics", "path": "/metrics", "interval": "30s", "honorLabels": False}
+    ]
+    no_teams = replace(INSTALL, teams=())
+    (bare,) = [o for o in _stage_objects(no_teams, "health") if o["kind"] == "PodMonitor"]
+    assert bare["spec"]["namespaceSelector"] == {"any": True}

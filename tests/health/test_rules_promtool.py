@@ -35,6 +35,16 @@ def test_straggler_rank_fires_and_even_job_stays_quiet(tmp_path: Path, groups: l
     inputs = [step("llm", str(r), "1x40") for r in range(3)] + [step("llm", "3", "1.5x40")]
     # Every rank slower but even: the mean moves, the spread does not: quiet.
     inputs += [step("even", str(r), "3x40") for r in range(4)]
+    # A 2-node job of 16 ranks, the second node 30% slower. Before: the median (1.15 s) sat between the nodes and
+    # 1.3 / 1.15 = 1.13 stayed under 1.2x, so the slow node was never named.
+    inputs += [step("two-node", str(r), "1x40") for r in range(8)]
+    inputs += [step("two-node", str(r), "1.3x40") for r in range(8, 16)]
+    slow = [
+        {"exp_labels": {"namespace": "research", "training_job": job, "rank": str(r), "severity": "warning"}}
+        for job, ranks in (("llm", [3]), ("two-node", range(8, 16)))
+        for r in ranks
+    ]
+    ratio = "gpufleet:training_step_seconds:slowest_ratio"
     run_rule_tests(
         tmp_path,
         _no_annotations(groups),
@@ -44,44 +54,28 @@ def test_straggler_rank_fires_and_even_job_stays_quiet(tmp_path: Path, groups: l
                 "input_series": inputs,
                 "alert_rule_test": [
                     {"eval_time": "5m", "alertname": "TrainingStragglerRank", "exp_alerts": []},
-                    {
-                        "eval_time": "20m",
-                        "alertname": "TrainingStragglerRank",
-                        "exp_alerts": [
-                            {
-                                "exp_labels": {
-                                    "namespace": "research",
-                                    "training_job": "llm",
-                                    "rank": "3",
-                                    "severity": "warning",
-                                }
-                            }
-                        ],
-                    },
+                    {"eval_time": "20m", "alertname": "TrainingStragglerRank", "exp_alerts": slow},
                 ],
                 "promql_expr_test": [
                     {
-                        "expr": "gpufleet:training_step_seconds:spread_ratio",
+                        "expr": ratio,
                         "eval_time": "20m",
                         "exp_samples": [
-                            {
-                                "labels": (
-                                    'gpufleet:training_step_seconds:spread_ratio{namespace="research",training_job="llm"}'
-                                ),
-                                "value": 0.5,
-                            },
-                            {
-                                "labels": (
-                                    'gpufleet:training_step_seconds:spread_ratio{namespace="research",training_job="even"}'
-                                ),
-                                "value": 0,
-                            },
+                            {"labels": f'{ratio}{{namespace="research",training_job="{job}"}}', "value": value}
+                            for job, value in (("llm", 1.5), ("even", 1), ("two-node", 1.3))
                         ],
                     }
                 ],
             }
         ],
     )
+
+
+def test_straggler_text_points_at_the_rank_gpu_not_the_network(groups: list[dict[str, Any]]) -> None:
+    rule = next(r for g in groups for r in g["rules"] if r.get("alert") == "TrainingStragglerRank")
+    text = rule["annotations"]["description"]
+    assert "compute" in text and "fastest quartile" in text
+    assert "NIC" not in text  # the metric is compute time before the collective (issue 30 item 7)
 
 
 def test_dcgm_unhealthy_condition_alerts(tmp_path: Path, groups: list[dict[str, Any]]) -> None:

@@ -76,6 +76,7 @@ def build(ctx: BuildContext) -> StageContent:
             depends_on=prometheus_dependency(ctx),
         )
     )
+    resources.append(k8s(telemetry.training_step_pod_monitor(fleet), depends_on=prometheus_dependency(ctx)))
     fault = [k8s(obj, depends_on=after) for obj in health.planted_fault_objects(fleet)]
     job = fault[-1]
     # The Job runs only once the detector, the scripts and the controller are in place.
@@ -154,9 +155,14 @@ def build(ctx: BuildContext) -> StageContent:
             )
         ),
         (
-            f"- Stragglers: training jobs export `{rules_promql.TRAINING_STEP_METRIC}` (labels `training_job`, `rank`);"
-            f" TrainingStragglerRank fires when a rank's step time exceeds {rules_promql.STRAGGLER_RATIO:g}x the job's"
-            " median rank for 10 minutes."
+            f"- Stragglers: training jobs export `{rules_promql.TRAINING_STEP_METRIC}` (labels `training_job`, `rank`;"
+            " the rank's compute time per step, before the gradient collective) on a container port named"
+            f" `{telemetry.TRAINING_METRICS_PORT}` of pods labelled `{telemetry.TRAINING_METRICS_LABEL}=true`;"
+            " PodMonitor `gpufleet-training-step` scrapes them"
+            + (" in the team namespaces" if fleet.teams else " in every namespace")
+            + f". TrainingStragglerRank fires when a rank's step time exceeds {rules_promql.STRAGGLER_RATIO:g}x the"
+            " job's fastest quartile of ranks for 10 minutes (robust in a 2-node job, where the median sits between"
+            " the nodes)."
         ),
     ]
     return StageContent(resources=tuple(resources), gates=(gate,), warnings=tuple(warnings), notes=tuple(notes))

@@ -156,6 +156,37 @@ def node_exporter_tolerations(fleet: Fleet) -> list[dict[str, str]]:
     return [{"operator": "Exists", "effect": "NoSchedule"}, *no_execute]
 
 
+# What a training job does to have its straggler metric scraped (docs/telemetry-health-cost.md, Stragglers): label
+# its pods gpufleet.io/training-metrics=true and expose gpufleet_training_step_seconds on a container port named
+# `metrics` at /metrics.
+TRAINING_METRICS_LABEL = "gpufleet.io/training-metrics"
+TRAINING_METRICS_PORT = "metrics"
+
+
+def training_step_pod_monitor(fleet: Fleet) -> dict[str, Any]:
+    """The PodMonitor that scrapes the straggler metric from training pods, in the monitoring namespace: the team
+    namespaces where teams are declared, every namespace otherwise. honorLabels false: the pod's namespace and name
+    are the target's (`namespace`, `pod`), and the job's own `training_job` and `rank` labels stay as exported."""
+    namespaces = sorted({team.namespace for team in fleet.teams})
+    selector: dict[str, Any] = {"matchNames": namespaces} if namespaces else {"any": True}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "PodMonitor",
+        "metadata": {
+            "name": "gpufleet-training-step",
+            "namespace": monitoring_namespace(fleet),
+            "labels": {**LABEL_MANAGED_BY, **MONITORING_LABEL},
+        },
+        "spec": {
+            "selector": {"matchLabels": {TRAINING_METRICS_LABEL: "true"}},
+            "namespaceSelector": selector,
+            "podMetricsEndpoints": [
+                {"port": TRAINING_METRICS_PORT, "path": "/metrics", "interval": "30s", "honorLabels": False}
+            ],
+        },
+    }
+
+
 def kube_prometheus_stack_values(fleet: Fleet) -> dict[str, Any]:
     """Values for kube-prometheus-stack 88.5.3 (keys checked against its values.yaml in tests).
 
