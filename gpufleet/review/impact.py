@@ -20,6 +20,7 @@ deploy time): that is how a replaced launch template or node role replaces the n
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -148,6 +149,16 @@ class QuotaChange:
     field: str
     old: str | None
     new: str | None
+    # What one counted device is, from the flavor's annotations (kueue.ANN_DEVICES_PER_GPU): "GPUs", or e.g.
+    # "TimeSlicing replicas, 4 per GPU"; "devices" when the tree does not say (trees written before it did).
+    unit: str = "devices"
+    per_gpu: int = 1
+
+    def gpus(self, value: str | None) -> str:
+        """A quota value in physical GPUs, for a shared or sliced flavor: "4 GPUs" from 16 replicas of 4 per GPU."""
+        if value is None or self.per_gpu == 1 or not value.isdigit():
+            return ""
+        return f"{int(value) / self.per_gpu:g} GPUs"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -533,13 +544,44 @@ def gpu_quotas(entries: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str
     return out
 
 
+def flavor_units(entries: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], tuple[str, int]]:
+    """(flavor, resource) -> (unit, devices per GPU) from the ResourceFlavors' annotations."""
+    out: dict[tuple[str, str], tuple[str, int]] = {}
+    for flavor in _kube(entries, "ResourceFlavor"):
+        meta = flavor.get("metadata") or {}
+        annotations = meta.get("annotations") or {}
+        try:
+            per_gpu = json.loads(str(annotations.get("gpufleet.io/devices-per-gpu", "")))
+        except ValueError:
+            continue
+        strategy = str(annotations.get("gpufleet.io/sharing", ""))
+        for resource, n in per_gpu.items() if isinstance(per_gpu, dict) else ():
+            if not isinstance(n, int) or n < 1:
+                continue
+            kind = "MIG slices" if strategy == "MIG" else f"{strategy} replicas"
+            out[(str(meta.get("name")), str(resource))] = ("GPUs" if n == 1 else f"{kind}, {n} per GPU", n)
+    return out
+
+
+def _resource_of(field: str) -> str:
+    """The resource a gpu_quotas field names: "nominalQuota (nvidia.com/mig-1g.5gb)" -> nvidia.com/mig-1g.5gb."""
+    match = re.search(r"\((\S+)\)$", field)
+    return match.group(1) if match else GPU_RESOURCE
+
+
 def quota_changes(old: Iterable[Mapping[str, Any]], new: Iterable[Mapping[str, Any]]) -> list[QuotaChange]:
+    old, new = list(old), list(new)
     a, b = gpu_quotas(old), gpu_quotas(new)
-    return [
-        QuotaChange(team=k[0], flavor=k[1], field=k[2], old=a.get(k), new=b.get(k))
-        for k in sorted(set(a) | set(b))
-        if a.get(k) != b.get(k)
-    ]
+    units = {**flavor_units(old), **flavor_units(new)}
+    out = []
+    for k in sorted(set(a) | set(b)):
+        if a.get(k) == b.get(k):
+            continue
+        unit, per_gpu = units.get((k[1], _resource_of(k[2])), ("devices", 1))
+        out.append(
+            QuotaChange(team=k[0], flavor=k[1], field=k[2], old=a.get(k), new=b.get(k), unit=unit, per_gpu=per_gpu)
+        )
+    return out
 
 
 def _prices(entries: Iterable[Mapping[str, Any]]) -> dict[str, float]:

@@ -114,8 +114,12 @@ def text(report: Report, old: str, new: str, *, old_absent: bool = False) -> str
                 out.append(f"        {path}")
             out += [f"        replaces because {r}" for r in c.reasons]
     if report.quotas:
-        out.append("GPU quota (nvidia.com/gpu) per team:")
-        out += [f"  {q.team} / {q.flavor}: {q.field} {q.old or '-'} -> {q.new or '-'}" for q in report.quotas]
+        out.append("GPU quota per team (Kueue counts devices; the unit of each flavor follows the values):")
+        out += [
+            f"  {q.team} / {q.flavor}: {q.field} {q.old or '-'} -> {q.new or '-'} {q.unit}"
+            + (f" ({q.gpus(q.old) or '-'} -> {q.gpus(q.new) or '-'})" if q.per_gpu > 1 else "")
+            for q in report.quotas
+        ]
     rows = _cost_rows(report)
     if rows:
         out.append(f"cost per month ({pricing.HOURS_PER_MONTH} h), at minSize / maxSize:")

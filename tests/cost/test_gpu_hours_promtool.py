@@ -147,10 +147,17 @@ TELEMETRY_AT_22: dict[str, list[tuple[dict[str, str], float]]] = {
         (_ng(node_group="notebooks"), 4),
         (_ng(node_group="a100-mig"), 56),
     ],
-    # A shared GPU counts once, however many pods hold a copy of its series.
+    # Physical GPUs: a shared GPU counts once, however many pods hold a copy of its series; the one working 1g.5gb
+    # slice is 1/7 of an A100.
     "node_group:gpufleet_gpus_busy:sum": [
         (_ng(node_group="h100"), 8),
         (_ng(node_group="notebooks"), 0),
+        (_ng(node_group="a100-mig"), 1 / 7),
+    ],
+    # Physical GPUs held (node_group:gpufleet_gpus_allocated:sum above is devices: 4 replicas, 7 slices).
+    "node_group:gpufleet_gpus_held:sum": [
+        (_ng(node_group="h100"), 8),
+        (_ng(node_group="notebooks"), 1),
         (_ng(node_group="a100-mig"), 1),
     ],
     # The idle shared A10G is split between the four pods holding it: 3/4 to vision, 1/4 to speech.
@@ -361,3 +368,32 @@ def test_idle_gpu_hours_of_short_jobs_are_bounded_by_allocation(tmp_path: Path, 
         )
     )
     run_rule_tests(tmp_path, groups, [{"interval": "1m", "input_series": inputs, "promql_expr_test": tests}])
+
+
+def test_the_allocated_versus_working_panel_plots_one_unit(tmp_path: Path, groups: list[dict[str, Any]]) -> None:
+    """Both queries of the panel in physical GPUs. Before: allocated devices (4 time-sliced replicas of one A10G, 7
+    slices of one A100) beside working devices (the shared A10G once, one slice): 4 vs 0 and 7 vs 1 on one axis."""
+    import json
+
+    from gpufleet.plan.manifests import dashboards
+
+    panel = next(
+        p for p in json.loads(dashboards.telemetry_dashboard())["panels"] if p["title"].startswith("Allocated versus")
+    )
+    assert panel["title"] == "Allocated versus working GPUs per node group (physical GPUs)"
+    allocated, working = (t["expr"] for t in panel["targets"])
+    tests = [
+        _expect(
+            allocated,
+            "22m",
+            [(_ng(node_group=g), n) for g, n in (("h100", 8), ("notebooks", 1), ("a100-mig", 1))],
+            name=allocated,
+        ),
+        _expect(
+            working,
+            "22m",
+            [(_ng(node_group=g), n) for g, n in (("h100", 8), ("notebooks", 0), ("a100-mig", 1 / 7))],
+            name=working,
+        ),
+    ]
+    run_rule_tests(tmp_path, groups, [{"interval": "1m", "input_series": _inputs(), "promql_expr_test": tests}])

@@ -46,7 +46,18 @@ EVERY_SECTION = Report(
             node_group="h100", id="h100-node-group", action="replace", gpu=True, reasons=("instanceTypes[0]: a -> b",)
         ),
     ),
-    quotas=(QuotaChange(team="vision", flavor="h100", field="nominalQuota", old="64", new=None),),
+    quotas=(
+        QuotaChange(team="vision", flavor="h100", field="nominalQuota", old="64", new=None, unit="GPUs"),
+        QuotaChange(
+            team="vision",
+            flavor="notebooks",
+            field="nominalQuota",
+            old="32",
+            new="16",
+            unit="TimeSlicing replicas, 4 per GPU",
+            per_gpu=4,
+        ),
+    ),
     cost_old=(_cost("h100", 16),),
     cost_new=(_cost("h100", 8, warm_pool=1),),
     work=(

@@ -37,6 +37,7 @@ def _labels(spec: dict[str, Any]) -> None:
 def _quota_and_size(spec: dict[str, Any]) -> None:
     vision = next(t for t in spec["teams"] if t["name"] == "vision")
     vision["quotas"][0].update(gpus=32, borrowingLimit=16, lendingLimit=16)
+    vision["quotas"][1].update(gpus=4)  # notebooks: one A10G time-sliced 4 ways
     _group(spec, "h100")["scaling"]["maxSize"] = 8
 
 
@@ -151,10 +152,13 @@ def test_label_change_replaces_nothing(trees: dict[str, Path]) -> None:
 def test_quota_change_per_team_and_cost_delta(trees: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     r = report(trees, "quota-and-size")
     assert r.nodes == ()  # a max size change is in place
-    assert [(q.team, q.flavor, q.field, q.old, q.new) for q in r.quotas] == [
-        ("vision", "h100", "borrowingLimit", "32", "16"),
-        ("vision", "h100", "lendingLimit", "32", "16"),
-        ("vision", "h100", "nominalQuota", "64", "32"),
+    # Each row in its flavor's unit. Before: the table said "GPU quota (nvidia.com/gpu)" and listed the notebooks'
+    # 32 -> 16 time-slicing replicas as if they were GPUs.
+    assert [(q.team, q.flavor, q.field, q.old, q.new, q.unit) for q in r.quotas] == [
+        ("vision", "h100", "borrowingLimit", "32", "16", "GPUs"),
+        ("vision", "h100", "lendingLimit", "32", "16", "GPUs"),
+        ("vision", "h100", "nominalQuota", "64", "32", "GPUs"),
+        ("vision", "notebooks", "nominalQuota", "32", "16", "TimeSlicing replicas, 4 per GPU"),
     ]
     old = next(c for c in r.cost_old if c.node_group == "h100")
     new = next(c for c in r.cost_new if c.node_group == "h100")
@@ -168,7 +172,15 @@ def test_quota_change_per_team_and_cost_delta(trees: dict[str, Path], capsys: py
     assert main(["diff", str(trees["base"]), str(trees["quota-and-size"]), "--format", "markdown"]) == 0
     body = capsys.readouterr().out
     assert body.startswith("<!-- gpufleet-diff:prod -->\n")
-    assert "| vision | h100 | nominalQuota | 64 | 32 |" in body
+    assert "| vision | h100 | nominalQuota | 64 | 32 | GPUs |" in body
+    assert (
+        "| vision | notebooks | nominalQuota | 32 | 16 | TimeSlicing replicas, 4 per GPU (8 GPUs -> 4 GPUs) |" in body
+    )
+    assert "GPU quota (`nvidia.com/gpu`)" not in body
+    assert main(["diff", str(trees["base"]), str(trees["quota-and-size"])]) == 0
+    text = capsys.readouterr().out
+    assert "  vision / notebooks: nominalQuota 32 -> 16 TimeSlicing replicas, 4 per GPU (8 GPUs -> 4 GPUs)\n" in text
+    assert "  vision / h100: nominalQuota 64 -> 32 GPUs\n" in text
     assert "-$321,434" in body  # 8 nodes x 8 GPUs x $6.88 x 730 h
     assert "[!CAUTION]" not in body
 

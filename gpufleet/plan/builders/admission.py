@@ -72,7 +72,7 @@ def build(ctx: BuildContext) -> StageContent:
     flavor_ids = {}
     for group in fleet.node_groups:
         flavor = k8s(
-            kueue.resource_flavor(fleet, group),
+            kueue.resource_flavor(fleet, group, with_sharing=ctx.includes("sharing")),
             depends_on=after_kueue + (topology_ids if defaults.placement(fleet, group) != "None" else ()),
         )
         if "topologyName" in flavor.args["object"]["spec"]:

@@ -118,21 +118,23 @@ def telemetry_dashboard() -> str:
         ),
         _panel(
             5,
-            "Allocated versus working nvidia.com/gpu devices",
+            # One unit per panel: both in physical GPUs (node_group:gpufleet_gpus_allocated:sum counts devices, 4 per
+            # time-sliced GPU, 7 per 1g.5gb-partitioned A100).
+            "Allocated versus working GPUs per node group (physical GPUs)",
             [
-                ("node_group:gpufleet_gpus_allocated:sum", "{{node_group}} allocated"),
-                ("node_group:gpufleet_gpus_busy:sum", "{{node_group}} SM active above threshold"),
+                ("node_group:gpufleet_gpus_held:sum", "{{node_group}} allocated GPUs"),
+                ("node_group:gpufleet_gpus_busy:sum", "{{node_group}} GPUs with SM active above threshold"),
             ],
             12,
             8,
         ),
         _panel(
             6,
-            "Fragmentation: largest free block versus free GPUs per node group",
+            "Fragmentation: largest free block versus free devices per node group (devices the scheduler sees)",
             [
-                ("node_group:gpufleet_largest_free_block:max", "{{node_group}} largest free block"),
-                ("node_group:gpufleet_gpus_free:sum", "{{node_group}} free in total"),
-                ("node_group:gpufleet_gpus_per_node:max", "{{node_group}} GPUs per node"),
+                ("node_group:gpufleet_largest_free_block:max", "{{node_group}} largest free block (devices)"),
+                ("node_group:gpufleet_gpus_free:sum", "{{node_group}} free devices in total"),
+                ("node_group:gpufleet_gpus_per_node:max", "{{node_group}} devices per node"),
             ],
             0,
             16,

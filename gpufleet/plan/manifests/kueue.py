@@ -27,6 +27,7 @@ apis/config/v1beta2/configuration_types.go at v0.19.2; tests validate every obje
 from __future__ import annotations
 
 import copy
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -216,7 +217,13 @@ def flavor_taints(group: NodeGroup) -> list[dict[str, str]]:
     return group_taints(group)[:FLAVOR_MAX_TAINTS]
 
 
-def resource_flavor(fleet: Fleet, group: NodeGroup) -> dict[str, Any]:
+# What one device of the flavor's resources is worth, on the ResourceFlavor, so `gpufleet diff` can label a quota in
+# its unit from the trees alone: a JSON map resource -> devices per physical GPU, and the sharing strategy.
+ANN_DEVICES_PER_GPU = "gpufleet.io/devices-per-gpu"
+ANN_SHARING = "gpufleet.io/sharing"
+
+
+def resource_flavor(fleet: Fleet, group: NodeGroup, *, with_sharing: bool = True) -> dict[str, Any]:
     taints = flavor_taints(group)
     spec: dict[str, Any] = {
         "nodeLabels": {LABEL_NODE_GROUP: group.name},
@@ -225,12 +232,13 @@ def resource_flavor(fleet: Fleet, group: NodeGroup) -> dict[str, Any]:
     }
     if defaults.placement(fleet, group) != "None":
         spec["topologyName"] = TOPOLOGY_NAME
-    return {
-        "apiVersion": API,
-        "kind": "ResourceFlavor",
-        "metadata": _meta(group.name, labels={LABEL_NODE_GROUP: group.name}),
-        "spec": spec,
+    per_gpu = devices_in(group, with_sharing=with_sharing)
+    meta = _meta(group.name, labels={LABEL_NODE_GROUP: group.name})
+    meta["annotations"] = {
+        ANN_DEVICES_PER_GPU: json.dumps(per_gpu, sort_keys=True, separators=(",", ":")),
+        ANN_SHARING: group.sharing.strategy.value if with_sharing else "Exclusive",
     }
+    return {"apiVersion": API, "kind": "ResourceFlavor", "metadata": meta, "spec": spec}
 
 
 def topology() -> dict[str, Any]:

@@ -223,10 +223,13 @@ def telemetry_groups(
             "(avg_over_time(DCGM_FI_PROF_SM_ACTIVE[5m]) and DCGM_FI_PROF_SM_ACTIVE) * on (node) group_left (node_group)"
             " gpufleet:node_group:info",
         ),
-        # Devices doing work (a shared device counts once, however many pods hold it).
+        # Physical GPUs doing work, the unit of node_group:gpufleet_gpus_held:sum beside it on the dashboard: a shared
+        # GPU counts once however many pods hold a copy of its series, a working MIG instance as its share of a GPU.
         _record(
             "node_group:gpufleet_gpus_busy:sum",
-            f"sum by (node_group) (max by (node_group, {DEVICE}) (gpufleet:gpu_sm_active:avg5m) >= bool {thr})",
+            f"sum by (node_group) ((max by (node_group, {DEVICE}, GPU_I_PROFILE)"
+            f' (gpufleet:gpu_sm_active:avg5m{{GPU_I_PROFILE!=""}}) >= bool {thr}) / {per_series} or (max by'
+            f' (node_group, node, gpu) (gpufleet:gpu_sm_active:avg5m{{GPU_I_PROFILE=""}}) >= bool {thr}))',
         ),
         # Idle physical GPUs held per namespace: its devices whose SMs stayed below the threshold, over the devices
         # per GPU. A MIG instance has its own series (with GPU_I_ID) mapped to the pod holding it; a time-sliced or
@@ -249,6 +252,11 @@ def telemetry_groups(
         _record(
             "namespace:gpufleet_gpus_allocated:sum",
             "sum by (namespace) (namespace_node_group:gpufleet_gpus_allocated:sum)",
+        ),
+        # Physical GPUs held per node group (node_group:gpufleet_gpus_allocated:sum is in devices).
+        _record(
+            "node_group:gpufleet_gpus_held:sum",
+            "sum by (node_group) (namespace_node_group:gpufleet_gpus_allocated:sum)",
         ),
         _record("namespace:gpufleet_gpus_idle:sum", "sum by (namespace) (namespace_node_group:gpufleet_gpus_idle:sum)"),
     ]
