@@ -2,7 +2,7 @@
 
 Clients come from `boto3.session.Session(region_name=<cluster.region>)`, so the standard credential chain
 (environment, shared config and SSO profiles, container and instance roles) and the standard endpoint
-settings apply: `AWS_ENDPOINT_URL` (or `AWS_ENDPOINT_URL_EC2`, `..._SSM`, `..._SERVICE_QUOTAS`) points every
+settings apply: `AWS_ENDPOINT_URL` (or `AWS_ENDPOINT_URL_EC2`, `..._SSM`, `..._SERVICE_QUOTAS`, `..._EKS`) points every
 call at an emulator. No endpoint is named here.
 
 boto3 and botocore are imported inside the functions that need them, so the rest of the CLI (which imports
@@ -74,12 +74,15 @@ class Clients:
 
     reservations: the EC2 client used only for DescribeCapacityReservations (None: `ec2`). It is separate
     so that call can be stubbed on its own where an emulator does not implement it.
+    eks: read only for an existing cluster's add-ons (gpufleet.preflight.addons).
     """
 
     ec2: Client
     service_quotas: Client
     ssm: Client
     reservations: Client | None = None
+    # EKS, for the existing cluster's add-ons (DescribeAddon); None skips those checks.
+    eks: Client | None = None
 
     @property
     def capacity_reservations(self) -> Client:
@@ -130,6 +133,7 @@ def make_clients(region: str) -> Clients:
             ec2=session.client("ec2", config=config),
             service_quotas=session.client("service-quotas", config=config),
             ssm=session.client("ssm", config=config),
+            eks=session.client("eks", config=config),
         )
 
     return _guarded("session:CreateClient", build)

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
+from gpufleet.preflight.addons import check_node_monitoring_agent
 from gpufleet.preflight.ami import check_ami
 from gpufleet.preflight.clients import CONNECTION_FIX, ApiError, Clients
 from gpufleet.preflight.context import Context
@@ -28,6 +29,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("capacity reservations", check_reservations),
     ("vCPU quotas", check_quotas),
     ("AMI releases", check_ami),
+    ("node monitoring agent", check_node_monitoring_agent),
 )
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from gpufleet.commands.preflight import preflight
 from gpufleet.facts import catalog
-from gpufleet.preflight import ami, instances, network, quotas, reservations
+from gpufleet.preflight import addons, ami, instances, network, quotas, reservations
 from gpufleet.preflight.clients import Clients
 from gpufleet.preflight.context import Context
 from gpufleet.preflight.findings import Finding
@@ -434,3 +434,56 @@ def test_an_unreachable_endpoint_stops_the_run_with_one_finding(world: World) ->
         "ec2:DescribeInstanceTypes failed: EndpointConnectionError: Could not connect to the endpoint URL"
     )
     assert "AWS_ENDPOINT_URL" in finding.fix
+
+
+# --- an existing cluster's node monitoring agent ----------------------------------------------------------------
+
+
+def _existing(world: World) -> Fleet:
+    fleet = fleet_of(world)
+    return dataclasses.replace(fleet, cluster=dataclasses.replace(fleet.cluster, mode="Existing"))
+
+
+def _agent(values: str | None, *, missing: bool = False) -> Clients:
+    eks, stub = stubbed("eks")
+    params = {"clusterName": "probe", "addonName": "eks-node-monitoring-agent"}
+    if missing:
+        stub.add_client_error("describe_addon", "ResourceNotFoundException", "No addon", 404, expected_params=params)
+    else:
+        addon: dict[str, Any] = {"addonName": "eks-node-monitoring-agent", "addonVersion": "v1.7.0-eksbuild.1"}
+        if values is not None:
+            addon["configurationValues"] = values
+        stub.add_response("describe_addon", {"addon": addon}, params)
+    return Clients(ec2=stubbed("ec2")[0], service_quotas=stubbed("service-quotas")[0], ssm=stubbed("ssm")[0], eks=eks)
+
+
+@pytest.mark.parametrize(
+    ("values", "warned"),
+    [
+        (None, False),  # the chart's default: dcgmAgent.tolerations [] keeps dcgm-server off tainted GPU nodes
+        ('{"dcgmAgent":{"tolerations":[]}}', False),
+        ('{"dcgmAgent":{"tolerations":[{"operator":"Exists"}]}}', True),  # tolerates every taint
+        ("dcgmAgent:\n  tolerations:\n    - {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}\n", True),
+        ('{"dcgmAgent":{"tolerations":[{"key":"nvidia.com/gpu","value":"true"}]}}', True),
+        ('{"dcgmAgent":{"tolerations":[{"key":"nvidia.com/gpu","value":"false"}]}}', False),
+        ('{"dcgmAgent":{"tolerations":[{"operator":"Exists","effect":"NoExecute"}]}}', False),
+        ('{"dcgmAgent":{"tolerations":[{"key":"vpc.amazonaws.com/efa","operator":"Exists"}]}}', False),
+    ],
+)
+def test_an_existing_agent_dcgm_server_on_gpu_nodes_collides_on_port_5555(
+    world: World, values: str | None, warned: bool
+) -> None:
+    found = run(addons.check_node_monitoring_agent, _existing(world), _agent(values))
+    assert [f.blocking for f in found] == ([False] if warned else [])
+    if warned:
+        assert found[0].where == "cluster"
+        assert "runs its dcgm-server on GPU nodes" in found[0].what and "host port 5555" in found[0].what
+        assert '--configuration-values \'{"dcgmAgent":{"tolerations":[]}}\'' in found[0].fix
+
+
+def test_the_agent_check_reads_nothing_for_a_new_cluster_or_a_missing_add_on(world: World) -> None:
+    # Mode Create: gpufleet writes dcgmAgent.tolerations [] itself; a stub with nothing queued fails if called.
+    eks, _ = stubbed("eks")
+    clients = Clients(ec2=world.ec2, service_quotas=stubbed("service-quotas")[0], ssm=stubbed("ssm")[0], eks=eks)
+    assert run(addons.check_node_monitoring_agent, fleet_of(world), clients) == []
+    assert run(addons.check_node_monitoring_agent, _existing(world), _agent(None, missing=True)) == []
