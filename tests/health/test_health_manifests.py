@@ -176,21 +176,28 @@ def test_remediator_and_planted_fault_run_with_the_least_they_need() -> None:
     job = health.planted_fault_objects(INSTALL)[-1]
     for obj in (deployment, job):
         pod = obj["spec"]["template"]["spec"]
-        assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
-        (container,) = pod["containers"]
-        assert container["securityContext"] == {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
+        assert pod["securityContext"] == {
+            "runAsNonRoot": True,
+            "runAsUser": 65534,
+            "runAsGroup": 65534,
+            "seccompProfile": {"type": "RuntimeDefault"},
         }
+        for container in pod["containers"] + pod.get("initContainers", []):
+            assert container["securityContext"] == {
+                "allowPrivilegeEscalation": False,
+                "readOnlyRootFilesystem": True,
+                "capabilities": {"drop": ["ALL"]},
+            }
         # Both call the API with their own ServiceAccount, so the token stays (an annotated Checkov skip).
         assert "automountServiceAccountToken" not in pod and pod["serviceAccountName"] == obj["metadata"]["name"]
-    assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsUser"] == 65534
-    # The planted fault is written as root into the root-owned hostPath directory NPD reads; nothing else is writable.
+    # The fault goes through the DCGM host engine's API: no host path, no root (before: root writing a hostPath file
+    # that NPD's plugin read instead of DCGM's verdict).
     job_pod = job["spec"]["template"]["spec"]
-    assert job_pod["securityContext"]["runAsUser"] == 0
-    mounts = {m["mountPath"]: m for m in job_pod["containers"][0]["volumeMounts"]}
-    assert health.STATE_DIR in mounts and not mounts[health.STATE_DIR].get("readOnly")
+    assert all("hostPath" not in v for v in job_pod["volumes"])
+    (injector,) = job_pod["initContainers"]
+    assert injector["restartPolicy"] == "Always"  # a native sidecar: it ends with the checker
+    assert injector["image"] == "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04"  # dcgmi matches the engine
+    assert injector["command"] == ["/bin/bash", "/opt/gpufleet/inject-dcgm-fault.sh"]
     skips = {
         obj["metadata"]["name"]: {
             v.split("=", 1)[0] for k, v in obj["metadata"]["annotations"].items() if k.startswith("checkov.io/skip")
@@ -199,8 +206,22 @@ def test_remediator_and_planted_fault_run_with_the_least_they_need() -> None:
     }
     assert skips == {
         "gpufleet-remediator": {"CKV_K8S_8", "CKV_K8S_9", "CKV_K8S_38"},
-        "gpufleet-planted-fault": {"CKV_K8S_23", "CKV_K8S_38", "CKV_K8S_40"},
+        "gpufleet-planted-fault": {"CKV_K8S_38"},
     }
+
+
+def test_the_gate_holds_the_fault_past_the_repair_wait_only_with_auto_repair() -> None:
+    env = {
+        e["name"]: e.get("value")
+        for e in health.planted_fault_objects(INSTALL)[-1]["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
+    assert env["REPAIR_HOLD_SECONDS"] == str(5 * 60 + 300)  # a100 is Training: repair wait 5 minutes
+    off = replace(INSTALL, health=replace(INSTALL.health, auto_repair="Disabled"))
+    env = {
+        e["name"]: e.get("value")
+        for e in health.planted_fault_objects(off)[-1]["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
+    assert env["REPAIR_HOLD_SECONDS"] == "0"
 
 
 # --- the remediation controller (gpufleet/data/health/remediator.py) -------------------------------------
@@ -414,7 +435,8 @@ def _run(script: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
         ("2 cannot query DCGM\n", False, 0, 2),
         (None, False, 0, 2),
         ("0 old\n", False, 5000, 2),
-        ("0 all good\n", True, 0, 1),
+        # A planted-fault file no longer bypasses DCGM's verdict: the gate injects its fault into DCGM itself.
+        ("0 all good\n", True, 0, 0),
     ],
 )
 def test_npd_plugin_exit_codes(tmp_path: Path, result: str | None, planted: bool, age: int, code: int) -> None:
@@ -468,7 +490,7 @@ def test_dcgm_sidecar_maps_dcgmi_output(
     assert (state / "result").read_text().split(" ", 1)[0] == str(code)
 
 
-def test_planted_fault_verification_sees_every_step(tmp_path: Path) -> None:
+def _planted_fault() -> Any:
     import importlib.util
     import sys
 
@@ -481,45 +503,124 @@ def test_planted_fault_verification_sees_every_step(tmp_path: Path) -> None:
         spec.loader.exec_module(mod)
     finally:
         sys.path.remove(str(DATA))
-    fault = tmp_path / "planted-fault"
-    state = {"polls": 0}
+    return mod
 
-    class Cluster:
-        """The node turns unhealthy and cordoned while the fault file exists, healthy again once it is gone."""
 
+PF = _planted_fault()
+
+
+class FaultyCluster:
+    """A node with DCGM behind it: the injector (simulated) reports the fault while the inject flag exists; the
+    condition follows DCGM's verdict, the remediator cordons and drains, the agent reports DCGMHealthCode80.
+    `reboot_at`: the poll at which EKS reboots the node (a changed bootID)."""
+
+    def __init__(self, fault_dir: Path, pods_left_after: int = 4, reboot_at: int | None = None) -> None:
+        self.dir = fault_dir
+        self.polls = 0
+        self.pods_left_after = pods_left_after
+        self.reboot_at = reboot_at
+        self.seen_bad = False
+
+    def injector(self, _: float = 0) -> None:
+        """One pass of inject-dcgm-fault.sh, as the Job's `sleep` between polls."""
+        if (self.dir / "inject").exists():
+            (self.dir / "injected").touch()
+        elif (self.dir / "injected").exists():
+            (self.dir / "injected").unlink()
+            (self.dir / "cleared").touch()
+
+    def get(self, path: str) -> Any:
+        self.polls += 1
+        bad = (self.dir / "inject").exists()
+        self.seen_bad |= bad
+        if "/pods" in path:
+            return {"items": [] if self.seen_bad and self.polls > self.pods_left_after else [_pod("job")]}
+        boot = "b2" if self.reboot_at is not None and self.polls >= self.reboot_at else "b1"
+        return {
+            "metadata": {"uid": "u1"},
+            "spec": {"unschedulable": bad},
+            "status": {
+                "nodeInfo": {"bootID": boot},
+                "conditions": [
+                    {"type": "DCGMUnhealthy", "status": "True" if bad else "False"},
+                    {
+                        "type": "AcceleratedHardwareReady",
+                        "status": "False" if bad else "True",
+                        "reason": "DCGMHealthCode80" if bad else "NvidiaAcceleratedHardwareIsReady",
+                    },
+                ],
+            },
+        }
+
+
+def _clock() -> Any:
+    ticks = iter(range(10**6))
+    return lambda: next(ticks)
+
+
+def test_planted_fault_goes_through_dcgm_and_sees_every_step(tmp_path: Path) -> None:
+    cluster = FaultyCluster(tmp_path)
+    kw = {"poll": 0, "sleep": cluster.injector, "clock": _clock()}
+    assert PF.verify(cluster, "n1", str(tmp_path), "CordonAndDrain", "Training", timeout=50, repair_hold=20, **kw)
+    assert not (tmp_path / "inject").exists() and (tmp_path / "cleared").exists() and (tmp_path / "done").exists()
+
+
+def test_planted_fault_fails_when_eks_repairs_the_node_it_should_leave_alone(tmp_path: Path) -> None:
+    # A reboot during the hold: EKS did not stand back (a missing or wrong override).
+    cluster = FaultyCluster(tmp_path, reboot_at=25)
+    kw = {"poll": 0, "sleep": cluster.injector, "clock": _clock()}
+    assert not PF.verify(cluster, "n1", str(tmp_path), "CordonAndDrain", "Training", timeout=50, repair_hold=100, **kw)
+    assert not (tmp_path / "inject").exists()  # the injection always stops
+
+
+def test_planted_fault_on_an_interactive_node_expects_its_pods_kept(tmp_path: Path) -> None:
+    kept = FaultyCluster(tmp_path / "kept", pods_left_after=10**6)
+    (tmp_path / "kept").mkdir()
+    kw = {"poll": 0, "sleep": kept.injector, "clock": _clock()}
+    assert PF.verify(kept, "n1", str(tmp_path / "kept"), "CordonAndDrain", "Interactive", timeout=50, **kw)
+    evicted = FaultyCluster(tmp_path / "evicted", pods_left_after=0)  # evicted at once: the grace was ignored
+    (tmp_path / "evicted").mkdir()
+    kw = {"poll": 0, "sleep": evicted.injector, "clock": _clock()}
+    assert not PF.verify(evicted, "n1", str(tmp_path / "evicted"), "CordonAndDrain", "Interactive", timeout=50, **kw)
+
+
+def test_planted_fault_fails_when_dcgm_never_takes_the_injection(tmp_path: Path) -> None:
+    class NoEngine:
         def get(self, path: str) -> Any:
-            state["polls"] += 1
             if "/pods" in path:
-                return {"items": [] if state["polls"] > 4 else [_pod("job")]}
-            bad = fault.exists()
-            return {
-                "spec": {"unschedulable": bad},
-                "status": {"conditions": [{"type": "DCGMUnhealthy", "status": "True" if bad else "False"}]},
-            }
-
-    ok = mod.verify(Cluster(), "n1", str(fault), "CordonAndDrain", "Training", timeout=5, poll=0, sleep=lambda s: None)
-    assert ok and not fault.exists()
-
-    class Stuck:
-        def get(self, path: str) -> Any:
+                return {"items": []}
             return {"spec": {}, "status": {"conditions": [{"type": "DCGMUnhealthy", "status": "False"}]}}
 
-    clock = iter(range(100))
-    assert (
-        mod.verify(
-            Stuck(),
-            "n1",
-            str(fault),
-            "CordonAndDrain",
-            "Training",
-            timeout=3,
-            poll=0,
-            sleep=lambda s: None,
-            clock=lambda: next(clock),
-        )
-        is False
-    )
-    assert not fault.exists()
+    kw = {"poll": 0, "sleep": lambda s: None, "clock": _clock()}
+    assert not PF.verify(NoEngine(), "n1", str(tmp_path), "CordonAndDrain", "Training", timeout=3, **kw)
+    assert not (tmp_path / "inject").exists() and (tmp_path / "done").exists()
+
+
+@pytest.mark.parametrize(("flag", "value"), [("inject", "1"), (None, None)])
+def test_the_injector_asks_dcgm_for_a_row_remap_failure(tmp_path: Path, flag: str | None, value: str | None) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+    fake = bin_dir / "dcgmi"
+    fake.write_text(f'#!/bin/sh\necho "$*" >> {calls}\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    fault = tmp_path / "fault"
+    fault.mkdir()
+    if flag:
+        (fault / flag).touch()
+    env = {
+        "FAULT_DIR": str(fault),
+        "ONCE": "true",
+        "DCGM_HOST": "engine:5555",
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+    }
+    proc = _run("inject-dcgm-fault.sh", env)
+    assert proc.returncode == 0, proc.stderr
+    if value is None:
+        assert not calls.exists()  # no flag, nothing injected before: DCGM is left alone
+    else:
+        assert calls.read_text() == f"test --host engine:5555 --inject --gpuid 0 -f 395 -v {value}\n"
+        assert (fault / "injected").exists()
 
 
 def _stage_objects(fleet: Fleet, stage: str) -> list[dict[str, Any]]:

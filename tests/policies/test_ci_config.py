@@ -48,7 +48,7 @@ def test_every_object_level_checkov_skip_has_a_reason() -> None:
         ("Job", "nccl-gate-h100", "CKV_K8S_23"),
         ("DaemonSet", "kube-multus-ds", "CKV_K8S_16"),
         ("Deployment", "gpufleet-remediator", "CKV_K8S_38"),
-        ("Job", "gpufleet-planted-fault", "CKV_K8S_23"),
+        ("Job", "gpufleet-planted-fault", "CKV_K8S_38"),
     } <= found
 
 

@@ -1,14 +1,10 @@
 #!/bin/sh
 # Node Problem Detector custom plugin: exit 0 OK, 1 NonOK (sets the condition), 2 Unknown
 # (kubernetes/node-problem-detector pkg/custompluginmonitor/types). Reads the verdict of the dcgm-health sidecar.
-# A planted fault (the health stage's verification Job writes $STATE_DIR/planted-fault on one node) fails the
-# check the same way a DCGM failure does, so the whole loop (condition, cordon, drain, requeue) is exercised.
+# DCGM's verdict alone decides: the health stage's planted fault is injected into DCGM (inject-dcgm-fault.sh),
+# so it reaches this plugin the way a real fault does.
 STATE_DIR="${STATE_DIR:-/var/run/gpufleet-health}"
 MAX_AGE="${MAX_RESULT_AGE_SECONDS:-900}"
-if [ -f "$STATE_DIR/planted-fault" ]; then
-  echo "planted fault: $(head -c 200 "$STATE_DIR/planted-fault")"
-  exit 1
-fi
 result="$STATE_DIR/result"
 if [ ! -f "$result" ]; then
   echo "no DCGM health result yet"

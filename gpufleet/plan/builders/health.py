@@ -88,10 +88,13 @@ def build(ctx: BuildContext) -> StageContent:
     resources += [*fault[:-1], job]
 
     group = health.gate_group(fleet)
-    drains = h.remediation == "CordonAndDrain" and group.workload_class.value in ("Training", "Batch")
+    wclass = group.workload_class.value
+    drains = h.remediation == "CordonAndDrain" and wclass in ("Training", "Batch")
+    hold = health.repair_hold_seconds(fleet, group)
     steps = [
-        f"on one `{group.name}` node the check fails and Node Problem Detector sets"
-        f" `{rules_promql.DCGM_CONDITION}=True` within about a minute"
+        f"on one `{group.name}` node the Job injects a row-remap failure into the node's DCGM host engine (`dcgmi test"
+        " --inject`, field 395 on GPU 0; only the engine's cached value, nothing reaches the GPU), DCGM's own health"
+        f" watch fails and Node Problem Detector sets `{rules_promql.DCGM_CONDITION}=True`"
     ]
     if h.remediation != "None":
         steps.append("the remediation controller cordons the node")
@@ -107,8 +110,16 @@ def build(ctx: BuildContext) -> StageContent:
                 " node)"
             )
         )
+    elif h.remediation == "CordonAndDrain" and wclass == "Interactive":
+        steps.append("the node's GPU pods stay (the Interactive grace period)")
+    if hold:
+        steps.append(
+            f"the node monitoring agent reports `{health.ACCELERATED_HARDWARE_READY}=False` with `DCGMHealthCode80`,"
+            f" and for {hold // 60} minutes (the repair wait and five more) EKS node auto repair leaves the node"
+            " alone (the same node object and boot: the override hands the fault to the remediator)"
+        )
     steps.append(
-        "after the fault is removed the condition returns to False"
+        "after the injection stops the condition returns to False"
         + (" and the node is uncordoned" if h.remediation != "None" else "")
     )
     gate = Gate(
@@ -116,6 +127,26 @@ def build(ctx: BuildContext) -> StageContent:
         resource=job.id,
         expectation="; ".join(steps) + ". The Job exits 0 only if every step is seen in time.",
     )
+    not_proven = [
+        "a fault DCGM sees but cannot report (a hung GPU that stalls the host engine: the condition goes Unknown, which"
+        " the remediator holds)",
+        "EKS's own repairs (the gate leaves the codes EKS owns alone: an XID or a fallen-off GPU would reboot or"
+        " replace the node)",
+    ]
+    if not drains:
+        not_proven.append(
+            f"the drain of a Training or Batch node (the gate node is {wclass}"
+            + (", whose GPU pods wait out the one-hour grace" if wclass == "Interactive" else "")
+            + (", drained one replica at a time as capacity allows" if wclass == "Inference" else "")
+            + ")"
+        )
+    gate_notes = [
+        "- Planted-fault gate: what it proves: "
+        + "; ".join(steps[:-1])
+        + "; and the way back. What it does not prove: "
+        + "; ".join(not_proven)
+        + ". It runs on a live node at rollout: run it at a quiet time."
+    ]
 
     if group.min_size < 1 and fleet.cluster.autoscaler == "None":
         warnings.append(
@@ -136,33 +167,37 @@ def build(ctx: BuildContext) -> StageContent:
             " GPUs that may be running jobs; NVIDIA intends level 1 for periodic checks"
         )
 
-    notes = _repair_notes(ctx) + [
-        (
-            f"- DCGM health: every {h.check_interval_seconds}s a sidecar of Node Problem Detector runs `dcgmi health"
-            f" -c` and `dcgmi diag -r {h.dcgm_diag_level}` against the node's standalone DCGM hostengine; a failure"
-            f" sets the node condition `{rules_promql.DCGM_CONDITION}` (a stale or missing result sets it Unknown)."
-        ),
-        f"- Remediation ({h.remediation}): "
-        + (
-            "cordon, then Training and Batch nodes are drained at once, Inference nodes one replica at a time (broken"
-            " ones first) once every other replica of its workload is ready, Interactive nodes after a one-hour grace period; the node is"
-            " uncordoned when the check passes again."
-            if h.remediation == "CordonAndDrain"
-            else (
-                "cordon only; draining is left to operators."
-                if h.remediation == "CordonOnly"
-                else "none; the condition and the alert only."
-            )
-        ),
-        (
-            f"- Stragglers: training jobs export `{rules_promql.TRAINING_STEP_METRIC}` (labels `training_job`, `rank`;"
-            " the rank's compute time per step, before the gradient collective) on a container port named"
-            f" `{telemetry.TRAINING_METRICS_PORT}` of pods labelled `{telemetry.TRAINING_METRICS_LABEL}=true`;"
-            " PodMonitor `gpufleet-training-step` scrapes them"
-            + (" in the team namespaces" if fleet.teams else " in every namespace")
-            + f". TrainingStragglerRank fires when a rank's step time exceeds {rules_promql.STRAGGLER_RATIO:g}x the"
-            " job's fastest quartile of ranks for 10 minutes (robust in a 2-node job, where the median sits between"
-            " the nodes)."
-        ),
-    ]
+    notes = (
+        _repair_notes(ctx)
+        + gate_notes
+        + [
+            (
+                f"- DCGM health: every {h.check_interval_seconds}s a sidecar of Node Problem Detector runs `dcgmi health"
+                f" -c` and `dcgmi diag -r {h.dcgm_diag_level}` against the node's standalone DCGM hostengine; a failure"
+                f" sets the node condition `{rules_promql.DCGM_CONDITION}` (a stale or missing result sets it Unknown)."
+            ),
+            f"- Remediation ({h.remediation}): "
+            + (
+                "cordon, then Training and Batch nodes are drained at once, Inference nodes one replica at a time (broken"
+                " ones first) once every other replica of its workload is ready, Interactive nodes after a one-hour grace period; the node is"
+                " uncordoned when the check passes again."
+                if h.remediation == "CordonAndDrain"
+                else (
+                    "cordon only; draining is left to operators."
+                    if h.remediation == "CordonOnly"
+                    else "none; the condition and the alert only."
+                )
+            ),
+            (
+                f"- Stragglers: training jobs export `{rules_promql.TRAINING_STEP_METRIC}` (labels `training_job`, `rank`;"
+                " the rank's compute time per step, before the gradient collective) on a container port named"
+                f" `{telemetry.TRAINING_METRICS_PORT}` of pods labelled `{telemetry.TRAINING_METRICS_LABEL}=true`;"
+                " PodMonitor `gpufleet-training-step` scrapes them"
+                + (" in the team namespaces" if fleet.teams else " in every namespace")
+                + f". TrainingStragglerRank fires when a rank's step time exceeds {rules_promql.STRAGGLER_RATIO:g}x the"
+                " job's fastest quartile of ranks for 10 minutes (robust in a 2-node job, where the median sits between"
+                " the nodes)."
+            ),
+        ]
+    )
     return StageContent(resources=tuple(resources), gates=(gate,), warnings=tuple(warnings), notes=tuple(notes))

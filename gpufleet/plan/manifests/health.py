@@ -20,7 +20,8 @@ from gpufleet.plan.manifests.rules_promql import DCGM_CONDITION
 from gpufleet.spec.fleet import Fleet, NodeGroup, WorkloadClass
 from gpufleet.spec.names import LABEL_MANAGED_BY, LABEL_NODE_GROUP, NS_HEALTH
 
-STATE_DIR = "/var/run/gpufleet-health"  # hostPath shared by the DCGM sidecar, NPD and the planted-fault Job
+STATE_DIR = "/var/run/gpufleet-health"  # hostPath shared by the DCGM sidecar and NPD
+FAULT_DIR = "/fault"  # the planted-fault Job's flags, shared by its checker and its DCGM injector (an emptyDir)
 
 # --- EKS node auto repair ----------------------------------------------------------------------------------
 # Condition and reasons exactly as the EKS node monitoring agent reports them
@@ -224,7 +225,9 @@ def scripts_configmap() -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": _meta(SCRIPTS_CONFIGMAP, NS_HEALTH),
-        "data": {name: data_file(name) for name in ("kube.py", "remediator.py", "planted_fault.py")},
+        "data": {
+            name: data_file(name) for name in ("kube.py", "remediator.py", "planted_fault.py", "inject-dcgm-fault.sh")
+        },
     }
 
 
@@ -236,7 +239,7 @@ def _python_container(name: str, script: str, env: list[dict[str, Any]]) -> dict
         "env": env,
         "volumeMounts": [{"name": "scripts", "mountPath": "/opt/gpufleet", "readOnly": True}],
         "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
-        # The scripts write nothing but the planted fault (on a hostPath); Python's bytecode cache is optional.
+        # The scripts write nothing but the planted fault's flags (an emptyDir); Python's bytecode cache is optional.
         "securityContext": {
             "allowPrivilegeEscalation": False,
             "readOnlyRootFilesystem": True,
@@ -245,11 +248,9 @@ def _python_container(name: str, script: str, env: list[dict[str, Any]]) -> dict
     }
 
 
-# Pod security contexts, both under the runtime's default seccomp profile. The remediator runs as nobody. The
-# planted-fault Job runs as root: with every capability dropped, root has an owner's file access and no more, which
-# is what writing into the root-owned hostPath STATE_DIR takes.
+# Pod security context of the remediator and the planted-fault Job: nobody, under the runtime's default seccomp
+# profile. The Job plants its fault through the DCGM host engine's API, so it needs no host path and no root.
 _NOBODY = {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534, "seccompProfile": {"type": "RuntimeDefault"}}
-_ROOT = {"runAsUser": 0, "runAsGroup": 0, "seccompProfile": {"type": "RuntimeDefault"}}
 # Checkov checks that are wrong for these objects, with the reason (docs/policies-and-diff.md, "Checkov").
 _REMEDIATOR_CHECKOV_SKIPS = {
     "CKV_K8S_8": (
@@ -263,13 +264,6 @@ _REMEDIATOR_CHECKOV_SKIPS = {
     ),
 }
 _PLANTED_FAULT_CHECKOV_SKIPS = {
-    "CKV_K8S_23": (
-        f"it plants the fault by writing a file into {STATE_DIR} on the node, a hostPath directory that the kubelet and"
-        " the DCGM sidecar create as root; root without any capability can write it, no other user can"
-    ),
-    "CKV_K8S_40": (
-        "runs as root on purpose (see CKV_K8S_23): the planted fault goes into a root-owned hostPath directory"
-    ),
     "CKV_K8S_38": (
         "the verification reads nodes and pods through the Kubernetes API with its own ServiceAccount (get and list"
         " only)"
@@ -335,31 +329,61 @@ def gate_group(fleet: Fleet) -> NodeGroup:
     return min(fleet.node_groups, key=lambda g: (g.min_size < 1, order[g.workload_class], -g.min_size, g.name))
 
 
+def repair_hold_seconds(fleet: Fleet, group: NodeGroup) -> int:
+    """How long the gate keeps the injected fault once the node monitoring agent reports it, to see EKS node auto
+    repair stand back: the group's repair wait and five minutes more; 0 without auto repair (no agent to expect)."""
+    if fleet.health.auto_repair != "Enabled":
+        return 0
+    return REPAIR_WAIT_MINUTES[group.workload_class] * 60 + 300
+
+
 def planted_fault_objects(fleet: Fleet) -> list[dict[str, Any]]:
-    """RBAC and the verification Job, pinned to one node of gate_group(fleet)."""
+    """RBAC and the verification Job, pinned to one node of gate_group(fleet): the checker (planted_fault.py) and
+    the DCGM fault injector as a native sidecar (inject-dcgm-fault.sh, the operator's DCGM image, so `dcgmi`
+    matches the host engine), sharing an emptyDir of flags."""
     name = "gpufleet-planted-fault"
     group = gate_group(fleet)
     step_timeout = 3 * fleet.health.check_interval_seconds + 300
+    hold = repair_hold_seconds(fleet, group)
     rules = [{"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["get", "list"]}]
+    fault = {"name": "fault", "mountPath": FAULT_DIR}
     container = _python_container(
         "verify",
         "planted_fault.py",
         [
             {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
-            {"name": "STATE_DIR", "value": STATE_DIR},
+            {"name": "FAULT_DIR", "value": FAULT_DIR},
             {"name": "REMEDIATION", "value": fleet.health.remediation},
             {"name": "WORKLOAD_CLASS", "value": group.workload_class.value},
             {"name": "STEP_TIMEOUT_SECONDS", "value": str(step_timeout)},
+            {"name": "REPAIR_HOLD_SECONDS", "value": str(hold)},
         ],
     )
-    container["volumeMounts"] = [*container["volumeMounts"], {"name": "state", "mountPath": STATE_DIR}]
+    container["volumeMounts"] = [*container["volumeMounts"], fault]
+    injector = {
+        **_python_container(
+            "inject",
+            "inject-dcgm-fault.sh",
+            [
+                {"name": "DCGM_HOST", "value": DCGM_HOST},
+                {"name": "FAULT_DIR", "value": FAULT_DIR},
+                {"name": "GPU_ID", "value": "0"},
+                {"name": "HOME", "value": "/tmp"},
+            ],
+        ),
+        "image": GPU_OPERATOR[fleet.versions.gpu_operator].dcgm_image,
+        "command": ["/bin/bash", "/opt/gpufleet/inject-dcgm-fault.sh"],
+        # A native sidecar (restartPolicy Always in initContainers, Kubernetes 1.29+): it ends with the checker.
+        "restartPolicy": "Always",
+    }
+    injector["volumeMounts"] = [*injector["volumeMounts"], fault, {"name": "tmp", "mountPath": "/tmp"}]
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {**_meta(name, NS_HEALTH), "annotations": checkov.skip_annotations(_PLANTED_FAULT_CHECKOV_SKIPS)},
         "spec": {
             "backoffLimit": 0,
-            "activeDeadlineSeconds": 6 * step_timeout,
+            "activeDeadlineSeconds": 6 * step_timeout + hold,
             "ttlSecondsAfterFinished": 86400,
             "template": {
                 # The scripts are read at start: a changed script rolls the controller.
@@ -372,11 +396,13 @@ def planted_fault_objects(fleet: Fleet) -> list[dict[str, Any]]:
                     "restartPolicy": "Never",
                     "nodeSelector": {LABEL_NODE_GROUP: group.name},
                     "tolerations": _all_tolerated(),
-                    "securityContext": _ROOT,
+                    "securityContext": _NOBODY,
+                    "initContainers": [injector],
                     "containers": [container],
                     "volumes": [
                         {"name": "scripts", "configMap": {"name": SCRIPTS_CONFIGMAP}},
-                        {"name": "state", "hostPath": {"path": STATE_DIR, "type": "DirectoryOrCreate"}},
+                        {"name": "fault", "emptyDir": {"sizeLimit": "1Mi"}},
+                        {"name": "tmp", "emptyDir": {"sizeLimit": "16Mi"}},
                     ],
                 },
             },
