@@ -506,6 +506,21 @@ REPLAYS: tuple[Replay, ...] = (
         },
     ),
     R(
+        "mps-beside-mixed",
+        {
+            **MIXED,
+            "nodeGroups.1": {
+                **MINIMAL["nodeGroups"][0],
+                "name": "mps",
+                "workloadClass": "Interactive",
+                "sharing": {"strategy": "MPS", "replicas": 4},
+            },
+        },
+        "use TimeSlicing on this group, or migStrategy Single on the MIG groups (one profile per group), or put the MPS"
+        " and the Mixed groups in different clusters",
+        {"nodeGroups.1.sharing": {"strategy": "TimeSlicing", "replicas": 4}},
+    ),
+    R(
         "time-slicing-training",
         {"nodeGroups.0.workloadClass": "Training", "nodeGroups.0.sharing": {"strategy": "TimeSlicing", "replicas": 2}},
         "time-slicing is for notebooks, CI and bursty low-stakes work; use MIG or MPS, or set"
