@@ -172,15 +172,16 @@ def build(ctx: BuildContext) -> StageContent:
         + gate_notes
         + [
             (
-                f"- DCGM health: every {h.check_interval_seconds}s a sidecar of Node Problem Detector runs `dcgmi health"
-                f" -c` and `dcgmi diag -r {h.dcgm_diag_level}` against the node's standalone DCGM hostengine; a failure"
+                f"- DCGM health: every {h.check_interval_seconds}s a sidecar of Node Problem Detector runs `dcgmi"
+                f" health -c` and `dcgmi diag -r {h.dcgm_diag_level}` against the node's standalone DCGM hostengine; a"
+                " failure"
                 f" sets the node condition `{rules_promql.DCGM_CONDITION}` (a stale or missing result sets it Unknown)."
             ),
             f"- Remediation ({h.remediation}): "
             + (
-                "cordon, then Training and Batch nodes are drained at once, Inference nodes one replica at a time (broken"
-                " ones first) once every other replica of its workload is ready, Interactive nodes after a one-hour grace period; the node is"
-                " uncordoned when the check passes again."
+                "cordon, then Training and Batch nodes are drained at once, Inference nodes one replica at a time"
+                " (broken ones first) once every other replica of its workload is ready, Interactive nodes after a"
+                " one-hour grace period; the node is uncordoned when the check passes again."
                 if h.remediation == "CordonAndDrain"
                 else (
                     "cordon only; draining is left to operators."
@@ -189,8 +190,8 @@ def build(ctx: BuildContext) -> StageContent:
                 )
             ),
             (
-                f"- Stragglers: training jobs export `{rules_promql.TRAINING_STEP_METRIC}` (labels `training_job`, `rank`;"
-                " the rank's compute time per step, before the gradient collective) on a container port named"
+                f"- Stragglers: training jobs export `{rules_promql.TRAINING_STEP_METRIC}` (labels `training_job`,"
+                " `rank`; the rank's compute time per step, before the gradient collective) on a container port named"
                 f" `{telemetry.TRAINING_METRICS_PORT}` of pods labelled `{telemetry.TRAINING_METRICS_LABEL}=true`;"
                 " PodMonitor `gpufleet-training-step` scrapes them"
                 + (" in the team namespaces" if fleet.teams else " in every namespace")
