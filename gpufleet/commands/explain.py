@@ -142,7 +142,10 @@ def _text(verdicts: list[Verdict]) -> str:
     lines = []
     for v in verdicts:
         head = f"{v.kind} {v.namespace}/{v.name}: "
-        via = f"through ClusterQueue {v.cluster_queue}, flavor {v.flavor}, " if v.cluster_queue and v.flavor else ""
+        via = f"through ClusterQueue {v.cluster_queue}, " if v.cluster_queue else ""
+        if v.cluster_queue:
+            # a pod set that requests nothing is admitted with no flavor (kueue flavorassigner.go assignFlavors)
+            via += f"flavor {v.flavor}, " if v.flavor else "no flavor (it requests nothing), "
         if v.runs:
             lines.append(head + f"runs, {via}on node group {v.node_group}")
         elif v.pods_admitted:

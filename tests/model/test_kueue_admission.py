@@ -3,6 +3,7 @@ pkg/scheduler/flavorassigner/flavorassigner_test.go (TestAssignFlavors) and pkg/
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -285,3 +286,32 @@ def test_namespace_and_queue_resolution() -> None:
 )
 def test_quantity_format(resource: str, amount: int, text: str) -> None:
     assert ka.fmt(resource, amount) == text
+
+
+# kueue v0.19.2 pkg/controller/jobs/pod/pod_webhook_test.go TestDefault: "default queue is created, pod has no queue
+# label" (the pod gets queue-name default and is gated), "default queue isn't created, pod has no queue label" (left
+# alone), "doesn’t match the managedJobsNamespaceSelector" (left alone even with a queue label). A DaemonSet's pod is
+# such a plain pod: the owner walk stops at the DaemonSet (issue 27).
+@pytest.mark.parametrize(
+    ("namespace", "default_queue", "labels", "managed", "queue"),
+    [
+        ("team", True, {}, True, "default"),
+        ("team", False, {}, False, None),
+        ("team", True, {"kueue.x-k8s.io/queue-name": "queue"}, True, "queue"),
+        ("kube-system", True, {"kueue.x-k8s.io/queue-name": "queue"}, False, "queue"),
+    ],
+)
+def test_pod_webhook_queue_defaulting(
+    namespace: str, default_queue: bool, labels: dict[str, str], managed: bool, queue: str | None
+) -> None:
+    k = dataclasses.replace(
+        kueue(),
+        frameworks=frozenset({"pod"}),
+        managed_namespaces={
+            "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["team"]}]
+        },
+        local_queues={("team", "default"): "cq"} if default_queue else {},
+    )
+    pod = Workload(kind="Pod", namespace=namespace, name="test-pod", labels=labels, pod_sets=(ps(cpu=100),))
+    assert ka.managed(k, pod)[0] is managed
+    assert ka.queue_name(k, pod) == queue

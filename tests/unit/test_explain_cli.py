@@ -132,6 +132,18 @@ def test_text_of_a_deployment_partly_admitted(capsys: pytest.CaptureFixture[str]
     assert lines[-1] == f"({ASSUMES})"
 
 
+def test_text_of_a_pod_admitted_with_no_flavor(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    idle = _write(
+        tmp_path,
+        "idle.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: idle, namespace: vision}\nspec:\n  containers: [{name: c}]\n",
+    )
+    assert main(["explain", SPEC, "--env", "prod", idle]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "Pod vision/idle: runs, through ClusterQueue vision, no flavor (it requests nothing), on node group system"
+    )
+
+
 def test_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", SPEC, NOTEBOOK]) == 2
     assert "the following arguments are required: --env" in capsys.readouterr().err
