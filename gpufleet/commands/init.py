@@ -39,6 +39,9 @@ EXIT_OK = 0
 DEFAULT_INSTANCE_TYPES = "g6.xlarge"
 _AMI_TYPES = {"x86_64": "AL2023_x86_64_NVIDIA", "arm64": "AL2023_ARM_64_NVIDIA"}
 _MAX_NODES = 2
+# Examples the user replaces (marked REPLACE in the spec): a documentation range (RFC 5737) and the example account.
+EXAMPLE_CIDR = "203.0.113.0/24"
+EXAMPLE_TEAM_ROLE = "arn:aws:iam::111122223333:role/my-team"
 
 
 def _kubernetes_version() -> str:
@@ -85,11 +88,11 @@ def starter_spec(types: list[catalog.InstanceType]) -> str:
     kubernetes = _kubernetes_version()
     lines = [
         (
-            "# A starter fleet written by `gpufleet init`. Replace the example account (111122223333), VPC and subnets"
-            " with"
+            "# A starter fleet written by `gpufleet init`. Replace every example marked REPLACE (account 111122223333,"
+            " VPC,"
         ),
-        "# yours; every field is described in docs/spec-reference.md. Component versions and the CPU system node group",
-        "# take gpufleet's defaults (plan.md lists them). Then: gpufleet validate && gpufleet synth --env dev",
+        "# subnets, the endpoint's CIDR, the team's role); fields: docs/spec-reference.md. Versions and the CPU system",
+        "# node group take gpufleet's defaults. Then: gpufleet validate && gpufleet synth --env dev && gpufleet check",
         "apiVersion: gpufleet/v1alpha1",
         "kind: Fleet",
         "metadata: {name: my-fleet}",
@@ -97,8 +100,13 @@ def starter_spec(types: list[catalog.InstanceType]) -> str:
         "  name: my-fleet",
         "  region: us-east-1",
         f'  kubernetesVersion: "{kubernetes}"',
-        '  admins: [{principalArn: "arn:aws:iam::111122223333:role/platform-admin"}]  # IAM roles with cluster admin',
-        "  network: {vpcId: vpc-0123456789abcdef0, subnetIds: [subnet-0123456789abcdef0, subnet-0123456789abcdef1]}",
+        '  admins: [{principalArn: "arn:aws:iam::111122223333:role/platform-admin"}]'
+        "  # REPLACE: IAM roles, cluster admin",
+        # gpufleet check fails an endpoint open to the internet (rule endpoint-not-open): the starter names one
+        # documentation range (RFC 5737 TEST-NET-3) to replace with the VPN or CI egress that runs kubectl and pulumi.
+        f"  publicEndpoint: {{cidrs: [{EXAMPLE_CIDR}]}}  # REPLACE: who reaches the API (VPN, CI egress)",
+        "  network: {vpcId: vpc-0123456789abcdef0, subnetIds: [subnet-0123456789abcdef0, subnet-0123456789abcdef1]}"
+        "  # REPLACE",
         "nodeGroups:  # one per GPU instance type; scaled from 0 by the Cluster Autoscaler",
     ]
     for entry in types:
@@ -113,6 +121,8 @@ def starter_spec(types: list[catalog.InstanceType]) -> str:
     lines += [
         "teams:  # each team gets a namespace and a Kueue queue with a GPU quota per node group",
         "  - name: my-team",
+        # gpufleet check fails a team without members (team-has-members): nobody could use its quota.
+        f'    members: [{{principalArn: "{EXAMPLE_TEAM_ROLE}"}}]  # REPLACE: who submits its work',
         "    quotas:",
         *(f"      - {{nodeGroup: {_group_name(e)}, gpus: {e.gpu_count * _MAX_NODES}}}" for e in types),
         "environments:  # one Pulumi stack each; `through` is the last stage it deploys",

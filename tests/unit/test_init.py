@@ -52,7 +52,7 @@ def test_the_starter_for_a_fixed_list_is_the_golden(capsys: pytest.CaptureFixtur
 
 def test_the_starter_is_about_twenty_to_thirty_lines() -> None:
     lines = GOLDEN.read_text().splitlines()
-    assert 20 <= len(lines) <= 32
+    assert 20 <= len(lines) <= 34  # two more since issue 31: the endpoint's CIDRs and the team's members
     assert sum(1 for line in lines if "#" in line) >= 8  # commented: what to replace, what each section is
 
 
@@ -71,6 +71,17 @@ def test_init_writes_fleet_yaml_that_validates_plans_and_synthesises(
     assert capsys.readouterr().err == ""
     plan = json.loads((workdir / "out/prod/plan.json").read_text())
     assert {v["from"] for v in plan["versions"].values()} == {"tested"}
+    # issue 31 item 9: the starter passes gpufleet check (before, its open endpoint and its team without members
+    # were two mandatory violations)
+    assert main(["check", "out/prod"]) == 0
+    assert "out/prod: passed" in capsys.readouterr().out
+
+
+def test_the_placeholders_check_requires_are_called_out() -> None:
+    text = GOLDEN.read_text()
+    for line in ("  publicEndpoint: {cidrs: [203.0.113.0/24]}", '    members: [{principalArn: "arn:aws:iam::'):
+        (found,) = [t for t in text.splitlines() if t.startswith(line)]
+        assert "# REPLACE" in found
 
 
 def test_the_written_file_has_the_usual_mode(capsys: pytest.CaptureFixture[str], workdir: Path) -> None:
