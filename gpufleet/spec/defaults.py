@@ -115,6 +115,11 @@ TEAM_PRIORITIES = Computed(
         " serving, which only a team with Inference quota runs"
     ),
 )
+IP_POOL = Computed(
+    path="network.rdma.networks[].ipPool",
+    rule="the network's name",
+    reason="one nv-ipam IPPool per secondary network, named after it, is the Network Operator's own example layout",
+)
 COMPUTED: tuple[Computed, ...] = (
     SYSTEM_NODES,
     PINS,
@@ -126,6 +131,7 @@ COMPUTED: tuple[Computed, ...] = (
     MAX_UNAVAILABLE,
     TEAM_NAMESPACE,
     TEAM_PRIORITIES,
+    IP_POOL,
 )
 
 
@@ -155,7 +161,12 @@ def fill(data: Mapping[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
             team = {**team, "namespace": team["name"]}
             filled.append(f"teams[{team['name']}].namespace")
         teams.append(team)
-    return {**data, "cluster": cluster, "versions": versions, "teams": teams}, frozenset(filled)
+    out = {**data, "cluster": cluster, "versions": versions, "teams": teams}
+    rdma = data.get("network", {}).get("rdma")
+    if rdma is not None and "networks" in rdma:
+        networks = [{"ipPool": n["name"], **n} for n in rdma["networks"]]
+        out["network"] = {**data["network"], "rdma": {**rdma, "networks": networks}}
+    return out, frozenset(filled)
 
 
 def team_priorities(fleet: Fleet, team: Team) -> tuple[str, ...]:

@@ -402,20 +402,13 @@ class Fleet:
         return _fleet(data, defaulted)
 
 
-_DEFAULT_PRIORITIES = (
-    Priority(name="serving", value=100000, preemptible=False),
-    Priority(name="training", value=1000, preemptible=True),
-    Priority(name="batch", value=100, preemptible=True),
-)
-
-
 def _reservation(d: Mapping[str, Any] | None) -> Reservation | None:
     if d is None:
         return None
     return Reservation(
         id=d.get("id"),
         resource_group_arn=d.get("resourceGroupArn"),
-        open=d.get("open", False),
+        open="open" in d,  # the schema allows only `open: true`
         instance_count=d["instanceCount"],
     )
 
@@ -423,7 +416,7 @@ def _reservation(d: Mapping[str, Any] | None) -> Reservation | None:
 def _node_group(d: Mapping[str, Any]) -> NodeGroup:
     wp = d.get("warmPool")
     sh = d["sharing"]
-    topo = d.get("topology", {})
+    topo = d["topology"]
     upd = d["update"]
     return NodeGroup(
         name=d["name"],
@@ -457,7 +450,7 @@ def _node_group(d: Mapping[str, Any]) -> NodeGroup:
             replicas=sh.get("replicas"),
             profile=sh.get("profile"),
             mig_strategy=sh["migStrategy"],
-            layout=tuple(MigSlice(gpus=s["gpus"], profile=s["profile"]) for s in sh.get("layout", ())),
+            layout=tuple(MigSlice(gpus=s["gpus"], profile=s["profile"]) for s in sh["layout"]),
             acknowledge_no_isolation=sh["acknowledgeNoIsolation"],
         ),
         topology=Topology(policy=topo.get("policy"), scope=topo.get("scope"), placement=topo.get("placement")),
@@ -511,9 +504,7 @@ def _network(d: Mapping[str, Any]) -> Network:
                 hca_max=rdma["hcaMax"],
                 socket_interface=rdma["socketInterface"],
                 networks=tuple(
-                    RdmaNetwork(
-                        name=n["name"], interface=n["interface"], hca=n["hca"], ip_pool=n.get("ipPool", n["name"])
-                    )
+                    RdmaNetwork(name=n["name"], interface=n["interface"], hca=n["hca"], ip_pool=n["ipPool"])
                     for n in rdma["networks"]
                 ),
             )
@@ -523,6 +514,7 @@ def _network(d: Mapping[str, Any]) -> Network:
 
 def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
     c = d["cluster"]
+    endpoint = c.get("publicEndpoint")
     v = d["versions"]
     adm = d["admission"]
     tel = d["telemetry"]
@@ -543,13 +535,13 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
             region=c["region"],
             kubernetes_version=c["kubernetesVersion"],
             endpoint_access=c["endpointAccess"],
-            public_cidrs=tuple(c["publicEndpoint"]["cidrs"]) if "cidrs" in c.get("publicEndpoint", {}) else None,
-            open_endpoint_reason=c.get("publicEndpoint", {}).get("acknowledgeOpenToInternet"),
+            public_cidrs=tuple(endpoint["cidrs"]) if endpoint and "cidrs" in endpoint else None,
+            open_endpoint_reason=endpoint.get("acknowledgeOpenToInternet") if endpoint else None,
             vpc_id=c["network"]["vpcId"],
             subnet_ids=tuple(c["network"]["subnetIds"]),
             system_nodes=_system_nodes(c),
             autoscaler=c["autoscaler"],
-            admins=_principals(c.get("admins", ())),
+            admins=_principals(c["admins"]),
         ),
         versions=Versions(
             gpu_operator=_chart(v, "gpuOperator"),
@@ -584,7 +576,7 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
                     )
                     for q in t["quotas"]
                 ),
-                members=_principals(t.get("members", ())),
+                members=_principals(t["members"]),
                 pod_security=t["podSecurity"],
                 priorities=tuple(t["priorities"]) if "priorities" in t else None,
                 service_types=tuple(t["serviceTypes"]),
@@ -600,12 +592,8 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
             within_cluster_queue=adm["preemption"]["withinClusterQueue"],
             reclaim_within_cohort=adm["preemption"]["reclaimWithinCohort"],
             borrow_within_cohort=adm["preemption"]["borrowWithinCohort"],
-            priorities=(
-                tuple(
-                    Priority(name=p["name"], value=p["value"], preemptible=p["preemptible"]) for p in adm["priorities"]
-                )
-                if "priorities" in adm
-                else _DEFAULT_PRIORITIES
+            priorities=tuple(
+                Priority(name=p["name"], value=p["value"], preemptible=p["preemptible"]) for p in adm["priorities"]
             ),
         ),
         telemetry=Telemetry(

@@ -84,14 +84,19 @@ def resolve(schema: Mapping[str, Any]) -> Mapping[str, Any]:
     return schema
 
 
+_NONE = object()
+
+
 def _fill(value: Any, schema: Mapping[str, Any]) -> None:
     schema = resolve(schema)
     if isinstance(value, dict):
         props: Mapping[str, Any] = schema.get("properties", {})
         for key, sub in props.items():
+            # A default beside a $ref belongs to the property; one in the referenced schema to every use of it.
+            default = sub.get("default", resolve(sub).get("default", _NONE))
             sub = resolve(sub)
-            if key not in value and "default" in sub:
-                value[key] = copy.deepcopy(sub["default"])
+            if key not in value and default is not _NONE:
+                value[key] = copy.deepcopy(default)
             if key in value:
                 _fill(value[key], sub)
         extra = schema.get("additionalProperties")
