@@ -2,16 +2,15 @@
 
 Ported from kubernetes staging/src/k8s.io/pod-security-admission: the level and version come from the namespace's
 `pod-security.kubernetes.io/enforce` and `enforce-version` labels (api/helpers.go; a namespace without the label is
-`privileged`, which EKS leaves as the cluster default); the checks from policy/check_*.go, evaluated in the order of
-their IDs (policy/registry.go), restricted ones replacing the baseline checks they override
-(capabilities_restricted over capabilities_baseline, restrictedVolumes over hostPathVolumes); the refusal reads
+`privileged`, which EKS leaves as the cluster default); the checks from policy/check_*.go, evaluated in the
+registry's order (CHECKS below), the restricted ones replacing the overlapping baseline checks; the refusal reads
 `violates PodSecurity "<level>:<version>": <reason> (<detail>), ...` (admission/admission.go,
 policy/checks.go AggregateCheckResult.ForbiddenDetail). Enforcement applies to pods: a workload controller's
 object is created, and the pods its controller makes are refused.
 
-Modelled: hostNamespaces, privileged, capabilities, hostPath volumes, hostPorts, seccomp (baseline and restricted),
-allowPrivilegeEscalation, restricted volume types, runAsNonRoot, runAsUser. Not modelled (docs/explain-model.md):
-procMount, sysctls, SELinux, AppArmor, Windows host process.
+Modelled: hostNamespaces, privileged, capabilities, hostPath volumes, hostPorts, procMount, SELinux options, seccomp
+(baseline and restricted), allowPrivilegeEscalation, restricted volume types, runAsNonRoot, runAsUser. Not modelled
+(docs/explain-model.md): sysctls (the safe set grows by policy version), AppArmor, Windows host process.
 """
 
 from __future__ import annotations
@@ -137,13 +136,73 @@ def _seccomp_type(sc: Mapping[str, Any]) -> str | None:
 
 
 def _seccomp_baseline(spec: Spec) -> Result:
-    setters = ["pod"] if _seccomp_type(spec.get("securityContext") or {}) == "Unconfined" else []
-    bad = [str(c.get("name")) for c in _containers(spec) if _seccomp_type(_sc(c)) == "Unconfined"]
+    """check_seccompProfile_baseline.go 1.19+: a type set explicitly must be RuntimeDefault or Localhost."""
+    valid = ("RuntimeDefault", "Localhost")
+    pod_type = _seccomp_type(spec.get("securityContext") or {})
+    setters, values = [], set()
+    if pod_type is not None and pod_type not in valid:
+        setters.append("pod")
+        values.add(pod_type)
+    bad = []
+    for c in _containers(spec):
+        t = _seccomp_type(_sc(c))
+        if t is not None and t not in valid:
+            bad.append(str(c.get("name")))
+            values.add(t)
     if bad:
         setters.append(_named(bad))
     if not setters:
         return None
-    return "seccompProfile", f'{" and ".join(setters)} must not set securityContext.seccompProfile.type to "Unconfined"'
+    detail = f"{' and '.join(setters)} must not set securityContext.seccompProfile.type to {_quote(sorted(values))}"
+    return "seccompProfile", detail
+
+
+def _proc_mount(spec: Spec) -> Result:
+    """check_procMount.go: only the Default procMount."""
+    bad: list[str] = []
+    kinds: set[str] = set()
+    for c in _containers(spec):
+        mount = _sc(c).get("procMount")
+        if mount is not None and mount != "Default":
+            bad.append(str(c.get("name")))
+            kinds.add(str(mount))
+    if not bad:
+        return None
+    return "procMount", f"{_named(bad)} must not set securityContext.procMount to {_quote(sorted(kinds))}"
+
+
+SELINUX_TYPES = frozenset({"", "container_t", "container_init_t", "container_kvm_t"})
+
+
+def _se_linux_options(spec: Spec) -> Result:
+    """check_seLinuxOptions.go: type among the container types, no user, no role."""
+    bad_types: set[str] = set()
+    flags = {"user": False, "role": False}
+
+    def valid(options: Any) -> bool:
+        if not isinstance(options, Mapping):
+            return True
+        ok = True
+        if str(options.get("type") or "") not in SELINUX_TYPES:
+            ok = False
+            bad_types.add(str(options.get("type")))
+        for key in ("user", "role"):
+            if options.get(key):
+                ok = False
+                flags[key] = True
+        return ok
+
+    setters = [] if valid((spec.get("securityContext") or {}).get("seLinuxOptions")) else ["pod"]
+    bad = [str(c.get("name")) for c in _containers(spec) if not valid(_sc(c).get("seLinuxOptions"))]
+    if bad:
+        setters.append(_named(bad))
+    if not setters:
+        return None
+    data = []
+    if bad_types:  # upstream lists user and role only beside a bad type
+        data.append(f"{_plural('type', 'types', len(bad_types))} {_quote(sorted(bad_types))}")
+        data += [f"{key} may not be set" for key in ("user", "role") if flags[key]]
+    return "seLinuxOptions", f"{' and '.join(setters)} set forbidden securityContext.seLinuxOptions: {'; '.join(data)}"
 
 
 def _allow_privilege_escalation(spec: Spec) -> Result:
@@ -247,38 +306,38 @@ def _seccomp_restricted(spec: Spec) -> Result:
     return None
 
 
-# (check ID, level, check, the baseline check ID it overrides); evaluated sorted by ID.
-CHECKS: tuple[tuple[str, str, Callable[[Spec], Result], str | None], ...] = (
-    ("allowPrivilegeEscalation", "restricted", _allow_privilege_escalation, None),
-    ("capabilities_baseline", "baseline", _capabilities_baseline, None),
-    ("capabilities_restricted", "restricted", _capabilities_restricted, "capabilities_baseline"),
-    ("hostNamespaces", "baseline", _host_namespaces, None),
-    ("hostPathVolumes", "baseline", _host_path, None),
-    ("hostPorts", "baseline", _host_ports, None),
-    ("privileged", "baseline", _privileged, None),
-    ("restrictedVolumes", "restricted", _restricted_volumes, "hostPathVolumes"),
-    ("runAsNonRoot", "restricted", _run_as_non_root, None),
-    ("runAsUser", "restricted", _run_as_user, None),
-    ("seccompProfile_baseline", "baseline", _seccomp_baseline, None),
-    ("seccompProfile_restricted", "restricted", _seccomp_restricted, "seccompProfile_baseline"),
+# (check ID, level, check, overlap) in the order the registry runs them: each check registers from its file's init()
+# (Go runs a package's files in file-name order), and EvaluatePod runs the baseline checks that do not overlap, then
+# at baseline the overlapping ones (capabilities_baseline, hostPathVolumes, seccompProfile_baseline), at restricted
+# the restricted ones instead (registry.go populate, EvaluatePod).
+CHECKS: tuple[tuple[str, str, Callable[[Spec], Result], bool], ...] = (
+    ("allowPrivilegeEscalation", "restricted", _allow_privilege_escalation, False),
+    ("capabilities_baseline", "baseline", _capabilities_baseline, True),
+    ("capabilities_restricted", "restricted", _capabilities_restricted, False),
+    ("hostNamespaces", "baseline", _host_namespaces, False),
+    ("hostPathVolumes", "baseline", _host_path, True),
+    ("hostPorts", "baseline", _host_ports, False),
+    ("privileged", "baseline", _privileged, False),
+    ("procMount", "baseline", _proc_mount, False),
+    ("restrictedVolumes", "restricted", _restricted_volumes, False),
+    ("runAsNonRoot", "restricted", _run_as_non_root, False),
+    ("runAsUser", "restricted", _run_as_user, False),
+    ("seLinuxOptions", "baseline", _se_linux_options, False),
+    ("seccompProfile_baseline", "baseline", _seccomp_baseline, True),
+    ("seccompProfile_restricted", "restricted", _seccomp_restricted, False),
 )
 
 
 def violations(level: str, spec: Spec) -> list[tuple[str, str]]:
     """The (reason, detail) of every check of `level` the pod spec fails, in the order PSA reports them."""
-    if level not in LEVELS or level == "privileged":
+    if level not in ("baseline", "restricted"):
         return []
-    wanted = LEVELS[1 : LEVELS.index(level) + 1]
-    checks = [c for c in CHECKS if c[1] in wanted]
-    overridden = {c[3] for c in checks if c[3]}
-    out = []
-    for check_id, _, check, _ in checks:
-        if check_id in overridden:
-            continue
-        result = check(spec)
-        if result:
-            out.append(result)
-    return out
+    checks = [c for c in CHECKS if c[1] == "baseline" and not c[3]]
+    if level == "baseline":
+        checks += [c for c in CHECKS if c[1] == "baseline" and c[3]]
+    else:
+        checks += [c for c in CHECKS if c[1] == "restricted"]
+    return [result for _, _, check, _ in checks if (result := check(spec))]
 
 
 def forbidden(level: str, version: str, spec: Spec) -> str | None:

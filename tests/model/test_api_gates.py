@@ -75,6 +75,36 @@ PSA_VECTORS = [
         "baseline",
         [("non-default capabilities", 'container "a" must not include "NET_RAW" in securityContext.capabilities.add')],
     ),
+    (
+        "check_procMount.go: only Default",
+        {"containers": [_c("a", procMount="Unmasked"), _c("b", procMount="Default")]},
+        "baseline",
+        [("procMount", 'container "a" must not set securityContext.procMount to "Unmasked"')],
+    ),
+    (
+        "check_seLinuxOptions.go: a type outside the container types, with a user",
+        {
+            "securityContext": {"seLinuxOptions": {"type": "spc_t"}},
+            "containers": [
+                _c("a", seLinuxOptions={"type": "bar", "user": "me"}),
+                _c("b", seLinuxOptions={"type": "container_t"}),
+            ],
+        },
+        "baseline",
+        [
+            (
+                "seLinuxOptions",
+                'pod and container "a" set forbidden securityContext.seLinuxOptions: types "bar", "spc_t"; user may'
+                " not be set",
+            )
+        ],
+    ),
+    (
+        "check_seccompProfile_baseline.go: Unconfined set explicitly",
+        {"securityContext": {"seccompProfile": {"type": "Unconfined"}}, "containers": [_c("a")]},
+        "baseline",
+        [("seccompProfile", 'pod must not set securityContext.seccompProfile.type to "Unconfined"')],
+    ),
     ("a plain pod passes baseline", {"containers": [_c("a")]}, "baseline", []),
     ("privileged allows everything", {"containers": [_c("a", privileged=True)], "hostPID": True}, "privileged", []),
     (
@@ -143,9 +173,10 @@ def test_a_privileged_hostpath_pod_is_refused_in_a_team_namespace(make_model: Ma
     verdict = explain(model, workload(obj))
     (reason,) = verdict.reasons
     assert (verdict.runs, reason.stage) == (False, "api")
+    # privileged runs among the baseline checks, hostPathVolumes among the overlapping ones after them (registry.go)
     assert reason.message == (
-        'pods "debug" are forbidden: violates PodSecurity "baseline:v1.33": hostPath volumes (volume "host"),'
-        ' privileged (container "c" must not set securityContext.privileged=true)'
+        'pods "debug" are forbidden: violates PodSecurity "baseline:v1.33": privileged (container "c" must not set'
+        ' securityContext.privileged=true), hostPath volumes (volume "host")'
     )
     assert reason.fix == (
         "remove what Pod Security baseline forbids from pod set main; namespace vision enforces baseline"
