@@ -436,6 +436,11 @@ def is_pinned(version: str) -> bool:
     return not any(part in _FLOATING for part in re.split(r"[-+.]", version.lower()))
 
 
+def image_has_digest(image: str) -> bool:
+    """True when an image reference carries a sha256 digest (`name[:tag]@sha256:<64 hex>`)."""
+    return "@" in image and bool(_DIGEST.search(image))
+
+
 def image_is_pinned(image: str) -> bool:
     """True when an image reference carries a sha256 digest or an explicit tag other than `latest`."""
     if "@" in image:

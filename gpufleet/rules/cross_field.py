@@ -17,6 +17,7 @@ from gpufleet.facts.versions import (
     GPU_OPERATOR,
     NODE_MONITORING_AGENT_XIDS,
     default_release,
+    image_has_digest,
     image_is_pinned,
     is_pinned,
     node_monitoring_agent_release,
@@ -1145,11 +1146,16 @@ def _network(fleet: Fleet) -> Iterator[Issue]:
                     )
                 seen.add(value)
     image = fleet.network.bandwidth_gate.image
-    if not image_is_pinned(image):
+    if not image_has_digest(image):
+        # A tag proves nothing about the bits: aws-samples' buildspec.yaml rebuilds and re-pushes its tag (and
+        # :latest) on every build (awsome-distributed-training micro-benchmarks/nccl-tests/buildspec.yaml).
         yield Issue(
             path=("network", "bandwidthGate", "image"),
-            message=f'image "{image}" is not pinned to a tag or digest',
-            hint="the gate must measure the same bits every time: add an exact tag (not latest) or @sha256:...",
+            message=f'image "{image}" is not pinned by digest: a tag can be rebuilt and pushed again',
+            hint=(
+                "the gate must measure the same bits every time: append the digest the tag resolves to, as"
+                " <image>@sha256:<64 hex digits> (`docker buildx imagetools inspect <image:tag>` prints it)"
+            ),
         )
 
 

@@ -50,21 +50,32 @@ network:
     [
         ("example.com/nccl-tests:latest", False),
         ("example.com/nccl-tests", False),
-        ("example.com/nccl-tests:2.16.9", True),
+        # A tag is refused (issue 29 item 14): aws-samples' buildspec.yaml rebuilds and re-pushes its tags.
+        ("example.com/nccl-tests:2.16.9", False),
         ("example.com/nccl-tests@sha256:" + "a" * 64, True),
+        ("example.com/nccl-tests:2.16.9@sha256:" + "a" * 64, True),
+        ("example.com/nccl-tests@sha256:" + "a" * 63, False),
     ],
 )
-def test_gate_image_must_be_pinned(image: str, ok: bool) -> None:
+def test_gate_image_must_be_pinned_by_digest(image: str, ok: bool) -> None:
     extra = f"network:\n  bandwidthGate: {{image: '{image}'}}\n"
     if ok:
         assert fleet([group("h100", "p5.48xlarge", "EFA")], extra).network.bandwidth_gate.image == image
     else:
         with pytest.raises(SpecError) as err:
             fleet([group("h100", "p5.48xlarge", "EFA")], extra)
-        assert [i.path for i in err.value.issues] == [("network", "bandwidthGate", "image")]
+        assert [(i.path, i.message) for i in err.value.issues] == [
+            (
+                ("network", "bandwidthGate", "image"),
+                f'image "{image}" is not pinned by digest: a tag can be rebuilt and pushed again',
+            )
+        ]
 
 
 def test_network_defaults() -> None:
     gate = fleet([group("h100", "p5.48xlarge", "EFA")]).network.bandwidth_gate
     assert (gate.efficiency, gate.timeout_minutes) == (0.8, 30)
-    assert gate.image.startswith("public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-")
+    # aws-samples' image by the digest its tag cuda13.0.2-efa1.48.0-ofiv1.19.0-ncclv2.30.4-1-testsv2.18.3 resolved to.
+    assert gate.image == (
+        "public.ecr.aws/hpc-cloud/nccl-tests@sha256:a5390d3f0eb50f3e5854085e2ae0fef90b9eb4f3b7486ed4cab0d47864809d4c"
+    )

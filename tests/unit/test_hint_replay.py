@@ -893,12 +893,9 @@ REPLAYS: tuple[Replay, ...] = (
     R(
         "gate-image-not-pinned",
         {"network": {"bandwidthGate": {"image": "public.ecr.aws/hpc-cloud/nccl-tests"}}},
-        "the gate must measure the same bits every time: add an exact tag (not latest) or @sha256:...",
-        {
-            "network.bandwidthGate.image": (
-                "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.42.0-ofiv1.16.0-ncclv2.27.5-1-testsv2.16.4"
-            )
-        },
+        "the gate must measure the same bits every time: append the digest the tag resolves to, as"
+        " <image>@sha256:<64 hex digits> (`docker buildx imagetools inspect <image:tag>` prints it)",
+        {"network.bandwidthGate.image": "public.ecr.aws/hpc-cloud/nccl-tests@sha256:" + "0" * 64},
     ),
     R(
         "pods-ready-timeout-short",

@@ -1536,7 +1536,12 @@ CASES: list[Any] = [
     pytest.param(
         "network",
         [at("network", "bandwidthGate", value={"image": "example.com/nccl-tests:latest"})],
-        [("network.bandwidthGate.image", 'image "example.com/nccl-tests:latest" is not pinned to a tag or digest')],
+        [
+            (
+                "network.bandwidthGate.image",
+                'image "example.com/nccl-tests:latest" is not pinned by digest: a tag can be rebuilt and pushed again',
+            )
+        ],
         id="network/gate-image-unpinned",
     ),
     # admission
