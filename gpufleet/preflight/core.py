@@ -13,7 +13,7 @@ from gpufleet.preflight.clients import CONNECTION_FIX, ApiError, Clients
 from gpufleet.preflight.context import Context
 from gpufleet.preflight.findings import Finding, ordered
 from gpufleet.preflight.instances import check_efa, check_instance_types, check_offerings, check_zones
-from gpufleet.preflight.network import check_subnets
+from gpufleet.preflight.network import check_efa_security_group, check_subnets
 from gpufleet.preflight.quotas import check_quotas
 from gpufleet.preflight.reservations import check_reservations
 from gpufleet.spec.fleet import Fleet
@@ -26,6 +26,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("subnets", check_subnets),
     ("instance type offerings", check_offerings),
     ("EFA", check_efa),
+    ("EFA security group", check_efa_security_group),
     ("capacity reservations", check_reservations),
     ("vCPU quotas", check_quotas),
     ("AMI releases", check_ami),

@@ -9,9 +9,12 @@ the zone IDs use1-az3, usw1-az2 and cac1-az3.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
+from gpufleet.preflight.clients import paginate
 from gpufleet.preflight.context import Context
 from gpufleet.preflight.findings import Finding
+from gpufleet.spec.fleet import Fabric
 
 # Zone IDs EKS does not accept for cluster subnets (network-reqs.adoc, table "Disallowed Availability Zone IDs").
 EKS_DISALLOWED_ZONES = frozenset({"use1-az3", "usw1-az2", "cac1-az3"})
@@ -77,3 +80,44 @@ def check_subnets(ctx: Context) -> Iterator[Finding]:
                     f" {ctx.zone_label(group.zone)}",
                     f"set nodeGroups[].subnetIds to subnets in {group.zone} only",
                 )
+
+
+def _allows_itself(permissions: Any, group_id: str) -> bool:
+    """An IpPermissions list holds "all traffic" (protocol -1) to or from the group itself."""
+    return any(
+        p.get("IpProtocol") == "-1" and any(pair.get("GroupId") == group_id for pair in p.get("UserIdGroupPairs", ()))
+        for p in permissions or ()
+    )
+
+
+def check_efa_security_group(ctx: Context) -> Iterator[Finding]:
+    """The EFA security group stage 1 creates (gpufleet.builders.node_groups.efa_security_group), once it exists:
+    it still allows all traffic to and from itself, without which SRD between the nodes is dropped
+    (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html). Before the first deploy there is none."""
+    fleet = ctx.fleet
+    if not any(g.fabric is Fabric.EFA for g in fleet.node_groups):
+        return
+    name = f"{fleet.name}-efa"
+    found = paginate(
+        ctx.clients.ec2,
+        "describe_security_groups",
+        "SecurityGroups",
+        Filters=[{"Name": "vpc-id", "Values": [fleet.cluster.vpc_id]}, {"Name": "tag:Name", "Values": [name]}],
+    )
+    for sg in found:
+        group_id = str(sg["GroupId"])
+        missing = [
+            direction
+            for direction, key in (("from", "IpPermissions"), ("to", "IpPermissionsEgress"))
+            if not _allows_itself(sg.get(key), group_id)
+        ]
+        if missing:
+            yield Finding(
+                True,
+                None,
+                f"EFA security group {group_id} ({name}) does not allow all traffic {' or '.join(missing)} itself:"
+                " EFA's SRD traffic between the nodes is dropped",
+                "run `pulumi up` for stage 1 again to restore its rules (efa-self-ingress, efa-self-egress), or: aws ec2"
+                f" authorize-security-group-{'ingress' if 'from' in missing else 'egress'} --group-id {group_id}"
+                f" --ip-permissions IpProtocol=-1,UserIdGroupPairs=[{{GroupId={group_id}}}] --region {ctx.region}",
+            )

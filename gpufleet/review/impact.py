@@ -60,6 +60,11 @@ FORCE_NEW: Mapping[str, tuple[str, ...]] = {
     # terraform-provider-aws internal/service/ssm/parameter.go: name is ForceNew; value, type and tier update.
     "aws:ssm/parameter:Parameter": ("name",),
     "aws:ec2/placementGroup:PlacementGroup": ("name", "strategy", "partitionCount", "spreadLevel"),
+    # ec2/vpc_security_group.go: name, name_prefix, description and vpc_id are ForceNew; the rules
+    # (vpc_security_group_ingress_rule.go, a plugin-framework resource) replace only with their security group.
+    "aws:ec2/securityGroup:SecurityGroup": ("description", "name", "namePrefix", "vpcId"),
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": ("securityGroupId",),
+    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": ("securityGroupId",),
     "aws:iam/role:Role": ("name", "namePrefix"),
     "aws:s3/bucket:Bucket": ("bucket", "bucketPrefix"),
     "aws:s3/bucketV2:BucketV2": ("bucket", "bucketPrefix"),

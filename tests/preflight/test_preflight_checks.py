@@ -487,3 +487,45 @@ def test_the_agent_check_reads_nothing_for_a_new_cluster_or_a_missing_add_on(wor
     clients = Clients(ec2=world.ec2, service_quotas=stubbed("service-quotas")[0], ssm=stubbed("ssm")[0], eks=eks)
     assert run(addons.check_node_monitoring_agent, fleet_of(world), clients) == []
     assert run(addons.check_node_monitoring_agent, _existing(world), _agent(None, missing=True)) == []
+
+
+# --- the EFA security group (issue 29 item 10) -------------------------------------------------------------------
+
+
+def test_no_efa_security_group_yet_is_fine(world: World) -> None:
+    assert run(network.check_efa_security_group, fleet_of(world), ec2_only(world)) == []
+
+
+@pytest.mark.parametrize(
+    ("ingress", "egress", "missing"),
+    [(True, True, None), (False, True, "from"), (True, False, "to"), (False, False, "from or to")],
+)
+def test_an_efa_security_group_without_its_self_rules_is_blocking(
+    world: World, ingress: bool, egress: bool, missing: str | None
+) -> None:
+    fleet = fleet_of(world)
+    ec2 = world.ec2
+    sg = ec2.create_security_group(GroupName="probe-efa-1", Description="EFA", VpcId=world.vpc)["GroupId"]
+    try:
+        ec2.create_tags(Resources=[sg], Tags=[{"Key": "Name", "Value": f"{fleet.name}-efa"}])
+        everything = [{"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": sg}]}]
+        if ingress:
+            ec2.authorize_security_group_ingress(GroupId=sg, IpPermissions=everything)
+        # A new group allows all egress to 0.0.0.0/0, which does not cover SRD: it is revoked to test the self rule.
+        ec2.revoke_security_group_egress(
+            GroupId=sg, IpPermissions=[{"IpProtocol": "-1", "IpRanges": [{"CidrIp": "0.0.0.0/0"}]}]
+        )
+        if egress:
+            ec2.authorize_security_group_egress(GroupId=sg, IpPermissions=everything)
+        found = run(network.check_efa_security_group, fleet, ec2_only(world))
+        if missing is None:
+            assert found == []
+        else:
+            (finding,) = found
+            assert finding.blocking
+            assert finding.what == (
+                f"EFA security group {sg} (probe-efa) does not allow all traffic {missing} itself: EFA's SRD traffic"
+                " between the nodes is dropped"
+            )
+    finally:
+        ec2.delete_security_group(GroupId=sg)

@@ -17,11 +17,17 @@ from gpufleet.facts import catalog
 from gpufleet.plan.builders.cluster import cluster_resources, pod_identity_resources, pod_identity_warning
 from gpufleet.plan.builders.common import helm, k8s, namespace
 from gpufleet.plan.builders.cost import group_gpu_hour_usd, usd
-from gpufleet.plan.builders.node_groups import image_list, launch_template, managed_node_group, prepuller
+from gpufleet.plan.builders.node_groups import (
+    efa_security_group,
+    image_list,
+    launch_template,
+    managed_node_group,
+    prepuller,
+)
 from gpufleet.plan.manifests import autoscaler, gpu_operator, health, node_bootstrap, sharing, telemetry
 from gpufleet.plan.parts import BuildContext, Resource, StageContent
 from gpufleet.spec import warm_pool
-from gpufleet.spec.fleet import Fleet
+from gpufleet.spec.fleet import Fabric, Fleet
 from gpufleet.spec.names import NS_GPU_OPERATOR, NS_SYSTEM, SYSTEM_NODE_GROUP
 
 AUTOSCALER_ROLE = "cluster-autoscaler-role"
@@ -35,6 +41,8 @@ def build(ctx: BuildContext) -> StageContent:
     with_sharing = ctx.includes("sharing")
     with_health = ctx.includes("health") and fleet.health.auto_repair == "Enabled"
     scaled = fleet.cluster.autoscaler == "Install"
+    if any(g.fabric is Fabric.EFA for g in fleet.node_groups):
+        resources += efa_security_group(fleet)
     for group in fleet.node_groups:
         labels = sharing.sharing_node_labels(group) if with_sharing else {}
         if scaled:

@@ -112,6 +112,49 @@ def odcr_specification(r: Reservation) -> dict[str, Any]:
     return {"capacityReservationPreference": "open"}
 
 
+EFA_SECURITY_GROUP = "efa-security-group"
+EFA_SELF_RULES = ("efa-self-ingress", "efa-self-egress")
+
+
+def efa_security_group(fleet: Fleet) -> list[Resource]:
+    """The security group every EFA interface carries beside the cluster security group, in mode Create and
+    Existing alike: all traffic to and from the group itself.
+
+    EFA's SRD traffic is not IP; it passes only between interfaces whose security groups allow all traffic to and
+    from themselves (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html, "Prepare an EFA-enabled
+    security group"). An egress rule to 0.0.0.0/0 does not cover it (gardener/gardener-extension-provider-aws issue
+    #1832), and EKS lists a self rule on the cluster security group only from Kubernetes 1.33 (eksctl PR #8509), which
+    an existing cluster's group may not have. Separate rule resources (aws:vpc/securityGroup*Rule), as the provider
+    recommends over inline rules."""
+    sg = Resource(
+        id=EFA_SECURITY_GROUP,
+        type="aws:ec2/securityGroup:SecurityGroup",
+        provider=AWS_PROVIDER,
+        args={
+            "namePrefix": f"{fleet.name}-efa-",
+            "description": "EFA: all traffic to and from itself (SRD)",
+            "vpcId": fleet.cluster.vpc_id,
+            "tags": {**tags(fleet), "Name": f"{fleet.name}-efa"},
+        },
+    )
+    rules = [
+        Resource(
+            id=rule_id,
+            type=f"aws:vpc/securityGroup{kind}Rule:SecurityGroup{kind}Rule",
+            provider=AWS_PROVIDER,
+            args={
+                "securityGroupId": Ref(EFA_SECURITY_GROUP, "id"),
+                "referencedSecurityGroupId": Ref(EFA_SECURITY_GROUP, "id"),
+                "ipProtocol": "-1",
+                "description": f"EFA: all traffic {direction} this security group",
+                "tags": tags(fleet),
+            },
+        )
+        for rule_id, kind, direction in zip(EFA_SELF_RULES, ("Ingress", "Egress"), ("from", "to"), strict=True)
+    ]
+    return [sg, *rules]
+
+
 def launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str, Any] | None) -> list[Resource]:
     fleet = ctx.fleet
     out: list[Resource] = []
@@ -151,7 +194,8 @@ def launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str,
         # One EFA interface per network card: card 0 device 0 is EFA with ENA (the primary); the others
         # are EFA-only at device index 1 (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html).
         # EFA-only interfaces need VPC CNI 1.18.5 or later on EKS.
-        security_groups = [Ref(CLUSTER, "vpcConfig.clusterSecurityGroupId")]
+        # The cluster security group (pods, kubelet, control plane) and the EFA group (SRD between the nodes).
+        security_groups = [Ref(CLUSTER, "vpcConfig.clusterSecurityGroupId"), Ref(EFA_SECURITY_GROUP, "id")]
         interfaces = [
             {
                 "networkCardIndex": 0,
@@ -196,7 +240,12 @@ def launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str,
         args["capacityReservationSpecification"] = odcr_specification(group.reservation)
     out.append(
         Resource(
-            id=launch_template_id(group), type="aws:ec2/launchTemplate:LaunchTemplate", provider=AWS_PROVIDER, args=args
+            id=launch_template_id(group),
+            type="aws:ec2/launchTemplate:LaunchTemplate",
+            provider=AWS_PROVIDER,
+            args=args,
+            # Nodes start only once SRD can pass between them.
+            depends_on=EFA_SELF_RULES if group.fabric is Fabric.EFA else (),
         )
     )
     return out
