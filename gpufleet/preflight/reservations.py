@@ -176,17 +176,44 @@ def _odcr(ctx: Context, group: NodeGroup, rid: str, count: int, r: Mapping[str, 
             "stop what else runs in the reservation, or lower scaling.desiredSize (instances of this fleet already in"
             " it are fine)",
         )
-    pg = r.get("PlacementGroupArn")
-    if pg and group.fabric is Fabric.EFA:
-        # A reservation is created in a placement group or not, and cannot be moved (cr-cpg.html); gpufleet
-        # launches an EFA group into its own cluster placement group.
-        yield Finding(
-            False,
-            group.name,
-            f"reservation {rid} was created in placement group {pg}; gpufleet launches the group into its own cluster"
-            f" placement group {ctx.fleet.name}-{group.name}",
-            "use a reservation created without a placement group",
+    if group.fabric is Fabric.EFA:
+        yield from _placement_group(ctx, group, rid, r)
+
+
+def _placement_group(ctx: Context, group: NodeGroup, rid: str, r: Mapping[str, Any]) -> Iterator[Finding]:
+    """An EFA group's placement group against its targeted reservation's. A reservation is created in a cluster
+    placement group or not and cannot be moved, an instance in a cluster placement group cannot use a reservation
+    made outside it, and EC2 recommends reserving inside the placement group
+    (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/cr-cpg.html)."""
+    arn = r.get("PlacementGroupArn")
+    reserved = str(arn).rsplit("/", 1)[-1] if arn else None
+    spec = group.placement_group
+    launches = (
+        "no placement group"
+        if spec == "None"
+        else f"placement group {spec}"
+        if spec is not None
+        else f"its own new cluster placement group {ctx.fleet.name}-{group.name}"
+    )
+    wanted = reserved if reserved is not None else "None"
+    if (spec or f"{ctx.fleet.name}-{group.name}") == wanted:
+        return
+    where = f"in placement group {reserved}" if reserved else "outside any placement group"
+    if reserved is not None:
+        fix = f"set placementGroup: {reserved} (the reservation's)"
+    else:
+        fix = (
+            "reserve inside a cluster placement group, as EC2 recommends (aws ec2 create-placement-group --strategy"
+            " cluster, then aws ec2 create-capacity-reservation --placement-group-arn <its ARN> ...), and set"
+            " placementGroup to its name; or set placementGroup: None to launch without one"
         )
+    yield Finding(
+        True,
+        group.name,
+        f"reservation {rid} was created {where}, but the group launches into {launches}: an instance in a cluster"
+        " placement group can use only a reservation created in it, so launches miss the reservation",
+        fix,
+    )
 
 
 def _open(ctx: Context, group: NodeGroup, count: int) -> Iterator[Finding]:

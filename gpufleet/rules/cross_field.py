@@ -417,7 +417,23 @@ def _efa(fleet: Fleet) -> Iterator[Issue]:
                     ),
                     hint="remove efaTaint",
                 )
+            if group.placement_group is not None:
+                yield Issue(
+                    path=path + ("placementGroup",),
+                    at_key=True,
+                    message=f"placementGroup has no effect on fabric {group.fabric}: only fabric EFA groups launch into a"
+                    " placement group",
+                    hint="remove placementGroup",
+                )
             continue
+        if group.placement_group is not None and group.capacity_type is CapacityType.CAPACITY_BLOCK:
+            yield Issue(
+                path=path + ("placementGroup",),
+                at_key=True,
+                message="a Capacity Block's instances are placed by EC2 (co-located in the block's UltraCluster), so"
+                " it launches into no placement group",
+                hint="remove placementGroup",
+            )
         info = catalog.lookup(group.instance_type)
         if info is not None and not info.efa_supported:
             yield Issue(

@@ -160,6 +160,7 @@ class NodeGroup:
     desired_size: int | None
     warm_pool: WarmPool | None
     zone: str | None
+    placement_group: str | None  # an existing one by name, "None" for none; None: gpufleet creates one (EFA)
     subnet_ids: tuple[str, ...] | None
     fabric: Fabric
     efa_taint: str  # Enabled | Disabled: the EFA taint on fabric EFA groups
@@ -441,6 +442,7 @@ def _node_group(d: Mapping[str, Any]) -> NodeGroup:
             )
         ),
         zone=d.get("zone"),
+        placement_group=d.get("placementGroup"),
         subnet_ids=tuple(d["subnetIds"]) if "subnetIds" in d else None,
         fabric=Fabric(d["fabric"]),
         efa_taint=d["efaTaint"],

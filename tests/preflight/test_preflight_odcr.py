@@ -27,19 +27,32 @@ OPEN_FILTERS = [
 ]
 
 
+PG_ARN = "arn:aws:ec2:us-east-1:111122223333:placement-group/hpc"
+
+
 def odcr(**changes: Any) -> dict[str, Any]:
-    """An active targeted ODCR of two p5.48xlarge in use1-az4, both free, with `changes` applied."""
-    return reservation(**{"CapacityReservationId": ODCR, "ReservationType": "default", **changes})
+    """An active targeted ODCR of two p5.48xlarge in use1-az4, both free, made in cluster placement group hpc, with
+    `changes` applied."""
+    return reservation(
+        **{"CapacityReservationId": ODCR, "ReservationType": "default", "PlacementGroupArn": PG_ARN, **changes}
+    )
 
 
-def fleet(world: World, *, min_size: int = 2, **target: Any) -> Fleet:
+def fleet(world: World, *, min_size: int = 2, placement_group: str | None = "hpc", **target: Any) -> Fleet:
     r = Reservation(
         id=target.get("id"),
         resource_group_arn=target.get("resource_group_arn"),
         open=target.get("open", False),
         instance_count=target.get("count", 2),
     )
-    return with_group(only(fleet_of(world), "h100"), "h100", reservation=r, min_size=min_size, warm_pool=None)
+    return with_group(
+        only(fleet_of(world), "h100"),
+        "h100",
+        reservation=r,
+        min_size=min_size,
+        warm_pool=None,
+        placement_group=placement_group,
+    )
 
 
 def run(world: World, fleet: Fleet, client: Any) -> list[Finding]:
@@ -164,17 +177,8 @@ def test_a_capacity_block_group_given_an_odcr_says_how_to_write_one(world: World
                 " in it are fine)"
             ),
         ),
-        (
-            {"PlacementGroupArn": "arn:aws:ec2:us-east-1:111122223333:placement-group/hpc"},
-            (
-                f"reservation {ODCR} was created in placement group"
-                " arn:aws:ec2:us-east-1:111122223333:placement-group/hpc; gpufleet launches the group into its own"
-                " cluster placement group probe-h100"
-            ),
-            "use a reservation created without a placement group",
-        ),
     ],
-    ids=["count-differs", "fewer-free-than-desired", "placement-group"],
+    ids=["count-differs", "fewer-free-than-desired"],
 )
 def test_what_a_targeted_reservation_only_warns_about(
     world: World, changes: dict[str, Any], what: str, fix: str
@@ -182,6 +186,48 @@ def test_what_a_targeted_reservation_only_warns_about(
     client, _ = by_id(odcr(**changes))
     (finding,) = run(world, fleet(world, id=ODCR), client)
     assert (finding.blocking, finding.what, finding.fix) == (False, what, fix)
+
+
+OUTSIDE_FIX = (
+    "reserve inside a cluster placement group, as EC2 recommends (aws ec2 create-placement-group --strategy cluster,"
+    " then aws ec2 create-capacity-reservation --placement-group-arn <its ARN> ...), and set placementGroup to its"
+    " name; or set placementGroup: None to launch without one"
+)
+
+
+@pytest.mark.parametrize(
+    ("reserved", "spec", "launches", "fix"),
+    [
+        (PG_ARN, "hpc", None, None),
+        (None, "None", None, None),
+        # The issue 29 item 15 case: before, gpufleet put the group into its own new placement group and only warned,
+        # advising a reservation without a placement group (the opposite of EC2's advice).
+        (PG_ARN, None, "its own new cluster placement group probe-h100", "set placementGroup: hpc (the reservation's)"),
+        (PG_ARN, "other", "placement group other", "set placementGroup: hpc (the reservation's)"),
+        (PG_ARN, "None", "no placement group", "set placementGroup: hpc (the reservation's)"),
+        (None, None, "its own new cluster placement group probe-h100", OUTSIDE_FIX),
+        (None, "hpc", "placement group hpc", OUTSIDE_FIX),
+    ],
+)
+def test_the_group_launches_into_its_reservations_placement_group(
+    world: World, reserved: str | None, spec: str | None, launches: str | None, fix: str | None
+) -> None:
+    answer = odcr(PlacementGroupArn=reserved)
+    if reserved is None:
+        del answer["PlacementGroupArn"]
+    client, _ = by_id(answer)
+    found = run(world, fleet(world, id=ODCR, placement_group=spec), client)
+    if launches is None:
+        assert found == []
+        return
+    (finding,) = found
+    where = "in placement group hpc" if reserved else "outside any placement group"
+    assert (finding.blocking, finding.what, finding.fix) == (
+        True,
+        f"reservation {ODCR} was created {where}, but the group launches into {launches}: an instance in a cluster"
+        " placement group can use only a reservation created in it, so launches miss the reservation",
+        fix,
+    )
 
 
 def open_client(*answer: dict[str, Any]) -> tuple[Any, Any]:

@@ -534,6 +534,12 @@ REPLAYS: tuple[Replay, ...] = (
         {"nodeGroups.0.efaTaint": DEL},
     ),
     R(
+        "placement-group-without-efa",
+        {"nodeGroups.0.placementGroup": "hpc"},
+        "remove placementGroup",
+        {"nodeGroups.0.placementGroup": DEL},
+    ),
+    R(
         "efa-not-supported",
         {"nodeGroups.0.fabric": "EFA"},
         "use fabric None, or an EFA instance type (p4d, p5, p5e, p5en, p6, g6e.8xlarge and larger...)",

@@ -216,9 +216,13 @@ def launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str,
                 }
             )
         args["networkInterfaces"] = interfaces
-        if group.capacity_type is not CapacityType.CAPACITY_BLOCK:
-            # Capacity Blocks are co-located in UltraClusters already; other EFA capacity needs a cluster
-            # placement group for full bisection bandwidth.
+        if group.placement_group == "None" or group.capacity_type is CapacityType.CAPACITY_BLOCK:
+            pass  # Capacity Blocks are co-located in UltraClusters already; None: the spec asks for no group.
+        elif group.placement_group is not None:
+            # The existing cluster placement group the group's reservation was created in (EC2 cr-cpg.html).
+            args["placement"] = {"groupName": group.placement_group}
+        else:
+            # Other EFA capacity needs a cluster placement group for full bisection bandwidth.
             pg = placement_group_id(group)
             out.append(
                 Resource(
