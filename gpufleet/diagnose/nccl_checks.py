@@ -142,6 +142,34 @@ def _instance(platform: str | None) -> catalog.InstanceType | None:
     return catalog.lookup(name) or catalog.lookup({"p4d": "p4d.24xlarge", "p5": "p5.48xlarge"}.get(name, ""))
 
 
+def _local_gpus(p: Process, per_host: Mapping[str, int]) -> int:
+    """GPUs on the process's node as the log shows them: NCCL's localRanks, else the processes seen on its host."""
+    return p.shape[2] if p.shape else per_host.get(p.host, 1) if p.host else 1
+
+
+def _candidates(p: Process, local: int) -> list[catalog.InstanceType]:
+    """The instance types a process's aws-ofi-nccl lines fit when it printed no platform line.
+
+    aws-ofi-nccl prints "NET/OFI Running on <type> platform" only where it has a topology file or platform tuning
+    for the type (src/platform-aws.cpp; not on p5, p5e or p5en), but always "Selected provider is efa ... (found N
+    nics)". A pod that got every EFA device of its instance found the instance's MaximumEfaInterfaces, so the types
+    with exactly that many, and at least as many GPUs as the node shows, are what it can be."""
+    if p.platform or p.ofi_provider != "efa" or not p.ofi_nics:
+        return []
+    return sorted(
+        (e for e in catalog.CATALOG.values() if e.max_efa_interfaces == p.ofi_nics and e.gpu_count >= local),
+        key=lambda e: e.name,
+    )
+
+
+def _gdr_expected(p: Process, local: int) -> bool | None:
+    """Whether GPUDirect RDMA over EFA exists where the process runs; None when the log cannot tell."""
+    if p.platform:
+        return p.platform.lower().split(".")[0] in _EFA_GDR_FAMILIES
+    families = {e.family in _EFA_GDR_FAMILIES for e in _candidates(p, local)}
+    return families.pop() if len(families) == 1 else None
+
+
 def _gpus_of(platform: str | None) -> int:
     entry = _instance(platform)
     return entry.gpu_count if entry else 0
@@ -389,7 +417,8 @@ def _plugins(rows: list[Row]) -> list[Finding]:
 # ---- GPUDirect RDMA and topology ----------------------------------------------------------------------------------
 
 
-def _gdr_off(r: Row) -> bool:
+def _gdr_off(r: Row, local: int) -> bool | None:
+    """GPUDirect RDMA off where it should be on; None when it is off over EFA on an instance the log does not name."""
     _, p, net = r
     if p.gdr_disabled and not p.gdr_enabled:
         return True  # NCCL said so, on one host as on many
@@ -397,13 +426,17 @@ def _gdr_off(r: Row) -> bool:
         return False
     if net.startswith("IB"):
         return True
-    return (p.platform or "").lower().split(".")[0] in _EFA_GDR_FAMILIES  # EFA: only where GDR exists
+    expected = _gdr_expected(p, local)  # EFA: only where GDR exists
+    return None if expected is None and not p.platform else bool(expected)
 
 
 def _gdr(rows: list[Row]) -> list[Finding]:
-    members = [r for r in rows if _gdr_off(r)]
+    per_host = Counter(p.host for _, p, _ in rows)
+    verdicts = [(r, _gdr_off(r, _local_gpus(r[1], per_host))) for r in rows]
+    members = [r for r, off in verdicts if off]
+    unknown = [r for r, off in verdicts if off is None]
     if not members:
-        return []
+        return _platform_unknown(unknown, len(rows), per_host)
     reasons = sorted({p.gdr_reason for _, p, _ in members if p.gdr_reason})
     nets = sorted({net or p.network or "IB" for _, p, net in members})
     efa = all(n != "IB" and not n.startswith("IB") for n in nets)
@@ -430,7 +463,31 @@ def _gdr(rows: list[Row]) -> list[Finding]:
             "(nvidia-peermem), or DMA-BUF with the open kernel modules; `lsmod | grep peermem` on the host and "
             "/sys/kernel/mm/memory_peers/nv_mem must exist; leave NCCL_NET_GDR_LEVEL unset or at least PXB"
         )
-    return [_finding("warning", members, len(rows), what, fix, "nccl.gdr-off")]
+    return [_finding("warning", members, len(rows), what, fix, "nccl.gdr-off")] + _platform_unknown(
+        unknown, len(rows), per_host
+    )
+
+
+def _platform_unknown(members: list[Row], everyone: int, per_host: Mapping[str, int]) -> list[Finding]:
+    """Say that the GPUDirect check could not run: the EFA channels carry no GDRDMA, aws-ofi-nccl printed no platform
+    line, and its NIC count fits instance types with and without GPUDirect RDMA (or none)."""
+    if not members:
+        return []
+    p = members[0][1]
+    local = _local_gpus(p, per_host)
+    fits = _candidates(p, local)
+    what = (
+        f"aws-ofi-nccl printed no `NET/OFI Running on <type> platform` line, and {p.ofi_nics or 'an unknown number of'}"
+        f" EFA device(s) with {local} GPU(s) per node "
+        + (f"fit {', '.join(e.name for e in fits)}" if fits else "fit no EFA instance type")
+        + ": whether the EFA channels should carry GPUDirect RDMA (none do) cannot be told from the log"
+    )
+    fix = (
+        "pass the node's instance type (kubectl get node -L node.kubernetes.io/instance-type): on p4d, p5 and later"
+        " the channels must read via NET/Libfabric/<n>/GDRDMA, so check the EFA installer (libfabric >= 1.18,"
+        " aws-ofi-nccl >= 1.7) and that no NCCL_NET_GDR_LEVEL override is set"
+    )
+    return [_finding("info", members, everyone, what, fix, "nccl.platform-unknown")]
 
 
 def _efa_devices(rows: list[Row]) -> list[Finding]:
@@ -441,9 +498,24 @@ def _efa_devices(rows: list[Row]) -> list[Finding]:
     per_host = Counter(p.host for _, p, _ in rows)
     need = have = 0
     entry = None
+    inferred: list[Row] = []
+    fewest: catalog.InstanceType | None = None
     for r in rows:
         p = r[1]
         e = _instance(p.platform)
+        if e is None and p.ofi_provider == "efa" and p.ofi_nics:
+            # No platform line (p5, p5e, p5en): a count that is no instance's full count for this many GPUs is short of
+            # whatever the instance is (see _candidates); a full count is every device of some instance.
+            local = _local_gpus(p, per_host)
+            if not _candidates(p, local):
+                bigger = [
+                    x for x in catalog.CATALOG.values() if x.gpu_count >= local and x.max_efa_interfaces > p.ofi_nics
+                ]
+                if bigger:
+                    inferred.append(r)
+                    least = min(bigger, key=lambda x: (x.max_efa_interfaces, x.name))
+                    fewest = least if fewest is None or least.max_efa_interfaces < fewest.max_efa_interfaces else fewest
+            continue
         if not e or e.max_efa_interfaces < 2 or not p.ofi_nics or not e.gpu_count:
             continue
         local = min(p.shape[2] if p.shape else per_host[p.host] if p.host else 1, e.gpu_count)
@@ -451,9 +523,27 @@ def _efa_devices(rows: list[Row]) -> list[Finding]:
         if p.ofi_nics < want:
             short.append(r)
             need, have, entry = max(need, want), p.ofi_nics, e
+    out = []
+    if inferred and fewest is not None:
+        p = inferred[0][1]
+        out.append(
+            _finding(
+                "warning",
+                inferred,
+                len(rows),
+                f"aws-ofi-nccl found {p.ofi_nics} EFA device(s) and printed no platform line (it prints none on p5,"
+                f" p5e or p5en); no EFA instance type has exactly {p.ofi_nics} with this many GPUs, so the pods got"
+                f" fewer than their instance has (the fewest any such type has is {fewest.max_efa_interfaces},"
+                f" {fewest.name}) and their traffic shares the NICs they have",
+                "request every EFA interface of the instance with the pod's GPUs: vpc.amazonaws.com/efa: 32 on"
+                " p5.48xlarge and p5e.48xlarge, 16 on p5en.48xlarge (EC2 MaximumEfaInterfaces; gpufleet's nccl-gate"
+                " and canonical pods do); a pod with fewer GPUs needs its share",
+                "nccl.efa-devices",
+            )
+        )
     if not short or entry is None:
-        return []
-    return [
+        return out
+    return out + [
         _finding(
             "warning",
             short,
