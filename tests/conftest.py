@@ -10,5 +10,9 @@ from __future__ import annotations
 import gc
 
 from gpufleet.base.collector import THRESHOLDS
+from tests import rdma_fiction
 
 gc.set_threshold(*THRESHOLDS)
+
+
+rdma_fiction.apply()

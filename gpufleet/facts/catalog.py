@@ -59,6 +59,12 @@ class InstanceType:
     mig_profiles: tuple[str, ...]  # MIG profile names valid on this GPU; () when not MIG capable
     gfd_product: str  # nvidia.com/gpu.product label GPU Feature Discovery sets (GFD label form)
     local_nvme_gib: int  # InstanceStorageInfo.TotalSizeInGB; 0 without instance store
+    # RDMA NICs (ConnectX InfiniBand or RoCE ports) the instance exposes for fabric RDMA: 0 on every EC2 GPU type.
+    # EC2's fast path between GPU instances is EFA (SRD through libfabric's efa provider); NetworkInfo lists ENA and
+    # EFA interfaces only, and no GPU instance has a ConnectX NIC (EC2 accelerated instance specifications,
+    # https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html). The NVIDIA Network Operator targets ConnectX
+    # (../shared/UPSTREAM.md: "It is not the path on EC2; use EFA").
+    rdma_nics: int = 0
 
 
 @dataclass(frozen=True, slots=True)

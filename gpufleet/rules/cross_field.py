@@ -1129,6 +1129,22 @@ def _driver_source(fleet: Fleet) -> Iterator[Issue]:
 def _network(fleet: Fleet) -> Iterator[Issue]:
     rdma = fleet.network.rdma
     rdma_groups = [(path, group) for path, group in _groups(fleet) if group.fabric is Fabric.RDMA]
+    for path, group in rdma_groups:
+        info = catalog.lookup(group.instance_type)
+        if info is not None and info.rdma_nics == 0:
+            yield Issue(
+                path=path + ("fabric",),
+                message=(
+                    f"{group.instance_type} has no RDMA NICs: EC2 GPU instances reach each other over EFA, not ConnectX"
+                    " InfiniBand or RoCE, so fabric RDMA would launch the nodes without their EFA interfaces and wait"
+                    " for rdma/* devices that never appear"
+                ),
+                hint=(
+                    f"use fabric EFA ({group.instance_type} has {info.max_efa_interfaces} EFA interface(s))"
+                    if info.efa_supported
+                    else "use fabric None"
+                ),
+            )
     if rdma is None and rdma_groups and stage_used(fleet, "network"):
         path, group = rdma_groups[0]
         yield Issue(

@@ -325,7 +325,8 @@ def test_multus_reads_only_network_attachment_definitions(rdma_plan) -> None:
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash not installed")
 @pytest.mark.parametrize("fabric", ["EFA", "RDMA"])
 def test_gate_script_is_valid_bash(fabric: str) -> None:
-    f = fleet([group("g", "p5.48xlarge", fabric)], RDMA.format(link="InfiniBand") if fabric == "RDMA" else "")
+    instance = "p5en.48xlarge" if fabric == "RDMA" else "p5.48xlarge"  # tests/rdma_fiction.py
+    f = fleet([group("g", instance, fabric)], RDMA.format(link="InfiniBand") if fabric == "RDMA" else "")
     _, job = net.gate_objects(f, f.node_groups[0])
     script = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
     subprocess.run(["bash", "-n", "-c", script], check=True)

@@ -881,6 +881,21 @@ REPLAYS: tuple[Replay, ...] = (
         {"network": {"rdma": {"networks": [{"name": "rail0", "interface": "ibp24s0", "hca": "mlx5_0"}]}}},
     ),
     R(
+        "rdma-without-rdma-nics",
+        {
+            **RDMA_GROUP,
+            "nodeGroups.0.instanceType": "p5.48xlarge",
+            "network": {"rdma": {"networks": [{"name": "rail0", "interface": "ibp24s0", "hca": "mlx5_0"}]}},
+        },
+        "use fabric EFA (p5.48xlarge has 32 EFA interface(s))",
+        {
+            "nodeGroups.0.fabric": "EFA",
+            "nodeGroups.0.zone": "use1-az4",
+            "nodeGroups.0.subnetIds": ["subnet-0aa"],
+            "network": DEL,
+        },
+    ),
+    R(
         "rdma-port-twice",
         {
             **RDMA_GROUP,
