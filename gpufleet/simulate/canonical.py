@@ -1,5 +1,6 @@
 """The workloads synth puts through the model: every workload object gpufleet renders, and one canonical workload
-per node group: a full-node pod for Training groups (every GPU and fabric device, Guaranteed, whole CPUs), one whole
+per node group: a full-node pod for Training groups (every GPU and fabric device, Guaranteed, whole CPUs; one NUMA
+node's share with topology.podShape OneNumaNode), one whole
 GPU for Inference, one shared unit (time-slicing / MPS replica, MIG slice) for shared groups, each in the namespace of
 the first team with quota on the group and through its queue.
 """
@@ -9,13 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from gpufleet.facts import stages
-from gpufleet.plan.manifests import kueue
+from gpufleet.plan.manifests import kueue, node_bootstrap
 from gpufleet.plan.manifests.sharing import devices_in
 from gpufleet.simulate.controllers import controllers
 from gpufleet.simulate.nodes import NUMA_ALIGNED_PREFIXES
 from gpufleet.simulate.operands import operands
 from gpufleet.simulate.verdict import FleetModel
 from gpufleet.simulate.workload import KINDS, QUEUE_LABEL, Workload, workload
+from gpufleet.spec import defaults
 from gpufleet.spec.fleet import NodeGroup, SharingStrategy, WorkloadClass
 from gpufleet.spec.names import GPU_RESOURCE, LABEL_NODE_GROUP, group_taints, tolerations_for
 
@@ -37,7 +39,11 @@ def rendered(model: FleetModel) -> list[Workload]:
 def shape(group: NodeGroup) -> str:
     if group.sharing.strategy is not SharingStrategy.EXCLUSIVE:
         return "one shared unit"
-    return "full node" if group.workload_class is WorkloadClass.TRAINING else "one GPU"
+    if group.workload_class is not WorkloadClass.TRAINING:
+        return "one GPU"
+    # topology.podShape OneNumaNode: the work runs one NUMA node's GPUs, NICs and CPUs per pod (gpufleet.spec.defaults).
+    one_numa = defaults.pod_shape(group) == "OneNumaNode" and node_bootstrap.numa_nodes(group) > 1
+    return "one NUMA node" if one_numa else "full node"
 
 
 def canonical(model: FleetModel, group: NodeGroup) -> Workload:
@@ -46,11 +52,16 @@ def canonical(model: FleetModel, group: NodeGroup) -> Workload:
     # one device is one GPU until the sharing stage configures replicas or MIG slices
     with_sharing = stages.included("sharing", model.plan.through)
     per = kueue.per_gpu(group, with_sharing=with_sharing)
-    if shape(group) == "full node":
-        limits: dict[str, Any] = {r: v for r, v in node.allocatable.items() if r.startswith(NUMA_ALIGNED_PREFIXES)}
+    if shape(group) in ("full node", "one NUMA node"):
+        # A NUMA node's share of every NUMA-aligned device, huge pages, CPU and memory, or all of them.
+        share = len(node.numa_nodes) if shape(group) == "one NUMA node" else 1
+        limits: dict[str, Any] = {
+            r: v // share for r, v in node.allocatable.items() if r.startswith(NUMA_ALIGNED_PREFIXES)
+        }
         if "hugepages-2Mi" in node.allocatable:
-            limits["hugepages-2Mi"] = f"{node.allocatable['hugepages-2Mi']}Mi"
-        cpu_milli, memory = per.cpu_milli * units // per.devices, per.memory_mib * units // per.devices
+            limits["hugepages-2Mi"] = f"{node.allocatable['hugepages-2Mi'] // share}Mi"
+        cpu_milli = per.cpu_milli * units // per.devices // share
+        memory = per.memory_mib * units // per.devices // share
     else:
         # one unit of the group's most numerous device as the node advertises it: nvidia.com/gpu, or the smallest
         # slice of a mixed MIG layout once the sharing stage partitions the node

@@ -18,7 +18,17 @@ from typing import Any
 from gpufleet.facts import ami_releases, catalog
 from gpufleet.facts.stages import StageName
 from gpufleet.facts.versions import COMPONENTS, default_release
-from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup, Placement, Team, TopologyPolicy, TopologyScope, WorkloadClass
+from gpufleet.spec.fleet import (
+    Fabric,
+    Fleet,
+    NodeGroup,
+    Placement,
+    PodShape,
+    Team,
+    TopologyPolicy,
+    TopologyScope,
+    WorkloadClass,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,6 +81,15 @@ TOPOLOGY_SCOPE = Computed(
     path="nodeGroups[].topology.scope",
     rule="pod when the policy is not none, else container",
     reason="a pod's GPUs, NICs and CPUs are aligned together only at pod scope",
+)
+POD_SHAPE = Computed(
+    path="nodeGroups[].topology.podShape",
+    rule="OneNumaNode when topology.policy is single-numa-node, else FullNode",
+    reason=(
+        "single-numa-node admits a pod only when one NUMA node holds all its GPUs, NICs and pinned CPUs (kubernetes"
+        " pkg/kubelet/cm/topologymanager policy_single_numa_node.go), so the work such a group runs is one NUMA node"
+        " per pod, and the gate and the canonical pod take that shape"
+    ),
 )
 PLACEMENT = Computed(
     path="nodeGroups[].topology.placement",
@@ -126,6 +145,7 @@ COMPUTED: tuple[Computed, ...] = (
     GDRCOPY,
     TOPOLOGY_POLICY,
     TOPOLOGY_SCOPE,
+    POD_SHAPE,
     PLACEMENT,
     DESIRED_SIZE,
     MAX_UNAVAILABLE,
@@ -182,6 +202,13 @@ def topology_policy(group: NodeGroup) -> TopologyPolicy:
     if group.topology.policy is not None:
         return group.topology.policy
     return "restricted" if group.workload_class in (WorkloadClass.TRAINING, WorkloadClass.INFERENCE) else "none"
+
+
+def pod_shape(group: NodeGroup) -> PodShape:
+    """topology.podShape, resolved (POD_SHAPE)."""
+    if group.topology.pod_shape is not None:
+        return group.topology.pod_shape
+    return "OneNumaNode" if topology_policy(group) == "single-numa-node" else "FullNode"
 
 
 def topology_scope(group: NodeGroup) -> TopologyScope:
@@ -259,6 +286,8 @@ def applied(
             out.append((f"{at}.topology.policy", topology_policy(group), TOPOLOGY_POLICY))
         if group.topology.scope is None:
             out.append((f"{at}.topology.scope", topology_scope(group), TOPOLOGY_SCOPE))
+        if group.topology.pod_shape is None and pod_shape(group) == "OneNumaNode":
+            out.append((f"{at}.topology.podShape", pod_shape(group), POD_SHAPE))
         if group.topology.placement is None and "admission" in included and fleet.teams:
             out.append((f"{at}.topology.placement", placement(fleet, group), PLACEMENT))
         if group.desired_size is None:

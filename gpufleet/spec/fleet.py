@@ -22,6 +22,7 @@ WarmPoolState = Literal["Stopped", "Running", "Hibernated"]
 TopologyPolicy = Literal["none", "best-effort", "restricted", "single-numa-node"]
 TopologyScope = Literal["container", "pod"]
 Placement = Literal["None", "Preferred", "Required"]
+PodShape = Literal["FullNode", "OneNumaNode"]
 UpdateStrategy = Literal["Default", "Minimal"]
 AmiType = Literal[
     "AL2023_x86_64_NVIDIA",
@@ -121,6 +122,7 @@ class Topology:
     policy: TopologyPolicy | None
     scope: TopologyScope | None
     placement: Placement | None
+    pod_shape: PodShape | None  # podShape
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -455,7 +457,12 @@ def _node_group(d: Mapping[str, Any]) -> NodeGroup:
             layout=tuple(MigSlice(gpus=s["gpus"], profile=s["profile"]) for s in sh["layout"]),
             acknowledge_no_isolation=sh["acknowledgeNoIsolation"],
         ),
-        topology=Topology(policy=topo.get("policy"), scope=topo.get("scope"), placement=topo.get("placement")),
+        topology=Topology(
+            policy=topo.get("policy"),
+            scope=topo.get("scope"),
+            placement=topo.get("placement"),
+            pod_shape=topo.get("podShape"),
+        ),
         images=tuple(d["images"]),
         update=Update(
             strategy=upd["strategy"],

@@ -48,11 +48,17 @@ def test_node_model_of_p5(make_model: MakeModel) -> None:
     assert notebooks.allocatable["nvidia.com/gpu"] == 4 and notebooks.fail_requests_greater_than_one
 
 
-def test_single_numa_node_rejects_the_bandwidth_gate(make_model: MakeModel) -> None:
-    """Contradiction 1: the NCCL gate asks for 8 GPUs and every EFA device on a 2-NUMA p5 under single-numa-node."""
+def test_single_numa_node_rejects_the_full_node_bandwidth_gate(make_model: MakeModel) -> None:
+    """Contradiction 1: with podShape FullNode the NCCL gate asks for 8 GPUs and every EFA device on a 2-NUMA p5 under
+    single-numa-node."""
 
     def edit(d: dict[str, Any]) -> None:
-        group(d, "h100")["topology"] = {"policy": "single-numa-node", "scope": "pod", "placement": "None"}
+        group(d, "h100")["topology"] = {
+            "policy": "single-numa-node",
+            "scope": "pod",
+            "placement": "None",
+            "podShape": "FullNode",
+        }
 
     model = make_model(edit)
     gate = next(w for w in rendered(model) if w.name == "nccl-gate-h100")
@@ -61,6 +67,20 @@ def test_single_numa_node_rejects_the_bandwidth_gate(make_model: MakeModel) -> N
     assert verdict.reasons[0].stage == "kubelet"
     assert verdict.reasons[0].spec_path == ("nodeGroups", 0, "topology", "policy")
     assert "TopologyAffinityError on node group h100" in verdict.reasons[0].message
+
+
+def test_single_numa_node_admits_the_one_numa_node_gate_and_canonical_pod(make_model: MakeModel) -> None:
+    """issue 29 item 17: podShape OneNumaNode (the default under single-numa-node) gives the gate one pod per NUMA node
+    (4 GPUs, 16 EFA devices) and the canonical pod one NUMA node's share: the kubelet admits both."""
+
+    def edit(d: dict[str, Any]) -> None:
+        group(d, "h100")["topology"] = {"policy": "single-numa-node", "scope": "pod", "placement": "None"}
+
+    model = make_model(edit)
+    gate = next(w for w in rendered(model) if w.name == "nccl-gate-h100")
+    assert explain(model, gate).runs
+    pod = canonical(model, model.plan.fleet.node_group("h100"))
+    assert explain(model, pod).runs
 
 
 def test_restricted_admits_the_full_node_pod(make_model: MakeModel) -> None:

@@ -27,8 +27,10 @@ def _line_of(path: Path, needle: str) -> int:
     return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if needle in line)
 
 
-def test_single_numa_node_on_p5_is_refused_at_the_policy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    spec = _spec(tmp_path, policy="single-numa-node", scope="pod")
+def test_single_numa_node_with_full_node_pods_on_p5_is_refused_at_the_policy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = _spec(tmp_path, policy="single-numa-node", scope="pod", podShape="FullNode")
     out = tmp_path / "out"
     assert main(["synth", str(spec), "--env", "prod", "--out", str(out)]) == 1
     err = capsys.readouterr().err

@@ -31,7 +31,9 @@ def test_a_field_the_spec_sets_is_not_listed() -> None:
     fleet = load_fleet(str(EXAMPLE), "prod").environments["prod"]
     groups = tuple(
         (
-            dataclasses.replace(g, topology=Topology(policy="best-effort", scope="container", placement="None"))
+            dataclasses.replace(
+                g, topology=Topology(policy="best-effort", scope="container", placement="None", pod_shape=None)
+            )
             if g.name == "l40s"
             else g
         )

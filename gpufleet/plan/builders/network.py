@@ -88,7 +88,13 @@ def _gate(fleet: Fleet, group: NodeGroup, after: tuple[str, ...]) -> tuple[list[
         )
     network = net.EFA_NET if group.fabric is Fabric.EFA else net.RDMA_NET
     expectation = (
-        f"`all_reduce_perf` across 2 x {group.instance_type} ({2 * info.gpu_count} GPUs,"
+        f"`all_reduce_perf` across 2 x {group.instance_type} ({2 * info.gpu_count} GPUs"
+        + (
+            f" in {2 * net.gate_pods_per_node(group)} pods, one per NUMA node (topology.podShape OneNumaNode)"
+            if net.gate_pods_per_node(group) > 1
+            else ""
+        )
+        + ","
         f" {net.GATE_SIZES[0]}-{net.GATE_SIZES[1]} messages) averages at least"
         f" {round(min_bw * net.NCCL_TESTS_SLACK, 1):g} GB/s bus bandwidth (nccl-tests fails below 0.9 x"
         f" `NCCL_TESTS_MIN_BW={min_bw:g}`, the {net.floor_source(info, gate.efficiency)}), over NCCL network"

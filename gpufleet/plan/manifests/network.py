@@ -14,7 +14,8 @@ from typing import Any
 from gpufleet.base.render import render
 from gpufleet.facts import catalog
 from gpufleet.facts.versions import COMPONENTS, NETWORK_OPERATOR
-from gpufleet.plan.manifests import checkov
+from gpufleet.plan.manifests import checkov, node_bootstrap
+from gpufleet.spec import defaults
 from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup, Rdma, RdmaNetwork
 from gpufleet.spec.names import (
     EFA_RESOURCE,
@@ -561,12 +562,19 @@ def gate_name(group: NodeGroup) -> str:
     return f"nccl-gate-{group.name}"
 
 
-def _gate_script(name: str, gpus: int, net: str, env_names: list[str], wait_seconds: int) -> str:
+def gate_pods_per_node(group: NodeGroup) -> int:
+    """Pods of the gate on each of its two nodes: one per NUMA node when the group's work is one NUMA node per pod
+    (topology.podShape OneNumaNode: what single-numa-node admits), else one taking the whole node."""
+    return node_bootstrap.numa_nodes(group) if defaults.pod_shape(group) == "OneNumaNode" else 1
+
+
+def _gate_script(name: str, gpus: int, pods: int, net: str, env_names: list[str], wait_seconds: int) -> str:
     """The gate's script: gpufleet/templates/nccl-gate.sh.j2 (what each pod does, and why, is written there)."""
     return render(
         "nccl-gate.sh.j2",
         name=name,
         gpus=gpus,
+        workers=[f"{name}-{i}.{name}" for i in range(1, pods)],
         net=net,
         env_names=env_names,
         sizes=GATE_SIZES,
@@ -618,11 +626,14 @@ def gate_objects(fleet: Fleet, group: NodeGroup) -> tuple[dict[str, Any], dict[s
     labels = {**LABEL_MANAGED_BY, GATE_LABEL: name, LABEL_NODE_GROUP: group.name}
     fabric = group.fabric
     env = nccl_env(fabric, fleet.network.rdma)
-    limits: dict[str, Any] = {GPU_RESOURCE: info.gpu_count, "memory": "32Gi"}
+    per_node = gate_pods_per_node(group)
+    pods = 2 * per_node
+    gpus = info.gpu_count // per_node  # one NUMA node's GPUs, or all of them
+    limits: dict[str, Any] = {GPU_RESOURCE: gpus, "memory": "32Gi"}
     capabilities = list(GATE_CAPABILITIES)
     pod_annotations: dict[str, str] = {}
     if fabric is Fabric.EFA:
-        limits[EFA_RESOURCE] = info.max_efa_interfaces
+        limits[EFA_RESOURCE] = info.max_efa_interfaces // per_node  # the EFA devices of those GPUs' NUMA node
         limits["hugepages-2Mi"] = EFA_HUGEPAGES
         net = EFA_NET
     else:
@@ -645,6 +656,14 @@ def gate_objects(fleet: Fleet, group: NodeGroup) -> tuple[dict[str, Any], dict[s
         "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": {GATE_LABEL: name}},
     }
     timeout = gate.timeout_minutes * 60
+    spread = {"labelSelector": {"matchLabels": {GATE_LABEL: name}}, "topologyKey": "kubernetes.io/hostname"}
+    # One pod per node: required anti-affinity. One per NUMA node: the pods spread evenly over the nodes (maxSkew 1),
+    # and each, holding one NUMA node's GPUs, leaves room for exactly as many others as the node has NUMA nodes.
+    placement: dict[str, Any] = (
+        {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [spread]}}}
+        if per_node == 1
+        else {"topologySpreadConstraints": [{**spread, "maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"}]}
+    )
     block = group.capacity_type is CapacityType.CAPACITY_BLOCK
     # A Capacity Block group has nodes only inside its window: Pulumi does not wait (skipAwait) and the Job has no
     # deadline, so it runs when the window opens (gpufleet.plan.builders.network).
@@ -664,8 +683,8 @@ def gate_objects(fleet: Fleet, group: NodeGroup) -> tuple[dict[str, Any], dict[s
         },
         "spec": {
             "completionMode": "Indexed",
-            "completions": 2,
-            "parallelism": 2,
+            "completions": pods,
+            "parallelism": pods,
             "backoffLimit": 0,
             **({} if block else {"activeDeadlineSeconds": timeout}),
             "successPolicy": {"rules": [{"succeededIndexes": "0"}]},
@@ -680,21 +699,12 @@ def gate_objects(fleet: Fleet, group: NodeGroup) -> tuple[dict[str, Any], dict[s
                     "securityContext": {"runAsUser": 0, "runAsGroup": 0},
                     "nodeSelector": {LABEL_NODE_GROUP: group.name},
                     "tolerations": tolerations_for(group_taints(group)),
-                    "affinity": {
-                        "podAntiAffinity": {
-                            "requiredDuringSchedulingIgnoredDuringExecution": [
-                                {
-                                    "labelSelector": {"matchLabels": {GATE_LABEL: name}},
-                                    "topologyKey": "kubernetes.io/hostname",
-                                }
-                            ]
-                        }
-                    },
+                    **placement,
                     "containers": [
                         {
                             "name": "nccl-tests",
                             "image": gate.image,
-                            "command": ["/bin/bash", "-c", _gate_script(name, info.gpu_count, net, forwarded, timeout)],
+                            "command": ["/bin/bash", "-c", _gate_script(name, gpus, pods, net, forwarded, timeout)],
                             "env": [{"name": k, "value": v} for k, v in sorted(gate_env.items())],
                             "envFrom": [{"configMapRef": {"name": nccl_env_name(fabric)}}],
                             "ports": [
@@ -702,7 +712,7 @@ def gate_objects(fleet: Fleet, group: NodeGroup) -> tuple[dict[str, Any], dict[s
                                 {"name": "key", "containerPort": KEY_PORT},
                             ],
                             # A CPU per rank; no CPU limit (docs/policies-and-diff.md, CKV_K8S_11).
-                            "resources": {"limits": limits, "requests": {**limits, "cpu": info.gpu_count}},
+                            "resources": {"limits": limits, "requests": {**limits, "cpu": gpus}},
                             "securityContext": {
                                 "allowPrivilegeEscalation": False,
                                 "capabilities": {"drop": ["ALL"], "add": capabilities},
