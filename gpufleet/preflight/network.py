@@ -112,12 +112,13 @@ def check_efa_security_group(ctx: Context) -> Iterator[Finding]:
             if not _allows_itself(sg.get(key), group_id)
         ]
         if missing:
+            direction = "ingress" if "from" in missing else "egress"
             yield Finding(
                 True,
                 None,
                 f"EFA security group {group_id} ({name}) does not allow all traffic {' or '.join(missing)} itself:"
                 " EFA's SRD traffic between the nodes is dropped",
-                "run `pulumi up` for stage 1 again to restore its rules (efa-self-ingress, efa-self-egress), or: aws ec2"
-                f" authorize-security-group-{'ingress' if 'from' in missing else 'egress'} --group-id {group_id}"
-                f" --ip-permissions IpProtocol=-1,UserIdGroupPairs=[{{GroupId={group_id}}}] --region {ctx.region}",
+                "run `pulumi up` for stage 1 again to restore its rules (efa-self-ingress, efa-self-egress), or:"
+                f" aws ec2 authorize-security-group-{direction} --group-id {group_id} --ip-permissions"
+                f" IpProtocol=-1,UserIdGroupPairs=[{{GroupId={group_id}}}] --region {ctx.region}",
             )

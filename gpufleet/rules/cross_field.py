@@ -421,8 +421,8 @@ def _efa(fleet: Fleet) -> Iterator[Issue]:
                 yield Issue(
                     path=path + ("placementGroup",),
                     at_key=True,
-                    message=f"placementGroup has no effect on fabric {group.fabric}: only fabric EFA groups launch into a"
-                    " placement group",
+                    message=f"placementGroup has no effect on fabric {group.fabric}: only fabric EFA groups launch"
+                    " into a placement group",
                     hint="remove placementGroup",
                 )
             continue

@@ -177,12 +177,13 @@ def build(ctx: BuildContext) -> StageContent:
         # The IPPool CRD is not in the chart's crds/: the operator applies it (manifests/state-nv-ipam-cni
         # 005-nv-ipam.nvidia.com_ippools.yaml, Mellanox/network-operator v26.4.1) once it reconciles nvIpam, so no
         # IPPool can be part of this stage's plan; what is left to the user is said where it blocks the rollout.
+        wait = fleet.network.bandwidth_gate.timeout_minutes
         warnings.append(
             f"the RDMA networks need nv-ipam IPPools {pools} (nv-ipam.nvidia.com/v1alpha1, namespace"
             f" {net.NS_NETWORK_OPERATOR}) that gpufleet cannot create: the Network Operator installs the IPPool CRD"
             " only when it reconciles the NicClusterPolicy's nvIpam, after stage 5 starts. Create them with your"
-            f" fabric's subnets while the RDMA bandwidth gate waits (up to {fleet.network.bandwidth_gate.timeout_minutes}"
-            " min), or the gate's pods get no addresses and the rollout fails at stage 5"
+            f" fabric's subnets while the RDMA bandwidth gate waits (up to {wait} min), or the gate's pods get no"
+            " addresses and the rollout fails at stage 5"
         )
         for group in rdma_groups:
             res, gate, warn = _gate(fleet, group, (policy.id, daemonset, configmaps[0].id, *(n.id for n in nads)))
