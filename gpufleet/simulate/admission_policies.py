@@ -7,7 +7,8 @@ a model that called the renderer's helpers could not catch their bugs.
 
 - `gpufleet-visible-devices-need-gpu` (pods, CREATE): a container that sets NVIDIA_VISIBLE_DEVICES to anything that
   selects devices (a valueFrom, or a value other than "", "void", "none": nvidia-container-toolkit
-  internal/config/image/devices.go) must have a non-zero nvidia.com/gpu limit; the same for init containers.
+  internal/config/image/devices.go), or whose envFrom may set it (no env entry of that name, a prefix that allows
+  it), must have a non-zero nvidia.com/gpu limit; the same for init containers.
 - `gpufleet-require-queue-name` (Jobs and JobSets) is gpufleet.simulate.verdict's `_admission_policy`.
 
 A policy this module does not know is skipped (the verdict cannot say what its CEL decides).
@@ -66,11 +67,16 @@ def bound_policies(plan: RolloutPlan) -> tuple[BoundPolicy, ...]:
 
 
 def _selects_devices(container: Mapping[str, Any]) -> bool:
-    for e in container.get("env") or []:
-        if isinstance(e, Mapping) and e.get("name") == "NVIDIA_VISIBLE_DEVICES":
-            if "valueFrom" in e or ("value" in e and str(e["value"]) not in _NO_DEVICES):
-                return True
-    return False
+    named = [
+        e for e in container.get("env") or [] if isinstance(e, Mapping) and e.get("name") == "NVIDIA_VISIBLE_DEVICES"
+    ]
+    if named:  # env wins over envFrom
+        return any("valueFrom" in e or ("value" in e and str(e["value"]) not in _NO_DEVICES) for e in named)
+    # an envFrom source may hold the key, unless its prefix rules it out
+    return any(
+        isinstance(f, Mapping) and "NVIDIA_VISIBLE_DEVICES".startswith(str(f.get("prefix", "")))
+        for f in container.get("envFrom") or []
+    )
 
 
 def _requests_gpu(container: Mapping[str, Any]) -> bool:

@@ -229,6 +229,25 @@ ALL = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
         (pod(container(), init=[container(env=ALL, gpus="1")]), True),
         (pod(container(), ephemeral=[{"name": "debug", "image": "i", "env": ALL}]), False),
         (pod(container(), ephemeral=[{"name": "debug", "image": "i"}]), True),
+        # issue 31: a ConfigMap or Secret the policy cannot read may set it through envFrom
+        (pod({**container(), "envFrom": [{"configMapRef": {"name": "m"}}]}), False),
+        (pod({**container(gpus="1"), "envFrom": [{"configMapRef": {"name": "m"}}]}), True),
+        (pod({**container(), "envFrom": [{"prefix": "NVIDIA_", "secretRef": {"name": "s"}}]}), False),
+        (pod({**container(), "envFrom": [{"prefix": "APP_", "configMapRef": {"name": "m"}}]}), True),
+        (
+            pod(
+                {
+                    **container(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]),
+                    "envFrom": [{"configMapRef": {"name": "m"}}],
+                }
+            ),
+            True,
+        ),
+        (pod({**container(env=ALL), "envFrom": [{"prefix": "APP_", "configMapRef": {"name": "m"}}]}), False),
+        (
+            pod(container(), ephemeral=[{"name": "debug", "image": "i", "envFrom": [{"configMapRef": {"name": "m"}}]}]),
+            False,
+        ),
     ],
 )
 def test_visible_devices(obj: dict[str, Any], allowed: bool) -> None:

@@ -279,6 +279,15 @@ VISIBLE_DEVICES_PODS = [
         "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
         "initContainers": [{"name": "i", "env": [{"name": ENV, "value": "all"}]}],
     },
+    # issue 31: envFrom may set it
+    {"containers": [{"name": "c", "envFrom": [{"configMapRef": {"name": "m"}}]}]},
+    {"containers": [{"name": "c", "envFrom": [{"prefix": "NVIDIA_", "secretRef": {"name": "s"}}]}]},
+    {"containers": [{"name": "c", "envFrom": [{"prefix": "APP_", "configMapRef": {"name": "m"}}]}]},
+    {
+        "containers": [
+            {"name": "c", "envFrom": [{"configMapRef": {"name": "m"}}], "env": [{"name": ENV, "value": "void"}]}
+        ]
+    },
 ]
 
 

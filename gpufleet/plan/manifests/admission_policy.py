@@ -10,8 +10,9 @@
    non-zero `nvidia.com/gpu` limit. Without it, the NVIDIA runtime would hand it GPUs the scheduler never
    allocated (nvidia-container-toolkit internal/config/image/devices.go: "", "void" mean no devices, "none"
    means driver only). Applies everywhere except the system namespaces whose daemons must see every GPU.
-   This is defence in depth: the runtime setting the foundation stage applies is the actual fix, since an
-   image's own ENV (CUDA images set NVIDIA_VISIBLE_DEVICES=all) and envFrom are invisible here.
+   An `envFrom` the policy cannot read counts as setting it unless `env` names the variable (env wins) or the
+   entry's prefix rules it out. This is defence in depth: the runtime setting the foundation stage applies is the
+   actual fix, since an image's own ENV (CUDA images set NVIDIA_VISIBLE_DEVICES=all) is invisible here.
 
 CEL follows Kubernetes' admission CEL: `object`, `oldObject`, `request`, `variables`; `has()` guards every
 optional field (a missing field is an error, and an error with failurePolicy Fail denies the request).
@@ -97,9 +98,15 @@ def _requests_gpu(c: str) -> str:
 
 
 def _selects_devices(c: str) -> str:
+    """The container sets NVIDIA_VISIBLE_DEVICES to something that selects devices: in `env` (which wins over
+    `envFrom`: "Values defined by an Env with a duplicate key will take precedence", core/v1 Container.envFrom), or,
+    when `env` does not name it, possibly through `envFrom`: a ConfigMap or Secret this policy cannot read may hold
+    the key, unless the entry's prefix rules it out (the variable is prefix + key)."""
+    named = f"has({c}.env) && {c}.env.exists(e, e.name == 'NVIDIA_VISIBLE_DEVICES')"
     return (
-        f"has({c}.env) && {c}.env.exists(e, e.name == 'NVIDIA_VISIBLE_DEVICES' && "
-        "(has(e.valueFrom) || (has(e.value) && !(e.value in ['', 'void', 'none']))))"
+        f"({named}) ? {c}.env.exists(e, e.name == 'NVIDIA_VISIBLE_DEVICES' && "
+        "(has(e.valueFrom) || (has(e.value) && !(e.value in ['', 'void', 'none'])))) : "
+        f"(has({c}.envFrom) && {c}.envFrom.exists(f, !has(f.prefix) || 'NVIDIA_VISIBLE_DEVICES'.startsWith(f.prefix)))"
     )
 
 
@@ -113,7 +120,9 @@ def container_check(c: str = "c", *, can_request: bool = True) -> str:
 def visible_devices_policy() -> dict[str, Any]:
     message = (
         "a container sets NVIDIA_VISIBLE_DEVICES without a nvidia.com/gpu limit: it would see GPUs the scheduler "
-        "did not give it. Request nvidia.com/gpu, or set the variable to void"
+        "did not give it. Request nvidia.com/gpu, or set the variable to void (an envFrom whose ConfigMap or Secret"
+        " may hold it counts as setting it: add env NVIDIA_VISIBLE_DEVICES=void, which envFrom cannot override, or"
+        " give the envFrom a prefix)"
     )
     validations = [
         {
