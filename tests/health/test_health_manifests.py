@@ -647,3 +647,38 @@ def test_the_straggler_metric_is_scraped_from_training_pods_in_team_namespaces()
     no_teams = replace(INSTALL, teams=())
     (bare,) = [o for o in _stage_objects(no_teams, "health") if o["kind"] == "PodMonitor"]
     assert bare["spec"]["namespaceSelector"] == {"any": True}
+
+
+def _with_hardware(node: dict[str, Any], reason: str) -> dict[str, Any]:
+    node["status"]["conditions"].append({"type": "AcceleratedHardwareReady", "status": "False", "reason": reason})
+    return node
+
+
+def test_the_remediator_yields_its_pacing_to_eks_on_faults_eks_repairs() -> None:
+    # One owner per fault class: on a fault EKS reboots or replaces the node for (the GPU is gone), the Interactive
+    # grace and the one-replica-at-a-time serving drain would only be cut short by the repair: evict now.
+    cfg = R.Config(eks_repaired_reasons=frozenset({"NvidiaXID79Error", "DCGMHealthCode120"}))
+    for wclass in ("Interactive", "Inference"):
+        node = _with_hardware(_node("True", wclass, cordoned=True, ours=True, since=100), "NvidiaXID79Error")
+        api = FakeApi(ready={"a-owner": (3, 1), "b-owner": (3, 1)})  # serving capacity short elsewhere
+        acts = R.plan_node(api, node, PODS, cfg, now=200.0)
+        assert acts.evict == ["ns/a", "ns/b"], wclass
+        assert acts.waiting == ["n1: EKS node auto repair owns NvidiaXID79Error: GPU pods evicted before its repair"]
+    # A fault the remediator owns (DCGMHealthCode80 is NoAction for EKS) keeps the class's pacing.
+    node = _with_hardware(_node("True", "Interactive", cordoned=True, ours=True, since=100), "DCGMHealthCode80")
+    assert R.plan_node(FakeApi(), node, PODS, cfg, now=200.0).evict == []
+    # Without auto repair (no reasons passed) nothing is EKS's.
+    node = _with_hardware(_node("True", "Interactive", cordoned=True, ours=True, since=100), "NvidiaXID79Error")
+    assert R.plan_node(FakeApi(), node, PODS, R.Config(), now=200.0).evict == []
+
+
+def test_the_remediator_is_told_which_reasons_eks_repairs() -> None:
+    def env(fleet: Fleet) -> dict[str, str]:
+        container = health.remediator_objects(fleet)[-1]["spec"]["template"]["spec"]["containers"][0]
+        return {e["name"]: e["value"] for e in container["env"]}
+
+    reasons = set(env(INSTALL)["EKS_REPAIRED_REASONS"].split(","))
+    assert {"NvidiaXID79Error", "NvidiaDoubleBitError", "DCGMHealthCode120", "DCGMHealthCode4"} <= reasons
+    assert not {"DCGMHealthCode80", "DCGMError", "DCGMHealthCode101"} & reasons  # NoAction: the remediator's
+    off = replace(INSTALL, health=replace(INSTALL.health, auto_repair="Disabled"))
+    assert env(off)["EKS_REPAIRED_REASONS"] == ""

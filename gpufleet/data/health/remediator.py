@@ -10,6 +10,9 @@ Per node (GPU nodes carry gpufleet.io/node-group and gpufleet.io/workload-class 
       ReplicaSet/StatefulSet is ready (the candidate itself is not missing capacity: the replica on the bad GPU is
       usually the NotReady one), so the replacement must find capacity elsewhere before the next one goes.
     Interactive: leave sessions alone for INTERACTIVE_GRACE_SECONDS after the cordon, then evict.
+    Any class, when the node's AcceleratedHardwareReady reason is one EKS node auto repair reboots or replaces the
+      node for (EKS_REPAIRED_REASONS: the GPU is gone or must be reset): evict now; the repair owns that fault and
+      would cut the class's pacing short.
 - condition False and cordoned by us: uncordon.
 - condition Unknown (the check cannot run, its verdict is stale): never cordon on it; but a node we cordoned (on
   True) that now reads Unknown stays cordoned and is drained as if True, until the check passes: a degrading GPU
@@ -30,6 +33,7 @@ from datetime import datetime, timezone
 from typing import Any, Protocol
 
 CONDITION = "DCGMUnhealthy"
+HARDWARE_CONDITION = "AcceleratedHardwareReady"  # the EKS node monitoring agent's
 LABEL_NODE_GROUP = "gpufleet.io/node-group"
 LABEL_WORKLOAD_CLASS = "gpufleet.io/workload-class"
 ANN_CORDONED = "gpufleet.io/cordoned-by"
@@ -50,6 +54,9 @@ class Config:
     interactive_grace_seconds: int = 3600
     unknown_release_seconds: int = 1800
     dry_run: bool = False
+    # AcceleratedHardwareReady reasons EKS node auto repair reboots or replaces the node for (the repair overrides
+    # the plan renders): those faults are EKS's, and the remediator does not pace a drain the repair would cut short.
+    eks_repaired_reasons: frozenset[str] = frozenset()
 
     @staticmethod
     def from_env() -> "Config":
@@ -58,6 +65,7 @@ class Config:
             interactive_grace_seconds=int(os.environ.get("INTERACTIVE_GRACE_SECONDS", "3600")),
             unknown_release_seconds=int(os.environ.get("UNKNOWN_RELEASE_SECONDS", "1800")),
             dry_run=os.environ.get("DRY_RUN", "false") == "true",
+            eks_repaired_reasons=frozenset(r for r in os.environ.get("EKS_REPAIRED_REASONS", "").split(",") if r),
         )
 
 
@@ -152,6 +160,15 @@ def held_unhealthy(node: dict[str, Any]) -> bool:
     return ours and _condition(node) is not None and condition_status(node) not in ("True", "False")
 
 
+def eks_repairs(node: dict[str, Any], cfg: Config) -> str | None:
+    """The reason EKS node auto repair will reboot or replace this node for, if it reports one now."""
+    for cond in node.get("status", {}).get("conditions", []) or []:
+        if cond.get("type") == HARDWARE_CONDITION and cond.get("status") == "False":
+            reason = str(cond.get("reason", ""))
+            return reason if reason in cfg.eks_repaired_reasons else None
+    return None
+
+
 def plan_node(api: Api, node: dict[str, Any], pods: list[dict[str, Any]], cfg: Config, now: float) -> Actions:
     """Decide what to do with one node (pure apart from reading owner workloads)."""
     acts = Actions()
@@ -178,7 +195,13 @@ def plan_node(api: Api, node: dict[str, Any], pods: list[dict[str, Any]], cfg: C
         return acts
     candidates = [p for p in pods if evictable(p)]
     wclass = node["metadata"].get("labels", {}).get(LABEL_WORKLOAD_CLASS, "Training")
-    if wclass in ("Training", "Batch"):
+    repaired = eks_repairs(node, cfg)
+    if repaired:
+        # EKS owns this fault class: its repair wait is the only grace left, so every GPU pod goes now, through the
+        # Eviction API (PodDisruptionBudgets still apply), rather than being cut off by the reboot or replacement.
+        acts.waiting.append(f"{name}: EKS node auto repair owns {repaired}: GPU pods evicted before its repair")
+        acts.evict += [_ref(p) for p in candidates]
+    elif wclass in ("Training", "Batch"):
         acts.evict += [_ref(p) for p in candidates]
     elif wclass == "Inference":
         # NotReady replicas first: they serve nothing, and the one on the bad GPU is usually among them.

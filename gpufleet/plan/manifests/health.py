@@ -271,6 +271,21 @@ _PLANTED_FAULT_CHECKOV_SKIPS = {
 }
 
 
+def eks_repaired_reasons(fleet: Fleet) -> list[str]:
+    """AcceleratedHardwareReady reasons EKS node auto repair reboots or replaces a node for, in some group: the
+    remediator leaves those faults' pacing to the repair. None without auto repair."""
+    if fleet.health.auto_repair != "Enabled":
+        return []
+    return sorted(
+        {
+            reason
+            for group in fleet.node_groups
+            for reason, action in node_monitoring.repair_actions(fleet, group)
+            if action != node_monitoring.NO_ACTION
+        }
+    )
+
+
 def remediator_objects(fleet: Fleet) -> list[dict[str, Any]]:
     """ServiceAccount, ClusterRole, ClusterRoleBinding and the single-replica Deployment."""
     name = "gpufleet-remediator"
@@ -287,6 +302,7 @@ def remediator_objects(fleet: Fleet) -> list[dict[str, Any]]:
             {"name": "REMEDIATION", "value": fleet.health.remediation},
             {"name": "INTERACTIVE_GRACE_SECONDS", "value": "3600"},
             {"name": "UNKNOWN_RELEASE_SECONDS", "value": str(unknown_release_seconds(fleet))},
+            {"name": "EKS_REPAIRED_REASONS", "value": ",".join(eks_repaired_reasons(fleet))},
             {"name": "INTERVAL_SECONDS", "value": "30"},
         ],
     )

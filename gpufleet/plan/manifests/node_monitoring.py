@@ -34,7 +34,9 @@ Repair decisions (EKS node auto repair overrides, per reason the pinned agent ca
     4 DCGM_FR_VOLATILE_DBE_DETECTED and 120 DCGM_FR_FALLEN_OFF_BUS -> Replace (as NvidiaDoubleBitError and XID 79),
     81 DCGM_FR_UNCONTAINED_ERROR (XID 95), 125 DCGM_FR_GPU_RECOVERY_RESET and 126 DCGM_FR_GPU_RECOVERY_REBOOT ->
     Reboot (a reboot resets the GPU).
-  The named reasons above stay EKS's: the per-class repair wait lets the remediator's drain go first.
+  The named reasons above stay EKS's: the per-class repair wait lets the remediator's drain go first, and on a
+  node that reports one of EKS's reasons the remediator stands back from its pacing (gpufleet.plan.manifests.health
+  eks_repaired_reasons: it evicts at once rather than keep a grace the repair would cut short).
 - No `DCGMDiagnosticFailure` override: the agent runs active diagnostics only with DCGM_DIAG_LEVEL set
   (monitors/nvidia/dcgm/dcgm_activediagnostic.go), its DaemonSet sets no such variable, and the add-on configuration
   schema has no env (charts/configuration.schema.json, v1.7.0), so that reason never appears. Active diagnostics
