@@ -251,3 +251,27 @@ def lookup(name: str) -> InstanceType | None:
 def gpu_instance_names() -> tuple[str, ...]:
     """Every instance type name in the catalog, sorted."""
     return tuple(sorted(CATALOG))
+
+
+# The most pods kubelet admits on a node of each type: EKS's ENI formula, ENIs x (IPv4 addresses per ENI - 1) + 2,
+# as nodeadm computes it from its instance-info.jsonl (awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go
+# @v20260724).
+EKS_MAX_PODS = {
+    "g4dn.xlarge": 29, "g4dn.2xlarge": 29, "g4dn.4xlarge": 29, "g4dn.8xlarge": 58, "g4dn.12xlarge": 234,
+    "g4dn.16xlarge": 58, "g4dn.metal": 737,
+    "g5.xlarge": 58, "g5.2xlarge": 58, "g5.4xlarge": 234, "g5.8xlarge": 234, "g5.12xlarge": 737, "g5.16xlarge": 234,
+    "g5.24xlarge": 737, "g5.48xlarge": 345,
+    "g5g.xlarge": 58, "g5g.2xlarge": 58, "g5g.4xlarge": 234, "g5g.8xlarge": 234, "g5g.16xlarge": 737, "g5g.metal": 737,
+    "g6.xlarge": 58, "g6.2xlarge": 58, "g6.4xlarge": 234, "g6.8xlarge": 234, "g6.12xlarge": 234, "g6.16xlarge": 737,
+    "g6.24xlarge": 737, "g6.48xlarge": 737,
+    "g6e.xlarge": 58, "g6e.2xlarge": 58, "g6e.4xlarge": 234, "g6e.8xlarge": 234, "g6e.12xlarge": 292,
+    "g6e.16xlarge": 737, "g6e.24xlarge": 492, "g6e.48xlarge": 492,
+    "p3dn.24xlarge": 737, "p4d.24xlarge": 737, "p4de.24xlarge": 737,
+    "p5.4xlarge": 118, "p5.48xlarge": 100, "p5e.48xlarge": 100, "p5en.48xlarge": 198,
+    "p6-b200.48xlarge": 198, "p6-b300.48xlarge": 198,
+}  # fmt: skip
+
+
+def max_pods(name: str) -> int:
+    """kubelet's maxPods on a node of the type; the largest known figure for a type added to the catalog later."""
+    return EKS_MAX_PODS.get(name, max(EKS_MAX_PODS.values()))

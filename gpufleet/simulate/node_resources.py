@@ -8,8 +8,8 @@ facts, never by the renderer's helpers (a model that reuses the renderer cannot 
   kubeReserved CPU 6% of the first core, 1% of the second, 0.5% of the third and fourth, 0.25% of the rest;
   memory 11 MiB per pod + 255 MiB; ephemeral-storage 1Gi; evictionHard memory.available 100Mi and nodefs.available
   10%. Allocatable is capacity less reservations and the hard eviction threshold (kubernetes.io "Reserve Compute
-  Resources for System Daemons", Node Allocatable). Max pods per type: EKS's eni-max-pods table (data, shared with
-  the renderer: gpufleet.plan.manifests.kueue.EKS_MAX_PODS).
+  Resources for System Daemons", Node Allocatable). Max pods per type: EKS's eni-max-pods figures, an instance fact
+  of the catalog (gpufleet.facts.catalog.max_pods).
 - The node DaemonSets' share: 1 CPU and 2 GiB per node (gpufleet's budget for its node agents, which Kueue's quotas
   leave out too), taken off what a workload pod may use.
 - Extended resources as the device plugins advertise them: whole GPUs from the catalog, times the replicas of the
@@ -36,7 +36,6 @@ from typing import Any
 import yaml
 
 from gpufleet.facts import catalog, stages
-from gpufleet.plan.manifests.kueue import EKS_MAX_PODS
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.spec.fleet import Fabric, NodeGroup, SharingStrategy
 
@@ -255,7 +254,7 @@ def allocatable(plan: RolloutPlan, group: NodeGroup, labels: Mapping[str, str], 
     request on one idle node."""
     info = catalog.lookup(group.instance_type)
     assert info is not None, group.instance_type
-    max_pods = EKS_MAX_PODS.get(group.instance_type, max(EKS_MAX_PODS.values()))
+    max_pods = catalog.max_pods(group.instance_type)
     return {
         "cpu": info.vcpus * 1000
         - kube_reserved_cpu_milli(info.vcpus)

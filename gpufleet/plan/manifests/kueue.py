@@ -86,28 +86,12 @@ TOPOLOGY_LEVELS = (
 #
 # kube-reserved is nodeadm's (awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go @v20260724):
 # CPU 6% of the first core, 1% of the second, 0.5% of cores 3-4 and 0.25% above; memory 11 MiB per pod of
-# maxPods + 255 MiB; eviction at 100 MiB. maxPods is nodeadm's ENI formula, ENIs x (IPv4 per ENI - 1) + 2, from
-# its instance-info.jsonl at the same tag. Groups with a Topology Manager policy also reserve
-# node_bootstrap.SYSTEM_RESERVED_*. On top, a budget for the DaemonSets every GPU node runs (GPU Operator
+# maxPods (gpufleet.facts.catalog.max_pods) + 255 MiB; eviction at 100 MiB. Groups with a Topology Manager policy also
+# reserve node_bootstrap.SYSTEM_RESERVED_*. On top, a budget for the DaemonSets every GPU node runs (GPU Operator
 # operands, DCGM exporter, CNI, kube-proxy, EFA plugin, node exporter, Node Problem Detector).
 DAEMONSET_CPU_MILLI = 1000
 DAEMONSET_MEMORY_MIB = 2048
 EVICTION_MEMORY_MIB = 100
-EKS_MAX_PODS = {
-    "g4dn.xlarge": 29, "g4dn.2xlarge": 29, "g4dn.4xlarge": 29, "g4dn.8xlarge": 58, "g4dn.12xlarge": 234,
-    "g4dn.16xlarge": 58, "g4dn.metal": 737,
-    "g5.xlarge": 58, "g5.2xlarge": 58, "g5.4xlarge": 234, "g5.8xlarge": 234, "g5.12xlarge": 737, "g5.16xlarge": 234,
-    "g5.24xlarge": 737, "g5.48xlarge": 345,
-    "g5g.xlarge": 58, "g5g.2xlarge": 58, "g5g.4xlarge": 234, "g5g.8xlarge": 234, "g5g.16xlarge": 737, "g5g.metal": 737,
-    "g6.xlarge": 58, "g6.2xlarge": 58, "g6.4xlarge": 234, "g6.8xlarge": 234, "g6.12xlarge": 234, "g6.16xlarge": 737,
-    "g6.24xlarge": 737, "g6.48xlarge": 737,
-    "g6e.xlarge": 58, "g6e.2xlarge": 58, "g6e.4xlarge": 234, "g6e.8xlarge": 234, "g6e.12xlarge": 292,
-    "g6e.16xlarge": 737, "g6e.24xlarge": 492, "g6e.48xlarge": 492,
-    "p3dn.24xlarge": 737, "p4d.24xlarge": 737, "p4de.24xlarge": 737,
-    "p5.4xlarge": 118, "p5.48xlarge": 100, "p5e.48xlarge": 100, "p5en.48xlarge": 198,
-    "p6-b200.48xlarge": 198, "p6-b300.48xlarge": 198,
-}  # fmt: skip
-_MAX_PODS_UNKNOWN = max(EKS_MAX_PODS.values())  # conservative for a type added to the catalog later
 
 
 def kube_reserved_cpu_milli(vcpus: int) -> int:
@@ -136,11 +120,7 @@ def node_reserve(group: NodeGroup) -> tuple[int, int]:
     info = catalog.lookup(group.instance_type)
     assert info is not None, group.instance_type
     cpu = kube_reserved_cpu_milli(info.vcpus) + DAEMONSET_CPU_MILLI
-    memory = (
-        kube_reserved_memory_mib(EKS_MAX_PODS.get(info.name, _MAX_PODS_UNKNOWN))
-        + EVICTION_MEMORY_MIB
-        + DAEMONSET_MEMORY_MIB
-    )
+    memory = kube_reserved_memory_mib(catalog.max_pods(info.name)) + EVICTION_MEMORY_MIB + DAEMONSET_MEMORY_MIB
     policy, _, _ = node_bootstrap.topology(group)
     if policy != "none":
         cpu += int(node_bootstrap.SYSTEM_RESERVED_CPU) * 1000
