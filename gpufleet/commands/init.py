@@ -83,6 +83,12 @@ def _workload_class(entry: catalog.InstanceType) -> str:
     return "Training" if entry.efa_supported and entry.gpu_count >= 8 else "Batch"
 
 
+def _efa(entry: catalog.InstanceType) -> bool:
+    # A Training group of an EFA-capable type runs multi-node jobs: without fabric EFA its NCCL traffic takes TCP
+    # (the catalog's efa_supported comes from EC2 DescribeInstanceTypes NetworkInfo.EfaSupported).
+    return entry.efa_supported and _workload_class(entry) == "Training"
+
+
 def starter_spec(types: list[catalog.InstanceType]) -> str:
     """The commented starter spec for these instance types (YAML text)."""
     kubernetes = _kubernetes_version()
@@ -118,6 +124,12 @@ def starter_spec(types: list[catalog.InstanceType]) -> str:
             f'    ami: {{type: {ami}, releaseVersion: "{ami_releases.newest(ami, kubernetes)}"}}',
             f"    scaling: {{maxSize: {_MAX_NODES}}}",
         ]
+        if _efa(entry):
+            lines += [
+                "    fabric: EFA  # EFA interfaces, the EFA device plugin, NCCL over EFA and a bandwidth gate",
+                "    zone: use1-az4  # EFA stays within one zone: the zone ID of the subnet below (replace both)",
+                "    subnetIds: [subnet-0123456789abcdef0]",
+            ]
     lines += [
         "teams:  # each team gets a namespace and a Kueue queue with a GPU quota per node group",
         "  - name: my-team",

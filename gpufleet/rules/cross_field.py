@@ -307,7 +307,11 @@ def _sharing(fleet: Fleet) -> Iterator[Issue]:
                 message=(
                     "MPS cannot be combined with MIG: the device plugin does not support MPS on MIG-enabled devices"
                 ),
-                hint="choose strategy MIG (hardware partitions) or MPS on whole GPUs",
+                hint=(
+                    "choose strategy MIG (hardware partitions) or MPS on whole GPUs"
+                    if info is None or info.mig_capable
+                    else f"remove profile: MPS shares whole GPUs (the {info.gpu_model} has no MIG)"
+                ),
             )
             continue
         if strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS) and sharing.replicas is None:
@@ -328,7 +332,7 @@ def _sharing(fleet: Fleet) -> Iterator[Issue]:
                 path=spath + ("profile",),
                 at_key=True,
                 message=f"profile is only used with MIG, not {strategy}",
-                hint="remove profile, or set strategy: MIG",
+                hint=f"remove profile{_or_mig(info)}",
             )
         if strategy is not SharingStrategy.MIG and (sharing.mig_strategy != "Single" or sharing.layout):
             field = "layout" if sharing.layout else "migStrategy"
@@ -336,7 +340,7 @@ def _sharing(fleet: Fleet) -> Iterator[Issue]:
                 path=spath + (field,),
                 at_key=True,
                 message=f"{field} is only used with MIG, not {strategy}",
-                hint=f"remove {field}, or set strategy: MIG",
+                hint=f"remove {field}{_or_mig(info)}",
             )
         if strategy is SharingStrategy.MIG:
             if info is not None and not info.mig_capable:
@@ -388,10 +392,23 @@ def _sharing(fleet: Fleet) -> Iterator[Issue]:
                     " bound and no fault isolation"
                 ),
                 hint=(
-                    "time-slicing is for notebooks, CI and bursty low-stakes work; use MIG or MPS, or set"
-                    " sharing.acknowledgeNoIsolation: true"
+                    "time-slicing is for notebooks, CI and bursty low-stakes work;"
+                    f" use {_isolating_strategies(info)}, or set sharing.acknowledgeNoIsolation: true"
                 ),
             )
+
+
+def _or_mig(info: catalog.InstanceType | None) -> str:
+    """The second way out of a MIG field on a group that does not use MIG: MIG itself, where the GPU has it."""
+    return ", or set strategy: MIG" if info is None or info.mig_capable else f" (the {info.gpu_model} has no MIG)"
+
+
+def _isolating_strategies(info: catalog.InstanceType | None) -> str:
+    """What to share a GPU with instead of time-slicing, on this device only: MIG where the GPU has MIG profiles
+    (issue 35 item 6: an L40S, L4 or A10G has none, so suggesting MIG there sends the user into another error)."""
+    if info is None or info.mig_capable:
+        return "MIG or MPS"
+    return f"MPS (the {info.gpu_model} has no MIG)"
 
 
 def _mig_gpus() -> str:

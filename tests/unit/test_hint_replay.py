@@ -397,7 +397,7 @@ REPLAYS: tuple[Replay, ...] = (
     R(
         "mps-with-mig",
         {"nodeGroups.0.sharing": {"strategy": "MPS", "replicas": 2, "profile": "1g.10gb"}},
-        "choose strategy MIG (hardware partitions) or MPS on whole GPUs",
+        "remove profile: MPS shares whole GPUs (the L4 has no MIG)",
         {"nodeGroups.0.sharing.profile": DEL},
     ),
     R(
@@ -415,7 +415,7 @@ REPLAYS: tuple[Replay, ...] = (
     R(
         "profile-unused",
         {"nodeGroups.0.sharing": {"strategy": "Exclusive", "profile": "1g.10gb"}},
-        "remove profile, or set strategy: MIG",
+        "remove profile (the L4 has no MIG)",
         {"nodeGroups.0.sharing.profile": DEL},
     ),
     R(
@@ -481,7 +481,7 @@ REPLAYS: tuple[Replay, ...] = (
     R(
         "mig-strategy-without-mig",
         {"nodeGroups.0.sharing": {"strategy": "Exclusive", "migStrategy": "Mixed"}},
-        "remove migStrategy, or set strategy: MIG",
+        "remove migStrategy (the L4 has no MIG)",
         {"nodeGroups.0.sharing.migStrategy": DEL},
     ),
     R(
@@ -523,7 +523,7 @@ REPLAYS: tuple[Replay, ...] = (
     R(
         "time-slicing-training",
         {"nodeGroups.0.workloadClass": "Training", "nodeGroups.0.sharing": {"strategy": "TimeSlicing", "replicas": 2}},
-        "time-slicing is for notebooks, CI and bursty low-stakes work; use MIG or MPS, or set"
+        "time-slicing is for notebooks, CI and bursty low-stakes work; use MPS (the L4 has no MIG), or set"
         " sharing.acknowledgeNoIsolation: true",
         {"nodeGroups.0.sharing.acknowledgeNoIsolation": True},
     ),
