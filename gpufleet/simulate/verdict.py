@@ -378,11 +378,23 @@ def _on_node(
     return None
 
 
+# Controllers whose children the queue-name policy exempts (its matchCondition not-created-by-a-kueue-managed-parent):
+# Kueue admits the parent as one workload.
+_MANAGED_PARENTS = (("jobset.x-k8s.io", "JobSet"), ("kubeflow.org", "MPIJob"), ("trainer.kubeflow.org", "TrainJob"))
+
+
+def _kueue_managed_parent(wl: Workload) -> bool:
+    if wl.controller is None:
+        return False
+    api_version, kind = wl.controller
+    return any(api_version.startswith(f"{group}/") and kind == k for group, k in _MANAGED_PARENTS)
+
+
 def _admission_policy(model: FleetModel, wl: Workload) -> Reason | None:
     if model.queue_policy is None or model.kueue is None:
         return None
     kinds, namespaces, message = model.queue_policy
-    if wl.kind not in kinds or wl.namespace not in namespaces or wl.owner_kinds:
+    if wl.kind not in kinds or wl.namespace not in namespaces or _kueue_managed_parent(wl):
         return None
     if kueue_admission.queue_name(model.kueue, wl):
         return None

@@ -103,6 +103,8 @@ class Workload:
     labels: Mapping[str, str]
     pod_sets: tuple[PodSet, ...]
     owner_kinds: tuple[str, ...] = ()
+    # (apiVersion, kind) of the ownerReference marked controller, if any
+    controller: tuple[str, str] | None = None
     api_version: str = ""
     controllers: tuple[tuple[str, str], ...] = ()  # (apiVersion, kind) of ownerReferences with controller: true
 
@@ -302,6 +304,14 @@ def workload(obj: Mapping[str, Any]) -> Workload:
         labels={str(k): str(v) for k, v in labels.items()},
         pod_sets=tuple(_pod_sets(kind, obj)),
         owner_kinds=owners,
+        controller=next(
+            (
+                (str(o.get("apiVersion", "")), str(o.get("kind", "")))
+                for o in meta.get("ownerReferences") or []
+                if isinstance(o, Mapping) and o.get("controller") is True
+            ),
+            None,
+        ),
         api_version=str(obj.get("apiVersion", "")),
         controllers=controllers,
     )

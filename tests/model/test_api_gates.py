@@ -303,3 +303,66 @@ def test_the_visible_devices_model_agrees_with_the_rendered_cel(make_model: Make
     )
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
     assert admission_policies.visible_devices_refusal(spec) == _cel_denies(policy, pod)
+
+
+QUEUE_NAME_JOBS = [
+    ({}, None),
+    ({"kueue.x-k8s.io/queue-name": "vision"}, None),
+    ({"kueue.x-k8s.io/queue-name": ""}, None),
+    ({}, ("jobset.x-k8s.io/v1alpha2", "JobSet", True)),
+    ({}, ("batch/v1", "CronJob", True)),
+    ({}, ("jobset.x-k8s.io/v1alpha2", "JobSet", False)),
+]
+
+
+@pytest.mark.parametrize(("labels", "owner"), QUEUE_NAME_JOBS)
+def test_the_queue_name_model_agrees_with_the_rendered_cel(
+    make_model: MakeModel, labels: dict[str, str], owner: tuple[str, str, bool] | None
+) -> None:
+    """The model's reading of gpufleet-require-queue-name (kinds, namespaces, the managed-parent exemption) against
+    the rendered policy's CEL on CREATE, in a team namespace without a `default` LocalQueue (so no webhook fills the
+    name): a Job a CronJob controls is not exempt; the model had exempted any owner."""
+    model = make_model()
+    assert model.kueue is not None
+    local = {k: v for k, v in model.kueue.local_queues.items() if k != ("vision", "default")}
+    model = dataclasses.replace(model, kueue=dataclasses.replace(model.kueue, local_queues=local))
+    meta: dict[str, Any] = {"name": "j", "namespace": "vision", "labels": labels}
+    if owner:
+        meta["ownerReferences"] = [
+            {"apiVersion": owner[0], "kind": owner[1], "name": "p", "uid": "u", "controller": owner[2]}
+        ]
+    obj = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": meta,
+        "spec": {"template": {"spec": {"containers": [{"name": "c"}]}}},
+    }
+    (policy,) = (
+        r.args["object"]
+        for s in model.plan.included()
+        for r in s.content.resources
+        if (r.args.get("object") or {}).get("metadata", {}).get("name") == "gpufleet-require-queue-name"
+        and r.args["object"]["kind"] == "ValidatingAdmissionPolicy"
+    )
+    env = celpy.Environment()
+    activation: dict[str, Any] = {
+        "object": celpy.json_to_cel(obj),
+        "oldObject": celpy.json_to_cel(None),
+        "request": celpy.json_to_cel({"operation": "CREATE"}),
+    }
+
+    def run(expression: str) -> bool:
+        return bool(env.program(env.compile(expression)).evaluate(activation))
+
+    spec = policy["spec"]
+    matched = all(run(c["expression"]) for c in spec["matchConditions"])
+    activation["variables"] = celpy.celtypes.MapType(
+        {
+            celpy.celtypes.StringType(v["name"]): env.program(env.compile(v["expression"])).evaluate(activation)
+            for v in spec["variables"]
+        }
+    )
+    cel_denies = matched and not all(run(v["expression"]) for v in spec["validations"])
+    verdict = explain(model, workload(obj))
+    model_denies = bool(verdict.reasons) and "gpufleet-require-queue-name" in verdict.reasons[0].message
+    assert model_denies == cel_denies
