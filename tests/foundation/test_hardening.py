@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from gpufleet.plan.builders.cluster import SYSTEM_LAUNCH_TEMPLATE
 from gpufleet.plan.parts import Concat, Ref, RolloutPlan
 from gpufleet.spec.names import SYSTEM_NODE_GROUP
@@ -35,3 +37,29 @@ def test_every_control_plane_log_is_on(prod: RolloutPlan) -> None:
         "controllerManager",
         "scheduler",
     ]
+
+
+def test_secrets_are_envelope_encrypted_with_the_fleets_key(prod: RolloutPlan) -> None:
+    """CIS EKS 5.3.1: Secrets under a customer-managed key that only the cluster role may use."""
+    cluster = resource(prod, "cluster")
+    assert cluster.args["encryptionConfig"] == {
+        "provider": {"keyArn": Ref("secrets-key", "arn")},
+        "resources": ["secrets"],
+    }
+    assert "secrets-key" in cluster.depends_on
+    key = resource(prod, "secrets-key")
+    assert key.protect and key.retain_on_delete and key.args["enableKeyRotation"] is True
+    policy = key.args["policy"]
+    text = str(policy)
+    statements = {s["Sid"]: s for s in json.loads(text)["Statement"]}
+    assert statements["AccountReadOnly"]["Action"] == ["kms:Describe*", "kms:Get*", "kms:List*"]
+    assert statements["ClusterRoleEnvelopeEncryption"] == {
+        "Sid": "ClusterRoleEnvelopeEncryption",
+        "Effect": "Allow",
+        "Principal": {"AWS": "<ref:cluster-role.arn>"},
+        "Action": ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:ListGrants"],
+        "Resource": "*",
+    }
+    admin = statements["KeyAdministration"]
+    assert admin["Principal"]["AWS"] == [a.principal_arn for a in prod.fleet.cluster.admins]
+    assert not {"kms:Encrypt", "kms:Decrypt", "kms:*"} & set(admin["Action"])

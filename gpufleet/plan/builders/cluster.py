@@ -8,8 +8,8 @@ import json
 from gpufleet.facts.ami_releases import SYSTEM_NODES_AMI_TYPE
 from gpufleet.plan.builders.access_entries import access_entry_resources, admin_associations
 from gpufleet.plan.builders.common import AWS_PROVIDER, CLUSTER, K8S_PROVIDER
-from gpufleet.plan.manifests import node_monitoring
-from gpufleet.plan.parts import Concat, Ref, Resource
+from gpufleet.plan.manifests import node_monitoring, storage
+from gpufleet.plan.parts import Concat, Ref, Resource, json_document
 from gpufleet.spec import access
 from gpufleet.spec.fleet import Fleet
 from gpufleet.spec.names import (
@@ -26,6 +26,7 @@ CONTROL_PLANE_LOGS = ("api", "audit", "authenticator", "controllerManager", "sch
 NODE_ROLE = "node-role"
 CLUSTER_ROLE = "cluster-role"
 SYSTEM_LAUNCH_TEMPLATE = "system-launch-template"
+SECRETS_KEY = "secrets-key"
 
 # EKS add-on name per versions.addons key (https://docs.aws.amazon.com/eks/latest/userguide/workloads-add-ons-available-eks.html).
 ADDONS = {
@@ -184,6 +185,47 @@ def _role(fleet: Fleet, rid: str, service: str, policies: tuple[str, ...]) -> li
     return out
 
 
+# What the cluster role does with the Secrets key: terraform-aws-modules/terraform-aws-eks main.tf, the cluster
+# encryption policy (kms:Encrypt, kms:Decrypt, kms:ListGrants, kms:DescribeKey).
+SECRETS_KEY_USE = ("kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:ListGrants")
+
+
+def secrets_key_policy(fleet: Fleet) -> str | Concat:
+    """cluster.admins administer the key (the principal running `pulumi up` is one, which meets KMS's lockout
+    safety check), the account root only reads it (no IAM policy can grant changing it or using it), and only the
+    cluster role uses it, for what EKS's envelope encryption needs (gpufleet.plan.manifests.storage's key policy
+    makes the same choices)."""
+    root = f"arn:{partition(fleet.cluster.region)}:iam::{storage.account_of(fleet)}:root"
+    return json_document(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "KeyAdministration",
+                    "Effect": "Allow",
+                    "Principal": {"AWS": [a.principal_arn for a in fleet.cluster.admins]},
+                    "Action": list(storage.KEY_ADMIN_ACTIONS),
+                    "Resource": "*",
+                },
+                {
+                    "Sid": "AccountReadOnly",
+                    "Effect": "Allow",
+                    "Principal": {"AWS": root},
+                    "Action": list(storage.KEY_READ_ACTIONS),
+                    "Resource": "*",
+                },
+                {
+                    "Sid": "ClusterRoleEnvelopeEncryption",
+                    "Effect": "Allow",
+                    "Principal": {"AWS": Ref(CLUSTER_ROLE, "arn")},
+                    "Action": list(SECRETS_KEY_USE),
+                    "Resource": "*",
+                },
+            ],
+        }
+    )
+
+
 def tags(fleet: Fleet) -> dict[str, str]:
     return {"gpufleet.io/fleet": fleet.name, "app.kubernetes.io/managed-by": "gpufleet"}
 
@@ -270,12 +312,28 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
             cluster_tags[TAG_OPEN_ENDPOINT_REASON] = c.open_endpoint_reason
     res.append(
         Resource(
+            id=SECRETS_KEY,
+            type="aws:kms/key:Key",
+            provider=AWS_PROVIDER,
+            # Deleting the key makes every Secret of the cluster unreadable: never by accident.
+            protect=True,
+            retain_on_delete=True,
+            args={
+                "description": f"Fleet {fleet.name}: envelope encryption of cluster {c.name}'s Kubernetes Secrets",
+                "enableKeyRotation": True,
+                "policy": secrets_key_policy(fleet),
+                "tags": tags(fleet),
+            },
+        )
+    )
+    res.append(
+        Resource(
             id=CLUSTER,
             type="aws:eks/cluster:Cluster",
             provider=AWS_PROVIDER,
             # A deleted cluster takes every node and workload with it: never by accident.
             protect=True,
-            depends_on=(f"{CLUSTER_ROLE}-amazoneksclusterpolicy",),
+            depends_on=(f"{CLUSTER_ROLE}-amazoneksclusterpolicy", SECRETS_KEY),
             args={
                 "name": c.name,
                 "version": c.kubernetes_version,
@@ -291,6 +349,12 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
                 # Logs"; CIS EKS Benchmark 2.1.1): controllerManager and scheduler say why pods were evicted or not
                 # placed, which is where a team's priority or scheduling dispute is settled.
                 "enabledClusterLogTypes": list(CONTROL_PLANE_LOGS),
+                # Secrets envelope-encrypted with the fleet's own key (CIS EKS Benchmark 5.3.1; EKS's default
+                # encryption since 1.28 uses an AWS owned key). Adding it to a running cluster is an in-place
+                # AssociateEncryptionConfig; only removing it replaces the cluster (terraform-provider-aws
+                # internal/service/eks/cluster.go, ForceNewIfChange encryption_config 1 -> 0), and EKS cannot turn it
+                # off or change the key.
+                "encryptionConfig": {"provider": {"keyArn": Ref(SECRETS_KEY, "arn")}, "resources": ["secrets"]},
                 "tags": cluster_tags,
             },
         )
