@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import stat
 import subprocess
 from pathlib import Path
@@ -28,7 +29,7 @@ STUBS = {
     "curl": '[ "$n" -ge "$PEER_AFTER" ] || exit 7; : > "$STUBS/served"; echo key > "${@: -1}"',
     "ssh": '[ "$n" -ge "$PEER_AFTER" ] || exit 255; : > "$STUBS/reached"',
     # mpirun works only once the worker's sshd was reached, as the real one does.
-    "mpirun": '[ -e "$STUBS/reached" ] || exit 1; echo "NCCL INFO Using network AWS Libfabric"',
+    "mpirun": '[ -e "$STUBS/reached" ] || exit 1; echo "mpirun $*"; echo "NCCL INFO Using network AWS Libfabric"',
     "sshd": 'echo "sshd serving"',
 }
 
@@ -42,7 +43,9 @@ def _script(wait_seconds: int | None = None) -> str:
     return script
 
 
-def _run(tmp: Path, index: int, peer_after: int, wait_seconds: int | None = None) -> subprocess.CompletedProcess[str]:
+def _run(
+    tmp: Path, index: int, peer_after: int, wait_seconds: int | None = None, script: str | None = None
+) -> subprocess.CompletedProcess[str]:
     stubs = tmp / "bin"
     stubs.mkdir()
     for name, body in STUBS.items():
@@ -54,7 +57,7 @@ def _run(tmp: Path, index: int, peer_after: int, wait_seconds: int | None = None
         path.chmod(path.stat().st_mode | stat.S_IXUSR)
     # The script's absolute paths, moved under tmp (it writes root's ~/.ssh and runs /usr/sbin/sshd).
     script = (
-        _script(wait_seconds)
+        (script if script is not None else _script(wait_seconds))
         .replace("/root/", f"{tmp}/root/")
         .replace("/run/sshd", f"{tmp}/run/sshd")
         .replace("/tmp/", f"{tmp}/t/")
@@ -104,3 +107,18 @@ def test_past_the_deadline_each_side_says_which_peer_never_came(tmp_path: Path, 
     assert result.returncode == 1
     assert message in result.stdout
     assert not (tmp_path / "bin" / "mpirun.calls").exists()
+
+
+def test_a_launcher_with_one_pod_per_numa_node_reaches_every_worker(tmp_path: Path) -> None:
+    """topology.podShape OneNumaNode (issue 29 item 17): four pods, the launcher SSHes to each of the three workers
+    before it runs mpirun over all 16 ranks."""
+    text = group("g", "p5.48xlarge", "EFA") + "    topology: {policy: single-numa-node}\n"
+    f = fleet([text])
+    _, job = net.gate_objects(f, f.node_groups[0])
+    result = _run(
+        tmp_path, index=0, peer_after=1, script=job["spec"]["template"]["spec"]["containers"][0]["command"][2]
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "bin" / "ssh.calls").read_text().strip() == "3"
+    hosts = "nccl-gate-g-1.nccl-gate-g:4,nccl-gate-g-2.nccl-gate-g:4,nccl-gate-g-3.nccl-gate-g:4"
+    assert f"-np 16 -H {socket.gethostname()}:4,{hosts} " in result.stdout
