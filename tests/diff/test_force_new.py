@@ -278,6 +278,30 @@ CASES: list[tuple[str, list[dict[str, Any]], Edit, Edit | None]] = [
         set_("policyArn", "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly"),
         None,
     ),
+    (
+        "security group",
+        [
+            res(
+                "efa-security-group",
+                "aws:ec2/securityGroup:SecurityGroup",
+                {"namePrefix": "f-efa-", "vpcId": "vpc-1", "tags": {}},
+            )
+        ],
+        set_("vpcId", "vpc-2"),
+        set_("tags", {"team": "x"}),
+    ),
+    (
+        "security group rule",
+        [
+            res(
+                "efa-self-ingress",
+                "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
+                {"securityGroupId": "sg-1", "ipProtocol": "-1"},
+            )
+        ],
+        set_("securityGroupId", "sg-2"),
+        set_("ipProtocol", "tcp"),
+    ),
     ("KMS alias", [KMS_ALIAS], set_("name", "alias/other"), set_("targetKeyId", "<ref:other-key.keyId>")),
     (
         "S3 lifecycle",
