@@ -11,7 +11,7 @@ from typing import Any
 
 from gpufleet.facts import stages
 from gpufleet.plan.manifests import kueue, node_bootstrap
-from gpufleet.plan.manifests.sharing import devices_in
+from gpufleet.plan.manifests.sharing import devices_per_gpu
 from gpufleet.simulate.controllers import controllers
 from gpufleet.simulate.nodes import NUMA_ALIGNED_PREFIXES
 from gpufleet.simulate.operands import operands
@@ -65,9 +65,9 @@ def canonical(model: FleetModel, group: NodeGroup) -> Workload:
     else:
         # one unit of the group's most numerous device as the node advertises it: nvidia.com/gpu, or the smallest
         # slice of a mixed MIG layout once the sharing stage partitions the node
-        per_gpu = {r: n for r, n in devices_in(group, with_sharing=with_sharing).items() if r in node.allocatable} or {
-            GPU_RESOURCE: 1
-        }
+        per_gpu = {
+            r: n for r, n in devices_per_gpu(group, with_sharing=with_sharing).items() if r in node.allocatable
+        } or {GPU_RESOURCE: 1}
         limits = {max(per_gpu.items(), key=lambda item: item[1])[0]: 1}
         cpu_milli, memory = per.cpu_milli // per.devices, per.memory_mib // per.devices
     # Guaranteed with whole CPUs: the shape the static CPU manager pins, the hardest for the Topology Manager.

@@ -113,7 +113,7 @@ def test_resource_names_follow_the_mig_strategy(
 ) -> None:
     # NVIDIA/k8s-device-plugin internal/rm/rm.go: single -> nvidia.com/gpu; mixed -> "mig-" + profile
     group = make(*([group_edit("a100-mig", sharing=sharing_spec)] if sharing_spec else [])).node_group("a100-mig")
-    assert sharing.gpu_resources(group) == resources
+    assert sharing.advertised(group) == resources
     assert sharing.devices_per_gpu(group) == per_gpu
 
 

@@ -245,7 +245,9 @@ def _notes(fleet: Fleet, *, with_sharing: bool) -> list[str]:
     totals = _sum_nominal(fleet)
     for group in fleet.node_groups:
         shape = kueue.per_gpu(group)
-        devices = ", ".join(f"{n} `{name}`" for name, n in sharing.devices_in(group, with_sharing=with_sharing).items())
+        devices = ", ".join(
+            f"{n} `{name}`" for name, n in sharing.devices_per_gpu(group, with_sharing=with_sharing).items()
+        )
         lines.append(
             f"| {group.name} | {kueue.capacity_gpus(group)} | {totals[group.name]} | {devices} | {shape.cpu_milli}m |"
             f" {shape.memory_mib}Mi | {defaults.placement(fleet, group)} |"

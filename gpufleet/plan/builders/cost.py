@@ -51,7 +51,7 @@ def usd(value: float) -> str:
 def _devices(ctx: BuildContext, group: NodeGroup) -> dict[str, int]:
     """Devices per physical GPU by resource name, as the sharing stage configures them (whole GPUs without it); the
     same figures as the `gpufleet:devices_per_gpu` constants of the telemetry stage (builders/telemetry.py)."""
-    return sharing.devices_in(group, with_sharing=ctx.includes("sharing"))
+    return sharing.devices_per_gpu(group, with_sharing=ctx.includes("sharing"))
 
 
 def estimate_notes(fleet: Fleet) -> tuple[list[str], list[str]]:

@@ -24,7 +24,7 @@ def devices_per_gpu(ctx: BuildContext) -> list[tuple[dict[str, str], int]]:
     instance (GPU_I_PROFILE), so a slice of any profile of a mixed layout counts as its own share of a GPU."""
     out: list[tuple[dict[str, str], int]] = []
     for group in ctx.fleet.node_groups:
-        per_gpu = sharing.devices_in(group, with_sharing=ctx.includes("sharing"))
+        per_gpu = sharing.devices_per_gpu(group, with_sharing=ctx.includes("sharing"))
         layout = sharing.mig_layout(group) if ctx.includes("sharing") else ()
         profiles = {sharing.mig_resource(group, p): p for _, p in layout}
         for name, n in per_gpu.items():
@@ -41,7 +41,7 @@ def whole_gpu_groups(ctx: BuildContext) -> list[str]:
     out = []
     for group in ctx.fleet.node_groups:
         info = catalog.lookup(group.instance_type)
-        whole = sharing.devices_in(group, with_sharing=ctx.includes("sharing")) == {GPU_RESOURCE: 1}
+        whole = sharing.devices_per_gpu(group, with_sharing=ctx.includes("sharing")) == {GPU_RESOURCE: 1}
         if whole and info is not None and info.gpu_count > 1:
             out.append(group.name)
     return out

@@ -28,7 +28,7 @@ from gpufleet.facts import catalog
 from gpufleet.facts.versions import CLUSTER_AUTOSCALER_IMAGES
 from gpufleet.plan.manifests import node_bootstrap
 from gpufleet.plan.manifests.network import rdma_resource
-from gpufleet.plan.manifests.sharing import gpu_resources
+from gpufleet.plan.manifests.sharing import advertised
 from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup
 from gpufleet.spec.names import EFA_RESOURCE, GPU_RESOURCE, LABEL_NODE_GROUP, SYSTEM_GROUP, partition
 
@@ -163,9 +163,7 @@ def template_resources(fleet: Fleet, group: NodeGroup, *, with_sharing: bool, wi
     if info is None:
         return {}
     out = (
-        {name: str(n) for name, n in gpu_resources(group).items()}
-        if with_sharing
-        else {GPU_RESOURCE: str(info.gpu_count)}
+        {name: str(n) for name, n in advertised(group).items()} if with_sharing else {GPU_RESOURCE: str(info.gpu_count)}
     )
     out[EPHEMERAL_STORAGE] = f"{node_bootstrap.ephemeral_storage_mib(group)}Mi"
     if with_network and group.fabric is Fabric.EFA:

@@ -37,7 +37,7 @@ import yaml
 from gpufleet.facts import catalog
 from gpufleet.facts.versions import KUEUE
 from gpufleet.plan.manifests import node_bootstrap
-from gpufleet.plan.manifests.sharing import advertised, devices_in
+from gpufleet.plan.manifests.sharing import advertised, devices_per_gpu
 from gpufleet.spec import cold_start, defaults
 from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup, Priority, Quota, Team
 from gpufleet.spec.names import (
@@ -145,7 +145,7 @@ def per_gpu(group: NodeGroup, *, with_sharing: bool = True) -> PerGpu:
     cpu, memory = node_reserve(group)
     efa = info.max_efa_interfaces / info.gpu_count if group.fabric is Fabric.EFA else 0.0
     return PerGpu(
-        devices=max(devices_in(group, with_sharing=with_sharing).values()),
+        devices=max(devices_per_gpu(group, with_sharing=with_sharing).values()),
         cpu_milli=(info.vcpus * 1000 - cpu) // info.gpu_count,
         memory_mib=(info.memory_mib - memory) // info.gpu_count,
         efa=efa,
@@ -212,7 +212,7 @@ def resource_flavor(fleet: Fleet, group: NodeGroup, *, with_sharing: bool = True
     }
     if defaults.placement(fleet, group) != "None":
         spec["topologyName"] = TOPOLOGY_NAME
-    per_gpu = devices_in(group, with_sharing=with_sharing)
+    per_gpu = devices_per_gpu(group, with_sharing=with_sharing)
     meta = _meta(group.name, labels={LABEL_NODE_GROUP: group.name})
     meta["annotations"] = {
         ANN_DEVICES_PER_GPU: json.dumps(per_gpu, sort_keys=True, separators=(",", ":")),

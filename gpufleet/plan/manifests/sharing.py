@@ -25,7 +25,7 @@ Mixed` with a per-GPU `layout`): every slice is then advertised as `nvidia.com/m
 (NVIDIA/k8s-device-plugin internal/rm/rm.go AddDefaultResourcesToConfig: "mig-" + profile, for profiles whose
 compute and memory slices match). The strategy is one ClusterPolicy value (`mig.strategy`, passed to the device
 plugin and GFD as MIG_STRATEGY, which overrides a config file), so it is the fleet's (`mig_strategy(fleet)`):
-every operator-managed MIG group must use the same one (a rule checks). `gpu_resources(group)` is what one node
+every operator-managed MIG group must use the same one (a rule checks). `advertised(group)` is what one node
 advertises, by resource name; Kueue quotas, the autoscaler's template and the model all read it.
 """
 
@@ -111,9 +111,15 @@ def mig_resource(group: NodeGroup, profile: str) -> str:
     return MIG_PREFIX + profile if is_mixed(group) else GPU_RESOURCE
 
 
-def devices_per_gpu(group: NodeGroup) -> dict[str, int]:
+def devices_per_gpu(group: NodeGroup, *, with_sharing: bool = True) -> dict[str, int]:
     """Devices one physical GPU of the group advertises, by resource name: replicas, MIG instances of its profile,
-    or 1 -- what one device is worth (1/n of a GPU) in quotas and cost."""
+    or 1 -- what one device is worth (1/n of a GPU) in quotas and cost.
+
+    `with_sharing`: whether the environment deploys the sharing stage. Without it no device plugin config or MIG
+    manager config is deployed (foundation creates them only with the sharing stage), so every group, shared or not,
+    advertises one nvidia.com/gpu per physical GPU."""
+    if not with_sharing:
+        return {GPU_RESOURCE: 1}
     sharing = group.sharing
     if sharing.strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS):
         return {GPU_RESOURCE: sharing.replicas or 1}
@@ -124,28 +130,16 @@ def devices_per_gpu(group: NodeGroup) -> dict[str, int]:
     return {GPU_RESOURCE: 1}
 
 
-def devices_in(group: NodeGroup, *, with_sharing: bool) -> dict[str, int]:
-    """devices_per_gpu in an environment with or without the sharing stage: without it no device plugin config or
-    MIG manager config is deployed (foundation creates them only with the sharing stage), so every group, shared or
-    not, advertises one nvidia.com/gpu per physical GPU."""
-    return devices_per_gpu(group) if with_sharing else {GPU_RESOURCE: 1}
+def advertised(group: NodeGroup, *, with_sharing: bool = True) -> dict[str, int]:
+    """What the device plugin advertises on one node of the group, by resource name (the one function for it).
 
-
-def advertised(group: NodeGroup, *, with_sharing: bool) -> dict[str, int]:
-    """gpu_resources in an environment with or without the sharing stage. Without it no group is time-sliced, MPS
-    or MIG-partitioned (their configs come with the sharing stage): every node advertises its whole GPUs as
-    nvidia.com/gpu, so quotas count whole GPUs."""
-    info = catalog.lookup(group.instance_type)
-    if not with_sharing and info is not None:
-        return {GPU_RESOURCE: info.gpu_count}
-    return gpu_resources(group)
-
-
-def gpu_resources(group: NodeGroup) -> dict[str, int]:
-    """What the device plugin advertises on one node of the group once the sharing stage runs, by resource name."""
+    `with_sharing` as for devices_per_gpu: without the sharing stage no group is time-sliced, MPS or MIG-partitioned,
+    and every node advertises its whole GPUs as nvidia.com/gpu, so quotas count whole GPUs."""
     info = catalog.lookup(group.instance_type)
     if info is None:
         return {}
+    if not with_sharing:
+        return {GPU_RESOURCE: info.gpu_count}
     layout = mig_layout(group)
     if not layout:
         return {GPU_RESOURCE: info.gpu_count * devices_per_gpu(group)[GPU_RESOURCE]}
@@ -391,7 +385,7 @@ def contract_line(group: NodeGroup) -> str:
         what = f"{sharing.strategy.value}: {units} pods per GPU"
     if sharing.strategy is SharingStrategy.MPS and info is not None:
         what += f" ({info.gpu_memory_mib // units} MiB each)"
-    per_node = ", ".join(f"{n} `{name}`" for name, n in gpu_resources(group).items()) or "?"
+    per_node = ", ".join(f"{n} `{name}`" for name, n in advertised(group).items()) or "?"
     if is_bottlerocket(group):
         selected = "Bottlerocket settings (user data)"
     else:
