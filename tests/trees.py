@@ -9,7 +9,7 @@ from typing import Any
 
 from gpufleet.plan.parts import Concat, Ref
 from gpufleet.tree.read import read_tree
-from gpufleet.tree.write import render
+from gpufleet.tree.write import digest, render, sha256
 
 
 def resources(root: Path) -> list[dict[str, Any]]:
@@ -38,3 +38,27 @@ def rewrite(root: Path, entries: list[dict[str, Any]] | None = None, plan: dict[
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
+
+
+def reseal(root: Path) -> None:
+    """Seal the tree at `root` again after a hand edit, as a forger would: each file's sha256 in inventory.json, then
+    the digest in plan.json. What cannot be sealed (no inventory list, no plan.json mapping) is left as it is."""
+    try:
+        inventory = json.loads((root / "inventory.json").read_text(encoding="utf-8"))
+        plan = json.loads((root / "plan.json").read_text(encoding="utf-8"))
+        plan_md = (root / "plan.md").read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return
+    if not isinstance(inventory, list) or not isinstance(plan, dict):
+        return
+    for entry in inventory:
+        if isinstance(entry, dict) and isinstance(entry.get("file"), str):
+            try:
+                entry["sha256"] = sha256((root / entry["file"]).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                pass
+    (root / "inventory.json").write_text(json.dumps(inventory), encoding="utf-8")
+    if all(isinstance(entry, dict) for entry in inventory):
+        plan.pop("digest", None)
+        plan["digest"] = digest(plan, inventory, plan_md)
+    (root / "plan.json").write_text(json.dumps(plan), encoding="utf-8")

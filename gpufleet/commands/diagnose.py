@@ -11,6 +11,7 @@ import argparse
 import sys
 from collections.abc import Mapping
 
+from gpufleet.base.inputs import read_bounded
 from gpufleet.diagnose.findings import Finding, rank, render
 from gpufleet.diagnose.nccl import parse_nccl
 from gpufleet.diagnose.nccl_checks import check_job
@@ -52,13 +53,18 @@ class _Unreadable(Exception):
     pass
 
 
+# An NCCL_DEBUG=INFO log is a few MB per pod even for a thousand ranks; parsing is linear (about 6 MB/s measured on
+# channel lines), so this bound keeps a run to about ten seconds and its memory to a few hundred MB.
+MAX_LOG_BYTES = 64 * 1024 * 1024
+
+
 def _read(path: str) -> str:
+    """A log or description: a regular file or `-` (stdin), bounded as every input is (gpufleet.base.inputs: a FIFO
+    blocked forever, /dev/zero was read until the process was killed)."""
     try:
-        if path == "-":
-            return sys.stdin.read()
-        with open(path, "rb") as f:
-            # Logs carry stray bytes (progress bars, cut multibyte characters); never fail on them.
-            return f.read().decode("utf-8", errors="replace")
+        raw = read_bounded(path, MAX_LOG_BYTES, "no NCCL log or node description needs", stdin=True)
+        # Logs carry stray bytes (progress bars, cut multibyte characters); never fail on them.
+        return raw.decode("utf-8", errors="replace")
     except OSError as exc:
         raise _Unreadable(f"cannot read {path}: {exc.strerror or exc}") from None
 

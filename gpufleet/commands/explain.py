@@ -21,11 +21,13 @@ from typing import Any
 import yaml
 
 from gpufleet.base.errors import UsageError
+from gpufleet.base.inputs import read_bounded, yaml_beyond_bounds
 from gpufleet.plan.rollout import build_plan
 from gpufleet.rules.pipeline import open_spec
 from gpufleet.simulate import authorization
 from gpufleet.simulate.verdict import ASSUMPTION, Verdict, explain, fleet_model
 from gpufleet.simulate.workload import KINDS, WorkloadError, is_workload, workload
+from gpufleet.spec.load import MAX_SPEC_BYTES
 
 EXIT_RUNS, EXIT_WOULD_NOT, EXIT_USAGE = 0, 1, 2
 
@@ -58,12 +60,22 @@ def _position(path: str, node: yaml.Node, field: str) -> str:
     return f"{path}:{mark.line + 1}:{mark.column + 1}"
 
 
-def read_manifests(path: str) -> list[_Doc]:
+def _manifest_text(path: str) -> str:
+    """A manifest file's text, read as the spec loader reads a spec (gpufleet.base.inputs): a regular file of at most
+    MAX_SPEC_BYTES, its YAML within the loader's depth and value bounds (a FIFO blocked
+    forever, /dev/zero was read until the process was killed, 1,000 levels of nesting ended in RecursionError)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        text = read_bounded(path, MAX_SPEC_BYTES, "no manifest of workloads needs").decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ManifestError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    too_big = yaml_beyond_bounds(text)
+    if too_big is not None:
+        raise ManifestError(f"{path}:{too_big}")
+    return text
+
+
+def read_manifests(path: str) -> list[_Doc]:
+    text = _manifest_text(path)
     try:
         nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
     except yaml.YAMLError as exc:
@@ -74,7 +86,7 @@ def read_manifests(path: str) -> list[_Doc]:
     for node in nodes:
         if node is None:
             continue
-        data = _construct(node)
+        data = _construct(path, node)
         if (
             not isinstance(data, dict)
             or not isinstance(data.get("apiVersion"), str)
@@ -89,19 +101,32 @@ def read_manifests(path: str) -> list[_Doc]:
     return docs
 
 
-def _construct(node: yaml.Node) -> Any:
+_UNREADABLE = (yaml.YAMLError, ValueError, TypeError, OverflowError, IndexError, KeyError, AttributeError)
+
+
+def _construct(path: str, node: yaml.Node) -> Any:
     loader = yaml.SafeLoader("")
     try:
         return loader.construct_document(node)
-    except yaml.YAMLError as exc:
-        raise ManifestError(str(exc)) from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark or node.start_mark
+        problem = exc.problem or exc.context or "cannot be read"
+        raise ManifestError(f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {problem}") from None
+    except _UNREADABLE:
+        # An explicit tag (`!!int x`, `!!timestamp x`) skips YAML's resolver, and PyYAML's constructors assume the
+        # resolver matched the text: on anything else they fail inside their parsing code (as in gpufleet.spec.load).
+        mark = node.start_mark
+        raise ManifestError(
+            f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML: a value its tag cannot read"
+        ) from None
 
 
 def _is_spec(path: str) -> bool:
+    """Whether the file is a fleet spec (its first document says kind: Fleet). Anything unreadable is not: read as a
+    manifest, it gets its error there."""
     try:
-        with open(path, encoding="utf-8") as f:
-            first = yaml.safe_load(f)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        first = next(yaml.safe_load_all(_manifest_text(path)), None)
+    except (ManifestError, *_UNREADABLE):
         return False
     return isinstance(first, dict) and first.get("kind") == "Fleet"
 

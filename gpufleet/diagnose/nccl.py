@@ -64,7 +64,9 @@ _BOOTSTRAP = re.compile(r"^Bootstrap ?: ?Using ?(?:\[\d+\])?([^:\s]+):")  # boot
 _SOCKET = re.compile(r"^NET/Socket ?: ?Using (.*)")  # net_socket.cc "NET/Socket : Using [0]eth0:10.0.0.5<0>"
 _IFACE = re.compile(r"\[\d+\]([^:\s\[]+):")
 _IB = re.compile(r"^NET/IB\w* ?: ?Using (.*?)(?:; OOB ([^:\s]+):.*)?$")  # net_ib "...[RO]; OOB %s:%s", HPC-X "IBext"
-_IB_DEV = re.compile(r"\[\d+\]([^:\s\[]+):\d+[:\d]*/(\w+)")
+# "[0]mlx5_0:1/IB": one digit then digits and colons, which a split between `\d+` and `[:\d]*` once matched in
+# quadratically many ways on a line of digits without the slash (seconds for one 16 KB line)
+_IB_DEV = re.compile(r"\[\d+\]([^:\s\[]+):\d[:\d]*/(\w+)")
 # graph/paths.cc "GPU Direct RDMA Disabled for GPU %d[%d] / HCA %d (distance %d > %d)" (">=" before 2.12), transport/
 # net_ib.cc "NET/IB : GPU Direct RDMA Disabled for HCA %d '%s' (no module)" (the suffix since 2.19).
 _GDR = re.compile(

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from gpufleet.base.inputs import yaml_beyond_bounds
 from gpufleet.plan.manifests.sharing import DEVICE_PLUGIN_CONFIGMAP, MIG_CONFIGMAP
 from gpufleet.plan.manifests.telemetry import DCGM_METRICS_CONFIGMAP
 from gpufleet.review.impact import CONFIG_MAP, Effect, field_changes
@@ -104,12 +105,28 @@ def _entries(inputs: Mapping[str, Any] | None) -> dict[str, Any]:
     return dict((inputs or {}).get("data") or {})
 
 
+def _embedded(text: Any) -> dict[str, Any]:
+    """A config file a ConfigMap holds, as a mapping; {} for one that is not YAML within the spec loader's bounds or
+    not a mapping (a tree edited and sealed again may hold anything there)."""
+    if not isinstance(text, str) or yaml_beyond_bounds(text) is not None:
+        return {}
+    try:
+        data = yaml.safe_load(text)
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError, IndexError, KeyError, AttributeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _mig(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]]) -> list[Effect]:
     a, b = _by_name(old, CONFIG_MAP, MIG_CONFIGMAP), _by_name(new, CONFIG_MAP, MIG_CONFIGMAP)
     if b is None:
         return []
-    before = (yaml.safe_load(_entries(a[1] if a else None).get("config.yaml") or "{}") or {}).get("mig-configs") or {}
-    after = (yaml.safe_load(_entries(b[1]).get("config.yaml") or "{}") or {}).get("mig-configs") or {}
+    before = _mapping(_embedded(_entries(a[1] if a else None).get("config.yaml")).get("mig-configs"))
+    after = _mapping(_embedded(_entries(b[1]).get("config.yaml")).get("mig-configs"))
     out = []
     for group in sorted(set(before) | set(after)):
         if group in before and group != MIG_DISABLED and before.get(group) != after.get(group):
@@ -131,8 +148,10 @@ def _mig(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, An
 def _profile(config: Any) -> str:
     if not config:
         return "none"
+    if not isinstance(config, list):
+        return "?"
     devices = [d.get("mig-devices") for d in config if isinstance(d, Mapping) and d.get("mig-enabled")]
-    return ", ".join(f"{k} x {v}" for d in devices if d for k, v in d.items()) or "MIG off"
+    return ", ".join(f"{k} x {v}" for d in devices if isinstance(d, Mapping) for k, v in d.items()) or "MIG off"
 
 
 def _device_plugin(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]]) -> list[Effect]:
@@ -144,7 +163,7 @@ def _device_plugin(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mappi
     for group in sorted(set(before) & set(after)):
         if before[group] == after[group]:
             continue
-        if "mps" in (yaml.safe_load(before[group]) or {}).get("sharing", {}):
+        if "mps" in _mapping(_embedded(before[group]).get("sharing")):
             out.append(
                 Effect(
                     id=b[0],

@@ -154,10 +154,29 @@ def _resources(raw: Any, where: str) -> dict[str, int]:
     return {str(k): quantity(str(k), v, f"{where}.{k}") for k, v in raw.items()}
 
 
+def _mapping(raw: Any, where: str) -> Mapping[str, Any]:
+    """A field that must be a mapping, {} when absent: the API server rejects any other type, and
+    explain must not crash on it (`resources: "x"`, `affinity: "x"`)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise WorkloadError(f"{where}: must be a mapping")
+    return raw
+
+
+def _strings(raw: Any, where: str) -> dict[str, str]:
+    """A map[string]string field (nodeSelector, labels): keys and values strings."""
+    mapping = _mapping(raw, where)
+    for key, value in mapping.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise WorkloadError(f"{where}: must map strings to strings, not {key!r}: {value!r}")
+    return dict(mapping)
+
+
 def _container(raw: Any, where: str) -> Container:
     if not isinstance(raw, Mapping):
         raise WorkloadError(f"{where}: must be a mapping")
-    res = raw.get("resources") or {}
+    res = _mapping(raw.get("resources"), f"{where}.resources")
     limits = _resources(res.get("limits"), f"{where}.resources.limits")
     requests = _resources(res.get("requests"), f"{where}.resources.requests")
     # A resource with only a limit is requested at the limit (API defaulting, pkg/apis/core/v1/defaults.go).
@@ -181,17 +200,24 @@ def pod_spec(template: Any, where: str) -> PodSpec:
     containers = _list(spec.get("containers"), f"{where}.spec.containers")
     if not containers:
         raise WorkloadError(f"{where}.spec.containers: a pod needs at least one container")
-    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
-    annotations = (template.get("metadata") or {}).get("annotations") or {}
+    node_affinity = _mapping(
+        _mapping(spec.get("affinity"), f"{where}.spec.affinity").get("nodeAffinity"),
+        f"{where}.spec.affinity.nodeAffinity",
+    )
+    affinity = _mapping(
+        node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"),
+        f"{where}.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+    )
+    annotations = _mapping(
+        _mapping(template.get("metadata"), f"{where}.metadata").get("annotations"), f"{where}.metadata.annotations"
+    )
     return PodSpec(
         containers=tuple(_container(c, f"{where}.spec.containers[{i}]") for i, c in enumerate(containers)),
         init_containers=tuple(
             _container(c, f"{where}.spec.initContainers[{i}]")
             for i, c in enumerate(_list(spec.get("initContainers"), f"{where}.spec.initContainers"))
         ),
-        node_selector={str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()},
+        node_selector=_strings(spec.get("nodeSelector"), f"{where}.spec.nodeSelector"),
         required_terms=tuple(_list(affinity.get("nodeSelectorTerms"), f"{where}.spec.affinity.nodeAffinity")),
         tolerations=tuple(_list(spec.get("tolerations"), f"{where}.spec.tolerations")),
         topology_request=any(a in annotations for a in TOPOLOGY_ANNOTATIONS),
@@ -225,8 +251,8 @@ def _replica_specs(spec: Mapping[str, Any], key: str) -> list[PodSet]:
     return [
         PodSet(
             name=str(role).lower(),
-            count=_count(rs.get("replicas"), 1, f"spec.{key}.{role}.replicas"),
-            pod=pod_spec(rs.get("template"), f"spec.{key}.{role}.template"),
+            count=_count(_mapping(rs, f"spec.{key}.{role}").get("replicas"), 1, f"spec.{key}.{role}.replicas"),
+            pod=pod_spec(_mapping(rs, f"spec.{key}.{role}").get("template"), f"spec.{key}.{role}.template"),
         )
         for role, rs in specs.items()
     ]
@@ -252,9 +278,10 @@ def _pod_sets(kind: str, obj: Mapping[str, Any]) -> list[PodSet]:
         return [PodSet(name="main", count=1, pod=pod_spec(spec.get("template"), "spec.template"))]
     if kind == "JobSet":
         out = []
-        for i, rj in enumerate(_list(spec.get("replicatedJobs"), "spec.replicatedJobs")):
-            job = (rj.get("template") or {}).get("spec") or {}
+        for i, raw in enumerate(_list(spec.get("replicatedJobs"), "spec.replicatedJobs")):
             where = f"spec.replicatedJobs[{i}]"
+            rj = _mapping(raw, where)
+            job = _mapping(_mapping(rj.get("template"), f"{where}.template").get("spec"), f"{where}.template.spec")
             count = _count(rj.get("replicas"), 1, f"{where}.replicas") * job_pods(job, f"{where}.template.spec")
             out.append(
                 PodSet(
@@ -273,8 +300,8 @@ def _pod_sets(kind: str, obj: Mapping[str, Any]) -> list[PodSet]:
     if kind == "TrainJob":
         # Trainer v2: the pod shape lives in the referenced runtime; what the TrainJob itself says is the node
         # count and per-node resources (trainer.kubeflow.org/v1alpha1 Trainer.numNodes, resourcesPerNode).
-        trainer = spec.get("trainer") or {}
-        resources = trainer.get("resourcesPerNode") or {}
+        trainer = _mapping(spec.get("trainer"), "spec.trainer")
+        resources = _mapping(trainer.get("resourcesPerNode"), "spec.trainer.resourcesPerNode")
         container = {"name": "node", "resources": resources}
         pod = pod_spec({"spec": {"containers": [container]}}, "spec.trainer")
         return [PodSet(name="node", count=_count(trainer.get("numNodes"), 1, "spec.trainer.numNodes"), pod=pod)]
@@ -294,6 +321,9 @@ def workload(obj: Mapping[str, Any]) -> Workload:
     labels = meta.get("labels") or {}
     if not isinstance(labels, Mapping):
         raise WorkloadError("metadata.labels: must be a mapping")
+    namespace = meta.get("namespace")
+    if namespace is not None and not isinstance(namespace, str):  # was read as str([1]): "[1]"
+        raise WorkloadError("metadata.namespace: must be a name")
     refs = [o for o in meta.get("ownerReferences") or [] if isinstance(o, Mapping)]
     owners = tuple(str(o.get("kind")) for o in refs)
     controllers = tuple((str(o.get("apiVersion", "")), str(o.get("kind"))) for o in refs if o.get("controller") is True)

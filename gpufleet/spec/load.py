@@ -12,7 +12,6 @@ We compose nodes ourselves instead of calling `yaml.safe_load` so that:
 
 from __future__ import annotations
 
-import errno
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 import yaml
 
 from gpufleet.base.errors import Issue, Path, Position, SourceFile
+from gpufleet.base.inputs import beyond_bounds, read_bounded
 
 _STR_TAG = "tag:yaml.org,2002:str"
 
@@ -82,7 +82,7 @@ def safe_load(text: str) -> Any:
 
 
 def _read(text: str, loader: type[yaml.SafeLoader] | type[yaml.CSafeLoader]) -> tuple[Issue | None, list[yaml.Node]]:
-    too_big = _beyond_bounds(text, loader)
+    too_big = beyond_bounds(text, loader)
     return (too_big, []) if too_big is not None else (None, list(yaml.compose_all(text, Loader=loader)))
 
 
@@ -283,63 +283,8 @@ def _kind(value: object) -> str:
     return _describe(value)
 
 
-# Bounds on what a spec may be: a large fleet spec is tens of KB, about ten levels deep and a few thousand
-# values. The bounds stop a file that would exhaust memory or the stack (/dev/zero, a YAML alias bomb, thousands of
-# nested brackets) with an error instead.
+# A large fleet spec is tens of KB; depth and values are bounded as for every YAML input (gpufleet.base.inputs).
 MAX_SPEC_BYTES = 1024 * 1024
-MAX_DEPTH = 64
-MAX_VALUES = 50_000
-
-
-def _event_pos(event: yaml.Event) -> Position:
-    mark = event.start_mark
-    return Position(mark.line + 1, mark.column + 1) if mark is not None else Position(1, 1)
-
-
-def _beyond_bounds(text: str, loader: type[yaml.SafeLoader] | type[yaml.CSafeLoader]) -> Issue | None:
-    """Depth and size after alias expansion, from the event stream before composing (iterative, linear).
-
-    PyYAML composes an alias as a reference to one node, but the walker expands every use, so a few hundred bytes
-    of nested aliases would become billions of values; the parser and composer recurse once per nesting level.
-    """
-    sizes: dict[str, int] = {}  # anchor -> values it expands to
-    open_nodes: list[list[Any]] = []  # [anchor, values inside so far, itself included] per open mapping or list
-    total = 0
-    for event in yaml.parse(text, Loader=loader):
-        if isinstance(event, yaml.CollectionStartEvent):
-            if len(open_nodes) == MAX_DEPTH:
-                return Issue(
-                    path=(),
-                    message=f"the document nests deeper than {MAX_DEPTH} levels",
-                    hint="a fleet spec is about ten levels deep",
-                    position=_event_pos(event),
-                )
-            open_nodes.append([event.anchor, 1])
-            total += 1
-        elif isinstance(event, yaml.CollectionEndEvent):
-            anchor, size = open_nodes.pop()
-            if anchor is not None:
-                sizes[anchor] = size
-            if open_nodes:
-                open_nodes[-1][1] += size
-        elif isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent)):
-            size = 1 if isinstance(event, yaml.ScalarEvent) else sizes.get(event.anchor or "", 1)
-            if isinstance(event, yaml.ScalarEvent) and event.anchor is not None:
-                sizes[event.anchor] = 1
-            if open_nodes:
-                open_nodes[-1][1] += size
-            total += size
-        if total > MAX_VALUES:
-            return Issue(
-                path=(),
-                message=(
-                    f"the document expands to more than {MAX_VALUES} values (YAML aliases are expanded where they are"
-                    " used)"
-                ),
-                hint="use aliases for small shared blocks only; a fleet spec has a few thousand values at most",
-                position=_event_pos(event),
-            )
-    return None
 
 
 def load_text(text: str, name: str) -> Loaded:
@@ -388,10 +333,7 @@ def load_text(text: str, name: str) -> Loaded:
 
 def load_file(path: str) -> Loaded:
     """Read and parse a spec file. An unreadable or oversized file raises OSError; the CLI reports it."""
-    with open(path, "rb") as handle:
-        raw = handle.read(MAX_SPEC_BYTES + 1)  # never more: /dev/zero or a runaway file would exhaust memory
-    if len(raw) > MAX_SPEC_BYTES:
-        raise OSError(errno.EFBIG, f"larger than {MAX_SPEC_BYTES // 1024} KiB, which no fleet spec needs")
+    raw = read_bounded(path, MAX_SPEC_BYTES, "no fleet spec needs")  # a regular file: a FIFO would block forever
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -20,13 +20,20 @@ from typing import Any
 
 import yaml
 
+from gpufleet.base.inputs import read_bounded, yaml_beyond_bounds
+from gpufleet.facts import stages
+from gpufleet.spec.names import TAG_RESERVED_INSTANCES
+from gpufleet.tree.entries import LAUNCH_TEMPLATE, NODE_GROUP
 from gpufleet.tree.write import (
+    HELM_FILE_KEYS,
+    HELM_RELEASE,
     OPTION_DEFAULTS,
     TREE_DIR,
     TREE_FILE,
     TREE_FORMAT,
     TREE_FORMAT_VERSION,
     digest,
+    file_for,
     join_inputs,
     sha256,
 )
@@ -35,8 +42,10 @@ from gpufleet.tree.write import (
 _LOADER = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
 _INDEX = ("plan.json", "inventory.json", "plan.md")
 
-# plan.json of the largest fleet is a few hundred KB; anything far bigger is not one
+# plan.json of the largest fleet is a few hundred KB, inventory.json a few MB, the whole tree tens of MB; anything far
+# bigger is not one
 _MAX_PLAN_BYTES = 16 * 1024 * 1024
+_MAX_TREE_BYTES = 256 * 1024 * 1024
 
 
 class NotATree(Exception):
@@ -106,6 +115,7 @@ def _plan(root: Path) -> dict[str, Any]:
 def _files(root: Path) -> dict[str, str]:
     """Every file of the tree but plan.json; anything outside the layout is refused."""
     files: dict[str, str] = {}
+    total = 0
     try:
         entries = sorted(root.rglob("*"))
     except OSError as exc:
@@ -121,11 +131,15 @@ def _files(root: Path) -> dict[str, str]:
         if not path.is_file():  # a FIFO would block the read forever, a device read without end
             raise NotATree(f"{rel} is not a regular file")
         try:
-            files[rel] = path.read_text(encoding="utf-8")
+            raw = read_bounded(str(path), _MAX_PLAN_BYTES, "no file of a synth tree needs")
+            files[rel] = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise NotATree(f"{rel} is not UTF-8 text") from None
         except OSError as exc:
             raise NotATree(f"{rel}: {exc.strerror or exc}") from None
+        total += len(raw)
+        if total > _MAX_TREE_BYTES:
+            raise NotATree(f"larger than {_MAX_TREE_BYTES // (1024 * 1024)} MB, which no synth tree needs")
     return files
 
 
@@ -157,13 +171,73 @@ def _inventory(plan: dict[str, Any], files: Mapping[str, str]) -> list[dict[str,
     return inventory
 
 
+# An inventory entry's keys and the types synth writes for them (gpufleet.tree.write.render): id, stage and type
+# always, an option only where it differs from its default, file and sha256 together, inputs where no file holds them.
+_ENTRY_KEYS: dict[str, tuple[type, ...]] = {
+    "id": (str,),
+    "stage": (str, type(None)),
+    "type": (str,),
+    "parent": (str, type(None)),
+    "dependsOn": (list,),
+    "protect": (bool,),
+    "retainOnDelete": (bool,),
+    "ignoreChanges": (list,),
+    "replaceOnChanges": (list,),
+    "deleteBeforeReplace": (bool,),
+    "file": (str,),
+    "sha256": (str,),
+    "inputs": (dict,),
+}
+_LISTS_OF_NAMES = ("dependsOn", "ignoreChanges", "replaceOnChanges")
+
+
+def _entry_problem(entry: Mapping[str, Any]) -> str | None:
+    """Why an inventory entry does not have the shape synth writes, or None. The digest proves only that the files
+    agree with each other: an entry edited and sealed again by hand passes it."""
+    for key in ("id", "stage", "type"):
+        if key not in entry:
+            return f"has no {key}"
+    for key, value in entry.items():
+        if key not in _ENTRY_KEYS:
+            return f"has {json.dumps(key)}, which synth does not write"
+        if not isinstance(value, _ENTRY_KEYS[key]):
+            return f"{key} is {json.dumps(value)[:40]}, not the {_ENTRY_KEYS[key][0].__name__} synth writes"
+    if not entry["id"]:
+        return "has an empty id"
+    if entry["stage"] is not None and entry["stage"] not in stages.STAGES:
+        return f"stage {json.dumps(entry['stage'])} is no stage of gpufleet's"
+    for key in _LISTS_OF_NAMES:
+        if not all(isinstance(item, str) for item in entry.get(key, [])):
+            return f"{key} must list names"
+    if ("file" in entry) != ("sha256" in entry):
+        return "names a file without its sha256, or a sha256 without its file"
+    if "file" not in entry and "inputs" not in entry:
+        return "has neither a file nor inputs"
+    return None
+
+
+def _check_entries(inventory: list[dict[str, Any]]) -> None:
+    seen: set[str] = set()
+    for i, entry in enumerate(inventory):
+        problem = _entry_problem(entry)
+        name = json.dumps(entry["id"]) if isinstance(entry.get("id"), str) else f"[{i}]"
+        if problem is not None:
+            raise NotATree(f"inventory.json: entry {name} {problem}")
+        if entry["id"] in seen:
+            raise NotATree(f"inventory.json: two entries have the id {name}")
+        seen.add(entry["id"])
+
+
 def _verify_files(inventory: list[dict[str, Any]], files: Mapping[str, str]) -> None:
     """Every file an entry names is there as synth wrote it, and every other file is some entry's."""
+    _check_entries(inventory)
     named = set(_INDEX)
     for entry in inventory:
         if "file" not in entry:
             continue
         rel = entry["file"]
+        if rel in named:
+            raise NotATree(f"inventory.json: two entries name the file {rel}")
         named.add(rel)
         if rel not in files:
             raise NotATree(f"no {rel} (inventory.json lists it)")
@@ -175,20 +249,201 @@ def _verify_files(inventory: list[dict[str, Any]], files: Mapping[str, str]) -> 
         raise NotATree(f"{stray[0]} is the file of no resource in inventory.json")
 
 
+class _Unparsable(Exception):
+    pass
+
+
 @functools.lru_cache(maxsize=4096)
 def _parsed(text: str) -> bytes:
     """A file's document, parsed once per content: `diff` reads two trees that share most of their files, and
-    unpickling a private copy costs a tenth of parsing the YAML again."""
-    return pickle.dumps(yaml.load(text, Loader=_LOADER))
+    unpickling a private copy costs a tenth of parsing the YAML again. Raises _Unparsable with the reason for what
+    synth never writes: YAML beyond the spec loader's bounds (an alias bomb, deep nesting), several documents, tags
+    and any value that is not plain data (gpufleet.base.inputs)."""
+    too_big = yaml_beyond_bounds(text)
+    if too_big is not None:
+        raise _Unparsable(too_big)
+    try:
+        document = yaml.load(text, Loader=_LOADER)
+    except yaml.YAMLError as exc:
+        said = ", ".join(filter(None, (getattr(exc, "context", None), getattr(exc, "problem", None)))) or str(exc)
+        raise _Unparsable(f"not the YAML synth writes: {said}") from None
+    except (ValueError, TypeError, OverflowError, IndexError, KeyError, AttributeError):
+        raise _Unparsable("not the YAML synth writes: a value its tag cannot read") from None
+    problem = _not_plain(document)
+    if problem is not None:
+        raise _Unparsable(problem)
+    return pickle.dumps(document)
+
+
+def _not_plain(document: Any) -> str | None:
+    """Why a document is not the plain data synth writes (mappings with string keys, lists, strings, numbers,
+    booleans, null), or None. Iterative; the bounds have kept it small."""
+    stack = [document]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if not all(isinstance(key, str) for key in node):
+                return "a mapping has a key that is not a string"
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+        elif not isinstance(node, (str, int, float, type(None))):  # bool is an int
+            return f"holds a {type(node).__name__}, which synth never writes"
+    return None
+
+
+_HELM_DOCUMENT = {*HELM_FILE_KEYS, "repository"}
+
+
+def _DIGITS(value: Any, where: str) -> str | None:  # noqa: N802 (a shape, named like the types beside it)
+    return None if isinstance(value, str) and value.isdigit() else f"{where} must be a count"
+
+
+def _document_problem(entry: Mapping[str, Any], document: Any) -> str | None:
+    """Why a file's document is not what synth writes for its entry's type (gpufleet.tree.write.split_inputs)."""
+    kind = entry["type"]
+    if not isinstance(document, dict):
+        return "does not hold a mapping"
+    if kind == HELM_RELEASE:
+        if set(document) != _HELM_DOCUMENT:
+            return f"is not a Helm release's file ({', '.join(sorted(_HELM_DOCUMENT))})"
+        if not isinstance(document["values"], dict):
+            return "values must be a mapping"
+        if not all(isinstance(document[k], (str, type(None))) for k in _HELM_DOCUMENT - {"values"}):
+            return "chart, version, namespace and repository must be text"
+        if not isinstance(entry.get("inputs", {}).get("repositoryOpts", {}), dict):
+            return "its entry's repositoryOpts must be a mapping"
+    elif kind.startswith("aws:"):
+        if set(document) != {"type", "name", "inputs"} or not isinstance(document["inputs"], dict):
+            return "is not an AWS resource's file (type, name, inputs)"
+        if document["type"] != kind or document["name"] != entry["id"]:
+            return "names another resource than its inventory entry"
+    else:
+        meta = document.get("metadata", {})
+        if not isinstance(document.get("kind"), str) or not isinstance(meta, dict):
+            return "is not a Kubernetes object (kind, metadata)"
+        if not all(isinstance(meta.get(k, ""), str) for k in ("name", "namespace")):
+            return "metadata.name and metadata.namespace must be text"
+        for key in ("labels", "annotations"):  # ObjectMeta: map[string]string
+            value = meta.get(key, {})
+            if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+                return f"metadata.{key} must map names to text"
+    return None
+
+
+def _file_of(resource: Mapping[str, Any]) -> str | None:
+    """file_for, or "?" for inputs it cannot name a file from (a metadata that is not a mapping)."""
+    meta = resource["inputs"].get("metadata", {})
+    return file_for(resource) if isinstance(meta, dict) else "?"
+
+
+# The shape check and diff need of the inputs they read (gpufleet.review, gpufleet.policies), per resource type or
+# Kubernetes kind: a dict is a mapping whose listed keys, where present, have their shapes ("*": every value's), a
+# one-item list a list of such items, a type (or tuple) the value's type. What synth writes always has it; a tree
+# edited and sealed again may not, and is refused before a consumer meets it.
+_MAP: dict[str, Any] = {}
+_TEXT_MAP = {"*": str}
+# metav1.LabelSelector (apimachinery pkg/apis/meta/v1/types.go): matchLabels map[string]string, matchExpressions
+# []{key, operator, values []string}
+_SELECTOR = {"matchLabels": _TEXT_MAP, "matchExpressions": [{"key": str, "operator": str, "values": [str]}]}
+# rbac.authorization.k8s.io/v1 PolicyRule, Subject and RoleRef (k8s.io/api rbac/v1/types.go)
+_RBAC_RULE = {key: [str] for key in ("apiGroups", "resources", "verbs", "resourceNames", "nonResourceURLs")}
+_BINDING = {
+    "subjects": [{"kind": str, "name": str, "namespace": str, "apiGroup": str}],
+    "roleRef": {"kind": str, "name": str, "apiGroup": str},
+}
+_KIND_SHAPES: dict[str, Any] = {
+    "ClusterQueue": {
+        "spec": {"namespaceSelector": _SELECTOR, "resourceGroups": [{"flavors": [{"resources": [_MAP]}]}]}
+    },
+    "Role": {"rules": [_RBAC_RULE]},
+    "ClusterRole": {"rules": [_RBAC_RULE]},
+    "RoleBinding": _BINDING,
+    "ClusterRoleBinding": _BINDING,
+    "ValidatingAdmissionPolicy": {"spec": {"matchConstraints": {"namespaceSelector": _SELECTOR}}},
+    "ValidatingAdmissionPolicyBinding": {
+        "spec": {"policyName": str, "validationActions": [str], "matchResources": {"namespaceSelector": _SELECTOR}}
+    },
+    "LocalQueue": {"spec": {"clusterQueue": str}},
+    "PrometheusRule": {"spec": {"groups": [{"rules": [{"labels": _MAP}]}]}},
+    "ConfigMap": {"data": _TEXT_MAP},
+}
+_TYPE_SHAPES: dict[str, Any] = {
+    NODE_GROUP: {
+        "instanceTypes": [str],
+        "launchTemplate": _MAP,
+        "scalingConfig": {"minSize": int, "maxSize": int, "desiredSize": int},
+        "warmPoolConfig": {"minSize": int, "maxGroupPreparedCapacity": int},
+        "labels": _TEXT_MAP,
+        "tags": {**_TEXT_MAP, TAG_RESERVED_INSTANCES: _DIGITS},
+        "taints": [{"key": str, "value": str, "effect": str}],
+    },
+    LAUNCH_TEMPLATE: {"blockDeviceMappings": [{"ebs": {"volumeSize": int}}], "tags": _TEXT_MAP},
+    HELM_RELEASE: {"values": _MAP, "version": (str, type(None))},
+}
+
+
+def _shape_problem(value: Any, shape: Any, where: str) -> str | None:
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            return f"{where} must be a mapping"
+        for key, item in value.items():
+            inner = shape.get(key, shape.get("*"))
+            problem = None if inner is None else _shape_problem(item, inner, f"{where}.{key}")
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(shape, list):
+        if not isinstance(value, list):
+            return f"{where} must be a list"
+        return next((p for i, item in enumerate(value) if (p := _shape_problem(item, shape[0], f"{where}[{i}]"))), None)
+    if callable(shape) and not isinstance(shape, type):
+        return shape(value, where)  # type: ignore[no-any-return]
+    return None if isinstance(value, shape) else f"{where} must be {_TYPE_NAMES.get(shape, 'text')}"
+
+
+_TYPE_NAMES: dict[Any, str] = {int: "a number", str: "text"}
+
+
+def _inputs_problem(resource: Mapping[str, Any]) -> str | None:
+    inputs = resource["inputs"]
+    shape = _TYPE_SHAPES.get(resource["type"])
+    if shape is None and str(resource["type"]).startswith("kubernetes:"):
+        shape = _KIND_SHAPES.get(inputs.get("kind"))
+    return None if shape is None else _shape_problem(inputs, shape, "inputs")
 
 
 def resources(inventory: list[dict[str, Any]], files: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The entries of a verified tree with their inputs, read back from the files that hold them."""
+    """The entries of a verified tree with their inputs, read back from the files that hold them. Raises NotATree
+    where a file or entry is not what synth writes for the entry's type, or an entry's file is not the one synth
+    would name for it (a Helm file where a Kubernetes object's belongs)."""
     out = []
     for entry in inventory:
         record = {key: value for key, value in entry.items() if key not in ("file", "sha256", "inputs")}
-        inputs = join_inputs(entry, pickle.loads(_parsed(files[entry["file"]]))) if "file" in entry else entry["inputs"]
-        out.append({**copy.deepcopy(OPTION_DEFAULTS), **record, "name": entry["id"], "inputs": inputs})
+        if "file" in entry:
+            rel = entry["file"]
+            try:
+                document = pickle.loads(_parsed(files[rel]))
+            except _Unparsable as exc:
+                raise NotATree(f"{rel}: {exc}") from None
+            problem = _document_problem(entry, document)
+            if problem is not None:
+                raise NotATree(f"{rel} {problem}")
+            inputs = join_inputs(entry, document)
+        else:
+            inputs = entry["inputs"]
+        resource = {**copy.deepcopy(OPTION_DEFAULTS), **record, "name": entry["id"], "inputs": inputs}
+        expected = _file_of(resource)
+        if expected != entry.get("file"):
+            raise NotATree(
+                f"inventory.json: the entry {json.dumps(entry['id'])} is not where synth puts it"
+                f" ({expected or 'in inventory.json only'}, not {entry.get('file') or 'in inventory.json only'})"
+            )
+        problem = _inputs_problem(resource)
+        if problem is not None:
+            where = entry.get("file") or "inventory.json"
+            raise NotATree(f"{where}: {problem} (resource {json.dumps(entry['id'])}), as synth writes it")
+        out.append(resource)
     return out
 
 

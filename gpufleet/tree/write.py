@@ -34,7 +34,7 @@ from gpufleet.plan.pins import pins
 TREE_FORMAT = "gpufleet synth tree"
 TREE_FORMAT_VERSION = 2  # 2: inventory.json references each resource's file instead of repeating its inputs
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
-_HELM_FILE_KEYS = ("chart", "version", "namespace", "values")
+HELM_FILE_KEYS = ("chart", "version", "namespace", "values")
 # The directories and files a tree may hold, relative to its root (the layout above).
 TREE_DIR = re.compile(r"\d\d-[a-z]+(/(k8s|helm|aws))?\Z")
 TREE_FILE = re.compile(r"(plan\.json|plan\.md|inventory\.json|\d\d-[a-z]+/(k8s|helm|aws)/[^/]+\.yaml)\Z")
@@ -101,7 +101,7 @@ def split_inputs(entry: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
     inputs = dict(entry["inputs"])
     if entry["type"] == HELM_RELEASE:
         repository = dict(inputs.pop("repositoryOpts", None) or {})
-        document = {key: inputs.pop(key, None) for key in _HELM_FILE_KEYS}
+        document = {key: inputs.pop(key, None) for key in HELM_FILE_KEYS}
         document["repository"] = repository.pop("repo", None)
         document["values"] = document["values"] or {}
         return document, {**inputs, **({"repositoryOpts": repository} if repository else {})}
@@ -117,7 +117,7 @@ def join_inputs(entry: Mapping[str, Any], document: Any) -> dict[str, Any]:
     """The inputs of an entry whose file holds `document` (the inverse of `split_inputs`; user data stays text)."""
     rest = dict(entry.get("inputs", {}))
     if entry["type"] == HELM_RELEASE:
-        inputs = {**rest, **{key: document[key] for key in _HELM_FILE_KEYS if document[key] is not None}}
+        inputs = {**rest, **{key: document[key] for key in HELM_FILE_KEYS if document[key] is not None}}
         if document["repository"] is not None:
             inputs["repositoryOpts"] = {**rest.get("repositoryOpts", {}), "repo": document["repository"]}
         return inputs

@@ -60,3 +60,19 @@ def test_overlong_lines_are_cut_not_dropped() -> None:
     long_tail = "host-a:1:1 [0] NCCL INFO Using network IB " + "x" * (2 * MB) + "\n"
     p = parse_nccl(long_tail).processes[("host-a", 1)]
     assert p.network is not None and p.network.startswith("IB x") and len(p.network) < 20_000
+
+
+# Issue 26 item 3: an IB device list whose port is a run of digits without the "/IB" after it took 5.5 s for one
+# 16 KB line (56 s for 160 KB) through _IB_DEV. A megabyte of such lines, cut anywhere, stays far under 5 s.
+IB_DIGITS = "host-a:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:"
+
+
+@pytest.mark.parametrize("line_kb", [16, 160, 1024])
+def test_a_megabyte_of_ib_device_digits_parses_fast(line_kb: int) -> None:
+    line = IB_DIGITS + "1" * (line_kb * 1024 - len(IB_DIGITS) - 1) + "\n"
+    text = line * (MB // len(line))
+    start = time.perf_counter()
+    findings = diagnose({"f.log": text}, {})
+    assert time.perf_counter() - start < 5.0
+    assert parse_nccl(line).processes[("host-a", 1)].ib_devices == []
+    assert isinstance(findings, list)

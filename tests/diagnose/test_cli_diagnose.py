@@ -87,7 +87,10 @@ def test_unreadable_file_exits_2_without_traceback(capsys: pytest.CaptureFixture
     assert out.out == ""
     assert out.err == f"gpufleet diagnose: error: cannot read {missing}: No such file or directory\n"
     assert run_cli("--node-describe", str(tmp_path)) == 2
-    assert capsys.readouterr().err == f"gpufleet diagnose: error: cannot read {tmp_path}: Is a directory\n"
+    assert (
+        capsys.readouterr().err
+        == f"gpufleet diagnose: error: cannot read {tmp_path}: a directory, not a regular file\n"
+    )
 
 
 def test_no_input_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -51,6 +51,7 @@ MINIMAL: dict[str, Any] = yaml.safe_load(
     (ROOT / "tests" / "specs" / "valid" / "minimal.yaml").read_text(encoding="utf-8")
 )
 VALIDATOR = (
+    "gpufleet/base/inputs.py",  # the bounds the spec loader shares with every YAML input
     "gpufleet/spec/load.py",
     "gpufleet/spec/schema_errors.py",
     "gpufleet/rules/cross_field.py",

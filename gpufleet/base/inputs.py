@@ -1,0 +1,145 @@
+"""What gpufleet reads from the user, bounded: the file itself and the YAML in it.
+
+Every command reads the files it is given through `read_bounded`: a regular file (or `-`, standard input, where the
+command takes it), never more than its limit. A FIFO used to block the read forever and `/dev/zero` to be read until
+the kernel killed the process (about 23 GB); both, and directories, sockets and devices, are refused with the reason.
+The file is opened without blocking and checked on the open descriptor, so it cannot be swapped between the check and
+the read.
+
+YAML (a spec, a manifest, a file of a synth tree) is checked by `yaml_beyond_bounds` before it is composed: no
+deeper than MAX_DEPTH, no more than MAX_VALUES values once aliases are expanded. PyYAML's composer and constructor
+recurse once per level (about 1,000 levels end in RecursionError) and expand nothing, but every consumer walks what
+an alias names at each use, so a few hundred bytes of nested aliases would be billions of values. One set of bounds
+serves the spec loader, `explain` and the tree reader.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import sys
+from typing import Any
+
+import yaml
+
+from gpufleet.base.errors import Issue, Position
+
+# A large fleet spec is tens of KB, about ten levels deep and a few thousand values; a Kubernetes object is at most
+# about 1.5 MB (etcd's request limit) and a few tens of levels deep. The bounds stop a file that would exhaust memory
+# or the stack with an error instead.
+MAX_DEPTH = 64
+MAX_VALUES = 50_000
+
+
+class InputRefused(OSError):
+    """A file gpufleet will not read: not a regular file, or larger than the command's limit. An OSError, so every
+    command reports it where it reports a file it cannot read (exit 2)."""
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def read_bounded(path: str, limit: int, what: str, *, stdin: bool = False) -> bytes:
+    """The bytes of `path`, a regular file of at most `limit` bytes (`what` names what no larger file is: "no fleet
+    spec needs"); `-` is standard input where `stdin` allows it. Raises OSError (InputRefused for a file that is not
+    one to read), with its strerror the reason."""
+    if path == "-" and stdin:
+        data = sys.stdin.buffer.read(limit + 1)
+    else:
+        # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer; a regular file ignores it.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                kind = _kind(mode)
+                raise InputRefused(errno.EINVAL, f"{kind}, not a regular file" if kind.startswith("a ") else kind)
+            with os.fdopen(os.dup(fd), "rb") as f:
+                data = f.read(limit + 1)  # never more: a runaway file would exhaust memory
+        finally:
+            os.close(fd)
+    if len(data) > limit:
+        raise InputRefused(errno.EFBIG, f"larger than {_size(limit)}, which {what}")
+    return data
+
+
+def _size(limit: int) -> str:
+    return f"{limit // (1024 * 1024)} MiB" if limit >= 16 * 1024 * 1024 else f"{limit // 1024} KiB"
+
+
+def _event_pos(event: yaml.Event) -> Position:
+    mark = event.start_mark
+    return Position(mark.line + 1, mark.column + 1) if mark is not None else Position(1, 1)
+
+
+def beyond_bounds(text: str, loader: type[yaml.SafeLoader] | type[yaml.CSafeLoader]) -> Issue | None:
+    """Depth and size after alias expansion (per document), from the event stream before composing (iterative,
+    linear).
+
+    PyYAML composes an alias as a reference to one node, but the walker expands every use, so a few hundred bytes
+    of nested aliases would become billions of values; the parser and composer recurse once per nesting level.
+    Raises yaml.YAMLError on text that is not YAML (up to where the bounds were exceeded).
+    """
+    sizes: dict[str, int] = {}  # anchor -> values it expands to
+    open_nodes: list[list[Any]] = []  # [anchor, values inside so far, itself included] per open mapping or list
+    total = 0
+    for event in yaml.parse(text, Loader=loader):
+        if isinstance(event, yaml.DocumentStartEvent):  # anchors are the document's: each document has the bound
+            sizes, total = {}, 0
+        elif isinstance(event, yaml.CollectionStartEvent):
+            if len(open_nodes) == MAX_DEPTH:
+                return Issue(
+                    path=(),
+                    message=f"the document nests deeper than {MAX_DEPTH} levels",
+                    hint="a fleet spec is about ten levels deep",
+                    position=_event_pos(event),
+                )
+            open_nodes.append([event.anchor, 1])
+            total += 1
+        elif isinstance(event, yaml.CollectionEndEvent):
+            anchor, size = open_nodes.pop()
+            if anchor is not None:
+                sizes[anchor] = size
+            if open_nodes:
+                open_nodes[-1][1] += size
+        elif isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent)):
+            size = 1 if isinstance(event, yaml.ScalarEvent) else sizes.get(event.anchor or "", 1)
+            if isinstance(event, yaml.ScalarEvent) and event.anchor is not None:
+                sizes[event.anchor] = 1
+            if open_nodes:
+                open_nodes[-1][1] += size
+            total += size
+        if total > MAX_VALUES:
+            return Issue(
+                path=(),
+                message=(
+                    f"the document expands to more than {MAX_VALUES} values (YAML aliases are expanded where they are"
+                    " used)"
+                ),
+                hint="use aliases for small shared blocks only; a fleet spec has a few thousand values at most",
+                position=_event_pos(event),
+            )
+    return None
+
+
+def yaml_beyond_bounds(text: str) -> str | None:
+    """`LINE:COL: message` when the YAML text exceeds the bounds, else None (also for text that is not YAML, which
+    the caller's parser reports in its words). For texts other than specs: manifests and the files of a tree."""
+    loader = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
+    try:
+        issue = beyond_bounds(text, loader)
+    except yaml.YAMLError:
+        return None
+    if issue is None:
+        return None
+    pos = issue.position or Position(1, 1)
+    return f"{pos.line}:{pos.column}: {issue.message}"
