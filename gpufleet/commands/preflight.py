@@ -16,7 +16,12 @@ cluster and reports, per node group, what would make the rollout fail:
   spec: warnings); open reservations of the type in the group's zones hold its instanceCount (a warning);
 - the account's P and G vCPU quotas (On-Demand and Spot) cover the fleet at maxSize, Running warm pools
   included;
-- the pinned AMI release is published for the cluster's Kubernetes version.
+- the pinned AMI release is published for the cluster's Kubernetes version;
+- each pinned EKS add-on version is one EKS offers for that Kubernetes version (eks:DescribeAddonVersions);
+- the deploying identity (sts:GetCallerIdentity; an assumed role counts as its role) is one of cluster.admins, since
+  the cluster grants its creator no access of its own (a warning in mode Existing);
+- the Pulumi stack's `aws:region` (`<stackConfigDir>/Pulumi.<env>.yaml` beside the spec) is the spec's
+  cluster.region.
 
 Each finding prints as `error: nodeGroups/<name>: <what>` (or `warning:`) with a `fix:` line, then a summary
 line. Exit 0 when nothing blocks, 1 when something does (or the spec is invalid), 2 on a usage error. AWS API
@@ -45,7 +50,8 @@ from gpufleet.preflight import clients as aws
 from gpufleet.preflight.clients import ApiError, Clients
 from gpufleet.preflight.core import CHECKS, DEFAULT_DEADLINE_S
 from gpufleet.preflight.core import preflight as run_checks
-from gpufleet.preflight.findings import Finding, blocking, render
+from gpufleet.preflight.findings import Finding, blocking, ordered, render
+from gpufleet.preflight.stack import check_stack_region
 from gpufleet.rules.pipeline import open_spec
 from gpufleet.spec.fleet import Fleet
 
@@ -87,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
         findings = preflight(fleet, aws.make_clients(region), args.deadline)
     except ApiError as exc:  # no session could be built (a broken profile, say)
         findings = [exc.finding()]
+    findings = ordered([*check_stack_region(fleet, args.spec, args.env), *findings])
     endpoint = os.environ.get("AWS_ENDPOINT_URL")
     subject = f"{fleet.name}/{args.env} in {region}" + (f" via AWS_ENDPOINT_URL={endpoint}" if endpoint else "")
     print(render(subject, findings, len(CHECKS)))

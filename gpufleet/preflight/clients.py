@@ -81,8 +81,11 @@ class Clients:
     service_quotas: Client
     ssm: Client
     reservations: Client | None = None
-    # EKS, for the existing cluster's add-ons (DescribeAddon); None skips those checks.
+    # EKS, for the existing cluster's add-ons (DescribeAddon) and the add-on versions EKS offers
+    # (DescribeAddonVersions); STS, for the deploying identity (GetCallerIdentity). None skips the checks that need
+    # them; `make_clients` always builds both.
     eks: Client | None = None
+    sts: Client | None = None
 
     @property
     def capacity_reservations(self) -> Client:
@@ -134,6 +137,7 @@ def make_clients(region: str) -> Clients:
             service_quotas=session.client("service-quotas", config=config),
             ssm=session.client("ssm", config=config),
             eks=session.client("eks", config=config),
+            sts=session.client("sts", config=config),
         )
 
     return _guarded("session:CreateClient", build)

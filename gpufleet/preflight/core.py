@@ -7,11 +7,13 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
+from gpufleet.preflight.addon_versions import check_addons
 from gpufleet.preflight.addons import check_node_monitoring_agent
 from gpufleet.preflight.ami import check_ami
 from gpufleet.preflight.clients import CONNECTION_FIX, ApiError, Clients
 from gpufleet.preflight.context import Context
 from gpufleet.preflight.findings import Finding, ordered
+from gpufleet.preflight.identity import check_identity
 from gpufleet.preflight.instances import check_efa, check_instance_types, check_offerings, check_zones
 from gpufleet.preflight.network import check_efa_security_group, check_subnets
 from gpufleet.preflight.quotas import check_quotas
@@ -31,6 +33,8 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("vCPU quotas", check_quotas),
     ("AMI releases", check_ami),
     ("node monitoring agent", check_node_monitoring_agent),
+    ("EKS add-on versions", check_addons),
+    ("deploying identity", check_identity),
 )
 
 

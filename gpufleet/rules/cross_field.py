@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 
 from gpufleet.base.errors import Issue, Path, closest, did_you_mean
-from gpufleet.facts import ami_releases, catalog, stages
+from gpufleet.facts import addons, ami_releases, catalog, stages
 from gpufleet.facts.ami_releases import SYSTEM_NODES_AMI_TYPE
 from gpufleet.facts.versions import (
     COMPONENTS,
@@ -1064,6 +1064,28 @@ def _resource_ids(fleet: Fleet) -> Iterator[Issue]:
                 ),
             )
         seen.setdefault(rid, (owner, what))
+
+
+def efa_only_interfaces(group: NodeGroup) -> bool:
+    """The group attaches EFA-only interfaces: an EFA group whose type has more than one EFA network card (every
+    card past the first gets an `efa-only` interface, plan/builders/node_groups.py)."""
+    info = catalog.lookup(group.instance_type)
+    return group.fabric is Fabric.EFA and info is not None and min(info.max_efa_interfaces, info.network_cards) > 1
+
+
+@rule("addon-versions")
+def _addon_versions(fleet: Fleet) -> Iterator[Issue]:
+    """Each pinned EKS add-on against the cluster's Kubernetes minor and what the fleet's nodes need, from the dated
+    offline catalog gpufleet.facts.addons (preflight asks EKS itself). Add-ons are managed in mode Create only."""
+    if fleet.cluster.mode != "Create":
+        return
+    efa_only = any(efa_only_interfaces(g) for g in fleet.node_groups)
+    for key, version in fleet.versions.addons.items():
+        found = addons.check(key, version, fleet.cluster.kubernetes_version, efa_only=efa_only)
+        if found is not None:
+            yield Issue(
+                path=("versions", "addons", key), severity=found.severity, message=found.message, hint=found.hint
+            )
 
 
 @rule("eks-names")

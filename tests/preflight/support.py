@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -290,11 +290,44 @@ def reservations_client(*found: dict[str, Any], error: str | None = None) -> tup
     return client, stub
 
 
+# The fixture fleet's admin as sts:GetCallerIdentity names a session of that role.
+ADMIN_SESSION = "arn:aws:sts::111122223333:assumed-role/platform-admin/preflight"
+
+
+def sts_client(arn: str = ADMIN_SESSION) -> tuple[Any, Any]:
+    client, stub = stubbed("sts")
+    stub.add_response(
+        "get_caller_identity", {"UserId": "AROAEXAMPLE:preflight", "Account": arn.split(":")[4], "Arn": arn}
+    )
+    return client, stub
+
+
+def eks_client(answers: Sequence[tuple[str, str, list[str], str | None]] = ()) -> tuple[Any, Any]:
+    """EKS answering DescribeAddonVersions for each (add-on, Kubernetes version, versions offered, default) in order."""
+    client, stub = stubbed("eks")
+    for name, k8s, versions, default in answers:
+        offered = [
+            {
+                "addonVersion": v,
+                "architecture": ["amd64", "arm64"],
+                "compatibilities": [{"clusterVersion": k8s, "platformVersions": ["*"], "defaultVersion": v == default}],
+            }
+            for v in versions
+        ]
+        stub.add_response(
+            "describe_addon_versions",
+            {"addons": [{"addonName": name, "type": "networking", "addonVersions": offered}]},
+            {"addonName": name, "kubernetesVersion": k8s},
+        )
+    return client, stub
+
+
 def all_clients(
     world: World,
     quotas: dict[str, float] | None = None,
     ssm: list[tuple[str, str | None]] | None = None,
     reservations: tuple[dict[str, Any], ...] | None = None,
+    caller: str = ADMIN_SESSION,
 ) -> tuple[Clients, list[Any]]:
     """Clients for a whole preflight run of the fixture fleet: moto EC2 plus stubs that pass by default."""
     sq, sq_stub = quotas_client(quotas if quotas is not None else dict(NEEDED))
@@ -302,4 +335,7 @@ def all_clients(
         ssm if ssm is not None else [(SYSTEM_PARAM, RELEASE), (AL2023_PARAM, RELEASE), (BOTTLEROCKET_PARAM, AMI_ID)]
     )
     res, res_stub = reservations_client(*(reservations if reservations is not None else (reservation(),)))
-    return Clients(ec2=world.ec2, service_quotas=sq, ssm=ssm_c, reservations=res), [sq_stub, ssm_stub, res_stub]
+    eks, eks_stub = eks_client()
+    sts, sts_stub = sts_client(caller)
+    clients = Clients(ec2=world.ec2, service_quotas=sq, ssm=ssm_c, reservations=res, eks=eks, sts=sts)
+    return clients, [sq_stub, ssm_stub, res_stub, eks_stub, sts_stub]

@@ -49,7 +49,7 @@ def test_a_fleet_that_fits_the_account_exits_0(
     clients, stubs = all_clients(world)
     asked = use(monkeypatch, clients)
     assert main(["preflight", write_spec(tmp_path, world), "--env", "dev"]) == 0
-    assert capsys.readouterr().out == "preflight probe/dev in us-east-1: all 10 checks passed\n"
+    assert capsys.readouterr().out == "preflight probe/dev in us-east-1: all 12 checks passed\n"
     assert asked == ["us-east-1"]
     for stub in stubs:
         stub.assert_no_pending_responses()

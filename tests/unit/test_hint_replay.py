@@ -844,6 +844,13 @@ REPLAYS: tuple[Replay, ...] = (
         {"nodeGroups.0.name": "l4", "teams.0.quotas.0.nodeGroup": "l4"},
     ),
     R(
+        "kube-proxy-of-another-minor",
+        {"versions.addons": {"kubeProxy": "v1.32.5-eksbuild.2"}},
+        "pin a v1.33.<patch>-eksbuild.<n> build (aws eks describe-addon-versions --addon-name kube-proxy"
+        " --kubernetes-version 1.33)",
+        {"versions.addons": {"kubeProxy": "v1.33.3-eksbuild.6"}},
+    ),
+    R(
         "node-group-name-prefix-too-long",
         {"nodeGroups.0.name": "l" * 32, "teams.0.quotas.0.nodeGroup": "l" * 32},
         "shorten the node group name to at most 31 characters (or metadata.name)",

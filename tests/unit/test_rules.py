@@ -1698,6 +1698,62 @@ CASES: list[Any] = [
         ],
         id="ids/gpu-node-group-named-system",
     ),
+    # addon-versions (issue 29 item 6): the dated offline catalog gpufleet.facts.addons
+    pytest.param(
+        "addon-versions",
+        [
+            at(
+                "versions",
+                "addons",
+                value={
+                    "kubeProxy": "v1.33.3-eksbuild.6",
+                    "vpcCni": "v1.20.2-eksbuild.1",
+                    "coreDns": "v1.12.3-eksbuild.1",
+                },
+            ),
+            add_group(name="h100", instanceType="p5.48xlarge", fabric="EFA"),
+        ],
+        [],
+        id="addons/fit",
+    ),
+    pytest.param(
+        "addon-versions",
+        [at("versions", "addons", value={"kubeProxy": "v1.32.5-eksbuild.2", "vpcCni": "v9.99.0-eksbuild.1"})],
+        [
+            (
+                "versions.addons.kubeProxy",
+                "kube-proxy v1.32.5-eksbuild.2 is for Kubernetes 1.32, the cluster runs 1.33: EKS offers kube-proxy only"
+                " at the cluster's own minor",
+            ),
+            (
+                "versions.addons.vpcCni",
+                "VPC CNI v9.99.0-eksbuild.1 does not exist: every Amazon VPC CNI release is v1.x (newest known line"
+                " v1.20, as of 2026-12-01)",
+            ),
+        ],
+        id="addons/kube-proxy-minor-and-cni-major",
+    ),
+    pytest.param(
+        "addon-versions",
+        [
+            at("versions", "addons", value={"vpcCni": "v1.18.4-eksbuild.1"}),
+            add_group(name="h100", instanceType="p5.48xlarge", fabric="EFA"),
+        ],
+        [
+            (
+                "versions.addons.vpcCni",
+                "VPC CNI v1.18.4-eksbuild.1 is older than 1.18.5, the first that handles the EFA-only network"
+                " interfaces of this fleet's multi-card EFA groups",
+            )
+        ],
+        id="addons/cni-below-the-efa-only-minimum",
+    ),
+    pytest.param(
+        "addon-versions",
+        [at("versions", "addons", value={"vpcCni": "v1.18.4-eksbuild.1"})],
+        [],
+        id="addons/old-cni-without-efa-only",
+    ),
     # eks-names (issue 29 item 5): nodeGroupNamePrefix at most 63 - 26 = 37 (terraform-provider-aws eks/node_group.go)
     pytest.param(
         "eks-names",
@@ -1755,6 +1811,11 @@ def test_every_rule_has_a_passing_and_a_failing_case() -> None:
             "shorten the node group name to at most 31 characters (or metadata.name)",
         ),
         ([at("metadata", "name", value="f" * 30)], "shorten metadata.name to at most 29 characters"),
+        (
+            [at("versions", "addons", value={"kubeProxy": "v1.32.5-eksbuild.2"})],
+            "pin a v1.33.<patch>-eksbuild.<n> build (aws eks describe-addon-versions --addon-name kube-proxy"
+            " --kubernetes-version 1.33)",
+        ),
         (
             [group(sharing={"strategy": "MIG", "profile": "1g.10gb"})],
             (

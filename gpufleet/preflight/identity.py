@@ -1,0 +1,57 @@
+"""The deploying identity: whoever runs `pulumi up` must be one of cluster.admins.
+
+The cluster is created with `bootstrapClusterCreatorAdminPermissions: false` (plan/builders/cluster.py; the field is
+immutable), so the creator gets no Kubernetes access of its own: every Kubernetes resource of stage 1 on is applied
+through the access entry of a cluster.admins principal. sts:GetCallerIdentity names the caller: an IAM user by its
+ARN, an assumed role as `arn:<partition>:sts::<account>:assumed-role/<role name>/<session>`, which keeps the role's
+name but not its path (IAM user guide, "IAM identifiers", assumed-role ARNs), so a role is matched on account and
+name. In mode Existing the caller may already have access through another entry: a warning there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from gpufleet.preflight.clients import call
+from gpufleet.preflight.context import Context
+from gpufleet.preflight.findings import Finding
+
+_ASSUMED = re.compile(r"^arn:(?P<partition>[^:]+):sts::(?P<account>\d{12}):assumed-role/(?P<name>[^/]+)/[^/]+$")
+_IAM = re.compile(r"^arn:(?P<partition>[^:]+):iam::(?P<account>\d{12}):(?P<kind>role|user)/(?:[^/]+/)*(?P<name>[^/]+)$")
+
+
+def principal_key(arn: str) -> tuple[str, str, str] | None:
+    """(account, role|user, name) of an IAM role or user ARN, or of the role behind an assumed-role session."""
+    assumed = _ASSUMED.match(arn)
+    if assumed:
+        return assumed["account"], "role", assumed["name"]
+    iam = _IAM.match(arn)
+    if iam:
+        return iam["account"], iam["kind"], iam["name"]
+    return None
+
+
+def check_identity(ctx: Context) -> Iterator[Finding]:
+    sts = ctx.clients.sts
+    if sts is None:
+        return
+    caller = str(call(sts, "get_caller_identity")["Arn"])
+    admins = [a.principal_arn for a in ctx.fleet.cluster.admins]
+    key = principal_key(caller)
+    if key is not None and any(principal_key(a) == key for a in admins):
+        return
+    create = ctx.fleet.cluster.mode == "Create"
+    consequence = (
+        "the cluster is created without creator admin (bootstrapClusterCreatorAdminPermissions false, immutable), so"
+        " `pulumi up` could not apply a single Kubernetes resource"
+        if create
+        else "`pulumi up` reaches the existing cluster only if this identity has an access entry there already"
+    )
+    yield Finding(
+        create,
+        None,
+        f"the deploying identity {caller} is not one of cluster.admins ({', '.join(admins) or 'none'}): {consequence}",
+        "run preflight and `pulumi up` as a cluster.admins principal, or add this one to cluster.admins",
+        scope="account",
+    )
