@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,13 +22,22 @@ import pytest
 
 from tests import fastyaml
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+# Where the upstream files are: $GPUFLEET_UPSTREAM_DIR, else ../shared beside the project, else the cache that
+# tools/fetch_upstream.py fills by default.
+BESIDE = Path(__file__).resolve().parents[1].parent / "shared"
+CACHE = Path("~/.cache/gpufleet/upstream").expanduser()
+SHARED = Path(os.environ["GPUFLEET_UPSTREAM_DIR"]) if os.environ.get("GPUFLEET_UPSTREAM_DIR") else BESIDE
+if not os.environ.get("GPUFLEET_UPSTREAM_DIR") and not (BESIDE / "crds").is_dir() and (CACHE / "crds").is_dir():
+    SHARED = CACHE
 KUBERNETES_VERSION = "1.33"
+# The start of every skip for want of them: tests/conftest.py counts these and names the command once.
+MISSING = "upstream definitions not found"
+FETCH_COMMAND = "python tools/fetch_upstream.py"
 
 
 def require_shared() -> Path:
     if not (SHARED / "crds").is_dir():
-        pytest.skip(f"upstream definitions not found at {SHARED} (../shared beside the project)")
+        pytest.skip(f"{MISSING} at {SHARED} (../shared beside the project, or GPUFLEET_UPSTREAM_DIR)")
     return SHARED
 
 
