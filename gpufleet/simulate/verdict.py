@@ -525,7 +525,8 @@ def _kueue_daemon_pods(model: FleetModel, kueue: kueue_admission.Kueue, wl: Work
     (kueue v0.19.2 pkg/controller/jobs/pod). The DaemonSet controller pins each pod to its node by node affinity, so
     every pod for a node outside that flavor stays Pending. None when Kueue leaves the pods alone."""
     (ps,) = wl.pod_sets
-    single = replace(wl, kind="Pod", pod_sets=(replace(ps, count=1),))
+    # the pod's own labels decide its queue (the DaemonSet's are not copied to its pods)
+    single = replace(wl, kind="Pod", labels=ps.pod.labels, pod_sets=(replace(ps, count=1),))
     is_managed, _ = kueue_admission.managed(kueue, single)
     if not is_managed:
         return None

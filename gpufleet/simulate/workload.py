@@ -67,6 +67,7 @@ class PodSpec:
     topology_request: bool = False
     # The pod spec as written (securityContext, volumes, env: what Pod Security and the admission policies read).
     raw: Mapping[str, Any] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)  # the pod template's (or Pod's) metadata.labels
 
     def request(self) -> dict[str, int]:
         """The pod's effective request: max(sum of app containers, largest init container) per resource."""
@@ -222,6 +223,14 @@ def pod_spec(template: Any, where: str) -> PodSpec:
         tolerations=tuple(_list(spec.get("tolerations"), f"{where}.spec.tolerations")),
         topology_request=any(a in annotations for a in TOPOLOGY_ANNOTATIONS),
         raw=spec,
+        labels={
+            str(k): str(v)
+            for k, v in (
+                ((template.get("metadata") or {}).get("labels") or {})
+                if isinstance(template.get("metadata"), Mapping)
+                else {}
+            ).items()
+        },
     )
 
 

@@ -272,3 +272,18 @@ def test_a_daemonset_on_the_flavors_own_group_runs(make_model: MakeModel) -> Non
     }
     verdict = explain(model, workload(_daemonset("vision", spec)))
     assert (verdict.runs, verdict.flavor, verdict.node_group) == (True, "h100", "h100"), verdict.reasons
+
+
+def test_a_daemonset_pods_queue_comes_from_its_pod_template(make_model: MakeModel) -> None:
+    """The pod's own queue-name label (pod_webhook_test.go "default queue is created, pod has queue label"): a
+    LocalQueue vision does not have stops its pods at admission; the DaemonSet's own labels do not reach its pods."""
+    model = make_model()
+    spec = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]}
+    obj = _daemonset("vision", spec)
+    obj["spec"]["template"]["metadata"] = {"labels": {"kueue.x-k8s.io/queue-name": "nope"}}
+    verdict = explain(model, workload(obj))
+    assert verdict.reasons[0].stage == "admission"
+    assert verdict.reasons[0].message == "LocalQueue nope doesn't exist"
+    obj = _daemonset("vision", spec)
+    obj["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "nope"}
+    assert explain(model, workload(obj)).reasons[0].stage == "scheduling"  # the default LocalQueue, as before
