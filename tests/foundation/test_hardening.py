@@ -63,3 +63,24 @@ def test_secrets_are_envelope_encrypted_with_the_fleets_key(prod: RolloutPlan) -
     admin = statements["KeyAdministration"]
     assert admin["Principal"]["AWS"] == [a.principal_arn for a in prod.fleet.cluster.admins]
     assert not {"kms:Encrypt", "kms:Decrypt", "kms:*"} & set(admin["Action"])
+
+
+def test_the_vpc_cni_policy_is_on_a_role_only_aws_node_assumes(prod: RolloutPlan, existing: RolloutPlan) -> None:
+    """Before: AmazonEKS_CNI_Policy sat on the node role, which every process of a node (and, through IMDS, any pod
+    that reaches it) can use to change the VPC's network interfaces."""
+    ids = {r.id for s in prod.stages for r in s.content.resources}
+    assert "node-role-amazoneks-cni-policy" not in ids
+    assert "vpc-cni-role-amazoneks-cni-policy" in ids
+    trust = json.loads(resource(prod, "vpc-cni-role").args["assumeRolePolicy"])["Statement"][0]
+    assert trust["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert trust["Condition"]["StringEquals"]["aws:RequestTag/kubernetes-service-account"] == "aws-node"
+    assert trust["Condition"]["StringEquals"]["aws:RequestTag/kubernetes-namespace"] == "kube-system"
+    cni = resource(prod, "addon-vpc-cni")
+    assert cni.args["podIdentityAssociations"] == [
+        {"roleArn": Ref("vpc-cni-role", "arn"), "serviceAccount": "aws-node"}
+    ]
+    # the agent serves aws-node's credentials when the first node boots: installed before the CNI, not after nodes
+    assert "addon-eks-pod-identity-agent" in cni.depends_on
+    assert resource(prod, "addon-eks-pod-identity-agent").depends_on == ()
+    # an existing cluster's aws-node is not gpufleet's: its GPU nodes keep the policy on the node role
+    assert "node-role-amazoneks-cni-policy" in {r.id for s in existing.stages for r in s.content.resources}

@@ -140,9 +140,16 @@ def pod_identity_warning(fleet: Fleet, who: str) -> str | None:
 NODE_POLICIES = (
     "AmazonEKSWorkerNodePolicy",
     "AmazonEC2ContainerRegistryReadOnly",
-    "AmazonEKS_CNI_Policy",
     "AmazonSSMManagedInstanceCore",
 )
+# The VPC CNI's policy. In mode Create it goes on a role only the aws-node ServiceAccount may assume (EKS Pod
+# Identity, through the add-on's podIdentityAssociations), not on the node role every process of the node can use
+# (EKS user guide "Configure Amazon VPC CNI plugin to use IRSA"/"IAM roles for Amazon EKS add-ons": the CNI's
+# permissions on a role used only by the plugin). In mode Existing gpufleet does not manage the add-on, so the
+# cluster's aws-node may well rely on the node role: it keeps the policy there.
+CNI_POLICY = "AmazonEKS_CNI_Policy"
+VPC_CNI_ROLE = "vpc-cni-role"
+VPC_CNI_SERVICE_ACCOUNT = ("kube-system", "aws-node")
 
 
 def _assume(service: str) -> str:
@@ -163,13 +170,19 @@ def _assume(service: str) -> str:
     )
 
 
-def _role(fleet: Fleet, rid: str, service: str, policies: tuple[str, ...]) -> list[Resource]:
+def _role(
+    fleet: Fleet, rid: str, service: str, policies: tuple[str, ...], *, trust: str | None = None
+) -> list[Resource]:
     out = [
         Resource(
             id=rid,
             type="aws:iam/role:Role",
             provider=AWS_PROVIDER,
-            args={"namePrefix": f"{fleet.name}-{rid}-"[:38], "assumeRolePolicy": _assume(service), "tags": tags(fleet)},
+            args={
+                "namePrefix": f"{fleet.name}-{rid}-"[:38],
+                "assumeRolePolicy": trust if trust is not None else _assume(service),
+                "tags": tags(fleet),
+            },
         )
     ]
     arn = f"arn:{partition(fleet.cluster.region)}:iam::aws:policy/"
@@ -230,8 +243,12 @@ def tags(fleet: Fleet) -> dict[str, str]:
     return {"gpufleet.io/fleet": fleet.name, "app.kubernetes.io/managed-by": "gpufleet"}
 
 
-def node_role_attachments() -> tuple[str, ...]:
-    return tuple(f"{NODE_ROLE}-{p.lower().replace('_', '-')}" for p in NODE_POLICIES)
+def node_policies(fleet: Fleet) -> tuple[str, ...]:
+    return NODE_POLICIES if fleet.cluster.mode == "Create" else (*NODE_POLICIES, CNI_POLICY)
+
+
+def node_role_attachments(fleet: Fleet) -> tuple[str, ...]:
+    return tuple(f"{NODE_ROLE}-{p.lower().replace('_', '-')}" for p in node_policies(fleet))
 
 
 def kubeconfig(fleet: Fleet, ca_path: str) -> Concat:
@@ -267,7 +284,7 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
         "skipRegionValidation": True,
     }
     res = [Resource(id=AWS_PROVIDER, type="pulumi:providers:aws", args=provider)]
-    res += _role(fleet, NODE_ROLE, "ec2.amazonaws.com", NODE_POLICIES)
+    res += _role(fleet, NODE_ROLE, "ec2.amazonaws.com", node_policies(fleet))
     if c.mode == "Existing":
         res.append(
             Resource(
@@ -294,6 +311,13 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
             )
         return res, warnings
     res += _role(fleet, CLUSTER_ROLE, "eks.amazonaws.com", ("AmazonEKSClusterPolicy",))
+    res += _role(
+        fleet,
+        VPC_CNI_ROLE,
+        "pods.eks.amazonaws.com",
+        (CNI_POLICY,),
+        trust=pod_identity_trust(fleet, *VPC_CNI_SERVICE_ACCOUNT),
+    )
     vpc: dict[str, object] = {
         "subnetIds": list(c.subnet_ids),
         "endpointPrivateAccess": True,
@@ -390,7 +414,7 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
             type="aws:eks/nodeGroup:NodeGroup",
             provider=AWS_PROVIDER,
             ignore_changes=("scalingConfig.desiredSize",),
-            depends_on=node_role_attachments() + ("addon-vpc-cni",),
+            depends_on=node_role_attachments(fleet) + ("addon-vpc-cni",),
             args={
                 "clusterName": Ref(CLUSTER, "name"),
                 "nodeGroupNamePrefix": node_group_name_prefix(fleet.name, SYSTEM_GROUP),
@@ -436,11 +460,19 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
             args["addonVersion"] = version
         if key == "vpcCni":
             args["configurationValues"] = json.dumps(VPC_CNI_CONFIGURATION, sort_keys=True)
+            namespace, account = VPC_CNI_SERVICE_ACCOUNT
+            args["podIdentityAssociations"] = [{"roleArn": Ref(VPC_CNI_ROLE, "arn"), "serviceAccount": account}]
         if key == "nodeMonitoringAgent":
             # Its dcgm-server stays off GPU nodes: the GPU Operator's host engine serves the agent there.
             args["configurationValues"] = json.dumps(node_monitoring.ADDON_CONFIGURATION, sort_keys=True)
-        # CoreDNS and the monitoring agent need nodes to become healthy; the CNI must exist before any node.
-        after = () if key in ("vpcCni", "kubeProxy") else (SYSTEM_NODE_GROUP,)
+        # CoreDNS and the monitoring agent need nodes to become healthy; the CNI must exist before any node, and the
+        # Pod Identity agent before the CNI: aws-node takes its credentials from it (a hostNetwork DaemonSet, so it
+        # runs on a node whose CNI is not ready yet) when the first node boots.
+        after: tuple[str, ...] = (SYSTEM_NODE_GROUP,)
+        if key in ("kubeProxy", "podIdentityAgent"):
+            after = ()
+        elif key == "vpcCni":
+            after = (POD_IDENTITY_ADDON, f"{VPC_CNI_ROLE}-{CNI_POLICY.lower().replace('_', '-')}")
         res.append(
             Resource(
                 id=f"addon-{ADDONS[key]}",

@@ -306,7 +306,7 @@ def managed_node_group(
         }
     if repair is not None:
         args["nodeRepairConfig"] = repair
-    after = node_role_attachments() + (("addon-vpc-cni",) if fleet.cluster.mode == "Create" else ())
+    after = node_role_attachments(fleet) + (("addon-vpc-cni",) if fleet.cluster.mode == "Create" else ())
     if image_list(fleet, group) is not None:
         after += (image_list_id(group),)  # a booting node reads it
     # The autoscaler owns the desired size after creation; Pulumi must never scale a group back.
