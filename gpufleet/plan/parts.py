@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpufleet.facts import stages
-from gpufleet.spec.fleet import Fleet
+from gpufleet.spec.fleet import Fleet, NodeGroup
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +115,27 @@ class StageContent:
     gates: tuple[Gate, ...] = ()
     warnings: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # markdown lines for plan.md (sizes, contracts, thresholds)
+
+
+def _none(group: NodeGroup) -> None:
+    return None
+
+
+def _no_labels(group: NodeGroup) -> dict[str, str]:
+    return {}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AtFoundation:
+    """What a later stage puts into the foundation stage when the environment deploys it (`at_foundation(ctx)` of
+    its builder): what the GPU Operator mounts or reads and what the node groups carry must exist when they are
+    created, so the stage that owns a setting cannot create it later in stage order."""
+
+    node_labels: Callable[[NodeGroup], dict[str, str]] = _no_labels
+    bottlerocket_settings: Callable[[NodeGroup], dict[str, Any] | None] = _none
+    node_repair: Callable[[NodeGroup], dict[str, Any] | None] = _none
+    operator_values: tuple[dict[str, Any], ...] = ()
+    operator_configmaps: tuple[dict[str, Any], ...] = ()  # objects in the GPU Operator's namespace
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,8 +1,8 @@
 """Stage 1, foundation: the cluster (or the existing one), GPU node groups, namespaces and the GPU Operator.
 
-What later stages bring to these resources is wired here only when that stage is in the environment's
-rollout: sharing labels and device-plugin/MIG configs (stage 4), DCGM metrics config (stage 2), EKS node
-auto repair (stage 7). Each of those comes from the owning stage's manifests module.
+What later stages bring to these resources comes from their builders' `at_foundation` (gpufleet.plan.parts
+.AtFoundation), only when that stage is in the environment's rollout: DCGM metrics config (stage 2), sharing
+labels, Bottlerocket settings and device-plugin/MIG configs (stage 4), EKS node auto repair (stage 7).
 
 With cluster.autoscaler Install this stage also runs the Cluster Autoscaler (gpufleet.plan.manifests.autoscaler): it
 must exist before the gates of stages 5 and 7 and before Kueue admits jobs, all of which wait for nodes of groups
@@ -11,9 +11,14 @@ that may start empty.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from gpufleet.facts import catalog
+from gpufleet.facts.stages import StageName
+from gpufleet.plan.builders import health as health_stage
+from gpufleet.plan.builders import sharing as sharing_stage
+from gpufleet.plan.builders import telemetry as telemetry_stage
 from gpufleet.plan.builders.cluster import cluster_resources, pod_identity_resources, pod_identity_warning
 from gpufleet.plan.builders.common import helm, k8s, namespace
 from gpufleet.plan.builders.cost import group_gpu_hour_usd, usd
@@ -24,8 +29,8 @@ from gpufleet.plan.builders.node_groups import (
     managed_node_group,
     prepuller,
 )
-from gpufleet.plan.manifests import autoscaler, gpu_operator, health, node_bootstrap, sharing, telemetry
-from gpufleet.plan.parts import BuildContext, Resource, StageContent
+from gpufleet.plan.manifests import autoscaler, gpu_operator, node_bootstrap
+from gpufleet.plan.parts import AtFoundation, BuildContext, Resource, StageContent
 from gpufleet.spec import warm_pool
 from gpufleet.spec.fleet import Fabric, Fleet
 from gpufleet.spec.names import NS_GPU_OPERATOR, NS_SYSTEM, SYSTEM_NODE_GROUP
@@ -34,23 +39,30 @@ AUTOSCALER_ROLE = "cluster-autoscaler-role"
 AUTOSCALER_POLICY = "cluster-autoscaler-policy"
 AUTOSCALER_POD_IDENTITY = "cluster-autoscaler-pod-identity"
 
+# The later stages that put something into this one, in stage order (the GPU Operator's values merge in it).
+AT_FOUNDATION: tuple[tuple[StageName, Callable[[BuildContext], AtFoundation]], ...] = (
+    ("telemetry", telemetry_stage.at_foundation),
+    ("sharing", sharing_stage.at_foundation),
+    ("health", health_stage.at_foundation),
+)
+
 
 def build(ctx: BuildContext) -> StageContent:
     fleet = ctx.fleet
     resources, warnings = cluster_resources(fleet)
     with_sharing = ctx.includes("sharing")
-    with_health = ctx.includes("health") and fleet.health.auto_repair == "Enabled"
+    later = [at_foundation(ctx) for name, at_foundation in AT_FOUNDATION if ctx.includes(name)]
     scaled = fleet.cluster.autoscaler == "Install"
     if any(g.fabric is Fabric.EFA for g in fleet.node_groups):
         resources += efa_security_group(fleet)
     for group in fleet.node_groups:
-        labels = sharing.sharing_node_labels(group) if with_sharing else {}
+        labels = {k: v for part in later for k, v in part.node_labels(group).items()}
         if scaled:
             labels = {**labels, **autoscaler.accelerator_label(group)}
-        toml = sharing.bottlerocket_sharing_settings(group) if with_sharing else None
+        toml = next((t for part in later if (t := part.bottlerocket_settings(group)) is not None), None)
         listed = image_list(fleet, group)
         resources += ([listed] if listed is not None else []) + launch_template(ctx, group, toml)
-        repair = health.node_repair_config(fleet, group) if with_health else None
+        repair = next((r for part in later if (r := part.node_repair(group)) is not None), None)
         node_group = managed_node_group(ctx, group, labels, repair)
         if scaled:
             node_group = _with_tags(
@@ -78,17 +90,8 @@ def build(ctx: BuildContext) -> StageContent:
     # controllers/object_controls.go @ v26.7.0): they are created here, before the release, not by the stage whose
     # settings they hold, so no operand waits in ContainerCreating for a later stage
     # (tests/golden/test_stage_references.py).
-    extra = []
-    configs: list[Resource] = []
-    if ctx.includes("telemetry"):
-        extra.append(telemetry.operator_telemetry_values(fleet))
-        configs.append(k8s(telemetry.dcgm_metrics_configmap(), depends_on=(operator_ns.id,)))
-    if with_sharing:
-        extra.append(sharing.operator_sharing_values(fleet))
-        configs += [
-            k8s(sharing.device_plugin_configmap(fleet, NS_GPU_OPERATOR), depends_on=(operator_ns.id,)),
-            k8s(sharing.mig_configmap(fleet, NS_GPU_OPERATOR), depends_on=(operator_ns.id,)),
-        ]
+    extra = [values for part in later for values in part.operator_values]
+    configs = [k8s(obj, depends_on=(operator_ns.id,)) for part in later for obj in part.operator_configmaps]
     resources += configs
     after = (operator_ns.id, *(c.id for c in configs)) + (
         (SYSTEM_NODE_GROUP,) if fleet.cluster.mode == "Create" else ()

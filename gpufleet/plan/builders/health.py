@@ -1,18 +1,25 @@
 """Stage 7: health. DCGM health checks to a node condition (Node Problem Detector), cordon/drain remediation,
 straggler alerts, and the planted-fault verification gate. EKS node auto repair is wired into every GPU node
-group by the foundation stage (gpufleet.plan.manifests.health.node_repair_config). See docs/telemetry-health-cost.md."""
+group with the foundation stage (`at_foundation`: a node group's repair config is set when it is created). See
+docs/telemetry-health-cost.md."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 from gpufleet.plan.builders.common import helm, k8s
 from gpufleet.plan.builders.telemetry import prometheus_dependency
 from gpufleet.plan.manifests import health, node_monitoring, rules_promql, telemetry
-from gpufleet.plan.parts import BuildContext, Gate, Resource, StageContent
+from gpufleet.plan.parts import AtFoundation, BuildContext, Gate, Resource, StageContent
 from gpufleet.spec.names import NS_HEALTH
 
 NPD_RELEASE = "node-problem-detector"
+
+
+def at_foundation(ctx: BuildContext) -> AtFoundation:
+    fleet = ctx.fleet
+    return AtFoundation(node_repair=partial(health.node_repair_config, fleet))
 
 
 def _repair_notes(ctx: BuildContext) -> list[str]:

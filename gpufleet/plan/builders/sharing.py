@@ -1,9 +1,9 @@
-"""Stage 4, sharing: what each group's sharing means. Its objects, the device plugin ConfigMap (time-slicing and
-MPS entries per group, `default` for the rest) and the MIG manager ConfigMap (`config.yaml` with `mig-configs` per
-MIG group), are created by the foundation stage with the GPU Operator when this stage is in the rollout: the
-operator mounts them as non-optional volumes, so they must exist before its operands start. The foundation stage
-also labels each group's nodes (gpufleet.plan.manifests.sharing), so changing one group's sharing changes only its
-label and its entry.
+"""Stage 4, sharing: what each group's sharing means, and all of what renders it. Its objects, the device plugin
+ConfigMap (time-slicing and MPS entries per group, `default` for the rest) and the MIG manager ConfigMap
+(`config.yaml` with `mig-configs` per MIG group), go into the foundation stage with the GPU Operator when this
+stage is in the rollout (`at_foundation`): the operator mounts them as non-optional volumes, so they must exist
+before its operands start. So do each group's node labels and Bottlerocket settings
+(gpufleet.plan.manifests.sharing), so changing one group's sharing changes only its label and its entry.
 
 plan.md gets each group's isolation contract: memory bound, fault isolation, reconfigure cost.
 """
@@ -11,8 +11,22 @@ plan.md gets each group's isolation contract: memory bound, fault isolation, rec
 from __future__ import annotations
 
 from gpufleet.plan.manifests import sharing
-from gpufleet.plan.parts import BuildContext, StageContent
+from gpufleet.plan.parts import AtFoundation, BuildContext, StageContent
 from gpufleet.spec.fleet import SharingStrategy
+from gpufleet.spec.names import NS_GPU_OPERATOR
+
+
+def at_foundation(ctx: BuildContext) -> AtFoundation:
+    fleet = ctx.fleet
+    return AtFoundation(
+        node_labels=sharing.sharing_node_labels,
+        bottlerocket_settings=sharing.bottlerocket_sharing_settings,
+        operator_values=(sharing.operator_sharing_values(fleet),),
+        operator_configmaps=(
+            sharing.device_plugin_configmap(fleet, NS_GPU_OPERATOR),
+            sharing.mig_configmap(fleet, NS_GPU_OPERATOR),
+        ),
+    )
 
 
 def build(ctx: BuildContext) -> StageContent:

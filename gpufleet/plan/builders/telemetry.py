@@ -6,10 +6,18 @@ from __future__ import annotations
 from gpufleet.facts import catalog
 from gpufleet.plan.builders.common import helm, k8s
 from gpufleet.plan.manifests import dashboards, rules_promql, sharing, telemetry
-from gpufleet.plan.parts import BuildContext, Resource, StageContent
+from gpufleet.plan.parts import AtFoundation, BuildContext, Resource, StageContent
 from gpufleet.spec.names import GPU_RESOURCE
 
 KPS_RELEASE = "kube-prometheus-stack"
+
+
+def at_foundation(ctx: BuildContext) -> AtFoundation:
+    """The operator's DCGM exporter reads its counters from a ConfigMap the operator mounts."""
+    return AtFoundation(
+        operator_values=(telemetry.operator_telemetry_values(ctx.fleet),),
+        operator_configmaps=(telemetry.dcgm_metrics_configmap(),),
+    )
 
 
 def prometheus_dependency(ctx: BuildContext) -> tuple[str, ...]:
