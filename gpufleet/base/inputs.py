@@ -72,6 +72,23 @@ def read_bounded(path: str, limit: int, what: str, *, stdin: bool = False) -> by
     return data
 
 
+# Linux's NAME_MAX and PATH_MAX (linux/limits.h), in bytes of the file system's encoding: a longer name made the
+# commands that open it fail with ENAMETOOLONG outside their error handling.
+NAME_MAX = 255
+PATH_MAX = 4096
+
+
+def name_problem(path: str) -> str | None:
+    """Why no file can have the name `path` (a component or the whole too long), or None."""
+    encoded = os.fsencode(path)
+    if len(encoded) >= PATH_MAX:
+        return f"the path is {len(encoded)} bytes long; the file system allows {PATH_MAX - 1}"
+    longest = max((len(part) for part in encoded.split(b"/")), default=0)
+    if longest > NAME_MAX:
+        return f"a name in the path is {longest} bytes long; the file system allows {NAME_MAX}"
+    return None
+
+
 def _size(limit: int) -> str:
     return f"{limit // (1024 * 1024)} MiB" if limit >= 16 * 1024 * 1024 else f"{limit // 1024} KiB"
 

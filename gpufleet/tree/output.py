@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpufleet.base.inputs import NAME_MAX, name_problem
 from gpufleet.base.interrupts import raise_interrupt
 from gpufleet.tree.read import tree_problem
 from gpufleet.tree.write import Tree
@@ -112,6 +113,9 @@ def prepare(out: str, spec: str | None = None) -> Staging:
     """Check `out` and create its staging directory, proving it writable; raises TargetRefused."""
     if not out:
         raise TargetRefused("an empty path; name a directory")
+    too_long = name_problem(out) or name_problem(os.path.abspath(out))
+    if too_long is not None:
+        raise TargetRefused(too_long)
     absolute = Path(os.path.abspath(out))
     if absolute.parent == absolute:
         raise TargetRefused("the root directory")
@@ -127,7 +131,7 @@ def prepare(out: str, spec: str | None = None) -> Staging:
         for parent in missing:
             parent.mkdir()
             created.append(parent)
-        directory = Path(tempfile.mkdtemp(prefix=f".{absolute.name}{_STAGING_INFIX}", dir=absolute.parent))
+        directory = Path(tempfile.mkdtemp(prefix=_staging_prefix(absolute), dir=absolute.parent))
         directory.chmod(0o777 & ~_umask())  # mkdtemp's 0700 would become the tree's mode
     except OSError as exc:
         for parent in reversed(created):
@@ -135,6 +139,13 @@ def prepare(out: str, spec: str | None = None) -> Staging:
         where = missing[len(created)].parent if len(created) < len(missing) else absolute.parent
         raise TargetRefused(f"cannot write in {_shown(where)}: {exc.strerror or exc}") from None
     return Staging(target=absolute, directory=directory, spec=spec_path, created=created)
+
+
+def _staging_prefix(target: Path) -> str:
+    """`.<name>.gpufleet-staging-` (then mkdtemp's 8 random characters), or without the name where that would be
+    longer than a name may be: any name the file system allows for the target works."""
+    prefix = f".{target.name}{_STAGING_INFIX}"
+    return prefix if len(os.fsencode(prefix)) + 8 <= NAME_MAX else _STAGING_INFIX
 
 
 def _shown(path: Path) -> str:
@@ -169,11 +180,14 @@ def write_new_file(path: str, text: str) -> None:
     appears with the whole text or not at all, and the link fails if the name exists, even if it was created a
     moment ago (a rename would replace it). The hidden file is removed in every case.
     """
+    too_long = name_problem(path) or name_problem(os.path.abspath(path))
+    if too_long is not None:
+        raise TargetRefused(too_long)
     target = Path(os.path.abspath(path))
     if target.is_symlink() or target.exists():
         raise TargetRefused(_EXISTS)
     try:
-        fd, staging = tempfile.mkstemp(prefix=f".{target.name}{_STAGING_INFIX}", dir=target.parent)
+        fd, staging = tempfile.mkstemp(prefix=_staging_prefix(target), dir=target.parent)
     except OSError as exc:
         raise TargetRefused(f"cannot write in {_shown(target.parent)}: {exc.strerror or exc}") from None
     try:

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from gpufleet.base.inputs import read_bounded, yaml_beyond_bounds
+from gpufleet.base.inputs import name_problem, read_bounded, yaml_beyond_bounds
 from gpufleet.facts import stages
 from gpufleet.spec.names import TAG_RESERVED_INSTANCES
 from gpufleet.tree.entries import LAUNCH_TEMPLATE, NODE_GROUP
@@ -463,8 +463,14 @@ def _check_plan_shape(plan: Mapping[str, Any]) -> None:
 def _sealed(root: Path) -> tuple[dict[str, Any], dict[str, str], list[dict[str, Any]]]:
     """plan.json, the other files and the inventory of the tree at `root`, once each file is proven to be as synth
     wrote it and every file to be plan.json, plan.md, inventory.json or an inventory entry's file."""
-    if not root.is_dir():
-        raise NotATree("not a directory" if root.exists() else "no such directory")
+    too_long = name_problem(str(root))
+    if too_long is not None:
+        raise NotATree(too_long)
+    try:
+        if not root.is_dir():
+            raise NotATree("not a directory" if root.exists() else "no such directory")
+    except OSError as exc:  # a loop of symbolic links, a directory that cannot be searched
+        raise NotATree(exc.strerror or str(exc)) from None
     plan = _plan(root)
     files = _files(root)
     inventory = _inventory(plan, files)
