@@ -44,7 +44,9 @@ class Flavor:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Quota:
+class ResourceQuota:
+    """One resource of one flavor in a ClusterQueue (Kueue v1beta2 ResourceQuota)."""
+
     nominal: int
     borrowing_limit: int | None
     lending_limit: int | None
@@ -55,8 +57,8 @@ class ClusterQueue:
     name: str
     cohort: str | None
     namespace_selector: Mapping[str, Any] | None
-    # resource groups: (covered resources, ((flavor, {resource: Quota}), ...))
-    resource_groups: tuple[tuple[tuple[str, ...], tuple[tuple[str, Mapping[str, Quota]], ...]], ...]
+    # resource groups: (covered resources, ((flavor, {resource: ResourceQuota}), ...))
+    resource_groups: tuple[tuple[tuple[str, ...], tuple[tuple[str, Mapping[str, ResourceQuota]], ...]], ...]
     admission_checks: tuple[str, ...]
 
     def flavors(self) -> list[str]:
@@ -76,7 +78,7 @@ class Kueue:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Admission:
+class AdmissionOutcome:
     """The outcome: managed or not, the queue reached, each pod set's flavor, or why it stops."""
 
     managed: bool
@@ -127,7 +129,7 @@ def from_plan(plan: RolloutPlan) -> Kueue | None:
             fqs = []
             for fq in rg["flavors"]:
                 fqs.append((fq["name"], {
-                    r["name"]: Quota(
+                    r["name"]: ResourceQuota(
                         nominal=_int(r["name"], r["nominalQuota"]),
                         borrowing_limit=(
                             None if r.get("borrowingLimit") is None else _int(r["name"], r["borrowingLimit"])
@@ -221,7 +223,7 @@ def max_capacity(kueue: Kueue, cq: ClusterQueue, flavor: str, resource: str) -> 
     return own.nominal + borrow
 
 
-def _quota(cq: ClusterQueue, flavor: str, resource: str) -> Quota | None:
+def _quota(cq: ClusterQueue, flavor: str, resource: str) -> ResourceQuota | None:
     for _, flavors in cq.resource_groups:
         for name, quotas in flavors:
             if name == flavor and resource in quotas:
@@ -412,13 +414,13 @@ def managed(kueue: Kueue, wl: Workload) -> tuple[bool, str]:
 
 def admit(
     kueue: Kueue, wl: Workload, nodes: Mapping[str, NodeModel], held: dict[tuple[str, str], int] | None = None
-) -> Admission:
+) -> AdmissionOutcome:
     is_managed, why = managed(kueue, wl)
     if not is_managed:
-        return Admission(managed=False, reason=why)
+        return AdmissionOutcome(managed=False, reason=why)
     name = queue_name(kueue, wl)
     if name is None:
-        return Admission(
+        return AdmissionOutcome(
             managed=True,
             reason='the workload names no LocalQueue and its namespace has no LocalQueue "default"',
             fix=f"set the label {QUEUE_LABEL}: <team> (the team's LocalQueue)",
@@ -426,7 +428,7 @@ def admit(
     cq_name = kueue.local_queues.get((wl.namespace, name))
     if cq_name is None:
         known = sorted(n for ns, n in kueue.local_queues if ns == wl.namespace)
-        return Admission(
+        return AdmissionOutcome(
             managed=True,
             reason=f"LocalQueue {name} doesn't exist",
             fix=(
@@ -437,7 +439,7 @@ def admit(
         )
     cq = kueue.cluster_queues[cq_name]
     if not selector_matches(cq.namespace_selector, namespace_labels(wl.namespace)):
-        return Admission(
+        return AdmissionOutcome(
             managed=True,
             cluster_queue=cq_name,
             reason="workload namespace doesn't match ClusterQueue selector",
@@ -445,7 +447,7 @@ def admit(
         )
     chosen, problem = assign(kueue, cq, wl.pod_sets, nodes, held)
     if problem is not None:
-        return Admission(managed=True, cluster_queue=cq_name, flavors=chosen, reason=problem)
-    return Admission(
+        return AdmissionOutcome(managed=True, cluster_queue=cq_name, flavors=chosen, reason=problem)
+    return AdmissionOutcome(
         managed=True, cluster_queue=cq_name, flavors=chosen, injected={ps: kueue.flavors[f] for ps, f in chosen.items()}
     )

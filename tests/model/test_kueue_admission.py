@@ -31,12 +31,15 @@ FLAVORS = {
 }
 
 
-def q(nominal: int, borrowing: int | None = None, lending: int | None = None) -> ka.Quota:
-    return ka.Quota(nominal=nominal, borrowing_limit=borrowing, lending_limit=lending)
+def q(nominal: int, borrowing: int | None = None, lending: int | None = None) -> ka.ResourceQuota:
+    return ka.ResourceQuota(nominal=nominal, borrowing_limit=borrowing, lending_limit=lending)
 
 
 def cq(
-    name: str, *flavors: tuple[str, dict[str, ka.Quota]], cohort: str | None = None, checks: tuple[str, ...] = ()
+    name: str,
+    *flavors: tuple[str, dict[str, ka.ResourceQuota]],
+    cohort: str | None = None,
+    checks: tuple[str, ...] = (),
 ) -> ka.ClusterQueue:
     covered = tuple(dict.fromkeys(r for _, quotas in flavors for r in quotas))
     return ka.ClusterQueue(
