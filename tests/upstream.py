@@ -112,11 +112,18 @@ def validate_object(obj: Mapping[str, Any]) -> list[str]:
     return []
 
 
+def chart_dir(chart: str, version: str) -> Path:
+    """../shared/charts/<chart>/<version>; ../shared names the JobSet, Trainer and LWS charts by their release tag
+    (jobset/v0.12.0 holds chart version 0.12.0, ../shared/charts/SOURCES.md), so `v<version>` is the fallback."""
+    root = require_shared() / "charts" / chart
+    return root / version if (root / version).is_dir() or not (root / f"v{version}").is_dir() else root / f"v{version}"
+
+
 @functools.cache
 def chart_values(chart: str, version: str) -> Any:
     """The chart's default values, with each vendored subchart's own defaults under its dependency name (or alias),
     as Helm merges them: the parent's values for a subchart override the subchart's values.yaml."""
-    root = require_shared() / "charts" / chart / version
+    root = chart_dir(chart, version)
     if not (root / "values.yaml").exists():
         pytest.fail(f"no chart values for {chart} {version} in ../shared/charts: add the version or pin a known one")
     return _with_subcharts(root)

@@ -69,6 +69,7 @@ def generated_fleet(groups: int, teams: int) -> str:
         for j in range(teams)
     ]
     base["cost"] = {"gpuHourUsd": {}}
+    base.pop("workloads", None)  # it names the example's l40s group
     base["environments"] = {"prod": {"rollout": {"through": "cost"}}}
     return yaml.safe_dump(base, sort_keys=False)
 

@@ -247,6 +247,38 @@ COMPONENTS: Mapping[str, Component] = MappingProxyType(
                 }
             ),
         ),
+        # The workload layer (admission stage, gpufleet.plan.manifests.workloads): the job APIs teams submit.
+        # https://github.com/kubernetes-sigs/jobset/tree/v0.12.0/charts/jobset; the release pushes the chart to
+        # oci://registry.k8s.io/jobset/charts with version 0.12.0 (hack/helm-chart-package.sh strips the tag's v).
+        "jobSet": Component(
+            title="JobSet",
+            chart="jobset",
+            repository="oci://registry.k8s.io/jobset/charts",
+            releases=_notes(**{"0.12.0": "serves jobset.x-k8s.io/v1alpha2; the Trainer 2.3.0 chart's own dependency"}),
+        ),
+        # https://github.com/kubeflow/trainer/tree/v2.3.0/charts/kubeflow-trainer (published as
+        # oci://ghcr.io/kubeflow/charts/kubeflow-trainer, charts/kubeflow-trainer/README.md).
+        "trainer": Component(
+            title="Kubeflow Trainer",
+            chart="kubeflow-trainer",
+            repository="oci://ghcr.io/kubeflow/charts",
+            releases=_notes(
+                **{
+                    "2.3.0": (
+                        "serves trainer.kubeflow.org/v1alpha1 TrainJob, TrainingRuntime, ClusterTrainingRuntime;"
+                        " installs JobSet 0.12.0 itself unless jobset.install is false"
+                    )
+                }
+            ),
+        ),
+        # https://github.com/kubernetes-sigs/lws/tree/v0.10.0/charts/lws: git's Chart.yaml says 0.1.0; the release
+        # pushes it to oci://registry.k8s.io/lws/charts as 0.10.0 (Makefile CHART_VERSION, hack/push-chart.sh).
+        "leaderWorkerSet": Component(
+            title="LeaderWorkerSet",
+            chart="lws",
+            repository="oci://registry.k8s.io/lws/charts",
+            releases=_notes(**{"0.10.0": "serves leaderworkerset.x-k8s.io/v1; DisaggregatedSet off by default"}),
+        ),
     }
 )
 
@@ -406,6 +438,49 @@ CHART_CONTROLLERS: Mapping[str, Mapping[str, tuple[ControllerPlacement, ...]]] =
             }
         ),
         "cluster-autoscaler": MappingProxyType({"9.58.0": _AUTOSCALER_CONTROLLERS, "9.59.0": _AUTOSCALER_CONTROLLERS}),
+        # jobset values.yaml controller.nodeSelector/tolerations, kubeflow-trainer manager.*, lws top level.
+        "jobset": MappingProxyType(
+            {
+                "0.12.0": (
+                    ControllerPlacement(
+                        name="jobset-controller-manager",
+                        kind="Deployment",
+                        node_selector_key="controller.nodeSelector",
+                        node_selector=_EMPTY,
+                        tolerations_key="controller.tolerations",
+                        tolerations=(),
+                    ),
+                )
+            }
+        ),
+        "kubeflow-trainer": MappingProxyType(
+            {
+                "2.3.0": (
+                    ControllerPlacement(
+                        name="kubeflow-trainer-controller-manager",
+                        kind="Deployment",
+                        node_selector_key="manager.nodeSelector",
+                        node_selector=_EMPTY,
+                        tolerations_key="manager.tolerations",
+                        tolerations=(),
+                    ),
+                )
+            }
+        ),
+        "lws": MappingProxyType(
+            {
+                "0.10.0": (
+                    ControllerPlacement(
+                        name="lws-controller-manager",
+                        kind="Deployment",
+                        node_selector_key="nodeSelector",
+                        node_selector=_EMPTY,
+                        tolerations_key="tolerations",
+                        tolerations=(),
+                    ),
+                )
+            }
+        ),
     }
 )
 

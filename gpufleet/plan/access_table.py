@@ -14,7 +14,8 @@ from gpufleet.spec.fleet import Fleet
 
 _TEAM_EDIT = (
     f"edit ({access.EDIT_POLICY}): pods, Jobs, Deployments, Services, ConfigMaps, Secrets; "
-    "create and delete the Kueue-managed training kinds ({kinds}); read the team's LocalQueue and Workloads. "
+    "create and delete the Kueue-managed job kinds the fleet installs ({kinds}); read the team's LocalQueue and "
+    "Workloads. "
     "Refused at admission (gpufleet.plan.manifests.tenant_policies): DaemonSets, changing or deleting gpufleet's "
     "objects "
     "(NetworkPolicies, LocalQueues, ServiceAccounts, ConfigMaps labelled app.kubernetes.io/managed-by: gpufleet), "
@@ -23,8 +24,8 @@ _TEAM_EDIT = (
 )
 
 
-def _team_kinds() -> str:
-    return ", ".join(plural for _, plural in sorted(tenancy.JOB_RESOURCES.values()))
+def _team_kinds(fleet: Fleet) -> str:
+    return ", ".join(plural for _, plural in sorted(tenancy.job_resources(fleet))) or "none installed"
 
 
 def access_values(fleet: Fleet, through: stages.StageName) -> dict[str, Any]:
@@ -47,7 +48,7 @@ def access_values(fleet: Fleet, through: stages.StageName) -> dict[str, Any]:
             for team in fleet.teams
         ],
         "admission": stages.included("admission", through),
-        "team_edit": _TEAM_EDIT.format(kinds=_team_kinds()),
+        "team_edit": _TEAM_EDIT.format(kinds=_team_kinds(fleet)),
         "cluster_readable": list(tenancy.CLUSTER_READABLE),
         "cluster_name": fleet.cluster.name,
         "cluster_admin_policy": access.CLUSTER_ADMIN_POLICY,

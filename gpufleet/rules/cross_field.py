@@ -23,7 +23,7 @@ from gpufleet.facts.versions import (
     node_monitoring_agent_release,
 )
 from gpufleet.facts.versions import KUBERNETES_VERSIONS as KUBERNETES_SUPPORTED
-from gpufleet.spec import access, cold_start, names
+from gpufleet.spec import access, cold_start, defaults, names
 from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup, Principal, SharingStrategy, WorkloadClass
 from gpufleet.spec.names import DEFAULT_DEVICE_PLUGIN_CONFIG, MIG_DISABLED, RESERVED_NAMESPACES
 
@@ -740,6 +740,9 @@ STAGE_OF_COMPONENT: dict[str, stages.StageName] = {
     "kubePrometheusStack": "telemetry",
     "nodeProblemDetector": "health",
     "clusterAutoscaler": "foundation",
+    "jobSet": "admission",
+    "trainer": "admission",
+    "leaderWorkerSet": "admission",
 }
 
 
@@ -756,6 +759,14 @@ def deployed_components(fleet: Fleet) -> set[str]:
     need.add("nodeProblemDetector")
     if fleet.cluster.autoscaler == "Install":
         need.add("clusterAutoscaler")
+    if fleet.teams:  # the workload layer is installed with Kueue (gpufleet.plan.builders.admission)
+        for key, install in (
+            ("jobSet", defaults.job_set),
+            ("trainer", defaults.trainer),
+            ("leaderWorkerSet", defaults.leader_worker_set),
+        ):
+            if install(fleet):
+                need.add(key)
     return {c for c in need if stage_used(fleet, STAGE_OF_COMPONENT[c])}
 
 
@@ -771,6 +782,9 @@ def component_versions(fleet: Fleet) -> dict[str, str]:
         "kubePrometheusStack": v.kube_prometheus_stack,
         "nodeProblemDetector": v.node_problem_detector,
         "clusterAutoscaler": v.cluster_autoscaler,
+        "jobSet": v.job_set,
+        "trainer": v.trainer,
+        "leaderWorkerSet": v.leader_worker_set,
     }
 
 
@@ -1315,3 +1329,56 @@ def _sharing_names(fleet: Fleet) -> Iterator[Issue]:
                 ),
                 hint="rename the node group",
             )
+
+
+@rule("workloads")
+def _workloads(fleet: Fleet) -> Iterator[Issue]:
+    w = fleet.workloads
+    if w.trainer == "Install" and w.job_set == "None":
+        yield Issue(
+            path=("workloads", "jobSet"),
+            message="the Trainer runs every TrainJob as a JobSet: trainer Install needs the JobSet controller",
+            hint="remove jobSet: None (or set jobSet: Install), or set trainer: None",
+        )
+    names_ = [g.name for g in fleet.node_groups]
+    serving = [g.name for g in fleet.node_groups if g.workload_class is WorkloadClass.INFERENCE]
+    for name, gpus in w.inference_replica_gpus.items():
+        path = ("workloads", "inferenceReplicaGpus", name)
+        if name not in names_:
+            yield Issue(
+                path=path,
+                at_key=True,
+                message=f"no node group named {name}",
+                hint=did_you_mean(name, serving) if serving else "remove the entry: the fleet has no Inference group",
+            )
+            continue
+        group = fleet.node_group(name)
+        if group.workload_class is not WorkloadClass.INFERENCE:
+            yield Issue(
+                path=path,
+                at_key=True,
+                message=f"node group {name} has workloadClass {group.workload_class.value}, not Inference",
+                hint="name an Inference node group, or remove the entry",
+            )
+            continue
+        info = catalog.lookup(group.instance_type)
+        if info is not None and gpus > info.gpu_count and gpus % info.gpu_count:
+            yield Issue(
+                path=path,
+                severity="warning",
+                message=(
+                    f"{gpus} GPUs is not a whole number of {group.instance_type} nodes ({info.gpu_count} GPUs each):"
+                    " a LeaderWorkerSet replica spans whole nodes, so the last one is partly idle"
+                ),
+                hint=f"use a multiple of {info.gpu_count}",
+            )
+    if w.leader_worker_set == "None" and (spanning := defaults.multi_node_replicas(fleet)):
+        yield Issue(
+            path=("workloads", "leaderWorkerSet"),
+            severity="warning",
+            message=(
+                f"a serving replica of {', '.join(spanning)} needs more GPUs than one node has, and no LeaderWorkerSet"
+                " is installed: each replica must be wired across nodes by hand"
+            ),
+            hint="remove leaderWorkerSet: None",
+        )

@@ -54,6 +54,7 @@ FLEET_SECTIONS: Mapping[str, frozenset[str]] = {
     "health": frozenset({"health"}),
     "checkpoints": frozenset({"checkpoints"}),
     "network": frozenset({"network"}),
+    "workloads": frozenset({"workloads"}),
     "gpu_hour_usd": frozenset({"cost"}),
     "environments": frozenset({"environments"}),
     "environment": frozenset({"environments"}),

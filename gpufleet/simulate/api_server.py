@@ -23,11 +23,28 @@ BUILT_IN: Mapping[str, tuple[str, ...]] = {
     "DaemonSet": ("apps/v1",),
     "Pod": ("v1",),
 }
-# The custom workload kinds each Helm chart installs the CRD of (chart name -> kind -> served apiVersions). The
-# fleet installs no job API yet; the workloads layer (issue 28) adds its charts here.
-CHART_KINDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {}
-# The spec field that installs a custom kind, for the fix (filled in with CHART_KINDS).
-INSTALLED_BY: Mapping[str, str] = {}
+# The custom workload kinds each Helm chart installs the CRD of (chart name -> kind -> served apiVersions), from each
+# CRD's spec.versions[].served at the pinned release (../shared/crds: jobset v0.12.0, kubeflow/trainer v2.3.0
+# manifests/base/crds, lws v0.10.0; tests/model/test_api_server.py holds them equal). The Trainer chart's JobSet
+# subchart is off (gpufleet.plan.manifests.workloads), so JobSet is served by gpufleet's own jobset release only.
+CHART_KINDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
+    "jobset": {"JobSet": ("jobset.x-k8s.io/v1alpha2",)},
+    "kubeflow-trainer": {
+        "TrainJob": ("trainer.kubeflow.org/v1alpha1",),
+        "TrainingRuntime": ("trainer.kubeflow.org/v1alpha1",),
+        "ClusterTrainingRuntime": ("trainer.kubeflow.org/v1alpha1",),
+    },
+    "lws": {"LeaderWorkerSet": ("leaderworkerset.x-k8s.io/v1",)},
+}
+# The spec field that installs a custom kind, for the fix. PyTorchJob and MPIJob have none: gpufleet installs no
+# training-operator v1 or MPI Operator (docs/workloads.md); their work runs as TrainJobs.
+INSTALLED_BY: Mapping[str, str] = {
+    "JobSet": "workloads.jobSet",
+    "TrainJob": "workloads.trainer",
+    "TrainingRuntime": "workloads.trainer",
+    "ClusterTrainingRuntime": "workloads.trainer",
+    "LeaderWorkerSet": "workloads.leaderWorkerSet",
+}
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 

@@ -5,7 +5,7 @@ What gpufleet grants (gpufleet.plan.builders.access_entries, gpufleet.plan.manif
 - `cluster.admins`: AmazonEKSClusterAdminPolicy on the whole cluster, so any kind in any namespace;
 - `teams[].members`: AmazonEKSEditPolicy scoped to the team's namespace (Kubernetes' `edit` for built-in kinds:
   Pods, Jobs, Deployments, StatefulSets, DaemonSets; https://docs.aws.amazon.com/eks/latest/userguide/access-policy-permissions.html),
-  plus the team Role for the Kueue-managed custom kinds (JobSet, PyTorchJob, MPIJob, TrainJob) in that namespace,
+  plus the team Role for the Kueue-managed custom kinds the fleet installs (JobSet, TrainJob, LeaderWorkerSet) there,
   rendered by the admission stage, which also creates the namespace;
 - anyone else: no access entry. A cluster gpufleet creates uses authenticationMode API, so the access entries are
   the only way in and the API server refuses the request (Unauthorized). An existing cluster may grant access
@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from gpufleet.base.errors import Path
 from gpufleet.facts import stages
 from gpufleet.plan.manifests import kueue, tenancy
-from gpufleet.simulate.workload import FRAMEWORK
 from gpufleet.spec import access
 from gpufleet.spec.fleet import Fleet
 
@@ -81,13 +80,10 @@ class Decision:
     note: str | None = None
 
 
-# What a team member may create in the team's namespace: the edit policy's kinds, plus the kinds of the Kueue
-# integrations whose resources the team Role grants (gpufleet.plan.manifests.tenancy.team_role).
-TEAM_KINDS = EDIT_POLICY_KINDS | {
-    kind
-    for kind, framework in FRAMEWORK.items()
-    if framework in kueue.FRAMEWORKS and framework in tenancy.JOB_RESOURCES
-}
+def team_kinds(fleet: Fleet) -> frozenset[str]:
+    """What a team member may create in the team's namespace: the edit policy's kinds, plus the custom job kinds the
+    fleet installs, which the team Role grants (gpufleet.plan.manifests.tenancy.team_role)."""
+    return EDIT_POLICY_KINDS | set(kueue.served_kinds(fleet))
 
 
 def team_member(fleet: Fleet, arn: str) -> bool:
@@ -162,14 +158,15 @@ def may_create(fleet: Fleet, through: stages.StageName, arn: str, kind: str, nam
                 fix="roll this environment through the admission stage (environments.<env>.through)",
             )
         )
-    if kind not in TEAM_KINDS:
+    granted = team_kinds(fleet)
+    if kind not in granted:
         return Decision(
             refusal=Refusal(
                 message=(
                     f"{arn} (team {team.name}) may not create {kind}: neither {access.EDIT_POLICY} nor the Role"
                     f" {tenancy.TEAM_ROLE} grants it"
                 ),
-                fix=f"submit one of {', '.join(sorted(TEAM_KINDS))}, or ask a cluster admin",
+                fix=f"submit one of {', '.join(sorted(granted))}, or ask a cluster admin",
             )
         )
     return Decision()

@@ -33,7 +33,7 @@ from gpufleet.simulate import (
 )
 from gpufleet.simulate.autoscaler import nodes_needed, scale_up_blocker
 from gpufleet.simulate.nodes import NodeModel, fleet_nodes
-from gpufleet.simulate.workload import QUEUE_LABEL, PodSet, PodSpec, Workload
+from gpufleet.simulate.workload import QUEUE_LABEL, PodSet, PodSpec, Workload, trainjob_pod_sets
 from gpufleet.spec.names import GPU_RESOURCE, LABEL_NODE_GROUP
 
 ASSUMPTION = (
@@ -57,6 +57,7 @@ _RESOURCE_KIND = {
     "pytorchjobs": "PyTorchJob",
     "mpijobs": "MPIJob",
     "trainjobs": "TrainJob",
+    "leaderworkersets": "LeaderWorkerSet",
 }
 
 
@@ -119,6 +120,8 @@ class FleetModel:
     pod_security: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     policies: tuple[admission_policies.BoundPolicy, ...] = ()
     tenants: tenancy.TenantPolicies | None = None  # the tenant admission policies the plan renders
+    # name -> spec of each ClusterTrainingRuntime the plan renders (gpufleet.plan.manifests.workloads.runtimes)
+    runtimes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def group_path(self, group: str, *rest: str | int) -> Path | None:
         base = self.paths.get(f"nodeGroup:{group}")
@@ -162,7 +165,49 @@ def fleet_model(plan: RolloutPlan) -> FleetModel:
         pod_security=pod_security.namespace_levels(plan),
         policies=admission_policies.bound_policies(plan),
         tenants=tenancy.from_plan(plan),
+        runtimes=_runtimes(plan),
     )
+
+
+def _runtimes(plan: RolloutPlan) -> dict[str, Mapping[str, Any]]:
+    out: dict[str, Mapping[str, Any]] = {}
+    for stage in plan.included():
+        for res in stage.content.resources:
+            obj = res.args.get("object") or {}
+            if obj.get("kind") == "ClusterTrainingRuntime":
+                out[str(obj["metadata"]["name"])] = obj.get("spec") or {}
+    return out
+
+
+def _from_runtime(model: FleetModel, wl: Workload) -> tuple[Workload | None, Reason | None, str | None]:
+    """A TrainJob with the pod sets of its runtime (workload.trainjob_pod_sets), or the Trainer webhook's refusal of
+    a ClusterTrainingRuntime that does not exist (kubeflow/trainer v2.3.0 pkg/runtime/core/clustertrainingruntime.go
+    ValidateObjects: "specified clusterTrainingRuntime must be created before the TrainJob is created"). A namespaced
+    TrainingRuntime is outside the plan: its pods are read from the TrainJob alone, with a note."""
+    ref = wl.spec.get("runtimeRef") or {}
+    name = str(ref.get("name") or "")
+    if (ref.get("kind") or "ClusterTrainingRuntime") != "ClusterTrainingRuntime":
+        return (
+            wl,
+            None,
+            f"runtime {ref.get('kind')} {name} is namespaced, outside the fleet: pods read from spec.trainer",
+        )
+    runtime = model.runtimes.get(name)
+    if runtime is None:
+        known = ", ".join(sorted(model.runtimes)) or "none"
+        return (
+            None,
+            Reason(
+                stage="api",
+                message=(
+                    f'denied by the Trainer\'s webhook: ClusterTrainingRuntime "{name}" does not exist (specified'
+                    " clusterTrainingRuntime must be created before the TrainJob is created)"
+                ),
+                fix=f"set spec.runtimeRef.name to one of the fleet's runtimes: {known}",
+            ),
+            None,
+        )
+    return replace(wl, pod_sets=tuple(trainjob_pod_sets(wl.spec, runtime))), None, None
 
 
 def _effective_pod(pod: PodSpec, flavor: kueue_admission.Flavor | None) -> tuple[PodSpec, list[Mapping[str, Any]]]:
@@ -450,6 +495,22 @@ def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Ve
     refused = _api(model, wl)
     if refused:
         return replace(base, reasons=(refused,))
+    if wl.kind == "TrainJob":
+        resolved, refused, note = _from_runtime(model, wl)
+        if refused or resolved is None:
+            return replace(base, reasons=(refused,) if refused else ())
+        wl = resolved
+        base = replace(base, pods_total=wl.pod_count)
+        if note:
+            notes.append(note)
+    if wl.kind == "LeaderWorkerSet" and wl.groups != 1:
+        # Each group is its own Kueue workload; on the idle fleet the model checks all groups' pods together.
+        notes.append(
+            f"Kueue admits each of the {wl.groups} groups (leader + workers) as its own workload; explain checks them"
+            " together on the idle fleet, so when not all fit, some groups may still run"
+        )
+        wl = replace(wl, pod_sets=tuple(replace(ps, count=ps.count * wl.groups) for ps in wl.pod_sets))
+        base = replace(base, pods_total=wl.pod_count)
     if principal is not None:
         decision = authorization.may_create(model.plan.fleet, model.plan.through, principal, wl.kind, wl.namespace)
         if decision.refusal:

@@ -21,6 +21,7 @@ KINDS = {
     "PyTorchJob": ("kubeflow.org",),
     "MPIJob": ("kubeflow.org",),
     "TrainJob": ("trainer.kubeflow.org",),
+    "LeaderWorkerSet": ("leaderworkerset.x-k8s.io",),
     "Deployment": ("apps",),
     "StatefulSet": ("apps",),
     "DaemonSet": ("apps",),
@@ -33,6 +34,7 @@ FRAMEWORK = {
     "PyTorchJob": "kubeflow.org/pytorchjob",
     "MPIJob": "kubeflow.org/mpijob",
     "TrainJob": "trainer.kubeflow.org/trainjob",
+    "LeaderWorkerSet": "leaderworkerset.x-k8s.io/leaderworkerset",
     "Deployment": "deployment",
     "StatefulSet": "statefulset",
     "Pod": "pod",
@@ -108,6 +110,8 @@ class Workload:
     controller: tuple[str, str] | None = None
     api_version: str = ""
     controllers: tuple[tuple[str, str], ...] = ()  # (apiVersion, kind) of ownerReferences with controller: true
+    spec: Mapping[str, Any] = field(default_factory=dict)  # the object's spec as written (a TrainJob's overrides)
+    groups: int = 1  # a LeaderWorkerSet's replicas: Kueue admits each group (leader + workers) as its own workload
 
     @property
     def pod_count(self) -> int:
@@ -314,7 +318,101 @@ def _pod_sets(kind: str, obj: Mapping[str, Any]) -> list[PodSet]:
         container = {"name": "node", "resources": resources}
         pod = pod_spec({"spec": {"containers": [container]}}, "spec.trainer")
         return [PodSet(name="node", count=_count(trainer.get("numNodes"), 1, "spec.trainer.numNodes"), pod=pod)]
+    if kind == "LeaderWorkerSet":
+        return lws_pod_sets(spec)
     raise AssertionError(kind)
+
+
+def lws_pod_sets(spec: Mapping[str, Any]) -> list[PodSet]:
+    """One group of a LeaderWorkerSet as Kueue's integration builds its workload (kueue v0.19.2
+    pkg/controller/jobs/leaderworkerset/leaderworkerset_reconciler.go podSets): with a leaderTemplate, pod set
+    `leader` (1 pod) and `worker` (size - 1); without one, pod set `main` of `size` pods from the workerTemplate
+    (size defaults to 1). Test vectors: leaderworkerset_reconciler_test.go "should create prebuilt workload" (main 1)
+    and "should create prebuilt workload with leader template" (size 3: leader 1, worker 2)."""
+    template = spec.get("leaderWorkerTemplate")
+    if not isinstance(template, Mapping):
+        raise WorkloadError("spec.leaderWorkerTemplate: missing")
+    size = _count(template.get("size"), 1, "spec.leaderWorkerTemplate.size")
+    worker = pod_spec(template.get("workerTemplate"), "spec.leaderWorkerTemplate.workerTemplate")
+    if template.get("leaderTemplate") is None:
+        return [PodSet(name="main", count=size, pod=worker)]
+    leader = pod_spec(template.get("leaderTemplate"), "spec.leaderWorkerTemplate.leaderTemplate")
+    return [PodSet(name="leader", count=1, pod=leader), PodSet(name="worker", count=size - 1, pod=worker)]
+
+
+# --- TrainJob: its pods come from the referenced runtime ---------------------------------------------------------
+
+ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+
+
+def _merged_resources(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """trainingruntime.MergeResourceRequirements (kubeflow/trainer v2.3.0 pkg/util/trainingruntime): a strategic
+    merge of the TrainJob's resourcesPerNode over the runtime container's: limits and requests merge key by key."""
+    out = {k: dict(v) for k, v in base.items() if isinstance(v, Mapping)}
+    for key in ("limits", "requests"):
+        if isinstance(override.get(key), Mapping):
+            out[key] = {**out.get(key, {}), **override[key]}
+    return out
+
+
+def trainjob_pod_sets(spec: Mapping[str, Any], runtime_spec: Mapping[str, Any]) -> list[PodSet]:
+    """A TrainJob's pod sets from its runtime's JobSet template with the TrainJob's overrides, as the Trainer's
+    runtime framework builds the JobSet Kueue admits (kueue v0.19.2 pkg/controller/jobs/trainjob getChildJobSet):
+    each replicated job is one pod set of its parallelism (default 1); the one labelled ancestor `trainer` runs
+    mlPolicy.numNodes pods, or the TrainJob's trainer.numNodes (torch plugin EnforceMLPolicy); with MPI
+    runLauncherAsNode the `node` job runs numNodes - 1 (at least 1; mpi plugin EnforceMLPolicy). The `node`
+    container of the trainer job takes the TrainJob's image, command, args and env, and its resourcesPerNode merged
+    over the runtime's (pkg/runtime/core/trainingruntime.go newRuntimeInfo, plugins/jobset/builder.go Trainer)."""
+    trainer = spec.get("trainer") or {}
+    ml = runtime_spec.get("mlPolicy") or {}
+    mpi = ml.get("mpi") if isinstance(ml.get("mpi"), Mapping) else None
+    launcher_as_node = bool(mpi and mpi.get("runLauncherAsNode"))
+    jobs = _list(
+        ((runtime_spec.get("template") or {}).get("spec") or {}).get("replicatedJobs"), "runtime replicatedJobs"
+    )
+    out = []
+    for i, rj in enumerate(jobs):
+        name = str(rj.get("name", i))
+        template = rj.get("template") or {}
+        job = template.get("spec") or {}
+        ancestor = ((template.get("metadata") or {}).get("labels") or {}).get(ANCESTOR_LABEL)
+        count = _count(job.get("parallelism"), 1, f"runtime replicatedJobs[{i}].parallelism")
+        if ancestor == "trainer" and ml:
+            count = _count(ml.get("numNodes"), 1, "runtime mlPolicy.numNodes")
+            if trainer.get("numNodes") is not None and not mpi:
+                count = _count(trainer.get("numNodes"), 1, "spec.trainer.numNodes")
+        if mpi and name == "node" and trainer.get("numNodes") is not None:
+            numbers = _count(trainer.get("numNodes"), 1, "spec.trainer.numNodes")
+            count = max(numbers - 1, 1) if launcher_as_node else numbers
+        pod_template = dict(job.get("template") or {})
+        pod = dict(pod_template.get("spec") or {})
+        if ancestor == "trainer" or (launcher_as_node and name == "node"):
+            containers = []
+            for c in _list(pod.get("containers"), f"runtime replicatedJobs[{i}] containers"):
+                c = dict(c)
+                if c.get("name") == "node":
+                    if ancestor == "trainer":
+                        for key in ("image", "command", "args"):
+                            if trainer.get(key) is not None:
+                                c[key] = trainer[key]
+                    if trainer.get("env"):
+                        env = {e.get("name"): e for e in c.get("env") or []}
+                        env.update({e.get("name"): e for e in trainer["env"]})
+                        c["env"] = list(env.values())
+                    if isinstance(trainer.get("resourcesPerNode"), Mapping):
+                        c["resources"] = _merged_resources(c.get("resources") or {}, trainer["resourcesPerNode"])
+                containers.append(c)
+            pod["containers"] = containers
+        out.append(
+            PodSet(
+                name=name,
+                count=count,
+                pod=pod_spec({**pod_template, "spec": pod}, f"runtime replicatedJobs[{i}].template.spec.template"),
+            )
+        )
+    if not out:
+        raise WorkloadError("the runtime has no replicated jobs")
+    return out
 
 
 def is_workload(obj: Any) -> bool:
@@ -353,4 +451,6 @@ def workload(obj: Mapping[str, Any]) -> Workload:
         ),
         api_version=str(obj.get("apiVersion", "")),
         controllers=controllers,
+        spec=obj.get("spec") or {},
+        groups=_count((obj.get("spec") or {}).get("replicas"), 1, "spec.replicas") if kind == "LeaderWorkerSet" else 1,
     )

@@ -139,6 +139,33 @@ IP_POOL = Computed(
     rule="the network's name",
     reason="one nv-ipam IPPool per secondary network, named after it, is the Network Operator's own example layout",
 )
+TRAINER = Computed(
+    path="workloads.trainer",
+    rule="Install when the fleet has a Training group, else None",
+    reason=(
+        "training teams submit TrainJobs (or the runtimes' JobSets); without the controller and CRDs the API server "
+        "refuses them (`no matches for kind`), as ai-on-eks and the HyperPod setup install Kubeflow training"
+    ),
+)
+JOB_SET = Computed(
+    path="workloads.jobSet",
+    rule="Install when the fleet has a Training group or workloads.trainer resolves to Install, else None",
+    reason=(
+        "Kubeflow Trainer runs every TrainJob as a JobSet, and multi-node jobs that are not TrainJobs are JobSets; "
+        "gpufleet installs JobSet itself (the Trainer chart's jobset.install is false), so one pin owns it"
+    ),
+)
+LEADER_WORKER_SET = Computed(
+    path="workloads.leaderWorkerSet",
+    rule=(
+        "Install when workloads.inferenceReplicaGpus gives an Inference group more GPUs per replica than one of its "
+        "nodes has, else None"
+    ),
+    reason=(
+        "a replica larger than a node is a leader and workers started, admitted and restarted together: a "
+        "LeaderWorkerSet, which Kueue admits as one pod group per replica"
+    ),
+)
 COMPUTED: tuple[Computed, ...] = (
     SYSTEM_NODES,
     PINS,
@@ -152,6 +179,9 @@ COMPUTED: tuple[Computed, ...] = (
     TEAM_NAMESPACE,
     TEAM_PRIORITIES,
     IP_POOL,
+    JOB_SET,
+    TRAINER,
+    LEADER_WORKER_SET,
 )
 
 
@@ -256,6 +286,38 @@ def gdrcopy(fleet: Fleet) -> bool:
     return fleet.versions.driver_source == "Operator" and efa_training
 
 
+def trainer(fleet: Fleet) -> bool:
+    """workloads.trainer, resolved."""
+    if fleet.workloads.trainer is not None:
+        return fleet.workloads.trainer == "Install"
+    return any(g.workload_class is WorkloadClass.TRAINING for g in fleet.node_groups)
+
+
+def job_set(fleet: Fleet) -> bool:
+    """workloads.jobSet, resolved."""
+    if fleet.workloads.job_set is not None:
+        return fleet.workloads.job_set == "Install"
+    return trainer(fleet) or any(g.workload_class is WorkloadClass.TRAINING for g in fleet.node_groups)
+
+
+def multi_node_replicas(fleet: Fleet) -> list[str]:
+    """Inference groups whose serving replica (workloads.inferenceReplicaGpus) needs more GPUs than a node has."""
+    out = []
+    for group in fleet.node_groups:
+        info = catalog.lookup(group.instance_type)
+        gpus = fleet.workloads.inference_replica_gpus.get(group.name)
+        if group.workload_class is WorkloadClass.INFERENCE and info and gpus and gpus > info.gpu_count:
+            out.append(group.name)
+    return out
+
+
+def leader_worker_set(fleet: Fleet) -> bool:
+    """workloads.leaderWorkerSet, resolved."""
+    if fleet.workloads.leader_worker_set is not None:
+        return fleet.workloads.leader_worker_set == "Install"
+    return bool(multi_node_replicas(fleet))
+
+
 def desired_size(group: NodeGroup) -> int:
     return group.desired_size if group.desired_size is not None else group.min_size
 
@@ -305,4 +367,13 @@ def applied(
             for team in fleet.teams
             if team.priorities is None
         ]
+    if "admission" in included and fleet.teams:
+        w = fleet.workloads
+        for path, given, resolved, default in (
+            ("workloads.jobSet", w.job_set, job_set(fleet), JOB_SET),
+            ("workloads.trainer", w.trainer, trainer(fleet), TRAINER),
+            ("workloads.leaderWorkerSet", w.leader_worker_set, leader_worker_set(fleet), LEADER_WORKER_SET),
+        ):
+            if given is None:
+                out.append((path, "Install" if resolved else "None", default))
     return out

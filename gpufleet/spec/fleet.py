@@ -48,6 +48,7 @@ PrometheusChoice = Literal["Install", "Existing"]
 AutoRepair = Literal["Enabled", "Disabled"]
 Remediation = Literal["CordonAndDrain", "CordonOnly", "None"]
 LinkType = Literal["InfiniBand", "Ethernet"]
+InstallChoice = Literal["Install", "None"]
 
 
 class WorkloadClass(StrEnum):
@@ -284,6 +285,9 @@ class Versions:
     kube_prometheus_stack: str
     node_problem_detector: str
     cluster_autoscaler: str
+    job_set: str
+    trainer: str
+    leader_worker_set: str
     addons: Mapping[str, str]
     defaulted: frozenset[str]  # component keys (versions.COMPONENTS) the spec does not pin
     pinning: Pinning  # Explicit: every deployed component must be pinned (rules: explicit-pins)
@@ -363,6 +367,16 @@ class Network:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Workloads:
+    """workloads: the job APIs teams submit (admission stage); None choices are resolved by gpufleet.spec.defaults."""
+
+    job_set: InstallChoice | None
+    trainer: InstallChoice | None
+    leader_worker_set: InstallChoice | None
+    inference_replica_gpus: Mapping[str, int]  # inference node group -> GPUs one serving replica takes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Environment:
     """environments.<name>: one stack."""
 
@@ -385,6 +399,7 @@ class Fleet:
     health: Health
     checkpoints: Checkpoints | None
     network: Network
+    workloads: Workloads
     gpu_hour_usd: Mapping[str, float]
     environments: tuple[Environment, ...]
     # index of each node group / team / image set in the source list, for error paths
@@ -565,6 +580,9 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
             kube_prometheus_stack=_chart(v, "kubePrometheusStack"),
             node_problem_detector=_chart(v, "nodeProblemDetector"),
             cluster_autoscaler=_chart(v, "clusterAutoscaler"),
+            job_set=_chart(v, "jobSet"),
+            trainer=_chart(v, "trainer"),
+            leader_worker_set=_chart(v, "leaderWorkerSet"),
             addons=dict(sorted(v["addons"].items())),
             defaulted=frozenset(key for key in COMPONENTS if f"versions.{key}" in defaulted),
             pinning=v["pinning"],
@@ -633,6 +651,12 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
             )
         ),
         network=_network(d["network"]),
+        workloads=Workloads(
+            job_set=d["workloads"].get("jobSet"),
+            trainer=d["workloads"].get("trainer"),
+            leader_worker_set=d["workloads"].get("leaderWorkerSet"),
+            inference_replica_gpus=dict(sorted(d["workloads"]["inferenceReplicaGpus"].items())),
+        ),
         gpu_hour_usd=dict(sorted(d["cost"]["gpuHourUsd"].items())),
         environments=tuple(
             Environment(name=name, through=env["rollout"]["through"]) for name, env in sorted(d["environments"].items())

@@ -12,9 +12,11 @@ import pytest
 
 from gpufleet.plan.builders.admission import system_namespaces
 from gpufleet.plan.manifests import admission_policy as ap
+from gpufleet.plan.manifests import kueue
 from gpufleet.spec.fleet import Fleet
 
-QUEUE = ap.queue_name_policy()
+ALL_KINDS = (kueue.JOBSET_FRAMEWORK, kueue.TRAINJOB_FRAMEWORK, kueue.LWS_FRAMEWORK)
+QUEUE = ap.queue_name_policy(ALL_KINDS)
 DEVICES = ap.visible_devices_policy()
 
 
@@ -27,17 +29,38 @@ def _expressions(policy: dict[str, Any]) -> list[str]:
 # What they match
 
 
-def test_queue_name_policy_matches_jobs_and_jobsets_on_create_and_update() -> None:
+def _rule(group: str, version: str, resource: str) -> dict[str, Any]:
+    return {"apiGroups": [group], "apiVersions": [version], "resources": [resource], "operations": ["CREATE", "UPDATE"]}
+
+
+def test_queue_name_policy_matches_jobs_and_every_installed_job_kind_on_create_and_update() -> None:
     assert QUEUE["spec"]["matchConstraints"]["resourceRules"] == [
-        {"apiGroups": ["batch"], "apiVersions": ["v1"], "resources": ["jobs"], "operations": ["CREATE", "UPDATE"]},
-        {
-            "apiGroups": ["jobset.x-k8s.io"],
-            "apiVersions": ["*"],
-            "resources": ["jobsets"],
-            "operations": ["CREATE", "UPDATE"],
-        },
+        _rule("batch", "v1", "jobs"),
+        _rule("jobset.x-k8s.io", "*", "jobsets"),
+        _rule("trainer.kubeflow.org", "*", "trainjobs"),
+        _rule("leaderworkerset.x-k8s.io", "*", "leaderworkersets"),
     ]
     assert QUEUE["spec"]["failurePolicy"] == "Fail"
+    assert QUEUE["spec"]["validations"][0]["message"].startswith(
+        "Jobs, JobSets, TrainJobs and LeaderWorkerSets in team namespaces must set the label"
+    )
+
+
+@pytest.mark.parametrize(
+    ("installed", "resources", "exempts_children"),
+    [
+        ((), ["jobs"], False),
+        ((kueue.JOBSET_FRAMEWORK,), ["jobs", "jobsets"], True),
+        ((kueue.LWS_FRAMEWORK,), ["jobs", "leaderworkersets"], False),
+    ],
+)
+def test_queue_name_policy_follows_what_is_installed(
+    installed: tuple[str, ...], resources: list[str], exempts_children: bool
+) -> None:
+    spec = ap.queue_name_policy(installed)["spec"]
+    assert [r["resources"][0] for r in spec["matchConstraints"]["resourceRules"]] == resources
+    names = [c["name"] for c in spec["matchConditions"]]
+    assert ("not-created-by-a-kueue-managed-parent" in names) is exempts_children
 
 
 def test_visible_devices_policy_matches_pod_creation_and_ephemeral_containers() -> None:
@@ -150,7 +173,41 @@ def job(labels: dict[str, str] | None = None, owner: tuple[str, str] | None = No
         (job({"app": "x"}), False),
         (job({"kueue.x-k8s.io/queue-name": ""}), False),
         (job(owner=("jobset.x-k8s.io/v1alpha2", "JobSet")), True),  # JobSet-owned: Kueue admits the JobSet
-        (job(owner=("kubeflow.org/v2beta1", "MPIJob")), True),  # MPIJob launcher
+        # No MPI Operator is installed, so an MPIJob owner exempts nothing (an ownerReference is the creator's claim).
+        (job(owner=("kubeflow.org/v2beta1", "MPIJob")), False),
+        (
+            {
+                "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                "kind": "JobSet",
+                "metadata": {
+                    "name": "tj",
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+                            "kind": "TrainJob",
+                            "name": "tj",
+                            "uid": "u",
+                            "controller": True,
+                        }
+                    ],
+                },
+                "spec": {},
+            },
+            True,  # a TrainJob's JobSet: Kueue admits the TrainJob
+        ),
+        (
+            {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "t"}, "spec": {}},
+            False,
+        ),
+        (
+            {
+                "apiVersion": "leaderworkerset.x-k8s.io/v1",
+                "kind": "LeaderWorkerSet",
+                "metadata": {"name": "s", "labels": {"kueue.x-k8s.io/queue-name": "vision"}},
+                "spec": {},
+            },
+            True,
+        ),
         (job(owner=("batch/v1", "CronJob")), False),  # a CronJob's Job is the workload: it needs the label
         ({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "js"}, "spec": {}}, False),
         (

@@ -448,8 +448,6 @@ def test_configuration_turns_on_all_or_nothing_admission(fleet: Fleet) -> None:
     assert config["integrations"]["frameworks"] == [
         "batch/job",
         "jobset.x-k8s.io/jobset",
-        "kubeflow.org/pytorchjob",
-        "kubeflow.org/mpijob",
         "trainer.kubeflow.org/trainjob",
         "pod",
         "deployment",
@@ -557,7 +555,9 @@ def test_no_teams_means_no_kueue(make_fleet: Callable[..., Fleet]) -> None:
 
     resources, content = _build(make_fleet(no_teams))
     assert resources == {}
-    assert content.notes == ("No teams: nothing to admit, so Kueue is not installed.",)
+    assert content.notes == (
+        "No teams: nothing to admit, so Kueue is not installed, nor the job APIs it admits (workloads).",
+    )
 
 
 @pytest.mark.parametrize("version", COMPONENTS["kueue"].supported)

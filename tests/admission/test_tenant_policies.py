@@ -255,15 +255,20 @@ def test_a_team_networkpolicy_within_its_namespace_passes(plan: RolloutPlan) -> 
     "obj",
     [
         job(owner=("jobset.x-k8s.io/v1alpha2", "JobSet")),  # the queue-name policy exempts a JobSet's Job
-        job(owner=("kubeflow.org/v2beta1", "MPIJob")),
         job(owner=("trainer.kubeflow.org/v1alpha1", "TrainJob")),
         pod(owner="Job"),  # Kueue's pod webhook skips a pod its Job owns
     ],
-    ids=["jobset", "mpijob", "trainjob", "pod-of-job"],
+    ids=["jobset", "trainjob", "pod-of-job"],
 )
 def test_a_team_member_cannot_spoof_a_kueue_owner(plan: RolloutPlan, obj: dict[str, Any]) -> None:
     _open_then_closed(plan, Request(obj, "vision"), tp.OWNER_POLICY)
     _admitted(plan, Request(obj, "vision", groups=JOB_CONTROLLER))  # the controllers' own children
+
+
+def test_an_mpijob_owner_exempts_nothing_where_no_mpi_operator_is_installed(plan: RolloutPlan) -> None:
+    # The queue-name policy exempts only the parents the fleet installs (gpufleet.plan.manifests.admission_policy).
+    obj = job(owner=("kubeflow.org/v2beta1", "MPIJob"))
+    assert "gpufleet-require-queue-name" in denied_by(plan, Request(obj, "vision"), without=tp.POLICIES)
 
 
 def test_a_cronjob_owner_is_not_spoofing(plan: RolloutPlan) -> None:

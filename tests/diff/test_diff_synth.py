@@ -274,4 +274,12 @@ def test_an_image_bump_changes_no_launch_template_and_rolls_no_node(trees: dict[
             )
             for group in ("a100-mig", "h100")
         ]
+        # the h100 EFA runtime's default image is the first one the group pre-pulls (gpufleet.plan.manifests.workloads)
+        + [
+            (
+                "clustertrainingruntime-cluster-gpufleet-efa-h100",
+                "update",
+                ("spec.template.spec.replicatedJobs[node].template.spec.template.spec.containers[node].image",),
+            )
+        ]
     )

@@ -32,8 +32,9 @@ FLEET = model_of().plan.fleet
         (ADMIN, "DaemonSet", "kube-system", Decision()),
         (f"arn:aws:sts::{ACCOUNT}:assumed-role/platform-admin/alice", "Job", "vision", Decision()),
         (VISION, "Job", "vision", Decision()),
-        (VISION, "PyTorchJob", "vision", Decision()),
+        (VISION, "TrainJob", "vision", Decision()),
         (VISION, "JobSet", "vision", Decision()),
+        (VISION, "LeaderWorkerSet", "vision", Decision()),
         # a session of a role with a path: the session ARN drops the path, EKS still maps it to the role
         (f"arn:aws:sts::{ACCOUNT}:assumed-role/speech-researchers/bob", "Pod", "speech", Decision()),
         (
@@ -137,17 +138,18 @@ def test_who_may_create_what_where(arn: str, kind: str, namespace: str, expected
     assert may_create(FLEET, "cost", arn, kind, namespace) == expected
 
 
-def test_a_kind_neither_the_edit_policy_nor_the_team_role_grants() -> None:
-    decision = may_create(FLEET, "cost", VISION, "RayJob", "vision")
+@pytest.mark.parametrize("kind", ["RayJob", "PyTorchJob", "MPIJob"])  # the last two: no legacy operator installed
+def test_a_kind_neither_the_edit_policy_nor_the_team_role_grants(kind: str) -> None:
+    decision = may_create(FLEET, "cost", VISION, kind, "vision")
     assert decision.refusal is not None
     assert (
         decision.refusal.message
-        == f"{VISION} (team vision) may not create RayJob: neither AmazonEKSEditPolicy nor the Role gpufleet-team"
+        == f"{VISION} (team vision) may not create {kind}: neither AmazonEKSEditPolicy nor the Role gpufleet-team"
         " grants it"
     )
     assert (
         decision.refusal.fix
-        == "submit one of DaemonSet, Deployment, Job, JobSet, MPIJob, Pod, PyTorchJob, StatefulSet, TrainJob, or ask a"
+        == "submit one of DaemonSet, Deployment, Job, JobSet, LeaderWorkerSet, Pod, StatefulSet, TrainJob, or ask a"
         " cluster admin"
     )
 

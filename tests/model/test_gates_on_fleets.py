@@ -165,14 +165,17 @@ def test_mixed_queue_refuses_a_plain_job_on_the_tas_flavor(make_model: MakeModel
             lambda pod: {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": pod}}}]},
         ),
         (
-            "MPIJob",
-            "kubeflow.org/v2beta1",
-            lambda pod: {"mpiReplicaSpecs": {"Worker": {"replicas": 1, "template": pod}}},
-        ),
-        (
             "TrainJob",
             "trainer.kubeflow.org/v1alpha1",
-            lambda pod: {"trainer": {"numNodes": 1, "resourcesPerNode": {"limits": {"nvidia.com/gpu": 1}}}},
+            lambda pod: {
+                "runtimeRef": {"name": "torch-distributed"},
+                "trainer": {"numNodes": 1, "resourcesPerNode": {"limits": {"nvidia.com/gpu": 1}}},
+            },
+        ),
+        (
+            "LeaderWorkerSet",
+            "leaderworkerset.x-k8s.io/v1",
+            lambda pod: {"replicas": 1, "leaderWorkerTemplate": {"size": 1, "workerTemplate": pod}},
         ),
     ],
 )
@@ -394,6 +397,9 @@ def test_chart_controllers_run_on_the_system_nodes(make_model: MakeModel) -> Non
         "prometheus",
         "kube-state-metrics",
         "kueue-controller-manager",
+        "jobset-controller-manager",
+        "kubeflow-trainer-controller-manager",
+        "lws-controller-manager",
     }
     assert all(v.runs and v.node_group == "system" for v in verdicts.values())
 

@@ -162,10 +162,19 @@ def test_a_built_in_kind_at_a_version_not_served_stops_at_api(make_model: MakeMo
 
 def test_served_kinds_come_from_what_the_plan_installs(make_model: MakeModel, monkeypatch: pytest.MonkeyPatch) -> None:
     plan = make_model().plan
-    assert api_server.served_kinds(plan) == dict(api_server.BUILT_IN)
-    # a chart of the plan that installs a CRD serves its kinds (the workloads layer fills CHART_KINDS)
-    monkeypatch.setattr(api_server, "CHART_KINDS", {"kueue": {"JobSet": ("jobset.x-k8s.io/v1alpha2",)}})
-    assert api_server.served_kinds(plan)["JobSet"] == ("jobset.x-k8s.io/v1alpha2",)
+    # the example fleet installs JobSet, the Trainer and LWS (gpufleet.plan.manifests.workloads)
+    assert api_server.served_kinds(plan) == {
+        **api_server.BUILT_IN,
+        "JobSet": ("jobset.x-k8s.io/v1alpha2",),
+        "TrainJob": ("trainer.kubeflow.org/v1alpha1",),
+        "TrainingRuntime": ("trainer.kubeflow.org/v1alpha1",),
+        "ClusterTrainingRuntime": ("trainer.kubeflow.org/v1alpha1",),
+        "LeaderWorkerSet": ("leaderworkerset.x-k8s.io/v1",),
+    }
+    # a chart of the plan that installs a CRD serves its kinds
+    monkeypatch.setattr(api_server, "CHART_KINDS", {"kueue": {"RayJob": ("ray.io/v1",)}})
+    assert api_server.served_kinds(plan)["RayJob"] == ("ray.io/v1",)
+    assert "JobSet" not in api_server.served_kinds(plan)
     # and so does a CustomResourceDefinition the plan applies itself
     stage = plan.stages[0]
     crd = {

@@ -321,6 +321,50 @@ REPLAYS: tuple[Replay, ...] = (
         {"versions.kueue": {"chart": "0.19.2"}},
     ),
     R(
+        "trainer-without-jobset",
+        {"workloads": {"trainer": "Install", "jobSet": "None"}},
+        "remove jobSet: None (or set jobSet: Install), or set trainer: None",
+        {"workloads.jobSet": DEL},
+    ),
+    R(
+        "replica-gpus-unknown-group",
+        {"nodeGroups.0.workloadClass": "Inference", "workloads": {"inferenceReplicaGpus": {"l4x": 2}}},
+        'did you mean "l4"?',
+        {"workloads.inferenceReplicaGpus": {"l4": 2}},
+    ),
+    R(
+        "replica-gpus-no-inference-group",
+        {"workloads": {"inferenceReplicaGpus": {"l5": 2}}},
+        "remove the entry: the fleet has no Inference group",
+        {"workloads": DEL},
+    ),
+    R(
+        "replica-gpus-not-inference",
+        {"workloads": {"inferenceReplicaGpus": {"l4": 2}}},
+        "name an Inference node group, or remove the entry",
+        {"workloads": DEL},
+    ),
+    R(
+        "replica-gpus-part-of-a-node",
+        {
+            "nodeGroups.0.instanceType": "g6.12xlarge",
+            "nodeGroups.0.workloadClass": "Inference",
+            "workloads": {"inferenceReplicaGpus": {"l4": 6}},
+        },
+        "use a multiple of 4",
+        {"workloads.inferenceReplicaGpus.l4": 8},
+    ),
+    R(
+        "multi-node-replica-without-lws",
+        {
+            "nodeGroups.0.instanceType": "g6.12xlarge",
+            "nodeGroups.0.workloadClass": "Inference",
+            "workloads": {"inferenceReplicaGpus": {"l4": 8}, "leaderWorkerSet": "None"},
+        },
+        "remove leaderWorkerSet: None",
+        {"workloads.leaderWorkerSet": DEL},
+    ),
+    R(
         "duplicate-group-name",
         {"nodeGroups.1": {**MINIMAL["nodeGroups"][0]}},
         "names identify resources; make each one unique",

@@ -1786,6 +1786,76 @@ CASES: list[Any] = [
         ],
         id="eks-names/fleet-too-long",
     ),
+    # workloads
+    pytest.param("workloads", [], [], id="workloads/defaults"),
+    pytest.param(
+        "workloads",
+        [at("workloads", value={"trainer": "Install", "jobSet": "None"})],
+        [
+            (
+                "workloads.jobSet",
+                "the Trainer runs every TrainJob as a JobSet: trainer Install needs the JobSet controller",
+            )
+        ],
+        id="workloads/trainer-needs-jobset",
+    ),
+    pytest.param(
+        "workloads",
+        [at("workloads", value={"trainer": "None", "jobSet": "None"})],
+        [],
+        id="workloads/both-off",
+    ),
+    pytest.param(
+        "workloads",
+        [
+            group(instanceType="g6.12xlarge", workloadClass="Inference"),
+            at("workloads", value={"inferenceReplicaGpus": {"l4": 8}}),
+        ],
+        [],
+        id="workloads/two-node-replica",
+    ),
+    pytest.param(
+        "workloads",
+        [at("workloads", value={"inferenceReplicaGpus": {"l4": 8}})],
+        [("workloads.inferenceReplicaGpus.l4", "node group l4 has workloadClass Batch, not Inference")],
+        id="workloads/replica-on-a-batch-group",
+    ),
+    pytest.param(
+        "workloads",
+        [at("workloads", value={"inferenceReplicaGpus": {"l40s": 8}})],
+        [("workloads.inferenceReplicaGpus.l40s", "no node group named l40s")],
+        id="workloads/replica-on-an-unknown-group",
+    ),
+    pytest.param(
+        "workloads",
+        [
+            group(instanceType="g6.12xlarge", workloadClass="Inference"),
+            at("workloads", value={"inferenceReplicaGpus": {"l4": 6}}),
+        ],
+        [
+            (
+                "workloads.inferenceReplicaGpus.l4",
+                "6 GPUs is not a whole number of g6.12xlarge nodes (4 GPUs each): a LeaderWorkerSet replica spans whole"
+                " nodes, so the last one is partly idle",
+            )
+        ],
+        id="workloads/replica-not-whole-nodes",
+    ),
+    pytest.param(
+        "workloads",
+        [
+            group(instanceType="g6.12xlarge", workloadClass="Inference"),
+            at("workloads", value={"inferenceReplicaGpus": {"l4": 8}, "leaderWorkerSet": "None"}),
+        ],
+        [
+            (
+                "workloads.leaderWorkerSet",
+                "a serving replica of l4 needs more GPUs than one node has, and no LeaderWorkerSet is installed: each"
+                " replica must be wired across nodes by hand",
+            )
+        ],
+        id="workloads/multi-node-replica-without-lws",
+    ),
 ]
 
 

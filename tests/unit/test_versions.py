@@ -21,7 +21,7 @@ from gpufleet.facts.versions import (
 )
 from gpufleet.plan.manifests import health
 from gpufleet.rules.pipeline import load_fleet
-from tests.upstream import chart_values, require_shared
+from tests.upstream import chart_dir, chart_values
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "fleet.yaml"
 # Components that are an image, not a Helm chart (no chart files upstream).
@@ -42,7 +42,7 @@ def test_every_release_of_a_component_carries_the_same_facts(key: str) -> None:
     ("key", "version"), [(k, v) for k, c in sorted(COMPONENTS.items()) if k not in IMAGES for v in c.supported]
 )
 def test_every_supported_chart_version_has_its_upstream_chart(key: str, version: str) -> None:
-    chart = require_shared() / "charts" / COMPONENTS[key].chart / version
+    chart = chart_dir(COMPONENTS[key].chart, version)
     assert (chart / "values.yaml").is_file(), f"add the chart files of {key} {version} to ../shared/charts"
 
 

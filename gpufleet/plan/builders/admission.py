@@ -1,6 +1,8 @@
 """Stage 3, admission: Kueue with all-or-nothing admission, one flavor per node group, one ClusterQueue per
 team, cohorts, LocalQueues in Pod-Security-baseline team namespaces, priority classes, topology-aware
-placement, and the admission policies (queue name required, no NVIDIA_VISIBLE_DEVICES without a GPU).
+placement, and the admission policies (queue name required, no NVIDIA_VISIBLE_DEVICES without a GPU); then the
+workload layer teams submit through it (gpufleet.plan.manifests.workloads): JobSet, Kubeflow Trainer with its
+ClusterTrainingRuntimes, LeaderWorkerSet.
 
 Every Kueue object depends on the Kueue release, so its CRDs exist before the objects are created.
 """
@@ -10,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpufleet.plan.builders.common import helm, k8s
-from gpufleet.plan.manifests import admission_policy, kueue, sharing, tenancy, tenant_policies
+from gpufleet.plan.manifests import admission_policy, kueue, sharing, tenancy, tenant_policies, workloads
 from gpufleet.plan.manifests.telemetry import monitoring_namespace
 from gpufleet.plan.parts import BuildContext, Resource, StageContent
 from gpufleet.spec import cold_start, defaults
@@ -41,7 +43,9 @@ def system_namespaces(fleet: Fleet) -> list[str]:
 def build(ctx: BuildContext) -> StageContent:
     fleet = ctx.fleet
     if not fleet.teams:
-        return StageContent(notes=("No teams: nothing to admit, so Kueue is not installed.",))
+        return StageContent(
+            notes=("No teams: nothing to admit, so Kueue is not installed, nor the job APIs it admits (workloads).",)
+        )
 
     release = helm(
         "kueue",
@@ -99,7 +103,10 @@ def build(ctx: BuildContext) -> StageContent:
 
     team_ns = [t.namespace for t in fleet.teams]
     for policy, selector in (
-        (admission_policy.queue_name_policy(), admission_policy.namespaces_in(team_ns)),
+        (
+            admission_policy.queue_name_policy(kueue.installed_frameworks(fleet)),
+            admission_policy.namespaces_in(team_ns),
+        ),
         (admission_policy.visible_devices_policy(), admission_policy.namespaces_not_in(system_namespaces(fleet))),
     ):
         created = k8s(policy)
@@ -110,11 +117,72 @@ def build(ctx: BuildContext) -> StageContent:
 
     resources += _tenant_policies(fleet)
 
+    # The job controllers come after Kueue: its webhooks are serving when the first JobSet or TrainJob can be created.
+    layer, layer_notes = _workload_layer(fleet, after=after_kueue)
     return StageContent(
-        resources=tuple(resources),
+        resources=tuple(resources + layer),
         warnings=tuple(_warnings(fleet)),
-        notes=tuple(_notes(fleet, with_sharing=ctx.includes("sharing"))),
+        notes=(*_notes(fleet, with_sharing=ctx.includes("sharing")), *layer_notes),
     )
+
+
+def _workload_layer(fleet: Fleet, after: tuple[str, ...]) -> tuple[list[Resource], list[str]]:
+    """JobSet, then the Trainer (which reconciles JobSets) and its runtimes (checked by the Trainer's webhook), and
+    LeaderWorkerSet, each as the spec resolves it (gpufleet.spec.defaults), with a plan.md line each."""
+    out: list[Resource] = []
+    lines: list[str] = []
+    jobset_ids: tuple[str, ...] = ()
+    if defaults.job_set(fleet):
+        version = fleet.versions.job_set
+        release = helm(
+            "jobSet",
+            version,
+            release=workloads.JOBSET_RELEASE,
+            namespace=workloads.NS_JOBSET,
+            values=workloads.jobset_values(version),
+            depends_on=after,
+        )
+        out.append(release)
+        jobset_ids = (release.id,)
+        lines.append(f"JobSet {version} (jobset.x-k8s.io/v1alpha2) in {workloads.NS_JOBSET}.")
+    if defaults.trainer(fleet):
+        version = fleet.versions.trainer
+        trainer = helm(
+            "trainer",
+            version,
+            release=workloads.TRAINER_RELEASE,
+            namespace=workloads.NS_TRAINER,
+            values=workloads.trainer_values(),
+            depends_on=after + jobset_ids,
+        )
+        out.append(trainer)
+        runtimes = workloads.runtimes(fleet)
+        out += [k8s(runtime, depends_on=(trainer.id,)) for runtime in runtimes]
+        names = ", ".join(f"`{r['metadata']['name']}`" for r in runtimes)
+        lines.append(
+            f"Kubeflow Trainer {version} (trainer.kubeflow.org/v1alpha1 TrainJob) in {workloads.NS_TRAINER}, on"
+            f" gpufleet's JobSet; ClusterTrainingRuntimes {names}."
+        )
+    if defaults.leader_worker_set(fleet):
+        version = fleet.versions.leader_worker_set
+        out.append(
+            helm(
+                "leaderWorkerSet",
+                version,
+                release=workloads.LWS_RELEASE,
+                namespace=workloads.NS_LWS,
+                values=workloads.lws_values(version),
+                depends_on=after,
+            )
+        )
+        lines.append(f"LeaderWorkerSet {version} (leaderworkerset.x-k8s.io/v1) in {workloads.NS_LWS}.")
+    if lines:
+        lines = [
+            "",
+            "Workload APIs (workloads.*; Kueue admits each as one workload):",
+            *(f"- {line}" for line in lines),
+        ]
+    return out, lines
 
 
 def _team_access(fleet: Fleet, namespaces: dict[str, Resource]) -> list[Resource]:
@@ -124,7 +192,7 @@ def _team_access(fleet: Fleet, namespaces: dict[str, Resource]) -> list[Resource
     out = [viewer]
     for team in fleet.teams:
         ns = (namespaces[team.name].id,)
-        role = k8s(tenancy.team_role(team), depends_on=ns)
+        role = k8s(tenancy.team_role(fleet, team), depends_on=ns)
         out += [
             role,
             k8s(tenancy.team_role_binding(team), depends_on=(role.id,)),

@@ -1,9 +1,9 @@
 """ValidatingAdmissionPolicies (admissionregistration.k8s.io/v1) of the admission stage, as plain dicts.
 
-1. `gpufleet-require-queue-name`: in team namespaces, a Job or JobSet must carry a non-empty
-   `kueue.x-k8s.io/queue-name` label, so every batch workload goes through Kueue's all-or-nothing admission.
-   Exempt: objects whose controller is a Kueue-managed parent (a JobSet's Jobs, an MPIJob's launcher Job, a
-   TrainJob's JobSet): Kueue admits the parent as one workload. On UPDATE only removing the label is
+1. `gpufleet-require-queue-name`: in team namespaces, a Job, and each custom job kind the fleet installs (JobSet,
+   TrainJob, LeaderWorkerSet), must carry a non-empty `kueue.x-k8s.io/queue-name` label, so every batch workload goes
+   through Kueue's all-or-nothing admission. Exempt: objects whose controller is a Kueue-managed parent (a JobSet's
+   Jobs, a TrainJob's JobSet): Kueue admits the parent as one workload. On UPDATE only removing the label is
    rejected, so objects created before the policy can still be updated and finalized.
 2. `gpufleet-visible-devices-need-gpu`: a container that sets NVIDIA_VISIBLE_DEVICES to anything that selects
    devices (a value other than "", "void" or "none", or a valueFrom the policy cannot see) must have a
@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from gpufleet.plan.manifests import kueue
 from gpufleet.spec.names import LABEL_MANAGED_BY
 
 API = "admissionregistration.k8s.io/v1"
@@ -30,8 +31,9 @@ QUEUE_NAME_POLICY = "gpufleet-require-queue-name"
 VISIBLE_DEVICES_POLICY = "gpufleet-visible-devices-need-gpu"
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 
-# (apiVersion group, kind) of controllers whose children Kueue does not admit separately.
-MANAGED_PARENTS = (("jobset.x-k8s.io", "JobSet"), ("kubeflow.org", "MPIJob"), ("trainer.kubeflow.org", "TrainJob"))
+# Kueue integrations whose objects own Jobs or JobSets that Kueue does not admit separately (a JobSet's Jobs, a
+# TrainJob's JobSet). A LeaderWorkerSet owns StatefulSets, which the policy does not match.
+PARENT_FRAMEWORKS = (kueue.JOBSET_FRAMEWORK, kueue.TRAINJOB_FRAMEWORK)
 
 
 def _label_of(obj: str) -> str:
@@ -41,18 +43,29 @@ def _label_of(obj: str) -> str:
     )
 
 
-def _managed_parent() -> str:
-    kinds = " || ".join(
-        f"(r.apiVersion.startsWith('{group}/') && r.kind == '{kind}')" for group, kind in MANAGED_PARENTS
-    )
+def _managed_parent(installed: Iterable[str]) -> str:
+    parents = [kueue.RESOURCES[f] for f in installed if f in PARENT_FRAMEWORKS]
+    kinds = " || ".join(f"(r.apiVersion.startsWith('{group}/') && r.kind == '{kind}')" for group, _, kind in parents)
     return (
         "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) &&"
         f" r.controller && ({kinds}))"
     )
 
 
-def queue_name_policy() -> dict[str, Any]:
+def queue_name_policy(installed: Iterable[str]) -> dict[str, Any]:
+    """`installed`: the Kueue integrations of the custom job kinds the fleet installs (kueue.installed_frameworks)."""
+    installed = tuple(installed)
     rule = {"operations": ["CREATE", "UPDATE"]}
+    custom = [
+        {"apiGroups": [group], "apiVersions": ["*"], "resources": [plural], **rule}
+        for group, plural, _ in (kueue.RESOURCES[f] for f in installed)
+    ]
+    kinds = ["Jobs"] + [f"{kueue.RESOURCES[f][2]}s" for f in installed]
+    conditions = []
+    if any(f in PARENT_FRAMEWORKS for f in installed):
+        conditions.append(
+            {"name": "not-created-by-a-kueue-managed-parent", "expression": f"!({_managed_parent(installed)})"}
+        )
     return {
         "apiVersion": API,
         "kind": "ValidatingAdmissionPolicy",
@@ -62,11 +75,11 @@ def queue_name_policy() -> dict[str, Any]:
             "matchConstraints": {
                 "resourceRules": [
                     {"apiGroups": ["batch"], "apiVersions": ["v1"], "resources": ["jobs"], **rule},
-                    {"apiGroups": ["jobset.x-k8s.io"], "apiVersions": ["*"], "resources": ["jobsets"], **rule},
+                    *custom,
                 ]
             },
             "matchConditions": [
-                {"name": "not-created-by-a-kueue-managed-parent", "expression": f"!({_managed_parent()})"},
+                *conditions,
                 # On UPDATE, judge only objects that had a queue name: removing it would take a running
                 # workload out of Kueue's accounting; objects created before the policy stay updatable.
                 {
@@ -79,7 +92,7 @@ def queue_name_policy() -> dict[str, Any]:
                 {
                     "expression": "variables.queueName != ''",
                     "message": (
-                        f"Jobs and JobSets in team namespaces must set the label {QUEUE_NAME_LABEL} to the team's "
+                        f"{_listed(kinds)} in team namespaces must set the label {QUEUE_NAME_LABEL} to the team's "
                         "LocalQueue: GPU work is admitted all-or-nothing through Kueue"
                     ),
                     "reason": "Forbidden",
@@ -87,6 +100,10 @@ def queue_name_policy() -> dict[str, Any]:
             ],
         },
     }
+
+
+def _listed(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def _requests_gpu(c: str) -> str:

@@ -55,20 +55,49 @@ CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
 LABEL_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
 LABEL_NAMESPACE_NAME = "kubernetes.io/metadata.name"
 
-# Integrations, spelled as Kueue 0.19 names them (pkg/controller/jobs/*/..._controller.go FrameworkName):
-# batch Jobs, JobSet, Kubeflow training (PyTorchJob and MPIJob of the training operator, TrainJob of Trainer
-# v2), plain pods, Deployments and StatefulSets, so a GPU workload of any of these kinds in a team namespace goes
-# through the team's queue. An integration whose CRD is not installed stays idle.
-FRAMEWORKS = (
-    "batch/job",
-    "jobset.x-k8s.io/jobset",
-    "kubeflow.org/pytorchjob",
-    "kubeflow.org/mpijob",
-    "trainer.kubeflow.org/trainjob",
-    "pod",
-    "deployment",
-    "statefulset",
-)
+# Integrations, spelled as Kueue 0.19 names them (pkg/controller/jobs/*/..._controller.go FrameworkName): batch Jobs,
+# plain pods, Deployments and StatefulSets always, and the custom job kinds the fleet installs (workloads.*,
+# gpufleet.plan.manifests.workloads), so a GPU workload of any served kind in a team namespace goes through the team's
+# queue and no integration names a kind the API server does not serve.
+# The custom kinds, with the API group, plural and kind of each (each CRD's spec.names).
+JOBSET_FRAMEWORK = "jobset.x-k8s.io/jobset"
+TRAINJOB_FRAMEWORK = "trainer.kubeflow.org/trainjob"
+LWS_FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
+# Built-in kinds Kueue always manages in team namespaces.
+BUILT_IN_FRAMEWORKS = ("batch/job", "pod", "deployment", "statefulset")
+RESOURCES = {
+    JOBSET_FRAMEWORK: ("jobset.x-k8s.io", "jobsets", "JobSet"),
+    TRAINJOB_FRAMEWORK: ("trainer.kubeflow.org", "trainjobs", "TrainJob"),
+    LWS_FRAMEWORK: ("leaderworkerset.x-k8s.io", "leaderworkersets", "LeaderWorkerSet"),
+}
+
+
+def installed_frameworks(fleet: Fleet) -> tuple[str, ...]:
+    """The Kueue integrations of the custom job kinds the fleet installs, in Kueue's documented order. They are
+    installed with Kueue (the admission stage of a fleet with teams, gpufleet.builders.admission)."""
+    out: list[str] = []
+    if not fleet.teams:
+        return ()
+    if defaults.job_set(fleet):
+        out.append(JOBSET_FRAMEWORK)
+    if defaults.trainer(fleet):
+        out.append(TRAINJOB_FRAMEWORK)
+    if defaults.leader_worker_set(fleet):
+        out.append(LWS_FRAMEWORK)
+    return tuple(out)
+
+
+def frameworks(fleet: Fleet) -> tuple[str, ...]:
+    """Kueue's integrations.frameworks: batch Jobs, then the installed custom kinds, then pods, Deployments and
+    StatefulSets. LeaderWorkerSet's integration implicitly enables `pod` (its ImplicitlyEnabledFrameworkNames,
+    pkg/controller/jobs/leaderworkerset/leaderworkerset_controller.go), which is listed anyway."""
+    return (BUILT_IN_FRAMEWORKS[0], *installed_frameworks(fleet), *BUILT_IN_FRAMEWORKS[1:])
+
+
+def served_kinds(fleet: Fleet) -> tuple[str, ...]:
+    """The custom job kinds the fleet serves (JobSet, TrainJob, LeaderWorkerSet)."""
+    return tuple(RESOURCES[f][2] for f in installed_frameworks(fleet))
+
 
 # Topology-aware scheduling: the EKS network-topology node labels, coarsest first, then the node
 # (https://docs.aws.amazon.com/eks/latest/userguide/ml-workload-topology.html). Kueue considers only nodes that
@@ -415,7 +444,7 @@ def controller_configuration(fleet: Fleet) -> dict[str, Any]:
         "managedJobsNamespaceSelector": {
             "matchExpressions": [{"key": LABEL_NAMESPACE_NAME, "operator": "In", "values": team_namespaces(fleet)}]
         },
-        "integrations": {"frameworks": list(FRAMEWORKS)},
+        "integrations": {"frameworks": list(frameworks(fleet))},
         # Kueue blocks a workload requesting a resource its ClusterQueue does not cover (quotaCheckStrategy
         # BlockUndeclared, the default). Ephemeral storage and huge pages (EFA jobs request hugepages-2Mi) are
         # node-level limits, not quotas gpufleet manages (apis/config/v1beta2 Resources.excludeResourcePrefixes).

@@ -16,7 +16,7 @@ from typing import Any
 
 from gpufleet.plan.manifests import kueue
 from gpufleet.spec import access
-from gpufleet.spec.fleet import Team
+from gpufleet.spec.fleet import Fleet, Team
 from gpufleet.spec.names import LABEL_MANAGED_BY, LABEL_TEAM
 
 RBAC = "rbac.authorization.k8s.io/v1"
@@ -26,16 +26,9 @@ WRITE = ["create", "delete", "get", "list", "patch", "update", "watch"]
 TEAM_ROLE = "gpufleet-team"
 QUEUE_VIEWER = "gpufleet-team-queue-viewer"
 
-# Resources of the Kueue job integrations (kueue.FRAMEWORKS) that the edit policy does not cover: batch Jobs,
-# plain pods, Deployments and StatefulSets are built-in kinds it already grants. Plurals from each project's CRD
-# (spec.names.plural).
-JOB_RESOURCES = {
-    "jobset.x-k8s.io/jobset": ("jobset.x-k8s.io", "jobsets"),
-    "kubeflow.org/pytorchjob": ("kubeflow.org", "pytorchjobs"),
-    "kubeflow.org/mpijob": ("kubeflow.org", "mpijobs"),
-    "trainer.kubeflow.org/trainjob": ("trainer.kubeflow.org", "trainjobs"),
-}
-_BUILT_IN = ("batch/job", "pod", "deployment", "statefulset")
+# Resources of the Kueue job integrations the edit policy does not cover: the custom job kinds the fleet installs
+# (kueue.installed_frameworks; group and plural from each CRD's spec.names). Batch Jobs, plain pods, Deployments and
+# StatefulSets are built-in kinds it already grants.
 # Cluster-scoped Kueue kinds (kueue.x-k8s.io v1beta2 CRDs with scope Cluster) a team may read.
 CLUSTER_READABLE = [
     "clusterqueues",
@@ -60,13 +53,15 @@ def _group_subject(team: Team) -> list[dict[str, str]]:
     return [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": access.team_group(team.name)}]
 
 
-def team_role(team: Team) -> dict[str, Any]:
-    """In the team's namespace: read its LocalQueue and Workloads, run the Kueue-managed training kinds."""
+def job_resources(fleet: Fleet) -> list[tuple[str, str]]:
+    """(API group, plural) of every custom job kind the team Role grants: exactly the kinds the fleet installs."""
+    return [kueue.RESOURCES[f][:2] for f in kueue.installed_frameworks(fleet)]
+
+
+def team_role(fleet: Fleet, team: Team) -> dict[str, Any]:
+    """In the team's namespace: read its LocalQueue and Workloads, run the Kueue-managed job kinds the fleet serves."""
     groups: dict[str, list[str]] = {}
-    for framework in kueue.FRAMEWORKS:
-        if framework in _BUILT_IN:
-            continue
-        group, plural = JOB_RESOURCES[framework]
+    for group, plural in job_resources(fleet):
         groups.setdefault(group, []).append(plural)
     rules = [
         {
