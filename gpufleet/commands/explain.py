@@ -115,10 +115,27 @@ def _construct(path: str, node: yaml.Node) -> Any:
     except _UNREADABLE:
         # An explicit tag (`!!int x`, `!!timestamp x`) skips YAML's resolver, and PyYAML's constructors assume the
         # resolver matched the text: on anything else they fail inside their parsing code (as in gpufleet.spec.load).
-        mark = node.start_mark
+        mark = _unreadable_scalar(node) or node.start_mark
         raise ManifestError(
             f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML: a value its tag cannot read"
         ) from None
+
+
+def _unreadable_scalar(node: yaml.Node) -> yaml.Mark | None:
+    """Where the first scalar its tag's constructor cannot read is (the constructors' errors carry no mark)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, yaml.ScalarNode):
+            try:
+                yaml.SafeLoader("").construct_object(current, deep=True)
+            except _UNREADABLE:
+                return current.start_mark
+        elif isinstance(current, yaml.SequenceNode):
+            stack.extend(reversed(current.value))
+        elif isinstance(current, yaml.MappingNode):
+            stack.extend(n for pair in reversed(current.value) for n in reversed(pair))
+    return None
 
 
 def _is_spec(path: str) -> bool:

@@ -159,6 +159,10 @@ def _resources(raw: Any, where: str) -> dict[str, int]:
     return {str(k): quantity(str(k), v, f"{where}.{k}") for k, v in raw.items()}
 
 
+# PodSpec fields the model reads by name (core/v1 PodSpec: each a string)
+_POD_TEXT_FIELDS = ("priorityClassName", "schedulerName", "runtimeClassName", "serviceAccountName")
+
+
 def _mapping(raw: Any, where: str) -> Mapping[str, Any]:
     """A field that must be a mapping, {} when absent: the API server rejects any other type, and
     explain must not crash on it (`resources: "x"`, `affinity: "x"`)."""
@@ -202,6 +206,9 @@ def pod_spec(template: Any, where: str) -> PodSpec:
     if not isinstance(template, Mapping) or not isinstance(template.get("spec"), Mapping):
         raise WorkloadError(f"{where}.spec: a pod template needs a spec")
     spec = template["spec"]
+    for name in _POD_TEXT_FIELDS:
+        if not isinstance(spec.get(name, ""), str):
+            raise WorkloadError(f"{where}.spec.{name}: must be a name")
     containers = _list(spec.get("containers"), f"{where}.spec.containers")
     if not containers:
         raise WorkloadError(f"{where}.spec.containers: a pod needs at least one container")
@@ -227,14 +234,9 @@ def pod_spec(template: Any, where: str) -> PodSpec:
         tolerations=tuple(_list(spec.get("tolerations"), f"{where}.spec.tolerations")),
         topology_request=any(a in annotations for a in TOPOLOGY_ANNOTATIONS),
         raw=spec,
-        labels={
-            str(k): str(v)
-            for k, v in (
-                ((template.get("metadata") or {}).get("labels") or {})
-                if isinstance(template.get("metadata"), Mapping)
-                else {}
-            ).items()
-        },
+        labels=_strings(
+            _mapping(template.get("metadata"), f"{where}.metadata").get("labels"), f"{where}.metadata.labels"
+        ),
     )
 
 
@@ -425,9 +427,7 @@ def workload(obj: Mapping[str, Any]) -> Workload:
     meta = obj.get("metadata")
     if not isinstance(meta, Mapping) or not meta.get("name"):
         raise WorkloadError("metadata.name: missing")
-    labels = meta.get("labels") or {}
-    if not isinstance(labels, Mapping):
-        raise WorkloadError("metadata.labels: must be a mapping")
+    labels = _strings(meta.get("labels"), "metadata.labels")
     namespace = meta.get("namespace")
     if namespace is not None and not isinstance(namespace, str):  # was read as str([1]): "[1]"
         raise WorkloadError("metadata.namespace: must be a name")

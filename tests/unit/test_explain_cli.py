@@ -19,6 +19,12 @@ ASSUMES = (
 )
 
 
+_JOB = (
+    "apiVersion: batch/v1\nkind: Job\nmetadata: {{name: j, namespace: vision}}\nspec:\n  template:\n    spec:\n"
+    "      {pod}\n      containers:\n        - name: c\n          image: x\n          {container}\n"
+)
+
+
 def _write(tmp_path: Path, name: str, text: str) -> str:
     path = tmp_path / name
     path.write_text(text)
@@ -99,6 +105,44 @@ def test_text_and_exit_zero(capsys: pytest.CaptureFixture[str]) -> None:
                 " spec:\n      containers:\n        - name: c\n          resources: {limits: {cpu: lots}}\n"
             ),
             ":9:37: Job spec.template.spec.containers[0].resources.limits.cpu: 'lots' is not a Kubernetes quantity",
+        ),
+        # Hostile manifests (issue 26 item 4): each of these exited 3, or (namespace) was accepted as "[1]".
+        ("[" * 1000 + "]" * 1000 + "\n", ":1:65: the document nests deeper than 64 levels"),
+        (
+            "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+            "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+            "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: [*e, *e, *e, *e, *e]\n",
+            ":5:28: the document expands to more than 50000 values (YAML aliases are expanded where they are used)",
+        ),
+        (
+            _JOB.format(pod="", container="resources: x"),
+            ":11:22: Job spec.template.spec.containers[0].resources: must be a mapping",
+        ),
+        (
+            _JOB.format(pod="nodeSelector: [1]", container=""),
+            ":7:21: Job spec.template.spec.nodeSelector: must be a mapping",
+        ),
+        (
+            _JOB.format(pod="nodeSelector: {a: 1}", container=""),
+            ":7:21: Job spec.template.spec.nodeSelector: must map strings to strings, not 'a': 1",
+        ),
+        (_JOB.format(pod="affinity: x", container=""), ":7:17: Job spec.template.spec.affinity: must be a mapping"),
+        (
+            _JOB.format(pod="affinity: {nodeAffinity: [1]}", container=""),
+            ":7:32: Job spec.template.spec.affinity.nodeAffinity: must be a mapping",
+        ),
+        (
+            _JOB.replace("namespace: vision", "namespace: [1]").format(pod="", container=""),
+            ":3:32: Job metadata.namespace: must be a name",
+        ),
+        (
+            _JOB.format(pod="", container="").replace("name: j,", "name: !!int x,"),
+            ":3:18: not valid YAML: a value its tag cannot read",
+        ),
+        (
+            "a: !!binary 'x'\n",
+            ":1:4: not valid YAML: failed to decode base64 data: Invalid base64-encoded string: number of data"
+            " characters (1) cannot be 1 more than a multiple of 4",
         ),
     ],
 )

@@ -1,0 +1,79 @@
+"""Properties of explain over hostile manifests and of diagnose over hostile logs (issue 26 items 3 and 4): whatever
+the files hold, exit 0, 1 or 2 with a message, never 3, never a traceback, nothing written."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+from pathlib import Path
+
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.properties.cli import run, scratch
+from tests.properties.mutations import mutate, text, yaml_document
+
+ROOT = Path(__file__).resolve().parents[2]
+MINIMAL = ROOT / "tests/specs/valid/minimal.yaml"
+WORKLOADS = [
+    doc
+    for path in sorted((ROOT / "docs/examples").glob("*.yaml"))
+    for doc in yaml.safe_load_all(path.read_text(encoding="utf-8"))
+    if isinstance(doc, dict)
+]
+FIXTURES = ROOT / "tests/diagnose/fixtures"
+LOG_LINES = sorted(
+    {line for path in sorted(FIXTURES.glob("*.log")) for line in path.read_text(errors="replace").splitlines()}
+)
+NODE_LINES = sorted(
+    {line for path in sorted(FIXTURES.glob("*.txt")) for line in path.read_text(errors="replace").splitlines()}
+)
+# Shapes that once backtracked or recursed: runs of digits, colons, brackets, spaces and deep nesting
+PUMPS = ["1", ":", "1:", "[0]", "[0]a:", " ", "a", "-", "/", "(", "<0>", "{", "["]
+
+
+@st.composite
+def manifest(draw: st.DrawFn) -> str:
+    """One to three documents: workloads of the examples with values, keys and types changed, or any YAML."""
+    if draw(st.integers(0, 4)) == 0:
+        return draw(yaml_document())
+    docs = [
+        mutate(draw, copy.deepcopy(draw(st.sampled_from(WORKLOADS))), draw(st.integers(1, 4)))
+        for _ in range(draw(st.integers(1, 3)))
+    ]
+    return yaml.safe_dump_all(docs, sort_keys=False)
+
+
+@settings(max_examples=max(4, settings.default.max_examples // 2))
+@given(manifest())
+def test_explain_of_a_hostile_manifest_never_crashes(text_: str) -> None:
+    with scratch() as root:
+        shutil.copy(MINIMAL, root / "fleet.yaml")
+        (root / "m.yaml").write_text(text_, encoding="utf-8")
+        result = run(["explain", "fleet.yaml", "--env", "dev", "m.yaml"], root)
+        assert result.code == 0 or (result.stdout + result.stderr).strip()
+
+
+@st.composite
+def log_line(draw: st.DrawFn, lines: list[str]) -> str:
+    line = draw(st.sampled_from(lines))
+    how = draw(st.sampled_from(["as is", "cut", "pump", "insert"]))
+    if how == "cut":
+        return line[: draw(st.integers(0, len(line)))]
+    if how == "pump":
+        at = draw(st.integers(0, len(line)))
+        return line[:at] + draw(st.sampled_from(PUMPS)) * draw(st.integers(1, 4000)) + line[at:]
+    if how == "insert":
+        at = draw(st.integers(0, len(line)))
+        return line[:at] + draw(text) + line[at:]
+    return line
+
+
+@given(st.lists(log_line(LOG_LINES), max_size=40), st.lists(log_line(NODE_LINES), max_size=40), st.binary(max_size=64))
+def test_diagnose_of_a_hostile_log_never_crashes(nccl: list[str], node: list[str], noise: bytes) -> None:
+    with scratch() as root:
+        (root / "nccl.log").write_bytes("\n".join(nccl).encode("utf-8", "surrogatepass") + noise)
+        (root / "node.txt").write_text("\n".join(node), encoding="utf-8", errors="surrogatepass")
+        result = run(["diagnose", "--nccl-log", "nccl.log", "--node-describe", "node.txt"], root)
+        assert result.stdout.strip() or result.stderr.strip()
