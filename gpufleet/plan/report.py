@@ -7,6 +7,7 @@ from gpufleet.base.render import render
 from gpufleet.facts import stages
 from gpufleet.facts.versions import COMPONENTS
 from gpufleet.plan.access_table import access_values
+from gpufleet.plan.before_deploy import before_you_deploy
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.plan.pins import pins
 from gpufleet.spec import defaults
@@ -31,4 +32,5 @@ def plan_markdown(plan: RolloutPlan, will_it_run: str | None = None) -> str:
         defaulted=[(field, value) for field, value, _ in taken],
         default_rules=[d for d in defaults.COMPUTED if any(default is d for _, _, default in taken)],
         will_it_run=will_it_run,
+        before=before_you_deploy(plan),
     )
