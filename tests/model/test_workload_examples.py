@@ -1,0 +1,204 @@
+"""The workload examples (issue 28 item 4) and upstream samples of the kinds the workload layer installs, through
+`explain` on the example fleet as rendered: valid against the pinned CRDs, and the verdict Kueue and the API server
+would give (a TrainJob's pods from its runtime, a LeaderWorkerSet one pod group of leader + workers per replica)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpufleet.simulate.verdict import FleetModel, explain
+from gpufleet.simulate.workload import trainjob_pod_sets, workload
+from tests import fastyaml
+from tests.upstream import validate_object
+
+MakeModel = Callable[..., FleetModel]
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
+GPU, EFA = "nvidia.com/gpu", "vpc.amazonaws.com/efa"
+
+
+def _example(name: str) -> dict[str, Any]:
+    out: dict[str, Any] = fastyaml.load((EXAMPLES / name).read_text())
+    return out
+
+
+@pytest.mark.parametrize("name", ["training.yaml", "lws-inference.yaml"])
+def test_examples_are_valid_against_the_pinned_crds(name: str) -> None:
+    assert validate_object(_example(name)) == []
+
+
+def test_the_multi_node_trainjob_runs_on_the_efa_group_with_what_the_runtime_gives(make_model: MakeModel) -> None:
+    model = make_model()
+    obj = _example("training.yaml")
+    verdict = explain(model, workload(obj))
+    assert verdict.runs, verdict.reasons
+    assert (verdict.cluster_queue, verdict.flavor, verdict.node_group) == ("vision", "h100", "h100")
+    assert verdict.json()["pods"] == {"total": 2, "admitted": 2}
+    # The pods carry the runtime's EFA shape: the TrainJob itself names no resources.
+    (node,) = trainjob_pod_sets(obj["spec"], model.runtimes["gpufleet-efa-h100"])
+    limits = node.pod.containers[0].limits
+    assert (node.name, node.count, limits[GPU], limits[EFA], limits["hugepages-2Mi"]) == ("node", 2, 8, 32, 5120)
+    assert node.pod.node_selector == {"gpufleet.io/node-group": "h100"}
+
+
+def test_the_trainjob_is_stopped_where_its_runtime_does_not_exist(make_model: MakeModel) -> None:
+    obj = copy.deepcopy(_example("training.yaml"))
+    obj["spec"]["runtimeRef"]["name"] = "gpufleet-efa-h200"
+    (reason,) = explain(make_model(), workload(obj)).reasons
+    assert reason.stage == "api"
+    assert reason.message == (
+        'denied by the Trainer\'s webhook: ClusterTrainingRuntime "gpufleet-efa-h200" does not exist (specified'
+        " clusterTrainingRuntime must be created before the TrainJob is created)"
+    )
+    assert reason.fix == (
+        "set spec.runtimeRef.name to one of the fleet's runtimes: deepspeed-distributed, gpufleet-efa-h100,"
+        " torch-distributed"
+    )
+
+
+def test_more_nodes_than_the_quota_holds_waits_for_quota(make_model: MakeModel) -> None:
+    obj = copy.deepcopy(_example("training.yaml"))
+    obj["spec"]["trainer"]["numNodes"] = 16  # 128 GPUs: vision has 64 nominal + 32 borrowable on h100
+    verdict = explain(make_model(), workload(obj))
+    assert not verdict.runs and verdict.reasons[0].stage == "admission"
+    assert verdict.json()["pods"]["total"] == 16
+
+
+def test_the_multi_node_lws_server_is_one_group_of_leader_and_worker(make_model: MakeModel) -> None:
+    obj = _example("lws-inference.yaml")
+    wl = workload(obj)
+    assert [(ps.name, ps.count) for ps in wl.pod_sets] == [("leader", 1), ("worker", 1)]
+    verdict = explain(make_model(), wl)
+    assert verdict.runs, verdict.reasons
+    assert (verdict.cluster_queue, verdict.node_group) == ("language", "l40s")
+    assert verdict.json()["pods"] == {"total": 2, "admitted": 2}
+
+
+# kueue v0.19.2 pkg/controller/jobs/leaderworkerset/leaderworkerset_reconciler_test.go TestReconciler: "should create
+# prebuilt workload" (no leaderTemplate, size defaulted: pod set main of 1), "should create prebuilt workload with
+# leader template" (size 3: leader 1, worker 2), "should create prebuilt workloads with leader template" (replicas 2:
+# the same pod sets in each of two workloads).
+@pytest.mark.parametrize(
+    ("template", "replicas", "pod_sets"),
+    [
+        ({}, None, [("main", 1)]),
+        ({"size": 3, "leaderTemplate": True}, None, [("leader", 1), ("worker", 2)]),
+        ({"size": 3, "leaderTemplate": True}, 2, [("leader", 1), ("worker", 2)]),
+    ],
+)
+def test_lws_pod_sets_as_kueue_builds_them(template: dict[str, Any], replicas: int | None, pod_sets: list[Any]) -> None:
+    pod = {"spec": {"containers": [{"name": "c", "image": "i"}]}}
+    lwt: dict[str, Any] = {"workerTemplate": pod}
+    if "size" in template:
+        lwt["size"] = template["size"]
+    if template.get("leaderTemplate"):
+        lwt["leaderTemplate"] = pod
+    spec: dict[str, Any] = {"leaderWorkerTemplate": lwt}
+    if replicas is not None:
+        spec["replicas"] = replicas
+    obj = {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "l"},
+        "spec": spec,
+    }
+    wl = workload(obj)
+    assert [(ps.name, ps.count) for ps in wl.pod_sets] == pod_sets
+    assert wl.groups == (replicas or 1)
+
+
+def test_lws_replicas_are_checked_together_with_a_note(make_model: MakeModel) -> None:
+    obj = copy.deepcopy(_example("lws-inference.yaml"))
+    obj["spec"]["replicas"] = 3
+    verdict = explain(make_model(), workload(obj))
+    assert verdict.json()["pods"]["total"] == 6
+    assert any("admits each of the 3 groups" in n for n in verdict.notes)
+
+
+# kubeflow/trainer v2.3.0 examples/yaml/03-kueue-integration.yaml (the fields explain reads): a TrainJob on
+# torch-distributed, numNodes 3, resourcesPerNode requests cpu 2 / memory 4Gi, limits cpu 4 / memory 8Gi. The
+# runtime's node container has no resources, so the merge is the TrainJob's (trainingruntime.go
+# MergeResourceRequirements); the queue is the team's here.
+def test_upstream_trainer_kueue_example_runs_three_cpu_nodes(make_model: MakeModel) -> None:
+    obj = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "kueue-example", "namespace": "vision", "labels": {"kueue.x-k8s.io/queue-name": "vision"}},
+        "spec": {
+            "runtimeRef": {
+                "apiGroup": "trainer.kubeflow.org",
+                "kind": "ClusterTrainingRuntime",
+                "name": "torch-distributed",
+            },
+            "suspend": True,
+            "trainer": {
+                "numNodes": 3,
+                "image": "python:3.11-slim",
+                "command": ["python3", "-c", "print('Training started via Kueue')"],
+                "resourcesPerNode": {
+                    "requests": {"cpu": "2", "memory": "4Gi"},
+                    "limits": {"cpu": "4", "memory": "8Gi"},
+                },
+            },
+        },
+    }
+    assert validate_object(obj) == []
+    model = make_model()
+    (node,) = trainjob_pod_sets(obj["spec"], model.runtimes["torch-distributed"])
+    assert (node.name, node.count) == ("node", 3)
+    assert dict(node.pod.containers[0].requests) == {"cpu": 2000, "memory": 4096}
+    verdict = explain(model, workload(obj))
+    assert verdict.runs, verdict.reasons
+    assert verdict.json()["pods"] == {"total": 3, "admitted": 3}
+
+
+# The runtime's resources merge key by key with the TrainJob's (kubeflow/trainer v2.3.0
+# pkg/util/trainingruntime/trainingruntime_test.go TestMergeResourceRequirements: an override replaces the keys it
+# names and keeps the others).
+def test_resources_per_node_merge_over_the_runtimes(make_model: MakeModel) -> None:
+    spec = {"runtimeRef": {"name": "gpufleet-efa-h100"}, "trainer": {"resourcesPerNode": {"limits": {GPU: 4}}}}
+    (node,) = trainjob_pod_sets(spec, make_model().runtimes["gpufleet-efa-h100"])
+    limits = node.pod.containers[0].limits
+    assert (limits[GPU], limits[EFA], node.count) == (4, 32, 2)  # numNodes from the runtime's mlPolicy
+
+
+# The deepspeed-distributed runtime (MPI, runLauncherAsNode): a 3-node TrainJob is a launcher that trains plus 2 node
+# pods (mpi plugin EnforceMLPolicy: node count numNodes - 1).
+def test_mpi_launcher_as_node_counts(make_model: MakeModel) -> None:
+    spec = {"runtimeRef": {"name": "deepspeed-distributed"}, "trainer": {"numNodes": 3}}
+    sets = trainjob_pod_sets(spec, make_model().runtimes["deepspeed-distributed"])
+    assert [(ps.name, ps.count) for ps in sets] == [("node", 2), ("launcher", 1)]
+
+
+# kubernetes-sigs/jobset v0.12.0 site/static/examples/pytorch/cnn-mnist/mnist.yaml (the fields explain reads): one
+# replicated job of parallelism 4 / completions 4, no resources; in a team namespace it takes the team's queue.
+def test_upstream_jobset_sample_is_four_pods(make_model: MakeModel) -> None:
+    container = {"name": "pytorch", "image": "gcr.io/k8s-staging-jobset/pytorch-mnist:latest"}
+    obj = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "pytorch", "namespace": "vision", "labels": {"kueue.x-k8s.io/queue-name": "vision"}},
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": "workers",
+                    "template": {
+                        "spec": {
+                            "parallelism": 4,
+                            "completions": 4,
+                            "backoffLimit": 0,
+                            "template": {"spec": {"containers": [container], "restartPolicy": "Never"}},
+                        }
+                    },
+                }
+            ]
+        },
+    }
+    assert validate_object(obj) == []
+    verdict = explain(make_model(), workload(obj))
+    assert verdict.runs, verdict.reasons
+    assert verdict.json()["pods"] == {"total": 4, "admitted": 4}
