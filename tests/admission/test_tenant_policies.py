@@ -15,7 +15,7 @@ from gpufleet.plan.manifests import tenant_policies as tp
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.plan.rollout import build_plan
 from tests.admission.conftest import build_fleet
-from tests.admission.vap import JOB_CONTROLLER, Request, denied_by
+from tests.admission.vap import JOB_CONTROLLER, Request, denied_by, message, policies
 
 ADMIN = ("platform-admins", "system:authenticated")
 QUEUE = {"kueue.x-k8s.io/queue-name": "vision"}
@@ -325,3 +325,32 @@ def test_the_spec_allows_load_balancers() -> None:
     other = service("LoadBalancer")
     other["metadata"]["namespace"] = "ads"
     assert denied_by(allowed, Request(other, "ads")) == [tp.SERVICE_POLICY]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What the API server answers
+
+
+def _policy(plan: RolloutPlan, name: str) -> dict[str, Any]:
+    return next(p for p, _ in policies(plan) if p["metadata"]["name"] == name)
+
+
+def test_the_refusals_say_what_and_how_to_fix(plan: RolloutPlan) -> None:
+    assert message(_policy(plan, tp.PRIORITY_POLICY), Request(job({tp.PRIORITY_LABEL: "serving"}), "vision")) == (
+        "the label kueue.x-k8s.io/priority-class: serving names a priority class namespace vision may not use; it may"
+        " use: training, batch (teams[].priorities)"
+    )
+    assert message(_policy(plan, tp.PRIORITY_POLICY), Request(pod("serving"), "vision")) == (
+        "priorityClassName serving is a priority class namespace vision may not use; it may use: training, batch"
+        " (teams[].priorities)"
+    )
+    deny = _rendered(plan, "NetworkPolicy", tenancy.DEFAULT_DENY)
+    assert message(_policy(plan, tp.OWNED_POLICY), Request(None, "vision", old=deny)) == (
+        "NetworkPolicy gpufleet-default-deny-ingress belongs to gpufleet (app.kubernetes.io/managed-by: gpufleet): a"
+        " team may not create, change or delete it, nor label its own objects so; ask a cluster admin to change the"
+        " fleet spec"
+    )
+    assert message(_policy(plan, tp.SERVICE_POLICY), Request(service("LoadBalancer"), "vision")) == (
+        "Services of type LoadBalancer are not allowed in namespace vision (they expose pods outside the cluster or on"
+        " every node); allowed: ClusterIP, ExternalName (teams[].serviceTypes)"
+    )

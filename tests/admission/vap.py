@@ -85,14 +85,28 @@ def _matches(policy: Mapping[str, Any], request: Request) -> bool:
     )
 
 
+def _join(items: Any, separator: Any) -> Any:
+    return celpy.celtypes.StringType(str(separator).join(str(x) for x in items))
+
+
+# Kubernetes' CEL has the strings extension's `<list>.join(separator)` (cel-go ext.Strings); cel-python does not.
+_K8S_FUNCTIONS = {"join": _join}
+
+
 def _eval(expression: str, activation: dict[str, Any]) -> Any:
     env = celpy.Environment()
-    return env.program(env.compile(expression)).evaluate(activation)
+    return env.program(env.compile(expression), functions=_K8S_FUNCTIONS).evaluate(activation)
 
 
 def denies(policy: Mapping[str, Any], request: Request) -> bool:
     """Whether this policy denies the request (an evaluation error raises: on a well-formed object none of the
     expressions may error, so a deny must come from the logic, never from a missing field)."""
+    return message(policy, request) is not None
+
+
+def message(policy: Mapping[str, Any], request: Request) -> str | None:
+    """The message the API server returns when this policy denies the request (the first failing validation's
+    messageExpression, evaluated, else its message); None when it admits it."""
     activation: dict[str, Any] = {
         "object": celpy.json_to_cel(request.obj),
         "oldObject": celpy.json_to_cel(request.old),
@@ -108,13 +122,18 @@ def denies(policy: Mapping[str, Any], request: Request) -> bool:
     spec = policy["spec"]
     for condition in spec.get("matchConditions", []):
         if not bool(_eval(condition["expression"], activation)):
-            return False
+            return None  # not matched: the policy does not apply
     variables: dict[Any, Any] = {}
     activation["variables"] = celpy.celtypes.MapType(variables)
     for v in spec.get("variables", []):  # a variable may read the ones before it
         variables[celpy.celtypes.StringType(v["name"])] = _eval(v["expression"], activation)
         activation["variables"] = celpy.celtypes.MapType(variables)
-    return not all(bool(_eval(v["expression"], activation)) for v in spec["validations"])
+    for v in spec["validations"]:
+        if not bool(_eval(v["expression"], activation)):
+            if "messageExpression" in v:
+                return str(_eval(v["messageExpression"], activation))
+            return str(v["message"])
+    return None
 
 
 def denied_by(plan: RolloutPlan, request: Request, *, without: Iterable[str] = ()) -> list[str]:

@@ -257,8 +257,8 @@ def owned_objects_policy() -> dict[str, Any]:
             {
                 "expression": f"!{_owned('oldObject')} && !{_owned('object')}",
                 "messageExpression": (
-                    "(request.operation == 'DELETE' ? oldObject : object).kind + ' ' + request.name + ' is"
-                    f" gpufleet's ({_MANAGED_KEY}: {_MANAGED_VALUE}): a team may not create, change or delete it, nor"
+                    "(request.operation == 'DELETE' ? oldObject : object).kind + ' ' + request.name + ' belongs to"
+                    f" gpufleet ({_MANAGED_KEY}: {_MANAGED_VALUE}): a team may not create, change or delete it, nor"
                     " label its own objects so; ask a cluster admin to change the fleet spec'"
                 ),
                 "message": (
