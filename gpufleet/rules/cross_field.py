@@ -662,7 +662,8 @@ def _reservation(fleet: Fleet, path: Path, group: NodeGroup) -> Iterator[Issue]:
             hint="use the ARN of a Capacity Reservation group in the cluster's region",
         )
     usable = min(r.instance_count, group.max_size)
-    if group.min_size < usable:
+    # A Karpenter pool keeps no minimum (rule karpenter): the advice to raise minSize is a managed node group's.
+    if group.min_size < usable and group.provisioner != "Karpenter":
         yield Issue(
             path=path + ("instanceCount",),
             severity="warning",
@@ -672,6 +673,83 @@ def _reservation(fleet: Fleet, path: Path, group: NodeGroup) -> Iterator[Issue]:
             ),
             hint=f"set scaling.minSize to {usable}: running reserved instances costs nothing more",
         )
+
+
+@rule("karpenter")
+def _karpenter(fleet: Fleet) -> Iterator[Issue]:
+    """What only an EKS managed node group has, refused on a Karpenter group (provisioner: Karpenter), each at its
+    own field. Karpenter launches one EC2 instance per NodeClaim for pending pods (no Auto Scaling group), so it has
+    no warm pool, no desired size and no managed-node-group update config (its NodePool's disruption settings roll
+    nodes instead); it selects capacity reservations only by id or tags (EC2NodeClass
+    capacityReservationSelectorTerms, aws/karpenter-provider-aws pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml
+    @ v1.14.1: id, ownerID, tags, instanceMatchCriteria), never by a Capacity Reservation group."""
+    for path, group in _groups(fleet):
+        if group.provisioner != "Karpenter":
+            continue
+        if group.warm_pool is not None:
+            yield Issue(
+                path=path + ("warmPool",),
+                at_key=True,
+                message=(
+                    "a Karpenter group cannot have a warm pool: warm pools belong to the Auto Scaling group of a"
+                    " managed node group, and Karpenter launches instances without one"
+                ),
+                hint="remove warmPool (pre-pulled images shorten a Karpenter node's start), or use provisioner"
+                " ManagedNodeGroup",
+            )
+        if group.desired_size is not None:
+            yield Issue(
+                path=path + ("scaling", "desiredSize"),
+                at_key=True,
+                message=(
+                    "desiredSize is a managed node group's initial size; Karpenter creates nodes only for pending pods"
+                ),
+                hint="remove scaling.desiredSize",
+            )
+        if group.min_size > 0:
+            yield Issue(
+                path=path + ("scaling", "minSize"),
+                message=(
+                    f"minSize {group.min_size}: a Karpenter NodePool keeps no minimum of nodes; it creates them for"
+                    " pending pods and removes them when empty"
+                ),
+                hint="set minSize to 0, or use provisioner ManagedNodeGroup for nodes that always run",
+            )
+        for key, value in (
+            ("maxUnavailable", group.update.max_unavailable),
+            ("maxUnavailablePercentage", group.update.max_unavailable_percentage),
+        ):
+            if value is not None:
+                yield Issue(
+                    path=path + ("update", key),
+                    at_key=True,
+                    message=(
+                        f"update.{key} is a managed node group's update config; Karpenter replaces drifted nodes"
+                        " under its NodePool's disruption budget"
+                    ),
+                    hint=f"remove update.{key}",
+                )
+        r = group.reservation
+        if r is not None and r.resource_group_arn is not None:
+            yield Issue(
+                path=path + ("capacity", "reservation", "resourceGroupArn"),
+                at_key=True,
+                message=(
+                    "Karpenter selects capacity reservations by id or tags (capacityReservationSelectorTerms), not by"
+                    " a Capacity Reservation group"
+                ),
+                hint="name the reservation: reservation: {id: cr-..., instanceCount: <instances reserved>}",
+            )
+        if r is not None and r.open:
+            yield Issue(
+                path=path + ("capacity", "reservation", "open"),
+                at_key=True,
+                message=(
+                    "Karpenter launches into a capacity reservation only when its EC2NodeClass selects it; open"
+                    " matching of any reservation is not available"
+                ),
+                hint="name the reservation: reservation: {id: cr-..., instanceCount: <instances reserved>}",
+            )
 
 
 @rule("taints")

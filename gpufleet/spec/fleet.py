@@ -49,6 +49,7 @@ AutoRepair = Literal["Enabled", "Disabled"]
 Remediation = Literal["CordonAndDrain", "CordonOnly", "None"]
 LinkType = Literal["InfiniBand", "Ethernet"]
 InstallChoice = Literal["Install", "None"]
+Provisioner = Literal["ManagedNodeGroup", "Karpenter"]
 
 
 class WorkloadClass(StrEnum):
@@ -148,11 +149,12 @@ class Update:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NodeGroup:
-    """nodeGroups[]: one managed node group of one GPU instance type."""
+    """nodeGroups[]: one GPU instance type, as an EKS managed node group or a Karpenter NodePool (`provisioner`)."""
 
     name: str
     instance_type: str
     workload_class: WorkloadClass
+    provisioner: Provisioner
     ami_type: AmiType
     ami_release_version: str
     capacity_type: CapacityType
@@ -440,6 +442,7 @@ def _node_group(d: Mapping[str, Any]) -> NodeGroup:
         name=d["name"],
         instance_type=d["instanceType"],
         workload_class=WorkloadClass(d["workloadClass"]),
+        provisioner=d["provisioner"],
         ami_type=d["ami"]["type"],
         ami_release_version=d["ami"]["releaseVersion"],
         capacity_type=CapacityType(d["capacity"]["type"]),

@@ -633,6 +633,48 @@ REPLAYS: tuple[Replay, ...] = (
         {"nodeGroups.0.warmPool": DEL},
     ),
     R(
+        "karpenter-warm-pool",
+        {"nodeGroups.0.provisioner": "Karpenter", "nodeGroups.0.warmPool": {"minSize": 1}},
+        "remove warmPool (pre-pulled images shorten a Karpenter node's start), or use provisioner ManagedNodeGroup",
+        {"nodeGroups.0.warmPool": DEL},
+    ),
+    R(
+        "karpenter-desired-size",
+        {"nodeGroups.0.provisioner": "Karpenter", "nodeGroups.0.scaling.desiredSize": 0},
+        "remove scaling.desiredSize",
+        {"nodeGroups.0.scaling.desiredSize": DEL},
+    ),
+    R(
+        "karpenter-min-size",
+        {"nodeGroups.0.provisioner": "Karpenter", "nodeGroups.0.scaling.minSize": 1},
+        "set minSize to 0, or use provisioner ManagedNodeGroup for nodes that always run",
+        {"nodeGroups.0.scaling.minSize": 0},
+    ),
+    R(
+        "karpenter-update",
+        {"nodeGroups.0.provisioner": "Karpenter", "nodeGroups.0.update": {"maxUnavailable": 2}},
+        "remove update.maxUnavailable",
+        {"nodeGroups.0.update.maxUnavailable": DEL},
+    ),
+    R(
+        "karpenter-reservation-group",
+        {
+            "nodeGroups.0.provisioner": "Karpenter",
+            "nodeGroups.0.capacity": {"reservation": {"resourceGroupArn": ODCR_GROUP, "instanceCount": 4}},
+        },
+        "name the reservation: reservation: {id: cr-..., instanceCount: <instances reserved>}",
+        {"nodeGroups.0.capacity.reservation": {"id": ODCR, "instanceCount": 4}},
+    ),
+    R(
+        "karpenter-reservation-open",
+        {
+            "nodeGroups.0.provisioner": "Karpenter",
+            "nodeGroups.0.capacity": {"reservation": {"open": True, "instanceCount": 4}},
+        },
+        "name the reservation: reservation: {id: cr-..., instanceCount: <instances reserved>}",
+        {"nodeGroups.0.capacity.reservation": {"id": ODCR, "instanceCount": 4}},
+    ),
+    R(
         "min-above-max",
         {"nodeGroups.0.scaling.minSize": 5},
         "lower minSize or raise maxSize",

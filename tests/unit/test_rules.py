@@ -729,6 +729,83 @@ CASES: list[Any] = [
         ],
         id="warm/bottlerocket-reuse",
     ),
+    # karpenter
+    pytest.param("karpenter", [group(provisioner="Karpenter")], [], id="karpenter/plain"),
+    pytest.param("karpenter", [group(warmPool={"minSize": 1})], [], id="karpenter/managed-warm-pool"),
+    pytest.param(
+        "karpenter",
+        [group(provisioner="Karpenter", warmPool={"minSize": 1})],
+        [
+            (
+                "nodeGroups[0].warmPool",
+                "a Karpenter group cannot have a warm pool: warm pools belong to the Auto Scaling group of a managed"
+                " node group, and Karpenter launches instances without one",
+            )
+        ],
+        id="karpenter/warm-pool",
+    ),
+    pytest.param(
+        "karpenter",
+        [group(provisioner="Karpenter", scaling={"minSize": 1, "maxSize": 4, "desiredSize": 2})],
+        [
+            (
+                "nodeGroups[0].scaling.desiredSize",
+                "desiredSize is a managed node group's initial size; Karpenter creates nodes only for pending pods",
+            ),
+            (
+                "nodeGroups[0].scaling.minSize",
+                "minSize 1: a Karpenter NodePool keeps no minimum of nodes; it creates them for pending pods and"
+                " removes them when empty",
+            ),
+        ],
+        id="karpenter/sizes",
+    ),
+    pytest.param(
+        "karpenter",
+        [group(provisioner="Karpenter", update={"maxUnavailablePercentage": 25})],
+        [
+            (
+                "nodeGroups[0].update.maxUnavailablePercentage",
+                "update.maxUnavailablePercentage is a managed node group's update config; Karpenter replaces drifted"
+                " nodes under its NodePool's disruption budget",
+            )
+        ],
+        id="karpenter/update",
+    ),
+    pytest.param(
+        "karpenter",
+        [
+            group(
+                provisioner="Karpenter", capacity={"reservation": {"resourceGroupArn": ODCR_GROUP, "instanceCount": 4}}
+            )
+        ],
+        [
+            (
+                "nodeGroups[0].capacity.reservation.resourceGroupArn",
+                "Karpenter selects capacity reservations by id or tags (capacityReservationSelectorTerms), not by a"
+                " Capacity Reservation group",
+            )
+        ],
+        id="karpenter/reservation-group",
+    ),
+    pytest.param(
+        "karpenter",
+        [group(provisioner="Karpenter", capacity={"reservation": {"open": True, "instanceCount": 4}})],
+        [
+            (
+                "nodeGroups[0].capacity.reservation.open",
+                "Karpenter launches into a capacity reservation only when its EC2NodeClass selects it; open matching"
+                " of any reservation is not available",
+            )
+        ],
+        id="karpenter/reservation-open",
+    ),
+    pytest.param(
+        "karpenter",
+        [group(provisioner="Karpenter", capacity={"reservation": {"id": ODCR, "instanceCount": 4}})],
+        [],
+        id="karpenter/reservation-id",
+    ),
     pytest.param(
         "warm-pool",
         [group(ami=BOTTLEROCKET, warmPool={"state": "Hibernated"})],

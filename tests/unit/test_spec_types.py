@@ -36,6 +36,7 @@ CLOSED_SETS: list[tuple[Any, tuple[str, ...]]] = [
     (spec.AutoRepair, ("health", "autoRepair")),
     (spec.Remediation, ("health", "remediation")),
     (spec.LinkType, ("network", "rdma", "linkType")),
+    (spec.Provisioner, ("nodeGroups", "provisioner")),
     (stages.StageName, ("environments", "*", "rollout", "through")),
     (spec.WorkloadClass, ("nodeGroups", "workloadClass")),
     (spec.Fabric, ("nodeGroups", "fabric")),

@@ -17,6 +17,7 @@ from dataclasses import replace
 from gpufleet.facts import catalog
 from gpufleet.facts.stages import StageName
 from gpufleet.plan.builders import health as health_stage
+from gpufleet.plan.builders import karpenter as karpenter_nodes
 from gpufleet.plan.builders import sharing as sharing_stage
 from gpufleet.plan.builders import telemetry as telemetry_stage
 from gpufleet.plan.builders.cluster import cluster_resources, pod_identity_resources, pod_identity_warning
@@ -57,6 +58,13 @@ def build(ctx: BuildContext) -> StageContent:
         resources += efa_security_group(fleet)
     for group in fleet.node_groups:
         labels = {k: v for part in later for k, v in part.node_labels(group).items()}
+        if group.provisioner == "Karpenter":
+            # A NodePool and EC2NodeClass instead of a launch template and managed node group; the Cluster
+            # Autoscaler manages Auto Scaling groups only, so it neither labels nor tags these nodes.
+            toml = next((t for part in later if (t := part.bottlerocket_settings(group)) is not None), None)
+            listed = image_list(fleet, group)
+            resources += ([listed] if listed is not None else []) + karpenter_nodes.resources(ctx, group, labels, toml)
+            continue
         if scaled:
             labels = {**labels, **autoscaler.accelerator_label(group)}
         toml = next((t for part in later if (t := part.bottlerocket_settings(group)) is not None), None)
@@ -109,6 +117,7 @@ def build(ctx: BuildContext) -> StageContent:
     if scaled:
         resources += autoscaler_resources(fleet)
         warnings += _autoscaler_warnings(fleet)
+    warnings += karpenter_nodes.warnings(fleet)
     notes = _notes(ctx) + _autoscaler_notes(ctx)
     return StageContent(resources=tuple(resources), warnings=tuple(warnings), notes=tuple(notes))
 

@@ -44,7 +44,17 @@ def numa_nodes(group: NodeGroup) -> int:
     return 2 if info is not None and info.gpu_count >= 8 else 1
 
 
-def node_config(group: NodeGroup) -> dict[str, Any]:
+def system_reserved(group: NodeGroup) -> dict[str, str] | None:
+    """kubelet systemReserved where the static CPU manager runs (see SYSTEM_RESERVED_CPU), else None."""
+    if topology(group)[0] == "none":
+        return None
+    return {"cpu": SYSTEM_RESERVED_CPU, "memory": SYSTEM_RESERVED_MEMORY}
+
+
+def node_config(group: NodeGroup, *, karpenter: bool = False) -> dict[str, Any]:
+    """`karpenter`: for an EC2NodeClass's userData, without what the EC2NodeClass sets itself and Karpenter writes
+    into its own NodeConfig (systemReserved from spec.kubelet, the RAID0 array from instanceStorePolicy), so the two
+    NodeConfigs nodeadm merges never disagree."""
     policy, scope, cpu = topology(group)
     kubelet: dict[str, Any] = {}
     if policy != "none":
@@ -52,12 +62,13 @@ def node_config(group: NodeGroup) -> dict[str, Any]:
             "topologyManagerPolicy": policy,
             "topologyManagerScope": scope,
             "cpuManagerPolicy": cpu,
-            "systemReserved": {"cpu": SYSTEM_RESERVED_CPU, "memory": SYSTEM_RESERVED_MEMORY},
         }
+        if not karpenter:
+            kubelet["systemReserved"] = {"cpu": SYSTEM_RESERVED_CPU, "memory": SYSTEM_RESERVED_MEMORY}
     spec: dict[str, Any] = {}
     if kubelet:
         spec["kubelet"] = {"config": kubelet}
-    if group.local_storage == "RAID0":
+    if group.local_storage == "RAID0" and not karpenter:
         # Stripes the instance-store NVMe into one array at nodeadm's default mount path /mnt/k8s-disks/,
         # and moves containerd and pod logs onto it (fast image unpack, scratch space for checkpoints).
         spec["instance"] = {"localStorage": {"strategy": "RAID0"}}
@@ -145,8 +156,10 @@ def bottlerocket_ephemeral_storage() -> dict[str, Any]:
     }
 
 
-def bottlerocket_settings(group: NodeGroup, sharing: dict[str, Any] | None = None) -> str:
-    """Bottlerocket TOML user data (https://bottlerocket.dev/en/os/1.54.x/api/settings/kubernetes/)."""
+def bottlerocket_settings(group: NodeGroup, sharing: dict[str, Any] | None = None, *, karpenter: bool = False) -> str:
+    """Bottlerocket TOML user data (https://bottlerocket.dev/en/os/1.54.x/api/settings/kubernetes/). `karpenter`:
+    without system-reserved and the ephemeral-storage commands, which Karpenter renders from the EC2NodeClass's
+    kubelet and instanceStorePolicy (aws/karpenter-provider-aws pkg/providers/amifamily/bootstrap/bottlerocket.go)."""
     policy, scope, cpu = topology(group)
     tables: dict[str, dict[str, Any]] = {"settings.kubernetes": {}}
     if policy != "none":
@@ -155,14 +168,15 @@ def bottlerocket_settings(group: NodeGroup, sharing: dict[str, Any] | None = Non
             "topology-manager-policy": policy,
             "topology-manager-scope": scope,
         }
-        tables["settings.kubernetes.system-reserved"] = {
-            "cpu": f"{int(SYSTEM_RESERVED_CPU) * 1000}m",
-            "memory": SYSTEM_RESERVED_MEMORY,
-        }
+        if not karpenter:
+            tables["settings.kubernetes.system-reserved"] = {
+                "cpu": f"{int(SYSTEM_RESERVED_CPU) * 1000}m",
+                "memory": SYSTEM_RESERVED_MEMORY,
+            }
     # Bottlerocket's own NVIDIA device plugin; its defaults already close the NVIDIA_VISIBLE_DEVICES escape
     # (device-list-strategy volume-mounts, visible-devices-envvar-when-unprivileged false).
     tables["settings.kubelet-device-plugins.nvidia"] = {"device-list-strategy": "volume-mounts", **(sharing or {})}
-    if group.local_storage == "RAID0":
+    if group.local_storage == "RAID0" and not karpenter:
         tables[f"settings.bootstrap-commands.{EPHEMERAL_STORAGE_COMMAND}"] = bottlerocket_ephemeral_storage()
     out = []
     for name, values in tables.items():
@@ -174,14 +188,20 @@ def bottlerocket_settings(group: NodeGroup, sharing: dict[str, Any] | None = Non
     return "\n".join(out)
 
 
-def user_data(group: NodeGroup, image_list: tuple[str, str] | None, sharing_toml: dict[str, Any] | None = None) -> str:
+def user_data(
+    group: NodeGroup,
+    image_list: tuple[str, str] | None,
+    sharing_toml: dict[str, Any] | None = None,
+    *,
+    karpenter: bool = False,
+) -> str:
     """The full user data text of a group (base64-encoded by the node group builder). `image_list`: the SSM parameter
     holding the group's images and its region, None when the group pre-pulls nothing; Bottlerocket pre-pulls only
     through the prepuller DaemonSet."""
     if group.ami_type.startswith("BOTTLEROCKET"):
-        return bottlerocket_settings(group, sharing_toml)
+        return bottlerocket_settings(group, sharing_toml, karpenter=karpenter)
     parts = [
-        ("application/node.eks.aws", yaml.safe_dump(node_config(group), sort_keys=True)),
+        ("application/node.eks.aws", yaml.safe_dump(node_config(group, karpenter=karpenter), sort_keys=True)),
         ('text/x-shellscript; charset="us-ascii"', render("close-visible-devices-escape.sh.j2")),
         ('text/x-shellscript; charset="us-ascii"', render("close-dcgm-hostengine.sh.j2", unit=DCGM_PORT_UNIT)),
     ]

@@ -1,0 +1,191 @@
+"""A Karpenter group's NodePool (karpenter.sh/v1) and EC2NodeClass (karpenter.k8s.aws/v1), Karpenter 1.14.1.
+
+Shapes: aws/karpenter-provider-aws pkg/apis/crds/karpenter.sh_nodepools.yaml and karpenter.k8s.aws_ec2nodeclasses.yaml
+@ v1.14.1 (tests/foundation/test_karpenter.py validates both against them). One pool of one instance type per
+group, like the managed node group it stands for (the seed's "separate node groups per device type, always"): the
+same labels and taints, the same kubelet and Topology Manager settings, EFA interfaces, instance store, capacity.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from gpufleet.facts import catalog
+from gpufleet.facts.ami_releases import is_bottlerocket
+from gpufleet.spec.fleet import CapacityType, Fabric, NodeGroup
+from gpufleet.spec.names import GPU_RESOURCE
+
+API_NODE_POOL = "karpenter.sh/v1"
+API_NODE_CLASS = "karpenter.k8s.aws/v1"
+NODE_CLASS_GROUP = "karpenter.k8s.aws"
+# Well-known requirement keys Karpenter schedules on (kubernetes-sigs/karpenter pkg/apis/v1/labels.go
+# CapacityTypeLabelKey and its values on-demand, spot, reserved; reserved is capacity of a reservation the
+# EC2NodeClass selects, Capacity Blocks included: aws/karpenter-provider-aws docs/concepts/nodeclasses.md,
+# capacityReservationSelectorTerms).
+CAPACITY_TYPE_KEY = "karpenter.sh/capacity-type"
+INSTANCE_TYPE_KEY = "node.kubernetes.io/instance-type"
+# The spec's zone is a zone ID (use1-az4); Karpenter labels nodes with it as topology.k8s.aws/zone-id
+# (aws/karpenter-provider-aws pkg/apis/v1/labels.go LabelTopologyZoneID), topology.kubernetes.io/zone holds the name.
+ZONE_KEY = "topology.k8s.aws/zone-id"
+ARCH_KEY = "kubernetes.io/arch"
+
+_AL2023_RELEASE = re.compile(r"^(?P<k8s>\d+\.\d+)\.\d+-(?P<date>\d{8})$")
+_BOTTLEROCKET_RELEASE = re.compile(r"^(?P<version>\d+\.\d+\.\d+)(-[0-9a-f]{8})?$")
+
+
+def capacity_types(group: NodeGroup) -> list[str]:
+    """The pool's karpenter.sh/capacity-type values. A reservation (an ODCR by id, or a Capacity Block) is
+    `reserved` only: like the managed node group's launch template targeting it (capacity-reservations-only),
+    the pool never falls back to plain On-Demand."""
+    if group.capacity_type is CapacityType.SPOT:
+        return ["spot"]
+    if group.capacity_type is CapacityType.CAPACITY_BLOCK or group.reservation is not None:
+        return ["reserved"]
+    return ["on-demand"]
+
+
+def architecture(group: NodeGroup) -> str:
+    return "arm64" if "_ARM_64_" in group.ami_type else "amd64"
+
+
+def ami_selector(group: NodeGroup, kubernetes_version: str) -> dict[str, str]:
+    """The pinned AMI release as the public SSM parameter of that exact release (an `ssmParameter` term), never an
+    alias: Karpenter's `al2023@` alias picks the NVIDIA or standard variant by instance type itself, which would put
+    an `*_STANDARD` group (driver from the GPU Operator) on the NVIDIA AMI. Parameter names as Karpenter resolves
+    them (aws/karpenter-provider-aws pkg/providers/amifamily/al2023.go, bottlerocket.go): AL2023
+    .../<k8s>/amazon-linux-2023/<arch>/<nvidia|standard>/amazon-eks-node-al2023-<arch>-<flavor>-<k8s>-v<date>/image_id,
+    Bottlerocket /aws/service/bottlerocket/aws-k8s-<k8s>-nvidia/<arch>/<version>/image_id."""
+    arch = "arm64" if "_ARM_64_" in group.ami_type else "x86_64"
+    release = group.ami_release_version
+    if is_bottlerocket(group.ami_type):
+        match = _BOTTLEROCKET_RELEASE.match(release)
+        assert match is not None  # the schema's releaseVersion pattern
+        k8s = kubernetes_version
+        return {"ssmParameter": f"/aws/service/bottlerocket/aws-k8s-{k8s}-nvidia/{arch}/{match['version']}/image_id"}
+    match = _AL2023_RELEASE.match(release)
+    assert match is not None
+    flavor = "standard" if group.ami_type.endswith("_STANDARD") else "nvidia"
+    k8s = match["k8s"]
+    name = f"amazon-eks-node-al2023-{arch}-{flavor}-{k8s}-v{match['date']}"
+    return {"ssmParameter": f"/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2023/{arch}/{flavor}/{name}/image_id"}
+
+
+def node_pool(
+    group: NodeGroup, *, labels: dict[str, str], taints: list[dict[str, str]], disruption: dict[str, Any]
+) -> dict[str, Any]:
+    """The group's NodePool: its node labels and taints (the same the managed node group carries, which the Kueue
+    flavor and every toleration gpufleet writes derive from), one instance type, its capacity type, and a GPU limit
+    of maxSize nodes (`limits` caps the resources of all the pool's nodes; Karpenter counts nvidia.com/gpu from the
+    instance type)."""
+    info = catalog.lookup(group.instance_type)
+    gpus = info.gpu_count if info is not None else 0
+    requirements: list[dict[str, Any]] = [
+        {"key": INSTANCE_TYPE_KEY, "operator": "In", "values": [group.instance_type]},
+        {"key": CAPACITY_TYPE_KEY, "operator": "In", "values": capacity_types(group)},
+        {"key": ARCH_KEY, "operator": "In", "values": [architecture(group)]},
+    ]
+    if group.zone is not None:
+        requirements.append({"key": ZONE_KEY, "operator": "In", "values": [group.zone]})
+    return {
+        "apiVersion": API_NODE_POOL,
+        "kind": "NodePool",
+        "metadata": {"name": group.name},
+        "spec": {
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "nodeClassRef": {"group": NODE_CLASS_GROUP, "kind": "EC2NodeClass", "name": group.name},
+                    "requirements": requirements,
+                    "taints": taints,
+                },
+            },
+            "limits": {GPU_RESOURCE: str(group.max_size * gpus)},
+            "disruption": disruption,
+        },
+    }
+
+
+def block_devices(group: NodeGroup) -> list[dict[str, Any]]:
+    """The EBS volumes, as the managed node group's launch template has them: AL2023 keeps images and pods on the
+    root volume /dev/xvda; Bottlerocket on its data volume /dev/xvdb beside a 4 GiB root /dev/xvda (a
+    blockDeviceMappings list replaces Karpenter's defaults whole, whose Bottlerocket root is that 4Gi volume:
+    aws/karpenter-provider-aws pkg/providers/amifamily/bottlerocket.go DefaultBlockDeviceMappings)."""
+    ebs = {
+        "volumeSize": f"{group.disk_size_gib}Gi",
+        "volumeType": "gp3",
+        "encrypted": True,
+        "deleteOnTermination": True,
+    }
+    if is_bottlerocket(group.ami_type):
+        root = {"volumeSize": "4Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}
+        return [{"deviceName": "/dev/xvda", "ebs": root}, {"deviceName": "/dev/xvdb", "ebs": ebs}]
+    return [{"deviceName": "/dev/xvda", "ebs": ebs, "rootVolume": True}]
+
+
+def network_interfaces(group: NodeGroup, efa_interfaces: int) -> list[dict[str, Any]]:
+    """EFA groups: the primary interface on card 0, and one EFA-only interface at device index 1 on every other
+    card, the layout the managed node group's launch template has (EC2 efa-acc-inst-types.html). The EC2NodeClass
+    requires the primary to be `interface` (its CEL rule); [I] Karpenter makes it an EFA interface when the node is
+    launched for pods that request vpc.amazonaws.com/efa, as its EFA support does without networkInterfaces."""
+    if group.fabric is not Fabric.EFA:
+        return []
+    out = [{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"}]
+    out += [
+        {"networkCardIndex": card, "deviceIndex": 1, "interfaceType": "efa-only"} for card in range(1, efa_interfaces)
+    ]
+    return out
+
+
+def ec2_node_class(
+    group: NodeGroup,
+    *,
+    kubernetes_version: str,
+    role: Any,
+    subnet_ids: list[str],
+    security_groups: list[Any],
+    user_data: str,
+    kubelet: dict[str, Any],
+    efa_interfaces: int,
+    placement_group: Any | None,
+    tags: dict[str, str],
+) -> dict[str, Any]:
+    """The group's EC2NodeClass. Discovery is explicit: subnets and security groups by id (never by a discovery
+    tag, so no subnet or group of another fleet is ever picked up). `userData` is what the managed node group's
+    launch template has, less what the EC2NodeClass says itself: Karpenter merges it with the user data it
+    generates (AL2023: its own NodeConfig part after ours, nodeadm merging them in order; Bottlerocket: its TOML
+    settings over ours; aws/karpenter-provider-aws pkg/providers/amifamily/bootstrap/nodeadm.go, bottlerocket.go).
+    `instanceStorePolicy: RAID0` has Karpenter render the instance-store array itself, for AL2023 (nodeadm
+    localStorage RAID0) and Bottlerocket (the ephemeral-storage bootstrap commands) alike."""
+    spec: dict[str, Any] = {
+        "amiFamily": "Bottlerocket" if is_bottlerocket(group.ami_type) else "AL2023",
+        "amiSelectorTerms": [ami_selector(group, kubernetes_version)],
+        "role": role,
+        "subnetSelectorTerms": [{"id": s} for s in subnet_ids],
+        "securityGroupSelectorTerms": [{"id": g} for g in security_groups],
+        "blockDeviceMappings": block_devices(group),
+        # IMDSv2 only, one hop: pods cannot reach the node's credentials (they use EKS Pod Identity instead).
+        "metadataOptions": {
+            "httpEndpoint": "enabled",
+            "httpProtocolIPv6": "disabled",
+            "httpTokens": "required",
+            "httpPutResponseHopLimit": 1,
+        },
+        "userData": user_data,
+        "tags": tags,
+    }
+    if kubelet:
+        spec["kubelet"] = kubelet
+    if group.local_storage == "RAID0":
+        spec["instanceStorePolicy"] = "RAID0"
+    interfaces = network_interfaces(group, efa_interfaces)
+    if interfaces:
+        spec["networkInterfaces"] = interfaces
+    if placement_group is not None:
+        spec["placementGroupSelector"] = {"name": placement_group}
+    reservation = group.reservation_id if group.capacity_type is CapacityType.CAPACITY_BLOCK else None
+    if reservation is None and group.reservation is not None:
+        reservation = group.reservation.id
+    if reservation is not None:
+        spec["capacityReservationSelectorTerms"] = [{"id": reservation}]
+    return {"apiVersion": API_NODE_CLASS, "kind": "EC2NodeClass", "metadata": {"name": group.name}, "spec": spec}

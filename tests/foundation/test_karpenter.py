@@ -1,0 +1,250 @@
+"""Karpenter groups (`provisioner: Karpenter`, issue 32): a fleet mixing the example's managed training group with
+Karpenter groups gets, per Karpenter group, an EC2NodeClass and a NodePool instead of a launch template and a managed
+node group, with the same labels, taints, kubelet settings, EFA interfaces, instance store and capacity; every one
+validates against the pinned Karpenter 1.14.1 CRDs."""
+
+from __future__ import annotations
+
+import email
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpufleet.plan.builders.node_groups import managed_node_group
+from gpufleet.plan.parts import BuildContext, Ref, Resource, RolloutPlan
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules.pipeline import load_fleet
+from tests.upstream import require_shared, validate_object
+
+ROOT = Path(__file__).resolve().parents[2]
+CB = "cr-0123456789abcdef0"
+ODCR = "cr-0a1b2c3d4e5f60718"
+
+
+def mixed_spec() -> dict[str, Any]:
+    """The example fleet: h100 stays a managed node group (Training, warm pool); l40s, a100-mig and notebooks move
+    to Karpenter (without their managed-only settings); two more Karpenter groups cover Bottlerocket with RAID0 on an
+    ODCR and an EFA Capacity Block."""
+    data = yaml.safe_load((ROOT / "fleet.yaml").read_text())
+    groups = {g["name"]: g for g in data["nodeGroups"]}
+    for name in ("l40s", "a100-mig", "notebooks"):
+        g = groups[name]
+        g["provisioner"] = "Karpenter"
+        g["scaling"] = {"maxSize": g["scaling"]["maxSize"]}
+        g.pop("warmPool", None)
+    data["nodeGroups"] += [
+        {
+            "name": "br",
+            "instanceType": "g6e.12xlarge",
+            "workloadClass": "Inference",
+            "provisioner": "Karpenter",
+            "ami": {"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"},
+            "capacity": {"reservation": {"id": ODCR, "instanceCount": 2}},
+            "scaling": {"maxSize": 2},
+            "localStorage": "RAID0",
+        },
+        {
+            "name": "h200",
+            "instanceType": "p5e.48xlarge",
+            "workloadClass": "Training",
+            "provisioner": "Karpenter",
+            "ami": {"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.33.13-20260714"},
+            "capacity": {"type": "CapacityBlock", "reservationId": CB},
+            "scaling": {"maxSize": 2},
+            "fabric": "EFA",
+            "zone": "use1-az4",
+            "subnetIds": ["subnet-0a1b2c3d4e5f60001"],
+            "localStorage": "RAID0",
+        },
+    ]
+    del data["environments"]["dev"]
+    return data
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> RolloutPlan:
+    path = tmp_path_factory.mktemp("karpenter") / "fleet.yaml"
+    path.write_text(yaml.safe_dump(mixed_spec(), sort_keys=False))
+    return build_plan(load_fleet(str(path), "prod").environments["prod"], "prod")
+
+
+def _resources(plan: RolloutPlan) -> dict[str, Resource]:
+    return {r.id: r for s in plan.stages for r in s.content.resources}
+
+
+def _object(plan: RolloutPlan, kind: str, name: str) -> dict[str, Any]:
+    found = [
+        r.args["object"]
+        for r in _resources(plan).values()
+        if "object" in r.args and r.args["object"]["kind"] == kind and r.args["object"]["metadata"]["name"] == name
+    ]
+    assert len(found) == 1, (kind, name)
+    return found[0]
+
+
+KARPENTER = ("l40s", "a100-mig", "notebooks", "br", "h200")
+
+
+def test_karpenter_groups_have_a_node_pool_and_node_class_and_no_managed_node_group(mixed: RolloutPlan) -> None:
+    ids = set(_resources(mixed))
+    assert "h100-node-group" in ids and "h100-launch-template" in ids
+    for name in KARPENTER:
+        assert f"{name}-node-group" not in ids and f"{name}-launch-template" not in ids
+        pool = _object(mixed, "NodePool", name)
+        assert pool["spec"]["template"]["spec"]["nodeClassRef"] == {
+            "group": "karpenter.k8s.aws",
+            "kind": "EC2NodeClass",
+            "name": name,
+        }
+        assert _object(mixed, "EC2NodeClass", name)["spec"]["role"] == Ref("node-role", "name")
+
+
+DEPLOYED = {
+    Ref("node-role", "name"): "research-node-role-0123456",
+    Ref("cluster", "vpcConfig.clusterSecurityGroupId"): "sg-0123456789abcdef0",
+    Ref("efa-security-group", "id"): "sg-0fedcba9876543210",
+}
+
+
+def _deployed(value: Any) -> Any:
+    if isinstance(value, Ref):
+        return DEPLOYED.get(value, f"research-{value.resource}")
+    if isinstance(value, dict):
+        return {k: _deployed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_deployed(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("kind", ["NodePool", "EC2NodeClass"])
+@pytest.mark.parametrize("name", KARPENTER)
+def test_every_node_pool_and_node_class_validates_against_the_pinned_crds(
+    mixed: RolloutPlan, kind: str, name: str
+) -> None:
+    require_shared()
+    # Deploy-time values (gpufleet.plan.parts.Ref) as AWS spells them, so the CRD's patterns check their shape.
+    obj = _deployed(_object(mixed, kind, name))
+    assert validate_object(obj) == []
+
+
+def test_labels_and_taints_are_the_managed_node_groups(mixed: RolloutPlan) -> None:
+    """The NodePool carries exactly what the managed node group would: Kueue's flavors and every toleration
+    gpufleet writes derive from the same group_taints and node labels."""
+    fleet = mixed.fleet
+    group = next(g for g in fleet.node_groups if g.name == "l40s")
+    ctx = BuildContext(fleet=fleet, environment="prod", through="cost")
+    managed = managed_node_group(ctx, group, {}, None).args
+    template = _object(mixed, "NodePool", "l40s")["spec"]["template"]
+    assert template["spec"]["taints"] == [
+        {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"},
+        {"key": "gpufleet.io/serving", "value": "true", "effect": "NoSchedule"},
+    ]
+    assert {k: v for k, v in template["metadata"]["labels"].items() if k.startswith("gpufleet.io/")} == {
+        k: v for k, v in managed["labels"].items() if k.startswith("gpufleet.io/")
+    }
+    # The sharing stage's labels reach the pool through its at_foundation hook, as they reach the managed group.
+    mig = _object(mixed, "NodePool", "a100-mig")["spec"]["template"]["metadata"]["labels"]
+    assert mig["nvidia.com/mig.config"] == "a100-mig"
+
+
+def test_one_instance_type_its_capacity_type_and_a_gpu_limit_of_max_size(mixed: RolloutPlan) -> None:
+    def requirements(name: str) -> dict[str, list[str]]:
+        spec = _object(mixed, "NodePool", name)["spec"]["template"]["spec"]
+        return {r["key"]: r["values"] for r in spec["requirements"]}
+
+    assert requirements("l40s") == {
+        "node.kubernetes.io/instance-type": ["g6e.12xlarge"],
+        "karpenter.sh/capacity-type": ["on-demand"],
+        "kubernetes.io/arch": ["amd64"],
+    }
+    assert requirements("a100-mig")["karpenter.sh/capacity-type"] == ["spot"]
+    assert requirements("br")["karpenter.sh/capacity-type"] == ["reserved"]
+    assert requirements("h200")["karpenter.sh/capacity-type"] == ["reserved"]
+    assert _object(mixed, "NodePool", "l40s")["spec"]["limits"] == {"nvidia.com/gpu": "48"}  # 12 nodes x 4 GPUs
+    assert _object(mixed, "EC2NodeClass", "br")["spec"]["capacityReservationSelectorTerms"] == [{"id": ODCR}]
+    assert _object(mixed, "EC2NodeClass", "h200")["spec"]["capacityReservationSelectorTerms"] == [{"id": CB}]
+    assert "capacityReservationSelectorTerms" not in _object(mixed, "EC2NodeClass", "l40s")["spec"]
+
+
+def test_pinned_ami_release_by_its_ssm_parameter(mixed: RolloutPlan) -> None:
+    l40s = _object(mixed, "EC2NodeClass", "l40s")["spec"]
+    assert l40s["amiFamily"] == "AL2023"
+    assert l40s["amiSelectorTerms"] == [
+        {
+            "ssmParameter": "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/nvidia/"
+            "amazon-eks-node-al2023-x86_64-nvidia-1.33-v20260714/image_id"
+        }
+    ]
+    br = _object(mixed, "EC2NodeClass", "br")["spec"]
+    assert br["amiFamily"] == "Bottlerocket"
+    assert br["amiSelectorTerms"] == [
+        {"ssmParameter": "/aws/service/bottlerocket/aws-k8s-1.33-nvidia/x86_64/1.54.0/image_id"}
+    ]
+    assert [d["deviceName"] for d in br["blockDeviceMappings"]] == ["/dev/xvda", "/dev/xvdb"]
+
+
+def _node_configs(text: str) -> list[dict[str, Any]]:
+    message = email.message_from_string(text)
+    return [
+        yaml.safe_load(part.get_payload())
+        for part in message.walk()
+        if part.get_content_type() == "application/node.eks.aws"
+    ]
+
+
+def test_topology_manager_in_user_data_system_reserved_and_raid0_in_the_node_class(mixed: RolloutPlan) -> None:
+    """Karpenter merges our NodeConfig with its own: the Topology Manager (which spec.kubelet has no field for)
+    stays in user data; systemReserved and the RAID0 array are the EC2NodeClass's own fields, so they are not
+    also in user data where the two NodeConfigs could disagree."""
+    h200 = _object(mixed, "EC2NodeClass", "h200")["spec"]
+    assert _node_configs(h200["userData"]) == [
+        {
+            "apiVersion": "node.eks.aws/v1alpha1",
+            "kind": "NodeConfig",
+            "spec": {
+                "kubelet": {
+                    "config": {
+                        "cpuManagerPolicy": "static",
+                        "topologyManagerPolicy": "restricted",
+                        "topologyManagerScope": "pod",
+                    }
+                }
+            },
+        }
+    ]
+    assert h200["kubelet"] == {"systemReserved": {"cpu": "1", "memory": "2Gi"}}
+    assert h200["instanceStorePolicy"] == "RAID0"
+    br = _object(mixed, "EC2NodeClass", "br")["spec"]
+    settings = tomllib.loads(br["userData"])["settings"]
+    assert "bootstrap-commands" not in settings and "system-reserved" not in settings["kubernetes"]
+    assert br["instanceStorePolicy"] == "RAID0"
+
+
+def test_efa_interfaces_security_groups_and_no_placement_group_for_a_capacity_block(mixed: RolloutPlan) -> None:
+    h200 = _object(mixed, "EC2NodeClass", "h200")["spec"]
+    assert h200["networkInterfaces"] == [
+        {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+        *({"networkCardIndex": c, "deviceIndex": 1, "interfaceType": "efa-only"} for c in range(1, 32)),
+    ]
+    assert h200["securityGroupSelectorTerms"] == [
+        {"id": Ref("cluster", "vpcConfig.clusterSecurityGroupId")},
+        {"id": Ref("efa-security-group", "id")},
+    ]
+    assert "placementGroupSelector" not in h200
+    assert h200["subnetSelectorTerms"] == [{"id": "subnet-0a1b2c3d4e5f60001"}]
+    spec = _object(mixed, "NodePool", "h200")["spec"]["template"]["spec"]
+    assert {"key": "topology.k8s.aws/zone-id", "operator": "In", "values": ["use1-az4"]} in spec["requirements"]
+    assert "networkInterfaces" not in _object(mixed, "EC2NodeClass", "l40s")["spec"]
+
+
+def test_the_plan_warns_that_the_controller_is_not_installed_yet(mixed: RolloutPlan, prod: RolloutPlan) -> None:
+    assert [w for w in mixed.warnings if "Karpenter" in w] == [
+        "node groups l40s, a100-mig, notebooks, br, h200 are provisioned by Karpenter: their NodePools and"
+        " EC2NodeClasses need the Karpenter 1.14.1 controller and CRDs, and an EC2_LINUX access entry for the node"
+        " role, which gpufleet does not create yet; until it does, stage 1 fails on them unless you run Karpenter"
+        " yourself"
+    ]
+    assert not [w for w in prod.warnings if "Karpenter" in w]
