@@ -26,20 +26,20 @@ SENTINELS = frozenset(v for k, v in vars(proxy).items() if k.startswith("UNKNOWN
 
 
 def policy(rule: Rule) -> ResourceValidationPolicy | StackValidationPolicy:
-    level = EnforcementLevel.MANDATORY if rule.level == MANDATORY else EnforcementLevel.ADVISORY
+    level = EnforcementLevel.MANDATORY if rule.severity == MANDATORY else EnforcementLevel.ADVISORY
     if rule.scope == "resource":
         return ResourceValidationPolicy(
             name=rule.name,
             description=rule.description,
             enforcement_level=level,
-            remediation_steps=rule.fix,
+            remediation_steps=rule.hint,
             validate=adapter.resource_validator(rule, SENTINELS),
         )
     return StackValidationPolicy(
         name=rule.name,
         description=rule.description,
         enforcement_level=level,
-        remediation_steps=rule.fix,
+        remediation_steps=rule.hint,
         validate=adapter.stack_validator(rule, SENTINELS),
     )
 

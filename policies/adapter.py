@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from gpufleet.policies.rules import Finding, Rule
+from gpufleet.policies.rules import PolicyFinding, Rule
 
 UNKNOWN = "<ref:?.?>"
 
@@ -75,8 +75,8 @@ def from_policy_resource(resource: Any, sentinels: Collection[str]) -> dict[str,
     }
 
 
-def message(finding: Finding) -> str:
-    return f"{finding.message}. Fix: {finding.fix}"
+def message(finding: PolicyFinding) -> str:
+    return f"{finding.message}. Fix: {finding.hint}"
 
 
 def resource_validator(rule: Rule, sentinels: Collection[str]) -> Callable[[Any, Callable[..., None]], None]:

@@ -7,7 +7,7 @@ two places: `gpufleet check DIR` over a synth tree, and the CrossGuard pack (`po
 without breaking policies that do not look at them.
 
     from gpufleet.policies.rules import evaluate
-    findings = evaluate(resources)          # list[Finding], mandatory first
+    findings = evaluate(resources)          # list[PolicyFinding], mandatory first
 """
 
 from __future__ import annotations
@@ -28,16 +28,18 @@ class Violation:
 
     resource: str | None
     message: str
-    fix: str | None = None
+    hint: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Finding:
+class PolicyFinding:
+    """A rule's violation by one resource (gpufleet.base.findings)."""
+
     rule: str
-    level: str  # mandatory | advisory
+    severity: str  # mandatory | advisory: the rule's enforcement level
     resource: str | None
     message: str
-    fix: str
+    hint: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,19 +47,21 @@ class Rule:
     """A named policy. `scope` "resource": `check(resource)`; "stack": `check(resources)` (cross-resource)."""
 
     name: str
-    level: str
+    severity: str  # mandatory | advisory
     scope: str
     description: str
-    fix: str
+    hint: str
     check: Callable[..., Iterable[Violation]]
 
-    def run(self, resources: Sequence[Resource]) -> list[Finding]:
+    def run(self, resources: Sequence[Resource]) -> list[PolicyFinding]:
         if self.scope == "resource":
             found = [v for r in resources for v in self.check(r)]
         else:
             found = list(self.check(resources))
         return [
-            Finding(rule=self.name, level=self.level, resource=v.resource, message=v.message, fix=v.fix or self.fix)
+            PolicyFinding(
+                rule=self.name, severity=self.severity, resource=v.resource, message=v.message, hint=v.hint or self.hint
+            )
             for v in found
         ]
 
@@ -90,13 +94,13 @@ _MIN_TOOLKIT = checks_cluster.dotted(checks_cluster.MIN_CONTAINER_TOOLKIT)
 RULES: tuple[Rule, ...] = (
     Rule(
         name="endpoint-not-open",
-        level=MANDATORY,
+        severity=MANDATORY,
         scope="resource",
         description=(
             "The cluster's public API endpoint is not open to 0.0.0.0/0 (explicitly, or by omitting publicAccessCidrs),"
             " unless the spec acknowledges it with a reason."
         ),
-        fix=(
+        hint=(
             "set cluster.publicEndpoint.cidrs to the networks that need the API (VPN egress, CI runners), or"
             " endpointAccess: Private; if it must stay open, say why in"
             " cluster.publicEndpoint.acknowledgeOpenToInternet"
@@ -105,13 +109,13 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         name="gpu-node-group-tainted",
-        level=MANDATORY,
+        severity=MANDATORY,
         scope="resource",
         description=(
             "Every GPU node group carries the nvidia.com/gpu NO_SCHEDULE taint, so only pods that request GPUs land"
             " there."
         ),
-        fix=(
+        hint=(
             'add the taint {key: nvidia.com/gpu, value: "true", effect: NO_SCHEDULE} to the node group (EKS\'s '
             "ExtendedResourceToleration admission adds the toleration to every pod requesting nvidia.com/gpu)"
         ),
@@ -119,24 +123,24 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         name="one-instance-type",
-        level=MANDATORY,
+        severity=MANDATORY,
         scope="resource",
         description=(
             "A GPU node group has exactly one instance type: one device type per group keeps quotas, flavors and"
             " topology exact."
         ),
-        fix="split the node group: one node group per instance type",
+        hint="split the node group: one node group per instance type",
         check=_resource_rule(checks_nodes.one_instance_type),
     ),
     Rule(
         name="node-image-pinned",
-        level=MANDATORY,
+        severity=MANDATORY,
         scope="resource",
         description=(
             "The AMI release is pinned (releaseVersion) and the launch template version is a number, never $Latest or"
             " $Default."
         ),
-        fix=(
+        hint=(
             "set nodeGroups[].ami.releaseVersion (cluster.systemNodes.releaseVersion for the system group) and "
             "reference the launch template's latestVersion, not $Latest/$Default"
         ),
@@ -144,24 +148,24 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         name="desired-size-ignored",
-        level=MANDATORY,
+        severity=MANDATORY,
         scope="resource",
         description=(
             "Node groups ignore changes to scalingConfig.desiredSize: the autoscaler owns it, and a deploy must never"
             " scale GPUs back."
         ),
-        fix='register the node group with ignore_changes=["scalingConfig.desiredSize"]',
+        hint='register the node group with ignore_changes=["scalingConfig.desiredSize"]',
         check=_resource_rule(checks_nodes.desired_size_ignored),
     ),
     Rule(
         name="training-topology-aligned",
-        level=MANDATORY,
+        severity=MANDATORY,
         scope="stack",
         description=(
             "Training node groups run the kubelet Topology Manager with an aligning policy, restricted or"
             " single-numa-node (launch template user data)."
         ),
-        fix=(
+        hint=(
             "set nodeGroups[].topology.policy: restricted (or leave it unset on Training groups) so the launch"
             " template's NodeConfig / Bottlerocket settings carry topologyManagerPolicy restricted"
         ),
@@ -169,10 +173,10 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         name="efa-single-zone",
-        level=MANDATORY,
+        severity=MANDATORY,
         scope="stack",
         description="EFA node groups sit in one zone (one subnet) and their launch template attaches EFA interfaces.",
-        fix=(
+        hint=(
             "give the EFA group one subnet (nodeGroups[].zone and subnetIds) and fabric: EFA so its launch "
             "template gets one EFA interface per network card"
         ),
@@ -180,13 +184,13 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         name="gpu-operator-cve-fixed",
-        level=MANDATORY,
+        severity=MANDATORY,
         scope="resource",
         description=(
             f"The GPU Operator chart is pinned to an exact version >= {_MIN_OPERATOR} (container toolkit "
             f">= {_MIN_TOOLKIT}): the fixes for CVE-2025-23266 (NVIDIAScape) and CVE-2024-0132."
         ),
-        fix=(
+        hint=(
             f"pin versions.gpuOperator.chart to {_MIN_OPERATOR} or later (and the toolkit version, when set, to"
             f" {_MIN_TOOLKIT} or later)"
         ),
@@ -194,13 +198,13 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         name="gpu-operator-escape-closed",
-        level=MANDATORY,
+        severity=MANDATORY,
         scope="resource",
         description=(
             "The NVIDIA_VISIBLE_DEVICES container escape is closed in the GPU Operator values: device lists "
             "as volume mounts, and the operator's toolkit refuses the env var from unprivileged pods."
         ),
-        fix=(
+        hint=(
             "devicePlugin.env: [{name: DEVICE_LIST_STRATEGY, value: volume-mounts}]; with toolkit.enabled, toolkit.env:"
             " ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED=false,"
             " ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS=true"
@@ -209,13 +213,13 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         name="host-toolkit-escape-closed",
-        level=MANDATORY,
+        severity=MANDATORY,
         scope="stack",
         description=(
             "Where the node's own container toolkit is used (operator toolkit disabled), the GPU launch "
             "templates turn off accept-nvidia-visible-devices-envvar-when-unprivileged."
         ),
-        fix=(
+        hint=(
             "keep gpufleet's user data part that sets accept-nvidia-visible-devices-envvar-when-unprivileged = false "
             "in /etc/nvidia-container-runtime/config.toml (AL2023), or do not enable it in Bottlerocket settings"
         ),
@@ -223,10 +227,10 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         name="checkpoint-bucket-protected",
-        level=MANDATORY,
+        severity=MANDATORY,
         scope="stack",
         description="The checkpoint bucket is protected, retained on delete, encrypted and private.",
-        fix=(
+        hint=(
             "register the bucket with protect and retain_on_delete, add a server-side encryption configuration "
             "and a public access block with all four settings true"
         ),
@@ -234,13 +238,13 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         name="team-namespace-queued",
-        level=MANDATORY,
+        severity=MANDATORY,
         scope="stack",
         description=(
             "Every team namespace has a LocalQueue bound to a ClusterQueue that admits it, and is covered by "
             "the denying queue-name ValidatingAdmissionPolicy."
         ),
-        fix=(
+        hint=(
             "give the team a LocalQueue in its namespace pointing at its ClusterQueue, and bind the queue-name "
             "ValidatingAdmissionPolicy (validationActions [Deny]) to the namespace"
         ),
@@ -248,10 +252,10 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         name="cluster-queue-selects-namespaces",
-        level=MANDATORY,
+        severity=MANDATORY,
         scope="resource",
         description="No ClusterQueue admits all namespaces: its namespaceSelector is set and selects positively.",
-        fix=(
+        hint=(
             "set spec.namespaceSelector to select the team's namespace only (e.g. matchLabels "
             "{kubernetes.io/metadata.name: <namespace>})"
         ),
@@ -259,36 +263,36 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         name="endpoint-open-acknowledged",
-        level=ADVISORY,
+        severity=ADVISORY,
         scope="resource",
         description=(
             "A public API endpoint open to the internet with a recorded reason (cluster tag"
             " gpufleet.io/open-endpoint-reason)."
         ),
-        fix="review the reason; limit cluster.publicEndpoint.cidrs when it no longer holds",
+        hint="review the reason; limit cluster.publicEndpoint.cidrs when it no longer holds",
         check=_resource_rule(checks_access.endpoint_open_acknowledged),
     ),
     Rule(
         name="team-has-members",
-        level=MANDATORY,
+        severity=MANDATORY,
         scope="stack",
         description=(
             "Every team namespace (label gpufleet.io/team) has at least one EKS access entry of the team "
             "(tag gpufleet.io/team or Kubernetes group gpufleet-team-<team>)."
         ),
-        fix="add teams[].members: the IAM roles the team's people assume",
+        hint="add teams[].members: the IAM roles the team's people assume",
         check=_stack_rule(checks_access.team_has_members),
     ),
     Rule(
         name="team-access-in-namespace",
-        level=MANDATORY,
+        severity=MANDATORY,
         scope="stack",
         description=(
             "A team's access stays in its namespace: its access policy associations are scoped to exactly its "
             "namespace, RoleBindings of its group live there, and ClusterRoleBindings of its group only read Kueue's "
             "cluster-scoped kinds."
         ),
-        fix=(
+        hint=(
             "scope team access policies to {type: namespace, namespaces: [<team namespace>]}, bind team groups in their"
             " own namespace, and cluster-wide only to read-only ClusterRoles over Kueue's cluster-scoped kinds"
         ),
@@ -296,14 +300,14 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         name="team-namespace-default-deny",
-        level=MANDATORY,
+        severity=MANDATORY,
         scope="stack",
         description=(
             "Every workload namespace (label gpufleet.io/team, or holding a LocalQueue) has a NetworkPolicy that"
             " selects all its pods for Ingress and admits only its own pods and named namespaces, and the VPC CNI"
             " add-on (when in the stack) enables its network policy agent."
         ),
-        fix=(
+        hint=(
             "add the default-deny ingress NetworkPolicy (podSelector {}, ingress from podSelector {} and the monitoring"
             ' namespace) to the namespace, and set the vpc-cni add-on configurationValues {"enableNetworkPolicy":'
             ' "true"}'
@@ -312,13 +316,13 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         name="workload-namespace-pod-security",
-        level=MANDATORY,
+        severity=MANDATORY,
         scope="stack",
         description=(
             "Every workload namespace enforces Pod Security Admission baseline or restricted "
             "(label pod-security.kubernetes.io/enforce)."
         ),
-        fix=(
+        hint=(
             "label the namespace pod-security.kubernetes.io/enforce: baseline (teams[].podSecurity: Restricted for"
             " restricted)"
         ),
@@ -326,18 +330,18 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         name="interactive-warm-pool",
-        level=ADVISORY,
+        severity=ADVISORY,
         scope="resource",
         description="Interactive node groups keep a warm pool, so a notebook does not wait for a cold GPU node.",
-        fix="add nodeGroups[].warmPool (e.g. {minSize: 1, state: Stopped})",
+        hint="add nodeGroups[].warmPool (e.g. {minSize: 1, state: Stopped})",
         check=_resource_rule(checks_nodes.interactive_warm_pool),
     ),
     Rule(
         name="time-slicing-interactive-or-batch",
-        level=ADVISORY,
+        severity=ADVISORY,
         scope="stack",
         description="Time-slicing (no memory or fault isolation) is used only on Interactive or Batch node groups.",
-        fix="use sharing Exclusive, MIG or MPS on Training and Inference groups, or change the workload class",
+        hint="use sharing Exclusive, MIG or MPS on Training and Inference groups, or change the workload class",
         check=_stack_rule(checks_cluster.time_slicing_class),
     ),
 )
@@ -345,8 +349,8 @@ RULES: tuple[Rule, ...] = (
 RULES_BY_NAME: Mapping[str, Rule] = {rule.name: rule for rule in RULES}
 
 
-def evaluate(resources: Sequence[Resource], rules: Sequence[Rule] = RULES) -> list[Finding]:
+def evaluate(resources: Sequence[Resource], rules: Sequence[Rule] = RULES) -> list[PolicyFinding]:
     """Every finding of every rule, mandatory first, then by rule order and resource."""
     order = {rule.name: i for i, rule in enumerate(RULES)}
     findings = [f for rule in rules for f in rule.run(resources)]
-    return sorted(findings, key=lambda f: (f.level != MANDATORY, order.get(f.rule, len(order)), f.resource or ""))
+    return sorted(findings, key=lambda f: (f.severity != MANDATORY, order.get(f.rule, len(order)), f.resource or ""))

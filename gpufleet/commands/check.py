@@ -12,18 +12,18 @@ import argparse
 import sys
 from typing import Any
 
-from gpufleet.policies.rules import MANDATORY, RULES, Finding, evaluate
+from gpufleet.policies.rules import MANDATORY, RULES, PolicyFinding, evaluate
 from gpufleet.tree.read import NotATree, read_tree
 
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
 
 
-def render(findings: list[Finding], resource_count: int, directory: str) -> str:
+def render(findings: list[PolicyFinding], resource_count: int, directory: str) -> str:
     lines = []
     for f in findings:
-        lines.append(f"{f.level.upper()} {f.rule} {f.resource or '-'}: {f.message}")
-        lines.append(f"  fix: {f.fix}")
-    mandatory = sum(1 for f in findings if f.level == MANDATORY)
+        lines.append(f"{f.severity.upper()} {f.rule} {f.resource or '-'}: {f.message}")
+        lines.append(f"  fix: {f.hint}")
+    mandatory = sum(1 for f in findings if f.severity == MANDATORY)
     advisory = len(findings) - mandatory
     verdict = "FAILED" if mandatory else "passed"
     lines.append(
@@ -51,6 +51,6 @@ def run(args: argparse.Namespace) -> int:
 def report(resources: list[dict[str, Any]], directory: str) -> tuple[int, str]:
     """(exit code, text) of the policies over the resources of the tree at `directory`."""
     findings = evaluate(resources)
-    return EXIT_VIOLATION if any(f.level == MANDATORY for f in findings) else EXIT_OK, render(
+    return EXIT_VIOLATION if any(f.severity == MANDATORY for f in findings) else EXIT_OK, render(
         findings, len(resources), directory
     )

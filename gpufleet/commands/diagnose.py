@@ -12,17 +12,17 @@ import sys
 from collections.abc import Mapping
 
 from gpufleet.base.inputs import read_bounded
-from gpufleet.diagnose.findings import Finding, rank, render
+from gpufleet.diagnose.findings import LogFinding, rank, render
 from gpufleet.diagnose.nccl import parse_nccl
 from gpufleet.diagnose.nccl_checks import check_job
 from gpufleet.diagnose.node import check_describe
 
-__all__ = ["Finding", "add_arguments", "diagnose", "render", "run"]
+__all__ = ["LogFinding", "add_arguments", "diagnose", "render", "run"]
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 
-def diagnose(nccl_texts: Mapping[str, str], node_texts: Mapping[str, str]) -> list[Finding]:
+def diagnose(nccl_texts: Mapping[str, str], node_texts: Mapping[str, str]) -> list[LogFinding]:
     """Pure: file name -> text in, ranked findings out."""
     findings = check_job({name: parse_nccl(text) for name, text in nccl_texts.items()})
     for name, text in node_texts.items():

@@ -50,12 +50,12 @@ from gpufleet.preflight import clients as aws
 from gpufleet.preflight.clients import ApiError, Clients
 from gpufleet.preflight.core import CHECKS, DEFAULT_DEADLINE_S
 from gpufleet.preflight.core import preflight as run_checks
-from gpufleet.preflight.findings import Finding, blocking, ordered, render
+from gpufleet.preflight.findings import AccountFinding, blocking, ordered, render
 from gpufleet.preflight.stack import check_stack_region
 from gpufleet.rules.pipeline import open_spec
 from gpufleet.spec.fleet import Fleet
 
-__all__ = ["ApiError", "Clients", "Finding", "add_arguments", "preflight", "run"]
+__all__ = ["ApiError", "Clients", "AccountFinding", "add_arguments", "preflight", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,7 +80,7 @@ def _seconds(text: str) -> float:
     return value
 
 
-def preflight(fleet: Fleet, clients: Clients, deadline: float | None = None) -> list[Finding]:
+def preflight(fleet: Fleet, clients: Clients, deadline: float | None = None) -> list[AccountFinding]:
     """Every finding for `fleet`, read through `clients` (see gpufleet.preflight.core)."""
     return run_checks(fleet, clients, deadline)
 

@@ -49,26 +49,26 @@ _IMPORTANCE_INDEX = {check: i for i, check in enumerate(IMPORTANCE)}
 
 
 @dataclass(frozen=True, slots=True)
-class Finding:
-    """One thing to change.
+class LogFinding:
+    """One thing to change (gpufleet.base.findings).
 
     severity: critical (the job is slow or cannot run), warning (costs performance or will bite), info (context).
     source: the input file the finding comes from (several joined by ", " for a job-wide finding).
     subject: the rank(s)/host(s) of an NCCL log, or the node name of a `kubectl describe node`.
-    what: what is wrong, with the evidence.
-    fix: the concrete change; empty for info findings that need none.
+    message: what is wrong, with the evidence.
+    hint: the concrete change; empty for info findings that need none.
     check: the stable id of the check that produced it (see IMPORTANCE).
     """
 
     severity: Severity
     source: str
     subject: str
-    what: str
-    fix: str
+    message: str
+    hint: str
     check: str = ""
 
 
-def rank(findings: Iterable[Finding]) -> list[Finding]:
+def rank(findings: Iterable[LogFinding]) -> list[LogFinding]:
     """Most important first: by severity, then IMPORTANCE, then source and subject (stable for equal keys)."""
     return sorted(
         findings,
@@ -81,7 +81,7 @@ def rank(findings: Iterable[Finding]) -> list[Finding]:
     )
 
 
-def render(findings: Iterable[Finding]) -> str:
+def render(findings: Iterable[LogFinding]) -> str:
     """One block per finding, blocks separated by a blank line:
 
     [critical] FILE: subject: what
@@ -89,8 +89,8 @@ def render(findings: Iterable[Finding]) -> str:
     """
     blocks = []
     for f in findings:
-        block = f"[{f.severity}] {f.source}: {f.subject}: {f.what}"
-        if f.fix:
-            block += f"\n  fix: {f.fix}"
+        block = f"[{f.severity}] {f.source}: {f.subject}: {f.message}"
+        if f.hint:
+            block += f"\n  fix: {f.hint}"
         blocks.append(block)
     return "\n\n".join(blocks)

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 
-from gpufleet.diagnose.findings import Finding, Severity
+from gpufleet.diagnose.findings import LogFinding, Severity
 from gpufleet.diagnose.nccl import EFA_MISSING, PLUGIN_LIB, NcclLog, Process
 from gpufleet.facts import catalog
 
@@ -56,10 +56,10 @@ _FABRIC_FIX = (
 )
 
 
-def check_job(logs: Mapping[str, NcclLog]) -> list[Finding]:
+def check_job(logs: Mapping[str, NcclLog]) -> list[LogFinding]:
     """The logs of one job (one file, or one per pod): what to change, unranked."""
     out = [
-        Finding(
+        LogFinding(
             "warning",
             src,
             "log",
@@ -130,8 +130,8 @@ def _count(members: list[Row]) -> int:
     return sum(max(1, len(p.rank_list)) for _, p, _ in members)
 
 
-def _finding(severity: Severity, members: list[Row], everyone: int, what: str, fix: str, check: str) -> Finding:
-    return Finding(severity, _sources(members), _who(members, everyone), what, fix, check)
+def _finding(severity: Severity, members: list[Row], everyone: int, what: str, fix: str, check: str) -> LogFinding:
+    return LogFinding(severity, _sources(members), _who(members, everyone), what, fix, check)
 
 
 def _instance(platform: str | None) -> catalog.InstanceType | None:
@@ -178,7 +178,7 @@ def _gpus_of(platform: str | None) -> int:
 # ---- errors --------------------------------------------------------------------------------------------------------
 
 
-def _errors(logs: Mapping[str, NcclLog], rows: list[Row]) -> list[Finding]:
+def _errors(logs: Mapping[str, NcclLog], rows: list[Row]) -> list[LogFinding]:
     """Every WARN and failure line is evidence; the fabric manager's signature gets its own finding."""
     fabric: list[Row] = []
     fabric_msg = ""
@@ -193,11 +193,11 @@ def _errors(logs: Mapping[str, NcclLog], rows: list[Row]) -> list[Finding]:
             first = next((m for m in r[1].warnings if not _explained(m, r[1])), None)
             if first:
                 other.setdefault(_LOC.sub("", first), []).append(r)  # the same error at another file:line
-    out: list[Finding] = []
+    out: list[LogFinding] = []
     loose = [(src, msg) for src, log in logs.items() for msg in log.failures]
     if not fabric_msg and (hit := next(((s, m) for s, m in loose if _FABRIC.search(m)), None)):
         out.append(
-            Finding(
+            LogFinding(
                 "critical",
                 hit[0],
                 "job",
@@ -226,7 +226,7 @@ def _errors(logs: Mapping[str, NcclLog], rows: list[Row]) -> list[Finding]:
         )
     if not out and (hit := next(((s, m) for s, m in loose), None)):
         out.append(
-            Finding(
+            LogFinding(
                 "critical",
                 hit[0],
                 "job",
@@ -312,7 +312,7 @@ def _error_fix(msg: str) -> str:
 # ---- EFA, transports and plugins -----------------------------------------------------------------------------------
 
 
-def _efa(logs: Mapping[str, NcclLog], rows: list[Row]) -> list[Finding]:
+def _efa(logs: Mapping[str, NcclLog], rows: list[Row]) -> list[LogFinding]:
     members = [r for r in rows if r[1].efa_missing]
     if members:
         first = members[0][1].efa_missing or ""
@@ -325,14 +325,14 @@ def _efa(logs: Mapping[str, NcclLog], rows: list[Row]) -> list[Finding]:
         msg = next((m for m in log.libfabric if EFA_MISSING.search(m)), None)
         if msg and not selected:
             out.append(
-                Finding(
+                LogFinding(
                     "critical", src, "job", f"EFA is not usable: libfabric: {msg}", _EFA_FIX, "nccl.efa-unavailable"
                 )
             )
     return out
 
 
-def _transports(rows: list[Row]) -> list[Finding]:
+def _transports(rows: list[Row]) -> list[LogFinding]:
     counts = Counter(t for _, _, t in rows if t)
     order = sorted(counts, key=lambda t: (-counts[t], t == "Socket", t))
     if not order:
@@ -365,8 +365,8 @@ def _transports(rows: list[Row]) -> list[Finding]:
     return out
 
 
-def _plugins(rows: list[Row]) -> list[Finding]:
-    out: list[Finding] = []
+def _plugins(rows: list[Row]) -> list[LogFinding]:
+    out: list[LogFinding] = []
     errors: dict[str, list[Row]] = {}
     for r in rows:
         if r[1].plugin_error:
@@ -430,7 +430,7 @@ def _gdr_off(r: Row, local: int) -> bool | None:
     return None if expected is None and not p.platform else bool(expected)
 
 
-def _gdr(rows: list[Row]) -> list[Finding]:
+def _gdr(rows: list[Row]) -> list[LogFinding]:
     per_host = Counter(p.host for _, p, _ in rows)
     verdicts = [(r, _gdr_off(r, _local_gpus(r[1], per_host))) for r in rows]
     members = [r for r, off in verdicts if off]
@@ -468,7 +468,7 @@ def _gdr(rows: list[Row]) -> list[Finding]:
     )
 
 
-def _platform_unknown(members: list[Row], everyone: int, per_host: Mapping[str, int]) -> list[Finding]:
+def _platform_unknown(members: list[Row], everyone: int, per_host: Mapping[str, int]) -> list[LogFinding]:
     """Say that the GPUDirect check could not run: the EFA channels carry no GDRDMA, aws-ofi-nccl printed no platform
     line, and its NIC count fits instance types with and without GPUDirect RDMA (or none)."""
     if not members:
@@ -490,7 +490,7 @@ def _platform_unknown(members: list[Row], everyone: int, per_host: Mapping[str, 
     return [_finding("info", members, everyone, what, fix, "nccl.platform-unknown")]
 
 
-def _efa_devices(rows: list[Row]) -> list[Finding]:
+def _efa_devices(rows: list[Row]) -> list[LogFinding]:
     """aws-ofi-nccl's "found N nics" against the EFA interfaces of the instance it runs on: a process driving L of the
     instance's G GPUs needs its share, ceil(E * L / G), of the E interfaces (EC2 MaximumEfaInterfaces: p5 32, p5en 16,
     p4d 4). Fewer means the pod requested fewer vpc.amazonaws.com/efa and its traffic shares the NICs it has."""
@@ -558,7 +558,7 @@ def _efa_devices(rows: list[Row]) -> list[Finding]:
     ]
 
 
-def _one_gpu_per_pod(rows: list[Row]) -> list[Finding]:
+def _one_gpu_per_pod(rows: list[Row]) -> list[LogFinding]:
     """nNodes == nRanks with one local rank each, on an instance with several GPUs: one-GPU pods on one machine talk
     over the network (NCCL counts each pod as a node) instead of NVLink."""
     members = []
@@ -592,7 +592,7 @@ def _one_gpu_per_pod(rows: list[Row]) -> list[Finding]:
 # ---- interfaces and versions ---------------------------------------------------------------------------------------
 
 
-def _interfaces(rows: list[Row], multi_host: bool) -> list[Finding]:
+def _interfaces(rows: list[Row], multi_host: bool) -> list[LogFinding]:
     out = []
     bad = [r for r in rows if any(_BAD_IFACE.match(i) for i in r[1].socket_ifaces)]
     if bad:
@@ -671,7 +671,7 @@ def _interfaces(rows: list[Row], multi_host: bool) -> list[Finding]:
     return out
 
 
-def _versions(logs: Mapping[str, NcclLog], rows: list[Row], other_findings: bool) -> list[Finding]:
+def _versions(logs: Mapping[str, NcclLog], rows: list[Row], other_findings: bool) -> list[LogFinding]:
     where: dict[str, set[str]] = {}
     full: dict[str, str] = {}
     for _, p, _ in rows:
@@ -688,7 +688,7 @@ def _versions(logs: Mapping[str, NcclLog], rows: list[Row], other_findings: bool
         ordered = sorted(where.items(), key=lambda vh: tuple(int(x) for x in vh[0].split(".")))
         text = "; ".join(f"{v} on {', '.join(sorted(hosts))}" for v, hosts in ordered)
         return [
-            Finding(
+            LogFinding(
                 "warning",
                 sources,
                 "job",
@@ -701,5 +701,5 @@ def _versions(logs: Mapping[str, NcclLog], rows: list[Row], other_findings: bool
     if where and other_findings:
         ofi = sorted({p.ofi_version for _, p, _ in rows if p.ofi_version})
         extra = f", aws-ofi-nccl {', '.join(ofi)}" if ofi else ""
-        return [Finding("info", sources, "job", f"NCCL {next(iter(full.values()))}{extra}", "", "nccl.version")]
+        return [LogFinding("info", sources, "job", f"NCCL {next(iter(full.values()))}{extra}", "", "nccl.version")]
     return []

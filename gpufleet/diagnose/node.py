@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from gpufleet.diagnose.findings import Finding, Severity
+from gpufleet.diagnose.findings import LogFinding, Severity
 from gpufleet.spec.names import LABEL_NODE_GROUP, LABEL_SHARING
 
 # Anchored and bounded: a line of any length is matched in one pass (the value is cut with str.strip, not a regex).
@@ -62,7 +62,7 @@ _EKS_HEALTH = ("AcceleratedHardwareReady", "NetworkingReady", "StorageReady", "K
 
 
 @dataclass(frozen=True, slots=True)
-class Taint:
+class NodeTaint:
     key: str
     value: str
     effect: str
@@ -82,7 +82,7 @@ class Node:
 
     name: str
     labels: dict[str, str] = field(default_factory=dict)
-    taints: list[Taint] | None = None
+    taints: list[NodeTaint] | None = None
     conditions: dict[str, Condition] = field(default_factory=dict)
     capacity: dict[str, str] | None = None
     allocatable: dict[str, str] | None = None
@@ -141,7 +141,7 @@ def _node(s: dict[str, list[str]], cut: str | None) -> Node:
         for item in _items(s["Taints"]):
             kv, _, effect = item.rpartition(":")
             k, _, v = kv.partition("=")
-            node.taints.append(Taint(k, v, effect))
+            node.taints.append(NodeTaint(k, v, effect))
     for line in s.get("Conditions", []):
         tokens = line.split()
         if len(tokens) >= 2 and tokens[1] in ("True", "False", "Unknown"):
@@ -206,12 +206,12 @@ def is_gpu_node(node: Node) -> bool:
     )
 
 
-def check_node(source: str, node: Node) -> list[Finding]:
+def check_node(source: str, node: Node) -> list[LogFinding]:
     name = node.name or "node"
-    out: list[Finding] = []
+    out: list[LogFinding] = []
 
     def add(severity: Severity, what: str, fix: str, check: str) -> None:
-        out.append(Finding(severity, source, name, what, fix, check))
+        out.append(LogFinding(severity, source, name, what, fix, check))
 
     conds = node.conditions
     ready = conds.get("Ready")
@@ -348,13 +348,13 @@ def _why(c: Condition) -> str:
     return f" ({detail})" if detail else ""
 
 
-def _mig_and_sharing(source: str, name: str, labels: dict[str, str]) -> list[Finding]:
+def _mig_and_sharing(source: str, name: str, labels: dict[str, str]) -> list[LogFinding]:
     out = []
     cfg, state = labels.get(MIG_CONFIG), labels.get(MIG_STATE)
     mig_on = bool(cfg) and cfg != "all-disabled"
     if cfg and state != "success":
         out.append(
-            Finding(
+            LogFinding(
                 "warning",
                 source,
                 name,
@@ -367,7 +367,7 @@ def _mig_and_sharing(source: str, name: str, labels: dict[str, str]) -> list[Fin
         )
     if mig_on and labels.get(MIG_CAPABLE) == "false":
         out.append(
-            Finding(
+            LogFinding(
                 "warning",
                 source,
                 name,
@@ -380,7 +380,7 @@ def _mig_and_sharing(source: str, name: str, labels: dict[str, str]) -> list[Fin
     problems = _sharing_problems(labels, cfg, mig_on)
     if problems:
         out.append(
-            Finding(
+            LogFinding(
                 "warning",
                 source,
                 name,
@@ -423,7 +423,7 @@ def _sharing_problems(labels: dict[str, str], cfg: str | None, mig_on: bool) -> 
     return problems
 
 
-def _teams(source: str, name: str, node: Node, hygiene: Severity) -> list[Finding]:
+def _teams(source: str, name: str, node: Node, hygiene: Severity) -> list[LogFinding]:
     if node.pods is None or not is_gpu_node(node):
         return []
     requested = _int((node.allocated or {}).get("nvidia.com/gpu"))
@@ -434,7 +434,7 @@ def _teams(source: str, name: str, node: Node, hygiene: Severity) -> list[Findin
     shared = is_shared(labels)
     # Non-terminated Pods shows no GPU requests per pod, so this names namespaces, not proven GPU users.
     return [
-        Finding(
+        LogFinding(
             "info" if shared else hygiene,
             source,
             name,
@@ -457,11 +457,11 @@ def is_shared(labels: dict[str, str]) -> bool:
     )
 
 
-def check_describe(source: str, text: str) -> list[Finding]:
+def check_describe(source: str, text: str) -> list[LogFinding]:
     nodes = parse_nodes(text)
     if not nodes:
         return [
-            Finding(
+            LogFinding(
                 "warning",
                 source,
                 "input",

@@ -23,7 +23,8 @@ latest/ug/networking/, as of AS_OF):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from gpufleet.base.findings import CatalogFinding
 
 AS_OF = "2026-12-01"
 _VERSION = re.compile(r"^v(?P<major>\d+)\.(?P<minor>\d+)\.(?P<patch>\d+)-eksbuild\.\d+$")
@@ -45,14 +46,7 @@ def dotted(parts: tuple[int, ...]) -> str:
     return ".".join(str(p) for p in parts)
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
-    severity: str  # error | warning
-    message: str
-    hint: str
-
-
-def check(key: str, version: str, kubernetes_version: str, *, efa_only: bool) -> Finding | None:
+def check(key: str, version: str, kubernetes_version: str, *, efa_only: bool) -> CatalogFinding | None:
     """What the catalog says of add-on `key` (a versions.addons key) pinned at `version` on `kubernetes_version`;
     `efa_only`: some node group attaches EFA-only interfaces."""
     parts = parse(version)
@@ -60,7 +54,7 @@ def check(key: str, version: str, kubernetes_version: str, *, efa_only: bool) ->
         return None
     major, minor, _ = parts
     if key == "kubeProxy" and f"{major}.{minor}" != kubernetes_version:
-        return Finding(
+        return CatalogFinding(
             "error",
             f"kube-proxy {version} is for Kubernetes {major}.{minor}, the cluster runs {kubernetes_version}: EKS offers"
             " kube-proxy only at the cluster's own minor",
@@ -69,7 +63,7 @@ def check(key: str, version: str, kubernetes_version: str, *, efa_only: bool) ->
         )
     if key == "vpcCni":
         if major != 1:
-            return Finding(
+            return CatalogFinding(
                 "error",
                 f"VPC CNI {version} does not exist: every Amazon VPC CNI release is v1.x (newest known line"
                 f" v{dotted(VPC_CNI_NEWEST_KNOWN)}, as of {AS_OF})",
@@ -77,21 +71,21 @@ def check(key: str, version: str, kubernetes_version: str, *, efa_only: bool) ->
                 f" {kubernetes_version})",
             )
         if efa_only and parts < VPC_CNI_EFA_ONLY_MINIMUM:
-            return Finding(
+            return CatalogFinding(
                 "error",
                 f"VPC CNI {version} is older than {dotted(VPC_CNI_EFA_ONLY_MINIMUM)}, the first that handles the"
                 " EFA-only network interfaces of this fleet's multi-card EFA groups",
                 f"pin v{dotted(VPC_CNI_EFA_ONLY_MINIMUM)}-eksbuild.1 or later",
             )
         if (major, minor) > VPC_CNI_NEWEST_KNOWN:
-            return Finding(
+            return CatalogFinding(
                 "warning",
                 f"VPC CNI {version} is newer than the newest line gpufleet knows (v{dotted(VPC_CNI_NEWEST_KNOWN)}, as"
                 f" of {AS_OF})",
                 "check it exists: gpufleet preflight asks EKS (eks:DescribeAddonVersions)",
             )
     if key == "coreDns" and (major, minor) > COREDNS_NEWEST_KNOWN:
-        return Finding(
+        return CatalogFinding(
             "warning",
             f"CoreDNS {version} is newer than the newest line gpufleet knows (v{dotted(COREDNS_NEWEST_KNOWN)}, as of"
             f" {AS_OF})",

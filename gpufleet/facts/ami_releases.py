@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+from gpufleet.base.findings import CatalogFinding
+
 _AL2023 = re.compile(r"^(?P<minor>\d+\.\d+)\.\d+-\d{8}$")
 _BOTTLEROCKET = re.compile(r"^\d+\.\d+\.\d+(-[0-9a-f]{8})?$")
 _AL2023_DATE = re.compile(r"^\d+\.\d+\.\d+-20\d\d(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])$")
@@ -55,26 +57,19 @@ def is_bottlerocket(ami_type: str) -> bool:
     return ami_type.startswith("BOTTLEROCKET")
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
-    severity: str  # error | warning
-    message: str
-    hint: str
-
-
 def kubernetes_minor(release: str) -> str | None:
     """The Kubernetes minor an EKS AL2023 release is for ("1.33.13-20260714" -> "1.33"); None for other forms."""
     match = _AL2023.match(release)
     return match["minor"] if match else None
 
 
-def check(ami_type: str, release: str, kubernetes_version: str) -> Finding | None:
+def check(ami_type: str, release: str, kubernetes_version: str) -> CatalogFinding | None:
     """What is wrong with pinning `release` of `ami_type` on a cluster of `kubernetes_version`, if anything."""
     if is_bottlerocket(ami_type):
         # A build id is 8 hex digits, so an EKS AL2023 release (1.33.13-20260714) fits the form; its date gives it away.
         if _BOTTLEROCKET.match(release) and not _AL2023_DATE.match(release):
             return None
-        return Finding(
+        return CatalogFinding(
             "error",
             f"{release} is not a Bottlerocket release",
             f"use a Bottlerocket version like {BOTTLEROCKET_FORM} (the variant aws-k8s-{kubernetes_version}-nvidia"
@@ -84,13 +79,13 @@ def check(ami_type: str, release: str, kubernetes_version: str) -> Finding | Non
     newest = f"; the newest known is {known[-1]}" if known else ""
     match = _AL2023.match(release)
     if match is None:
-        return Finding(
+        return CatalogFinding(
             "error",
             f"{release} is not an EKS AMI release (<kubernetes patch version>-<YYYYMMDD>)",
             f"use a {kubernetes_version} release of {ami_type}{newest}",
         )
     if match["minor"] != kubernetes_version:
-        return Finding(
+        return CatalogFinding(
             "error",
             f"AMI release {release} is for Kubernetes {match['minor']}, but the cluster runs {kubernetes_version}",
             f"use a {kubernetes_version} release of {ami_type}{newest}",
@@ -99,7 +94,7 @@ def check(ami_type: str, release: str, kubernetes_version: str) -> Finding | Non
         known and release not in known
     ):  # no releases at all: a Kubernetes minor gpufleet does not support (rules say so)
         cat = catalog()
-        return Finding(
+        return CatalogFinding(
             "warning",
             f"AMI release {release} is not among the published {ami_type} releases for Kubernetes {kubernetes_version}"
             f" known to gpufleet (awslabs/amazon-eks-ami CHANGELOG as of {cat.as_of}){newest}",

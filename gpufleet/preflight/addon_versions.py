@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from gpufleet.plan.builders.cluster import ADDONS
 from gpufleet.preflight.clients import paginate
 from gpufleet.preflight.context import Context
-from gpufleet.preflight.findings import Finding
+from gpufleet.preflight.findings import AccountFinding
 
 
-def check_addons(ctx: Context) -> Iterator[Finding]:
+def check_addons(ctx: Context) -> Iterator[AccountFinding]:
     eks = ctx.clients.eks
     fleet = ctx.fleet
     if eks is None or fleet.cluster.mode != "Create":
@@ -44,10 +44,10 @@ def check_addons(ctx: Context) -> Iterator[Finding]:
         listing = (
             f"aws eks describe-addon-versions --addon-name {name} --kubernetes-version {k8s} --region {ctx.region}"
         )
-        yield Finding(
-            True,
-            None,
-            f"EKS add-on {name} {version} is not offered for Kubernetes {k8s} in {ctx.region}"
+        yield AccountFinding(
+            severity="error",
+            node_group=None,
+            message=f"EKS add-on {name} {version} is not offered for Kubernetes {k8s} in {ctx.region}"
             + (f" ({len(versions)} versions are, the default {default})" if default else " (EKS lists none)"),
-            (f"pin versions.addons.{key}: {default}" if default else f"pin a listed version: {listing}"),
+            hint=(f"pin versions.addons.{key}: {default}" if default else f"pin a listed version: {listing}"),
         )

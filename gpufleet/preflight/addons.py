@@ -19,7 +19,7 @@ import yaml
 
 from gpufleet.preflight.clients import ApiError, call
 from gpufleet.preflight.context import Context
-from gpufleet.preflight.findings import Finding
+from gpufleet.preflight.findings import AccountFinding
 from gpufleet.spec.names import GPU_TAINT
 
 ADDON = "eks-node-monitoring-agent"
@@ -49,7 +49,7 @@ def dcgm_tolerations(configuration_values: str | None) -> list[Mapping[str, Any]
     return [t for t in tolerations if isinstance(t, dict)] if isinstance(tolerations, list) else []
 
 
-def check_node_monitoring_agent(ctx: Context) -> Iterator[Finding]:
+def check_node_monitoring_agent(ctx: Context) -> Iterator[AccountFinding]:
     cluster = ctx.fleet.cluster
     if cluster.mode != "Existing" or ctx.clients.eks is None:
         return
@@ -63,15 +63,19 @@ def check_node_monitoring_agent(ctx: Context) -> Iterator[Finding]:
     if not matching:
         return
     taint = f"{GPU_TAINT['key']}={GPU_TAINT['value']}:{GPU_TAINT['effect']}"
-    yield Finding(
-        False,
-        None,
-        f"the {ADDON} add-on ({addon.get('addonVersion', '?')}) on cluster {cluster.name} runs its dcgm-server on GPU"
-        f" nodes (configurationValues dcgmAgent.tolerations {matching[0]} tolerates the GPU taint {taint}): its"
-        f" host engine takes host port {DCGM_PORT}, where the GPU Operator's standalone host engine listens, so one"
-        " of the two cannot start on each GPU node",
-        f"set dcgmAgent.tolerations to [] in the add-on's configuration values (aws eks update-addon --cluster-name"
-        f" {cluster.name} --addon-name {ADDON} --configuration-values"
-        ' \'{"dcgmAgent":{"tolerations":[]}}\'): the agent then reads the operator\'s host engine on'
-        f" localhost:{DCGM_PORT}",
+    yield AccountFinding(
+        severity="warning",
+        node_group=None,
+        message=(
+            f"the {ADDON} add-on ({addon.get('addonVersion', '?')}) on cluster {cluster.name} runs its dcgm-server on"
+            f" GPU nodes (configurationValues dcgmAgent.tolerations {matching[0]} tolerates the GPU taint {taint}): its"
+            f" host engine takes host port {DCGM_PORT}, where the GPU Operator's standalone host engine listens, so one"
+            " of the two cannot start on each GPU node"
+        ),
+        hint=(
+            "set dcgmAgent.tolerations to [] in the add-on's configuration values (aws eks update-addon --cluster-name"
+            f" {cluster.name} --addon-name {ADDON} --configuration-values"
+            ' \'{"dcgmAgent":{"tolerations":[]}}\'): the agent then reads the operator\'s host engine on'
+            f" localhost:{DCGM_PORT}"
+        ),
     )

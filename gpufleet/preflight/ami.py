@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from gpufleet.facts.ami_releases import SYSTEM_NODES_AMI_TYPE, is_bottlerocket
 from gpufleet.preflight.clients import ApiError, call
 from gpufleet.preflight.context import Context
-from gpufleet.preflight.findings import Finding
+from gpufleet.preflight.findings import AccountFinding
 
 _AL2023_RELEASE = re.compile(r"^(?P<k8s>\d+\.\d+)\.\d+-(?P<date>\d{8})$")
 _BOTTLEROCKET_RELEASE = re.compile(r"^(?P<version>\d+\.\d+\.\d+)(-[0-9a-f]{8})?$")
@@ -81,7 +81,7 @@ def _value(ctx: Context, name: str, cache: dict[str, str | None]) -> str | None:
 
 def _check(
     ctx: Context, where: str | None, ami_type: str, release: str, cache: dict[str, str | None]
-) -> Iterator[Finding]:
+) -> Iterator[AccountFinding]:
     k8s = ctx.fleet.cluster.kubernetes_version
     listing = (
         f"aws ssm get-parameters-by-path --path {parameter_prefix(ami_type, k8s)} --recursive --region {ctx.region}"
@@ -91,27 +91,34 @@ def _check(
     names = parameter_names(ami_type, release, k8s)
     if not names:
         form = "1.54.0-5043decc" if is_bottlerocket(ami_type) else f"{k8s}.<patch>-<YYYYMMDD>"
-        yield Finding(True, where, f"releaseVersion {release} is not a {ami_type} release (like {form})", fix)
+        yield AccountFinding(
+            severity="error",
+            node_group=where,
+            message=f"releaseVersion {release} is not a {ami_type} release (like {form})",
+            hint=fix,
+        )
         return
     value = next((v for v in (_value(ctx, name, cache) for name in names) if v is not None), None)
     if value is None:
-        yield Finding(
-            True,
-            where,
-            f"AMI release {release} ({ami_type}) does not exist for Kubernetes {k8s} in {ctx.region}: no SSM parameter"
-            f" {names[0]}",
-            fix,
+        yield AccountFinding(
+            severity="error",
+            node_group=where,
+            message=(
+                f"AMI release {release} ({ami_type}) does not exist for Kubernetes {k8s} in {ctx.region}: no SSM"
+                f" parameter {names[0]}"
+            ),
+            hint=fix,
         )
     elif not is_bottlerocket(ami_type) and value != release:
-        yield Finding(
-            True,
-            where,
-            f"AMI release {release} ({ami_type}) is not what EKS publishes: {names[0]} is {value}",
-            f'pin releaseVersion: "{value}"',
+        yield AccountFinding(
+            severity="error",
+            node_group=where,
+            message=f"AMI release {release} ({ami_type}) is not what EKS publishes: {names[0]} is {value}",
+            hint=f'pin releaseVersion: "{value}"',
         )
 
 
-def check_ami(ctx: Context) -> Iterator[Finding]:
+def check_ami(ctx: Context) -> Iterator[AccountFinding]:
     cache: dict[str, str | None] = {}
     system = ctx.fleet.cluster.system_nodes
     if ctx.fleet.cluster.mode == "Create" and system is not None:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from gpufleet.preflight.findings import Finding
+from gpufleet.preflight.findings import AccountFinding
 
 Client = Any  # a boto3 client: generated at runtime, no type stubs are a dependency
 T = TypeVar("T")
@@ -103,7 +103,7 @@ class ApiError(Exception):
         self.fatal = fatal
 
     @property
-    def fix(self) -> str:
+    def hint(self) -> str:
         if self.code in _CREDENTIAL_ERRORS or self.code in _CREDENTIAL_CODES:
             return CREDENTIALS_FIX
         if self.code in _CONNECTION_ERRORS:
@@ -114,8 +114,14 @@ class ApiError(Exception):
             return f"allow {self.operation} for the caller's IAM identity (preflight only reads)"
         return f"rerun once {self.operation} succeeds; see the AWS error for the cause"
 
-    def finding(self) -> Finding:
-        return Finding(True, None, f"{self.operation} failed: {self.code}: {self.message}", self.fix, scope="aws")
+    def finding(self) -> AccountFinding:
+        return AccountFinding(
+            severity="error",
+            node_group=None,
+            message=f"{self.operation} failed: {self.code}: {self.message}",
+            hint=self.hint,
+            scope="aws",
+        )
 
 
 def make_clients(region: str) -> Clients:

@@ -12,7 +12,7 @@ from gpufleet.preflight.addons import check_node_monitoring_agent
 from gpufleet.preflight.ami import check_ami
 from gpufleet.preflight.clients import CONNECTION_FIX, ApiError, Clients
 from gpufleet.preflight.context import Context
-from gpufleet.preflight.findings import Finding, ordered
+from gpufleet.preflight.findings import AccountFinding, ordered
 from gpufleet.preflight.identity import check_identity
 from gpufleet.preflight.instances import check_efa, check_instance_types, check_offerings, check_zones
 from gpufleet.preflight.network import check_efa_security_group, check_subnets
@@ -20,7 +20,7 @@ from gpufleet.preflight.quotas import check_quotas
 from gpufleet.preflight.reservations import check_reservations
 from gpufleet.spec.fleet import Fleet
 
-Check = Callable[[Context], Iterable[Finding]]
+Check = Callable[[Context], Iterable[AccountFinding]]
 
 CHECKS: tuple[tuple[str, Check], ...] = (
     ("instance types and GPUs", check_instance_types),
@@ -66,7 +66,7 @@ def _alarm(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def preflight(fleet: Fleet, clients: Clients, deadline: float | None = None) -> list[Finding]:
+def preflight(fleet: Fleet, clients: Clients, deadline: float | None = None) -> list[AccountFinding]:
     """Every finding for one environment's fleet, errors first. Reads only; never creates anything.
 
     A failed AWS call ends its check with one blocking finding naming the call; a credential or connection
@@ -74,7 +74,7 @@ def preflight(fleet: Fleet, clients: Clients, deadline: float | None = None) -> 
     stops with a blocking finding naming the check it was in; findings so far are kept.
     """
     ctx = Context(fleet, clients)
-    findings: list[Finding] = []
+    findings: list[AccountFinding] = []
     current = CHECKS[0][0]
     try:
         with _alarm(deadline):
@@ -91,5 +91,7 @@ def preflight(fleet: Fleet, clients: Clients, deadline: float | None = None) -> 
             f"preflight stopped after {deadline:g} s (--deadline) in the {current} check: the AWS API did not answer in"
             " time"
         )
-        findings.append(Finding(True, None, message, DEADLINE_FIX, scope="aws"))
+        findings.append(
+            AccountFinding(severity="error", node_group=None, message=message, hint=DEADLINE_FIX, scope="aws")
+        )
     return ordered(findings)

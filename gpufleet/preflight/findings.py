@@ -7,42 +7,45 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True)
-class Finding:
-    """One problem found in the AWS account before anything is created.
+class AccountFinding:
+    """One problem found in the AWS account before anything is created (gpufleet.base.findings).
 
-    blocking: the rollout would fail (exit 1); a warning does not block.
+    severity: error (the rollout would fail: exit 1) or warning (it does not block).
     node_group: the node group it is about, or None for the cluster, the account or the AWS API itself.
-    what: what is wrong, with the evidence AWS returned.
-    fix: the concrete change that clears it.
+    message: what is wrong, with the evidence AWS returned.
+    hint: the concrete change that clears it.
     scope: what a finding without a node group is about ("cluster", "account" or "aws").
     """
 
-    blocking: bool
+    severity: str
     node_group: str | None
-    what: str
-    fix: str
+    message: str
+    hint: str
     scope: str = "cluster"
+
+    @property
+    def blocking(self) -> bool:
+        return self.severity == "error"
 
     @property
     def where(self) -> str:
         return f"nodeGroups/{self.node_group}" if self.node_group else self.scope
 
     def render(self) -> str:
-        level = "error" if self.blocking else "warning"
-        return f"{level}: {self.where}: {self.what}\n  fix: {self.fix}"
+        return f"{self.severity}: {self.where}: {self.message}\n  fix: {self.hint}"
 
 
-def ordered(findings: Iterable[Finding]) -> list[Finding]:
+def ordered(findings: Iterable[AccountFinding]) -> list[AccountFinding]:
     """Drop exact repeats (two checks tripping on one failed API call), then errors before warnings, stably."""
     unique = list(dict.fromkeys(findings))
     return sorted(unique, key=lambda f: not f.blocking)
 
 
-def blocking(findings: Iterable[Finding]) -> bool:
+def blocking(findings: Iterable[AccountFinding]) -> bool:
     return any(f.blocking for f in findings)
 
 
-def summary(subject: str, findings: Sequence[Finding], checks: int) -> str:
+def summary(subject: str, findings: Sequence[AccountFinding], checks: int) -> str:
     errors = sum(1 for f in findings if f.blocking)
     warnings = len(findings) - errors
     if not findings:
@@ -50,6 +53,6 @@ def summary(subject: str, findings: Sequence[Finding], checks: int) -> str:
     return f"preflight {subject}: {errors} error(s), {warnings} warning(s)"
 
 
-def render(subject: str, findings: Sequence[Finding], checks: int) -> str:
+def render(subject: str, findings: Sequence[AccountFinding], checks: int) -> str:
     """Each finding as a block, then one summary line."""
     return "\n".join([f.render() for f in findings] + [summary(subject, findings, checks)])

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from gpufleet.preflight.clients import call
 from gpufleet.preflight.context import Context
-from gpufleet.preflight.findings import Finding
+from gpufleet.preflight.findings import AccountFinding
 
 _ASSUMED = re.compile(r"^arn:(?P<partition>[^:]+):sts::(?P<account>\d{12}):assumed-role/(?P<name>[^/]+)/[^/]+$")
 _IAM = re.compile(r"^arn:(?P<partition>[^:]+):iam::(?P<account>\d{12}):(?P<kind>role|user)/(?:[^/]+/)*(?P<name>[^/]+)$")
@@ -32,7 +32,7 @@ def principal_key(arn: str) -> tuple[str, str, str] | None:
     return None
 
 
-def check_identity(ctx: Context) -> Iterator[Finding]:
+def check_identity(ctx: Context) -> Iterator[AccountFinding]:
     sts = ctx.clients.sts
     if sts is None:
         return
@@ -48,10 +48,13 @@ def check_identity(ctx: Context) -> Iterator[Finding]:
         if create
         else "`pulumi up` reaches the existing cluster only if this identity has an access entry there already"
     )
-    yield Finding(
-        create,
-        None,
-        f"the deploying identity {caller} is not one of cluster.admins ({', '.join(admins) or 'none'}): {consequence}",
-        "run preflight and `pulumi up` as a cluster.admins principal, or add this one to cluster.admins",
+    yield AccountFinding(
+        severity="error" if (create) else "warning",
+        node_group=None,
+        message=(
+            f"the deploying identity {caller} is not one of cluster.admins ({', '.join(admins) or 'none'}):"
+            f" {consequence}"
+        ),
+        hint="run preflight and `pulumi up` as a cluster.admins principal, or add this one to cluster.admins",
         scope="account",
     )

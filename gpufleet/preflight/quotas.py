@@ -27,23 +27,23 @@ from dataclasses import dataclass
 from gpufleet.facts import catalog
 from gpufleet.preflight.clients import ApiError, call
 from gpufleet.preflight.context import Context
-from gpufleet.preflight.findings import Finding
+from gpufleet.preflight.findings import AccountFinding
 from gpufleet.spec import warm_pool
 from gpufleet.spec.fleet import CapacityType, Fleet, NodeGroup
 
 
 @dataclass(frozen=True, slots=True)
-class Quota:
+class ServiceQuota:
     code: str
     name: str
 
 
 # (instance family class, capacity type) -> the EC2 vCPU quota it draws on.
-QUOTAS: Mapping[tuple[str, CapacityType], Quota] = {
-    ("P", CapacityType.ON_DEMAND): Quota("L-417A185B", "Running On-Demand P instances"),
-    ("G", CapacityType.ON_DEMAND): Quota("L-DB2E81BA", "Running On-Demand G and VT instances"),
-    ("P", CapacityType.SPOT): Quota("L-7212CCBC", "All P Spot Instance Requests"),
-    ("G", CapacityType.SPOT): Quota("L-3819A6DF", "All G and VT Spot Instance Requests"),
+QUOTAS: Mapping[tuple[str, CapacityType], ServiceQuota] = {
+    ("P", CapacityType.ON_DEMAND): ServiceQuota("L-417A185B", "Running On-Demand P instances"),
+    ("G", CapacityType.ON_DEMAND): ServiceQuota("L-DB2E81BA", "Running On-Demand G and VT instances"),
+    ("P", CapacityType.SPOT): ServiceQuota("L-7212CCBC", "All P Spot Instance Requests"),
+    ("G", CapacityType.SPOT): ServiceQuota("L-3819A6DF", "All G and VT Spot Instance Requests"),
 }
 
 
@@ -87,7 +87,7 @@ def demand(fleet: Fleet) -> dict[tuple[str, CapacityType], list[Demand]]:
     return needs
 
 
-def _quota_value(ctx: Context, quota: Quota) -> tuple[float, str]:
+def _quota_value(ctx: Context, quota: ServiceQuota) -> tuple[float, str]:
     """The applied quota (or AWS's default where none was applied) and the name AWS gives it."""
     try:
         found = call(ctx.clients.service_quotas, "get_service_quota", ServiceCode="ec2", QuotaCode=quota.code)
@@ -100,29 +100,36 @@ def _quota_value(ctx: Context, quota: Quota) -> tuple[float, str]:
     return float(found["Quota"]["Value"]), str(found["Quota"].get("QuotaName", quota.name))
 
 
-def check_quotas(ctx: Context) -> Iterator[Finding]:
+def check_quotas(ctx: Context) -> Iterator[AccountFinding]:
     for key, needs in sorted(demand(ctx.fleet).items(), key=lambda kv: (kv[0][0], kv[0][1].value)):
         quota = QUOTAS[key]
         value, name = _quota_value(ctx, quota)
         total = sum(d.vcpus for d in needs)
         group = needs[0].group if len(needs) == 1 else None
         if name != quota.name:
-            yield Finding(
-                False,
-                group,
-                f"quota {quota.code} is named '{name}' in {ctx.region}, gpufleet expects '{quota.name}'",
-                "check in the Service Quotas console that this is the quota for these instances; report it if AWS"
-                " renamed or split it",
+            yield AccountFinding(
+                severity="warning",
+                node_group=group,
+                message=f"quota {quota.code} is named '{name}' in {ctx.region}, gpufleet expects '{quota.name}'",
+                hint=(
+                    "check in the Service Quotas console that this is the quota for these instances; report it if AWS"
+                    " renamed or split it"
+                ),
                 scope="account",
             )
         if total > value:
             breakdown = "; ".join(d.describe() for d in needs)
-            yield Finding(
-                True,
-                group,
-                f"the fleet needs {total} vCPUs of '{quota.name}' ({quota.code}) at maxSize ({breakdown}), the quota in"
-                f" {ctx.region} is {value:g}",
-                f"request at least {total}: aws service-quotas request-service-quota-increase --service-code ec2"
-                f" --quota-code {quota.code} --desired-value {total} --region {ctx.region}; or lower scaling.maxSize",
+            yield AccountFinding(
+                severity="error",
+                node_group=group,
+                message=(
+                    f"the fleet needs {total} vCPUs of '{quota.name}' ({quota.code}) at maxSize ({breakdown}), the"
+                    f" quota in {ctx.region} is {value:g}"
+                ),
+                hint=(
+                    f"request at least {total}: aws service-quotas request-service-quota-increase --service-code ec2"
+                    f" --quota-code {quota.code} --desired-value {total} --region {ctx.region}; or lower"
+                    " scaling.maxSize"
+                ),
                 scope="account",
             )

@@ -23,7 +23,7 @@ from typing import Any
 
 from gpufleet.preflight.clients import ApiError, call, paginate
 from gpufleet.preflight.context import Context
-from gpufleet.preflight.findings import Finding
+from gpufleet.preflight.findings import AccountFinding
 from gpufleet.spec import defaults
 from gpufleet.spec.fleet import CapacityType, Fabric, NodeGroup
 
@@ -41,146 +41,168 @@ def _describe(ctx: Context, reservation_id: str) -> Mapping[str, Any] | None:
     return reservations[0] if reservations else None
 
 
-def _placement(ctx: Context, group: NodeGroup, rid: str, r: Mapping[str, Any]) -> Iterator[Finding]:
+def _placement(ctx: Context, group: NodeGroup, rid: str, r: Mapping[str, Any]) -> Iterator[AccountFinding]:
     """Where the reservation sits: instance type, platform, tenancy, zone (shared by Capacity Blocks and ODCRs)."""
     field = "reservationId" if group.capacity_type is CapacityType.CAPACITY_BLOCK else "reservation.id"
     if r.get("InstanceType") != group.instance_type:
-        yield Finding(
-            True,
-            group.name,
-            f"reservation {rid} is for {r.get('InstanceType')}, the group runs {group.instance_type}",
-            f"set instanceType to {r.get('InstanceType')}, or capacity.{field} to a reservation of"
-            f" {group.instance_type}",
+        yield AccountFinding(
+            severity="error",
+            node_group=group.name,
+            message=f"reservation {rid} is for {r.get('InstanceType')}, the group runs {group.instance_type}",
+            hint=(
+                f"set instanceType to {r.get('InstanceType')}, or capacity.{field} to a reservation of"
+                f" {group.instance_type}"
+            ),
         )
     platform = str(r.get("InstancePlatform", "Linux/UNIX"))
     if not platform.startswith("Linux/UNIX"):
-        yield Finding(
-            True,
-            group.name,
-            f"reservation {rid} is for platform {platform}; EKS nodes run Linux/UNIX",
-            "use a Linux/UNIX reservation",
+        yield AccountFinding(
+            severity="error",
+            node_group=group.name,
+            message=f"reservation {rid} is for platform {platform}; EKS nodes run Linux/UNIX",
+            hint="use a Linux/UNIX reservation",
         )
     tenancy = str(r.get("Tenancy", "default"))
     if tenancy != "default":
         # Instances match a reservation of their own tenancy (capacity-reservations-launch.html); the launch
         # template sets none, so nodes run with default tenancy.
-        yield Finding(
-            True,
-            group.name,
-            f"reservation {rid} is for {tenancy} tenancy; the group's nodes run with default tenancy",
-            "use a reservation with default tenancy",
+        yield AccountFinding(
+            severity="error",
+            node_group=group.name,
+            message=f"reservation {rid} is for {tenancy} tenancy; the group's nodes run with default tenancy",
+            hint="use a reservation with default tenancy",
         )
     zone = str(r.get("AvailabilityZoneId", ""))
     if group.zone is not None and zone != group.zone:
-        yield Finding(
-            True,
-            group.name,
-            f"reservation {rid} is in {ctx.zone_label(zone)}, the group is pinned to {ctx.zone_label(group.zone)}",
-            f"set zone to {zone} and subnetIds to a subnet there",
+        yield AccountFinding(
+            severity="error",
+            node_group=group.name,
+            message=(
+                f"reservation {rid} is in {ctx.zone_label(zone)}, the group is pinned to {ctx.zone_label(group.zone)}"
+            ),
+            hint=f"set zone to {zone} and subnetIds to a subnet there",
         )
     elif group.zone is None:
         outside = sorted(ctx.group_subnet_zones(group) - {zone})
         if outside:
-            yield Finding(
-                True,
-                group.name,
-                f"reservation {rid} is in {ctx.zone_label(zone)}, but the group's subnets reach"
-                f" {', '.join(ctx.zone_label(z) for z in outside)}",
-                f"set zone: {zone} and subnetIds to the subnet in that zone (the nodes launch only in the reservation's"
-                " zone)",
+            yield AccountFinding(
+                severity="error",
+                node_group=group.name,
+                message=(
+                    f"reservation {rid} is in {ctx.zone_label(zone)}, but the group's subnets reach"
+                    f" {', '.join(ctx.zone_label(z) for z in outside)}"
+                ),
+                hint=(
+                    f"set zone: {zone} and subnetIds to the subnet in that zone (the nodes launch only in the"
+                    " reservation's zone)"
+                ),
             )
 
 
-def _capacity_block(ctx: Context, group: NodeGroup, rid: str, r: Mapping[str, Any]) -> Iterator[Finding]:
+def _capacity_block(ctx: Context, group: NodeGroup, rid: str, r: Mapping[str, Any]) -> Iterator[AccountFinding]:
     state = str(r.get("State", ""))
     if state == "scheduled":
-        yield Finding(
-            False,
-            group.name,
-            f"Capacity Block {rid} is scheduled, not active yet: nodes launch from"
-            f" {r.get('StartDate', 'its start date')}",
-            "nothing to do before it starts; keep desiredSize 0 until then to avoid launch errors",
+        yield AccountFinding(
+            severity="warning",
+            node_group=group.name,
+            message=(
+                f"Capacity Block {rid} is scheduled, not active yet: nodes launch from"
+                f" {r.get('StartDate', 'its start date')}"
+            ),
+            hint="nothing to do before it starts; keep desiredSize 0 until then to avoid launch errors",
         )
     elif state != "active":
-        yield Finding(
-            True,
-            group.name,
-            f"reservation {rid} is {state}, not active",
-            "buy a new Capacity Block and set capacity.reservationId to it",
+        yield AccountFinding(
+            severity="error",
+            node_group=group.name,
+            message=f"reservation {rid} is {state}, not active",
+            hint="buy a new Capacity Block and set capacity.reservationId to it",
         )
     kind = r.get("ReservationType", "default")
     if kind != "capacity-block":
-        yield Finding(
-            True,
-            group.name,
-            f"reservation {rid} is a {kind} capacity reservation, not a Capacity Block",
-            f"for an On-Demand Capacity Reservation write capacity: {{type: OnDemand, reservation: {{id: {rid},"
-            f" instanceCount: {r.get('TotalInstanceCount', 'N')}}}}}",
+        yield AccountFinding(
+            severity="error",
+            node_group=group.name,
+            message=f"reservation {rid} is a {kind} capacity reservation, not a Capacity Block",
+            hint=(
+                f"for an On-Demand Capacity Reservation write capacity: {{type: OnDemand, reservation: {{id: {rid},"
+                f" instanceCount: {r.get('TotalInstanceCount', 'N')}}}}}"
+            ),
         )
     yield from _placement(ctx, group, rid, r)
     total = int(r.get("TotalInstanceCount", 0))
     if total < group.max_size:
-        yield Finding(
-            True,
-            group.name,
-            f"reservation {rid} holds {total} instance(s) but scaling.maxSize is {group.max_size}",
-            f"lower scaling.maxSize to {total}, or buy a Capacity Block of {group.max_size} instances",
+        yield AccountFinding(
+            severity="error",
+            node_group=group.name,
+            message=f"reservation {rid} holds {total} instance(s) but scaling.maxSize is {group.max_size}",
+            hint=f"lower scaling.maxSize to {total}, or buy a Capacity Block of {group.max_size} instances",
         )
 
 
-def _odcr(ctx: Context, group: NodeGroup, rid: str, count: int, r: Mapping[str, Any]) -> Iterator[Finding]:
+def _odcr(ctx: Context, group: NodeGroup, rid: str, count: int, r: Mapping[str, Any]) -> Iterator[AccountFinding]:
     state = str(r.get("State", ""))
     if state != "active":
         # ODCR states: active, expired, cancelled, pending, failed, scheduled, ... (DescribeCapacityReservations);
         # instances launch only into an active one (capacity-reservations-launch.html).
-        yield Finding(
-            True,
-            group.name,
-            f"reservation {rid} is {state}, not active: instances launch only into an active reservation",
-            "set capacity.reservation.id to an active On-Demand Capacity Reservation",
+        yield AccountFinding(
+            severity="error",
+            node_group=group.name,
+            message=f"reservation {rid} is {state}, not active: instances launch only into an active reservation",
+            hint="set capacity.reservation.id to an active On-Demand Capacity Reservation",
         )
     if r.get("ReservationType", "default") == "capacity-block":
-        yield Finding(
-            True,
-            group.name,
-            f"reservation {rid} is a Capacity Block, not an On-Demand Capacity Reservation: it launches only with"
-            " market type capacity-block",
-            f"write capacity: {{type: CapacityBlock, reservationId: {rid}}}",
+        yield AccountFinding(
+            severity="error",
+            node_group=group.name,
+            message=(
+                f"reservation {rid} is a Capacity Block, not an On-Demand Capacity Reservation: it launches only with"
+                " market type capacity-block"
+            ),
+            hint=f"write capacity: {{type: CapacityBlock, reservationId: {rid}}}",
         )
     yield from _placement(ctx, group, rid, r)
     total = int(r.get("TotalInstanceCount", 0))
     if total < group.max_size:
-        yield Finding(
-            True,
-            group.name,
-            f"reservation {rid} holds {total} instance(s) but scaling.maxSize is {group.max_size}: launches into a full"
-            " targeted reservation fail",
-            f"lower scaling.maxSize and capacity.reservation.instanceCount to {total}, or enlarge the reservation",
+        yield AccountFinding(
+            severity="error",
+            node_group=group.name,
+            message=(
+                f"reservation {rid} holds {total} instance(s) but scaling.maxSize is {group.max_size}: launches into a"
+                " full targeted reservation fail"
+            ),
+            hint=f"lower scaling.maxSize and capacity.reservation.instanceCount to {total}, or enlarge the reservation",
         )
     elif total != count:
-        yield Finding(
-            False,
-            group.name,
-            f"reservation {rid} holds {total} instance(s), capacity.reservation.instanceCount says {count}: the cost"
-            f" estimate counts {count}",
-            f"set capacity.reservation.instanceCount to {total}",
+        yield AccountFinding(
+            severity="warning",
+            node_group=group.name,
+            message=(
+                f"reservation {rid} holds {total} instance(s), capacity.reservation.instanceCount says {count}: the"
+                f" cost estimate counts {count}"
+            ),
+            hint=f"set capacity.reservation.instanceCount to {total}",
         )
     available = int(r.get("AvailableInstanceCount", 0))
     wanted = defaults.desired_size(group)
     if available < wanted:
-        yield Finding(
-            False,
-            group.name,
-            f"reservation {rid} has {available} of {total} instance(s) free; the group starts {wanted}: launches beyond"
-            " the free ones fail until instances in it stop",
-            "stop what else runs in the reservation, or lower scaling.desiredSize (instances of this fleet already in"
-            " it are fine)",
+        yield AccountFinding(
+            severity="warning",
+            node_group=group.name,
+            message=(
+                f"reservation {rid} has {available} of {total} instance(s) free; the group starts {wanted}: launches"
+                " beyond the free ones fail until instances in it stop"
+            ),
+            hint=(
+                "stop what else runs in the reservation, or lower scaling.desiredSize (instances of this fleet already"
+                " in it are fine)"
+            ),
         )
     if group.fabric is Fabric.EFA:
         yield from _placement_group(ctx, group, rid, r)
 
 
-def _placement_group(ctx: Context, group: NodeGroup, rid: str, r: Mapping[str, Any]) -> Iterator[Finding]:
+def _placement_group(ctx: Context, group: NodeGroup, rid: str, r: Mapping[str, Any]) -> Iterator[AccountFinding]:
     """An EFA group's placement group against its targeted reservation's. A reservation is created in a cluster
     placement group or not and cannot be moved, an instance in a cluster placement group cannot use a reservation
     made outside it, and EC2 recommends reserving inside the placement group
@@ -191,9 +213,11 @@ def _placement_group(ctx: Context, group: NodeGroup, rid: str, r: Mapping[str, A
     launches = (
         "no placement group"
         if spec == "None"
-        else f"placement group {spec}"
-        if spec is not None
-        else f"its own new cluster placement group {ctx.fleet.name}-{group.name}"
+        else (
+            f"placement group {spec}"
+            if spec is not None
+            else f"its own new cluster placement group {ctx.fleet.name}-{group.name}"
+        )
     )
     wanted = reserved if reserved is not None else "None"
     if (spec or f"{ctx.fleet.name}-{group.name}") == wanted:
@@ -207,16 +231,18 @@ def _placement_group(ctx: Context, group: NodeGroup, rid: str, r: Mapping[str, A
             " cluster, then aws ec2 create-capacity-reservation --placement-group-arn <its ARN> ...), and set"
             " placementGroup to its name; or set placementGroup: None to launch without one"
         )
-    yield Finding(
-        True,
-        group.name,
-        f"reservation {rid} was created {where}, but the group launches into {launches}: an instance in a cluster"
-        " placement group can use only a reservation created in it, so launches miss the reservation",
-        fix,
+    yield AccountFinding(
+        severity="error",
+        node_group=group.name,
+        message=(
+            f"reservation {rid} was created {where}, but the group launches into {launches}: an instance in a cluster"
+            " placement group can use only a reservation created in it, so launches miss the reservation"
+        ),
+        hint=fix,
     )
 
 
-def _open(ctx: Context, group: NodeGroup, count: int) -> Iterator[Finding]:
+def _open(ctx: Context, group: NodeGroup, count: int) -> Iterator[AccountFinding]:
     zones = {group.zone} if group.zone is not None else set(ctx.group_subnet_zones(group))
     found = paginate(
         ctx.clients.capacity_reservations,
@@ -237,26 +263,28 @@ def _open(ctx: Context, group: NodeGroup, count: int) -> Iterator[Finding]:
     ]
     total = sum(int(r.get("TotalInstanceCount", 0)) for r in usable)
     if total < count:
-        yield Finding(
-            False,
-            group.name,
-            f"the active open reservations of {group.instance_type} in"
-            f" {', '.join(sorted(ctx.zone_label(z) for z in zones))} hold {total} instance(s),"
-            f" capacity.reservation.instanceCount says {count}: nodes beyond them run as plain On-Demand",
-            f"set capacity.reservation.instanceCount to {total}, or create the open reservation",
+        yield AccountFinding(
+            severity="warning",
+            node_group=group.name,
+            message=(
+                f"the active open reservations of {group.instance_type} in"
+                f" {', '.join(sorted(ctx.zone_label(z) for z in zones))} hold {total} instance(s),"
+                f" capacity.reservation.instanceCount says {count}: nodes beyond them run as plain On-Demand"
+            ),
+            hint=f"set capacity.reservation.instanceCount to {total}, or create the open reservation",
         )
 
 
-def _missing(ctx: Context, group: NodeGroup, rid: str, field: str) -> Finding:
-    return Finding(
-        True,
-        group.name,
-        f"capacity reservation {rid} does not exist in {ctx.region} (or is not visible to this account)",
-        f"check capacity.{field} against: aws ec2 describe-capacity-reservations --region {ctx.region}",
+def _missing(ctx: Context, group: NodeGroup, rid: str, field: str) -> AccountFinding:
+    return AccountFinding(
+        severity="error",
+        node_group=group.name,
+        message=f"capacity reservation {rid} does not exist in {ctx.region} (or is not visible to this account)",
+        hint=f"check capacity.{field} against: aws ec2 describe-capacity-reservations --region {ctx.region}",
     )
 
 
-def check_reservations(ctx: Context) -> Iterator[Finding]:
+def check_reservations(ctx: Context) -> Iterator[AccountFinding]:
     for group in ctx.fleet.node_groups:
         odcr = group.reservation
         if group.capacity_type is CapacityType.CAPACITY_BLOCK and group.reservation_id is not None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from gpufleet.preflight.findings import Finding
+from gpufleet.preflight.findings import AccountFinding
 from gpufleet.spec.fleet import Fleet
 
 
@@ -43,7 +43,7 @@ def stack_file(spec: str, env: str) -> Path | None:
     return path if path.is_file() else None
 
 
-def check_stack_region(fleet: Fleet, spec: str, env: str) -> list[Finding]:
+def check_stack_region(fleet: Fleet, spec: str, env: str) -> list[AccountFinding]:
     path = stack_file(spec, env)
     if path is None:
         return []
@@ -54,20 +54,22 @@ def check_stack_region(fleet: Fleet, spec: str, env: str) -> list[Finding]:
         return []
     if region is None:
         return [
-            Finding(
-                False,
-                None,
-                f"stack {env} ({path}) sets no aws:region; the spec's cluster.region is {fleet.cluster.region}",
-                f"pulumi config set aws:region {fleet.cluster.region} --stack {env}",
+            AccountFinding(
+                severity="warning",
+                node_group=None,
+                message=f"stack {env} ({path}) sets no aws:region; the spec's cluster.region is {fleet.cluster.region}",
+                hint=f"pulumi config set aws:region {fleet.cluster.region} --stack {env}",
                 scope="stack",
             )
         ]
     return [
-        Finding(
-            True,
-            None,
-            f"stack {env} ({path}) has aws:region {region}, the spec's cluster.region is {fleet.cluster.region}",
-            f"pulumi config set aws:region {fleet.cluster.region} --stack {env} (or change cluster.region)",
+        AccountFinding(
+            severity="error",
+            node_group=None,
+            message=(
+                f"stack {env} ({path}) has aws:region {region}, the spec's cluster.region is {fleet.cluster.region}"
+            ),
+            hint=f"pulumi config set aws:region {fleet.cluster.region} --stack {env} (or change cluster.region)",
             scope="stack",
         )
     ]

@@ -70,7 +70,7 @@ def test_every_warn_is_evidence_and_benign_ones_are_not() -> None:
     )
     assert checks(err) == [("critical", "nccl.error")]
     [f] = diagnose({"j.log": err}, {})
-    assert "ib_write_bw" in f.fix
+    assert "ib_write_bw" in f.hint
 
 
 def test_fabric_manager_signatures() -> None:
@@ -78,14 +78,14 @@ def test_fabric_manager_signatures() -> None:
     assert checks(loose) == [("critical", "nccl.fabric-manager")]
     nvls = (REAL / "nccl-1488-nvls-after-fabricmanager-restart.log").read_text()
     [f] = diagnose({"j.log": nvls}, {})
-    assert "nvidia-fabricmanager" in f.fix and "reboot" in f.fix and "NCCL_NVLS_ENABLE=0" in f.fix
+    assert "nvidia-fabricmanager" in f.hint and "reboot" in f.hint and "NCCL_NVLS_ENABLE=0" in f.hint
 
 
 def test_any_nvls_warning_points_at_the_fabric_manager() -> None:
     # NCCL prints an NVLS multicast bind failure as "CUDA error 401", not "Cuda failure" (held-out, p5en).
     bind = (HELDOUT / "agentic-harness-173-p5en-nvls-bind-401.log").read_text()
     [f] = diagnose({"j.log": bind}, {})
-    assert (f.check, f.what) == (
+    assert (f.check, f.message) == (
         "nccl.fabric-manager",
         "NCCL failed in NVLink SHARP setup: transport/nvls.cc:287 Failed to bind NVLink SHARP (NVLS) Multicast memory",
     )
@@ -97,7 +97,7 @@ def test_any_nvls_warning_points_at_the_fabric_manager() -> None:
 def test_a_static_topology_file_error_names_the_plugin_upgrade() -> None:
     for name in ("aws-ofi-nccl-785-p5-static-topology-arch.log", "aws-ofi-nccl-476-p5-mpirun-arch-not-found.log"):
         [f] = [f for f in diagnose({"j.log": (HELDOUT / name).read_text()}, {}) if f.severity != "info"]
-        assert f.check == "nccl.error" and "upgrade aws-ofi-nccl" in f.fix and "NCCL_TOPO_FILE" in f.fix
+        assert f.check == "nccl.error" and "upgrade aws-ofi-nccl" in f.hint and "NCCL_TOPO_FILE" in f.hint
 
 
 def test_ray_repeat_suffix_is_not_part_of_the_message() -> None:
@@ -143,10 +143,10 @@ def test_a_pod_with_fewer_efa_devices_than_its_gpus_need() -> None:
 
     found = diagnose({"j.log": pod(4, 8)}, {})
     assert [(f.severity, f.check) for f in found] == [("warning", "nccl.efa-devices")]
-    assert found[0].what.startswith(
+    assert found[0].message.startswith(
         "aws-ofi-nccl found 4 EFA device(s) on p5.48xlarge, which has 32: these ranks need 32"
     )
-    assert "vpc.amazonaws.com/efa: 32" in found[0].fix
+    assert "vpc.amazonaws.com/efa: 32" in found[0].hint
     assert checks(pod(32, 8)) == [] and checks(pod(4, 1)) == []  # all of them; a 1-GPU pod's share is 4
     assert checks((REAL / "aws-ofi-nccl-889-cloudwatch-p4d-efa-selected.log").read_text()) == []  # p4d: 4 of 4
 
@@ -166,8 +166,8 @@ def test_one_gpu_pods_on_an_eight_gpu_instance() -> None:
         ]
     found = diagnose({"j.log": "\n".join(lines) + "\n"}, {})
     assert [(f.severity, f.check) for f in found] == [("warning", "nccl.one-gpu-per-pod")]
-    assert found[0].what.startswith("4 ranks on 4 nodes with 1 GPU each, on p4d.24xlarge instances with 8 GPUs")
-    assert "nvidia.com/gpu: 8" in found[0].fix
+    assert found[0].message.startswith("4 ranks on 4 nodes with 1 GPU each, on p4d.24xlarge instances with 8 GPUs")
+    assert "nvidia.com/gpu: 8" in found[0].hint
     eight = "\n".join(
         line.replace("nRanks 4 nNodes 4 localRanks 1", "nRanks 8 nNodes 1 localRanks 8") for line in lines
     )
@@ -203,7 +203,7 @@ def test_a_lost_node_cut_before_its_conditions_is_not_ready() -> None:
     lost = (HELDOUT / "microsoft-pai-4589-p100-notready-unreachable.txt").read_text()
     [f] = diagnose({}, {"n.txt": lost})
     assert (f.severity, f.check, f.subject) == ("critical", "node.not-ready", "p100")
-    assert f.what == "not ready: tainted node.kubernetes.io/unreachable by the node controller"
+    assert f.message == "not ready: tainted node.kubernetes.io/unreachable by the node controller"
     # A node seconds old carries node.kubernetes.io/not-ready (and Karpenter's startup taint): not a fault.
     new = checks(node=(REAL / "karpenter-1476-g5-new-node-taints.txt").read_text())
     assert "node.not-ready" not in [c for _, c in new]
@@ -226,7 +226,7 @@ def test_operator_namespaces_are_not_teams_and_time_slicing_is_sharing() -> None
     text = managed[:pods] + extra + managed[pods:]
     assert [c for c in checks(node=text) if c[1] == "node.several-teams"] == [("warning", "node.several-teams")]
     [f] = [f for f in diagnose({}, {"n.txt": text}) if f.check == "node.several-teams"]
-    assert f.what == "pods from 2 team namespaces share this GPU node: nlp, vision"
+    assert f.message == "pods from 2 team namespaces share this GPU node: nlp, vision"
     shared = text.replace("nvidia.com/gpu.replicas=1", "nvidia.com/gpu.replicas=4").replace(
         "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3-SHARED"
     )
@@ -236,7 +236,7 @@ def test_operator_namespaces_are_not_teams_and_time_slicing_is_sharing() -> None
 def test_fixes_name_the_setting_to_change() -> None:
     eks = diagnose({"j.log": (REAL / "aws-do-eks-54-efa-init-failed-pod-identity-link.log").read_text()}, {})
     assert [f.check for f in eks] == ["nccl.efa-unavailable", "nccl.socket-interface"]
-    assert "vpc.amazonaws.com/efa" in eks[0].fix and "fabric: efa" in eks[0].fix
-    assert eks[1].fix.startswith("set NCCL_SOCKET_IFNAME=enp73s0 ")
+    assert "vpc.amazonaws.com/efa" in eks[0].hint and "fabric: efa" in eks[0].hint
+    assert eks[1].hint.startswith("set NCCL_SOCKET_IFNAME=enp73s0 ")
     [xid] = diagnose({}, {"n.txt": (REAL / "gpu-operator-1065-xid94-capacity8-allocatable7.txt").read_text()})
-    assert "restarting the device plugin pod advertises the GPU again" in xid.fix
+    assert "restarting the device plugin pod advertises the GPU again" in xid.hint

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gpufleet.commands.diagnose import add_arguments, run
-from gpufleet.diagnose.findings import Finding, rank, render
+from gpufleet.diagnose.findings import LogFinding, rank, render
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -111,10 +111,10 @@ def test_undecodable_bytes_do_not_stop_the_run(capsys: pytest.CaptureFixture[str
 def test_render_and_rank() -> None:
     findings = rank(
         [
-            Finding("info", "a.log", "job", "NCCL 2.26.2+cuda12.8", "", "nccl.version"),
-            Finding("warning", "n.txt", "node-1", "no nvidia.com/gpu taint", "taint it", "node.no-gpu-taint"),
-            Finding("warning", "a.log", "all ranks", "GPUDirect RDMA is off", "load peermem", "nccl.gdr-off"),
-            Finding(
+            LogFinding("info", "a.log", "job", "NCCL 2.26.2+cuda12.8", "", "nccl.version"),
+            LogFinding("warning", "n.txt", "node-1", "no nvidia.com/gpu taint", "taint it", "node.no-gpu-taint"),
+            LogFinding("warning", "a.log", "all ranks", "GPUDirect RDMA is off", "load peermem", "nccl.gdr-off"),
+            LogFinding(
                 "critical", "n.txt", "node-1", "AcceleratedHardwareReady=False", "drain", "node.accelerated-hardware"
             ),
         ]

@@ -17,7 +17,7 @@ def read(name: str) -> str:
 
 
 def summary(nccl: dict[str, str]) -> list[tuple[str, str, str, str]]:
-    return [(f.severity, f.check, f.subject, f.what) for f in diagnose(nccl, {})]
+    return [(f.severity, f.check, f.subject, f.message) for f in diagnose(nccl, {})]
 
 
 def log(name: str) -> list[tuple[str, str, str, str]]:
@@ -145,7 +145,7 @@ def test_socket_fallback_with_a_broken_plugin() -> None:
         ("info", "nccl.version", "job", "NCCL 2.24.3+cuda12.6"),
     ]
     plugin = diagnose({"s.log": read("socket_fallback_nccl2.24.log")}, {})[0]
-    assert "install libfabric.so.1" in plugin.fix and "LD_LIBRARY_PATH" in plugin.fix
+    assert "install libfabric.so.1" in plugin.hint and "LD_LIBRARY_PATH" in plugin.hint
 
 
 def test_one_rank_fell_back_to_socket() -> None:
@@ -216,7 +216,7 @@ def test_a_pod_on_socket_among_per_pod_logs_names_its_file_and_ranks() -> None:
         "prefixed_worker1.log",
         "mistral-ft-worker-1 (ranks 8-15)",
     )
-    assert top.what == "NET/Socket (TCP fallback) selected while 8 other ranks use NET/AWS Libfabric"
+    assert top.message == "NET/Socket (TCP fallback) selected while 8 other ranks use NET/AWS Libfabric"
 
 
 def test_mixed_nccl_versions() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gpufleet.commands.diagnose import diagnose
-from gpufleet.diagnose.node import Condition, Taint, parse_nodes
+from gpufleet.diagnose.node import Condition, NodeTaint, parse_nodes
 
 FIXTURES = Path(__file__).parent / "fixtures"
 HEALTHY = (FIXTURES / "node_p5_healthy.txt").read_text()
@@ -16,7 +16,7 @@ P5 = "ip-10-1-37-120.us-west-2.compute.internal"
 
 def summary(name: str, text: str | None = None) -> list[tuple[str, str, str, str]]:
     body = text if text is not None else (FIXTURES / name).read_text()
-    return [(f.severity, f.check, f.subject, f.what) for f in diagnose({}, {name: body})]
+    return [(f.severity, f.check, f.subject, f.message) for f in diagnose({}, {name: body})]
 
 
 def relabel(text: str, old: str, new: str) -> str:
@@ -31,8 +31,8 @@ def test_parse_healthy_p5() -> None:
     assert node.labels["node.kubernetes.io/instance-type"] == "p5.48xlarge"
     assert len(node.labels) == 57
     assert node.taints == [
-        Taint("nvidia.com/gpu", "true", "NoSchedule"),
-        Taint("vpc.amazonaws.com/efa", "true", "NoSchedule"),
+        NodeTaint("nvidia.com/gpu", "true", "NoSchedule"),
+        NodeTaint("vpc.amazonaws.com/efa", "true", "NoSchedule"),
     ]
     assert node.conditions["Ready"] == Condition("Ready", "True", "KubeletReady", "kubelet is posting ready status")
     assert node.conditions["AcceleratedHardwareReady"].reason == "NvidiaAcceleratedHardwareIsReady"
@@ -64,7 +64,7 @@ def test_ready_node_with_zero_allocatable_gpus() -> None:
         )
     ]
     [f] = diagnose({}, {"n.txt": (FIXTURES / "node_p4d_zero_allocatable.txt").read_text()})
-    assert "nvidia-device-plugin-daemonset" in f.fix and "nvidia-operator-validator" in f.fix
+    assert "nvidia-device-plugin-daemonset" in f.hint and "nvidia-operator-validator" in f.hint
 
 
 def test_untainted_node_without_gfd_labels_shared_by_two_teams() -> None:

@@ -45,7 +45,7 @@ def test_too_few_efa_devices_without_a_platform_line() -> None:
     # No instance with 8 GPUs has exactly 2 EFA interfaces: the pod got fewer than its instance has.
     (found,) = [f for f in diagnose({"j.log": pod(2)}, {}) if f.check == "nccl.efa-devices"]
     assert found.severity == "warning"
-    assert found.what == (
+    assert found.message == (
         "aws-ofi-nccl found 2 EFA device(s) and printed no platform line (it prints none on p5, p5e or p5en); no EFA"
         " instance type has exactly 2 with this many GPUs, so the pods got fewer than their instance has (the fewest"
         " any such type has is 4, g6e.48xlarge) and their traffic shares the NICs they have"
@@ -58,7 +58,7 @@ def test_when_the_nic_count_cannot_tell_gdr_it_says_so() -> None:
     # 4 nics with 8 GPUs fit p4d/p4de (GPUDirect) and g6e.48xlarge (none): no gdr-off, an info finding instead.
     found = [f for f in diagnose({"j.log": pod(4, gdr=False)}, {}) if f.severity != "info" or "platform" in f.check]
     assert [(f.severity, f.check) for f in found] == [("info", "nccl.platform-unknown")]
-    assert found[0].what == (
+    assert found[0].message == (
         "aws-ofi-nccl printed no `NET/OFI Running on <type> platform` line, and 4 EFA device(s) with 8 GPU(s) per"
         " node fit g6e.48xlarge, p4d.24xlarge, p4de.24xlarge: whether the EFA channels should carry GPUDirect RDMA"
         " (none do) cannot be told from the log"

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from gpufleet.commands.diagnose import diagnose
-from gpufleet.diagnose.findings import Finding
+from gpufleet.diagnose.findings import LogFinding
 
 REAL = Path(__file__).parent / "real"
 HELDOUT = REAL / "heldout"
@@ -58,7 +58,7 @@ def cases(where: Path) -> list[Case]:
 CASES = cases(REAL) + cases(HELDOUT)
 
 
-def run(case: Case) -> tuple[list[Finding], float]:
+def run(case: Case) -> tuple[list[LogFinding], float]:
     text = case.path.read_text()
     start = time.perf_counter()
     found = (
@@ -67,7 +67,7 @@ def run(case: Case) -> tuple[list[Finding], float]:
     return found, time.perf_counter() - start
 
 
-def top(found: list[Finding]) -> str:
+def top(found: list[LogFinding]) -> str:
     return next((f.check for f in found if f.severity != "info"), "none")
 
 
@@ -86,10 +86,10 @@ def test_corpus_size_and_sidecars() -> None:
 def test_expected_top_finding(case: Case) -> None:
     found, took = run(case)
     assert took < 1.0
-    assert top(found) == case.meta["expected_top"], [(f.severity, f.check, f.what) for f in found]
+    assert top(found) == case.meta["expected_top"], [(f.severity, f.check, f.message) for f in found]
     if not case.faulty:
         assert all(f.severity == "info" for f in found)
-    assert all(f.fix for f in found if f.severity != "info")  # every finding above info says what to change
+    assert all(f.hint for f in found if f.severity != "info")  # every finding above info says what to change
 
 
 # The score each set reached when it was pinned: (faulty inputs, right cause first, found). README.md reports the same;

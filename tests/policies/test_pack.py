@@ -57,11 +57,11 @@ def test_one_policy_per_rule_with_its_level_and_scope(pack: dict[str, Any]) -> N
     assert list(pack["policies"]) == [r.name for r in RULES]
     for rule in RULES:
         policy = pack["policies"][rule.name]
-        assert policy.enforcement_level.value == rule.level
+        assert policy.enforcement_level.value == rule.severity
         assert type(policy).__name__ == (
             "ResourceValidationPolicy" if rule.scope == "resource" else "StackValidationPolicy"
         )
-        assert policy.remediation_steps == rule.fix
+        assert policy.remediation_steps == rule.hint
 
 
 def _opts(ignore: list[str]) -> PolicyResourceOptions:

@@ -744,9 +744,9 @@ CASES: list[tuple[str, str, list[dict[str, Any]], set[str]]] = [
 def test_rule(rule: str, case: str, resources: list[dict[str, Any]], expected: set[str]) -> None:
     findings = RULES_BY_NAME[rule].run(resources)
     assert {f.resource for f in findings} == expected, [f.message for f in findings]
-    assert all(f.rule == rule and f.message and f.fix for f in findings)
+    assert all(f.rule == rule and f.message and f.hint for f in findings)
     if not expected:
-        others = [f for f in evaluate(resources) if f.level == MANDATORY]
+        others = [f for f in evaluate(resources) if f.severity == MANDATORY]
         assert others == [], f"passing fixture {case!r} violates other rules: {others}"
 
 
@@ -758,8 +758,8 @@ def test_every_rule_has_a_passing_and_a_failing_fixture() -> None:
 
 def test_rule_names_are_unique_and_levels_known() -> None:
     assert len({r.name for r in RULES}) == len(RULES)
-    assert {r.level for r in RULES} == {"mandatory", "advisory"}
-    assert {r.name for r in RULES if r.level == "advisory"} == {
+    assert {r.severity for r in RULES} == {"mandatory", "advisory"}
+    assert {r.name for r in RULES if r.severity == "advisory"} == {
         "endpoint-open-acknowledged",
         "interactive-warm-pool",
         "time-slicing-interactive-or-batch",
@@ -772,7 +772,7 @@ def test_findings_are_sorted_mandatory_first() -> None:
         launch_template("notebooks"),
         gpu_operator(),
     ]
-    assert [(f.level, f.rule) for f in evaluate(resources)] == [
+    assert [(f.severity, f.rule) for f in evaluate(resources)] == [
         ("mandatory", "gpu-node-group-tainted"),
         ("advisory", "interactive-warm-pool"),
     ]

@@ -14,7 +14,7 @@ from gpufleet.facts import catalog
 from gpufleet.preflight import addons, ami, instances, network, quotas, reservations
 from gpufleet.preflight.clients import Clients
 from gpufleet.preflight.context import Context
-from gpufleet.preflight.findings import Finding
+from gpufleet.preflight.findings import AccountFinding
 from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, WarmPool
 from tests.preflight.support import (
     AL2023_PARAM,
@@ -41,7 +41,7 @@ from tests.preflight.support import (
 )
 
 
-def run(check: Callable[[Context], Iterable[Finding]], fleet: Fleet, clients: Clients) -> list[Finding]:
+def run(check: Callable[[Context], Iterable[AccountFinding]], fleet: Fleet, clients: Clients) -> list[AccountFinding]:
     return list(check(Context(fleet, clients)))
 
 
@@ -50,8 +50,8 @@ def ec2_only(world: World) -> Clients:
     return Clients(ec2=world.ec2, service_quotas=stubbed("service-quotas")[0], ssm=stubbed("ssm")[0])
 
 
-def texts(findings: list[Finding]) -> list[str]:
-    return [f"{'error' if f.blocking else 'warning'} {f.where}: {f.what}" for f in findings]
+def texts(findings: list[AccountFinding]) -> list[str]:
+    return [f"{'error' if f.blocking else 'warning'} {f.where}: {f.message}" for f in findings]
 
 
 # --- the whole run ----------------------------------------------------------------------------------------
@@ -75,7 +75,7 @@ def test_unknown_instance_type_is_blocking(world: World) -> None:
     fleet = with_group(fleet_of(world), "l40s", instance_type="g9.12xlarge")
     (finding,) = run(instances.check_instance_types, fleet, ec2_only(world))
     assert finding.blocking and finding.node_group == "l40s"
-    assert "g9.12xlarge does not exist in us-east-1" in finding.what
+    assert "g9.12xlarge does not exist in us-east-1" in finding.message
 
 
 def test_gpu_info_that_disagrees_with_the_catalog_is_blocking(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -92,9 +92,9 @@ def test_gpu_info_that_disagrees_with_the_catalog_is_blocking(world: World, monk
     assert [f.node_group for f in found] == ["h100", "cb"]
     assert (
         "EC2 reports 8 x H100 with 81920 MiB each for p5.48xlarge; gpufleet's catalog says 8 x H100 with 40960 MiB each"
-        in found[0].what
+        in found[0].message
     )
-    assert "gpufleet/facts/catalog.py" in found[0].fix
+    assert "gpufleet/facts/catalog.py" in found[0].hint
 
 
 # --- zones and offerings ------------------------------------------------------------------------------------
@@ -108,8 +108,8 @@ def test_a_zone_of_another_region_is_blocking(world: World) -> None:
     fleet = with_group(fleet_of(world), "h100", zone="usw2-az1")
     (finding,) = run(instances.check_zones, fleet, ec2_only(world))
     assert finding.blocking and finding.node_group == "h100"
-    assert "usw2-az1 is not an availability zone ID of us-east-1" in finding.what
-    assert "use1-az4 (us-east-1d)" in finding.fix
+    assert "usw2-az1 is not an availability zone ID of us-east-1" in finding.message
+    assert "use1-az4 (us-east-1d)" in finding.hint
 
 
 def test_instance_types_are_offered_in_the_chosen_zones(world: World) -> None:
@@ -121,17 +121,19 @@ def test_pinned_zone_without_the_instance_type_is_blocking(world: World) -> None
     fleet = with_group(fleet_of(world), "l40s", zone="use1-az3")
     (finding,) = run(instances.check_offerings, fleet, ec2_only(world))
     assert finding.blocking and finding.node_group == "l40s"
-    assert "g6e.12xlarge is not offered in zone use1-az3 (us-east-1e)" in finding.what
+    assert "g6e.12xlarge is not offered in zone use1-az3 (us-east-1e)" in finding.message
 
 
 def test_subnet_zones_without_the_instance_type(world: World) -> None:
     fleet = fleet_of(world)
     nowhere = with_group(fleet, "l40s", subnet_ids=(world.subnet["use1-az3"],))
     (blocked,) = run(instances.check_offerings, nowhere, ec2_only(world))
-    assert blocked.blocking and "not offered in any zone of the group's subnets (use1-az3 (us-east-1e))" in blocked.what
+    assert (
+        blocked.blocking and "not offered in any zone of the group's subnets (use1-az3 (us-east-1e))" in blocked.message
+    )
     partly = with_group(fleet, "l40s", subnet_ids=(world.subnet["use1-az3"], world.subnet["use1-az4"]))
     (warned,) = run(instances.check_offerings, partly, ec2_only(world))
-    assert not warned.blocking and "not offered in use1-az3 (us-east-1e)" in warned.what
+    assert not warned.blocking and "not offered in use1-az3 (us-east-1e)" in warned.message
 
 
 # --- EFA ------------------------------------------------------------------------------------------------------
@@ -145,7 +147,7 @@ def test_efa_on_an_instance_type_without_efa_is_blocking(world: World) -> None:
     fleet = with_group(fleet_of(world), "notebooks", fabric=Fabric.EFA)
     (finding,) = run(instances.check_efa, fleet, ec2_only(world))
     assert finding.blocking and finding.node_group == "notebooks"
-    assert "no EFA support for g5.xlarge" in finding.what
+    assert "no EFA support for g5.xlarge" in finding.message
 
 
 # --- subnets ----------------------------------------------------------------------------------------------------
@@ -178,20 +180,20 @@ def test_bad_group_subnets_are_blocking(
     fleet = with_group(fleet_of(world), "h100", **change(world))
     (finding,) = run(network.check_subnets, fleet, ec2_only(world))
     assert finding.blocking and finding.where == where
-    assert expected in finding.what
+    assert expected in finding.message
 
 
 def test_cluster_subnets_in_one_zone_are_blocking(world: World) -> None:
     fleet = fleet_of(world, cluster_subnets=("use1-az4", "use1-az4b"))
     (finding,) = run(network.check_subnets, only(fleet, "h100"), ec2_only(world))
     assert finding.blocking and finding.where == "cluster"
-    assert "all in use1-az4 (us-east-1d); EKS needs subnets in at least two zones" in finding.what
+    assert "all in use1-az4 (us-east-1d); EKS needs subnets in at least two zones" in finding.message
 
 
 def test_cluster_subnet_in_a_zone_eks_rejects_is_blocking(world: World) -> None:
     fleet = fleet_of(world, cluster_subnets=("use1-az4", "use1-az3"))
     (finding,) = run(network.check_subnets, only(fleet, "h100"), ec2_only(world))
-    assert finding.blocking and "a zone EKS does not accept for cluster subnets" in finding.what
+    assert finding.blocking and "a zone EKS does not accept for cluster subnets" in finding.message
 
 
 # --- Capacity Blocks (moto lacks DescribeCapacityReservations: Stubber) -------------------------------------
@@ -211,7 +213,7 @@ def test_a_missing_reservation_is_blocking(world: World) -> None:
     client, _ = reservations_client(error="InvalidCapacityReservationId.NotFound")
     (finding,) = run(reservations.check_reservations, fleet_of(world), with_reservations(world, client))
     assert finding.blocking and finding.node_group == "cb"
-    assert "capacity reservation cr-0123456789abcdef0 does not exist in us-east-1" in finding.what
+    assert "capacity reservation cr-0123456789abcdef0 does not exist in us-east-1" in finding.message
 
 
 def test_a_scheduled_capacity_block_is_a_warning(world: World) -> None:
@@ -219,7 +221,7 @@ def test_a_scheduled_capacity_block_is_a_warning(world: World) -> None:
     (finding,) = run(reservations.check_reservations, fleet_of(world), with_reservations(world, client))
     assert (
         not finding.blocking
-        and "scheduled, not active yet: nodes launch from 2026-08-01 11:30:00+00:00" in finding.what
+        and "scheduled, not active yet: nodes launch from 2026-08-01 11:30:00+00:00" in finding.message
     )
 
 
@@ -241,14 +243,14 @@ def test_a_capacity_block_that_does_not_fit_is_blocking(world: World, changes: d
     client, _ = reservations_client(reservation(**changes))
     (finding,) = run(reservations.check_reservations, fleet_of(world), with_reservations(world, client))
     assert finding.blocking and finding.node_group == "cb"
-    assert expected in finding.what
+    assert expected in finding.message
 
 
 def test_an_unpinned_capacity_block_group_must_use_the_blocks_zone(world: World) -> None:
     fleet = with_group(fleet_of(world), "cb", zone=None, subnet_ids=None)  # the cluster's subnets: az4 and az6
     client, _ = reservations_client(reservation())
     (finding,) = run(reservations.check_reservations, fleet, with_reservations(world, client))
-    assert finding.blocking and "the group's subnets reach use1-az6 (us-east-1a)" in finding.what
+    assert finding.blocking and "the group's subnets reach use1-az6 (us-east-1a)" in finding.message
 
 
 # --- vCPU quotas (moto has no EC2 service quotas: Stubber) ------------------------------------------------
@@ -286,15 +288,15 @@ def test_a_quota_below_the_fleet_at_max_size_is_blocking(world: World) -> None:
     assert finding.blocking and finding.node_group == "h100"
     assert (
         "needs 384 vCPUs of 'Running On-Demand P instances' (L-417A185B) at maxSize (h100: 2 x p5.48xlarge = 384), the"
-        " quota in us-east-1 is 192" in finding.what
+        " quota in us-east-1 is 192" in finding.message
     )
-    assert "--quota-code L-417A185B --desired-value 384" in finding.fix
+    assert "--quota-code L-417A185B --desired-value 384" in finding.hint
 
 
 def test_a_spot_quota_is_checked_separately(world: World) -> None:
     client, _ = quotas_client({**NEEDED, P_SPOT: 0})
     (finding,) = run(quotas.check_quotas, fleet_of(world), dataclasses.replace(ec2_only(world), service_quotas=client))
-    assert finding.blocking and "'All P Spot Instance Requests' (L-7212CCBC)" in finding.what
+    assert finding.blocking and "'All P Spot Instance Requests' (L-7212CCBC)" in finding.message
 
 
 def test_unapplied_quota_falls_back_to_the_aws_default(world: World) -> None:
@@ -321,7 +323,7 @@ def test_a_renamed_quota_is_a_warning(world: World) -> None:
     (finding,) = run(
         quotas.check_quotas, only(fleet_of(world), "l40s"), dataclasses.replace(ec2_only(world), service_quotas=client)
     )
-    assert not finding.blocking and "quota L-DB2E81BA is named 'Running On-Demand G instances'" in finding.what
+    assert not finding.blocking and "quota L-DB2E81BA is named 'Running On-Demand G instances'" in finding.message
 
 
 # --- AMI releases (moto has no EKS AMI parameters: Stubber) ------------------------------------------------
@@ -351,11 +353,11 @@ def test_an_unpublished_ami_release_is_blocking(world: World) -> None:
     assert [f.node_group for f in found] == ["h100", "spot"] and all(f.blocking for f in found)
     assert (
         "AMI release 1.33.13-20260714 (AL2023_x86_64_NVIDIA) does not exist for Kubernetes 1.33 in us-east-1: no SSM"
-        f" parameter {AL2023_PARAM}" in found[0].what
+        f" parameter {AL2023_PARAM}" in found[0].message
     )
     assert (
         "get-parameters-by-path --path /aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/nvidia"
-        in found[0].fix
+        in found[0].hint
     )
 
 
@@ -366,11 +368,11 @@ def test_a_wrong_patch_version_names_an_existing_ami_but_is_blocking(world: Worl
     (finding,) = run(ami.check_ami, fleet, dataclasses.replace(ec2_only(world), ssm=client))
     assert finding.blocking and finding.node_group == "h100"
     assert (
-        finding.what
+        finding.message
         == f"AMI release 1.33.4-20260714 (AL2023_x86_64_NVIDIA) is not what EKS publishes: {AL2023_PARAM} is"
         " 1.33.13-20260714"
     )
-    assert finding.fix == 'pin releaseVersion: "1.33.13-20260714"'
+    assert finding.hint == 'pin releaseVersion: "1.33.13-20260714"'
 
 
 def test_the_system_nodes_release_is_checked(world: World) -> None:
@@ -378,7 +380,7 @@ def test_the_system_nodes_release_is_checked(world: World) -> None:
     (finding,) = run(ami.check_ami, only(fleet_of(world)), dataclasses.replace(ec2_only(world), ssm=client))
     assert finding.blocking and finding.where == "cluster"
     assert (
-        finding.what
+        finding.message
         == "AMI release 1.33.13-20260714 (AL2023_x86_64_STANDARD) does not exist for Kubernetes 1.33 in us-east-1: no"
         f" SSM parameter {SYSTEM_PARAM}"
     )
@@ -397,7 +399,7 @@ def test_a_release_in_the_wrong_form_is_blocking(world: World) -> None:
     fleet = with_group(only(fleet_of(world), "h100"), "h100", ami_release_version="1.54.0-5043decc")
     client, _ = ssm_client([(SYSTEM_PARAM, RELEASE)])
     (finding,) = run(ami.check_ami, fleet, dataclasses.replace(ec2_only(world), ssm=client))
-    assert finding.blocking and "is not a AL2023_x86_64_NVIDIA release" in finding.what
+    assert finding.blocking and "is not a AL2023_x86_64_NVIDIA release" in finding.message
 
 
 # --- API failures inside a run -------------------------------------------------------------------------------
@@ -416,7 +418,7 @@ def test_access_denied_is_a_finding_and_the_run_goes_on(world: World) -> None:
     assert texts(found) == [
         "error aws: ssm:GetParameter failed: AccessDeniedException: User is not authorized to perform: ssm:GetParameter"
     ]
-    assert found[0].fix == "allow ssm:GetParameter for the caller's IAM identity (preflight only reads)"
+    assert found[0].hint == "allow ssm:GetParameter for the caller's IAM identity (preflight only reads)"
 
 
 def test_an_unreachable_endpoint_stops_the_run_with_one_finding(world: World) -> None:
@@ -430,10 +432,10 @@ def test_an_unreachable_endpoint_stops_the_run_with_one_finding(world: World) ->
     ec2.meta.events.register_first("before-call.ec2", unreachable)
     (finding,) = preflight(fleet_of(world), dataclasses.replace(ec2_only(world), ec2=ec2))
     assert finding.blocking and finding.where == "aws"
-    assert finding.what.startswith(
+    assert finding.message.startswith(
         "ec2:DescribeInstanceTypes failed: EndpointConnectionError: Could not connect to the endpoint URL"
     )
-    assert "AWS_ENDPOINT_URL" in finding.fix
+    assert "AWS_ENDPOINT_URL" in finding.hint
 
 
 # --- an existing cluster's node monitoring agent ----------------------------------------------------------------
@@ -477,8 +479,8 @@ def test_an_existing_agent_dcgm_server_on_gpu_nodes_collides_on_port_5555(
     assert [f.blocking for f in found] == ([False] if warned else [])
     if warned:
         assert found[0].where == "cluster"
-        assert "runs its dcgm-server on GPU nodes" in found[0].what and "host port 5555" in found[0].what
-        assert '--configuration-values \'{"dcgmAgent":{"tolerations":[]}}\'' in found[0].fix
+        assert "runs its dcgm-server on GPU nodes" in found[0].message and "host port 5555" in found[0].message
+        assert '--configuration-values \'{"dcgmAgent":{"tolerations":[]}}\'' in found[0].hint
 
 
 def test_the_agent_check_reads_nothing_for_a_new_cluster_or_a_missing_add_on(world: World) -> None:
@@ -523,7 +525,7 @@ def test_an_efa_security_group_without_its_self_rules_is_blocking(
         else:
             (finding,) = found
             assert finding.blocking
-            assert finding.what == (
+            assert finding.message == (
                 f"EFA security group {sg} (probe-efa) does not allow all traffic {missing} itself: EFA's SRD traffic"
                 " between the nodes is dropped"
             )

@@ -31,8 +31,8 @@ def test_an_assumed_role_session_is_its_role(arn: str, key: tuple[str, str, str]
 def test_a_deployer_outside_cluster_admins_blocks_in_mode_create(world: World) -> None:
     caller = "arn:aws:sts::111122223333:assumed-role/ci-runner/build-42"
     clients, stubs = all_clients(world, caller=caller)
-    findings = [f for f in preflight(fleet_of(world), clients) if "deploying identity" in f.what]
-    assert [(f.blocking, f.where, f.what, f.fix) for f in findings] == [
+    findings = [f for f in preflight(fleet_of(world), clients) if "deploying identity" in f.message]
+    assert [(f.blocking, f.where, f.message, f.hint) for f in findings] == [
         (
             True,
             "account",
@@ -49,7 +49,7 @@ def test_a_deployer_outside_cluster_admins_blocks_in_mode_create(world: World) -
 
 def test_an_admin_session_passes(world: World) -> None:
     clients, _ = all_clients(world)
-    assert not [f for f in preflight(fleet_of(world), clients) if "deploying identity" in f.what]
+    assert not [f for f in preflight(fleet_of(world), clients) if "deploying identity" in f.message]
 
 
 def test_an_addon_pin_eks_does_not_offer_blocks_with_the_default(world: World) -> None:
@@ -67,8 +67,8 @@ def test_an_addon_pin_eks_does_not_offer_blocks_with_the_default(world: World) -
             ("vpc-cni", "1.33", ["v1.20.2-eksbuild.1", "v1.19.6-eksbuild.7"], "v1.19.6-eksbuild.7"),
         ]
     )
-    findings = [f for f in preflight(pinned, dataclasses.replace(clients, eks=eks)) if "EKS add-on" in f.what]
-    assert [(f.blocking, f.what, f.fix) for f in findings] == [
+    findings = [f for f in preflight(pinned, dataclasses.replace(clients, eks=eks)) if "EKS add-on" in f.message]
+    assert [(f.blocking, f.message, f.hint) for f in findings] == [
         (
             True,
             "EKS add-on kube-proxy v1.33.1-eksbuild.1 is not offered for Kubernetes 1.33 in us-east-1 (2 versions are,"

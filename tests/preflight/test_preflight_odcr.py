@@ -14,7 +14,7 @@ import pytest
 from gpufleet.commands.preflight import preflight
 from gpufleet.preflight.clients import Clients
 from gpufleet.preflight.context import Context
-from gpufleet.preflight.findings import Finding
+from gpufleet.preflight.findings import AccountFinding
 from gpufleet.preflight.reservations import check_reservations
 from gpufleet.spec.fleet import Fleet, Reservation
 from tests.preflight.support import RESERVATION, World, all_clients, fleet_of, only, reservation, stubbed, with_group
@@ -55,7 +55,7 @@ def fleet(world: World, *, min_size: int = 2, placement_group: str | None = "hpc
     )
 
 
-def run(world: World, fleet: Fleet, client: Any) -> list[Finding]:
+def run(world: World, fleet: Fleet, client: Any) -> list[AccountFinding]:
     clients = Clients(
         ec2=world.ec2, service_quotas=stubbed("service-quotas")[0], ssm=stubbed("ssm")[0], reservations=client
     )
@@ -83,10 +83,11 @@ def test_a_missing_targeted_reservation_is_blocking(world: World) -> None:
     (finding,) = run(world, fleet(world, id=ODCR), client)
     assert finding.blocking and finding.node_group == "h100"
     assert (
-        finding.what == f"capacity reservation {ODCR} does not exist in us-east-1 (or is not visible to this account)"
+        finding.message
+        == f"capacity reservation {ODCR} does not exist in us-east-1 (or is not visible to this account)"
     )
     assert (
-        finding.fix
+        finding.hint
         == "check capacity.reservation.id against: aws ec2 describe-capacity-reservations --region us-east-1"
     )
 
@@ -138,7 +139,7 @@ def test_a_targeted_reservation_that_does_not_fit_is_blocking(
 ) -> None:
     client, _ = by_id(odcr(**changes))
     (finding,) = [f for f in run(world, fleet(world, id=ODCR), client) if f.blocking]
-    assert (finding.node_group, finding.what, finding.fix) == ("h100", what, fix)
+    assert (finding.node_group, finding.message, finding.hint) == ("h100", what, fix)
 
 
 def test_a_capacity_block_group_given_an_odcr_says_how_to_write_one(world: World) -> None:
@@ -146,10 +147,10 @@ def test_a_capacity_block_group_given_an_odcr_says_how_to_write_one(world: World
     (finding,) = run(world, only(fleet_of(world), "cb"), client)
     assert (
         finding.blocking
-        and finding.what == f"reservation {RESERVATION} is a default capacity reservation, not a Capacity Block"
+        and finding.message == f"reservation {RESERVATION} is a default capacity reservation, not a Capacity Block"
     )
     assert (
-        finding.fix
+        finding.hint
         == f"for an On-Demand Capacity Reservation write capacity: {{type: OnDemand, reservation: {{id: {RESERVATION},"
         " instanceCount: 2}}"
     )
@@ -185,7 +186,7 @@ def test_what_a_targeted_reservation_only_warns_about(
 ) -> None:
     client, _ = by_id(odcr(**changes))
     (finding,) = run(world, fleet(world, id=ODCR), client)
-    assert (finding.blocking, finding.what, finding.fix) == (False, what, fix)
+    assert (finding.blocking, finding.message, finding.hint) == (False, what, fix)
 
 
 OUTSIDE_FIX = (
@@ -222,7 +223,7 @@ def test_the_group_launches_into_its_reservations_placement_group(
         return
     (finding,) = found
     where = "in placement group hpc" if reserved else "outside any placement group"
-    assert (finding.blocking, finding.what, finding.fix) == (
+    assert (finding.blocking, finding.message, finding.hint) == (
         True,
         f"reservation {ODCR} was created {where}, but the group launches into {launches}: an instance in a cluster"
         " placement group can use only a reservation created in it, so launches miss the reservation",
@@ -254,7 +255,7 @@ def test_open_reservations_elsewhere_do_not_count(world: World) -> None:
     (finding,) = run(world, fleet(world, open=True), client)
     assert not finding.blocking
     assert (
-        finding.what == "the active open reservations of p5.48xlarge in use1-az4 (us-east-1d) hold 0 instance(s),"
+        finding.message == "the active open reservations of p5.48xlarge in use1-az4 (us-east-1d) hold 0 instance(s),"
         " capacity.reservation.instanceCount says 2: nodes beyond them run as plain On-Demand"
     )
 
@@ -275,5 +276,5 @@ def test_an_aws_error_on_the_reservation_call_is_a_finding(world: World) -> None
     client, _ = by_id(error="UnauthorizedOperation")
     clients, _ = all_clients(world)
     findings = preflight(fleet(world, id=ODCR), dataclasses.replace(clients, reservations=client))
-    denied = [f for f in findings if "DescribeCapacityReservations" in f.what]
+    denied = [f for f in findings if "DescribeCapacityReservations" in f.message]
     assert len(denied) == 1 and denied[0].blocking, [f.render() for f in findings]
