@@ -14,7 +14,12 @@ capacity or not" (EC2 User Guide, capacity-reservations-pricing-billing.html); a
 billed again. So a group with a reservation of N instances pays for max(nodes, N) at every size (`billed_nodes`).
 
 gp3 EBS: USD 0.08 per GB-month in us-east-1 (https://aws.amazon.com/ebs/pricing/), used for the standing cost of
-stopped warm-pool instances (their root volumes keep billing; the instance-hours stop).
+stopped warm-pool instances (their root volumes keep billing; the instance-hours stop) and for running nodes' volumes.
+
+The EKS control plane: USD 0.10 per cluster-hour in standard support, 0.60 in extended support (Amazon EKS pricing,
+https://aws.amazon.com/eks/pricing/; the AWS blog "Amazon EKS extended support for Kubernetes versions pricing").
+Which applies follows EKS_SUPPORT_CALENDAR. The system nodes' CPU types: the same on-demand page, us-east-1; a managed
+node group without a launch template gets a 20 GiB root volume (EKS CreateNodegroup `diskSize`, default 20).
 """
 
 from __future__ import annotations
@@ -49,8 +54,30 @@ ON_DEMAND_USD_PER_HOUR: Mapping[str, float] = MappingProxyType(
 )  # fmt: skip
 
 
+# CPU types for cluster.systemNodes (m7i.xlarge is the default), USD per instance-hour, us-east-1, as of PRICES_AS_OF.
+CPU_ON_DEMAND_USD_PER_HOUR: Mapping[str, float] = MappingProxyType(
+    {
+        "m5.large": 0.096, "m5.xlarge": 0.192, "m5.2xlarge": 0.384,
+        "m6i.large": 0.096, "m6i.xlarge": 0.192, "m6i.2xlarge": 0.384,
+        "m7i.large": 0.1008, "m7i.xlarge": 0.2016, "m7i.2xlarge": 0.4032,
+    }
+)  # fmt: skip
+SYSTEM_NODE_ROOT_GIB = 20
+
+EKS_STANDARD_USD_PER_HOUR = 0.10
+EKS_EXTENDED_USD_PER_HOUR = 0.60
+# End of standard and of extended support per Kubernetes minor (UTC dates), from the "Amazon EKS Kubernetes release
+# calendar" (awsdocs/amazon-eks-user-guide latest/ug/versioning/kubernetes-versions.adoc @ 0138560); extended support
+# is billed from the first day past standard support. 1.35 is not in that calendar yet: its dates are unknown here.
+# The estimate says which rate applies on CALENDAR_AS_OF, the day the calendar was read.
+EKS_SUPPORT_CALENDAR: Mapping[str, tuple[str, str]] = MappingProxyType(
+    {"1.32": ("2026-03-23", "2027-03-23"), "1.33": ("2026-07-29", "2027-07-29"), "1.34": ("2026-12-02", "2027-12-02")}
+)
+CALENDAR_AS_OF = "2026-12-01"
+
+
 def instance_hour_usd(instance_type: str) -> float | None:
-    return ON_DEMAND_USD_PER_HOUR.get(instance_type)
+    return ON_DEMAND_USD_PER_HOUR.get(instance_type, CPU_ON_DEMAND_USD_PER_HOUR.get(instance_type))
 
 
 def billed_nodes(nodes: int, reserved: int) -> int:

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from gpufleet.facts import catalog, pricing
-from gpufleet.plan.builders.cost import estimate_notes, group_gpu_hour_usd
+from gpufleet.plan.builders.cost import (
+    around_the_gpu_nodes,
+    control_plane,
+    estimate_notes,
+    group_gpu_hour_usd,
+    raid0_warm_pool_caveats,
+)
 from gpufleet.rules.pipeline import load_fleet
-from tests.promtool import CASES
+from gpufleet.spec.fleet import Fleet
+from tests.promtool import CASES, ROOT
 
 INSTALL = load_fleet(str(CASES / "observability-install" / "fleet.yaml"), "prod").environments["prod"]
 EXISTING = load_fleet(str(CASES / "observability-existing" / "fleet.yaml"), "prod").environments["prod"]
@@ -45,7 +54,7 @@ def test_estimate_rows_min_max_and_warm_pools() -> None:
     )
     # l4: Stopped warm pool of 2 costs only its volumes: 2 x 300 GiB x 0.08.
     assert rows["l4"].endswith("| $6,718 | $20,155 | $48.00 (2 Stopped) |")
-    assert lines[-1] == "Fleet: $38,886 per month at minSize (warm pools included), $228,983 at maxSize."
+    assert "Fleet: $38,886 per month at minSize (warm pools included), $228,983 at maxSize." in lines
 
 
 def test_a_reservation_is_billed_at_every_size() -> None:
@@ -60,3 +69,57 @@ def test_a_reservation_is_billed_at_every_size() -> None:
         for line in lines
     )
     assert pricing.billed_nodes(6, 4) == 6 and pricing.billed_nodes(0, 4) == 4
+
+
+# --- what the GPU table leaves out (issue 29 item 8) ---------------------------------------------------------------
+
+EXAMPLE = load_fleet(str(ROOT / "fleet.yaml"), "prod").environments["prod"]
+
+
+def _on(fleet: Fleet, version: str) -> Fleet:
+    return dataclasses.replace(fleet, cluster=dataclasses.replace(fleet.cluster, kubernetes_version=version))
+
+
+def test_the_control_plane_follows_the_eks_support_calendar() -> None:
+    # EKS release calendar: 1.33 standard support ended 2026-07-29; 1.34 ends 2026-12-02 (after CALENDAR_AS_OF).
+    sentence, monthly = control_plane(EXAMPLE)
+    assert monthly == pytest.approx(0.60 * 730)
+    assert "on 2026-12-01 Kubernetes 1.33 is in extended support (standard ended 2026-07-29" in sentence
+    assert "EKS's default supportType EXTENDED applies" in sentence
+    sentence, monthly = control_plane(_on(EXAMPLE, "1.34"))
+    assert monthly == pytest.approx(0.10 * 730)
+    assert "Kubernetes 1.34 is in standard support until 2026-12-02 (extended until 2027-12-02)" in sentence
+    assert control_plane(_on(EXAMPLE, "1.35"))[1] == pytest.approx(73.0)  # not in the calendar: standard rate
+    existing = load_fleet(str(CASES / "existing-capacity-block" / "fleet.yaml"), "prod").environments["prod"]
+    assert existing.cluster.mode == "Existing"
+    assert control_plane(existing) == (
+        "EKS control plane: the existing cluster's, billed to it already (not counted here).",
+        None,
+    )
+
+
+def test_system_nodes_and_root_volumes_are_counted() -> None:
+    lines, extra_min, extra_max = around_the_gpu_nodes(EXAMPLE)
+    system = EXAMPLE.cluster.system_nodes
+    assert system is not None and system.instance_type == "m7i.xlarge"
+    each = 0.2016 * 730 + 20 * 0.08
+    volumes_min = sum(g.min_size * g.disk_size_gib * 0.08 for g in EXAMPLE.node_groups)
+    volumes_max = sum(g.max_size * g.disk_size_gib * 0.08 for g in EXAMPLE.node_groups)
+    assert extra_min == pytest.approx(0.60 * 730 + system.min_size * each + volumes_min)
+    assert extra_max == pytest.approx(0.60 * 730 + system.max_size * each + volumes_max)
+    assert any(line.startswith(f"- System nodes: {system.min_size}..{system.max_size} x m7i.xlarge") for line in lines)
+    total = next(line for line in estimate_notes(EXAMPLE)[0] if line.startswith("With the control plane"))
+    assert total.startswith("With the control plane, system nodes and root volumes: $")
+
+
+def test_a_raid0_group_with_a_stopped_warm_pool_gets_the_caveat() -> None:
+    h100 = EXAMPLE.node_group("h100")
+    assert h100.local_storage == "RAID0" and h100.warm_pool is not None and h100.warm_pool.state == "Stopped"
+    assert [line for line in raid0_warm_pool_caveats(EXAMPLE) if line] == [
+        "- Warm pool of h100 (Stopped) with localStorage RAID0: instance store is lost at every stop, so a resumed"
+        " instance rebuilds the array and pulls every image again; its standing cost buys only EC2 launch and boot,"
+        " not a warm start with images (keep images on EBS, or a Running pool)."
+    ]
+    running = dataclasses.replace(h100, warm_pool=dataclasses.replace(h100.warm_pool, state="Running"))
+    others = tuple(running if g.name == "h100" else g for g in EXAMPLE.node_groups)
+    assert raid0_warm_pool_caveats(dataclasses.replace(EXAMPLE, node_groups=others)) == []

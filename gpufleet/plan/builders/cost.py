@@ -115,7 +115,111 @@ def estimate_notes(fleet: Fleet) -> tuple[list[str], list[str]]:
             f" {usd(total_max + total_pool)} at maxSize."
         ),
     ]
+    around, extra_min, extra_max = around_the_gpu_nodes(fleet)
+    lines += around
+    lines += [
+        "",
+        (
+            f"With the control plane, system nodes and root volumes: {usd(total_min + total_pool + extra_min)} per"
+            f" month at minSize, {usd(total_max + total_pool + extra_max)} at maxSize."
+        ),
+    ]
+    lines += raid0_warm_pool_caveats(fleet)
     return lines, warnings
+
+
+def control_plane(fleet: Fleet) -> tuple[str, float | None]:
+    """A sentence on the EKS control plane's charge and the USD per month it adds (None: not billed here)."""
+    k8s_version = fleet.cluster.kubernetes_version
+    if fleet.cluster.mode != "Create":
+        return "EKS control plane: the existing cluster's, billed to it already (not counted here).", None
+    standard = pricing.EKS_STANDARD_USD_PER_HOUR * pricing.HOURS_PER_MONTH
+    extended = pricing.EKS_EXTENDED_USD_PER_HOUR * pricing.HOURS_PER_MONTH
+    # gpufleet sets no upgradePolicy, so EKS's default applies: supportType EXTENDED for every new cluster (EKS user
+    # guide kubernetes-versions.adoc, "By default, for all new and existing clusters, the upgrade policy is set to
+    # EXTENDED"): past the end of standard support the cluster stays on its minor at the extended rate.
+    policy = (
+        "gpufleet sets no upgradePolicy, so EKS's default supportType EXTENDED applies: past the end of standard"
+        " support the control plane stays on its minor and is billed at the extended rate until kubernetesVersion is"
+        " raised (STANDARD would upgrade it instead)"
+    )
+    dates = pricing.EKS_SUPPORT_CALENDAR.get(k8s_version)
+    rates = (
+        f"${pricing.EKS_STANDARD_USD_PER_HOUR:.2f}/cluster-hour ({usd(standard)}/month) in standard support,"
+        f" ${pricing.EKS_EXTENDED_USD_PER_HOUR:.2f} ({usd(extended)}) in extended support"
+    )
+    if dates is None:
+        return (
+            f"EKS control plane: {rates}. Kubernetes {k8s_version} is not in gpufleet's EKS support calendar (as of"
+            f" {pricing.CALENDAR_AS_OF}); counted at the standard rate. {policy}."
+        ), standard
+    end_standard, end_extended = dates
+    in_extended = pricing.CALENDAR_AS_OF >= end_standard  # ISO dates compare as text
+    state = (
+        f"on {pricing.CALENDAR_AS_OF} Kubernetes {k8s_version} is in extended support (standard ended {end_standard},"
+        f" extended ends {end_extended}): counted at {usd(extended)}/month"
+        if in_extended
+        else f"Kubernetes {k8s_version} is in standard support until {end_standard} (extended until {end_extended}):"
+        f" counted at {usd(standard)}/month"
+    )
+    return f"EKS control plane: {rates}; {state}. {policy}.", extended if in_extended else standard
+
+
+def around_the_gpu_nodes(fleet: Fleet) -> tuple[list[str], float, float]:
+    """plan.md lines for what the GPU table leaves out (control plane, system nodes, running nodes' root volumes) and
+    the USD per month they add at minSize and at maxSize."""
+    month, gp3 = pricing.HOURS_PER_MONTH, pricing.GP3_USD_PER_GB_MONTH
+    sentence, plane = control_plane(fleet)
+    extra_min = extra_max = plane or 0.0
+    lines = ["", "Around the GPU nodes:", "", f"- {sentence}"]
+    system = fleet.cluster.system_nodes
+    if fleet.cluster.mode == "Create" and system is not None:
+        hourly = pricing.instance_hour_usd(system.instance_type)
+        volume = pricing.SYSTEM_NODE_ROOT_GIB * gp3
+        if hourly is None:
+            lines.append(
+                f"- System nodes: {system.min_size}..{system.max_size} x {system.instance_type}, no price in the table"
+                " (not counted)."
+            )
+        else:
+            each = hourly * month + volume
+            extra_min += system.min_size * each
+            extra_max += system.max_size * each
+            lines.append(
+                f"- System nodes: {system.min_size}..{system.max_size} x {system.instance_type} at ${hourly:.4f}/hour"
+                f" with a {pricing.SYSTEM_NODE_ROOT_GIB} GiB gp3 root volume (the managed node group default):"
+                f" {usd(system.min_size * each)} at minSize, {usd(system.max_size * each)} at maxSize."
+            )
+    rows = []
+    for group in fleet.node_groups:
+        per_node = group.disk_size_gib * gp3
+        at_min, at_max = group.min_size * per_node, group.max_size * per_node
+        extra_min += at_min
+        extra_max += at_max
+        rows.append(f"{group.name} {group.disk_size_gib} GiB: {usd(at_min)}..{usd(at_max)}")
+    lines.append(
+        f"- Running GPU nodes' gp3 volumes (diskSizeGiB x ${gp3}/GB-month each, at minSize..maxSize): "
+        + "; ".join(rows)
+        + "."
+    )
+    return lines, extra_min, extra_max
+
+
+def raid0_warm_pool_caveats(fleet: Fleet) -> list[str]:
+    """A group with instance-store RAID0 and a Stopped or Hibernated warm pool pays the pool's standing cost for
+    less than it seems: instance store is lost at every stop (EC2 User Guide, instance store lifetime), so a resumed
+    instance rebuilds its array and pulls every image again (README "Image size, warm pools and time-to-first-step")."""
+    lines = []
+    for g in fleet.node_groups:
+        pool = g.warm_pool
+        if g.local_storage != "RAID0" or pool is None or pool.state not in ("Stopped", "Hibernated"):
+            continue
+        lines.append(
+            f"- Warm pool of {g.name} ({pool.state}) with localStorage RAID0: instance store is lost at every stop, so"
+            " a resumed instance rebuilds the array and pulls every image again; its standing cost buys only EC2"
+            " launch and boot, not a warm start with images (keep images on EBS, or a Running pool)."
+        )
+    return ["", *lines] if lines else []
 
 
 def build(ctx: BuildContext) -> StageContent:
