@@ -11,7 +11,7 @@ let a stack that registered the resource under such a token adopt it. gpufleet h
 sends none. tests/components/test_bare_registrations.py proves every request of every golden fleet equal to the
 typed class's, aliases aside, and every alias it leaves out a type no gpufleet fleet registers. The typed classes
 cost above all their import (pulumi_aws.ec2, pulumi_aws.s3 and pulumi_kubernetes.core.v1 define thousands of
-classes; README, Performance). The two providers keep their typed classes (imported with their packages): a
+classes; docs/performance.md). The two providers keep their typed classes (imported with their packages): a
 provider's inputs are its configuration, which the class encodes as JSON.
 """
 

@@ -1,4 +1,4 @@
-"""What keeps synth's time linear in the fleet (README, Performance): the next stage names the previous readiness
+"""What keeps synth's time linear in the fleet (docs/performance.md): the next stage names the previous readiness
 by its URN (components/stage.py `UrnDependency`), and the garbage collector runs rarely (gpufleet/base/collector.py,
 around synth and every program run under mocks). The engine must be asked for the same dependencies."""
 

@@ -1,7 +1,7 @@
 """`validate` and `plan` load only what they use.
 
 The budget: `gpufleet validate fleet.yaml` and `gpufleet plan fleet.yaml --env prod` each finish within 0.5 s of wall
-time, interpreter start included (README, Performance), because a reviewer and a pre-commit hook run them on every
+time, interpreter start included (docs/performance.md), because a reviewer and a pre-commit hook run them on every
 change. Their own work takes a few tens of milliseconds; the rest is importing modules. When the CLI imported every
 command's modules for any command (the policy pack, the workload model, the tree reader and writer, the diff report,
 the log parsers, Pulumi's door), each run took over a second. Timing is not tested (it depends on the machine and its
