@@ -131,8 +131,20 @@ def test_default_priorities_serving_only_with_inference_quota() -> None:
             "metadata": {"name": "d", "namespace": "vision", "labels": QUEUE},
             "spec": {"template": {"metadata": {}, "spec": pod_spec("serving")}},
         },
+        {
+            "apiVersion": "leaderworkerset.x-k8s.io/v1",
+            "kind": "LeaderWorkerSet",
+            "metadata": {"name": "lws", "namespace": "vision", "labels": QUEUE},
+            "spec": {
+                "leaderWorkerTemplate": {
+                    "size": 2,
+                    "leaderTemplate": {"spec": pod_spec("training")},
+                    "workerTemplate": {"spec": pod_spec("serving")},
+                }
+            },
+        },
     ],
-    ids=["job-label", "job-template", "system-class", "pod", "pod-label", "jobset", "pytorchjob", "deployment"],
+    ids=["job-label", "job-template", "system-class", "pod", "pod-label", "jobset", "pytorchjob", "deployment", "lws"],
 )
 def test_a_class_the_team_may_not_use_is_refused(plan: RolloutPlan, obj: dict[str, Any]) -> None:
     # from a team member, and from a controller (the Job controller creating the pod is the same breach)
@@ -257,8 +269,24 @@ def test_a_team_networkpolicy_within_its_namespace_passes(plan: RolloutPlan) -> 
         job(owner=("jobset.x-k8s.io/v1alpha2", "JobSet")),  # the queue-name policy exempts a JobSet's Job
         job(owner=("trainer.kubeflow.org/v1alpha1", "TrainJob")),
         pod(owner="Job"),  # Kueue's pod webhook skips a pod its Job owns
+        {
+            **pod(),
+            "metadata": {
+                "name": "p",
+                "namespace": "vision",
+                "ownerReferences": [
+                    {
+                        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+                        "kind": "LeaderWorkerSet",
+                        "name": "l",
+                        "uid": "u",
+                        "controller": True,
+                    }
+                ],
+            },
+        },
     ],
-    ids=["jobset", "trainjob", "pod-of-job"],
+    ids=["jobset", "trainjob", "pod-of-job", "lws"],
 )
 def test_a_team_member_cannot_spoof_a_kueue_owner(plan: RolloutPlan, obj: dict[str, Any]) -> None:
     _open_then_closed(plan, Request(obj, "vision"), tp.OWNER_POLICY)

@@ -32,6 +32,7 @@ RESOURCES = {
     "PyTorchJob": ("kubeflow.org", "pytorchjobs"),
     "MPIJob": ("kubeflow.org", "mpijobs"),
     "TrainJob": ("trainer.kubeflow.org", "trainjobs"),
+    "LeaderWorkerSet": ("leaderworkerset.x-k8s.io", "leaderworkersets"),
     "NetworkPolicy": ("networking.k8s.io", "networkpolicies"),
     "LocalQueue": ("kueue.x-k8s.io", "localqueues"),
 }

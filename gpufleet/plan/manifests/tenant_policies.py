@@ -74,6 +74,7 @@ _WORKLOADS = (
     ("kubeflow.org", "*", "pytorchjobs"),
     ("kubeflow.org", "*", "mpijobs"),
     ("trainer.kubeflow.org", "*", "trainjobs"),
+    ("leaderworkerset.x-k8s.io", "*", "leaderworkersets"),
 )
 # Controller owners whose children Kueue does not admit on their own: the kinds of its enabled integrations
 # (gpufleet.plan.manifests.kueue.FRAMEWORKS), as (apiVersion group, kind).
@@ -83,6 +84,7 @@ KUEUE_OWNERS = (
     ("kubeflow.org", "PyTorchJob"),
     ("kubeflow.org", "MPIJob"),
     ("trainer.kubeflow.org", "TrainJob"),
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"),
     ("apps", "Deployment"),
     ("apps", "StatefulSet"),
     ("", "Pod"),
@@ -162,7 +164,14 @@ def _pod_specs(root: str) -> str:
         f"{root}.kind == 'JobSet' ? (has({s}.replicatedJobs) ? {s}.replicatedJobs.map(j, j.template.spec.template.spec)"
         " : []) : "
         f"{root}.kind == 'PyTorchJob' ? ({replicas('pytorchReplicaSpecs')}) : "
-        f"{root}.kind == 'MPIJob' ? ({replicas('mpiReplicaSpecs')}) : []"
+        f"{root}.kind == 'MPIJob' ? ({replicas('mpiReplicaSpecs')}) : "
+        # LeaderWorkerSet (lws apis/leaderworkerset/v1): leaderWorkerTemplate.workerTemplate, and leaderTemplate
+        # when the leader differs.
+        f"{root}.kind == 'LeaderWorkerSet' ? (has({s}.leaderWorkerTemplate) ?"
+        f" (has({s}.leaderWorkerTemplate.workerTemplate) && has({s}.leaderWorkerTemplate.workerTemplate.spec) ?"
+        f" [{s}.leaderWorkerTemplate.workerTemplate.spec] : []) +"
+        f" (has({s}.leaderWorkerTemplate.leaderTemplate) && has({s}.leaderWorkerTemplate.leaderTemplate.spec) ?"
+        f" [{s}.leaderWorkerTemplate.leaderTemplate.spec] : []) : []) : []"
     )
 
 
@@ -326,7 +335,8 @@ def owner_spoofing_policy() -> dict[str, Any]:
                 "expression": f"!({_claims_kueue_owner()})",
                 "message": (
                     "a team member may not create an object whose controller ownerReference names a Kueue-managed kind"
-                    " (Job, JobSet, PyTorchJob, MPIJob, TrainJob, Deployment, StatefulSet, Pod): Kueue would skip it"
+                    " (Job, JobSet, PyTorchJob, MPIJob, TrainJob, LeaderWorkerSet, Deployment, StatefulSet, Pod): Kueue"
+                    " would skip it"
                     " and it would run outside the team's quota. Submit the parent through the team's queue instead"
                 ),
                 "reason": "Forbidden",
