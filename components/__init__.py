@@ -1,6 +1,6 @@
 """Thin Pulumi layer: turn a decided `gpufleet.plan.parts.RolloutPlan` into resources. No decisions live here.
 
-`deploy(plan)` is what `pulumi up` runs (see __main__.py); `gpufleet.components.synth` runs the same `deploy` under
+`deploy(plan)` is what `pulumi up` runs (see __main__.py); `gpufleet.components.recording` runs the same `deploy` under
 Pulumi's mock runtime to record what would be registered.
 """
 

@@ -20,6 +20,6 @@ def tree_of(spec: Path, env: str) -> Tree:
 @functools.cache
 def registrations_of(spec: Path, env: str) -> tuple[Registration, ...]:
     """What the Pulumi program registers for the fleet's environment, as synth records it."""
-    from gpufleet.components.synth import record
+    from gpufleet.components.recording import record
 
     return tuple(record(build_plan(load_fleet(str(spec), env).environments[env], env)))

@@ -35,8 +35,8 @@ import yaml
 from pulumi.runtime import mocks as pulumi_mocks
 
 from gpufleet.commands.synth import synth_tree
+from gpufleet.components.recording import run_under_mocks
 from gpufleet.components.stage import UrnDependency
-from gpufleet.components.synth import run_under_mocks
 from gpufleet.plan.parts import render_table
 from gpufleet.plan.rollout import build_plan
 from gpufleet.rules.pipeline import load_fleet

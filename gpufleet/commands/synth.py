@@ -29,7 +29,7 @@ def synth_tree(fleet: Fleet, environment: str) -> tuple[RolloutPlan, Tree]:
 
     Raises Contradictions (before anything is recorded) when a workload gpufleet renders, or the canonical workload
     of a node group, would not run on this fleet."""
-    from gpufleet.components.synth import record
+    from gpufleet.components.recording import record
 
     plan = build_plan(fleet, environment)
     model = fleet_model(plan)

@@ -577,7 +577,7 @@ def test_tas_flavors_and_the_topology_are_replaced_on_immutable_changes() -> Non
     from dataclasses import replace
     from pathlib import Path
 
-    from gpufleet.components.synth import record
+    from gpufleet.components.recording import record
     from gpufleet.plan.rollout import build_plan
     from gpufleet.rules.pipeline import load_fleet
 

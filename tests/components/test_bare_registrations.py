@@ -23,7 +23,7 @@ from google.protobuf.json_format import MessageToDict
 from pulumi.runtime import mocks as pulumi_mocks
 
 from gpufleet.components import factory
-from gpufleet.components.synth import run_under_mocks
+from gpufleet.components.recording import run_under_mocks
 from gpufleet.plan.parts import Resource
 from gpufleet.plan.rollout import build_plan
 from gpufleet.rules.pipeline import load_fleet

@@ -9,7 +9,7 @@ from pathlib import Path
 import pulumi
 import pytest
 
-from gpufleet.components.synth import RecordingMocks, record
+from gpufleet.components.recording import RecordingMocks, record
 from gpufleet.plan.rollout import build_plan
 from gpufleet.rules.pipeline import load_fleet
 

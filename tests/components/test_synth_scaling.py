@@ -15,10 +15,10 @@ from pulumi.runtime.resource_cycle_breaker import _with_transitive_deps
 
 from gpufleet.base.collector import THRESHOLDS
 from gpufleet.commands.synth import synth_tree
-from gpufleet.components import synth as components_synth
+from gpufleet.components import recording
 from gpufleet.components.deploy import deploy
 from gpufleet.components.factory import Registry
-from gpufleet.components.synth import RecordingMocks, run_under_mocks
+from gpufleet.components.recording import RecordingMocks, run_under_mocks
 from gpufleet.plan.rollout import build_plan
 from gpufleet.rules.pipeline import load_fleet
 from tests.monitor import dependencies_asked
@@ -88,7 +88,7 @@ def test_synth_collects_rarely_from_the_plan_to_the_tree(monkeypatch: pytest.Mon
         seen.append(gc.get_threshold())
         raise ValueError("stop after the recording")
 
-    monkeypatch.setattr(components_synth, "record", record)
+    monkeypatch.setattr(recording, "record", record)
     before = gc.get_threshold()
     with pytest.raises(ValueError, match="stop after the recording"):
         synth_tree(load_fleet(str(ROOT / "fleet.yaml"), "dev").environments["dev"], "dev")

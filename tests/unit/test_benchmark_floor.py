@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpufleet.components.synth import run_under_mocks
+from gpufleet.components.recording import run_under_mocks
 from tests.monitor import dependencies_asked
 from tests.trees import resources
 from tools.benchmark import READINESS, FloorMocks, replay

@@ -17,7 +17,7 @@ import yaml
 from gpufleet import __version__
 from gpufleet.cli import main
 from gpufleet.commands import init
-from gpufleet.components.synth import RecordingMocks, record
+from gpufleet.components.recording import RecordingMocks, record
 from gpufleet.plan.rollout import build_plan
 from gpufleet.rules.pipeline import load_fleet
 

@@ -50,7 +50,7 @@ FOLDERS = {prefix for layer in LAYERS for prefix in layer}
 # Pulumi layer, opened only when synth runs (tests/unit/test_purity.py). gpufleet.cli imports the module of the command
 # that runs, by name from its COMMANDS table, and no other: importing every command's modules made `validate` take a
 # second instead of a fifth (tests/unit/test_cli_imports.py).
-LAZY = {("gpufleet.commands.synth", "gpufleet.components.synth")} | {
+LAZY = {("gpufleet.commands.synth", "gpufleet.components.recording")} | {
     ("gpufleet.cli", module) for module, _ in COMMANDS.values()
 }
 # The policy pack runs where gpufleet is not installed (policies/__main__.py puts the checkout on sys.path): what it

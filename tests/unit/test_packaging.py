@@ -77,7 +77,7 @@ def test_the_wheel_holds_every_file_of_the_package(wheel_files: set[str]) -> Non
         if "__pycache__" not in Path(top).parts
         for name in files
     )
-    assert "gpufleet/schemas/fleet.schema.json" in package and "gpufleet/components/synth.py" in package
+    assert "gpufleet/schemas/fleet.schema.json" in package and "gpufleet/components/recording.py" in package
     assert sorted(set(package) - wheel_files) == []
 
 

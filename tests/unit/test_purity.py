@@ -1,6 +1,6 @@
 """The pure core never imports pulumi: decisions stay testable without the engine (DESIGN.md section 1).
 
-The only door from the core to the Pulumi layer is the synth command, which imports `gpufleet.components.synth`
+The only door from the core to the Pulumi layer is the synth command, which imports `gpufleet.components.recording`
 inside a function, when synth actually runs."""
 
 import ast
@@ -14,7 +14,7 @@ from tests.syntax import syntax_tree
 # pack, installed under gpufleet but not part of the core).
 CORE = Path(__file__).resolve().parents[2] / "gpufleet"
 PULUMI = ("pulumi", "pulumi_aws", "pulumi_kubernetes", "pulumi_policy")
-LAZY_DOOR = {("gpufleet/commands/synth.py", "gpufleet.components.synth")}
+LAZY_DOOR = {("gpufleet/commands/synth.py", "gpufleet.components.recording")}
 
 
 def _imports(tree: ast.AST):

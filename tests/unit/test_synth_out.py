@@ -27,7 +27,7 @@ from gpufleet.base import interrupts
 from gpufleet.cli import main
 from gpufleet.commands import synth as synth_command
 from gpufleet.commands import validate as validate_command
-from gpufleet.components.synth import RecordingMocks, run_under_mocks
+from gpufleet.components.recording import RecordingMocks, run_under_mocks
 from gpufleet.plan.rollout import build_plan
 from gpufleet.rules.pipeline import load_fleet
 from gpufleet.tree import output
