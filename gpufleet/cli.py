@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from gpufleet import __version__
 from gpufleet.base.errors import SpecError, UsageError
-from gpufleet.base.interrupts import keep_interrupts, raise_interrupt
+from gpufleet.base.interrupts import defer_signals, end_deferral, keep_interrupts, raise_interrupt
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3
 EXIT_SIGINT, EXIT_SIGTERM = 128 + signal.SIGINT, 128 + signal.SIGTERM  # the shell's convention: 130, 143
@@ -95,25 +95,39 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    previous = signal.signal(signal.SIGTERM, _terminate)
-    previous_hook = sys.unraisablehook
-    sys.unraisablehook = keep_interrupts(previous_hook)
+def main(argv: Sequence[str] | None = None, *, console: bool = False) -> int:
+    """Run one command; its exit code. `console` (the console script): signals the run deferred stay deferred, so
+    that the process exits with the run's code (entry)."""
+    previous, previous_hook = signal.getsignal(signal.SIGTERM), sys.unraisablehook
     try:
+        signal.signal(signal.SIGTERM, _terminate)
+        sys.unraisablehook = keep_interrupts(previous_hook)
         return _main(argv)
+    except Terminated:  # before _main's own handling began
+        return EXIT_SIGTERM
+    except KeyboardInterrupt:
+        return EXIT_SIGINT
     finally:
+        if console:
+            defer_signals()  # the outcome is decided: a late signal must not kill the process by its default action
         sys.unraisablehook = previous_hook
         signal.signal(signal.SIGTERM, previous)
+        if not console:
+            end_deferral()
 
 
 def _main(argv: Sequence[str] | None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(_chosen(arguments))
+    command = "gpufleet"
     try:
-        args = parser.parse_args(arguments)
-    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
-        return int(exc.code or 0)
-    try:
+        # Importing the command's module takes up to a few tenths of a second: a signal meanwhile is an interrupt
+        # like any other (it was a traceback and exit 1).
+        parser = build_parser(_chosen(arguments))
+        try:
+            args = parser.parse_args(arguments)
+        except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+            return int(exc.code or 0)
+        command = f"gpufleet {args.command}"
         code = int(args.run(args))
         raise_interrupt()  # an interrupt a finalizer swallowed still ends the run as an interrupt
         return code
@@ -121,7 +135,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print(exc.render(), file=sys.stderr)
         return EXIT_INVALID
     except UsageError as exc:
-        print(f"gpufleet {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except Terminated:
         return EXIT_SIGTERM
@@ -137,7 +151,11 @@ def entry() -> None:
     """The console script. After an interrupt (130, 143) the cleanup is done: the process ends at once, as the
     signal's default action would, instead of running the finalizers of a Pulumi runtime the interrupt cut short (an
     asyncio event loop closed half-way reports "Invalid file descriptor" from its __del__ at interpreter exit)."""
-    code = main()
+    signal.signal(signal.SIGTERM, _terminate)  # as early as the interpreter lets it
+    try:
+        code = main(console=True)
+    except KeyboardInterrupt:  # Terminated included: before main's own handling began
+        code = EXIT_SIGTERM if isinstance(sys.exc_info()[1], Terminated) else EXIT_SIGINT
     if code in (EXIT_SIGINT, EXIT_SIGTERM):
         sys.stdout.flush()
         sys.stderr.flush()

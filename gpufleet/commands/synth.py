@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from gpufleet.base.collector import rare_collections
 from gpufleet.base.errors import SpecError, UsageError, sort_issues
+from gpufleet.base.interrupts import signals_deferred
 from gpufleet.commands import EXIT_OK, print_warnings
 from gpufleet.commands import plan as plan_command
 from gpufleet.plan.parts import RolloutPlan
@@ -19,7 +20,7 @@ from gpufleet.rules.pipeline import open_spec
 from gpufleet.simulate.self_check import Contradictions, canonical_rows, contradictions, will_it_run
 from gpufleet.simulate.verdict import fleet_model
 from gpufleet.spec.fleet import Fleet
-from gpufleet.tree.output import TargetRefused, prepare
+from gpufleet.tree.output import Staging, TargetRefused, prepare
 from gpufleet.tree.write import Tree, build_tree
 
 
@@ -48,28 +49,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _discard(staging: Staging | None) -> None:
+    if staging is not None:
+        staging.discard()
+
+
 def run(args: argparse.Namespace) -> int:
     validated = open_spec(args.spec, args.env)
     print_warnings(validated)
     out = args.out if args.out is not None else f"out/{args.env}"
+    staging: Staging | None = None
     try:
-        staging = prepare(out, args.spec)  # refuses a foreign target and proves it writable before synthesising
-    except TargetRefused as exc:
-        raise UsageError(f"--out {out}: {exc}") from None
-    try:
+        # A signal between creating the staging directory and knowing it would leave it behind: it waits.
+        with signals_deferred():
+            staging = prepare(out, args.spec)  # refuses a foreign target and proves it writable before synthesising
         plan, tree = synth_tree(validated.environments[args.env], args.env)
-        staging.commit(tree)
+        staging.commit(tree, keep_deferred=True)
     except Contradictions as exc:  # the fleet contradicts itself: an error of the spec, nothing written
-        staging.discard()
+        _discard(staging)
         raise SpecError(
             validated.source,
             sort_issues(validated.source, [replace(i, context=f"environment {args.env}") for i in exc.issues]),
         ) from None
-    except TargetRefused as exc:  # the target changed while synthesising
-        staging.discard()
+    except TargetRefused as exc:  # refused up front, or the target changed while synthesising
+        _discard(staging)
         raise UsageError(f"--out {out}: {exc}") from None
     except BaseException:  # an error, SIGINT or SIGTERM: leave nothing behind
-        staging.discard()
+        _discard(staging)
         raise
     counts = sum(1 for path in tree.files if "/" in path)
     print(f"wrote {out}: {counts} files, stages {', '.join(s.name for s in plan.included())}")

@@ -24,7 +24,6 @@ import errno
 import fcntl
 import os
 import shutil
-import signal
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpufleet.base.inputs import NAME_MAX, name_problem
-from gpufleet.base.interrupts import raise_interrupt
+from gpufleet.base.interrupts import defer_signals, raise_interrupt, signals_deferred
 from gpufleet.tree.read import tree_problem
 from gpufleet.tree.write import Tree
 
@@ -79,14 +78,17 @@ class Staging:
     spec: Path | None
     created: list[Path] = field(default_factory=list)  # parents prepare() made, outermost first
 
-    def commit(self, tree: Tree) -> None:
-        """Write the tree into staging, then swap it in under the parent's lock; the old tree is removed."""
+    def commit(self, tree: Tree, *, keep_deferred: bool = False) -> None:
+        """Write the tree into staging, then swap it in under the parent's lock; the old tree is removed.
+        `keep_deferred` (a command): SIGINT and SIGTERM stay deferred from the swap until the run ends
+        (gpufleet.base.interrupts.defer_signals), so that a signal cannot turn a committed tree into an interrupted
+        run or kill the process by its default action."""
         raise_interrupt()
         for rel, text in tree.files.items():
             path = self.directory / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-        with _locked(self.target.parent), _signals_deferred():
+        with _locked(self.target.parent), signals_deferred():
             raise_interrupt()  # the last moment a lost Ctrl-C can still keep the tree from being swapped in
             reason = _refusal(self.target, self.spec)  # again: the target may have changed while synthesising
             if reason is not None:
@@ -95,11 +97,13 @@ class Staging:
                 _exchange(self.directory, self.target)  # staging now holds the old tree
             else:
                 os.rename(self.directory, self.target)
+            if keep_deferred:
+                defer_signals()  # the tree is committed: a signal from now on waits until the run ends
         shutil.rmtree(self.directory, ignore_errors=True)
         self.created.clear()
 
     def discard(self) -> None:
-        with _signals_deferred():  # a second Ctrl-C must not cut the cleanup short
+        with signals_deferred():  # a second Ctrl-C must not cut the cleanup short
             shutil.rmtree(self.directory, ignore_errors=True)
             for parent in reversed(self.created):
                 try:
@@ -211,17 +215,6 @@ def _locked(directory: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing releases the lock
-
-
-@contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """SIGINT and SIGTERM wait until the swap is done, so an interrupt never lands between its renames."""
-    deferred = {signal.SIGINT, signal.SIGTERM}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, deferred)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 _RENAME_EXCHANGE = 2  # linux/fs.h
