@@ -247,6 +247,15 @@ COMPONENTS: Mapping[str, Component] = MappingProxyType(
                 }
             ),
         ),
+        # https://github.com/aws/karpenter-provider-aws/tree/v1.14.1/charts/karpenter; the release publishes the chart
+        # (whose git Chart.yaml still says 1.13.0) as oci://public.ecr.aws/karpenter/karpenter 1.14.1. Installed in
+        # stage 1 when a node group has provisioner Karpenter (gpufleet.plan.builders.karpenter).
+        "karpenter": Component(
+            title="Karpenter",
+            chart="karpenter",
+            repository="oci://public.ecr.aws/karpenter",
+            releases=_notes(**{"1.14.1": "serves karpenter.sh/v1 NodePool and karpenter.k8s.aws/v1 EC2NodeClass"}),
+        ),
         # The workload layer (admission stage, gpufleet.plan.manifests.workloads): the job APIs teams submit.
         # https://github.com/kubernetes-sigs/jobset/tree/v0.12.0/charts/jobset; the release pushes the chart to
         # oci://registry.k8s.io/jobset/charts with version 0.12.0 (hack/helm-chart-package.sh strips the tag's v).

@@ -818,6 +818,7 @@ STAGE_OF_COMPONENT: dict[str, stages.StageName] = {
     "kubePrometheusStack": "telemetry",
     "nodeProblemDetector": "health",
     "clusterAutoscaler": "foundation",
+    "karpenter": "foundation",
     "jobSet": "admission",
     "trainer": "admission",
     "leaderWorkerSet": "admission",
@@ -837,6 +838,8 @@ def deployed_components(fleet: Fleet) -> set[str]:
     need.add("nodeProblemDetector")
     if fleet.cluster.autoscaler == "Install":
         need.add("clusterAutoscaler")
+    if any(g.provisioner == "Karpenter" for g in fleet.node_groups):
+        need.add("karpenter")
     if fleet.teams:  # the workload layer is installed with Kueue (gpufleet.plan.builders.admission)
         for key, install in (
             ("jobSet", defaults.job_set),
@@ -860,6 +863,7 @@ def component_versions(fleet: Fleet) -> dict[str, str]:
         "kubePrometheusStack": v.kube_prometheus_stack,
         "nodeProblemDetector": v.node_problem_detector,
         "clusterAutoscaler": v.cluster_autoscaler,
+        "karpenter": v.karpenter,
         "jobSet": v.job_set,
         "trainer": v.trainer,
         "leaderWorkerSet": v.leader_worker_set,

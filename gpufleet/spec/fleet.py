@@ -287,6 +287,7 @@ class Versions:
     kube_prometheus_stack: str
     node_problem_detector: str
     cluster_autoscaler: str
+    karpenter: str
     job_set: str
     trainer: str
     leader_worker_set: str
@@ -583,6 +584,7 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
             kube_prometheus_stack=_chart(v, "kubePrometheusStack"),
             node_problem_detector=_chart(v, "nodeProblemDetector"),
             cluster_autoscaler=_chart(v, "clusterAutoscaler"),
+            karpenter=_chart(v, "karpenter"),
             job_set=_chart(v, "jobSet"),
             trainer=_chart(v, "trainer"),
             leader_worker_set=_chart(v, "leaderWorkerSet"),

@@ -6,6 +6,10 @@ validates against the pinned Karpenter 1.14.1 CRDs."""
 from __future__ import annotations
 
 import email
+import importlib
+import inspect
+import json
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -17,7 +21,7 @@ from gpufleet.plan.builders.node_groups import managed_node_group
 from gpufleet.plan.parts import BuildContext, Ref, Resource, RolloutPlan
 from gpufleet.plan.rollout import build_plan
 from gpufleet.rules.pipeline import load_fleet
-from tests.upstream import require_shared, validate_object
+from tests.upstream import chart_values, require_shared, unknown_value_keys, validate_object
 
 ROOT = Path(__file__).resolve().parents[2]
 CB = "cr-0123456789abcdef0"
@@ -240,11 +244,80 @@ def test_efa_interfaces_security_groups_and_no_placement_group_for_a_capacity_bl
     assert "networkInterfaces" not in _object(mixed, "EC2NodeClass", "l40s")["spec"]
 
 
-def test_the_plan_warns_that_the_controller_is_not_installed_yet(mixed: RolloutPlan, prod: RolloutPlan) -> None:
-    assert [w for w in mixed.warnings if "Karpenter" in w] == [
-        "node groups l40s, a100-mig, notebooks, br, h200 are provisioned by Karpenter: their NodePools and"
-        " EC2NodeClasses need the Karpenter 1.14.1 controller and CRDs, and an EC2_LINUX access entry for the node"
-        " role, which gpufleet does not create yet; until it does, stage 1 fails on them unless you run Karpenter"
-        " yourself"
+def test_the_controller_release_uses_only_keys_of_the_pinned_chart(mixed: RolloutPlan) -> None:
+    require_shared()
+    release = _resources(mixed)["helm-karpenter"].args
+    assert (release["chart"].rsplit("/", 1)[-1], release["version"]) == ("karpenter", "1.14.1")
+    assert release["values"] == {
+        "settings": {"clusterName": "research", "interruptionQueue": "research-karpenter"},
+        "serviceAccount": {"name": "karpenter"},
+        "nodeSelector": {"kubernetes.io/os": "linux", "gpufleet.io/node-group": "system"},
+    }
+    defaults = chart_values("karpenter", "1.14.1")
+    # nodeSelector is a label map (the chart renders it whole: charts/karpenter/templates/deployment.yaml).
+    assert list(unknown_value_keys(release["values"], defaults, free_form=("nodeSelector",))) == []
+
+
+def test_controller_identity_queue_rules_and_node_access(mixed: RolloutPlan, prod: RolloutPlan) -> None:
+    res = _resources(mixed)
+    association = res["karpenter-pod-identity"].args
+    assert (association["namespace"], association["serviceAccount"]) == ("kube-system", "karpenter")
+    assert res["karpenter-interruption-queue"].args["messageRetentionSeconds"] == 300
+    patterns = sorted(
+        json.loads(r.args["eventPattern"])["detail-type"][0]
+        for r in res.values()
+        if r.type == "aws:cloudwatch/eventRule:EventRule"
+    )
+    assert patterns == [
+        "AWS Health Event",
+        "EC2 Capacity Reservation Instance Interruption Warning",
+        "EC2 Instance Rebalance Recommendation",
+        "EC2 Instance State-change Notification",
+        "EC2 Spot Instance Interruption Warning",
     ]
-    assert not [w for w in prod.warnings if "Karpenter" in w]
+    targets = [r for r in res.values() if r.type == "aws:cloudwatch/eventTarget:EventTarget"]
+    assert len(targets) == 5 and all(t.args["arn"] == Ref("karpenter-interruption-queue", "arn") for t in targets)
+    entry = res["karpenter-node-access-entry"].args
+    assert (entry["principalArn"], entry["type"]) == (Ref("node-role", "arn"), "EC2_LINUX")
+    # The NodePools' CRDs come with the chart; nodes join through the access entry.
+    node_class = next(r for r in res.values() if r.type.endswith(":EC2NodeClass"))
+    assert set(node_class.depends_on) == {"helm-karpenter", "karpenter-node-access-entry"}
+    # A fleet without Karpenter groups gets none of it.
+    assert not [r for r in _resources(prod) if r.startswith(("karpenter", "helm-karpenter"))]
+
+
+def test_the_controller_policy_is_karpenters_own(mixed: RolloutPlan) -> None:
+    policy = _resources(mixed)["karpenter-controller-policy"].args["policy"]
+    doc = json.loads(
+        str(policy).replace("<ref:node-role.arn>", "ROLE").replace("<ref:karpenter-interruption-queue.arn>", "QUEUE")
+    )
+    sids = {s["Sid"]: s for s in doc["Statement"]}
+    assert sids["AllowPassingInstanceRole"]["Resource"] == "ROLE"
+    assert sids["AllowInterruptionQueueActions"]["Resource"] == "QUEUE"
+    assert sids["AllowScopedDeletion"]["Condition"] == {
+        "StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/research": "owned"},
+        "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
+    }
+    assert len(sids) == 17
+
+
+@pytest.mark.parametrize(
+    ("token", "cls"),
+    [
+        ("aws:sqs/queue:Queue", "sqs.Queue"),
+        ("aws:sqs/queuePolicy:QueuePolicy", "sqs.QueuePolicy"),
+        ("aws:cloudwatch/eventRule:EventRule", "cloudwatch.EventRule"),
+        ("aws:cloudwatch/eventTarget:EventTarget", "cloudwatch.EventTarget"),
+        ("aws:eks/accessEntry:AccessEntry", "eks.AccessEntry"),
+    ],
+)
+def test_aws_inputs_are_pulumi_aws_names(mixed: RolloutPlan, token: str, cls: str) -> None:
+    """Every input the controller's AWS resources set is an argument of the pinned pulumi-aws class."""
+    module, name = cls.split(".")
+    params = inspect.signature(getattr(importlib.import_module(f"pulumi_aws.{module}"), name)._internal_init).parameters
+
+    def snake(key: str) -> str:
+        return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+
+    used = {key for r in _resources(mixed).values() if r.type == token for key in r.args}
+    assert used and {snake(k) for k in used} <= set(params)

@@ -20,6 +20,9 @@ FREE_FORM: dict[str, tuple[str, ...]] = {
     # flags (checked in tests/foundation/test_autoscaler.py), not chart keys
     # (kubernetes/autoscaler charts/cluster-autoscaler/templates/deployment.yaml).
     "cluster-autoscaler": ("extraArgs",),
+    # A label map the deployment template renders whole (aws/karpenter-provider-aws charts/karpenter/templates/
+    # deployment.yaml `nodeSelector`); the chart's default holds kubernetes.io/os only.
+    "karpenter": ("nodeSelector",),
 }
 # Keys a chart reads although its vendored values.yaml does not list them (with the upstream place that reads them).
 # They are merged into the defaults, so every key beside or below them is still checked.

@@ -117,7 +117,8 @@ def build(ctx: BuildContext) -> StageContent:
     if scaled:
         resources += autoscaler_resources(fleet)
         warnings += _autoscaler_warnings(fleet)
-    warnings += karpenter_nodes.warnings(fleet)
+    if karpenter_nodes.used(fleet):
+        resources += karpenter_nodes.controller_resources(fleet)
     notes = _notes(ctx) + _autoscaler_notes(ctx)
     return StageContent(resources=tuple(resources), warnings=tuple(warnings), notes=tuple(notes))
 

@@ -6,13 +6,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpufleet.plan.builders.cluster import NODE_ROLE, tags
-from gpufleet.plan.builders.common import AWS_PROVIDER, CLUSTER, k8s
+from gpufleet.plan.builders.cluster import NODE_ROLE, pod_identity_resources, tags
+from gpufleet.plan.builders.common import AWS_PROVIDER, CLUSTER, helm, k8s
 from gpufleet.plan.builders.node_groups import EFA_SECURITY_GROUP, _images, node_labels
 from gpufleet.plan.manifests import karpenter, node_bootstrap
-from gpufleet.plan.parts import BuildContext, Ref, Resource
+from gpufleet.plan.parts import BuildContext, Ref, Resource, json_document
 from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup
-from gpufleet.spec.names import LABEL_NODE_GROUP, group_taints, placement_group_id
+from gpufleet.spec.names import LABEL_NODE_GROUP, SYSTEM_NODE_GROUP, group_taints, placement_group_id
+
+CONTROLLER_ROLE = "karpenter-controller-role"
+CONTROLLER_POLICY = "karpenter-controller-policy"
+CONTROLLER_POD_IDENTITY = "karpenter-pod-identity"
+QUEUE = "karpenter-interruption-queue"
+QUEUE_POLICY = "karpenter-interruption-queue-policy"
+NODE_ACCESS_ENTRY = "karpenter-node-access-entry"
+# The Helm release's resource id (gpufleet.plan.builders.common.helm): its chart installs the CRDs (charts/karpenter/
+# crds/), so every NodePool and EC2NodeClass waits for it.
+RELEASE = f"helm-{karpenter.RELEASE}"
 
 # Until the disruption settings of issue 32 item 3: Karpenter removes a node only once no pod but DaemonSets runs
 # on it (WhenEmpty), never to pack pods tighter, so consolidation evicts no GPU work.
@@ -65,20 +75,107 @@ def resources(
     pool = karpenter.node_pool(
         group, labels=node_labels(group, labels), taints=group_taints(group), disruption=DISRUPTION
     )
-    node_class_resource = k8s(node_class, depends_on=(NODE_ROLE,))
+    node_class_resource = k8s(node_class, depends_on=(RELEASE, NODE_ACCESS_ENTRY))
     out += [node_class_resource, k8s(pool, depends_on=(node_class_resource.id,))]
     return out
 
 
-def warnings(fleet: Fleet) -> list[str]:
-    """What a Karpenter group needs that this stage does not create yet (issue 32 item 2): the controller release
-    with its CRDs, its IAM role, the interruption queue, and the node role's EKS access entry (EC2_LINUX), which EKS
-    creates by itself only for managed node groups."""
-    names = [g.name for g in fleet.node_groups if g.provisioner == "Karpenter"]
-    if not names:
-        return []
-    return [
-        f"node groups {', '.join(names)} are provisioned by Karpenter: their NodePools and EC2NodeClasses need the"
-        " Karpenter 1.14.1 controller and CRDs, and an EC2_LINUX access entry for the node role, which gpufleet does"
-        " not create yet; until it does, stage 1 fails on them unless you run Karpenter yourself"
+def used(fleet: Fleet) -> bool:
+    return any(g.provisioner == "Karpenter" for g in fleet.node_groups)
+
+
+def controller_resources(fleet: Fleet) -> list[Resource]:
+    """The Karpenter controller in stage 1, when any group has provisioner Karpenter: its Pod Identity role
+    (trusting only kube-system/karpenter of this cluster) with Karpenter's own controller policy, the interruption
+    queue (SQS, 300 s retention, SSE-SQS) with its policy and the EventBridge rules that feed it, the node role's
+    EKS access entry (type EC2_LINUX: EKS creates it itself only for managed node groups; Karpenter's nodes join with
+    the node role through it), and the Helm release, which waits for the association and the system nodes.
+    Karpenter makes the instance profile of the node role itself (EC2NodeClass `role`), within the policy's
+    AllowScopedInstanceProfile* statements."""
+    create = fleet.cluster.mode == "Create"
+    out = [
+        Resource(
+            id=QUEUE,
+            type="aws:sqs/queue:Queue",
+            provider=AWS_PROVIDER,
+            args={
+                "name": karpenter.queue_name(fleet),
+                "messageRetentionSeconds": 300,
+                "sqsManagedSseEnabled": True,
+                "tags": tags(fleet),
+            },
+        ),
+        Resource(
+            id=QUEUE_POLICY,
+            type="aws:sqs/queuePolicy:QueuePolicy",
+            provider=AWS_PROVIDER,
+            args={"queueUrl": Ref(QUEUE, "url"), "policy": json_document(karpenter.queue_policy(Ref(QUEUE, "arn")))},
+        ),
     ]
+    for suffix, (source, detail_type) in karpenter.INTERRUPTION_EVENTS.items():
+        rule = f"karpenter-{suffix}-rule"
+        out += [
+            Resource(
+                id=rule,
+                type="aws:cloudwatch/eventRule:EventRule",
+                provider=AWS_PROVIDER,
+                args={
+                    "namePrefix": f"{fleet.name}-karpenter-"[:38],
+                    "description": f"Karpenter interruption handling: {detail_type} ({source})",
+                    "eventPattern": karpenter.event_pattern(source, detail_type),
+                    "tags": tags(fleet),
+                },
+            ),
+            Resource(
+                id=f"karpenter-{suffix}-target",
+                type="aws:cloudwatch/eventTarget:EventTarget",
+                provider=AWS_PROVIDER,
+                args={
+                    "rule": Ref(rule, "name"),
+                    "targetId": "KarpenterInterruptionQueueTarget",
+                    "arn": Ref(QUEUE, "arn"),
+                },
+                depends_on=(QUEUE_POLICY,),
+            ),
+        ]
+    out += pod_identity_resources(
+        fleet,
+        role=CONTROLLER_ROLE,
+        policy=CONTROLLER_POLICY,
+        association=CONTROLLER_POD_IDENTITY,
+        name_prefix=f"{fleet.name}-karpenter-",
+        description=(
+            f"Karpenter controller of EKS cluster {fleet.cluster.name} (EKS Pod Identity,"
+            f" {karpenter.NAMESPACE}/{karpenter.SERVICE_ACCOUNT})"
+        ),
+        policy_name="karpenter-controller",
+        policy_document=json_document(
+            karpenter.iam_policy(fleet, node_role_arn=Ref(NODE_ROLE, "arn"), queue_arn=Ref(QUEUE, "arn"))
+        ),
+        namespace=karpenter.NAMESPACE,
+        service_account=karpenter.SERVICE_ACCOUNT,
+    )
+    out.append(
+        Resource(
+            id=NODE_ACCESS_ENTRY,
+            type="aws:eks/accessEntry:AccessEntry",
+            provider=AWS_PROVIDER,
+            args={
+                "clusterName": Ref(CLUSTER, "name"),
+                "principalArn": Ref(NODE_ROLE, "arn"),
+                "type": "EC2_LINUX",
+                "tags": tags(fleet),
+            },
+        )
+    )
+    out.append(
+        helm(
+            "karpenter",
+            fleet.versions.karpenter,
+            release=karpenter.RELEASE,
+            namespace=karpenter.NAMESPACE,
+            values=karpenter.values(fleet, karpenter.queue_name(fleet)),
+            depends_on=(CONTROLLER_POD_IDENTITY, QUEUE_POLICY) + ((SYSTEM_NODE_GROUP,) if create else ()),
+        )
+    )
+    return out

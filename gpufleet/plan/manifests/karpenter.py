@@ -8,13 +8,14 @@ same labels and taints, the same kubelet and Topology Manager settings, EFA inte
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from gpufleet.facts import catalog
 from gpufleet.facts.ami_releases import is_bottlerocket
-from gpufleet.spec.fleet import CapacityType, Fabric, NodeGroup
-from gpufleet.spec.names import GPU_RESOURCE
+from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup
+from gpufleet.spec.names import GPU_RESOURCE, LABEL_NODE_GROUP, SYSTEM_GROUP, partition
 
 API_NODE_POOL = "karpenter.sh/v1"
 API_NODE_CLASS = "karpenter.k8s.aws/v1"
@@ -189,3 +190,245 @@ def ec2_node_class(
     if reservation is not None:
         spec["capacityReservationSelectorTerms"] = [{"id": reservation}]
     return {"apiVersion": API_NODE_CLASS, "kind": "EC2NodeClass", "metadata": {"name": group.name}, "spec": spec}
+
+
+# The controller (stage 1). kube-system and the names Karpenter's getting-started guide uses; the Pod Identity
+# association names the ServiceAccount, so it is fixed (the chart's serviceAccount.name).
+RELEASE = "karpenter"
+NAMESPACE = "kube-system"
+SERVICE_ACCOUNT = "karpenter"
+
+
+def queue_name(fleet: Fleet) -> str:
+    """The interruption queue (SQS names: up to 80 characters of letters, digits, - and _; cluster names fit)."""
+    return f"{fleet.cluster.name}-karpenter"
+
+
+def values(fleet: Fleet, queue: str) -> dict[str, Any]:
+    """Helm values (keys of the pinned chart's values.yaml, aws/karpenter-provider-aws charts/karpenter @ v1.14.1):
+    the cluster, the interruption queue, the fixed ServiceAccount; on the system nodes when gpufleet made them (the
+    chart's own affinity already keeps it off the nodes it provisions: karpenter.sh/nodepool DoesNotExist)."""
+    out: dict[str, Any] = {
+        "settings": {"clusterName": fleet.cluster.name, "interruptionQueue": queue},
+        "serviceAccount": {"name": SERVICE_ACCOUNT},
+    }
+    if fleet.cluster.mode == "Create":
+        out["nodeSelector"] = {"kubernetes.io/os": "linux", LABEL_NODE_GROUP: SYSTEM_GROUP}
+    return out
+
+
+def iam_policy(fleet: Fleet, *, node_role_arn: Any, queue_arn: Any) -> dict[str, Any]:
+    """The controller's permissions, statement for statement as Karpenter's getting-started CloudFormation grants
+    them (aws/karpenter-provider-aws website/content/en/v1.14/getting-started/getting-started-with-karpenter/
+    cloudformation.yaml: NodeLifecyclePolicy, IAMIntegrationPolicy, EKSIntegrationPolicy, InterruptionPolicy,
+    ResourceDiscoveryPolicy), the account as `*` (gpufleet does not know it offline) and one document."""
+    c = fleet.cluster
+    p, r, name = partition(c.region), c.region, c.name
+    ec2 = f"arn:{p}:ec2:{r}"
+    owned = {f"aws:ResourceTag/kubernetes.io/cluster/{name}": "owned"}
+    request_owned = {
+        f"aws:RequestTag/kubernetes.io/cluster/{name}": "owned",
+        "aws:RequestTag/eks:eks-cluster-name": name,
+    }
+    nodepool = {"aws:ResourceTag/karpenter.sh/nodepool": "*"}
+    request_nodepool = {"aws:RequestTag/karpenter.sh/nodepool": "*"}
+    tagged = [
+        f"{ec2}:*:{kind}/*"
+        for kind in ("fleet", "instance", "volume", "network-interface", "launch-template", "spot-instances-request")
+    ]
+    profile = f"arn:{p}:iam::*:instance-profile/*"
+    region_tags = {"aws:ResourceTag/topology.kubernetes.io/region": r}
+    request_region = {"aws:RequestTag/topology.kubernetes.io/region": r}
+    node_class = {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*"}
+    request_node_class = {"aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"}
+    cluster_arn = f"arn:{p}:eks:{r}:*:cluster/{name}"
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "AllowScopedEC2InstanceAccessActions",
+            "Effect": "Allow",
+            "Resource": [
+                f"{ec2}::image/*",
+                f"{ec2}::snapshot/*",
+                *(
+                    f"{ec2}:*:{kind}/*"
+                    for kind in ("security-group", "subnet", "capacity-reservation", "placement-group")
+                ),
+            ],
+            "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
+        },
+        {
+            "Sid": "AllowScopedEC2LaunchTemplateAccessActions",
+            "Effect": "Allow",
+            "Resource": f"{ec2}:*:launch-template/*",
+            "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
+            "Condition": {"StringEquals": owned, "StringLike": nodepool},
+        },
+        {
+            "Sid": "AllowScopedEC2InstanceActionsWithTags",
+            "Effect": "Allow",
+            "Resource": tagged,
+            "Action": ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"],
+            "Condition": {"StringEquals": request_owned, "StringLike": request_nodepool},
+        },
+        {
+            "Sid": "AllowScopedResourceCreationTagging",
+            "Effect": "Allow",
+            "Resource": tagged,
+            "Action": "ec2:CreateTags",
+            "Condition": {
+                "StringEquals": {
+                    **request_owned,
+                    "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"],
+                },
+                "StringLike": request_nodepool,
+            },
+        },
+        {
+            "Sid": "AllowScopedResourceTagging",
+            "Effect": "Allow",
+            "Resource": f"{ec2}:*:instance/*",
+            "Action": "ec2:CreateTags",
+            "Condition": {
+                "StringEquals": owned,
+                "StringLike": nodepool,
+                "StringEqualsIfExists": {"aws:RequestTag/eks:eks-cluster-name": name},
+                "ForAllValues:StringEquals": {
+                    "aws:TagKeys": ["eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"]
+                },
+            },
+        },
+        {
+            "Sid": "AllowScopedDeletion",
+            "Effect": "Allow",
+            "Resource": [f"{ec2}:*:instance/*", f"{ec2}:*:launch-template/*"],
+            "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
+            "Condition": {"StringEquals": owned, "StringLike": nodepool},
+        },
+        {
+            "Sid": "AllowPassingInstanceRole",
+            "Effect": "Allow",
+            "Resource": node_role_arn,
+            "Action": "iam:PassRole",
+            "Condition": {"StringEquals": {"iam:PassedToService": ["ec2.amazonaws.com", "ec2.amazonaws.com.cn"]}},
+        },
+        {
+            "Sid": "AllowScopedInstanceProfileCreationActions",
+            "Effect": "Allow",
+            "Resource": profile,
+            "Action": ["iam:CreateInstanceProfile"],
+            "Condition": {"StringEquals": {**request_owned, **request_region}, "StringLike": request_node_class},
+        },
+        {
+            "Sid": "AllowScopedInstanceProfileTagActions",
+            "Effect": "Allow",
+            "Resource": profile,
+            "Action": ["iam:TagInstanceProfile"],
+            "Condition": {
+                "StringEquals": {**owned, **region_tags, **request_owned, **request_region},
+                "StringLike": {**node_class, **request_node_class},
+            },
+        },
+        {
+            "Sid": "AllowScopedInstanceProfileActions",
+            "Effect": "Allow",
+            "Resource": profile,
+            "Action": [
+                "iam:AddRoleToInstanceProfile",
+                "iam:RemoveRoleFromInstanceProfile",
+                "iam:DeleteInstanceProfile",
+            ],
+            "Condition": {"StringEquals": {**owned, **region_tags}, "StringLike": node_class},
+        },
+        {
+            "Sid": "AllowAPIServerEndpointDiscovery",
+            "Effect": "Allow",
+            "Resource": cluster_arn,
+            "Action": "eks:DescribeCluster",
+        },
+        {
+            "Sid": "AllowInterruptionQueueActions",
+            "Effect": "Allow",
+            "Resource": queue_arn,
+            "Action": ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"],
+        },
+        {
+            "Sid": "AllowRegionalReadActions",
+            "Effect": "Allow",
+            "Resource": "*",
+            "Action": [
+                "ec2:DescribeCapacityReservations",
+                "ec2:DescribeImages",
+                "ec2:DescribeInstances",
+                "ec2:DescribeInstanceStatus",
+                "ec2:DescribeInstanceTypeOfferings",
+                "ec2:DescribeInstanceTypes",
+                "ec2:DescribeLaunchTemplates",
+                "ec2:DescribePlacementGroups",
+                "ec2:DescribeSecurityGroups",
+                "ec2:DescribeSpotPriceHistory",
+                "ec2:DescribeSubnets",
+            ],
+            "Condition": {"StringEquals": {"aws:RequestedRegion": r}},
+        },
+        {
+            "Sid": "AllowSSMReadActions",
+            "Effect": "Allow",
+            "Resource": f"arn:{p}:ssm:{r}::parameter/aws/service/*",
+            "Action": "ssm:GetParameter",
+        },
+        {"Sid": "AllowPricingReadActions", "Effect": "Allow", "Resource": "*", "Action": "pricing:GetProducts"},
+        {
+            "Sid": "AllowUnscopedInstanceProfileListAction",
+            "Effect": "Allow",
+            "Resource": "*",
+            "Action": "iam:ListInstanceProfiles",
+        },
+        {
+            "Sid": "AllowInstanceProfileReadActions",
+            "Effect": "Allow",
+            "Resource": profile,
+            "Action": "iam:GetInstanceProfile",
+        },
+    ]
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+def queue_policy(queue_arn: Any) -> dict[str, Any]:
+    """EventBridge (and SQS) may send to the queue; nothing reads it but over TLS (the same CloudFormation,
+    KarpenterInterruptionQueuePolicy)."""
+    return {
+        "Id": "EC2InterruptionPolicy",
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
+                "Action": "sqs:SendMessage",
+                "Resource": queue_arn,
+            },
+            {
+                "Sid": "DenyHTTP",
+                "Effect": "Deny",
+                "Action": "sqs:*",
+                "Resource": queue_arn,
+                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                "Principal": "*",
+            },
+        ],
+    }
+
+
+# The events Karpenter's interruption controller handles, one EventBridge rule each, as the same CloudFormation has
+# them (ScheduledChangeRule, SpotInterruptionRule, RebalanceRule, InstanceStateChangeRule,
+# CapacityReservationInterruptionRule): rule id suffix -> (source, detail-type).
+INTERRUPTION_EVENTS: dict[str, tuple[str, str]] = {
+    "scheduled-change": ("aws.health", "AWS Health Event"),
+    "spot-interruption": ("aws.ec2", "EC2 Spot Instance Interruption Warning"),
+    "rebalance": ("aws.ec2", "EC2 Instance Rebalance Recommendation"),
+    "instance-state-change": ("aws.ec2", "EC2 Instance State-change Notification"),
+    "capacity-reservation-interruption": ("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning"),
+}
+
+
+def event_pattern(source: str, detail_type: str) -> str:
+    return json.dumps({"source": [source], "detail-type": [detail_type]})
