@@ -16,6 +16,13 @@ _NODE_WORDS = {
 }
 
 
+# What the fleet line counts and what it leaves out (issue 35 item 4): it is a delta of the GPU node groups only.
+LEAVES_OUT = (
+    "GPU node groups only: their nodes at the cost stage's prices or the on-demand list, warm pools and reservations;"
+    " not counted: the EKS control plane, the system nodes, volumes of running nodes, storage, logs and data transfer"
+)
+
+
 def _usd(value: float | None) -> str:
     return "unknown" if value is None else f"${value:,.0f}"
 
@@ -127,6 +134,7 @@ def text(report: Report, old: str, new: str, *, old_absent: bool = False) -> str
             at_min, at_max = _size_deltas(a, b)
             out.append(f"  {name}: {_size(a)} -> {_size(b)}: min {at_min}, max {at_max}")
         out.append(f"  fleet: min {_fleet_total(report, 'min')}, max {_fleet_total(report, 'max')}")
+        out.append(f"  ({LEAVES_OUT})")
     return "\n".join(out) + "\n"
 
 
@@ -148,5 +156,6 @@ def markdown(report: Report, old: str, new: str, *, old_absent: bool = False) ->
         hours=pricing.HOURS_PER_MONTH,
         costs=[(name, _size(a), _size(b), *_size_deltas(a, b)) for name, a, b in _cost_rows(report)],
         fleet_min=_fleet_total(report, "min"),
+        leaves_out=LEAVES_OUT,
         fleet_max=_fleet_total(report, "max"),
     )

@@ -123,9 +123,19 @@ def estimate_notes(fleet: Fleet) -> tuple[list[str], list[str]]:
             f"With the control plane, system nodes and root volumes: {usd(total_min + total_pool + extra_min)} per"
             f" month at minSize, {usd(total_max + total_pool + extra_max)} at maxSize."
         ),
+        "",
+        NOT_COUNTED,
     ]
     lines += raid0_warm_pool_caveats(fleet)
     return lines, warnings
+
+
+# What the estimate leaves out, said next to it (issue 35 item 4): a total without its exclusions reads as the bill.
+NOT_COUNTED = (
+    "Not counted: the checkpoint bucket's storage and requests, CloudWatch (control plane logs, metrics), data"
+    " transfer (across zones and out), NAT gateways and VPC endpoints, load balancers, and volumes beyond the root"
+    " volumes."
+)
 
 
 def control_plane(fleet: Fleet) -> tuple[str, float | None]:

@@ -1,0 +1,36 @@
+"""Reviews that warn (issue 35 item 4, in part): plan.md shows no resource counts or gates for a stage the
+environment does not deploy, and both cost figures say what they leave out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpufleet.plan.builders.cost import NOT_COUNTED
+from gpufleet.plan.report import plan_markdown
+from gpufleet.plan.rollout import build_plan
+from gpufleet.review import summary
+from gpufleet.review.impact import GroupCost, Report
+from gpufleet.rules.pipeline import load_fleet
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_undeployed_stages_show_no_counts_or_gates() -> None:
+    page = plan_markdown(build_plan(load_fleet(str(ROOT / "fleet.yaml"), "dev").environments["dev"], "dev"))
+    assert "| 3 | admission | yes | " in page
+    for row in ("| 5 | network | no | - | - |", "| 6 | storage | no | - | - |", "| 7 | health | no | - | - |"):
+        assert row in page, row
+
+
+def test_the_plan_estimate_says_what_it_leaves_out() -> None:
+    page = plan_markdown(build_plan(load_fleet(str(ROOT / "fleet.yaml"), "prod").environments["prod"], "prod"))
+    assert NOT_COUNTED in page and NOT_COUNTED.startswith("Not counted: the checkpoint bucket's storage")
+
+
+def test_the_diff_cost_says_what_it_counts_and_leaves_out() -> None:
+    group = GroupCost(node_group="l4", instance_type="g6.xlarge", gpus_per_node=1, min_size=0, max_size=2,
+                      gpu_hour_usd=1.0, price_source="cost stage")  # fmt: skip
+    report = Report(changes=(), nodes=(), quotas=(), cost_old=(), cost_new=(group,), stages=(), environment="dev")
+    text = summary.text(report, "a", "b")
+    assert f"  ({summary.LEAVES_OUT})\n" in text and "not counted: the EKS control plane, the system nodes" in text
+    assert f"\n{summary.LEAVES_OUT}.\n" in summary.markdown(report, "a", "b")
