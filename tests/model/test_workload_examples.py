@@ -202,3 +202,12 @@ def test_upstream_jobset_sample_is_four_pods(make_model: MakeModel) -> None:
     verdict = explain(make_model(), workload(obj))
     assert verdict.runs, verdict.reasons
     assert verdict.json()["pods"] == {"total": 4, "admitted": 4}
+
+
+def test_before_the_network_stage_the_efa_runtime_waits_for_the_efa_setup(make_model: MakeModel) -> None:
+    """The runtime is rendered in the admission stage; the EFA devices and huge pages its pods request come with
+    the network stage (docs/workloads.md): in dev (through admission) explain names that stage."""
+    verdict = explain(make_model(env="dev"), workload(_example("training.yaml")))
+    (reason,) = verdict.reasons
+    assert not verdict.runs and reason.stage == "scheduling"
+    assert "which the network stage (stage 5) installs; environment dev rolls out through admission" in reason.message
