@@ -405,7 +405,7 @@ def _or_mig(info: catalog.InstanceType | None) -> str:
 
 def _isolating_strategies(info: catalog.InstanceType | None) -> str:
     """What to share a GPU with instead of time-slicing, on this device only: MIG where the GPU has MIG profiles
-    (issue 35 item 6: an L40S, L4 or A10G has none, so suggesting MIG there sends the user into another error)."""
+    (an L40S, L4 or A10G has none, so suggesting MIG there sends the user into another error)."""
     if info is None or info.mig_capable:
         return "MIG or MPS"
     return f"MPS (the {info.gpu_model} has no MIG)"

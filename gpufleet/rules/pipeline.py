@@ -111,7 +111,7 @@ def _sections_read(read: set[str]) -> frozenset[str] | None:
 
 def rules_beside_schema_errors(data: Any, schema_errors: list[Issue]) -> list[Issue]:
     """The cross-field issues of a spec that does not conform, from the rules that read no failing section: so a
-    spec's rule errors are reported in the same run as its schema errors (issue 35 item 9), not after they are fixed.
+    spec's rule errors are reported in the same run as its schema errors, not after they are fixed.
 
     Every top-level section that holds one of `schema_errors` is replaced by a schema-valid stand-in (or left out
     when optional), unknown top-level keys are dropped, and each rule runs on the model of that data through a

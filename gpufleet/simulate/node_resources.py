@@ -1,5 +1,5 @@
 """What one idle node of a group offers pods, computed by the model itself from what the plan applies and upstream
-facts, never by the renderer's helpers (a model that reuses the renderer cannot catch its bugs; issue 27).
+facts, never by the renderer's helpers (a model that reuses the renderer cannot catch its bugs).
 
 - The node's own setup is read from the rendered launch template: the NodeConfig of the AL2023 user data
   (node.eks.aws/v1alpha1: kubelet `systemReserved`, Topology and CPU manager, `instance.localStorage`) or the

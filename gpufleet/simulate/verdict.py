@@ -361,7 +361,7 @@ _ADVERTISED_BY: tuple[tuple[str, str, stages.StageName], ...] = (
 
 
 def _later_stage(model: FleetModel, node: NodeModel, missing: list[str]) -> Reason | None:
-    """A missing resource this environment's rollout has not reached yet: the reason names the stage (issue 27),
+    """A missing resource this environment's rollout has not reached yet: the reason names the stage,
     instead of "ask for at most what one node offers"."""
     for resource in missing:
         if node.allocatable.get(resource, 0):
