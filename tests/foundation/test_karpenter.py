@@ -249,7 +249,12 @@ def test_the_controller_release_uses_only_keys_of_the_pinned_chart(mixed: Rollou
     release = _resources(mixed)["helm-karpenter"].args
     assert (release["chart"].rsplit("/", 1)[-1], release["version"]) == ("karpenter", "1.14.1")
     assert release["values"] == {
-        "settings": {"clusterName": "research", "interruptionQueue": "research-karpenter"},
+        "settings": {
+            "clusterName": "research",
+            "interruptionQueue": "research-karpenter",
+            # health.autoRepair Enabled (the default) through the health stage's node_repair hook.
+            "featureGates": {"nodeRepair": True},
+        },
         "serviceAccount": {"name": "karpenter"},
         "nodeSelector": {"kubernetes.io/os": "linux", "gpufleet.io/node-group": "system"},
     }
@@ -321,3 +326,31 @@ def test_aws_inputs_are_pulumi_aws_names(mixed: RolloutPlan, token: str, cls: st
 
     used = {key for r in _resources(mixed).values() if r.type == token for key in r.args}
     assert used and {snake(k) for k in used} <= set(params)
+
+
+@pytest.mark.parametrize(
+    ("name", "budgets"),
+    [
+        ("h200", [{"nodes": "0", "reasons": ["Drifted"]}, {"nodes": "1"}]),  # Training
+        ("notebooks", [{"nodes": "0", "reasons": ["Drifted"]}, {"nodes": "1"}]),  # Interactive
+        ("l40s", [{"nodes": "1"}]),  # Inference
+        ("a100-mig", [{"nodes": "1"}]),  # Batch
+    ],
+)
+def test_disruption_never_evicts_gpu_work_for_karpenters_own_reasons(
+    mixed: RolloutPlan, name: str, budgets: list[dict[str, Any]]
+) -> None:
+    spec = _object(mixed, "NodePool", name)["spec"]
+    assert spec["disruption"] == {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "5m", "budgets": budgets}
+    assert spec["template"]["spec"]["expireAfter"] == "Never"
+
+
+def test_node_repair_follows_the_health_hook(tmp_path: Path) -> None:
+    """health.autoRepair Disabled: the node_repair hook gives nothing for any group, and Karpenter's NodeRepair
+    stays off (the chart's default)."""
+    data = mixed_spec()
+    data["health"] = {**data.get("health", {}), "autoRepair": "Disabled"}
+    path = tmp_path / "fleet.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    plan = build_plan(load_fleet(str(path), "prod").environments["prod"], "prod")
+    assert "featureGates" not in _resources(plan)["helm-karpenter"].args["values"]["settings"]

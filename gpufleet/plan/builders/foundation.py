@@ -118,7 +118,12 @@ def build(ctx: BuildContext) -> StageContent:
         resources += autoscaler_resources(fleet)
         warnings += _autoscaler_warnings(fleet)
     if karpenter_nodes.used(fleet):
-        resources += karpenter_nodes.controller_resources(fleet)
+        # The health stage's node_repair hook decides repair for Karpenter groups too; Karpenter's is one setting
+        # of its controller, on when the hook asks for any Karpenter group.
+        repaired = any(
+            part.node_repair(g) is not None for part in later for g in fleet.node_groups if g.provisioner == "Karpenter"
+        )
+        resources += karpenter_nodes.controller_resources(fleet, node_repair=repaired)
     notes = _notes(ctx) + _autoscaler_notes(ctx)
     return StageContent(resources=tuple(resources), warnings=tuple(warnings), notes=tuple(notes))
 

@@ -24,11 +24,6 @@ NODE_ACCESS_ENTRY = "karpenter-node-access-entry"
 # crds/), so every NodePool and EC2NodeClass waits for it.
 RELEASE = f"helm-{karpenter.RELEASE}"
 
-# Until the disruption settings of issue 32 item 3: Karpenter removes a node only once no pod but DaemonSets runs
-# on it (WhenEmpty), never to pack pods tighter, so consolidation evicts no GPU work.
-# (kubernetes-sigs/karpenter docs concepts/disruption.md: consolidationPolicy WhenEmpty, consolidateAfter.)
-DISRUPTION = {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "5m"}
-
 
 def resources(
     ctx: BuildContext, group: NodeGroup, labels: dict[str, str], toml: dict[str, Any] | None
@@ -72,9 +67,7 @@ def resources(
         placement_group=placement,
         tags={**tags(fleet), "Name": f"{fleet.name}-{group.name}", LABEL_NODE_GROUP: group.name},
     )
-    pool = karpenter.node_pool(
-        group, labels=node_labels(group, labels), taints=group_taints(group), disruption=DISRUPTION
-    )
+    pool = karpenter.node_pool(group, labels=node_labels(group, labels), taints=group_taints(group))
     node_class_resource = k8s(node_class, depends_on=(RELEASE, NODE_ACCESS_ENTRY))
     out += [node_class_resource, k8s(pool, depends_on=(node_class_resource.id,))]
     return out
@@ -84,7 +77,7 @@ def used(fleet: Fleet) -> bool:
     return any(g.provisioner == "Karpenter" for g in fleet.node_groups)
 
 
-def controller_resources(fleet: Fleet) -> list[Resource]:
+def controller_resources(fleet: Fleet, *, node_repair: bool) -> list[Resource]:
     """The Karpenter controller in stage 1, when any group has provisioner Karpenter: its Pod Identity role
     (trusting only kube-system/karpenter of this cluster) with Karpenter's own controller policy, the interruption
     queue (SQS, 300 s retention, SSE-SQS) with its policy and the EventBridge rules that feed it, the node role's
@@ -174,7 +167,7 @@ def controller_resources(fleet: Fleet) -> list[Resource]:
             fleet.versions.karpenter,
             release=karpenter.RELEASE,
             namespace=karpenter.NAMESPACE,
-            values=karpenter.values(fleet, karpenter.queue_name(fleet)),
+            values=karpenter.values(fleet, karpenter.queue_name(fleet), node_repair=node_repair),
             depends_on=(CONTROLLER_POD_IDENTITY, QUEUE_POLICY) + ((SYSTEM_NODE_GROUP,) if create else ()),
         )
     )

@@ -14,7 +14,7 @@ from typing import Any
 
 from gpufleet.facts import catalog
 from gpufleet.facts.ami_releases import is_bottlerocket
-from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup
+from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup, WorkloadClass
 from gpufleet.spec.names import GPU_RESOURCE, LABEL_NODE_GROUP, SYSTEM_GROUP, partition
 
 API_NODE_POOL = "karpenter.sh/v1"
@@ -72,9 +72,7 @@ def ami_selector(group: NodeGroup, kubernetes_version: str) -> dict[str, str]:
     return {"ssmParameter": f"/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2023/{arch}/{flavor}/{name}/image_id"}
 
 
-def node_pool(
-    group: NodeGroup, *, labels: dict[str, str], taints: list[dict[str, str]], disruption: dict[str, Any]
-) -> dict[str, Any]:
+def node_pool(group: NodeGroup, *, labels: dict[str, str], taints: list[dict[str, str]]) -> dict[str, Any]:
     """The group's NodePool: its node labels and taints (the same the managed node group carries, which the Kueue
     flavor and every toleration gpufleet writes derive from), one instance type, its capacity type, and a GPU limit
     of maxSize nodes (`limits` caps the resources of all the pool's nodes; Karpenter counts nvidia.com/gpu from the
@@ -99,12 +97,35 @@ def node_pool(
                     "nodeClassRef": {"group": NODE_CLASS_GROUP, "kind": "EC2NodeClass", "name": group.name},
                     "requirements": requirements,
                     "taints": taints,
+                    # Never forcibly expired (see disruption): a managed node group's nodes do not expire either.
+                    "expireAfter": "Never",
                 },
             },
             "limits": {GPU_RESOURCE: str(group.max_size * gpus)},
-            "disruption": disruption,
+            "disruption": disruption(group),
         },
     }
+
+
+# Classes whose pods are long-lived and lose work when evicted: a drifted node (a NodePool or EC2NodeClass change,
+# a new AMI) is never replaced while it runs them; it goes once empty.
+NO_DRIFT_WHILE_BUSY = (WorkloadClass.TRAINING, WorkloadClass.INTERACTIVE)
+
+
+def disruption(group: NodeGroup) -> dict[str, Any]:
+    """Disruption that never evicts GPU work for Karpenter's own reasons (kubernetes-sigs/karpenter
+    designs/disruption docs, NodePool spec.disruption in karpenter.sh_nodepools.yaml @ v1.14.1):
+    `WhenEmpty`: consolidation removes only nodes with nothing but DaemonSets on them, never to pack pods tighter
+    (reason `Empty`; `Underutilized` never happens). Budgets: at most one node of the pool disrupted at a time, and
+    for Training and Interactive no node for reason `Drifted`, so a drifted node keeps running its job and leaves
+    only when empty (the replacement comes with the new settings). Expiry is off in the template (`expireAfter:
+    Never`, node_pool): v1 expiration is forceful, it waits for neither budgets nor karpenter.sh/do-not-disrupt.
+    So no pod annotation is needed for Training: nothing voluntary remains that would evict it; involuntary
+    interruptions (Spot reclaim, scheduled events, node repair) are not Karpenter's choice."""
+    budgets: list[dict[str, Any]] = [{"nodes": "1"}]
+    if group.workload_class in NO_DRIFT_WHILE_BUSY:
+        budgets.insert(0, {"nodes": "0", "reasons": ["Drifted"]})
+    return {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "5m", "budgets": budgets}
 
 
 def block_devices(group: NodeGroup) -> list[dict[str, Any]]:
@@ -204,7 +225,7 @@ def queue_name(fleet: Fleet) -> str:
     return f"{fleet.cluster.name}-karpenter"
 
 
-def values(fleet: Fleet, queue: str) -> dict[str, Any]:
+def values(fleet: Fleet, queue: str, *, node_repair: bool) -> dict[str, Any]:
     """Helm values (keys of the pinned chart's values.yaml, aws/karpenter-provider-aws charts/karpenter @ v1.14.1):
     the cluster, the interruption queue, the fixed ServiceAccount; on the system nodes when gpufleet made them (the
     chart's own affinity already keeps it off the nodes it provisions: karpenter.sh/nodepool DoesNotExist)."""
@@ -212,6 +233,12 @@ def values(fleet: Fleet, queue: str) -> dict[str, Any]:
         "settings": {"clusterName": fleet.cluster.name, "interruptionQueue": queue},
         "serviceAccount": {"name": SERVICE_ACCOUNT},
     }
+    if node_repair:
+        # The owner of node repair on Karpenter nodes (docs/karpenter.md, "Health"): Karpenter's NodeRepair (alpha
+        # in 1.14.1, settings.featureGates.nodeRepair) replaces a node whose EKS node monitoring agent condition
+        # (AcceleratedHardwareReady and the others) stays unhealthy past the provider's toleration, as EKS auto
+        # repair does for managed node groups (aws/karpenter-provider-aws pkg/cloudprovider RepairPolicies).
+        out["settings"]["featureGates"] = {"nodeRepair": True}
     if fleet.cluster.mode == "Create":
         out["nodeSelector"] = {"kubernetes.io/os": "linux", LABEL_NODE_GROUP: SYSTEM_GROUP}
     return out
