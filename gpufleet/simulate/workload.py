@@ -9,6 +9,7 @@ DaemonSet one pod per node it selects.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -143,6 +144,8 @@ def quantity(resource: str, value: Any, where: str) -> int:
     if match is None:
         raise WorkloadError(f"{where}: {text!r} is not a Kubernetes quantity")
     number, suffix = float(match.group(1)), match.group(2)
+    if not math.isfinite(number) or number > 2**63:  # beyond the API server's int64 quantities
+        raise WorkloadError(f"{where}: {text!r} is larger than a Kubernetes quantity can be")
     if resource == "cpu":
         milli = number if suffix == "m" else number * 1000 * {"": 1, "k": 1000}.get(suffix, 1)
         return int(-(-milli // 1))

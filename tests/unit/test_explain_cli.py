@@ -119,6 +119,11 @@ def test_text_and_exit_zero(capsys: pytest.CaptureFixture[str]) -> None:
             ":11:22: Job spec.template.spec.containers[0].resources: must be a mapping",
         ),
         (
+            _JOB.format(pod="", container="resources: {limits: {cpu: " + "9" * 400 + "}}"),
+            ":11:37: Job spec.template.spec.containers[0].resources.limits.cpu: '" + "9" * 400 + "' is larger than a"
+            " Kubernetes quantity can be",
+        ),
+        (
             _JOB.format(pod="nodeSelector: [1]", container=""),
             ":7:21: Job spec.template.spec.nodeSelector: must be a mapping",
         ),
