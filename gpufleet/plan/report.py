@@ -11,6 +11,34 @@ from gpufleet.plan.before_deploy import before_you_deploy
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.plan.pins import pins
 from gpufleet.spec import defaults
+from gpufleet.spec.fleet import Fleet, NodeGroup
+from gpufleet.spec.names import group_taints
+
+
+def _capacity(group: NodeGroup) -> str:
+    reservation = group.reservation
+    text = str(group.capacity_type)
+    if group.reservation_id:
+        text += f" `{group.reservation_id}`"
+    if reservation is not None:
+        which = reservation.id or reservation.resource_group_arn or "open"
+        text += f", ODCR `{which}` ({reservation.instance_count} instances billed running or not)"
+    return text
+
+
+def node_group_rows(fleet: Fleet) -> list[tuple[str, str, str, str, str]]:
+    """plan.md's "Node groups" (issue 35 item 4): each GPU group's size, capacity (with its On-Demand Capacity
+    Reservation, which the cost table alone showed) and every taint its nodes carry (gpufleet.spec.names)."""
+    return [
+        (
+            group.name,
+            group.instance_type,
+            f"{group.min_size}..{group.max_size}",
+            _capacity(group),
+            ", ".join(f"`{t['key']}={t['value']}:{t['effect']}`" for t in group_taints(group)),
+        )
+        for group in fleet.node_groups
+    ]
 
 
 def plan_markdown(plan: RolloutPlan, will_it_run: str | None = None) -> str:
@@ -33,4 +61,5 @@ def plan_markdown(plan: RolloutPlan, will_it_run: str | None = None) -> str:
         default_rules=[d for d in defaults.COMPUTED if any(default is d for _, _, default in taken)],
         will_it_run=will_it_run,
         before=before_you_deploy(plan),
+        node_groups=node_group_rows(plan.fleet),
     )

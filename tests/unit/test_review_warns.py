@@ -34,3 +34,31 @@ def test_the_diff_cost_says_what_it_counts_and_leaves_out() -> None:
     text = summary.text(report, "a", "b")
     assert f"  ({summary.LEAVES_OUT})\n" in text and "not counted: the EKS control plane, the system nodes" in text
     assert f"\n{summary.LEAVES_OUT}.\n" in summary.markdown(report, "a", "b")
+
+
+def test_plan_md_lists_each_groups_capacity_with_its_odcr_and_every_taint() -> None:
+    from gpufleet.plan.report import node_group_rows
+    from gpufleet.rules.pipeline import load_fleet_text
+
+    spec = (
+        (ROOT / "tests" / "specs" / "valid" / "minimal.yaml")
+        .read_text()
+        .replace(
+            "    scaling:\n      maxSize: 4\n",
+            "    scaling:\n      minSize: 2\n      maxSize: 2\n"
+            "    capacity: {type: OnDemand, reservation: {id: cr-0123456789abcdef0, instanceCount: 2}}\n"
+            "    taints: [{key: example.com/tier, value: gold, effect: NoSchedule}]\n",
+        )
+        .replace("        gpus: 4\n", "        gpus: 2\n")
+    )
+    fleet = load_fleet_text(spec).environments["dev"]
+    assert node_group_rows(fleet) == [
+        (
+            "l4",
+            "g6.xlarge",
+            "2..2",
+            "OnDemand, ODCR `cr-0123456789abcdef0` (2 instances billed running or not)",
+            "`nvidia.com/gpu=true:NoSchedule`, `example.com/tier=gold:NoSchedule`",
+        )
+    ]
+    assert "## Node groups" in plan_markdown(build_plan(fleet, "dev"))
