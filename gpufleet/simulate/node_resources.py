@@ -160,6 +160,37 @@ def node_setup(plan: RolloutPlan, node_group_args: Mapping[str, Any]) -> NodeSet
     return NodeSetup(volume_gib=volumes[0] if volumes else None, efa_interfaces=efa)
 
 
+def karpenter_setup(node_class: Mapping[str, Any]) -> NodeSetup:
+    """A Karpenter group's node setup from its EC2NodeClass spec: the Topology Manager and CPU manager from its
+    userData (Karpenter merges it with its own NodeConfig or TOML), systemReserved from spec.kubelet, RAID0 from
+    instanceStorePolicy, the volume that holds /var/lib/kubelet (AL2023 the root volume, Bottlerocket the data
+    volume after it), and one EFA device per listed interface."""
+    volumes = [
+        _mib(str((b.get("ebs") or {}).get("volumeSize") or "0Gi")) // 1024
+        for b in node_class.get("blockDeviceMappings") or []
+    ]
+    interfaces = node_class.get("networkInterfaces") or []
+    reserved = (node_class.get("kubelet") or {}).get("systemReserved") or {}
+    config, settings = _user_data(str(node_class.get("userData") or ""))
+    kubelet = ((config or {}).get("kubelet") or {}).get("config") or {}
+    k8s = (settings or {}).get("kubernetes") or {}
+    bottlerocket = settings is not None
+    plugin = ((settings or {}).get("kubelet-device-plugins") or {}).get("nvidia") or {}
+    strategy = plugin.get("device-sharing-strategy")
+    replicas = int((plugin.get(strategy) or {}).get("replicas", 1)) if strategy in ("time-slicing", "mps") else 1
+    return NodeSetup(
+        plugin_replicas=replicas if bottlerocket else None,
+        system_reserved_cpu=_cpu_milli(reserved.get("cpu", 0)),
+        system_reserved_memory=_mib(reserved.get("memory", "0Mi")),
+        topology_policy=k8s.get("topology-manager-policy") or kubelet.get("topologyManagerPolicy", "none"),
+        topology_scope=k8s.get("topology-manager-scope") or kubelet.get("topologyManagerScope", "container"),
+        cpu_manager_policy=k8s.get("cpu-manager-policy") or kubelet.get("cpuManagerPolicy", "none"),
+        raid0=node_class.get("instanceStorePolicy") == "RAID0",
+        volume_gib=(volumes[-1] if bottlerocket else volumes[0]) if volumes else None,
+        efa_interfaces=len(interfaces),
+    )
+
+
 def kube_reserved_cpu_milli(vcpus: int) -> int:
     """nodeadm getCPUMillicoresToReserve."""
     total, reserved = vcpus * 1000, 0

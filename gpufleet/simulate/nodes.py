@@ -22,6 +22,7 @@ from typing import Any
 
 from gpufleet.facts import catalog, stages
 from gpufleet.plan.manifests.autoscaler import RELEASE as AUTOSCALER_RELEASE
+from gpufleet.plan.manifests.karpenter import RELEASE as KARPENTER_RELEASE
 from gpufleet.plan.manifests.sharing import (
     MIG_MIXED,
     MIG_PREFIX,
@@ -97,24 +98,58 @@ def _mig_per_numa(gpus: int, slices: list[tuple[int, str, int]], nodes: tuple[in
     return out
 
 
+def _karpenter_object(plan: RolloutPlan, kind: str, group: NodeGroup) -> Mapping[str, Any]:
+    for stage in plan.stages:
+        for res in stage.content.resources:
+            obj = res.args.get("object")
+            if isinstance(obj, Mapping) and obj.get("kind") == kind and obj["metadata"]["name"] == group.name:
+                return obj
+    raise AssertionError(f"no {kind} for {group.name}")
+
+
+def karpenter_deployed(plan: RolloutPlan) -> bool:
+    return any(r.id == f"helm-{KARPENTER_RELEASE}" for s in plan.included() for r in s.content.resources)
+
+
 def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
-    args = _node_group_args(plan, group)
     info = catalog.lookup(group.instance_type)
     assert info is not None, group.instance_type
+    karpenter = group.provisioner == "Karpenter"
+    if karpenter:
+        # A Karpenter group: its NodePool's template labels and taints (Kubernetes spelling), no minimum, and the
+        # EC2NodeClass's settings; Karpenter also labels each node with its pool and capacity type
+        # (kubernetes-sigs/karpenter pkg/apis/v1/labels.go NodePoolLabelKey, CapacityTypeLabelKey).
+        pool = _karpenter_object(plan, "NodePool", group)["spec"]["template"]
+        capacity = next(r for r in pool["spec"]["requirements"] if r["key"] == "karpenter.sh/capacity-type")
+        args: Mapping[str, Any] = {
+            "labels": pool["metadata"]["labels"],
+            "scalingConfig": {"minSize": 0, "maxSize": group.max_size},
+        }
+        extra = {"karpenter.sh/nodepool": group.name, "karpenter.sh/capacity-type": capacity["values"][0]}
+        taints = tuple(dict(t) for t in pool["spec"]["taints"])
+    else:
+        args = _node_group_args(plan, group)
+        extra = {"eks.amazonaws.com/capacityType": args["capacityType"]}
+        taints = tuple(
+            {"key": t["key"], "value": t["value"], "effect": _K8S_EFFECT[t["effect"]]} for t in args["taints"]
+        )
     labels = {
         **args["labels"],
         "node.kubernetes.io/instance-type": group.instance_type,
         "kubernetes.io/arch": "amd64" if info.architecture == "x86_64" else "arm64",
         "kubernetes.io/os": "linux",
-        "eks.amazonaws.com/capacityType": args["capacityType"],
+        **extra,
     }
-    taints = tuple({"key": t["key"], "value": t["value"], "effect": _K8S_EFFECT[t["effect"]]} for t in args["taints"])
     # the device plugin and MIG manager configs come with the sharing stage (builders/foundation.py), the EFA and
     # RDMA device plugins with the network stage
     with_sharing = stages.included("sharing", plan.through)
     # Computed by the model from what the plan applies (gpufleet.simulate.node_resources), not by the renderer's
     # helpers; tests/model/test_node_resources.py holds it against the renderer's figures.
-    setup = node_resources.node_setup(plan, args)
+    setup = (
+        node_resources.karpenter_setup(_karpenter_object(plan, "EC2NodeClass", group)["spec"])
+        if karpenter
+        else node_resources.node_setup(plan, args)
+    )
     allocatable = node_resources.allocatable(plan, group, args["labels"], setup)
     extended = {r: v for r, v in allocatable.items() if r not in ("cpu", "memory", "pods")}
     numa = node_resources.numa_nodes(group)
@@ -133,7 +168,10 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
     strategy = group.sharing.strategy
     scaling = args["scalingConfig"]
     template = None
-    if autoscaler_deployed(plan):
+    # Karpenter provisions for a pending pod a node of a pool whose template labels, taints and instance type fit it,
+    # as the Cluster Autoscaler does from its scale-from-zero template (kubernetes-sigs/karpenter
+    # pkg/controllers/provisioning/scheduling): the same check, with the pool's template.
+    if karpenter_deployed(plan) if karpenter else autoscaler_deployed(plan):
         template = {
             "labels": dict(args["labels"]),
             "taints": taints,

@@ -1,0 +1,64 @@
+"""`explain` on a Karpenter pool that starts empty (issue 32 item 4): Karpenter provisions for a pending pod that
+Kueue admitted a node of the pool whose template fits it, so the multi-node 8-GPU-per-pod TrainJob example runs on
+h100 as a Karpenter group, through its pool, as it does on the managed node group."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gpufleet.simulate.verdict import FleetModel, explain
+from gpufleet.simulate.workload import workload
+from tests import fastyaml
+from tests.model.conftest import group
+
+MakeModel = Callable[..., FleetModel]
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "training.yaml"
+
+
+def karpenter_h100(data: dict[str, Any]) -> None:
+    g = group(data, "h100")
+    g["provisioner"] = "Karpenter"
+    g.pop("warmPool")
+    g.pop("update")
+    g["scaling"] = {"maxSize": g["scaling"]["maxSize"]}
+    data["environments"]["dev"]["overrides"]["nodeGroups"]["h100"].pop("warmPool")
+
+
+def test_an_8_gpu_per_pod_job_on_an_empty_karpenter_pool_runs_through_that_pool(make_model: MakeModel) -> None:
+    model = make_model(karpenter_h100)
+    node = model.nodes["h100"]
+    assert node.min_size == 0 and node.template is not None  # empty, and Karpenter deployed
+    assert node.labels["karpenter.sh/nodepool"] == "h100"
+    assert node.allocatable["nvidia.com/gpu"] == 8 and node.allocatable["vpc.amazonaws.com/efa"] == 32
+    assert (node.topology_policy, node.topology_scope) == ("restricted", "pod")
+    # What the managed group's node offers, the pool's node offers (same user data, RAID0, reservation, EFA).
+    managed = make_model().nodes["h100"]
+    assert node.allocatable == managed.allocatable and node.per_numa == managed.per_numa
+    verdict = explain(model, workload(fastyaml.load(EXAMPLE.read_text())))
+    assert verdict.runs, verdict.reasons
+    assert (verdict.flavor, verdict.node_group) == ("h100", "h100")
+    assert verdict.json()["pods"] == {"total": 2, "admitted": 2}
+
+
+def test_a_karpenter_pool_never_grows_past_its_limit(make_model: MakeModel) -> None:
+    def two_nodes(data: dict[str, Any]) -> None:
+        karpenter_h100(data)
+        group(data, "h100")["scaling"] = {"maxSize": 1}
+        data["environments"]["dev"]["overrides"]["nodeGroups"]["h100"]["scaling"] = {"maxSize": 1}
+        for team in data["teams"]:
+            for quota in team["quotas"]:
+                if quota["nodeGroup"] == "h100":
+                    quota.update(gpus=8)
+                    quota.pop("borrowingLimit", None)
+                    quota.pop("lendingLimit", None)
+
+    verdict = explain(make_model(two_nodes), workload(fastyaml.load(EXAMPLE.read_text())))
+    assert [r.json() for r in verdict.reasons] == [
+        {
+            "stage": "autoscaler",
+            "message": "node group h100 may grow to 1 node(s); 2 pod(s) of this shape need 2",
+            "fix": "raise nodeGroups[h100].scaling.maxSize to 2, or ask for fewer pods",
+        }
+    ]
