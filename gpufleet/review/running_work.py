@@ -205,7 +205,42 @@ def _dcgm_csv(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[st
     ]
 
 
+JOB = "kubernetes:batch/v1:Job"
+NCCL_GATE_PREFIX = "nccl-gate-"  # gpufleet/plan/manifests/network.py: the bandwidth gate of each EFA/RDMA group
+PLANTED_FAULT_GATE = "gpufleet-planted-fault"  # gpufleet/plan/manifests/health.py: the health stage's verification
+
+
+def _gates(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]]) -> list[Effect]:
+    """A gate Job that is new or changed runs (again) on `pulumi up`: a Job's pod template is immutable, so any
+    change replaces it and the replacement runs (issue 35 item 4). What each gate does to the GPU nodes is shown."""
+    found = []
+    for rid, entry in new.items():
+        inputs = entry.get("inputs") or {}
+        name = str((inputs.get("metadata") or {}).get("name") or "")
+        if entry.get("type") != JOB or (not name.startswith(NCCL_GATE_PREFIX) and name != PLANTED_FAULT_GATE):
+            continue
+        before = old.get(rid)
+        if before is not None and (before.get("inputs") or {}) == inputs:
+            continue
+        spec = inputs.get("spec") or {}
+        deadline = spec.get("activeDeadlineSeconds")
+        limit = f" for up to {int(deadline) // 60} minutes" if isinstance(deadline, (int, float)) else ""
+        runs = "runs" if before is None else "runs again (the Job is replaced)"
+        if name == PLANTED_FAULT_GATE:
+            what = (
+                f"the planted-fault gate {runs}: it plants a fault on a real GPU node, which the health loop cordons"
+                f" and drains (its pods are evicted){limit}"
+            )
+        else:
+            pods = spec.get("parallelism") or 1
+            what = (
+                f"the bandwidth gate {name} {runs}: it holds {pods} GPU nodes of its group, every GPU of each,{limit}"
+            )
+        found.append(Effect(id=rid, disruptive=name == PLANTED_FAULT_GATE, what=what))
+    return found
+
+
 def effects(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]]) -> list[Effect]:
     """Everything the change does to running GPU work, disruptive first."""
-    found = _operator(old, new) + _mig(old, new) + _device_plugin(old, new) + _dcgm_csv(old, new)
+    found = _operator(old, new) + _mig(old, new) + _device_plugin(old, new) + _dcgm_csv(old, new) + _gates(old, new)
     return sorted(found, key=lambda e: not e.disruptive)

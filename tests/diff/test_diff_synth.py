@@ -215,10 +215,15 @@ def test_operator_bump_restarts_operands_and_downgrade_is_flagged(
     bump = report(trees, "base", old="older-operator")
     # the health stage's DCGM image follows the operator's DCGM version
     assert _actions(bump, RELEASE) == [("helm-gpu-operator", "update"), ("helm-node-problem-detector", "update")]
-    assert [(e.disruptive, e.what.split(":")[0]) for e in bump.work] == [(False, "GPU Operator v26.3.3 -> v26.7.0")]
+    # ... so the planted-fault gate's Job changes and runs again (issue 35 item 4: a gate re-run is running work)
+    assert [(e.disruptive, e.what.split(":")[0]) for e in bump.work] == [
+        (True, "the planted-fault gate runs again (the Job is replaced)"),
+        (False, "GPU Operator v26.3.3 -> v26.7.0"),
+    ]
     down = report(trees, "older-operator")
     assert [e.what.split(":")[0] for e in down.work if e.disruptive] == [
-        "DOWNGRADE of the GPU Operator v26.7.0 -> v26.3.3"
+        "DOWNGRADE of the GPU Operator v26.7.0 -> v26.3.3",
+        "the planted-fault gate runs again (the Job is replaced)",
     ]
     assert main(["diff", str(trees["base"]), str(trees["older-operator"]), "--format", "markdown"]) == 0
     assert (

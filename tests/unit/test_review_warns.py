@@ -62,3 +62,34 @@ def test_plan_md_lists_each_groups_capacity_with_its_odcr_and_every_taint() -> N
         )
     ]
     assert "## Node groups" in plan_markdown(build_plan(fleet, "dev"))
+
+
+def _job(name: str, **spec: int) -> dict[str, object]:
+    return {"type": "kubernetes:batch/v1:Job", "inputs": {"metadata": {"name": name}, "spec": dict(spec)}}
+
+
+def test_a_gate_that_runs_or_runs_again_is_running_work() -> None:
+    from gpufleet.review.running_work import effects
+
+    nccl = _job("nccl-gate-h100", parallelism=2, activeDeadlineSeconds=1800)
+    fault = _job("gpufleet-planted-fault", activeDeadlineSeconds=900)
+    new = {"job-nccl": nccl, "job-fault": fault}
+    assert [(e.id, e.disruptive, e.what) for e in effects({}, new)] == [
+        (
+            "job-fault",
+            True,
+            "the planted-fault gate runs: it plants a fault on a real GPU node, which the health loop cordons and"
+            " drains (its pods are evicted) for up to 15 minutes",
+        ),
+        (
+            "job-nccl",
+            False,
+            "the bandwidth gate nccl-gate-h100 runs: it holds 2 GPU nodes of its group, every GPU of each, for up"
+            " to 30 minutes",
+        ),
+    ]
+    assert effects(new, new) == []  # unchanged: nothing runs
+    changed = {"job-nccl": _job("nccl-gate-h100", parallelism=2, activeDeadlineSeconds=600), "job-fault": fault}
+    assert [e.what.split(":")[0] for e in effects(new, changed)] == [
+        "the bandwidth gate nccl-gate-h100 runs again (the Job is replaced)"
+    ]
