@@ -60,6 +60,8 @@ def damage(draw: st.DrawFn, tree: Path) -> None:
             path.symlink_to(draw(st.sampled_from(["/etc/hostname", "plan.md", "missing"])))
         elif op == "edit-json":
             target = tree / draw(st.sampled_from(JSON_FILES))
+            if target.is_dir():  # an earlier "directory" change made it one
+                continue
             try:
                 data = json.loads(target.read_text(encoding="utf-8"))
             except (OSError, ValueError):
