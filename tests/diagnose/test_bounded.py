@@ -48,9 +48,13 @@ def test_many_lines_scale_linearly() -> None:
     small, large = line * 2_000, line * 20_000
 
     def took(text: str) -> float:
-        start = time.perf_counter()
-        parse_nccl(text)
-        return time.perf_counter() - start
+        # The best of three: a busy machine only ever adds time, so the minimum is the parser's own.
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            parse_nccl(text)
+            times.append(time.perf_counter() - start)
+        return min(times)
 
     took(small)  # warm up
     assert took(large) < 25 * max(took(small), 0.005)  # ten times the lines, about ten times the time
