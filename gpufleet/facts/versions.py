@@ -288,6 +288,14 @@ COMPONENTS: Mapping[str, Component] = MappingProxyType(
             repository="oci://registry.k8s.io/lws/charts",
             releases=_notes(**{"0.10.0": "serves leaderworkerset.x-k8s.io/v1; DisaggregatedSet off by default"}),
         ),
+        # https://github.com/kedacore/charts/tree/v2.20.2/keda (telemetry stage, where the fleet has an Inference
+        # group: serving scales on the queue signals of the Prometheus it reads; docs/inference.md).
+        "keda": Component(
+            title="KEDA",
+            chart="keda",
+            repository="https://kedacore.github.io/charts",
+            releases=_notes(**{"2.20.2": "appVersion 2.20.2; installs its CRDs (crds.install true)"}),
+        ),
     }
 )
 
@@ -487,6 +495,29 @@ CHART_CONTROLLERS: Mapping[str, Mapping[str, tuple[ControllerPlacement, ...]]] =
                         tolerations_key="tolerations",
                         tolerations=(),
                     ),
+                )
+            }
+        ),
+        # kedacore/charts keda/values.yaml @v2.20.2: the three Deployments share the top-level nodeSelector and
+        # tolerations (operator.name keda-operator, metricsServer keda-operator-metrics-apiserver, webhooks.name
+        # keda-admission-webhooks; webhooks.enabled true).
+        "keda": MappingProxyType(
+            {
+                "2.20.2": tuple(
+                    ControllerPlacement(
+                        name=name,
+                        kind="Deployment",
+                        node_selector_key="nodeSelector",
+                        node_selector=_EMPTY,
+                        tolerations_key="tolerations",
+                        tolerations=(),
+                        enabled_key=enabled,
+                    )
+                    for name, enabled in (
+                        ("keda-operator", None),
+                        ("keda-operator-metrics-apiserver", "metricsServer.enabled"),
+                        ("keda-admission-webhooks", "webhooks.enabled"),
+                    )
                 )
             }
         ),

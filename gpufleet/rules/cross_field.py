@@ -822,6 +822,7 @@ STAGE_OF_COMPONENT: dict[str, stages.StageName] = {
     "jobSet": "admission",
     "trainer": "admission",
     "leaderWorkerSet": "admission",
+    "keda": "telemetry",
 }
 
 
@@ -848,6 +849,8 @@ def deployed_components(fleet: Fleet) -> set[str]:
         ):
             if install(fleet):
                 need.add(key)
+    if any(g.workload_class == WorkloadClass.INFERENCE for g in fleet.node_groups):
+        need.add("keda")
     return {c for c in need if stage_used(fleet, STAGE_OF_COMPONENT[c])}
 
 
@@ -867,6 +870,7 @@ def component_versions(fleet: Fleet) -> dict[str, str]:
         "jobSet": v.job_set,
         "trainer": v.trainer,
         "leaderWorkerSet": v.leader_worker_set,
+        "keda": v.keda,
     }
 
 

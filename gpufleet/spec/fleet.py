@@ -291,6 +291,7 @@ class Versions:
     job_set: str
     trainer: str
     leader_worker_set: str
+    keda: str
     addons: Mapping[str, str]
     defaulted: frozenset[str]  # component keys (versions.COMPONENTS) the spec does not pin
     pinning: Pinning  # Explicit: every deployed component must be pinned (rules: explicit-pins)
@@ -588,6 +589,7 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
             job_set=_chart(v, "jobSet"),
             trainer=_chart(v, "trainer"),
             leader_worker_set=_chart(v, "leaderWorkerSet"),
+            keda=_chart(v, "keda"),
             addons=dict(sorted(v["addons"].items())),
             defaulted=frozenset(key for key in COMPONENTS if f"versions.{key}" in defaulted),
             pinning=v["pinning"],

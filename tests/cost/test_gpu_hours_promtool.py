@@ -33,7 +33,9 @@ GPU = "nvidia_com_gpu"
 
 @pytest.fixture(scope="module")
 def groups() -> list[dict[str, Any]]:
-    return stage_rule_groups(SPEC, "prod", "telemetry") + stage_rule_groups(SPEC, "prod", "cost")
+    # The serving signals' group has its own promtool tests (tests/telemetry/test_inference_signals.py).
+    telemetry = [g for g in stage_rule_groups(SPEC, "prod", "telemetry") if g["name"] != "gpufleet-inference-signals"]
+    return telemetry + stage_rule_groups(SPEC, "prod", "cost")
 
 
 def _dcgm_sm_active() -> list[dict[str, str]]:

@@ -400,6 +400,9 @@ def test_chart_controllers_run_on_the_system_nodes(make_model: MakeModel) -> Non
         "jobset-controller-manager",
         "kubeflow-trainer-controller-manager",
         "lws-controller-manager",
+        "keda-operator",
+        "keda-operator-metrics-apiserver",
+        "keda-admission-webhooks",
     }
     assert all(v.runs and v.node_group == "system" for v in verdicts.values())
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpufleet.facts import catalog
 from gpufleet.plan.builders.common import helm, k8s
-from gpufleet.plan.manifests import dashboards, rules_promql, sharing, telemetry
+from gpufleet.plan.manifests import dashboards, inference, rules_promql, sharing, telemetry
 from gpufleet.plan.parts import AtFoundation, BuildContext, Resource, StageContent
 from gpufleet.spec.names import GPU_RESOURCE
 
@@ -98,6 +98,7 @@ def build(ctx: BuildContext) -> StageContent:
             depends_on=after,
         )
     )
+    notes += _inference(ctx, ns, after, resources)
     notes += [
         f"- DCGM exporter counters (ConfigMap `{telemetry.DCGM_METRICS_CONFIGMAP}`, created in stage 1 with the GPU"
         " Operator, which mounts it): "
@@ -113,3 +114,26 @@ def build(ctx: BuildContext) -> StageContent:
         ),
     ]
     return StageContent(resources=tuple(resources), notes=tuple(notes))
+
+
+def _inference(ctx: BuildContext, ns: str, after: tuple[str, ...], resources: list[Resource]) -> list[str]:
+    """Where the fleet has an Inference group: KEDA, the serving PodMonitor and the serving signals' rules."""
+    groups = inference.inference_groups(ctx.fleet)
+    if not groups:
+        return []
+    version = ctx.fleet.versions.keda
+    resources.append(
+        helm(
+            "keda", version, release=inference.KEDA_RELEASE, namespace=inference.NS_KEDA, values=inference.keda_values()
+        )
+    )
+    resources.append(k8s(inference.serving_pod_monitor(ctx.fleet, ns), depends_on=after))
+    resources.append(
+        k8s(rules_promql.prometheus_rule("gpufleet-inference", ns, inference.serving_groups()), depends_on=after)
+    )
+    return [
+        f"- Inference ({', '.join(groups)}): KEDA {version} in `{inference.NS_KEDA}`; serving pods labelled"
+        f" `{inference.SERVING_METRICS_LABEL}=true` are scraped on their port `{inference.SERVING_METRICS_PORT}`,"
+        f" and `{inference.QUEUE_DEPTH}`, `{inference.QUEUE_WAIT}` and `{inference.BATCH_SIZE}` are recorded per"
+        " namespace from vLLM, Triton and TGI metrics for ScaledObjects to scale on (docs/inference.md)."
+    ]
