@@ -217,3 +217,16 @@ def test_the_layers_forbid_the_old_tangles(forbidden: str) -> None:
     # The directions issue 15 removed stay upward in the table, so test_imports_point_down catches them again.
     low, high = forbidden.split(" -> ")
     assert _layer(low) < _layer(high)
+
+
+def test_no_private_name_is_imported_from_another_module() -> None:
+    # A leading underscore says "this module's own": a second module that needs it makes it public API instead.
+    private = [
+        f"{SOURCES[m].relative_to(ROOT)}:{node.lineno}: {alias.name} from {node.module}"
+        for m in SOURCES
+        for node in ast.walk(syntax_tree(SOURCES[m]))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "gpufleet"
+        for alias in node.names
+        if alias.name.startswith("_") and not alias.name.startswith("__")
+    ]
+    assert private == []

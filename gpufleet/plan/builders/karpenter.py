@@ -8,7 +8,7 @@ from typing import Any
 
 from gpufleet.plan.builders.cluster import NODE_ROLE, pod_identity_resources, tags
 from gpufleet.plan.builders.common import AWS_PROVIDER, CLUSTER, helm, k8s
-from gpufleet.plan.builders.node_groups import EFA_SECURITY_GROUP, _images, node_labels
+from gpufleet.plan.builders.node_groups import EFA_SECURITY_GROUP, node_labels, prepulled_images
 from gpufleet.plan.manifests import karpenter, node_bootstrap
 from gpufleet.plan.parts import BuildContext, Ref, Resource, json_document
 from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup
@@ -32,7 +32,7 @@ def resources(
     out: list[Resource] = []
     image_list = (
         (node_bootstrap.image_list_parameter(fleet.name, group), fleet.cluster.region)
-        if _images(fleet, group)
+        if prepulled_images(fleet, group)
         else None
     )
     security_groups: list[Any] = [Ref(CLUSTER, "vpcConfig.clusterSecurityGroupId")]

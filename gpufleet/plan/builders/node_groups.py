@@ -65,7 +65,7 @@ def node_labels(group: NodeGroup, extra: dict[str, str]) -> dict[str, str]:
     return dict(sorted(labels.items()))
 
 
-def _images(fleet: Fleet, group: NodeGroup) -> list[str]:
+def prepulled_images(fleet: Fleet, group: NodeGroup) -> list[str]:
     sets = {s.name: s.images for s in fleet.image_sets}
     return sorted({image for name in group.images for image in sets.get(name, ())})
 
@@ -81,7 +81,7 @@ def image_list(fleet: Fleet, group: NodeGroup) -> Resource | None:
     comma-separated (no image reference has a comma); Intelligent-Tiering moves a list past the standard tier's
     4 KB to the advanced tier instead of failing (SSM PutParameter, Tier). `insecureValue`: the list is no secret, so
     the diff shows it."""
-    images = _images(fleet, group)
+    images = prepulled_images(fleet, group)
     if not images or group.ami_type.startswith("BOTTLEROCKET"):
         return None
     return Resource(
@@ -161,7 +161,7 @@ def launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str,
     bottlerocket = group.ami_type.startswith("BOTTLEROCKET")
     image_list = (
         (node_bootstrap.image_list_parameter(fleet.name, group), fleet.cluster.region)
-        if _images(fleet, group)
+        if prepulled_images(fleet, group)
         else None
     )
     text = node_bootstrap.user_data(group, image_list, sharing_toml)
@@ -341,7 +341,7 @@ _CHECKOV_SKIPS = checkov.skip_annotations(
 
 def prepuller(fleet: Fleet, group: NodeGroup, namespace_id: str) -> Resource | None:
     """Keeps the group's images on nodes that join later (or lost them to garbage collection)."""
-    images = _images(fleet, group)
+    images = prepulled_images(fleet, group)
     if not images:
         return None
     name = f"prepull-{group.name}"
