@@ -207,7 +207,13 @@ def test_docs_examples_run_on_the_group_they_name(capsys: pytest.CaptureFixture[
     assert len(examples) >= 3
     assert main(["explain", SPEC, "--env", "prod", *examples, "--format", "json"]) == 0
     workloads = json.loads(capsys.readouterr().out)["workloads"]
-    named = {"finetune": "h100", "llm-server": "l40s", "llm-multinode": "l40s", "notebook-alice": "notebooks"}
+    named = {
+        "finetune": "h100",
+        "llm-server": "l40s",
+        "llm-multinode": "l40s",
+        "vllm-server": "l40s",
+        "notebook-alice": "notebooks",
+    }
     assert {w["name"]: w["nodeGroup"] for w in workloads} == named
     assert all(w["runs"] and w["clusterQueue"] == w["namespace"] for w in workloads)
 
