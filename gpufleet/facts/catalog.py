@@ -243,6 +243,27 @@ TOPOLOGY_INSTANCE_TYPES = frozenset(
 )  # fmt: skip
 
 
+# Instance-store NVMe devices per type (InstanceStorageInfo.Disks[].Count, the same moto EC2 data; every GPU type has
+# one disk kind). RAID0 stripes over all of them, so a node's array writes about devices x one device's bandwidth
+# (gpufleet.facts.checkpoints). tests/unit/test_catalog.py compares every entry with EC2's.
+_NVME_DEVICES: Final[Mapping[str, int]] = types.MappingProxyType(
+    {
+        "g4dn.metal": 2, "g5.48xlarge": 2, "g6.8xlarge": 2, "g6.12xlarge": 4, "g6.16xlarge": 2, "g6.24xlarge": 4,
+        "g6.48xlarge": 8, "g6e.8xlarge": 2, "g6e.12xlarge": 2, "g6e.16xlarge": 2, "g6e.24xlarge": 2,
+        "g6e.48xlarge": 4, "p3dn.24xlarge": 2, "p4d.24xlarge": 8, "p4de.24xlarge": 8, "p5.48xlarge": 8,
+        "p5e.48xlarge": 8, "p5en.48xlarge": 8, "p6-b200.48xlarge": 8, "p6-b300.48xlarge": 8,
+    }
+)  # fmt: skip
+
+
+def local_nvme_devices(name: str) -> int:
+    """Instance-store NVMe devices of a catalog type: 0 without instance store, else 1 unless listed above."""
+    entry = CATALOG.get(name)
+    if entry is None or entry.local_nvme_gib == 0:
+        return 0
+    return _NVME_DEVICES.get(name, 1)
+
+
 def lookup(name: str) -> InstanceType | None:
     """The catalog entry for an EC2 instance type name, or None when it is not a known GPU type."""
     return CATALOG.get(name)

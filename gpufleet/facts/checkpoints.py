@@ -1,4 +1,4 @@
-"""Checkpoint sizing: bytes, write times and the Young/Daly interval. Pure arithmetic, no I/O.
+"""Checkpoint sizing: bytes, write times and Daly's interval. Pure arithmetic, no I/O.
 
 The model (docs/network-and-storage.md, "Checkpoint sizing"):
 
@@ -6,15 +6,23 @@ The model (docs/network-and-storage.md, "Checkpoint sizing"):
   master weights, momentum and variance (4 + 4 + 4) (ZeRO, Rajbhandari et al. 2020, section 3.1). A
   checkpoint usually drops the gradients (14), so 16 is a safe upper bound. 7e9 parameters -> 112 GB, 7e10 ->
   1.12 TB. Units are decimal (GB = 1e9 bytes), like network and disk bandwidth.
-* Write time = bytes / (per-node bandwidth x nodes writing shards in parallel), for node-local NVMe and for
-  the bucket. The bandwidths are spec fields with documented defaults (schemas/fleet.schema.json).
-* The blocking write C is what stops training: the local NVMe write when the fleet stages checkpoints on a
-  RAID0 group (the upload to the bucket runs in the background), else the bucket write.
-* Young's first-order optimum interval T = sqrt(2 x C x MTBF) (J. W. Young, CACM 17(9), 1974; Daly's
-  refinement, FGCS 22(3), 2006, agrees to first order while C << MTBF). The interval is never shorter than
-  the bucket write: otherwise the next checkpoint starts before the previous one is durable.
-* Expected waste fraction ~ C / T + T / (2 x MTBF): checkpoint cost per interval plus half an interval of
-  lost work per failure.
+* Write time = bytes / (per-node bandwidth x nodes writing shards in parallel): a sharded checkpoint (PyTorch
+  Distributed Checkpoint, Megatron's distributed optimizer) is written by every node of the job, each its own
+  shard. A node's NVMe bandwidth is the RAID0 array's: devices x per-device bandwidth (RAID0 stripes over all
+  of them).
+* The blocking write C is what stops training: with an asynchronous save (torch.distributed.checkpoint
+  async_save) only the copy of the node's shard from GPU to host memory; else the local NVMe write when the
+  group stages checkpoints on a RAID0 array (the upload to the bucket runs in the background), else the bucket
+  write.
+* The interval is Daly's higher-order optimum (J. T. Daly, "A higher order estimate of the optimum checkpoint
+  interval for restart dumps", FGCS 22(3), 2006): T = sqrt(2 C M) [1 + (1/3) sqrt(C / 2M) + (1/9)
+  (C / 2M)] - C for C < 2M, else T = M. Young's first-order T = sqrt(2 C M) (J. W. Young, "A first order
+  approximation to the optimum checkpoint interval", CACM 17(9), 1974) is shown beside it; the two agree only
+  while C << M. The interval is never shorter than the bucket write: otherwise the next checkpoint starts before
+  the previous one is durable.
+* Expected share of time lost, Daly's exponential model with restart time 0 (Daly 2006, with restart time R = 0):
+  the wall time to do T of work is M (e^((T + C) / M) - 1), so the loss is 1 - T / (M (e^((T + C) / M) - 1)).
+  It reduces to Young's C / T + T / 2M when C and T are small against M, and stays right when they are not.
 """
 
 from __future__ import annotations
@@ -37,46 +45,83 @@ def write_seconds(nbytes: int, gbps_per_node: float, nodes: int = 1) -> float:
     return nbytes / (gbps_per_node * GB * nodes)
 
 
-def young_daly_seconds(write_s: float, mtbf_s: float) -> float:
-    """The optimum checkpoint interval sqrt(2 x C x MTBF), in seconds."""
+def young_seconds(write_s: float, mtbf_s: float) -> float:
+    """Young's first-order optimum interval sqrt(2 x C x MTBF), in seconds (CACM 17(9), 1974)."""
     return math.sqrt(2.0 * write_s * mtbf_s)
 
 
+def daly_seconds(write_s: float, mtbf_s: float) -> float:
+    """Daly's higher-order optimum compute time between checkpoints (FGCS 22(3), 2006), in seconds."""
+    if write_s >= 2.0 * mtbf_s:
+        return mtbf_s
+    ratio = write_s / (2.0 * mtbf_s)
+    return math.sqrt(2.0 * write_s * mtbf_s) * (1.0 + math.sqrt(ratio) / 3.0 + ratio / 9.0) - write_s
+
+
 def waste_fraction(interval_s: float, write_s: float, mtbf_s: float) -> float:
-    """First-order expected share of time lost to checkpointing and to rework after failures."""
-    return write_s / interval_s + interval_s / (2.0 * mtbf_s)
+    """Expected share of wall time lost to checkpoint writes and to rework after failures (Daly's exponential
+    model, restart time 0): 1 - T / (M (e^((T + C) / M) - 1))."""
+    return 1.0 - interval_s / (mtbf_s * math.expm1((interval_s + write_s) / mtbf_s))
+
+
+# Above this expected loss plan.md warns: a tenth of the GPU-hours is lost to checkpointing and rework.
+LARGE_LOSS = 0.10
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Sizing:
-    """One fleet's checkpoint numbers (all times in seconds)."""
+    """One job's checkpoint numbers (all times in seconds; bandwidths per node, GB/s)."""
 
     checkpoint_bytes: int
     writer_nodes: int
-    local_gbps: float
+    local_gbps: float  # the node's RAID0 array: devices x per-device bandwidth
     bucket_gbps: float
-    local_write_s: float | None  # None when no group stages checkpoints on local NVMe
+    host_copy_gbps: float | None  # the GPU-to-host copy of an asynchronous save; None: synchronous
+    local_write_s: float | None  # None when the job's group does not stage checkpoints on local NVMe
     bucket_write_s: float
     mtbf_s: float
     configured_interval_s: float | None
 
     @property
+    def host_copy_s(self) -> float | None:
+        if self.host_copy_gbps is None:
+            return None
+        return write_seconds(self.checkpoint_bytes, self.host_copy_gbps, self.writer_nodes)
+
+    @property
     def blocking_write_s(self) -> float:
-        """C: the write training waits for (local NVMe when staged, else the bucket)."""
+        """C: the part of a save training waits for (the host copy of an async save, else the local NVMe write
+        when staged, else the bucket write)."""
+        if (copy := self.host_copy_s) is not None:
+            return copy
         return self.local_write_s if self.local_write_s is not None else self.bucket_write_s
 
     @property
-    def young_daly_s(self) -> float:
-        return young_daly_seconds(self.blocking_write_s, self.mtbf_s)
+    def blocking_what(self) -> str:
+        if self.host_copy_gbps is not None:
+            return "the GPU-to-host copy of an asynchronous save"
+        return "node-local NVMe" if self.local_write_s is not None else "the bucket"
+
+    @property
+    def young_s(self) -> float:
+        return young_seconds(self.blocking_write_s, self.mtbf_s)
+
+    @property
+    def daly_s(self) -> float:
+        return daly_seconds(self.blocking_write_s, self.mtbf_s)
 
     @property
     def recommended_interval_s(self) -> float:
-        return max(self.young_daly_s, self.bucket_write_s)
+        return max(self.daly_s, self.bucket_write_s)
 
     @property
     def interval_s(self) -> float:
-        """The interval the fleet runs with: the configured one, else the recommended one."""
+        """The interval the job runs with: the configured one, else the recommended one."""
         return self.configured_interval_s if self.configured_interval_s is not None else self.recommended_interval_s
+
+    @property
+    def waste(self) -> float:
+        return waste_fraction(self.interval_s, self.blocking_write_s, self.mtbf_s)
 
     @property
     def shard_bytes(self) -> int:
@@ -93,15 +138,18 @@ def sizing(
     bucket_gbps: float,
     writer_nodes: int,
     staged: bool,
+    host_copy_gbps: float | None = None,
     interval_minutes: float | None = None,
 ) -> Sizing:
-    """The checkpoint numbers; `staged` when checkpoints are written to node-local NVMe first."""
+    """The checkpoint numbers; `staged` when checkpoints are written to node-local NVMe first, `host_copy_gbps`
+    (per node) when saves are asynchronous."""
     nbytes = checkpoint_bytes(parameters, bytes_per_parameter)
     return Sizing(
         checkpoint_bytes=nbytes,
         writer_nodes=writer_nodes,
         local_gbps=local_gbps,
         bucket_gbps=bucket_gbps,
+        host_copy_gbps=host_copy_gbps,
         local_write_s=write_seconds(nbytes, local_gbps, writer_nodes) if staged else None,
         bucket_write_s=write_seconds(nbytes, bucket_gbps, writer_nodes),
         mtbf_s=mtbf_hours * 3600.0,
@@ -109,25 +157,48 @@ def sizing(
     )
 
 
-def interval_warnings(s: Sizing) -> list[str]:
+def interval_warnings(s: Sizing, field: str = "checkpoints.intervalMinutes") -> list[str]:
     """Problems with a configured interval: shorter than a checkpoint takes to write."""
     if s.configured_interval_s is None:
         return []
     interval = duration(s.configured_interval_s)
     if s.configured_interval_s < s.blocking_write_s:
-        where = "node-local NVMe" if s.local_write_s is not None else "the bucket"
         return [
-            f"checkpoints.intervalMinutes ({interval}) is shorter than writing one checkpoint to {where}"
-            f" ({duration(s.blocking_write_s)}): the job would do nothing but checkpoint; the Young/Daly interval is"
-            f" {duration(s.young_daly_s)}"
+            f"{field} ({interval}) is shorter than {_writing(s)} ({duration(s.blocking_write_s)}): the job would do"
+            f" nothing but checkpoint; Daly's interval is {duration(s.daly_s)}"
         ]
     if s.configured_interval_s < s.bucket_write_s:
         return [
-            f"checkpoints.intervalMinutes ({interval}) is shorter than uploading one checkpoint to the bucket "
+            f"{field} ({interval}) is shorter than uploading one checkpoint to the bucket "
             f"({duration(s.bucket_write_s)}): uploads queue up and the newest durable checkpoint falls further behind; "
             f"use at least {duration(s.recommended_interval_s)}"
         ]
     return []
+
+
+def _writing(s: Sizing) -> str:
+    if s.host_copy_gbps is not None:
+        return "copying one checkpoint shard from GPU to host memory"
+    return f"writing one checkpoint to {s.blocking_what}"
+
+
+def loss_warnings(s: Sizing, who: str) -> list[str]:
+    """A warning when the expected loss at the interval in use is LARGE_LOSS or more, with what lowers it."""
+    if s.waste < LARGE_LOSS:
+        return []
+    fixes = []
+    if s.host_copy_gbps is None:
+        fixes.append("save asynchronously (checkpoints.save: Asynchronous)")
+    if s.writer_nodes == 1:
+        fixes.append("write shards from every node of the job (checkpoints.writerNodes)")
+    if s.local_write_s is None and s.host_copy_gbps is None:
+        fixes.append("stage on a RAID0 NVMe group (localStorage: RAID0)")
+    fixes.append("measure and set the write bandwidths")
+    return [
+        f"{who}: about {s.waste:.0%} of the time would be lost to checkpointing and rework (blocking write"
+        f" {duration(s.blocking_write_s)}, {s.blocking_what}; interval {duration(s.interval_s)}, MTBF"
+        f" {duration(s.mtbf_s)}): " + ", ".join(fixes)
+    ]
 
 
 def human_bytes(nbytes: int) -> str:

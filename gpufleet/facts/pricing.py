@@ -20,6 +20,9 @@ The EKS control plane: USD 0.10 per cluster-hour in standard support, 0.60 in ex
 https://aws.amazon.com/eks/pricing/; the AWS blog "Amazon EKS extended support for Kubernetes versions pricing").
 Which applies follows EKS_SUPPORT_CALENDAR. The system nodes' CPU types: the same on-demand page, us-east-1; a managed
 node group without a launch template gets a 20 GiB root volume (EKS CreateNodegroup `diskSize`, default 20).
+
+S3 Standard: USD 0.023 per GB-month in us-east-1, the first 50 TB a month (https://aws.amazon.com/s3/pricing/), for
+what noncurrent checkpoint versions cost while the bucket keeps them.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from gpufleet.facts import catalog
 PRICES_AS_OF = "2025-08-01"
 HOURS_PER_MONTH = 730  # AWS's own convention for monthly estimates
 GP3_USD_PER_GB_MONTH = 0.08
+S3_STANDARD_USD_PER_GB_MONTH = 0.023
 
 ON_DEMAND_USD_PER_HOUR: Mapping[str, float] = MappingProxyType(
     {

@@ -1054,6 +1054,37 @@ def _endpoint(fleet: Fleet) -> Iterator[Issue]:
         )
 
 
+@rule("checkpoint-jobs")
+def _checkpoint_jobs(fleet: Fleet) -> Iterator[Issue]:
+    """checkpoints.jobs[] name a team and a group that exist, on no more nodes than the group has."""
+    if fleet.checkpoints is None:
+        return
+    teams = [t.name for t in fleet.teams]
+    groups = {g.name: g for g in fleet.node_groups}
+    for i, job in enumerate(fleet.checkpoints.jobs):
+        where: Path = ("checkpoints", "jobs", i)
+        if job.team not in teams:
+            yield Issue(
+                path=where + ("team",), message=f'unknown team "{job.team}"', hint=did_you_mean(job.team, teams)
+            )
+        group = groups.get(job.node_group)
+        if group is None:
+            yield Issue(
+                path=where + ("nodeGroup",),
+                message=f'unknown node group "{job.node_group}"',
+                hint=did_you_mean(job.node_group, groups),
+            )
+        elif job.nodes > group.max_size:
+            yield Issue(
+                path=where + ("nodes",),
+                message=(
+                    f'job "{job.name}" runs on {job.nodes} nodes, but node group "{group.name}" has at most'
+                    f" {group.max_size} (scaling.maxSize)"
+                ),
+                hint=f"lower nodes to {group.max_size}, or raise the group's scaling.maxSize",
+            )
+
+
 @rule("access")
 def _access(fleet: Fleet) -> Iterator[Issue]:
     cluster = fleet.cluster

@@ -327,9 +327,26 @@ class Checkpoints:
     interval_minutes: float | None
     retention_days: int
     encryption: str  # S3Managed (SSE-S3) or CustomerManagedKey (SSE-KMS with the fleet's own key)
-    local_write_gbps: float  # per node, to the RAID0 instance-store array
+    local_write_gbps: float | None  # per node, to the RAID0 instance-store array; None: devices x the device figure
+    local_device_write_gbps: float  # per instance-store NVMe device
     bucket_write_gbps: float  # per node, to the bucket
-    writer_nodes: int  # nodes writing shards of one checkpoint in parallel
+    writer_nodes: int | None  # nodes writing shards of one checkpoint in parallel; None: the largest Training group
+    save: str  # Synchronous or Asynchronous (training waits only for the GPU-to-host copy)
+    host_copy_gbps: float  # per GPU, GPU-to-host copy of an asynchronous save
+    jobs: tuple[CheckpointJob, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointJob:
+    """checkpoints.jobs[]: one training job sized on its own."""
+
+    name: str
+    team: str
+    node_group: str
+    nodes: int
+    model_parameters: int
+    mean_time_between_failures_hours: float | None
+    interval_minutes: float | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -652,9 +669,28 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
                 interval_minutes=cp.get("intervalMinutes"),
                 retention_days=cp["retentionDays"],
                 encryption=cp["encryption"],
-                local_write_gbps=float(cp["localWriteGBps"]),
+                local_write_gbps=None if cp.get("localWriteGBps") is None else float(cp["localWriteGBps"]),
+                local_device_write_gbps=float(cp["localDeviceWriteGBps"]),
                 bucket_write_gbps=float(cp["bucketWriteGBps"]),
-                writer_nodes=cp["writerNodes"],
+                writer_nodes=cp.get("writerNodes"),
+                save=cp["save"],
+                host_copy_gbps=float(cp["hostCopyGBps"]),
+                jobs=tuple(
+                    CheckpointJob(
+                        name=j["name"],
+                        team=j["team"],
+                        node_group=j["nodeGroup"],
+                        nodes=j["nodes"],
+                        model_parameters=j["modelParameters"],
+                        mean_time_between_failures_hours=(
+                            None
+                            if j.get("meanTimeBetweenFailuresHours") is None
+                            else float(j["meanTimeBetweenFailuresHours"])
+                        ),
+                        interval_minutes=j.get("intervalMinutes"),
+                    )
+                    for j in cp["jobs"]
+                ),
             )
         ),
         network=_network(d["network"]),

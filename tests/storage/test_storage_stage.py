@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from gpufleet.facts import checkpoints
 from gpufleet.plan.builders.cluster import POD_IDENTITY_ADDON
 from gpufleet.plan.parts import Ref
 from tests.network.fleets import HEAD, fleet, group, plan
@@ -157,7 +158,10 @@ def test_checkpoint_config_carries_prefix_and_optimum_interval(teams_content) ->
     assert data == {
         "AWS_REGION": "us-east-1",
         "CHECKPOINT_BUCKET": "team-checkpoints",
-        "CHECKPOINT_INTERVAL_SECONDS": "4919",  # sqrt(2 x 560 s x 21600 s): staged on the RAID0 NVMe
+        # Daly's interval for C = 17.5 s (1.12 TB from 4 nodes, each a RAID0 of 8 x 2 GB/s) and M = 21600 s:
+        # sqrt(2 x 17.5 x 21600) = 869.48 s; C/2M = 0.000405, sqrt 0.020127:
+        # 869.48 x (1 + 0.006709 + 0.000045) - 17.5 = 875.35 - 17.5 = 857.9 s
+        "CHECKPOINT_INTERVAL_SECONDS": "858",
         "CHECKPOINT_LOCAL_DIR": "/local-checkpoints",
         "CHECKPOINT_PREFIX": "eval/",
         "CHECKPOINT_S3_URI": "s3://team-checkpoints/eval/",
@@ -166,29 +170,81 @@ def test_checkpoint_config_carries_prefix_and_optimum_interval(teams_content) ->
 
 def test_sizing_notes(teams_content) -> None:
     notes = "\n".join(teams_content.notes)
-    assert "70,000,000,000 parameters x 16 bytes = **1.12 TB**" in notes
-    assert "| node-local NVMe | 2 GB/s | 9.3 min |" in notes
-    assert "| bucket | 1.25 GB/s | 14.9 min |" in notes
     assert (
-        "sqrt(2 x 9.3 min (node-local NVMe write; the upload runs in the background) x 6 h MTBF) = **82.0 min**"
-        in notes
+        "70,000,000,000 parameters x 16 bytes = **1.12 TB**, written by every node of the largest job: 4 nodes of"
+        " `g` (its maxSize) in parallel, a 280 GB shard each." in notes
     )
-    assert "| g | p5.48xlarge | 30.4 TB | `/mnt/k8s-disks/0` | yes (2.24 TB needed) |" in notes
+    # the array's aggregate (8 devices on p5.48xlarge), from every node: 1.12 TB / (16 GB/s x 4) = 17.5 s
+    assert "| node-local NVMe | 16 GB/s | RAID0 of 8 devices x checkpoints.localDeviceWriteGBps 2 | 18 s |" in notes
+    assert "| bucket | 1.25 GB/s | checkpoints.bucketWriteGBps | 3.7 min |" in notes  # 1.12 TB / 5 GB/s = 224 s
+    assert "= **14.3 min**; Young's first-order sqrt(2CM) (Young 1974) is 14.5 min." in notes
+    assert "about 4.0% (Daly's model" in notes
+    # 86400 / 857.86 s = 100.7 checkpoints a day x 1.12 TB = 113 TB; x 30 days = 3.38 PB; x USD 0.023 per GB-month
+    assert "writes 113 TB a day" in notes and "up to 3.38 PB, about USD 77,834 a month" in notes
+    assert "| g | p5.48xlarge | 30.4 TB | `/mnt/k8s-disks/0` | yes (560 GB needed) |" in notes
     assert teams_content.warnings == ()
 
 
+def test_unstaged_bucket_write_with_a_large_loss_warns() -> None:
+    c = content(fleet([group("g", "p5.48xlarge", "EFA")], CHECKPOINTS))
+    (warning,) = c.warnings
+    assert warning.startswith(
+        "the largest job (checkpoints): about 14% of the time would be lost to checkpointing and rework (blocking"
+        " write 3.7 min, the bucket; interval 49.4 min, MTBF 6.0 h): save asynchronously"
+    )
+    assert "stage on a RAID0 NVMe group" in warning
+
+
+def test_asynchronous_save_blocks_for_the_host_copy() -> None:
+    c = content(fleet([group("g", "p5.48xlarge", "EFA")], CHECKPOINTS + "  save: Asynchronous\n"))
+    notes = "\n".join(c.notes)
+    # 280 GB shard / (8 GPUs x 10 GB/s) = 3.5 s blocking; the 224 s upload runs in the background
+    assert "| GPU to host memory (asynchronous save: the part training waits for) | 80 GB/s |" in notes
+    assert "8 GPUs x checkpoints.hostCopyGBps 10 | 4 s |" in notes
+    assert c.warnings == ()
+
+
+def test_per_job_guidance_and_intervals_in_the_team_configmap() -> None:
+    jobs = (
+        "  jobs:\n"
+        "    - {name: pretrain-70b, team: llm, nodeGroup: g, nodes: 4, modelParameters: 70000000000}\n"
+        "    - {name: finetune-8b, team: eval, nodeGroup: g, nodes: 1, modelParameters: 8000000000}\n"
+    )
+    c = content(fleet([group("g", "p5.48xlarge", "EFA", local="RAID0")], CHECKPOINTS + jobs))
+    notes = "\n".join(c.notes)
+    # finetune-8b: 128 GB from 1 node at 16 GB/s = 8 s; MTBF 6 h x 4 / 1 = 24 h
+    assert "| finetune-8b | eval | 1 x g | 128 GB (128 GB) | 8 s (node-local NVMe) | 24.0 h |" in notes
+    assert "| pretrain-70b | llm | 4 x g | 1.12 TB (280 GB) | 18 s (node-local NVMe) | 6.0 h | 14.3 min |" in notes
+    data = resource(c, "configmap-evaluation-checkpoint-config").args["object"]["data"]
+    assert data["CHECKPOINT_INTERVAL_SECONDS_FINETUNE_8B"] == str(round(checkpoints.daly_seconds(8.0, 86_400)))
+    assert "CHECKPOINT_INTERVAL_SECONDS_PRETRAIN_70B" not in data
+    llm = resource(c, "configmap-llm-checkpoint-config").args["object"]["data"]
+    assert llm["CHECKPOINT_INTERVAL_SECONDS_PRETRAIN_70B"] == llm["CHECKPOINT_INTERVAL_SECONDS"] == "858"
+
+
+def test_inference_groups_get_no_checkpoint_room_check() -> None:
+    inference = group("inf", "g6.xlarge", local="RAID0", max_size=16).replace(
+        "workloadClass: Training", "workloadClass: Inference"
+    )
+    assert "Inference" in inference
+    c = content(fleet([group("g", "p5.48xlarge", "EFA", local="RAID0"), inference], CHECKPOINTS))
+    assert not any('"inf"' in w for w in c.warnings)
+    assert not any(n.startswith("| inf |") for n in c.notes)
+
+
 def test_configured_interval_shorter_than_the_write_warns() -> None:
-    c = content(fleet([group("g", "p5.48xlarge", "EFA")], CHECKPOINTS + "  intervalMinutes: 10\n"))
+    c = content(fleet([group("g", "p5.48xlarge", "EFA")], CHECKPOINTS + "  intervalMinutes: 2\n"))
     assert any(
-        w.startswith("checkpoints.intervalMinutes (10.0 min) is shorter than writing one checkpoint to the bucket")
+        w.startswith("checkpoints.intervalMinutes (2.0 min) is shorter than writing one checkpoint to the bucket")
         for w in c.warnings
     )
     data = resource(c, "configmap-llm-checkpoint-config").args["object"]["data"]
-    assert data["CHECKPOINT_INTERVAL_SECONDS"] == "600"
+    assert data["CHECKPOINT_INTERVAL_SECONDS"] == "120"
 
 
 def test_nvme_too_small_for_two_shards_warns() -> None:
-    c = content(fleet([group("g", "g6.xlarge", local="RAID0", max_size=16)], CHECKPOINTS))
+    # 1.12 TB from 2 writer nodes: two 560 GB shards do not fit 250 GB
+    c = content(fleet([group("g", "g6.xlarge", local="RAID0", max_size=16)], CHECKPOINTS + "  writerNodes: 2\n"))
     assert any('"g" (g6.xlarge) has 250 GB instance-store NVMe' in w for w in c.warnings)
 
 
@@ -221,9 +277,13 @@ def test_checkpoint_sizing_defaults_from_the_schema() -> None:
         cp.retention_days,
         cp.writer_nodes,
         cp.local_write_gbps,
+        cp.local_device_write_gbps,
         cp.bucket_write_gbps,
         cp.interval_minutes,
-    ) == (16, 30, 1, 2.0, 1.25, None)
+        cp.save,
+        cp.host_copy_gbps,
+        cp.jobs,
+    ) == (16, 30, None, None, 2.0, 1.25, None, "Synchronous", 10.0, ())
 
 
 @pytest.fixture(scope="module")
@@ -315,5 +375,6 @@ def test_raid0_rows_name_where_each_os_mounts_the_array() -> None:
     )
     assert "BOTTLEROCKET" in bottlerocket
     notes = content(fleet([group("g", "p5.48xlarge", "EFA", local="RAID0"), bottlerocket], CHECKPOINTS)).notes
-    assert "| g | p5.48xlarge | 30.4 TB | `/mnt/k8s-disks/0` | yes (2.24 TB needed) |" in notes
-    assert "| br | p5.48xlarge | 30.4 TB | `/mnt/.ephemeral` | yes (2.24 TB needed) |" in notes
+    # 1.12 TB over the 4 nodes of the largest Training group: 280 GB shards, two of them
+    assert "| g | p5.48xlarge | 30.4 TB | `/mnt/k8s-disks/0` | yes (560 GB needed) |" in notes
+    assert "| br | p5.48xlarge | 30.4 TB | `/mnt/.ephemeral` | yes (560 GB needed) |" in notes

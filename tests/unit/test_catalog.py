@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from gpufleet.facts.catalog import CATALOG, InstanceType, gpu_instance_names, lookup
+from gpufleet.facts.catalog import CATALOG, InstanceType, gpu_instance_names, local_nvme_devices, lookup
 
 boto3 = pytest.importorskip("boto3")
 moto = pytest.importorskip("moto")
@@ -123,7 +123,10 @@ def test_entry_matches_ec2(name: str, ec2_types: dict[str, dict[str, Any]]) -> N
     ours = {field: getattr(entry, field) for field in reported}
     assert ours == reported
     storage = ec2_types[name].get("InstanceStorageInfo")
+    # RAID0's width, for the array's write bandwidth: one disk kind per type, its count.
+    assert local_nvme_devices(name) == (storage["Disks"][0]["Count"] if storage else 0)
     if storage:
+        assert len(storage["Disks"]) == 1
         assert storage["NvmeSupport"] in ("required", "supported"), f"{name}: instance store is not NVMe"
 
 

@@ -312,6 +312,8 @@ ALIAS_BOMB = "x0: &x0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
     f"x{i}: &x{i} [{', '.join([f'*x{i - 1}'] * 10)}]\n" for i in range(1, 6)
 )
 TIMEOUT = _timeout()
+CHECKPOINT_JOBS = {"bucket": "mini-ckpt", "modelParameters": 7_000_000_000, "meanTimeBetweenFailuresHours": 24}
+CHECKPOINT_JOB = {"name": "pretrain", "team": "vision", "nodeGroup": "l4", "nodes": 2, "modelParameters": 7_000_000_000}
 REPLAYS: tuple[Replay, ...] = (
     # --- cross_field.py ----------------------------------------------------------------------------------------------
     R(
@@ -408,6 +410,24 @@ REPLAYS: tuple[Replay, ...] = (
         {"teams.0.quotas.0.nodeGroup": "l4x"},
         'did you mean "l4"?',
         {"teams.0.quotas.0.nodeGroup": "l4"},
+    ),
+    R(
+        "checkpoint-job-unknown-team",
+        {"checkpoints": {**CHECKPOINT_JOBS, "jobs": [{**CHECKPOINT_JOB, "team": "visoin"}]}},
+        'did you mean "vision"?',
+        {"checkpoints.jobs.0.team": "vision"},
+    ),
+    R(
+        "checkpoint-job-unknown-group",
+        {"checkpoints": {**CHECKPOINT_JOBS, "jobs": [{**CHECKPOINT_JOB, "nodeGroup": "l4x"}]}},
+        'did you mean "l4"?',
+        {"checkpoints.jobs.0.nodeGroup": "l4"},
+    ),
+    R(
+        "checkpoint-job-too-many-nodes",
+        {"checkpoints": {**CHECKPOINT_JOBS, "jobs": [{**CHECKPOINT_JOB, "nodes": 6}]}},
+        "lower nodes to 4, or raise the group's scaling.maxSize",
+        {"checkpoints.jobs.0.nodes": 4},
     ),
     R(
         "team-unknown-priority",
@@ -1371,6 +1391,19 @@ PLAN_REPLAYS: tuple[PlanReplay, ...] = (
         r'node group "\S+" may run fewer than two nodes \(minSize \d+\): the bandwidth gate waits up to \d+ min for two'
         r" \(cluster\.autoscaler is None: your autoscaler must add them, or raise minSize\)",
         {"nodeGroups.0.scaling.minSize": 2},
+    ),
+    P(
+        "checkpoint-loss-large",
+        {
+            "checkpoints": {
+                "bucket": "mini-ckpt",
+                "modelParameters": 70_000_000_000,
+                "meanTimeBetweenFailuresHours": 12,
+            },
+            "environments.dev.rollout.through": "storage",
+        },
+        r"the largest job \(checkpoints\): about \d+% of the time would be lost to checkpointing and rework .*",
+        {"checkpoints.save": "Asynchronous"},
     ),
     P(
         "bottlerocket-mig-unpartitioned",

@@ -121,6 +121,8 @@ CUSTOMER_KEY = at(
         "encryption": "CustomerManagedKey",
     },
 )
+CKPT = {"bucket": "labs-ckpt", "modelParameters": 7_000_000_000, "meanTimeBetweenFailuresHours": 24}
+JOB = {"name": "pretrain", "team": "vision", "nodeGroup": "l4", "nodes": 4, "modelParameters": 7_000_000_000}
 EFA_P5 = group(instanceType="p5.48xlarge", fabric="EFA", zone="use1-az4", subnetIds=["subnet-0aa"])
 OPERATOR = at("versions", "driver", value={"source": "Operator", "version": "595.91.07"})
 OPERATOR_GDRCOPY = at("versions", "driver", value={"source": "Operator", "version": "595.91.07", "gdrCopy": "Enabled"})
@@ -1479,6 +1481,33 @@ CASES: list[Any] = [
             )
         ],
         id="endpoint/acknowledged-but-limited",
+    ),
+    # checkpoint-jobs
+    pytest.param(
+        "checkpoint-jobs",
+        [at("checkpoints", value={**CKPT, "jobs": [{**JOB}]})],
+        [],
+        id="checkpoint-jobs/ok",
+    ),
+    pytest.param(
+        "checkpoint-jobs",
+        [at("checkpoints", value={**CKPT, "jobs": [{**JOB, "team": "visoin", "nodeGroup": "l5", "nodes": 9}]})],
+        [
+            ("checkpoints.jobs[0].team", 'unknown team "visoin"'),
+            ("checkpoints.jobs[0].nodeGroup", 'unknown node group "l5"'),
+        ],
+        id="checkpoint-jobs/unknown",
+    ),
+    pytest.param(
+        "checkpoint-jobs",
+        [at("checkpoints", value={**CKPT, "jobs": [{**JOB, "nodes": 5}]})],
+        [
+            (
+                "checkpoints.jobs[0].nodes",
+                'job "pretrain" runs on 5 nodes, but node group "l4" has at most 4 (scaling.maxSize)',
+            )
+        ],
+        id="checkpoint-jobs/more-nodes-than-the-group",
     ),
     # access
     pytest.param(

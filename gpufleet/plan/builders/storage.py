@@ -5,33 +5,92 @@ encrypted, private, with noncurrent versions expiring after checkpoints.retentio
 `checkpoint-writer` ServiceAccount whose EKS Pod Identity role may touch only `<bucket>/<team>/`, and a
 `checkpoint-config` ConfigMap (bucket prefix, local directory, interval). Groups with localStorage RAID0 stage
 checkpoints on NVMe (the foundation's user data builds the array: nodeadm on AL2023, a bootstrap command on
-Bottlerocket). plan.md shows the sizing and the
-Young/Daly interval computed from the failure rate (gpufleet.facts.checkpoints).
+Bottlerocket). plan.md shows the sizing from every writing node, the array's aggregate bandwidth and the blocking
+part of a save, Daly's interval and the expected loss, fleet-wide and per checkpoints.jobs entry
+(gpufleet.facts.checkpoints), and warns when the loss is large.
 """
 
 from __future__ import annotations
 
-from gpufleet.facts import catalog, checkpoints
+from gpufleet.facts import catalog, checkpoints, pricing
 from gpufleet.plan.builders.cluster import pod_identity_resources, pod_identity_warning, tags
 from gpufleet.plan.builders.common import AWS_PROVIDER, k8s
 from gpufleet.plan.manifests import storage as st
 from gpufleet.plan.parts import BuildContext, Ref, Resource, StageContent
-from gpufleet.spec.fleet import Checkpoints, Fleet, NodeGroup
+from gpufleet.spec.fleet import CheckpointJob, Checkpoints, Fleet, NodeGroup
 
 BUCKET = "checkpoint-bucket"
 KEY = "checkpoint-key"
 
 
-def sizing(cp: Checkpoints, staged: bool) -> checkpoints.Sizing:
+def writer_group(fleet: Fleet) -> NodeGroup | None:
+    """The group the largest job runs on: the Training group with the largest maxSize (else, without Training
+    groups, the largest group that is not Inference: inference never checkpoints), the first of equals."""
+    training = [g for g in fleet.node_groups if g.workload_class == "Training"]
+    pool = training or [g for g in fleet.node_groups if g.workload_class != "Inference"]
+    return max(pool, key=lambda g: g.max_size, default=None)
+
+
+def local_gbps(cp: Checkpoints, group: NodeGroup | None) -> float:
+    """One node's write bandwidth to its RAID0 array: the spec's figure, else devices x the per-device figure
+    (RAID0 stripes every write over all devices)."""
+    if cp.local_write_gbps is not None:
+        return cp.local_write_gbps
+    devices = catalog.local_nvme_devices(group.instance_type) if group is not None else 0
+    return cp.local_device_write_gbps * max(devices, 1)
+
+
+def host_copy_gbps(cp: Checkpoints, group: NodeGroup | None) -> float | None:
+    """A node's GPU-to-host copy bandwidth when saves are asynchronous (its GPUs copy in parallel), else None."""
+    if cp.save != "Asynchronous":
+        return None
+    info = catalog.lookup(group.instance_type) if group is not None else None
+    return cp.host_copy_gbps * (info.gpu_count if info is not None else 1)
+
+
+def fleet_writer_nodes(fleet: Fleet, cp: Checkpoints) -> int:
+    if cp.writer_nodes is not None:
+        return cp.writer_nodes
+    group = writer_group(fleet)
+    return group.max_size if group is not None and group.workload_class == "Training" else 1
+
+
+def sizing(fleet: Fleet, cp: Checkpoints) -> checkpoints.Sizing:
+    """The fleet-level figures: the largest model, written by every node of the largest job."""
+    group = writer_group(fleet)
     return checkpoints.sizing(
         parameters=cp.model_parameters,
         bytes_per_parameter=cp.bytes_per_parameter,
         mtbf_hours=cp.mean_time_between_failures_hours,
-        local_gbps=cp.local_write_gbps,
+        local_gbps=local_gbps(cp, group),
         bucket_gbps=cp.bucket_write_gbps,
-        writer_nodes=cp.writer_nodes,
-        staged=staged,
+        writer_nodes=fleet_writer_nodes(fleet, cp),
+        staged=group is not None and group.local_storage == "RAID0",
+        host_copy_gbps=host_copy_gbps(cp, group),
         interval_minutes=cp.interval_minutes,
+    )
+
+
+def job_mtbf_hours(fleet: Fleet, cp: Checkpoints, job: CheckpointJob) -> float:
+    """The job's MTBF, else the fleet's scaled by node count: node failures are independent, so the fleet's MTBF
+    (of a writerNodes-node job) times writerNodes / nodes."""
+    if job.mean_time_between_failures_hours is not None:
+        return job.mean_time_between_failures_hours
+    return cp.mean_time_between_failures_hours * fleet_writer_nodes(fleet, cp) / job.nodes
+
+
+def job_sizing(fleet: Fleet, cp: Checkpoints, job: CheckpointJob) -> checkpoints.Sizing:
+    group = next((g for g in fleet.node_groups if g.name == job.node_group), None)
+    return checkpoints.sizing(
+        parameters=job.model_parameters,
+        bytes_per_parameter=cp.bytes_per_parameter,
+        mtbf_hours=job_mtbf_hours(fleet, cp, job),
+        local_gbps=local_gbps(cp, group),
+        bucket_gbps=cp.bucket_write_gbps,
+        writer_nodes=job.nodes,
+        staged=group is not None and group.local_storage == "RAID0",
+        host_copy_gbps=host_copy_gbps(cp, group),
+        interval_minutes=job.interval_minutes,
     )
 
 
@@ -138,7 +197,9 @@ def bucket_resources(fleet: Fleet, cp: Checkpoints) -> list[Resource]:
     ]
 
 
-def identity_resources(fleet: Fleet, cp: Checkpoints, interval_s: float) -> list[Resource]:
+def identity_resources(
+    fleet: Fleet, cp: Checkpoints, interval_s: float, job_intervals: dict[str, dict[str, float]]
+) -> list[Resource]:
     """Per team: IAM role (trusting Pod Identity for its service account only), its prefix policy, the Pod
     Identity association, and the ServiceAccount and ConfigMap in the team's namespace (which the admission
     stage creates; this stage runs after it)."""
@@ -162,7 +223,7 @@ def identity_resources(fleet: Fleet, cp: Checkpoints, interval_s: float) -> list
                 service_account=st.CHECKPOINT_SERVICE_ACCOUNT,
             ),
             k8s(st.service_account(team)),
-            k8s(st.checkpoint_configmap(fleet, cp, team, interval_s)),
+            k8s(st.checkpoint_configmap(fleet, cp, team, interval_s, job_intervals.get(team.name, {}))),
         ]
     return out
 
@@ -192,34 +253,54 @@ def _raid0_rows(groups: list[NodeGroup], s: checkpoints.Sizing) -> tuple[list[st
     return rows, warnings
 
 
-def _sizing_notes(cp: Checkpoints, s: checkpoints.Sizing) -> list[str]:
+def _sizing_notes(fleet: Fleet, cp: Checkpoints, s: checkpoints.Sizing) -> list[str]:
     d = checkpoints.duration
-    nodes = "1 node" if cp.writer_nodes == 1 else f"{cp.writer_nodes} nodes in parallel"
+    group = writer_group(fleet)
+    if cp.writer_nodes is not None:
+        nodes = f"{s.writer_nodes} nodes in parallel (checkpoints.writerNodes)"
+    elif s.writer_nodes > 1 and group is not None:
+        nodes = f"every node of the largest job: {s.writer_nodes} nodes of `{group.name}` (its maxSize) in parallel"
+    else:
+        nodes = "1 node (no Training group)"
     lines = [
         (
             f"Checkpoint size: {cp.model_parameters:,} parameters x {cp.bytes_per_parameter} bytes ="
-            f" **{checkpoints.human_bytes(s.checkpoint_bytes)}**, written by {nodes}."
+            f" **{checkpoints.human_bytes(s.checkpoint_bytes)}**, written by {nodes}, a"
+            f" {checkpoints.human_bytes(s.shard_bytes)} shard each."
         ),
         "",
-        "| tier | assumed bandwidth per node | write time |",
-        "|---|---|---|",
+        "| tier | bandwidth per node | from | write time |",
+        "|---|---|---|---|",
     ]
+    if s.host_copy_s is not None and s.host_copy_gbps is not None:
+        info = catalog.lookup(group.instance_type) if group is not None else None
+        gpus = info.gpu_count if info is not None else 1
+        lines.append(
+            f"| GPU to host memory (asynchronous save: the part training waits for) | {s.host_copy_gbps:g} GB/s |"
+            f" {gpus} GPUs x checkpoints.hostCopyGBps {cp.host_copy_gbps:g} | {d(s.host_copy_s)} |"
+        )
     if s.local_write_s is not None:
-        lines.append(f"| node-local NVMe | {s.local_gbps:g} GB/s | {d(s.local_write_s)} |")
-    lines.append(f"| bucket | {s.bucket_gbps:g} GB/s | {d(s.bucket_write_s)} |")
-    blocking = (
-        "node-local NVMe write; the upload runs in the background" if s.local_write_s is not None else "bucket write"
-    )
+        if cp.local_write_gbps is not None:
+            source = "checkpoints.localWriteGBps"
+        else:
+            devices = max(catalog.local_nvme_devices(group.instance_type), 1) if group is not None else 1
+            source = f"RAID0 of {devices} devices x checkpoints.localDeviceWriteGBps {cp.local_device_write_gbps:g}"
+        lines.append(f"| node-local NVMe | {s.local_gbps:g} GB/s | {source} | {d(s.local_write_s)} |")
+    lines.append(f"| bucket | {s.bucket_gbps:g} GB/s | checkpoints.bucketWriteGBps | {d(s.bucket_write_s)} |")
+    if s.host_copy_gbps is not None:
+        blocking = "the GPU-to-host copy; the writes run in the background"
+    elif s.local_write_s is not None:
+        blocking = "node-local NVMe write; the upload runs in the background"
+    else:
+        blocking = "bucket write"
+    ratio = s.blocking_write_s / s.mtbf_s
     lines += [
         "",
-        f"- Young/Daly interval: sqrt(2 x {d(s.blocking_write_s)} ({blocking}) x"
-        f" {cp.mean_time_between_failures_hours:g} h MTBF) = **{d(s.young_daly_s)}**"
-        + (
-            f", raised to the bucket write time {d(s.bucket_write_s)}"
-            if s.recommended_interval_s > s.young_daly_s
-            else ""
-        )
-        + ".",
+        f"- Blocking write C = {d(s.blocking_write_s)} ({blocking}); MTBF M = {d(s.mtbf_s)}"
+        f" (checkpoints.meanTimeBetweenFailuresHours); C/M = {ratio:.3g}.",
+        f"- Daly's interval (Daly 2006): sqrt(2CM) x (1 + sqrt(C/2M)/3 + C/18M) - C = **{d(s.daly_s)}**"
+        + (f", raised to the bucket write time {d(s.bucket_write_s)}" if s.recommended_interval_s > s.daly_s else "")
+        + f"; Young's first-order sqrt(2CM) (Young 1974) is {d(s.young_s)}.",
     ]
     if s.configured_interval_s is None:
         lines.append(
@@ -227,10 +308,49 @@ def _sizing_notes(cp: Checkpoints, s: checkpoints.Sizing) -> list[str]:
         )
     else:
         lines.append(f"- Interval in use (checkpoints.intervalMinutes): {d(s.interval_s)}.")
-    if s.interval_s >= s.blocking_write_s:  # the first-order model only holds then
-        waste = checkpoints.waste_fraction(s.interval_s, s.blocking_write_s, s.mtbf_s)
-        lines.append(f"- Expected time lost to checkpointing and rework at that interval: about {waste:.0%}.")
+    lines.append(
+        f"- Expected time lost to checkpointing and rework at that interval: about {s.waste:.1%}"
+        " (Daly's model, restart time 0: 1 - T / (M (e^((T + C)/M) - 1)))."
+    )
+    per_day = 86_400 / s.interval_s * s.checkpoint_bytes
+    held = per_day * cp.retention_days
+    lines.append(
+        f"- Noncurrent versions: at that interval the job writes {checkpoints.human_bytes(round(per_day))} a day; every"
+        f" checkpoint deleted or overwritten stays billed as a noncurrent version for checkpoints.retentionDays"
+        f" ({cp.retention_days}), up to {checkpoints.human_bytes(round(held))}, about"
+        f" USD {held / checkpoints.GB * pricing.S3_STANDARD_USD_PER_GB_MONTH:,.0f} a month in S3 Standard"
+        " (lower retentionDays to shorten it)."
+    )
     return lines
+
+
+def _job_rows(fleet: Fleet, cp: Checkpoints) -> tuple[list[str], list[str], dict[str, dict[str, float]]]:
+    """Per-job guidance: each job's own size, blocking write, MTBF, Daly interval and loss."""
+    if not cp.jobs:
+        return [], [], {}
+    d = checkpoints.duration
+    rows = [
+        "",
+        "Per job (checkpoints.jobs; the team's checkpoint-config carries `CHECKPOINT_INTERVAL_SECONDS_<JOB>`):",
+        "",
+        "| job | team | nodes of group | checkpoint (shard) | blocking write | MTBF | Daly interval | interval in use"
+        " | expected loss |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    warnings: list[str] = []
+    intervals: dict[str, dict[str, float]] = {}
+    for i, job in enumerate(cp.jobs):
+        s = job_sizing(fleet, cp, job)
+        size = checkpoints.human_bytes(s.checkpoint_bytes)
+        rows.append(
+            f"| {job.name} | {job.team} | {job.nodes} x {job.node_group} | {size}"
+            f" ({checkpoints.human_bytes(s.shard_bytes)}) | {d(s.blocking_write_s)} ({s.blocking_what}) |"
+            f" {d(s.mtbf_s)} | {d(s.daly_s)} | {d(s.interval_s)} | {s.waste:.1%} |"
+        )
+        warnings += checkpoints.interval_warnings(s, f"checkpoints.jobs[{i}].intervalMinutes")
+        warnings += checkpoints.loss_warnings(s, f'checkpoint job "{job.name}"')
+        intervals.setdefault(job.team, {})[job.name] = s.interval_s
+    return rows, warnings, intervals
 
 
 def _encryption_note(fleet: Fleet, cp: Checkpoints) -> str:
@@ -247,10 +367,17 @@ def build(ctx: BuildContext) -> StageContent:
     cp = fleet.checkpoints
     if cp is None:
         return StageContent(notes=("No checkpoints section: no bucket and no workload identity.",))
-    raid0 = [g for g in fleet.node_groups if g.local_storage == "RAID0"]
-    s = sizing(cp, staged=bool(raid0))
-    resources = bucket_resources(fleet, cp) + identity_resources(fleet, cp, s.interval_s) + key_resources(fleet, cp)
-    warnings = checkpoints.interval_warnings(s)
+    # Inference groups never write checkpoints: their arrays hold model weights and caches, so no room check.
+    raid0 = [g for g in fleet.node_groups if g.local_storage == "RAID0" and g.workload_class != "Inference"]
+    s = sizing(fleet, cp)
+    job_rows, job_warnings, job_intervals = _job_rows(fleet, cp)
+    resources = (
+        bucket_resources(fleet, cp)
+        + identity_resources(fleet, cp, s.interval_s, job_intervals)
+        + key_resources(fleet, cp)
+    )
+    warnings = checkpoints.interval_warnings(s) + checkpoints.loss_warnings(s, "the largest job (checkpoints)")
+    warnings += job_warnings
     warning = pod_identity_warning(fleet, "the teams' checkpoint-writer service accounts get no AWS credentials")
     if fleet.teams and warning:
         warnings.append(warning)
@@ -287,5 +414,6 @@ def build(ctx: BuildContext) -> StageContent:
             ),
             "",
         ]
-    notes += _sizing_notes(cp, s)
+    notes += _sizing_notes(fleet, cp, s)
+    notes += job_rows
     return StageContent(resources=tuple(resources), warnings=tuple(warnings), notes=tuple(notes))

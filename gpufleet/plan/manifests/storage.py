@@ -8,6 +8,7 @@ prefix each team may touch.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from gpufleet.plan.parts import Concat, Ref, json_document
@@ -218,8 +219,16 @@ def service_account(team: Team) -> dict[str, Any]:
     }
 
 
-def checkpoint_configmap(fleet: Fleet, cp: Checkpoints, team: Team, interval_s: float) -> dict[str, Any]:
-    """What a team's checkpoint writer reads: where to write (local directory and bucket prefix) and how often."""
+def job_interval_key(job: str) -> str:
+    """checkpoint-config's key (and, through envFrom, the variable) for one job's interval."""
+    return "CHECKPOINT_INTERVAL_SECONDS_" + job.upper().replace("-", "_")
+
+
+def checkpoint_configmap(
+    fleet: Fleet, cp: Checkpoints, team: Team, interval_s: float, job_intervals: Mapping[str, float]
+) -> dict[str, Any]:
+    """What a team's checkpoint writer reads: where to write (local directory and bucket prefix) and how often
+    (the fleet's interval, and each of the team's checkpoints.jobs its own)."""
     prefix = team_prefix(team)
     return {
         "apiVersion": "v1",
@@ -229,6 +238,7 @@ def checkpoint_configmap(fleet: Fleet, cp: Checkpoints, team: Team, interval_s: 
             "AWS_REGION": fleet.cluster.region,
             "CHECKPOINT_BUCKET": cp.bucket,
             "CHECKPOINT_INTERVAL_SECONDS": str(round(interval_s)),
+            **{job_interval_key(job): str(round(s)) for job, s in sorted(job_intervals.items())},
             "CHECKPOINT_LOCAL_DIR": LOCAL_CHECKPOINT_DIR,
             "CHECKPOINT_PREFIX": prefix,
             "CHECKPOINT_S3_URI": f"s3://{cp.bucket}/{prefix}",
