@@ -1,5 +1,5 @@
 """plan.md's "Before you deploy": what must exist or be done by hand before `pulumi up` of this environment, derived
-from its spec (issue 35 item 5). Each item is a Markdown line; `gpufleet preflight` checks the account-side ones.
+from its spec. Each item is a Markdown line; `gpufleet preflight` checks the account-side ones.
 
 Sources: an EKS cluster needs subnets in at least two Availability Zones (EKS user guide, "View Amazon EKS networking
 requirements for VPC and subnets"); the Kubernetes provider authenticates with `aws eks get-token`

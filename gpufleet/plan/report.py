@@ -27,7 +27,7 @@ def _capacity(group: NodeGroup) -> str:
 
 
 def node_group_rows(fleet: Fleet) -> list[tuple[str, str, str, str, str]]:
-    """plan.md's "Node groups" (issue 35 item 4): each GPU group's size, capacity (with its On-Demand Capacity
+    """plan.md's "Node groups": each GPU group's size, capacity (with its On-Demand Capacity
     Reservation, which the cost table alone showed) and every taint its nodes carry (gpufleet.spec.names)."""
     return [
         (

@@ -212,7 +212,7 @@ PLANTED_FAULT_GATE = "gpufleet-planted-fault"  # gpufleet/plan/manifests/health.
 
 def _gates(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]]) -> list[Effect]:
     """A gate Job that is new or changed runs (again) on `pulumi up`: a Job's pod template is immutable, so any
-    change replaces it and the replacement runs (issue 35 item 4). What each gate does to the GPU nodes is shown."""
+    change replaces it and the replacement runs. What each gate does to the GPU nodes is shown."""
     found = []
     for rid, entry in new.items():
         inputs = entry.get("inputs") or {}

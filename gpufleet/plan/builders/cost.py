@@ -130,7 +130,7 @@ def estimate_notes(fleet: Fleet) -> tuple[list[str], list[str]]:
     return lines, warnings
 
 
-# What the estimate leaves out, said next to it (issue 35 item 4): a total without its exclusions reads as the bill.
+# What the estimate leaves out, said next to it: a total without its exclusions reads as the bill.
 NOT_COUNTED = (
     "Not counted: the checkpoint bucket's storage and requests, CloudWatch (control plane logs, metrics), data"
     " transfer (across zones and out), NAT gateways and VPC endpoints, load balancers, and volumes beyond the root"
