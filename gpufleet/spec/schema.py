@@ -93,8 +93,9 @@ def _fill(value: Any, schema: Mapping[str, Any]) -> None:
         props: Mapping[str, Any] = schema.get("properties", {})
         for key, sub in props.items():
             # A default beside a $ref belongs to the property; one in the referenced schema to every use of it.
-            default = sub.get("default", resolve(sub).get("default", _NONE))
-            sub = resolve(sub)
+            resolved = resolve(sub)
+            default = sub.get("default", resolved.get("default", _NONE))
+            sub = resolved
             if key not in value and default is not _NONE:
                 value[key] = copy.deepcopy(default)
             if key in value:
