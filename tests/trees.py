@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gpufleet.plan.parts import Concat, Ref
+from gpufleet.tree.output import write_tree
 from gpufleet.tree.read import read_tree
 from gpufleet.tree.write import digest, render, sha256
+from tests.synthesized import tree_of
+
+MINIMAL = Path(__file__).resolve().parent / "specs/valid/minimal.yaml"
+# A tree damage: edits the tree at the path it is given.
+Damage = Callable[[Path], None]
 
 
 def resources(root: Path) -> list[dict[str, Any]]:
@@ -62,3 +71,38 @@ def reseal(root: Path) -> None:
         plan.pop("digest", None)
         plan["digest"] = digest(plan, inventory, plan_md)
     (root / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
+
+
+def minimal_tree(factory: pytest.TempPathFactory) -> Path:
+    """The dev tree of tests/specs/valid/minimal.yaml, written as synth writes it (tests damage copies of it)."""
+    out = factory.mktemp("mini") / "dev"
+    write_tree(tree_of(MINIMAL, "dev"), str(out))
+    return out
+
+
+def edit_json(rel: str, edit: Callable[[Any], None]) -> Damage:
+    """A damage: the JSON file `rel` of the tree edited in place, nothing sealed again."""
+
+    def apply(root: Path) -> None:
+        document = json.loads((root / rel).read_text())
+        edit(document)
+        (root / rel).write_text(json.dumps(document))
+
+    return apply
+
+
+def edit_entry(rid: str, edit: Callable[[dict[str, Any]], None]) -> Damage:
+    """A damage: the inventory.json entry of resource `rid` edited in place."""
+    return edit_json("inventory.json", lambda inventory: edit(next(e for e in inventory if e["id"] == rid)))
+
+
+def damaged_copy(tree: Path, at: Path, damage: Damage) -> Path:
+    """A copy of `tree` at `at` with `damage` applied."""
+    shutil.copytree(tree, at)
+    damage(at)
+    return at
+
+
+def reading_argv(command: str, intact: Path, damaged: Path) -> list[str]:
+    """The command line on which `command` reads the damaged tree: check reads it alone, diff as the new tree."""
+    return [command, str(damaged)] if command == "check" else [command, str(intact), str(damaged)]

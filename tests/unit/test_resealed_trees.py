@@ -5,21 +5,14 @@ exit 3, and the alias bomb made diff run for minutes while check said clean. Now
 
 from __future__ import annotations
 
-import json
-import shutil
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from gpufleet.cli import main
-from gpufleet.tree.output import write_tree
-from tests.synthesized import tree_of
-from tests.trees import reseal
+from tests.trees import Damage, damaged_copy, edit_entry, minimal_tree, reading_argv, reseal
 
-ROOT = Path(__file__).resolve().parents[2]
-MINIMAL = ROOT / "tests/specs/valid/minimal.yaml"
 AWS = "01-foundation/aws/cluster.yaml"
 HELM = "01-foundation/helm/gpu-operator.yaml"
 K8S = "01-foundation/k8s/Namespace-cluster-gpu-operator.yaml"
@@ -34,16 +27,14 @@ ALIAS_BOMB = (
 
 @pytest.fixture(scope="module")
 def mini(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("mini") / "dev"
-    write_tree(tree_of(MINIMAL, "dev"), str(out))
-    return out
+    return minimal_tree(tmp_path_factory)
 
 
-def _write(rel: str, text: str) -> Callable[[Path], None]:
+def _write(rel: str, text: str) -> Damage:
     return lambda root: (root / rel).write_text(text, encoding="utf-8")
 
 
-def _swap(a: str, b: str) -> Callable[[Path], None]:
+def _swap(a: str, b: str) -> Damage:
     def apply(root: Path) -> None:
         text_a, text_b = (root / a).read_text(), (root / b).read_text()
         (root / a).write_text(text_b)
@@ -52,16 +43,7 @@ def _swap(a: str, b: str) -> Callable[[Path], None]:
     return apply
 
 
-def _entry(rid: str, edit: Callable[[dict[str, object]], None]) -> Callable[[Path], None]:
-    def apply(root: Path) -> None:
-        inventory = json.loads((root / "inventory.json").read_text())
-        edit(next(e for e in inventory if e["id"] == rid))
-        (root / "inventory.json").write_text(json.dumps(inventory))
-
-    return apply
-
-
-def _yaml_edit(rel: str, old: str, new: str) -> Callable[[Path], None]:
+def _yaml_edit(rel: str, old: str, new: str) -> Damage:
     def apply(root: Path) -> None:
         text = (root / rel).read_text()
         assert old in text
@@ -70,7 +52,7 @@ def _yaml_edit(rel: str, old: str, new: str) -> Callable[[Path], None]:
     return apply
 
 
-RESEALED: list[tuple[str, Callable[[Path], None], str]] = [
+RESEALED: list[tuple[str, Damage, str]] = [
     ("null-document", _write(AWS, "~\n"), f"{AWS} does not hold a mapping"),
     (
         "helm-and-k8s-swapped",
@@ -79,22 +61,22 @@ RESEALED: list[tuple[str, Callable[[Path], None], str]] = [
     ),
     (
         "entry-without-id",
-        _entry("cluster", lambda e: e.pop("id")),
+        edit_entry("cluster", lambda e: e.pop("id")),
         "inventory.json: entry [10] has no id",
     ),
     (
         "entry-stage-number",
-        _entry("cluster", lambda e: e.update(stage=1)),
+        edit_entry("cluster", lambda e: e.update(stage=1)),
         'inventory.json: entry "cluster" stage is 1, not the str synth writes',
     ),
     (
         "entry-unknown-key",
-        _entry("cluster", lambda e: e.update(extra=True)),
+        edit_entry("cluster", lambda e: e.update(extra=True)),
         'inventory.json: entry "cluster" has "extra", which synth does not write',
     ),
     (
         "entry-file-moved",
-        _entry("cluster", lambda e: e.update(stage="telemetry")),
+        edit_entry("cluster", lambda e: e.update(stage="telemetry")),
         f'inventory.json: the entry "cluster" is not where synth puts it (02-telemetry/aws/cluster.yaml, not {AWS})',
     ),
     (
@@ -138,15 +120,12 @@ def test_a_tree_edited_and_sealed_again_is_not_a_synth_tree(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     command: str,
-    edit: Callable[[Path], None],
+    edit: Damage,
     reason: str,
 ) -> None:
-    tree = tmp_path / "tree"
-    shutil.copytree(mini, tree)
-    edit(tree)
+    tree = damaged_copy(mini, tmp_path / "tree", edit)
     reseal(tree)
-    argv = [command, str(tree)] if command == "check" else [command, str(mini), str(tree)]
     start = time.monotonic()
-    assert main(argv) == 2
+    assert main(reading_argv(command, mini, tree)) == 2
     assert time.monotonic() - start < 5  # the alias bomb ran diff for minutes
     assert capsys.readouterr() == ("", f"gpufleet {command}: error: {tree} is not a synth tree: {reason}\n")

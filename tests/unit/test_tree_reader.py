@@ -11,34 +11,25 @@ from pathlib import Path
 import pytest
 
 from gpufleet.cli import main
-from gpufleet.tree.output import write_tree
 from gpufleet.tree.read import read_tree
 from gpufleet.tree.write import HELM_RELEASE, decode_user_data, digest, inventory_entries
-from tests.synthesized import registrations_of, tree_of
-from tests.trees import rewrite
+from tests.synthesized import registrations_of
+from tests.trees import Damage, damaged_copy, edit_entry, edit_json, minimal_tree, reading_argv, rewrite
 
 ROOT = Path(__file__).resolve().parents[2]
-MINIMAL = ROOT / "tests/specs/valid/minimal.yaml"
 YAML_FILE = "01-foundation/aws/cluster.yaml"
 
 
 @pytest.fixture(scope="module")
 def mini(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("mini") / "dev"
-    write_tree(tree_of(MINIMAL, "dev"), str(out))
-    return out
+    return minimal_tree(tmp_path_factory)
 
 
-def _plan_edit(edit: Callable[[dict[str, object]], None]) -> Callable[[Path], None]:
-    def apply(root: Path) -> None:
-        plan = json.loads((root / "plan.json").read_text())
-        edit(plan)
-        (root / "plan.json").write_text(json.dumps(plan))
-
-    return apply
+def _plan_edit(edit: Callable[[dict[str, object]], None]) -> Damage:
+    return edit_json("plan.json", edit)
 
 
-def _forged(edit: Callable[[dict[str, object]], None]) -> Callable[[Path], None]:
+def _forged(edit: Callable[[dict[str, object]], None]) -> Damage:
     """plan.json edited and sealed again with a matching digest: the digest proves consistency, not authorship."""
 
     def apply(root: Path) -> None:
@@ -50,12 +41,6 @@ def _forged(edit: Callable[[dict[str, object]], None]) -> Callable[[Path], None]
         (root / "plan.json").write_text(json.dumps(plan))
 
     return apply
-
-
-def _unprotect_cluster(root: Path) -> None:
-    inventory = json.loads((root / "inventory.json").read_text())
-    next(e for e in inventory if e["id"] == "cluster").update(protect=False)
-    (root / "inventory.json").write_text(json.dumps(inventory))
 
 
 def _nested(root: Path) -> None:
@@ -70,7 +55,7 @@ CHANGED = (
     f"{YAML_FILE} differs from what synth wrote (its sha256 in inventory.json does not match); synthesise it again"
 )
 
-DAMAGE: list[tuple[str, Callable[[Path], None], str]] = [
+DAMAGE: list[tuple[str, Damage, str]] = [
     (
         "only-inventory",
         lambda r: (
@@ -81,7 +66,7 @@ DAMAGE: list[tuple[str, Callable[[Path], None], str]] = [
     ),
     ("empty-inventory", lambda r: (r / "inventory.json").write_text("[]\n"), DIGEST),
     ("inventory-garbage", lambda r: (r / "inventory.json").write_text("[{garbage"), DIGEST),
-    ("inventory-entry-edited", _unprotect_cluster, DIGEST),
+    ("inventory-entry-edited", edit_entry("cluster", lambda e: e.update(protect=False)), DIGEST),
     ("yaml-garbage", lambda r: (r / YAML_FILE).write_text("\x00: [garbage\n"), CHANGED),
     ("yaml-edited", lambda r: (r / YAML_FILE).write_text((r / YAML_FILE).read_text() + "extra: 1\n"), CHANGED),
     ("yaml-removed", lambda r: (r / YAML_FILE).unlink(), f"no {YAML_FILE} (inventory.json lists it)"),
@@ -165,14 +150,11 @@ def test_a_damaged_tree_is_not_a_synth_tree(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     command: str,
-    damage: Callable[[Path], None],
+    damage: Damage,
     reason: str,
 ) -> None:
-    tree = tmp_path / "tree"
-    shutil.copytree(mini, tree)
-    damage(tree)
-    argv = [command, str(tree)] if command == "check" else [command, str(mini), str(tree)]
-    assert main(argv) == 2
+    tree = damaged_copy(mini, tmp_path / "tree", damage)
+    assert main(reading_argv(command, mini, tree)) == 2
     assert capsys.readouterr() == ("", f"gpufleet {command}: error: {tree} is not a synth tree: {reason}\n")
 
 
