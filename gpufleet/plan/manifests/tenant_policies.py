@@ -62,7 +62,8 @@ INTERNAL_SERVICE_TYPES = ("ClusterIP", "ExternalName")
 # PyTorchJob and MPIJob: a map of replica type -> ReplicaSpec with a PodTemplateSpec `template`, kubeflow
 # training-operator pkg/apis/kubeflow.org/v1 and mpi-operator v2beta1). A TrainJob's pods come from its runtime's
 # JobSet template (admin-owned ClusterTrainingRuntimes), whose JobSet this policy judges when the trainer
-# controller creates it.
+# controller creates it. gpufleet installs neither PyTorchJob nor MPIJob; they are listed so that a fleet whose admins
+# add the training or MPI operator stays guarded (a rule for a resource the API server does not serve matches nothing).
 _WORKLOADS = (
     ("", "v1", "pods"),
     ("batch", "v1", "jobs"),
