@@ -8,9 +8,10 @@ from gpufleet.facts import stages
 from gpufleet.facts.versions import COMPONENTS
 from gpufleet.plan.access_table import access_values
 from gpufleet.plan.before_deploy import before_you_deploy
+from gpufleet.plan.manifests import karpenter
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.plan.pins import pins
-from gpufleet.spec import defaults
+from gpufleet.spec import defaults, warm_pool
 from gpufleet.spec.fleet import Fleet, NodeGroup
 from gpufleet.spec.names import group_taints
 
@@ -23,18 +24,70 @@ def _capacity(group: NodeGroup) -> str:
     if reservation is not None:
         which = reservation.id or reservation.resource_group_arn or "open"
         text += f", ODCR `{which}` ({reservation.instance_count} instances billed running or not)"
+    if group.provisioner == "Karpenter":
+        # What the NodePool requires (gpufleet.plan.manifests.karpenter.capacity_types), in Karpenter's spelling.
+        values = " or ".join(f"`{v}`" for v in karpenter.capacity_types(group))
+        text += f"; `{karpenter.CAPACITY_TYPE_KEY}` {values}"
     return text
 
 
-def node_group_rows(fleet: Fleet) -> list[tuple[str, str, str, str, str]]:
-    """plan.md's "Node groups": each GPU group's size, capacity (with its On-Demand Capacity
-    Reservation, which the cost table alone showed) and every taint its nodes carry (gpufleet.spec.names)."""
+def _provisioned_by(fleet: Fleet, group: NodeGroup) -> str:
+    if group.provisioner == "Karpenter":
+        return f"Karpenter NodePool `{group.name}` (EC2NodeClass `{group.name}`)"
+    scaler = (
+        "scaled by the Cluster Autoscaler"
+        if fleet.cluster.autoscaler == "Install"
+        else "no autoscaler (cluster.autoscaler None)"
+    )
+    return f"EKS managed node group, {scaler}"
+
+
+def _nodes(group: NodeGroup) -> str:
+    """A managed group's min..max; a Karpenter pool has no minimum nor desired size, only its `limits`, which cap the
+    GPUs of all its nodes together (the NodePool's spec.limits, gpufleet.plan.manifests.karpenter.node_pool)."""
+    if group.provisioner != "Karpenter":
+        return f"{group.min_size}..{group.max_size}"
+    limits = karpenter.node_pool(group, labels={}, taints=[])["spec"]["limits"]
+    limit = ", ".join(f"`{k}: {v}`" for k, v in limits.items())
+    return f"up to {group.max_size} (NodePool limit {limit})"
+
+
+def _warm(group: NodeGroup) -> str:
+    """What keeps capacity ready: a managed group's warm pool; on a Karpenter pool nothing but an emptied node that
+    has not been consolidated yet (KARPENTER_NOTE)."""
+    if group.provisioner == "Karpenter":
+        after = karpenter.disruption(group)["consolidateAfter"]
+        return f"none: launched per pending pod; an emptied node stays {after}"
+    pool = group.warm_pool
+    if pool is None:
+        return "-"
+    return f"warm pool of {warm_pool.held(group, group.min_size)} ({pool.state})"
+
+
+# Said once under the table when any group is a Karpenter pool: what its size, capacity and warm columns mean.
+KARPENTER_NOTE = (
+    "Karpenter pools have no minimum, desired size or warm pool (warm pools belong to an Auto Scaling group): the"
+    " NodePool's `limits` cap the GPUs of all its nodes together (maxSize x GPUs per instance), Karpenter launches a"
+    " node when a pod Kueue admitted is pending (a cold start: boot, join, image pull), and a node that becomes empty"
+    " stays for `consolidateAfter` before Karpenter removes it (`consolidationPolicy: WhenEmpty`), so work that"
+    " follows within that window finds it. Their nodes carry `karpenter.sh/nodepool` and `karpenter.sh/capacity-type`"
+    " (docs/karpenter.md)."
+)
+
+
+def node_group_rows(fleet: Fleet) -> list[tuple[str, str, str, str, str, str, str]]:
+    """plan.md's "Node groups": each GPU group's provisioner (an EKS managed node group, or a Karpenter NodePool),
+    size (min..max, or the NodePool's limit), capacity (with its On-Demand Capacity Reservation, which the cost table
+    alone showed, and the NodePool's capacity-type requirement), what keeps capacity warm, and every taint its nodes
+    carry (gpufleet.spec.names)."""
     return [
         (
             group.name,
+            _provisioned_by(fleet, group),
             group.instance_type,
-            f"{group.min_size}..{group.max_size}",
+            _nodes(group),
             _capacity(group),
+            _warm(group),
             ", ".join(f"`{t['key']}={t['value']}:{t['effect']}`" for t in group_taints(group)),
         )
         for group in fleet.node_groups
@@ -62,4 +115,5 @@ def plan_markdown(plan: RolloutPlan, will_it_run: str | None = None) -> str:
         will_it_run=will_it_run,
         before=before_you_deploy(plan),
         node_groups=node_group_rows(plan.fleet),
+        karpenter_note=KARPENTER_NOTE if any(g.provisioner == "Karpenter" for g in plan.fleet.node_groups) else None,
     )

@@ -352,6 +352,8 @@ def applied(
             out.append((f"{at}.topology.podShape", pod_shape(group), POD_SHAPE))
         if group.topology.placement is None and "admission" in included and fleet.teams:
             out.append((f"{at}.topology.placement", placement(fleet, group), PLACEMENT))
+        if group.provisioner == "Karpenter":
+            continue  # a NodePool has no desired size and no update config (validate refuses both on the group)
         if group.desired_size is None:
             out.append((f"{at}.scaling.desiredSize", str(desired_size(group)), DESIRED_SIZE))
         if group.update.max_unavailable is None and group.update.max_unavailable_percentage is None:

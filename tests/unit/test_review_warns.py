@@ -55,9 +55,11 @@ def test_plan_md_lists_each_groups_capacity_with_its_odcr_and_every_taint() -> N
     assert node_group_rows(fleet) == [
         (
             "l4",
+            "EKS managed node group, scaled by the Cluster Autoscaler",
             "g6.xlarge",
             "2..2",
             "OnDemand, ODCR `cr-0123456789abcdef0` (2 instances billed running or not)",
+            "-",
             "`nvidia.com/gpu=true:NoSchedule`, `example.com/tier=gold:NoSchedule`",
         )
     ]
