@@ -7,7 +7,7 @@ declared here: static ones come from the schema, computed ones from `gpufleet.sp
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -292,6 +292,7 @@ class Versions:
     trainer: str
     leader_worker_set: str
     keda: str
+    mountpoint_s3_csi: str
     addons: Mapping[str, str]
     defaulted: frozenset[str]  # component keys (versions.COMPONENTS) the spec does not pin
     pinning: Pinning  # Explicit: every deployed component must be pinned (rules: explicit-pins)
@@ -334,6 +335,17 @@ class Checkpoints:
     save: str  # Synchronous or Asynchronous (training waits only for the GPU-to-host copy)
     host_copy_gbps: float  # per GPU, GPU-to-host copy of an asynchronous save
     jobs: tuple[CheckpointJob, ...]
+    mountpoint: Mountpoint | None = None  # the teams' prefixes as PersistentVolumeClaims (Mountpoint S3 CSI driver)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Mountpoint:
+    """checkpoints.mountpoint: the teams' prefixes of the bucket mounted through the Mountpoint for Amazon S3 CSI
+    driver."""
+
+    uid: int
+    gid: int
+    cache_fraction: float  # of a RAID0 group's instance-store array, per Mountpoint Pod
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -395,6 +407,7 @@ class Workloads:
     trainer: InstallChoice | None
     leader_worker_set: InstallChoice | None
     inference_replica_gpus: Mapping[str, int]  # inference node group -> GPUs one serving replica takes
+    serving_model_gb: Mapping[str, float] = field(default_factory=dict)  # inference group -> weights of a replica
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -607,6 +620,7 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
             trainer=_chart(v, "trainer"),
             leader_worker_set=_chart(v, "leaderWorkerSet"),
             keda=_chart(v, "keda"),
+            mountpoint_s3_csi=_chart(v, "mountpointS3Csi"),
             addons=dict(sorted(v["addons"].items())),
             defaulted=frozenset(key for key in COMPONENTS if f"versions.{key}" in defaulted),
             pinning=v["pinning"],
@@ -691,6 +705,15 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
                     )
                     for j in cp["jobs"]
                 ),
+                mountpoint=(
+                    None
+                    if cp.get("mountpoint") is None
+                    else Mountpoint(
+                        uid=cp["mountpoint"]["uid"],
+                        gid=cp["mountpoint"]["gid"],
+                        cache_fraction=float(cp["mountpoint"]["cacheFraction"]),
+                    )
+                ),
             )
         ),
         network=_network(d["network"]),
@@ -699,6 +722,7 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
             trainer=d["workloads"].get("trainer"),
             leader_worker_set=d["workloads"].get("leaderWorkerSet"),
             inference_replica_gpus=dict(sorted(d["workloads"]["inferenceReplicaGpus"].items())),
+            serving_model_gb={k: float(v) for k, v in sorted(d["workloads"]["servingModelGB"].items())},
         ),
         gpu_hour_usd=dict(sorted(d["cost"]["gpuHourUsd"].items())),
         environments=tuple(
