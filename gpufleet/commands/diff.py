@@ -30,7 +30,7 @@ def diff_trees(old: SynthTree, new: SynthTree) -> impact.Report:
     report = impact.compare(
         a, b, stages=_stage_order(old, new), environment=new.plan.get("environment") or old.plan.get("environment")
     )
-    return dataclasses.replace(report, work=tuple(running_work.effects(a, b)))
+    return dataclasses.replace(report, work=tuple(running_work.effects(a, b, report.nodes)))
 
 
 def _by_id(tree: SynthTree) -> dict[str, dict[str, Any]]:

@@ -15,6 +15,16 @@ A launch template change other than tags/description/default-version creates a n
 (terraform-provider-aws `ec2/ec2_launch_template.go` update), so a node group that follows `latestVersion` rolls.
 A change to an input that holds `<ref:X...>` of a replaced resource X is a change too (the value is new at
 deploy time): that is how a replaced launch template or node role replaces the node group.
+
+A Karpenter NodePool or EC2NodeClass is patched in place (a Kubernetes object); Karpenter then **drifts** the nodes
+that no longer match it and replaces them under the pool's disruption budgets (aws/karpenter-provider-aws
+website/content/en/v1.14/concepts/disruption.md "Drift"): NodePool `spec.template` is hashed (any change drifts
+every node) except `requirements`, which drift only the nodes that no longer satisfy them; `spec.limits`,
+`spec.weight` and `spec.disruption` are behavioural and drift nothing. EC2NodeClass: every field is hashed except
+those tagged `hash:"ignore"` in pkg/apis/v1/ec2nodeclass.go @ v1.14.1: `amiSelectorTerms`, `subnetSelectorTerms`,
+`securityGroupSelectorTerms`, `capacityReservationSelectorTerms` drift the nodes whose AMI, subnet, security groups
+or reservation the new terms no longer select (pkg/cloudprovider/drift.go), `ipPrefixCount` nothing; `amiFamily`
+is hashed through the AMI family. A removed NodePool takes its nodes with it (they are owned by it).
 """
 
 from __future__ import annotations
@@ -27,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpufleet.facts import catalog, pricing
-from gpufleet.spec.names import GPU_RESOURCE, MIG_RESOURCE_PREFIX, TAG_RESERVED_INSTANCES
+from gpufleet.spec.names import GPU_RESOURCE, LABEL_NODE_GROUP, MIG_RESOURCE_PREFIX, TAG_RESERVED_INSTANCES
 from gpufleet.tree.entries import LAUNCH_TEMPLATE, NODE_GROUP, group_name, is_gpu_node_group
 
 # Field paths (prefixes) whose change replaces a resource, by type token.
@@ -125,6 +135,20 @@ NODE_GROUP_ROLL = ("launchTemplate.version", "releaseVersion", "version")
 LT_NO_VERSION = ("tags", "tagsAll", "description", "updateDefaultVersion", "defaultVersion")
 QUOTA_FIELDS = ("nominalQuota", "borrowingLimit", "lendingLimit")
 PRICE_RECORD = "gpufleet:gpu_hour_price_usd"
+NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
+NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+# NodePool fields that drift nothing (behavioural), and those that drift only the nodes no longer matching them.
+POOL_NO_DRIFT = ("spec.limits", "spec.weight", "spec.disruption", "metadata")
+POOL_MATCHED = ("spec.template.spec.requirements",)
+# EC2NodeClass fields Karpenter does not hash: resolved selector terms (drift where the resolved value changes) and
+# ipPrefixCount (nothing).
+NODE_CLASS_NO_DRIFT = ("spec.ipPrefixCount", "metadata")
+NODE_CLASS_MATCHED = (
+    "spec.amiSelectorTerms",
+    "spec.subnetSelectorTerms",
+    "spec.securityGroupSelectorTerms",
+    "spec.capacityReservationSelectorTerms",
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -142,9 +166,10 @@ class Change:
 class NodeImpact:
     node_group: str
     id: str
-    action: str  # replace | roll | remove
+    action: str  # replace | roll | remove; drift (a Karpenter NodePool's nodes)
     gpu: bool
     reasons: tuple[str, ...]
+    provisioner: str = "ManagedNodeGroup"  # or Karpenter: node_group is the NodePool's name
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -475,7 +500,7 @@ def _node_impacts(
     changes: Mapping[str, Change],
     lt_versioned: set[str],
 ) -> list[NodeImpact]:
-    out = []
+    out = _pool_impacts(old, new, changes)
     for rid, change in sorted(changes.items()):
         if change.type != NODE_GROUP:
             continue
@@ -506,6 +531,69 @@ def _node_impacts(
                         else f"{p}: {_short(flat_a.get(p))} -> {_short(flat_b.get(p))}"
                     )
                 out.append(NodeImpact(node_group=name, id=rid, action="roll", gpu=gpu, reasons=tuple(reasons)))
+    return out
+
+
+def _pool_name(entry: Mapping[str, Any]) -> str:
+    return str(((entry.get("inputs") or {}).get("metadata") or {}).get("name") or entry.get("id"))
+
+
+def _drift_reasons(change: Change, no_drift: tuple[str, ...], matched: tuple[str, ...], what: str) -> list[str]:
+    """Why `change` (to a NodePool or EC2NodeClass) drifts nodes: each path that Karpenter hashes ("every node"),
+    or that it resolves per node ("nodes no longer matching")."""
+    reasons = []
+    for path in change.paths:
+        if path.startswith("(") or _under(path, no_drift):
+            continue
+        who = "the nodes it no longer selects" if _under(path, matched) else "every node"
+        reasons.append(f"{what} {path} changed: drifts {who}")
+    return reasons
+
+
+def _pool_impacts(
+    old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]], changes: Mapping[str, Change]
+) -> list[NodeImpact]:
+    """What NodePool and EC2NodeClass changes do to the nodes of each pool: drift (Karpenter replaces them under the
+    pool's disruption budgets), or removal (a deleted or renamed NodePool's nodes go with it)."""
+    pools = {rid: e for rid, e in new.items() if e.get("type") == NODE_POOL}
+    reasons: dict[str, list[str]] = {}
+    out: list[NodeImpact] = []
+    for rid, change in sorted(changes.items()):
+        if change.type == NODE_POOL and change.action in ("remove", "replace"):
+            entry = new.get(rid) or old[rid]
+            why = "NodePool removed" if change.action == "remove" else "NodePool replaced"
+            out.append(
+                NodeImpact(
+                    node_group=_pool_name(old.get(rid) or entry),
+                    id=rid,
+                    action="remove",
+                    gpu=True,
+                    reasons=(f"{why}: Karpenter drains and terminates every node it owns", *change.reasons),
+                    provisioner="Karpenter",
+                )
+            )
+        elif change.type == NODE_POOL and change.action == "update":
+            found = _drift_reasons(change, POOL_NO_DRIFT, POOL_MATCHED, "NodePool")
+            if found:
+                reasons.setdefault(rid, []).extend(found)
+        elif change.type == NODE_CLASS and change.action == "update":
+            name = _pool_name(new[rid])
+            found = _drift_reasons(change, NODE_CLASS_NO_DRIFT, NODE_CLASS_MATCHED, f"EC2NodeClass {name}")
+            for pool_id, pool in pools.items():
+                ref = (((pool.get("inputs") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+                if found and (ref.get("nodeClassRef") or {}).get("name") == name:
+                    reasons.setdefault(pool_id, []).extend(found)
+    for rid in sorted(reasons):
+        out.append(
+            NodeImpact(
+                node_group=_pool_name(new[rid]),
+                id=rid,
+                action="drift",
+                gpu=True,
+                reasons=tuple(reasons[rid]),
+                provisioner="Karpenter",
+            )
+        )
     return out
 
 
@@ -642,7 +730,50 @@ def fleet_cost(entries: Iterable[Mapping[str, Any]]) -> list[GroupCost]:
                 reserved=int((args.get("tags") or {}).get(TAG_RESERVED_INSTANCES) or 0),
             )
         )
+    out += [c for e in entries if e.get("type") == NODE_POOL and (c := _pool_cost(e, prices)) is not None]
     return sorted(out, key=lambda c: c.node_group)
+
+
+def _pool_cost(entry: Mapping[str, Any], prices: Mapping[str, float]) -> GroupCost | None:
+    """A Karpenter NodePool's cost figures: its one instance type (the `node.kubernetes.io/instance-type`
+    requirement), no minimum, at most `limits` GPUs (maxSize nodes), the reserved instances of its ODCR (annotation
+    gpufleet.io/reserved-instances, set by gpufleet.plan.builders.karpenter). None for a pool that is not one GPU
+    type (not gpufleet's)."""
+    obj = entry.get("inputs") or {}
+    spec = obj.get("spec") or {}
+    template = spec.get("template") or {}
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    requirement = next(
+        (
+            r
+            for r in (template.get("spec") or {}).get("requirements") or []
+            if isinstance(r, Mapping)
+            and r.get("key") == "node.kubernetes.io/instance-type"
+            and r.get("operator") == "In"
+        ),
+        None,
+    )
+    types = (requirement or {}).get("values") or []
+    itype = types[0] if len(types) == 1 and isinstance(types[0], str) else None
+    info = catalog.lookup(itype) if itype else None
+    if itype is None or info is None or info.gpu_count == 0:
+        return None
+    limit = str((spec.get("limits") or {}).get(GPU_RESOURCE, "0"))
+    name = str(labels.get(LABEL_NODE_GROUP) or (obj.get("metadata") or {}).get("name"))
+    price, source = prices.get(name), "cost stage"
+    if price is None:
+        price, source = pricing.gpu_hour_usd(itype), f"on-demand list price {pricing.PRICES_AS_OF}"
+    reserved = str(((obj.get("metadata") or {}).get("annotations") or {}).get(TAG_RESERVED_INSTANCES) or "0")
+    return GroupCost(
+        node_group=name,
+        instance_type=itype,
+        gpus_per_node=info.gpu_count,
+        min_size=0,
+        max_size=int(limit) // info.gpu_count if limit.isdigit() else 0,
+        gpu_hour_usd=price,
+        price_source=source if price is not None else "unknown",
+        reserved=int(reserved) if reserved.isdigit() else 0,
+    )
 
 
 def repriced(old: Iterable[GroupCost], new: Iterable[GroupCost]) -> list[GroupCost]:

@@ -14,7 +14,7 @@ ClusterPolicy CRD.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -22,8 +22,8 @@ import yaml
 from gpufleet.base.inputs import yaml_beyond_bounds
 from gpufleet.plan.manifests.sharing import DEVICE_PLUGIN_CONFIGMAP, MIG_CONFIGMAP
 from gpufleet.plan.manifests.telemetry import DCGM_METRICS_CONFIGMAP
-from gpufleet.review.impact import CONFIG_MAP, Effect, field_changes
-from gpufleet.spec.names import MIG_DISABLED
+from gpufleet.review.impact import CONFIG_MAP, Effect, NodeImpact, field_changes
+from gpufleet.spec.names import LABEL_WORKLOAD_CLASS, MIG_DISABLED
 
 OPERATOR_RELEASE = "gpu-operator"  # the foundation stage's Helm release name (gpufleet/plan/builders/foundation.py)
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -240,7 +240,89 @@ def _gates(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, 
     return found
 
 
-def effects(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]]) -> list[Effect]:
-    """Everything the change does to running GPU work, disruptive first."""
+def drift_allowance(pool: Mapping[str, Any]) -> str | None:
+    """How many of a NodePool's nodes Karpenter may disrupt at once for reason Drifted: the least `nodes` of the
+    budgets that name Drifted or no reason, as written ("0", "1", "10%"); None when no budget applies (Karpenter's
+    default is 10%). Scheduled budgets (a `schedule` window) are left out: they bind only during their window.
+    (aws/karpenter-provider-aws website/content/en/v1.14/concepts/disruption.md "NodePool Disruption Budgets":
+    the minimum of the budgets that list the reason or none.)"""
+    budgets = ((pool.get("spec") or {}).get("disruption") or {}).get("budgets") or []
+    applies = [
+        str(b.get("nodes"))
+        for b in budgets
+        if isinstance(b, Mapping) and "schedule" not in b and (not b.get("reasons") or "Drifted" in b["reasons"])
+    ]
+    if not applies:
+        return None
+    # A count and a percentage compare only against the pool's size, unknown here: the least count wins (a count is
+    # a fixed ceiling), else the least percentage.
+    counts = sorted((v for v in applies if v.isdigit()), key=int)
+    percents = sorted((v for v in applies if v.endswith("%") and v[:-1].isdigit()), key=lambda v: int(v[:-1]))
+    return counts[0] if counts else percents[0] if percents else None
+
+
+def _pools(new: Mapping[str, Mapping[str, Any]], nodes: Sequence[NodeImpact]) -> list[Effect]:
+    """What a drifted or removed Karpenter NodePool does to the work on its nodes (gpufleet.review.impact
+    _pool_impacts): with a drift budget of 0 (gpufleet's Training and Interactive pools,
+    gpufleet.plan.manifests.karpenter.disruption) nothing running is evicted: a drifted node leaves once empty; any
+    other budget replaces the nodes that many at a time, each drained under its pods' PodDisruptionBudgets after
+    Karpenter has launched its replacement."""
+    out = []
+    for n in nodes:
+        if n.provisioner != "Karpenter":
+            continue
+        pool = (new.get(n.id) or {}).get("inputs") or {}
+        labels = ((((pool.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels")) or {}
+        cls = labels.get(LABEL_WORKLOAD_CLASS)
+        who = f"NodePool {n.node_group}" + (f" ({cls})" if cls else "")
+        if n.action == "remove":
+            out.append(
+                Effect(
+                    id=n.id,
+                    disruptive=True,
+                    what=(
+                        f"{who} is removed: Karpenter drains and terminates every node it owns; their pods are evicted"
+                        " (they stay Pending unless another pool fits them)"
+                    ),
+                )
+            )
+            continue
+        allowance = drift_allowance(pool)
+        after = ((pool.get("spec") or {}).get("disruption") or {}).get("consolidateAfter")
+        if allowance == "0":
+            out.append(
+                Effect(
+                    id=n.id,
+                    disruptive=False,
+                    what=(
+                        f"{who} drifts: its drift budget is 0 (reason Drifted), so Karpenter takes no node that runs"
+                        " work: each running job keeps its node, a drifted node leaves only once empty"
+                        + (f" (consolidateAfter {after})" if after else "")
+                        + ", and new pods land on nodes with the new settings"
+                    ),
+                )
+            )
+        else:
+            at_a_time = f"{allowance} at a time" if allowance else "10% at a time (Karpenter's default budget)"
+            out.append(
+                Effect(
+                    id=n.id,
+                    disruptive=True,
+                    what=(
+                        f"{who} drifts: Karpenter replaces its nodes {at_a_time} (disruption budget), launching each"
+                        " replacement first and then draining the drifted node under its pods' PodDisruptionBudgets:"
+                        " running pods are evicted and rescheduled"
+                    ),
+                )
+            )
+    return out
+
+
+def effects(
+    old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]], nodes: Sequence[NodeImpact] = ()
+) -> list[Effect]:
+    """Everything the change does to running GPU work, disruptive first (`nodes`: the report's node impacts, for
+    what drifted or removed Karpenter pools do to their work)."""
     found = _operator(old, new) + _mig(old, new) + _device_plugin(old, new) + _dcgm_csv(old, new) + _gates(old, new)
+    found += _pools(new, nodes)
     return sorted(found, key=lambda e: not e.disruptive)

@@ -14,6 +14,12 @@ _NODE_WORDS = {
     "roll": "ROLLED: every node is replaced, maxUnavailable at a time (pods are evicted)",
     "remove": "REMOVED: its nodes are drained and terminated",
 }
+# A Karpenter NodePool's nodes (gpufleet.review.impact, NODE_POOL): the EC2NodeClass and NodePool are patched in
+# place; Karpenter replaces the nodes that drifted under the pool's disruption budgets.
+_POOL_WORDS = {
+    "drift": "drifts: Karpenter replaces its nodes",
+    "remove": "REMOVED: Karpenter drains and terminates its nodes",
+}
 
 
 # What the fleet line counts and what it leaves out: it is a delta of the GPU node groups only.
@@ -70,6 +76,8 @@ def _size(c: GroupCost | None) -> str:
 
 
 def _node_line(n: NodeImpact) -> str:
+    if n.provisioner == "Karpenter":
+        return f"Karpenter NodePool {n.node_group} ({n.id}) {_POOL_WORDS[n.action]}"
     kind = "GPU node group" if n.gpu else "node group"
     return f"{kind} {n.node_group} ({n.id}) {_NODE_WORDS[n.action]}"
 

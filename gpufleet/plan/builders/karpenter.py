@@ -12,7 +12,13 @@ from gpufleet.plan.builders.node_groups import EFA_SECURITY_GROUP, node_labels, 
 from gpufleet.plan.manifests import karpenter, node_bootstrap
 from gpufleet.plan.parts import BuildContext, Ref, Resource, json_document
 from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup
-from gpufleet.spec.names import LABEL_NODE_GROUP, SYSTEM_NODE_GROUP, group_taints, placement_group_id
+from gpufleet.spec.names import (
+    LABEL_NODE_GROUP,
+    SYSTEM_NODE_GROUP,
+    TAG_RESERVED_INSTANCES,
+    group_taints,
+    placement_group_id,
+)
 
 CONTROLLER_ROLE = "karpenter-controller-role"
 CONTROLLER_POLICY = "karpenter-controller-policy"
@@ -68,6 +74,10 @@ def resources(
         tags={**tags(fleet), "Name": f"{fleet.name}-{group.name}", LABEL_NODE_GROUP: group.name},
     )
     pool = karpenter.node_pool(group, labels=node_labels(group, labels), taints=group_taints(group))
+    if group.reservation is not None:
+        # What an ODCR bills running or not, for `gpufleet diff`'s cost (gpufleet.review.impact): the managed node
+        # group carries it as a tag; on the NodePool object it is an annotation (not copied to its nodes).
+        pool["metadata"]["annotations"] = {TAG_RESERVED_INSTANCES: str(group.reservation.instance_count)}
     node_class_resource = k8s(node_class, depends_on=(RELEASE, NODE_ACCESS_ENTRY))
     out += [node_class_resource, k8s(pool, depends_on=(node_class_resource.id,))]
     return out
