@@ -24,7 +24,16 @@ from gpufleet.facts.versions import (
 )
 from gpufleet.facts.versions import KUBERNETES_VERSIONS as KUBERNETES_SUPPORTED
 from gpufleet.spec import access, cold_start, defaults, names
-from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup, Principal, SharingStrategy, WorkloadClass
+from gpufleet.spec.fleet import (
+    CapacityType,
+    Fabric,
+    Fleet,
+    NodeGroup,
+    Principal,
+    SharingStrategy,
+    WorkloadClass,
+    falls_back,
+)
 from gpufleet.spec.names import DEFAULT_DEVICE_PLUGIN_CONFIG, MIG_DISABLED, RESERVED_NAMESPACES
 
 Rule = Callable[[Fleet], Iterable[Issue]]
@@ -622,17 +631,31 @@ def _reservation(fleet: Fleet, path: Path, group: NodeGroup) -> Iterator[Issue]:
             hint="remove reservation",
         )
         return
+    karpenter = group.provisioner == "Karpenter"
     targets = [
         key
         for key, set_ in (
             ("id", r.id is not None),
             ("resourceGroupArn", r.resource_group_arn is not None),
             ("open", r.open),
+            # tags are Karpenter's alone (rule karpenter refuses them on a managed node group)
+            ("tags", r.tags is not None and karpenter),
         )
         if set_
     ]
     if len(targets) != 1:
         said = " and ".join(targets) if targets else "none of them"
+        if karpenter:
+            # rule karpenter refuses resourceGroupArn and open on a Karpenter group at their own fields
+            if not (r.id is not None and r.tags is not None):
+                return
+            yield Issue(
+                path=path,
+                at_key=True,
+                message=f"reservation names exactly one of id or tags; it names {said}",
+                hint="keep one: id (one reservation) or tags (every reservation with those tags)",
+            )
+            return
         yield Issue(
             path=path,
             at_key=True,
@@ -640,10 +663,11 @@ def _reservation(fleet: Fleet, path: Path, group: NodeGroup) -> Iterator[Issue]:
             hint="keep one: id (one reservation), resourceGroupArn (a Capacity Reservation group) or open: true",
         )
         return
-    if r.id is not None and group.max_size > r.instance_count:
+    if (r.id is not None or r.tags is not None) and group.max_size > r.instance_count and not falls_back(group):
         # "Specify Capacity Reservation: ... If the selected Capacity Reservation does not have sufficient capacity
         # for the number of instances you selected, the instance launch fails" (EC2 User Guide,
-        # capacity-reservations-launch.html); a group target falls back to On-Demand instead.
+        # capacity-reservations-launch.html); a group target falls back to On-Demand instead, and so does a Karpenter
+        # pool whose capacity.fallback goes on past Reserved.
         yield Issue(
             path=path + ("instanceCount",),
             message=(
@@ -675,6 +699,68 @@ def _reservation(fleet: Fleet, path: Path, group: NodeGroup) -> Iterator[Issue]:
         )
 
 
+# Karpenter's own order of capacity types within one NodePool: "Prioritization is as follows: reserved, spot,
+# on-demand" (aws/karpenter-provider-aws pkg/providers/instance/instance.go getCapacityType @ v1.14.1); the NodePool
+# requirement karpenter.sh/capacity-type is a set, so no list order can change it.
+KARPENTER_CAPACITY_ORDER = ("Reserved", "Spot", "OnDemand")
+
+
+def _fallback(path: Path, group: NodeGroup) -> Iterator[Issue]:
+    """capacity.fallback (Karpenter): written in Karpenter's order, beside capacity.type OnDemand, with Reserved
+    exactly when a reservation is named."""
+    fallback = group.capacity_fallback
+    at = path + ("capacity", "fallback")
+    if group.provisioner != "Karpenter":
+        yield Issue(
+            path=at,
+            at_key=True,
+            message=(
+                "fallback is a Karpenter NodePool's list of capacity types; a managed node group launches one capacity"
+                " type"
+            ),
+            hint="remove capacity.fallback, or use provisioner Karpenter",
+        )
+        return
+    ordered = sorted(fallback, key=KARPENTER_CAPACITY_ORDER.index)
+    if list(fallback) != ordered:
+        yield Issue(
+            path=at,
+            message=(
+                f"[{', '.join(fallback)}]: within one NodePool Karpenter always tries reserved capacity first, then"
+                " Spot, then On-Demand, whatever order the list has"
+            ),
+            hint=(
+                f"write [{', '.join(ordered)}]; to prefer On-Demand over Spot, make two groups and name the On-Demand"
+                " one first in the teams' quotas (Kueue tries a ClusterQueue's flavors in order)"
+            ),
+        )
+    if group.capacity_type is not CapacityType.ON_DEMAND:
+        yield Issue(
+            path=path + ("capacity", "type"),
+            message=f"capacity.type {group.capacity_type} beside fallback: fallback names the capacity types itself",
+            hint="remove capacity.type (OnDemand, the price basis of the estimate) and keep fallback",
+        )
+    if "Reserved" in fallback and group.reservation is None:
+        yield Issue(
+            path=at,
+            message="Reserved needs the capacity reservation the pool launches into first",
+            hint=(
+                "add capacity.reservation: {tags: {<key>: <value>}, instanceCount: <instances reserved>} (or id:"
+                " cr-... for one reservation)"
+            ),
+        )
+    if "Reserved" not in fallback and group.reservation is not None:
+        yield Issue(
+            path=path + ("capacity", "reservation"),
+            at_key=True,
+            message=(
+                f"the reservation is never used: fallback [{', '.join(fallback)}] has no Reserved, so Karpenter"
+                " launches no reserved capacity"
+            ),
+            hint="put Reserved first in fallback, or remove reservation",
+        )
+
+
 @rule("karpenter")
 def _karpenter(fleet: Fleet) -> Iterator[Issue]:
     """What only an EKS managed node group has, refused on a Karpenter group (provisioner: Karpenter), each at its
@@ -684,7 +770,20 @@ def _karpenter(fleet: Fleet) -> Iterator[Issue]:
     capacityReservationSelectorTerms, aws/karpenter-provider-aws pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml
     @ v1.14.1: id, ownerID, tags, instanceMatchCriteria), never by a Capacity Reservation group."""
     for path, group in _groups(fleet):
+        if group.capacity_fallback:
+            yield from _fallback(path, group)
         if group.provisioner != "Karpenter":
+            r = group.reservation
+            if r is not None and r.tags is not None:
+                yield Issue(
+                    path=path + ("capacity", "reservation", "tags"),
+                    at_key=True,
+                    message=(
+                        "a managed node group's launch template targets a reservation by id or Capacity Reservation"
+                        " group; only Karpenter selects reservations by tags"
+                    ),
+                    hint="name the reservation by id, or use provisioner Karpenter",
+                )
             continue
         if group.warm_pool is not None:
             yield Issue(

@@ -30,7 +30,7 @@ from gpufleet.plan.manifests.sharing import (
 )
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.simulate import node_resources
-from gpufleet.spec.fleet import NodeGroup, SharingStrategy
+from gpufleet.spec.fleet import NodeGroup, SharingStrategy, falls_back
 from gpufleet.spec.names import LABEL_NODE_GROUP, node_group_id
 
 _K8S_EFFECT = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
@@ -199,7 +199,9 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
         min_size=scaling["minSize"],
         max_size=scaling["maxSize"],
         reserved=group.reservation.instance_count
-        if group.reservation is not None and group.reservation.id is not None
+        if group.reservation is not None
+        and (group.reservation.id is not None or group.reservation.tags is not None)
+        and not falls_back(group)
         else None,
         template=template,
     )

@@ -129,12 +129,13 @@ class Topology:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Reservation:
-    """capacity.reservation: an On-Demand Capacity Reservation (ODCR); exactly one of id, resource_group_arn and
-    open is set (rules.py says so when not)."""
+    """capacity.reservation: an On-Demand Capacity Reservation (ODCR); exactly one of id, resource_group_arn, open
+    and tags is set (rules.py says so when not)."""
 
     id: str | None
     resource_group_arn: str | None
     open: bool
+    tags: Mapping[str, str] | None = None  # Karpenter only: every reservation with these tags
     instance_count: int  # reserved instances, billed around the clock whether they run or not
 
 
@@ -158,6 +159,9 @@ class NodeGroup:
     ami_type: AmiType
     ami_release_version: str
     capacity_type: CapacityType
+    # capacity.fallback (Karpenter only): the capacity types the NodePool may launch, in Karpenter's order of
+    # preference (Reserved, Spot, OnDemand); () when the group has the one capacity type of capacity_type
+    capacity_fallback: tuple[str, ...]
     reservation_id: str | None  # a Capacity Block's
     reservation: Reservation | None  # an ODCR of an OnDemand group
     min_size: int
@@ -177,6 +181,12 @@ class NodeGroup:
     taints: tuple[Taint, ...]
     labels: Mapping[str, str]
     disk_size_gib: int
+
+
+def falls_back(group: NodeGroup) -> bool:
+    """Whether the group's nodes may come from other capacity once its reservation is used up: a Karpenter pool whose
+    capacity.fallback goes on past Reserved."""
+    return len(group.capacity_fallback) > 1 and group.capacity_fallback[0] == "Reserved"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -461,6 +471,7 @@ def _reservation(d: Mapping[str, Any] | None) -> Reservation | None:
         id=d.get("id"),
         resource_group_arn=d.get("resourceGroupArn"),
         open="open" in d,  # the schema allows only `open: true`
+        tags=dict(sorted(d["tags"].items())) if "tags" in d else None,
         instance_count=d["instanceCount"],
     )
 
@@ -478,6 +489,7 @@ def _node_group(d: Mapping[str, Any]) -> NodeGroup:
         ami_type=d["ami"]["type"],
         ami_release_version=d["ami"]["releaseVersion"],
         capacity_type=CapacityType(d["capacity"]["type"]),
+        capacity_fallback=tuple(d["capacity"]["fallback"]) if "fallback" in d["capacity"] else (),
         reservation_id=d["capacity"].get("reservationId"),
         reservation=_reservation(d["capacity"].get("reservation")),
         min_size=d["scaling"]["minSize"],

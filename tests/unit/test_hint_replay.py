@@ -695,6 +695,62 @@ REPLAYS: tuple[Replay, ...] = (
         {"nodeGroups.0.capacity.reservation": {"id": ODCR, "instanceCount": 4}},
     ),
     R(
+        "karpenter-fallback-order",
+        {"nodeGroups.0.provisioner": "Karpenter", "nodeGroups.0.capacity": {"fallback": ["OnDemand", "Spot"]}},
+        "write [Spot, OnDemand]; to prefer On-Demand over Spot, make two groups and name the On-Demand one first in"
+        " the teams' quotas (Kueue tries a ClusterQueue's flavors in order)",
+        {"nodeGroups.0.capacity.fallback": ["Spot", "OnDemand"]},
+    ),
+    R(
+        "karpenter-fallback-type",
+        {
+            "nodeGroups.0.provisioner": "Karpenter",
+            "nodeGroups.0.capacity": {"type": "Spot", "fallback": ["Spot", "OnDemand"]},
+        },
+        "remove capacity.type (OnDemand, the price basis of the estimate) and keep fallback",
+        {"nodeGroups.0.capacity.type": DEL},
+    ),
+    R(
+        "karpenter-fallback-reserved-without-reservation",
+        {"nodeGroups.0.provisioner": "Karpenter", "nodeGroups.0.capacity": {"fallback": ["Reserved", "OnDemand"]}},
+        "add capacity.reservation: {tags: {<key>: <value>}, instanceCount: <instances reserved>} (or id: cr-... for"
+        " one reservation)",
+        {"nodeGroups.0.capacity.reservation": {"tags": {"team": "vision"}, "instanceCount": 2}},
+    ),
+    R(
+        "karpenter-fallback-unused-reservation",
+        {
+            "nodeGroups.0.provisioner": "Karpenter",
+            "nodeGroups.0.capacity": {
+                "fallback": ["Spot", "OnDemand"],
+                "reservation": {"tags": {"team": "vision"}, "instanceCount": 2},
+            },
+        },
+        "put Reserved first in fallback, or remove reservation",
+        {"nodeGroups.0.capacity.fallback": ["Reserved", "Spot", "OnDemand"]},
+    ),
+    R(
+        "fallback-on-a-managed-group",
+        {"nodeGroups.0.capacity": {"fallback": ["Spot", "OnDemand"]}},
+        "remove capacity.fallback, or use provisioner Karpenter",
+        {"nodeGroups.0.capacity.fallback": DEL},
+    ),
+    R(
+        "reservation-tags-on-a-managed-group",
+        {"nodeGroups.0.capacity": {"reservation": {"tags": {"team": "vision"}, "instanceCount": 4}}},
+        "name the reservation by id, or use provisioner Karpenter",
+        {"nodeGroups.0.capacity.reservation": {"id": ODCR, "instanceCount": 4}},
+    ),
+    R(
+        "karpenter-reservation-id-and-tags",
+        {
+            "nodeGroups.0.provisioner": "Karpenter",
+            "nodeGroups.0.capacity": {"reservation": {"id": ODCR, "tags": {"team": "vision"}, "instanceCount": 4}},
+        },
+        "keep one: id (one reservation) or tags (every reservation with those tags)",
+        {"nodeGroups.0.capacity.reservation.tags": DEL},
+    ),
+    R(
         "min-above-max",
         {"nodeGroups.0.scaling.minSize": 5},
         "lower minSize or raise maxSize",

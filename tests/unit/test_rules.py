@@ -808,6 +808,117 @@ CASES: list[Any] = [
         [],
         id="karpenter/reservation-id",
     ),
+    # capacity.fallback (Karpenter's order: reserved, spot, on-demand) and reservations selected by tags
+    pytest.param(
+        "karpenter",
+        [
+            group(
+                provisioner="Karpenter",
+                capacity={
+                    "fallback": ["Reserved", "Spot", "OnDemand"],
+                    "reservation": {"tags": {"ai-on-eks": "true"}, "instanceCount": 2},
+                },
+            )
+        ],
+        [],
+        id="karpenter/fallback",
+    ),
+    pytest.param(
+        "karpenter",
+        [group(provisioner="Karpenter", capacity={"fallback": ["OnDemand", "Spot"]})],
+        [
+            (
+                "nodeGroups[0].capacity.fallback",
+                "[OnDemand, Spot]: within one NodePool Karpenter always tries reserved capacity first, then Spot, then"
+                " On-Demand, whatever order the list has",
+            )
+        ],
+        id="karpenter/fallback-order",
+    ),
+    pytest.param(
+        "karpenter",
+        [group(provisioner="Karpenter", capacity={"type": "Spot", "fallback": ["Reserved", "OnDemand"]})],
+        [
+            (
+                "nodeGroups[0].capacity.type",
+                "capacity.type Spot beside fallback: fallback names the capacity types itself",
+            ),
+            ("nodeGroups[0].capacity.fallback", "Reserved needs the capacity reservation the pool launches into first"),
+        ],
+        id="karpenter/fallback-type-and-no-reservation",
+    ),
+    pytest.param(
+        "karpenter",
+        [
+            group(
+                provisioner="Karpenter",
+                capacity={"fallback": ["Spot", "OnDemand"], "reservation": {"id": ODCR, "instanceCount": 4}},
+            )
+        ],
+        [
+            (
+                "nodeGroups[0].capacity.reservation",
+                "the reservation is never used: fallback [Spot, OnDemand] has no Reserved, so Karpenter launches no"
+                " reserved capacity",
+            )
+        ],
+        id="karpenter/fallback-unused-reservation",
+    ),
+    pytest.param(
+        "karpenter",
+        [
+            group(
+                capacity={"fallback": ["Spot", "OnDemand"], "reservation": {"tags": {"team": "ml"}, "instanceCount": 1}}
+            )
+        ],
+        [
+            (
+                "nodeGroups[0].capacity.fallback",
+                "fallback is a Karpenter NodePool's list of capacity types; a managed node group launches one capacity"
+                " type",
+            ),
+            (
+                "nodeGroups[0].capacity.reservation.tags",
+                "a managed node group's launch template targets a reservation by id or Capacity Reservation group;"
+                " only Karpenter selects reservations by tags",
+            ),
+        ],
+        id="karpenter/fallback-and-tags-on-a-managed-group",
+    ),
+    # a reservation that caps the pool: maxSize beyond it fails unless the fallback goes on past Reserved
+    pytest.param(
+        "capacity",
+        [
+            group(
+                provisioner="Karpenter",
+                capacity={"fallback": ["Reserved", "OnDemand"], "reservation": {"id": ODCR, "instanceCount": 2}},
+            )
+        ],
+        [],
+        id="capacity/karpenter-fallback-past-reservation",
+    ),
+    pytest.param(
+        "capacity",
+        [group(provisioner="Karpenter", capacity={"reservation": {"tags": {"team": "ml"}, "instanceCount": 2}})],
+        [
+            (
+                "nodeGroups[0].capacity.reservation.instanceCount",
+                "maxSize 4 is more than the 2 instance(s) reserved: launches into a full targeted reservation fail",
+            )
+        ],
+        id="capacity/karpenter-tags-reserved-only",
+    ),
+    pytest.param(
+        "capacity",
+        [
+            group(
+                provisioner="Karpenter",
+                capacity={"reservation": {"id": ODCR, "tags": {"team": "ml"}, "instanceCount": 4}},
+            )
+        ],
+        [("nodeGroups[0].capacity.reservation", "reservation names exactly one of id or tags; it names id and tags")],
+        id="capacity/karpenter-id-and-tags",
+    ),
     pytest.param(
         "warm-pool",
         [group(ami=BOTTLEROCKET, warmPool={"state": "Hibernated"})],

@@ -35,10 +35,20 @@ _AL2023_RELEASE = re.compile(r"^(?P<k8s>\d+\.\d+)\.\d+-(?P<date>\d{8})$")
 _BOTTLEROCKET_RELEASE = re.compile(r"^(?P<version>\d+\.\d+\.\d+)(-[0-9a-f]{8})?$")
 
 
+# capacity.fallback's spelling -> karpenter.sh/capacity-type's (kubernetes-sigs/karpenter pkg/apis/v1/labels.go).
+FALLBACK_CAPACITY_TYPES = {"Reserved": "reserved", "Spot": "spot", "OnDemand": "on-demand"}
+
+
 def capacity_types(group: NodeGroup) -> list[str]:
-    """The pool's karpenter.sh/capacity-type values. A reservation (an ODCR by id, or a Capacity Block) is
-    `reserved` only: like the managed node group's launch template targeting it (capacity-reservations-only),
-    the pool never falls back to plain On-Demand."""
+    """The pool's karpenter.sh/capacity-type values. With capacity.fallback, its types, in the order Karpenter tries
+    them: within one NodePool it prefers reserved, then spot, then on-demand ("Prioritization is as follows:
+    reserved, spot, on-demand", aws/karpenter-provider-aws pkg/providers/instance/instance.go getCapacityType @
+    v1.14.1), moving on when the reservations are used up or EC2 has no Spot capacity (an insufficient-capacity
+    error marks the offering unavailable and the NodeClaim is retried with the next). Without it, a reservation (an
+    ODCR by id or tags, or a Capacity Block) is `reserved` only: like the managed node group's launch template
+    targeting it (capacity-reservations-only), the pool never falls back to plain On-Demand."""
+    if group.capacity_fallback:
+        return [FALLBACK_CAPACITY_TYPES[c] for c in group.capacity_fallback]
     if group.capacity_type is CapacityType.SPOT:
         return ["spot"]
     if group.capacity_type is CapacityType.CAPACITY_BLOCK or group.reservation is not None:
@@ -210,6 +220,10 @@ def ec2_node_class(
         reservation = group.reservation.id
     if reservation is not None:
         spec["capacityReservationSelectorTerms"] = [{"id": reservation}]
+    elif group.reservation is not None and group.reservation.tags is not None:
+        # Every reservation carrying all the tags (one term: its tags are ANDed; a `*` value matches any), ODCRs and
+        # Capacity Blocks alike, as ai-on-eks selects its reservations (EC2NodeClass capacityReservationSelectorTerms).
+        spec["capacityReservationSelectorTerms"] = [{"tags": dict(group.reservation.tags)}]
     return {"apiVersion": API_NODE_CLASS, "kind": "EC2NodeClass", "metadata": {"name": group.name}, "spec": spec}
 
 
