@@ -228,6 +228,11 @@ def team_priorities(fleet: Fleet, team: Team) -> tuple[str, ...]:
     return tuple(p.name for p in fleet.admission.priorities if p.preemptible or serves)
 
 
+def serving_readiness_probe(fleet: Fleet, team: Team) -> str:
+    """teams[].servingReadinessProbe, or admission.servingReadinessProbe: Deny | Warn | Off."""
+    return team.serving_readiness_probe or fleet.admission.serving_readiness_probe
+
+
 def topology_policy(group: NodeGroup) -> TopologyPolicy:
     if group.topology.policy is not None:
         return group.topology.policy

@@ -226,6 +226,7 @@ class Team:
     pod_security: str  # Baseline | Restricted (the namespace's Pod Security Admission enforce level)
     priorities: tuple[str, ...] | None  # None: computed (gpufleet.defaults.team_priorities)
     service_types: tuple[str, ...]  # serviceTypes: NodePort, LoadBalancer the team's members may create
+    serving_readiness_probe: str | None  # Deny | Warn | Off; None: admission.servingReadinessProbe
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -250,6 +251,7 @@ class Admission:
     reclaim_within_cohort: ReclaimWithinCohort
     borrow_within_cohort: BorrowWithinCohort
     priorities: tuple[Priority, ...]
+    serving_readiness_probe: str  # Deny | Warn | Off: the serving readiness policy in team namespaces
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -657,6 +659,7 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
                 pod_security=t["podSecurity"],
                 priorities=tuple(t["priorities"]) if "priorities" in t else None,
                 service_types=tuple(t["serviceTypes"]),
+                serving_readiness_probe=t.get("servingReadinessProbe"),
             )
             for t in d["teams"]
         ),
@@ -672,6 +675,7 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
             priorities=tuple(
                 Priority(name=p["name"], value=p["value"], preemptible=p["preemptible"]) for p in adm["priorities"]
             ),
+            serving_readiness_probe=adm["servingReadinessProbe"],
         ),
         telemetry=Telemetry(
             prometheus=tel["prometheus"],

@@ -59,15 +59,22 @@ class Request:
 
 
 def policies(plan: RolloutPlan) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """(policy, binding) of every ValidatingAdmissionPolicy the plan renders."""
+    """(policy, binding) of every binding of every ValidatingAdmissionPolicy the plan renders (a policy may have
+    several: one per validationActions)."""
     objects = [
         r.args["object"]
         for stage in plan.included()
         for r in stage.content.resources
         if "object" in r.args and r.args["object"]["apiVersion"].startswith("admissionregistration.k8s.io/")
     ]
-    bindings = {o["spec"]["policyName"]: o for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding"}
-    return [(o, bindings[o["metadata"]["name"]]) for o in objects if o["kind"] == "ValidatingAdmissionPolicy"]
+    bindings = [o for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding"]
+    return [
+        (o, b)
+        for o in objects
+        if o["kind"] == "ValidatingAdmissionPolicy"
+        for b in bindings
+        if b["spec"]["policyName"] == o["metadata"]["name"]
+    ]
 
 
 def _selects(binding: Mapping[str, Any], namespace: str) -> bool:
@@ -138,13 +145,26 @@ def message(policy: Mapping[str, Any], request: Request) -> str | None:
 
 
 def denied_by(plan: RolloutPlan, request: Request, *, without: Iterable[str] = ()) -> list[str]:
-    """The rendered policies (except those named in `without`) that deny the request."""
+    """The rendered policies (except those named in `without`) that deny the request: a failed validation under a
+    binding whose validationActions hold Deny."""
+    return _failed(plan, request, "Deny", without)
+
+
+def warned_by(plan: RolloutPlan, request: Request) -> list[str]:
+    """The rendered policies whose failed validation the API server returns as a warning and admits (a binding with
+    validationActions Warn and not Deny)."""
+    return _failed(plan, request, "Warn", ())
+
+
+def _failed(plan: RolloutPlan, request: Request, action: str, without: Iterable[str]) -> list[str]:
     skip = set(without)
-    return [
-        p["metadata"]["name"]
-        for p, b in policies(plan)
-        if p["metadata"]["name"] not in skip
-        and _selects(b, request.namespace)
-        and _matches(p, request)
-        and denies(p, request)
-    ]
+    out = []
+    for p, b in policies(plan):
+        actions = b["spec"]["validationActions"]
+        if action not in actions or (action == "Warn" and "Deny" in actions):
+            continue
+        if p["metadata"]["name"] in skip or not _selects(b, request.namespace) or not _matches(p, request):
+            continue
+        if denies(p, request) and p["metadata"]["name"] not in out:
+            out.append(p["metadata"]["name"])
+    return out

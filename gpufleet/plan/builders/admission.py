@@ -12,11 +12,19 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpufleet.plan.builders.common import helm, k8s
-from gpufleet.plan.manifests import admission_policy, kueue, sharing, tenancy, tenant_policies, workloads
+from gpufleet.plan.manifests import (
+    admission_policy,
+    kueue,
+    readiness_policy,
+    sharing,
+    tenancy,
+    tenant_policies,
+    workloads,
+)
 from gpufleet.plan.manifests.telemetry import monitoring_namespace
 from gpufleet.plan.parts import BuildContext, Resource, StageContent
 from gpufleet.spec import cold_start, defaults
-from gpufleet.spec.fleet import Fleet, SharingStrategy, Team
+from gpufleet.spec.fleet import Fleet, SharingStrategy, Team, WorkloadClass
 from gpufleet.spec.names import NS_GPU_OPERATOR, NS_HEALTH, NS_KUEUE, NS_MONITORING, NS_NETWORK, NS_SYSTEM, group_taints
 
 KUEUE_RELEASE = "kueue"
@@ -222,7 +230,32 @@ def _tenant_policies(fleet: Fleet) -> list[Resource]:
     ):
         created = k8s(policy)
         out += [created, k8s(admission_policy.binding(policy["metadata"]["name"], teams), depends_on=(created.id,))]
-    return out
+    return out + _serving_readiness(fleet)
+
+
+def inference_targets(fleet: Fleet) -> readiness_policy.InferenceTargets:
+    """What marks a pod template as bound for an Inference group (gpufleet.plan.manifests.readiness_policy)."""
+    inference = [g for g in fleet.node_groups if g.workload_class is WorkloadClass.INFERENCE]
+    names = {g.name for g in inference}
+    return readiness_policy.InferenceTargets(
+        groups=tuple(g.name for g in inference),
+        taints=readiness_policy.exclusive_taints(
+            (group_taints(g) for g in inference), (group_taints(g) for g in fleet.node_groups if g.name not in names)
+        ),
+        classes=tuple(p.name for p in fleet.admission.priorities if not p.preemptible),
+        namespaces=tuple(t.namespace for t in fleet.teams if t.quotas and all(q.node_group in names for q in t.quotas)),
+    )
+
+
+def _serving_readiness(fleet: Fleet) -> list[Resource]:
+    """The serving readiness policy, bound per mode to the team namespaces that check (none without an Inference
+    group, nor when every team is Off)."""
+    targets = inference_targets(fleet)
+    binds = readiness_policy.bindings({t.namespace: defaults.serving_readiness_probe(fleet, t) for t in fleet.teams})
+    if not targets.groups or not binds:
+        return []
+    created = k8s(readiness_policy.policy(targets))
+    return [created, *(k8s(b, depends_on=(created.id,)) for b in binds)]
 
 
 def _sum_nominal(fleet: Fleet) -> dict[str, int]:
