@@ -3,6 +3,10 @@ out by gpufleet/templates/plan.md.j2."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
 from gpufleet.base.render import render
 from gpufleet.facts import stages
 from gpufleet.facts.versions import COMPONENTS
@@ -11,6 +15,7 @@ from gpufleet.plan.before_deploy import before_you_deploy
 from gpufleet.plan.manifests import karpenter
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.plan.pins import pins
+from gpufleet.rules.helm_values import dotted
 from gpufleet.spec import defaults, warm_pool
 from gpufleet.spec.fleet import Fleet, NodeGroup
 from gpufleet.spec.names import group_taints
@@ -94,6 +99,25 @@ def node_group_rows(fleet: Fleet) -> list[tuple[str, str, str, str, str, str, st
     ]
 
 
+def _leaves(values: Mapping[str, Any], path: tuple[str, ...] = ()) -> Iterator[tuple[str, str]]:
+    for key, value in values.items():
+        if isinstance(value, Mapping) and value:
+            yield from _leaves(value, path + (key,))
+        else:
+            yield dotted(path + (key,)), json.dumps(value, sort_keys=True)
+
+
+def overlay_rows(plan: RolloutPlan, deployed: Mapping[str, Mapping[str, str]]) -> list[tuple[str, str, str, str]]:
+    """plan.md's "Helm values overlays": per chart of the spec's `helm` section, each key it sets (a map down to
+    its leaves) and the value, as JSON; the chart version this environment deploys, or that it deploys none."""
+    rows = []
+    for key, overlay in plan.fleet.helm_values.items():
+        chart = COMPONENTS[key]
+        where = f"{chart.chart} {deployed[key]['version']}" if key in deployed else "not in this environment"
+        rows += [(chart.title, where, path, value) for path, value in _leaves(overlay)]
+    return rows
+
+
 def plan_markdown(plan: RolloutPlan, will_it_run: str | None = None) -> str:
     """The review page; `will_it_run` is the model's section of canonical workloads (gpufleet.simulate.self_check)."""
     # The values this environment took from computed defaults (gpufleet.spec.defaults), so a reviewer sees what the spec
@@ -116,4 +140,5 @@ def plan_markdown(plan: RolloutPlan, will_it_run: str | None = None) -> str:
         before=before_you_deploy(plan),
         node_groups=node_group_rows(plan.fleet),
         karpenter_note=KARPENTER_NOTE if any(g.provisioner == "Karpenter" for g in plan.fleet.node_groups) else None,
+        overlays=overlay_rows(plan, deployed),
     )

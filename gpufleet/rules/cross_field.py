@@ -7,7 +7,8 @@ The schema checks each field alone; these check what fields mean together. Rules
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 from gpufleet.base.errors import Issue, Path, closest, did_you_mean
 from gpufleet.facts import addons, ami_releases, catalog, stages
@@ -23,6 +24,7 @@ from gpufleet.facts.versions import (
     node_monitoring_agent_release,
 )
 from gpufleet.facts.versions import KUBERNETES_VERSIONS as KUBERNETES_SUPPORTED
+from gpufleet.rules import helm_values
 from gpufleet.spec import access, cold_start, defaults, names
 from gpufleet.spec.fleet import (
     CapacityType,
@@ -922,7 +924,6 @@ STAGE_OF_COMPONENT: dict[str, stages.StageName] = {
     "trainer": "admission",
     "leaderWorkerSet": "admission",
     "keda": "telemetry",
-    "mountpointS3Csi": "storage",
 }
 
 
@@ -951,8 +952,6 @@ def deployed_components(fleet: Fleet) -> set[str]:
                 need.add(key)
     if any(g.workload_class == WorkloadClass.INFERENCE for g in fleet.node_groups):
         need.add("keda")
-    if fleet.checkpoints is not None and fleet.checkpoints.mountpoint is not None:
-        need.add("mountpointS3Csi")
     return {c for c in need if stage_used(fleet, STAGE_OF_COMPONENT[c])}
 
 
@@ -973,7 +972,6 @@ def component_versions(fleet: Fleet) -> dict[str, str]:
         "trainer": v.trainer,
         "leaderWorkerSet": v.leader_worker_set,
         "keda": v.keda,
-        "mountpointS3Csi": v.mountpoint_s3_csi,
     }
 
 
@@ -1592,19 +1590,6 @@ def _workloads(fleet: Fleet) -> Iterator[Issue]:
                 ),
                 hint=f"use a multiple of {info.gpu_count}",
             )
-    for name in w.serving_model_gb:
-        if name not in serving:
-            yield Issue(
-                path=("workloads", "servingModelGB", name),
-                at_key=True,
-                message=(
-                    f"no node group named {name}"
-                    if name not in names_
-                    else f"node group {name} has workloadClass {fleet.node_group(name).workload_class.value}, not"
-                    " Inference"
-                ),
-                hint=did_you_mean(name, serving) if serving else "remove the entry: the fleet has no Inference group",
-            )
     if w.leader_worker_set == "None" and (spanning := defaults.multi_node_replicas(fleet)):
         yield Issue(
             path=("workloads", "leaderWorkerSet"),
@@ -1615,3 +1600,25 @@ def _workloads(fleet: Fleet) -> Iterator[Issue]:
             ),
             hint="remove leaderWorkerSet: None",
         )
+
+
+@rule("helm-values")
+def _helm_values(fleet: Fleet) -> Iterator[Issue]:
+    """helm.<component>.values: every key a value of the pinned chart, none a value gpufleet guarantees
+    (gpufleet.rules.helm_values), and only for a chart the fleet installs."""
+    if not fleet.helm_values:
+        return
+    versions = component_versions(fleet)
+    deployed = deployed_components(fleet)
+    checked: dict[str, Mapping[str, Any]] = {}
+    for key, overlay in fleet.helm_values.items():
+        if key in helm_values.HELM_COMPONENTS and key not in deployed:
+            yield Issue(
+                path=("helm", key),
+                at_key=True,
+                message=f"no environment of the fleet installs {COMPONENTS[key].title}, so its values have no release",
+                hint=f"remove helm.{key}",
+            )
+        elif key not in helm_values.HELM_COMPONENTS or versions[key] in COMPONENTS[key].releases:
+            checked[key] = overlay  # an unsupported version is the versions rule's to report
+    yield from helm_values.issues(checked, versions)

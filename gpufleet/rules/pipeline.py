@@ -56,6 +56,7 @@ FLEET_SECTIONS: Mapping[str, frozenset[str]] = {
     "network": frozenset({"network"}),
     "workloads": frozenset({"workloads"}),
     "gpu_hour_usd": frozenset({"cost"}),
+    "helm_values": frozenset({"helm"}),
     "environments": frozenset({"environments"}),
     "environment": frozenset({"environments"}),
     "paths": frozenset({"nodeGroups", "teams", "imageSets"}),

@@ -2073,6 +2073,18 @@ CASES: list[Any] = [
         ],
         id="workloads/multi-node-replica-without-lws",
     ),
+    # helm-values: the key checks against the pinned charts are table-tested in tests/unit/test_helm_overlay.py
+    # (they read the upstream cache); here what needs no chart values.
+    pytest.param("helm-values", [at("helm", value={})], [], id="helm-values/no-overlay"),
+    pytest.param(
+        "helm-values",
+        [at("helm", value={"kueu": {"values": {"a": 1}}, "karpenter": {"values": {"replicas": 1}}})],
+        [
+            ("helm.karpenter", "no environment of the fleet installs Karpenter, so its values have no release"),
+            ("helm.kueu", '"kueu" is not a chart gpufleet installs'),
+        ],
+        id="helm-values/unknown-or-not-installed-chart",
+    ),
 ]
 
 

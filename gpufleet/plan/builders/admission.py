@@ -58,6 +58,7 @@ def build(ctx: BuildContext) -> StageContent:
     release = helm(
         "kueue",
         fleet.versions.kueue,
+        fleet=fleet,
         release=KUEUE_RELEASE,
         namespace=NS_KUEUE,
         values=kueue.helm_values(fleet, prometheus=ctx.includes("telemetry")),
@@ -145,6 +146,7 @@ def _workload_layer(fleet: Fleet, after: tuple[str, ...]) -> tuple[list[Resource
         release = helm(
             "jobSet",
             version,
+            fleet=fleet,
             release=workloads.JOBSET_RELEASE,
             namespace=workloads.NS_JOBSET,
             values=workloads.jobset_values(version),
@@ -158,6 +160,7 @@ def _workload_layer(fleet: Fleet, after: tuple[str, ...]) -> tuple[list[Resource
         trainer = helm(
             "trainer",
             version,
+            fleet=fleet,
             release=workloads.TRAINER_RELEASE,
             namespace=workloads.NS_TRAINER,
             values=workloads.trainer_values(),
@@ -177,6 +180,7 @@ def _workload_layer(fleet: Fleet, after: tuple[str, ...]) -> tuple[list[Resource
             helm(
                 "leaderWorkerSet",
                 version,
+                fleet=fleet,
                 release=workloads.LWS_RELEASE,
                 namespace=workloads.NS_LWS,
                 values=workloads.lws_values(version),

@@ -3,12 +3,14 @@ and Helm releases as plan `Resource`s (labels, taints and namespaces are in gpuf
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from gpufleet.facts.versions import COMPONENTS
 from gpufleet.plan.parts import Resource
+from gpufleet.spec.fleet import Fleet
 from gpufleet.spec.names import LABEL_MANAGED_BY
 
 # Ids of resources created by the foundation stage that later stages reference.
@@ -53,17 +55,34 @@ def k8s(obj: Mapping[str, Any], *, depends_on: tuple[str, ...] = (), id: str | N
     )
 
 
+def overlaid(values: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
+    """`overlay` merged over `values` as Helm merges a values file over another: maps key by key, anything else
+    (lists, scalars, null) replaces what was there. A null is kept, so Helm then drops the chart's default too
+    (helm.sh/helm/v3 pkg/chartutil/coalesce.go: a null user value deletes the key)."""
+    out = dict(values)
+    for key, value in overlay.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = overlaid(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
 def helm(
     component: str,
     version: str,
     *,
+    fleet: Fleet,
     release: str,
     namespace: str,
     values: Mapping[str, Any],
     depends_on: tuple[str, ...] = (),
 ) -> Resource:
-    """A Helm release (helm.v3.Release: a real release with hooks; see README "Why helm.v3.Release")."""
+    """A Helm release (helm.v3.Release: a real release with hooks; see README "Why helm.v3.Release"), its values
+    gpufleet's with the spec's overlay for the chart (`helm.<component>.values`, checked by the rule helm-values)
+    merged last, so the tree, diff and the behavioural model all see what Helm is given."""
     comp = COMPONENTS[component]
+    values = overlaid(values, fleet.helm_values.get(component) or {})
     # compat "true": what pulumi-kubernetes's SDK always sends for a helm.v3.Release (sdk/python/pulumi_kubernetes/
     # helm/v3/Release.py sets it whatever is given), so the plan holds every input.
     args: dict[str, Any] = {

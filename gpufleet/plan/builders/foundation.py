@@ -108,6 +108,7 @@ def build(ctx: BuildContext) -> StageContent:
         helm(
             "gpuOperator",
             fleet.versions.gpu_operator,
+            fleet=fleet,
             release="gpu-operator",
             namespace=NS_GPU_OPERATOR,
             values=gpu_operator.values(fleet, *extra),
@@ -157,6 +158,7 @@ def autoscaler_resources(fleet: Fleet) -> list[Resource]:
         helm(
             "clusterAutoscaler",
             version,
+            fleet=fleet,
             release=autoscaler.RELEASE,
             namespace=autoscaler.NAMESPACE,
             values=autoscaler.values(fleet),

@@ -68,7 +68,12 @@ def build(ctx: BuildContext) -> StageContent:
     warnings: list[str] = []
     version = fleet.versions.node_problem_detector
     npd = helm(
-        "nodeProblemDetector", version, release=NPD_RELEASE, namespace=NS_HEALTH, values=health.npd_values(fleet)
+        "nodeProblemDetector",
+        version,
+        fleet=fleet,
+        release=NPD_RELEASE,
+        namespace=NS_HEALTH,
+        values=health.npd_values(fleet),
     )
     # The release creates the namespace; everything else in it waits for the release.
     after = (npd.id,)

@@ -175,6 +175,7 @@ def controller_resources(fleet: Fleet, *, node_repair: bool) -> list[Resource]:
         helm(
             "karpenter",
             fleet.versions.karpenter,
+            fleet=fleet,
             release=karpenter.RELEASE,
             namespace=karpenter.NAMESPACE,
             values=karpenter.values(fleet, karpenter.queue_name(fleet), node_repair=node_repair),

@@ -133,6 +133,7 @@ def build(ctx: BuildContext) -> StageContent:
         plugin = helm(
             "efaDevicePlugin",
             version,
+            fleet=fleet,
             release="aws-efa-k8s-device-plugin",
             namespace=NS_NETWORK,
             values=net.efa_device_plugin_values(fleet),
@@ -155,6 +156,7 @@ def build(ctx: BuildContext) -> StageContent:
         operator = helm(
             "networkOperator",
             version,
+            fleet=fleet,
             release="network-operator",
             namespace=net.NS_NETWORK_OPERATOR,
             values=net.network_operator_values(),

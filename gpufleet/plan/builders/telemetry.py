@@ -68,6 +68,7 @@ def build(ctx: BuildContext) -> StageContent:
             helm(
                 "kubePrometheusStack",
                 version,
+                fleet=fleet,
                 release=KPS_RELEASE,
                 namespace=ns,
                 values=telemetry.kube_prometheus_stack_values(fleet),
@@ -124,7 +125,12 @@ def _inference(ctx: BuildContext, ns: str, after: tuple[str, ...], resources: li
     version = ctx.fleet.versions.keda
     resources.append(
         helm(
-            "keda", version, release=inference.KEDA_RELEASE, namespace=inference.NS_KEDA, values=inference.keda_values()
+            "keda",
+            version,
+            fleet=ctx.fleet,
+            release=inference.KEDA_RELEASE,
+            namespace=inference.NS_KEDA,
+            values=inference.keda_values(),
         )
     )
     resources.append(k8s(inference.serving_pod_monitor(ctx.fleet, ns), depends_on=after))

@@ -1,0 +1,360 @@
+"""The Helm values overlay (`helm.<component>.values`, issue 35 item 8): every key checked against the pinned chart's
+default values (gpufleet.rules.helm_values), the values gpufleet guarantees refused with the reason
+(gpufleet.facts.helm_guards), refused where the chart's values are not in the upstream cache, merged last into the
+release's values (so the tree, diff and the model see it) and listed in plan.md."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpufleet.base.errors import SpecError
+from gpufleet.commands.diff import diff_trees
+from gpufleet.commands.synth import synth_tree
+from gpufleet.facts import chart_values
+from gpufleet.facts.helm_guards import GUARDED
+from gpufleet.facts.versions import COMPONENTS, default_release
+from gpufleet.plan.report import plan_markdown
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules.helm_values import overlay_issues
+from gpufleet.rules.pipeline import load_fleet_text
+from gpufleet.simulate.self_check import Contradictions
+from gpufleet.tree.output import write_tree
+from gpufleet.tree.read import read_tree
+from tests.upstream import SHARED, require_shared
+from tests.upstream import chart_values as pinned_chart_values
+from tools import fetch_upstream
+
+ROOT = Path(__file__).resolve().parents[2]
+MINIMAL = (ROOT / "tests" / "specs" / "valid" / "minimal.yaml").read_text(encoding="utf-8")
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+# A small chart in a cache of its own, so the key rules are tested whatever the upstream cache holds.
+VALUES = """\
+daemonsets:
+  labels: {}
+  tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+operator:
+  priorityClassName: system-node-critical
+  resources: {limits: {cpu: 500m}}
+  annotations: null
+psa: {enabled: false}
+cdi: {enabled: true}
+dcgm: {enabled: false, hostNetwork: false, resources: {}}
+node-feature-discovery:
+  worker: {tolerations: []}
+"""
+CHART = """\
+apiVersion: v2
+name: gpu-operator
+version: v26.7.0
+dependencies:
+  - {name: node-feature-discovery, version: 0.19.0}
+  - {name: missing-sub, alias: extra, version: 1.0.0}
+"""
+SUB_VALUES = "master: {replicaCount: 1}\ngc: {enable: true}\n"
+SUB_SCHEMA = {"type": "object", "properties": {"master": {"type": "object", "properties": {"port": {}}}}}
+
+
+@pytest.fixture(autouse=True)
+def upstream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """gpufleet reads the chart values where GPUFLEET_UPSTREAM_DIR says: here, the upstream files the tests read."""
+    monkeypatch.setenv("GPUFLEET_UPSTREAM_DIR", str(SHARED))
+
+
+def _cache(root: Path) -> Path:
+    chart = root / "charts" / "gpu-operator" / "v26.7.0"
+    (chart / "charts" / "node-feature-discovery").mkdir(parents=True)
+    (chart / "values.yaml").write_text(VALUES)
+    (chart / "Chart.yaml").write_text(CHART)
+    (chart / "charts" / "node-feature-discovery" / "values.yaml").write_text(SUB_VALUES)
+    (chart / "charts" / "node-feature-discovery" / "values.schema.json").write_text(json.dumps(SUB_SCHEMA))
+    return root
+
+
+def _issues(tmp_path: Path, overlay: dict[str, Any]) -> list[tuple[str, str, str]]:
+    found = chart_values.defaults_in(_cache(tmp_path), "gpu-operator", "v26.7.0")
+    assert found is not None
+    return [
+        (".".join(map(str, i.path[3:])), i.message, i.hint)
+        for i in overlay_issues("gpuOperator", "v26.7.0", overlay, found, str(tmp_path))
+    ]
+
+
+UNKNOWN = "unknown key {}: chart gpu-operator v26.7.0 has no such value"
+GUARD = "{} is set by gpufleet and may not be overridden: {}"
+TOLERATIONS = GUARDED["gpuOperator"][("daemonsets", "tolerations")]
+CDI = GUARDED["gpuOperator"][("cdi",)]
+DCGM = GUARDED["gpuOperator"][("dcgm", "hostNetwork")]
+
+CASES: list[tuple[str, dict[str, Any], list[tuple[str, str, str]]]] = [
+    ("a known key", {"operator": {"priorityClassName": "high"}}, []),
+    ("a known map of known keys", {"dcgm": {"resources": {"limits": {"memory": "1Gi"}}}}, []),
+    ("below an empty default map", {"daemonsets": {"labels": {"example.com/team": "infra"}}}, []),
+    ("below a null default", {"operator": {"annotations": {"example.com/owner": "infra"}}}, []),
+    ("below a value passed whole", {"operator": {"resources": {"requests": {"cpu": "1"}}}}, []),
+    ("a subchart's default", {"node-feature-discovery": {"gc": {"enable": False}}}, []),
+    ("a property of the subchart's values.schema.json", {"node-feature-discovery": {"master": {"port": 8080}}}, []),
+    ("null drops the chart's default", {"psa": {"enabled": None}}, []),
+    (
+        "an unknown key, with the closest one",
+        {"operater": {"priorityClassName": "high"}},
+        [("operater", UNKNOWN.format("operater"), 'did you mean "operator"?')],
+    ),
+    (
+        "an unknown nested key, with the closest one",
+        {"operator": {"priorityClass": "high"}},
+        [("operator.priorityClass", UNKNOWN.format("operator.priorityClass"), 'did you mean "operator.priorityClassName"?')],
+    ),
+    (
+        "an unknown key nothing is close to: the keys there",
+        {"psa": {"zzz": 1}},
+        [("psa.zzz", UNKNOWN.format("psa.zzz"), "the keys at psa: enabled")],
+    ),
+    (
+        "a map where the chart has a scalar",
+        {"psa": {"enabled": {"on": True}}},
+        [
+            (
+                "psa.enabled",
+                "psa.enabled is a boolean in chart gpu-operator v26.7.0's default values, not a map",
+                "give psa.enabled a boolean value, as its default is",
+            )
+        ],
+    ),
+    (
+        "a subchart whose values are not in the cache",
+        {"extra": {"foo": 1}},
+        [
+            (
+                "extra",
+                "extra is a value of subchart extra of chart gpu-operator v26.7.0, whose default values are not in"
+                " the upstream cache ({cache}), so it cannot be checked",
+                "fetch them with `python tools/fetch_upstream.py` (in a gpufleet checkout), or remove it",
+            )
+        ],
+    ),
+    (
+        "a guarded path, with the reason",
+        {"daemonsets": {"tolerations": []}},
+        [("daemonsets.tolerations", GUARD.format("daemonsets.tolerations", TOLERATIONS), "remove helm.gpuOperator.values.daemonsets.tolerations")],
+    ),
+    (
+        "below a guarded path",
+        {"cdi": {"enabled": True}},
+        [("cdi", GUARD.format("cdi", CDI), "remove helm.gpuOperator.values.cdi")],
+    ),
+    (
+        "null over a map that holds a guarded path",
+        {"dcgm": None},
+        [("dcgm", GUARD.format("dcgm (it holds dcgm.enabled)", DCGM), "remove helm.gpuOperator.values.dcgm")],
+    ),
+    (
+        "a map beside a guarded path is checked as any other",
+        {"dcgm": {"resources": {"limits": {"cpu": "1"}}, "hostNetwork": False, "imag": "x"}},
+        [
+            ("dcgm.hostNetwork", GUARD.format("dcgm.hostNetwork", DCGM), "remove helm.gpuOperator.values.dcgm.hostNetwork"),
+            ("dcgm.imag", UNKNOWN.format("dcgm.imag"), "the keys at dcgm: enabled, hostNetwork, resources"),
+        ],
+    ),
+    (
+        "a guarded path that is also unknown is reported once, as guarded",
+        {"dcgmExporter": {"env": []}},
+        [("dcgmExporter.env", GUARD.format("dcgmExporter.env", GUARDED["gpuOperator"][("dcgmExporter", "env")]), "remove helm.gpuOperator.values.dcgmExporter.env")],
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "overlay", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_overlay_keys(tmp_path: Path, case: str, overlay: dict[str, Any], expected: list[tuple[str, str, str]]) -> None:
+    want = [(path, message.format(cache=tmp_path), hint) for path, message, hint in expected]
+    assert _issues(tmp_path, overlay) == want
+
+
+def test_absent_chart_values_refuse_the_overlay(tmp_path: Path) -> None:
+    issues = list(overlay_issues("gpuOperator", "v26.7.0", {"operator": {"priorityClassName": "x"}}, None, "CACHE"))
+    assert [(i.path, i.at_key, i.message, i.hint) for i in issues] == [
+        (
+            ("helm", "gpuOperator", "values"),
+            True,
+            "the default values of chart gpu-operator v26.7.0 are not in the upstream cache (CACHE), so this overlay"
+            " cannot be checked: gpufleet refuses an unchecked one",
+            "fetch them with `python tools/fetch_upstream.py` (in a gpufleet checkout), or remove helm.gpuOperator",
+        )
+    ]
+    # A guarded path is refused for its reason even then.
+    guarded = list(overlay_issues("gpuOperator", "v26.7.0", {"cdi": {"enabled": True}}, None, "CACHE"))
+    assert [i.path for i in guarded] == [("helm", "gpuOperator", "values", "cdi"), ("helm", "gpuOperator", "values")]
+
+
+def _spec(overlay: str) -> str:
+    return MINIMAL + overlay
+
+
+OVERLAY = """\
+helm:
+  gpuOperator:
+    values:
+      operator: {priorityClassName: system-cluster-critical}
+      daemonsets: {labels: {example.com/team: infra}}
+"""
+
+
+def test_validate_refuses_an_overlay_without_the_chart_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPUFLEET_UPSTREAM_DIR", str(tmp_path))
+    with pytest.raises(SpecError) as raised:
+        load_fleet_text(_spec(OVERLAY))
+    line = MINIMAL.count("\n") + 3  # helm:, gpuOperator:, values:
+    assert raised.value.render() == (
+        f"fleet.yaml:{line}:5: helm.gpuOperator.values: the default values of chart gpu-operator v26.7.0 are not in"
+        f" the upstream cache ({tmp_path}), so this overlay cannot be checked: gpufleet refuses an unchecked one\n"
+        f"{line:>5} |     values:\n"
+        "      |     ^\n"
+        "hint: fetch them with `python tools/fetch_upstream.py` (in a gpufleet checkout), or remove helm.gpuOperator\n"
+        "fleet.yaml: 1 error(s)"
+    )
+
+
+def test_the_cache_is_where_the_fetch_tool_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPUFLEET_UPSTREAM_DIR", str(tmp_path))
+    assert chart_values.upstream_dir() == tmp_path == fetch_upstream.default_dir()
+    monkeypatch.delenv("GPUFLEET_UPSTREAM_DIR")
+    assert chart_values.upstream_dir() == fetch_upstream.default_dir() == Path.home() / ".cache/gpufleet/upstream"
+
+
+def test_unknown_key_in_a_real_spec_is_positioned_with_a_hint() -> None:
+    require_shared()
+    spec = _spec("helm:\n  gpuOperator:\n    values:\n      devicePlugin: {envv: []}\n")
+    with pytest.raises(SpecError) as raised:
+        load_fleet_text(spec)
+    line = MINIMAL.count("\n") + 4
+    assert raised.value.render() == (
+        f"fleet.yaml:{line}:22: helm.gpuOperator.values.devicePlugin.envv: unknown key devicePlugin.envv: chart"
+        " gpu-operator v26.7.0 has no such value\n"
+        f"{line:>5} |       devicePlugin: {{envv: []}}\n"
+        "      |                      ^\n"
+        'hint: did you mean "devicePlugin.env"?\n'
+        "fleet.yaml: 1 error(s)"
+    )
+
+
+def test_an_unknown_chart_and_one_the_fleet_does_not_install() -> None:
+    spec = _spec("helm:\n  kueu: {values: {a: 1}}\n  karpenter: {values: {replicas: 1}}\n")
+    with pytest.raises(SpecError) as raised:
+        load_fleet_text(spec)
+    assert [(i.path, i.message, i.hint) for i in raised.value.issues] == [
+        (("helm", "kueu"), '"kueu" is not a chart gpufleet installs', 'did you mean "kueue"?'),
+        (
+            ("helm", "karpenter"),
+            "no environment of the fleet installs Karpenter, so its values have no release",
+            "remove helm.karpenter",
+        ),
+    ]
+
+
+def test_an_environment_override_is_checked_and_null_removes_an_overlay_key() -> None:
+    require_shared()
+    spec = _spec(OVERLAY).replace(
+        "      through: admission\n",
+        "      through: admission\n    overrides:\n      helm: {gpuOperator: {values: {operator: null, cdi: {enabled: true}}}}\n",
+    )
+    with pytest.raises(SpecError) as raised:
+        load_fleet_text(spec)
+    assert [(i.path, i.context) for i in raised.value.issues] == [
+        (("helm", "gpuOperator", "values", "cdi"), "environment dev")
+    ]
+    valid = load_fleet_text(spec.replace(", cdi: {enabled: true}", ""))
+    assert valid.environments["dev"].helm_values == {
+        "gpuOperator": {"daemonsets": {"labels": {"example.com/team": "infra"}}}
+    }
+
+
+def _release(plan: Any, name: str) -> dict[str, Any]:
+    return next(
+        r.args for s in plan.stages for r in s.content.resources if r.type == RELEASE and r.args["name"] == name
+    )
+
+
+def test_the_overlay_is_merged_last_into_the_release_values() -> None:
+    require_shared()
+    plan = build_plan(load_fleet_text(_spec(OVERLAY)).environments["dev"], "dev")
+    without = build_plan(load_fleet_text(MINIMAL).environments["dev"], "dev")
+    values, before = _release(plan, "gpu-operator")["values"], _release(without, "gpu-operator")["values"]
+    assert values["operator"] == {"priorityClassName": "system-cluster-critical"}
+    assert values["daemonsets"] == {**before["daemonsets"], "labels": {"example.com/team": "infra"}}
+    assert {k: v for k, v in values.items() if k != "operator"} == {**before, "daemonsets": values["daemonsets"]}
+
+
+def test_plan_md_lists_each_overlay_key_and_value() -> None:
+    require_shared()
+    spec = _spec(OVERLAY + "  nodeProblemDetector: {values: {priorityClassName: system-node-critical}}\n").replace(
+        "      through: admission\n", "      through: admission\n  prod:\n    rollout:\n      through: health\n"
+    )
+    md = plan_markdown(build_plan(load_fleet_text(spec).environments["dev"], "dev"))
+    section = md.split("## Helm values overlays\n", 1)[1].split("\n## ", 1)[0]
+    assert section.strip().splitlines()[-5:] == [
+        "| component | chart | key | value |",
+        "|---|---|---|---|",
+        '| NVIDIA GPU Operator | gpu-operator v26.7.0 | `operator.priorityClassName` | `"system-cluster-critical"` |',
+        '| NVIDIA GPU Operator | gpu-operator v26.7.0 | `daemonsets.labels.example\\.com/team` | `"infra"` |',
+        '| Node Problem Detector | not in this environment | `priorityClassName` | `"system-node-critical"` |',
+    ]
+    assert "## Helm values overlays" not in plan_markdown(
+        build_plan(load_fleet_text(MINIMAL).environments["dev"], "dev")
+    )
+
+
+def test_the_model_sees_the_merged_values() -> None:
+    """A controller placement gpufleet leaves to the chart is the overlay's to set, and the model judges it: the GPU
+    Operator's controller sent to a tainted GPU group would never run, so synth refuses the fleet."""
+    require_shared()
+    spec = _spec("helm:\n  gpuOperator:\n    values:\n      operator: {nodeSelector: {gpufleet.io/node-group: l4}}\n")
+    fleet = load_fleet_text(spec).environments["dev"]
+    with pytest.raises(Contradictions) as raised:
+        synth_tree(fleet, "dev")
+    assert any("gpu-operator/gpu-operator would not run" in i.message for i in raised.value.issues), raised.value
+
+
+def test_a_changed_overlay_is_a_change_of_the_release_values_in_diff(tmp_path: Path) -> None:
+    require_shared()
+    trees = {}
+    for name, spec in (("old", _spec(OVERLAY)), ("new", _spec(OVERLAY.replace("system-cluster-critical", "high")))):
+        write_tree(synth_tree(load_fleet_text(spec).environments["dev"], "dev")[1], str(tmp_path / name))
+        trees[name] = read_tree(tmp_path / name)
+    report = diff_trees(trees["old"], trees["new"])
+    assert [(c.id, c.action, c.paths) for c in report.changes] == [
+        ("helm-gpu-operator", "update", ("values.operator.priorityClassName",))
+    ]
+
+
+def _value_paths(values: Any, path: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
+    out = {path}
+    if isinstance(values, dict):
+        for key, value in values.items():
+            out |= _value_paths(value, path + (key,))
+    return out
+
+
+def test_every_guarded_path_is_a_value_of_the_pinned_chart_or_one_gpufleet_renders() -> None:
+    """So the list cannot guard a key that does not exist (and give a reason for nothing)."""
+    require_shared()
+    fleets = [load_fleet_text((ROOT / "fleet.yaml").read_text()).environments["prod"]]
+    rendered: dict[str, set[tuple[str, ...]]] = {}
+    for fleet in fleets:
+        for stage in build_plan(fleet, "prod").stages:
+            for r in stage.content.resources:
+                if r.type == RELEASE:
+                    key = next(k for k, c in COMPONENTS.items() if r.args["chart"].endswith(c.chart))
+                    rendered.setdefault(key, set()).update(_value_paths(r.args["values"]))
+    for component, paths in GUARDED.items():
+        chart = COMPONENTS[component].chart
+        known = _value_paths(pinned_chart_values(chart, default_release(component))) | rendered.get(component, set())
+        for path in paths:
+            assert path in known, f"{component}: {'.'.join(path)} is neither in {chart}'s values nor rendered"
+
+
+def test_no_issue_for_a_spec_without_overlays() -> None:
+    assert not [i for i in load_fleet_text(MINIMAL).warnings if i.path[:1] == ("helm",)]
