@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from gpufleet.policies import checks_karpenter
 from gpufleet.policies.resources import (
     BUCKET_TYPES,
     HELM_TYPES,
@@ -171,6 +172,39 @@ def host_toolkit_escape_closed(resources: Sequence[Resource]) -> Iterator[tuple[
                     f"GPU group {name!r} uses the node's container toolkit, and its user data does not set"
                     " accept-nvidia-visible-devices-envvar-when-unprivileged = false: any pod can see every GPU of its"
                     " node"
+                ),
+            )
+    yield from _node_class_escape(resources)
+
+
+def _node_class_escape(resources: Sequence[Resource]) -> Iterator[tuple[Resource, str]]:
+    """The same for the EC2NodeClass of every GPU Karpenter pool: its userData (merged by Karpenter with its own,
+    which never touches the toolkit's config) closes the escape, or Bottlerocket leaves it at its default."""
+    seen: set[str] = set()
+    for node_class, pool in checks_karpenter.gpu_node_classes(resources):
+        if str(node_class.get("id")) in seen:
+            continue
+        seen.add(str(node_class.get("id")))
+        text = checks_karpenter.user_data(node_class)
+        if text is None and is_unknown(get(inputs(node_class), "spec.userData")):
+            continue
+        if text is not None and not mime_parts(text):
+            settings = bottlerocket_settings(text)
+            if settings is not None:
+                if truthy(get(settings, "nvidia-container-runtime.visible-devices-envvar-when-unprivileged")):
+                    yield (
+                        node_class,
+                        f"Bottlerocket settings of NodePool {pool!r} accept NVIDIA_VISIBLE_DEVICES from unprivileged"
+                        " pods",
+                    )
+                continue
+        if text is None or not any(_HOST_ESCAPE.search(script) for script in shell_parts(text)):
+            yield (
+                node_class,
+                (
+                    f"GPU NodePool {pool!r} uses the node's container toolkit, and its EC2NodeClass's userData does not"
+                    " set accept-nvidia-visible-devices-envvar-when-unprivileged = false: any pod can see every GPU of"
+                    " its node"
                 ),
             )
 

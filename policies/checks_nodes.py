@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 
+from gpufleet.policies import checks_karpenter
 from gpufleet.policies.resources import (
     Resource,
     by_type,
@@ -19,7 +20,7 @@ from gpufleet.policies.resources import (
     user_data_text,
     workload_class,
 )
-from gpufleet.spec.names import LABEL_FABRIC
+from gpufleet.spec.names import LABEL_FABRIC, LABEL_WORKLOAD_CLASS
 from gpufleet.tree.entries import (
     LAUNCH_TEMPLATE,
     NODE_GROUP,
@@ -36,6 +37,7 @@ FLOATING_VERSIONS = ("$Latest", "$Default")
 
 
 def gpu_taint(resource: Resource) -> Iterator[str]:
+    yield from checks_karpenter.gpu_pool_taint(resource)
     if not is_gpu_node_group(resource):
         return
     raw = inputs(resource).get("taints")
@@ -100,6 +102,7 @@ def desired_size_ignored(resource: Resource) -> Iterator[str]:
 
 
 def training_topology(resources: Sequence[Resource]) -> Iterator[tuple[Resource, str]]:
+    yield from karpenter_training_topology(resources)
     for group in by_type(resources, NODE_GROUP):
         if not is_gpu_node_group(group) or workload_class(group) != "Training":
             continue
@@ -130,6 +133,40 @@ def training_topology(resources: Sequence[Resource]) -> Iterator[tuple[Resource,
                 template,
                 (
                     f"launch template of Training group {name!r} sets topologyManagerPolicy {policy or 'none (unset)'},"
+                    " not restricted: a pod's GPUs, NICs and CPUs may span more NUMA nodes than they need"
+                ),
+            )
+
+
+def karpenter_training_topology(resources: Sequence[Resource]) -> Iterator[tuple[Resource, str]]:
+    """A Training Karpenter pool's EC2NodeClass userData sets an aligning Topology Manager policy (Karpenter merges
+    its own NodeConfig after ours and sets no topologyManagerPolicy: spec.kubelet has no such field)."""
+    for pool in by_type(resources, checks_karpenter.NODE_POOL):
+        if not checks_karpenter.is_gpu_pool(pool):
+            continue
+        if checks_karpenter.pool_labels(pool).get(LABEL_WORKLOAD_CLASS) != "Training":
+            continue
+        name = checks_karpenter.name(pool)
+        node_class = checks_karpenter.node_class_of(resources, pool)
+        if node_class is None:
+            continue  # a class outside the stack cannot be read before deployment
+        text = checks_karpenter.user_data(node_class)
+        if text is None:
+            if inputs(node_class).get("spec", {}).get("userData") is None:
+                yield (
+                    node_class,
+                    (
+                        f"EC2NodeClass of Training NodePool {name!r} has no userData: Topology Manager stays at policy"
+                        " none"
+                    ),
+                )
+            continue
+        policy = topology_manager_policy(text)
+        if policy not in ("restricted", "single-numa-node"):
+            yield (
+                node_class,
+                (
+                    f"EC2NodeClass of Training NodePool {name!r} sets topologyManagerPolicy {policy or 'none (unset)'},"
                     " not restricted: a pod's GPUs, NICs and CPUs may span more NUMA nodes than they need"
                 ),
             )

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from gpufleet.policies import checks_access, checks_cluster, checks_nodes
+from gpufleet.policies import checks_access, checks_cluster, checks_karpenter, checks_nodes
 from gpufleet.policies.resources import Resource
 
 MANDATORY = "mandatory"
@@ -112,8 +112,8 @@ RULES: tuple[Rule, ...] = (
         severity=MANDATORY,
         scope="resource",
         description=(
-            "Every GPU node group carries the nvidia.com/gpu NO_SCHEDULE taint, so only pods that request GPUs land"
-            " there."
+            "Every GPU node group (and every GPU Karpenter NodePool's template) carries the nvidia.com/gpu NO_SCHEDULE"
+            " taint, so only pods that request GPUs land there."
         ),
         hint=(
             'add the taint {key: nvidia.com/gpu, value: "true", effect: NO_SCHEDULE} to the node group (EKS\'s '
@@ -162,8 +162,8 @@ RULES: tuple[Rule, ...] = (
         severity=MANDATORY,
         scope="stack",
         description=(
-            "Training node groups run the kubelet Topology Manager with an aligning policy, restricted or"
-            " single-numa-node (launch template user data)."
+            "Training node groups and Karpenter pools run the kubelet Topology Manager with an aligning policy,"
+            " restricted or single-numa-node (launch template user data, EC2NodeClass userData)."
         ),
         hint=(
             "set nodeGroups[].topology.policy: restricted (or leave it unset on Training groups) so the launch"
@@ -181,6 +181,45 @@ RULES: tuple[Rule, ...] = (
             "template gets one EFA interface per network card"
         ),
         check=_stack_rule(checks_nodes.efa_single_zone),
+    ),
+    Rule(
+        name="karpenter-imds-v2",
+        severity=MANDATORY,
+        scope="resource",
+        description=(
+            "An EC2NodeClass's nodes answer IMDSv2 only (httpTokens required) with a PUT hop limit of 1, so pods cannot"
+            " reach the node role's credentials."
+        ),
+        hint=(
+            "set spec.metadataOptions {httpEndpoint: enabled, httpTokens: required, httpPutResponseHopLimit: 1} (or"
+            " leave metadataOptions out: the CRD defaults to exactly that); pods use EKS Pod Identity instead"
+        ),
+        check=_resource_rule(checks_karpenter.imds_locked),
+    ),
+    Rule(
+        name="karpenter-volumes-encrypted",
+        severity=MANDATORY,
+        scope="resource",
+        description="Every EBS volume an EC2NodeClass maps (root and data) is encrypted.",
+        hint=(
+            "set encrypted: true on every spec.blockDeviceMappings[].ebs (or leave blockDeviceMappings out: Karpenter's"
+            " default mappings are encrypted)"
+        ),
+        check=_resource_rule(checks_karpenter.volumes_encrypted),
+    ),
+    Rule(
+        name="karpenter-gpu-disruption",
+        severity=MANDATORY,
+        scope="resource",
+        description=(
+            "A GPU NodePool never evicts running work for Karpenter's own reasons: expireAfter Never, consolidation"
+            " WhenEmpty, and on Training and Interactive pools a disruption budget of 0 nodes for reason Drifted."
+        ),
+        hint=(
+            "set spec.template.spec.expireAfter: Never, spec.disruption.consolidationPolicy: WhenEmpty, and on"
+            ' Training and Interactive pools a budget {nodes: "0", reasons: [Drifted]} (gpufleet renders all three)'
+        ),
+        check=_resource_rule(checks_karpenter.gpu_pool_disruption),
     ),
     Rule(
         name="gpu-operator-cve-fixed",
@@ -217,7 +256,7 @@ RULES: tuple[Rule, ...] = (
         scope="stack",
         description=(
             "Where the node's own container toolkit is used (operator toolkit disabled), the GPU launch "
-            "templates turn off accept-nvidia-visible-devices-envvar-when-unprivileged."
+            "templates and GPU pools' EC2NodeClasses turn off accept-nvidia-visible-devices-envvar-when-unprivileged."
         ),
         hint=(
             "keep gpufleet's user data part that sets accept-nvidia-visible-devices-envvar-when-unprivileged = false "

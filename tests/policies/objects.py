@@ -364,3 +364,56 @@ def eks_cluster(
         {"name": "research", "vpcConfig": vpc, "tags": tags, "accessConfig": {"authenticationMode": "API"}},
         protect=True,
     )
+
+
+def node_class(group: str = "l40s", user_data: str | None = None, **spec: Any) -> dict[str, Any]:
+    """A Karpenter EC2NodeClass as gpufleet renders it (plan/manifests/karpenter.py): IMDSv2, encrypted volumes."""
+    body: dict[str, Any] = {
+        "amiFamily": "AL2023",
+        "amiSelectorTerms": [{"ssmParameter": "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/nvidia/x"}],
+        "role": "<ref:node-role.name>",
+        "subnetSelectorTerms": [{"id": "subnet-1"}],
+        "securityGroupSelectorTerms": [{"id": "<ref:cluster.vpcConfig.clusterSecurityGroupId>"}],
+        "blockDeviceMappings": [
+            {
+                "deviceName": "/dev/xvda",
+                "ebs": {"volumeSize": "300Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True},
+                "rootVolume": True,
+            }
+        ],
+        "metadataOptions": {
+            "httpEndpoint": "enabled",
+            "httpProtocolIPv6": "disabled",
+            "httpTokens": "required",
+            "httpPutResponseHopLimit": 1,
+        },
+        "userData": user_data if user_data is not None else mime(SINGLE_NUMA, CLOSE_ESCAPE),
+    }
+    body.update(spec)
+    return k8s(
+        {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": group}, "spec": body}
+    )
+
+
+def node_pool(group: str = "l40s", cls: str = "Inference", **spec: Any) -> dict[str, Any]:
+    """A Karpenter NodePool as gpufleet renders it: GPU taint, expireAfter Never, WhenEmpty, budgets by class."""
+    budgets: list[dict[str, Any]] = [{"nodes": "1"}]
+    if cls in ("Training", "Interactive"):
+        budgets.insert(0, {"nodes": "0", "reasons": ["Drifted"]})
+    body: dict[str, Any] = {
+        "template": {
+            "metadata": {"labels": {"gpufleet.io/node-group": group, "gpufleet.io/workload-class": cls}},
+            "spec": {
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": group},
+                "requirements": [
+                    {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["g6e.12xlarge"]}
+                ],
+                "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}],
+                "expireAfter": "Never",
+            },
+        },
+        "limits": {"nvidia.com/gpu": "16"},
+        "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "5m", "budgets": budgets},
+    }
+    body.update(spec)
+    return k8s({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": group}, "spec": body})

@@ -271,3 +271,76 @@ def test_acknowledged_open_endpoint_passes_with_an_advisory_finding(capsys: pyte
         "ADVISORY endpoint-open-acknowledged cluster: the public API endpoint of cluster obs is open to the internet"
         " (0.0.0.0/0), acknowledged: lab cluster - engineers connect from changing home networks" in out
     )
+
+
+KARPENTER_TREE = ROOT / "tests" / "golden" / "trees" / "karpenter-mixed" / "prod"
+
+
+def _spec_of(inv: list[dict[str, Any]], rid: str) -> dict[str, Any]:
+    spec: dict[str, Any] = _find(inv, rid)["inputs"]["spec"]
+    return spec
+
+
+KARPENTER_PLANTED: list[tuple[str, Callable[[list[dict[str, Any]]], None], str]] = [
+    # (rule, plant, resource id reported): each into the rendered karpenter-mixed tree, as `check` reads it
+    (
+        "karpenter-imds-v2",
+        lambda inv: _spec_of(inv, "ec2nodeclass-cluster-l40s")["metadataOptions"].update(httpPutResponseHopLimit=2),
+        "ec2nodeclass-cluster-l40s",
+    ),
+    (
+        "karpenter-volumes-encrypted",
+        lambda inv: _spec_of(inv, "ec2nodeclass-cluster-br")["blockDeviceMappings"][1]["ebs"].pop("encrypted"),
+        "ec2nodeclass-cluster-br",
+    ),
+    (
+        "karpenter-gpu-disruption",
+        lambda inv: _spec_of(inv, "nodepool-cluster-h200")["disruption"].update(budgets=[{"nodes": "1"}]),
+        "nodepool-cluster-h200",
+    ),
+    (
+        "karpenter-gpu-disruption",
+        lambda inv: _spec_of(inv, "nodepool-cluster-l40s")["template"]["spec"].pop("expireAfter"),
+        "nodepool-cluster-l40s",
+    ),
+    (
+        "gpu-node-group-tainted",
+        lambda inv: _spec_of(inv, "nodepool-cluster-a100-mig")["template"]["spec"].update(taints=[]),
+        "nodepool-cluster-a100-mig",
+    ),
+    (
+        "training-topology-aligned",
+        lambda inv: _spec_of(inv, "ec2nodeclass-cluster-h200").update(
+            userData=_spec_of(inv, "ec2nodeclass-cluster-h200")["userData"].replace(
+                "topologyManagerPolicy: restricted", "topologyManagerPolicy: best-effort"
+            )
+        ),
+        "ec2nodeclass-cluster-h200",
+    ),
+    (
+        "host-toolkit-escape-closed",
+        lambda inv: _spec_of(inv, "ec2nodeclass-cluster-notebooks").update(
+            userData=_spec_of(inv, "ec2nodeclass-cluster-notebooks")["userData"].replace(
+                "envvar-when-unprivileged = false", "envvar-when-unprivileged = true"
+            )
+        ),
+        "ec2nodeclass-cluster-notebooks",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("rule", "plant", "resource"), KARPENTER_PLANTED, ids=[f"{p[0]}-{i}" for i, p in enumerate(KARPENTER_PLANTED)]
+)
+def test_planted_karpenter_violation_is_caught(
+    rule: str, plant: Callable[[list[dict[str, Any]]], None], resource: str
+) -> None:
+    """The Karpenter rules run on the NodePools and EC2NodeClasses of a rendered tree: the golden karpenter-mixed
+    tree is clean (test_golden_trees_have_no_mandatory_violation), and each planted violation fails it."""
+    inventory = resources(KARPENTER_TREE)
+    plant(inventory)
+    code, out = report(inventory, "prod")
+    assert f"MANDATORY {rule} {resource}: " in out, out
+    reported = {line.split(" ")[1] for line in out.splitlines() if line.startswith(("MANDATORY ", "ADVISORY "))}
+    assert reported == {rule}, out
+    assert code == 1

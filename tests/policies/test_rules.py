@@ -23,7 +23,9 @@ from tests.policies.objects import (
     k8s,
     launch_template,
     mime,
+    node_class,
     node_group,
+    node_pool,
     queue_name_policy,
     res,
     system_group,
@@ -173,7 +175,127 @@ def _group(group: str, cls: str, **labels: str) -> list[dict[str, Any]]:
     return [ng, launch_template(group)]
 
 
-CASES: list[tuple[str, str, list[dict[str, Any]], set[str]]] = [
+NC, NP = "ec2nodeclass-cluster-l40s", "nodepool-cluster-l40s"
+
+
+def _pool(cls: str = "Inference", edit: Any = None, group: str = "l40s") -> list[dict[str, Any]]:
+    """A Karpenter pool and its EC2NodeClass; `edit(spec)` changes the NodePool's spec."""
+    pool = node_pool(group, cls)
+    if edit is not None:
+        edit(pool["inputs"]["spec"])
+    return [node_class(group), pool]
+
+
+def _class(edit: Any = None, user_data: str | None = None) -> list[dict[str, Any]]:
+    """An Inference pool whose EC2NodeClass `edit(spec)` changes."""
+    nc = node_class("l40s", user_data)
+    if edit is not None:
+        edit(nc["inputs"]["spec"])
+    return [nc, node_pool("l40s")]
+
+
+KARPENTER_CASES: list[tuple[str, str, list[dict[str, Any]], set[str]]] = [
+    ("karpenter-imds-v2", "IMDSv2, hop limit 1", _class(), set()),
+    ("karpenter-imds-v2", "metadataOptions left to the CRD default", _class(lambda s: s.pop("metadataOptions")), set()),
+    (
+        "karpenter-imds-v2",
+        "IMDSv1 allowed",
+        _class(lambda s: s["metadataOptions"].update(httpTokens="optional")),
+        {NC},
+    ),
+    (
+        "karpenter-imds-v2",
+        "hop limit 2 reaches pods",
+        _class(lambda s: s["metadataOptions"].update(httpPutResponseHopLimit=2)),
+        {NC},
+    ),
+    ("karpenter-volumes-encrypted", "encrypted root", _class(), set()),
+    (
+        "karpenter-volumes-encrypted",
+        "Karpenter's default mappings",
+        _class(lambda s: s.pop("blockDeviceMappings")),
+        set(),
+    ),
+    (
+        "karpenter-volumes-encrypted",
+        "unencrypted root",
+        _class(lambda s: s["blockDeviceMappings"][0]["ebs"].update(encrypted=False)),
+        {NC},
+    ),
+    (
+        "karpenter-volumes-encrypted",
+        "data volume without encrypted",
+        _class(lambda s: s["blockDeviceMappings"].append({"deviceName": "/dev/xvdb", "ebs": {"volumeSize": "1Ti"}})),
+        {NC},
+    ),
+    ("karpenter-gpu-disruption", "Inference pool as rendered", _pool(), set()),
+    ("karpenter-gpu-disruption", "Training pool with drift budget 0", _pool("Training"), set()),
+    (
+        "karpenter-gpu-disruption",
+        "consolidation off altogether",
+        _pool(
+            edit=lambda s: s["disruption"].update(
+                consolidationPolicy="WhenEmptyOrUnderutilized", consolidateAfter="Never"
+            )
+        ),
+        set(),
+    ),
+    (
+        "karpenter-gpu-disruption",
+        "nodes expire after 720h",
+        _pool(edit=lambda s: s["template"]["spec"].update(expireAfter="720h")),
+        {NP},
+    ),
+    (
+        "karpenter-gpu-disruption",
+        "expireAfter left to the default",
+        _pool(edit=lambda s: s["template"]["spec"].pop("expireAfter")),
+        {NP},
+    ),
+    (
+        "karpenter-gpu-disruption",
+        "consolidation of underutilized nodes",
+        _pool(edit=lambda s: s["disruption"].pop("consolidationPolicy")),
+        {NP},
+    ),
+    (
+        "karpenter-gpu-disruption",
+        "Interactive pool that drifts busy nodes",
+        _pool("Interactive", edit=lambda s: s["disruption"].update(budgets=[{"nodes": "1"}])),
+        {NP},
+    ),
+    (
+        "gpu-node-group-tainted",
+        "GPU pool without the GPU taint",
+        _pool(edit=lambda s: s["template"]["spec"].update(taints=[])),
+        {NP},
+    ),
+    ("gpu-node-group-tainted", "GPU pool with the GPU taint", _pool(), set()),
+    (
+        "training-topology-aligned",
+        "Training pool at best-effort",
+        [
+            node_class("h200", mime(SINGLE_NUMA.replace("single-numa-node", "best-effort"), CLOSE_ESCAPE)),
+            node_pool("h200", "Training"),
+        ],
+        {"ec2nodeclass-cluster-h200"},
+    ),
+    ("training-topology-aligned", "Training pool aligned", _pool("Training", group="h200"), set()),
+    (
+        "host-toolkit-escape-closed",
+        "pool's userData leaves the escape open",
+        _class(user_data=mime(SINGLE_NUMA)),
+        {NC},
+    ),
+    (
+        "host-toolkit-escape-closed",
+        "Bottlerocket pool at its default",
+        _class(user_data=BOTTLEROCKET_NUMA),
+        set(),
+    ),
+]
+
+CASES: list[tuple[str, str, list[dict[str, Any]], set[str]]] = KARPENTER_CASES + [
     # (rule, case, resources, ids the rule must report)
     ("endpoint-not-open", "public endpoint limited to a VPN range", [eks_cluster(["203.0.113.0/24"])], set()),
     ("endpoint-not-open", "private endpoint", [eks_cluster(None, public=False)], set()),
