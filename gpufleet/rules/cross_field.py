@@ -36,7 +36,7 @@ from gpufleet.spec.fleet import (
     WorkloadClass,
     falls_back,
 )
-from gpufleet.spec.names import DEFAULT_DEVICE_PLUGIN_CONFIG, MIG_DISABLED, RESERVED_NAMESPACES
+from gpufleet.spec.names import DEFAULT_DEVICE_PLUGIN_CONFIG, HEADROOM_PRIORITY, MIG_DISABLED, RESERVED_NAMESPACES
 
 Rule = Callable[[Fleet], Iterable[Issue]]
 RULES: dict[str, Rule] = {}
@@ -850,6 +850,58 @@ def _karpenter(fleet: Fleet) -> Iterator[Issue]:
                     " matching of any reservation is not available"
                 ),
                 hint="name the reservation: reservation: {id: cr-..., instanceCount: <instances reserved>}",
+            )
+
+
+@rule("headroom")
+def _headroom(fleet: Fleet) -> Iterator[Issue]:
+    """headroom: placeholder pods that keep whole nodes free for serving. They can hold only nodes the group may run,
+    must be started by something (an autoscaler, or minSize), must stay out of Kueue TAS's accounting (KEP-2724
+    "Non-exclusive use of nodes": TAS assumes every pod on its nodes is one it admitted), and must rank below the
+    classes meant to take their place (kube-scheduler preempts only pods of lower priority)."""
+    held = False
+    for path, group in _groups(fleet):
+        if group.headroom is None:
+            continue
+        held = True
+        nodes = group.headroom.nodes
+        if nodes > group.max_size:
+            yield Issue(
+                path=path + ("headroom", "nodes"),
+                message=f"a headroom of {nodes} node(s) is larger than the group's maxSize {group.max_size}",
+                hint=f"the placeholders hold only nodes the group may run: set headroom.nodes to {group.max_size} or"
+                " less, or raise scaling.maxSize",
+            )
+        if group.provisioner == "ManagedNodeGroup" and fleet.cluster.autoscaler == "None" and nodes > group.min_size:
+            yield Issue(
+                path=path + ("headroom", "nodes"),
+                message=(
+                    f"a headroom of {nodes} node(s) on a group of minSize {group.min_size} that nothing scales up"
+                    " (cluster.autoscaler is None): the placeholders beyond minSize stay Pending and keep no node warm"
+                ),
+                hint=f"set cluster.autoscaler: Install, or headroom.nodes to at most minSize ({group.min_size})",
+            )
+        if defaults.placement(fleet, group) != "None":
+            yield Issue(
+                path=path + ("headroom",),
+                at_key=True,
+                message=(
+                    f"headroom on a topology-aware group (placement {defaults.placement(fleet, group)}): Kueue TAS"
+                    " counts the group's nodes as its own and would find the placeholders' GPUs taken"
+                ),
+                hint="set topology.placement: None on the group, or remove headroom",
+            )
+    if not held:
+        return
+    for i, priority in enumerate(fleet.admission.priorities):
+        if not priority.preemptible and priority.value <= HEADROOM_PRIORITY:
+            yield Issue(
+                path=("admission", "priorities", i, "value"),
+                message=(
+                    f"priority {priority.name} ({priority.value}) does not rank above the headroom placeholders"
+                    f" ({HEADROOM_PRIORITY}): its pods cannot preempt them, so the warm nodes are never theirs"
+                ),
+                hint=f"give {priority.name} a value above {HEADROOM_PRIORITY}",
             )
 
 

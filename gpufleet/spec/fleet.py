@@ -99,6 +99,13 @@ class WarmPool:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Headroom:
+    """headroom: whole nodes kept free for serving by low-priority placeholder pods (plan.manifests.headroom)."""
+
+    nodes: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MigSlice:
     """sharing.layout[]: `gpus` consecutive GPUs of a node partitioned into `profile` (MIG strategy Mixed)."""
 
@@ -169,6 +176,7 @@ class NodeGroup:
     max_size: int
     desired_size: int | None
     warm_pool: WarmPool | None
+    headroom: Headroom | None  # None: no headroom (absent, or nodes 0)
     zone: str | None
     placement_group: str | None  # an existing one by name, "None" for none; None: gpufleet creates one (EFA)
     subnet_ids: tuple[str, ...] | None
@@ -471,6 +479,7 @@ def _reservation(d: Mapping[str, Any] | None) -> Reservation | None:
 
 def _node_group(d: Mapping[str, Any]) -> NodeGroup:
     wp = d.get("warmPool")
+    hr = d.get("headroom")
     sh = d["sharing"]
     topo = d["topology"]
     upd = d["update"]
@@ -498,6 +507,7 @@ def _node_group(d: Mapping[str, Any]) -> NodeGroup:
                 reuse_on_scale_in=wp["reuseOnScaleIn"],
             )
         ),
+        headroom=Headroom(nodes=hr["nodes"]) if hr is not None and hr["nodes"] > 0 else None,
         zone=d.get("zone"),
         placement_group=d.get("placementGroup"),
         subnet_ids=tuple(d["subnetIds"]) if "subnetIds" in d else None,

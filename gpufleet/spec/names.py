@@ -59,6 +59,14 @@ LABEL_TEAM = "gpufleet.io/team"
 TEAM_GROUP_PREFIX = "gpufleet-team-"
 TAG_OPEN_ENDPOINT_REASON = "gpufleet.io/open-endpoint-reason"
 
+# Headroom (nodeGroups[].headroom, docs/inference.md "Headroom"): the placeholder pods' PriorityClass and its value,
+# the lowest that still makes the Cluster Autoscaler scale up: "Priority -10 will be reserved for overprovisioning
+# pods as it is the lowest priority that triggers scaling clusters" (kubernetes/autoscaler cluster-autoscaler/FAQ.md,
+# "How can I configure overprovisioning with Cluster Autoscaler?"; --expendable-pods-priority-cutoff defaults to -10,
+# pods below it are ignored for scale-up and scale-down, config/flags/flags.go).
+HEADROOM_PRIORITY_CLASS = "gpufleet-headroom"
+HEADROOM_PRIORITY = -10
+
 # Extended resources the device plugins advertise.
 GPU_RESOURCE = "nvidia.com/gpu"
 # MIG strategy mixed: one resource per profile, nvidia.com/mig-<profile> (NVIDIA/k8s-device-plugin internal/rm/rm.go)

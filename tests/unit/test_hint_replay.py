@@ -662,6 +662,40 @@ REPLAYS: tuple[Replay, ...] = (
         {"nodeGroups.0.warmPool": DEL},
     ),
     R(
+        "headroom-above-max-size",
+        {"nodeGroups.0.headroom": {"nodes": 5}},
+        "the placeholders hold only nodes the group may run: set headroom.nodes to 4 or less, or raise scaling.maxSize",
+        {"nodeGroups.0.headroom.nodes": 4},
+    ),
+    R(
+        "headroom-nothing-scales-up",
+        {"cluster.autoscaler": "None", "nodeGroups.0.headroom": {"nodes": 1}},
+        "set cluster.autoscaler: Install, or headroom.nodes to at most minSize (0)",
+        {"cluster.autoscaler": "Install"},
+    ),
+    R(
+        "headroom-tas",
+        {
+            **P5_EFA,
+            "nodeGroups.0.zone": "use1-az4",
+            "nodeGroups.0.subnetIds": ["subnet-0aa"],
+            "nodeGroups.0.scaling": {"minSize": 2, "maxSize": 2},
+            "nodeGroups.0.headroom": {"nodes": 1},
+            "teams.0.quotas": [{"nodeGroup": "l4", "gpus": 16}],
+        },
+        "set topology.placement: None on the group, or remove headroom",
+        {"nodeGroups.0.topology.placement": "None"},
+    ),
+    R(
+        "headroom-serving-priority",
+        {
+            "nodeGroups.0.headroom": {"nodes": 1},
+            "admission.priorities": [{"name": "serving", "value": -10, "preemptible": False}],
+        },
+        "give serving a value above -10",
+        {"admission.priorities.0.value": 100},
+    ),
+    R(
         "karpenter-warm-pool",
         {"nodeGroups.0.provisioner": "Karpenter", "nodeGroups.0.warmPool": {"minSize": 1}},
         "remove warmPool (pre-pulled images shorten a Karpenter node's start), or use provisioner ManagedNodeGroup",

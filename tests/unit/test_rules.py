@@ -731,6 +731,79 @@ CASES: list[Any] = [
         ],
         id="warm/bottlerocket-reuse",
     ),
+    # headroom
+    pytest.param("headroom", [group(headroom={"nodes": 4})], [], id="headroom/at-max-size"),
+    pytest.param("headroom", [group(headroom={"nodes": 0})], [], id="headroom/off"),
+    pytest.param(
+        "headroom", [group(provisioner="Karpenter", headroom={"nodes": 1})], [], id="headroom/karpenter-without-ca"
+    ),
+    pytest.param(
+        "headroom",
+        [group(headroom={"nodes": 5})],
+        [("nodeGroups[0].headroom.nodes", "a headroom of 5 node(s) is larger than the group's maxSize 4")],
+        id="headroom/above-max-size",
+    ),
+    pytest.param(
+        "headroom",
+        [at("cluster", "autoscaler", value="None"), group(headroom={"nodes": 1})],
+        [
+            (
+                "nodeGroups[0].headroom.nodes",
+                "a headroom of 1 node(s) on a group of minSize 0 that nothing scales up (cluster.autoscaler is None):"
+                " the placeholders beyond minSize stay Pending and keep no node warm",
+            )
+        ],
+        id="headroom/nothing-scales-up",
+    ),
+    pytest.param(
+        "headroom",
+        [at("cluster", "autoscaler", value="None"), group(headroom={"nodes": 1}, scaling={"minSize": 1, "maxSize": 4})],
+        [],
+        id="headroom/within-min-size-without-ca",
+    ),
+    pytest.param(
+        "headroom",
+        [
+            group(
+                instanceType="p5.48xlarge",
+                workloadClass="Training",
+                fabric="EFA",
+                zone="use1-az4",
+                subnetIds=["subnet-0aa"],
+                scaling={"minSize": 2, "maxSize": 2},
+                headroom={"nodes": 1},
+            ),
+        ],
+        [
+            (
+                "nodeGroups[0].headroom",
+                "headroom on a topology-aware group (placement Preferred): Kueue TAS counts the group's nodes as its"
+                " own and would find the placeholders' GPUs taken",
+            )
+        ],
+        id="headroom/tas",
+    ),
+    pytest.param(
+        "headroom",
+        [
+            group(headroom={"nodes": 1}),
+            at("admission", "priorities", value=[{"name": "serving", "value": -10, "preemptible": False}]),
+        ],
+        [
+            (
+                "admission.priorities[0].value",
+                "priority serving (-10) does not rank above the headroom placeholders (-10): its pods cannot preempt"
+                " them, so the warm nodes are never theirs",
+            )
+        ],
+        id="headroom/serving-not-above-placeholders",
+    ),
+    pytest.param(
+        "headroom",
+        [at("admission", "priorities", value=[{"name": "serving", "value": -10, "preemptible": False}])],
+        [],
+        id="headroom/low-serving-without-headroom",
+    ),
     # karpenter
     pytest.param("karpenter", [group(provisioner="Karpenter")], [], id="karpenter/plain"),
     pytest.param("karpenter", [group(warmPool={"minSize": 1})], [], id="karpenter/managed-warm-pool"),

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from gpufleet.facts import catalog
+from gpufleet.facts import catalog, pricing
 from gpufleet.facts.stages import StageName
 from gpufleet.plan.builders import health as health_stage
 from gpufleet.plan.builders import karpenter as karpenter_nodes
@@ -30,11 +30,17 @@ from gpufleet.plan.builders.node_groups import (
     managed_node_group,
     prepuller,
 )
-from gpufleet.plan.manifests import autoscaler, gpu_operator, node_bootstrap
+from gpufleet.plan.manifests import autoscaler, gpu_operator, headroom, node_bootstrap
 from gpufleet.plan.parts import AtFoundation, BuildContext, Resource, StageContent
 from gpufleet.spec import warm_pool
 from gpufleet.spec.fleet import Fabric, Fleet
-from gpufleet.spec.names import NS_GPU_OPERATOR, NS_SYSTEM, SYSTEM_NODE_GROUP
+from gpufleet.spec.names import (
+    HEADROOM_PRIORITY,
+    HEADROOM_PRIORITY_CLASS,
+    NS_GPU_OPERATOR,
+    NS_SYSTEM,
+    SYSTEM_NODE_GROUP,
+)
 
 AUTOSCALER_ROLE = "cluster-autoscaler-role"
 AUTOSCALER_POLICY = "cluster-autoscaler-policy"
@@ -93,6 +99,7 @@ def build(ctx: BuildContext) -> StageContent:
         daemonset = prepuller(fleet, group, system_ns.id)
         if daemonset is not None:
             resources.append(daemonset)
+    resources += headroom_resources(ctx, system_ns.id)
 
     # The operator mounts the ConfigMaps its values name as non-optional volumes (NVIDIA/gpu-operator
     # controllers/object_controls.go @ v26.7.0): they are created here, before the release, not by the stage whose
@@ -232,7 +239,7 @@ def _notes(ctx: BuildContext) -> list[str]:
             f"| {g.name} | {g.instance_type} | {gpus} | {g.workload_class.value} | {g.capacity_type.value} |"
             f" {g.min_size}..{g.max_size} | {pool} | {g.fabric.value} | {policy}/{scope} | {share} |"
         )
-    return lines + _warm_pool_notes(fleet) + _gating_notes(fleet)
+    return lines + _warm_pool_notes(fleet) + headroom_notes(ctx) + _gating_notes(fleet)
 
 
 def _gating_notes(fleet: Fleet) -> list[str]:
@@ -271,6 +278,57 @@ def _gating_notes(fleet: Fleet) -> list[str]:
             + "/<group>/images`: changing an image set updates it and the DaemonSet, never a launch template, so"
             " no node is replaced for it.",
         ]
+    return lines
+
+
+def headroom_resources(ctx: BuildContext, namespace_id: str) -> list[Resource]:
+    """The placeholders' PriorityClass and one placeholder Deployment per group with headroom
+    (gpufleet.plan.manifests.headroom). The class comes first: the Priority admission plugin refuses a pod that names
+    a class that does not exist, so the ReplicaSet could not create the placeholders."""
+    held = [g for g in ctx.fleet.node_groups if g.headroom is not None]
+    if not held:
+        return []
+    priority = k8s(headroom.priority_class())
+    with_sharing = ctx.includes("sharing")
+    return [priority] + [
+        k8s(headroom.placeholder_deployment(g, with_sharing=with_sharing), depends_on=(namespace_id, priority.id))
+        for g in held
+    ]
+
+
+def headroom_notes(ctx: BuildContext) -> list[str]:
+    """Per group with headroom: the placeholders, what they hold, the nodes that run when the group is idle, and what
+    the warm nodes cost (each is a whole node billed around the clock while the group is below maxSize)."""
+    fleet = ctx.fleet
+    held = [g for g in fleet.node_groups if g.headroom is not None]
+    if not held:
+        return []
+    lines = [
+        "",
+        (
+            f"Headroom (`headroom.nodes`): placeholder pods `{headroom.APP}` in `{NS_SYSTEM}` (PriorityClass"
+            f" `{HEADROOM_PRIORITY_CLASS}`, value {HEADROOM_PRIORITY}, preemptionPolicy Never), one"
+            " per warm node, each holding the node's GPUs. A serving pod (or any pod of priority above"
+            f" {HEADROOM_PRIORITY} that may preempt) takes a warm node at once by preempting one; the"
+            " evicted placeholder then brings up the next node. Kueue does not manage them; they hold no team quota."
+            " Batch and training pods (preemptionPolicy Never) do not take warm nodes."
+        ),
+        "",
+        "| node group | provisioner | warm nodes | each holds | nodes running when idle | standing cost/month |",
+        "|---|---|---|---|---|---|",
+    ]
+    for g in held:
+        assert g.headroom is not None
+        info = catalog.lookup(g.instance_type)
+        price = group_gpu_hour_usd(fleet, g)[0]
+        n = g.headroom.nodes
+        devices = headroom.held_devices(g, with_sharing=ctx.includes("sharing"))
+        cost = "unknown" if price is None or info is None else usd(n * price * info.gpu_count * pricing.HOURS_PER_MONTH)
+        each = ", ".join(f"`{k}: {v}`" for k, v in devices.items())
+        lines.append(
+            f"| {g.name} | {g.provisioner} | {n} | {each} | {max(n, g.min_size)} (minSize {g.min_size}) | {cost}"
+            f" ({n} x {g.instance_type} around the clock) |"
+        )
     return lines
 
 

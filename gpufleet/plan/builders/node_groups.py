@@ -11,6 +11,9 @@ from gpufleet.facts import catalog
 from gpufleet.plan.builders.cluster import NODE_ROLE, node_role_attachments, tags
 from gpufleet.plan.builders.common import AWS_PROVIDER, CLUSTER, k8s
 from gpufleet.plan.manifests import checkov, node_bootstrap
+
+# The pinned pause image (registry.k8s.io/pause, multi-arch) of the prepuller's main container and the placeholders.
+from gpufleet.plan.manifests.headroom import PAUSE_IMAGE
 from gpufleet.plan.parts import BuildContext, Concat, Ref, Resource
 from gpufleet.spec import defaults, warm_pool
 from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup, Reservation
@@ -37,8 +40,6 @@ CAPACITY_TYPES = {
     CapacityType.CAPACITY_BLOCK: "CAPACITY_BLOCK",
 }
 SKIP_AWAIT = "pulumi.com/skipAwait"
-# Pinned pause image for the prepuller's main container (registry.k8s.io/pause, multi-arch).
-PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 
 
 def node_labels(group: NodeGroup, extra: dict[str, str]) -> dict[str, str]:

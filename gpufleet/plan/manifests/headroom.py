@@ -1,0 +1,144 @@
+"""Headroom: whole GPU nodes kept free for serving by placeholder pods, the replacement for a warm pool where the
+group has none (Karpenter groups, or a managed group whose serving should land on a running node).
+
+The pattern is the Cluster Autoscaler's "overprovisioning" (kubernetes/autoscaler cluster-autoscaler/FAQ.md, "How
+can I configure overprovisioning with Cluster Autoscaler?") and Kubernetes' "Overprovision Node Capacity For A
+Cluster" (kubernetes/website content/en/docs/tasks/administer-cluster/node-overprovisioning.md): a Deployment of
+pause pods of a negative-priority PriorityClass holds capacity; a pod of higher priority that is unschedulable
+makes the kube-scheduler preempt one (pkg/scheduler/framework/plugins/defaultpreemption), takes its node at once,
+and the evicted placeholder, now pending, makes the autoscaler bring up the next node.
+
+- Priority -10 (gpufleet.spec.names.HEADROOM_PRIORITY): the lowest the Cluster Autoscaler still scales up for (its
+  --expendable-pods-priority-cutoff default); Karpenter provisions for any pending pod regardless of priority
+  (kubernetes-sigs/karpenter pkg/utils/pod/scheduling.go IsProvisionable). Every gpufleet priority class is above it.
+- preemptionPolicy Never: a placeholder never evicts anything, not even another placeholder.
+- Each pod holds every GPU device one node of the group advertises (sharing.advertised), so one pod is one node,
+  no spreading rule is needed, and Kueue admissions see the node's GPUs as taken only by pods Kueue does not count.
+  Where the device plugin refuses more than one shared device per container (failRequestsGreaterThanOne:
+  time-slicing as gpufleet configures it, MPS always), the pod has one container per device.
+- In gpufleet-system: outside Kueue's managedJobsNamespaceSelector (the team namespaces) and without a queue name
+  (manageJobsWithoutQueueName false), so Kueue neither gates them nor charges them to a team's quota.
+- terminationGracePeriodSeconds 0: the preempting pod waits for its victims to terminate, so a placeholder leaves at
+  once (the FAQ's Deployment sets the same).
+- strategy Recreate: a rolling update would surge a placeholder above the count, and the autoscaler would start a
+  node for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpufleet.plan.manifests import checkov, sharing
+from gpufleet.spec.fleet import NodeGroup, SharingStrategy
+from gpufleet.spec.names import (
+    HEADROOM_PRIORITY,
+    HEADROOM_PRIORITY_CLASS,
+    LABEL_MANAGED_BY,
+    LABEL_NODE_GROUP,
+    NS_SYSTEM,
+    group_taints,
+    tolerations_for,
+)
+
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+APP = "gpufleet-headroom"
+SKIP_AWAIT = "pulumi.com/skipAwait"
+# A pause container needs nothing of Pod Security restricted.
+RESTRICTED = {
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "runAsNonRoot": True,
+    "runAsUser": 65534,
+    "capabilities": {"drop": ["ALL"]},
+}
+_CHECKOV_SKIPS = checkov.skip_annotations(
+    {
+        "CKV_K8S_8": "a pause container has no endpoint or command to probe; the kubelet restarts it if it exits",
+        "CKV_K8S_9": "no Service selects the placeholders, so readiness has no consumer",
+    }
+)
+
+
+def deployment_name(group: NodeGroup) -> str:
+    return f"headroom-{group.name}"
+
+
+def priority_class() -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": HEADROOM_PRIORITY_CLASS, "labels": dict(LABEL_MANAGED_BY)},
+        "value": HEADROOM_PRIORITY,
+        "globalDefault": False,
+        "preemptionPolicy": "Never",
+        "description": (
+            "gpufleet headroom placeholders: preempted by any pod of priority above -10 that may preempt; they never"
+            " preempt"
+        ),
+    }
+
+
+def held_devices(group: NodeGroup, *, with_sharing: bool) -> dict[str, int]:
+    """The devices one placeholder holds: everything one node of the group advertises."""
+    return sharing.advertised(group, with_sharing=with_sharing)
+
+
+def _containers(group: NodeGroup, *, with_sharing: bool) -> list[dict[str, Any]]:
+    devices = held_devices(group, with_sharing=with_sharing)
+    one_each = with_sharing and group.sharing.strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS)
+    per_container = (
+        [{resource: 1} for resource, count in devices.items() for _ in range(count)] if one_each else [devices]
+    )
+    return [
+        {
+            "name": "pause" if len(per_container) == 1 else f"pause-{i}",
+            "image": PAUSE_IMAGE,
+            "resources": {
+                "requests": {"cpu": "1m", "memory": "8Mi", **held},
+                "limits": {"memory": "16Mi", **held},
+            },
+            "securityContext": RESTRICTED,
+        }
+        for i, held in enumerate(per_container)
+    ]
+
+
+def placeholder_deployment(group: NodeGroup, *, with_sharing: bool) -> dict[str, Any]:
+    """`headroom.nodes` placeholder pods of one group, each holding a whole node (see the module docstring)."""
+    assert group.headroom is not None
+    labels = {"app.kubernetes.io/name": APP, LABEL_NODE_GROUP: group.name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        # Not awaited: the placeholders are Running only once the autoscaler has started their nodes (minutes for a
+        # GPU node), and pulumi-kubernetes would otherwise wait for the rollout (provider/pkg/await/deployment.go).
+        "metadata": {
+            "name": deployment_name(group),
+            "namespace": NS_SYSTEM,
+            "labels": {**LABEL_MANAGED_BY, **labels},
+            "annotations": {**_CHECKOV_SKIPS, SKIP_AWAIT: "true"},
+        },
+        "spec": {
+            "replicas": group.headroom.nodes,
+            "strategy": {"type": "Recreate"},
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "priorityClassName": HEADROOM_PRIORITY_CLASS,
+                    "terminationGracePeriodSeconds": 0,
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": 65534,
+                        "runAsGroup": 65534,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "nodeSelector": {LABEL_NODE_GROUP: group.name},
+                    "tolerations": tolerations_for(group_taints(group)),
+                    "containers": _containers(group, with_sharing=with_sharing),
+                    "automountServiceAccountToken": False,
+                    "enableServiceLinks": False,
+                },
+            },
+        },
+    }
