@@ -1,10 +1,13 @@
 """would these workloads run on this fleet: queue, flavor, node group, or the first gate that stops them and why
 
-`gpufleet explain [SPEC] --env ENV MANIFEST... [--as ARN] [--format text|json]` puts every Job, JobSet, PyTorchJob,
+`gpufleet explain [SPEC] --env ENV MANIFEST... [--running MANIFEST]... [--as ARN] [--format text|json]` puts every
+Job, JobSet, PyTorchJob,
 MPIJob, TrainJob, Deployment, StatefulSet, DaemonSet and Pod of the manifests (multi-document YAML; other kinds are
 skipped) through the behavioural model of `gpufleet.simulate` on the plan of ENV. With `--as ARN` (the IAM role, user or
 assumed-role session that submits them) the first gate is the API server's authorization, as the fleet's access
-entries and team RBAC grant it. SPEC defaults to fleet.yaml; it is told apart
+entries and team RBAC grant it. With `--running MANIFEST` the workloads of that file run first, in order, each where
+the model places it, and hold those nodes (not Kueue quota) when the others are judged: a serving pod then preempts
+lower-priority pods at the kube-scheduler (gpufleet.simulate.preemption). SPEC defaults to fleet.yaml; it is told apart
 from a manifest by its `kind: Fleet`. Exit 0 when every workload runs, 1 when one would not, 2 on a usage error
 (including a manifest that is not Kubernetes YAML: a positioned error, nothing judged). Pulumi never runs.
 """
@@ -25,8 +28,8 @@ from gpufleet.base.inputs import read_bounded, yaml_beyond_bounds
 from gpufleet.plan.rollout import build_plan
 from gpufleet.rules.pipeline import open_spec
 from gpufleet.simulate import authorization
-from gpufleet.simulate.verdict import ASSUMPTION, Verdict, explain, fleet_model
-from gpufleet.simulate.workload import KINDS, WorkloadError, is_workload, workload
+from gpufleet.simulate.verdict import ASSUMPTION, Verdict, explain, fleet_model, with_running
+from gpufleet.simulate.workload import KINDS, Workload, WorkloadError, is_workload, workload
 from gpufleet.spec.load import MAX_SPEC_BYTES
 
 EXIT_RUNS, EXIT_WOULD_NOT, EXIT_USAGE = 0, 1, 2
@@ -148,8 +151,12 @@ def _is_spec(path: str) -> bool:
     return isinstance(first, dict) and first.get("kind") == "Fleet"
 
 
+RUNNING_HELP = "workloads already running (they hold the nodes they run on; repeat for several files)"
+
+
 def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", required=True, help="the environment whose plan the workloads meet")
+    parser.add_argument("--running", action="append", default=[], metavar="MANIFEST", help=RUNNING_HELP)
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--as", dest="principal", metavar="ARN", help="the IAM principal that submits the workloads")
 
@@ -159,6 +166,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # subcommand parsing cannot express: the paths and options are parsed again, intermixed, in run().
     parser.add_argument("--env", help="the environment whose plan the workloads meet (required)")
     parser.add_argument("--format", choices=("text", "json"))
+    parser.add_argument("--running", action="append", metavar="MANIFEST", help=RUNNING_HELP)
     parser.add_argument(
         "--as",
         dest="principal",
@@ -207,8 +215,23 @@ def _text(verdicts: list[Verdict]) -> str:
             for r in v.reasons:
                 lines += [f"  {r.stage}: {r.message}", f"  fix: {r.fix}"]
         lines += [f"  note: {n}" for n in v.notes]
-    lines.append(f"({ASSUMPTION})")
+    lines.append(f"({verdicts[0].assumes if verdicts else ASSUMPTION})")
     return "\n".join(lines)
+
+
+def _workloads(paths: list[str]) -> list[Workload]:
+    workloads = []
+    for doc in (d for p in paths for d in read_manifests(p)):
+        if not is_workload(doc.data):
+            continue
+        try:
+            workloads.append(workload(doc.data))
+        except WorkloadError as exc:
+            field, _, message = str(exc).partition(": ")
+            raise ManifestError(
+                f"{_position(doc.path, doc.node, field)}: {doc.data['kind']} {field}: {message}"
+            ) from None
+    return workloads
 
 
 def run(args: argparse.Namespace) -> int:
@@ -217,7 +240,7 @@ def run(args: argparse.Namespace) -> int:
             f"--{flag}={getattr(args, name)}"
             for flag, name in (("env", "env"), ("format", "format"), ("as", "principal"))
             if getattr(args, name, None)
-        ]
+        ] + [f"--running={path}" for path in getattr(args, "running", None) or []]
         args = _parse(list(args.paths) + given)
     except SystemExit as exc:  # argparse printed the usage error
         return int(exc.code or 0)
@@ -231,18 +254,8 @@ def run(args: argparse.Namespace) -> int:
         except authorization.PrincipalError as exc:
             raise UsageError(f"--as: {exc}") from None
     try:
-        docs = [d for p in paths for d in read_manifests(p)]
-        workloads = []
-        for doc in docs:
-            if not is_workload(doc.data):
-                continue
-            try:
-                workloads.append(workload(doc.data))
-            except WorkloadError as exc:
-                field, _, message = str(exc).partition(": ")
-                raise ManifestError(
-                    f"{_position(doc.path, doc.node, field)}: {doc.data['kind']} {field}: {message}"
-                ) from None
+        workloads = _workloads(paths)
+        already = _workloads(args.running)
     except ManifestError as exc:
         print(f"gpufleet explain: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -250,6 +263,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"no workload in {', '.join(paths)} (kinds: {', '.join(KINDS)})")
     validated = open_spec(spec, args.env)
     model = fleet_model(build_plan(validated.environments[args.env], args.env))
+    for wl in already:
+        ran = explain(model, wl)
+        if not ran.runs:
+            why = f": {ran.reasons[0].message}" if ran.reasons else ""
+            raise UsageError(f"--running: {wl.kind} {wl.namespace}/{wl.name} would not run on this fleet itself{why}")
+        model = with_running(model, wl, ran)
     verdicts = [explain(model, w, args.principal) for w in workloads]
     if args.format == "json":
         print(json.dumps({"workloads": [v.json() for v in verdicts]}, indent=2))

@@ -29,7 +29,6 @@ def scale_up_blocker(
     node: NodeModel, pod: PodSpec, tolerations: list[Mapping[str, Any]], pods: int
 ) -> tuple[str, str] | None:
     """(reason, fix) when the group cannot bring the nodes `pods` pods of this shape need; None when it can."""
-    request = pod.request()
     needed = nodes_needed(node, pod, pods)
     if needed <= node.min_size:
         return None  # the nodes exist already (idle fleet)
@@ -58,7 +57,18 @@ def scale_up_blocker(
             f"node group {node.group} may grow to {node.max_size} node(s); {pods} pod(s) of this shape need {needed}",
             f"raise nodeGroups[{node.group}].scaling.maxSize to {needed}, or ask for fewer pods",
         )
+    return template_blocker(node, pod, tolerations)
+
+
+def template_blocker(node: NodeModel, pod: PodSpec, tolerations: list[Mapping[str, Any]]) -> tuple[str, str] | None:
+    """(reason, fix) when the group's scale-up template does not take the pod (its labels, taints, resources)."""
+    request = pod.request()
     template = node.template
+    if template is None:
+        return (
+            f"node group {node.group} keeps {node.min_size} node(s) and nothing scales it up",
+            f"set nodeGroups[{node.group}].scaling.minSize higher, or cluster.autoscaler: Install",
+        )
     if not matches_node(pod, template["labels"]):
         return (
             f"the scale-from-zero template of node group {node.group} does not carry the labels the pod selects",

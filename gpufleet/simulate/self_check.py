@@ -65,4 +65,5 @@ def contradictions(model: FleetModel, rows: list[Row]) -> list[Issue]:
 def will_it_run(rows: list[Row]) -> str:
     """plan.md's section (gpufleet/templates/plan-will-it-run.md.j2): the canonical workload of each group, where it
     runs or what stops it."""
-    return render("plan-will-it-run.md.j2", assumption=ASSUMPTION, rows=rows)
+    assumption = rows[0].verdict.assumes if rows else ASSUMPTION
+    return render("plan-will-it-run.md.j2", assumption=assumption, rows=rows)

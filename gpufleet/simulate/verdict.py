@@ -28,10 +28,11 @@ from gpufleet.simulate import (
     kubelet,
     kueue_admission,
     pod_security,
+    preemption,
     scheduling,
     tenancy,
 )
-from gpufleet.simulate.autoscaler import nodes_needed, scale_up_blocker
+from gpufleet.simulate.autoscaler import nodes_needed, scale_up_blocker, template_blocker
 from gpufleet.simulate.nodes import NodeModel, fleet_nodes
 from gpufleet.simulate.workload import QUEUE_LABEL, PodSet, PodSpec, Workload, trainjob_pod_sets
 from gpufleet.spec.names import GPU_RESOURCE, LABEL_NODE_GROUP
@@ -40,6 +41,12 @@ ASSUMPTION = (
     "assumes an otherwise idle fleet: no other workload holds quota or nodes; groups grow to maxSize through the"
     " autoscaler"
 )
+# With --running: the given workloads hold nodes (not quota: Kueue's own preemption is not modelled).
+RUNNING_ASSUMPTION = (
+    "assumes the fleet runs only the --running workloads, which hold nodes but no Kueue quota (Kueue's preemption is"
+    " not modelled); groups grow to maxSize through the autoscaler"
+)
+HEADROOM_ASSUMPTION = "gpufleet's headroom placeholders hold their warm nodes"
 SYSTEM_GROUP = "system"
 # The labels a pod may select untainted CPU nodes by: gpufleet's system group (AL2023 x86_64, mode Create) or the
 # existing cluster's nodes; the kubelet sets kubernetes.io/os on every node.
@@ -88,8 +95,13 @@ class Verdict:
     pods_total: int = 0
     pods_admitted: int = 0
     assumes: str = ASSUMPTION
+    # (pod set index, node group, pods) where the pods run: what `--running` workloads hold (preemption.running)
+    placements: tuple[tuple[int, str, int], ...] = ()
+    # the residents its pods preempt (preemption.residents_json)
+    preempts: tuple[Mapping[str, Any], ...] = ()
 
     def json(self) -> dict[str, Any]:
+        extra = {"preempts": [dict(p) for p in self.preempts]} if self.preempts else {}
         return {
             "kind": self.kind,
             "namespace": self.namespace,
@@ -100,6 +112,7 @@ class Verdict:
             "flavor": self.flavor,
             "nodeGroup": self.node_group,
             "reasons": [r.json() for r in self.reasons],
+            **extra,
             "assumes": self.assumes,
         }
 
@@ -122,6 +135,10 @@ class FleetModel:
     tenants: tenancy.TenantPolicies | None = None  # the tenant admission policies the plan renders
     # name -> spec of each ClusterTrainingRuntime the plan renders (gpufleet.plan.manifests.workloads.runtimes)
     runtimes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # the PriorityClasses the plan renders, and the pods that hold each group's nodes (gpufleet.simulate.preemption)
+    priorities: Mapping[str, preemption.PodPriority] = field(default_factory=dict)
+    residents: Mapping[str, tuple[preemption.Resident, ...]] = field(default_factory=dict)
+    assumes: str = ASSUMPTION
 
     def group_path(self, group: str, *rest: str | int) -> Path | None:
         base = self.paths.get(f"nodeGroup:{group}")
@@ -153,6 +170,8 @@ def _queue_policy(plan: RolloutPlan) -> tuple[frozenset[str], frozenset[str], st
 
 
 def fleet_model(plan: RolloutPlan) -> FleetModel:
+    priorities = preemption.priority_classes(plan)
+    residents = preemption.standing(plan, priorities)
     return FleetModel(
         plan=plan,
         nodes={n.group: n for n in fleet_nodes(plan)},
@@ -166,6 +185,22 @@ def fleet_model(plan: RolloutPlan) -> FleetModel:
         policies=admission_policies.bound_policies(plan),
         tenants=tenancy.from_plan(plan),
         runtimes=_runtimes(plan),
+        priorities=priorities,
+        residents=residents,
+        assumes=f"{ASSUMPTION}; {HEADROOM_ASSUMPTION}" if residents else ASSUMPTION,
+    )
+
+
+def with_running(model: FleetModel, wl: Workload, verdict: Verdict) -> FleetModel:
+    """The model once `wl` runs where `verdict` placed it: its pods hold those nodes (not Kueue quota)."""
+    residents = {g: list(r) for g, r in model.residents.items()}
+    for group, pods in preemption.running(wl, model.priorities, verdict.placements).items():
+        residents.setdefault(group, []).extend(pods)
+    headroom = any(r.own for rs in model.residents.values() for r in rs)
+    return replace(
+        model,
+        residents={g: tuple(r) for g, r in residents.items()},
+        assumes=f"{RUNNING_ASSUMPTION}; {HEADROOM_ASSUMPTION}" if headroom else RUNNING_ASSUMPTION,
     )
 
 
@@ -225,6 +260,8 @@ def _effective_pod(pod: PodSpec, flavor: kueue_admission.Flavor | None) -> tuple
         required_terms=pod.required_terms,
         tolerations=tuple(tolerations),
         topology_request=pod.topology_request,
+        raw=pod.raw,  # its priorityClassName decides preemption (gpufleet.simulate.preemption)
+        labels=pod.labels,
     )
     return effective, tolerations
 
@@ -240,9 +277,11 @@ def _place(
     tolerations: list[Mapping[str, Any]],
     daemon: bool,
     already: Mapping[str, int] | None = None,
+    effects: dict[str, preemption.Outcome] | None = None,
 ) -> tuple[list[str], Reason | None]:
     """The node groups this pod set runs on, or the first gate that stops it. `already`: pods of this shape the
-    verdict has placed on each group before (a Deployment's earlier replicas)."""
+    verdict has placed on each group before (a Deployment's earlier replicas). `effects`: where the group's nodes
+    hold residents (headroom placeholders, --running work), what placing the pods there does to them."""
     already = already or {}
     request = pod.request()
     selected = [n for n in model.nodes.values() if scheduling.matches_node(pod, n.labels)]
@@ -339,14 +378,77 @@ def _place(
     def pods_on(node: NodeModel) -> int:
         return already.get(node.group, 0) + ps.count
 
-    existing = [n for n in fitting if nodes_needed(n, pod, pods_on(n)) <= n.min_size]
+    # A group whose nodes hold residents: kube-scheduler's fit and preemption among them (gpufleet.simulate.preemption).
+    priority = preemption.pod_priority(model.priorities, pod)
+    outcomes = {
+        n.group: preemption.schedule(
+            n, model.residents[n.group], request, pods_on(n), priority, scalable=n.template is not None
+        )
+        for n in fitting
+        if model.residents.get(n.group)
+    }
+
+    def on_existing(node: NodeModel) -> bool:
+        if node.group in outcomes:
+            outcome = outcomes[node.group]
+            return outcome.placed == pods_on(node) and outcome.added == 0
+        return nodes_needed(node, pod, pods_on(node)) <= node.min_size
+
+    existing = [n for n in fitting if on_existing(n)]
     ordered = existing + [n for n in fitting if n not in existing]
     stop: Reason | None = None
     for node in ordered:
-        stop = _on_node(model, node, pod, tolerations, pods_on(node))
+        outcome = outcomes.get(node.group)
+        stop = (
+            _among_residents(model, node, pod, tolerations, pods_on(node), priority, outcome)
+            if outcome is not None
+            else _on_node(model, node, pod, tolerations, pods_on(node))
+        )
         if stop is None:
+            if outcome is not None and effects is not None:
+                effects[node.group] = outcome
             return [node.group], None
     return [], stop
+
+
+def _among_residents(
+    model: FleetModel,
+    node: NodeModel,
+    pod: PodSpec,
+    tolerations: list[Mapping[str, Any]],
+    pods: int,
+    priority: preemption.PodPriority,
+    outcome: preemption.Outcome,
+) -> Reason | None:
+    """The gates of `_on_node` for a group whose nodes hold residents: the scale-up is the outcome's (nodes the
+    residents leave, what the pod may preempt, maxSize), then the kubelet's and the device plugin's."""
+    path = model.group_path(node.group, "scaling")
+    if outcome.placed < pods:
+        policy = "" if priority.preempts else ", preemptionPolicy Never"
+        held = (
+            f" and {outcome.held} of them hold pods it may not preempt ({', '.join(outcome.holders)}; its priority"
+            f" is {priority.text()}{policy})"
+            if outcome.held
+            else ""
+        )
+        grows = "keeps" if node.template is None else "may grow to"
+        scaler = " and nothing scales it up" if node.template is None else ""
+        message = (
+            f"node group {node.group} {grows} {node.max_size if node.template else node.min_size} node(s){scaler}"
+            f"{held}: {pods - outcome.placed} of {pods} pod(s) of this shape find no node"
+        )
+        own = any(r.own for r in model.residents[node.group])
+        fix = f"raise nodeGroups[{node.group}].scaling.maxSize"
+        if outcome.held:
+            fix += (", or lower its headroom.nodes" if own else "") + ", or run it at a priority that may preempt them"
+        else:
+            fix += ", or ask for fewer pods"
+        return Reason(stage="autoscaler", message=message, fix=fix, spec_path=path)
+    if outcome.added:
+        blocked = template_blocker(node, pod, tolerations)
+        if blocked:
+            return Reason(stage="autoscaler", message=blocked[0], fix=blocked[1], spec_path=path)
+    return _on_node(model, node, pod, tolerations, pods, scaled=True)
 
 
 # The device plugin that advertises a resource, and the rollout stage that installs it (gpufleet.facts.stages;
@@ -383,9 +485,16 @@ def _later_stage(model: FleetModel, node: NodeModel, missing: list[str]) -> Reas
 
 
 def _on_node(
-    model: FleetModel, node: NodeModel, pod: PodSpec, tolerations: list[Mapping[str, Any]], pods: int
+    model: FleetModel,
+    node: NodeModel,
+    pod: PodSpec,
+    tolerations: list[Mapping[str, Any]],
+    pods: int,
+    scaled: bool = False,
 ) -> Reason | None:
-    blocked = scale_up_blocker(node, pod, tolerations, pods)
+    """The autoscaler's, the kubelet's and the device plugin's gates on one group (`scaled`: the scale-up was judged
+    already)."""
+    blocked = None if scaled else scale_up_blocker(node, pod, tolerations, pods)
     if blocked:
         return Reason(
             stage="autoscaler", message=blocked[0], fix=blocked[1], spec_path=model.group_path(node.group, "scaling")
@@ -490,7 +599,14 @@ def _pod_admission(model: FleetModel, wl: Workload) -> Reason | None:
 def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Verdict:
     """The verdict on one workload; with `principal` (an IAM ARN, already checked by authorization.identity), the
     API server's authorization of its creation comes first."""
-    base = Verdict(kind=wl.kind, namespace=wl.namespace, name=wl.name, runs=False, pods_total=wl.pod_count)
+    base = Verdict(
+        kind=wl.kind, namespace=wl.namespace, name=wl.name, runs=False, pods_total=wl.pod_count, assumes=model.assumes
+    )
+    # A workload whose pods are residents already (the placeholders' own Deployment) is judged without them.
+    owner = f"{wl.kind} {wl.namespace}/{wl.name}"
+    if any(r.owner == owner for rs in model.residents.values() for r in rs):
+        residents = {g: tuple(r for r in rs if r.owner != owner) for g, rs in model.residents.items()}
+        model = replace(model, residents={g: rs for g, rs in residents.items() if rs})
     notes: list[str] = []
     refused = _api(model, wl)
     if refused:
@@ -561,20 +677,39 @@ def _gang(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
             notes.append(f"not managed by Kueue: {admission.reason}")
         injected = admission.injected
     groups: list[str] = []
-    for ps in wl.pod_sets:
+    placements: list[tuple[int, str, int]] = []
+    effects: dict[str, preemption.Outcome] = {}
+    daemon = wl.kind == "DaemonSet"
+    for i, ps in enumerate(wl.pod_sets):
         pod, tolerations = _effective_pod(ps.pod, injected.get(ps.name))
-        placed, stop = _place(model, ps, pod, tolerations, daemon=wl.kind == "DaemonSet")
+        placed, stop = _place(model, ps, pod, tolerations, daemon=daemon, effects=effects)
         if stop:
             return replace(base, cluster_queue=cluster_queue, flavor=flavor, reasons=(stop,), notes=tuple(notes))
         groups += [g for g in placed if g not in groups]
+        if not daemon and placed:
+            placements.append((i, placed[0], ps.count))
     return replace(
         base,
         runs=True,
         cluster_queue=cluster_queue,
         flavor=flavor,
         node_group=", ".join(groups) or None,
-        notes=tuple(notes),
+        notes=tuple(notes + _preemption_notes(effects)),
         pods_admitted=base.pods_total,
+        placements=tuple(placements),
+        preempts=_preempts(effects),
+    )
+
+
+def _preemption_notes(effects: Mapping[str, preemption.Outcome]) -> list[str]:
+    return [note for group, outcome in effects.items() for note in preemption.describe(group, outcome)]
+
+
+def _preempts(effects: Mapping[str, preemption.Outcome]) -> tuple[Mapping[str, Any], ...]:
+    return tuple(
+        {"nodeGroup": group, **entry}
+        for group, outcome in effects.items()
+        for entry in preemption.residents_json(outcome.preempted)
     )
 
 
@@ -656,6 +791,7 @@ def _one_by_one(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
     flavors: list[str] = []
     notes = list(base.notes)
     stop: Reason | None = None
+    effects: dict[str, preemption.Outcome] = {}
     for _ in range(ps.count):
         injected = None
         if model.kueue is not None:
@@ -675,7 +811,7 @@ def _one_by_one(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
             injected = admission.injected.get(one.name)
             flavors += [f for f in admission.flavors.values() if f not in flavors]
         pod, tolerations = _effective_pod(one.pod, injected)
-        groups, stop = _place(model, one, pod, tolerations, daemon=False, already=placed)
+        groups, stop = _place(model, one, pod, tolerations, daemon=False, already=placed, effects=effects)
         if stop:
             break
         for g in groups:
@@ -690,8 +826,10 @@ def _one_by_one(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
         flavor=", ".join(flavors) or None,
         node_group=", ".join(placed),
         reasons=(stop,) if stop else (),
-        notes=tuple(notes),
+        notes=tuple(notes + _preemption_notes(effects)),
         pods_admitted=admitted,
+        placements=tuple((0, g, n) for g, n in placed.items()),
+        preempts=_preempts(effects),
     )
 
 
