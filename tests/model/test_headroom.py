@@ -53,13 +53,15 @@ def l40s(*, headroom: int | None, max_size: int = 2, karpenter: bool = False) ->
 
 
 def on_l40s(kind: str, name: str, namespace: str, pods: int, priority: str | None) -> dict[str, Any]:
-    """A Deployment (replicas) or Job (parallelism) of one-node pods (4 GPUs) on l40s, of a priority class."""
-    spec: dict[str, Any] = {
-        "nodeSelector": {"gpufleet.io/node-group": "l40s"},
-        "containers": [
-            {"name": "main", "image": "vllm/vllm-openai:v0.10.2", "resources": {"limits": {"nvidia.com/gpu": 4}}}
-        ],
+    """A Deployment (replicas) or Job (parallelism) of one-node pods (4 GPUs) on l40s, of a priority class, with a
+    readiness probe (the serving readiness policy asks for one on Inference groups)."""
+    container = {
+        "name": "main",
+        "image": "vllm/vllm-openai:v0.10.2",
+        "resources": {"limits": {"nvidia.com/gpu": 4}},
+        "readinessProbe": {"exec": {"command": ["python3", "/probe.py"]}, "periodSeconds": 10},
     }
+    spec: dict[str, Any] = {"nodeSelector": {"gpufleet.io/node-group": "l40s"}, "containers": [container]}
     if priority:
         spec["priorityClassName"] = priority
     template = {"metadata": {"labels": {"app": name}}, "spec": spec}
