@@ -128,6 +128,98 @@ def _known_instance_type(fleet: Fleet) -> Iterator[Issue]:
             )
 
 
+def _smaller(a: catalog.InstanceType, b: catalog.InstanceType, raid0: bool) -> bool:
+    """Whether `a` offers less than `b` of something a pod of the pool is given (instance store: with RAID0)."""
+    return a.vcpus < b.vcpus or a.memory_mib < b.memory_mib or (raid0 and a.local_nvme_gib < b.local_nvme_gib)
+
+
+@rule("instance-types")
+def _instance_types(fleet: Fleet) -> Iterator[Issue]:
+    """instanceTypes (Karpenter's instance flexibility): one GPU model and one GPU count per pool, as the seed's
+    "separate node groups per device type, always" asks, so a quota of G GPUs, maxSize nodes and the NodePool's GPU
+    limit mean the same on whichever type Karpenter launches; on fabric EFA one list of EFA interfaces fits every
+    type (the EC2NodeClass's networkInterfaces are the pool's); and instanceType, the shape the quotas, the model and
+    the cost use, is the smallest, so a quota never promises CPU or memory a node of the pool lacks."""
+    for path, group in _groups(fleet):
+        if group.instance_types == (group.instance_type,):
+            continue
+        at = path + ("instanceTypes",)
+        if group.provisioner != "Karpenter":
+            yield Issue(
+                path=at,
+                at_key=True,
+                message=(
+                    "instanceTypes is a Karpenter NodePool's; a managed node group here has one instance type (its"
+                    " launch template, warm pool and the Cluster Autoscaler's scale-from-zero template have one shape)"
+                ),
+                hint="remove instanceTypes, or use provisioner Karpenter",
+            )
+            continue
+        ref = catalog.lookup(group.instance_type)
+        if group.instance_type not in group.instance_types:
+            yield Issue(
+                path=at,
+                message=f"instanceTypes does not name instanceType {group.instance_type}, the pool's reference shape",
+                hint=f"add {group.instance_type} to instanceTypes",
+            )
+        known: list[catalog.InstanceType] = []
+        for j, name in enumerate(group.instance_types):
+            info = catalog.lookup(name)
+            if info is None:
+                yield Issue(
+                    path=at + (j,),
+                    message=f'"{name}" is not a GPU instance type gpufleet knows',
+                    hint=did_you_mean(name, catalog.gpu_instance_names())
+                    or "see `gpufleet.facts.catalog` for the supported types",
+                )
+                continue
+            if ref is None or name == group.instance_type:
+                continue
+            if (info.gfd_product, info.gpu_count) != (ref.gfd_product, ref.gpu_count):
+                yield Issue(
+                    path=at + (j,),
+                    message=(
+                        f"{name} has {info.gpu_count} {info.gfd_product} GPU(s) per node, instanceType"
+                        f" {group.instance_type} {ref.gpu_count} {ref.gfd_product}: a pool holds one GPU model and"
+                        " one GPU count per node (quotas count GPUs, maxSize nodes, both of one node shape)"
+                    ),
+                    hint=f"remove {name} from instanceTypes (another node group can have it)",
+                )
+                continue
+            if group.fabric is Fabric.EFA and min(info.max_efa_interfaces, info.network_cards) != min(
+                ref.max_efa_interfaces, ref.network_cards
+            ):
+                yield Issue(
+                    path=at + (j,),
+                    message=(
+                        f"{name} has {min(info.max_efa_interfaces, info.network_cards)} EFA interfaces,"
+                        f" {group.instance_type} {min(ref.max_efa_interfaces, ref.network_cards)}: the EC2NodeClass's"
+                        " networkInterfaces are one list for every type of the pool"
+                    ),
+                    hint=f"remove {name} from instanceTypes (another node group can have it)",
+                )
+                continue
+            known.append(info)
+        if ref is None:
+            continue
+        raid0 = group.local_storage == "RAID0"
+        below = [i for i in known if _smaller(i, ref, raid0)]
+        if below:
+            every = [ref, *known]
+            fits = [i.name for i in every if not any(_smaller(o, i, raid0) for o in every)]
+            yield Issue(
+                path=path + ("instanceType",),
+                message=(
+                    f"instanceType {group.instance_type} is not the smallest of instanceTypes: {below[0].name} has"
+                    " fewer vCPUs, less memory or less instance store; the quotas, the model and the cost estimate"
+                    " use instanceType's shape, which every node of the pool must offer at least"
+                ),
+                hint=f"set instanceType to {fits[0]}"
+                if fits
+                else "list only types that are each at least as large as one of them",
+            )
+
+
 @rule("references")
 def _references(fleet: Fleet) -> Iterator[Issue]:
     groups = [g.name for g in fleet.node_groups]

@@ -161,7 +161,9 @@ class NodeGroup:
     """nodeGroups[]: one GPU instance type, as an EKS managed node group or a Karpenter NodePool (`provisioner`)."""
 
     name: str
-    instance_type: str
+    instance_type: str  # the reference shape (quotas, model, cost): with instance_types, the smallest of them
+    # instanceTypes (Karpenter): every type the NodePool may launch, instance_type among them; (instance_type,) else
+    instance_types: tuple[str, ...]
     workload_class: WorkloadClass
     provisioner: Provisioner
     ami_type: AmiType
@@ -486,6 +488,7 @@ def _node_group(d: Mapping[str, Any]) -> NodeGroup:
     return NodeGroup(
         name=d["name"],
         instance_type=d["instanceType"],
+        instance_types=tuple(d["instanceTypes"]) if "instanceTypes" in d else (d["instanceType"],),
         workload_class=WorkloadClass(d["workloadClass"]),
         provisioner=d["provisioner"],
         ami_type=d["ami"]["type"],

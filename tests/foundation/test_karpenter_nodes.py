@@ -14,10 +14,14 @@ from gpufleet.plan.parts import RolloutPlan
 from gpufleet.plan.rollout import build_plan
 from gpufleet.rules.pipeline import load_fleet
 from gpufleet.simulate.nodes import node_model
-from tests.foundation.test_karpenter import _deployed, _object, mixed_spec
+from tests.foundation.test_karpenter import _deployed, _object, mixed, mixed_spec
+
+__all__ = ["mixed"]  # the fixture, shared
 from tests.upstream import require_shared, validate_object
 
 TAGS = {"ai-on-eks": "true"}
+# notebooks (g5.xlarge, one A10G) may also get the larger one-A10G sizes
+FLEXIBLE = ["g5.xlarge", "g5.2xlarge", "g5.4xlarge", "g5.8xlarge"]
 
 
 def nodes_spec() -> dict[str, Any]:
@@ -30,6 +34,7 @@ def nodes_spec() -> dict[str, Any]:
         "reservation": {"tags": TAGS, "instanceCount": 2},
     }
     groups["a100-mig"]["capacity"] = {"fallback": ["Spot", "OnDemand"]}
+    groups["notebooks"]["instanceTypes"] = FLEXIBLE
     return data
 
 
@@ -62,7 +67,7 @@ def test_reservations_selected_by_tags(nodes: RolloutPlan) -> None:
 
 
 @pytest.mark.parametrize("kind", ["NodePool", "EC2NodeClass"])
-@pytest.mark.parametrize("name", ["l40s", "a100-mig"])
+@pytest.mark.parametrize("name", ["l40s", "a100-mig", "notebooks"])
 def test_fallback_pools_validate_against_the_pinned_crds(nodes: RolloutPlan, kind: str, name: str) -> None:
     require_shared()
     assert validate_object(_deployed(_object(nodes, kind, name))) == []
@@ -77,3 +82,24 @@ def test_the_model_lets_a_fallback_pool_grow_past_its_reservation(nodes: Rollout
     assert l40s.labels["karpenter.sh/capacity-type"] == "reserved"  # the first Karpenter tries
     assert node_model(nodes, fleet.node_group("a100-mig")).labels["karpenter.sh/capacity-type"] == "spot"
     assert node_model(nodes, fleet.node_group("br")).reserved == 2
+
+
+def test_instance_types_of_one_gpu_are_the_pools_requirement(nodes: RolloutPlan) -> None:
+    assert _requirements(nodes, "notebooks")["node.kubernetes.io/instance-type"] == FLEXIBLE
+    # one A10G on every type: the GPU limit is still maxSize nodes
+    assert _object(nodes, "NodePool", "notebooks")["spec"]["limits"] == {"nvidia.com/gpu": "20"}  # maxSize 20 x 1
+
+
+def _cluster_queue(plan: RolloutPlan, team: str) -> dict[str, Any]:
+    return _object(plan, "ClusterQueue", team)
+
+
+def test_quotas_and_the_model_use_the_reference_shape(nodes: RolloutPlan, mixed: RolloutPlan) -> None:
+    """The Kueue quota on notebooks and the modelled node are those of instanceType g5.xlarge, the smallest type the
+    pool may launch: the flexible pool promises no more CPU or memory per GPU than every one of its nodes has."""
+    for team in ("vision", "language", "speech"):
+        flexible = [f for f in _cluster_queue(nodes, team)["spec"]["resourceGroups"][0]["flavors"]]
+        single = [f for f in _cluster_queue(mixed, team)["spec"]["resourceGroups"][0]["flavors"]]
+        assert [f for f in flexible if f["name"] == "notebooks"] == [f for f in single if f["name"] == "notebooks"]
+    group = nodes.fleet.node_group("notebooks")
+    assert node_model(nodes, group).allocatable == node_model(mixed, mixed.fleet.node_group("notebooks")).allocatable

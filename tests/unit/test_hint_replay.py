@@ -738,6 +738,53 @@ REPLAYS: tuple[Replay, ...] = (
         {"nodeGroups.0.capacity.reservation": {"id": ODCR, "instanceCount": 4}},
     ),
     R(
+        "instance-types-on-a-managed-group",
+        {"nodeGroups.0.instanceTypes": ["g6.xlarge", "g6.2xlarge"]},
+        "remove instanceTypes, or use provisioner Karpenter",
+        {"nodeGroups.0.instanceTypes": DEL},
+    ),
+    R(
+        "instance-types-without-the-reference",
+        {"nodeGroups.0.provisioner": "Karpenter", "nodeGroups.0.instanceTypes": ["g6.2xlarge", "g6.4xlarge"]},
+        "add g6.xlarge to instanceTypes",
+        {"nodeGroups.0.instanceTypes": ["g6.2xlarge", "g6.4xlarge", "g6.xlarge"]},
+    ),
+    R(
+        "instance-types-unknown",
+        {"nodeGroups.0.provisioner": "Karpenter", "nodeGroups.0.instanceTypes": ["g6.xlarge", "g6.2xlarg"]},
+        'did you mean "g6.2xlarge"?',
+        {"nodeGroups.0.instanceTypes.1": "g6.2xlarge"},
+    ),
+    R(
+        "instance-types-another-gpu",
+        {"nodeGroups.0.provisioner": "Karpenter", "nodeGroups.0.instanceTypes": ["g6.xlarge", "g6e.xlarge"]},
+        "remove g6e.xlarge from instanceTypes (another node group can have it)",
+        {"nodeGroups.0.instanceTypes": ["g6.xlarge"]},
+    ),
+    R(
+        "instance-types-efa-interfaces",
+        {
+            **P5_EFA,
+            "nodeGroups.0.zone": "use1-az4",
+            "nodeGroups.0.subnetIds": ["subnet-0aa"],
+            "nodeGroups.0.provisioner": "Karpenter",
+            "nodeGroups.0.instanceType": "p5e.48xlarge",
+            "nodeGroups.0.instanceTypes": ["p5e.48xlarge", "p5en.48xlarge"],
+        },
+        "remove p5en.48xlarge from instanceTypes (another node group can have it)",
+        {"nodeGroups.0.instanceTypes": ["p5e.48xlarge"]},
+    ),
+    R(
+        "instance-types-reference-not-smallest",
+        {
+            "nodeGroups.0.provisioner": "Karpenter",
+            "nodeGroups.0.instanceType": "g6.2xlarge",
+            "nodeGroups.0.instanceTypes": ["g6.2xlarge", "g6.xlarge"],
+        },
+        "set instanceType to g6.xlarge",
+        {"nodeGroups.0.instanceType": "g6.xlarge"},
+    ),
+    R(
         "karpenter-fallback-order",
         {"nodeGroups.0.provisioner": "Karpenter", "nodeGroups.0.capacity": {"fallback": ["OnDemand", "Spot"]}},
         "write [Spot, OnDemand]; to prefer On-Demand over Spot, make two groups and name the On-Demand one first in"

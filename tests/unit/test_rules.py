@@ -881,6 +881,83 @@ CASES: list[Any] = [
         [],
         id="karpenter/reservation-id",
     ),
+    # instanceTypes (Karpenter instance flexibility): one GPU model and count per pool, instanceType the smallest
+    pytest.param(
+        "instance-types",
+        [group(provisioner="Karpenter", instanceTypes=["g6.xlarge", "g6.2xlarge", "g6.4xlarge"])],
+        [],
+        id="instance-types/sizes-of-one-gpu",
+    ),
+    pytest.param(
+        "instance-types",
+        [group(instanceTypes=["g6.xlarge", "g6.2xlarge"])],
+        [
+            (
+                "nodeGroups[0].instanceTypes",
+                "instanceTypes is a Karpenter NodePool's; a managed node group here has one instance type (its launch"
+                " template, warm pool and the Cluster Autoscaler's scale-from-zero template have one shape)",
+            )
+        ],
+        id="instance-types/managed",
+    ),
+    pytest.param(
+        "instance-types",
+        [group(provisioner="Karpenter", instanceTypes=["g6.2xlarge", "g6.4xlarg", "g6.12xlarge", "g6e.2xlarge"])],
+        [
+            (
+                "nodeGroups[0].instanceTypes",
+                "instanceTypes does not name instanceType g6.xlarge, the pool's reference shape",
+            ),
+            ("nodeGroups[0].instanceTypes[1]", '"g6.4xlarg" is not a GPU instance type gpufleet knows'),
+            (
+                "nodeGroups[0].instanceTypes[2]",
+                "g6.12xlarge has 4 NVIDIA-L4 GPU(s) per node, instanceType g6.xlarge 1 NVIDIA-L4: a pool holds one"
+                " GPU model and one GPU count per node (quotas count GPUs, maxSize nodes, both of one node shape)",
+            ),
+            (
+                "nodeGroups[0].instanceTypes[3]",
+                "g6e.2xlarge has 1 NVIDIA-L40S GPU(s) per node, instanceType g6.xlarge 1 NVIDIA-L4: a pool holds one"
+                " GPU model and one GPU count per node (quotas count GPUs, maxSize nodes, both of one node shape)",
+            ),
+        ],
+        id="instance-types/one-gpu-model-and-count",
+    ),
+    pytest.param(
+        "instance-types",
+        [group(provisioner="Karpenter", instanceType="g6.2xlarge", instanceTypes=["g6.2xlarge", "g6.xlarge"])],
+        [
+            (
+                "nodeGroups[0].instanceType",
+                "instanceType g6.2xlarge is not the smallest of instanceTypes: g6.xlarge has fewer vCPUs, less memory"
+                " or less instance store; the quotas, the model and the cost estimate use instanceType's shape, which"
+                " every node of the pool must offer at least",
+            )
+        ],
+        id="instance-types/reference-is-the-smallest",
+    ),
+    pytest.param(
+        "instance-types",
+        [
+            EFA_P5,
+            group(
+                provisioner="Karpenter", instanceType="p5e.48xlarge", instanceTypes=["p5e.48xlarge", "p5en.48xlarge"]
+            ),
+        ],
+        [
+            (
+                "nodeGroups[0].instanceTypes[1]",
+                "p5en.48xlarge has 16 EFA interfaces, p5e.48xlarge 32: the EC2NodeClass's networkInterfaces are one"
+                " list for every type of the pool",
+            )
+        ],
+        id="instance-types/efa-interfaces",
+    ),
+    pytest.param(
+        "instance-types",
+        [group(provisioner="Karpenter", instanceType="p5e.48xlarge", instanceTypes=["p5e.48xlarge", "p5en.48xlarge"])],
+        [],
+        id="instance-types/h200-without-efa",
+    ),
     # capacity.fallback (Karpenter's order: reserved, spot, on-demand) and reservations selected by tags
     pytest.param(
         "karpenter",

@@ -84,13 +84,14 @@ def ami_selector(group: NodeGroup, kubernetes_version: str) -> dict[str, str]:
 
 def node_pool(group: NodeGroup, *, labels: dict[str, str], taints: list[dict[str, str]]) -> dict[str, Any]:
     """The group's NodePool: its node labels and taints (the same the managed node group carries, which the Kueue
-    flavor and every toleration gpufleet writes derive from), one instance type, its capacity type, and a GPU limit
-    of maxSize nodes (`limits` caps the resources of all the pool's nodes; Karpenter counts nvidia.com/gpu from the
-    instance type)."""
+    flavor and every toleration gpufleet writes derive from), its instance types (instanceType, or the instanceTypes
+    of one GPU model and GPU count, rule instance-types; Karpenter launches the cheapest that fits the pending pods),
+    its capacity types, and a GPU limit of maxSize nodes (`limits` caps the resources of all the pool's nodes;
+    Karpenter counts nvidia.com/gpu from the instance type, the same count for every type of the pool)."""
     info = catalog.lookup(group.instance_type)
     gpus = info.gpu_count if info is not None else 0
     requirements: list[dict[str, Any]] = [
-        {"key": INSTANCE_TYPE_KEY, "operator": "In", "values": [group.instance_type]},
+        {"key": INSTANCE_TYPE_KEY, "operator": "In", "values": list(group.instance_types)},
         {"key": CAPACITY_TYPE_KEY, "operator": "In", "values": capacity_types(group)},
         {"key": ARCH_KEY, "operator": "In", "values": [architecture(group)]},
     ]
