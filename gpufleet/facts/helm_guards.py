@@ -183,6 +183,15 @@ GUARDED: Mapping[str, Mapping[Path, str]] = MappingProxyType(
                 ),
             }
         ),
+        # gpufleet.plan.manifests.mountpoint values()
+        "mountpointS3Csi": MappingProxyType(
+            {
+                ("node", "tolerateAllTaints"): (
+                    "its node plugin runs wherever a team's pod mounts a volume: every GPU group, whatever its taints"
+                    " (the model checks it)"
+                ),
+            }
+        ),
         # gpufleet.plan.manifests.workloads jobset_values(), trainer_values(), lws_values()
         "jobSet": MappingProxyType({("image", "tag"): "it follows versions.jobSet: pin that instead"}),
         "trainer": MappingProxyType(

@@ -296,6 +296,22 @@ COMPONENTS: Mapping[str, Component] = MappingProxyType(
             repository="https://kedacore.github.io/charts",
             releases=_notes(**{"2.20.2": "appVersion 2.20.2; installs its CRDs (crds.install true)"}),
         ),
+        # https://github.com/awslabs/mountpoint-s3-csi-driver/tree/v2.7.0/charts/aws-mountpoint-s3-csi-driver,
+        # published at the chart's Helm repository (its Chart.yaml description). Storage stage, with
+        # checkpoints.mountpoint: the teams' prefixes of the checkpoint bucket as PersistentVolumeClaims.
+        "mountpointS3Csi": Component(
+            title="Mountpoint for Amazon S3 CSI driver",
+            chart="aws-mountpoint-s3-csi-driver",
+            repository="https://awslabs.github.io/mountpoint-s3-csi-driver",
+            releases=_notes(
+                **{
+                    "2.7.0": (
+                        "image v2.7.0 with Mountpoint 1.22.3 (Dockerfile MOUNTPOINT_VERSION); Mountpoint Pods in"
+                        " namespace mount-s3"
+                    )
+                }
+            ),
+        ),
     }
 )
 
@@ -518,6 +534,23 @@ CHART_CONTROLLERS: Mapping[str, Mapping[str, tuple[ControllerPlacement, ...]]] =
                         ("keda-operator-metrics-apiserver", "metricsServer.enabled"),
                         ("keda-admission-webhooks", "webhooks.enabled"),
                     )
+                )
+            }
+        ),
+        # awslabs/mountpoint-s3-csi-driver charts/aws-mountpoint-s3-csi-driver @v2.7.0: templates/controller.yaml
+        # renders controller.nodeSelector (beside kubernetes.io/os: linux) and controller.tolerations, neither set in
+        # values.yaml. Its node DaemonSet is an operand (gpufleet.simulate.operands).
+        "aws-mountpoint-s3-csi-driver": MappingProxyType(
+            {
+                "2.7.0": (
+                    ControllerPlacement(
+                        name="s3-csi-controller",
+                        kind="Deployment",
+                        node_selector_key="controller.nodeSelector",
+                        node_selector=_EMPTY,
+                        tolerations_key="controller.tolerations",
+                        tolerations=(),
+                    ),
                 )
             }
         ),

@@ -1068,6 +1068,7 @@ STAGE_OF_COMPONENT: dict[str, stages.StageName] = {
     "trainer": "admission",
     "leaderWorkerSet": "admission",
     "keda": "telemetry",
+    "mountpointS3Csi": "storage",
 }
 
 
@@ -1096,6 +1097,8 @@ def deployed_components(fleet: Fleet) -> set[str]:
                 need.add(key)
     if any(g.workload_class == WorkloadClass.INFERENCE for g in fleet.node_groups):
         need.add("keda")
+    if fleet.checkpoints is not None and fleet.checkpoints.mountpoint is not None:
+        need.add("mountpointS3Csi")
     return {c for c in need if stage_used(fleet, STAGE_OF_COMPONENT[c])}
 
 
@@ -1116,6 +1119,7 @@ def component_versions(fleet: Fleet) -> dict[str, str]:
         "trainer": v.trainer,
         "leaderWorkerSet": v.leader_worker_set,
         "keda": v.keda,
+        "mountpointS3Csi": v.mountpoint_s3_csi,
     }
 
 
@@ -1733,6 +1737,19 @@ def _workloads(fleet: Fleet) -> Iterator[Issue]:
                     " a LeaderWorkerSet replica spans whole nodes, so the last one is partly idle"
                 ),
                 hint=f"use a multiple of {info.gpu_count}",
+            )
+    for name in w.serving_model_gb:
+        if name not in serving:
+            yield Issue(
+                path=("workloads", "servingModelGB", name),
+                at_key=True,
+                message=(
+                    f"no node group named {name}"
+                    if name not in names_
+                    else f"node group {name} has workloadClass {fleet.node_group(name).workload_class.value}, not"
+                    " Inference"
+                ),
+                hint=did_you_mean(name, serving) if serving else "remove the entry: the fleet has no Inference group",
             )
     if w.leader_worker_set == "None" and (spanning := defaults.multi_node_replicas(fleet)):
         yield Issue(

@@ -12,6 +12,8 @@ Per release: its operand pods; where they must run; what they tolerate (value pa
   `tolerations`, node-problem-detector 2.4.1 values.yaml: Exists NoSchedule.
 - kube-prometheus-stack: node exporter; every group; `prometheus-node-exporter.tolerations`, its subchart's
   values.yaml at 88.5.3: Exists NoSchedule.
+- aws-mountpoint-s3-csi-driver: the S3 CSI node plugin; every group; `node.tolerations` after the
+  `operator: Exists` of node.tolerateAllTaints (true in 2.7.0 values.yaml).
 
 A device plugin that cannot run on a group leaves the group without its GPUs or EFA devices: every workload there
 stays pending. The network operator's NicClusterPolicy operands are not modelled yet; Multus is a DaemonSet gpufleet
@@ -76,6 +78,10 @@ OPERANDS: Mapping[str, tuple[str, str, list[dict[str, str]], Targets]] = {
         _EXISTS_NO_SCHEDULE,
         _all,
     ),
+    # The Mountpoint S3 CSI node plugin: with node.tolerateAllTaints (true, values.yaml @v2.7.0) templates/node.yaml
+    # renders `operator: Exists` before node.tolerations, which gpufleet never sets; the chart's node affinity keeps
+    # it off Fargate and hybrid nodes only, so every group.
+    "aws-mountpoint-s3-csi-driver": ("s3-csi-node", "node.tolerations", [{"operator": "Exists"}], _all),
 }
 
 

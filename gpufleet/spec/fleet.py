@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -315,6 +315,7 @@ class Versions:
     trainer: str
     leader_worker_set: str
     keda: str
+    mountpoint_s3_csi: str
     addons: Mapping[str, str]
     defaulted: frozenset[str]  # component keys (versions.COMPONENTS) the spec does not pin
     pinning: Pinning  # Explicit: every deployed component must be pinned (rules: explicit-pins)
@@ -357,6 +358,17 @@ class Checkpoints:
     save: str  # Synchronous or Asynchronous (training waits only for the GPU-to-host copy)
     host_copy_gbps: float  # per GPU, GPU-to-host copy of an asynchronous save
     jobs: tuple[CheckpointJob, ...]
+    mountpoint: Mountpoint | None = None  # the teams' prefixes as PersistentVolumeClaims (Mountpoint S3 CSI driver)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Mountpoint:
+    """checkpoints.mountpoint: the teams' prefixes of the bucket mounted through the Mountpoint for Amazon S3 CSI
+    driver."""
+
+    uid: int
+    gid: int
+    cache_fraction: float  # of a RAID0 group's instance-store array, per Mountpoint Pod
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -418,6 +430,7 @@ class Workloads:
     trainer: InstallChoice | None
     leader_worker_set: InstallChoice | None
     inference_replica_gpus: Mapping[str, int]  # inference node group -> GPUs one serving replica takes
+    serving_model_gb: Mapping[str, float] = field(default_factory=dict)  # inference group -> weights of a replica
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -638,6 +651,7 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
             trainer=_chart(v, "trainer"),
             leader_worker_set=_chart(v, "leaderWorkerSet"),
             keda=_chart(v, "keda"),
+            mountpoint_s3_csi=_chart(v, "mountpointS3Csi"),
             addons=dict(sorted(v["addons"].items())),
             defaulted=frozenset(key for key in COMPONENTS if f"versions.{key}" in defaulted),
             pinning=v["pinning"],
@@ -724,6 +738,15 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
                     )
                     for j in cp["jobs"]
                 ),
+                mountpoint=(
+                    None
+                    if cp.get("mountpoint") is None
+                    else Mountpoint(
+                        uid=cp["mountpoint"]["uid"],
+                        gid=cp["mountpoint"]["gid"],
+                        cache_fraction=float(cp["mountpoint"]["cacheFraction"]),
+                    )
+                ),
             )
         ),
         network=_network(d["network"]),
@@ -732,6 +755,7 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
             trainer=d["workloads"].get("trainer"),
             leader_worker_set=d["workloads"].get("leaderWorkerSet"),
             inference_replica_gpus=dict(sorted(d["workloads"]["inferenceReplicaGpus"].items())),
+            serving_model_gb={k: float(v) for k, v in sorted(d["workloads"]["servingModelGB"].items())},
         ),
         gpu_hour_usd=dict(sorted(d["cost"]["gpuHourUsd"].items())),
         helm_values={key: copy.deepcopy(chart["values"]) for key, chart in sorted((d.get("helm") or {}).items())},

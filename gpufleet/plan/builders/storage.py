@@ -13,6 +13,7 @@ part of a save, Daly's interval and the expected loss, fleet-wide and per checkp
 from __future__ import annotations
 
 from gpufleet.facts import catalog, checkpoints, pricing
+from gpufleet.plan.builders import mountpoint
 from gpufleet.plan.builders.cluster import pod_identity_resources, pod_identity_warning, tags
 from gpufleet.plan.builders.common import AWS_PROVIDER, k8s
 from gpufleet.plan.manifests import storage as st
@@ -414,6 +415,9 @@ def build(ctx: BuildContext) -> StageContent:
             ),
             "",
         ]
+    mount_resources, mount_notes = mountpoint.content(fleet)
+    resources += mount_resources
+    notes += mount_notes
     notes += _sizing_notes(fleet, cp, s)
     notes += job_rows
     return StageContent(resources=tuple(resources), warnings=tuple(warnings), notes=tuple(notes))

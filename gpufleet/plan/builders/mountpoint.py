@@ -1,0 +1,46 @@
+"""Storage stage, checkpoints.mountpoint: the Mountpoint for Amazon S3 CSI driver and the teams' S3 volumes
+(gpufleet.plan.manifests.mountpoint), and plan.md's table of them."""
+
+from __future__ import annotations
+
+from gpufleet.plan.builders.common import helm, k8s
+from gpufleet.plan.manifests import mountpoint as mp
+from gpufleet.plan.manifests import storage as st
+from gpufleet.plan.parts import Resource
+from gpufleet.spec.fleet import Fleet
+
+
+def content(fleet: Fleet) -> tuple[list[Resource], list[str]]:
+    """The release, each PV and its PVC (the PVC after its PV, so it binds at once), and plan.md's notes."""
+    options = mp.enabled(fleet)
+    cp = fleet.checkpoints
+    if options is None or cp is None:
+        return [], []
+    version = fleet.versions.mountpoint_s3_csi
+    release = helm(
+        "mountpointS3Csi", version, fleet=fleet, release=mp.RELEASE, namespace=mp.NAMESPACE, values=mp.values()
+    )
+    resources: list[Resource] = [release]
+    rows = [
+        "",
+        (
+            f"Mountpoint for Amazon S3 CSI driver {version} (`{mp.NAMESPACE}`; its node plugin tolerates every taint,"
+            " so it runs on every group): each team's prefix as a PersistentVolumeClaim per node group of its quotas."
+            f" Pods mount it with `serviceAccountName: {st.CHECKPOINT_SERVICE_ACCOUNT}` (pod-level credentials: the"
+            f" team's role), as uid {options.uid} / gid {options.gid}."
+        ),
+        "",
+        "| team | claim (namespace/name) | node group | S3 prefix | access | Mountpoint throughput | local cache |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for team, group, pv, pvc in mp.volumes(fleet):
+        pv_resource = k8s(pv)
+        resources += [pv_resource, k8s(pvc, depends_on=(pv_resource.id,))]
+        cache = mp.cache_gb(options, group)
+        rows.append(
+            f"| {team.name} | `{team.namespace}/{mp.claim_name(group)}` | {group.name} |"
+            f" `s3://{cp.bucket}/{st.team_prefix(team)}` | {'read-only' if mp.read_only(group) else 'read-write'} |"
+            f" {mp.throughput_gbps(group)} Gbps |"
+            f" {f'{cache} GB on the NVMe array (emptyDir)' if cache is not None else 'none (no RAID0 array)'} |"
+        )
+    return resources, rows
