@@ -12,7 +12,7 @@ from gpufleet.facts import stages
 from gpufleet.facts.versions import COMPONENTS
 from gpufleet.plan.access_table import access_values
 from gpufleet.plan.before_deploy import before_you_deploy
-from gpufleet.plan.manifests import karpenter
+from gpufleet.plan.manifests import headroom, karpenter
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.plan.pins import pins
 from gpufleet.rules.helm_values import dotted
@@ -58,15 +58,19 @@ def _nodes(group: NodeGroup) -> str:
 
 
 def _warm(group: NodeGroup) -> str:
-    """What keeps capacity ready: a managed group's warm pool; on a Karpenter pool nothing but an emptied node that
-    has not been consolidated yet (KARPENTER_NOTE)."""
+    """What keeps capacity ready: headroom's placeholders (warm nodes, running), a managed group's warm pool; on a
+    Karpenter pool without headroom nothing but an emptied node that has not been consolidated yet (KARPENTER_NOTE)."""
+    warm = (
+        [f"headroom of {group.headroom.nodes} running node(s) ({headroom.APP} placeholders)"] if group.headroom else []
+    )
     if group.provisioner == "Karpenter":
         after = karpenter.disruption(group)["consolidateAfter"]
-        return f"none: launched per pending pod; an emptied node stays {after}"
+        beyond = "beyond them, " if warm else "none: "
+        return "; ".join([*warm, f"{beyond}launched per pending pod; an emptied node stays {after}"])
     pool = group.warm_pool
-    if pool is None:
-        return "-"
-    return f"warm pool of {warm_pool.held(group, group.min_size)} ({pool.state})"
+    if pool is not None:
+        warm.append(f"warm pool of {warm_pool.held(group, group.min_size)} ({pool.state})")
+    return "; ".join(warm) or "-"
 
 
 # Said once under the table when any group is a Karpenter pool: what its size, capacity and warm columns mean.

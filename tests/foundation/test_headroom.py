@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
+from gpufleet.plan.builders.cost import estimate_notes
 from gpufleet.plan.parts import RolloutPlan
+from gpufleet.plan.report import node_group_rows
 from gpufleet.plan.rollout import build_plan
 from gpufleet.rules.pipeline import load_fleet_text
 
@@ -133,3 +135,35 @@ def test_plan_md_states_the_headroom_and_its_cost(plan: RolloutPlan) -> None:
     )
     # g5.xlarge: 1 GPU x $1.01 x 730 h x 2 nodes = $1,475
     assert "| notebooks | ManagedNodeGroup | 2 | `nvidia.com/gpu: 4` | 2 (minSize 1) | $1,475" in text
+
+
+def test_the_cost_estimate_counts_the_warm_nodes_of_an_idle_group() -> None:
+    """A Karpenter pool keeps no minimum, but its 3 placeholders keep 3 nodes running: the idle figure (minSize
+    column) is 3 x 4 GPUs x $2.35 x 730 h = $20,586, and their root volumes 3 x 300 GiB x $0.08 = $72."""
+    karpenter = {"headroom": {"nodes": 3}, "provisioner": "Karpenter", "scaling": {"maxSize": 12}}
+    fleet = plan_of(example(l40s=karpenter)).fleet
+    lines, _ = estimate_notes(fleet)
+    assert "| l40s | g6e.12xlarge | 4 | 2.35 (spec) | 9.40 | $20,586 | $82,344 | - |" in lines
+    assert "l40s 300 GiB: $72.00..$288" in next(line for line in lines if "gp3 volumes" in line)
+    assert any("count max(minSize, headroom.nodes) nodes" in line for line in lines)
+    without = estimate_notes(plan_of(example(l40s={**karpenter, "headroom": {"nodes": 0}})).fleet)[0]
+    assert "| l40s | g6e.12xlarge | 4 | 2.35 (spec) | 9.40 | $0 | $82,344 | - |" in without
+    assert not any("headroom" in line for line in without)
+
+
+def test_plan_md_says_what_keeps_each_group_warm() -> None:
+    fleet = plan_of(
+        example(
+            l40s={"headroom": {"nodes": 3}, "provisioner": "Karpenter", "scaling": {"maxSize": 12}},
+            notebooks={"headroom": {"nodes": 2}},
+        )
+    ).fleet
+    warm = {row[0]: row[5] for row in node_group_rows(fleet)}
+    assert warm["l40s"] == (
+        "headroom of 3 running node(s) (gpufleet-headroom placeholders); beyond them, launched per pending pod; an"
+        " emptied node stays 5m"
+    )
+    assert (
+        warm["notebooks"] == "headroom of 2 running node(s) (gpufleet-headroom placeholders); warm pool of 2 (Stopped)"
+    )
+    assert warm["a100-mig"] == "-"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from gpufleet.facts import catalog, pricing
 from gpufleet.plan.builders.common import k8s
 from gpufleet.plan.builders.telemetry import prometheus_dependency
-from gpufleet.plan.manifests import dashboards, rules_promql, sharing, telemetry
+from gpufleet.plan.manifests import dashboards, headroom, rules_promql, sharing, telemetry
 from gpufleet.plan.parts import BuildContext, StageContent
 from gpufleet.spec import warm_pool
 from gpufleet.spec.fleet import CapacityType, Fleet, NodeGroup, SharingStrategy
@@ -71,6 +71,14 @@ def estimate_notes(fleet: Fleet) -> tuple[list[str], list[str]]:
             if any(g.reservation for g in fleet.node_groups)
             else []
         ),
+        *(
+            [
+                "A group with headroom runs at least headroom.nodes nodes: its placeholders keep them up, so its"
+                " minSize figures count max(minSize, headroom.nodes) nodes."
+            ]
+            if any(g.headroom for g in fleet.node_groups)
+            else []
+        ),
         "",
         (
             "| node group | instance | GPUs/node | USD/GPU-hour (source) | USD/instance-hour | monthly at minSize |"
@@ -92,7 +100,8 @@ def estimate_notes(fleet: Fleet) -> tuple[list[str], list[str]]:
             continue
         hourly = price * gpus
         reserved = group.reservation.instance_count if group.reservation else 0
-        at_min = pricing.billed_nodes(group.min_size, reserved) * hourly * pricing.HOURS_PER_MONTH
+        # at minSize: the nodes an idle group runs, which headroom's placeholders may raise above minSize
+        at_min = pricing.billed_nodes(headroom.idle_nodes(group), reserved) * hourly * pricing.HOURS_PER_MONTH
         at_max = pricing.billed_nodes(group.max_size, reserved) * hourly * pricing.HOURS_PER_MONTH
         pool = 0.0
         pool_text = "-"
@@ -203,7 +212,7 @@ def around_the_gpu_nodes(fleet: Fleet) -> tuple[list[str], float, float]:
     rows = []
     for group in fleet.node_groups:
         per_node = group.disk_size_gib * gp3
-        at_min, at_max = group.min_size * per_node, group.max_size * per_node
+        at_min, at_max = headroom.idle_nodes(group) * per_node, group.max_size * per_node
         extra_min += at_min
         extra_max += at_max
         rows.append(f"{group.name} {group.disk_size_gib} GiB: {usd(at_min)}..{usd(at_max)}")

@@ -59,6 +59,12 @@ _CHECKOV_SKIPS = checkov.skip_annotations(
 )
 
 
+def idle_nodes(group: NodeGroup) -> int:
+    """The nodes a group runs with no work on it: its minSize, or more where the placeholders hold more (the
+    autoscaler starts a node for each placeholder that finds none)."""
+    return max(group.min_size, group.headroom.nodes if group.headroom else 0)
+
+
 def deployment_name(group: NodeGroup) -> str:
     return f"headroom-{group.name}"
 
