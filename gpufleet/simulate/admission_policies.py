@@ -10,6 +10,17 @@ a model that called the renderer's helpers could not catch their bugs.
   internal/config/image/devices.go), or whose envFrom may set it (no env entry of that name, a prefix that allows
   it), must have a non-zero nvidia.com/gpu limit; the same for init containers.
 - `gpufleet-require-queue-name` (Jobs and JobSets) is gpufleet.simulate.verdict's `_admission_policy`.
+- `gpufleet-serving-readiness` (Deployments, StatefulSets, LeaderWorkerSets, bare Pods; CREATE): a pod template that
+  lands on an Inference group must give every container requesting GPUs (nvidia.com/gpu or a MIG slice, in limits
+  or requests, non-zero) a readinessProbe. Lands: selects an Inference group (nodeSelector, or a required node
+  affinity term with operator In, on gpufleet.io/node-group or gpufleet.io/workload-class), tolerates a taint that
+  only Inference nodes carry (gpufleet.simulate.scheduling.tolerates, Kubernetes' ToleratesTaint), names a
+  non-preemptible priority class (the pod's priorityClassName, or the Kueue priority label on the object or the
+  template), or is in the namespace of a team whose every quota is on Inference groups. What identifies an Inference
+  group is read here from the model's nodes (their gpufleet.io/workload-class label and taints) and the spec, not
+  from the rendered policy, so a test can hold the two against each other (tests/model/test_serving_readiness.py).
+  Objects whose controller is a workload kind are judged at the parent. The binding's validationActions decide
+  whether a failure denies (Deny) or warns (Warn).
 
 A policy this module does not know is skipped (the verdict cannot say what its CEL decides).
 """
@@ -22,8 +33,13 @@ from typing import Any
 
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.simulate.kueue_admission import namespace_labels, selector_matches
+from gpufleet.simulate.nodes import NodeModel
+from gpufleet.simulate.scheduling import tolerates
+from gpufleet.simulate.workload import PodSet
+from gpufleet.spec.names import GPU_RESOURCE, LABEL_NODE_GROUP, LABEL_WORKLOAD_CLASS, MIG_RESOURCE_PREFIX
 
 VISIBLE_DEVICES = "gpufleet-visible-devices-need-gpu"
+SERVING_READINESS = "gpufleet-serving-readiness"
 _NO_DEVICES = ("", "void", "none")
 
 
@@ -33,11 +49,13 @@ class BoundPolicy:
     resources: frozenset[str]  # resourceRules resources matched on CREATE
     namespace_selector: Mapping[str, Any]
     messages: tuple[str, ...]  # each validation's message, in order
+    actions: tuple[str, ...] = ("Deny",)  # the binding's validationActions
 
 
 def bound_policies(plan: RolloutPlan) -> tuple[BoundPolicy, ...]:
+    """One entry per binding that denies or warns (a policy may have several, one per validationActions)."""
     policies: dict[str, Mapping[str, Any]] = {}
-    bindings: dict[str, Mapping[str, Any]] = {}
+    bindings: list[Mapping[str, Any]] = []
     for stage in plan.included():
         for res in stage.content.resources:
             obj: Any = res.args.get("object")
@@ -46,11 +64,13 @@ def bound_policies(plan: RolloutPlan) -> tuple[BoundPolicy, ...]:
             if obj.get("kind") == "ValidatingAdmissionPolicy":
                 policies[obj["metadata"]["name"]] = obj
             elif obj.get("kind") == "ValidatingAdmissionPolicyBinding":
-                bindings[obj["spec"]["policyName"]] = obj
+                bindings.append(obj)
     out = []
-    for name, policy in policies.items():
-        binding = bindings.get(name)
-        if binding is None or "Deny" not in binding["spec"].get("validationActions", []):
+    for binding in bindings:
+        name = binding["spec"]["policyName"]
+        policy = policies.get(name)
+        actions = tuple(binding["spec"].get("validationActions", []))
+        if policy is None or not {"Deny", "Warn"} & set(actions):
             continue
         rules = policy["spec"]["matchConstraints"]["resourceRules"]
         out.append(
@@ -61,6 +81,7 @@ def bound_policies(plan: RolloutPlan) -> tuple[BoundPolicy, ...]:
                 ),
                 namespace_selector=(binding["spec"].get("matchResources") or {}).get("namespaceSelector") or {},
                 messages=tuple(v.get("message", "") for v in policy["spec"].get("validations") or []),
+                actions=actions,
             )
         )
     return tuple(out)
@@ -96,12 +117,166 @@ def visible_devices_refusal(spec: Mapping[str, Any]) -> int | None:
 def pod_refusal(policies: tuple[BoundPolicy, ...], namespace: str, spec: Mapping[str, Any]) -> tuple[str, str] | None:
     """(policy name, message) of the first policy that denies creating a pod of this spec in `namespace`."""
     for policy in policies:
-        if "pods" not in policy.resources or not selector_matches(
-            policy.namespace_selector, namespace_labels(namespace)
+        if (
+            "Deny" not in policy.actions
+            or "pods" not in policy.resources
+            or not selector_matches(policy.namespace_selector, namespace_labels(namespace))
         ):
             continue
         if policy.name == VISIBLE_DEVICES:
             index = visible_devices_refusal(spec)
             if index is not None:
                 return policy.name, policy.messages[index]
+    return None
+
+
+# --- gpufleet-serving-readiness -----------------------------------------------------------------------------------
+
+# Kinds the policy judges, as resourceRules resources; and the controllers whose children it judges at the parent.
+_SERVING_RESOURCES = {
+    "Deployment": "deployments",
+    "StatefulSet": "statefulsets",
+    "LeaderWorkerSet": "leaderworkersets",
+    "Pod": "pods",
+}
+_WORKLOAD_CONTROLLERS = frozenset(
+    {
+        ("apps", "Deployment"),
+        ("apps", "ReplicaSet"),
+        ("apps", "StatefulSet"),
+        ("apps", "DaemonSet"),
+        ("batch", "Job"),
+        ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"),
+        ("", "Pod"),
+    }
+)
+_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServingTargets:
+    """What marks a pod template as bound for an Inference group, from the model's nodes and the spec."""
+
+    groups: frozenset[str]
+    taints: tuple[Mapping[str, str], ...]  # on Inference nodes and on no other node
+    classes: frozenset[str]  # non-preemptible priority classes
+    namespaces: frozenset[str]  # team namespaces whose every quota is on an Inference group
+
+
+def serving_targets(plan: RolloutPlan, nodes: Mapping[str, NodeModel]) -> ServingTargets:
+    inference = {n.group for n in nodes.values() if n.labels.get(LABEL_WORKLOAD_CLASS) == "Inference"}
+    elsewhere = {
+        (t["key"], t.get("value") or "", t["effect"])
+        for n in nodes.values()
+        if n.group not in inference
+        for t in n.taints
+    }
+    taints = {
+        (t["key"], t.get("value") or "", t["effect"]): t
+        for n in nodes.values()
+        if n.group in inference
+        for t in n.taints
+        if (t["key"], t.get("value") or "", t["effect"]) not in elsewhere
+    }
+    fleet = plan.fleet
+    return ServingTargets(
+        groups=frozenset(inference),
+        taints=tuple(taints.values()),
+        classes=frozenset(p.name for p in fleet.admission.priorities if not p.preemptible),
+        namespaces=frozenset(
+            t.namespace for t in fleet.teams if t.quotas and all(q.node_group in inference for q in t.quotas)
+        ),
+    )
+
+
+def _gpu_quantity(value: Any) -> bool:
+    try:
+        return float(str(value)) != 0
+    except ValueError:
+        return True  # a quantity with a suffix ("1k"): not zero
+
+
+def _requests_gpus(container: Mapping[str, Any]) -> bool:
+    resources = container.get("resources") or {}
+    return any(
+        (str(k) == GPU_RESOURCE or str(k).startswith(MIG_RESOURCE_PREFIX)) and _gpu_quantity(v)
+        for side in ("limits", "requests")
+        for k, v in (resources.get(side) or {}).items()
+    )
+
+
+def _lands_on_inference(targets: ServingTargets, namespace: str, labels: Mapping[str, str], pod_set: PodSet) -> bool:
+    pod = pod_set.pod
+    if namespace in targets.namespaces:
+        return True
+    if pod.node_selector.get(LABEL_NODE_GROUP) in targets.groups or pod.node_selector.get(LABEL_WORKLOAD_CLASS) == (
+        "Inference"
+    ):
+        return True
+    for term in pod.required_terms:
+        for e in term.get("matchExpressions") or []:
+            values = [str(v) for v in e.get("values") or []]
+            if e.get("operator") != "In":
+                continue
+            if (e.get("key") == LABEL_NODE_GROUP and targets.groups & set(values)) or (
+                e.get("key") == LABEL_WORKLOAD_CLASS and "Inference" in values
+            ):
+                return True
+    if any(tolerates(t, taint) for t in pod.tolerations for taint in targets.taints):
+        return True
+    named = (pod.raw.get("priorityClassName"), pod.labels.get(_PRIORITY_LABEL), labels.get(_PRIORITY_LABEL))
+    return any(c in targets.classes for c in named if c)
+
+
+def unprobed(
+    targets: ServingTargets, kind: str, namespace: str, labels: Mapping[str, str], pod_sets: tuple[PodSet, ...]
+) -> list[str]:
+    """The containers gpufleet-serving-readiness refuses: requesting GPUs, no readinessProbe, in a pod template that
+    lands on an Inference group (a LeaderWorkerSet's prefixed by the template they are in)."""
+    out = []
+    for ps in pod_sets:
+        if not _lands_on_inference(targets, namespace, labels, ps):
+            continue
+        prefix = "" if kind != "LeaderWorkerSet" else "leaderTemplate " if ps.name == "leader" else "workerTemplate "
+        out += [
+            f"{prefix}{c.get('name')}"
+            for c in ps.pod.raw.get("containers") or []
+            if isinstance(c, Mapping) and _requests_gpus(c) and "readinessProbe" not in c
+        ]
+    return out
+
+
+def serving_readiness(
+    policies: tuple[BoundPolicy, ...],
+    targets: ServingTargets,
+    *,
+    kind: str,
+    name: str,
+    namespace: str,
+    labels: Mapping[str, str],
+    controllers: tuple[tuple[str, str], ...],
+    pod_sets: tuple[PodSet, ...],
+) -> tuple[str, str] | None:
+    """(validationAction Deny or Warn, message) when gpufleet-serving-readiness fails the object's creation."""
+    resource = _SERVING_RESOURCES.get(kind)
+    if resource is None:
+        return None
+    for api_version, controller in controllers:
+        group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+        if (group, controller) in _WORKLOAD_CONTROLLERS:
+            return None
+    for policy in policies:
+        if policy.name != SERVING_READINESS or resource not in policy.resources:
+            continue
+        if not selector_matches(policy.namespace_selector, namespace_labels(namespace)):
+            continue
+        names = unprobed(targets, kind, namespace, labels, pod_sets)
+        if not names:
+            return None
+        message = (
+            f"{kind} {name} lands on an Inference node group and its GPU container {', '.join(names)} has no"
+            " readinessProbe: a replica would take traffic before its model answers. Add a readinessProbe that sends"
+            " one inference (docs/inference.md), or ask a cluster admin to set teams[].servingReadinessProbe"
+        )
+        return ("Deny" if "Deny" in policy.actions else "Warn"), message
     return None

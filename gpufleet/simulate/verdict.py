@@ -132,6 +132,7 @@ class FleetModel:
     # namespace -> (Pod Security level, version) the plan's Namespaces enforce
     pod_security: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     policies: tuple[admission_policies.BoundPolicy, ...] = ()
+    serving: admission_policies.ServingTargets | None = None  # what marks a pod template as bound for Inference
     tenants: tenancy.TenantPolicies | None = None  # the tenant admission policies the plan renders
     # name -> spec of each ClusterTrainingRuntime the plan renders (gpufleet.plan.manifests.workloads.runtimes)
     runtimes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -172,9 +173,10 @@ def _queue_policy(plan: RolloutPlan) -> tuple[frozenset[str], frozenset[str], st
 def fleet_model(plan: RolloutPlan) -> FleetModel:
     priorities = preemption.priority_classes(plan)
     residents = preemption.standing(plan, priorities)
+    nodes = {n.group: n for n in fleet_nodes(plan)}
     return FleetModel(
         plan=plan,
-        nodes={n.group: n for n in fleet_nodes(plan)},
+        nodes=nodes,
         kueue=kueue_admission.from_plan(plan),
         queue_policy=_queue_policy(plan),
         # mode Create: gpufleet's untainted system group (cluster.systemNodes); mode Existing: the cluster's own nodes.
@@ -183,6 +185,7 @@ def fleet_model(plan: RolloutPlan) -> FleetModel:
         served=api_server.served_kinds(plan),
         pod_security=pod_security.namespace_levels(plan),
         policies=admission_policies.bound_policies(plan),
+        serving=admission_policies.serving_targets(plan, nodes),
         tenants=tenancy.from_plan(plan),
         runtimes=_runtimes(plan),
         priorities=priorities,
@@ -559,6 +562,42 @@ def _admission_policy(model: FleetModel, wl: Workload) -> Reason | None:
     )
 
 
+def _serving_readiness(model: FleetModel, wl: Workload) -> tuple[Reason | None, str | None]:
+    """gpufleet-serving-readiness on the object's creation: (the refusal under a Deny binding, the warning under a
+    Warn binding)."""
+    if model.serving is None:
+        return None, None
+    failed = admission_policies.serving_readiness(
+        model.policies,
+        model.serving,
+        kind=wl.kind,
+        name=wl.name,
+        namespace=wl.namespace,
+        labels=wl.labels,
+        controllers=wl.controllers,
+        pod_sets=wl.pod_sets,
+    )
+    if failed is None:
+        return None, None
+    action, message = failed
+    policy = admission_policies.SERVING_READINESS
+    if action == "Warn":
+        return None, f"the API server warns (ValidatingAdmissionPolicy {policy}, Warn): {message}"
+    team = next((t for t in model.plan.fleet.teams if t.namespace == wl.namespace), None)
+    return (
+        Reason(
+            stage="api",
+            message=f"denied by ValidatingAdmissionPolicy {policy}: {message}",
+            fix=(
+                "give each container that requests GPUs a readinessProbe that sends one inference (the recipes in"
+                " docs/inference.md)" + (f", or set teams[{team.name}].servingReadinessProbe: Warn" if team else "")
+            ),
+            spec_path=None,
+        ),
+        None,
+    )
+
+
 def _api(model: FleetModel, wl: Workload) -> Reason | None:
     """The API server's refusal of the object, before authorization: a kind this fleet does not serve."""
     refused = api_server.not_served(model.served, wl.kind, wl.api_version)
@@ -638,6 +677,11 @@ def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Ve
         denied = _admission_policy(model, wl)
         if denied:
             return replace(base, reasons=(denied,))
+    denied, warned = _serving_readiness(model, wl)
+    if denied:
+        return replace(base, reasons=(denied,), notes=tuple(notes))
+    if warned:
+        notes.append(warned)
     refused_pods = _pod_admission(model, wl)
     if refused_pods:
         return replace(base, reasons=(refused_pods,), notes=tuple(notes))

@@ -72,7 +72,11 @@ def test_parallelism_16_completions_2_is_two_full_nodes(make_model: MakeModel) -
 
 
 def _deployment(ns: str, replicas: int, limits: dict[str, Any], selector: dict[str, str]) -> dict[str, Any]:
-    return _obj("Deployment", "apps/v1", ns, {"replicas": replicas, "template": _pod(limits, selector)}, "server")
+    """A server Deployment; its container has a readiness probe (gpufleet-serving-readiness requires one on l40s)."""
+    template = _pod(limits, selector)
+    for c in template["spec"]["containers"]:
+        c["readinessProbe"] = {"tcpSocket": {"port": 8000}}
+    return _obj("Deployment", "apps/v1", ns, {"replicas": replicas, "template": template}, "server")
 
 
 def test_deployment_pods_are_admitted_one_by_one(make_model: MakeModel) -> None:

@@ -14,7 +14,7 @@ import pytest
 from gpufleet.simulate.verdict import FleetModel, explain
 from gpufleet.simulate.workload import trainjob_pod_sets, workload
 from tests import fastyaml
-from tests.upstream import validate_object
+from tests.upstream import require_shared, validate_object
 
 MakeModel = Callable[..., FleetModel]
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
@@ -22,7 +22,8 @@ GPU, EFA = "nvidia.com/gpu", "vpc.amazonaws.com/efa"
 
 
 def _example(name: str) -> dict[str, Any]:
-    out: dict[str, Any] = fastyaml.load((EXAMPLES / name).read_text())
+    """The example's first object (the workload; a Service or ScaledObject may follow it)."""
+    out: dict[str, Any] = next(fastyaml.load_all((EXAMPLES / name).read_text()))
     return out
 
 
@@ -66,6 +67,37 @@ def test_more_nodes_than_the_quota_holds_waits_for_quota(make_model: MakeModel) 
     verdict = explain(make_model(), workload(obj))
     assert not verdict.runs and verdict.reasons[0].stage == "admission"
     assert verdict.json()["pods"]["total"] == 16
+
+
+def test_the_multi_node_vllm_example_with_its_service_and_scaler(make_model: MakeModel) -> None:
+    """Issue 34 item 5: the LWS vLLM pattern on l40s with its leader Service and KEDA ScaledObject. The LWS and the
+    Service validate against the pinned CRD and Kubernetes schema; the ScaledObject (no KEDA CRD is vendored) scales
+    the LeaderWorkerSet through the scale subresource its pinned CRD serves; both templates carry a readiness probe
+    that issues an inference, and without the worker's the fleet's policy refuses it."""
+    lws, service, scaler = fastyaml.load_all((EXAMPLES / "lws-inference.yaml").read_text())
+    assert validate_object(lws) == [] and validate_object(service) == []
+    crd = fastyaml.load((require_shared() / "crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml").read_text())
+    (served,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
+    assert served["subresources"]["scale"]["specReplicasPath"] == ".spec.replicas"
+    target = scaler["spec"]["scaleTargetRef"]
+    assert (target["apiVersion"], target["kind"], target["name"]) == (
+        lws["apiVersion"],
+        lws["kind"],
+        lws["metadata"]["name"],
+    )
+    lwt = lws["spec"]["leaderWorkerTemplate"]
+    assert service["spec"]["selector"] == {
+        "leaderworkerset.sigs.k8s.io/name": lws["metadata"]["name"],
+        **{k: v for k, v in lwt["leaderTemplate"]["metadata"]["labels"].items() if k == "role"},
+    }
+    for template in (lwt["leaderTemplate"], lwt["workerTemplate"]):
+        (container,) = template["spec"]["containers"]
+        assert "/v1/completions" in container["readinessProbe"]["exec"]["command"][-1]
+    assert explain(make_model(), workload(lws)).runs
+    unprobed = copy.deepcopy(lws)
+    del unprobed["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["readinessProbe"]
+    (reason,) = explain(make_model(), workload(unprobed)).reasons
+    assert reason.message.startswith("denied by ValidatingAdmissionPolicy gpufleet-serving-readiness: LeaderWorkerSet")
 
 
 def test_the_multi_node_lws_server_is_one_group_of_leader_and_worker(make_model: MakeModel) -> None:

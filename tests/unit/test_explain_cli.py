@@ -167,7 +167,7 @@ def test_text_of_a_deployment_partly_admitted(capsys: pytest.CaptureFixture[str]
         "server.yaml",
         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: server, namespace: language}\nspec:\n  replicas: 12\n"
         "  template:\n    spec:\n      nodeSelector: {gpufleet.io/node-group: l40s}\n      containers:\n"
-        "        - {name: c, resources: {limits: {nvidia.com/gpu: 4}}}\n",
+        "        - {name: c, readinessProbe: {tcpSocket: {port: 8000}}, resources: {limits: {nvidia.com/gpu: 4}}}\n",
     )
     assert main(["explain", SPEC, "--env", "prod", server]) == 1
     lines = capsys.readouterr().out.splitlines()
