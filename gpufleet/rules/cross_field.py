@@ -128,6 +128,40 @@ def _known_instance_type(fleet: Fleet) -> Iterator[Issue]:
             )
 
 
+@rule("data-volume-snapshot")
+def _data_volume_snapshot(fleet: Fleet) -> Iterator[Issue]:
+    """dataVolumeSnapshotId: Bottlerocket's boot-time image cache, its data volume created from a snapshot that holds
+    the images (aws-samples/bottlerocket-images-cache). Not on AL2023, which pulls at boot from its user data; not
+    with RAID0, where Bottlerocket's `ephemeral-storage bind` rbind-mounts the array over /var/lib/containerd without
+    copying what is there (bottlerocket-os/bottlerocket-core-kit sources/api/apiserver/src/server/ephemeral_storage.rs
+    bind: `mount --rbind /mnt/.ephemeral/._var_lib_containerd /var/lib/containerd`), so the snapshot's images would
+    be hidden."""
+    for path, group in _groups(fleet):
+        if group.data_volume_snapshot_id is None:
+            continue
+        at = path + ("dataVolumeSnapshotId",)
+        if not ami_releases.is_bottlerocket(group.ami_type):
+            yield Issue(
+                path=at,
+                at_key=True,
+                message=(
+                    f"dataVolumeSnapshotId is a Bottlerocket data volume's; {group.ami_type} keeps its images on the"
+                    " root volume and pulls the group's images at boot from its user data"
+                ),
+                hint="remove dataVolumeSnapshotId",
+            )
+        elif group.local_storage == "RAID0":
+            yield Issue(
+                path=at,
+                at_key=True,
+                message=(
+                    "with localStorage RAID0 Bottlerocket bind-mounts the instance-store array over /var/lib/containerd"
+                    " (apiclient ephemeral-storage bind), hiding the images the snapshot put on the data volume"
+                ),
+                hint="remove dataVolumeSnapshotId, or set localStorage: None",
+            )
+
+
 def _smaller(a: catalog.InstanceType, b: catalog.InstanceType, raid0: bool) -> bool:
     """Whether `a` offers less than `b` of something a pod of the pool is given (instance store: with RAID0)."""
     return a.vcpus < b.vcpus or a.memory_mib < b.memory_mib or (raid0 and a.local_nvme_gib < b.local_nvme_gib)

@@ -192,6 +192,7 @@ class NodeGroup:
     taints: tuple[Taint, ...]
     labels: Mapping[str, str]
     disk_size_gib: int
+    data_volume_snapshot_id: str | None  # Bottlerocket: the data volume's EBS snapshot holding the images
 
 
 def falls_back(group: NodeGroup) -> bool:
@@ -553,6 +554,7 @@ def _node_group(d: Mapping[str, Any]) -> NodeGroup:
         taints=tuple(Taint(key=t["key"], value=t["value"], effect=t["effect"]) for t in d["taints"]),
         labels=dict(sorted(d["labels"].items())),
         disk_size_gib=d["diskSizeGiB"],
+        data_volume_snapshot_id=d.get("dataVolumeSnapshotId"),
     )
 
 

@@ -4,9 +4,12 @@ EC2NodeClass validates against the pinned Karpenter 1.14.1 CRDs."""
 
 from __future__ import annotations
 
+import inspect
+import re
 from pathlib import Path
 from typing import Any
 
+import pulumi_aws
 import pytest
 import yaml
 
@@ -20,6 +23,7 @@ __all__ = ["mixed"]  # the fixture, shared
 from tests.upstream import require_shared, validate_object
 
 TAGS = {"ai-on-eks": "true"}
+SNAPSHOT = "snap-0123456789abcdef0"
 # notebooks (g5.xlarge, one A10G) may also get the larger one-A10G sizes
 FLEXIBLE = ["g5.xlarge", "g5.2xlarge", "g5.4xlarge", "g5.8xlarge"]
 
@@ -35,6 +39,19 @@ def nodes_spec() -> dict[str, Any]:
     }
     groups["a100-mig"]["capacity"] = {"fallback": ["Spot", "OnDemand"]}
     groups["notebooks"]["instanceTypes"] = FLEXIBLE
+    # Bottlerocket serving with its images cached on the data-volume snapshot
+    data["nodeGroups"].append(
+        {
+            "name": "br-cache",
+            "instanceType": "g6e.xlarge",
+            "workloadClass": "Inference",
+            "provisioner": "Karpenter",
+            "ami": {"type": "BOTTLEROCKET_x86_64_NVIDIA", "releaseVersion": "1.54.0-5043decc"},
+            "scaling": {"maxSize": 2},
+            "images": ["serving"],
+            "dataVolumeSnapshotId": SNAPSHOT,
+        }
+    )
     return data
 
 
@@ -67,7 +84,7 @@ def test_reservations_selected_by_tags(nodes: RolloutPlan) -> None:
 
 
 @pytest.mark.parametrize("kind", ["NodePool", "EC2NodeClass"])
-@pytest.mark.parametrize("name", ["l40s", "a100-mig", "notebooks"])
+@pytest.mark.parametrize("name", ["l40s", "a100-mig", "notebooks", "br-cache"])
 def test_fallback_pools_validate_against_the_pinned_crds(nodes: RolloutPlan, kind: str, name: str) -> None:
     require_shared()
     assert validate_object(_deployed(_object(nodes, kind, name))) == []
@@ -103,3 +120,54 @@ def test_quotas_and_the_model_use_the_reference_shape(nodes: RolloutPlan, mixed:
         assert [f for f in flexible if f["name"] == "notebooks"] == [f for f in single if f["name"] == "notebooks"]
     group = nodes.fleet.node_group("notebooks")
     assert node_model(nodes, group).allocatable == node_model(mixed, mixed.fleet.node_group("notebooks")).allocatable
+
+
+def test_bottlerocket_nodes_join_with_the_images_of_their_data_volume_snapshot(nodes: RolloutPlan) -> None:
+    """Bottlerocket runs no user-data script, so no boot-time pull: the data volume /dev/xvdb is created from the
+    snapshot that holds the images, the prepuller DaemonSet keeps them current, and no SSM image list is made."""
+    devices = _object(nodes, "EC2NodeClass", "br-cache")["spec"]["blockDeviceMappings"]
+    assert devices[1] == {
+        "deviceName": "/dev/xvdb",
+        "ebs": {
+            "volumeSize": "300Gi",
+            "volumeType": "gp3",
+            "encrypted": True,
+            "deleteOnTermination": True,
+            "snapshotID": SNAPSHOT,
+        },
+    }
+    assert "snapshotID" not in devices[0]["ebs"]
+    ids = {r.id for s in nodes.stages for r in s.content.resources}
+    assert "prepull-br-cache" in {
+        r.args["object"]["metadata"]["name"]
+        for s in nodes.stages
+        for r in s.content.resources
+        if "object" in r.args and r.args["object"]["kind"] == "DaemonSet"
+    }
+    assert "br-cache-image-list" not in ids
+    userdata = _object(nodes, "EC2NodeClass", "br-cache")["spec"]["userData"]
+    assert "prepull" not in userdata and userdata.lstrip().startswith("[settings.")
+
+
+def test_a_managed_bottlerocket_group_gets_the_snapshot_in_its_launch_template(tmp_path: Path) -> None:
+    """The same cache on a managed node group: the launch template's data volume names the snapshot, with the
+    pinned pulumi-aws input name (LaunchTemplateBlockDeviceMappingEbsArgs.snapshot_id)."""
+    data = mixed_spec()
+    group = next(g for g in data["nodeGroups"] if g["name"] == "br")
+    group.update(provisioner="ManagedNodeGroup", localStorage="None", dataVolumeSnapshotId=SNAPSHOT)
+    group["capacity"] = {"type": "OnDemand"}
+    plan = plan_of(data, tmp_path)
+    template = next(r for s in plan.stages for r in s.content.resources if r.id == "br-launch-template")
+    (device,) = template.args["blockDeviceMappings"]
+    assert device["deviceName"] == "/dev/xvdb" and device["ebs"]["snapshotId"] == SNAPSHOT
+    params = inspect.signature(pulumi_aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs.__init__).parameters
+    assert {re.sub(r"(?<!^)(?=[A-Z])", "_", k).lower() for k in device["ebs"]} <= set(params)
+
+
+def test_plan_md_says_when_bottlerocket_nodes_get_their_images(nodes: RolloutPlan) -> None:
+    notes = "\n".join(line for s in nodes.stages for line in s.content.notes)
+    assert (
+        "Bottlerocket nodes (br-cache) run no user-data script: they join with the images of their data-volume"
+        " snapshot (dataVolumeSnapshotId), and the prepuller DaemonSet pulls what it lacks once they have joined."
+        in notes
+    )

@@ -738,6 +738,23 @@ REPLAYS: tuple[Replay, ...] = (
         {"nodeGroups.0.capacity.reservation": {"id": ODCR, "instanceCount": 4}},
     ),
     R(
+        "snapshot-on-al2023",
+        {"nodeGroups.0.dataVolumeSnapshotId": "snap-0123456789abcdef0"},
+        "remove dataVolumeSnapshotId",
+        {"nodeGroups.0.dataVolumeSnapshotId": DEL},
+    ),
+    R(
+        "snapshot-with-raid0",
+        {
+            "nodeGroups.0.ami": BOTTLEROCKET,
+            "nodeGroups.0.instanceType": "g6.2xlarge",
+            "nodeGroups.0.localStorage": "RAID0",
+            "nodeGroups.0.dataVolumeSnapshotId": "snap-0123456789abcdef0",
+        },
+        "remove dataVolumeSnapshotId, or set localStorage: None",
+        {"nodeGroups.0.dataVolumeSnapshotId": DEL},
+    ),
+    R(
         "instance-types-on-a-managed-group",
         {"nodeGroups.0.instanceTypes": ["g6.xlarge", "g6.2xlarge"]},
         "remove instanceTypes, or use provisioner Karpenter",

@@ -881,6 +881,44 @@ CASES: list[Any] = [
         [],
         id="karpenter/reservation-id",
     ),
+    # dataVolumeSnapshotId: Bottlerocket's boot-time image cache
+    pytest.param(
+        "data-volume-snapshot",
+        [group(ami=BOTTLEROCKET, dataVolumeSnapshotId="snap-0123456789abcdef0")],
+        [],
+        id="snapshot/bottlerocket",
+    ),
+    pytest.param(
+        "data-volume-snapshot",
+        [group(dataVolumeSnapshotId="snap-0123456789abcdef0")],
+        [
+            (
+                "nodeGroups[0].dataVolumeSnapshotId",
+                "dataVolumeSnapshotId is a Bottlerocket data volume's; AL2023_x86_64_NVIDIA keeps its images on the"
+                " root volume and pulls the group's images at boot from its user data",
+            )
+        ],
+        id="snapshot/al2023",
+    ),
+    pytest.param(
+        "data-volume-snapshot",
+        [
+            group(
+                ami=BOTTLEROCKET,
+                instanceType="g6.2xlarge",
+                localStorage="RAID0",
+                dataVolumeSnapshotId="snap-0123456789abcdef0",
+            )
+        ],
+        [
+            (
+                "nodeGroups[0].dataVolumeSnapshotId",
+                "with localStorage RAID0 Bottlerocket bind-mounts the instance-store array over /var/lib/containerd"
+                " (apiclient ephemeral-storage bind), hiding the images the snapshot put on the data volume",
+            )
+        ],
+        id="snapshot/raid0",
+    ),
     # instanceTypes (Karpenter instance flexibility): one GPU model and count per pool, instanceType the smallest
     pytest.param(
         "instance-types",

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from gpufleet.facts import catalog, pricing
+from gpufleet.facts.ami_releases import is_bottlerocket
 from gpufleet.facts.stages import StageName
 from gpufleet.plan.builders import health as health_stage
 from gpufleet.plan.builders import karpenter as karpenter_nodes
@@ -278,6 +279,20 @@ def _gating_notes(fleet: Fleet) -> list[str]:
             + "/<group>/images`: changing an image set updates it and the DaemonSet, never a launch template, so"
             " no node is replaced for it.",
         ]
+        # Bottlerocket runs no user-data scripts: a node holds the images at boot only from a data-volume snapshot.
+        late = [g.name for g in fleet.node_groups if g.images and is_bottlerocket(g.ami_type)]
+        if late:
+            cached = [g for g in late if fleet.node_group(g).data_volume_snapshot_id is not None]
+            pulled_late = [g for g in late if g not in cached]
+            after = "get them from the prepuller DaemonSet once they have joined, while the first pods pull them too"
+            snapshot = "join with the images of their data-volume snapshot (dataVolumeSnapshotId)"
+            if cached and pulled_late:
+                how = f"those of {', '.join(cached)} {snapshot}; those of {', '.join(pulled_late)} {after}"
+            elif cached:
+                how = f"they {snapshot}, and the prepuller DaemonSet pulls what it lacks once they have joined"
+            else:
+                how = f"they {after}"
+            lines[-1] += f" Bottlerocket nodes ({', '.join(late)}) run no user-data script: {how}."
     return lines
 
 

@@ -179,6 +179,12 @@ def launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str,
                     "volumeType": "gp3",
                     "encrypted": "true",
                     "deleteOnTermination": "true",
+                    # Bottlerocket's data volume from a snapshot that holds the images (dataVolumeSnapshotId)
+                    **(
+                        {"snapshotId": group.data_volume_snapshot_id}
+                        if group.data_volume_snapshot_id is not None
+                        else {}
+                    ),
                 },
             }
         ],

@@ -152,6 +152,12 @@ def block_devices(group: NodeGroup) -> list[dict[str, Any]]:
     }
     if is_bottlerocket(group.ami_type):
         root = {"volumeSize": "4Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}
+        if group.data_volume_snapshot_id is not None:
+            # The data volume created from a snapshot that holds the images already (dataVolumeSnapshotId): the
+            # node joins with them (EC2NodeClass blockDeviceMappings[].ebs.snapshotID). `encrypted` stays: with a
+            # snapshot it sets the restored volume's encryption state (EC2 API reference FleetEbsBlockDeviceRequest
+            # Encrypted), as ai-on-eks's EC2NodeClass has both.
+            ebs["snapshotID"] = group.data_volume_snapshot_id
         return [{"deviceName": "/dev/xvda", "ebs": root}, {"deviceName": "/dev/xvdb", "ebs": ebs}]
     return [{"deviceName": "/dev/xvda", "ebs": ebs, "rootVolume": True}]
 

@@ -196,8 +196,11 @@ def user_data(
     karpenter: bool = False,
 ) -> str:
     """The full user data text of a group (base64-encoded by the node group builder). `image_list`: the SSM parameter
-    holding the group's images and its region, None when the group pre-pulls nothing; Bottlerocket pre-pulls only
-    through the prepuller DaemonSet."""
+    holding the group's images and its region, None when the group pre-pulls nothing. Bottlerocket runs no user-data
+    scripts (its user data is TOML settings only): its nodes get the images from the prepuller DaemonSet after they
+    join, or at boot from a data volume created from a snapshot that holds them (dataVolumeSnapshotId, rendered in the
+    block device mappings). A bootstrap container could pull before kubelet starts, but no upstream image does it
+    with the node's registry credentials; gpufleet would have to build and pin one."""
     if group.ami_type.startswith("BOTTLEROCKET"):
         return bottlerocket_settings(group, sharing_toml, karpenter=karpenter)
     parts = [
