@@ -63,6 +63,13 @@ GUARDED: Mapping[str, Mapping[Path, str]] = MappingProxyType(
                 ("mig", "strategy"): "it follows nodeGroups[].sharing.migStrategy, and the model reads it",
                 ("dcgm", "enabled"): _DCGM,
                 ("dcgm", "hostNetwork"): _DCGM,
+                # nv-hostengine's arguments and environment can move its port or bind address off the node's 5555.
+                ("dcgm", "args"): _DCGM,
+                ("dcgm", "env"): _DCGM,
+                ("dcgm", "version"): (
+                    "the health stage's dcgmi runs the same DCGM release as the host engine"
+                    " (gpufleet.facts.versions GpuOperatorRelease.dcgm_image): pin versions.gpuOperator instead"
+                ),
                 ("dcgmExporter", "enabled"): "the telemetry stage, its rules and the cost stage read its series",
                 ("dcgmExporter", "config"): "it selects the DCGM fields the telemetry rules read (telemetry stage)",
                 ("dcgmExporter", "env"): (

@@ -161,6 +161,11 @@ CASES: list[tuple[str, dict[str, Any], list[tuple[str, str, str]]]] = [
         ],
     ),
     (
+        "the host engine's arguments, which could move it off port 5555",
+        {"dcgm": {"args": ["--port", "6000"]}},
+        [("dcgm.args", GUARD.format("dcgm.args", DCGM), "remove helm.gpuOperator.values.dcgm.args")],
+    ),
+    (
         "a guarded path that is also unknown is reported once, as guarded",
         {"dcgmExporter": {"env": []}},
         [("dcgmExporter.env", GUARD.format("dcgmExporter.env", GUARDED["gpuOperator"][("dcgmExporter", "env")]), "remove helm.gpuOperator.values.dcgmExporter.env")],
