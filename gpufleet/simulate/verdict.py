@@ -31,6 +31,7 @@ from gpufleet.simulate import (
     preemption,
     scheduling,
     tenancy,
+    volumes,
 )
 from gpufleet.simulate.autoscaler import nodes_needed, scale_up_blocker, template_blocker
 from gpufleet.simulate.nodes import NodeModel, fleet_nodes
@@ -140,6 +141,8 @@ class FleetModel:
     priorities: Mapping[str, preemption.PodPriority] = field(default_factory=dict)
     residents: Mapping[str, tuple[preemption.Resident, ...]] = field(default_factory=dict)
     assumes: str = ASSUMPTION
+    # the PersistentVolumeClaims, volumes and CSI node plugins the plan renders (gpufleet.simulate.volumes)
+    volumes: volumes.Volumes = field(default_factory=volumes.Volumes)
 
     def group_path(self, group: str, *rest: str | int) -> Path | None:
         base = self.paths.get(f"nodeGroup:{group}")
@@ -190,6 +193,7 @@ def fleet_model(plan: RolloutPlan) -> FleetModel:
         runtimes=_runtimes(plan),
         priorities=priorities,
         residents=residents,
+        volumes=volumes.from_plan(plan),
         assumes=f"{ASSUMPTION}; {HEADROOM_ASSUMPTION}" if residents else ASSUMPTION,
     )
 
@@ -271,6 +275,50 @@ def _effective_pod(pod: PodSpec, flavor: kueue_admission.Flavor | None) -> tuple
 
 def _wants_gpu_nodes(pod: PodSpec) -> bool:
     return any(scheduling.is_extended(r) and v > 0 for r, v in pod.request().items())
+
+
+def _place_with_volumes(
+    model: FleetModel,
+    namespace: str,
+    ps: PodSet,
+    pod: PodSpec,
+    tolerations: list[Mapping[str, Any]],
+    daemon: bool,
+    already: Mapping[str, int] | None = None,
+    effects: dict[str, preemption.Outcome] | None = None,
+) -> tuple[list[str], Reason | None]:
+    """_place, with the pod's PersistentVolumeClaims: the scheduler's VolumeBinding first (a missing claim stops
+    the pod; a bound volume's node affinity narrows the groups), then kubelet's mount on the group it lands on."""
+    binding = volumes.bind(model.volumes, namespace, ps.pod.raw, model.plan.environment)
+    if binding.refusal:
+        return [], Reason(stage="scheduling", message=binding.refusal[0], fix=binding.refusal[1])
+    if not binding.volumes:
+        return _place(model, ps, pod, tolerations, daemon, already, effects)
+    allowed = {g: n for g, n in model.nodes.items() if binding.allows(n.labels)}
+    selected = [n for n in model.nodes.values() if scheduling.matches_node(pod, n.labels)]
+    if not any(n.group in allowed for n in selected) and not (
+        model.system_nodes and binding.allows(SYSTEM_LABELS) and scheduling.matches_node(pod, SYSTEM_LABELS)
+    ):
+        names = ", ".join(str(pv["metadata"]["name"]) for pv in binding.volumes)
+        return [], Reason(
+            stage="scheduling",
+            message=(
+                f"node(s) had volume node affinity conflict: volume {names} may be used on node group"
+                f" {', '.join(sorted(allowed)) or 'none'} only"
+            ),
+            fix=f"select node group {', '.join(sorted(allowed))} (nodeSelector gpufleet.io/node-group), or mount"
+            " that group's claim",
+        )
+    restricted = replace(model, nodes=allowed, system_nodes=model.system_nodes and binding.allows(SYSTEM_LABELS))
+    groups, stop = _place(restricted, ps, pod, tolerations, daemon, already, effects)
+    if stop:
+        return groups, stop
+    for group in groups:
+        taints = model.nodes[group].taints if group in model.nodes else ()
+        failed = volumes.mount_error(model.volumes, binding, namespace, ps.pod.raw, group, taints)
+        if failed:
+            return [], Reason(stage="kubelet", message=failed[0], fix=failed[1])
+    return groups, None
 
 
 def _place(
@@ -726,7 +774,7 @@ def _gang(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
     daemon = wl.kind == "DaemonSet"
     for i, ps in enumerate(wl.pod_sets):
         pod, tolerations = _effective_pod(ps.pod, injected.get(ps.name))
-        placed, stop = _place(model, ps, pod, tolerations, daemon=daemon, effects=effects)
+        placed, stop = _place_with_volumes(model, wl.namespace, ps, pod, tolerations, daemon=daemon, effects=effects)
         if stop:
             return replace(base, cluster_queue=cluster_queue, flavor=flavor, reasons=(stop,), notes=tuple(notes))
         groups += [g for g in placed if g not in groups]
@@ -855,7 +903,9 @@ def _one_by_one(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
             injected = admission.injected.get(one.name)
             flavors += [f for f in admission.flavors.values() if f not in flavors]
         pod, tolerations = _effective_pod(one.pod, injected)
-        groups, stop = _place(model, one, pod, tolerations, daemon=False, already=placed, effects=effects)
+        groups, stop = _place_with_volumes(
+            model, wl.namespace, one, pod, tolerations, daemon=False, already=placed, effects=effects
+        )
         if stop:
             break
         for g in groups:

@@ -1,0 +1,153 @@
+"""PersistentVolumeClaims as the model sees them: the claims and volumes the plan renders, which CSI node plugin
+serves a volume on a node, and who may use a pod-level-credential volume.
+
+- The scheduler's VolumeBinding plugin (kubernetes pkg/scheduler/framework/plugins/volumebinding): a claim that does
+  not exist stops the pod (`persistentvolumeclaim "<name>" not found`); a bound volume's `nodeAffinity` filters the
+  nodes the pod may go to ("node(s) had volume node affinity conflict").
+- kubelet mounts a CSI volume through the driver's node plugin on that node; where the plugin's DaemonSet does not
+  run, the mount fails (kubernetes pkg/volume/csi: "driver name <driver> not found in the list of registered CSI
+  drivers") and the pod stays ContainerCreating.
+- The Mountpoint S3 CSI driver with `authenticationSource: pod` takes the workload pod's service account's EKS Pod
+  Identity credentials (awslabs/mountpoint-s3-csi-driver v2.7.0 docs/CONFIGURATION.md "Pod-Level Credentials"):
+  a pod whose service account has no association gets no credentials and its mount fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpufleet.plan.parts import RolloutPlan
+from gpufleet.simulate.operands import operands
+from gpufleet.simulate.scheduling import matches_term, untolerated
+
+# CSI driver -> the operand (gpufleet.simulate.operands) that is its node plugin.
+NODE_PLUGINS = {"s3.csi.aws.com": "s3-csi-node"}
+_ASSOCIATION = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Volumes:
+    claims: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)  # (namespace, name) -> PVC
+    later: Mapping[tuple[str, str], str] = field(default_factory=dict)  # claims of stages not deployed -> stage
+    volumes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # PV name -> PV
+    plugins: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)  # driver -> tolerations
+    identities: frozenset[tuple[str, str]] = frozenset()  # (namespace, service account) with a Pod Identity role
+
+
+def from_plan(plan: RolloutPlan) -> Volumes:
+    claims: dict[tuple[str, str], Mapping[str, Any]] = {}
+    later: dict[tuple[str, str], str] = {}
+    pvs: dict[str, Mapping[str, Any]] = {}
+    identities: set[tuple[str, str]] = set()
+    for stage in plan.stages:
+        for res in stage.content.resources:
+            obj = res.args.get("object") or {}
+            if obj.get("kind") == "PersistentVolumeClaim":
+                key = (str(obj["metadata"].get("namespace") or "default"), str(obj["metadata"]["name"]))
+                if stage.included:
+                    claims[key] = obj
+                else:
+                    later.setdefault(key, stage.name)
+            elif obj.get("kind") == "PersistentVolume" and stage.included:
+                pvs[str(obj["metadata"]["name"])] = obj
+            elif res.type == _ASSOCIATION and stage.included:
+                identities.add((str(res.args.get("namespace")), str(res.args.get("serviceAccount"))))
+    by_name = {w.name: w for w in operands(plan)}
+    plugins = {
+        driver: tuple(by_name[name].pod_sets[0].pod.tolerations)
+        for driver, name in NODE_PLUGINS.items()
+        if name in by_name
+    }
+    return Volumes(claims=claims, later=later, volumes=pvs, plugins=plugins, identities=frozenset(identities))
+
+
+def claim_names(pod: Mapping[str, Any]) -> list[str]:
+    """The claims a pod spec (as written) mounts."""
+    out = []
+    for v in pod.get("volumes") or []:
+        if isinstance(v, Mapping) and isinstance(v.get("persistentVolumeClaim"), Mapping):
+            out.append(str(v["persistentVolumeClaim"].get("claimName")))
+    return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Binding:
+    """What a pod's claims mean for where it may run: a refusal, or the bound volumes (with their node affinity)."""
+
+    refusal: tuple[str, str] | None = None  # (message, fix)
+    volumes: tuple[Mapping[str, Any], ...] = ()
+
+    def terms(self) -> list[Sequence[Mapping[str, Any]]]:
+        """Each volume's required nodeSelectorTerms (a node must match one term of every volume)."""
+        out = []
+        for pv in self.volumes:
+            terms = (((pv.get("spec") or {}).get("nodeAffinity") or {}).get("required") or {}).get("nodeSelectorTerms")
+            if terms:
+                out.append(terms)
+        return out
+
+    def allows(self, labels: Mapping[str, str]) -> bool:
+        return all(any(matches_term(t, labels) for t in terms) for terms in self.terms())
+
+
+def bind(vols: Volumes, namespace: str, pod: Mapping[str, Any], environment: str = "<env>") -> Binding:
+    bound: list[Mapping[str, Any]] = []
+    for name in claim_names(pod):
+        claim = vols.claims.get((namespace, name))
+        if claim is None:
+            stage = vols.later.get((namespace, name))
+            known = sorted(n for ns, n in vols.claims if ns == namespace)
+            fix = (
+                f"roll out through {stage} (environments.{environment}.rollout.through), where the claim is created"
+                if stage
+                else f"name a claim of namespace {namespace}: {', '.join(known)}"
+                if known
+                else f"create the PersistentVolumeClaim in {namespace} first (checkpoints.mountpoint gives each team"
+                " one per node group)"
+            )
+            where = f" (the {stage} stage creates it; this environment does not deploy it)" if stage else ""
+            return Binding(refusal=(f'persistentvolumeclaim "{name}" not found{where}', fix))
+        volume_name = str((claim.get("spec") or {}).get("volumeName") or "")
+        pv = vols.volumes.get(volume_name)
+        if pv is None:
+            return Binding(
+                refusal=(
+                    f'pod has unbound immediate PersistentVolumeClaims: "{name}" names volume "{volume_name}", which'
+                    " the fleet does not have",
+                    "bind the claim to an existing PersistentVolume",
+                )
+            )
+        bound.append(pv)
+    return Binding(volumes=tuple(bound))
+
+
+def mount_error(
+    vols: Volumes, binding: Binding, namespace: str, pod: Mapping[str, Any], group: str, taints: Sequence[Any]
+) -> tuple[str, str] | None:
+    """kubelet's mount of each bound CSI volume on a node of `group`: its node plugin must run there, and a
+    pod-level-credential volume needs the pod's service account to have a Pod Identity role."""
+    for pv in binding.volumes:
+        csi = (pv.get("spec") or {}).get("csi") or {}
+        driver = str(csi.get("driver") or "")
+        name = str(pv["metadata"]["name"])
+        if not driver:
+            continue
+        tolerations = vols.plugins.get(driver)
+        if tolerations is None or untolerated(taints, tolerations):
+            return (
+                f'MountVolume.SetUp failed for volume "{name}" on node group {group}: driver name {driver} not found'
+                " in the list of registered CSI drivers (its node plugin does not run there)",
+                f"install the {driver} driver (checkpoints.mountpoint) and let its node plugin tolerate the group",
+            )
+        if (csi.get("volumeAttributes") or {}).get("authenticationSource") == "pod":
+            account = str(pod.get("serviceAccountName") or "default")
+            if (namespace, account) not in vols.identities:
+                with_role = sorted(sa for ns, sa in vols.identities if ns == namespace)
+                return (
+                    f'MountVolume.SetUp failed for volume "{name}": authenticationSource pod, and service account'
+                    f" {namespace}/{account} has no EKS Pod Identity association, so Mountpoint gets no credentials",
+                    f"set serviceAccountName: {with_role[0] if with_role else '<an account with a Pod Identity role>'}",
+                )
+    return None
