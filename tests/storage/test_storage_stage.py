@@ -182,11 +182,16 @@ def test_sizing_notes(teams_content) -> None:
     # 86400 / 857.86 s = 100.7 checkpoints a day x 1.12 TB = 113 TB; x 30 days = 3.38 PB; x USD 0.023 per GB-month
     assert "writes 113 TB a day" in notes and "up to 3.38 PB, about USD 77,834 a month" in notes
     assert "| g | p5.48xlarge | 30.4 TB | `/mnt/k8s-disks/0` | yes (560 GB needed) |" in notes
-    assert teams_content.warnings == ()
+    # USD 77,834 against 4 nodes x 8 GPUs x USD 6.88 x 730 h = USD 160,717: 48%; 30 x 0.1 / 0.484 = 6.2 days
+    assert teams_content.warnings == (
+        "checkpoints.retentionDays: noncurrent checkpoint versions may reach 3.38 PB, about USD 77,834 a month, 48% of"
+        " the largest job's GPU cost (USD 160,717 a month for 4 p5.48xlarge nodes): a retentionDays of 6 or less"
+        " keeps it under 10%",
+    )
 
 
 def test_unstaged_bucket_write_with_a_large_loss_warns() -> None:
-    c = content(fleet([group("g", "p5.48xlarge", "EFA")], CHECKPOINTS))
+    c = content(fleet([group("g", "p5.48xlarge", "EFA")], CHECKPOINTS + "  retentionDays: 1\n"))
     (warning,) = c.warnings
     assert warning.startswith(
         "the largest job (checkpoints): about 14% of the time would be lost to checkpointing and rework (blocking"
@@ -201,7 +206,10 @@ def test_asynchronous_save_blocks_for_the_host_copy() -> None:
     # 280 GB shard / (8 GPUs x 10 GB/s) = 3.5 s blocking; the 224 s upload runs in the background
     assert "| GPU to host memory (asynchronous save: the part training waits for) | 80 GB/s |" in notes
     assert "8 GPUs x checkpoints.hostCopyGBps 10 | 4 s |" in notes
-    assert c.warnings == ()
+    # the short interval a 3.5 s blocking write allows keeps 7.51 PB of old checkpoints for 30 days: over the compute
+    assert [w.split(",")[0] for w in c.warnings] == [
+        "checkpoints.retentionDays: noncurrent checkpoint versions may reach 7.51 PB"
+    ]
 
 
 def test_per_job_guidance_and_intervals_in_the_team_configmap() -> None:
@@ -378,3 +386,23 @@ def test_raid0_rows_name_where_each_os_mounts_the_array() -> None:
     # 1.12 TB over the 4 nodes of the largest Training group: 280 GB shards, two of them
     assert "| g | p5.48xlarge | 30.4 TB | `/mnt/k8s-disks/0` | yes (560 GB needed) |" in notes
     assert "| br | p5.48xlarge | 30.4 TB | `/mnt/.ephemeral` | yes (560 GB needed) |" in notes
+
+
+def _retention_warnings(extra: str) -> list[str]:
+    c = content(fleet([group("g", "p5.48xlarge", "EFA")], CHECKPOINTS + extra))
+    return [w for w in c.warnings if w.startswith("checkpoints.retentionDays")]
+
+
+def test_noncurrent_versions_worth_a_tenth_of_the_compute_are_warned() -> None:
+    # 70e9 parameters x 16 B = 1.12 TB every 10 min: 161.28 TB a day, 4.84 PB over 30 days, x USD 0.023/GB-month =
+    # USD 111,283; the 4 nodes x 8 GPUs x USD 6.88 x 730 h = USD 160,717 a month; 69%; 30 x 0.1 x 160717/111283 = 4.3.
+    assert _retention_warnings("  intervalMinutes: 10\n") == [
+        "checkpoints.retentionDays: noncurrent checkpoint versions may reach 4.84 PB, about USD 111,283 a month, 69% of"
+        " the largest job's GPU cost (USD 160,717 a month for 4 p5.48xlarge nodes): a retentionDays of 4 or less"
+        " keeps it under 10%"
+    ]
+
+
+def test_noncurrent_versions_below_a_tenth_of_the_compute_are_not_warned() -> None:
+    # 1.12 TB an hour for 2 days: 53.76 TB, USD 1,236 a month, under 1% of USD 160,717.
+    assert _retention_warnings("  intervalMinutes: 60\n  retentionDays: 2\n") == []

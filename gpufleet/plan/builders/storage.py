@@ -16,6 +16,7 @@ from gpufleet.facts import catalog, checkpoints, pricing
 from gpufleet.plan.builders import mountpoint
 from gpufleet.plan.builders.cluster import pod_identity_resources, pod_identity_warning, tags
 from gpufleet.plan.builders.common import AWS_PROVIDER, k8s
+from gpufleet.plan.builders.cost import group_gpu_hour_usd
 from gpufleet.plan.manifests import storage as st
 from gpufleet.plan.parts import BuildContext, Ref, Resource, StageContent
 from gpufleet.spec.fleet import CheckpointJob, Checkpoints, Fleet, NodeGroup
@@ -313,16 +314,50 @@ def _sizing_notes(fleet: Fleet, cp: Checkpoints, s: checkpoints.Sizing) -> list[
         f"- Expected time lost to checkpointing and rework at that interval: about {s.waste:.1%}"
         " (Daly's model, restart time 0: 1 - T / (M (e^((T + C)/M) - 1)))."
     )
-    per_day = 86_400 / s.interval_s * s.checkpoint_bytes
-    held = per_day * cp.retention_days
+    per_day, held, held_usd = noncurrent_versions(cp, s)
     lines.append(
         f"- Noncurrent versions: at that interval the job writes {checkpoints.human_bytes(round(per_day))} a day; every"
         f" checkpoint deleted or overwritten stays billed as a noncurrent version for checkpoints.retentionDays"
         f" ({cp.retention_days}), up to {checkpoints.human_bytes(round(held))}, about"
-        f" USD {held / checkpoints.GB * pricing.S3_STANDARD_USD_PER_GB_MONTH:,.0f} a month in S3 Standard"
+        f" USD {held_usd:,.0f} a month in S3 Standard"
         " (lower retentionDays to shorten it)."
     )
     return lines
+
+
+def noncurrent_versions(cp: Checkpoints, s: checkpoints.Sizing) -> tuple[float, float, float]:
+    """Bytes the largest job writes a day, the noncurrent versions retentionDays keeps at most, and their monthly
+    S3 Standard cost (every checkpoint deleted or overwritten in a versioned bucket stays billed until it expires)."""
+    per_day = 86_400 / s.interval_s * s.checkpoint_bytes
+    held = per_day * cp.retention_days
+    return per_day, held, held / checkpoints.GB * pricing.S3_STANDARD_USD_PER_GB_MONTH
+
+
+# Old checkpoints worth more than this share of the compute they protect are a cost to review, not a safety margin.
+LARGE_RETENTION_SHARE = 0.10
+
+
+def retention_warnings(fleet: Fleet, cp: Checkpoints, s: checkpoints.Sizing) -> list[str]:
+    """A warning when the noncurrent versions retentionDays keeps may cost LARGE_RETENTION_SHARE or more of the
+    largest job's monthly GPU cost (its nodes at the group's USD per GPU-hour); none where that price is unknown."""
+    group = writer_group(fleet)
+    info = catalog.lookup(group.instance_type) if group is not None else None
+    if group is None or info is None:
+        return []
+    price, _ = group_gpu_hour_usd(fleet, group)
+    if price is None:
+        return []
+    compute_usd = s.writer_nodes * info.gpu_count * price * pricing.HOURS_PER_MONTH
+    _, held, held_usd = noncurrent_versions(cp, s)
+    if held_usd < LARGE_RETENTION_SHARE * compute_usd:
+        return []
+    days = max(1, int(cp.retention_days * LARGE_RETENTION_SHARE * compute_usd / held_usd))
+    return [
+        f"checkpoints.retentionDays: noncurrent checkpoint versions may reach {checkpoints.human_bytes(round(held))},"
+        f" about USD {held_usd:,.0f} a month, {held_usd / compute_usd:.0%} of the largest job's GPU cost"
+        f" (USD {compute_usd:,.0f} a month for {s.writer_nodes} {group.instance_type} nodes): a retentionDays of"
+        f" {days} or less keeps it under {LARGE_RETENTION_SHARE:.0%}"
+    ]
 
 
 def _job_rows(fleet: Fleet, cp: Checkpoints) -> tuple[list[str], list[str], dict[str, dict[str, float]]]:
@@ -378,6 +413,7 @@ def build(ctx: BuildContext) -> StageContent:
         + key_resources(fleet, cp)
     )
     warnings = checkpoints.interval_warnings(s) + checkpoints.loss_warnings(s, "the largest job (checkpoints)")
+    warnings += retention_warnings(fleet, cp, s)
     warnings += job_warnings
     warning = pod_identity_warning(fleet, "the teams' checkpoint-writer service accounts get no AWS credentials")
     if fleet.teams and warning:
