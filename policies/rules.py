@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from gpufleet.policies import checks_access, checks_cluster, checks_karpenter, checks_nodes
+from gpufleet.policies import checks_access, checks_cluster, checks_karpenter, checks_nodes, checks_serving
 from gpufleet.policies.resources import Resource
 
 MANDATORY = "mandatory"
@@ -299,6 +299,21 @@ RULES: tuple[Rule, ...] = (
             "{kubernetes.io/metadata.name: <namespace>})"
         ),
         check=_resource_rule(checks_cluster.cluster_queue_selector),
+    ),
+    Rule(
+        name="serving-readiness-probe",
+        severity=MANDATORY,
+        scope="stack",
+        description=(
+            "A serving workload (Deployment, StatefulSet, ReplicaSet, LeaderWorkerSet, bare Pod) whose pod template"
+            " lands on an Inference node group gives every container that requests GPUs a readinessProbe, where the"
+            " stack's gpufleet-serving-readiness policy denies (or everywhere in a stack without gpufleet's teams)."
+        ),
+        hint=(
+            "add a readinessProbe that sends one inference to each GPU container (the recipes in docs/inference.md),"
+            " or set teams[].servingReadinessProbe: Warn for the team"
+        ),
+        check=_stack_rule(checks_serving.serving_readiness_probe),
     ),
     Rule(
         name="endpoint-open-acknowledged",

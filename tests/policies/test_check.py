@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from gpufleet.cli import main
 from gpufleet.commands.check import report
@@ -62,6 +63,26 @@ def _user_data(inventory: list[dict[str, Any]], rid: str, edit: Callable[[str], 
 
 def _kube(inventory: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
     return next(e for e in inventory if e["inputs"].get("kind") == kind and e["inputs"]["metadata"]["name"] == name)
+
+
+_VLLM_ID = "deployment-language-vllm-server"
+
+
+def _vllm(probe: bool = True) -> dict[str, Any]:
+    """docs/examples/vllm.yaml's Deployment as a resource of the tree (a serving workload a stack would register)."""
+    example = Path(__file__).resolve().parents[2] / "docs/examples/vllm.yaml"
+    obj: dict[str, Any] = copy.deepcopy(next(iter(yaml.safe_load_all(example.read_text()))))
+    if not probe:
+        del obj["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]
+    return {"id": _VLLM_ID, "type": "kubernetes:apps/v1:Deployment", "inputs": obj, "dependsOn": []}
+
+
+def test_a_probed_serving_workload_in_the_tree_passes(prod_resources: list[dict[str, Any]]) -> None:
+    """The rule reads the tree's Inference group (l40s, its gpufleet.io/serving taint), the serving class and the
+    Deny binding of team namespace language: the example server with its readiness probe is clean, without it
+    (PLANTED) it fails."""
+    code, out = report([*prod_resources, _vllm()], "prod")
+    assert code == 0 and "serving-readiness-probe" not in out, out
 
 
 def _plant_taint(inv: list[dict[str, Any]]) -> None:
@@ -124,6 +145,7 @@ PLANTED: list[tuple[str, Callable[[list[dict[str, Any]]], None], str, str]] = [
         "namespace-cluster-speech",
         "MANDATORY",
     ),
+    ("serving-readiness-probe", lambda inv: inv.append(_vllm(probe=False)), _VLLM_ID, "MANDATORY"),
     ("gpu-node-group-tainted", _plant_taint, "h100-node-group", "MANDATORY"),
     (
         "one-instance-type",

@@ -295,6 +295,101 @@ KARPENTER_CASES: list[tuple[str, str, list[dict[str, Any]], set[str]]] = [
     ),
 ]
 
+
+# --- serving-readiness-probe: an Inference group l40s tainted gpufleet.io/serving, the serving PriorityClass ----------
+
+SERVING_TAINT = {"key": "gpufleet.io/serving", "value": "true", "effect": "NoSchedule"}
+
+
+def _priority_class(name: str, value: int, policy: str) -> dict[str, Any]:
+    return k8s(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "gpufleet"}},
+            "value": value,
+            "preemptionPolicy": policy,
+        }
+    )
+
+
+def _serving_fleet(*extra: dict[str, Any]) -> list[dict[str, Any]]:
+    l40s, template = _group("l40s", "Inference")
+    l40s["inputs"]["taints"].append({**SERVING_TAINT, "effect": "NO_SCHEDULE"})
+    classes = [_priority_class("serving", 100000, "PreemptLowerPriority"), _priority_class("batch", 100, "Never")]
+    return fleet(l40s, template, *classes, *extra)
+
+
+def _server(
+    kind: str = "Deployment",
+    ns: str = "language",
+    probe: bool = False,
+    labels: dict[str, str] | None = None,
+    **pod: Any,
+) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "server", "image": "vllm/vllm-openai:v0.10.2"}
+    container["resources"] = {"limits": {"nvidia.com/gpu": 4}}
+    if probe:
+        container["readinessProbe"] = {"httpGet": {"path": "/health", "port": 8000}}
+    spec = {"containers": [container], **pod}
+    meta = {"name": "llm", "namespace": ns, "labels": labels or {}}
+    if kind == "Pod":
+        return k8s({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
+    if kind == "LeaderWorkerSet":
+        probed = clone({"containers": [container]})
+        probed["containers"][0]["readinessProbe"] = {"httpGet": {"path": "/health", "port": 8000}}
+        lwt = {"size": 2, "leaderTemplate": {"spec": {**spec, **probed}}, "workerTemplate": {"spec": spec}}
+        return k8s(
+            {
+                "apiVersion": "leaderworkerset.x-k8s.io/v1",
+                "kind": kind,
+                "metadata": meta,
+                "spec": {"leaderWorkerTemplate": lwt},
+            }
+        )
+    return k8s({"apiVersion": "apps/v1", "kind": kind, "metadata": meta, "spec": {"template": {"spec": spec}}})
+
+
+def _readiness_binding(actions: list[str], namespaces: list[str]) -> dict[str, Any]:
+    return k8s(
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": f"gpufleet-serving-readiness-{actions[0].lower()}"},
+            "spec": {
+                "policyName": "gpufleet-serving-readiness",
+                "validationActions": actions,
+                "matchResources": {
+                    "namespaceSelector": {
+                        "matchExpressions": [
+                            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": namespaces}
+                        ]
+                    }
+                },
+            },
+        }
+    )
+
+
+def _inference_queue(ns: str) -> dict[str, Any]:
+    return k8s(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": ns},
+            "spec": {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                "resourceGroups": [
+                    {"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": "l40s", "resources": []}]}
+                ],
+            },
+        }
+    )
+
+
+ON_L40S = {"nodeSelector": {"gpufleet.io/node-group": "l40s"}}
+SERVER = "deployment-language-llm"
+
 CASES: list[tuple[str, str, list[dict[str, Any]], set[str]]] = KARPENTER_CASES + [
     # (rule, case, resources, ids the rule must report)
     ("endpoint-not-open", "public endpoint limited to a VPN range", [eks_cluster(["203.0.113.0/24"])], set()),
@@ -802,6 +897,72 @@ CASES: list[tuple[str, str, list[dict[str, Any]], set[str]]] = KARPENTER_CASES +
     ("workload-namespace-pod-security", "restricted", _teams(_psa("restricted")), set()),
     ("workload-namespace-pod-security", "privileged", _teams(_psa("privileged")), {VISION_NS}),
     ("workload-namespace-pod-security", "no enforce label (privileged)", _teams(_psa(None)), {VISION_NS}),
+    ("serving-readiness-probe", "probed server on l40s", _serving_fleet(_server(probe=True, **ON_L40S)), set()),
+    (
+        "serving-readiness-probe",
+        "unprobed server on h100",
+        _serving_fleet(_server(nodeSelector={"gpufleet.io/node-group": "h100"})),
+        set(),
+    ),
+    (
+        "serving-readiness-probe",
+        "gpufleet's own placeholder",
+        _serving_fleet(_server(ns="gpufleet-system", labels={"app.kubernetes.io/managed-by": "gpufleet"}, **ON_L40S)),
+        set(),
+    ),
+    (
+        "serving-readiness-probe",
+        "a namespace the Deny binding leaves out",
+        _serving_fleet(
+            _readiness_binding(["Deny"], ["vision"]),
+            _readiness_binding(["Warn", "Audit"], ["language"]),
+            _server(**ON_L40S),
+        ),
+        set(),
+    ),
+    (
+        "serving-readiness-probe",
+        "a fleet stack whose teams are all Off",
+        _serving_fleet(*_teams(), _server(ns="vision", **ON_L40S)),
+        set(),
+    ),
+    ("serving-readiness-probe", "unprobed server on l40s", _serving_fleet(_server(**ON_L40S)), {SERVER}),
+    (
+        "serving-readiness-probe",
+        "in a namespace the Deny binding covers",
+        _serving_fleet(_readiness_binding(["Deny"], ["language"]), _server(**ON_L40S)),
+        {SERVER},
+    ),
+    (
+        "serving-readiness-probe",
+        "tolerates the serving taint",
+        _serving_fleet(_server("StatefulSet", tolerations=[{**SERVING_TAINT, "operator": "Equal"}])),
+        {"statefulset-language-llm"},
+    ),
+    (
+        "serving-readiness-probe",
+        "LWS worker without a probe",
+        _serving_fleet(_server("LeaderWorkerSet", tolerations=[{"key": "gpufleet.io/serving", "operator": "Exists"}])),
+        {"leaderworkerset-language-llm"},
+    ),
+    (
+        "serving-readiness-probe",
+        "bare pod of the serving class",
+        _serving_fleet(_server("Pod", priorityClassName="serving")),
+        {"pod-language-llm"},
+    ),
+    (
+        "serving-readiness-probe",
+        "Karpenter Inference pool by workload class",
+        fleet(*_pool(), _server(nodeSelector={"gpufleet.io/workload-class": "Inference"})),
+        {SERVER},
+    ),
+    (
+        "serving-readiness-probe",
+        "a team with only Inference quota",
+        _serving_fleet(_inference_queue("language"), _server()),
+        {SERVER},
+    ),
     ("interactive-warm-pool", "Interactive with warm pool", _group("notebooks", "Interactive"), set()),
     ("interactive-warm-pool", "Training without warm pool", fleet(), set()),
     (
