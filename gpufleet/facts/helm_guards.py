@@ -36,6 +36,10 @@ _DCGM = (
     "the operator's standalone DCGM host engine is the node's only one, on the host network at port 5555 where the EKS"
     " node monitoring agent dials; dcgm-exporter and the health checks use it (gpufleet.plan.manifests.node_monitoring)"
 )
+_EVERY_GROUP = (
+    "the DaemonSet runs on every node group it serves; the model assumes so and reads only its tolerations, so a"
+    " narrower placement would leave groups without it unseen"
+)
 _SYSTEM_NODES = "it runs on the system nodes gpufleet creates (every GPU group is tainted; the model checks it)"
 
 # component key (gpufleet.facts.versions.COMPONENTS) -> value path -> why an overlay may not set it
@@ -156,6 +160,7 @@ GUARDED: Mapping[str, Mapping[Path, str]] = MappingProxyType(
                 ("extraContainers",): "the DCGM health loop beside the detector",
                 ("tolerations",): "it runs on every GPU node, whatever its taints (the model checks it)",
                 ("affinity",): "it runs on the GPU node groups (the model reads it)",
+                ("nodeSelector",): _EVERY_GROUP,
             }
         ),
         # gpufleet.plan.manifests.telemetry kube_prometheus_stack_values()
@@ -174,6 +179,8 @@ GUARDED: Mapping[str, Mapping[Path, str]] = MappingProxyType(
                     "the node labels the cost and telemetry rules join on"
                 ),
                 ("prometheus-node-exporter", "tolerations"): _OPERANDS.replace("the device plugin", "node exporter"),
+                ("prometheus-node-exporter", "nodeSelector"): _EVERY_GROUP,
+                ("prometheus-node-exporter", "affinity"): _EVERY_GROUP,
                 ("grafana", "rbac", "namespaced"): "Grafana may not read every Secret of the cluster",
                 ("grafana", "sidecar", "dashboards"): (
                     "Grafana loads dashboards from the monitoring namespace only, where no team can inject one"
@@ -197,6 +204,8 @@ GUARDED: Mapping[str, Mapping[Path, str]] = MappingProxyType(
                     "its node plugin runs wherever a team's pod mounts a volume: every GPU group, whatever its taints"
                     " (the model checks it)"
                 ),
+                ("node", "nodeSelector"): _EVERY_GROUP,
+                ("node", "affinity"): _EVERY_GROUP,
             }
         ),
         # gpufleet.plan.manifests.workloads jobset_values(), trainer_values(), lws_values()

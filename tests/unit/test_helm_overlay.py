@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from gpufleet.base.errors import SpecError
+from gpufleet.cli import main
 from gpufleet.commands.diff import diff_trees
 from gpufleet.commands.synth import synth_tree
 from gpufleet.facts import chart_values
@@ -323,7 +324,9 @@ def test_the_model_sees_the_merged_values() -> None:
     assert any("gpu-operator/gpu-operator would not run" in i.message for i in raised.value.issues), raised.value
 
 
-def test_a_changed_overlay_is_a_change_of_the_release_values_in_diff(tmp_path: Path) -> None:
+def test_a_changed_overlay_is_a_change_of_the_release_values_in_diff(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     require_shared()
     trees = {}
     for name, spec in (("old", _spec(OVERLAY)), ("new", _spec(OVERLAY.replace("system-cluster-critical", "high")))):
@@ -332,6 +335,12 @@ def test_a_changed_overlay_is_a_change_of_the_release_values_in_diff(tmp_path: P
     report = diff_trees(trees["old"], trees["new"])
     assert [(c.id, c.action, c.paths) for c in report.changes] == [
         ("helm-gpu-operator", "update", ("values.operator.priorityClassName",))
+    ]
+    assert main(["diff", str(tmp_path / "old"), str(tmp_path / "new")]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        "stage foundation: 1 changed",
+        "    ~ helm-gpu-operator (kubernetes:helm.sh/v3:Release)",
+        "        values.operator.priorityClassName",
     ]
 
 
