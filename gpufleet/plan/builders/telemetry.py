@@ -4,6 +4,7 @@ recording rules and alerts, and the utilization dashboard. See docs/telemetry-he
 from __future__ import annotations
 
 from gpufleet.facts import catalog
+from gpufleet.plan.builders import serving_start
 from gpufleet.plan.builders.common import helm, k8s
 from gpufleet.plan.manifests import dashboards, inference, rules_promql, sharing, telemetry
 from gpufleet.plan.parts import AtFoundation, BuildContext, Resource, StageContent
@@ -141,5 +142,6 @@ def _inference(ctx: BuildContext, ns: str, after: tuple[str, ...], resources: li
         f"- Inference ({', '.join(groups)}): KEDA {version} in `{inference.NS_KEDA}`; serving pods labelled"
         f" `{inference.SERVING_METRICS_LABEL}=true` are scraped on their port `{inference.SERVING_METRICS_PORT}`,"
         f" and `{inference.QUEUE_DEPTH}`, `{inference.QUEUE_WAIT}` and `{inference.BATCH_SIZE}` are recorded per"
-        " namespace from vLLM, Triton and TGI metrics for ScaledObjects to scale on (docs/inference.md)."
+        " namespace from vLLM, Triton and TGI metrics for ScaledObjects to scale on (docs/inference.md).",
+        *serving_start.notes(ctx.fleet),
     ]

@@ -1,0 +1,96 @@
+"""How long a new serving replica takes to load its weights, and to be ready after a scale decision.
+
+Figures, each with where it comes from (A: an assumption gpufleet makes; set the spec input or measure):
+- From S3 through Mountpoint: Mountpoint targets the instance's rated network bandwidth (mountpoint-s3 1.22.3
+  mountpoint-s3/src/cli.rs throughput_target_gbps; gpufleet's volumes name it in maximum-throughput-gbps). A: the
+  pod's S3 traffic leaves through one network card, so a node reads at most its rated bandwidth / network cards
+  (EC2 NetworkInfo: p5.48xlarge 3200 Gbps over 32 cards, 100 Gbps = 12.5 GB/s; g6e.12xlarge 100 Gbps, one card).
+- From the NVMe array (the Mountpoint cache once warm): RAID0 stripes reads over every instance-store device.
+  A: LOCAL_DEVICE_READ_GBPS 2 GB/s per device, conservative (the same figure as checkpoints.localDeviceWriteGBps).
+- Into the GPUs: A: HOST_COPY_GBPS 10 GB/s per GPU, a conservative host-to-device copy over PCIe (the figure of
+  checkpoints.hostCopyGBps); a replica's GPUs on one node copy in parallel.
+- A replica spread over several nodes (workloads.inferenceReplicaGpus above a node's GPUs) loads one share per node.
+- Warm-up: A: WARM_UP_SECONDS 60 for the server to start, capture CUDA graphs and answer the readiness probe's first
+  inference once the weights are in GPU memory.
+- Node start and the image pull: gpufleet.spec.cold_start (group_seconds, IMAGE_PULL_SECONDS).
+Decimal units (GB = 10^9 bytes).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+LOCAL_DEVICE_READ_GBPS = 2.0
+HOST_COPY_GBPS = 10.0
+WARM_UP_SECONDS = 60
+DEFAULT_MODEL_GB = 100.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Load:
+    model_gb: float
+    nodes: int  # nodes one replica spans
+    share_gb: float  # what one node loads
+    s3_gbps: float
+    nvme_gbps: float | None  # None: no instance-store array
+    gpu_gbps: float  # the replica's GPUs on one node, host to device
+
+    @property
+    def from_s3_s(self) -> float:
+        return self.share_gb / min(self.s3_gbps, self.gpu_gbps)
+
+    @property
+    def from_nvme_s(self) -> float | None:
+        return None if self.nvme_gbps is None else self.share_gb / min(self.nvme_gbps, self.gpu_gbps)
+
+
+def s3_gbps(network_gbps: int, network_cards: int) -> float:
+    return network_gbps / max(network_cards, 1) / 8
+
+
+def load(
+    *,
+    model_gb: float,
+    replica_gpus: int,
+    node_gpus: int,
+    network_gbps: int,
+    network_cards: int,
+    nvme_devices: int,
+) -> Load:
+    nodes = max(1, math.ceil(replica_gpus / max(node_gpus, 1)))
+    on_node = min(replica_gpus, node_gpus)
+    return Load(
+        model_gb=model_gb,
+        nodes=nodes,
+        share_gb=model_gb / nodes,
+        s3_gbps=s3_gbps(network_gbps, network_cards),
+        nvme_gbps=nvme_devices * LOCAL_DEVICE_READ_GBPS if nvme_devices else None,
+        gpu_gbps=on_node * HOST_COPY_GBPS,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReadyTime:
+    """Seconds from a scale decision to a ready replica."""
+
+    node_start_s: float  # a new node until its GPUs are allocatable (with the pre-pulled image sets)
+    image_pull_s: float  # the serving image, where the group pre-pulls none
+    warm_up_s: float
+    load: Load
+
+    @property
+    def cold_node_s(self) -> float:
+        """No free node: a node starts, then the image, the weights from S3 (its cache is empty) and warm-up."""
+        return self.node_start_s + self.image_pull_s + self.load.from_s3_s + self.warm_up_s
+
+    @property
+    def warm_node_s3_s(self) -> float:
+        """A running node with free GPUs: image, weights from S3, warm-up."""
+        return self.image_pull_s + self.load.from_s3_s + self.warm_up_s
+
+    @property
+    def warm_node_cached_s(self) -> float | None:
+        """A running node whose Mountpoint cache holds the weights (another replica of the claim there)."""
+        local = self.load.from_nvme_s
+        return None if local is None else self.image_pull_s + local + self.warm_up_s

@@ -1,0 +1,69 @@
+"""plan.md, per Inference group: the weight-load time of a replica from S3 and from the group's NVMe (the
+Mountpoint cache), and the time from a scale decision to a ready replica with and without a warm node
+(gpufleet.facts.weights: the figures and which of them are assumptions)."""
+
+from __future__ import annotations
+
+from gpufleet.facts import catalog, checkpoints, weights
+from gpufleet.plan.manifests import mountpoint
+from gpufleet.spec import cold_start
+from gpufleet.spec.fleet import Fleet, NodeGroup, WorkloadClass
+
+
+def ready_time(fleet: Fleet, group: NodeGroup) -> weights.ReadyTime | None:
+    info = catalog.lookup(group.instance_type)
+    if info is None:
+        return None
+    cached = mountpoint.enabled(fleet) is not None and group.local_storage == "RAID0"
+    load = weights.load(
+        model_gb=fleet.workloads.serving_model_gb.get(group.name, weights.DEFAULT_MODEL_GB),
+        replica_gpus=fleet.workloads.inference_replica_gpus.get(group.name, 1),
+        node_gpus=info.gpu_count,
+        network_gbps=info.network_gbps,
+        network_cards=info.network_cards,
+        nvme_devices=catalog.local_nvme_devices(group.instance_type) if cached else 0,
+    )
+    pre_pulled = cold_start.images_of(fleet, group) > 0
+    return weights.ReadyTime(
+        node_start_s=cold_start.group_seconds(fleet, group),
+        image_pull_s=0 if pre_pulled else cold_start.IMAGE_PULL_SECONDS,
+        warm_up_s=weights.WARM_UP_SECONDS,
+        load=load,
+    )
+
+
+def notes(fleet: Fleet) -> list[str]:
+    d = checkpoints.duration
+    rows = [
+        "",
+        "Scale-up time per Inference group (a new replica: weights from S3 through Mountpoint, or from the node's NVMe"
+        " once its Mountpoint cache holds them; figures and assumptions in gpufleet/facts/weights.py):",
+        "",
+        "| group | weights (per node) | from S3 | from NVMe cache | node start | image pull | warm-up | no warm node"
+        " | warm node, S3 | warm node, cache warm |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for group in fleet.node_groups:
+        if group.workload_class is not WorkloadClass.INFERENCE:
+            continue
+        t = ready_time(fleet, group)
+        if t is None:
+            continue
+        given = group.name in fleet.workloads.serving_model_gb
+        size = f"{t.load.model_gb:g} GB" + ("" if given else " (servingModelGB omitted)")
+        if t.load.nodes > 1:
+            size += f" ({t.load.share_gb:g} GB on each of {t.load.nodes} nodes)"
+        nvme = t.load.from_nvme_s
+        cached = t.warm_node_cached_s
+        rows.append(
+            f"| {group.name} | {size} | {d(t.load.from_s3_s)} at {min(t.load.s3_gbps, t.load.gpu_gbps):g} GB/s |"
+            + (
+                f" {d(nvme)} at {min(t.load.nvme_gbps or 0, t.load.gpu_gbps):g} GB/s |"
+                if nvme is not None
+                else " none (no RAID0 array with checkpoints.mountpoint) |"
+            )
+            + f" {d(t.node_start_s)} | {d(t.image_pull_s) if t.image_pull_s else 'pre-pulled'} | {d(t.warm_up_s)} |"
+            f" **{d(t.cold_node_s)}** | {d(t.warm_node_s3_s)} | {d(cached) if cached is not None else '-'} |"
+        )
+    rows.append("")
+    return rows

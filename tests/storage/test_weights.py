@@ -1,0 +1,74 @@
+"""Weight-load and scale-up times per Inference group (gpufleet.facts.weights), hand-computed."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpufleet.facts import weights
+from gpufleet.plan.builders import serving_start
+from tests.network.fleets import fleet, group
+
+
+@pytest.mark.parametrize(
+    ("model_gb", "replica_gpus", "node_gpus", "network", "cards", "devices", "nodes", "s3_s", "nvme_s"),
+    [
+        # g6e.12xlarge: 100 Gbps on 1 card = 12.5 GB/s; one GPU copies 10 GB/s, the cap; 2 devices x 2 GB/s = 4 GB/s
+        (140, 1, 4, 100, 1, 2, 1, 14.0, 35.0),
+        # 8 GPUs over two 4-GPU nodes: 70 GB each; S3 12.5 GB/s under the 4 GPUs' 40 GB/s
+        (140, 8, 4, 100, 1, 0, 2, 5.6, None),
+        # p5.48xlarge: 3200 Gbps over 32 cards = 12.5 GB/s; 8 devices x 2 = 16 GB/s, 8 GPUs 80 GB/s
+        (1000, 8, 8, 3200, 32, 8, 1, 80.0, 62.5),
+        # g5.xlarge: 10 Gbps = 1.25 GB/s
+        (16, 1, 1, 10, 1, 0, 1, 12.8, None),
+    ],
+)
+def test_load_times(model_gb, replica_gpus, node_gpus, network, cards, devices, nodes, s3_s, nvme_s) -> None:
+    load = weights.load(
+        model_gb=model_gb,
+        replica_gpus=replica_gpus,
+        node_gpus=node_gpus,
+        network_gbps=network,
+        network_cards=cards,
+        nvme_devices=devices,
+    )
+    assert load.nodes == nodes
+    assert load.from_s3_s == pytest.approx(s3_s)
+    assert load.from_nvme_s == (None if nvme_s is None else pytest.approx(nvme_s))
+
+
+SERVE = group("serve", "g6e.12xlarge", local="RAID0", max_size=8).replace(
+    "workloadClass: Training", "workloadClass: Inference"
+)
+TEAM = "teams:\n  - {name: llm, quotas: [{nodeGroup: serve, gpus: 4}]}\n"
+CHECKPOINTS = """\
+checkpoints:
+  bucket: team-checkpoints
+  modelParameters: 70000000000
+  meanTimeBetweenFailuresHours: 6
+  mountpoint: {}
+workloads:
+  servingModelGB: {serve: 140}
+"""
+
+
+def test_ready_time_with_and_without_a_warm_node() -> None:
+    f = fleet([SERVE], TEAM + CHECKPOINTS)
+    t = serving_start.ready_time(f, f.node_group("serve"))
+    assert t is not None
+    # node Ready 180 s + operands 180 s, no image set to pre-pull; so the image (300 s) is pulled after
+    assert (t.node_start_s, t.image_pull_s, t.warm_up_s) == (360, 300, 60)
+    assert t.cold_node_s == pytest.approx(360 + 300 + 14 + 60)
+    assert t.warm_node_s3_s == pytest.approx(300 + 14 + 60)
+    assert t.warm_node_cached_s == pytest.approx(300 + 35 + 60)
+    (row,) = [n for n in serving_start.notes(f) if n.startswith("| serve |")]
+    assert row == (
+        "| serve | 140 GB | 14 s at 10 GB/s | 35 s at 4 GB/s | 6.0 min | 5.0 min | 1.0 min | **12.2 min** | 6.2 min"
+        " | 6.6 min |"
+    )
+
+
+def test_without_mountpoint_no_cache_and_the_default_size() -> None:
+    f = fleet([SERVE], TEAM)
+    (row,) = [n for n in serving_start.notes(f) if n.startswith("| serve |")]
+    assert "100 GB (servingModelGB omitted)" in row
+    assert "none (no RAID0 array with checkpoints.mountpoint)" in row
