@@ -208,6 +208,17 @@ GUARDED: Mapping[str, Mapping[Path, str]] = MappingProxyType(
                 ("node", "affinity"): _EVERY_GROUP,
             }
         ),
+        # gpufleet.plan.manifests.fsx values()
+        "fsxCsiDriver": MappingProxyType(
+            {
+                ("node", "tolerateAllTaints"): (
+                    "the node plugin runs on every GPU node, whatever its taints, so pods there can mount the file"
+                    " system (the model checks it)"
+                ),
+                ("controller", "serviceAccount", "name"): "the Pod Identity association names it",
+                ("controller", "region"): "it follows cluster.region (pods do not reach the instance metadata service)",
+            }
+        ),
         # gpufleet.plan.manifests.workloads jobset_values(), trainer_values(), lws_values()
         "jobSet": MappingProxyType({("image", "tag"): "it follows versions.jobSet: pin that instead"}),
         "trainer": MappingProxyType(

@@ -23,6 +23,12 @@ node group without a launch template gets a 20 GiB root volume (EKS CreateNodegr
 
 S3 Standard: USD 0.023 per GB-month in us-east-1, the first 50 TB a month (https://aws.amazon.com/s3/pricing/), for
 what noncurrent checkpoint versions cost while the bucket keeps them.
+
+FSx for Lustre, SSD storage: USD per GB-month of provisioned storage capacity in US East (N. Virginia), from the
+Amazon FSx for Lustre pricing page (https://aws.amazon.com/fsx/lustre/pricing/) as of PRICES_AS_OF, by deployment
+type and throughput tier (MB/s/TiB); scratch types have one price. Throughput is included: it is bought with the
+capacity. Backups, data transfer and the S3 requests of a data repository association are billed apart and not
+counted here.
 """
 
 from __future__ import annotations
@@ -36,6 +42,20 @@ PRICES_AS_OF = "2025-08-01"
 HOURS_PER_MONTH = 730  # AWS's own convention for monthly estimates
 GP3_USD_PER_GB_MONTH = 0.08
 S3_STANDARD_USD_PER_GB_MONTH = 0.023
+# (deployment type, MB/s/TiB or None for scratch) -> USD per GB-month, us-east-1
+FSX_LUSTRE_USD_PER_GB_MONTH: Mapping[tuple[str, int | None], float] = MappingProxyType(
+    {
+        ("SCRATCH_1", None): 0.140,
+        ("SCRATCH_2", None): 0.140,
+        ("PERSISTENT_1", 50): 0.145,
+        ("PERSISTENT_1", 100): 0.210,
+        ("PERSISTENT_1", 200): 0.290,
+        ("PERSISTENT_2", 125): 0.145,
+        ("PERSISTENT_2", 250): 0.210,
+        ("PERSISTENT_2", 500): 0.340,
+        ("PERSISTENT_2", 1000): 0.600,
+    }
+)
 
 ON_DEMAND_USD_PER_HOUR: Mapping[str, float] = MappingProxyType(
     {

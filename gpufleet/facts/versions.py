@@ -312,6 +312,17 @@ COMPONENTS: Mapping[str, Component] = MappingProxyType(
                 }
             ),
         ),
+        # https://github.com/kubernetes-sigs/aws-fsx-csi-driver/tree/helm-chart-aws-fsx-csi-driver-1.17.0/charts/aws-fsx-csi-driver
+        # (docs/install.md: the Helm repository https://kubernetes-sigs.github.io/aws-fsx-csi-driver, kube-system).
+        # Installed in the storage stage where the spec has fsxLustre (gpufleet.plan.builders.fsx).
+        "fsxCsiDriver": Component(
+            title="FSx for Lustre CSI driver",
+            chart="aws-fsx-csi-driver",
+            repository="https://kubernetes-sigs.github.io/aws-fsx-csi-driver",
+            releases=_notes(
+                **{"1.17.0": "appVersion 1.9.0; the node DaemonSet tolerates every taint (node.tolerateAllTaints)"}
+            ),
+        ),
     }
 )
 
@@ -333,7 +344,7 @@ class ControllerPlacement:
     node_selector_key: str
     node_selector: Mapping[str, str]
     tolerations_key: str
-    tolerations: tuple[Mapping[str, str], ...]
+    tolerations: tuple[Mapping[str, Any], ...]
     enabled_key: str | None = None  # a values key that switches the controller off (default on)
 
 
@@ -510,6 +521,26 @@ CHART_CONTROLLERS: Mapping[str, Mapping[str, tuple[ControllerPlacement, ...]]] =
                         node_selector=_EMPTY,
                         tolerations_key="tolerations",
                         tolerations=(),
+                    ),
+                )
+            }
+        ),
+        # kubernetes-sigs/aws-fsx-csi-driver charts/aws-fsx-csi-driver/values.yaml (chart 1.17.0, appVersion 1.9.0):
+        # controller.nodeSelector {} (the template adds kubernetes.io/os: linux), controller.tolerations
+        # CriticalAddonsOnly and any NoExecute for 300 s: no GPU taint, so the controller runs on untainted nodes.
+        "aws-fsx-csi-driver": MappingProxyType(
+            {
+                "1.17.0": (
+                    ControllerPlacement(
+                        name="fsx-csi-controller",
+                        kind="Deployment",
+                        node_selector_key="controller.nodeSelector",
+                        node_selector=_EMPTY,
+                        tolerations_key="controller.tolerations",
+                        tolerations=(
+                            MappingProxyType({"key": "CriticalAddonsOnly", "operator": "Exists"}),
+                            MappingProxyType({"effect": "NoExecute", "operator": "Exists", "tolerationSeconds": 300}),
+                        ),
                     ),
                 )
             }

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from gpufleet.base.errors import Issue, Path, closest, did_you_mean
-from gpufleet.facts import addons, ami_releases, catalog, stages
+from gpufleet.facts import addons, ami_releases, catalog, fsx, stages
 from gpufleet.facts.ami_releases import SYSTEM_NODES_AMI_TYPE
 from gpufleet.facts.versions import (
     COMPONENTS,
@@ -26,6 +26,7 @@ from gpufleet.facts.versions import (
 from gpufleet.facts.versions import KUBERNETES_VERSIONS as KUBERNETES_SUPPORTED
 from gpufleet.rules import helm_values
 from gpufleet.spec import access, cold_start, defaults, names
+from gpufleet.spec import fsx as fsx_names
 from gpufleet.spec.fleet import (
     CapacityType,
     Fabric,
@@ -1103,6 +1104,7 @@ STAGE_OF_COMPONENT: dict[str, stages.StageName] = {
     "leaderWorkerSet": "admission",
     "keda": "telemetry",
     "mountpointS3Csi": "storage",
+    "fsxCsiDriver": "storage",
 }
 
 
@@ -1133,6 +1135,8 @@ def deployed_components(fleet: Fleet) -> set[str]:
         need.add("keda")
     if fleet.checkpoints is not None and fleet.checkpoints.mountpoint is not None:
         need.add("mountpointS3Csi")
+    if fleet.fsx_lustre is not None:
+        need.add("fsxCsiDriver")
     return {c for c in need if stage_used(fleet, STAGE_OF_COMPONENT[c])}
 
 
@@ -1154,6 +1158,7 @@ def component_versions(fleet: Fleet) -> dict[str, str]:
         "leaderWorkerSet": v.leader_worker_set,
         "keda": v.keda,
         "mountpointS3Csi": v.mountpoint_s3_csi,
+        "fsxCsiDriver": v.fsx_csi_driver,
     }
 
 
@@ -1817,3 +1822,135 @@ def _helm_values(fleet: Fleet) -> Iterator[Issue]:
         elif key not in helm_values.HELM_COMPONENTS or versions[key] in COMPONENTS[key].releases:
             checked[key] = overlay  # an unsupported version is the versions rule's to report
     yield from helm_values.issues(checked, versions)
+
+
+@rule("fsx-lustre")
+def _fsx_lustre(fleet: Fleet) -> Iterator[Issue]:
+    """fsxLustre: a throughput tier and a storage capacity the FSx API accepts for the deployment type, a node group
+    and one subnet in its zone, and data repository associations FSx can create (gpufleet.facts.fsx)."""
+    fsx_spec = fleet.fsx_lustre
+    if fsx_spec is None:
+        return
+    at: Path = ("fsxLustre",)
+    kind = fsx_spec.deployment_type
+    tiers = fsx.THROUGHPUT_TIERS.get(kind)
+    per_unit = fsx_spec.per_unit_storage_throughput
+    if tiers is not None and per_unit is None:
+        yield Issue(
+            path=at,
+            message=f"deploymentType {kind} needs perUnitStorageThroughput (MB/s per TiB of storage)",
+            hint=f"set perUnitStorageThroughput to one of {', '.join(map(str, tiers))}",
+        )
+    elif tiers is not None and per_unit not in tiers:
+        yield Issue(
+            path=at + ("perUnitStorageThroughput",),
+            message=f"{kind} offers {', '.join(map(str, tiers))} MB/s/TiB, not {per_unit}",
+            hint=f"use one of {', '.join(map(str, tiers))}",
+        )
+    elif tiers is None and per_unit is not None:
+        read, write = fsx.SCRATCH_DISK[kind]
+        yield Issue(
+            path=at + ("perUnitStorageThroughput",),
+            message=(
+                f"{kind} has a fixed throughput ({read} MB/s/TiB read, {write} write): perUnitStorageThroughput is for"
+                " PERSISTENT_1 and PERSISTENT_2"
+            ),
+            hint="remove perUnitStorageThroughput, or use deploymentType PERSISTENT_2",
+        )
+    gib = fsx_spec.storage_capacity_gib
+    if not fsx.valid_capacity(kind, gib):
+        below, above = fsx.nearest_capacities(kind, gib)
+        step = fsx.CAPACITY_STEP[kind]
+        yield Issue(
+            path=at + ("storageCapacityGiB",),
+            message=f"{kind} takes 1200, 2400 or a multiple of {step} GiB, not {gib}",
+            hint=f"use {below} or {above}",
+        )
+    groups = {g.name: g for g in fleet.node_groups}
+    group = fsx_names.node_group(fleet, fsx_spec)
+    if fsx_spec.node_group is not None and group is None:
+        yield Issue(
+            path=at + ("nodeGroup",),
+            message=f'unknown node group "{fsx_spec.node_group}"',
+            hint=did_you_mean(fsx_spec.node_group, groups),
+        )
+    elif group is None:
+        yield Issue(
+            path=at,
+            message="fsxLustre needs nodeGroup: the fleet has no Training group to put the file system beside",
+            hint="set fsxLustre.nodeGroup to the group whose jobs read and write it",
+        )
+    else:
+        subnets = fsx_names.group_subnets(fleet, group)
+        if fsx_spec.subnet_id is None and len(subnets) > 1:
+            yield Issue(
+                path=at,
+                message=(
+                    f'node group "{group.name}" spans {len(subnets)} subnets ({", ".join(subnets)}): an FSx for Lustre'
+                    " file system takes one"
+                ),
+                hint="set fsxLustre.subnetId to the subnet of the zone the group's jobs run in",
+            )
+        elif fsx_spec.subnet_id is not None and fsx_spec.subnet_id not in subnets:
+            yield Issue(
+                path=at + ("subnetId",),
+                message=(
+                    f'{fsx_spec.subnet_id} is not a subnet of node group "{group.name}" ({", ".join(subnets)}): its'
+                    " nodes would reach the file system across zones"
+                ),
+                hint=f"use one of {', '.join(subnets)}, or name the group in fsxLustre.nodeGroup",
+            )
+    repos = fsx_spec.data_repositories
+    if repos and kind not in fsx.DRA_TYPES:
+        yield Issue(
+            path=at + ("dataRepositories",),
+            message=f"{kind} file systems take no data repository associations (FSx supports them on SCRATCH_2,"
+            " PERSISTENT_1 and PERSISTENT_2)",
+            hint="use deploymentType SCRATCH_2 or PERSISTENT_2",
+        )
+    cp = fleet.checkpoints
+    seen_paths: list[str] = []
+    seen_repos: list[str] = []
+    for i, repo in enumerate(repos):
+        where = at + ("dataRepositories", i)
+        bucket = fsx_names.repository_bucket(fleet, repo)
+        if bucket is None:
+            yield Issue(
+                path=where,
+                message="the association needs a bucket: the fleet has no checkpoints.bucket to link by default",
+                hint="set bucket to the S3 bucket to link",
+            )
+        elif cp is not None and bucket == cp.bucket and cp.encryption == "CustomerManagedKey":
+            yield Issue(
+                path=where,
+                message=(
+                    f"the checkpoint bucket \"{bucket}\" is encrypted with the fleet's key, which only the teams'"
+                    " checkpoint roles may use: FSx's service-linked role could neither import nor export its objects"
+                ),
+                hint="link another bucket, or use checkpoints.encryption S3Managed",
+            )
+        path = repo.file_system_path.rstrip("/") or "/"
+        for other in seen_paths:
+            if (
+                path == "/"
+                or other == "/"
+                or path == other
+                or path.startswith(other + "/")
+                or other.startswith(path + "/")
+            ):
+                yield Issue(
+                    path=where + ("fileSystemPath",),
+                    message=f"{repo.file_system_path} overlaps the directory {other} another association links",
+                    hint="link each association to its own directory, none inside another (`/` only alone)",
+                )
+                break
+        seen_paths.append(path)
+        if bucket is not None:
+            source = f"s3://{bucket}/{repo.prefix}"
+            if source in seen_repos:
+                yield Issue(
+                    path=where,
+                    message=f"{source} is linked by another association already",
+                    hint="link each bucket or prefix once",
+                )
+            seen_repos.append(source)

@@ -53,6 +53,7 @@ FLEET_SECTIONS: Mapping[str, frozenset[str]] = {
     "telemetry": frozenset({"telemetry"}),
     "health": frozenset({"health"}),
     "checkpoints": frozenset({"checkpoints"}),
+    "fsx_lustre": frozenset({"fsxLustre"}),
     "network": frozenset({"network"}),
     "workloads": frozenset({"workloads"}),
     "gpu_hour_usd": frozenset({"cost"}),

@@ -317,6 +317,7 @@ class Versions:
     leader_worker_set: str
     keda: str
     mountpoint_s3_csi: str
+    fsx_csi_driver: str
     addons: Mapping[str, str]
     defaulted: frozenset[str]  # component keys (versions.COMPONENTS) the spec does not pin
     pinning: Pinning  # Explicit: every deployed component must be pinned (rules: explicit-pins)
@@ -383,6 +384,29 @@ class CheckpointJob:
     model_parameters: int
     mean_time_between_failures_hours: float | None
     interval_minutes: float | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DataRepository:
+    """fsxLustre.dataRepositories[]: one S3 data repository association."""
+
+    bucket: str | None  # None: checkpoints.bucket
+    prefix: str  # "" or ending in "/"
+    file_system_path: str
+    auto_import: tuple[str, ...]  # NEW | CHANGED | DELETED
+    auto_export: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FsxLustre:
+    """fsxLustre: the fleet's FSx for Lustre file system."""
+
+    deployment_type: str  # SCRATCH_1 | SCRATCH_2 | PERSISTENT_1 | PERSISTENT_2 (FSx API LustreDeploymentType)
+    storage_capacity_gib: int
+    per_unit_storage_throughput: int | None  # MB/s/TiB, persistent types only
+    node_group: str | None  # None: the Training group with the largest maxSize
+    subnet_id: str | None  # None: the node group's single subnet
+    data_repositories: tuple[DataRepository, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -456,6 +480,7 @@ class Fleet:
     telemetry: Telemetry
     health: Health
     checkpoints: Checkpoints | None
+    fsx_lustre: FsxLustre | None
     network: Network
     workloads: Workloads
     gpu_hour_usd: Mapping[str, float]
@@ -604,6 +629,28 @@ def _network(d: Mapping[str, Any]) -> Network:
     )
 
 
+def _fsx_lustre(d: Mapping[str, Any] | None) -> FsxLustre | None:
+    if d is None:
+        return None
+    return FsxLustre(
+        deployment_type=d["deploymentType"],
+        storage_capacity_gib=d["storageCapacityGiB"],
+        per_unit_storage_throughput=d.get("perUnitStorageThroughput"),
+        node_group=d.get("nodeGroup"),
+        subnet_id=d.get("subnetId"),
+        data_repositories=tuple(
+            DataRepository(
+                bucket=r.get("bucket"),
+                prefix=r["prefix"],
+                file_system_path=r["fileSystemPath"],
+                auto_import=tuple(r["autoImport"]),
+                auto_export=tuple(r["autoExport"]),
+            )
+            for r in d["dataRepositories"]
+        ),
+    )
+
+
 def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
     c = d["cluster"]
     endpoint = c.get("publicEndpoint")
@@ -654,6 +701,7 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
             leader_worker_set=_chart(v, "leaderWorkerSet"),
             keda=_chart(v, "keda"),
             mountpoint_s3_csi=_chart(v, "mountpointS3Csi"),
+            fsx_csi_driver=_chart(v, "fsxCsiDriver"),
             addons=dict(sorted(v["addons"].items())),
             defaulted=frozenset(key for key in COMPONENTS if f"versions.{key}" in defaulted),
             pinning=v["pinning"],
@@ -751,6 +799,7 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
                 ),
             )
         ),
+        fsx_lustre=_fsx_lustre(d.get("fsxLustre")),
         network=_network(d["network"]),
         workloads=Workloads(
             job_set=d["workloads"].get("jobSet"),

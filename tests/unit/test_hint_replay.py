@@ -323,6 +323,9 @@ ALIAS_BOMB = "x0: &x0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
 TIMEOUT = _timeout()
 CHECKPOINT_JOBS = {"bucket": "mini-ckpt", "modelParameters": 7_000_000_000, "meanTimeBetweenFailuresHours": 24}
 CHECKPOINT_JOB = {"name": "pretrain", "team": "vision", "nodeGroup": "l4", "nodes": 2, "modelParameters": 7_000_000_000}
+# An FSx for Lustre file system beside the minimal spec's group, pinned to one of its subnets.
+FSX = {"nodeGroups.0.subnetIds": ["subnet-0aa"], "fsxLustre": {"nodeGroup": "l4", "perUnitStorageThroughput": 125}}
+DATASETS = {"bucket": "mini-datasets", "prefix": "train/", "fileSystemPath": "/datasets"}
 REPLAYS: tuple[Replay, ...] = (
     # --- cross_field.py ----------------------------------------------------------------------------------------------
     R(
@@ -437,6 +440,100 @@ REPLAYS: tuple[Replay, ...] = (
         {"checkpoints": {**CHECKPOINT_JOBS, "jobs": [{**CHECKPOINT_JOB, "nodes": 6}]}},
         "lower nodes to 4, or raise the group's scaling.maxSize",
         {"checkpoints.jobs.0.nodes": 4},
+    ),
+    R(
+        "fsx-persistent-without-throughput",
+        {"fsxLustre.perUnitStorageThroughput": DEL},
+        "set perUnitStorageThroughput to one of 125, 250, 500, 1000",
+        {"fsxLustre.perUnitStorageThroughput": 125},
+        base=FSX,
+    ),
+    R(
+        "fsx-throughput-not-a-tier",
+        {"fsxLustre.perUnitStorageThroughput": 50},
+        "use one of 125, 250, 500, 1000",
+        {"fsxLustre.perUnitStorageThroughput": 125},
+        base=FSX,
+    ),
+    R(
+        "fsx-scratch-with-throughput",
+        {"fsxLustre.deploymentType": "SCRATCH_2"},
+        "remove perUnitStorageThroughput, or use deploymentType PERSISTENT_2",
+        {"fsxLustre.perUnitStorageThroughput": DEL},
+        base=FSX,
+    ),
+    R(
+        "fsx-capacity-between-steps",
+        {"fsxLustre.storageCapacityGiB": 3000},
+        "use 2400 or 4800",
+        {"fsxLustre.storageCapacityGiB": 2400},
+        base=FSX,
+    ),
+    R(
+        "fsx-unknown-group",
+        {"fsxLustre.nodeGroup": "l4x"},
+        'did you mean "l4"?',
+        {"fsxLustre.nodeGroup": "l4"},
+        base=FSX,
+    ),
+    R(
+        "fsx-no-training-group",
+        {"fsxLustre.nodeGroup": DEL},
+        "set fsxLustre.nodeGroup to the group whose jobs read and write it",
+        {"fsxLustre.nodeGroup": "l4"},
+        base=FSX,
+    ),
+    R(
+        "fsx-group-spans-subnets",
+        {"nodeGroups.0.subnetIds": DEL},
+        "set fsxLustre.subnetId to the subnet of the zone the group's jobs run in",
+        {"fsxLustre.subnetId": "subnet-0bb"},
+        base=FSX,
+    ),
+    R(
+        "fsx-subnet-of-another-zone",
+        {"fsxLustre.subnetId": "subnet-0cc"},
+        "use one of subnet-0aa, or name the group in fsxLustre.nodeGroup",
+        {"fsxLustre.subnetId": "subnet-0aa"},
+        base=FSX,
+    ),
+    R(
+        "fsx-scratch-1-repository",
+        {"fsxLustre": {"deploymentType": "SCRATCH_1", "nodeGroup": "l4", "dataRepositories": [DATASETS]}},
+        "use deploymentType SCRATCH_2 or PERSISTENT_2",
+        {"fsxLustre.deploymentType": "SCRATCH_2"},
+        base=FSX,
+    ),
+    R(
+        "fsx-repository-without-bucket",
+        {"fsxLustre.dataRepositories": [{"fileSystemPath": "/"}]},
+        "set bucket to the S3 bucket to link",
+        {"fsxLustre.dataRepositories.0.bucket": "mini-datasets"},
+        base=FSX,
+    ),
+    R(
+        "fsx-repository-checkpoint-key",
+        {
+            "checkpoints": {**CHECKPOINTS, "encryption": "CustomerManagedKey"},
+            "fsxLustre.dataRepositories": [{"fileSystemPath": "/"}],
+        },
+        "link another bucket, or use checkpoints.encryption S3Managed",
+        {"checkpoints.encryption": "S3Managed"},
+        base=FSX,
+    ),
+    R(
+        "fsx-repository-paths-overlap",
+        {"fsxLustre.dataRepositories": [DATASETS, {**DATASETS, "prefix": "eval/", "fileSystemPath": "/datasets/eval"}]},
+        "link each association to its own directory, none inside another (`/` only alone)",
+        {"fsxLustre.dataRepositories.1.fileSystemPath": "/eval"},
+        base=FSX,
+    ),
+    R(
+        "fsx-repository-linked-twice",
+        {"fsxLustre.dataRepositories": [DATASETS, {**DATASETS, "fileSystemPath": "/more"}]},
+        "link each bucket or prefix once",
+        {"fsxLustre.dataRepositories.1.prefix": "more/"},
+        base=FSX,
     ),
     R(
         "team-unknown-priority",

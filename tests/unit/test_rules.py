@@ -123,6 +123,9 @@ CUSTOMER_KEY = at(
 )
 CKPT = {"bucket": "labs-ckpt", "modelParameters": 7_000_000_000, "meanTimeBetweenFailuresHours": 24}
 JOB = {"name": "pretrain", "team": "vision", "nodeGroup": "l4", "nodes": 4, "modelParameters": 7_000_000_000}
+ONE_SUBNET = group(subnetIds=["subnet-0aa"])
+FSX = {"nodeGroup": "l4", "perUnitStorageThroughput": 250}
+DATASET = {"bucket": "labs-datasets", "prefix": "train/", "fileSystemPath": "/datasets"}
 EFA_P5 = group(instanceType="p5.48xlarge", fabric="EFA", zone="use1-az4", subnetIds=["subnet-0aa"])
 OPERATOR = at("versions", "driver", value={"source": "Operator", "version": "595.91.07"})
 OPERATOR_GDRCOPY = at("versions", "driver", value={"source": "Operator", "version": "595.91.07", "gdrCopy": "Enabled"})
@@ -1807,6 +1810,162 @@ CASES: list[Any] = [
             )
         ],
         id="checkpoint-jobs/more-nodes-than-the-group",
+    ),
+    # fsx-lustre
+    pytest.param(
+        "fsx-lustre",
+        [ONE_SUBNET, at("fsxLustre", value={**FSX, "dataRepositories": [DATASET]})],
+        [],
+        id="fsx-lustre/persistent-2-with-a-repository",
+    ),
+    pytest.param(
+        "fsx-lustre",
+        [
+            ONE_SUBNET,
+            at("checkpoints", value=CKPT),
+            at(
+                "fsxLustre",
+                value={"deploymentType": "SCRATCH_2", "nodeGroup": "l4", "dataRepositories": [{"fileSystemPath": "/"}]},
+            ),
+        ],
+        [],
+        id="fsx-lustre/scratch-2-linked-to-the-checkpoint-bucket",
+    ),
+    pytest.param(
+        "fsx-lustre",
+        [group(subnetIds=["subnet-0aa", "subnet-0bb"]), at("fsxLustre", value={**FSX, "subnetId": "subnet-0bb"})],
+        [],
+        id="fsx-lustre/one-of-the-groups-subnets",
+    ),
+    pytest.param(
+        "fsx-lustre",
+        [ONE_SUBNET, at("fsxLustre", value={"nodeGroup": "l4", "storageCapacityGiB": 3600})],
+        [
+            ("fsxLustre", "deploymentType PERSISTENT_2 needs perUnitStorageThroughput (MB/s per TiB of storage)"),
+            ("fsxLustre.storageCapacityGiB", "PERSISTENT_2 takes 1200, 2400 or a multiple of 2400 GiB, not 3600"),
+        ],
+        id="fsx-lustre/no-throughput-and-capacity-between-steps",
+    ),
+    pytest.param(
+        "fsx-lustre",
+        [ONE_SUBNET, at("fsxLustre", value={**FSX, "deploymentType": "PERSISTENT_1"})],
+        [("fsxLustre.perUnitStorageThroughput", "PERSISTENT_1 offers 50, 100, 200 MB/s/TiB, not 250")],
+        id="fsx-lustre/tier-of-another-type",
+    ),
+    pytest.param(
+        "fsx-lustre",
+        [
+            ONE_SUBNET,
+            at(
+                "fsxLustre",
+                value={**FSX, "deploymentType": "SCRATCH_1", "storageCapacityGiB": 4800, "dataRepositories": [DATASET]},
+            ),
+        ],
+        [
+            (
+                "fsxLustre.perUnitStorageThroughput",
+                "SCRATCH_1 has a fixed throughput (200 MB/s/TiB read, 200 write): perUnitStorageThroughput is for"
+                " PERSISTENT_1 and PERSISTENT_2",
+            ),
+            ("fsxLustre.storageCapacityGiB", "SCRATCH_1 takes 1200, 2400 or a multiple of 3600 GiB, not 4800"),
+            (
+                "fsxLustre.dataRepositories",
+                "SCRATCH_1 file systems take no data repository associations (FSx supports them on SCRATCH_2,"
+                " PERSISTENT_1 and PERSISTENT_2)",
+            ),
+        ],
+        id="fsx-lustre/scratch-1",
+    ),
+    pytest.param(
+        "fsx-lustre",
+        [at("fsxLustre", value={**FSX, "nodeGroup": "l5"})],
+        [("fsxLustre.nodeGroup", 'unknown node group "l5"')],
+        id="fsx-lustre/unknown-group",
+    ),
+    pytest.param(
+        "fsx-lustre",
+        [at("fsxLustre", value={"perUnitStorageThroughput": 125})],
+        [("fsxLustre", "fsxLustre needs nodeGroup: the fleet has no Training group to put the file system beside")],
+        id="fsx-lustre/no-training-group",
+    ),
+    pytest.param(
+        "fsx-lustre",
+        [group(workloadClass="Training"), at("fsxLustre", value={"perUnitStorageThroughput": 125})],
+        [
+            (
+                "fsxLustre",
+                'node group "l4" spans 2 subnets (subnet-0aa, subnet-0bb): an FSx for Lustre file system takes one',
+            )
+        ],
+        id="fsx-lustre/training-group-on-the-clusters-subnets",
+    ),
+    pytest.param(
+        "fsx-lustre",
+        [ONE_SUBNET, at("fsxLustre", value={**FSX, "subnetId": "subnet-0bb"})],
+        [
+            (
+                "fsxLustre.subnetId",
+                'subnet-0bb is not a subnet of node group "l4" (subnet-0aa): its nodes would reach the file system'
+                " across zones",
+            )
+        ],
+        id="fsx-lustre/subnet-of-another-zone",
+    ),
+    pytest.param(
+        "fsx-lustre",
+        [
+            ONE_SUBNET,
+            CUSTOMER_KEY,
+            at(
+                "fsxLustre",
+                value={
+                    **FSX,
+                    "dataRepositories": [
+                        {"fileSystemPath": "/"},
+                        DATASET,
+                        {**DATASET, "fileSystemPath": "/more/"},
+                        {"fileSystemPath": "/eval", "prefix": "eval/"},
+                    ],
+                },
+            ),
+        ],
+        [
+            (
+                "fsxLustre.dataRepositories[0]",
+                "the checkpoint bucket \"labs-ckpt\" is encrypted with the fleet's key, which only the teams'"
+                " checkpoint roles may use: FSx's service-linked role could neither import nor export its objects",
+            ),
+            (
+                "fsxLustre.dataRepositories[1].fileSystemPath",
+                "/datasets overlaps the directory / another association links",
+            ),
+            (
+                "fsxLustre.dataRepositories[2].fileSystemPath",
+                "/more/ overlaps the directory / another association links",
+            ),
+            ("fsxLustre.dataRepositories[2]", "s3://labs-datasets/train/ is linked by another association already"),
+            (
+                "fsxLustre.dataRepositories[3]",
+                "the checkpoint bucket \"labs-ckpt\" is encrypted with the fleet's key, which only the teams'"
+                " checkpoint roles may use: FSx's service-linked role could neither import nor export its objects",
+            ),
+            (
+                "fsxLustre.dataRepositories[3].fileSystemPath",
+                "/eval overlaps the directory / another association links",
+            ),
+        ],
+        id="fsx-lustre/repositories-that-fsx-refuses",
+    ),
+    pytest.param(
+        "fsx-lustre",
+        [ONE_SUBNET, at("fsxLustre", value={**FSX, "dataRepositories": [{"fileSystemPath": "/"}]})],
+        [
+            (
+                "fsxLustre.dataRepositories[0]",
+                "the association needs a bucket: the fleet has no checkpoints.bucket to link by default",
+            )
+        ],
+        id="fsx-lustre/no-bucket-to-link",
     ),
     # access
     pytest.param(

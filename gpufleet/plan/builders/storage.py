@@ -13,7 +13,7 @@ part of a save, Daly's interval and the expected loss, fleet-wide and per checkp
 from __future__ import annotations
 
 from gpufleet.facts import catalog, checkpoints, pricing
-from gpufleet.plan.builders import mountpoint
+from gpufleet.plan.builders import fsx, mountpoint
 from gpufleet.plan.builders.cluster import pod_identity_resources, pod_identity_warning, tags
 from gpufleet.plan.builders.common import AWS_PROVIDER, k8s
 from gpufleet.plan.builders.cost import group_gpu_hour_usd
@@ -399,6 +399,16 @@ def _encryption_note(fleet: Fleet, cp: Checkpoints) -> str:
 
 
 def build(ctx: BuildContext) -> StageContent:
+    """The checkpoint bucket and its identities, then the FSx for Lustre file system (gpufleet.plan.builders.fsx)."""
+    parts = [checkpoint_content(ctx), fsx.build(ctx, BUCKET if ctx.fleet.checkpoints is not None else None)]
+    return StageContent(
+        resources=tuple(r for p in parts for r in p.resources),
+        warnings=tuple(w for p in parts for w in p.warnings),
+        notes=tuple(n for p in parts for n in p.notes),
+    )
+
+
+def checkpoint_content(ctx: BuildContext) -> StageContent:
     fleet = ctx.fleet
     cp = fleet.checkpoints
     if cp is None:

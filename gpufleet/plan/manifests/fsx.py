@@ -1,0 +1,115 @@
+"""FSx for Lustre (stage 6) as plain data: the FSx CSI driver's Helm values, its controller's IAM policy, and the
+static PersistentVolume and PersistentVolumeClaim that give each team namespace the file system.
+
+The driver is kubernetes-sigs/aws-fsx-csi-driver (chart 1.17.0, driver v1.9.0). Its node plugin mounts
+`<dnsname>@tcp:/<mountname>` with `mount -t lustre` (pkg/driver/node.go NodePublishVolume, the PV's volumeAttributes
+`dnsname` and `mountname`); it has no attacher (templates/csidriver.yaml `attachRequired: false`) and no staging, so
+one PersistentVolume per team may name the same file system. The upstream static provisioning example
+(examples/kubernetes/static_provisioning/specs/pv.yaml) is what each PV follows: ReadWriteMany, `flock`, Retain.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpufleet.plan.parts import Concat, Ref, json_document
+from gpufleet.spec.fleet import Fleet, Team
+from gpufleet.spec.names import LABEL_MANAGED_BY
+
+DRIVER = "fsx.csi.aws.com"  # templates/csidriver.yaml metadata.name
+RELEASE = "aws-fsx-csi-driver"
+# The namespace the driver's docs install it in (docs/install.md `helm upgrade --install ... --namespace kube-system`),
+# and the EKS add-on's: its Pod Identity association names kube-system/fsx-csi-controller-sa.
+NAMESPACE = "kube-system"
+CONTROLLER_SERVICE_ACCOUNT = "fsx-csi-controller-sa"  # values.yaml controller.serviceAccount.name
+NODE_DAEMONSET = "fsx-csi-node"  # templates/node-daemonset.yaml metadata.name
+CLAIM = "fsx-lustre"
+# The PV's mount options: upstream's static example mounts with flock (cluster-wide POSIX locks, which checkpoint
+# writers and data loaders that lock files rely on; Lustre refuses lock calls without it).
+MOUNT_OPTIONS = ("flock",)
+# What the controller may do. With a static volume it acts only to expand it: ControllerExpandVolume describes the
+# file system and updates its storage capacity (pkg/driver/controller.go, v1.9.0). No fsx:CreateFileSystem or
+# DeleteFileSystem (dynamic provisioning): gpufleet renders no StorageClass, and the file system is the stack's.
+DESCRIBE_ACTIONS = ("fsx:DescribeFileSystems",)
+UPDATE_ACTIONS = ("fsx:UpdateFileSystem",)
+
+
+def persistent_volume_name(team: Team) -> str:
+    return f"{CLAIM}-{team.name}"
+
+
+def values(fleet: Fleet) -> dict[str, Any]:
+    """The chart's values (every key is one of values.yaml at chart 1.17.0).
+
+    - controller.region: the controller otherwise asks the instance metadata service for its region (values.yaml
+      comment), which a pod does not reach on gpufleet's nodes (one IMDS hop: gpufleet.plan.builders.node_groups).
+    - controller.serviceAccount.name: the service account the Pod Identity association names (the chart's default,
+      written out because the association depends on it).
+    - node.tolerateAllTaints: true, the chart's default, written out because it is what puts the node plugin on
+      the GPU groups (nvidia.com/gpu, the EFA taint, the groups' own taints): the DaemonSet then tolerates
+      `operator: Exists` (templates/node-daemonset.yaml), and pods mounting the file system can start there."""
+    return {
+        "controller": {
+            "region": fleet.cluster.region,
+            "serviceAccount": {"create": True, "name": CONTROLLER_SERVICE_ACCOUNT},
+        },
+        "node": {"tolerateAllTaints": True},
+    }
+
+
+def controller_policy(file_system_arn: Ref) -> str | Concat:
+    return json_document(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {"Sid": "DescribeFileSystems", "Effect": "Allow", "Action": list(DESCRIBE_ACTIONS), "Resource": "*"},
+                {
+                    "Sid": "ExpandTheFleetsFileSystem",
+                    "Effect": "Allow",
+                    "Action": list(UPDATE_ACTIONS),
+                    "Resource": file_system_arn,
+                },
+            ],
+        }
+    )
+
+
+def persistent_volume(team: Team, capacity_gib: int, file_system: str) -> dict[str, Any]:
+    """A static PV for one team's claim: the whole file system, reserved for the team's PVC by claimRef."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": persistent_volume_name(team), "labels": dict(LABEL_MANAGED_BY)},
+        "spec": {
+            "capacity": {"storage": f"{capacity_gib}Gi"},
+            "volumeMode": "Filesystem",
+            "accessModes": ["ReadWriteMany"],
+            "mountOptions": list(MOUNT_OPTIONS),
+            "persistentVolumeReclaimPolicy": "Retain",
+            # No class: neither the default StorageClass nor a provisioner may take the claim.
+            "storageClassName": "",
+            "claimRef": {"namespace": team.namespace, "name": CLAIM},
+            "csi": {
+                "driver": DRIVER,
+                "volumeHandle": Ref(file_system, "id"),
+                "volumeAttributes": {
+                    "dnsname": Ref(file_system, "dnsName"),
+                    "mountname": Ref(file_system, "mountName"),
+                },
+            },
+        },
+    }
+
+
+def persistent_volume_claim(team: Team, capacity_gib: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": CLAIM, "namespace": team.namespace, "labels": dict(LABEL_MANAGED_BY)},
+        "spec": {
+            "accessModes": ["ReadWriteMany"],
+            "storageClassName": "",
+            "volumeName": persistent_volume_name(team),
+            "resources": {"requests": {"storage": f"{capacity_gib}Gi"}},
+        },
+    }
