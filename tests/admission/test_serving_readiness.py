@@ -332,3 +332,21 @@ def test_only_the_taints_no_other_group_carries_mark_inference(plan: RolloutPlan
     assert variables["inferenceGroups"] == '["serve"]'
     assert variables["servingClasses"] == '["serving"]'
     assert variables["inferenceNamespace"] == 'request.namespace in ["ads"]'
+
+
+def test_plan_md_says_what_the_policy_does_per_namespace() -> None:
+    def modes(data: dict[str, Any]) -> None:
+        data["teams"][1]["servingReadinessProbe"] = "Warn"
+        data["teams"][2]["servingReadinessProbe"] = "Off"
+
+    (admission,) = (s for s in _plan(modes).included() if s.name == "admission")
+    (note,) = (n for n in admission.content.notes if n.startswith("Serving readiness"))
+    assert note == (
+        "Serving readiness (ValidatingAdmissionPolicy `gpufleet-serving-readiness`, docs/inference.md): a Deployment,"
+        " StatefulSet, ReplicaSet, LeaderWorkerSet or bare Pod bound for Inference group serve whose GPU containers lack a"
+        " readinessProbe is refused in `vision`; admitted with a warning in `speech-ml`; not checked in `ads`"
+        " (admission.servingReadinessProbe, teams[].servingReadinessProbe)."
+    )
+    without_inference = build_plan(build_fleet(), "prod")
+    (admission,) = (s for s in without_inference.included() if s.name == "admission")
+    assert not any(n.startswith("Serving readiness") for n in admission.content.notes)

@@ -373,4 +373,31 @@ def _notes(fleet: Fleet, *, with_sharing: bool) -> list[str]:
             f"| {p.name} | {p.value} | {'yes' if p.preemptible else 'no'} |"
             f" {'Never' if p.preemptible else 'PreemptLowerPriority'} |"
         )
-    return lines
+    return lines + _readiness_note(fleet)
+
+
+def _readiness_note(fleet: Fleet) -> list[str]:
+    """What gpufleet-serving-readiness does in each team namespace (nothing without an Inference group)."""
+    targets = inference_targets(fleet)
+    if not targets.groups:
+        return []
+    modes = {t.namespace: defaults.serving_readiness_probe(fleet, t) for t in fleet.teams}
+    said = {
+        "Deny": "refused in",
+        "Warn": "admitted with a warning in",
+        "Off": "not checked in",
+    }
+    parts = [
+        f"{said[mode]} {', '.join(f'`{ns}`' for ns in sorted(n for n, m in modes.items() if m == mode))}"
+        for mode in ("Deny", "Warn", "Off")
+        if mode in modes.values()
+    ]
+    return [
+        "",
+        (
+            f"Serving readiness (ValidatingAdmissionPolicy `{readiness_policy.POLICY}`, docs/inference.md): a"
+            f" Deployment, StatefulSet, ReplicaSet, LeaderWorkerSet or bare Pod bound for Inference group"
+            f"{'s' if len(targets.groups) > 1 else ''} {', '.join(targets.groups)} whose GPU containers lack a"
+            f" readinessProbe is {'; '.join(parts)} (admission.servingReadinessProbe, teams[].servingReadinessProbe)."
+        ),
+    ]
