@@ -126,6 +126,31 @@ def running(
     return out
 
 
+def after(
+    residents: tuple[Resident, ...],
+    outcome: Outcome,
+    wl: Workload,
+    classes: Mapping[str, PodPriority],
+    pod: PodSpec,
+    count: int,
+) -> tuple[Resident, ...]:
+    """The residents once `count` pods of `wl` took their place: its victims gone, those that got a node again back,
+    and its own pods (the next pod set of the same workload meets them)."""
+    left = list(residents)
+    for victim, n in outcome.preempted.items():
+        for _ in range(n):
+            left.remove(victim)
+    for victim, n in outcome.restarted.items():
+        left += [victim] * n
+    mine = Resident(
+        owner=f"{wl.kind} {wl.namespace}/{wl.name}",
+        priority=pod_priority(classes, pod),
+        request=pod.request(),
+        own=False,
+    )
+    return tuple(left + [mine] * count)
+
+
 @dataclass(slots=True)
 class _Node:
     free: dict[str, int]

@@ -12,7 +12,7 @@ scale-up.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -474,6 +474,9 @@ def _among_residents(
     """The gates of `_on_node` for a group whose nodes hold residents: the scale-up is the outcome's (nodes the
     residents leave, what the pod may preempt, maxSize), then the kubelet's and the device plugin's."""
     path = model.group_path(node.group, "scaling")
+    if outcome.placed < pods and not outcome.held:
+        # nothing it may not preempt holds a node: the group is simply too small, as without residents
+        return _on_node(model, node, pod, tolerations, pods)
     if outcome.placed < pods:
         policy = "" if priority.preempts else ", preemptionPolicy Never"
         held = (
@@ -770,16 +773,22 @@ def _gang(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
         injected = admission.injected
     groups: list[str] = []
     placements: list[tuple[int, str, int]] = []
-    effects: dict[str, preemption.Outcome] = {}
+    effects: list[tuple[str, preemption.Outcome]] = []
     daemon = wl.kind == "DaemonSet"
+    gang = model  # on a group with residents, each pod set meets the nodes the earlier ones took
     for i, ps in enumerate(wl.pod_sets):
         pod, tolerations = _effective_pod(ps.pod, injected.get(ps.name))
-        placed, stop = _place_with_volumes(model, wl.namespace, ps, pod, tolerations, daemon=daemon, effects=effects)
+        found: dict[str, preemption.Outcome] = {}
+        placed, stop = _place_with_volumes(gang, wl.namespace, ps, pod, tolerations, daemon=daemon, effects=found)
         if stop:
             return replace(base, cluster_queue=cluster_queue, flavor=flavor, reasons=(stop,), notes=tuple(notes))
         groups += [g for g in placed if g not in groups]
         if not daemon and placed:
             placements.append((i, placed[0], ps.count))
+        for group, outcome in found.items():
+            effects.append((group, outcome))
+            held = preemption.after(gang.residents[group], outcome, wl, gang.priorities, pod, ps.count)
+            gang = replace(gang, residents={**gang.residents, group: held})
     return replace(
         base,
         runs=True,
@@ -793,14 +802,14 @@ def _gang(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
     )
 
 
-def _preemption_notes(effects: Mapping[str, preemption.Outcome]) -> list[str]:
-    return [note for group, outcome in effects.items() for note in preemption.describe(group, outcome)]
+def _preemption_notes(effects: Iterable[tuple[str, preemption.Outcome]]) -> list[str]:
+    return [note for group, outcome in effects for note in preemption.describe(group, outcome)]
 
 
-def _preempts(effects: Mapping[str, preemption.Outcome]) -> tuple[Mapping[str, Any], ...]:
+def _preempts(effects: Iterable[tuple[str, preemption.Outcome]]) -> tuple[Mapping[str, Any], ...]:
     return tuple(
         {"nodeGroup": group, **entry}
-        for group, outcome in effects.items()
+        for group, outcome in effects
         for entry in preemption.residents_json(outcome.preempted)
     )
 
@@ -920,10 +929,10 @@ def _one_by_one(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
         flavor=", ".join(flavors) or None,
         node_group=", ".join(placed),
         reasons=(stop,) if stop else (),
-        notes=tuple(notes + _preemption_notes(effects)),
+        notes=tuple(notes + _preemption_notes(effects.items())),
         pods_admitted=admitted,
         placements=tuple((0, g, n) for g, n in placed.items()),
-        preempts=_preempts(effects),
+        preempts=_preempts(effects.items()),
     )
 
 

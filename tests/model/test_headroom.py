@@ -37,6 +37,7 @@ def l40s(*, headroom: int | None, max_size: int = 2, karpenter: bool = False) ->
     def edit(data: dict[str, Any]) -> None:
         g = group(data, "l40s")
         g["scaling"] = {"minSize": 0, "maxSize": max_size}
+        g.pop("headroom", None)
         if headroom is not None:
             g["headroom"] = {"nodes": headroom}
         if karpenter:
@@ -172,9 +173,8 @@ def test_a_pod_without_a_priority_class_preempts_placeholders() -> None:
 def test_replicas_beyond_the_warm_nodes_scale_up_until_max_size() -> None:
     verdict = explain(model_of(l40s(headroom=1)), workload(on_l40s("Deployment", "llm", "language", 3, "serving")))
     assert (verdict.pods_admitted, verdict.pods_total) == (2, 3)
-    assert verdict.reasons[0].message == (
-        "node group l40s may grow to 2 node(s): 1 of 3 pod(s) of this shape find no node"
-    )
+    # Nothing it may not preempt holds a node: the group is too small, said as without headroom.
+    assert verdict.reasons[0].message == "node group l40s may grow to 2 node(s); 3 pod(s) of this shape need 3"
     # The evicted placeholder has no node left to come back on.
     assert any("1 wait for a node (node group l40s is at maxSize 2)" in n for n in verdict.notes)
 
@@ -305,3 +305,19 @@ def test_explain_running_on_the_command_line(tmp_path: Path, capsys: pytest.Capt
         "gpufleet explain: error: --running: Job speech/big would not run on this fleet itself: node group l40s may"
         " grow to 2 node(s); 3 pod(s) of this shape need 3\n"
     )
+
+
+def test_the_pod_sets_of_one_workload_meet_the_nodes_the_earlier_ones_took() -> None:
+    """The example fleet (l40s: minSize 2, headroom 1) and its multi-node LWS (a leader and a worker of 4 GPUs
+    each): the leader takes the free node, so the worker preempts the placeholder on the other."""
+    model = model_of()
+    (lws,) = [
+        workload(d)
+        for d in yaml.safe_load_all(
+            (Path(__file__).parents[2] / "docs" / "examples" / "lws-inference.yaml").read_text()
+        )
+        if d and d.get("kind") == "LeaderWorkerSet"
+    ]
+    verdict = explain(model, lws)
+    assert verdict.runs, verdict.reasons
+    assert [(p["owner"], p["pods"]) for p in verdict.json()["preempts"]] == [(PLACEHOLDER, 1)]

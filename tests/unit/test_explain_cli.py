@@ -13,9 +13,10 @@ ROOT = Path(__file__).resolve().parents[2]
 SPEC = str(ROOT / "fleet.yaml")
 NOTEBOOK = str(ROOT / "docs/examples/notebook.yaml")
 # The fleet state every verdict assumes (issue 27), in the JSON of each workload and at the end of the text.
+# The example fleet keeps a warm l40s node (headroom), so its verdicts name the placeholders too.
 ASSUMES = (
     "assumes an otherwise idle fleet: no other workload holds quota or nodes; groups grow to maxSize through the"
-    " autoscaler"
+    " autoscaler; gpufleet's headroom placeholders hold their warm nodes"
 )
 
 
