@@ -55,18 +55,22 @@ def chart_path(directory: Path, chart: str, version: str) -> Path:
     return root / version
 
 
-def defaults(chart: str, version: str) -> ChartDefaults | None:
-    """The chart's defaults, or None when its values.yaml is not in the upstream cache."""
+def defaults(chart: str, version: str) -> ChartDefaults | str:
+    """The chart's defaults, or why they are not available (a phrase: "are not in the upstream cache (DIR)")."""
     return defaults_in(upstream_dir(), chart, version)
 
 
 @functools.cache
-def defaults_in(directory: Path, chart: str, version: str) -> ChartDefaults | None:
-    """The chart's defaults in the cache `directory` (read once a run), or None when its values.yaml is not there."""
+def defaults_in(directory: Path, chart: str, version: str) -> ChartDefaults | str:
+    """The chart's defaults in the cache `directory` (read once a run), or why they are not available: its
+    values.yaml is not there, or a file of the chart cannot be read as what it must be."""
     root = chart_path(directory, chart, version)
     if not (root / "values.yaml").is_file():
-        return None
-    values, schema, missing = _chart(root)
+        return f"are not in the upstream cache ({directory})"
+    try:
+        values, schema, missing = _chart(root)
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:  # json.JSONDecodeError is a ValueError
+        return f"cannot be read from the upstream cache ({root}: {type(exc).__name__})"
     return ChartDefaults(values=values, schema=schema, missing_subcharts=frozenset(missing), path=root / "values.yaml")
 
 
@@ -89,8 +93,11 @@ def _chart(root: Path) -> tuple[dict[str, Any], dict[str, Any], set[tuple[str, .
     schema = _schema(root)
     chart = _load(root / "Chart.yaml") if (root / "Chart.yaml").is_file() else {}
     missing: set[tuple[str, ...]] = set()
-    for dependency in (chart or {}).get("dependencies") or []:
-        key = dependency.get("alias") or dependency["name"]
+    dependencies = chart.get("dependencies") if isinstance(chart, dict) else None
+    for dependency in dependencies if isinstance(dependencies, list) else []:
+        if not isinstance(dependency, dict) or not isinstance(dependency.get("name"), str):
+            raise ValueError(f"{root / 'Chart.yaml'}: a dependency without a name")
+        key = str(dependency.get("alias") or dependency["name"])
         sub = root / "charts" / dependency["name"]
         if not (sub / "values.yaml").is_file():
             missing.add((key,))

@@ -64,21 +64,22 @@ def _properties(schema: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def overlay_issues(
-    component: str, version: str, overlay: Mapping[str, Any], found: ChartDefaults | None, where: str
+    component: str, version: str, overlay: Mapping[str, Any], found: ChartDefaults | str, where: str
 ) -> Iterator[Issue]:
-    """The issues of one component's overlay, given the chart's defaults (None: not in the cache at `where`)."""
+    """The issues of one component's overlay, given the chart's defaults or why they are not available (the cache
+    is `where`)."""
     chart = COMPONENTS[component].chart
     root: Path = ("helm", component, "values")
     guarded = list(_guarded(component, overlay, root, ()))
     yield from guarded
     refused = {i.path for i in guarded}
-    if found is None:
+    if isinstance(found, str):
         yield Issue(
             path=root,
             at_key=True,
             message=(
-                f"the default values of chart {chart} {version} are not in the upstream cache ({where}), so this"
-                " overlay cannot be checked: gpufleet refuses an unchecked one"
+                f"the default values of chart {chart} {version} {found}, so this overlay cannot be checked: gpufleet"
+                " refuses an unchecked one"
             ),
             hint=f"fetch them with `{chart_values.FETCH_COMMAND}` (in a gpufleet checkout), or remove helm.{component}",
         )

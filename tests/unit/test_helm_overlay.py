@@ -78,7 +78,7 @@ def _cache(root: Path) -> Path:
 
 def _issues(tmp_path: Path, overlay: dict[str, Any]) -> list[tuple[str, str, str]]:
     found = chart_values.defaults_in(_cache(tmp_path), "gpu-operator", "v26.7.0")
-    assert found is not None
+    assert isinstance(found, chart_values.ChartDefaults)
     return [
         (".".join(map(str, i.path[3:])), i.message, i.hint)
         for i in overlay_issues("gpuOperator", "v26.7.0", overlay, found, str(tmp_path))
@@ -181,7 +181,8 @@ def test_overlay_keys(tmp_path: Path, case: str, overlay: dict[str, Any], expect
 
 
 def test_absent_chart_values_refuse_the_overlay(tmp_path: Path) -> None:
-    issues = list(overlay_issues("gpuOperator", "v26.7.0", {"operator": {"priorityClassName": "x"}}, None, "CACHE"))
+    absent = "are not in the upstream cache (CACHE)"
+    issues = list(overlay_issues("gpuOperator", "v26.7.0", {"operator": {"priorityClassName": "x"}}, absent, "CACHE"))
     assert [(i.path, i.at_key, i.message, i.hint) for i in issues] == [
         (
             ("helm", "gpuOperator", "values"),
@@ -192,7 +193,7 @@ def test_absent_chart_values_refuse_the_overlay(tmp_path: Path) -> None:
         )
     ]
     # A guarded path is refused for its reason even then.
-    guarded = list(overlay_issues("gpuOperator", "v26.7.0", {"cdi": {"enabled": True}}, None, "CACHE"))
+    guarded = list(overlay_issues("gpuOperator", "v26.7.0", {"cdi": {"enabled": True}}, absent, "CACHE"))
     assert [i.path for i in guarded] == [("helm", "gpuOperator", "values", "cdi"), ("helm", "gpuOperator", "values")]
 
 
@@ -222,6 +223,32 @@ def test_validate_refuses_an_overlay_without_the_chart_values(tmp_path: Path, mo
         "hint: fetch them with `python tools/fetch_upstream.py` (in a gpufleet checkout), or remove helm.gpuOperator\n"
         "fleet.yaml: 1 error(s)"
     )
+
+
+@pytest.mark.parametrize(
+    ("file", "text", "error"),
+    [
+        ("values.yaml", "a: [1\n", "ParserError"),
+        ("values.yaml", b"\xff", "UnicodeDecodeError"),
+        ("Chart.yaml", "dependencies: [{version: 1.0.0}]\n", "ValueError"),
+        ("charts/node-feature-discovery/values.schema.json", "{", "JSONDecodeError"),
+    ],
+)
+def test_a_chart_that_cannot_be_read_refuses_the_overlay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, file: str, text: str | bytes, error: str
+) -> None:
+    chart = _cache(tmp_path) / "charts" / "gpu-operator" / "v26.7.0"
+    if isinstance(text, bytes):
+        (chart / file).write_bytes(text)
+    else:
+        (chart / file).write_text(text)
+    monkeypatch.setenv("GPUFLEET_UPSTREAM_DIR", str(tmp_path))
+    with pytest.raises(SpecError) as raised:
+        load_fleet_text(_spec(OVERLAY))
+    assert [i.message for i in raised.value.issues] == [
+        f"the default values of chart gpu-operator v26.7.0 cannot be read from the upstream cache ({chart}: {error}),"
+        " so this overlay cannot be checked: gpufleet refuses an unchecked one"
+    ]
 
 
 def test_the_cache_is_where_the_fetch_tool_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
