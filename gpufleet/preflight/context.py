@@ -38,7 +38,7 @@ class Context:
         """EC2's description of every instance type the fleet names that exists in the region, by name."""
 
         def load() -> dict[str, Mapping[str, Any]]:
-            names = sorted({g.instance_type for g in self.fleet.node_groups})
+            names = sorted({t for g in self.fleet.node_groups for t in g.instance_types})
             if not names:
                 return {}
             # A filter (not InstanceTypes=[...]) so one unknown name does not fail the whole call.
@@ -73,7 +73,7 @@ class Context:
         """Instance type -> the zone IDs where EC2 offers it."""
 
         def load() -> dict[str, frozenset[str]]:
-            names = sorted({g.instance_type for g in self.fleet.node_groups})
+            names = sorted({t for g in self.fleet.node_groups for t in g.instance_types})
             if not names:
                 return {}
             found = paginate(

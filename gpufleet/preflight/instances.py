@@ -25,10 +25,10 @@ def _gpus(described: Mapping[str, Any]) -> tuple[str, int, int] | None:
 
 
 def check_instance_types(ctx: Context) -> Iterator[AccountFinding]:
-    """Every instance type exists in the region and has the GPU model, count and memory the catalog says."""
+    """Every instance type exists in the region and has the GPU model, count and memory the catalog says (each of a
+    Karpenter pool's instanceTypes)."""
     described = ctx.instance_types()
-    for group in ctx.fleet.node_groups:
-        name = group.instance_type
+    for group, name in ((g, t) for g in ctx.fleet.node_groups for t in g.instance_types):
         if name not in described:
             yield AccountFinding(
                 severity="error",
@@ -76,12 +76,12 @@ def check_zones(ctx: Context) -> Iterator[AccountFinding]:
 
 
 def check_offerings(ctx: Context) -> Iterator[AccountFinding]:
-    """The instance type is offered in the group's zone, or in the zones of its subnets."""
+    """The instance type is offered in the group's zone, or in the zones of its subnets (each of a Karpenter pool's
+    instanceTypes: Karpenter launches none of them where EC2 does not offer it)."""
     described = ctx.instance_types()
     offerings = ctx.offerings()
     zones = ctx.zone_names()
-    for group in ctx.fleet.node_groups:
-        name = group.instance_type
+    for group, name in ((g, t) for g in ctx.fleet.node_groups for t in g.instance_types):
         if name not in described:
             continue  # reported by check_instance_types
         offered = offerings.get(name, frozenset())

@@ -71,19 +71,35 @@ def running_instances(group: NodeGroup) -> int:
     return group.max_size + warm_pool.held(group, group.max_size)
 
 
+def _by_capacity(group: NodeGroup, count: int) -> list[tuple[CapacityType, int]]:
+    """How many of the group's `count` instances draw on which capacity type's quota. A Karpenter pool with
+    capacity.fallback may end on its last type for every node: a quota error (MaxSpotInstanceCountExceeded,
+    VcpuLimitExceeded) is an unfulfillable-capacity error to Karpenter, which then tries the next type
+    (aws/karpenter-provider-aws pkg/errors/errors.go unfulfillableCapacityErrorCodes @ v1.14.1), so the quota of the
+    last type must hold them all; On-Demand Capacity Reservation instances run on the On-Demand quota."""
+    fallback = group.capacity_fallback
+    if not fallback:
+        return [(group.capacity_type, count)]
+    if "OnDemand" in fallback:
+        return [(CapacityType.ON_DEMAND, count)]
+    # [Reserved, Spot]: the reserved instances on the On-Demand quota, the rest on Spot
+    reserved = min(group.reservation.instance_count, count) if group.reservation is not None else 0
+    return [(CapacityType.ON_DEMAND, reserved), (CapacityType.SPOT, count - reserved)]
+
+
 def demand(fleet: Fleet) -> dict[tuple[str, CapacityType], list[Demand]]:
-    """Per quota key, what each node group needs. Capacity Block groups draw on no quota here (see above)."""
+    """Per quota key, what each node group needs. Capacity Block groups draw on no quota here (see above). A pool
+    of several instance types (instanceTypes) is counted at its largest: Karpenter may launch any of them."""
     needs: dict[tuple[str, CapacityType], list[Demand]] = {}
     for group in fleet.node_groups:
-        info = catalog.lookup(group.instance_type)
-        if info is None or group.capacity_type is CapacityType.CAPACITY_BLOCK:
+        infos = [i for i in (catalog.lookup(t) for t in group.instance_types) if i is not None]
+        if not infos or group.capacity_type is CapacityType.CAPACITY_BLOCK:
             continue
-        key = (info.family[0].upper(), group.capacity_type)
-        if key not in QUOTAS:
-            continue
-        count = running_instances(group)
-        if count:
-            needs.setdefault(key, []).append(Demand(group.name, count, group.instance_type, count * info.vcpus))
+        info = max(infos, key=lambda i: i.vcpus)
+        for capacity, count in _by_capacity(group, running_instances(group)):
+            key = (info.family[0].upper(), capacity)
+            if key in QUOTAS and count:
+                needs.setdefault(key, []).append(Demand(group.name, count, info.name, count * info.vcpus))
     return needs
 
 

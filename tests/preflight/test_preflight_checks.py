@@ -15,7 +15,7 @@ from gpufleet.preflight import addons, ami, instances, network, quotas, reservat
 from gpufleet.preflight.clients import Clients
 from gpufleet.preflight.context import Context
 from gpufleet.preflight.findings import AccountFinding
-from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, WarmPool
+from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, Reservation, WarmPool
 from tests.preflight.support import (
     AL2023_PARAM,
     AMI_ID,
@@ -72,7 +72,7 @@ def test_instance_types_exist_with_the_catalog_gpus(world: World) -> None:
 
 
 def test_unknown_instance_type_is_blocking(world: World) -> None:
-    fleet = with_group(fleet_of(world), "l40s", instance_type="g9.12xlarge")
+    fleet = with_group(fleet_of(world), "l40s", instance_type="g9.12xlarge", instance_types=("g9.12xlarge",))
     (finding,) = run(instances.check_instance_types, fleet, ec2_only(world))
     assert finding.blocking and finding.node_group == "l40s"
     assert "g9.12xlarge does not exist in us-east-1" in finding.message
@@ -122,6 +122,21 @@ def test_pinned_zone_without_the_instance_type_is_blocking(world: World) -> None
     (finding,) = run(instances.check_offerings, fleet, ec2_only(world))
     assert finding.blocking and finding.node_group == "l40s"
     assert "g6e.12xlarge is not offered in zone use1-az3 (us-east-1e)" in finding.message
+
+
+def test_every_type_of_a_karpenter_pool_is_described_and_offered(world: World) -> None:
+    """Each of a pool's instanceTypes exists in the region and is offered in its zone, not only instanceType."""
+    fleet = with_group(
+        fleet_of(world), "l40s", provisioner="Karpenter", instance_types=("g6e.12xlarge", "g9.24xlarge"), zone=None
+    )
+    (unknown,) = run(instances.check_instance_types, fleet, ec2_only(world))
+    assert unknown.blocking and "instance type g9.24xlarge does not exist in us-east-1" in unknown.message
+    pinned = with_group(fleet_of(world), "l40s", instance_types=("g6e.12xlarge", "g6e.24xlarge"), zone="use1-az3")
+    found = run(instances.check_offerings, pinned, ec2_only(world))
+    assert [f.message.split(";")[0] for f in found] == [
+        "g6e.12xlarge is not offered in zone use1-az3 (us-east-1e)",
+        "g6e.24xlarge is not offered in zone use1-az3 (us-east-1e)",
+    ]
 
 
 def test_subnet_zones_without_the_instance_type(world: World) -> None:
@@ -274,6 +289,29 @@ def test_vcpu_demand_counts_running_warm_pools_and_skips_capacity_blocks(world: 
         fleet, "h100", warm_pool=WarmPool(min_size=0, max_prepared_capacity=5, state="Running", reuse_on_scale_in=True)
     )
     assert quotas.running_instances(prepared.node_group("h100")) == 5
+
+
+def test_vcpu_demand_of_karpenter_pools_is_their_last_capacity_type_at_their_largest_type(world: World) -> None:
+    """A Karpenter pool that falls back to On-Demand may end with every node on the On-Demand quota (Karpenter moves
+    on after a Spot quota error); [Reserved, Spot] puts the reserved instances on the On-Demand quota and the rest on
+    Spot; a pool of several instance types counts its largest (g5.xlarge 4 vCPUs -> g5.8xlarge 32)."""
+    fleet = fleet_of(world)
+    fleet = with_group(fleet, "spot", provisioner="Karpenter", capacity_fallback=("Spot", "OnDemand"))
+    fleet = with_group(
+        fleet,
+        "notebooks",
+        provisioner="Karpenter",
+        instance_types=("g5.xlarge", "g5.2xlarge", "g5.8xlarge"),
+        capacity_fallback=("Reserved", "Spot"),
+        warm_pool=None,  # a Karpenter pool has none (the fixture's notebooks keeps one Running)
+        reservation=Reservation(id=None, resource_group_arn=None, open=False, tags={"k": "v"}, instance_count=1),
+    )
+    needs = {key: sum(d.vcpus for d in ds) for key, ds in quotas.demand(fleet).items()}
+    assert needs == {
+        ("P", CapacityType.ON_DEMAND): 384 + 96,  # h100 2 x 192, spot 1 x p4d.24xlarge now On-Demand at worst
+        ("G", CapacityType.ON_DEMAND): 96 + 32,  # l40s 2 x 48, notebooks' 1 reserved g5.8xlarge
+        ("G", CapacityType.SPOT): 3 * 32,  # notebooks' other 3 at g5.8xlarge
+    }
 
 
 def test_quotas_that_cover_the_fleet_pass(world: World) -> None:
