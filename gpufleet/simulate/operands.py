@@ -14,6 +14,10 @@ Per release: its operand pods; where they must run; what they tolerate (value pa
   values.yaml at 88.5.3: Exists NoSchedule.
 - aws-mountpoint-s3-csi-driver: the S3 CSI node plugin; every group; `node.tolerations` after the
   `operator: Exists` of node.tolerateAllTaints (true in 2.7.0 values.yaml).
+- aws-fsx-csi-driver: the FSx for Lustre CSI node plugin (`fsx-csi-node`); every group; with node.tolerateAllTaints
+  (true in 1.17.0 values.yaml) only `operator: Exists`, else node.tolerations (values.yaml: any NoExecute for 300 s)
+  and `fsx.csi.aws.com/agent-not-ready` (kubernetes-sigs/aws-fsx-csi-driver charts/aws-fsx-csi-driver/templates/
+  node-daemonset.yaml at chart 1.17.0).
 
 A device plugin that cannot run on a group leaves the group without its GPUs or EFA devices: every workload there
 stays pending. The network operator's NicClusterPolicy operands are not modelled yet; Multus is a DaemonSet gpufleet
@@ -85,22 +89,47 @@ OPERANDS: Mapping[str, tuple[str, str, list[dict[str, str]], Targets]] = {
 }
 
 
+def _fsx_node_tolerations(values: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """templates/node-daemonset.yaml (chart 1.17.0): `operator: Exists` alone while node.tolerateAllTaints (default
+    true), else node.tolerations (default: any NoExecute for 300 s) and the driver's own startup taint."""
+    if _get(values, "node.tolerateAllTaints") is not False:
+        return [{"operator": "Exists"}]
+    own = _get(values, "node.tolerations")
+    return [
+        *(own if own is not None else [{"operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]),
+        {"key": "fsx.csi.aws.com/agent-not-ready", "operator": "Exists"},
+    ]
+
+
+# Operands whose tolerations the chart's template derives from more than one value: release -> (name, tolerations of
+# the values, groups it must run on).
+DERIVED: Mapping[str, tuple[str, Callable[[Mapping[str, Any]], list[Mapping[str, Any]]], Targets]] = {
+    "aws-fsx-csi-driver": ("fsx-csi-node", _fsx_node_tolerations, _all),
+}
+
+
 def operands(plan: RolloutPlan) -> list[Workload]:
     out = []
     for stage in plan.included():
         for res in stage.content.resources:
-            if res.type != "kubernetes:helm.sh/v3:Release" or res.args.get("name") not in OPERANDS:
+            release = str(res.args.get("name"))
+            if res.type != "kubernetes:helm.sh/v3:Release" or (release not in OPERANDS and release not in DERIVED):
                 continue
-            name, path, default, targets = OPERANDS[res.args["name"]]
             values = res.args.get("values") or {}
-            tolerations = _get(values, path)
+            if release in DERIVED:
+                name, derive, targets = DERIVED[release]
+                tolerations: Any = derive(values)
+            else:
+                name, path, default, targets = OPERANDS[release]
+                tolerations = _get(values, path)
+                tolerations = default if tolerations is None else tolerations
             groups = sorted(g.name for g in targets(plan.fleet, values))
             if not groups:
                 continue
             pod = PodSpec(
                 containers=(Container(name=name, requests={}, limits={}),),
                 required_terms=({"matchExpressions": [{"key": LABEL_NODE_GROUP, "operator": "In", "values": groups}]},),
-                tolerations=tuple(default if tolerations is None else tolerations),
+                tolerations=tuple(tolerations),
             )
             out.append(
                 Workload(

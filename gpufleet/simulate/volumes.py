@@ -23,7 +23,9 @@ from gpufleet.simulate.operands import operands
 from gpufleet.simulate.scheduling import matches_term, untolerated
 
 # CSI driver -> the operand (gpufleet.simulate.operands) that is its node plugin.
-NODE_PLUGINS = {"s3.csi.aws.com": "s3-csi-node"}
+NODE_PLUGINS = {"s3.csi.aws.com": "s3-csi-node", "fsx.csi.aws.com": "fsx-csi-node"}
+# CSI driver -> the spec field that installs it.
+INSTALLED_BY = {"s3.csi.aws.com": "checkpoints.mountpoint", "fsx.csi.aws.com": "fsxLustre"}
 _ASSOCIATION = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
 
 
@@ -139,7 +141,8 @@ def mount_error(
             return (
                 f'MountVolume.SetUp failed for volume "{name}" on node group {group}: driver name {driver} not found'
                 " in the list of registered CSI drivers (its node plugin does not run there)",
-                f"install the {driver} driver (checkpoints.mountpoint) and let its node plugin tolerate the group",
+                f"install the {driver} driver ({INSTALLED_BY.get(driver, 'its CSI driver')}) and let its node plugin"
+                " tolerate the group",
             )
         if (csi.get("volumeAttributes") or {}).get("authenticationSource") == "pod":
             account = str(pod.get("serviceAccountName") or "default")
