@@ -403,6 +403,7 @@ def test_chart_controllers_run_on_the_system_nodes(make_model: MakeModel) -> Non
         "keda-operator",
         "keda-operator-metrics-apiserver",
         "keda-admission-webhooks",
+        "s3-csi-controller",
     }
     assert all(v.runs and v.node_group == "system" for v in verdicts.values())
 

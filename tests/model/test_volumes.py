@@ -91,7 +91,10 @@ def test_unknown_claim_names_the_namespaces_claims(model: FleetModel) -> None:
 
 
 def test_without_mountpoint_there_is_no_claim(make_model: MakeModel) -> None:
-    (reason,) = explain(make_model(), workload(_job())).reasons
+    def without(data: dict[str, Any]) -> None:
+        data["checkpoints"].pop("mountpoint", None)
+
+    (reason,) = explain(make_model(without), workload(_job())).reasons
     assert reason.message == 'persistentvolumeclaim "s3-a100-mig" not found'
     assert reason.fix.startswith("create the PersistentVolumeClaim in speech first")
 

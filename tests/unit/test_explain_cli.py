@@ -214,6 +214,7 @@ def test_docs_examples_run_on_the_group_they_name(capsys: pytest.CaptureFixture[
         "llm-multinode": "l40s",
         "vllm-server": "l40s",
         "notebook-alice": "notebooks",
+        "eval-asr": "a100-mig",
     }
     assert {w["name"]: w["nodeGroup"] for w in workloads} == named
     assert all(w["runs"] and w["clusterQueue"] == w["namespace"] for w in workloads)

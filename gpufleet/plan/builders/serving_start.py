@@ -36,8 +36,9 @@ def notes(fleet: Fleet) -> list[str]:
     d = checkpoints.duration
     rows = [
         "",
-        "Scale-up time per Inference group (a new replica: weights from S3 through Mountpoint, or from the node's NVMe"
-        " once its Mountpoint cache holds them; figures and assumptions in gpufleet/facts/weights.py):",
+        "Scale-up time per Inference group (a new replica: weights from S3 through Mountpoint, at most one network"
+        " card's rate, a ceiling a single loader may not reach; or from the node's NVMe once its Mountpoint cache"
+        " holds them, at a conservative 2 GB/s per device; figures and assumptions in gpufleet/facts/weights.py):",
         "",
         "| group | weights (per node) | from S3 | from NVMe cache | node start | image pull | warm-up | no warm node"
         " | warm node, S3 | warm node, cache warm |",
