@@ -915,6 +915,7 @@ def _karpenter(fleet: Fleet) -> Iterator[Issue]:
                 )
             continue
         if group.warm_pool is not None:
+            warm = min(max(group.warm_pool.min_size, 1), group.max_size)  # what headroom keeps instead
             yield Issue(
                 path=path + ("warmPool",),
                 at_key=True,
@@ -922,7 +923,8 @@ def _karpenter(fleet: Fleet) -> Iterator[Issue]:
                     "a Karpenter group cannot have a warm pool: warm pools belong to the Auto Scaling group of a"
                     " managed node group, and Karpenter launches instances without one"
                 ),
-                hint="remove warmPool (pre-pulled images shorten a Karpenter node's start), or use provisioner"
+                hint=f"replace warmPool with headroom: {{nodes: {warm}}}"
+                " (placeholder pods keep that many nodes running; docs/karpenter.md), or use provisioner"
                 " ManagedNodeGroup",
             )
         if group.desired_size is not None:

@@ -795,8 +795,9 @@ REPLAYS: tuple[Replay, ...] = (
     R(
         "karpenter-warm-pool",
         {"nodeGroups.0.provisioner": "Karpenter", "nodeGroups.0.warmPool": {"minSize": 1}},
-        "remove warmPool (pre-pulled images shorten a Karpenter node's start), or use provisioner ManagedNodeGroup",
-        {"nodeGroups.0.warmPool": DEL},
+        "replace warmPool with headroom: {nodes: 1} (placeholder pods keep that many nodes running;"
+        " docs/karpenter.md), or use provisioner ManagedNodeGroup",
+        {"nodeGroups.0.warmPool": DEL, "nodeGroups.0.headroom": {"nodes": 1}},
     ),
     R(
         "karpenter-desired-size",
