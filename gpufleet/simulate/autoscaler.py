@@ -69,7 +69,10 @@ def template_blocker(node: NodeModel, pod: PodSpec, tolerations: list[Mapping[st
             f"node group {node.group} keeps {node.min_size} node(s) and nothing scales it up",
             f"set nodeGroups[{node.group}].scaling.minSize higher, or cluster.autoscaler: Install",
         )
-    if not matches_node(pod, template["labels"]):
+    # A Karpenter pool's node may carry any combination of its requirements' values (nodes.karpenter_variants); the
+    # Cluster Autoscaler's template is the one label map of the managed node group.
+    variants = template.get("variants") or [{}]
+    if not any(matches_node(pod, {**variant, **template["labels"]}) for variant in variants):
         return (
             f"the scale-from-zero template of node group {node.group} does not carry the labels the pod selects",
             "select the group by gpufleet.io/node-group",

@@ -107,6 +107,21 @@ def _karpenter_object(plan: RolloutPlan, kind: str, group: NodeGroup) -> Mapping
     raise AssertionError(f"no {kind} for {group.name}")
 
 
+def karpenter_variants(requirements: list[Mapping[str, Any]], pool: str) -> list[dict[str, str]]:
+    """The well-known labels a node of the pool may get, one map per combination of its requirements' values: each
+    NodeClaim narrows every `In` requirement to the one value it launched with (an instance type, a capacity type,
+    the architecture, the zone) and carries its NodePool (kubernetes-sigs/karpenter pkg/apis/v1/labels.go
+    NodePoolLabelKey, CapacityTypeLabelKey). Karpenter provisions for a pending pod when its selectors are compatible
+    with the template's labels and one such combination (pkg/controllers/provisioning/scheduling), so a pod that
+    selects `karpenter.sh/capacity-type: spot` fits a pool whose fallback has Spot, or one instance type of several."""
+    variants: list[dict[str, str]] = [{"karpenter.sh/nodepool": pool, "kubernetes.io/os": "linux"}]
+    for req in requirements:
+        if req.get("operator") != "In":
+            continue
+        variants = [{**v, str(req["key"]): str(value)} for v in variants for value in req["values"]]
+    return variants
+
+
 def karpenter_deployed(plan: RolloutPlan) -> bool:
     return any(r.id == f"helm-{KARPENTER_RELEASE}" for s in plan.included() for r in s.content.resources)
 
@@ -177,6 +192,8 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
             "taints": taints,
             "resources": {"cpu": info.vcpus * 1000, "memory": info.memory_mib, **extended},
         }
+        if karpenter:
+            template["variants"] = karpenter_variants(pool["spec"]["requirements"], group.name)
     return NodeModel(
         group=group.name,
         instance_type=group.instance_type,

@@ -8,8 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gpufleet.simulate.autoscaler import template_blocker
 from gpufleet.simulate.verdict import FleetModel, explain
-from gpufleet.simulate.workload import workload
+from gpufleet.simulate.workload import PodSpec, pod_spec, workload
 from tests import fastyaml
 from tests.model.conftest import group
 
@@ -62,3 +63,44 @@ def test_a_karpenter_pool_never_grows_past_its_limit(make_model: MakeModel) -> N
             "fix": "raise nodeGroups[h100].scaling.maxSize to 2, or ask for fewer pods",
         }
     ]
+
+
+def _pod(selector: dict[str, str]) -> PodSpec:
+    return pod_spec(
+        {
+            "spec": {
+                "nodeSelector": {"gpufleet.io/node-group": "h100", **selector},
+                "containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 8}}}],
+            }
+        },
+        "pod",
+    )
+
+
+GPU_TOLERATION = [
+    {"key": "nvidia.com/gpu", "operator": "Exists"},
+    {"key": "vpc.amazonaws.com/efa", "operator": "Exists"},
+]
+
+
+def test_a_pod_may_select_any_capacity_and_instance_type_the_pool_launches(make_model: MakeModel) -> None:
+    """A node of a pool falling back from Spot to On-Demand is labelled spot or on-demand, as Karpenter launches it:
+    a pod selecting either fits the pool's template, one selecting reserved does not; the managed node group's
+    template carries no Karpenter label at all."""
+
+    def fallback(data: dict[str, Any]) -> None:
+        karpenter_h100(data)
+        group(data, "h100")["capacity"] = {"fallback": ["Spot", "OnDemand"]}
+
+    node = make_model(fallback).nodes["h100"]
+    for selector in (
+        {"karpenter.sh/capacity-type": "spot"},
+        {"karpenter.sh/capacity-type": "on-demand"},
+        {"karpenter.sh/nodepool": "h100", "node.kubernetes.io/instance-type": "p5.48xlarge"},
+    ):
+        assert template_blocker(node, _pod(selector), GPU_TOLERATION) is None, selector
+    blocked = template_blocker(node, _pod({"karpenter.sh/capacity-type": "reserved"}), GPU_TOLERATION)
+    assert blocked is not None and "does not carry the labels the pod selects" in blocked[0]
+    managed = make_model().nodes["h100"]
+    refused = template_blocker(managed, _pod({"karpenter.sh/capacity-type": "spot"}), GPU_TOLERATION)
+    assert refused is not None and "does not carry the labels the pod selects" in refused[0]
