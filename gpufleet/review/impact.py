@@ -101,6 +101,15 @@ FORCE_NEW: Mapping[str, tuple[str, ...]] = {
         "expectedBucketOwner",
     ),
     "aws:s3/bucketVersioning:BucketVersioning": ("bucket", "expectedBucketOwner"),
+    # terraform-provider-aws internal/service/fsx/lustre_file_system.go: ForceNew among the inputs gpufleet sets
+    # (a smaller storage_capacity forces a new file system too, in its CustomizeDiff: not a path, not listed);
+    # data_repository_association.go: the linked path on either side and the file system.
+    "aws:fsx/lustreFileSystem:LustreFileSystem": ("deploymentType", "securityGroupIds", "storageType", "subnetIds"),
+    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": (
+        "dataRepositoryPath",
+        "fileSystemId",
+        "fileSystemPath",
+    ),
     # pulumi-kubernetes provider/pkg/provider/helm_release.go (Diff: forceNewFields).
     "kubernetes:helm.sh/v3:Release": ("name", "namespace"),
     # pulumi-kubernetes provider/pkg/provider/diff.go `forceNew`, tag v4.32.0 (the same table from v4.26.0 to

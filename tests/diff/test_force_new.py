@@ -279,6 +279,30 @@ CASES: list[tuple[str, list[dict[str, Any]], Edit, Edit | None]] = [
         None,
     ),
     (
+        "FSx for Lustre file system",
+        [
+            res(
+                "fsx-lustre",
+                "aws:fsx/lustreFileSystem:LustreFileSystem",
+                {"deploymentType": "PERSISTENT_2", "subnetIds": "subnet-0aa", "storageCapacity": 2400, "tags": {}},
+            )
+        ],
+        set_("subnetIds", "subnet-0bb"),
+        set_("tags", {"team": "x"}),
+    ),
+    (
+        "FSx data repository association",
+        [
+            res(
+                "fsx-data-repository-0",
+                "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation",
+                {"fileSystemPath": "/datasets", "dataRepositoryPath": "s3://d/", "batchImportMetaDataOnCreate": True},
+            )
+        ],
+        set_("fileSystemPath", "/data"),
+        set_("batchImportMetaDataOnCreate", False),
+    ),
+    (
         "security group",
         [
             res(
