@@ -171,7 +171,8 @@ def test_defaults_from_the_schema() -> None:
     assert f.checkpoints.mountpoint.cache_fraction == 0.5
     assert f.versions.mountpoint_s3_csi == "2.7.0"
     volume = mp.volumes(f)[0][2]
-    assert volume["spec"]["csi"]["volumeAttributes"]["cacheEmptyDirSizeLimit"] == "15200G"
+    # 0.5 of 30400 GB, shared by the two teams with quota on train
+    assert volume["spec"]["csi"]["volumeAttributes"]["cacheEmptyDirSizeLimit"] == "7600G"
 
 
 def test_serving_model_size_only_for_inference_groups() -> None:
@@ -188,3 +189,33 @@ def test_serving_model_size_only_for_inference_groups() -> None:
     (issue,) = [i for i in err.value.issues if i.path == ("workloads", "servingModelGB", "train")]
     assert issue.message == "node group train has workloadClass Training, not Inference"
     assert issue.hint == "allowed: serve"
+
+
+def test_teams_on_one_group_share_the_cache_fraction() -> None:
+    """Each team's pods get their own Mountpoint Pod and emptyDir on a node: two teams on train split 0.5 of
+    30400 GB, 7600 GB each."""
+    two = MOUNTPOINT.replace("quotas: [{nodeGroup: batch, gpus: 1}]", "quotas: [{nodeGroup: train, gpus: 8}]")
+    f = fleet([TRAINING, INFERENCE, NO_ARRAY], two)
+    limits = {
+        pv["metadata"]["name"]: pv["spec"]["csi"]["volumeAttributes"].get("cacheEmptyDirSizeLimit")
+        for _, _, pv, _ in mp.volumes(f)
+    }
+    assert limits == {"llm-s3-train": "7600G", "llm-s3-serve": "1900G", "eval-s3-train": "7600G"}
+
+
+def test_a_cache_smaller_than_the_weights_warns() -> None:
+    # g6e.12xlarge: 3800 GB x 0.1 = 380 GB; a 405 GB model on one node does not fit
+    small = (
+        MOUNTPOINT.replace("{uid: 1001, gid: 2002}", "{cacheFraction: 0.1}")
+        + "workloads:\n  servingModelGB: {serve: 405}\n"
+    )
+    f = fleet([TRAINING, INFERENCE, NO_ARRAY], small)
+    content = next(s for s in plan(f).stages if s.name == "storage").content
+    assert (
+        "claim llm/s3-serve: its Mountpoint cache on node group serve (380 GB) cannot hold the 405 GB of weights a node"
+        " of a replica loads (workloads.servingModelGB): every load reads from S3; raise"
+        " checkpoints.mountpoint.cacheFraction"
+    ) in content.warnings
+    fits = fleet([TRAINING, INFERENCE, NO_ARRAY], small.replace("{serve: 405}", "{serve: 380}"))
+    content = next(s for s in plan(fits).stages if s.name == "storage").content
+    assert not [w for w in content.warnings if "cannot hold" in w]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from gpufleet.plan.builders import serving_start
 from gpufleet.plan.builders.common import helm, k8s
 from gpufleet.plan.manifests import mountpoint as mp
 from gpufleet.plan.manifests import storage as st
@@ -10,12 +11,14 @@ from gpufleet.plan.parts import Resource
 from gpufleet.spec.fleet import Fleet
 
 
-def content(fleet: Fleet) -> tuple[list[Resource], list[str]]:
-    """The release, each PV and its PVC (the PVC after its PV, so it binds at once), and plan.md's notes."""
+def content(fleet: Fleet) -> tuple[list[Resource], list[str], list[str]]:
+    """The release, each PV and its PVC (the PVC after its PV, so it binds at once), plan.md's notes, and a warning
+    where an Inference group's cache cannot hold the weights a node of a replica loads (workloads.servingModelGB)."""
     options = mp.enabled(fleet)
     cp = fleet.checkpoints
     if options is None or cp is None:
-        return [], []
+        return [], [], []
+    warnings: list[str] = []
     version = fleet.versions.mountpoint_s3_csi
     release = helm(
         "mountpointS3Csi", version, fleet=fleet, release=mp.RELEASE, namespace=mp.NAMESPACE, values=mp.values()
@@ -36,11 +39,18 @@ def content(fleet: Fleet) -> tuple[list[Resource], list[str]]:
     for team, group, pv, pvc in mp.volumes(fleet):
         pv_resource = k8s(pv)
         resources += [pv_resource, k8s(pvc, depends_on=(pv_resource.id,))]
-        cache = mp.cache_gb(options, group)
+        cache = mp.cache_gb(fleet, options, group)
+        share = serving_start.weights_per_node_gb(fleet, group)
+        if cache is not None and share is not None and share > cache:
+            warnings.append(
+                f"claim {team.namespace}/{mp.claim_name(group)}: its Mountpoint cache on node group {group.name}"
+                f" ({cache} GB) cannot hold the {share:g} GB of weights a node of a replica loads"
+                " (workloads.servingModelGB): every load reads from S3; raise checkpoints.mountpoint.cacheFraction"
+            )
         rows.append(
             f"| {team.name} | `{team.namespace}/{mp.claim_name(group)}` | {group.name} |"
             f" `s3://{cp.bucket}/{st.team_prefix(team)}` | {'read-only' if mp.read_only(group) else 'read-write'} |"
             f" {mp.throughput_gbps(group)} Gbps |"
             f" {f'{cache} GB on the NVMe array (emptyDir)' if cache is not None else 'none (no RAID0 array)'} |"
         )
-    return resources, rows
+    return resources, rows, warnings

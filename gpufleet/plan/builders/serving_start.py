@@ -32,6 +32,14 @@ def ready_time(fleet: Fleet, group: NodeGroup) -> weights.ReadyTime | None:
     )
 
 
+def weights_per_node_gb(fleet: Fleet, group: NodeGroup) -> float | None:
+    """What one node of a replica on an Inference group loads (workloads.servingModelGB), else None."""
+    if group.workload_class is not WorkloadClass.INFERENCE or group.name not in fleet.workloads.serving_model_gb:
+        return None
+    t = ready_time(fleet, group)
+    return None if t is None else t.load.share_gb
+
+
 def notes(fleet: Fleet) -> list[str]:
     d = checkpoints.duration
     rows = [

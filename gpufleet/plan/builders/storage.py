@@ -461,9 +461,10 @@ def checkpoint_content(ctx: BuildContext) -> StageContent:
             ),
             "",
         ]
-    mount_resources, mount_notes = mountpoint.content(fleet)
+    mount_resources, mount_notes, mount_warnings = mountpoint.content(fleet)
     resources += mount_resources
     notes += mount_notes
+    warnings += mount_warnings
     notes += _sizing_notes(fleet, cp, s)
     notes += job_rows
     return StageContent(resources=tuple(resources), warnings=tuple(warnings), notes=tuple(notes))

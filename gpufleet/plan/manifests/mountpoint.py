@@ -70,14 +70,17 @@ def read_only(group: NodeGroup) -> bool:
     return group.workload_class is WorkloadClass.INFERENCE
 
 
-def cache_gb(mp: Mountpoint, group: NodeGroup) -> int | None:
-    """The local cache's size limit in GB on a RAID0 group (cacheFraction of its instance store, which EC2 states
-    in GB: InstanceStorageInfo.TotalSizeInGB), else None (no cache:
-    the emptyDir would be on the root EBS volume)."""
+def cache_gb(fleet: Fleet, mp: Mountpoint, group: NodeGroup) -> int | None:
+    """The local cache's size limit in GB on a RAID0 group, else None (no cache: the emptyDir would be on the root
+    EBS volume). cacheFraction of the instance store (which EC2 states in GB: InstanceStorageInfo.TotalSizeInGB),
+    shared by the teams with quota on the group: each team's pods on a node get their own Mountpoint Pod, and its
+    own emptyDir (pods of another namespace never share one: docs/MOUNTPOINT_POD_SHARING.md), so their caches
+    together stay within the fraction."""
     info = catalog.lookup(group.instance_type)
     if group.local_storage != "RAID0" or info is None or not info.local_nvme_gib:
         return None
-    return int(info.local_nvme_gib * mp.cache_fraction)
+    teams = sum(1 for t in fleet.teams if any(q.node_group == group.name for q in t.quotas))
+    return int(info.local_nvme_gib * mp.cache_fraction / max(teams, 1))
 
 
 def claim_name(group: NodeGroup) -> str:
@@ -114,7 +117,7 @@ def mount_options(fleet: Fleet, mp: Mountpoint, team: Team, group: NodeGroup) ->
 
 def persistent_volume(fleet: Fleet, cp: Checkpoints, mp: Mountpoint, team: Team, group: NodeGroup) -> dict[str, Any]:
     attributes: dict[str, str] = {"bucketName": cp.bucket, "authenticationSource": "pod"}
-    cache = cache_gb(mp, group)
+    cache = cache_gb(fleet, mp, group)
     if cache is not None:
         attributes |= {"cache": "emptyDir", "cacheEmptyDirSizeLimit": f"{cache}G"}
     return {
