@@ -246,24 +246,23 @@ def test_before_the_network_stage_the_efa_runtime_waits_for_the_efa_setup(make_m
 
 
 def test_the_multi_node_example_serves_from_the_teams_weights_claim(make_model: MakeModel) -> None:
-    """The example's comment: with checkpoints.mountpoint, both templates mount language's read-only claim s3-l40s
-    at /models (pod-level credentials: the checkpoint-writer service account) and the group still runs on l40s."""
-
-    def mountpoint(data: dict[str, Any]) -> None:
-        data["checkpoints"]["mountpoint"] = {}
-
-    lws = copy.deepcopy(_example("lws-inference.yaml"))
-    for template in lws["spec"]["leaderWorkerTemplate"].values():
-        if not isinstance(template, dict):
-            continue
-        spec = template["spec"]
-        spec["serviceAccountName"] = "checkpoint-writer"
-        spec["volumes"].append({"name": "weights", "persistentVolumeClaim": {"claimName": "s3-l40s", "readOnly": True}})
-        spec["containers"][0]["volumeMounts"].append({"name": "weights", "mountPath": "/models", "readOnly": True})
-    assert validate_object(lws) == []
-    verdict = explain(make_model(mountpoint), workload(lws))
+    """Both templates mount language's read-only Mountpoint claim s3-l40s at /models (pod-level credentials: the
+    checkpoint-writer service account): the group runs on l40s; on a fleet without checkpoints.mountpoint the claim
+    does not exist and explain says so."""
+    lws = _example("lws-inference.yaml")
+    for key in ("leaderTemplate", "workerTemplate"):
+        spec = lws["spec"]["leaderWorkerTemplate"][key]["spec"]
+        assert spec["serviceAccountName"] == "checkpoint-writer"
+        assert {"name": "weights", "persistentVolumeClaim": {"claimName": "s3-l40s", "readOnly": True}} in spec[
+            "volumes"
+        ]
+        assert {"name": "weights", "mountPath": "/models", "readOnly": True} in spec["containers"][0]["volumeMounts"]
+    verdict = explain(make_model(), workload(lws))
     assert verdict.runs, verdict.reasons
     assert (verdict.cluster_queue, verdict.node_group) == ("language", "l40s")
-    # without the driver there is no claim to mount
-    (reason,) = explain(make_model(), workload(lws)).reasons
+
+    def without_mountpoint(data: dict[str, Any]) -> None:
+        del data["checkpoints"]["mountpoint"]
+
+    (reason,) = explain(make_model(without_mountpoint), workload(lws)).reasons
     assert reason.message == 'persistentvolumeclaim "s3-l40s" not found'
