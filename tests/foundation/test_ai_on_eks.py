@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from gpufleet.facts import catalog
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules.pipeline import load_fleet
 from gpufleet.tree.write import Tree
 from tests import fastyaml
 from tests.golden.test_tree_schemas import _deployed
@@ -102,3 +104,11 @@ def test_the_karpenter_controller_handles_interruptions(tree: Tree) -> None:
     require_shared()
     defaults = chart_values("karpenter", "1.14.1")
     assert list(unknown_value_keys(release["values"], defaults, free_form=("nodeSelector",))) == []  # a label map
+
+
+def test_no_gate_waits_for_nodes_nothing_would_launch() -> None:
+    """The bandwidth gates and the planted-fault gate run on empty Karpenter pools: Karpenter launches nodes for their
+    pending pods, as the Cluster Autoscaler would, so the plan does not warn that they wait for nodes (before, it told
+    an all-Karpenter fleet with cluster.autoscaler None that "your autoscaler must add them")."""
+    plan = build_plan(load_fleet(str(SPEC), "prod").environments["prod"], "prod")
+    assert [w for w in plan.warnings if "may run fewer than two nodes" in w or "planted-fault gate: no" in w] == []

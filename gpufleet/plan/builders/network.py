@@ -51,8 +51,10 @@ def _gate(fleet: Fleet, group: NodeGroup, after: tuple[str, ...]) -> tuple[list[
             ],
         )
     warnings = []
-    # With the Cluster Autoscaler (stage 1) the gate's pending pods scale the group up themselves.
-    if fleet.cluster.autoscaler == "None" and max(group.min_size, group.desired_size or 0) < 2:
+    # With the Cluster Autoscaler (stage 1) the gate's pending pods scale the group up themselves; so they do on a
+    # Karpenter pool, for which Karpenter launches nodes (its controller comes with the pool, stage 1).
+    scaled = fleet.cluster.autoscaler != "None" or group.provisioner == "Karpenter"
+    if not scaled and max(group.min_size, group.desired_size or 0) < 2:
         warnings.append(
             f'node group "{group.name}" may run fewer than two nodes (minSize {group.min_size}): the bandwidth gate'
             f" waits up to {fleet.network.bandwidth_gate.timeout_minutes} min for two (cluster.autoscaler is None: your"
