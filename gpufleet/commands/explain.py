@@ -196,8 +196,9 @@ def _text(verdicts: list[Verdict]) -> str:
         if v.cluster_queue:
             # a pod set that requests nothing is admitted with no flavor (kueue flavorassigner.go assignFlavors)
             via += f"flavor {v.flavor}, " if v.flavor else "no flavor (it requests nothing), "
+        provisioned = "".join(f"; {p.text()}" for p in v.provisioned)
         if v.runs:
-            lines.append(head + f"runs, {via}on node group {v.node_group}")
+            lines.append(head + f"runs, {via}on node group {v.node_group}{provisioned}")
         elif v.pods_admitted:
             # Pods admitted one by one (a Deployment's): part of them run.
             waiting = v.pods_total - v.pods_admitted
@@ -207,7 +208,7 @@ def _text(verdicts: list[Verdict]) -> str:
                 + f"{v.pods_admitted} of {v.pods_total} pods run; {waiting} wait for {what}"
                 + (f": {v.reasons[0].message}" if v.reasons else "")
             )
-            lines.append(f"  running: {via}on node group {v.node_group}")
+            lines.append(f"  running: {via}on node group {v.node_group}{provisioned}")
             lines += [f"  fix: {r.fix}" for r in v.reasons]
         else:
             where = f" (ClusterQueue {v.cluster_queue})" if v.cluster_queue else ""

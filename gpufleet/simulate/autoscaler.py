@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gpufleet.facts import catalog
 from gpufleet.simulate.nodes import NodeModel
 from gpufleet.simulate.scheduling import insufficient, matches_node, untolerated
 from gpufleet.simulate.workload import PodSpec
@@ -50,6 +51,23 @@ def scale_up_blocker(
             (
                 f"enlarge the reservation, then raise nodeGroups[{node.group}].capacity.reservation.instanceCount and"
                 f" scaling.maxSize to {needed}; or ask for fewer pods"
+            ),
+        )
+    if node.max_size < needed and node.node_pool is not None:
+        # Karpenter launches no node past the pool's limits (kubernetes-sigs/karpenter pkg/controllers/provisioning:
+        # a NodePool whose limits are exceeded is skipped); gpufleet's limit is maxSize nodes' GPUs.
+        # Karpenter counts a type's physical GPUs against the limit (its instance type capacity), whatever MIG or
+        # time-slicing later advertises.
+        info = catalog.lookup(node.instance_type)
+        gpus = info.gpu_count if info is not None else 0
+        per = f", {gpus} per {node.instance_type}" if gpus else ""
+        limit = f" (its limit nvidia.com/gpu: {node.max_size * gpus}{per})" if gpus else ""
+        return (
+            f"NodePool {node.node_pool} may launch {node.max_size} node(s){limit}; {pods} pod(s) of this shape need"
+            f" {needed}",
+            (
+                f"raise nodeGroups[{node.group}].scaling.maxSize to {needed} (the NodePool's GPU limit follows it), or"
+                " ask for fewer pods"
             ),
         )
     if node.max_size < needed:

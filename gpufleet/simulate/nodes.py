@@ -62,8 +62,12 @@ class NodeModel:
     # The instances of the capacity reservation the group targets by id (a launch into it beyond them fails:
     # EC2 User Guide, capacity-reservations-launch.html); None when nothing caps the group below maxSize.
     reserved: int | None
-    # The Cluster Autoscaler's scale-from-zero template (None when no autoscaler is deployed).
+    # The Cluster Autoscaler's scale-from-zero template, or the Karpenter NodePool's (None when neither is deployed).
     template: Mapping[str, Any] | None
+    # A Karpenter group: the NodePool that launches its nodes and the capacity types it may launch them as
+    # (its karpenter.sh/capacity-type requirement); None for a managed node group.
+    node_pool: str | None = None
+    capacity_types: tuple[str, ...] = ()
 
 
 def _node_group_args(plan: RolloutPlan, group: NodeGroup) -> Mapping[str, Any]:
@@ -134,8 +138,11 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
         # A Karpenter group: its NodePool's template labels and taints (Kubernetes spelling), no minimum, and the
         # EC2NodeClass's settings; Karpenter also labels each node with its pool and capacity type
         # (kubernetes-sigs/karpenter pkg/apis/v1/labels.go NodePoolLabelKey, CapacityTypeLabelKey).
-        pool = _karpenter_object(plan, "NodePool", group)["spec"]["template"]
+        node_pool = _karpenter_object(plan, "NodePool", group)
+        pool = node_pool["spec"]["template"]
         capacity = next(r for r in pool["spec"]["requirements"] if r["key"] == "karpenter.sh/capacity-type")
+        pool_name: str | None = node_pool["metadata"]["name"]
+        capacity_values: tuple[str, ...] = tuple(capacity["values"])
         args: Mapping[str, Any] = {
             "labels": pool["metadata"]["labels"],
             "scalingConfig": {"minSize": 0, "maxSize": group.max_size},
@@ -145,6 +152,7 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
     else:
         args = _node_group_args(plan, group)
         extra = {"eks.amazonaws.com/capacityType": args["capacityType"]}
+        pool_name, capacity_values = None, ()
         taints = tuple(
             {"key": t["key"], "value": t["value"], "effect": _K8S_EFFECT[t["effect"]]} for t in args["taints"]
         )
@@ -221,6 +229,8 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
         and not falls_back(group)
         else None,
         template=template,
+        node_pool=pool_name,
+        capacity_types=capacity_values,
     )
 
 

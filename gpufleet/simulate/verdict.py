@@ -81,6 +81,34 @@ class Reason:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Provision:
+    """Nodes a Karpenter NodePool launches for the workload's pods (the model's provisioning: the pool's template
+    fits the pending pods Kueue admitted, within its limits; gpufleet.simulate.autoscaler.scale_up_blocker)."""
+
+    node_group: str
+    node_pool: str
+    nodes: int  # new nodes, beyond those the idle fleet has (a pool keeps none)
+    instance_type: str
+    capacity_types: tuple[str, ...]
+
+    def text(self) -> str:
+        kinds = " or ".join(self.capacity_types)
+        return (
+            f"provisioned by Karpenter NodePool {self.node_pool}: {self.nodes} new {self.instance_type}"
+            f" node{'s' * (self.nodes != 1)} ({kinds}) launched for the pending pods"
+        )
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "nodeGroup": self.node_group,
+            "nodePool": self.node_pool,
+            "nodes": self.nodes,
+            "instanceType": self.instance_type,
+            "capacityTypes": list(self.capacity_types),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Verdict:
     kind: str
     namespace: str
@@ -95,6 +123,8 @@ class Verdict:
     # one: a Deployment's); `runs` only when every pod does.
     pods_total: int = 0
     pods_admitted: int = 0
+    # The Karpenter NodePools that launch nodes for the pods that run (none on managed node groups).
+    provisioned: tuple[Provision, ...] = ()
     assumes: str = ASSUMPTION
     # (pod set index, node group, pods) where the pods run: what `--running` workloads hold (preemption.running)
     placements: tuple[tuple[int, str, int], ...] = ()
@@ -112,6 +142,7 @@ class Verdict:
             "clusterQueue": self.cluster_queue,
             "flavor": self.flavor,
             "nodeGroup": self.node_group,
+            "provisionedBy": [p.json() for p in self.provisioned],
             "reasons": [r.json() for r in self.reasons],
             **extra,
             "assumes": self.assumes,
@@ -750,6 +781,32 @@ def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Ve
     return _gang(model, wl, replace(base, notes=tuple(notes)))
 
 
+def _provisioned(model: FleetModel, placed: list[tuple[str, PodSpec, int]]) -> tuple[Provision, ...]:
+    """The nodes Karpenter launches for `placed` (group, pod shape, pods): on a Karpenter group, the nodes those pods
+    take beyond the ones that exist on the idle fleet (none: a NodePool keeps no minimum), per group."""
+    nodes: dict[str, int] = {}
+    for group, pod, pods in placed:
+        node = model.nodes.get(group)
+        if node is None or node.node_pool is None:
+            continue
+        nodes[group] = nodes.get(group, 0) + nodes_needed(node, pod, pods)
+    out = []
+    for group, needed in nodes.items():
+        node = model.nodes[group]
+        assert node.node_pool is not None
+        if needed > node.min_size:
+            out.append(
+                Provision(
+                    node_group=group,
+                    node_pool=node.node_pool,
+                    nodes=needed - node.min_size,
+                    instance_type=node.instance_type,
+                    capacity_types=node.capacity_types,
+                )
+            )
+    return tuple(out)
+
+
 def _gang(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
     """Every pod set admitted at once (Kueue's all-or-nothing admission of one Workload), then placed."""
     injected: Mapping[str, kueue_admission.Flavor] = {}
@@ -776,6 +833,7 @@ def _gang(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
     effects: list[tuple[str, preemption.Outcome]] = []
     daemon = wl.kind == "DaemonSet"
     gang = model  # on a group with residents, each pod set meets the nodes the earlier ones took
+    pods: list[tuple[str, PodSpec, int]] = []
     for i, ps in enumerate(wl.pod_sets):
         pod, tolerations = _effective_pod(ps.pod, injected.get(ps.name))
         found: dict[str, preemption.Outcome] = {}
@@ -785,6 +843,7 @@ def _gang(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
         groups += [g for g in placed if g not in groups]
         if not daemon and placed:
             placements.append((i, placed[0], ps.count))
+            pods += [(g, pod, ps.count) for g in placed]
         for group, outcome in found.items():
             effects.append((group, outcome))
             held = preemption.after(gang.residents[group], outcome, wl, gang.priorities, pod, ps.count)
@@ -799,6 +858,7 @@ def _gang(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
         pods_admitted=base.pods_total,
         placements=tuple(placements),
         preempts=_preempts(effects),
+        provisioned=_provisioned(model, pods),
     )
 
 
@@ -888,6 +948,7 @@ def _one_by_one(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
     single = replace(wl, pod_sets=(one,))
     used: dict[tuple[str, str], int] = {}
     placed: dict[str, int] = {}
+    shapes: list[PodSpec] = []  # the replicas' effective pod (all alike)
     queues: list[str] = []
     flavors: list[str] = []
     notes = list(base.notes)
@@ -912,6 +973,7 @@ def _one_by_one(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
             injected = admission.injected.get(one.name)
             flavors += [f for f in admission.flavors.values() if f not in flavors]
         pod, tolerations = _effective_pod(one.pod, injected)
+        shapes[:] = [pod]
         groups, stop = _place_with_volumes(
             model, wl.namespace, one, pod, tolerations, daemon=False, already=placed, effects=effects
         )
@@ -933,6 +995,7 @@ def _one_by_one(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
         pods_admitted=admitted,
         placements=tuple((0, g, n) for g, n in placed.items()),
         preempts=_preempts(effects.items()),
+        provisioned=_provisioned(model, [(g, shape, n) for g, n in placed.items() for shape in shapes[:1]]),
     )
 
 

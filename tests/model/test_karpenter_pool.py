@@ -1,17 +1,24 @@
-"""`explain` on a Karpenter pool that starts empty (issue 32 item 4): Karpenter provisions for a pending pod that
-Kueue admitted a node of the pool whose template fits it, so the multi-node 8-GPU-per-pod TrainJob example runs on
-h100 as a Karpenter group, through its pool, as it does on the managed node group."""
+"""`explain` on a Karpenter pool that starts empty (issue 32 items 4 and 5): Karpenter provisions for a pending pod
+that Kueue admitted a node of the pool whose template fits it, so the multi-node 8-GPU-per-pod TrainJob example runs
+on h100 as a Karpenter group, through its pool, as it does on the managed node group; the verdict names the NodePool
+that launches the nodes and how many (the model's provisioning), which a managed group's verdict never does."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+import yaml
+
+from gpufleet.cli import main
 from gpufleet.simulate.autoscaler import template_blocker
-from gpufleet.simulate.verdict import FleetModel, explain
+from gpufleet.simulate.verdict import FleetModel, Provision, explain
 from gpufleet.simulate.workload import PodSpec, pod_spec, workload
 from tests import fastyaml
+from tests.model.conftest import EXAMPLE as FLEET
 from tests.model.conftest import group
 
 MakeModel = Callable[..., FleetModel]
@@ -41,6 +48,38 @@ def test_an_8_gpu_per_pod_job_on_an_empty_karpenter_pool_runs_through_that_pool(
     assert verdict.runs, verdict.reasons
     assert (verdict.flavor, verdict.node_group) == ("h100", "h100")
     assert verdict.json()["pods"] == {"total": 2, "admitted": 2}
+    # Through which pool: NodePool h100 launches the two 8-GPU nodes the pods need (the pool keeps none).
+    assert verdict.provisioned == (
+        Provision(
+            node_group="h100", node_pool="h100", nodes=2, instance_type="p5.48xlarge", capacity_types=("on-demand",)
+        ),
+    )
+    assert verdict.json()["provisionedBy"] == [
+        {
+            "nodeGroup": "h100",
+            "nodePool": "h100",
+            "nodes": 2,
+            "instanceType": "p5.48xlarge",
+            "capacityTypes": ["on-demand"],
+        }
+    ]
+    # The managed node group's verdict names no pool: the Cluster Autoscaler grows the group.
+    assert explain(make_model(), workload(fastyaml.load(EXAMPLE.read_text()))).provisioned == ()
+
+
+def test_explain_says_the_job_runs_through_the_pool(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The command's text for the 8-GPU-per-node TrainJob on the empty Karpenter pool: it runs, through NodePool h100."""
+    data = copy.deepcopy(FLEET)
+    karpenter_h100(data)
+    spec = tmp_path / "fleet.yaml"
+    spec.write_text(yaml.safe_dump(data))
+    code = main(["explain", str(spec), "--env", "prod", str(EXAMPLE)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert out.splitlines()[0] == (
+        "TrainJob vision/finetune: runs, through ClusterQueue vision, flavor h100, on node group h100; provisioned"
+        " by Karpenter NodePool h100: 2 new p5.48xlarge nodes (on-demand) launched for the pending pods"
+    )
 
 
 def test_a_karpenter_pool_never_grows_past_its_limit(make_model: MakeModel) -> None:
@@ -59,8 +98,11 @@ def test_a_karpenter_pool_never_grows_past_its_limit(make_model: MakeModel) -> N
     assert [r.json() for r in verdict.reasons] == [
         {
             "stage": "autoscaler",
-            "message": "node group h100 may grow to 1 node(s); 2 pod(s) of this shape need 2",
-            "fix": "raise nodeGroups[h100].scaling.maxSize to 2, or ask for fewer pods",
+            "message": (
+                "NodePool h100 may launch 1 node(s) (its limit nvidia.com/gpu: 8, 8 per p5.48xlarge); 2 pod(s) of this"
+                " shape need 2"
+            ),
+            "fix": "raise nodeGroups[h100].scaling.maxSize to 2 (the NodePool's GPU limit follows it), or ask for fewer pods",
         }
     ]
 

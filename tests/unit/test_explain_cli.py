@@ -54,6 +54,7 @@ def test_json_contract(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> No
                 "clusterQueue": "vision",
                 "flavor": "notebooks",
                 "nodeGroup": "notebooks",
+                "provisionedBy": [],
                 "reasons": [],
                 "pods": {"total": 1, "admitted": 1},
                 "assumes": ASSUMES,
@@ -66,6 +67,7 @@ def test_json_contract(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> No
                 "clusterQueue": "vision",
                 "flavor": "notebooks",
                 "nodeGroup": None,
+                "provisionedBy": [],
                 "reasons": [
                     {
                         "stage": "device-plugin",
