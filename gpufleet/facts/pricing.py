@@ -21,6 +21,14 @@ https://aws.amazon.com/eks/pricing/; the AWS blog "Amazon EKS extended support f
 Which applies follows EKS_SUPPORT_CALENDAR. The system nodes' CPU types: the same on-demand page, us-east-1; a managed
 node group without a launch template gets a 20 GiB root volume (EKS CreateNodegroup `diskSize`, default 20).
 
+Spot: no table. A Spot Instance bills the Spot price in effect for its zone and hour, which this offline table cannot
+know; two bounds hold. It never exceeds the On-Demand price when no maximum price is set ("If you don't specify a
+maximum price, the default maximum price is the On-Demand price", Amazon EC2 Auto Scaling User Guide,
+mixed-instances-groups-set-up-overview.html), and neither gpufleet's managed node groups nor Karpenter set one
+(aws/karpenter-provider-aws pkg/providers/instance/instance.go @ v1.14.1: CreateFleet SpotOptions carry only the
+price-capacity-optimized allocation strategy). And AWS states the discount as "up to a 90% discount compared to
+On-Demand prices" (https://aws.amazon.com/ec2/spot/): SPOT_MAX_DISCOUNT, the lower bound of the estimate's range.
+
 S3 Standard: USD 0.023 per GB-month in us-east-1, the first 50 TB a month (https://aws.amazon.com/s3/pricing/), for
 what noncurrent checkpoint versions cost while the bucket keeps them.
 
@@ -56,6 +64,10 @@ FSX_LUSTRE_USD_PER_GB_MONTH: Mapping[tuple[str, int | None], float] = MappingPro
         ("PERSISTENT_2", 1000): 0.600,
     }
 )
+
+# The deepest Spot discount AWS states (https://aws.amazon.com/ec2/spot/, "up to a 90% discount"); the Spot price
+# never exceeds the On-Demand rate without a maximum price (the module docstring).
+SPOT_MAX_DISCOUNT = 0.90
 
 ON_DEMAND_USD_PER_HOUR: Mapping[str, float] = MappingProxyType(
     {

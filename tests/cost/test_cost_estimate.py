@@ -8,11 +8,14 @@ import pytest
 
 from gpufleet.facts import catalog, pricing
 from gpufleet.plan.builders.cost import (
+    SPOT_NOT_COUNTED,
     around_the_gpu_nodes,
     control_plane,
     estimate_notes,
     group_gpu_hour_usd,
     raid0_warm_pool_caveats,
+    spot_capacity,
+    spot_range,
 )
 from gpufleet.rules.pipeline import load_fleet
 from gpufleet.spec.fleet import Fleet
@@ -123,3 +126,38 @@ def test_a_raid0_group_with_a_stopped_warm_pool_gets_the_caveat() -> None:
     running = dataclasses.replace(h100, warm_pool=dataclasses.replace(h100.warm_pool, state="Running"))
     others = tuple(running if g.name == "h100" else g for g in EXAMPLE.node_groups)
     assert raid0_warm_pool_caveats(dataclasses.replace(EXAMPLE, node_groups=others)) == []
+
+
+MIXED = load_fleet(str(CASES / "karpenter-mixed" / "fleet.yaml"), "prod").environments["prod"]
+
+
+def test_a_spot_group_states_its_on_demand_to_spot_range() -> None:
+    """Hand-computed: batch is 20 x g6e.12xlarge at 10.49264 USD/h on-demand (no cost.gpuHourUsd): 20 x 10.49264 x
+    730 = 153,192.54 at the on-demand rate (Spot's default maximum price), 10% of it = 15,319.25 at the deepest 90%
+    discount; the fleet at maxSize (with notebooks, 10 x g5.2xlarge at 1.212: 8,847.60) is 162,040.14, or
+    24,166.85 with batch at the deepest discount."""
+    lines = spot_range(EXISTING, 162_040.144)
+    assert "| batch | Spot | 20 x g6e.12xlarge | $15,319 | $153,193 | $153,193 (the on-demand rate) |" in lines
+    assert lines[-1].startswith(
+        "Fleet at maxSize with these groups on Spot: $24,167 at the deepest discount to $162,040 at the on-demand rate"
+        " (the table: $162,040). The range is for the nodes' instance-hours only: Spot prices move by zone and hour"
+    )
+    assert SPOT_NOT_COUNTED in lines[-1]
+    estimate, _ = estimate_notes(EXISTING)
+    assert "Fleet at maxSize with these groups on Spot: $24,167 at the deepest discount" in "\n".join(estimate)
+
+
+def test_a_karpenter_spot_pool_states_its_range_beside_the_spec_price() -> None:
+    """a100-mig is a Karpenter pool of 4 x p4d.24xlarge requiring karpenter.sh/capacity-type spot: 4 x 21.96 x 730 =
+    64,123.20 at the on-demand rate, 6,412.32 at the deepest discount; the table counts its cost.gpuHourUsd 4.10 x 8
+    GPUs x 4 x 730 = 95,776."""
+    estimate, _ = estimate_notes(MIXED)
+    assert "| a100-mig | Spot | 4 x p4d.24xlarge | $6,412 | $64,123 | $95,776 (its cost.gpuHourUsd) |" in estimate
+    # Reserved pools (an ODCR, a Capacity Block) and On-Demand pools never run on Spot.
+    assert [spot_capacity(g) for g in MIXED.node_groups] == [None, None, "Spot", None, None, None]
+
+
+def test_no_spot_group_no_range() -> None:
+    assert not any(spot_capacity(g) for g in INSTALL.node_groups)
+    assert spot_range(INSTALL, 1.0) == []
+    assert pricing.SPOT_MAX_DISCOUNT == 0.90

@@ -6,7 +6,7 @@ from __future__ import annotations
 from gpufleet.facts import catalog, pricing
 from gpufleet.plan.builders.common import k8s
 from gpufleet.plan.builders.telemetry import prometheus_dependency
-from gpufleet.plan.manifests import dashboards, headroom, rules_promql, sharing, telemetry
+from gpufleet.plan.manifests import dashboards, headroom, karpenter, rules_promql, sharing, telemetry
 from gpufleet.plan.parts import BuildContext, StageContent
 from gpufleet.spec import warm_pool
 from gpufleet.spec.fleet import CapacityType, Fleet, NodeGroup, SharingStrategy
@@ -124,6 +124,7 @@ def estimate_notes(fleet: Fleet) -> tuple[list[str], list[str]]:
             f" {usd(total_max + total_pool)} at maxSize."
         ),
     ]
+    lines += spot_range(fleet, total_max + total_pool)
     around, extra_min, extra_max = around_the_gpu_nodes(fleet)
     lines += around
     lines += [
@@ -137,6 +138,74 @@ def estimate_notes(fleet: Fleet) -> tuple[list[str], list[str]]:
     ]
     lines += raid0_warm_pool_caveats(fleet)
     return lines, warnings
+
+
+def spot_capacity(group: NodeGroup) -> str | None:
+    """How a group may run on Spot: "Spot" (only), "Spot, On-Demand fallback" (a Karpenter pool that requires both
+    capacity types, gpufleet.plan.manifests.karpenter.capacity_types), or None when it never does."""
+    if group.provisioner == "Karpenter":
+        kinds = karpenter.capacity_types(group)
+        if "spot" not in kinds:
+            return None
+        return "Spot, On-Demand fallback" if "on-demand" in kinds else "Spot"
+    return "Spot" if group.capacity_type is CapacityType.SPOT else None
+
+
+# What the Spot range leaves out, said beside it.
+SPOT_NOT_COUNTED = (
+    "The range is for the nodes' instance-hours only: Spot prices move by zone and hour and are not known offline"
+    " (set cost.gpuHourUsd to the rate you see), a pool that falls back to On-Demand counts at the upper end, and the"
+    " cost of interruptions (the work a reclaimed node loses, its replacement's boot and image pull) is not priced."
+)
+
+
+def spot_range(fleet: Fleet, fleet_max: float) -> list[str]:
+    """plan.md lines for the groups that may run on Spot: their monthly cost at maxSize between the deepest
+    discount AWS states and the on-demand list rate (Spot's default maximum price; gpufleet.facts.pricing), and the
+    fleet's total at maxSize with them at either end. The table above counts each at its own rate (the spec's
+    cost.gpuHourUsd, else on-demand)."""
+    rows, low_delta, high_delta = [], 0.0, 0.0
+    for group in fleet.node_groups:
+        capacity = spot_capacity(group)
+        info = catalog.lookup(group.instance_type)
+        list_rate = pricing.instance_hour_usd(group.instance_type)
+        price, source = group_gpu_hour_usd(fleet, group)
+        if capacity is None or info is None or not info.gpu_count or list_rate is None or price is None:
+            continue
+        nodes = group.max_size
+        on_demand = nodes * list_rate * pricing.HOURS_PER_MONTH
+        deepest = on_demand * (1 - pricing.SPOT_MAX_DISCOUNT)
+        counted = nodes * price * info.gpu_count * pricing.HOURS_PER_MONTH
+        low_delta += deepest - counted
+        high_delta += on_demand - counted
+        rate = "its cost.gpuHourUsd" if source == "spec" else "the on-demand rate"
+        rows.append(
+            f"| {group.name} | {capacity} | {nodes} x {group.instance_type} | {usd(deepest)} | {usd(on_demand)} |"
+            f" {usd(counted)} ({rate}) |"
+        )
+    if not rows:
+        return []
+    discount = f"{pricing.SPOT_MAX_DISCOUNT:.0%}"
+    return [
+        "",
+        (
+            f"Spot: a Spot node bills the Spot price in effect, never above the on-demand rate (neither gpufleet nor"
+            f" Karpenter sets a maximum price, so EC2's default maximum, the On-Demand price, applies) and at most"
+            f' {discount} below it (AWS\'s "up to a 90% discount"). Monthly at maxSize:'
+        ),
+        "",
+        (
+            "| node group | capacity | nodes | Spot at its deepest discount | Spot at most (on-demand rate) |"
+            " the table counts |"
+        ),
+        "|---|---|---|---|---|---|",
+        *rows,
+        "",
+        (
+            f"Fleet at maxSize with these groups on Spot: {usd(fleet_max + low_delta)} at the deepest discount to"
+            f" {usd(fleet_max + high_delta)} at the on-demand rate (the table: {usd(fleet_max)}). {SPOT_NOT_COUNTED}"
+        ),
+    ]
 
 
 # What the estimate leaves out, said next to it: a total without its exclusions reads as the bill.
