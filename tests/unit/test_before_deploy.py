@@ -70,3 +70,13 @@ def test_an_odcr_is_listed_with_its_count() -> None:
 def test_what_applies_to_the_cluster_mode_and_autoscaler(change: dict[str, Any], present: str, absent: str) -> None:
     items = _items(change)
     assert any(present in item for item in items) and not any(absent in item for item in items)
+
+
+def test_karpenter_groups_name_the_endpoints_the_controller_needs() -> None:
+    karpenter = _items(group={"provisioner": "Karpenter", "scaling": {"maxSize": 4}})
+    line = next(i for i in karpenter if i.startswith("The Karpenter controller"))
+    assert "EC2, SSM (AMI parameters), SQS (the interruption queue), STS and EKS, and the IAM API" in line
+    assert "its nodes' subnets need a NAT gateway" in line and line.startswith(
+        "The Karpenter controller (on the system"
+    )
+    assert not any(i.startswith("The Karpenter controller") for i in _items())
