@@ -17,7 +17,7 @@ from gpufleet.plan.builders.cost import (
     spot_capacity,
     spot_range,
 )
-from gpufleet.rules.pipeline import load_fleet
+from gpufleet.rules.pipeline import load_fleet, load_fleet_text
 from gpufleet.spec.fleet import Fleet
 from tests.promtool import CASES, ROOT
 
@@ -161,3 +161,19 @@ def test_no_spot_group_no_range() -> None:
     assert not any(spot_capacity(g) for g in INSTALL.node_groups)
     assert spot_range(INSTALL, 1.0) == []
     assert pricing.SPOT_MAX_DISCOUNT == 0.90
+
+
+def test_a_pool_falling_back_from_spot_to_on_demand_gets_the_range() -> None:
+    """l40s as a Spot-then-On-Demand pool (capacity.fallback): 12 x g6e.12xlarge at 10.49264 USD/h: 91,915.53 at the
+    on-demand rate, 9,191.55 at the deepest discount; the table counts its cost.gpuHourUsd 2.35 x 4 x 12 x 730."""
+    text = (CASES / "karpenter-mixed" / "fleet.yaml").read_text()
+    text = text.replace(
+        "  scaling:\n    maxSize: 12\n", "  scaling:\n    maxSize: 12\n  capacity:\n    fallback: [Spot, OnDemand]\n"
+    )
+    fleet = load_fleet_text(text, env="prod").environments["prod"]
+    assert spot_capacity(fleet.node_group("l40s")) == "Spot, then On-Demand"
+    estimate, _ = estimate_notes(fleet)
+    assert (
+        "| l40s | Spot, then On-Demand | 12 x g6e.12xlarge | $9,192 | $91,916 | $82,344 (its cost.gpuHourUsd) |"
+        in estimate
+    )

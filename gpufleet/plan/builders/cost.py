@@ -140,14 +140,18 @@ def estimate_notes(fleet: Fleet) -> tuple[list[str], list[str]]:
     return lines, warnings
 
 
+_CAPACITY_WORDS = {"reserved": "reserved", "spot": "Spot", "on-demand": "On-Demand"}
+
+
 def spot_capacity(group: NodeGroup) -> str | None:
-    """How a group may run on Spot: "Spot" (only), "Spot, On-Demand fallback" (a Karpenter pool that requires both
-    capacity types, gpufleet.plan.manifests.karpenter.capacity_types), or None when it never does."""
+    """How a group may run on Spot: "Spot" (only), or a Karpenter pool's capacity types in the order it tries them
+    ("Spot, then On-Demand"; gpufleet.plan.manifests.karpenter.capacity_types, capacity.fallback), or None when it
+    never runs on Spot."""
     if group.provisioner == "Karpenter":
         kinds = karpenter.capacity_types(group)
         if "spot" not in kinds:
             return None
-        return "Spot, On-Demand fallback" if "on-demand" in kinds else "Spot"
+        return ", then ".join(_CAPACITY_WORDS.get(k, k) for k in kinds)
     return "Spot" if group.capacity_type is CapacityType.SPOT else None
 
 
