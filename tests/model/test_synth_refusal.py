@@ -64,9 +64,20 @@ def test_tas_on_a_group_that_scales_from_zero_is_refused_at_the_placement(
 
 def test_plan_md_has_the_will_it_run_table() -> None:
     plan = tree_of(Path(__file__).parents[2] / "fleet.yaml", "prod").files["plan.md"]
-    assert "| node group | workload | runs | ClusterQueue | flavor | stopped by |" in plan
-    assert "| h100 | full node | yes | vision | h100 | - |" in plan
-    assert "| notebooks | one shared unit | yes | vision | notebooks | - |" in plan
+    assert (
+        "| node group | workload | runs | ClusterQueue | flavor | Karpenter NodePool (nodes it launches) | stopped by |"
+        in plan
+    )
+    assert "| h100 | full node | yes | vision | h100 | - | - |" in plan
+    assert "| notebooks | one shared unit | yes | vision | notebooks | - | - |" in plan
+
+
+def test_plan_md_names_the_pool_that_launches_a_karpenter_groups_nodes() -> None:
+    plan = tree_of(Path(__file__).parents[2] / "tests/golden/cases/karpenter-mixed/fleet.yaml", "prod").files["plan.md"]
+    assert "| h100 | full node | yes | vision | h100 | - | - |" in plan  # the managed group: no pool
+    assert "| l40s | one GPU | yes | language | l40s | `l40s`: 1 new (on-demand) | - |" in plan
+    assert "| a100-mig | one shared unit | yes | speech | a100-mig | `a100-mig`: 1 new (spot) | - |" in plan
+    assert "| h200 | full node | yes | - | - | `h200`: 1 new (reserved) | - |" in plan
 
 
 def test_a_fixed_efa_group_without_the_autoscaler_synths(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
