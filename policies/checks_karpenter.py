@@ -177,3 +177,77 @@ def gpu_pool_disruption(resource: Resource) -> Iterator[str]:
             f"{cls} NodePool {pool!r} has no disruption budget of 0 nodes for reason Drifted: a NodePool or"
             " EC2NodeClass change (a new AMI) evicts running jobs to replace their nodes"
         )
+
+
+def _floating(term: Mapping[str, Any]) -> str | None:
+    """Why an amiSelectorTerm does not name one exact image (None when it does): an alias at `latest`, an SSM
+    parameter that AWS moves to each new release (`.../recommended/...`, `latest`), a name pattern, or tags alone
+    (aws/karpenter-provider-aws pkg/apis/v1/ec2nodeclass.go @ v1.14.1, AMISelectorTerm.Alias: "Setting the version
+    to latest will result in drift when a new AMI is released. This is **not** recommended for production")."""
+    alias, ssm, name_ = term.get("alias"), term.get("ssmParameter"), term.get("name")
+    if isinstance(alias, str):
+        return f"alias {alias}" if alias.endswith("@latest") else None
+    if isinstance(ssm, str):
+        return f"ssmParameter {ssm}" if "/recommended/" in ssm or "latest" in ssm.split("/") else None
+    if term.get("id"):
+        return None
+    if isinstance(name_, str):
+        return f"name {name_}" if "*" in name_ or "?" in name_ else None
+    if term.get("tags"):
+        return "tags only"
+    return None
+
+
+def image_pinned(resource: Resource) -> Iterator[str]:
+    """An EC2NodeClass names exact AMIs: a floating term makes Karpenter drift every node when AWS publishes a new
+    release, without any change to the spec."""
+    if resource.get("type") != NODE_CLASS:
+        return
+    terms = _spec(resource).get("amiSelectorTerms")
+    if not isinstance(terms, list):
+        return
+    for term in terms:
+        why = _floating(term) if isinstance(term, Mapping) and not is_unknown(term) else None
+        if why:
+            yield (
+                f"EC2NodeClass {name(resource)!r} selects its AMI by {why}: a new AMI release drifts and replaces"
+                " every node without a spec change"
+            )
+
+
+ZONE_KEYS = ("topology.k8s.aws/zone-id", "topology.kubernetes.io/zone")
+
+
+def _one_zone(pool: Resource, node_class: Resource | None) -> bool | None:
+    """Whether the pool's nodes stay in one zone: a zone requirement with one value, or one subnet term by id
+    (None when unknown)."""
+    requirements = get(_spec(pool), "template.spec.requirements")
+    for r in requirements if isinstance(requirements, list) else []:
+        if isinstance(r, Mapping) and r.get("key") in ZONE_KEYS and r.get("operator") == "In":
+            values = r.get("values")
+            if isinstance(values, list) and len(values) == 1:
+                return True
+    if node_class is None:
+        return None
+    subnets = _spec(node_class).get("subnetSelectorTerms")
+    if is_unknown(subnets) or not isinstance(subnets, list):
+        return None
+    return len(subnets) == 1 and isinstance(subnets[0], Mapping) and bool(subnets[0].get("id"))
+
+
+def efa_pool_single_zone(resources: Sequence[Resource]) -> Iterator[tuple[Resource, str]]:
+    """An EFA Karpenter pool (label gpufleet.io/fabric EFA, or the EFA taint) launches in one zone."""
+    for pool in resources:
+        if not is_gpu_pool(pool):
+            continue
+        efa = pool_labels(pool).get("gpufleet.io/fabric") == "EFA" or any(
+            t.get("key") == "vpc.amazonaws.com/efa" for t in pool_taints(pool)
+        )
+        if efa and _one_zone(pool, node_class_of(resources, pool)) is False:
+            yield (
+                pool,
+                (
+                    f"EFA NodePool {name(pool)!r} may launch in more than one zone (no single-zone requirement, and its"
+                    " EC2NodeClass selects more than one subnet): EFA traffic does not cross zones"
+                ),
+            )

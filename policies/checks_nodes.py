@@ -62,6 +62,7 @@ def one_instance_type(resource: Resource) -> Iterator[str]:
 
 
 def image_pinned(resource: Resource) -> Iterator[str]:
+    yield from checks_karpenter.image_pinned(resource)
     if not is_node_group(resource):
         return
     args = inputs(resource)
@@ -177,6 +178,7 @@ def _is_efa_group(group: Resource) -> bool:
 
 
 def efa_single_zone(resources: Sequence[Resource]) -> Iterator[tuple[Resource, str]]:
+    yield from checks_karpenter.efa_pool_single_zone(resources)
     for group in by_type(resources, NODE_GROUP):
         if not _is_efa_group(group):
             continue

@@ -340,6 +340,27 @@ KARPENTER_PLANTED: list[tuple[str, Callable[[list[dict[str, Any]]], None], str]]
         "ec2nodeclass-cluster-h200",
     ),
     (
+        "node-image-pinned",
+        lambda inv: _spec_of(inv, "ec2nodeclass-cluster-l40s").update(amiSelectorTerms=[{"alias": "al2023@latest"}]),
+        "ec2nodeclass-cluster-l40s",
+    ),
+    (
+        "efa-single-zone",
+        lambda inv: [
+            _spec_of(inv, "nodepool-cluster-h200")["template"]["spec"].update(
+                requirements=[
+                    r
+                    for r in _spec_of(inv, "nodepool-cluster-h200")["template"]["spec"]["requirements"]
+                    if r["key"] != "topology.k8s.aws/zone-id"
+                ]
+            ),
+            _spec_of(inv, "ec2nodeclass-cluster-h200")["subnetSelectorTerms"].append(
+                {"id": "subnet-0a1b2c3d4e5f60002"}
+            ),
+        ],
+        "nodepool-cluster-h200",
+    ),
+    (
         "host-toolkit-escape-closed",
         lambda inv: _spec_of(inv, "ec2nodeclass-cluster-notebooks").update(
             userData=_spec_of(inv, "ec2nodeclass-cluster-notebooks")["userData"].replace(

@@ -194,6 +194,11 @@ def _class(edit: Any = None, user_data: str | None = None) -> list[dict[str, Any
     return [nc, node_pool("l40s")]
 
 
+def with_pool_labels(pool: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
+    pool["inputs"]["spec"]["template"]["metadata"]["labels"].update(labels)
+    return pool
+
+
 KARPENTER_CASES: list[tuple[str, str, list[dict[str, Any]], set[str]]] = [
     ("karpenter-imds-v2", "IMDSv2, hop limit 1", _class(), set()),
     ("karpenter-imds-v2", "metadataOptions left to the CRD default", _class(lambda s: s.pop("metadataOptions")), set()),
@@ -281,6 +286,51 @@ KARPENTER_CASES: list[tuple[str, str, list[dict[str, Any]], set[str]]] = [
         {"ec2nodeclass-cluster-h200"},
     ),
     ("training-topology-aligned", "Training pool aligned", _pool("Training", group="h200"), set()),
+    ("node-image-pinned", "EC2NodeClass on an exact release's SSM parameter", _class(), set()),
+    (
+        "node-image-pinned",
+        "EC2NodeClass on alias al2023@latest",
+        _class(lambda s: s.update(amiSelectorTerms=[{"alias": "al2023@latest"}])),
+        {NC},
+    ),
+    (
+        "node-image-pinned",
+        "EC2NodeClass on the recommended parameter",
+        _class(
+            lambda s: s.update(
+                amiSelectorTerms=[
+                    {
+                        "ssmParameter": "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/nvidia/recommended/image_id"
+                    }
+                ]
+            )
+        ),
+        {NC},
+    ),
+    (
+        "node-image-pinned",
+        "EC2NodeClass on a pinned alias",
+        _class(lambda s: s.update(amiSelectorTerms=[{"alias": "al2023@v20260714"}])),
+        set(),
+    ),
+    (
+        "efa-single-zone",
+        "EFA pool with one subnet",
+        [
+            node_class("h200", subnetSelectorTerms=[{"id": "subnet-1"}]),
+            with_pool_labels(node_pool("h200", "Training"), {"gpufleet.io/fabric": "EFA"}),
+        ],
+        set(),
+    ),
+    (
+        "efa-single-zone",
+        "EFA pool across two subnets",
+        [
+            node_class("h200", subnetSelectorTerms=[{"id": "subnet-1"}, {"id": "subnet-2"}]),
+            with_pool_labels(node_pool("h200", "Training"), {"gpufleet.io/fabric": "EFA"}),
+        ],
+        {"nodepool-cluster-h200"},
+    ),
     (
         "host-toolkit-escape-closed",
         "pool's userData leaves the escape open",
