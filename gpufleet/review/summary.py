@@ -22,10 +22,11 @@ _POOL_WORDS = {
 }
 
 
-# What the fleet line counts and what it leaves out: it is a delta of the GPU node groups only.
+# What the fleet line counts and what it leaves out: it is a delta of the GPU node groups and Karpenter pools only.
 LEAVES_OUT = (
-    "GPU node groups only: their nodes at the cost stage's prices or the on-demand list, warm pools and reservations;"
-    " not counted: the EKS control plane, the system nodes, volumes of running nodes, storage, logs and data transfer"
+    "GPU node groups and Karpenter pools only: their nodes at the cost stage's prices or the on-demand list, warm"
+    " pools and reservations; not counted: the EKS control plane, the system nodes, volumes of running nodes,"
+    " storage, logs and data transfer"
 )
 
 
