@@ -73,14 +73,21 @@ def _warm(group: NodeGroup) -> str:
     return "; ".join(warm) or "-"
 
 
+def _instance_types(group: NodeGroup) -> str:
+    """The instance type, and the others a Karpenter pool may launch (nodeGroups[].instanceTypes: the same GPU model
+    and count; the reference shape first)."""
+    others = [t for t in group.instance_types if t != group.instance_type]
+    return group.instance_type + (f" (or {', '.join(others)})" if others else "")
+
+
 # Said once under the table when any group is a Karpenter pool: what its size, capacity and warm columns mean.
 KARPENTER_NOTE = (
     "Karpenter pools have no minimum, desired size or warm pool (warm pools belong to an Auto Scaling group): the"
     " NodePool's `limits` cap the GPUs of all its nodes together (maxSize x GPUs per instance), Karpenter launches a"
     " node when a pod Kueue admitted is pending (a cold start: boot, join, image pull), and a node that becomes empty"
     " stays for `consolidateAfter` before Karpenter removes it (`consolidationPolicy: WhenEmpty`), so work that"
-    " follows within that window finds it. Their nodes carry `karpenter.sh/nodepool` and `karpenter.sh/capacity-type`"
-    " (docs/karpenter.md)."
+    " follows within that window finds it; `headroom` keeps nodes running ahead of work. Their nodes carry"
+    " `karpenter.sh/nodepool` and `karpenter.sh/capacity-type` (docs/karpenter.md)."
 )
 
 
@@ -93,7 +100,7 @@ def node_group_rows(fleet: Fleet) -> list[tuple[str, str, str, str, str, str, st
         (
             group.name,
             _provisioned_by(fleet, group),
-            group.instance_type,
+            _instance_types(group),
             _nodes(group),
             _capacity(group),
             _warm(group),

@@ -744,10 +744,10 @@ def fleet_cost(entries: Iterable[Mapping[str, Any]]) -> list[GroupCost]:
 
 
 def _pool_cost(entry: Mapping[str, Any], prices: Mapping[str, float]) -> GroupCost | None:
-    """A Karpenter NodePool's cost figures: its one instance type (the `node.kubernetes.io/instance-type`
-    requirement), no minimum, at most `limits` GPUs (maxSize nodes), the reserved instances of its ODCR (annotation
-    gpufleet.io/reserved-instances, set by gpufleet.plan.builders.karpenter). None for a pool that is not one GPU
-    type (not gpufleet's)."""
+    """A Karpenter NodePool's cost figures: its instance type (the `node.kubernetes.io/instance-type` requirement;
+    of several, the cheapest), no minimum, at most `limits` GPUs (maxSize nodes), the reserved instances of its ODCR
+    (annotation gpufleet.io/reserved-instances, set by gpufleet.plan.builders.karpenter). None for a pool of no
+    known GPU type (not gpufleet's)."""
     obj = entry.get("inputs") or {}
     spec = obj.get("spec") or {}
     template = spec.get("template") or {}
@@ -762,8 +762,10 @@ def _pool_cost(entry: Mapping[str, Any], prices: Mapping[str, float]) -> GroupCo
         ),
         None,
     )
-    types = (requirement or {}).get("values") or []
-    itype = types[0] if len(types) == 1 and isinstance(types[0], str) else None
+    # One GPU model and count per pool (nodeGroups[].instanceTypes): priced as the cheapest type it may launch, the
+    # one Karpenter picks for a node that any of them fits (and gpufleet's reference shape, the smallest).
+    types = [t for t in (requirement or {}).get("values") or [] if isinstance(t, str) and catalog.lookup(t)]
+    itype = min(types, key=lambda t: pricing.instance_hour_usd(t) or float("inf")) if types else None
     info = catalog.lookup(itype) if itype else None
     if itype is None or info is None or info.gpu_count == 0:
         return None

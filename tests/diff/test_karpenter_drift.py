@@ -148,3 +148,11 @@ def test_karpenter_pools_are_in_the_cost(base: Inventory) -> None:
         "  l40s: g6e.12xlarge x 0..12 (4 GPUs/node) -> g6e.12xlarge x 0..16 (4 GPUs/node): min $0, max +$27,448\n"
         in text
     )
+
+
+def test_a_pool_of_several_types_is_priced_as_its_cheapest(base: Inventory) -> None:
+    new = copy.deepcopy(base)
+    requirement = _spec(new, "nodepool-cluster-l40s")["template"]["spec"]["requirements"][0]
+    requirement["values"] = ["g6e.24xlarge", "g6e.12xlarge"]  # 15.07 and 10.49 USD/h, 4 L40S each
+    costs = {c.node_group: c for c in fleet_cost(new.values())}
+    assert (costs["l40s"].instance_type, costs["l40s"].gpus_per_node, costs["l40s"].max_size) == ("g6e.12xlarge", 4, 12)

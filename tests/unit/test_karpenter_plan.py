@@ -11,7 +11,7 @@ from gpufleet.plan.access_table import KARPENTER_STATEMENTS, karpenter_access
 from gpufleet.plan.manifests import karpenter
 from gpufleet.plan.report import KARPENTER_NOTE, node_group_rows, plan_markdown
 from gpufleet.plan.rollout import build_plan
-from gpufleet.rules.pipeline import load_fleet
+from gpufleet.rules.pipeline import load_fleet, load_fleet_text
 from gpufleet.spec.fleet import Fleet
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,3 +90,21 @@ def test_defaulted_values_list_no_managed_only_field_for_a_karpenter_group() -> 
     for group in ("l40s", "a100-mig", "notebooks", "br", "h200"):
         assert f"`nodeGroups[{group}].scaling.desiredSize`" not in page
         assert f"`nodeGroups[{group}].update.maxUnavailable`" not in page
+
+
+def test_headroom_and_instance_flexibility_show_in_the_table() -> None:
+    """A pool that may launch two instance types of one GPU shape names both; headroom is what stands in for a warm
+    pool (docs/karpenter.md, "What replaces a warm pool")."""
+    text = MIXED.read_text().replace(
+        "  instanceType: g6e.12xlarge\n  workloadClass: Inference\n  ami:\n    type: AL2023_x86_64_NVIDIA\n",
+        "  instanceType: g6e.12xlarge\n  instanceTypes: [g6e.12xlarge, g6e.24xlarge]\n  headroom: {nodes: 1}\n"
+        "  workloadClass: Inference\n  ami:\n    type: AL2023_x86_64_NVIDIA\n",
+        1,
+    )
+    rows = {row[0]: row for row in node_group_rows(load_fleet_text(text, env="prod").environments["prod"])}
+    assert rows["l40s"][2] == "g6e.12xlarge (or g6e.24xlarge)"
+    assert rows["l40s"][5] == (
+        "headroom of 1 running node(s) (gpufleet-headroom placeholders); beyond them, launched per pending pod; an"
+        " emptied node stays 5m"
+    )
+    assert rows["notebooks"][5] == "none: launched per pending pod; an emptied node stays 5m"
