@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from gpufleet.policies import checks_karpenter
 from gpufleet.policies.resources import (
     Resource,
+    by_kind,
     by_type,
     is_unknown,
     launch_template_of,
@@ -20,7 +21,7 @@ from gpufleet.policies.resources import (
     user_data_text,
     workload_class,
 )
-from gpufleet.spec.names import LABEL_FABRIC, LABEL_WORKLOAD_CLASS
+from gpufleet.spec.names import LABEL_FABRIC, LABEL_NODE_GROUP, LABEL_WORKLOAD_CLASS
 from gpufleet.tree.entries import (
     LAUNCH_TEMPLATE,
     NODE_GROUP,
@@ -206,12 +207,54 @@ def efa_single_zone(resources: Sequence[Resource]) -> Iterator[tuple[Resource, s
             yield template, f"launch template of EFA group {name!r} attaches no EFA interface (interfaceType efa)"
 
 
-def interactive_warm_pool(resource: Resource) -> Iterator[str]:
-    if not is_gpu_node_group(resource) or workload_class(resource) != "Interactive":
+HEADROOM_APP = "gpufleet-headroom"  # gpufleet.plan.manifests.headroom.APP: the placeholder Deployments' label
+
+
+def _headroom_groups(resources: Sequence[Resource]) -> set[str] | None:
+    """The groups a headroom Deployment keeps nodes warm for (replicas above 0); None when one is unknown."""
+    out: set[str] = set()
+    for d in by_kind(resources, "Deployment"):
+        meta = inputs(d).get("metadata")
+        labels_ = meta.get("labels") if isinstance(meta, Mapping) else None
+        if not isinstance(labels_, Mapping) or labels_.get("app.kubernetes.io/name") != HEADROOM_APP:
+            continue
+        replicas = (inputs(d).get("spec") or {}).get("replicas")
+        if is_unknown(replicas):
+            return None
+        if isinstance(replicas, int) and replicas > 0:
+            out.add(str(labels_.get(LABEL_NODE_GROUP)))
+    return out
+
+
+def interactive_warm_pool(resources: Sequence[Resource]) -> Iterator[tuple[Resource, str]]:
+    """An Interactive group keeps capacity warm: a managed group a warm pool or headroom, a Karpenter pool (which has
+    no warm pool) headroom (placeholder pods that keep whole nodes running, gpufleet.plan.manifests.headroom)."""
+    warm = _headroom_groups(resources)
+    if warm is None:
         return
-    pool = inputs(resource).get("warmPoolConfig")
-    if pool is None or (isinstance(pool, Mapping) and pool.get("enabled") is False):
-        yield (
-            f"Interactive group {group_name(resource)!r} has no warm pool: a user waits for a cold GPU node (minutes)"
-            " on scale-up"
-        )
+    for group in by_type(resources, NODE_GROUP):
+        if not is_gpu_node_group(group) or workload_class(group) != "Interactive" or group_name(group) in warm:
+            continue
+        pool = inputs(group).get("warmPoolConfig")
+        if pool is None or (isinstance(pool, Mapping) and pool.get("enabled") is False):
+            yield (
+                group,
+                (
+                    f"Interactive group {group_name(group)!r} has no warm pool and no headroom: a user waits for a"
+                    " cold GPU node (minutes) on scale-up"
+                ),
+            )
+    for pool_ in by_type(resources, checks_karpenter.NODE_POOL):
+        name = checks_karpenter.name(pool_)
+        cls = checks_karpenter.pool_labels(pool_).get(LABEL_WORKLOAD_CLASS)
+        if not checks_karpenter.is_gpu_pool(pool_) or cls != "Interactive":
+            continue
+        pool_group = str(checks_karpenter.pool_labels(pool_).get(LABEL_NODE_GROUP) or name)
+        if pool_group not in warm:
+            yield (
+                pool_,
+                (
+                    f"Interactive NodePool {name!r} has no headroom: Karpenter launches a node only once a user's pod"
+                    " is pending, a cold start of minutes"
+                ),
+            )

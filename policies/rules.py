@@ -385,10 +385,16 @@ RULES: tuple[Rule, ...] = (
     Rule(
         name="interactive-warm-pool",
         severity=ADVISORY,
-        scope="resource",
-        description="Interactive node groups keep a warm pool, so a notebook does not wait for a cold GPU node.",
-        hint="add nodeGroups[].warmPool (e.g. {minSize: 1, state: Stopped})",
-        check=_resource_rule(checks_nodes.interactive_warm_pool),
+        scope="stack",
+        description=(
+            "Interactive node groups keep capacity warm (a warm pool, or headroom; on a Karpenter pool headroom), so"
+            " a notebook does not wait for a cold GPU node."
+        ),
+        hint=(
+            "add nodeGroups[].warmPool (e.g. {minSize: 1, state: Stopped}) on a managed group, or"
+            " nodeGroups[].headroom: {nodes: 1} (the only option on a Karpenter group)"
+        ),
+        check=_stack_rule(checks_nodes.interactive_warm_pool),
     ),
     Rule(
         name="time-slicing-interactive-or-batch",

@@ -384,6 +384,16 @@ def test_planted_karpenter_violation_is_caught(
     plant(inventory)
     code, out = report(inventory, "prod")
     assert f"MANDATORY {rule} {resource}: " in out, out
-    reported = {line.split(" ")[1] for line in out.splitlines() if line.startswith(("MANDATORY ", "ADVISORY "))}
+    reported = {line.split(" ")[1] for line in out.splitlines() if line.startswith("MANDATORY ")}
     assert reported == {rule}, out
     assert code == 1
+
+
+def test_an_interactive_pool_without_headroom_is_an_advisory_finding(capsys: pytest.CaptureFixture[str]) -> None:
+    """karpenter-mixed's notebooks pool keeps no headroom: an advisory finding, which fails nothing."""
+    code, out = check(KARPENTER_TREE, capsys)
+    assert code == 0, out
+    assert (
+        "ADVISORY interactive-warm-pool nodepool-cluster-notebooks: Interactive NodePool 'notebooks' has no headroom:"
+        " Karpenter launches a node only once a user's pod is pending, a cold start of minutes"
+    ) in out

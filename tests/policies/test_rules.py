@@ -194,6 +194,19 @@ def _class(edit: Any = None, user_data: str | None = None) -> list[dict[str, Any
     return [nc, node_pool("l40s")]
 
 
+def _headroom(group: str, replicas: int = 1) -> dict[str, Any]:
+    """The placeholder Deployment gpufleet.plan.manifests.headroom renders for a group's headroom."""
+    labels = {"app.kubernetes.io/name": "gpufleet-headroom", "gpufleet.io/node-group": group}
+    return k8s(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": f"headroom-{group}", "namespace": "gpufleet-system", "labels": labels},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels}},
+        }
+    )
+
+
 def with_pool_labels(pool: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
     pool["inputs"]["spec"]["template"]["metadata"]["labels"].update(labels)
     return pool
@@ -1014,6 +1027,30 @@ CASES: list[tuple[str, str, list[dict[str, Any]], set[str]]] = KARPENTER_CASES +
         {SERVER},
     ),
     ("interactive-warm-pool", "Interactive with warm pool", _group("notebooks", "Interactive"), set()),
+    (
+        "interactive-warm-pool",
+        "Interactive with headroom instead of a warm pool",
+        [node_group("notebooks", cls="Interactive"), launch_template("notebooks"), _headroom("notebooks")],
+        set(),
+    ),
+    (
+        "interactive-warm-pool",
+        "Interactive Karpenter pool without headroom",
+        _pool("Interactive", group="notebooks"),
+        {"nodepool-cluster-notebooks"},
+    ),
+    (
+        "interactive-warm-pool",
+        "Interactive Karpenter pool with headroom",
+        [*_pool("Interactive", group="notebooks"), _headroom("notebooks")],
+        set(),
+    ),
+    (
+        "interactive-warm-pool",
+        "headroom of 0 replicas keeps nothing warm",
+        [*_pool("Interactive", group="notebooks"), _headroom("notebooks", 0)],
+        {"nodepool-cluster-notebooks"},
+    ),
     ("interactive-warm-pool", "Training without warm pool", fleet(), set()),
     (
         "interactive-warm-pool",
