@@ -204,14 +204,20 @@ def _victims(node: _Node, request: Mapping[str, int], priority: int) -> list[Res
     return victims
 
 
+# pickOneNodeForPreemption's minSumPrioritiesScoreFunc adds MaxInt32+1 to every victim's priority "so that a node
+# with a few pods with negative priority is not picked over a node with a smaller number of pods with the same
+# negative priority" (pkg/scheduler/framework/preemption/preemption.go).
+_SHIFT = 2**31
+
+
 def _pick(candidates: list[tuple[int, list[Resident]]]) -> tuple[int, list[Resident]]:
-    """pickOneNodeForPreemption: lowest highest-victim priority, then lowest sum of priorities, then fewest victims
-    (the first node in order on a tie)."""
+    """pickOneNodeForPreemption: lowest highest-victim priority, then lowest sum of (priority + MaxInt32 + 1), then
+    fewest victims (the first node in order on a tie)."""
     return min(
         candidates,
         key=lambda c: (
-            max((v.priority.value for v in c[1]), default=-(2**31)),
-            sum(v.priority.value for v in c[1]),
+            max((v.priority.value for v in c[1]), default=-_SHIFT),
+            sum(v.priority.value + _SHIFT for v in c[1]),
             len(c[1]),
         ),
     )

@@ -321,3 +321,21 @@ def test_the_pod_sets_of_one_workload_meet_the_nodes_the_earlier_ones_took() -> 
     verdict = explain(model, lws)
     assert verdict.runs, verdict.reasons
     assert [(p["owner"], p["pods"]) for p in verdict.json()["preempts"]] == [(PLACEHOLDER, 1)]
+
+
+def test_fewer_negative_victims_win_over_a_lower_raw_sum() -> None:
+    """A 2-GPU pod: node 1 holds two 1-GPU placeholders (-10 each), node 2 one 2-GPU placeholder (-10). Both have the
+    same highest victim; upstream sums priority + MaxInt32 + 1, so node 2 (one victim) wins, where a raw sum (-20 <
+    -10) would pick node 1."""
+    small = _pod("small", -10, 1)
+    big = _pod("big", -10, 2)
+    # settled by priority then order: node 1 takes both small ones, node 2 the big one
+    out = preemption.schedule(
+        _node(2, max_size=2, min_size=2),
+        (small, small, big),
+        {"nvidia.com/gpu": 2},
+        1,
+        preemption.PodPriority(value=100000, policy="PreemptLowerPriority", class_name="serving"),
+        scalable=False,
+    )
+    assert out.placed == 1 and dict(out.preempted) == {big: 1}
