@@ -12,6 +12,7 @@ import pytest
 from gpufleet.components.recording import record
 from gpufleet.facts import fsx as facts
 from gpufleet.facts import pricing
+from gpufleet.plan.builders import cost
 from gpufleet.plan.builders.cluster import POD_IDENTITY_ADDON
 from gpufleet.plan.manifests import fsx as fm
 from gpufleet.plan.parts import Concat, Ref
@@ -303,3 +304,17 @@ def test_mock_runtime_registers_the_file_system_and_claims_with_deploy_time_valu
     assert policy["Statement"][1]["Resource"] == "<ref:fsx-lustre.arn>"
     assert registered["helm-aws-fsx-csi-driver"].parent == "06-storage"
     assert fm.DRIVER == "fsx.csi.aws.com"
+
+
+def test_the_fleet_cost_estimate_counts_the_file_system_at_every_size() -> None:
+    """The cost stage's monthly estimate adds the file system's capacity price at minSize and at maxSize alike."""
+    without = fleet([group("g", "p5.48xlarge", "EFA")], extra=TEAMS + CHECKPOINTS)
+    lines0, min0, max0 = cost.around_the_gpu_nodes(without)
+    lines, at_min, at_max = cost.around_the_gpu_nodes(
+        lustre("storageCapacityGiB: 19200\nperUnitStorageThroughput: 500")
+    )
+    # 19200 GB-month x USD 0.340 = USD 6,528.
+    assert (round(at_min - min0, 6), round(at_max - max0, 6)) == (6528.0, 6528.0)
+    assert lines[len(lines0) :] == [
+        "- FSx for Lustre (PERSISTENT_2): 19,200 GB-month x $0.340 = $6,528, at every size."
+    ]

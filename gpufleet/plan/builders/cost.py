@@ -4,6 +4,7 @@ rules, the weekly report dashboard for budget owners, and the fleet's cost estim
 from __future__ import annotations
 
 from gpufleet.facts import catalog, pricing
+from gpufleet.plan.builders import fsx
 from gpufleet.plan.builders.common import k8s
 from gpufleet.plan.builders.telemetry import prometheus_dependency
 from gpufleet.plan.manifests import dashboards, headroom, karpenter, rules_promql, sharing, telemetry
@@ -294,6 +295,15 @@ def around_the_gpu_nodes(fleet: Fleet) -> tuple[list[str], float, float]:
         + "; ".join(rows)
         + "."
     )
+    if fleet.fsx_lustre is not None:
+        # Billed by provisioned capacity whatever the nodes do (the storage stage's plan.md section has the figures).
+        price, lustre = fsx.monthly_usd(fleet.fsx_lustre)
+        extra_min += lustre
+        extra_max += lustre
+        lines.append(
+            f"- FSx for Lustre ({fleet.fsx_lustre.deployment_type}): {fleet.fsx_lustre.storage_capacity_gib:,}"
+            f" GB-month x ${price:.3f} = {usd(lustre)}, at every size."
+        )
     return lines, extra_min, extra_max
 
 

@@ -206,6 +206,12 @@ def claim_resources(fleet: Fleet, spec: FsxLustre) -> list[Resource]:
     return out
 
 
+def monthly_usd(spec: FsxLustre) -> tuple[float, float]:
+    """(USD per GB-month, USD per month) of the file system's storage capacity, throughput included."""
+    price = pricing.FSX_LUSTRE_USD_PER_GB_MONTH[(spec.deployment_type, spec.per_unit_storage_throughput)]
+    return price, spec.storage_capacity_gib * price
+
+
 def _usd(value: float) -> str:
     return f"USD {value:,.0f}"
 
@@ -216,7 +222,7 @@ def notes(fleet: Fleet, spec: FsxLustre) -> list[str]:
     kind, gib, per_unit = spec.deployment_type, spec.storage_capacity_gib, spec.per_unit_storage_throughput
     size = fsx.tib(gib)
     write, read = fsx.write_mbps_per_tib(kind, per_unit), fsx.read_mbps_per_tib(kind, per_unit)
-    price = pricing.FSX_LUSTRE_USD_PER_GB_MONTH[(kind, per_unit)]
+    price, month = monthly_usd(spec)
     where = f"node group `{group.name}`" + (f" (zone {group.zone})" if group.zone else "")
     source = "fsxLustre.perUnitStorageThroughput" if per_unit is not None else f"{kind}'s fixed baseline"
     if read == write:
@@ -240,7 +246,7 @@ def notes(fleet: Fleet, spec: FsxLustre) -> list[str]:
         f"| storage capacity | {gib:,} GiB = {size:.2f} TiB | fsxLustre.storageCapacityGiB |",
         f"| baseline disk throughput | {throughput} | {source} (FSx for Lustre user guide, SSD performance) |",
         (
-            f"| monthly cost | {gib:,} GB-month x USD {price:.3f} = **{_usd(gib * price)}** | Amazon FSx for Lustre"
+            f"| monthly cost | {gib:,} GB-month x USD {price:.3f} = **{_usd(month)}** | Amazon FSx for Lustre"
             f" pricing, US East (N. Virginia), as of {pricing.PRICES_AS_OF}"
             f"{'' if fleet.cluster.region == 'us-east-1' else f'; {fleet.cluster.region} estimated at that rate'} |"
         ),
