@@ -5,6 +5,7 @@ would give (a TrainJob's pods from its runtime, a LeaderWorkerSet one pod group 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -266,3 +267,26 @@ def test_the_multi_node_example_serves_from_the_teams_weights_claim(make_model: 
 
     (reason,) = explain(make_model(without_mountpoint), workload(lws)).reasons
     assert reason.message == 'persistentvolumeclaim "s3-l40s" not found'
+
+
+def test_each_vllm_scaler_reads_its_own_servers_only() -> None:
+    """docs/examples/vllm.yaml and lws-inference.yaml run vLLM in one namespace: each ScaledObject's queries select its
+    own pods by name (Prometheus `=~` matches the whole label value, as re.fullmatch) and none of the other's, so
+    neither scales on the other's queue. Pod names as the controllers make them: a Deployment's
+    <name>-<pod-template-hash>-<5 chars>, an LWS leader <name>-<group>, a worker <name>-<group>-<index>."""
+    names = {
+        "vllm-server": ["vllm-server-5d8f7c9b4-x2k4p", "vllm-server-7c6b9f8d5-9qzrt"],
+        "llm-multinode": ["llm-multinode-0", "llm-multinode-1"],
+    }
+    workers = ["llm-multinode-0-1", "llm-multinode-1-1"]  # export no metrics, must not be selected either
+    scalers = [
+        next(o for o in fastyaml.load_all((EXAMPLES / f).read_text()) if o["kind"] == "ScaledObject")
+        for f in ("vllm.yaml", "lws-inference.yaml")
+    ]
+    for scaler in scalers:
+        own = scaler["spec"]["scaleTargetRef"]["name"]
+        for trigger in scaler["spec"]["triggers"]:
+            (pattern,) = re.findall(r'pod=~"([^"]+)"', trigger["metadata"]["query"])
+            for target, pods in names.items():
+                assert all(bool(re.fullmatch(pattern, p)) == (target == own) for p in pods), (own, pattern, pods)
+            assert not any(re.fullmatch(pattern, p) for p in workers)
