@@ -128,10 +128,12 @@ def estimate_notes(fleet: Fleet) -> tuple[list[str], list[str]]:
     lines += spot_range(fleet, total_max + total_pool)
     around, extra_min, extra_max = around_the_gpu_nodes(fleet)
     lines += around
+    lustre = " and the FSx for Lustre file system" if fleet.fsx_lustre is not None else ""
     lines += [
         "",
         (
-            f"With the control plane, system nodes and root volumes: {usd(total_min + total_pool + extra_min)} per"
+            f"With the control plane, system nodes and root volumes{lustre}: {usd(total_min + total_pool + extra_min)}"
+            " per"
             f" month at minSize, {usd(total_max + total_pool + extra_max)} at maxSize."
         ),
         "",
