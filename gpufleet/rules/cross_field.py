@@ -1010,6 +1010,20 @@ def _headroom(fleet: Fleet) -> Iterator[Issue]:
                 ),
                 hint=f"set cluster.autoscaler: Install, or headroom.nodes to at most minSize ({group.min_size})",
             )
+        replica = fleet.workloads.inference_replica_gpus.get(group.name)
+        info = catalog.lookup(group.instance_type)
+        per = -(-replica // info.gpu_count) if replica and info and info.gpu_count else 1
+        if per > 1 and nodes % per:
+            yield Issue(
+                path=path + ("headroom", "nodes"),
+                severity="warning",
+                message=(
+                    f"a serving replica of {replica} GPUs takes {per} nodes of {group.instance_type}"
+                    f" (workloads.inferenceReplicaGpus.{group.name}): a headroom of {nodes} node(s) keeps"
+                    f" {nodes // per} whole replica(s) warm, and the next replica's other node(s) start cold"
+                ),
+                hint=f"set headroom.nodes to a multiple of {per}",
+            )
         if defaults.placement(fleet, group) != "None":
             yield Issue(
                 path=path + ("headroom",),

@@ -308,9 +308,9 @@ def test_explain_running_on_the_command_line(tmp_path: Path, capsys: pytest.Capt
 
 
 def test_the_pod_sets_of_one_workload_meet_the_nodes_the_earlier_ones_took() -> None:
-    """The example fleet (l40s: minSize 2, headroom 1) and its multi-node LWS (a leader and a worker of 4 GPUs
+    """The example fleet with l40s headroom 1 (minSize 2) and its multi-node LWS (a leader and a worker of 4 GPUs
     each): the leader takes the free node, so the worker preempts the placeholder on the other."""
-    model = model_of()
+    model = model_of(lambda data: group(data, "l40s").update(headroom={"nodes": 1}))
     (lws,) = [
         workload(d)
         for d in yaml.safe_load_all(
@@ -339,3 +339,17 @@ def test_fewer_negative_victims_win_over_a_lower_raw_sum() -> None:
         scalable=False,
     )
     assert out.placed == 1 and dict(out.preempted) == {big: 1}
+
+
+def test_the_example_keeps_one_multi_node_replica_warm() -> None:
+    """The example fleet: l40s keeps 2 warm nodes (one 8-GPU replica); its LWS's leader and worker each preempt one."""
+    (lws,) = [
+        workload(d)
+        for d in yaml.safe_load_all(
+            (Path(__file__).parents[2] / "docs" / "examples" / "lws-inference.yaml").read_text()
+        )
+        if d and d.get("kind") == "LeaderWorkerSet"
+    ]
+    verdict = explain(model_of(), lws)
+    assert verdict.runs, verdict.reasons
+    assert sum(p["pods"] for p in verdict.json()["preempts"] if p["owner"] == PLACEHOLDER) == 2

@@ -784,6 +784,18 @@ REPLAYS: tuple[Replay, ...] = (
         {"nodeGroups.0.topology.placement": "None"},
     ),
     R(
+        "headroom-part-of-a-replica",
+        {
+            "nodeGroups.0.instanceType": "g6e.12xlarge",
+            "nodeGroups.0.workloadClass": "Inference",
+            "nodeGroups.0.headroom": {"nodes": 1},
+            "workloads": {"inferenceReplicaGpus": {"l4": 8}},
+            "teams.0.quotas": [{"nodeGroup": "l4", "gpus": 16}],
+        },
+        "set headroom.nodes to a multiple of 2",
+        {"nodeGroups.0.headroom.nodes": 2},
+    ),
+    R(
         "headroom-serving-priority",
         {
             "nodeGroups.0.headroom": {"nodes": 1},

@@ -803,6 +803,31 @@ CASES: list[Any] = [
     ),
     pytest.param(
         "headroom",
+        [
+            group(instanceType="g6e.12xlarge", workloadClass="Inference", headroom={"nodes": 1}),
+            at("workloads", "inferenceReplicaGpus", value={"l4": 8}),
+        ],
+        [
+            (
+                "nodeGroups[0].headroom.nodes",
+                "a serving replica of 8 GPUs takes 2 nodes of g6e.12xlarge (workloads.inferenceReplicaGpus.l4): a"
+                " headroom of 1 node(s) keeps 0 whole replica(s) warm, and the next replica's other node(s) start"
+                " cold",
+            )
+        ],
+        id="headroom/part-of-a-multi-node-replica",
+    ),
+    pytest.param(
+        "headroom",
+        [
+            group(instanceType="g6e.12xlarge", workloadClass="Inference", headroom={"nodes": 2}),
+            at("workloads", "inferenceReplicaGpus", value={"l4": 8}),
+        ],
+        [],
+        id="headroom/whole-multi-node-replicas",
+    ),
+    pytest.param(
+        "headroom",
         [at("admission", "priorities", value=[{"name": "serving", "value": -10, "preemptible": False}])],
         [],
         id="headroom/low-serving-without-headroom",
