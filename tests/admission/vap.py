@@ -6,6 +6,7 @@ manifest) and closed (with it, the request is denied)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -101,9 +102,15 @@ def _join(items: Any, separator: Any) -> Any:
 _K8S_FUNCTIONS = {"join": _join}
 
 
-def _eval(expression: str, activation: dict[str, Any]) -> Any:
+@functools.cache
+def _program(expression: str) -> Any:
+    """The compiled program of one expression: every planted request evaluates the same rendered CEL again."""
     env = celpy.Environment()
-    return env.program(env.compile(expression), functions=_K8S_FUNCTIONS).evaluate(activation)
+    return env.program(env.compile(expression), functions=_K8S_FUNCTIONS)
+
+
+def _eval(expression: str, activation: dict[str, Any]) -> Any:
+    return _program(expression).evaluate(activation)
 
 
 def denies(policy: Mapping[str, Any], request: Request) -> bool:
