@@ -9,6 +9,8 @@ from typing import Any
 
 import yaml
 
+from gpufleet.facts.images import PRIVILEGED, PrivilegedContainer, digest_commands, digest_field, matches
+from gpufleet.facts.versions import image_has_digest
 from gpufleet.policies import checks_karpenter
 from gpufleet.policies.resources import (
     BUCKET_TYPES,
@@ -448,3 +450,50 @@ def time_slicing_class(resources: Sequence[Resource]) -> Iterator[tuple[Resource
                     " isolation"
                 ),
             )
+
+
+def _containers_of(resource: Resource) -> list[tuple[PrivilegedContainer, Any]]:
+    """(table entry, image) of each privileged container (gpufleet.facts.images) the resource holds."""
+    body = inputs(resource)
+    kind: Any
+    name: Any
+    containers: Any
+    if resource.get("type") in HELM_TYPES:
+        kind, name, containers = "HelmRelease", body.get("name"), get(body, "values.extraContainers")
+    else:
+        pod = get(body, "spec.template.spec", {})
+        kind, name = body.get("kind"), get(body, "metadata.name")
+        containers = [
+            c for key in ("initContainers", "containers") if isinstance(pod, Mapping) for c in pod.get(key) or []
+        ]
+    if not isinstance(kind, str) or not isinstance(name, str) or not isinstance(containers, list):
+        return []
+    found = []
+    for entry in PRIVILEGED:
+        if matches(entry, kind, name):
+            found += [
+                (entry, c.get("image"))
+                for c in containers
+                if isinstance(c, Mapping) and c.get("name") == entry.container
+            ]
+    return found
+
+
+def privileged_image_digest(resources: Sequence[Resource]) -> Iterator[tuple[Resource, str, str]]:
+    """One finding per image of a privileged container gpufleet renders (gpufleet.facts.images) that is pinned by
+    tag only, on the first resource that runs it."""
+    by_image: dict[str, tuple[Resource, list[PrivilegedContainer]]] = {}
+    for resource in resources:
+        for entry, image in _containers_of(resource):
+            if not isinstance(image, str) or is_unknown(image) or image_has_digest(image):
+                continue
+            by_image.setdefault(image, (resource, []))[1].append(entry)
+    for image, (resource, entries) in by_image.items():
+        components = ", ".join(dict.fromkeys(e.component for e in entries))
+        reasons = "; ".join(dict.fromkeys(f"{e.component}: {e.why}" for e in entries))
+        yield (
+            resource,
+            f'image "{image}" ({components}) is pinned by tag only, and it runs privileged ({reasons})',
+            f'set {digest_field(entries[0].image)}: "{image}@sha256:<digest>" in the spec, the digest from'
+            f" {digest_commands(image)}",
+        )

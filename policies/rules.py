@@ -404,6 +404,18 @@ RULES: tuple[Rule, ...] = (
         hint="use sharing Exclusive, MIG or MPS on Training and Inference groups, or change the workload class",
         check=_stack_rule(checks_cluster.time_slicing_class),
     ),
+    Rule(
+        name="privileged-image-digest",
+        severity=ADVISORY,
+        scope="stack",
+        description=(
+            "Every privileged container gpufleet renders itself (remediation controller, planted-fault Job, DCGM health"
+            " sidecar, Multus, bandwidth gate; gpufleet/facts/images.py) runs an image pinned by digest, not by a tag"
+            " that can be pushed again."
+        ),
+        hint="give the image's digest in the spec (images.<key>: name:tag@sha256:<digest>)",
+        check=_stack_rule(checks_cluster.privileged_image_digest),
+    ),
 )
 
 RULES_BY_NAME: Mapping[str, Rule] = {rule.name: rule for rule in RULES}

@@ -11,7 +11,9 @@ among cluster.admins; the known limitations are README's.
 from __future__ import annotations
 
 from gpufleet.facts import stages
+from gpufleet.facts.images import IMAGES, digest_commands
 from gpufleet.plan.parts import RolloutPlan
+from gpufleet.spec import images
 from gpufleet.spec.fleet import CapacityType, Fabric
 
 
@@ -94,6 +96,14 @@ def before_you_deploy(plan: RolloutPlan) -> list[str]:
                 f"Node group `{group.name}` (RDMA): create the nv-ipam IPPools of its secondary network yourself;"
                 " gpufleet does not render them (docs/network-and-storage.md)."
             )
+    for key, tagged, entries in images.tag_only(fleet, lambda stage: stages.included(stage, plan.through)):
+        components = ", ".join(dict.fromkeys(e.component for e in entries))
+        items.append(
+            f"The {IMAGES[key].title} image `{tagged}` ({components}) runs privileged and is pinned by tag only:"
+            f" read the digest the tag resolves to now ({digest_commands(tagged)}), check it is the image you"
+            f' expect, and pin it: `images.{key}: "{tagged}@sha256:<digest>"` (docs/tenancy-and-access.md,'
+            ' "Privileged images").'
+        )
     if cluster.autoscaler == "None":
         items.append(
             "Something scales the node groups: with `cluster.autoscaler: None` gpufleet installs no autoscaler (bring"

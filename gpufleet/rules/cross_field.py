@@ -13,6 +13,7 @@ from typing import Any
 from gpufleet.base.errors import Issue, Path, closest, did_you_mean
 from gpufleet.facts import addons, ami_releases, catalog, fsx, stages
 from gpufleet.facts.ami_releases import SYSTEM_NODES_AMI_TYPE
+from gpufleet.facts.images import IMAGES, PrivilegedContainer, digest_commands
 from gpufleet.facts.versions import (
     COMPONENTS,
     GPU_OPERATOR,
@@ -25,7 +26,7 @@ from gpufleet.facts.versions import (
 )
 from gpufleet.facts.versions import KUBERNETES_VERSIONS as KUBERNETES_SUPPORTED
 from gpufleet.rules import helm_values
-from gpufleet.spec import access, cold_start, defaults, names
+from gpufleet.spec import access, cold_start, defaults, images, names
 from gpufleet.spec import fsx as fsx_names
 from gpufleet.spec.fleet import (
     CapacityType,
@@ -1663,6 +1664,53 @@ def _network(fleet: Fleet) -> Iterator[Issue]:
                 " <image>@sha256:<64 hex digits> (`docker buildx imagetools inspect <image:tag>` prints it)"
             ),
         )
+
+
+def _containers(entries: Iterable[PrivilegedContainer]) -> str:
+    return ", ".join(dict.fromkeys(e.component for e in entries))
+
+
+@rule("images")
+def _images(fleet: Fleet) -> Iterator[Issue]:
+    # The privileged images gpufleet renders itself (gpufleet.facts.images): a digest given must be for the tag this
+    # fleet runs, since a runtime pulls a tagged and digested reference by its digest alone (gpufleet.spec.images).
+    used = images.rendered(fleet, lambda stage: stage_used(fleet, stage))
+    for key, given in fleet.images.digests.items():
+        tagged = images.tag_reference(fleet, key)
+        if key not in used:
+            yield Issue(
+                path=("images", key),
+                severity="warning",
+                message=(
+                    f"set, but no environment renders a container that runs the {IMAGES[key].title} image: it is"
+                    " not used"
+                ),
+                hint=(
+                    f"the {IMAGES[key].title} image runs only where docs/tenancy-and-access.md says; remove"
+                    f" images.{key}"
+                ),
+            )
+        elif tagged is not None and images.without_digest(given) != tagged:
+            yield Issue(
+                path=("images", key),
+                message=(
+                    f'"{given}" is a digest of {images.without_digest(given)}, but this fleet runs {tagged}: the'
+                    " runtime would pull the digest and run the other image"
+                ),
+                hint=(
+                    f"take the digest of {tagged} ({digest_commands(tagged)}) and write images.{key}:"
+                    f' "{tagged}@sha256:<digest>"'
+                ),
+            )
+    if fleet.images.require_digests:
+        for key, tagged, entries in images.tag_only(fleet, lambda stage: stage_used(fleet, stage)):
+            yield Issue(
+                path=("images", "requireDigests"),
+                message=(
+                    f'true, but the {IMAGES[key].title} image "{tagged}" ({_containers(entries)}) is pinned by tag only'
+                ),
+                hint=f'write images.{key}: "{tagged}@sha256:<digest>", the digest from {digest_commands(tagged)}',
+            )
 
 
 @rule("admission")

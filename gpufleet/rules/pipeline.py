@@ -56,6 +56,7 @@ FLEET_SECTIONS: Mapping[str, frozenset[str]] = {
     "fsx_lustre": frozenset({"fsxLustre"}),
     "network": frozenset({"network"}),
     "workloads": frozenset({"workloads"}),
+    "images": frozenset({"images"}),
     "gpu_hour_usd": frozenset({"cost"}),
     "helm_values": frozenset({"helm"}),
     "environments": frozenset({"environments"}),

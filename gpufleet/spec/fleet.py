@@ -343,6 +343,15 @@ class Health:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Images:
+    """images: digests of the privileged images gpufleet renders itself (gpufleet.facts.images)."""
+
+    require_digests: bool
+    # image key (python, dcgm, multus) -> the spec's `name:tag@sha256:<64 hex>`
+    digests: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Checkpoints:
     """checkpoints: bucket and sizing inputs."""
 
@@ -483,6 +492,7 @@ class Fleet:
     fsx_lustre: FsxLustre | None
     network: Network
     workloads: Workloads
+    images: Images
     gpu_hour_usd: Mapping[str, float]
     # helm.<component>.values: Helm values merged last over the values gpufleet renders for that chart's release
     # (gpufleet.plan.builders.common.helm), checked by the rule helm-values
@@ -801,6 +811,10 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
         ),
         fsx_lustre=_fsx_lustre(d.get("fsxLustre")),
         network=_network(d["network"]),
+        images=Images(
+            require_digests=d["images"]["requireDigests"],
+            digests={k: v for k, v in sorted(d["images"].items()) if k != "requireDigests"},
+        ),
         workloads=Workloads(
             job_set=d["workloads"].get("jobSet"),
             trainer=d["workloads"].get("trainer"),

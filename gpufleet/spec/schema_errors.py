@@ -91,6 +91,8 @@ def _format_at(path: Path) -> str | None:
         return _LABEL_VALUE
     if path[-2:] == ("reservation", "id"):
         return 'an On-Demand Capacity Reservation ID: "cr-" and 17 hex digits, such as "cr-0123456789abcdef0"'
+    if len(path) == 2 and path[0] == "images":
+        return "an image reference with its digest, name:tag@sha256:<64 lowercase hex digits>"
     if len(path) == 4 and path[0] == "imageSets" and path[2] == "images":
         return 'an image reference such as "nvcr.io/nvidia/pytorch:25.08-py3" (no spaces or control characters)'
     return None
@@ -110,6 +112,16 @@ _PATTERN_HINTS: Mapping[str, str] = {
     ),
     "name": "e.g. h100-training",
 }
+
+
+def _pattern_hint(path: Path, field: str) -> str:
+    if len(path) == 2 and path[0] == "images":
+        # The tag stays in the reference: validate compares it with the tag this fleet runs (gpufleet.spec.images).
+        return (
+            "keep the tag and append the digest it resolves to: `crane digest <name:tag>` or `docker buildx imagetools"
+            " inspect <name:tag>` prints it (sha256: and 64 hex digits)"
+        )
+    return _PATTERN_HINTS.get(field, "")
 
 
 def _pattern(validator: Any, pattern: str, instance: Any, schema: Mapping[str, Any]) -> Iterator[ValidationError]:
@@ -276,7 +288,7 @@ def _issues_for(validation_error: ValidationError, plain: Mapping[Path, str]) ->
         yield Issue(
             path=path,
             message=f"{json.dumps(value, ensure_ascii=False)} is not {what}",
-            hint=_PATTERN_HINTS.get(field, ""),
+            hint=_pattern_hint(path, field),
         )
     elif validator == "const":
         yield Issue(

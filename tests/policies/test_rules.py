@@ -32,6 +32,7 @@ from tests.policies.objects import (
     team,
     vpc_cni,
 )
+from tests.policies.privileged_cases import PRIVILEGED_CASES
 
 
 def fleet(
@@ -1110,6 +1111,9 @@ CASES: list[tuple[str, str, list[dict[str, Any]], set[str]]] = KARPENTER_CASES +
 ]
 
 
+CASES += PRIVILEGED_CASES
+
+
 @pytest.mark.parametrize(("rule", "case", "resources", "expected"), CASES, ids=[f"{c[0]}: {c[1]}" for c in CASES])
 def test_rule(rule: str, case: str, resources: list[dict[str, Any]], expected: set[str]) -> None:
     findings = RULES_BY_NAME[rule].run(resources)
@@ -1133,6 +1137,7 @@ def test_rule_names_are_unique_and_levels_known() -> None:
         "endpoint-open-acknowledged",
         "interactive-warm-pool",
         "time-slicing-interactive-or-batch",
+        "privileged-image-digest",
     }
 
 

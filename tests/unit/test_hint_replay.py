@@ -316,6 +316,9 @@ def _timeout() -> int:
 
 
 R = Replay
+THROUGH_HEALTH: Patch = {"environments.dev.rollout.through": "health"}
+DCGM_OLD = "nvcr.io/nvidia/cloud-native/dcgm:4.5.2-1-ubuntu22.04"
+DCGM_NOW = "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04"  # GPU Operator v26.7.0's, the minimal spec's
 # Six anchors, each ten times the one before: 10^6 values once expanded.
 ALIAS_BOMB = "x0: &x0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
     f"x{i}: &x{i} [{', '.join([f'*x{i - 1}'] * 10)}]\n" for i in range(1, 6)
@@ -1304,6 +1307,29 @@ REPLAYS: tuple[Replay, ...] = (
         "the gate must measure the same bits every time: append the digest the tag resolves to, as"
         " <image>@sha256:<64 hex digits> (`docker buildx imagetools inspect <image:tag>` prints it)",
         {"network.bandwidthGate.image": "public.ecr.aws/hpc-cloud/nccl-tests@sha256:" + "0" * 64},
+    ),
+    # The privileged images' digests (issue 31 item 8). FAKE digests: "0" * 64 names no real image.
+    R(
+        "image-digest-for-another-tag",
+        {"images": {"dcgm": f"{DCGM_OLD}@sha256:{'0' * 64}"}},
+        f"take the digest of {DCGM_NOW} (`crane digest {DCGM_NOW}` or `docker buildx imagetools inspect {DCGM_NOW}`)"
+        f' and write images.dcgm: "{DCGM_NOW}@sha256:<digest>"',
+        {"images.dcgm": f"{DCGM_NOW}@sha256:{'0' * 64}"},
+        base=THROUGH_HEALTH,
+    ),
+    R(
+        "image-digest-unused",
+        {"images": {"multus": f"ghcr.io/k8snetworkplumbingwg/multus-cni:v4.3.0-thick@sha256:{'0' * 64}"}},
+        "the Multus CNI image runs only where docs/tenancy-and-access.md says; remove images.multus",
+        {"images.multus": DEL},
+    ),
+    R(
+        "images-require-digests",
+        {"images": {"requireDigests": True, "python": f"python:3.13.5-slim-bookworm@sha256:{'0' * 64}"}},
+        f'write images.dcgm: "{DCGM_NOW}@sha256:<digest>", the digest from `crane digest {DCGM_NOW}` or'
+        f" `docker buildx imagetools inspect {DCGM_NOW}`",
+        {"images.dcgm": f"{DCGM_NOW}@sha256:{'0' * 64}"},
+        base=THROUGH_HEALTH,
     ),
     R(
         "pods-ready-timeout-short",

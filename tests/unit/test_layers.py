@@ -64,6 +64,7 @@ PACK_MAY_REACH = {
     "gpufleet.facts.versions",
     "gpufleet.facts.ami_releases",
     "gpufleet.facts.stages",
+    "gpufleet.facts.images",
 }
 
 

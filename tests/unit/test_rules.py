@@ -106,6 +106,13 @@ def at(*path: str | int, value: Any) -> Patch:
     return patch
 
 
+PY = "python:3.13.5-slim-bookworm"
+DCGM = "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04"
+DCGM_OLD = "nvcr.io/nvidia/cloud-native/dcgm:4.5.2-1-ubuntu22.04"
+MULTUS = "ghcr.io/k8snetworkplumbingwg/multus-cni:v4.3.0-thick"
+ZERO = "sha256:" + "0" * 64  # FAKE: the digest of no real image
+
+
 def through(stage: str) -> Patch:
     return at("environments", "dev", "rollout", "through", value=stage)
 
@@ -2132,6 +2139,61 @@ CASES: list[Any] = [
             )
         ],
         id="network/gate-image-unpinned",
+    ),
+    # images (issue 31 item 8): FAKE digests, "0" * 64 names no real image
+    pytest.param("images", [through("health")], [], id="images/tags-alone-allowed"),
+    pytest.param(
+        "images",
+        [
+            through("health"),
+            at("images", value={"requireDigests": True, "python": f"{PY}@{ZERO}", "dcgm": f"{DCGM}@{ZERO}"}),
+        ],
+        [],
+        id="images/every-digest-given",
+    ),
+    pytest.param(
+        "images",
+        [at("images", value={"requireDigests": True})],
+        [],
+        id="images/required-but-health-not-deployed",
+    ),
+    pytest.param(
+        "images",
+        [through("health"), at("images", value={"requireDigests": True, "dcgm": f"{DCGM_OLD}@{ZERO}"})],
+        [
+            (
+                "images.dcgm",
+                f'"{DCGM_OLD}@{ZERO}" is a digest of {DCGM_OLD}, but this fleet runs {DCGM}: the runtime would pull'
+                " the digest and run the other image",
+            ),
+            (
+                "images.requireDigests",
+                f'true, but the Python image "{PY}" (remediation controller, planted-fault checker) is pinned by tag'
+                " only",
+            ),
+        ],
+        id="images/other-tag-and-python-missing",
+    ),
+    pytest.param(
+        "images",
+        [
+            through("health"),
+            at("health", "remediation", value="None"),
+            at("images", value={"requireDigests": True, "dcgm": f"{DCGM}@{ZERO}"}),
+        ],
+        [("images.requireDigests", f'true, but the Python image "{PY}" (planted-fault checker) is pinned by tag only')],
+        id="images/no-remediator",
+    ),
+    pytest.param(
+        "images",
+        [at("images", value={"multus": f"{MULTUS}@{ZERO}"})],
+        [
+            (
+                "images.multus",
+                "set, but no environment renders a container that runs the Multus CNI image: it is not used",
+            )
+        ],
+        id="images/multus-without-rdma",
     ),
     # admission
     pytest.param(

@@ -164,7 +164,7 @@ def build(ctx: BuildContext) -> StageContent:
             values=net.network_operator_values(),
         )
         policy = k8s(net.nic_cluster_policy(fleet, version), depends_on=(operator.id,))
-        multus = [k8s(obj, depends_on=(ns.id,)) for obj in net.multus_objects(fleet.versions.multus)]
+        multus = [k8s(obj, depends_on=(ns.id,)) for obj in net.multus_objects(fleet)]
         daemonset = next(r.id for r in multus if r.type.endswith(":DaemonSet"))
         # The NetworkAttachmentDefinition CRD comes with the Network Operator chart.
         nads = [k8s(net.network_attachment(rdma, n), depends_on=(operator.id, daemonset)) for n in rdma.networks]

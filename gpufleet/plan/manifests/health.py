@@ -13,10 +13,10 @@ import math
 from importlib import resources
 from typing import Any
 
-from gpufleet.facts.versions import GPU_OPERATOR
 from gpufleet.plan.manifests import checkov, node_monitoring
 from gpufleet.plan.manifests.checksum import data_sha256
 from gpufleet.plan.manifests.rules_promql import DCGM_CONDITION
+from gpufleet.spec import images
 from gpufleet.spec.fleet import Fleet, NodeGroup, WorkloadClass
 from gpufleet.spec.names import LABEL_MANAGED_BY, LABEL_NODE_GROUP, NS_HEALTH
 
@@ -77,8 +77,8 @@ def node_repair_config(fleet: Fleet, group: NodeGroup) -> dict[str, Any] | None:
 # The standalone hostengine's Service (assets/state-dcgm/0500_service.yaml: nvidia-dcgm, port 5555 = dcgmi's
 # default, internalTrafficPolicy Local so every node reaches its own hostengine).
 DCGM_HOST = "nvidia-dcgm.gpu-operator.svc"
-# Pinned image for the remediation controller and the verification Job (stdlib-only Python scripts).
-PYTHON_IMAGE = "python:3.13.5-slim-bookworm"
+# The remediation controller and the verification Job run gpufleet.facts.images.PYTHON_IMAGE (stdlib-only Python
+# scripts); every image here is rendered through gpufleet.spec.images, with the spec's digest where it gives one.
 # Seconds a dcgmi diag level may take on top of the interval (NVIDIA: r1 seconds, r2 ~2 min, r3 ~15 min).
 DIAG_SECONDS = {1: 60, 2: 300, 3: 1200, 4: 3600}
 
@@ -160,7 +160,7 @@ def npd_values(fleet: Fleet) -> dict[str, Any]:
     state = {"name": "gpufleet-health-state", "hostPath": {"path": STATE_DIR, "type": "DirectoryOrCreate"}}
     sidecar = {
         "name": "dcgm-health",
-        "image": GPU_OPERATOR[fleet.versions.gpu_operator].dcgm_image,
+        "image": images.reference(fleet, "dcgm"),
         "command": ["/bin/bash", "/custom-config/dcgm-health-loop.sh"],
         "env": [
             {"name": "DCGM_HOST", "value": DCGM_HOST},
@@ -231,10 +231,10 @@ def scripts_configmap() -> dict[str, Any]:
     }
 
 
-def _python_container(name: str, script: str, env: list[dict[str, Any]]) -> dict[str, Any]:
+def _python_container(fleet: Fleet, name: str, script: str, env: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "name": name,
-        "image": PYTHON_IMAGE,
+        "image": images.reference(fleet, "python"),
         "command": ["python", "-u", f"/opt/gpufleet/{script}"],
         "env": env,
         "volumeMounts": [{"name": "scripts", "mountPath": "/opt/gpufleet", "readOnly": True}],
@@ -296,6 +296,7 @@ def remediator_objects(fleet: Fleet) -> list[dict[str, Any]]:
         {"apiGroups": ["apps"], "resources": ["replicasets", "statefulsets"], "verbs": ["get"]},
     ]
     container = _python_container(
+        fleet,
         "remediator",
         "remediator.py",
         [
@@ -364,6 +365,7 @@ def planted_fault_objects(fleet: Fleet) -> list[dict[str, Any]]:
     rules = [{"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["get", "list"]}]
     fault = {"name": "fault", "mountPath": FAULT_DIR}
     container = _python_container(
+        fleet,
         "verify",
         "planted_fault.py",
         [
@@ -378,6 +380,7 @@ def planted_fault_objects(fleet: Fleet) -> list[dict[str, Any]]:
     container["volumeMounts"] = [*container["volumeMounts"], fault]
     injector = {
         **_python_container(
+            fleet,
             "inject",
             "inject-dcgm-fault.sh",
             [
@@ -387,7 +390,7 @@ def planted_fault_objects(fleet: Fleet) -> list[dict[str, Any]]:
                 {"name": "HOME", "value": "/tmp"},
             ],
         ),
-        "image": GPU_OPERATOR[fleet.versions.gpu_operator].dcgm_image,
+        "image": images.reference(fleet, "dcgm"),
         "command": ["/bin/bash", "/opt/gpufleet/inject-dcgm-fault.sh"],
         # A native sidecar (restartPolicy Always in initContainers, Kubernetes 1.29+): it ends with the checker.
         "restartPolicy": "Always",

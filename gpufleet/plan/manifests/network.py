@@ -13,9 +13,9 @@ from typing import Any
 
 from gpufleet.base.render import render
 from gpufleet.facts import catalog
-from gpufleet.facts.versions import COMPONENTS, NETWORK_OPERATOR
+from gpufleet.facts.versions import NETWORK_OPERATOR
 from gpufleet.plan.manifests import checkov, node_bootstrap
-from gpufleet.spec import defaults
+from gpufleet.spec import defaults, images
 from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup, Rdma, RdmaNetwork
 from gpufleet.spec.names import (
     EFA_RESOURCE,
@@ -41,10 +41,6 @@ NS_NETWORK_OPERATOR = "nvidia-network-operator"
 # controllers/nicclusterpolicy_controller.go @v26.4.1, consts.NicClusterPolicyResourceName).
 NIC_CLUSTER_POLICY = "nic-cluster-policy"
 MELLANOX_VENDOR_ID = "15b3"
-
-# The release workflow pushes `<tag>-thick` for every release tag (k8snetworkplumbingwg/multus-cni
-# .github/workflows/image-push-release.yml).
-MULTUS_IMAGE = COMPONENTS["multus"].repository
 
 NCCL_ENV = "nccl-env"
 # NCCL's name of the aws-ofi-nccl plugin when NCCL_NET selects it. "AWS Libfabric" is the plugin's own name up to
@@ -289,15 +285,16 @@ _MULTUS_CHECKOV_SKIPS = {
 }
 
 
-def multus_objects(tag: str) -> list[dict[str, Any]]:
+def multus_objects(fleet: Fleet) -> list[dict[str, Any]]:
     """Multus thick plugin, as k8snetworkplumbingwg/multus-cni deployments/multus-daemonset-thick.yml at the
-    release, with the image pinned to the release's thick tag (upstream's file says :snapshot-thick), in the
-    network namespace, on RDMA nodes only. The NetworkAttachmentDefinition CRD comes with the Network Operator
-    chart (deployment/network-operator/crds), so it is not repeated here.
+    release, with the image pinned to the release's thick tag (upstream's file says :snapshot-thick) and the spec's
+    digest of it where images.multus gives one (gpufleet.spec.images), in the network namespace, on RDMA nodes only.
+    The NetworkAttachmentDefinition CRD comes with the Network Operator chart (deployment/network-operator/crds), so
+    it is not repeated here.
 
     Like upstream it tolerates every NoSchedule/NoExecute taint: it is part of the node's pod networking."""
     labels = {"app": "multus", "name": "multus", "tier": "node"}
-    image = f"{MULTUS_IMAGE}:{tag}-thick"
+    image = images.reference(fleet, "multus")
     daemon_config = {
         "chrootDir": "/hostroot",
         "cniVersion": "0.3.1",
