@@ -1,8 +1,10 @@
-"""find what slows a GPU job: NCCL_DEBUG=INFO logs and `kubectl describe node` output, most important first
+"""find what slows a GPU job: NCCL_DEBUG=INFO logs, `kubectl describe node` output and the data loader check's log,
+most important first
 
-`gpufleet diagnose [--nccl-log F]... [--node-describe F]...` exits 0 when nothing above info is found, 1 with a
-warning or critical finding, 2 on a usage error (no input, or a file that cannot be read). All NCCL logs of one run are
-read as one job (one file per pod works), so ranks can be compared with each other. `-` reads standard input.
+`gpufleet diagnose [--nccl-log F]... [--node-describe F]... [--dataloader-log F]...` exits 0 when nothing above info
+is found, 1 with a warning or critical finding, 2 on a usage error (no input, or a file that cannot be read). All NCCL
+logs of one run are read as one job (one file per pod works), so ranks can be compared with each other. `-` reads
+standard input.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import sys
 from collections.abc import Mapping
 
 from gpufleet.base.inputs import read_bounded
+from gpufleet.diagnose import dataloader
 from gpufleet.diagnose.findings import LogFinding, rank, render
 from gpufleet.diagnose.nccl import parse_nccl
 from gpufleet.diagnose.nccl_checks import check_job
@@ -22,11 +25,14 @@ __all__ = ["LogFinding", "add_arguments", "diagnose", "render", "run"]
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 
-def diagnose(nccl_texts: Mapping[str, str], node_texts: Mapping[str, str]) -> list[LogFinding]:
+def diagnose(
+    nccl_texts: Mapping[str, str], node_texts: Mapping[str, str], loader_texts: Mapping[str, str] | None = None
+) -> list[LogFinding]:
     """Pure: file name -> text in, ranked findings out."""
     findings = check_job({name: parse_nccl(text) for name, text in nccl_texts.items()})
     for name, text in node_texts.items():
         findings += check_describe(name, text)
+    findings += dataloader.check(loader_texts or {})
     return rank(findings)
 
 
@@ -46,6 +52,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="FILE",
         help="output of `kubectl describe node` for a GPU node (repeatable)",
+    )
+    parser.add_argument(
+        "--dataloader-log",
+        dest="dataloader_log",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="log of the data loader check (docs/examples/dataloader-check.yaml; repeatable)",
     )
 
 
@@ -72,16 +86,19 @@ def _read(path: str) -> str:
 def run(args: argparse.Namespace) -> int:
     nccl_paths: list[str] = list(getattr(args, "nccl_log", None) or [])
     node_paths: list[str] = list(getattr(args, "node_describe", None) or [])
-    if not nccl_paths and not node_paths:
-        print("gpufleet diagnose: error: give at least one --nccl-log FILE or --node-describe FILE", file=sys.stderr)
+    loader_paths: list[str] = list(getattr(args, "dataloader_log", None) or [])
+    if not nccl_paths and not node_paths and not loader_paths:
+        inputs = "--nccl-log FILE, --node-describe FILE or --dataloader-log FILE"
+        print(f"gpufleet diagnose: error: give at least one {inputs}", file=sys.stderr)
         return EXIT_USAGE
     try:
         nccl = {p if p != "-" else "<stdin>": _read(p) for p in nccl_paths}
         nodes = {p if p != "-" else "<stdin>": _read(p) for p in node_paths}
+        loaders = {p if p != "-" else "<stdin>": _read(p) for p in loader_paths}
     except _Unreadable as exc:
         print(f"gpufleet diagnose: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    findings = diagnose(nccl, nodes)
+    findings = diagnose(nccl, nodes, loaders)
     if not findings:
         print("gpufleet diagnose: no findings")
         return EXIT_CLEAN

@@ -28,6 +28,7 @@ IMPORTANCE: tuple[str, ...] = (
     "nccl.efa-devices",
     "nccl.one-gpu-per-pod",
     "nccl.mixed-versions",
+    "job.dataloader-starved",
     "node.gpu-unhealthy",
     "node.device-plugin-restarting",
     "node.hardware-condition",
@@ -43,7 +44,9 @@ IMPORTANCE: tuple[str, ...] = (
     "node.several-teams",
     "input.no-nccl-lines",
     "input.not-node-describe",
+    "input.no-dataloader-result",
     "nccl.version",
+    "job.dataloader-ok",
 )
 _IMPORTANCE_INDEX = {check: i for i, check in enumerate(IMPORTANCE)}
 

@@ -97,7 +97,7 @@ def test_no_input_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli() == 2
     assert (
         capsys.readouterr().err
-        == "gpufleet diagnose: error: give at least one --nccl-log FILE or --node-describe FILE\n"
+        == "gpufleet diagnose: error: give at least one --nccl-log FILE, --node-describe FILE or --dataloader-log FILE\n"
     )
 
 

@@ -217,6 +217,7 @@ def test_docs_examples_run_on_the_group_they_name(capsys: pytest.CaptureFixture[
         "vllm-server": "l40s",
         "notebook-alice": "notebooks",
         "eval-asr": "a100-mig",
+        "dataloader-check": "h100",
     }
     assert {w["name"]: w["nodeGroup"] for w in workloads} == named
     assert all(w["runs"] and w["clusterQueue"] == w["namespace"] for w in workloads)
