@@ -1,5 +1,4 @@
-"""find what slows a GPU job: NCCL_DEBUG=INFO logs, `kubectl describe node` output and the data loader check's log,
-most important first
+"""find what slows a GPU job: NCCL_DEBUG=INFO logs, node descriptions and data loader checks, most urgent first
 
 `gpufleet diagnose [--nccl-log F]... [--node-describe F]... [--dataloader-log F]...` exits 0 when nothing above info
 is found, 1 with a warning or critical finding, 2 on a usage error (no input, or a file that cannot be read). All NCCL
