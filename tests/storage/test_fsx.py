@@ -318,3 +318,6 @@ def test_the_fleet_cost_estimate_counts_the_file_system_at_every_size() -> None:
     assert lines[len(lines0) :] == [
         "- FSx for Lustre (PERSISTENT_2): 19,200 GB-month x $0.340 = $6,528, at every size."
     ]
+    notes, _ = cost.estimate_notes(lustre("perUnitStorageThroughput: 500"))
+    total = "With the control plane, system nodes and root volumes and the FSx for Lustre file system: "
+    assert any(n.startswith(total) for n in notes)
