@@ -10,7 +10,7 @@ from typing import Any
 from gpufleet.facts import catalog
 from gpufleet.plan.builders.cluster import NODE_ROLE, node_role_attachments, tags
 from gpufleet.plan.builders.common import AWS_PROVIDER, CLUSTER, k8s
-from gpufleet.plan.manifests import checkov, node_bootstrap
+from gpufleet.plan.manifests import checkov, node_bootstrap, restricted
 
 # The pinned pause image (registry.k8s.io/pause, multi-arch) of the prepuller's main container and the placeholders.
 from gpufleet.plan.manifests.headroom import PAUSE_IMAGE
@@ -327,14 +327,6 @@ def managed_node_group(
     )
 
 
-# The prepuller runs nothing but `sh -c true` and pause: the Pod Security "restricted" profile fits whole.
-_RESTRICTED = {
-    "allowPrivilegeEscalation": False,
-    "readOnlyRootFilesystem": True,
-    "runAsNonRoot": True,
-    "runAsUser": 65534,
-    "capabilities": {"drop": ["ALL"]},
-}
 # Checkov checks that are wrong for this object, with the reason (docs/policies-and-diff.md, "Checkov").
 _CHECKOV_SKIPS = checkov.skip_annotations(
     {
@@ -361,7 +353,7 @@ def prepuller(fleet: Fleet, group: NodeGroup, namespace_id: str) -> Resource | N
             # Only the pull matters; the container exits at once.
             "command": ["sh", "-c", "true"],
             "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}},
-            "securityContext": _RESTRICTED,
+            "securityContext": restricted.CONTAINER,
         }
         for i, image in enumerate(images)
     ]
@@ -383,12 +375,7 @@ def prepuller(fleet: Fleet, group: NodeGroup, namespace_id: str) -> Resource | N
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": 65534,
-                        "runAsGroup": 65534,
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
+                    "securityContext": restricted.POD,
                     "nodeSelector": {LABEL_NODE_GROUP: group.name},
                     "tolerations": tolerations_for(group_taints(group)),
                     "initContainers": init,
@@ -397,7 +384,7 @@ def prepuller(fleet: Fleet, group: NodeGroup, namespace_id: str) -> Resource | N
                             "name": "pause",
                             "image": PAUSE_IMAGE,
                             "resources": {"requests": {"cpu": "1m", "memory": "8Mi"}, "limits": {"memory": "16Mi"}},
-                            "securityContext": _RESTRICTED,
+                            "securityContext": restricted.CONTAINER,
                         }
                     ],
                     "automountServiceAccountToken": False,

@@ -26,7 +26,7 @@ from typing import Any
 
 from gpufleet.facts import catalog
 from gpufleet.facts.versions import CLUSTER_AUTOSCALER_IMAGES
-from gpufleet.plan.manifests import node_bootstrap
+from gpufleet.plan.manifests import node_bootstrap, restricted
 from gpufleet.plan.manifests.network import rdma_resource
 from gpufleet.plan.manifests.sharing import advertised
 from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup
@@ -102,12 +102,6 @@ OPAQUE_VALUES = frozenset({"extraArgs", "nodeSelector", "resources", "securityCo
 
 # The upstream values.yaml comments suggest these; the image is distroless `nonroot`
 # (cluster-autoscaler/Dockerfile), so nothing needs root or a writable root filesystem.
-_POD_SECURITY = {
-    "runAsNonRoot": True,
-    "runAsUser": 65534,
-    "runAsGroup": 65534,
-    "seccompProfile": {"type": "RuntimeDefault"},
-}
 _CONTAINER_SECURITY = {
     "allowPrivilegeEscalation": False,
     "capabilities": {"drop": ["ALL"]},
@@ -137,7 +131,7 @@ def values(fleet: Fleet) -> dict[str, Any]:
         "rbac": {"serviceAccount": {"name": SERVICE_ACCOUNT}},
         "extraArgs": dict(EXTRA_ARGS),
         "resources": _RESOURCES,
-        "securityContext": _POD_SECURITY,
+        "securityContext": restricted.POD,
         "containerSecurityContext": _CONTAINER_SECURITY,
     }
     if fleet.cluster.mode == "Create":

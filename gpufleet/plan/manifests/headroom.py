@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpufleet.plan.manifests import checkov, sharing
+from gpufleet.plan.manifests import checkov, restricted, sharing
 from gpufleet.spec.fleet import NodeGroup, SharingStrategy
 from gpufleet.spec.names import (
     HEADROOM_PRIORITY,
@@ -43,14 +43,6 @@ from gpufleet.spec.names import (
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 APP = "gpufleet-headroom"
 SKIP_AWAIT = "pulumi.com/skipAwait"
-# A pause container needs nothing of Pod Security restricted.
-RESTRICTED = {
-    "allowPrivilegeEscalation": False,
-    "readOnlyRootFilesystem": True,
-    "runAsNonRoot": True,
-    "runAsUser": 65534,
-    "capabilities": {"drop": ["ALL"]},
-}
 _CHECKOV_SKIPS = checkov.skip_annotations(
     {
         "CKV_K8S_8": "a pause container has no endpoint or command to probe; the kubelet restarts it if it exits",
@@ -103,7 +95,7 @@ def _containers(group: NodeGroup, *, with_sharing: bool) -> list[dict[str, Any]]
                 "requests": {"cpu": "1m", "memory": "8Mi", **held},
                 "limits": {"memory": "16Mi", **held},
             },
-            "securityContext": RESTRICTED,
+            "securityContext": restricted.CONTAINER,
         }
         for i, held in enumerate(per_container)
     ]
@@ -133,12 +125,7 @@ def placeholder_deployment(group: NodeGroup, *, with_sharing: bool) -> dict[str,
                 "spec": {
                     "priorityClassName": HEADROOM_PRIORITY_CLASS,
                     "terminationGracePeriodSeconds": 0,
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": 65534,
-                        "runAsGroup": 65534,
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
+                    "securityContext": restricted.POD,
                     "nodeSelector": {LABEL_NODE_GROUP: group.name},
                     "tolerations": tolerations_for(group_taints(group)),
                     "containers": _containers(group, with_sharing=with_sharing),
