@@ -24,7 +24,7 @@ WHAT: dict[StageName, str] = {
     "admission": "Kueue all-or-nothing admission, flavors, team ClusterQueues, cohorts, LocalQueues, priorities",
     "sharing": "time-slicing / MPS device plugin configs, MIG profiles, isolation contract per group",
     "network": "EFA device plugin or Network Operator, Multus, NCCL settings, bandwidth gate",
-    "storage": "checkpoint bucket, workload identity, node-local NVMe, checkpoint interval",
+    "storage": "checkpoint bucket and interval, workload identity, node-local NVMe, S3 and FSx for Lustre claims",
     "health": "DCGM health to node conditions, auto repair, cordon/drain, straggler alerts, planted-fault gate",
     "cost": "allocated and idle GPU-hours by team, weekly report, fleet cost estimate",
 }
