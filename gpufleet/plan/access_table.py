@@ -18,7 +18,8 @@ _TEAM_EDIT = (
     "Workloads. "
     "Refused at admission (gpufleet.plan.manifests.tenant_policies): DaemonSets, changing or deleting gpufleet's "
     "objects "
-    "(NetworkPolicies, LocalQueues, ServiceAccounts, ConfigMaps labelled app.kubernetes.io/managed-by: gpufleet), "
+    "(NetworkPolicies, LocalQueues, ServiceAccounts, ConfigMaps, PersistentVolumeClaims labelled "
+    "app.kubernetes.io/managed-by: gpufleet), "
     "NetworkPolicies naming peers outside the namespace, controller ownerReferences to Kueue-managed kinds, "
     "Services with externalIPs"
 )

@@ -217,6 +217,24 @@ def test_a_team_cannot_delete_or_change_gpufleets_objects(plan: RolloutPlan, kin
     _admitted(plan, Request(None, "vision", old=obj, groups=ADMIN))
 
 
+def test_a_team_cannot_delete_its_s3_claim() -> None:
+    """A deleted claim leaves its static PersistentVolume Released: it never binds again, the team's pods stay
+    Pending on a missing claim until an admin recreates both."""
+
+    def mountpoint(data: dict[str, Any]) -> None:
+        data["checkpoints"] = {
+            "bucket": "team-checkpoints",
+            "modelParameters": 8_000_000_000,
+            "meanTimeBetweenFailuresHours": 6,
+            "mountpoint": {},
+        }
+
+    plan = _plan(mountpoint)
+    claim = _rendered(plan, "PersistentVolumeClaim", "s3-h100")
+    _open_then_closed(plan, Request(None, "vision", old=claim), tp.OWNED_POLICY)
+    _admitted(plan, Request(None, "vision", old=claim, groups=ADMIN))
+
+
 def test_the_checkpoint_objects_and_default_service_account_are_protected(plan: RolloutPlan) -> None:
     account = _rendered(plan, "ServiceAccount", "default")
     assert account["automountServiceAccountToken"] is False

@@ -23,6 +23,7 @@ RESOURCES = {
     "Service": ("", "services"),
     "ConfigMap": ("", "configmaps"),
     "ServiceAccount": ("", "serviceaccounts"),
+    "PersistentVolumeClaim": ("", "persistentvolumeclaims"),
     "Job": ("batch", "jobs"),
     "CronJob": ("batch", "cronjobs"),
     "Deployment": ("apps", "deployments"),
