@@ -40,12 +40,12 @@ from gpufleet.spec.names import GPU_RESOURCE, LABEL_NODE_GROUP
 
 ASSUMPTION = (
     "assumes an otherwise idle fleet: no other workload holds quota or nodes; groups grow to maxSize through the"
-    " autoscaler"
+    " autoscaler (a Karpenter pool: to its NodePool limit)"
 )
 # With --running: the given workloads hold nodes (not quota: Kueue's own preemption is not modelled).
 RUNNING_ASSUMPTION = (
     "assumes the fleet runs only the --running workloads, which hold nodes but no Kueue quota (Kueue's preemption is"
-    " not modelled); groups grow to maxSize through the autoscaler"
+    " not modelled); groups grow to maxSize through the autoscaler (a Karpenter pool: to its NodePool limit)"
 )
 HEADROOM_ASSUMPTION = "gpufleet's headroom placeholders hold their warm nodes"
 SYSTEM_GROUP = "system"

@@ -16,7 +16,7 @@ NOTEBOOK = str(ROOT / "docs/examples/notebook.yaml")
 # The example fleet keeps a warm l40s node (headroom), so its verdicts name the placeholders too.
 ASSUMES = (
     "assumes an otherwise idle fleet: no other workload holds quota or nodes; groups grow to maxSize through the"
-    " autoscaler; gpufleet's headroom placeholders hold their warm nodes"
+    " autoscaler (a Karpenter pool: to its NodePool limit); gpufleet's headroom placeholders hold their warm nodes"
 )
 
 
