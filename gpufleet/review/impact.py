@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpufleet.facts import catalog, pricing
+from gpufleet.plan.manifests.headroom import APP as HEADROOM_APP
 from gpufleet.spec.names import GPU_RESOURCE, LABEL_NODE_GROUP, MIG_RESOURCE_PREFIX, TAG_RESERVED_INSTANCES
 from gpufleet.tree.entries import LAUNCH_TEMPLATE, NODE_GROUP, group_name, is_gpu_node_group
 
@@ -145,6 +146,7 @@ LT_NO_VERSION = ("tags", "tagsAll", "description", "updateDefaultVersion", "defa
 QUOTA_FIELDS = ("nominalQuota", "borrowingLimit", "lendingLimit")
 PRICE_RECORD = "gpufleet:gpu_hour_price_usd"
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 # NodePool fields that drift nothing (behavioural), and those that drift only the nodes no longer matching them.
 POOL_NO_DRIFT = ("spec.limits", "spec.weight", "spec.disruption", "metadata")
@@ -213,6 +215,12 @@ class GroupCost:
     warm_pool_running: bool = False
     disk_gib: int = 0
     reserved: int = 0  # instances of an On-Demand Capacity Reservation, billed whether they run or not
+    headroom: int = 0  # nodes the headroom placeholders keep running (nodeGroups[].headroom.nodes)
+
+    @property
+    def idle_size(self) -> int:
+        """The nodes an idle group runs: its minSize, or more where headroom placeholders hold warm nodes."""
+        return max(self.min_size, self.headroom)
 
     def monthly(self, size: int) -> float | None:
         """At `size` nodes (at least the reserved ones: pricing.billed_nodes), plus the warm pool's standing cost
@@ -740,7 +748,25 @@ def fleet_cost(entries: Iterable[Mapping[str, Any]]) -> list[GroupCost]:
             )
         )
     out += [c for e in entries if e.get("type") == NODE_POOL and (c := _pool_cost(e, prices)) is not None]
-    return sorted(out, key=lambda c: c.node_group)
+    warm = _headroom(entries)
+    return sorted(
+        (dataclasses.replace(c, headroom=warm[c.node_group]) if c.node_group in warm else c for c in out),
+        key=lambda c: c.node_group,
+    )
+
+
+def _headroom(entries: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Per node group, the nodes its headroom placeholders hold: the replicas of gpufleet's headroom Deployment,
+    one pod per node (gpufleet.plan.manifests.headroom)."""
+    out: dict[str, int] = {}
+    for e in entries:
+        obj = e.get("inputs") or {}
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        if e.get("type") == DEPLOYMENT and labels.get("app.kubernetes.io/name") == HEADROOM_APP:
+            replicas = (obj.get("spec") or {}).get("replicas")
+            if isinstance(replicas, int) and isinstance(labels.get(LABEL_NODE_GROUP), str):
+                out[labels[LABEL_NODE_GROUP]] = replicas
+    return out
 
 
 def _pool_cost(entry: Mapping[str, Any], prices: Mapping[str, float]) -> GroupCost | None:

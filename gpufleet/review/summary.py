@@ -42,7 +42,7 @@ def _delta(old: float | None, new: float | None) -> str:
 
 
 def _totals(costs: tuple[GroupCost, ...], which: str) -> float | None:
-    values = [c.monthly(c.min_size if which == "min" else c.max_size) for c in costs]
+    values = [c.monthly(c.idle_size if which == "min" else c.max_size) for c in costs]
     return None if any(v is None for v in values) else sum(v for v in values if v is not None)
 
 
@@ -63,7 +63,7 @@ def _cost_rows(report: Report) -> list[tuple[str, GroupCost | None, GroupCost | 
 def _size_deltas(a: GroupCost | None, b: GroupCost | None) -> tuple[str, str]:
     """The monthly cost change of one node group at minSize and at maxSize (a group that is new or gone costs 0)."""
     return (
-        _delta(a.monthly(a.min_size) if a else 0.0, b.monthly(b.min_size) if b else 0.0),
+        _delta(a.monthly(a.idle_size) if a else 0.0, b.monthly(b.idle_size) if b else 0.0),
         _delta(a.monthly(a.max_size) if a else 0.0, b.monthly(b.max_size) if b else 0.0),
     )
 
@@ -73,7 +73,8 @@ def _size(c: GroupCost | None) -> str:
         return "-"
     pool = f", warm pool {c.warm_pool} {'running' if c.warm_pool_running else 'stopped'}" if c.warm_pool else ""
     reserved = f", {c.reserved} reserved" if c.reserved else ""
-    return f"{c.instance_type} x {c.min_size}..{c.max_size} ({c.gpus_per_node} GPUs/node{pool}{reserved})"
+    headroom = f", headroom {c.headroom}" if c.headroom else ""
+    return f"{c.instance_type} x {c.min_size}..{c.max_size} ({c.gpus_per_node} GPUs/node{pool}{reserved}{headroom})"
 
 
 def _node_line(n: NodeImpact) -> str:
@@ -138,7 +139,7 @@ def text(report: Report, old: str, new: str, *, old_absent: bool = False) -> str
         ]
     rows = _cost_rows(report)
     if rows:
-        out.append(f"cost per month ({pricing.HOURS_PER_MONTH} h), at minSize / maxSize:")
+        out.append(f"cost per month ({pricing.HOURS_PER_MONTH} h), at minSize (or headroom) / maxSize:")
         for name, a, b in rows:
             at_min, at_max = _size_deltas(a, b)
             out.append(f"  {name}: {_size(a)} -> {_size(b)}: min {at_min}, max {at_max}")

@@ -278,3 +278,29 @@ def test_a_reserved_group_costs_its_reservation_at_any_size() -> None:
     assert (
         "h100: p5.48xlarge x 0..6 (8 GPUs/node) -> p5.48xlarge x 0..6 (8 GPUs/node, 4 reserved): min +$160,717" in text
     ), text
+
+
+def _headroom(group: str, replicas: int) -> dict[str, Any]:
+    labels = {"app.kubernetes.io/name": "gpufleet-headroom", "gpufleet.io/node-group": group}
+    return res(
+        f"deployment-gpufleet-system-headroom-{group}",
+        "kubernetes:apps/v1:Deployment",
+        {
+            "metadata": {"name": f"headroom-{group}", "namespace": "gpufleet-system", "labels": labels},
+            "spec": {"replicas": replicas},
+        },
+    )
+
+
+def test_headroom_nodes_count_in_the_idle_cost() -> None:
+    ng = node_group("l40s", "Inference")
+    ng["inputs"]["instanceTypes"] = ["g6e.12xlarge"]
+    ng["inputs"]["scalingConfig"] = {"minSize": 0, "maxSize": 4, "desiredSize": 0}
+    old, new = inv(ng), inv(ng, _headroom("l40s", 2))
+    [cost] = fleet_cost(new.values())
+    assert (cost.min_size, cost.headroom, cost.idle_size) == (0, 2, 2)
+    # 2 warm nodes x USD 10.49264 an hour (g6e.12xlarge list price) x 730 h = USD 15,319 a month; maxSize unchanged
+    assert (
+        "  l40s: g6e.12xlarge x 0..4 (4 GPUs/node) -> g6e.12xlarge x 0..4 (4 GPUs/node, headroom 2): min +$15,319,"
+        " max $0"
+    ) in summary.text(compare(old, new), "a", "b").splitlines()
