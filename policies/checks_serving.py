@@ -30,14 +30,14 @@ from gpufleet.spec.names import (
     GPU_RESOURCE,
     LABEL_MANAGED_BY,
     LABEL_NODE_GROUP,
+    LABEL_PRIORITY_CLASS,
+    LABEL_TEAM,
     LABEL_WORKLOAD_CLASS,
     MIG_RESOURCE_PREFIX,
 )
 from gpufleet.tree.entries import group_name, inputs, is_gpu_node_group, labels
 
 POLICY = "gpufleet-serving-readiness"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-TEAM_LABEL = "gpufleet.io/team"
 _MANAGED_KEY, _MANAGED_VALUE = next(iter(LABEL_MANAGED_BY.items()))
 _EFFECT = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 _CONTROLLERS = {
@@ -124,7 +124,7 @@ def _judged_namespaces(resources: Sequence[Resource]) -> set[str] | None:
     ]
     if not bindings:
         fleet = any(
-            _obj(r).get("kind") == "Namespace" and TEAM_LABEL in (get(_obj(r), "metadata.labels") or {})
+            _obj(r).get("kind") == "Namespace" and LABEL_TEAM in (get(_obj(r), "metadata.labels") or {})
             for r in resources
         )
         return set() if fleet else None
@@ -203,8 +203,8 @@ def _lands(
         return True
     named = [
         spec.get("priorityClassName"),
-        (get(template, "metadata.labels") or {}).get(PRIORITY_LABEL),
-        (get(obj, "metadata.labels") or {}).get(PRIORITY_LABEL),
+        (get(template, "metadata.labels") or {}).get(LABEL_PRIORITY_CLASS),
+        (get(obj, "metadata.labels") or {}).get(LABEL_PRIORITY_CLASS),
     ]
     return any(c in classes for c in named if c)
 

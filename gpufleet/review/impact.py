@@ -38,7 +38,7 @@ from typing import Any
 
 from gpufleet.facts import catalog, pricing
 from gpufleet.plan.manifests.headroom import APP as HEADROOM_APP
-from gpufleet.spec.names import GPU_RESOURCE, LABEL_NODE_GROUP, MIG_RESOURCE_PREFIX, TAG_RESERVED_INSTANCES
+from gpufleet.spec.names import GPU_RESOURCE, LABEL_NODE_GROUP, LABEL_TEAM, MIG_RESOURCE_PREFIX, TAG_RESERVED_INSTANCES
 from gpufleet.tree.entries import LAUNCH_TEMPLATE, NODE_GROUP, group_name, is_gpu_node_group
 
 # Field paths (prefixes) whose change replaces a resource, by type token.
@@ -639,7 +639,7 @@ def gpu_quotas(entries: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str
     out = {}
     for cq in _kube(entries, "ClusterQueue"):
         meta = cq.get("metadata") or {}
-        team = str((meta.get("labels") or {}).get("gpufleet.io/team") or meta.get("name"))
+        team = str((meta.get("labels") or {}).get(LABEL_TEAM) or meta.get("name"))
         for group in (cq.get("spec") or {}).get("resourceGroups") or []:
             for flavor in group.get("flavors") or []:
                 for res in flavor.get("resources") or []:

@@ -15,6 +15,7 @@ from gpufleet.plan.manifests import tenant_policies as tp
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.simulate.workload import Workload
 from gpufleet.spec import defaults
+from gpufleet.spec.names import LABEL_PRIORITY_CLASS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,14 +72,14 @@ def refusal(policies: TenantPolicies, wl: Workload, *, team_member: bool) -> tup
             )
     if tp.PRIORITY_POLICY in policies.rendered:
         allowed = policies.priorities[wl.namespace]
-        named = [wl.labels.get(tp.PRIORITY_LABEL, "")] + [
+        named = [wl.labels.get(LABEL_PRIORITY_CLASS, "")] + [
             ps.pod.raw.get("priorityClassName") or "" for ps in wl.pod_sets
         ]
         wrong = [str(c) for c in dict.fromkeys(named) if c and c not in allowed]
         if wrong:
             field = (
-                f"the label {tp.PRIORITY_LABEL}: {wrong[0]}"
-                if wrong[0] == wl.labels.get(tp.PRIORITY_LABEL)
+                f"the label {LABEL_PRIORITY_CLASS}: {wrong[0]}"
+                if wrong[0] == wl.labels.get(LABEL_PRIORITY_CLASS)
                 else f"priorityClassName {wrong[0]}"
             )
             return (

@@ -56,6 +56,9 @@ def node_group_name_prefix(fleet_name: str, group_name: str) -> str:
 # with system:, eks:, aws:, amazon: or iam:); the cluster tag that records publicEndpoint.acknowledgeOpenToInternet
 # (the policies see resources, not the spec).
 LABEL_TEAM = "gpufleet.io/team"
+# Kueue's workload labels (kueue pkg/controller/constants: QueueLabel, WorkloadPriorityClassLabel).
+LABEL_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
+LABEL_PRIORITY_CLASS = "kueue.x-k8s.io/priority-class"
 TEAM_GROUP_PREFIX = "gpufleet-team-"
 TAG_OPEN_ENDPOINT_REASON = "gpufleet.io/open-endpoint-reason"
 

@@ -14,6 +14,7 @@ from gpufleet.plan.manifests import tenancy
 from gpufleet.plan.manifests import tenant_policies as tp
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.plan.rollout import build_plan
+from gpufleet.spec.names import LABEL_PRIORITY_CLASS
 from tests.admission.conftest import build_fleet
 from tests.admission.vap import JOB_CONTROLLER, Request, denied_by, message, policies
 
@@ -101,11 +102,11 @@ def test_default_priorities_serving_only_with_inference_quota() -> None:
 @pytest.mark.parametrize(
     "obj",
     [
-        job({tp.PRIORITY_LABEL: "serving"}),  # Kueue's label: wins cohort contention, immune to borrowing preemption
+        job({LABEL_PRIORITY_CLASS: "serving"}),  # Kueue's label: wins cohort contention, immune to borrowing preemption
         job(priority="serving"),  # Kueue takes the template's class when the label is absent
         job(priority="system-node-critical"),
         pod("serving"),  # PreemptLowerPriority at the kube-scheduler
-        pod(labels={tp.PRIORITY_LABEL: "serving"}),  # a plain pod's workload priority
+        pod(labels={LABEL_PRIORITY_CLASS: "serving"}),  # a plain pod's workload priority
         {
             "apiVersion": "jobset.x-k8s.io/v1alpha2",
             "kind": "JobSet",
@@ -153,16 +154,16 @@ def test_a_class_the_team_may_not_use_is_refused(plan: RolloutPlan, obj: dict[st
 
 
 def test_the_label_cannot_be_raised_on_a_running_workload(plan: RolloutPlan) -> None:
-    before = job({tp.PRIORITY_LABEL: "training"})
+    before = job({LABEL_PRIORITY_CLASS: "training"})
     _admitted(plan, Request(before, "vision"))
-    _open_then_closed(plan, Request(job({tp.PRIORITY_LABEL: "serving"}), "vision", old=before), tp.PRIORITY_POLICY)
+    _open_then_closed(plan, Request(job({LABEL_PRIORITY_CLASS: "serving"}), "vision", old=before), tp.PRIORITY_POLICY)
     # an object admitted before the policy, with a class it now refuses, stays updatable (finalizers)
-    legacy = job({tp.PRIORITY_LABEL: "serving"})
+    legacy = job({LABEL_PRIORITY_CLASS: "serving"})
     _admitted(plan, Request(copy.deepcopy(legacy), "vision", old=legacy))
 
 
 @pytest.mark.parametrize(
-    "obj", [job(), job({tp.PRIORITY_LABEL: "training"}), job(priority="batch"), pod("training"), pod()]
+    "obj", [job(), job({LABEL_PRIORITY_CLASS: "training"}), job(priority="batch"), pod("training"), pod()]
 )
 def test_allowed_classes_pass(plan: RolloutPlan, obj: dict[str, Any]) -> None:
     _admitted(plan, Request(obj, "vision"))
@@ -173,9 +174,9 @@ def test_the_spec_grants_serving() -> None:
         data["teams"][0]["priorities"] = ["serving", "training"]
 
     granted = _plan(grant)
-    _admitted(granted, Request(job({tp.PRIORITY_LABEL: "serving"}), "vision"))
+    _admitted(granted, Request(job({LABEL_PRIORITY_CLASS: "serving"}), "vision"))
     assert denied_by(granted, Request(job(priority="batch"), "vision")) == [tp.PRIORITY_POLICY]
-    speech = job({tp.PRIORITY_LABEL: "serving"})
+    speech = job({LABEL_PRIORITY_CLASS: "serving"})
     speech["metadata"]["namespace"] = "speech-ml"
     assert denied_by(granted, Request(speech, "speech-ml")) == [tp.PRIORITY_POLICY]
 
@@ -382,7 +383,7 @@ def _policy(plan: RolloutPlan, name: str) -> dict[str, Any]:
 
 
 def test_the_refusals_say_what_and_how_to_fix(plan: RolloutPlan) -> None:
-    assert message(_policy(plan, tp.PRIORITY_POLICY), Request(job({tp.PRIORITY_LABEL: "serving"}), "vision")) == (
+    assert message(_policy(plan, tp.PRIORITY_POLICY), Request(job({LABEL_PRIORITY_CLASS: "serving"}), "vision")) == (
         "the label kueue.x-k8s.io/priority-class: serving names a priority class namespace vision may not use; it may"
         " use: training, batch (teams[].priorities)"
     )

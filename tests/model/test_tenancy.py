@@ -10,6 +10,7 @@ import pytest
 from gpufleet.plan.manifests import tenant_policies as tp
 from gpufleet.simulate.verdict import FleetModel, explain
 from gpufleet.simulate.workload import workload
+from gpufleet.spec.names import LABEL_PRIORITY_CLASS
 from tests.model.conftest import model_of
 
 VISION = "arn:aws:iam::111122223333:role/vision-researchers"
@@ -57,7 +58,7 @@ def _stopped(model: FleetModel, obj: dict[str, Any], principal: str | None, poli
 
 def test_a_class_the_team_may_not_use(model: FleetModel) -> None:
     assert explain(model, workload(job()), VISION).runs
-    message = _stopped(model, job(labels={tp.PRIORITY_LABEL: "serving"}), VISION, tp.PRIORITY_POLICY)
+    message = _stopped(model, job(labels={LABEL_PRIORITY_CLASS: "serving"}), VISION, tp.PRIORITY_POLICY)
     assert message.endswith(
         "the label kueue.x-k8s.io/priority-class: serving names a priority class namespace vision may not use; it may"
         " use: training, batch (teams[].priorities)"
@@ -68,7 +69,7 @@ def test_a_class_the_team_may_not_use(model: FleetModel) -> None:
         model, job(priority="system-node-critical"), ADMIN, tp.PRIORITY_POLICY
     )
     # a team with Inference quota (language: l40s) may serve
-    assert explain(model, workload(job("language", {tp.PRIORITY_LABEL: "serving"})), LANGUAGE).runs
+    assert explain(model, workload(job("language", {LABEL_PRIORITY_CLASS: "serving"})), LANGUAGE).runs
 
 
 def test_owner_spoofing_is_refused_to_team_members(model: FleetModel) -> None:

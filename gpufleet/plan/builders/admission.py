@@ -25,7 +25,16 @@ from gpufleet.plan.manifests.telemetry import monitoring_namespace
 from gpufleet.plan.parts import BuildContext, Resource, StageContent
 from gpufleet.spec import cold_start, defaults
 from gpufleet.spec.fleet import Fleet, SharingStrategy, Team, WorkloadClass
-from gpufleet.spec.names import NS_GPU_OPERATOR, NS_HEALTH, NS_KUEUE, NS_MONITORING, NS_NETWORK, NS_SYSTEM, group_taints
+from gpufleet.spec.names import (
+    LABEL_QUEUE_NAME,
+    NS_GPU_OPERATOR,
+    NS_HEALTH,
+    NS_KUEUE,
+    NS_MONITORING,
+    NS_NETWORK,
+    NS_SYSTEM,
+    group_taints,
+)
 
 KUEUE_RELEASE = "kueue"
 # Immutable per the pinned Kueue CRDs' CEL rules (kueue.x-k8s.io_resourceflavors.yaml: "nodeLabels / tolerations /
@@ -324,7 +333,7 @@ def _notes(fleet: Fleet, *, with_sharing: bool) -> list[str]:
             f"Kueue {fleet.versions.kueue}: a workload is admitted only when its whole quota fits; if its pods are not"
             f" all ready within {cold_start.pods_ready_timeout_seconds(fleet)}s it is evicted and requeued (backoff"
             f" {adm.backoff_base_seconds}s doubling up to {adm.backoff_max_seconds}s, deactivated after"
-            f" {adm.backoff_limit_count} requeues). Jobs name their queue with the label `{kueue.LABEL_QUEUE_NAME}:"
+            f" {adm.backoff_limit_count} requeues). Jobs name their queue with the label `{LABEL_QUEUE_NAME}:"
             " <team>` and pick a node group with `nodeSelector: {gpufleet.io/node-group: <group>}`."
         ),
         "",

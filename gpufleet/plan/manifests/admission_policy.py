@@ -24,12 +24,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from gpufleet.plan.manifests import kueue
-from gpufleet.spec.names import LABEL_MANAGED_BY
+from gpufleet.spec.names import LABEL_MANAGED_BY, LABEL_QUEUE_NAME
 
 API = "admissionregistration.k8s.io/v1"
 QUEUE_NAME_POLICY = "gpufleet-require-queue-name"
 VISIBLE_DEVICES_POLICY = "gpufleet-visible-devices-need-gpu"
-QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 
 # Kueue integrations whose objects own Jobs or JobSets that Kueue does not admit separately (a JobSet's Jobs, a
 # TrainJob's JobSet). A LeaderWorkerSet owns StatefulSets, which the policy does not match.
@@ -38,8 +37,8 @@ PARENT_FRAMEWORKS = (kueue.JOBSET_FRAMEWORK, kueue.TRAINJOB_FRAMEWORK)
 
 def _label_of(obj: str) -> str:
     return (
-        f"has({obj}.metadata.labels) && '{QUEUE_NAME_LABEL}' in {obj}.metadata.labels ?"
-        f" {obj}.metadata.labels['{QUEUE_NAME_LABEL}'] : ''"
+        f"has({obj}.metadata.labels) && '{LABEL_QUEUE_NAME}' in {obj}.metadata.labels ?"
+        f" {obj}.metadata.labels['{LABEL_QUEUE_NAME}'] : ''"
     )
 
 
@@ -92,7 +91,7 @@ def queue_name_policy(installed: Iterable[str]) -> dict[str, Any]:
                 {
                     "expression": "variables.queueName != ''",
                     "message": (
-                        f"{_listed(kinds)} in team namespaces must set the label {QUEUE_NAME_LABEL} to the team's "
+                        f"{_listed(kinds)} in team namespaces must set the label {LABEL_QUEUE_NAME} to the team's "
                         "LocalQueue: GPU work is admitted all-or-nothing through Kueue"
                     ),
                     "reason": "Forbidden",

@@ -52,7 +52,6 @@ from gpufleet.spec.names import (
 
 API = "kueue.x-k8s.io/v1beta2"
 CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
-LABEL_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
 LABEL_NAMESPACE_NAME = "kubernetes.io/metadata.name"
 
 # Integrations, spelled as Kueue 0.19 names them (pkg/controller/jobs/*/..._controller.go FrameworkName): batch Jobs,

@@ -42,12 +42,12 @@ from gpufleet.spec.names import (
     GPU_RESOURCE,
     LABEL_MANAGED_BY,
     LABEL_NODE_GROUP,
+    LABEL_PRIORITY_CLASS,
     LABEL_WORKLOAD_CLASS,
     MIG_RESOURCE_PREFIX,
 )
 
 POLICY = "gpufleet-serving-readiness"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"  # kueue pkg/controller/constants WorkloadPriorityClassLabel
 MODES = ("Deny", "Warn", "Off")
 # validationActions per mode (admissionregistration/v1 ValidationAction): Warn also writes an audit annotation.
 ACTIONS = {"Deny": ("Deny",), "Warn": ("Warn", "Audit")}
@@ -134,8 +134,8 @@ def _lands(template: str, root: str) -> str:
     )
     serving = (
         f"(has({s}.priorityClassName) && {s}.priorityClassName in variables.servingClasses) ||"
-        f" {_label_in(template, PRIORITY_LABEL, 'variables.servingClasses')} ||"
-        f" {_label_in(root, PRIORITY_LABEL, 'variables.servingClasses')}"
+        f" {_label_in(template, LABEL_PRIORITY_CLASS, 'variables.servingClasses')} ||"
+        f" {_label_in(root, LABEL_PRIORITY_CLASS, 'variables.servingClasses')}"
     )
     return f"(variables.inferenceNamespace || {selects} || {affinity} || {tolerates} || {serving})"
 

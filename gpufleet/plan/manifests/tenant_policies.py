@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpufleet.plan.manifests.admission_policy import API
-from gpufleet.spec.names import LABEL_MANAGED_BY, TEAM_GROUP_PREFIX
+from gpufleet.spec.names import LABEL_MANAGED_BY, LABEL_PRIORITY_CLASS, TEAM_GROUP_PREFIX
 
 PRIORITY_POLICY = "gpufleet-team-priorities"
 OWNED_POLICY = "gpufleet-protect-owned-objects"
@@ -50,7 +50,6 @@ DAEMONSET_POLICY = "gpufleet-team-no-daemonsets"
 SERVICE_POLICY = "gpufleet-team-service-exposure"
 POLICIES = (PRIORITY_POLICY, OWNED_POLICY, NETWORK_POLICY_POLICY, OWNER_POLICY, DAEMONSET_POLICY, SERVICE_POLICY)
 
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"  # kueue pkg/controller/constants WorkloadPriorityClassLabel
 _MANAGED_KEY, _MANAGED_VALUE = next(iter(LABEL_MANAGED_BY.items()))
 TEAM_PRINCIPAL = (
     f"has(request.userInfo.groups) && request.userInfo.groups.exists(g, g.startsWith('{TEAM_GROUP_PREFIX}'))"
@@ -198,8 +197,8 @@ def priority_policy(allowed: Mapping[str, Sequence[str]]) -> dict[str, Any]:
         _rules(_WORKLOADS, ops),
         variables=[
             {"name": "allowed", "expression": allowed_priorities(allowed)},
-            {"name": "label", "expression": _label("object", PRIORITY_LABEL)},
-            {"name": "oldLabel", "expression": _label("oldObject", PRIORITY_LABEL)},
+            {"name": "label", "expression": _label("object", LABEL_PRIORITY_CLASS)},
+            {"name": "oldLabel", "expression": _label("oldObject", LABEL_PRIORITY_CLASS)},
             {"name": "classes", "expression": _classes("object")},
             {"name": "oldClasses", "expression": _classes("oldObject")},
         ],
@@ -210,12 +209,13 @@ def priority_policy(allowed: Mapping[str, Sequence[str]]) -> dict[str, Any]:
                     " (request.operation == 'UPDATE' && variables.label == variables.oldLabel)"
                 ),
                 "messageExpression": (
-                    f"'the label {PRIORITY_LABEL}: ' + variables.label + ' names a priority class namespace ' +"
+                    f"'the label {LABEL_PRIORITY_CLASS}: ' + variables.label + ' names a priority class namespace ' +"
                     " request.namespace + ' may not use; it may use: ' + (size(variables.allowed) == 0 ? 'none' :"
                     " variables.allowed.join(', ')) + ' (teams[].priorities)'"
                 ),
                 "message": (
-                    f"the label {PRIORITY_LABEL} names a priority class this team may not use (teams[].priorities)"
+                    f"the label {LABEL_PRIORITY_CLASS} names a priority class this team may not use"
+                    " (teams[].priorities)"
                 ),
                 "reason": "Forbidden",
             },
