@@ -347,6 +347,8 @@ def test_every_group_and_the_system_group_carry_the_discovery_tags(prod: Rollout
 # 30400 GB instance-store array, 28991699 MiB; a100-mig and l40s: the 300 GiB root volume (diskSizeGiB).
 H100_EPHEMERAL = TEMPLATE + "ephemeral-storage", f"{28991699 - 1024 - 2899170}Mi"
 ROOT_EPHEMERAL = TEMPLATE + "ephemeral-storage", f"{300 * 1024 - 1024 - 30720}Mi"
+# g6e.12xlarge's RAID0 array: 3800 GB of instance store (EC2 GB) = 3623962 MiB, less 1Gi and 10% (362397)
+L40S_EPHEMERAL = TEMPLATE + "ephemeral-storage", f"{3623962 - 1024 - 362397}Mi"
 
 
 def test_template_resources_match_what_the_device_plugins_advertise_in_prod(prod: RolloutPlan) -> None:
@@ -366,7 +368,7 @@ def test_template_resources_match_what_the_device_plugins_advertise_in_prod(prod
     assert autoscaler_tags(resource(prod, "l40s-node-group")) == {
         **DISCOVERY,
         TEMPLATE + "nvidia.com/gpu": "4",
-        **dict([ROOT_EPHEMERAL]),
+        **dict([L40S_EPHEMERAL]),
     }
 
 

@@ -196,14 +196,16 @@ def test_prepuller_daemonsets_do_not_gate_the_stage(prod: RolloutPlan) -> None:
 
 
 def test_raid0_groups_pull_onto_the_array_after_nodeadm_builds_it(prod: RolloutPlan) -> None:
-    # h100 has instance-store RAID0: nodeadm-run (After=cloud-final) builds the array and copies /var/lib/containerd
-    # into it, so a pull from cloud-init would land on the root volume and be copied again.
-    (prepull,) = [s for s in _scripts(prod, "h100") if "ssm get-parameter" in s]
-    assert "After=nodeadm-run.service containerd.service" in prepull
-    assert "systemctl start --no-block gpufleet-prepull.service" in prepull
-    assert "systemctl start containerd" not in prepull
-    # Without local storage containerd's disk is the root volume: pull from cloud-init, before the node joins.
-    (plain,) = [s for s in _scripts(prod, "l40s") if "ssm get-parameter" in s]
+    # h100 and l40s have instance-store RAID0: nodeadm-run (After=cloud-final) builds the array and copies
+    # /var/lib/containerd into it, so a pull from cloud-init would land on the root volume and be copied again.
+    for raid0 in ("h100", "l40s"):
+        (prepull,) = [s for s in _scripts(prod, raid0) if "ssm get-parameter" in s]
+        assert "After=nodeadm-run.service containerd.service" in prepull, raid0
+        assert "systemctl start --no-block gpufleet-prepull.service" in prepull, raid0
+        assert "systemctl start containerd" not in prepull, raid0
+    # Without local storage containerd's disk is the root volume: pull from cloud-init, before the node joins
+    # (a100-mig's p4d.24xlarge has instance store, but localStorage None leaves it unused).
+    (plain,) = [s for s in _scripts(prod, "a100-mig") if "ssm get-parameter" in s]
     assert "systemctl start containerd" in plain and "nodeadm-run" not in plain
 
 

@@ -45,8 +45,9 @@ def test_scale_from_zero_offers_the_groups_ephemeral_storage(make_model: MakeMod
 
 
 def test_ephemeral_storage_is_the_root_volume_without_raid0(make_model: MakeModel) -> None:
-    # l40s has no localStorage: kubelet's nodefs is the 300 GiB root volume (diskSizeGiB).
-    assert make_model().nodes["l40s"].allocatable["ephemeral-storage"] == 300 * 1024 - 1024 - 30 * 1024
+    # a100-mig has no localStorage (its p4d.24xlarge's 8000 GB of instance store unused): kubelet's nodefs is the
+    # 300 GiB root volume (diskSizeGiB).
+    assert make_model().nodes["a100-mig"].allocatable["ephemeral-storage"] == 300 * 1024 - 1024 - 30 * 1024
 
 
 def test_fixed_groups_without_the_autoscaler_offer_what_their_device_plugins_advertise(make_model: MakeModel) -> None:

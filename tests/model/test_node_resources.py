@@ -65,10 +65,13 @@ def test_the_reservations_follow_nodeadm_and_the_rendered_node_config(make_model
     # RAID0 over 8 x 3800 GB of instance store (EC2 GB): the kubelet's nodefs, less 1Gi and 10%
     total = 30400 * 10**9 // 2**20
     assert node.allocatable["ephemeral-storage"] == total - 1024 - -(-total // 10)
-    # l40s has no RAID0: its root volume of diskSizeGiB
-    l40s = model.nodes["l40s"]
-    disk = model.plan.fleet.node_group("l40s").disk_size_gib * 1024
-    assert l40s.allocatable["ephemeral-storage"] == disk - 1024 - -(-disk // 10)
+    # l40s: RAID0 over g6e.12xlarge's 2 x 1900 GB
+    total = 3800 * 10**9 // 2**20
+    assert model.nodes["l40s"].allocatable["ephemeral-storage"] == total - 1024 - -(-total // 10)
+    # a100-mig has no RAID0: its root volume of diskSizeGiB
+    a100 = model.nodes["a100-mig"]
+    disk = model.plan.fleet.node_group("a100-mig").disk_size_gib * 1024
+    assert a100.allocatable["ephemeral-storage"] == disk - 1024 - -(-disk // 10)
 
 
 def test_the_model_reads_what_is_rendered_not_what_the_spec_meant(make_model: Any) -> None:
