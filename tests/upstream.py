@@ -1,6 +1,9 @@
 """Validation of what we render against the pinned upstream definitions in ../shared (CRDs, chart values).
 
-../shared sits beside the project (CI has it too). Tests that need it skip with a clear reason where absent.
+../shared sits beside the project (CI has it too). Tests that need it skip with a clear reason where absent. A few
+upstream files are not in ../shared (BEYOND_SHARED): each of those is looked up on its own, in $GPUFLEET_UPSTREAM_DIR
+or ../shared first, then in the cache tools/fetch_upstream.py fills (upstream_file), and what needs one skips with
+the same reason where neither has it.
 CRD schemas are applied *closed*: an object schema with properties and no additionalProperties or
 x-kubernetes-preserve-unknown-fields rejects unknown keys, because the API server would silently prune them
 (a plausible-looking key that upstream ignores is a bug that hides until production).
@@ -34,11 +37,40 @@ KUBERNETES_VERSION = "1.33"
 MISSING = "upstream definitions not found"
 FETCH_COMMAND = "python tools/fetch_upstream.py"
 
+# KEDA's CRDs are templates of its chart (kedacore/charts keda/templates/crds/, installed by crds.install), so
+# ../shared has none (../shared/charts/SOURCES.md). The cache keeps the ScaledObject template's `spec:` as chart
+# 2.20.2 renders it (tools/upstream_files.json "lines": the Helm `if` and the templated metadata left out). The
+# chart's copy, not kedacore/keda config/crd/bases/keda.sh_scaledobjects.yaml at v2.20.2, because it is what the
+# cluster gets, and it is stricter: the HPA behavior's stabilizationWindowSeconds is bounded to 0..3600 there only.
+KEDA_SCALEDOBJECT_CRD = "charts/keda/2.20.2/templates/crds/crd-scaledobjects.yaml"
+# The CRDs that are not in ../shared/crds, by (group, kind), at their path in the cache.
+BEYOND_SHARED_CRDS: Mapping[tuple[str, str], str] = {("keda.sh", "ScaledObject"): KEDA_SCALEDOBJECT_CRD}
+# Every upstream file of tools/upstream_files.json that ../shared does not hold.
+BEYOND_SHARED = tuple(BEYOND_SHARED_CRDS.values())
+
 
 def require_shared() -> Path:
     if not (SHARED / "crds").is_dir():
         pytest.skip(f"{MISSING} at {SHARED} (../shared beside the project, or GPUFLEET_UPSTREAM_DIR)")
     return SHARED
+
+
+def find_upstream_file(path: str) -> Path | None:
+    """An upstream file by its path in the cache (tools/upstream_files.json): in $GPUFLEET_UPSTREAM_DIR or ../shared
+    where it is there, else in the cache; None where neither has it."""
+    for root in dict.fromkeys((SHARED, CACHE)):
+        if (root / path).is_file():
+            return root / path
+    return None
+
+
+def upstream_file(path: str) -> Path:
+    """find_upstream_file, skipping the test (with the reason tests/conftest.py counts) where it is not there."""
+    found = find_upstream_file(path)
+    if found is None:
+        where = SHARED if SHARED == CACHE else f"{SHARED} or {CACHE}"
+        pytest.skip(f"{MISSING}: {path} is not in {where} (run {FETCH_COMMAND})")
+    return found
 
 
 def _close(schema: Any) -> Any:
@@ -57,25 +89,48 @@ def _close(schema: Any) -> Any:
     return schema
 
 
+def _crd_specs() -> Iterator[Mapping[str, Any]]:
+    """The spec of every pinned CRD: those of ../shared/crds, then those beyond it that are here."""
+    for path in sorted((require_shared() / "crds").glob("*.yaml")):
+        for doc in fastyaml.load_all(path.read_text()):
+            if doc and doc.get("kind") == "CustomResourceDefinition":
+                yield doc["spec"]
+    for name in BEYOND_SHARED_CRDS.values():
+        found = find_upstream_file(name)
+        if found is not None:
+            yield fastyaml.load(found.read_text())["spec"]
+
+
+@functools.cache
+def _crd_versions() -> Mapping[tuple[str, str, str], Mapping[str, Any]]:
+    """Each pinned CRD version (its schema, served, subresources) by (group, version, kind)."""
+    return {
+        (spec["group"], version["name"], spec["names"]["kind"]): version
+        for spec in _crd_specs()
+        for version in spec["versions"]
+    }
+
+
+def crd_version(api_version: str, kind: str) -> Mapping[str, Any] | None:
+    """The pinned CRD's entry for this apiVersion and kind (spec.versions[]), None where no pinned CRD has it."""
+    group, _, version = api_version.rpartition("/")
+    return _crd_versions().get((group, version, kind))
+
+
 @functools.cache
 def _crd_schemas() -> Mapping[tuple[str, str, str], Any]:
     schemas = {}
-    for path in sorted((require_shared() / "crds").glob("*.yaml")):
-        for doc in fastyaml.load_all(path.read_text()):
-            if not doc or doc.get("kind") != "CustomResourceDefinition":
-                continue
-            group, kind = doc["spec"]["group"], doc["spec"]["names"]["kind"]
-            for version in doc["spec"]["versions"]:
-                schema = copy.deepcopy(version["schema"]["openAPIV3Schema"])
-                # metadata is validated by the API server, not the CRD schema
-                schema.setdefault("properties", {})["metadata"] = {"type": "object"}
-                if kind == "NodeConfig":
-                    # nodeadm reads spec.kubelet.config as Go RawExtensions (any JSON value, e.g.
-                    # "cpuManagerPolicy: static"); controller-gen renders them as objects. NodeConfig is parsed
-                    # by nodeadm, never by an API server, so its values are free-form here.
-                    kubelet = schema["properties"]["spec"]["properties"]["kubelet"]["properties"]["config"]
-                    kubelet["additionalProperties"] = {}
-                schemas[(group, version["name"], kind)] = _close(schema)
+    for (group, name, kind), version in _crd_versions().items():
+        schema = copy.deepcopy(version["schema"]["openAPIV3Schema"])
+        # metadata is validated by the API server, not the CRD schema
+        schema.setdefault("properties", {})["metadata"] = {"type": "object"}
+        if kind == "NodeConfig":
+            # nodeadm reads spec.kubelet.config as Go RawExtensions (any JSON value, e.g.
+            # "cpuManagerPolicy: static"); controller-gen renders them as objects. NodeConfig is parsed
+            # by nodeadm, never by an API server, so its values are free-form here.
+            kubelet = schema["properties"]["spec"]["properties"]["kubelet"]["properties"]["config"]
+            kubelet["additionalProperties"] = {}
+        schemas[(group, name, kind)] = _close(schema)
     return schemas
 
 
@@ -103,6 +158,8 @@ def validate_object(obj: Mapping[str, Any]) -> list[str]:
     if crd_known(api_version, kind):
         validator = _crd_validator(group, version, kind)
         return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj)]
+    if (group, kind) in BEYOND_SHARED_CRDS:
+        upstream_file(BEYOND_SHARED_CRDS[(group, kind)])  # skips where the CRD is not here
     if "." in group and not group.endswith(".k8s.io") or group.endswith(".x-k8s.io"):
         return [f"no CRD for {api_version} {kind} in ../shared/crds"]
     try:

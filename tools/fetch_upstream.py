@@ -3,15 +3,17 @@
     python tools/fetch_upstream.py [--dir DIR]
 
 DIR defaults to $GPUFLEET_UPSTREAM_DIR, else ~/.cache/gpufleet/upstream. The tests read the upstream files from
-$GPUFLEET_UPSTREAM_DIR, else from ../shared beside the project, else from that default cache (tests/upstream.py), and
-skip what needs them where none has them, with one summary line naming this command (tests/conftest.py).
+$GPUFLEET_UPSTREAM_DIR, else from ../shared beside the project, else from that default cache (tests/upstream.py; a
+file ../shared does not hold, such as KEDA's ScaledObject CRD, from the cache where ../shared is used), and skip what
+needs them where none has them, with one summary line naming this command (tests/conftest.py).
 
 tools/upstream_files.json lists each file: its path in the cache (crds/..., charts/<chart>/<version>/...), the URL
-of the upstream file at the pinned commit, the lines of it that are kept (where only part of a file is the CRD), and
-the sha256 of what is kept. A file already in the cache with its hash is not fetched again; a download that does
-not match is an error and is not written. A file without a recorded URL (a subchart the upstream sources do not
-name a commit for) is reported: copy it from a checkout that has ../shared. Nothing is half-written: each file is
-written beside its place and renamed. Exit 0 when every file with a URL is in the cache, 1 otherwise.
+of the upstream file at the pinned commit, the lines of it that are kept (where only part of a file is the CRD, or,
+for a chart's CRD template, its spec), and the sha256 of what is kept. A file already in the cache with its hash is
+not fetched again; a download that does not match is an error and is not written. A file without a recorded URL (a
+subchart the upstream sources do not name a commit for) is reported: copy it from a checkout that has ../shared.
+Nothing is half-written: each file is written beside its place and renamed. Exit 0 when every file with a URL is in
+the cache, 1 otherwise.
 
 The upstream files are not part of this project (each keeps its own license, Apache-2.0 or MIT-0); only the list
 of where they come from is.

@@ -72,9 +72,10 @@ def test_more_nodes_than_the_quota_holds_waits_for_quota(make_model: MakeModel) 
 
 def test_the_multi_node_vllm_example_with_its_service_and_scaler(make_model: MakeModel) -> None:
     """Issue 34 item 5: the LWS vLLM pattern on l40s with its leader Service and KEDA ScaledObject. The LWS and the
-    Service validate against the pinned CRD and Kubernetes schema; the ScaledObject (no KEDA CRD is vendored) scales
-    the LeaderWorkerSet through the scale subresource its pinned CRD serves; both templates carry a readiness probe
-    that issues an inference, and without the worker's the fleet's policy refuses it."""
+    Service validate against the pinned CRD and Kubernetes schema; the ScaledObject (checked against KEDA's CRD in
+    tests/telemetry/test_keda_scaled_objects.py) scales the LeaderWorkerSet through the scale subresource its pinned
+    CRD serves; both templates carry a readiness probe that issues an inference, and without the worker's the fleet's
+    policy refuses it."""
     lws, service, scaler = fastyaml.load_all((EXAMPLES / "lws-inference.yaml").read_text())
     assert validate_object(lws) == [] and validate_object(service) == []
     crd = fastyaml.load((require_shared() / "crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml").read_text())

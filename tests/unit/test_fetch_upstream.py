@@ -14,7 +14,7 @@ import pytest
 
 from gpufleet.facts.versions import COMPONENTS
 from tests.conftest import upstream_skip_summary
-from tests.upstream import MISSING, require_shared
+from tests.upstream import BEYOND_SHARED, MISSING, find_upstream_file, require_shared
 from tools import fetch_upstream
 
 URL = re.compile(r"https://raw\.githubusercontent\.com/[\w.-]+/[\w.-]+/[0-9a-f]{40}/\S+")
@@ -43,6 +43,7 @@ def test_every_pinned_chart_and_crd_the_tests_read_can_be_fetched() -> None:
         "crds/k8s.cni.cncf.io_network-attachment-definitions.yaml",
         "crds/node.eks.aws_nodeconfigs.yaml",
     }
+    assert set(BEYOND_SHARED) <= with_url
 
 
 def test_the_list_is_exactly_the_files_the_tests_read() -> None:
@@ -54,17 +55,25 @@ def test_the_list_is_exactly_the_files_the_tests_read() -> None:
         if p.is_file() and p.name != "SOURCES.md"
     )
     entries = fetch_upstream.entries()
-    assert [e["path"] for e in entries] == files
+    assert [e["path"] for e in entries] == sorted(e["path"] for e in entries)
+    # The files ../shared does not hold are read from the cache (tests.upstream.upstream_file); one that ../shared
+    # gains leaves BEYOND_SHARED.
+    assert not set(BEYOND_SHARED) & set(files)
+    assert [e["path"] for e in entries if e["path"] not in BEYOND_SHARED] == files
     for entry in entries:
-        assert hashlib.sha256((shared / entry["path"]).read_bytes()).hexdigest() == entry["sha256"], entry["path"]
+        found = find_upstream_file(entry["path"])
+        if found is not None:
+            assert hashlib.sha256(found.read_bytes()).hexdigest() == entry["sha256"], entry["path"]
 
 
 def _served(shared: Path) -> dict[str, bytes]:
-    """What each URL would return: the file, or, where only some lines are kept, the file with lines around it."""
+    """What each URL would return: the file, or, where only some lines are kept, the file with lines around it; of
+    the files beyond ../shared, those in the cache."""
     served = {}
     for entry in fetch_upstream.entries():
-        if entry["url"]:
-            data = (shared / entry["path"]).read_bytes()
+        found = shared / entry["path"] if entry["path"] not in BEYOND_SHARED else find_upstream_file(entry["path"])
+        if entry["url"] and found is not None:
+            data = found.read_bytes()
             if "lines" in entry:
                 first, _ = entry["lines"]
                 data = b"".join(b"# before\n" for _ in range(first - 1)) + data + b"---\n# after\n"
@@ -78,13 +87,19 @@ def test_fetch_fills_the_cache_verifies_and_fetches_nothing_twice(tmp_path: Path
 
     def get(url: str) -> bytes:
         asked.append(url)
+        if url not in served:
+            raise OSError("offline")
         return served[url]
 
     present, problems, unknown = fetch_upstream.fetch(tmp_path, get)
-    assert problems == [] and present == len(served) and len(asked) == len(served)
+    offline = [
+        f"{e['path']}: {e['url']}: offline" for e in fetch_upstream.entries() if e["url"] and e["url"] not in served
+    ]
+    assert problems == [p for p in offline if p.split(":")[0] in BEYOND_SHARED] == offline
+    assert present == len(served) and len(asked) == len(served) + len(offline)
     assert all("nvsentinel" in p or "kube-prometheus-stack" in p or "karpenter" in p or "trainer" in p for p in unknown)
     asked.clear()
-    assert fetch_upstream.fetch(tmp_path, get)[:2] == (len(served), []) and asked == []
+    assert fetch_upstream.fetch(tmp_path, get)[:2] == (len(served), offline) and len(asked) == len(offline)
     assert not list(tmp_path.rglob(".*.partial"))
 
 
