@@ -28,7 +28,7 @@ def _example(name: str) -> dict[str, Any]:
     return out
 
 
-@pytest.mark.parametrize("name", ["training.yaml", "lws-inference.yaml"])
+@pytest.mark.parametrize("name", ["training.yaml", "lws-inference.yaml", "vllm.yaml"])
 def test_examples_are_valid_against_the_pinned_crds(name: str) -> None:
     assert validate_object(_example(name)) == []
 
@@ -268,6 +268,28 @@ def test_the_multi_node_example_serves_from_the_teams_weights_claim(make_model: 
 
     (reason,) = explain(make_model(without_mountpoint), workload(lws)).reasons
     assert reason.message == 'persistentvolumeclaim "s3-l40s" not found'
+
+
+def test_the_vllm_example_serves_from_the_teams_weights_claim(make_model: MakeModel) -> None:
+    """docs/examples/vllm.yaml reads its model (/models/llama) from language's read-only claim s3-l40s, as the
+    multi-node example does: it runs on l40s in prod; in dev (rolled out through admission) the claim does not exist
+    yet and explain names the storage stage."""
+    deployment = _example("vllm.yaml")
+    spec = deployment["spec"]["template"]["spec"]
+    assert spec["serviceAccountName"] == "checkpoint-writer"
+    assert {"name": "weights", "persistentVolumeClaim": {"claimName": "s3-l40s", "readOnly": True}} in spec["volumes"]
+    (container,) = spec["containers"]
+    assert {"name": "weights", "mountPath": "/models", "readOnly": True} in container["volumeMounts"]
+    model_path = container["args"][container["args"].index("--model") + 1]
+    assert model_path.startswith("/models/")
+    verdict = explain(make_model(), workload(deployment))
+    assert verdict.runs, verdict.reasons
+    assert (verdict.cluster_queue, verdict.node_group) == ("language", "l40s")
+    (reason,) = explain(make_model(env="dev"), workload(deployment)).reasons
+    assert reason.message == (
+        'persistentvolumeclaim "s3-l40s" not found (the storage stage creates it; this environment does not deploy it)'
+    )
+    assert reason.fix == "roll out through storage (environments.dev.rollout.through), where the claim is created"
 
 
 def test_each_vllm_scaler_reads_its_own_servers_only() -> None:
