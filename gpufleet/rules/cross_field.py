@@ -1390,6 +1390,100 @@ def _checkpoint_jobs(fleet: Fleet) -> Iterator[Issue]:
             )
 
 
+def _prefetch_groups(fleet: Fleet, quota_groups: list[str]) -> str:
+    ready = [
+        g.name
+        for g in fleet.node_groups
+        if g.name in quota_groups and g.workload_class is WorkloadClass.INFERENCE and g.local_storage == "RAID0"
+    ]
+    if not ready:
+        return "remove this entry: the team has no Inference group with localStorage RAID0 to prefetch on"
+    return (
+        f"prefetch on {', '.join(ready)} (an Inference group of the team's quotas with localStorage RAID0), or remove"
+        " this entry"
+    )
+
+
+@rule("prefetch")
+def _prefetch(fleet: Fleet) -> Iterator[Issue]:
+    """teams[].prefetch[] reads the team's claim s3-<group> (checkpoints.mountpoint) into the Mountpoint cache of an
+    Inference group's nodes, which is on the instance-store array only with localStorage RAID0
+    (gpufleet.plan.manifests.mountpoint.cache_gb); paths are keys under the team's prefix, as Mountpoint shows them
+    (S3 keys with `.`, `..` or empty segments are not shown as files: mountpoint-s3 doc/SEMANTICS.md)."""
+    groups = {g.name: g for g in fleet.node_groups}
+    for i, team in enumerate(fleet.teams):
+        if team.prefetch and (fleet.checkpoints is None or fleet.checkpoints.mountpoint is None):
+            yield Issue(
+                path=("teams", i, "prefetch"),
+                at_key=True,
+                message="prefetch reads the team's claims s3-<group>, which only checkpoints.mountpoint creates",
+                hint="add checkpoints.mountpoint: {} (docs/network-and-storage.md), or remove prefetch",
+            )
+        quota_groups = [q.node_group for q in team.quotas]
+        seen: set[str] = set()
+        for j, entry in enumerate(team.prefetch):
+            where: Path = ("teams", i, "prefetch", j)
+            group = groups.get(entry.node_group)
+            if entry.node_group in seen:
+                yield Issue(
+                    path=where + ("nodeGroup",),
+                    message=f'node group "{entry.node_group}" is listed twice in the team\'s prefetch',
+                    hint="merge the paths into one entry",
+                )
+            seen.add(entry.node_group)
+            if group is None:
+                yield Issue(
+                    path=where + ("nodeGroup",),
+                    message=f'unknown node group "{entry.node_group}"',
+                    hint=did_you_mean(entry.node_group, groups),
+                )
+            elif entry.node_group not in quota_groups:
+                yield Issue(
+                    path=where + ("nodeGroup",),
+                    message=(
+                        f'team "{team.name}" has no quota on node group "{group.name}", so it has no claim'
+                        f" s3-{group.name} there to prefetch from"
+                    ),
+                    hint=f"add a quota on {group.name}, or prefetch on a group of the team's quotas: "
+                    + ", ".join(quota_groups),
+                )
+            elif group.workload_class is not WorkloadClass.INFERENCE:
+                yield Issue(
+                    path=where + ("nodeGroup",),
+                    message=(
+                        f'node group "{group.name}" is a {group.workload_class.value} group: prefetch keeps serving'
+                        " weights in the caches of Inference groups, whose claims are read-only"
+                    ),
+                    hint=_prefetch_groups(fleet, quota_groups),
+                )
+            elif group.local_storage != "RAID0":
+                yield Issue(
+                    path=where + ("nodeGroup",),
+                    message=(
+                        f'node group "{group.name}" has no Mountpoint cache to prefetch into: the cache is on the'
+                        " instance-store array, which only localStorage RAID0 builds"
+                    ),
+                    hint=f"set localStorage: RAID0 on {group.name} (an instance type with instance store)",
+                )
+            for k, prefix in enumerate(entry.paths):
+                segments = prefix.rstrip("/").split("/")
+                if prefix.startswith("/"):
+                    yield Issue(
+                        path=where + ("paths", k),
+                        message=f'prefetch path "{prefix}" is absolute: paths are relative to the team\'s prefix',
+                        hint=f"write {prefix.lstrip('/')!r} (the claim's root is s3://<bucket>/<team>/)",
+                    )
+                elif any(s in ("", ".", "..") for s in segments):
+                    yield Issue(
+                        path=where + ("paths", k),
+                        message=(
+                            f'prefetch path "{prefix}" has an empty, "." or ".." segment: Mountpoint shows no such'
+                            " key as a file, and a path may not leave the team's prefix"
+                        ),
+                        hint="name the objects' keys below the team's prefix, e.g. models/llama-3.1-405b-awq/",
+                    )
+
+
 @rule("access")
 def _access(fleet: Fleet) -> Iterator[Issue]:
     cluster = fleet.cluster

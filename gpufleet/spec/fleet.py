@@ -220,6 +220,15 @@ class Quota:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Prefetch:
+    """teams[].prefetch[]: paths of the team's S3 claim on one Inference group that every node of the group reads into
+    its Mountpoint cache as it starts, and keeps there (gpufleet.plan.manifests.prefetch)."""
+
+    node_group: str
+    paths: tuple[str, ...]  # relative to the team's prefix of the checkpoint bucket (the claim's root)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Principal:
     """cluster.admins[], teams[].members[]: an IAM role or user that gets one EKS access entry."""
 
@@ -239,6 +248,7 @@ class Team:
     priorities: tuple[str, ...] | None  # None: computed (gpufleet.defaults.team_priorities)
     service_types: tuple[str, ...]  # serviceTypes: NodePort, LoadBalancer the team's members may create
     serving_readiness_probe: str | None  # Deny | Warn | Off; None: admission.servingReadinessProbe
+    prefetch: tuple[Prefetch, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -737,6 +747,7 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
                 priorities=tuple(t["priorities"]) if "priorities" in t else None,
                 service_types=tuple(t["serviceTypes"]),
                 serving_readiness_probe=t.get("servingReadinessProbe"),
+                prefetch=tuple(Prefetch(node_group=p["nodeGroup"], paths=tuple(p["paths"])) for p in t["prefetch"]),
             )
             for t in d["teams"]
         ),

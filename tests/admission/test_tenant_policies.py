@@ -236,6 +236,54 @@ def test_a_team_cannot_delete_its_s3_claim() -> None:
     _admitted(plan, Request(None, "vision", old=claim, groups=ADMIN))
 
 
+def test_a_team_cannot_delete_or_change_its_weight_prefetch() -> None:
+    """The prefetch DaemonSet holds each node's Mountpoint cache (teams[].prefetch): a team member may not delete it
+    or rewrite its pods (AmazonEKSEditPolicy would let them); gpufleet's deployer may, and the pods the DaemonSet
+    controller creates pass every policy of the namespace."""
+
+    def serving(data: dict[str, Any]) -> None:
+        data["nodeGroups"].append(
+            {
+                "name": "serve",
+                "instanceType": "g6e.12xlarge",
+                "workloadClass": "Inference",
+                "ami": {"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.33.13-20260714"},
+                "scaling": {"minSize": 0, "maxSize": 2},
+                "localStorage": "RAID0",
+            }
+        )
+        data["teams"][0]["quotas"].append({"nodeGroup": "serve", "gpus": 4})
+        data["teams"][0]["prefetch"] = [{"nodeGroup": "serve", "paths": ["models/"]}]
+        data["checkpoints"] = {
+            "bucket": "team-checkpoints",
+            "modelParameters": 8_000_000_000,
+            "meanTimeBetweenFailuresHours": 6,
+            "mountpoint": {},
+        }
+
+    plan = _plan(serving)
+    ds = _rendered(plan, "DaemonSet", "prefetch-serve")
+    _open_then_closed(plan, Request(None, "vision", old=ds), tp.OWNED_POLICY)
+    changed = copy.deepcopy(ds)
+    changed["spec"]["template"]["spec"]["containers"][0]["command"] = ["sleep", "infinity"]
+    _open_then_closed(plan, Request(changed, "vision", old=ds), tp.OWNED_POLICY)
+    _admitted(plan, Request(ds, "vision", groups=ADMIN))
+    pod_of_ds = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "prefetch-serve-x7k2p",
+            "namespace": "vision",
+            "labels": ds["spec"]["template"]["metadata"]["labels"],
+            "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "prefetch-serve", "uid": "u", "controller": True}
+            ],
+        },
+        "spec": ds["spec"]["template"]["spec"],
+    }
+    _admitted(plan, Request(pod_of_ds, "vision", groups=JOB_CONTROLLER))
+
+
 def test_the_checkpoint_objects_and_default_service_account_are_protected(plan: RolloutPlan) -> None:
     account = _rendered(plan, "ServiceAccount", "default")
     assert account["automountServiceAccountToken"] is False

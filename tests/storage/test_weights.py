@@ -63,8 +63,35 @@ def test_ready_time_with_and_without_a_warm_node() -> None:
     (row,) = [n for n in serving_start.notes(f) if n.startswith("| serve |")]
     assert row == (
         "| serve | 140 GB | 14 s at 10 GB/s | 35 s at 4 GB/s | 6.0 min | 5.0 min | 1.0 min | **12.2 min** | 6.2 min"
-        " | 6.6 min |"
+        " | 6.6 min | **12.2 min**: no warm node (no headroom) |"
     )
+
+
+HEADROOM = SERVE.replace("    taints: []", "    headroom: {nodes: 2}\n    taints: []")
+PREFETCH = (
+    "teams:\n  - {name: llm, quotas: [{nodeGroup: serve, gpus: 4}], prefetch: [{nodeGroup: serve, paths: [m/]}]}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("groups", "teams", "replica", "column"),
+    [
+        # headroom, no prefetch: the replica lands on a running node and reads from S3 (6.2 min above)
+        ([HEADROOM], TEAM, 4, "**6.2 min**: first 2 replica(s) on headroom nodes, weights from S3"),
+        # headroom and prefetch: the node's cache already holds the weights (6.6 min above: the example's slower
+        # NVMe figure, 2 devices at 2 GB/s against one card's 10 GB/s, is what the table says)
+        ([HEADROOM], PREFETCH, 4, "**6.6 min**: first 2 replica(s) on headroom nodes, cache warm (prefetch: llm)"),
+        # a replica of 8 GPUs spans two 4-GPU nodes: two headroom nodes keep one replica warm
+        ([HEADROOM], PREFETCH, 8, "first 1 replica(s) on headroom nodes, cache warm (prefetch: llm)"),
+        # prefetch without headroom: a scale-up still waits for a node
+        ([SERVE], PREFETCH, 4, "**12.2 min**: no warm node (no headroom)"),
+    ],
+)
+def test_the_next_scale_up_is_the_one_this_spec_gets(groups, teams, replica, column) -> None:
+    extra = CHECKPOINTS + f"  inferenceReplicaGpus: {{serve: {replica}}}\n"
+    f = fleet(groups, teams + extra)
+    (row,) = [n for n in serving_start.notes(f) if n.startswith("| serve |")]
+    assert row.endswith(f"{column} |"), row
 
 
 def test_without_mountpoint_no_cache_and_the_default_size() -> None:

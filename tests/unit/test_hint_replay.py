@@ -94,6 +94,15 @@ NEWEST_STANDARD = ami_releases.catalog().releases["AL2023_x86_64_STANDARD"]["1.3
 AGENT = sorted(NODE_MONITORING_AGENT_XIDS)[-1]
 CHECKPOINTS = {"bucket": "mini-checkpoints", "modelParameters": 7_000_000_000, "meanTimeBetweenFailuresHours": 24}
 Patch = Mapping[str, Any]
+SERVE_GROUP = {
+    "name": "l4",
+    "instanceType": "g6.xlarge",
+    "workloadClass": "Inference",
+    "localStorage": "RAID0",
+    "ami": {"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.33.13-20260714"},
+    "scaling": {"maxSize": 4},
+}
+PREFETCH_BASE = {"nodeGroups.0": SERVE_GROUP, "checkpoints": {**CHECKPOINTS, "mountpoint": {}}}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -760,6 +769,66 @@ REPLAYS: tuple[Replay, ...] = (
         {"nodeGroups.0.capacity": {"type": "Spot"}, "nodeGroups.0.warmPool": {}},
         "remove warmPool, or use capacity type OnDemand",
         {"nodeGroups.0.warmPool": DEL},
+    ),
+    # teams[].prefetch: the minimal group as an Inference group with an array, and the claims
+    R(
+        "prefetch-needs-mountpoint",
+        {"checkpoints": CHECKPOINTS, "teams.0.prefetch": [{"nodeGroup": "l4", "paths": ["m/"]}]},
+        "add checkpoints.mountpoint: {} (docs/network-and-storage.md), or remove prefetch",
+        {"checkpoints.mountpoint": {}},
+        base=PREFETCH_BASE,
+    ),
+    R(
+        "prefetch-unknown-group",
+        {"teams.0.prefetch": [{"nodeGroup": "l44", "paths": ["m/"]}]},
+        'did you mean "l4"?',
+        {"teams.0.prefetch.0.nodeGroup": "l4"},
+        base=PREFETCH_BASE,
+    ),
+    R(
+        "prefetch-no-quota",
+        {
+            "nodeGroups.1": {**SERVE_GROUP, "name": "serve"},
+            "teams.0.prefetch": [{"nodeGroup": "serve", "paths": ["m/"]}],
+        },
+        "add a quota on serve, or prefetch on a group of the team's quotas: l4",
+        {"teams.0.quotas.1": {"nodeGroup": "serve", "gpus": 1}},
+        base=PREFETCH_BASE,
+    ),
+    R(
+        "prefetch-not-inference",
+        {"nodeGroups.0.workloadClass": "Batch", "teams.0.prefetch": [{"nodeGroup": "l4", "paths": ["m/"]}]},
+        "remove this entry: the team has no Inference group with localStorage RAID0 to prefetch on",
+        {"teams.0.prefetch.0": DEL},
+        base=PREFETCH_BASE,
+    ),
+    R(
+        "prefetch-no-raid0",
+        {"nodeGroups.0.localStorage": "None", "teams.0.prefetch": [{"nodeGroup": "l4", "paths": ["m/"]}]},
+        "set localStorage: RAID0 on l4 (an instance type with instance store)",
+        {"nodeGroups.0.localStorage": "RAID0"},
+        base=PREFETCH_BASE,
+    ),
+    R(
+        "prefetch-group-twice",
+        {"teams.0.prefetch": [{"nodeGroup": "l4", "paths": ["a/"]}, {"nodeGroup": "l4", "paths": ["b/"]}]},
+        "merge the paths into one entry",
+        {"teams.0.prefetch": [{"nodeGroup": "l4", "paths": ["a/", "b/"]}]},
+        base=PREFETCH_BASE,
+    ),
+    R(
+        "prefetch-absolute-path",
+        {"teams.0.prefetch": [{"nodeGroup": "l4", "paths": ["/m/"]}]},
+        "write 'm/' (the claim's root is s3://<bucket>/<team>/)",
+        {"teams.0.prefetch.0.paths.0": "m/"},
+        base=PREFETCH_BASE,
+    ),
+    R(
+        "prefetch-dot-segment",
+        {"teams.0.prefetch": [{"nodeGroup": "l4", "paths": ["m/../x"]}]},
+        "name the objects' keys below the team's prefix, e.g. models/llama-3.1-405b-awq/",
+        {"teams.0.prefetch.0.paths.0": "models/llama-3.1-405b-awq/"},
+        base=PREFETCH_BASE,
     ),
     R(
         "headroom-above-max-size",

@@ -113,6 +113,16 @@ MULTUS = "ghcr.io/k8snetworkplumbingwg/multus-cni:v4.3.0-thick"
 ZERO = "sha256:" + "0" * 64  # FAKE: the digest of no real image
 
 
+# An Inference group with an instance-store array, the team's quota on it, and the claims (checkpoints.mountpoint).
+CHECKPOINTS = {"bucket": "team-checkpoints", "modelParameters": 8_000_000_000, "meanTimeBetweenFailuresHours": 6}
+SERVING: list[Patch] = [
+    at("checkpoints", value=CHECKPOINTS | {"mountpoint": {}}),
+    add_group(name="serve", instanceType="g6e.12xlarge", workloadClass="Inference", localStorage="RAID0"),
+    lambda data: data["teams"][0]["quotas"].append({"nodeGroup": "serve", "gpus": 4}),
+]
+PREFETCH = {"nodeGroup": "serve", "paths": ["models/llama/"]}
+
+
 def through(stage: str) -> Patch:
     return at("environments", "dev", "rollout", "through", value=stage)
 
@@ -2506,6 +2516,86 @@ CASES: list[Any] = [
             )
         ],
         id="workloads/multi-node-replica-without-lws",
+    ),
+    # prefetch
+    pytest.param("prefetch", [*SERVING, team(prefetch=[PREFETCH])], [], id="prefetch/inference-raid0"),
+    pytest.param(
+        "prefetch",
+        [at("checkpoints", value=CHECKPOINTS), *SERVING[1:], team(prefetch=[PREFETCH])],
+        [
+            (
+                "teams[0].prefetch",
+                "prefetch reads the team's claims s3-<group>, which only checkpoints.mountpoint creates",
+            )
+        ],
+        id="prefetch/without-mountpoint",
+    ),
+    pytest.param(
+        "prefetch",
+        [*SERVING, team(prefetch=[PREFETCH | {"nodeGroup": "serv"}])],
+        [("teams[0].prefetch[0].nodeGroup", 'unknown node group "serv"')],
+        id="prefetch/unknown-group",
+    ),
+    pytest.param(
+        "prefetch",
+        [SERVING[0], SERVING[1], team(prefetch=[PREFETCH])],
+        [
+            (
+                "teams[0].prefetch[0].nodeGroup",
+                'team "vision" has no quota on node group "serve", so it has no claim s3-serve there to prefetch from',
+            )
+        ],
+        id="prefetch/no-quota",
+    ),
+    pytest.param(
+        "prefetch",
+        [*SERVING, team(prefetch=[PREFETCH | {"nodeGroup": "l4"}])],
+        [
+            (
+                "teams[0].prefetch[0].nodeGroup",
+                'node group "l4" is a Batch group: prefetch keeps serving weights in the caches of Inference groups,'
+                " whose claims are read-only",
+            )
+        ],
+        id="prefetch/not-inference",
+    ),
+    pytest.param(
+        "prefetch",
+        [SERVING[0], add_group(name="serve", instanceType="g6e.12xlarge", workloadClass="Inference"), SERVING[2]]
+        + [team(prefetch=[PREFETCH])],
+        [
+            (
+                "teams[0].prefetch[0].nodeGroup",
+                'node group "serve" has no Mountpoint cache to prefetch into: the cache is on the instance-store'
+                " array, which only localStorage RAID0 builds",
+            )
+        ],
+        id="prefetch/no-raid0",
+    ),
+    pytest.param(
+        "prefetch",
+        [*SERVING, team(prefetch=[PREFETCH, PREFETCH | {"paths": ["other/"]}])],
+        [("teams[0].prefetch[1].nodeGroup", 'node group "serve" is listed twice in the team\'s prefetch')],
+        id="prefetch/group-twice",
+    ),
+    pytest.param(
+        "prefetch",
+        [*SERVING, team(prefetch=[{"nodeGroup": "serve", "paths": ["/models/a/", "models/../b", "models//c", "./d"]}])],
+        [
+            (
+                "teams[0].prefetch[0].paths[0]",
+                'prefetch path "/models/a/" is absolute: paths are relative to the team\'s prefix',
+            ),
+            *[
+                (
+                    f"teams[0].prefetch[0].paths[{k}]",
+                    f'prefetch path "{p}" has an empty, "." or ".." segment: Mountpoint shows no such key as a file,'
+                    " and a path may not leave the team's prefix",
+                )
+                for k, p in ((1, "models/../b"), (2, "models//c"), (3, "./d"))
+            ],
+        ],
+        id="prefetch/paths",
     ),
     # helm-values: the key checks against the pinned charts are table-tested in tests/unit/test_helm_overlay.py
     # (they read the upstream cache); here what needs no chart values.

@@ -1,11 +1,13 @@
-"""Storage stage, checkpoints.mountpoint: the Mountpoint for Amazon S3 CSI driver and the teams' S3 volumes
-(gpufleet.plan.manifests.mountpoint), and plan.md's table of them."""
+"""Storage stage, checkpoints.mountpoint: the Mountpoint for Amazon S3 CSI driver, the teams' S3 volumes
+(gpufleet.plan.manifests.mountpoint) and their weight prefetch (gpufleet.plan.manifests.prefetch), and plan.md's
+tables of them."""
 
 from __future__ import annotations
 
 from gpufleet.plan.builders import serving_start
 from gpufleet.plan.builders.common import helm, k8s
 from gpufleet.plan.manifests import mountpoint as mp
+from gpufleet.plan.manifests import prefetch
 from gpufleet.plan.manifests import storage as st
 from gpufleet.plan.parts import Resource
 from gpufleet.spec.fleet import Fleet
@@ -24,6 +26,7 @@ def content(fleet: Fleet) -> tuple[list[Resource], list[str], list[str]]:
         "mountpointS3Csi", version, fleet=fleet, release=mp.RELEASE, namespace=mp.NAMESPACE, values=mp.values()
     )
     resources: list[Resource] = [release]
+    claims: dict[tuple[str, str], str] = {}
     rows = [
         "",
         (
@@ -38,7 +41,9 @@ def content(fleet: Fleet) -> tuple[list[Resource], list[str], list[str]]:
     ]
     for team, group, pv, pvc in mp.volumes(fleet):
         pv_resource = k8s(pv)
-        resources += [pv_resource, k8s(pvc, depends_on=(pv_resource.id,))]
+        pvc_resource = k8s(pvc, depends_on=(pv_resource.id,))
+        resources += [pv_resource, pvc_resource]
+        claims[(team.name, group.name)] = pvc_resource.id
         cache = mp.cache_gb(fleet, options, group)
         share = serving_start.weights_per_node_gb(fleet, group)
         if cache is not None and share is not None and share > cache:
@@ -53,4 +58,46 @@ def content(fleet: Fleet) -> tuple[list[Resource], list[str], list[str]]:
             f" {mp.throughput_gbps(group)} Gbps |"
             f" {f'{cache} GB on the NVMe array (emptyDir)' if cache is not None else 'none (no RAID0 array)'} |"
         )
-    return resources, rows, warnings
+    prefetch_resources, prefetch_rows = _prefetch(fleet, claims)
+    return resources + prefetch_resources, rows + prefetch_rows, warnings
+
+
+def _prefetch(fleet: Fleet, claims: dict[tuple[str, str], str]) -> tuple[list[Resource], list[str]]:
+    """Per team with teams[].prefetch: its script's ConfigMap, then a DaemonSet per group after the group's claim."""
+    entries = prefetch.entries(fleet)
+    if not entries:
+        return [], []
+    resources: list[Resource] = []
+    scripts: dict[str, str] = {}
+    rows = [
+        "",
+        (
+            "Weight prefetch (teams[].prefetch): on every node of the group, a pod of the team's DaemonSet mounts the"
+            " claim and reads the paths into the node's Mountpoint cache as the node starts, then every"
+            f" {prefetch.INTERVAL_SECONDS // 60} minutes what is new or changed; its mount keeps the node's Mountpoint"
+            " Pod, and the cache, between serving pods. Serving pods share it only with the same service account and"
+            " no fsGroup (docs/inference.md)."
+        ),
+        "",
+        "| team | DaemonSet (namespace/name) | node group | paths (under the claim) | cache per node |",
+        "|---|---|---|---|---|",
+    ]
+    options = mp.enabled(fleet)
+    assert options is not None
+    for team, group, entry in entries:
+        if team.name not in scripts:
+            config = k8s(prefetch.configmap(team))
+            resources.append(config)
+            scripts[team.name] = config.id
+        resources.append(
+            k8s(
+                prefetch.daemonset(fleet, team, group, entry),
+                depends_on=(claims[(team.name, group.name)], scripts[team.name]),
+            )
+        )
+        cache = mp.cache_gb(fleet, options, group)
+        rows.append(
+            f"| {team.name} | `{team.namespace}/{prefetch.daemonset_name(group)}` | {group.name} |"
+            f" {', '.join(f'`{p}`' for p in entry.paths)} | {f'{cache} GB' if cache is not None else 'none'} |"
+        )
+    return resources, rows

@@ -1,6 +1,7 @@
 """plan.md, per Inference group: the weight-load time of a replica from S3 and from the group's NVMe (the
-Mountpoint cache), and the time from a scale decision to a ready replica with and without a warm node
-(gpufleet.facts.weights: the figures and which of them are assumptions)."""
+Mountpoint cache), the time from a scale decision to a ready replica with and without a warm node
+(gpufleet.facts.weights: the figures and which of them are assumptions), and which of them this spec's next
+scale-up gets (headroom keeps nodes warm; teams[].prefetch keeps their caches holding the weights)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,26 @@ def weights_per_node_gb(fleet: Fleet, group: NodeGroup) -> float | None:
     return None if t is None else t.load.share_gb
 
 
+def prefetching_teams(fleet: Fleet, group: NodeGroup) -> list[str]:
+    """The teams whose weights every node of the group keeps in its cache (teams[].prefetch, with the claims)."""
+    if mountpoint.enabled(fleet) is None:
+        return []
+    return [t.name for t in fleet.teams if any(p.node_group == group.name for p in t.prefetch)]
+
+
+def expected(fleet: Fleet, group: NodeGroup, t: weights.ReadyTime) -> tuple[float, str]:
+    """The time the group's next scale-up takes, and why: onto a headroom node (whole replicas of them), with the
+    weights in its cache where a team prefetches them, else onto a node that starts."""
+    warm = group.headroom.nodes // t.load.nodes if group.headroom else 0
+    if not warm:
+        return t.cold_node_s, "no warm node (no headroom)"
+    teams = prefetching_teams(fleet, group)
+    cached = t.warm_node_cached_s
+    if teams and cached is not None:
+        return cached, f"first {warm} replica(s) on headroom nodes, cache warm (prefetch: {', '.join(teams)})"
+    return t.warm_node_s3_s, f"first {warm} replica(s) on headroom nodes, weights from S3"
+
+
 def notes(fleet: Fleet) -> list[str]:
     d = checkpoints.duration
     rows = [
@@ -49,8 +70,8 @@ def notes(fleet: Fleet) -> list[str]:
         " holds them, at a conservative 2 GB/s per device; figures and assumptions in gpufleet/facts/weights.py):",
         "",
         "| group | weights (per node) | from S3 | from NVMe cache | node start | image pull | warm-up | no warm node"
-        " | warm node, S3 | warm node, cache warm |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        " | warm node, S3 | warm node, cache warm | next scale-up (this spec) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for group in fleet.node_groups:
         if group.workload_class is not WorkloadClass.INFERENCE:
@@ -64,6 +85,7 @@ def notes(fleet: Fleet) -> list[str]:
             size += f" ({t.load.share_gb:g} GB on each of {t.load.nodes} nodes)"
         nvme = t.load.from_nvme_s
         cached = t.warm_node_cached_s
+        next_s, why = expected(fleet, group, t)
         rows.append(
             f"| {group.name} | {size} | {d(t.load.from_s3_s)} at {min(t.load.s3_gbps, t.load.gpu_gbps):g} GB/s |"
             + (
@@ -73,6 +95,7 @@ def notes(fleet: Fleet) -> list[str]:
             )
             + f" {d(t.node_start_s)} | {d(t.image_pull_s) if t.image_pull_s else 'pre-pulled'} | {d(t.warm_up_s)} |"
             f" **{d(t.cold_node_s)}** | {d(t.warm_node_s3_s)} | {d(cached) if cached is not None else '-'} |"
+            f" **{d(next_s)}**: {why} |"
         )
     rows.append("")
     return rows

@@ -12,7 +12,8 @@ with them is refused here, at admission.
    but only when the label or the classes changed (objects admitted before the policy stay updatable).
 2. `gpufleet-protect-owned-objects`: a team's group may not create, change or delete an object labelled
    `app.kubernetes.io/managed-by: gpufleet` (its NetworkPolicies, LocalQueues, checkpoint ServiceAccount, default
-   ServiceAccount, ConfigMaps, the S3 and FSx PersistentVolumeClaims) nor put that label on its own objects.
+   ServiceAccount, ConfigMaps, the S3 and FSx PersistentVolumeClaims, the weight prefetch DaemonSets) nor put
+   that label on its own objects.
 3. `gpufleet-team-network-policies`: a NetworkPolicy a team's group writes may only name peers inside its own
    namespace (podSelector only, every rule with peers): NetworkPolicies only ever add allowed traffic, so a team's
    policy can never widen gpufleet's default-deny ones, and cannot narrow them either (Kubernetes
@@ -255,6 +256,8 @@ OWNED_RESOURCES = (
     ("", "v1", "configmaps"),
     # The S3 (Mountpoint) and FSx claims: a deleted claim leaves its static PV Released, and it never binds again.
     ("", "v1", "persistentvolumeclaims"),
+    # The weight prefetch (teams[].prefetch): a team may scale its own serving, not the cache under it.
+    ("apps", "v1", "daemonsets"),
     ("rbac.authorization.k8s.io", "v1", "roles"),
     ("rbac.authorization.k8s.io", "v1", "rolebindings"),
 )

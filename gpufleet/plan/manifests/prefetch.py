@@ -1,0 +1,152 @@
+"""Weight prefetch (storage stage, teams[].prefetch): per team and Inference group, a DaemonSet `prefetch-<group>` in
+the team's namespace that mounts the team's claim s3-<group> on every node of the group and reads the listed paths
+into the node's Mountpoint cache (gpufleet/data/prefetch/prefetch.py), so that a new replica on a running node reads
+its weights from the node's NVMe instead of S3.
+
+Why a pod in the team's namespace, and what it must match (awslabs/mountpoint-s3-csi-driver v2.7.0):
+- The cache lives with the node's Mountpoint Pod (an emptyDir, gpufleet.plan.manifests.mountpoint), and the driver
+  ends a Mountpoint Pod as soon as its last workload leaves ("Mountpoint pod has zero workload UIDs. Adding
+  needs-unmount", cmd/aws-s3-csi-controller/csicontroller/reconciler.go; a Mountpoint Pod marked so is "not suitable
+  for a new workload"). Without a pod that stays, every scale-down to zero replicas on a node empties its cache.
+- Workloads share one Mountpoint Pod only with the same node, PV, volume handle, mount options, authentication
+  source and fsGroup, and with pod-level credentials the same namespace, service account and role
+  (reconciler.go buildFieldFilters; docs/MOUNTPOINT_POD_SHARING.md). So the prefetch pod runs in the team's
+  namespace as the claim's service account, and sets no fsGroup: serving pods that mount the claim must not set one
+  either (or they get a Mountpoint Pod, and an empty cache, of their own; docs/inference.md).
+- Kueue manages every pod in a team namespace (the `pod` integration and the namespace's `default` LocalQueue,
+  kueue v0.19.2 pkg/controller/jobs/pod/pod_webhook.go "Local queue defaulting"), so each prefetch pod is a Kueue
+  workload of the team's queue. It requests nothing: Kueue charges nothing to the team's quota (a pod set without
+  requests needs no flavor: pkg/scheduler/flavorassigner/flavorassigner.go assignFlavors), and Kueue's flavor
+  matching ignores the DaemonSet's `matchFields` node affinity (flavorSelector keeps only label keys), so the
+  admission never waits on one. The reads are kernel work; the fetching is the Mountpoint Pod's, with its own
+  resources. BestEffort is evicted first under node memory pressure: the DaemonSet puts it back, and the cache stays
+  as long as a serving pod holds the Mountpoint Pod.
+- Ready as soon as the claim is mounted, not when the cache is warm: Kueue's waitForPodsReady would otherwise evict a
+  long first read and restart it with an empty cache. The pod's log says what it read and at what rate.
+- Rolling updates surge (maxSurge 1, maxUnavailable 0): the new pod mounts the claim before the old one leaves, so
+  the Mountpoint Pod never loses its last workload to an update.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+from gpufleet.plan.manifests import checkov, restricted
+from gpufleet.plan.manifests import mountpoint as mp
+from gpufleet.plan.manifests import storage as st
+from gpufleet.spec import images
+from gpufleet.spec.fleet import Fleet, NodeGroup, Prefetch, Team
+from gpufleet.spec.names import (
+    LABEL_MANAGED_BY,
+    LABEL_NODE_GROUP,
+    LABEL_QUEUE_NAME,
+    LABEL_TEAM,
+    group_taints,
+    tolerations_for,
+)
+
+APP = "gpufleet-prefetch"
+SCRIPT = "prefetch.py"
+CONFIGMAP = "gpufleet-prefetch"
+MOUNT = "/weights"
+SCRIPTS = "/opt/gpufleet"
+# How often a pod looks for new or changed files (a new model version) once it has read everything.
+INTERVAL_SECONDS = 600
+SKIP_AWAIT = "pulumi.com/skipAwait"
+_CHECKOV_SKIPS = checkov.skip_annotations(
+    {
+        "CKV_K8S_10": "requests nothing so that Kueue charges nothing to the team's quota; the reads are kernel work",
+        "CKV_K8S_11": "BestEffort on purpose: a CPU limit would make the pod Burstable and need requests",
+        "CKV_K8S_12": "requests nothing so that Kueue charges nothing to the team's quota; pages are dropped as read",
+        "CKV_K8S_13": "BestEffort on purpose: a memory limit would make the pod Burstable and need requests",
+        "CKV_K8S_8": "the loop has no endpoint; the kubelet restarts it if it exits, and its mount is what matters",
+    }
+)
+
+
+def script() -> str:
+    return (resources.files("gpufleet") / "data" / "prefetch" / SCRIPT).read_text(encoding="utf-8")
+
+
+def daemonset_name(group: NodeGroup) -> str:
+    return f"prefetch-{group.name}"
+
+
+def entries(fleet: Fleet) -> list[tuple[Team, NodeGroup, Prefetch]]:
+    """(team, group, entry) for every teams[].prefetch[] whose claim exists (checkpoints.mountpoint)."""
+    if mp.enabled(fleet) is None:
+        return []
+    return [(team, fleet.node_group(p.node_group), p) for team in fleet.teams for p in team.prefetch]
+
+
+def configmap(team: Team) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": CONFIGMAP,
+            "namespace": team.namespace,
+            "labels": {**LABEL_MANAGED_BY, "app.kubernetes.io/name": APP},
+        },
+        "data": {SCRIPT: script()},
+    }
+
+
+def daemonset(fleet: Fleet, team: Team, group: NodeGroup, entry: Prefetch) -> dict[str, Any]:
+    labels = {"app.kubernetes.io/name": APP, LABEL_NODE_GROUP: group.name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {
+            "name": daemonset_name(group),
+            "namespace": team.namespace,
+            "labels": {**LABEL_MANAGED_BY, **labels, LABEL_TEAM: team.name},
+            # Not awaited: a group at zero nodes has no pod to be ready, and pulumi-kubernetes would wait for one.
+            "annotations": {**_CHECKOV_SKIPS, SKIP_AWAIT: "true"},
+        },
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            "template": {
+                # The team's queue by name (Kueue would default to the namespace's `default` LocalQueue anyway).
+                "metadata": {"labels": {**labels, LABEL_QUEUE_NAME: team.name}},
+                "spec": {
+                    "serviceAccountName": st.CHECKPOINT_SERVICE_ACCOUNT,
+                    # The Mountpoint Pod gets the team's credentials from the kubelet's token request for the
+                    # CSI driver (templates/csidriver.yaml), not from this pod's token.
+                    "automountServiceAccountToken": False,
+                    "enableServiceLinks": False,
+                    "terminationGracePeriodSeconds": 5,
+                    "securityContext": restricted.POD,
+                    "nodeSelector": {LABEL_NODE_GROUP: group.name},
+                    "tolerations": tolerations_for(group_taints(group)),
+                    "containers": [
+                        {
+                            "name": "prefetch",
+                            "image": images.reference(fleet, "python"),
+                            "command": ["python", "-u", f"{SCRIPTS}/{SCRIPT}", MOUNT, *entry.paths],
+                            "env": [{"name": "PREFETCH_INTERVAL_SECONDS", "value": str(INTERVAL_SECONDS)}],
+                            "readinessProbe": {
+                                "exec": {"command": ["python", "-c", f"import os; os.listdir({MOUNT!r})"]},
+                                "periodSeconds": 30,
+                                "timeoutSeconds": 10,
+                            },
+                            "securityContext": restricted.CONTAINER,
+                            "volumeMounts": [
+                                {"name": "weights", "mountPath": MOUNT, "readOnly": True},
+                                {"name": "scripts", "mountPath": SCRIPTS, "readOnly": True},
+                            ],
+                        }
+                    ],
+                    "volumes": [
+                        {
+                            "name": "weights",
+                            "persistentVolumeClaim": {"claimName": mp.claim_name(group), "readOnly": True},
+                        },
+                        {"name": "scripts", "configMap": {"name": CONFIGMAP}},
+                    ],
+                },
+            },
+        },
+    }
