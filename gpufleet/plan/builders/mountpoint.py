@@ -100,4 +100,5 @@ def _prefetch(fleet: Fleet, claims: dict[tuple[str, str], str]) -> tuple[list[Re
             f"| {team.name} | `{team.namespace}/{prefetch.daemonset_name(group)}` | {group.name} |"
             f" {', '.join(f'`{p}`' for p in entry.paths)} | {f'{cache} GB' if cache is not None else 'none'} |"
         )
+    rows.append("")
     return resources, rows
