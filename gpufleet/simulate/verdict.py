@@ -888,7 +888,7 @@ def _kueue_daemon_pods(model: FleetModel, kueue: kueue_admission.Kueue, wl: Work
     if not is_managed:
         return None
     pod, tolerations = _effective_pod(ps.pod, None)
-    targets, stop = _place(model, ps, pod, tolerations, daemon=True)
+    targets, stop = _place_with_volumes(model, wl.namespace, ps, pod, tolerations, daemon=True)
     if stop:
         return replace(base, reasons=(stop,))
     admission = kueue_admission.admit(kueue, single, model.nodes)

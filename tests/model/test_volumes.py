@@ -149,3 +149,24 @@ def test_a_node_plugin_that_does_not_tolerate_the_group_fails_the_mount(model: F
 def test_claim_names_reads_only_claims() -> None:
     pod = {"volumes": [{"name": "a", "emptyDir": {}}, {"name": "b", "persistentVolumeClaim": {"claimName": "x"}}]}
     assert volumes.claim_names(pod) == ["x"]
+
+
+def test_the_prefetch_daemonset_runs_on_every_node_of_its_group_without_quota(make_model: MakeModel) -> None:
+    """The example's language/prefetch-l40s as rendered: Kueue manages its pods (team namespace), admits them with no
+    flavor since they request nothing (so no flavor nodeSelector can conflict with the DaemonSet's node pinning),
+    the claim binds on l40s and the Mountpoint node plugin mounts it there with the team's Pod Identity role."""
+    model = make_model()
+    (ds,) = [
+        r.args["object"]
+        for s in model.plan.stages
+        for r in s.content.resources
+        if r.args.get("object", {}).get("kind") == "DaemonSet"
+        and r.args["object"]["metadata"]["name"] == "prefetch-l40s"
+    ]
+    verdict = explain(model, workload(ds))
+    assert (verdict.runs, verdict.cluster_queue, verdict.flavor, verdict.node_group) == (True, "language", None, "l40s")
+    # with an fsGroup-free pod and the claim's account, nothing stops the mount; another account has no role
+    other = copy.deepcopy(ds)
+    other["spec"]["template"]["spec"]["serviceAccountName"] = "default"
+    (reason,) = explain(model, workload(other)).reasons
+    assert reason.message.startswith('MountVolume.SetUp failed for volume "language-s3-l40s": authenticationSource pod')

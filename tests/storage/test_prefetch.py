@@ -94,6 +94,8 @@ def test_the_daemonset_runs_in_the_teams_namespace_on_the_group_after_its_claim(
     # The team's queue, and nothing for Kueue to charge to it.
     assert ds["spec"]["template"]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "llm"
     assert "resources" not in container
+    # First in the team's ClusterQueue: its highest class (serving, as the team has an Inference quota).
+    assert pod["priorityClassName"] == "serving"
     # An update never leaves a node without a pod on the claim (the Mountpoint Pod would end).
     assert ds["spec"]["updateStrategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
 

@@ -21,6 +21,10 @@ Why a pod in the team's namespace, and what it must match (awslabs/mountpoint-s3
   admission never waits on one. The reads are kernel work; the fetching is the Mountpoint Pod's, with its own
   resources. BestEffort is evicted first under node memory pressure: the DaemonSet puts it back, and the cache stays
   as long as a serving pod holds the Mountpoint Pod.
+- The team's highest priority class (teams[].priorities, resolved): the pod's workload goes first in the team's
+  ClusterQueue, so a StrictFIFO queue whose head waits for GPUs does not hold it back (Kueue orders a ClusterQueue by
+  priority, then time). Needing no quota, it is no preemption target and preempts nothing for quota; the team's
+  priorities policy admits the class (it is the team's).
 - Ready as soon as the claim is mounted, not when the cache is warm: Kueue's waitForPodsReady would otherwise evict a
   long first read and restart it with an empty cache. The pod's log says what it read and at what rate.
 - Rolling updates surge (maxSurge 1, maxUnavailable 0): the new pod mounts the claim before the old one leaves, so
@@ -35,7 +39,7 @@ from typing import Any
 from gpufleet.plan.manifests import checkov, restricted
 from gpufleet.plan.manifests import mountpoint as mp
 from gpufleet.plan.manifests import storage as st
-from gpufleet.spec import images
+from gpufleet.spec import defaults, images
 from gpufleet.spec.fleet import Fleet, NodeGroup, Prefetch, Team
 from gpufleet.spec.names import (
     LABEL_MANAGED_BY,
@@ -93,8 +97,16 @@ def configmap(team: Team) -> dict[str, Any]:
     }
 
 
+def priority(fleet: Fleet, team: Team) -> str | None:
+    """The team's highest-valued priority class, or None where it may name none (the cluster default, 0)."""
+    allowed = set(defaults.team_priorities(fleet, team))
+    classes = [p for p in fleet.admission.priorities if p.name in allowed]
+    return max(classes, key=lambda p: p.value).name if classes else None
+
+
 def daemonset(fleet: Fleet, team: Team, group: NodeGroup, entry: Prefetch) -> dict[str, Any]:
     labels = {"app.kubernetes.io/name": APP, LABEL_NODE_GROUP: group.name}
+    ranked = priority(fleet, team)
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
@@ -117,6 +129,7 @@ def daemonset(fleet: Fleet, team: Team, group: NodeGroup, entry: Prefetch) -> di
                     # CSI driver (templates/csidriver.yaml), not from this pod's token.
                     "automountServiceAccountToken": False,
                     "enableServiceLinks": False,
+                    **({"priorityClassName": ranked} if ranked else {}),
                     "terminationGracePeriodSeconds": 5,
                     "securityContext": restricted.POD,
                     "nodeSelector": {LABEL_NODE_GROUP: group.name},
