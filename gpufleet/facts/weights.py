@@ -13,6 +13,8 @@ Figures, each with where it comes from (A: an assumption gpufleet makes; set the
 - Warm-up: A: WARM_UP_SECONDS 60 for the server to start, capture CUDA graphs and answer the readiness probe's first
   inference once the weights are in GPU memory.
 - Node start and the image pull: gpufleet.spec.cold_start (group_seconds, IMAGE_PULL_SECONDS).
+- Measured rates (workloads.weightLoadGBps: a node's read rate from S3 with an empty cache, and from a warm cache)
+  replace the first two assumptions where the spec gives them; the host-to-device cap still applies.
 Decimal units (GB = 10^9 bytes).
 """
 
@@ -35,6 +37,8 @@ class Load:
     s3_gbps: float
     nvme_gbps: float | None  # None: no instance-store array
     gpu_gbps: float  # the replica's GPUs on one node, host to device
+    s3_measured: bool = False  # s3_gbps is the spec's measured rate, not the assumption
+    nvme_measured: bool = False
 
     @property
     def from_s3_s(self) -> float:
@@ -57,16 +61,22 @@ def load(
     network_gbps: int,
     network_cards: int,
     nvme_devices: int,
+    measured_s3_gbps: float | None = None,
+    measured_nvme_gbps: float | None = None,
 ) -> Load:
+    """`nvme_devices` 0: no cache (a measured NVMe rate then does not apply)."""
     nodes = max(1, math.ceil(replica_gpus / max(node_gpus, 1)))
     on_node = min(replica_gpus, node_gpus)
+    nvme = measured_nvme_gbps if measured_nvme_gbps is not None else nvme_devices * LOCAL_DEVICE_READ_GBPS
     return Load(
         model_gb=model_gb,
         nodes=nodes,
         share_gb=model_gb / nodes,
-        s3_gbps=s3_gbps(network_gbps, network_cards),
-        nvme_gbps=nvme_devices * LOCAL_DEVICE_READ_GBPS if nvme_devices else None,
+        s3_gbps=measured_s3_gbps if measured_s3_gbps is not None else s3_gbps(network_gbps, network_cards),
+        nvme_gbps=nvme if nvme_devices else None,
         gpu_gbps=on_node * HOST_COPY_GBPS,
+        s3_measured=measured_s3_gbps is not None,
+        nvme_measured=bool(nvme_devices) and measured_nvme_gbps is not None,
     )
 
 

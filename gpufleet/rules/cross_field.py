@@ -1465,6 +1465,18 @@ def _prefetch(fleet: Fleet) -> Iterator[Issue]:
                     ),
                     hint=f"set localStorage: RAID0 on {group.name} (an instance type with instance store)",
                 )
+            measured = fleet.workloads.weight_load_gbps.get(entry.node_group)
+            if measured and measured.s3 is not None and measured.nvme is not None and measured.nvme < measured.s3:
+                yield Issue(
+                    path=where + ("nodeGroup",),
+                    severity="warning",
+                    message=(
+                        f"on node group {entry.node_group} a warm cache reads at {measured.nvme:g} GB/s and S3 at"
+                        f" {measured.s3:g} GB/s (workloads.weightLoadGBps, measured): Mountpoint serves cached data"
+                        " from the array, so prefetched weights load slower than from S3"
+                    ),
+                    hint="remove this entry",
+                )
             for k, prefix in enumerate(entry.paths):
                 segments = prefix.rstrip("/").split("/")
                 if prefix.startswith("/"):
@@ -1935,10 +1947,12 @@ def _workloads(fleet: Fleet) -> Iterator[Issue]:
                 ),
                 hint=f"use a multiple of {info.gpu_count}",
             )
-    for name in w.serving_model_gb:
+    for field_name, name in [("servingModelGB", n) for n in w.serving_model_gb] + [
+        ("weightLoadGBps", n) for n in w.weight_load_gbps
+    ]:
         if name not in serving:
             yield Issue(
-                path=("workloads", "servingModelGB", name),
+                path=("workloads", field_name, name),
                 at_key=True,
                 message=(
                     f"no node group named {name}"
@@ -1948,6 +1962,17 @@ def _workloads(fleet: Fleet) -> Iterator[Issue]:
                 ),
                 hint=did_you_mean(name, serving) if serving else "remove the entry: the fleet has no Inference group",
             )
+        elif field_name == "weightLoadGBps" and w.weight_load_gbps[name].nvme is not None:
+            group = fleet.node_group(name)
+            if group.local_storage != "RAID0" or fleet.checkpoints is None or fleet.checkpoints.mountpoint is None:
+                yield Issue(
+                    path=("workloads", "weightLoadGBps", name, "nvme"),
+                    message=(
+                        f"node group {name} has no Mountpoint cache to read from (it needs localStorage RAID0 and"
+                        " checkpoints.mountpoint), so a warm-cache rate has nothing to describe"
+                    ),
+                    hint="remove nvme",
+                )
     if w.leader_worker_set == "None" and (spanning := defaults.multi_node_replicas(fleet)):
         yield Issue(
             path=("workloads", "leaderWorkerSet"),

@@ -475,6 +475,15 @@ class Workloads:
     leader_worker_set: InstallChoice | None
     inference_replica_gpus: Mapping[str, int]  # inference node group -> GPUs one serving replica takes
     serving_model_gb: Mapping[str, float] = field(default_factory=dict)  # inference group -> weights of a replica
+    weight_load_gbps: Mapping[str, WeightLoad] = field(default_factory=dict)  # inference group -> measured rates
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WeightLoad:
+    """workloads.weightLoadGBps.<group>: weight-load rates measured on one node, GB/s; None: gpufleet's assumption."""
+
+    s3: float | None
+    nvme: float | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -832,6 +841,10 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
             leader_worker_set=d["workloads"].get("leaderWorkerSet"),
             inference_replica_gpus=dict(sorted(d["workloads"]["inferenceReplicaGpus"].items())),
             serving_model_gb={k: float(v) for k, v in sorted(d["workloads"]["servingModelGB"].items())},
+            weight_load_gbps={
+                k: WeightLoad(s3=float(v["s3"]) if "s3" in v else None, nvme=float(v["nvme"]) if "nvme" in v else None)
+                for k, v in sorted(d["workloads"]["weightLoadGBps"].items())
+            },
         ),
         gpu_hour_usd=dict(sorted(d["cost"]["gpuHourUsd"].items())),
         helm_values={key: copy.deepcopy(chart["values"]) for key, chart in sorted((d.get("helm") or {}).items())},

@@ -186,3 +186,11 @@ def test_an_unreadable_file_is_reported_and_tried_again(tmp_path: Path, script: 
     assert "Input/output error; trying again next sweep" in capsys.readouterr().out
     monkeypatch.setattr(script, "read", real)
     assert script.sweep(str(tmp_path), ["m"], seen) == (1, 10)
+
+
+def test_the_first_sweep_says_what_it_measured(script: Any) -> None:
+    assert script.report(3, 101_500_000_000, 40.6, 3, True) == (
+        "prefetch: read 3 file(s), 101.5 GB, in 41 s (2.50 GB/s); 3 file(s) cached; first sweep of this pod: the"
+        " node's s3 rate if its cache was empty, its nvme rate if it was warm"
+    )
+    assert script.report(1, 2_000_000_000, 1.0, 4, False).endswith("(2.00 GB/s); 4 file(s) cached")

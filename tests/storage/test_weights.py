@@ -99,3 +99,18 @@ def test_without_mountpoint_no_cache_and_the_default_size() -> None:
     (row,) = [n for n in serving_start.notes(f) if n.startswith("| serve |")]
     assert "100 GB (servingModelGB omitted)" in row
     assert "none (no RAID0 array with checkpoints.mountpoint)" in row
+
+
+def test_measured_rates_replace_the_assumptions_and_say_so() -> None:
+    """workloads.weightLoadGBps: a node's cold read through the claim (S3) and its warm-cache read, as measured."""
+    f = fleet([SERVE], TEAM + CHECKPOINTS + "  weightLoadGBps: {serve: {s3: 2.5, nvme: 6}}\n")
+    t = serving_start.ready_time(f, f.node_group("serve"))
+    assert t is not None
+    assert (t.load.s3_gbps, t.load.nvme_gbps, t.load.s3_measured, t.load.nvme_measured) == (2.5, 6, True, True)
+    assert t.load.from_s3_s == pytest.approx(140 / 2.5)
+    (row,) = [n for n in serving_start.notes(f) if n.startswith("| serve |")]
+    assert row.startswith("| serve | 140 GB | 56 s at 2.5 GB/s (measured) | 23 s at 6 GB/s (measured) |")
+    # one measured, one assumed: only the measured one says so
+    f = fleet([SERVE], TEAM + CHECKPOINTS + "  weightLoadGBps: {serve: {s3: 2.5}}\n")
+    (row,) = [n for n in serving_start.notes(f) if n.startswith("| serve |")]
+    assert row.startswith("| serve | 140 GB | 56 s at 2.5 GB/s (measured) | 35 s at 4 GB/s |")

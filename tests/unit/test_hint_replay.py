@@ -831,6 +831,23 @@ REPLAYS: tuple[Replay, ...] = (
         base=PREFETCH_BASE,
     ),
     R(
+        "prefetch-slower-cache",
+        {
+            "teams.0.prefetch": [{"nodeGroup": "l4", "paths": ["m/"]}],
+            "workloads.weightLoadGBps": {"l4": {"s3": 6, "nvme": 3.5}},
+        },
+        "remove this entry",
+        {"teams.0.prefetch.0": DEL},
+        base=PREFETCH_BASE,
+    ),
+    R(
+        "cache-rate-without-a-cache",
+        {"nodeGroups.0.localStorage": "None", "workloads.weightLoadGBps": {"l4": {"s3": 2, "nvme": 4}}},
+        "remove nvme",
+        {"workloads.weightLoadGBps.l4.nvme": DEL},
+        base=PREFETCH_BASE,
+    ),
+    R(
         "headroom-above-max-size",
         {"nodeGroups.0.headroom": {"nodes": 5}},
         "the placeholders hold only nodes the group may run: set headroom.nodes to 4 or less, or raise scaling.maxSize",

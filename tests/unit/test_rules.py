@@ -2483,6 +2483,36 @@ CASES: list[Any] = [
     ),
     pytest.param(
         "workloads",
+        [*SERVING, at("workloads", value={"weightLoadGBps": {"serve": {"s3": 2.5, "nvme": 6}}})],
+        [],
+        id="workloads/measured-rates",
+    ),
+    pytest.param(
+        "workloads",
+        [at("workloads", value={"weightLoadGBps": {"l4": {"s3": 2.5}, "serv": {"s3": 1}}})],
+        [
+            ("workloads.weightLoadGBps.l4", "node group l4 has workloadClass Batch, not Inference"),
+            ("workloads.weightLoadGBps.serv", "no node group named serv"),
+        ],
+        id="workloads/measured-rates-on-other-groups",
+    ),
+    pytest.param(
+        "workloads",
+        [
+            group(instanceType="g6e.12xlarge", workloadClass="Inference"),
+            at("workloads", value={"weightLoadGBps": {"l4": {"s3": 2.5, "nvme": 6}}}),
+        ],
+        [
+            (
+                "workloads.weightLoadGBps.l4.nvme",
+                "node group l4 has no Mountpoint cache to read from (it needs localStorage RAID0 and"
+                " checkpoints.mountpoint), so a warm-cache rate has nothing to describe",
+            )
+        ],
+        id="workloads/cache-rate-without-a-cache",
+    ),
+    pytest.param(
+        "workloads",
         [at("workloads", value={"inferenceReplicaGpus": {"l40s": 8}})],
         [("workloads.inferenceReplicaGpus.l40s", "no node group named l40s")],
         id="workloads/replica-on-an-unknown-group",
@@ -2577,6 +2607,23 @@ CASES: list[Any] = [
         [*SERVING, team(prefetch=[PREFETCH, PREFETCH | {"paths": ["other/"]}])],
         [("teams[0].prefetch[1].nodeGroup", 'node group "serve" is listed twice in the team\'s prefetch')],
         id="prefetch/group-twice",
+    ),
+    pytest.param(
+        "prefetch",
+        [
+            *SERVING,
+            team(prefetch=[PREFETCH]),
+            at("workloads", value={"weightLoadGBps": {"serve": {"s3": 6, "nvme": 3.5}}}),
+        ],
+        [
+            (
+                "teams[0].prefetch[0].nodeGroup",
+                "on node group serve a warm cache reads at 3.5 GB/s and S3 at 6 GB/s (workloads.weightLoadGBps,"
+                " measured): Mountpoint serves cached data from the array, so prefetched weights load slower than from"
+                " S3",
+            )
+        ],
+        id="prefetch/measured-slower-cache",
     ),
     pytest.param(
         "prefetch",

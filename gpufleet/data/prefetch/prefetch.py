@@ -70,17 +70,26 @@ def main(argv: list[str]) -> None:
     interval = int(os.environ.get("PREFETCH_INTERVAL_SECONDS", "600"))
     root, paths = argv[0], argv[1:]
     seen: dict[str, tuple[int, int]] = {}
+    first = True
     while True:
         start = time.monotonic()
         count, size = sweep(root, paths, seen)
         if count:
-            took = time.monotonic() - start
-            print(
-                f"prefetch: read {count} file(s), {size / GB:.1f} GB, in {took:.0f} s"
-                f" ({size / GB / max(took, 1e-9):.2f} GB/s); {len(seen)} file(s) cached",
-                flush=True,
-            )
+            print(report(count, size, time.monotonic() - start, len(seen), first), flush=True)
+        first = first and not count
         time.sleep(interval)
+
+
+def report(count: int, size: int, took: float, cached: int, first: bool) -> str:
+    """The sweep's line. A pod's first sweep is a measurement of the node (workloads.weightLoadGBps): from S3 where
+    the node's cache was empty (a new node), from the cache where a serving pod kept it (this pod restarted)."""
+    line = (
+        f"prefetch: read {count} file(s), {size / GB:.1f} GB, in {took:.0f} s ({size / GB / max(took, 1e-9):.2f} GB/s);"
+        f" {cached} file(s) cached"
+    )
+    if first:
+        line += "; first sweep of this pod: the node's s3 rate if its cache was empty, its nvme rate if it was warm"
+    return line
 
 
 if __name__ == "__main__":

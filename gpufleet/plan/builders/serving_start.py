@@ -16,6 +16,7 @@ def ready_time(fleet: Fleet, group: NodeGroup) -> weights.ReadyTime | None:
     if info is None:
         return None
     cached = mountpoint.enabled(fleet) is not None and group.local_storage == "RAID0"
+    measured = fleet.workloads.weight_load_gbps.get(group.name)
     load = weights.load(
         model_gb=fleet.workloads.serving_model_gb.get(group.name, weights.DEFAULT_MODEL_GB),
         replica_gpus=fleet.workloads.inference_replica_gpus.get(group.name, 1),
@@ -23,6 +24,8 @@ def ready_time(fleet: Fleet, group: NodeGroup) -> weights.ReadyTime | None:
         network_gbps=info.network_gbps,
         network_cards=info.network_cards,
         nvme_devices=catalog.local_nvme_devices(group.instance_type) if cached else 0,
+        measured_s3_gbps=measured.s3 if measured else None,
+        measured_nvme_gbps=measured.nvme if measured else None,
     )
     pre_pulled = cold_start.images_of(fleet, group) > 0
     return weights.ReadyTime(
@@ -39,6 +42,9 @@ def weights_per_node_gb(fleet: Fleet, group: NodeGroup) -> float | None:
         return None
     t = ready_time(fleet, group)
     return None if t is None else t.load.share_gb
+
+
+MEASURED = " (measured)"
 
 
 def prefetching_teams(fleet: Fleet, group: NodeGroup) -> list[str]:
@@ -67,7 +73,8 @@ def notes(fleet: Fleet) -> list[str]:
         "",
         "Scale-up time per Inference group (a new replica: weights from S3 through Mountpoint, at most one network"
         " card's rate, a ceiling a single loader may not reach; or from the node's NVMe once its Mountpoint cache"
-        " holds them, at a conservative 2 GB/s per device; figures and assumptions in gpufleet/facts/weights.py):",
+        " holds them, at a conservative 2 GB/s per device; figures and assumptions in gpufleet/facts/weights.py;"
+        " a rate marked measured is the spec's, workloads.weightLoadGBps):",
         "",
         "| group | weights (per node) | from S3 | from NVMe cache | node start | image pull | warm-up | no warm node"
         " | warm node, S3 | warm node, cache warm | next scale-up (this spec) |",
@@ -87,9 +94,11 @@ def notes(fleet: Fleet) -> list[str]:
         cached = t.warm_node_cached_s
         next_s, why = expected(fleet, group, t)
         rows.append(
-            f"| {group.name} | {size} | {d(t.load.from_s3_s)} at {min(t.load.s3_gbps, t.load.gpu_gbps):g} GB/s |"
+            f"| {group.name} | {size} | {d(t.load.from_s3_s)} at {min(t.load.s3_gbps, t.load.gpu_gbps):g} GB/s"
+            f"{MEASURED if t.load.s3_measured else ''} |"
             + (
-                f" {d(nvme)} at {min(t.load.nvme_gbps or 0, t.load.gpu_gbps):g} GB/s |"
+                f" {d(nvme)} at {min(t.load.nvme_gbps or 0, t.load.gpu_gbps):g} GB/s"
+                f"{MEASURED if t.load.nvme_measured else ''} |"
                 if nvme is not None
                 else " none (no RAID0 array with checkpoints.mountpoint) |"
             )
