@@ -21,6 +21,7 @@ from tests.network.fleets import fleet, group
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "gpufleet" / "data" / "prefetch" / "prefetch.py"
+EXAMPLE = yaml.safe_load((ROOT / "fleet.yaml").read_text())
 
 SERVE = group(
     "serve", "g6e.12xlarge", local="RAID0", max_size=8, taints="[{key: serve, value: 'y', effect: NoSchedule}]"
@@ -117,9 +118,10 @@ def test_serving_pods_share_the_mountpoint_pod_only_as_the_claims_account_withou
     assert (sharing_key(serving, "llm", pv) == keeper) is shares
 
 
-@pytest.mark.parametrize("example", ["vllm.yaml", "lws-inference.yaml"])
+@pytest.mark.parametrize("example", ["vllm.yaml", "lws-inference.yaml", "inference.yaml"])
 def test_the_documented_serving_pods_would_share_the_prefetched_cache(daemonset, example: str) -> None:
-    """The examples mount s3-l40s as the prefetch pods do: same account, no fsGroup (the rest of the key is the PV's)."""
+    """The examples mount s3-l40s as the prefetch pods do: same account, no fsGroup (the rest of the key is the PV's),
+    and serve what the example fleet prefetches."""
     keeper = daemonset[1]["spec"]["template"]["spec"]
     docs = list(yaml.safe_load_all((ROOT / "docs" / "examples" / example).read_text()))
     pods = []
@@ -130,9 +132,14 @@ def test_the_documented_serving_pods_would_share_the_prefetched_cache(daemonset,
             if template and any("persistentVolumeClaim" in v for v in template["spec"].get("volumes", [])):
                 pods.append(template["spec"])
     assert pods, f"{example} mounts no claim"
+    prefetched = next(t for t in EXAMPLE["teams"] if t["name"] == "language")["prefetch"][0]["paths"]
+    served = ""
     for pod in pods:
         assert pod.get("serviceAccountName") == keeper["serviceAccountName"]
+        (mount,) = [m for c in pod["containers"] for m in c.get("volumeMounts", []) if m["name"] == "weights"]
+        served += " ".join(" ".join(c.get("command", []) + c.get("args", [])) for c in pod["containers"])
         assert "fsGroup" not in (pod.get("securityContext") or {}) and "fsGroup" not in keeper["securityContext"]
+    assert any(f"{mount['mountPath']}/{p.rstrip('/')}" in served for p in prefetched), served
 
 
 def test_one_configmap_per_team_holds_the_script() -> None:
