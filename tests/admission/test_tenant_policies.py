@@ -21,6 +21,13 @@ from tests.admission.vap import JOB_CONTROLLER, Request, denied_by, message, pol
 ADMIN = ("platform-admins", "system:authenticated")
 QUEUE = {"kueue.x-k8s.io/queue-name": "vision"}
 MANAGED = {"app.kubernetes.io/managed-by": "gpufleet"}
+# checkpoints with the teams' S3 claims (checkpoints.mountpoint)
+CLAIMS = {
+    "bucket": "team-checkpoints",
+    "modelParameters": 8_000_000_000,
+    "meanTimeBetweenFailuresHours": 6,
+    "mountpoint": {},
+}
 
 
 def _plan(*edits: Any) -> RolloutPlan:
@@ -223,12 +230,7 @@ def test_a_team_cannot_delete_its_s3_claim() -> None:
     Pending on a missing claim until an admin recreates both."""
 
     def mountpoint(data: dict[str, Any]) -> None:
-        data["checkpoints"] = {
-            "bucket": "team-checkpoints",
-            "modelParameters": 8_000_000_000,
-            "meanTimeBetweenFailuresHours": 6,
-            "mountpoint": {},
-        }
+        data["checkpoints"] = copy.deepcopy(CLAIMS)
 
     plan = _plan(mountpoint)
     claim = _rendered(plan, "PersistentVolumeClaim", "s3-h100")
@@ -254,12 +256,7 @@ def test_a_team_cannot_delete_or_change_its_weight_prefetch() -> None:
         )
         data["teams"][0]["quotas"].append({"nodeGroup": "serve", "gpus": 4})
         data["teams"][0]["prefetch"] = [{"nodeGroup": "serve", "paths": ["models/"]}]
-        data["checkpoints"] = {
-            "bucket": "team-checkpoints",
-            "modelParameters": 8_000_000_000,
-            "meanTimeBetweenFailuresHours": 6,
-            "mountpoint": {},
-        }
+        data["checkpoints"] = copy.deepcopy(CLAIMS)
 
     plan = _plan(serving)
     ds = _rendered(plan, "DaemonSet", "prefetch-serve")
