@@ -767,6 +767,9 @@ def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Ve
     refused_pods = _pod_admission(model, wl)
     if refused_pods:
         return replace(base, reasons=(refused_pods,), notes=tuple(notes))
+    for ps in wl.pod_sets:
+        daemonset = wl.name if wl.kind == "DaemonSet" else None
+        notes += [n for n in volumes.cache_notes(model.volumes, wl.namespace, ps.pod.raw, daemonset) if n not in notes]
     if model.tenants is not None:
         member = principal is not None and authorization.team_member(model.plan.fleet, principal)
         tenant = tenancy.refusal(model.tenants, wl, team_member=member)

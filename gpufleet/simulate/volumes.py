@@ -10,6 +10,12 @@ serves a volume on a node, and who may use a pod-level-credential volume.
 - The Mountpoint S3 CSI driver with `authenticationSource: pod` takes the workload pod's service account's EKS Pod
   Identity credentials (awslabs/mountpoint-s3-csi-driver v2.7.0 docs/CONFIGURATION.md "Pod-Level Credentials"):
   a pod whose service account has no association gets no credentials and its mount fails.
+- Workloads share a node's Mountpoint Pod, and so its local cache, only with the same PV, volume handle, mount
+  options, fsGroup and authentication source, and for `pod` credentials the same namespace and service account
+  (mountpoint-s3-csi-driver v2.7.0 cmd/aws-s3-csi-controller/csicontroller/reconciler.go buildFieldFilters; the
+  node is the same by construction, the role follows the account). A pod that differs from the pods keeping a
+  claim's cache warm (a DaemonSet of the namespace mounting it on every node) reads through a Mountpoint Pod of its
+  own, with an empty cache.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ class Volumes:
     volumes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # PV name -> PV
     plugins: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)  # driver -> tolerations
     identities: frozenset[tuple[str, str]] = frozenset()  # (namespace, service account) with a Pod Identity role
+    # (namespace, claim) -> (DaemonSet name, its pods' spec): pods that hold the claim's Mountpoint Pod on every node
+    keepers: Mapping[tuple[str, str], tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
 
 
 def from_plan(plan: RolloutPlan) -> Volumes:
@@ -43,9 +51,15 @@ def from_plan(plan: RolloutPlan) -> Volumes:
     later: dict[tuple[str, str], str] = {}
     pvs: dict[str, Mapping[str, Any]] = {}
     identities: set[tuple[str, str]] = set()
+    keepers: dict[tuple[str, str], tuple[str, Mapping[str, Any]]] = {}
     for stage in plan.stages:
         for res in stage.content.resources:
             obj = res.args.get("object") or {}
+            if obj.get("kind") == "DaemonSet" and stage.included:
+                pod = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+                namespace = str(obj["metadata"].get("namespace") or "default")
+                for name in claim_names(pod):
+                    keepers[(namespace, name)] = (str(obj["metadata"]["name"]), pod)
             if obj.get("kind") == "PersistentVolumeClaim":
                 key = (str(obj["metadata"].get("namespace") or "default"), str(obj["metadata"]["name"]))
                 if stage.included:
@@ -62,7 +76,9 @@ def from_plan(plan: RolloutPlan) -> Volumes:
         for driver, name in NODE_PLUGINS.items()
         if name in by_name
     }
-    return Volumes(claims=claims, later=later, volumes=pvs, plugins=plugins, identities=frozenset(identities))
+    return Volumes(
+        claims=claims, later=later, volumes=pvs, plugins=plugins, identities=frozenset(identities), keepers=keepers
+    )
 
 
 def claim_names(pod: Mapping[str, Any]) -> list[str]:
@@ -154,3 +170,51 @@ def mount_error(
                     f"set serviceAccountName: {with_role[0] if with_role else '<an account with a Pod Identity role>'}",
                 )
     return None
+
+
+def sharing_key(pv: Mapping[str, Any], namespace: str, pod: Mapping[str, Any]) -> tuple[str, ...]:
+    """reconciler.go buildFieldFilters, for one node: the workload's side of the key beside the PV's."""
+    spec = pv.get("spec") or {}
+    csi = spec.get("csi") or {}
+    source = str((csi.get("volumeAttributes") or {}).get("authenticationSource") or "driver")
+    fs_group = (pod.get("securityContext") or {}).get("fsGroup")
+    key: tuple[str, ...] = (
+        str(pv["metadata"]["name"]),
+        str(csi.get("volumeHandle") or ""),
+        ",".join(spec.get("mountOptions") or []),
+        "" if fs_group is None else str(fs_group),
+        source,
+    )
+    if source == "pod":
+        key += (namespace, str(pod.get("serviceAccountName") or "default"))
+    return key
+
+
+def cache_notes(vols: Volumes, namespace: str, pod: Mapping[str, Any], daemonset: str | None = None) -> list[str]:
+    """For each claim the pod mounts that a DaemonSet keeps warm on every node: whether the pod shares that cache.
+    `daemonset`: the workload's name where it is a DaemonSet (the keeper itself gets no note)."""
+    notes = []
+    for name in claim_names(pod):
+        keeper = vols.keepers.get((namespace, name))
+        claim = vols.claims.get((namespace, name))
+        pv = vols.volumes.get(str(((claim or {}).get("spec") or {}).get("volumeName") or ""))
+        if keeper is None or pv is None or keeper[0] == daemonset:
+            continue
+        ours, theirs = sharing_key(pv, namespace, pod), sharing_key(pv, namespace, keeper[1])
+        if ours == theirs:
+            notes.append(
+                f"claim {name}: its pods share each node's Mountpoint Pod with DaemonSet {namespace}/{keeper[0]},"
+                " which keeps the cache warm"
+            )
+            continue
+        differs = []
+        if ours[3] != theirs[3]:
+            differs.append(f"fsGroup {ours[3] or 'unset'} (the DaemonSet's: {theirs[3] or 'unset'})")
+        if ours[5:] != theirs[5:]:
+            differs.append(f"service account {ours[6]} (the DaemonSet's: {theirs[6]})")
+        notes.append(
+            f"claim {name}: its pods get a Mountpoint Pod of their own, with an empty cache, not the one DaemonSet"
+            f" {namespace}/{keeper[0]} keeps warm: {' and '.join(differs)} (the CSI driver shares a Mountpoint Pod"
+            " only between pods with the same fsGroup and service account)"
+        )
+    return notes

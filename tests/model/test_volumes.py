@@ -7,9 +7,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from gpufleet.simulate import volumes
 from gpufleet.simulate.verdict import FleetModel, explain
@@ -170,3 +172,24 @@ def test_the_prefetch_daemonset_runs_on_every_node_of_its_group_without_quota(ma
     other["spec"]["template"]["spec"]["serviceAccountName"] = "default"
     (reason,) = explain(model, workload(other)).reasons
     assert reason.message.startswith('MountVolume.SetUp failed for volume "language-s3-l40s": authenticationSource pod')
+
+
+def test_explain_says_whether_a_serving_pod_shares_the_prefetched_cache(make_model: MakeModel) -> None:
+    """The example prefetches llama/ on l40s: docs/examples/vllm.yaml shares each node's Mountpoint Pod with
+    language/prefetch-l40s; the same server with an fsGroup gets a Mountpoint Pod, and a cache, of its own
+    (mountpoint-s3-csi-driver v2.7.0 reconciler.go buildFieldFilters)."""
+    model = make_model()
+    root = Path(__file__).resolve().parents[2]
+    server = next(yaml.safe_load_all((root / "docs" / "examples" / "vllm.yaml").read_text()))
+    assert (
+        "claim s3-l40s: its pods share each node's Mountpoint Pod with DaemonSet language/prefetch-l40s, which keeps"
+        " the cache warm"
+    ) in explain(model, workload(server)).notes
+    server["spec"]["template"]["spec"]["securityContext"] = {"fsGroup": 1000}
+    verdict = explain(model, workload(server))
+    assert verdict.runs
+    assert (
+        "claim s3-l40s: its pods get a Mountpoint Pod of their own, with an empty cache, not the one DaemonSet"
+        " language/prefetch-l40s keeps warm: fsGroup 1000 (the DaemonSet's: unset) (the CSI driver shares a"
+        " Mountpoint Pod only between pods with the same fsGroup and service account)"
+    ) in verdict.notes

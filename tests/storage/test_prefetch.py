@@ -1,8 +1,8 @@
 """Weight prefetch (teams[].prefetch, issue 34 item 3): the DaemonSet keeps each node's Mountpoint cache holding the
 team's weights. Its pods must share the node's Mountpoint Pod with the team's serving pods, which the driver decides
 by the fields of awslabs/mountpoint-s3-csi-driver v2.7.0 cmd/aws-s3-csi-controller/csicontroller/reconciler.go
-buildFieldFilters (ported below as the model of that rule, not from our renderer); the script reads each file once
-and again only when it changes."""
+buildFieldFilters (gpufleet.simulate.volumes.sharing_key, the model's port of that rule, not the renderer's); the
+script reads each file once and again only when it changes."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import yaml
 
 from gpufleet.plan.manifests import prefetch
 from gpufleet.plan.rollout import build_plan
+from gpufleet.simulate.volumes import sharing_key
 from tests.network.fleets import fleet, group
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,24 +55,6 @@ def _objects(kind: str) -> list[tuple[Any, Mapping[str, Any]]]:
 def daemonset() -> tuple[Any, Mapping[str, Any]]:
     (found,) = [(r, o) for r, o in _objects("DaemonSet") if o["metadata"]["name"] == "prefetch-serve"]
     return found
-
-
-def sharing_key(pod: Mapping[str, Any], namespace: str, pv: Mapping[str, Any]) -> tuple[Any, ...]:
-    """reconciler.go buildFieldFilters: node, PV name, volume handle, mount options, fsGroup, authentication source,
-    and with authenticationSource pod the namespace, service account (default "default") and its role."""
-    spec = pv["spec"]
-    source = spec["csi"].get("volumeAttributes", {}).get("authenticationSource") or "driver"
-    fs_group = (pod.get("securityContext") or {}).get("fsGroup")
-    key: tuple[Any, ...] = (
-        pv["metadata"]["name"],
-        spec["csi"]["volumeHandle"],
-        ",".join(spec.get("mountOptions", [])),
-        "" if fs_group is None else str(fs_group),
-        source,
-    )
-    if source == "pod":
-        key += (namespace, pod.get("serviceAccountName") or "default")
-    return key
 
 
 def _volume() -> Mapping[str, Any]:
@@ -114,8 +97,8 @@ def test_serving_pods_share_the_mountpoint_pod_only_as_the_claims_account_withou
     daemonset, serving: Mapping[str, Any], shares: bool
 ) -> None:
     pv = _volume()
-    keeper = sharing_key(daemonset[1]["spec"]["template"]["spec"], "llm", pv)
-    assert (sharing_key(serving, "llm", pv) == keeper) is shares
+    keeper = sharing_key(pv, "llm", daemonset[1]["spec"]["template"]["spec"])
+    assert (sharing_key(pv, "llm", serving) == keeper) is shares
 
 
 @pytest.mark.parametrize("example", ["vllm.yaml", "lws-inference.yaml", "inference.yaml"])
