@@ -4,6 +4,7 @@ or a lookup of the existing cluster (mode Existing), the system node group, and 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from gpufleet.facts.ami_releases import SYSTEM_NODES_AMI_TYPE
 from gpufleet.plan.builders.access_entries import access_entry_resources, admin_associations
@@ -241,6 +242,32 @@ def secrets_key_policy(fleet: Fleet) -> str | Concat:
 
 def tags(fleet: Fleet) -> dict[str, str]:
     return {"gpufleet.io/fleet": fleet.name, "app.kubernetes.io/managed-by": "gpufleet"}
+
+
+def security_group(fleet: Fleet, rid: str, purpose: str, description: str) -> Resource:
+    """A security group of the fleet's VPC named `<fleet>-<purpose>`; its rules are separate resources
+    (security_group_rule), as the provider recommends over inline rules."""
+    return Resource(
+        id=rid,
+        type="aws:ec2/securityGroup:SecurityGroup",
+        provider=AWS_PROVIDER,
+        args={
+            "namePrefix": f"{fleet.name}-{purpose}-",
+            "description": description,
+            "vpcId": fleet.cluster.vpc_id,
+            "tags": {**tags(fleet), "Name": f"{fleet.name}-{purpose}"},
+        },
+    )
+
+
+def security_group_rule(fleet: Fleet, rid: str, kind: str, group: Ref, **rule: Any) -> Resource:
+    """One Ingress or Egress rule (aws:vpc/securityGroup{Ingress,Egress}Rule) on `group`, with the fleet's tags."""
+    return Resource(
+        id=rid,
+        type=f"aws:vpc/securityGroup{kind}Rule:SecurityGroup{kind}Rule",
+        provider=AWS_PROVIDER,
+        args={"securityGroupId": group, **rule, "tags": tags(fleet)},
+    )
 
 
 def node_policies(fleet: Fleet) -> tuple[str, ...]:

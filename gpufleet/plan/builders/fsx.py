@@ -17,7 +17,13 @@ plan.md's storage section gives the file system's throughput (MB/s/TiB x TiB) an
 from __future__ import annotations
 
 from gpufleet.facts import checkpoints, fsx, pricing
-from gpufleet.plan.builders.cluster import pod_identity_resources, pod_identity_warning, tags
+from gpufleet.plan.builders.cluster import (
+    pod_identity_resources,
+    pod_identity_warning,
+    security_group,
+    security_group_rule,
+    tags,
+)
 from gpufleet.plan.builders.common import AWS_PROVIDER, CLUSTER, helm, k8s
 from gpufleet.plan.manifests import fsx as fm
 from gpufleet.plan.parts import BuildContext, Ref, Resource, StageContent
@@ -36,35 +42,28 @@ def _ports(low: int, high: int) -> str:
 def security_group_resources(fleet: Fleet) -> tuple[list[Resource], tuple[str, ...]]:
     """The file system's security group and the Lustre rules on it and on the nodes' group; the ids of the rules
     the file system needs before it is created (FSx checks that its group lets Lustre traffic in from itself)."""
-    sg = Resource(
-        id=SECURITY_GROUP,
-        type="aws:ec2/securityGroup:SecurityGroup",
-        provider=AWS_PROVIDER,
-        args={
-            "namePrefix": f"{fleet.name}-fsx-",
-            "description": "FSx for Lustre: Lustre traffic (TCP 988, 1018-1023) from the fleet's nodes and itself",
-            "vpcId": fleet.cluster.vpc_id,
-            "tags": {**tags(fleet), "Name": f"{fleet.name}-fsx"},
-        },
-    )
-    out = [sg]
+    out = [
+        security_group(
+            fleet,
+            SECURITY_GROUP,
+            "fsx",
+            "FSx for Lustre: Lustre traffic (TCP 988, 1018-1023) from the fleet's nodes and itself",
+        )
+    ]
     own: list[str] = []
 
     def rule(rid: str, kind: str, group: Ref, peer: Ref, low: int, high: int, description: str) -> None:
         out.append(
-            Resource(
-                id=rid,
-                type=f"aws:vpc/securityGroup{kind}Rule:SecurityGroup{kind}Rule",
-                provider=AWS_PROVIDER,
-                args={
-                    "securityGroupId": group,
-                    "referencedSecurityGroupId": peer,
-                    "ipProtocol": "tcp",
-                    "fromPort": low,
-                    "toPort": high,
-                    "description": description,
-                    "tags": tags(fleet),
-                },
+            security_group_rule(
+                fleet,
+                rid,
+                kind,
+                group,
+                referencedSecurityGroupId=peer,
+                ipProtocol="tcp",
+                fromPort=low,
+                toPort=high,
+                description=description,
             )
         )
 
@@ -95,17 +94,14 @@ def security_group_resources(fleet: Fleet) -> tuple[list[Resource], tuple[str, .
     # aws_security_group, "Terraform will remove this default rule"): put it back, so the file servers reach each
     # other, their clients and the linked buckets as they do by default.
     out.append(
-        Resource(
-            id="fsx-egress",
-            type="aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule",
-            provider=AWS_PROVIDER,
-            args={
-                "securityGroupId": fs_group,
-                "cidrIpv4": "0.0.0.0/0",
-                "ipProtocol": "-1",
-                "description": "All traffic out (AWS's default for a new security group)",
-                "tags": tags(fleet),
-            },
+        security_group_rule(
+            fleet,
+            "fsx-egress",
+            "Egress",
+            fs_group,
+            cidrIpv4="0.0.0.0/0",
+            ipProtocol="-1",
+            description="All traffic out (AWS's default for a new security group)",
         )
     )
     own.append("fsx-egress")

@@ -8,7 +8,7 @@ import base64
 from typing import Any
 
 from gpufleet.facts import catalog
-from gpufleet.plan.builders.cluster import NODE_ROLE, node_role_attachments, tags
+from gpufleet.plan.builders.cluster import NODE_ROLE, node_role_attachments, security_group, security_group_rule, tags
 from gpufleet.plan.builders.common import AWS_PROVIDER, CLUSTER, k8s
 from gpufleet.plan.manifests import checkov, node_bootstrap, restricted
 
@@ -127,29 +127,16 @@ def efa_security_group(fleet: Fleet) -> list[Resource]:
     #1832), and EKS lists a self rule on the cluster security group only from Kubernetes 1.33 (eksctl PR #8509), which
     an existing cluster's group may not have. Separate rule resources (aws:vpc/securityGroup*Rule), as the provider
     recommends over inline rules."""
-    sg = Resource(
-        id=EFA_SECURITY_GROUP,
-        type="aws:ec2/securityGroup:SecurityGroup",
-        provider=AWS_PROVIDER,
-        args={
-            "namePrefix": f"{fleet.name}-efa-",
-            "description": "EFA: all traffic to and from itself (SRD)",
-            "vpcId": fleet.cluster.vpc_id,
-            "tags": {**tags(fleet), "Name": f"{fleet.name}-efa"},
-        },
-    )
+    sg = security_group(fleet, EFA_SECURITY_GROUP, "efa", "EFA: all traffic to and from itself (SRD)")
     rules = [
-        Resource(
-            id=rule_id,
-            type=f"aws:vpc/securityGroup{kind}Rule:SecurityGroup{kind}Rule",
-            provider=AWS_PROVIDER,
-            args={
-                "securityGroupId": Ref(EFA_SECURITY_GROUP, "id"),
-                "referencedSecurityGroupId": Ref(EFA_SECURITY_GROUP, "id"),
-                "ipProtocol": "-1",
-                "description": f"EFA: all traffic {direction} this security group",
-                "tags": tags(fleet),
-            },
+        security_group_rule(
+            fleet,
+            rule_id,
+            kind,
+            Ref(EFA_SECURITY_GROUP, "id"),
+            referencedSecurityGroupId=Ref(EFA_SECURITY_GROUP, "id"),
+            ipProtocol="-1",
+            description=f"EFA: all traffic {direction} this security group",
         )
         for rule_id, kind, direction in zip(EFA_SELF_RULES, ("Ingress", "Egress"), ("from", "to"), strict=True)
     ]
