@@ -6,7 +6,7 @@ scale-up gets (headroom keeps nodes warm; teams[].prefetch keeps their caches ho
 from __future__ import annotations
 
 from gpufleet.facts import catalog, checkpoints, weights
-from gpufleet.plan.manifests import mountpoint
+from gpufleet.plan.manifests import mountpoint, prefetch
 from gpufleet.spec import cold_start
 from gpufleet.spec.fleet import Fleet, NodeGroup, WorkloadClass
 
@@ -49,9 +49,7 @@ MEASURED = " (measured)"
 
 def prefetching_teams(fleet: Fleet, group: NodeGroup) -> list[str]:
     """The teams whose weights every node of the group keeps in its cache (teams[].prefetch, with the claims)."""
-    if mountpoint.enabled(fleet) is None:
-        return []
-    return [t.name for t in fleet.teams if any(p.node_group == group.name for p in t.prefetch)]
+    return [team.name for team, on, _ in prefetch.entries(fleet) if on.name == group.name]
 
 
 def expected(fleet: Fleet, group: NodeGroup, t: weights.ReadyTime) -> tuple[float, str]:
