@@ -23,10 +23,10 @@ import argparse
 import os
 import shutil
 import tempfile
-from importlib import resources
 from pathlib import Path
 
 from gpufleet import __version__
+from gpufleet.base import package_data
 from gpufleet.base.errors import SpecError, UsageError, did_you_mean
 from gpufleet.base.render import render
 from gpufleet.facts import ami_releases, catalog
@@ -151,14 +151,14 @@ POLICY_PROGRAM = 'import runpy\n\nrunpy.run_module("gpufleet.policies", run_name
 
 
 def _data(name: str) -> str:
-    return resources.files("gpufleet").joinpath(f"data/fleet-repo/{name}").read_text(encoding="utf-8")
+    return package_data.text(f"data/fleet-repo/{name}")
 
 
 def repository(text: str, validated: Validated) -> dict[str, str]:
     """The files of a fleet repository for the starter spec `text` (validated as `validated`), path -> content."""
     fleet = validated.base
     environments = [(env.name, env.through) for env in fleet.environments]
-    pack_requirements = resources.files("gpufleet").joinpath("policies/requirements.txt").read_text(encoding="utf-8")
+    pack_requirements = package_data.text("policies/requirements.txt")
     files = {
         "fleet.yaml": text,
         "Pulumi.yaml": (

@@ -20,8 +20,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 
+from gpufleet.base import package_data
 from gpufleet.base.findings import CatalogFinding
 
 _AL2023 = re.compile(r"^(?P<minor>\d+\.\d+)\.\d+-\d{8}$")
@@ -42,7 +42,7 @@ class Catalog:
 
 @cache
 def catalog() -> Catalog:
-    data = json.loads(resources.files("gpufleet").joinpath("data/eks-ami-releases.json").read_text())
+    data = json.loads(package_data.text("data/eks-ami-releases.json"))
     releases = {t: {m: tuple(r) for m, r in minors.items()} for t, minors in data["releases"].items()}
     return Catalog(source=data["source"], commit=data["commit"], as_of=data["asOf"], releases=releases)
 

@@ -22,6 +22,9 @@ LABEL_SHARING = "gpufleet.io/sharing"
 # The LABEL_NODE_GROUP value of the CPU system node group (mode Create), where cluster add-ons run.
 SYSTEM_GROUP = "system"
 LABEL_MANAGED_BY = {"app.kubernetes.io/managed-by": "gpufleet"}
+# Annotation: pulumi-kubernetes creates the object without waiting for it to become ready (pulumi-kubernetes
+# provider/pkg/await: a Deployment or DaemonSet is otherwise awaited until its rollout completes).
+SKIP_AWAIT = "pulumi.com/skipAwait"
 # The logical names of the system node group and of each GPU node group's resources (the rule resource-ids keeps a
 # GPU node group's from meeting another resource's).
 SYSTEM_NODE_GROUP = "system-node-group"

@@ -24,6 +24,7 @@ from gpufleet.spec.names import (
     LABEL_SHARING,
     LABEL_WORKLOAD_CLASS,
     NS_SYSTEM,
+    SKIP_AWAIT,
     TAG_RESERVED_INSTANCES,
     eks_effect,
     group_taints,
@@ -39,7 +40,6 @@ CAPACITY_TYPES = {
     CapacityType.SPOT: "SPOT",
     CapacityType.CAPACITY_BLOCK: "CAPACITY_BLOCK",
 }
-SKIP_AWAIT = "pulumi.com/skipAwait"
 
 
 def node_labels(group: NodeGroup, extra: dict[str, str]) -> dict[str, str]:

@@ -36,13 +36,13 @@ from gpufleet.spec.names import (
     LABEL_MANAGED_BY,
     LABEL_NODE_GROUP,
     NS_SYSTEM,
+    SKIP_AWAIT,
     group_taints,
     tolerations_for,
 )
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 APP = "gpufleet-headroom"
-SKIP_AWAIT = "pulumi.com/skipAwait"
 _CHECKOV_SKIPS = checkov.skip_annotations(
     {
         "CKV_K8S_8": "a pause container has no endpoint or command to probe; the kubelet restarts it if it exits",

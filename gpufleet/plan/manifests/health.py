@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import math
-from importlib import resources
 from typing import Any
 
+from gpufleet.base import package_data
 from gpufleet.plan.manifests import checkov, node_monitoring
 from gpufleet.plan.manifests.checksum import data_sha256
 from gpufleet.plan.manifests.rules_promql import DCGM_CONDITION
@@ -84,7 +84,7 @@ DIAG_SECONDS = {1: 60, 2: 300, 3: 1200, 4: 3600}
 
 
 def data_file(name: str) -> str:
-    return (resources.files("gpufleet") / "data" / "health" / name).read_text(encoding="utf-8")
+    return package_data.text(f"data/health/{name}")
 
 
 def plugin_monitor_config() -> dict[str, Any]:

@@ -24,6 +24,7 @@ from gpufleet.spec.names import (
     LABEL_MANAGED_BY,
     LABEL_NODE_GROUP,
     NS_NETWORK,
+    SKIP_AWAIT,
     group_taints,
     tolerations_for,
 )
@@ -664,7 +665,7 @@ def gate_objects(fleet: Fleet, group: NodeGroup) -> tuple[dict[str, Any], dict[s
     block = group.capacity_type is CapacityType.CAPACITY_BLOCK
     # A Capacity Block group has nodes only inside its window: Pulumi does not wait (skipAwait) and the Job has no
     # deadline, so it runs when the window opens (gpufleet.plan.builders.network).
-    awaiting = {"pulumi.com/skipAwait": "true"} if block else {"pulumi.com/timeoutSeconds": str(timeout)}
+    awaiting = {SKIP_AWAIT: "true"} if block else {"pulumi.com/timeoutSeconds": str(timeout)}
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",

@@ -33,9 +33,9 @@ Why a pod in the team's namespace, and what it must match (awslabs/mountpoint-s3
 
 from __future__ import annotations
 
-from importlib import resources
 from typing import Any
 
+from gpufleet.base import package_data
 from gpufleet.plan.manifests import checkov, restricted
 from gpufleet.plan.manifests import mountpoint as mp
 from gpufleet.plan.manifests import storage as st
@@ -46,6 +46,7 @@ from gpufleet.spec.names import (
     LABEL_NODE_GROUP,
     LABEL_QUEUE_NAME,
     LABEL_TEAM,
+    SKIP_AWAIT,
     group_taints,
     tolerations_for,
 )
@@ -57,7 +58,6 @@ MOUNT = "/weights"
 SCRIPTS = "/opt/gpufleet"
 # How often a pod looks for new or changed files (a new model version) once it has read everything.
 INTERVAL_SECONDS = 600
-SKIP_AWAIT = "pulumi.com/skipAwait"
 _CHECKOV_SKIPS = checkov.skip_annotations(
     {
         "CKV_K8S_10": "requests nothing so that Kueue charges nothing to the team's quota; the reads are kernel work",
@@ -70,7 +70,7 @@ _CHECKOV_SKIPS = checkov.skip_annotations(
 
 
 def script() -> str:
-    return (resources.files("gpufleet") / "data" / "prefetch" / SCRIPT).read_text(encoding="utf-8")
+    return package_data.text(f"data/prefetch/{SCRIPT}")
 
 
 def daemonset_name(group: NodeGroup) -> str:
