@@ -34,6 +34,10 @@ _BARE_MESSAGE = re.compile(
     r"^[\s>|]{0,20}(?=NET/(?:OFI|IB|Socket|Plugin)|Using network |Bootstrap ?: |Initialized NET plugin |"
     r"Failed to initialize NET plugin |GPU Direct RDMA |NCCL_[A-Z_]{1,60} set )"
 )
+# A launcher's per-rank prefix (torchrun "[rank3]:", MPI "[1,0]<stdout>:") inside a line is where a second rank's
+# write begins: two ranks' output interleaved on one line ("NCCL version 2.26.2[rank2]: ...") are read as the two
+# lines those ranks wrote.
+_RANK_PREFIX = re.compile(r"(?<=.)(?=\[rank\d{1,7}\]:|\[\d{1,7},\d{1,7}\]<std(?:out|err)>:)")
 # Ray's log deduplication appends " [repeated 15x across cluster]" to a line several workers printed.
 _RAY_REPEAT = re.compile(r" \[repeated \d{1,9}x across cluster\]$")
 # aws-ofi-nccl before 1.2 logged through its own macros: "INFO: Function: ofi_init Line: 1076: NET/OFI ...".
@@ -48,7 +52,7 @@ _FAILURE = re.compile(
     r"(?:Cuda|CUDA|NCCL) failure\b|ncclUnhandledCudaError|ncclSystemError|ncclInternalError|ncclRemoteError"
 )
 _EVIDENCE = re.compile(r"NCCL WARN|WARN: Function|<warn>|" + _FAILURE.pattern)  # errors, whole or cut
-_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)(\S*)")  # init.cc VERSION_STRING; <=2.22 printf()s it bare
+_VERSION = re.compile(r"NCCL version ([0-9]+\.[0-9]+\.[0-9]+)(\S*)")  # init.cc VERSION_STRING; <=2.22 printf()s it bare
 # transport/{net,p2p,shm}.cc "Channel %02d/%d : %d[%d] -> %d[%d] [send] via NET/%s/%d%s%s%s"; before 2.12
 # (transport.cc) "Ring %02d : %d -> %d [receive] via NET/%s/%d" for network peers and "%d[%d] -> %d[%d]" inside.
 _CHANNEL = re.compile(
@@ -151,29 +155,34 @@ def parse_nccl(text: str) -> NcclLog:
     if text and not text.endswith(("\n", "\r")) and not _EVIDENCE.search(lines[-1][:MAX_LINE]):
         lines = lines[:-1]  # the last line was cut mid-write; an error it shows is kept (a paste without a final
         # newline, or the last thing a dying job wrote), anything else could be half a value ("NCCL version 2.2")
-    for raw in lines:
-        line = raw[:MAX_LINE]
-        headers = _headers(line)
-        seen: set[tuple[tuple[str, int], str]] = set()
-        for i, (key, level, loc, _, end) in enumerate(headers):
-            stop = headers[i + 1][3] if i + 1 < len(headers) else len(line)
-            msg = _RAY_REPEAT.sub("", " ".join(line[end:stop].split()).removesuffix(" |").removesuffix("|"))
-            if (key, msg) not in seen:  # a log shipper that repeats the line after " | "
-                seen.add((key, msg))
-                _read(_process(log, key), level, msg, loc)
-        if headers:
-            continue
-        if "Function: " in line and (old := _OFI_OLD.search(line)):
-            _read(_process(log, ("", 0)), old.group("level"), " ".join(line[old.end() :].split()))
-        elif bare := _BARE_MESSAGE.match(line):
-            _read(_process(log, ("", 0)), "INFO", " ".join(line[bare.end() :].split()))
-        elif m := _VERSION.search(line):
-            log.bare_versions.append(m.group(1) + m.group(2))
-        elif "libfabric:" in line and (m := _LIBFABRIC.search(line)):
-            _note(log.libfabric, " ".join(m.group(1).split(" | ")[0].split()))  # a shipper's " | " repeat
-        elif ("failure" in line or "nccl" in line) and _FAILURE.search(line):
-            _note(log.failures, " ".join(line.split()))
+    for whole in lines:
+        seen: set[tuple[tuple[str, int], str]] = set()  # a log shipper that repeats the line after " | "
+        for line in _RANK_PREFIX.split(whole[:MAX_LINE]) if "]:" in whole or "]<std" in whole else (whole[:MAX_LINE],):
+            _read_line(log, line, seen)
     return log
+
+
+def _read_line(log: NcclLog, line: str, seen: set[tuple[tuple[str, int], str]]) -> None:
+    """What one rank wrote: the messages after its NCCL headers, else a bare NCCL message or evidence."""
+    headers = _headers(line)
+    for i, (key, level, loc, _, end) in enumerate(headers):
+        stop = headers[i + 1][3] if i + 1 < len(headers) else len(line)
+        msg = _RAY_REPEAT.sub("", " ".join(line[end:stop].split()).removesuffix(" |").removesuffix("|"))
+        if (key, msg) not in seen:
+            seen.add((key, msg))
+            _read(_process(log, key), level, msg, loc)
+    if headers:
+        return
+    if "Function: " in line and (old := _OFI_OLD.search(line)):
+        _read(_process(log, ("", 0)), old.group("level"), " ".join(line[old.end() :].split()))
+    elif bare := _BARE_MESSAGE.match(line):
+        _read(_process(log, ("", 0)), "INFO", " ".join(line[bare.end() :].split()))
+    elif m := _VERSION.search(line):
+        log.bare_versions.append(m.group(1) + m.group(2))
+    elif "libfabric:" in line and (m := _LIBFABRIC.search(line)):
+        _note(log.libfabric, " ".join(m.group(1).split(" | ")[0].split()))  # a shipper's " | " repeat
+    elif ("failure" in line or "nccl" in line) and _FAILURE.search(line):
+        _note(log.failures, " ".join(line.split()))
 
 
 Header = tuple[tuple[str, int], str, str | None, int, int]

@@ -671,18 +671,28 @@ def _interfaces(rows: list[Row], multi_host: bool) -> list[LogFinding]:
     return out
 
 
+_RELEASE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
+
+
+def _release(version: str) -> str:
+    """The major.minor.patch a parsed version starts with (nccl.py's _VERSION puts it there): the rest is NCCL's
+    suffix ("+cuda12.8") or what another writer glued to the line, and must not split one release in two."""
+    m = _RELEASE.match(version)
+    return m.group() if m else version
+
+
 def _versions(logs: Mapping[str, NcclLog], rows: list[Row], other_findings: bool) -> list[LogFinding]:
     where: dict[str, set[str]] = {}
     full: dict[str, str] = {}
     for _, p, _ in rows:
         if p.version:
-            base = p.version.split("+")[0]
+            base = _release(p.version)
             where.setdefault(base, set()).add(p.host or "(no host prefix)")
             full.setdefault(base, p.version)
     for src, log in logs.items():
         for v in log.bare_versions:
-            where.setdefault(v.split("+")[0], set()).add(src)
-            full.setdefault(v.split("+")[0], v)
+            where.setdefault(_release(v), set()).add(src)
+            full.setdefault(_release(v), v)
     sources = ", ".join(sorted({s for s, _, _ in rows} | {s for s, log in logs.items() if log.bare_versions}))
     if len(where) > 1:
         ordered = sorted(where.items(), key=lambda vh: tuple(int(x) for x in vh[0].split(".")))

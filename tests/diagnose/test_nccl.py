@@ -92,6 +92,25 @@ def test_torchrun_prefixes_timestamps_and_two_writers_on_one_line() -> None:
         assert p.channel_ranks == set(p.rank_list)
 
 
+def test_two_ranks_interleaved_on_one_line_are_read_as_the_ranks_wrote_them() -> None:
+    # torchrun's ranks share one stdout: rank 0's bare version line and rank 2's header line, glued (issue 47 item 10)
+    glued = "NCCL version 2.26.2[rank2]:host-a:12:12 [2] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+    apart = "NCCL version 2.26.2\n[rank2]:host-a:12:12 [2] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+    assert parse_nccl(glued) == parse_nccl(apart)
+    assert parse_nccl(glued).bare_versions == ["2.26.2"]
+    mpi = "[1,0]<stdout>:NCCL version 2.26.2+cuda12.8[1,1]<stdout>:NCCL version 2.26.2x\n"
+    assert parse_nccl(mpi).bare_versions == ["2.26.2+cuda12.8", "2.26.2x"]
+    assert summary({"mpi.log": mpi}) == []  # one release, whatever is glued after it
+    assert summary({"a.log": "NCCL version 2.26.2+cuda12.8\n", "b.log": glued}) == [
+        (
+            "warning",
+            "nccl.mixed-versions",
+            "job",
+            "ranks run different NCCL versions: 2.21.5 on host-a; 2.26.2 on a.log, b.log",
+        )
+    ]
+
+
 def test_header_variants_and_plugin_errors() -> None:
     text = "\n".join(
         [

@@ -11,6 +11,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpufleet.diagnose.nccl import parse_nccl
 from tests.properties.cli import run, scratch
 from tests.properties.mutations import mutate, text, yaml_document
 
@@ -77,3 +78,28 @@ def test_diagnose_of_a_hostile_log_never_crashes(nccl: list[str], node: list[str
         (root / "node.txt").write_text("\n".join(node), encoding="utf-8", errors="surrogatepass")
         result = run(["diagnose", "--nccl-log", "nccl.log", "--node-describe", "node.txt"], root)
         assert result.stdout.strip() or result.stderr.strip()
+
+
+# A launcher's per-rank prefixes (torchrun, mpirun): what an interleaved line glues before each rank's write
+RANK_PREFIXES = ["[rank{}]:", "[1,{}]<stdout>:", "[0,{}]<stderr>:"]
+BARE_LOG_LINES = [line for line in LOG_LINES if not line.startswith("[") and "]<std" not in line and "]:" not in line]
+
+
+@st.composite
+def rank_writes(draw: st.DrawFn) -> list[str]:
+    """Two to four ranks' lines, each behind its launcher prefix (the first may have none: a bare writer)."""
+    lines = draw(st.lists(st.sampled_from(BARE_LOG_LINES), min_size=2, max_size=4, unique=True))
+    prefix = draw(st.sampled_from(RANK_PREFIXES))
+    return [line if i == 0 and draw(st.booleans()) else prefix.format(i) + line for i, line in enumerate(lines)]
+
+
+@given(rank_writes(), st.booleans())
+def test_ranks_interleaved_on_one_line_read_as_they_wrote_them(writes: list[str], other_version: bool) -> None:
+    """Issue 47 item 10: ranks' writes glued on one line parse as the same writes on lines of their own, and diagnose
+    over them (beside another log, so versions are compared) never crashes."""
+    glued, apart = "".join(writes) + "\n", "\n".join(writes) + "\n"
+    assert parse_nccl(glued) == parse_nccl(apart)
+    with scratch() as root:
+        (root / "glued.log").write_text(glued, encoding="utf-8")
+        (root / "other.log").write_text(f"NCCL version {'2.18.3' if other_version else '2.26.2'}+cuda12.2\n")
+        run(["diagnose", "--nccl-log", "glued.log", "--nccl-log", "other.log"], root)
