@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from gpufleet.facts import catalog, pricing
+from gpufleet.facts import ami_releases, catalog, pricing, versions
 from gpufleet.plan.builders.cost import (
     SPOT_NOT_COUNTED,
     around_the_gpu_nodes,
@@ -84,15 +84,21 @@ def _on(fleet: Fleet, version: str) -> Fleet:
 
 
 def test_the_control_plane_follows_the_eks_support_calendar() -> None:
-    # EKS release calendar: 1.33 standard support ended 2026-07-29; 1.34 ends 2026-12-02 (after CALENDAR_AS_OF).
-    sentence, monthly = control_plane(EXAMPLE)
+    # EKS release calendar: 1.33 standard support ended 2026-07-29; 1.34 ends 2026-12-02 (after CALENDAR_AS_OF); 1.35
+    # ends 2027-03-27.
+    sentence, monthly = control_plane(_on(EXAMPLE, "1.33"))
     assert monthly == pytest.approx(0.60 * 730)
     assert "on 2026-12-01 Kubernetes 1.33 is in extended support (standard ended 2026-07-29" in sentence
     assert "EKS's default supportType EXTENDED applies" in sentence
     sentence, monthly = control_plane(_on(EXAMPLE, "1.34"))
     assert monthly == pytest.approx(0.10 * 730)
     assert "Kubernetes 1.34 is in standard support until 2026-12-02 (extended until 2027-12-02)" in sentence
-    assert control_plane(_on(EXAMPLE, "1.35"))[1] == pytest.approx(73.0)  # not in the calendar: standard rate
+    sentence, monthly = control_plane(EXAMPLE)
+    assert monthly == pytest.approx(0.10 * 730)
+    assert "Kubernetes 1.35 is in standard support until 2027-03-27 (extended until 2028-03-27)" in sentence
+    sentence, monthly = control_plane(_on(EXAMPLE, "1.36"))
+    assert monthly == pytest.approx(73.0)  # not in the calendar: standard rate
+    assert "Kubernetes 1.36 is not in gpufleet's EKS support calendar" in sentence
     existing = load_fleet(str(CASES / "existing-capacity-block" / "fleet.yaml"), "prod").environments["prod"]
     assert existing.cluster.mode == "Existing"
     assert control_plane(existing) == (
@@ -108,8 +114,8 @@ def test_system_nodes_and_root_volumes_are_counted() -> None:
     each = 0.2016 * 730 + 20 * 0.08
     volumes_min = sum(g.min_size * g.disk_size_gib * 0.08 for g in EXAMPLE.node_groups)
     volumes_max = sum(g.max_size * g.disk_size_gib * 0.08 for g in EXAMPLE.node_groups)
-    assert extra_min == pytest.approx(0.60 * 730 + system.min_size * each + volumes_min)
-    assert extra_max == pytest.approx(0.60 * 730 + system.max_size * each + volumes_max)
+    assert extra_min == pytest.approx(0.10 * 730 + system.min_size * each + volumes_min)  # 1.35: standard support
+    assert extra_max == pytest.approx(0.10 * 730 + system.max_size * each + volumes_max)
     assert any(line.startswith(f"- System nodes: {system.min_size}..{system.max_size} x m7i.xlarge") for line in lines)
     total = next(line for line in estimate_notes(EXAMPLE)[0] if line.startswith("With the control plane"))
     assert total.startswith("With the control plane, system nodes and root volumes: $")
@@ -177,3 +183,21 @@ def test_a_pool_falling_back_from_spot_to_on_demand_gets_the_range() -> None:
         "| l40s | Spot, then On-Demand | 12 x g6e.12xlarge | $9,192 | $91,916 | $82,344 (its cost.gpuHourUsd) |"
         in estimate
     )
+
+
+def test_the_example_and_the_golden_cases_run_a_minor_in_standard_support() -> None:
+    # issue 41 item 20: the example ran 1.33, in extended support (billed at six times standard) on CALENDAR_AS_OF.
+    # Every release it pins is one the AMI catalog knows for that minor (validate only warns on an unknown one).
+    specs = [ROOT / "fleet.yaml", *sorted(CASES.glob("*/fleet.yaml"))]
+    assert len(specs) > 5
+    for path in specs:
+        for env, fleet in load_fleet(str(path), None).environments.items():
+            version = fleet.cluster.kubernetes_version
+            assert version in versions.KUBERNETES_VERSIONS, (path, env)
+            end_standard, _ = pricing.EKS_SUPPORT_CALENDAR[version]
+            assert pricing.CALENDAR_AS_OF < end_standard, (path, env, version)
+            system = fleet.cluster.system_nodes
+            pins = [(ami_releases.SYSTEM_NODES_AMI_TYPE, system.release_version)] if system else []
+            pins += [(g.ami_type, g.ami_release_version) for g in fleet.node_groups]
+            for ami_type, release in pins:
+                assert ami_releases.check(ami_type, release, version) is None, (path, env, ami_type, release)

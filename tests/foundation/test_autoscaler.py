@@ -133,7 +133,7 @@ def test_values_of_the_example(prod: RolloutPlan) -> None:
         "cloudProvider": "aws",
         "awsRegion": "us-east-1",
         "autoDiscovery": {"clusterName": "research"},
-        "image": {"tag": "v1.33.6"},
+        "image": {"tag": "v1.35.2"},
         "fullnameOverride": "cluster-autoscaler",
         "rbac": {"serviceAccount": {"name": "cluster-autoscaler"}},
         "extraArgs": {

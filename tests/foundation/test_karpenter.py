@@ -55,7 +55,7 @@ def mixed_spec() -> dict[str, Any]:
             "instanceType": "p5e.48xlarge",
             "workloadClass": "Training",
             "provisioner": "Karpenter",
-            "ami": {"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.33.13-20260714"},
+            "ami": {"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.35.6-20260714"},
             "capacity": {"type": "CapacityBlock", "reservationId": CB},
             "scaling": {"maxSize": 2},
             "fabric": "EFA",
@@ -178,14 +178,14 @@ def test_pinned_ami_release_by_its_ssm_parameter(mixed: RolloutPlan) -> None:
     assert l40s["amiFamily"] == "AL2023"
     assert l40s["amiSelectorTerms"] == [
         {
-            "ssmParameter": "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/nvidia/"
-            "amazon-eks-node-al2023-x86_64-nvidia-1.33-v20260714/image_id"
+            "ssmParameter": "/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/x86_64/nvidia/"
+            "amazon-eks-node-al2023-x86_64-nvidia-1.35-v20260714/image_id"
         }
     ]
     br = _object(mixed, "EC2NodeClass", "br")["spec"]
     assert br["amiFamily"] == "Bottlerocket"
     assert br["amiSelectorTerms"] == [
-        {"ssmParameter": "/aws/service/bottlerocket/aws-k8s-1.33-nvidia/x86_64/1.54.0/image_id"}
+        {"ssmParameter": "/aws/service/bottlerocket/aws-k8s-1.35-nvidia/x86_64/1.54.0/image_id"}
     ]
     assert [d["deviceName"] for d in br["blockDeviceMappings"]] == ["/dev/xvda", "/dev/xvdb"]
 

@@ -52,7 +52,7 @@ def test_labels_name_group_class_fabric_and_gpu_model(prod: RolloutPlan) -> None
 def test_pinned_ami_numeric_launch_template_version_and_name_prefix(prod: RolloutPlan) -> None:
     args = resource(prod, "h100-node-group").args
     assert args["amiType"] == "AL2023_x86_64_NVIDIA"
-    assert args["releaseVersion"] == "1.33.13-20260714"
+    assert args["releaseVersion"] == "1.35.6-20260714"
     assert args["launchTemplate"]["version"] == Concat(Ref("h100-launch-template", "latestVersion"))
     assert "nodeGroupName" not in args and args["nodeGroupNamePrefix"] == "research-h100-"
 

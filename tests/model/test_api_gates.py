@@ -156,7 +156,7 @@ def _gpu_pod(ns: str, name: str, **spec: Any) -> dict[str, Any]:
 def test_team_namespaces_enforce_their_level_from_the_plan(make_model: MakeModel) -> None:
     levels = make_model().pod_security
     assert {ns: levels[ns] for ns in ("vision", "language", "speech")} == dict.fromkeys(
-        ("vision", "language", "speech"), ("baseline", "v1.33")
+        ("vision", "language", "speech"), ("baseline", "v1.35")
     )
 
 
@@ -175,7 +175,7 @@ def test_a_privileged_hostpath_pod_is_refused_in_a_team_namespace(make_model: Ma
     assert (verdict.runs, reason.stage) == (False, "api")
     # privileged runs among the baseline checks, hostPathVolumes among the overlapping ones after them (registry.go)
     assert reason.message == (
-        'pods "debug" are forbidden: violates PodSecurity "baseline:v1.33": privileged (container "c" must not set'
+        'pods "debug" are forbidden: violates PodSecurity "baseline:v1.35": privileged (container "c" must not set'
         ' securityContext.privileged=true), hostPath volumes (volume "host")'
     )
     assert reason.fix == (
@@ -200,7 +200,7 @@ def test_a_deployments_pods_are_refused_at_creation(make_model: MakeModel) -> No
     verdict = explain(model, workload(obj))
     assert verdict.reasons[0].stage == "api"
     assert verdict.reasons[0].message == (
-        'the Deployment\'s pods are forbidden: violates PodSecurity "baseline:v1.33": host namespaces'
+        'the Deployment\'s pods are forbidden: violates PodSecurity "baseline:v1.35": host namespaces'
         " (hostNetwork=true) (the Deployment is created; its controller fails to create them)"
     )
     assert verdict.json()["pods"] == {"total": 2, "admitted": 0}

@@ -125,7 +125,7 @@ def test_resource_names_follow_the_mig_strategy(
 # strategy mixed); these tests put it on the operator's plugin, beside a100-mig under strategy single.
 OPERATOR_MPS = (
     group_edit("a100-mig", sharing=SINGLE_MIG),
-    group_edit("l40s-mps", ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.33.13-20260714"}),
+    group_edit("l40s-mps", ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.35.6-20260714"}),
 )
 
 

@@ -34,7 +34,7 @@ def test_the_example_lists_network_admins_addons_and_the_efa_subnet() -> None:
     assert "`gpufleet preflight --env prod` passing" in items[0]
     assert items[1].startswith("VPC `vpc-0a1b2c3d4e5f60789` with subnets `subnet-0a1b2c3d4e5f60001`")
     assert "`arn:aws:iam::111122223333:role/gpufleet-deploy`" in items[2]
-    assert "podIdentityAgent `v1.3.8-eksbuild.2`" in items[3] and "Kubernetes 1.33" in items[3]
+    assert "podIdentityAgent `v1.3.8-eksbuild.2`" in items[3] and "Kubernetes 1.35" in items[3]
     assert items[4] == "Node group `h100`: subnet(s) `subnet-0a1b2c3d4e5f60001` in zone `use1-az4` exist in the VPC."
     # then the privileged images pinned by tag only (tests/unit/test_privileged_images.py)
     assert [i.split("`", 2)[1] for i in items[5:]] == [
