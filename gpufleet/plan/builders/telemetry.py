@@ -132,6 +132,10 @@ def _inference(ctx: BuildContext, ns: str, after: tuple[str, ...], resources: li
             release=inference.KEDA_RELEASE,
             namespace=inference.NS_KEDA,
             values=inference.keda_values(),
+            # The chart renders the operator's and metrics server's ServiceMonitors (keda_values) unguarded by
+            # .Capabilities (kedacore/charts keda/templates/manager/servicemonitor.yaml @ keda-2.20.2): Helm refuses
+            # the whole install while the installed stack's CRD is missing.
+            depends_on=after,
         )
     )
     resources.append(k8s(inference.serving_pod_monitor(ctx.fleet, ns), depends_on=after))
