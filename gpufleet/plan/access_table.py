@@ -40,7 +40,7 @@ KARPENTER_STATEMENTS: dict[str, str] = {
     "AllowScopedDeletion": (
         "terminate instances and delete launch templates tagged for cluster {cluster} and a NodePool"
     ),
-    "AllowPassingInstanceRole": "pass the node role to EC2 (iam:PassRole)",
+    "AllowPassingInstanceRole": "pass the Karpenter node role to EC2 (iam:PassRole)",
     "AllowScopedInstanceProfileCreationActions": (
         "create, tag, change and delete instance profiles tagged for cluster {cluster} in {region}"
     ),

@@ -205,6 +205,46 @@ def _dcgm_csv(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[st
     ]
 
 
+ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+
+
+def _node_access(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]]) -> list[Effect]:
+    """An access entry removed, or replaced by one for another principal, whose principal is the node role of a
+    managed node group that stays: EKS creates that role's EC2_LINUX entry itself, and a principal is in one entry
+    only (EKS user guide, creating access entries), so the entry deleted may be the one those nodes join through.
+    Trees before issue 41 item 2 gave the Karpenter nodes' entry the managed node groups' role."""
+    managed: dict[str, list[str]] = {}
+    for entry in new.values():
+        inputs = entry.get("inputs") or {}
+        if entry.get("type") == NODE_GROUP and "nodeRoleArn" in inputs:
+            name = str(inputs.get("nodeGroupNamePrefix") or inputs.get("nodeGroupName") or "").rstrip("-")
+            managed.setdefault(str(inputs["nodeRoleArn"]), []).append(name)
+    found = []
+    for rid, entry in sorted(old.items()):
+        principal = str((entry.get("inputs") or {}).get("principalArn"))
+        if entry.get("type") != ACCESS_ENTRY or principal not in managed:
+            continue
+        after = new.get(rid)
+        if after is not None and str((after.get("inputs") or {}).get("principalArn")) == principal:
+            continue
+        groups = ", ".join(sorted(managed[principal]))
+        found.append(
+            Effect(
+                id=rid,
+                disruptive=True,
+                what=(
+                    f"access entry {rid} of {principal} is deleted, and {principal} is the node role of managed node"
+                    f" groups {groups}: a principal is in one access entry only, so where EKS let those nodes join"
+                    " through this entry, they lose access to the cluster once it goes (aws eks"
+                    " list-access-entries shows one entry for the role). Keep it: `pulumi state delete` its URN"
+                    " before `pulumi up`, so the entry stays and the new one is created beside it"
+                ),
+            )
+        )
+    return found
+
+
 JOB = "kubernetes:batch/v1:Job"
 NCCL_GATE_PREFIX = "nccl-gate-"  # gpufleet/plan/manifests/network.py: the bandwidth gate of each EFA/RDMA group
 PLANTED_FAULT_GATE = "gpufleet-planted-fault"  # gpufleet/plan/manifests/health.py: the health stage's verification
@@ -324,5 +364,5 @@ def effects(
     """Everything the change does to running GPU work, disruptive first (`nodes`: the report's node impacts, for
     what drifted or removed Karpenter pools do to their work)."""
     found = _operator(old, new) + _mig(old, new) + _device_plugin(old, new) + _dcgm_csv(old, new) + _gates(old, new)
-    found += _pools(new, nodes)
+    found += _pools(new, nodes) + _node_access(old, new)
     return sorted(found, key=lambda e: not e.disruptive)

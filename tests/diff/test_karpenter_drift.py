@@ -156,3 +156,46 @@ def test_a_pool_of_several_types_is_priced_as_its_cheapest(base: Inventory) -> N
     requirement["values"] = ["g6e.24xlarge", "g6e.12xlarge"]  # 15.07 and 10.49 USD/h, 4 L40S each
     costs = {c.node_group: c for c in fleet_cost(new.values())}
     assert (costs["l40s"].instance_type, costs["l40s"].gpus_per_node, costs["l40s"].max_size) == ("g6e.12xlarge", 4, 12)
+
+
+def _shared_node_role(inv: Inventory) -> None:
+    """The tree as gpufleet rendered it before issue 41 item 2: the Karpenter nodes joined with the managed node
+    groups' role, through an access entry for it."""
+    for rid in [r for r in inv if r.startswith("karpenter-node-role")]:
+        del inv[rid]
+    inv["karpenter-node-access-entry"]["inputs"]["principalArn"] = "<ref:node-role.arn>"
+    for entry in inv.values():
+        if entry["type"].endswith(":EC2NodeClass"):
+            entry["inputs"]["spec"]["role"] = "<ref:node-role.name>"
+
+
+def test_the_karpenter_nodes_own_role_drifts_their_pools_and_flags_the_shared_entry(base: Inventory) -> None:
+    old = copy.deepcopy(base)
+    _shared_node_role(old)
+    report = compare(old, base)
+    work = running_work.effects(old, base, report.nodes)
+    text = summary.text(dataclasses.replace(report, work=tuple(work)), "a", "b")
+    assert {n.id for n in report.nodes} == {r for r in base if r.startswith("nodepool-cluster-")}
+    assert "!!     because EC2NodeClass l40s spec.role changed: drifts every node\n" in text
+    entry = next(c for c in report.changes if c.id == "karpenter-node-access-entry")
+    assert (entry.action, entry.paths) == ("replace", ("principalArn",))
+    flagged = [e for e in work if e.id == "karpenter-node-access-entry"]
+    assert len(flagged) == 1 and flagged[0].disruptive
+    assert flagged[0].what.startswith(
+        "access entry karpenter-node-access-entry of <ref:node-role.arn> is deleted, and <ref:node-role.arn> is the"
+        " node role of managed node groups research-h100, research-system"
+    )
+    assert "`pulumi state delete` its URN before `pulumi up`" in flagged[0].what
+
+
+def test_removing_the_last_karpenter_group_of_a_shared_role_flags_the_entry(base: Inventory) -> None:
+    old = copy.deepcopy(base)
+    _shared_node_role(old)
+    new = {rid: e for rid, e in old.items() if not rid.startswith(("karpenter", "helm-karpenter"))}
+    new = {rid: e for rid, e in new.items() if not e["type"].startswith("kubernetes:karpenter")}
+    assert [e.id for e in running_work.effects(old, new) if e.id.startswith("karpenter")] == [
+        "karpenter-node-access-entry"
+    ]
+    # Trees since item 2: the entry is the Karpenter role's own, and goes with it unflagged.
+    rest = {rid: e for rid, e in base.items() if not rid.startswith(("karpenter", "helm-karpenter"))}
+    assert not [e for e in running_work.effects(base, rest) if e.id.startswith("karpenter")]

@@ -103,11 +103,11 @@ def test_karpenter_groups_have_a_node_pool_and_node_class_and_no_managed_node_gr
             "kind": "EC2NodeClass",
             "name": name,
         }
-        assert _object(mixed, "EC2NodeClass", name)["spec"]["role"] == Ref("node-role", "name")
+        assert _object(mixed, "EC2NodeClass", name)["spec"]["role"] == Ref("karpenter-node-role", "name")
 
 
 DEPLOYED = {
-    Ref("node-role", "name"): "research-node-role-0123456",
+    Ref("karpenter-node-role", "name"): "research-karpenter-node-role-0123456",
     Ref("cluster", "vpcConfig.clusterSecurityGroupId"): "sg-0123456789abcdef0",
     Ref("efa-security-group", "id"): "sg-0fedcba9876543210",
 }
@@ -283,10 +283,16 @@ def test_controller_identity_queue_rules_and_node_access(mixed: RolloutPlan, pro
     targets = [r for r in res.values() if r.type == "aws:cloudwatch/eventTarget:EventTarget"]
     assert len(targets) == 5 and all(t.args["arn"] == Ref("karpenter-interruption-queue", "arn") for t in targets)
     entry = res["karpenter-node-access-entry"].args
-    assert (entry["principalArn"], entry["type"]) == (Ref("node-role", "arn"), "EC2_LINUX")
-    # The NodePools' CRDs come with the chart; nodes join through the access entry.
+    assert (entry["principalArn"], entry["type"]) == (Ref("karpenter-node-role", "arn"), "EC2_LINUX")
+    # The NodePools' CRDs come with the chart; nodes join through the access entry, with the role's policies.
     node_class = next(r for r in res.values() if r.type.endswith(":EC2NodeClass"))
-    assert set(node_class.depends_on) == {"helm-karpenter", "karpenter-node-access-entry"}
+    assert set(node_class.depends_on) == {
+        "helm-karpenter",
+        "karpenter-node-access-entry",
+        "karpenter-node-role-amazoneksworkernodepolicy",
+        "karpenter-node-role-amazonec2containerregistryreadonly",
+        "karpenter-node-role-amazonssmmanagedinstancecore",
+    }
     # A fleet without Karpenter groups gets none of it.
     assert not [r for r in _resources(prod) if r.startswith(("karpenter", "helm-karpenter"))]
 
@@ -294,7 +300,9 @@ def test_controller_identity_queue_rules_and_node_access(mixed: RolloutPlan, pro
 def test_the_controller_policy_is_karpenters_own(mixed: RolloutPlan) -> None:
     policy = _resources(mixed)["karpenter-controller-policy"].args["policy"]
     doc = json.loads(
-        str(policy).replace("<ref:node-role.arn>", "ROLE").replace("<ref:karpenter-interruption-queue.arn>", "QUEUE")
+        str(policy)
+        .replace("<ref:karpenter-node-role.arn>", "ROLE")
+        .replace("<ref:karpenter-interruption-queue.arn>", "QUEUE")
     )
     sids = {s["Sid"]: s for s in doc["Statement"]}
     assert sids["AllowPassingInstanceRole"]["Resource"] == "ROLE"

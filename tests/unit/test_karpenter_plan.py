@@ -67,7 +67,7 @@ def test_access_table_lists_the_controller_association_and_what_it_may_do() -> N
     assert row.endswith(" | AWS |")
     for said in (
         "terminate instances and delete launch templates tagged for cluster research and a NodePool",
-        "pass the node role to EC2 (iam:PassRole)",
+        "pass the Karpenter node role to EC2 (iam:PassRole)",
         "receive and delete the messages of the interruption queue `research-karpenter`",
         "create, tag, change and delete instance profiles tagged for cluster research in us-east-1",
     ):

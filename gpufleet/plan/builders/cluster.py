@@ -274,8 +274,13 @@ def node_policies(fleet: Fleet) -> tuple[str, ...]:
     return NODE_POLICIES if fleet.cluster.mode == "Create" else (*NODE_POLICIES, CNI_POLICY)
 
 
-def node_role_attachments(fleet: Fleet) -> tuple[str, ...]:
-    return tuple(f"{NODE_ROLE}-{p.lower().replace('_', '-')}" for p in node_policies(fleet))
+def node_role_attachments(fleet: Fleet, role: str = NODE_ROLE) -> tuple[str, ...]:
+    return tuple(f"{role}-{p.lower().replace('_', '-')}" for p in node_policies(fleet))
+
+
+def node_role_resources(fleet: Fleet, role: str) -> list[Resource]:
+    """A node role `role` (trusting EC2) with the node policies, beside the managed node groups' NODE_ROLE."""
+    return _role(fleet, role, "ec2.amazonaws.com", node_policies(fleet))
 
 
 def kubeconfig(fleet: Fleet, ca_path: str) -> Concat:

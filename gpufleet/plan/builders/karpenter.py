@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpufleet.plan.builders.cluster import NODE_ROLE, pod_identity_resources, tags
+from gpufleet.plan.builders.cluster import node_role_attachments, node_role_resources, pod_identity_resources, tags
 from gpufleet.plan.builders.common import AWS_PROVIDER, CLUSTER, helm, k8s
 from gpufleet.plan.builders.node_groups import EFA_SECURITY_GROUP, node_labels, prepulled_images
 from gpufleet.plan.manifests import karpenter, node_bootstrap
@@ -26,6 +26,13 @@ CONTROLLER_POD_IDENTITY = "karpenter-pod-identity"
 QUEUE = "karpenter-interruption-queue"
 QUEUE_POLICY = "karpenter-interruption-queue-policy"
 NODE_ACCESS_ENTRY = "karpenter-node-access-entry"
+# Karpenter's nodes get a role of their own. EKS creates the EC2_LINUX access entry of a managed node group's role
+# itself, and a principal may be in one access entry only (EKS user guide, creating access entries): an entry for
+# the managed groups' role fails with ResourceInUseException, or, made first, is the one the managed nodes join
+# through and goes with the last Karpenter group. Karpenter's getting-started (KarpenterNodeRole) and
+# terraform-aws-eks modules/karpenter (its own node IAM role and access entry; create_access_entry = false only
+# when a managed group's role is re-used) do the same.
+NODE_ROLE = "karpenter-node-role"
 # The Helm release's resource id (gpufleet.plan.builders.common.helm): its chart installs the CRDs (charts/karpenter/
 # crds/), so every NodePool and EC2NodeClass waits for it.
 RELEASE = f"helm-{karpenter.RELEASE}"
@@ -78,7 +85,8 @@ def resources(
         # What an ODCR bills running or not, for `gpufleet diff`'s cost (gpufleet.review.impact): the managed node
         # group carries it as a tag; on the NodePool object it is an annotation (not copied to its nodes).
         pool["metadata"]["annotations"] = {TAG_RESERVED_INSTANCES: str(group.reservation.instance_count)}
-    node_class_resource = k8s(node_class, depends_on=(RELEASE, NODE_ACCESS_ENTRY))
+    after = (RELEASE, NODE_ACCESS_ENTRY, *node_role_attachments(fleet, NODE_ROLE))
+    node_class_resource = k8s(node_class, depends_on=after)
     out += [node_class_resource, k8s(pool, depends_on=(node_class_resource.id,))]
     return out
 
@@ -91,10 +99,10 @@ def controller_resources(fleet: Fleet, *, node_repair: bool) -> list[Resource]:
     """The Karpenter controller in stage 1, when any group has provisioner Karpenter: its Pod Identity role
     (trusting only kube-system/karpenter of this cluster) with Karpenter's own controller policy, the interruption
     queue (SQS, 300 s retention, SSE-SQS) with its policy and the EventBridge rules that feed it, the node role's
-    EKS access entry (type EC2_LINUX: EKS creates it itself only for managed node groups; Karpenter's nodes join with
-    the node role through it), and the Helm release, which waits for the association and the system nodes.
-    Karpenter makes the instance profile of the node role itself (EC2NodeClass `role`), within the policy's
-    AllowScopedInstanceProfile* statements."""
+    node role of Karpenter's nodes (NODE_ROLE, not the managed node groups') with its EKS access entry (type
+    EC2_LINUX: EKS creates one itself only for a managed node group's role; Karpenter's nodes join through it), and
+    the Helm release, which waits for the association and the system nodes. Karpenter makes the instance profile of
+    the node role itself (EC2NodeClass `role`), within the policy's AllowScopedInstanceProfile* statements."""
     create = fleet.cluster.mode == "Create"
     out = [
         Resource(
@@ -158,6 +166,7 @@ def controller_resources(fleet: Fleet, *, node_repair: bool) -> list[Resource]:
         namespace=karpenter.NAMESPACE,
         service_account=karpenter.SERVICE_ACCOUNT,
     )
+    out += node_role_resources(fleet, NODE_ROLE)
     out.append(
         Resource(
             id=NODE_ACCESS_ENTRY,
