@@ -151,11 +151,16 @@ def beyond_bounds(text: str, loader: type[yaml.SafeLoader] | type[yaml.CSafeLoad
 def yaml_beyond_bounds(text: str) -> str | None:
     """`LINE:COL: message` when the YAML text exceeds the bounds, else None (also for text that is not YAML, which
     the caller's parser reports in its words). For texts other than specs: manifests and the files of a tree."""
-    loader = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
     try:
-        issue = beyond_bounds(text, loader)
+        issue = beyond_bounds(text, yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader)
     except yaml.YAMLError:
-        return None
+        # LibYAML refuses nesting past its own limit (1,000 flow levels) as an error, where the callers' pure-Python
+        # composer would recurse (RecursionError a few thousand levels down): read the events as the spec loader does
+        # then, with the pure-Python parser, which is iterative and stops at MAX_DEPTH.
+        try:
+            issue = beyond_bounds(text, yaml.SafeLoader) if yaml.__with_libyaml__ else None
+        except yaml.YAMLError:
+            return None
     if issue is None:
         return None
     pos = issue.position or Position(1, 1)

@@ -270,3 +270,29 @@ def environments(spec_text: str) -> list[str]:
     envs = data.get("environments") if isinstance(data, dict) else None
     names = [name for name in envs if isinstance(name, str)] if isinstance(envs, dict) else []
     return names or ["dev"]
+
+
+# Nesting past every bound (gpufleet's 64 levels, LibYAML's 1,000 flow levels, Python's stack): runs of flow openers
+# (LibYAML looks ahead through "[[[" or "{{{" for a simple key and fails at its limit before the first 64 events are
+# read), flow maps with keys, block maps, mixed (issue 47 item 8).
+_OPEN = {"[": "]", "{": "}", "{a: ": "}", "[{a: ": "}]", "- ": ""}
+
+
+@st.composite
+def deep_yaml(draw: st.DrawFn) -> str:
+    """A YAML value nested 60 to 4,000 levels deep, in flow or block style, valid YAML or cut before its end."""
+    depth = draw(st.integers(60, 4000))
+    shape = draw(st.sampled_from(["[", "{", "[", "mixed", "block"]))
+    if shape == "block":  # a level is one more space of indent (a few hundred KB at most)
+        depth = min(depth, 1400)
+        body = "".join(" " * i + "a:\n" for i in range(depth)) + " " * depth + "x\n"
+    else:
+        openers = (
+            draw(st.lists(st.sampled_from(sorted(_OPEN)), min_size=1, max_size=3)) if shape == "mixed" else [shape]
+        )
+        levels = [openers[i % len(openers)] for i in range(depth)]
+        body = "".join(levels) + draw(st.sampled_from(["", "x", "1"])) + "".join(_OPEN[o] for o in reversed(levels))
+        body += "\n"
+    if draw(st.integers(0, 3)) == 0:
+        body = body[: draw(st.integers(0, len(body)))]
+    return body

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from gpufleet.diagnose.nccl import parse_nccl
 from tests.properties.cli import run, scratch
-from tests.properties.mutations import mutate, text, yaml_document
+from tests.properties.mutations import deep_yaml, mutate, text, yaml_document
 
 ROOT = Path(__file__).resolve().parents[2]
 MINIMAL = ROOT / "tests/specs/valid/minimal.yaml"
@@ -103,3 +103,21 @@ def test_ranks_interleaved_on_one_line_read_as_they_wrote_them(writes: list[str]
         (root / "glued.log").write_text(glued, encoding="utf-8")
         (root / "other.log").write_text(f"NCCL version {'2.18.3' if other_version else '2.26.2'}+cuda12.2\n")
         run(["diagnose", "--nccl-log", "glued.log", "--nccl-log", "other.log"], root)
+
+
+@given(deep_yaml(), st.sampled_from(["document", "spec", "containers"]), st.booleans())
+def test_explain_of_a_deeply_nested_manifest_never_crashes(deep: str, where: str, running: bool) -> None:
+    """Issue 47 item 8: nesting beyond the bounds, as a whole document, a field or a list entry, in a manifest or in
+    --running, is a positioned error (LibYAML's own limit used to leave it to the composer: RecursionError)."""
+    if where == "document":
+        manifest_text = deep
+    else:
+        indented = "\n".join("    " + line for line in deep.splitlines())
+        manifest_text = f"apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  {where}:\n{indented}\n"
+    with scratch() as root:
+        shutil.copy(MINIMAL, root / "fleet.yaml")
+        (root / "m.yaml").write_text(manifest_text, encoding="utf-8")
+        (root / "w.yaml").write_text(yaml.safe_dump(WORKLOADS[0]), encoding="utf-8")
+        argv = ["--running", "m.yaml", "w.yaml"] if running else ["m.yaml"]
+        result = run(["explain", "fleet.yaml", "--env", "dev", *argv], root)
+        assert result.code == 2 and "m.yaml" in result.stderr, result.stderr  # an empty cut: no workload in m.yaml

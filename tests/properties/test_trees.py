@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from gpufleet.tree import output
 from tests.properties.cli import run, scratch, snapshot
-from tests.properties.mutations import mutate, text, values
+from tests.properties.mutations import deep_yaml, mutate, text, values
 from tests.trees import reseal
 
 TREES = Path(__file__).resolve().parents[1] / "golden" / "trees"
@@ -134,10 +134,12 @@ YAML_FILES = [f for f in FILES if f.endswith(".yaml")]
 def resealed(draw: st.DrawFn, tree: Path) -> None:
     """Edit the tree at `tree` by hand in one to three ways, then seal it again (hashes and digest match)."""
     for _ in range(draw(st.integers(1, 3))):
-        op = draw(st.sampled_from(["hostile", "swap", "edit-yaml", "edit-json", "edit-entry"]))
+        op = draw(st.sampled_from(["hostile", "deep", "swap", "edit-yaml", "edit-json", "edit-entry"]))
         rel = draw(st.sampled_from(YAML_FILES))
         if op == "hostile":
             (tree / rel).write_text(draw(st.sampled_from(HOSTILE_YAML)), encoding="utf-8")
+        elif op == "deep":  # nesting past the bounds and LibYAML's limit (issue 47 item 8)
+            (tree / rel).write_text(draw(deep_yaml()), encoding="utf-8")
         elif op == "swap":
             other = draw(st.sampled_from(YAML_FILES))
             a, b = (tree / rel).read_text(encoding="utf-8"), (tree / other).read_text(encoding="utf-8")

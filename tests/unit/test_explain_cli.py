@@ -111,6 +111,10 @@ def test_text_and_exit_zero(capsys: pytest.CaptureFixture[str]) -> None:
         ),
         # Hostile manifests (issue 26 item 4): each of these exited 3, or (namespace) was accepted as "[1]".
         ("[" * 1000 + "]" * 1000 + "\n", ":1:65: the document nests deeper than 64 levels"),
+        # Past LibYAML's own limit (1,000 flow levels), which it reports as an error: the bounds read the events
+        # with the pure-Python parser then, as the spec loader does (issue 47 item 8: RecursionError, exit 3).
+        ("[" * 1001 + "]" * 1001 + "\n", ":1:65: the document nests deeper than 64 levels"),
+        ("kind: Pod\nspec: " + "{a: " * 3000 + "}" * 3000 + "\n", ":2:259: the document nests deeper than 64 levels"),
         (
             "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
             "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n"

@@ -96,6 +96,11 @@ RESEALED: list[tuple[str, Damage, str]] = [
         f"{AWS}: 1:65: the document nests deeper than 64 levels",
     ),
     (
+        "deep-nesting-past-libyaml",  # LibYAML's own limit is 1,000 flow levels: the bounds still say where
+        _write(AWS, "[" * 3000 + "]" * 3000 + "\n"),
+        f"{AWS}: 1:65: the document nests deeper than 64 levels",
+    ),
+    (
         "alias-bomb",
         _write(AWS, ALIAS_BOMB),
         f"{AWS}: 5:28: the document expands to more than 50000 values (YAML aliases are expanded where they are used)",
