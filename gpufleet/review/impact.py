@@ -193,13 +193,28 @@ class QuotaChange:
     # What one counted device is, from the flavor's annotations (kueue.ANN_DEVICES_PER_GPU): "GPUs", or e.g.
     # "TimeSlicing replicas, 4 per GPU"; "devices" when the tree does not say (trees written before it did).
     unit: str = "devices"
-    per_gpu: int = 1
+    per_gpu: int = 1  # the new tree's devices per GPU
+    # The old tree's, where the flavor's devices per GPU changed with the quota (a MIG profile change under
+    # strategy single keeps the resource nvidia.com/gpu and its count per GPU changes); None: per_gpu.
+    old_per_gpu: int | None = None
 
-    def gpus(self, value: str | None) -> str:
+    @property
+    def in_gpus(self) -> bool:
+        """Whether the values are devices other than whole GPUs on either side, so worth saying in GPUs."""
+        return self.per_gpu > 1 or (self.old_per_gpu or 1) > 1
+
+    def gpus(self, value: str | None, per_gpu: int | None = None) -> str:
         """A quota value in physical GPUs, for a shared or sliced flavor: "4 GPUs" from 16 replicas of 4 per GPU."""
-        if value is None or self.per_gpu == 1 or not value.isdigit():
+        n = per_gpu or self.per_gpu
+        if value is None or not self.in_gpus or not value.isdigit():
             return ""
-        return f"{int(value) / self.per_gpu:g} GPUs"
+        return f"{int(value) / n:g} GPUs"
+
+    def old_gpus(self) -> str:
+        return self.gpus(self.old, self.old_per_gpu)
+
+    def new_gpus(self) -> str:
+        return self.gpus(self.new)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -682,14 +697,25 @@ def _resource_of(field: str) -> str:
 def quota_changes(old: Iterable[Mapping[str, Any]], new: Iterable[Mapping[str, Any]]) -> list[QuotaChange]:
     old, new = list(old), list(new)
     a, b = gpu_quotas(old), gpu_quotas(new)
-    units = {**flavor_units(old), **flavor_units(new)}
+    units_old, units_new = flavor_units(old), flavor_units(new)
     out = []
     for k in sorted(set(a) | set(b)):
         if a.get(k) == b.get(k):
             continue
-        unit, per_gpu = units.get((k[1], _resource_of(k[2])), ("devices", 1))
+        key = (k[1], _resource_of(k[2]))
+        unit, per_gpu = units_new.get(key) or units_old.get(key) or ("devices", 1)
+        old_unit, old_per_gpu = units_old.get(key) or (unit, per_gpu)
         out.append(
-            QuotaChange(team=k[0], flavor=k[1], field=k[2], old=a.get(k), new=b.get(k), unit=unit, per_gpu=per_gpu)
+            QuotaChange(
+                team=k[0],
+                flavor=k[1],
+                field=k[2],
+                old=a.get(k),
+                new=b.get(k),
+                unit=unit if old_unit == unit else f"{old_unit} -> {unit}",
+                per_gpu=per_gpu,
+                old_per_gpu=old_per_gpu if old_per_gpu != per_gpu else None,
+            )
         )
     return out
 

@@ -134,7 +134,7 @@ def text(report: Report, old: str, new: str, *, old_absent: bool = False) -> str
         out.append("GPU quota per team (Kueue counts devices; the unit of each flavor follows the values):")
         out += [
             f"  {q.team} / {q.flavor}: {q.field} {q.old or '-'} -> {q.new or '-'} {q.unit}"
-            + (f" ({q.gpus(q.old) or '-'} -> {q.gpus(q.new) or '-'})" if q.per_gpu > 1 else "")
+            + (f" ({q.old_gpus() or '-'} -> {q.new_gpus() or '-'})" if q.in_gpus else "")
             for q in report.quotas
         ]
     rows = _cost_rows(report)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -207,6 +208,18 @@ def test_mig_profile_change_patches_the_config_and_says_drain_first(
     out = capsys.readouterr().out
     assert "    ~ configmap-gpu-operator-gpufleet-mig-config (kubernetes:core/v1:ConfigMap)\n" in out
     assert "!! MIG profile of node group a100-mig changes" in out
+    # issue 41 item 18: the quota stays 32 GPUs in slices of the new profile; the old count was divided by the new
+    # profile's slices per GPU ("74.67 -> 32 GPUs").
+    rows = [line for line in out.splitlines() if line.startswith("  ") and "/ a100-mig: nominalQuota" in line]
+    assert rows and all(
+        re.fullmatch(
+            r"  \w+ / a100-mig: nominalQuota (\d+) -> (\d+) MIG slices, 7 per GPU -> MIG slices, 3 per GPU"
+            r" \((\d+) GPUs -> \3 GPUs\)",
+            row,
+        )
+        for row in rows
+    ), rows
+    assert all(q.old_gpus() == q.new_gpus() for q in r.quotas)
 
 
 def test_operator_bump_restarts_operands_and_downgrade_is_flagged(
