@@ -1,0 +1,143 @@
+"""Build the box's binaries from their pinned Go modules, once per pin set.
+
+Each Go module of e2e/ (controlplane, controllers) is built into a cache directory keyed by the sha256 of its
+go.mod, go.sum, tools.go and the Go toolchain version, so a second run with the same pins finds the binaries and
+starts in seconds; a change of a pin builds into a new key. A build goes to a staging directory renamed into place
+only when every binary is there, so an interrupted build leaves nothing that looks complete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+E2E = Path(__file__).resolve().parents[1]
+# A Go newer than the machine's: the modules' go.mod say `go 1.27` (Kueue v0.19.2 and its peers need Go 1.26+,
+# k8s.io/kubernetes v1.35 1.25+); the go command fetches this toolchain as a module.
+GOTOOLCHAIN = "go1.27.3"
+CACHE = Path(os.environ.get("GPUFLEET_E2E_CACHE", "~/.cache/gpufleet/e2e")).expanduser()
+
+
+@dataclass(frozen=True)
+class Module:
+    """One Go module of e2e/ and the binaries built from it: output name -> package path."""
+
+    name: str
+    binaries: dict[str, str]
+
+    @property
+    def dir(self) -> Path:
+        return E2E / self.name
+
+
+CONTROLPLANE = Module(
+    "controlplane",
+    {
+        "etcd": "./cmd/etcd",
+        "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
+        "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
+        "kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler",
+        "kubectl": "k8s.io/kubernetes/cmd/kubectl",
+    },
+)
+CONTROLLERS = Module(
+    "controllers",
+    {
+        "kwok": "sigs.k8s.io/kwok/cmd/kwok",
+        "kueue": "sigs.k8s.io/kueue/cmd/kueue",
+        "jobset": "sigs.k8s.io/jobset",
+        "lws": "sigs.k8s.io/lws/cmd",
+        "trainer": "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager",
+        "helm": "helm.sh/helm/v3/cmd/helm",
+    },
+)
+MODULES = (CONTROLPLANE, CONTROLLERS)
+
+
+def go_env() -> dict[str, str]:
+    env = dict(os.environ, GOTOOLCHAIN=GOTOOLCHAIN, GOFLAGS="-mod=readonly -buildvcs=false", CGO_ENABLED="0")
+    return env
+
+
+def _key(module: Module) -> str:
+    digest = hashlib.sha256(GOTOOLCHAIN.encode())
+    for name in ("go.mod", "go.sum", "tools.go"):
+        digest.update((module.dir / name).read_bytes())
+    for out, pkg in sorted(module.binaries.items()):
+        digest.update(f"{out}={pkg}\n".encode())
+    digest.update(_version_flags(module).encode())
+    return digest.hexdigest()[:16]
+
+
+def bin_dir(module: Module) -> Path:
+    return CACHE / f"{module.name}-{_key(module)}"
+
+
+def built(module: Module) -> bool:
+    return all((bin_dir(module) / b).is_file() for b in module.binaries)
+
+
+def required(module: Module, path: str) -> str:
+    """The version of `path` that the module's go.mod requires."""
+    for line in (module.dir / "go.mod").read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] in (path, "require") and path in parts:
+            return parts[parts.index(path) + 1]
+    raise KeyError(f"{module.dir / 'go.mod'} requires no {path}")
+
+
+def _version_flags(module: Module) -> str:
+    """The version Kubernetes' own release build stamps into its binaries (hack/lib/version.sh), so /version and
+    `--version` say which release this is; without it they say v0.0.0-master."""
+    if module is not CONTROLPLANE:
+        return ""
+    version = required(module, "k8s.io/kubernetes")
+    major, minor = version.lstrip("v").split(".")[:2]
+    flags = []
+    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        flags += [f"-X {pkg}.gitVersion={version}", f"-X {pkg}.gitMajor={major}", f"-X {pkg}.gitMinor={minor}"]
+    return " ".join(flags)
+
+
+def build(module: Module, log=sys.stderr) -> Path:
+    """The module's binaries, built where the cache has none for these pins."""
+    target = bin_dir(module)
+    if built(module):
+        return target
+    staging = target.with_name(target.name + ".building")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    started = time.monotonic()
+    print(f"box: building {module.name} ({', '.join(module.binaries)}) into {target}", file=log, flush=True)
+    cmd = ["go", "build", "-trimpath", f"-ldflags=-s -w {_version_flags(module)}", "-o", str(staging) + "/"]
+    # One `go build` per binary: the output name is the package's last element otherwise (sigs.k8s.io/lws/cmd
+    # would be `cmd`); the compiled packages they share come from Go's build cache after the first.
+    for out, pkg in module.binaries.items():
+        subprocess.run([*cmd[:-1], str(staging / out), pkg], cwd=module.dir, env=go_env(), check=True)
+    staging.rename(target)
+    print(f"box: built {module.name} in {time.monotonic() - started:.0f} s", file=log, flush=True)
+    return target
+
+
+def build_all(log=sys.stderr) -> dict[str, Path]:
+    """Every binary of the box by name, built where needed."""
+    out: dict[str, Path] = {}
+    for module in MODULES:
+        d = build(module, log)
+        out.update({b: d / b for b in module.binaries})
+    return out
+
+
+def module_dir(path: str, version: str) -> Path:
+    """Where the Go module cache holds a module's source (its CRDs and webhook manifests are read from there)."""
+    gomodcache = subprocess.run(
+        ["go", "env", "GOMODCACHE"], env=go_env(), capture_output=True, text=True, check=True
+    ).stdout.strip()
+    escaped = "".join("!" + c.lower() if c.isupper() else c for c in path)
+    return Path(gomodcache) / f"{escaped}@{version}"

@@ -1,0 +1,82 @@
+"""A fleet in the box: synthesise the spec's tree with the gpufleet CLI, start a control plane, register the
+fleet's nodes, apply the tree."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from e2e.box import apply, cluster, nodes, tenancy
+from e2e.box.client import ApiError
+from gpufleet.plan.parts import RolloutPlan
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules.pipeline import load_fleet
+
+
+@dataclass
+class Fleet:
+    spec: Path
+    env: str
+    tree: Path
+    plan: RolloutPlan
+    cluster: cluster.Cluster
+    report: apply.Report
+
+    def stop(self) -> None:
+        self.cluster.stop()
+
+
+def synth(spec: Path, env: str, out: Path) -> Path:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from gpufleet.cli import entry; entry()",
+            "synth",
+            str(spec),
+            "--env",
+            env,
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"gpufleet synth {spec} --env {env} exited {done.returncode}:\n{done.stderr}")
+    return out
+
+
+def plan_of(spec: Path, env: str) -> RolloutPlan:
+    return build_plan(load_fleet(str(spec), env).environments[env], env)
+
+
+def up(spec: Path, env: str, root: Path | None = None, log=sys.stderr) -> Fleet:
+    root = Path(root or tempfile.mkdtemp(prefix="gpufleet-box-"))
+    tree = synth(spec, env, root / "tree")
+    plan = plan_of(spec, env)
+    box = cluster.start(root / "cluster")
+    try:
+        wanted = plan.fleet.cluster.kubernetes_version
+        got = box.versions["kubernetes"]
+        if not got.lstrip("v").startswith(wanted + "."):
+            print(
+                f"box: the fleet runs Kubernetes {wanted}; the box runs {got}, the minor e2e/controlplane/go.mod pins",
+                file=log,
+            )
+        for node in nodes.fleet(plan, got):
+            try:
+                box.admin.create(node)
+            except ApiError as exc:
+                raise RuntimeError(f"node {node['metadata']['name']} refused: {exc}") from None
+        tenancy.edit_policy_role(box)
+        report = apply.apply_tree(box, tree, got)
+        for member in tenancy.members(plan):
+            tenancy.grant(box, member)
+    except BaseException:
+        box.stop()
+        raise
+    return Fleet(spec, env, tree, plan, box, report)
