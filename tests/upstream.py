@@ -43,8 +43,14 @@ FETCH_COMMAND = "python tools/fetch_upstream.py"
 # chart's copy, not kedacore/keda config/crd/bases/keda.sh_scaledobjects.yaml at v2.20.2, because it is what the
 # cluster gets, and it is stricter: the HPA behavior's stabilizationWindowSeconds is bounded to 0..3600 there only.
 KEDA_SCALEDOBJECT_CRD = "charts/keda/2.20.2/templates/crds/crd-scaledobjects.yaml"
+# Karpenter's NodeOverlay (karpenter.sh/v1alpha1), which ../shared/crds leaves out beside the NodePool and NodeClaim:
+# aws/karpenter-provider-aws pkg/apis/crds/karpenter.sh_nodeoverlays.yaml @ v1.14.1, the file its chart's crds/ has.
+KARPENTER_NODEOVERLAY_CRD = "crds/karpenter.sh_nodeoverlays.yaml"
 # The CRDs that are not in ../shared/crds, by (group, kind), at their path in the cache.
-BEYOND_SHARED_CRDS: Mapping[tuple[str, str], str] = {("keda.sh", "ScaledObject"): KEDA_SCALEDOBJECT_CRD}
+BEYOND_SHARED_CRDS: Mapping[tuple[str, str], str] = {
+    ("keda.sh", "ScaledObject"): KEDA_SCALEDOBJECT_CRD,
+    ("karpenter.sh", "NodeOverlay"): KARPENTER_NODEOVERLAY_CRD,
+}
 # Every upstream file of tools/upstream_files.json that ../shared does not hold.
 BEYOND_SHARED = tuple(BEYOND_SHARED_CRDS.values())
 

@@ -47,12 +47,21 @@ def _provisioned_by(fleet: Fleet, group: NodeGroup) -> str:
     return f"EKS managed node group, {scaler}"
 
 
-def _nodes(group: NodeGroup) -> str:
+def _nodes(plan: RolloutPlan, group: NodeGroup) -> str:
     """A managed group's min..max; a Karpenter pool has no minimum nor desired size, only its `limits`, which cap the
-    GPUs of all its nodes together (the NodePool's spec.limits, gpufleet.plan.manifests.karpenter.node_pool)."""
+    GPUs of all its nodes together, as the environment's NodePool has them (gpufleet.plan.manifests.karpenter
+    .node_pool: in the slices a MIG or time-sliced pool's NodeOverlay has Karpenter count)."""
     if group.provisioner != "Karpenter":
         return f"{group.min_size}..{group.max_size}"
-    limits = karpenter.node_pool(group, labels={}, taints=[])["spec"]["limits"]
+    pool = next(
+        r.args["object"]
+        for s in plan.stages
+        for r in s.content.resources
+        if isinstance(r.args.get("object"), Mapping)
+        and r.args["object"].get("kind") == "NodePool"
+        and r.args["object"]["metadata"]["name"] == group.name
+    )
+    limits = pool["spec"]["limits"]
     limit = ", ".join(f"`{k}: {v}`" for k, v in limits.items())
     return f"up to {group.max_size} (NodePool limit {limit})"
 
@@ -91,17 +100,18 @@ KARPENTER_NOTE = (
 )
 
 
-def node_group_rows(fleet: Fleet) -> list[tuple[str, str, str, str, str, str, str]]:
+def node_group_rows(plan: RolloutPlan) -> list[tuple[str, str, str, str, str, str, str]]:
     """plan.md's "Node groups": each GPU group's provisioner (an EKS managed node group, or a Karpenter NodePool),
     size (min..max, or the NodePool's limit), capacity (with its On-Demand Capacity Reservation, which the cost table
     alone showed, and the NodePool's capacity-type requirement), what keeps capacity warm, and every taint its nodes
     carry (gpufleet.spec.names)."""
+    fleet = plan.fleet
     return [
         (
             group.name,
             _provisioned_by(fleet, group),
             _instance_types(group),
-            _nodes(group),
+            _nodes(plan, group),
             _capacity(group),
             _warm(group),
             ", ".join(f"`{t['key']}={t['value']}:{t['effect']}`" for t in group_taints(group)),
@@ -149,7 +159,7 @@ def plan_markdown(plan: RolloutPlan, will_it_run: str | None = None) -> str:
         default_rules=[d for d in defaults.COMPUTED if any(default is d for _, _, default in taken)],
         will_it_run=will_it_run,
         before=before_you_deploy(plan),
-        node_groups=node_group_rows(plan.fleet),
+        node_groups=node_group_rows(plan),
         karpenter_note=KARPENTER_NOTE if any(g.provisioner == "Karpenter" for g in plan.fleet.node_groups) else None,
         overlays=overlay_rows(plan, deployed),
     )

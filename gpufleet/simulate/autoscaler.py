@@ -20,9 +20,16 @@ from gpufleet.simulate.workload import PodSpec
 
 
 def nodes_needed(node: NodeModel, pod: PodSpec, pods: int) -> int:
-    """Nodes of the group `pods` pods of this shape take (idle nodes, packed)."""
+    """Nodes of the group `pods` pods of this shape take (idle nodes, packed). On a Karpenter pool, the NodeClaims
+    Karpenter makes for them: it packs pending pods onto a NodeClaim by what it believes the instance type offers
+    (the template's resources, nodes.node_model), so where that is less than the node will advertise (physical GPUs
+    of a MIG or time-sliced node without a NodeOverlay) it launches more nodes than the pods need."""
     request = pod.request()
-    per_node = min((node.allocatable.get(r, 0) // v for r, v in request.items() if v > 0), default=pods) or 1
+    offered = dict(node.allocatable)
+    if node.node_pool is not None and node.template is not None:
+        seen = node.template["resources"]
+        offered.update({r: min(v, seen.get(r, 0)) for r, v in offered.items() if r not in ("cpu", "memory")})
+    per_node = min((offered.get(r, 0) // v for r, v in request.items() if v > 0), default=pods) or 1
     return -(-pods // per_node)
 
 
@@ -56,10 +63,11 @@ def scale_up_blocker(
     if node.max_size < needed and node.node_pool is not None:
         # Karpenter launches no node past the pool's limits (kubernetes-sigs/karpenter pkg/controllers/provisioning:
         # a NodePool whose limits are exceeded is skipped); gpufleet's limit is maxSize nodes' GPUs.
-        # Karpenter counts a type's physical GPUs against the limit (its instance type capacity), whatever MIG or
-        # time-slicing later advertises.
+        # Karpenter counts against the limit the nvidia.com/gpu it sees per instance: the physical GPUs of its
+        # instance type, or the slices the pool's NodeOverlay names (nodes.node_model's template resources).
         info = catalog.lookup(node.instance_type)
-        gpus = info.gpu_count if info is not None else 0
+        seen = node.template["resources"] if node.template is not None else {}
+        gpus = int(seen.get("nvidia.com/gpu", info.gpu_count if info is not None else 0))
         per = f", {gpus} per {node.instance_type}" if gpus else ""
         limit = f" (its limit nvidia.com/gpu: {node.max_size * gpus}{per})" if gpus else ""
         return (
@@ -105,6 +113,20 @@ def template_blocker(node: NodeModel, pod: PodSpec, tolerations: list[Mapping[st
             f"add a toleration for {bad[0]['key']}",
         )
     missing = insufficient(request, template["resources"])
+    if missing and node.node_pool is not None:
+        seen = template["resources"]
+        what = ", ".join(f"{r} {seen.get(r, 0)} (the pod asks for {request[r]})" for r in missing)
+        return (
+            (
+                f"Karpenter makes no NodeClaim of NodePool {node.node_pool} for the pod: a {node.instance_type} offers"
+                f" {what} as Karpenter sees it (EC2's instance type, the EC2NodeClass's efa-only interfaces and the"
+                " pool's NodeOverlay; a resource it does not list counts as 0)"
+            ),
+            (
+                "ask for at most what Karpenter sees, or include the stage whose device plugin advertises it (gpufleet"
+                " renders the NodeOverlay that tells Karpenter)"
+            ),
+        )
     if missing:
         return (
             (

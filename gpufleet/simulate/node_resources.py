@@ -187,8 +187,94 @@ def karpenter_setup(node_class: Mapping[str, Any]) -> NodeSetup:
         cpu_manager_policy=k8s.get("cpu-manager-policy") or kubelet.get("cpuManagerPolicy", "none"),
         raid0=node_class.get("instanceStorePolicy") == "RAID0",
         volume_gib=(volumes[-1] if bottlerocket else volumes[0]) if volumes else None,
-        efa_interfaces=len(interfaces),
+        # The node's EFA devices are its efa-only interfaces: Karpenter launches the listed interfaces as written,
+        # the primary `interface` an ENA interface without an EFA device (aws/karpenter-provider-aws
+        # pkg/providers/launchtemplate/launchtemplate.go generateNetworkInterfaces @ v1.14.1).
+        efa_interfaces=sum(1 for n in interfaces if n.get("interfaceType") == "efa-only"),
     )
+
+
+def _karpenter_values(plan: RolloutPlan) -> Mapping[str, Any]:
+    for s in plan.included():
+        for r in s.content.resources:
+            if str(r.args.get("chart", "")).rsplit("/", 1)[-1] == "karpenter":
+                return r.args.get("values") or {}
+    return {}
+
+
+def _count(value: Any) -> int:
+    """A NodeOverlay capacity quantity in the model's units: MiB for hugepages (…Mi, …Gi), else a count."""
+    text = str(value)
+    return _mib(text) if text.endswith(("Mi", "Gi", "Ki")) else int(text)
+
+
+def _overlay_selects(requirements: list[Mapping[str, Any]], labels: Mapping[str, str]) -> bool:
+    """Whether a NodeOverlay's requirements admit an instance type of the pool: every requirement (In, NotIn,
+    Exists, DoesNotExist over the pool's labels and the instance type's well-known ones); an empty list admits all
+    (kubernetes-sigs/karpenter pkg/controllers/nodeoverlay/controller.go getOverlaidOfferings @ v1.14.1)."""
+    for req in requirements:
+        key, op, values = str(req.get("key")), req.get("operator"), [str(v) for v in req.get("values") or []]
+        present = key in labels
+        ok = {
+            "In": present and labels.get(key) in values,
+            "NotIn": not present or labels.get(key) not in values,
+            "Exists": present,
+            "DoesNotExist": not present,
+        }.get(str(op), False)
+        if not ok:
+            return False
+    return True
+
+
+def karpenter_capacity(
+    plan: RolloutPlan,
+    group: NodeGroup,
+    node_class: Mapping[str, Any],
+    labels: Mapping[str, str],
+    node: Mapping[str, int],
+) -> dict[str, int]:
+    """What Karpenter's scheduling simulation believes one instance of the pool offers, which decides whether it
+    makes a NodeClaim for a pending pod (kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling: an
+    instance type is a candidate only when resources.Fits the pod's requests in its allocatable, and Fits counts a
+    resource the instance type does not list as 0). The instance type's capacity (aws/karpenter-provider-aws
+    pkg/providers/instancetype/types.go computeCapacity @ v1.14.1): cpu and memory of the type (the model's template
+    leaves Karpenter's overhead out, as for the Cluster Autoscaler), ephemeral-storage and pods as the node gets
+    them, nvidia.com/gpu the physical GPUs EC2 reports (GpuInfo: never MIG slices or time-sliced replicas),
+    vpc.amazonaws.com/efa the EC2NodeClass's efa-only interfaces where it lists networkInterfaces (else the type's
+    maximum, efas()); nothing else: no hugepages, no MIG resource, no RDMA. Then, with the controller's NodeOverlay
+    feature gate on (the chart's settings.featureGates.nodeOverlay), the capacity of every rendered NodeOverlay whose
+    requirements select the pool, each resource it names replacing the type's value (pkg/cloudprovider/types.go
+    ApplyCapacityOverlay, lo.Assign)."""
+    info = catalog.lookup(group.instance_type)
+    assert info is not None, group.instance_type
+    interfaces = node_class.get("networkInterfaces")
+    efa = (
+        sum(1 for n in interfaces if n.get("interfaceType") == "efa-only")
+        if interfaces is not None
+        else info.max_efa_interfaces
+    )
+    out: dict[str, int] = {
+        "cpu": info.vcpus * 1000,
+        "memory": info.memory_mib,
+        "pods": node.get("pods", 0),
+        "ephemeral-storage": node.get("ephemeral-storage", 0),
+        GPU: info.gpu_count,
+    }
+    if efa:
+        out[EFA] = efa
+    gates = (_karpenter_values(plan).get("settings") or {}).get("featureGates") or {}
+    if gates.get("nodeOverlay") is True:
+        overlays = sorted(
+            _objects(plan, "NodeOverlay"), key=lambda o: (-int(o["spec"].get("weight") or 0), o["metadata"]["name"])
+        )
+        applied: dict[str, int] = {}
+        for overlay in overlays:
+            spec = overlay["spec"]
+            if _overlay_selects(spec.get("requirements") or [], labels):
+                for resource, value in (spec.get("capacity") or {}).items():
+                    applied.setdefault(str(resource), _count(value))  # the higher weight wins
+        out.update(applied)
+    return out
 
 
 def kube_reserved_cpu_milli(vcpus: int) -> int:

@@ -201,7 +201,18 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
             "resources": {"cpu": info.vcpus * 1000, "memory": info.memory_mib, **extended},
         }
         if karpenter:
-            template["variants"] = karpenter_variants(pool["spec"]["requirements"], group.name)
+            variants = karpenter_variants(pool["spec"]["requirements"], group.name)
+            template["variants"] = variants
+            # Not what the node will advertise but what Karpenter believes an instance of the pool offers: EC2's
+            # instance type, the EC2NodeClass's EFA interfaces and the pool's NodeOverlays (node_resources
+            # .karpenter_capacity). A pod asking for more of anything gets no NodeClaim.
+            template["resources"] = node_resources.karpenter_capacity(
+                plan,
+                group,
+                _karpenter_object(plan, "EC2NodeClass", group)["spec"],
+                {**variants[0], **args["labels"]},
+                allocatable,
+            )
     return NodeModel(
         group=group.name,
         instance_type=group.instance_type,

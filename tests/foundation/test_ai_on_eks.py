@@ -78,8 +78,10 @@ def test_ai_on_eks_gpu_node_settings_are_kept(tree: Tree) -> None:
         info = catalog.lookup(_requirements(pools[name])["node.kubernetes.io/instance-type"][0])
         assert info is not None
         interfaces = classes[name]["spec"]["networkInterfaces"]
-        assert len(interfaces) == min(info.max_efa_interfaces, info.network_cards)
-        assert [i["interfaceType"] for i in interfaces[1:]] == ["efa-only"] * (len(interfaces) - 1)
+        # The primary ENA interface, then one efa-only per card (card 0's too): what Karpenter counts as EFA devices.
+        efa = min(info.max_efa_interfaces, info.network_cards)
+        assert len(interfaces) == efa + 1
+        assert [i["interfaceType"] for i in interfaces[1:]] == ["efa-only"] * efa
 
 
 def test_every_size_ai_on_eks_admits_has_a_pool(tree: Tree) -> None:

@@ -153,13 +153,13 @@ def test_the_cost_estimate_counts_the_warm_nodes_of_an_idle_group() -> None:
 
 
 def test_plan_md_says_what_keeps_each_group_warm() -> None:
-    fleet = plan_of(
+    plan = plan_of(
         example(
             l40s={"headroom": {"nodes": 3}, "provisioner": "Karpenter", "scaling": {"maxSize": 12}},
             notebooks={"headroom": {"nodes": 2}},
         )
-    ).fleet
-    warm = {row[0]: row[5] for row in node_group_rows(fleet)}
+    )
+    warm = {row[0]: row[5] for row in node_group_rows(plan)}
     assert warm["l40s"] == (
         "headroom of 3 running node(s) (gpufleet-headroom placeholders); beyond them, launched per pending pod; an"
         " emptied node stays 5m"

@@ -231,7 +231,9 @@ def test_efa_interfaces_security_groups_and_no_placement_group_for_a_capacity_bl
     h200 = _object(mixed, "EC2NodeClass", "h200")["spec"]
     assert h200["networkInterfaces"] == [
         {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
-        *({"networkCardIndex": c, "deviceIndex": 1, "interfaceType": "efa-only"} for c in range(1, 32)),
+        # One efa-only on every card, card 0 (device 1) included: Karpenter counts the efa-only entries as the
+        # instance type's vpc.amazonaws.com/efa (types.go efas()), 32 as p5e.48xlarge has cards (issue 41 item 1).
+        *({"networkCardIndex": c, "deviceIndex": 1, "interfaceType": "efa-only"} for c in range(32)),
     ]
     assert h200["securityGroupSelectorTerms"] == [
         {"id": Ref("cluster", "vpcConfig.clusterSecurityGroupId")},
@@ -252,8 +254,9 @@ def test_the_controller_release_uses_only_keys_of_the_pinned_chart(mixed: Rollou
         "settings": {
             "clusterName": "research",
             "interruptionQueue": "research-karpenter",
-            # health.autoRepair Enabled (the default) through the health stage's node_repair hook.
-            "featureGates": {"nodeRepair": True},
+            # health.autoRepair Enabled (the default) through the health stage's node_repair hook; the pools'
+            # NodeOverlays (hugepages on h200, slices on a100-mig and notebooks) take effect with nodeOverlay.
+            "featureGates": {"nodeRepair": True, "nodeOverlay": True},
         },
         "serviceAccount": {"name": "karpenter"},
         "nodeSelector": {"kubernetes.io/os": "linux", "gpufleet.io/node-group": "system"},
@@ -361,4 +364,52 @@ def test_node_repair_follows_the_health_hook(tmp_path: Path) -> None:
     path = tmp_path / "fleet.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     plan = build_plan(load_fleet(str(path), "prod").environments["prod"], "prod")
-    assert "featureGates" not in _resources(plan)["helm-karpenter"].args["values"]["settings"]
+    assert _resources(plan)["helm-karpenter"].args["values"]["settings"]["featureGates"] == {"nodeOverlay": True}
+
+
+def test_node_overlays_tell_karpenter_what_the_nodes_advertise(mixed: RolloutPlan) -> None:
+    """Issue 41 items 1 and 3: Karpenter's instance type has the physical GPUs and no hugepages; a NodeOverlay per
+    pool names what the node advertises beyond it (the EFA driver's hugepages on h200; the 56 MIG slices of a100-mig
+    and the 4 time-sliced replicas of notebooks), on that pool only, and the pool's GPU limit counts the same units.
+    Exclusive pools without EFA get none."""
+    overlays = {
+        r.args["object"]["metadata"]["name"]: r
+        for r in _resources(mixed).values()
+        if "object" in r.args and r.args["object"]["kind"] == "NodeOverlay"
+    }
+    assert sorted(overlays) == ["a100-mig", "h200", "notebooks"]
+    for name, res in overlays.items():
+        obj = res.args["object"]
+        assert obj["apiVersion"] == "karpenter.sh/v1alpha1"
+        assert obj["spec"]["requirements"] == [{"key": "karpenter.sh/nodepool", "operator": "In", "values": [name]}]
+        assert res.depends_on == ("helm-karpenter",)
+    assert overlays["h200"].args["object"]["spec"]["capacity"] == {"hugepages-2Mi": "10256Mi"}
+    assert overlays["a100-mig"].args["object"]["spec"]["capacity"] == {"nvidia.com/gpu": "56"}
+    assert overlays["notebooks"].args["object"]["spec"]["capacity"] == {"nvidia.com/gpu": "4"}
+    limits = {n: _object(mixed, "NodePool", n)["spec"]["limits"] for n in ("a100-mig", "notebooks", "h200")}
+    # maxSize x what Karpenter counts per node: 4 x 56 slices, 20 x 4 replicas, 2 x 8 GPUs.
+    assert limits == {
+        "a100-mig": {"nvidia.com/gpu": "224"},
+        "notebooks": {"nvidia.com/gpu": "80"},
+        "h200": {"nvidia.com/gpu": "16"},
+    }
+
+
+def test_node_overlays_validate_against_the_pinned_crd(mixed: RolloutPlan) -> None:
+    require_shared()
+    for name in ("a100-mig", "h200", "notebooks"):
+        assert validate_object(_object(mixed, "NodeOverlay", name)) == []
+
+
+def test_without_the_sharing_and_network_stages_no_overlay(tmp_path: Path) -> None:
+    """An environment that rolls out through admission advertises whole GPUs, no hugepages: Karpenter's own view is
+    right, so no overlay and no feature gate, and the limit counts physical GPUs."""
+    data = mixed_spec()
+    data["environments"]["prod"]["rollout"] = {"through": "admission"}
+    path = tmp_path / "fleet.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    plan = build_plan(load_fleet(str(path), "prod").environments["prod"], "prod")
+    kinds = {r.args["object"]["kind"] for r in _resources(plan).values() if "object" in r.args}
+    assert "NodeOverlay" not in kinds
+    assert "nodeOverlay" not in _resources(plan)["helm-karpenter"].args["values"]["settings"].get("featureGates", {})
+    assert _object(plan, "NodePool", "a100-mig")["spec"]["limits"] == {"nvidia.com/gpu": "32"}

@@ -103,8 +103,9 @@ def test_the_model_lets_a_fallback_pool_grow_past_its_reservation(nodes: Rollout
 
 def test_instance_types_of_one_gpu_are_the_pools_requirement(nodes: RolloutPlan) -> None:
     assert _requirements(nodes, "notebooks")["node.kubernetes.io/instance-type"] == FLEXIBLE
-    # one A10G on every type: the GPU limit is still maxSize nodes
-    assert _object(nodes, "NodePool", "notebooks")["spec"]["limits"] == {"nvidia.com/gpu": "20"}  # maxSize 20 x 1
+    # one A10G on every type, time-sliced 4 ways: the GPU limit is still maxSize nodes, in the replicas the
+    # pool's NodeOverlay has Karpenter count (maxSize 20 x 1 GPU x 4)
+    assert _object(nodes, "NodePool", "notebooks")["spec"]["limits"] == {"nvidia.com/gpu": "80"}
 
 
 def _cluster_queue(plan: RolloutPlan, team: str) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,13 @@ import pytest
 import yaml
 
 from gpufleet.cli import main
+from gpufleet.plan.parts import RolloutPlan
+from gpufleet.plan.rollout import build_plan
+from gpufleet.rules.pipeline import load_fleet
 from gpufleet.simulate.autoscaler import template_blocker
-from gpufleet.simulate.verdict import FleetModel, Provision, explain
+from gpufleet.simulate.canonical import rendered
+from gpufleet.simulate.self_check import canonical_rows
+from gpufleet.simulate.verdict import FleetModel, Provision, explain, fleet_model
 from gpufleet.simulate.workload import PodSpec, pod_spec, workload
 from tests import fastyaml
 from tests.model.conftest import EXAMPLE as FLEET
@@ -146,3 +152,146 @@ def test_a_pod_may_select_any_capacity_and_instance_type_the_pool_launches(make_
     managed = make_model().nodes["h100"]
     refused = template_blocker(managed, _pod({"karpenter.sh/capacity-type": "spot"}), GPU_TOLERATION)
     assert refused is not None and "does not carry the labels the pod selects" in refused[0]
+
+
+# --- What Karpenter sees (issue 41 items 1 and 3) -----------------------------------------------------------------
+MIXED = Path(__file__).resolve().parents[1] / "golden" / "cases" / "karpenter-mixed" / "fleet.yaml"
+
+
+@pytest.fixture(scope="module")
+def mixed_plan() -> RolloutPlan:
+    return build_plan(load_fleet(str(MIXED), "prod").environments["prod"], "prod")
+
+
+def _without(plan: RolloutPlan, drop: Callable[[Any], Any]) -> RolloutPlan:
+    """The plan with each resource passed through `drop` (None removes it)."""
+    stages = []
+    for stage in plan.stages:
+        kept = tuple(r for r in (drop(res) for res in stage.content.resources) if r is not None)
+        stages.append(replace(stage, content=replace(stage.content, resources=kept)))
+    return replace(plan, stages=tuple(stages))
+
+
+def _no_overlays(res: Any) -> Any:
+    obj = res.args.get("object")
+    return None if isinstance(obj, dict) and obj.get("kind") == "NodeOverlay" else res
+
+
+def _old_interfaces(res: Any) -> Any:
+    """The layout before issue 41: no efa-only interface on card 0."""
+    obj = res.args.get("object")
+    if not (isinstance(obj, dict) and obj.get("kind") == "EC2NodeClass" and "networkInterfaces" in obj["spec"]):
+        return res
+    spec = {**obj["spec"]}
+    spec["networkInterfaces"] = [
+        n for n in spec["networkInterfaces"] if (n["networkCardIndex"], n["deviceIndex"]) != (0, 1)
+    ]
+    return replace(res, args={**res.args, "object": {**obj, "spec": spec}})
+
+
+def _gate(model: FleetModel, name: str) -> Any:
+    return next(w for w in rendered(model) if w.name == name)
+
+
+def test_karpenter_launches_the_nodes_of_the_pods_gpufleet_renders_for_its_pools(mixed_plan: RolloutPlan) -> None:
+    """The golden case karpenter-mixed: every workload gpufleet renders for a Karpenter pool (the NCCL gate on the EFA
+    Capacity Block pool h200, the prepullers) and every pool's canonical pod runs, the pool launching its nodes: what
+    Karpenter sees of each instance type (EC2's capacity, the EC2NodeClass's efa-only interfaces, the NodeOverlay)
+    carries what they ask for."""
+    model = fleet_model(mixed_plan)
+    pools = {g.name for g in mixed_plan.fleet.node_groups if g.provisioner == "Karpenter"}
+    targeted = [
+        w for w in rendered(model) if {ps.pod.node_selector.get("gpufleet.io/node-group") for ps in w.pod_sets} & pools
+    ]
+    assert {w.name for w in targeted} >= {"nccl-gate-h200", "prepull-l40s", "prepull-a100-mig", "prepull-notebooks"}
+    for wl in targeted:
+        verdict = explain(model, wl)
+        assert verdict.runs, (wl.name, verdict.reasons)
+    gate = explain(model, _gate(model, "nccl-gate-h200"))
+    assert [(p.node_pool, p.nodes) for p in gate.provisioned] == [("h200", 2)]
+    for row in canonical_rows(model):
+        if row.group.name in pools:
+            assert row.verdict.runs, (row.group.name, row.verdict.reasons)
+    h200 = model.nodes["h200"]
+    assert h200.template is not None
+    seen = h200.template["resources"]
+    # 32 EFA devices (one efa-only per card, card 0's too) and the EFA driver's hugepages through the NodeOverlay.
+    assert (seen["vpc.amazonaws.com/efa"], seen["hugepages-2Mi"]) == (32, 5128 * 2)
+    assert h200.allocatable["vpc.amazonaws.com/efa"] == 32
+    # MIG and time-sliced pools: Karpenter counts the slices the node advertises, through the overlay.
+    assert model.nodes["a100-mig"].template["resources"]["nvidia.com/gpu"] == 56  # type: ignore[index]
+    assert model.nodes["notebooks"].template["resources"]["nvidia.com/gpu"] == 4  # type: ignore[index]
+
+
+def test_without_card_0s_efa_device_or_the_overlay_the_gate_gets_no_node(mixed_plan: RolloutPlan) -> None:
+    """Before issue 41: the primary `interface` on card 0 and efa-only on cards 1..31 only, and no NodeOverlay. The
+    node has 31 EFA devices (the primary is launched as ENA) and Karpenter counts 31 (types.go efas()); without the
+    overlay it sees no hugepages at all and makes no NodeClaim for the NCCL gate, which asks for 32 EFA devices and
+    hugepages-2Mi: the gate would time out after 1800 s and stage 5 fail. The model says both."""
+    old = fleet_model(_without(mixed_plan, _old_interfaces))
+    assert old.nodes["h200"].allocatable["vpc.amazonaws.com/efa"] == 31
+    reason = explain(old, _gate(old, "nccl-gate-h200")).reasons[0]
+    assert reason.message == (
+        "Insufficient vpc.amazonaws.com/efa on node group h200: vpc.amazonaws.com/efa (asks 32, a node offers 31)"
+    )
+    bare = fleet_model(_without(mixed_plan, _no_overlays))
+    verdict = explain(bare, _gate(bare, "nccl-gate-h200"))
+    assert not verdict.runs
+    assert verdict.reasons[0].json() == {
+        "stage": "autoscaler",
+        "message": (
+            "Karpenter makes no NodeClaim of NodePool h200 for the pod: a p5e.48xlarge offers hugepages-2Mi 0 (the pod"
+            " asks for 5120) as Karpenter sees it (EC2's instance type, the EC2NodeClass's efa-only interfaces and the"
+            " pool's NodeOverlay; a resource it does not list counts as 0)"
+        ),
+        "fix": (
+            "ask for at most what Karpenter sees, or include the stage whose device plugin advertises it (gpufleet"
+            " renders the NodeOverlay that tells Karpenter)"
+        ),
+    }
+
+    # The feature gate off: Karpenter ignores the overlays, and so does the model.
+    def gate_off(res: Any) -> Any:
+        if res.id != "helm-karpenter":
+            return res
+        settings = {**res.args["values"]["settings"], "featureGates": {"nodeRepair": True}}
+        return replace(res, args={**res.args, "values": {**res.args["values"], "settings": settings}})
+
+    off = fleet_model(_without(mixed_plan, gate_off))
+    assert "hugepages-2Mi 0" in explain(off, _gate(off, "nccl-gate-h200")).reasons[0].message
+
+
+def _slices(n: int, pods: int = 1) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "slices", "namespace": "speech", "labels": {"kueue.x-k8s.io/queue-name": "speech"}},
+        "spec": {
+            "parallelism": pods,
+            "completions": pods,
+            "template": {
+                "spec": {
+                    "nodeSelector": {"gpufleet.io/node-group": "a100-mig"},
+                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+                    "containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": n}}}],
+                }
+            },
+        },
+    }
+
+
+def test_a_mig_pool_is_sized_by_the_slices_it_advertises(mixed_plan: RolloutPlan) -> None:
+    """Item 3: a100-mig (p4d.24xlarge, 8 A100 partitioned 7 x 1g.5gb, MIG strategy single) advertises 56
+    nvidia.com/gpu; EC2 says 8. With the NodeOverlay Karpenter sees 56: a pod of 16 slices gets a node, and 28
+    one-slice pods one node. Without it, no node for the 16-slice pod, and the 28 pods get 4 nodes (7 per node
+    where one would do)."""
+    model = fleet_model(mixed_plan)
+    big = explain(model, workload(_slices(16)))
+    assert big.runs, big.reasons
+    burst = explain(model, workload(_slices(1, pods=28)))
+    assert burst.runs and [p.nodes for p in burst.provisioned] == [1]
+    bare = fleet_model(_without(mixed_plan, _no_overlays))
+    refused = explain(bare, workload(_slices(16)))
+    assert not refused.runs and "nvidia.com/gpu 8 (the pod asks for 16)" in refused.reasons[0].message
+    over = explain(bare, workload(_slices(1, pods=28)))
+    assert over.runs and [p.nodes for p in over.provisioned] == [4]

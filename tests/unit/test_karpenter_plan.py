@@ -23,7 +23,7 @@ def _mixed() -> Fleet:
 
 
 def test_node_groups_table_names_the_pool_its_gpu_limit_capacity_type_and_warm_capacity() -> None:
-    rows = {row[0]: row for row in node_group_rows(_mixed())}
+    rows = {row[0]: row for row in node_group_rows(build_plan(_mixed(), "prod"))}
     assert rows["h100"][1:6] == (
         "EKS managed node group, scaled by the Cluster Autoscaler",
         "p5.48xlarge",
@@ -38,8 +38,9 @@ def test_node_groups_table_names_the_pool_its_gpu_limit_capacity_type_and_warm_c
         "OnDemand; `karpenter.sh/capacity-type` `on-demand`",
         "none: launched per pending pod; an emptied node stays 5m",
     )
+    # 4 nodes of 56 MIG slices each: the limit counts what the pool's NodeOverlay has Karpenter count (issue 41).
     assert rows["a100-mig"][3:5] == (
-        "up to 4 (NodePool limit `nvidia.com/gpu: 32`)",
+        "up to 4 (NodePool limit `nvidia.com/gpu: 224`)",
         "Spot; `karpenter.sh/capacity-type` `spot`",
     )
     assert rows["br"][4] == (
@@ -101,7 +102,8 @@ def test_headroom_and_instance_flexibility_show_in_the_table() -> None:
         "  workloadClass: Inference\n  ami:\n    type: AL2023_x86_64_NVIDIA\n",
         1,
     )
-    rows = {row[0]: row for row in node_group_rows(load_fleet_text(text, env="prod").environments["prod"])}
+    fleet = load_fleet_text(text, env="prod").environments["prod"]
+    rows = {row[0]: row for row in node_group_rows(build_plan(fleet, "prod"))}
     assert rows["l40s"][2] == "g6e.12xlarge (or g6e.24xlarge)"
     assert rows["l40s"][5] == (
         "headroom of 1 running node(s) (gpufleet-headroom placeholders); beyond them, launched per pending pod; an"

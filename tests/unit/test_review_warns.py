@@ -51,8 +51,10 @@ def test_plan_md_lists_each_groups_capacity_with_its_odcr_and_every_taint() -> N
         )
         .replace("        gpus: 4\n", "        gpus: 2\n")
     )
+    from gpufleet.plan.rollout import build_plan
+
     fleet = load_fleet_text(spec).environments["dev"]
-    assert node_group_rows(fleet) == [
+    assert node_group_rows(build_plan(fleet, "dev")) == [
         (
             "l4",
             "EKS managed node group, scaled by the Cluster Autoscaler",

@@ -132,7 +132,10 @@ def build(ctx: BuildContext) -> StageContent:
         repaired = any(
             part.node_repair(g) is not None for part in later for g in fleet.node_groups if g.provisioner == "Karpenter"
         )
-        resources += karpenter_nodes.controller_resources(fleet, node_repair=repaired)
+        overlaid = any(
+            karpenter_nodes.overlay_capacity(ctx, g) for g in fleet.node_groups if g.provisioner == "Karpenter"
+        )
+        resources += karpenter_nodes.controller_resources(fleet, node_repair=repaired, node_overlay=overlaid)
     notes = _notes(ctx) + _autoscaler_notes(ctx)
     return StageContent(resources=tuple(resources), warnings=tuple(warnings), notes=tuple(notes))
 

@@ -13,6 +13,7 @@ from gpufleet.plan.manifests import karpenter, node_bootstrap
 from gpufleet.plan.parts import BuildContext, Ref, Resource, json_document
 from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup
 from gpufleet.spec.names import (
+    GPU_RESOURCE,
     LABEL_NODE_GROUP,
     SYSTEM_NODE_GROUP,
     TAG_RESERVED_INSTANCES,
@@ -80,7 +81,14 @@ def resources(
         placement_group=placement,
         tags={**tags(fleet), "Name": f"{fleet.name}-{group.name}", LABEL_NODE_GROUP: group.name},
     )
-    pool = karpenter.node_pool(group, labels=node_labels(group, labels), taints=group_taints(group))
+    capacity = overlay_capacity(ctx, group)
+    per_node = capacity.get(GPU_RESOURCE)
+    pool = karpenter.node_pool(
+        group,
+        labels=node_labels(group, labels),
+        taints=group_taints(group),
+        gpus_per_node=int(per_node) if per_node is not None else None,
+    )
     if group.reservation is not None:
         # What an ODCR bills running or not, for `gpufleet diff`'s cost (gpufleet.review.impact): the managed node
         # group carries it as a tag; on the NodePool object it is an annotation (not copied to its nodes).
@@ -88,14 +96,25 @@ def resources(
     after = (RELEASE, NODE_ACCESS_ENTRY, *node_role_attachments(fleet, NODE_ROLE))
     node_class_resource = k8s(node_class, depends_on=after)
     out += [node_class_resource, k8s(pool, depends_on=(node_class_resource.id,))]
+    if capacity:
+        # The chart installs the NodeOverlay CRD; the overlay applies to the pool by its name, so it may come
+        # before the NodePool exists (Karpenter re-evaluates overlays when a NodePool changes).
+        out.append(k8s(karpenter.node_overlay(group, capacity), depends_on=(RELEASE,)))
     return out
+
+
+def overlay_capacity(ctx: BuildContext, group: NodeGroup) -> dict[str, str]:
+    """The group's NodeOverlay capacity in this environment (gpufleet.plan.manifests.karpenter.overlay_capacity)."""
+    return karpenter.overlay_capacity(
+        ctx.fleet, group, with_sharing=ctx.includes("sharing"), with_network=ctx.includes("network")
+    )
 
 
 def used(fleet: Fleet) -> bool:
     return any(g.provisioner == "Karpenter" for g in fleet.node_groups)
 
 
-def controller_resources(fleet: Fleet, *, node_repair: bool) -> list[Resource]:
+def controller_resources(fleet: Fleet, *, node_repair: bool, node_overlay: bool = False) -> list[Resource]:
     """The Karpenter controller in stage 1, when any group has provisioner Karpenter: its Pod Identity role
     (trusting only kube-system/karpenter of this cluster) with Karpenter's own controller policy, the interruption
     queue (SQS, 300 s retention, SSE-SQS) with its policy and the EventBridge rules that feed it, the node role's
@@ -187,7 +206,9 @@ def controller_resources(fleet: Fleet, *, node_repair: bool) -> list[Resource]:
             fleet=fleet,
             release=karpenter.RELEASE,
             namespace=karpenter.NAMESPACE,
-            values=karpenter.values(fleet, karpenter.queue_name(fleet), node_repair=node_repair),
+            values=karpenter.values(
+                fleet, karpenter.queue_name(fleet), node_repair=node_repair, node_overlay=node_overlay
+            ),
             depends_on=(CONTROLLER_POD_IDENTITY, QUEUE_POLICY) + ((SYSTEM_NODE_GROUP,) if create else ()),
         )
     )

@@ -14,11 +14,17 @@ from typing import Any
 
 from gpufleet.facts import catalog
 from gpufleet.facts.ami_releases import is_bottlerocket
+from gpufleet.plan.manifests.autoscaler import EPHEMERAL_STORAGE, template_resources
 from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup, WorkloadClass
-from gpufleet.spec.names import GPU_RESOURCE, LABEL_NODE_GROUP, SYSTEM_GROUP, partition
+from gpufleet.spec.names import EFA_RESOURCE, GPU_RESOURCE, LABEL_NODE_GROUP, SYSTEM_GROUP, partition
 
 API_NODE_POOL = "karpenter.sh/v1"
 API_NODE_CLASS = "karpenter.k8s.aws/v1"
+# NodeOverlay, alpha in 1.14.1 behind the controller's NodeOverlay feature gate (chart value
+# settings.featureGates.nodeOverlay, default false); its CRD ships in the chart's crds/ (aws/karpenter-provider-aws
+# charts/karpenter/crds/karpenter.sh_nodeoverlays.yaml @ v1.14.1).
+API_NODE_OVERLAY = "karpenter.sh/v1alpha1"
+NODE_POOL_KEY = "karpenter.sh/nodepool"
 NODE_CLASS_GROUP = "karpenter.k8s.aws"
 # Well-known requirement keys Karpenter schedules on (kubernetes-sigs/karpenter pkg/apis/v1/labels.go
 # CapacityTypeLabelKey and its values on-demand, spot, reserved; reserved is capacity of a reservation the
@@ -82,14 +88,20 @@ def ami_selector(group: NodeGroup, kubernetes_version: str) -> dict[str, str]:
     return {"ssmParameter": f"/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2023/{arch}/{flavor}/{name}/image_id"}
 
 
-def node_pool(group: NodeGroup, *, labels: dict[str, str], taints: list[dict[str, str]]) -> dict[str, Any]:
+def node_pool(
+    group: NodeGroup, *, labels: dict[str, str], taints: list[dict[str, str]], gpus_per_node: int | None = None
+) -> dict[str, Any]:
     """The group's NodePool: its node labels and taints (the same the managed node group carries, which the Kueue
     flavor and every toleration gpufleet writes derive from), its instance types (instanceType, or the instanceTypes
     of one GPU model and GPU count, rule instance-types; Karpenter launches the cheapest that fits the pending pods),
     its capacity types, and a GPU limit of maxSize nodes (`limits` caps the resources of all the pool's nodes;
-    Karpenter counts nvidia.com/gpu from the instance type, the same count for every type of the pool)."""
+    Karpenter counts nvidia.com/gpu from the instance type, the same count for every type of the pool, or from the
+    pool's NodeOverlay where one sets it: `gpus_per_node`, the slices a MIG or time-sliced node advertises; a limit
+    in physical GPUs would stop the pool at an eighth of its nodes once each counts 56 slices:
+    kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling/scheduler.go filterByRemainingResources
+    compares the overlaid instance type's capacity with what the limit leaves)."""
     info = catalog.lookup(group.instance_type)
-    gpus = info.gpu_count if info is not None else 0
+    gpus = gpus_per_node if gpus_per_node is not None else info.gpu_count if info is not None else 0
     requirements: list[dict[str, Any]] = [
         {"key": INSTANCE_TYPE_KEY, "operator": "In", "values": list(group.instance_types)},
         {"key": CAPACITY_TYPE_KEY, "operator": "In", "values": capacity_types(group)},
@@ -139,6 +151,49 @@ def disruption(group: NodeGroup) -> dict[str, Any]:
     return {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "5m", "budgets": budgets}
 
 
+def overlay_capacity(fleet: Fleet, group: NodeGroup, *, with_sharing: bool, with_network: bool) -> dict[str, str]:
+    """What a node of the pool advertises once its device plugins run that Karpenter's instance type does not say,
+    so that Karpenter's scheduling simulation sees the pods' requests fit (resources.Fits counts a resource the
+    instance type lacks as 0, and no NodeClaim is made): the capacity of the pool's NodeOverlay. Karpenter's
+    instance type carries cpu, memory, ephemeral-storage, pods, the physical nvidia.com/gpu from EC2 and
+    vpc.amazonaws.com/efa from the EC2NodeClass's efa-only interfaces (aws/karpenter-provider-aws
+    pkg/providers/instancetype/types.go computeCapacity @ v1.14.1), and nothing else: no hugepages, no MIG slice and
+    no time-sliced replica. So, in the stages this environment deploys (the same derivation as the Cluster
+    Autoscaler's node-template tags, gpufleet.plan.manifests.autoscaler.template_resources): nvidia.com/gpu where the
+    sharing stage advertises another count than the physical GPUs (MIG strategy single, time-slicing, MPS),
+    nvidia.com/mig-<profile> under MIG strategy mixed, hugepages-2Mi on EFA nodes and the RDMA resource with the
+    network stage. A NodeOverlay's capacity replaces the instance type's value of a resource it names
+    (kubernetes-sigs/karpenter pkg/cloudprovider/types.go ApplyCapacityOverlay, lo.Assign @ v1.14.1); cpu, memory,
+    ephemeral-storage and pods are refused by its CRD, and vpc.amazonaws.com/efa (one of the AWS provider's
+    WellKnownResources, pkg/apis/v1/labels.go) by its runtime validation, which is why EFA comes from the
+    interfaces, not from an overlay. nvidia.com/gpu is not among them."""
+    info = catalog.lookup(group.instance_type)
+    if info is None:
+        return {}
+    seen = template_resources(fleet, group, with_sharing=with_sharing, with_network=with_network)
+    out = {r: v for r, v in seen.items() if r not in (EPHEMERAL_STORAGE, EFA_RESOURCE)}
+    if out.get(GPU_RESOURCE) == str(info.gpu_count):
+        del out[GPU_RESOURCE]
+    return dict(sorted(out.items()))
+
+
+def node_overlay(group: NodeGroup, capacity: dict[str, str]) -> dict[str, Any]:
+    """The pool's NodeOverlay (karpenter.sh/v1alpha1, cluster-scoped, named after the group): the capacity
+    overlay_capacity gives, on every instance type of this NodePool only (a `karpenter.sh/nodepool` requirement:
+    NodeOverlay requirements match well-known labels, the NodePool's among them; kubernetes-sigs/karpenter
+    pkg/apis/v1alpha1/nodeoverlay.go and pkg/controllers/nodeoverlay/controller.go getOverlaidOfferings @ v1.14.1).
+    Pools never share an overlay, so no two overlays of one weight conflict over a resource."""
+    return {
+        "apiVersion": API_NODE_OVERLAY,
+        "kind": "NodeOverlay",
+        "metadata": {"name": group.name},
+        "spec": {
+            "requirements": [{"key": NODE_POOL_KEY, "operator": "In", "values": [group.name]}],
+            "capacity": capacity,
+        },
+    }
+
+
 def block_devices(group: NodeGroup) -> list[dict[str, Any]]:
     """The EBS volumes, as the managed node group's launch template has them: AL2023 keeps images and pods on the
     root volume /dev/xvda; Bottlerocket on its data volume /dev/xvdb beside a 4 GiB root /dev/xvda (a
@@ -163,16 +218,19 @@ def block_devices(group: NodeGroup) -> list[dict[str, Any]]:
 
 
 def network_interfaces(group: NodeGroup, efa_interfaces: int) -> list[dict[str, Any]]:
-    """EFA groups: the primary interface on card 0, and one EFA-only interface at device index 1 on every other
-    card, the layout the managed node group's launch template has (EC2 efa-acc-inst-types.html). The EC2NodeClass
-    requires the primary to be `interface` (its CEL rule); [I] Karpenter makes it an EFA interface when the node is
-    launched for pods that request vpc.amazonaws.com/efa, as its EFA support does without networkInterfaces."""
+    """EFA groups: the primary ENA interface on card 0 (the EC2NodeClass's CEL rule requires `interface` at card 0,
+    device 0), and one EFA-only interface on every card, card 0 included (device index 1 each), as the upstream
+    example puts an `efa-only` on card 0 device 1 (aws/karpenter-provider-aws website/content/en/docs/concepts/
+    nodeclasses.md, spec.networkInterfaces @ v1.14.1). With `networkInterfaces` set, Karpenter launches each entry as
+    written (pkg/providers/launchtemplate/launchtemplate.go generateNetworkInterfaces: the primary stays ENA, it is
+    never made an EFA interface) and counts the instance type's vpc.amazonaws.com/efa capacity as the number of
+    `efa-only` entries (pkg/providers/instancetype/types.go efas()). So every card's EFA device is listed as
+    efa-only: without card 0's, Karpenter advertises one device fewer than the pods gpufleet renders ask for and
+    never launches a node for them."""
     if group.fabric is not Fabric.EFA:
         return []
     out = [{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"}]
-    out += [
-        {"networkCardIndex": card, "deviceIndex": 1, "interfaceType": "efa-only"} for card in range(1, efa_interfaces)
-    ]
+    out += [{"networkCardIndex": card, "deviceIndex": 1, "interfaceType": "efa-only"} for card in range(efa_interfaces)]
     return out
 
 
@@ -246,7 +304,7 @@ def queue_name(fleet: Fleet) -> str:
     return f"{fleet.cluster.name}-karpenter"
 
 
-def values(fleet: Fleet, queue: str, *, node_repair: bool) -> dict[str, Any]:
+def values(fleet: Fleet, queue: str, *, node_repair: bool, node_overlay: bool = False) -> dict[str, Any]:
     """Helm values (keys of the pinned chart's values.yaml, aws/karpenter-provider-aws charts/karpenter @ v1.14.1):
     the cluster, the interruption queue, the fixed ServiceAccount; on the system nodes when gpufleet made them (the
     chart's own affinity already keeps it off the nodes it provisions: karpenter.sh/nodepool DoesNotExist)."""
@@ -260,6 +318,12 @@ def values(fleet: Fleet, queue: str, *, node_repair: bool) -> dict[str, Any]:
         # (AcceleratedHardwareReady and the others) stays unhealthy past the provider's toleration, as EKS auto
         # repair does for managed node groups (aws/karpenter-provider-aws pkg/cloudprovider RepairPolicies).
         out["settings"]["featureGates"] = {"nodeRepair": True}
+    if node_overlay:
+        # The NodeOverlays of the pools (overlay_capacity) take effect only with the gate on (alpha in 1.14.1,
+        # settings.featureGates.nodeOverlay in the chart's values.yaml; kubernetes-sigs/karpenter
+        # pkg/cloudprovider/overlay/cloudprovider.go applies them only then). Off, Karpenter launches nothing for a
+        # pod that asks for hugepages or for more slices than the instance has GPUs.
+        out["settings"].setdefault("featureGates", {})["nodeOverlay"] = True
     if fleet.cluster.mode == "Create":
         out["nodeSelector"] = {"kubernetes.io/os": "linux", LABEL_NODE_GROUP: SYSTEM_GROUP}
     return out
