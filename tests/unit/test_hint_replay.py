@@ -1808,13 +1808,8 @@ PLAN_REPLAYS: tuple[PlanReplay, ...] = (
     P(
         "addon-not-pinned",
         {},
-        r"EKS add-on vpc-cni is not pinned \(versions\.addons\.vpcCni\): EKS picks its default version at creation",
-        {"versions.addons.vpcCni": "v1.20.4-eksbuild.1"},
-    ),
-    P(
-        "addon-not-pinned-any",
-        {},
-        r"EKS add-on \S+ is not pinned \(versions\.addons\.\w+\): EKS picks its default version at creation",
+        r"EKS add-ons not pinned: .*\)\. EKS installs its default version of each at creation.* To silence this, pin"
+        r" each .*",
         {
             "versions.addons.coreDns": "v1.12.4-eksbuild.1",
             "versions.addons.kubeProxy": "v1.33.5-eksbuild.2",

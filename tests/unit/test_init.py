@@ -79,6 +79,22 @@ def test_init_writes_fleet_yaml_that_validates_plans_and_synthesises(
     assert "out/prod: passed" in capsys.readouterr().out
 
 
+def test_the_starter_plans_with_one_addon_warning_that_says_why_and_how(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    # issue 41 item 19: the starter printed five "EKS add-on ... is not pinned" warnings, none saying why it matters.
+    assert _run(capsys)[0] == 0
+    assert main(["plan", "--env", "prod"]) == 0
+    warnings = [line for line in capsys.readouterr().out.splitlines() if "warning:" in line]
+    addons = [w for w in warnings if "add-on" in w]
+    assert len(addons) == 1, warnings
+    assert "the default moves with EKS releases: environments created apart run different versions" in addons[0]
+    assert (
+        "To silence this, pin each to a version `aws eks describe-addon-versions --kubernetes-version 1.35"
+        in (addons[0])
+    )
+
+
 def test_the_placeholders_check_requires_are_called_out() -> None:
     text = GOLDEN.read_text()
     for line in ("  publicEndpoint: {cidrs: [203.0.113.0/24]}", '    members: [{principalArn: "arn:aws:iam::'):

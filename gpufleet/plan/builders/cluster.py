@@ -472,15 +472,13 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
             },
         )
     )
+    unpinned = [key for key in REQUIRED_ADDONS if fleet.versions.addons.get(key) is None]
+    if unpinned:
+        warnings.append(unpinned_addons_warning(unpinned, c.kubernetes_version))
     for key in ADDONS:
         version = fleet.versions.addons.get(key)
         if key not in REQUIRED_ADDONS and version is None:
             continue
-        if version is None:
-            warnings.append(
-                f"EKS add-on {ADDONS[key]} is not pinned (versions.addons.{key}): EKS picks its default version at"
-                " creation"
-            )
         args: dict[str, object] = {
             "clusterName": Ref(CLUSTER, "name"),
             "addonName": ADDONS[key],
@@ -517,6 +515,17 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
     res += access_entry_resources(fleet, tags(fleet))
     res.append(_kubernetes_provider(fleet, "certificateAuthority.data"))
     return res, warnings
+
+
+def unpinned_addons_warning(keys: list[str], kubernetes_version: str) -> str:
+    """One warning for every required EKS add-on without a version: what happens, why it matters, how to pin."""
+    named = ", ".join(f"{ADDONS[key]} (versions.addons.{key})" for key in keys)
+    return (
+        f"EKS add-ons not pinned: {named}. EKS installs its default version of each at creation, and the default"
+        " moves with EKS releases: environments created apart run different versions, and the tree does not say"
+        " which. To silence this, pin each to a version `aws eks describe-addon-versions --kubernetes-version"
+        f" {kubernetes_version} --addon-name NAME` lists (`gpufleet preflight` checks the pins)"
+    )
 
 
 def _kubernetes_provider(fleet: Fleet, ca_path: str) -> Resource:
