@@ -8,7 +8,9 @@ The report lists every object the API server refused, with its message; objects 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -74,6 +76,37 @@ def ordered(inventory: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         for entry in inventory:
             if entry["stage"] == stage:
                 yield from visit(entry, ())
+
+
+_REF = re.compile(r"<ref:(?P<resource>[^.>]+)\.(?P<attribute>[^>]+)>")
+
+
+def _resolved(match: re.Match[str]) -> str:
+    """What `pulumi up` would put where the tree shows an Output of an AWS resource: a value of the shape AWS gives
+    that attribute (a CRD's pattern checks it: EC2NodeClass ids must match sg-[0-9a-z]+), derived from the
+    reference so it is the same in every run."""
+    resource, attribute = match["resource"], match["attribute"]
+    digest = hashlib.sha256(match[0].encode()).hexdigest()
+    if attribute.endswith(("SecurityGroupId",)) or (attribute == "id" and "security-group" in resource):
+        return f"sg-{digest[:17]}"
+    if resource.startswith("fsx") and attribute == "id":
+        return f"fs-{digest[:17]}"
+    if attribute == "dnsName":
+        return f"fs-{digest[:17]}.fsx.box.internal"
+    if attribute == "mountName":
+        return digest[:8]
+    return f"box-{resource}-{attribute}"[:63]
+
+
+def resolve_outputs(obj: Any) -> Any:
+    """The object with every Output placeholder replaced by a resolved value (see _resolved)."""
+    if isinstance(obj, str):
+        return _REF.sub(_resolved, obj)
+    if isinstance(obj, list):
+        return [resolve_outputs(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: resolve_outputs(v) for k, v in obj.items()}
+    return obj
 
 
 def _name(obj: dict[str, Any]) -> str:
@@ -158,7 +191,7 @@ def apply_tree(cluster: Cluster, tree: Path, kube_version: str) -> Report:
         if kind == RELEASE:
             _release(cluster, tree, entry, report, kube_version)
         elif kind.startswith("kubernetes:") and entry.get("file", "").endswith(".yaml") and "/k8s/" in entry["file"]:
-            obj = yaml.safe_load((tree / entry["file"]).read_text())
+            obj = resolve_outputs(yaml.safe_load((tree / entry["file"]).read_text()))
             _apply(cluster.admin, obj, entry["id"], report)
     return report
 

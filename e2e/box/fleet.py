@@ -54,6 +54,13 @@ def plan_of(spec: Path, env: str) -> RolloutPlan:
     return build_plan(load_fleet(str(spec), env).environments[env], env)
 
 
+def existing_namespaces(plan: RolloutPlan) -> list[str]:
+    """Namespaces the spec says the cluster already has, which the box creates before applying: an existing
+    Prometheus's (telemetry.existingNamespace), where gpufleet puts its dashboards and rules."""
+    tel = plan.fleet.telemetry
+    return [tel.existing_namespace] if tel is not None and tel.existing_namespace else []
+
+
 def up(spec: Path, env: str, root: Path | None = None, log=sys.stderr) -> Fleet:
     root = Path(root or tempfile.mkdtemp(prefix="gpufleet-box-"))
     tree = synth(spec, env, root / "tree")
@@ -73,6 +80,8 @@ def up(spec: Path, env: str, root: Path | None = None, log=sys.stderr) -> Fleet:
             except ApiError as exc:
                 raise RuntimeError(f"node {node['metadata']['name']} refused: {exc}") from None
         tenancy.edit_policy_role(box)
+        for namespace in existing_namespaces(plan):
+            box.admin.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
         report = apply.apply_tree(box, tree, got)
         for member in tenancy.members(plan):
             tenancy.grant(box, member)
