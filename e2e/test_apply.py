@@ -1,5 +1,5 @@
 """Every Kubernetes object of the example fleet's trees and of each golden case, applied to a real API server with
-server-side apply in the Pulumi program's order: the API server refuses none."""
+server-side apply in the Pulumi program's order: the API server refuses none, and knows the kind of each."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ def test_tree_applies(case: str, spec: Path, env: str, tmp_path: Path) -> None:
     try:
         print(f"{case}/{env}: {box.report.text()}")
         assert not box.report.refused, box.report.text()
+        assert not box.report.unserved, box.report.text()
         assert box.report.applied > 0
     finally:
         box.stop()

@@ -60,17 +60,20 @@ CRDS_ONLY: Mapping[str, tuple[str, ...]] = {
         "monitoring.coreos.com_prometheusrules.yaml",
     ),
     "gpu-operator": ("nvidia.com_clusterpolicies.yaml", "nvidia.com_nvidiadrivers.yaml"),
-    "karpenter": (
-        "karpenter.sh_nodepools.yaml",
-        "karpenter.sh_nodeclaims.yaml",
-        "karpenter.k8s.aws_ec2nodeclasses.yaml",
-    ),
+    "karpenter": ("karpenter.k8s.aws_ec2nodeclasses.yaml",),
+    "karpenter-crd": ("karpenter.k8s.aws_ec2nodeclasses.yaml",),
     "network-operator": ("mellanox.com_nicclusterpolicies.yaml", "k8s.cni.cncf.io_network-attachment-definitions.yaml"),
 }
 # Charts whose CRDs are templates (KEDA's: kedacore/charts keda/templates/crds), so ../shared has none: the box takes
 # them from the project's Go module at the chart's release (kedacore/keda config/crd/bases; its release and chart
 # versions match), downloaded as source by the go command, not built.
-MODULE_CRDS: Mapping[str, tuple[str, str]] = {"keda": ("github.com/kedacore/keda/v2", "config/crd/bases")}
+# Karpenter's own CRDs (karpenter.sh: NodePool, NodeClaim, NodeOverlay) come from sigs.k8s.io/karpenter at the
+# release of the AWS provider's chart (the two are released in lockstep; ../shared lacks NodeOverlay).
+MODULE_CRDS: Mapping[str, tuple[str, str]] = {
+    "keda": ("github.com/kedacore/keda/v2", "config/crd/bases"),
+    "karpenter": ("sigs.k8s.io/karpenter", "pkg/apis/crds"),
+    "karpenter-crd": ("sigs.k8s.io/karpenter", "pkg/apis/crds"),
+}
 
 
 def chart_name(chart: str) -> str:
@@ -110,7 +113,9 @@ def crds_only(chart: str, version: str) -> tuple[list[dict[str, Any]], list[str]
         subprocess.run(
             ["go", "mod", "download", f"{module}@{tag}"], env=build.go_env(), capture_output=True, check=True
         )
-        for path in sorted((build.module_dir(module, tag) / crd_dir).glob("*.yaml")):
+        for path in sorted(
+            (build.module_dir(module, tag) / crd_dir).glob("karpenter.sh_*.yaml" if "karpenter" in module else "*.yaml")
+        ):
             out += _docs(path.read_text())
     return out, missing
 

@@ -9,7 +9,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from e2e.box import apply, cluster, nodes, tenancy
+from e2e.box import apply, charts, cluster, nodes, tenancy
 from e2e.box.client import ApiError
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.plan.rollout import build_plan
@@ -54,6 +54,10 @@ def plan_of(spec: Path, env: str) -> RolloutPlan:
     return build_plan(load_fleet(str(spec), env).environments[env], env)
 
 
+def existing_prometheus(plan: RolloutPlan) -> bool:
+    return plan.fleet.telemetry.prometheus == "Existing"
+
+
 def existing_namespaces(plan: RolloutPlan) -> list[str]:
     """Namespaces the spec says the cluster already has, which the box creates before applying: an existing
     Prometheus's (telemetry.existingNamespace), where gpufleet puts its dashboards and rules."""
@@ -82,6 +86,13 @@ def up(spec: Path, env: str, root: Path | None = None, log=sys.stderr) -> Fleet:
         tenancy.edit_policy_role(box)
         for namespace in existing_namespaces(plan):
             box.admin.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        if existing_prometheus(plan):
+            # the Prometheus Operator's CRDs come with the existing Prometheus the spec names
+            crds, missing = charts.crds_only("kube-prometheus-stack", "")
+            if missing:
+                raise RuntimeError(f"the existing Prometheus's CRDs are not in ../shared: {', '.join(missing)}")
+            for crd in crds:
+                box.admin.apply(crd)
         report = apply.apply_tree(box, tree, got)
         for member in tenancy.members(plan):
             tenancy.grant(box, member)
