@@ -4,6 +4,7 @@ the remediation controller's decisions per workload class, and the health script
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 import os
 import stat
@@ -682,3 +683,93 @@ def test_the_remediator_is_told_which_reasons_eks_repairs() -> None:
     assert not {"DCGMHealthCode80", "DCGMError", "DCGMHealthCode101"} & reasons  # NoAction: the remediator's
     off = replace(INSTALL, health=replace(INSTALL.health, auto_repair="Disabled"))
     assert env(off)["EKS_REPAIRED_REASONS"] == ""
+
+
+def test_on_a_karpenter_pool_the_gate_holds_within_karpenters_toleration() -> None:
+    """Issue 41 item 5: on a Karpenter pool Karpenter's node repair owns AcceleratedHardwareReady (10 minutes from the
+    condition's transition, then the NodeClaim is deleted; cloudprovider.go RepairPolicies @ v1.14.1): the gate holds
+    5 minutes counted from that transition (REPAIR_OWNER Karpenter), not EKS's repair wait and five more counted
+    from when it sees the condition, which outlasted the toleration and lost the node mid-gate."""
+    karpenter = replace(
+        INSTALL,
+        node_groups=tuple(
+            replace(g, provisioner="Karpenter") if g.name == health.gate_group(INSTALL).name else g
+            for g in INSTALL.node_groups
+        ),
+    )
+    group = health.gate_group(karpenter)
+    assert (health.repair_owner(karpenter, group), health.repair_hold_seconds(karpenter, group)) == ("Karpenter", 300)
+    env = {
+        e["name"]: e.get("value")
+        for e in health.planted_fault_objects(karpenter)[-1]["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
+    assert (env["REPAIR_OWNER"], env["REPAIR_HOLD_SECONDS"]) == ("Karpenter", "300")
+    managed = {
+        e["name"]: e.get("value")
+        for e in health.planted_fault_objects(INSTALL)[-1]["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
+    assert (managed["REPAIR_OWNER"], managed["REPAIR_HOLD_SECONDS"]) == ("EKS", str(5 * 60 + 300))
+
+
+class KarpenterCluster(FaultyCluster):
+    """The agent's condition turns False at one tick (its lastTransitionTime); Karpenter replaces the node (a new
+    uid) once it has been False for its 10-minute toleration. One tick is one second."""
+
+    T0 = 1_800_000_000.0
+
+    def __init__(self, fault_dir: Path) -> None:
+        super().__init__(fault_dir)
+        self.tick = 0
+        self.transition: float | None = None
+
+    def clock(self) -> float:
+        self.tick += 1
+        return float(self.tick)
+
+    def wall(self) -> float:
+        return self.T0 + self.tick
+
+    def get(self, path: str) -> Any:
+        out = super().get(path)
+        if "/pods" in path:
+            return out
+        bad = (self.dir / "inject").exists()
+        if bad and self.transition is None:
+            self.transition = self.wall()
+        if not bad:
+            self.transition = None
+        cond = out["status"]["conditions"][1]
+        if self.transition is not None:
+            stamp = datetime.datetime.fromtimestamp(self.transition, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            cond["lastTransitionTime"] = stamp
+            if self.wall() - self.transition >= health.KARPENTER_REPAIR_TOLERATION_SECONDS:
+                out["metadata"]["uid"] = "u2"  # the NodeClaim deleted, a new node
+        return out
+
+
+def test_planted_fault_on_a_karpenter_pool_counts_the_hold_from_the_transition(tmp_path: Path) -> None:
+    """The drain took 400 s after the condition turned False: counted from when the Job sees it, EKS's hold (600 s)
+    runs past Karpenter's toleration and the node is replaced mid-gate; counted from the transition (owner
+    Karpenter), 300 s end before it, and the gate passes."""
+    slow = KarpenterCluster(tmp_path / "eks")
+    (tmp_path / "eks").mkdir()
+    slow.pods_left_after = 400
+    kw = {"poll": 0, "sleep": slow.injector, "clock": slow.clock, "wall": slow.wall}
+    assert not PF.verify(
+        slow, "n1", str(tmp_path / "eks"), "CordonAndDrain", "Training", timeout=10**4, repair_hold=600, **kw
+    )
+    ok = KarpenterCluster(tmp_path / "karpenter")
+    (tmp_path / "karpenter").mkdir()
+    ok.pods_left_after = 400
+    kw = {"poll": 0, "sleep": ok.injector, "clock": ok.clock, "wall": ok.wall}
+    assert PF.verify(
+        ok,
+        "n1",
+        str(tmp_path / "karpenter"),
+        "CordonAndDrain",
+        "Training",
+        timeout=10**4,
+        repair_hold=300,
+        repair_owner="Karpenter",
+        **kw,
+    )

@@ -11,12 +11,17 @@ Node Problem Detector's DCGMUnhealthy condition, the remediation controller. The
 - with EKS node auto repair (REPAIR_HOLD_SECONDS > 0): the node monitoring agent reports AcceleratedHardwareReady
   False with DCGMHealthCode80, and for the group's repair wait and five minutes more EKS stands back (the same node
   object, the same boot: no reboot, no replacement), as the remediator-owned override says;
+- on a Karpenter pool (REPAIR_OWNER Karpenter), whose node repair replaces the node 10 minutes after the condition's
+  lastTransitionTime whatever the reason: the hold is counted from that transition, not from when the Job sees it,
+  and ends before Karpenter's toleration does, so Karpenter's repair stands back for as long as it should and the
+  node is not lost mid-gate;
 - after the injection stops, the condition returns to False and the node is uncordoned.
 
 Exit 0 when every step is seen in time, 1 otherwise; the injection always stops."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import sys
@@ -78,6 +83,15 @@ def _condition(node: dict[str, Any], kind: str) -> dict[str, Any]:
     return {}
 
 
+def _since(condition: dict[str, Any]) -> float:
+    """A condition's lastTransitionTime (RFC 3339, UTC) as a Unix time; now where it has none."""
+    stamp = str(condition.get("lastTransitionTime") or "")
+    try:
+        return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return time.time()
+
+
 def verify(
     api: Api,
     node: str,
@@ -87,6 +101,8 @@ def verify(
     timeout: float,
     poll: float = 10.0,
     repair_hold: float = 0.0,
+    repair_owner: str = "EKS",
+    wall: Callable[[], float] = time.time,
     **kw: Any,
 ) -> bool:
     def get() -> dict[str, Any]:
@@ -140,7 +156,14 @@ def verify(
                 poll,
                 **kw,
             )
-            ok = ok and hold("EKS node auto repair stands back (same node, same boot)", same_node, repair_hold, poll, **kw)
+            duration = repair_hold
+            owner = "EKS node auto repair"
+            if repair_owner == "Karpenter":
+                # Karpenter counts its toleration from the condition's transition (health controller
+                # findUnhealthyConditions): so does the hold, whatever the earlier steps took.
+                owner = "Karpenter node repair"
+                duration = max(0.0, repair_hold - (wall() - _since(_condition(get(), HARDWARE_CONDITION))))
+            ok = ok and hold(f"{owner} stands back (same node, same boot)", same_node, duration, poll, **kw)
     finally:
         os.remove(flag("inject"))
     if ok:
@@ -165,6 +188,7 @@ def main() -> None:  # pragma: no cover - runs in the cluster
         workload_class=os.environ.get("WORKLOAD_CLASS", "Training"),
         timeout=float(os.environ.get("STEP_TIMEOUT_SECONDS", "600")),
         repair_hold=float(os.environ.get("REPAIR_HOLD_SECONDS", "0")),
+        repair_owner=os.environ.get("REPAIR_OWNER", "EKS"),
     )
     sys.exit(0 if ok else 1)
 

@@ -37,8 +37,9 @@ def _repair_notes(ctx: BuildContext) -> list[str]:
     eks_codes = ", ".join(f"{c} {a}" for c, a in codes.items() if a != node_monitoring.NO_ACTION)
     lines = [
         (
-            f"- EKS node auto repair on every GPU group, condition `{health.ACCELERATED_HARDWARE_READY}` (EKS node"
-            f" monitoring agent {agent}; XID reasons are that agent's well-known XIDs). Reboot: {by_action['Reboot']}."
+            "- EKS node auto repair on every managed GPU node group, condition"
+            f" `{health.ACCELERATED_HARDWARE_READY}` (EKS node monitoring agent {agent}; XID reasons are that agent's"
+            f" well-known XIDs). Reboot: {by_action['Reboot']}."
             f" Replace: {by_action['Replace']}. NoAction: {by_action['NoAction']} (the agent lost its DCGM host engine:"
             " software, not the GPUs)."
         ),
@@ -50,15 +51,39 @@ def _repair_notes(ctx: BuildContext) -> list[str]:
             " diagnostics on EKS (no DCGM_DIAG_LEVEL in the add-on); the health stage's `dcgmi diag` does."
         ),
         "",
-        "| node group | class | repair wait (min) | repairs stop above N unhealthy nodes | parallel repairs |",
-        "|---|---|---|---|---|",
+        "| node group | class | repaired by | repair wait (min) | repairs stop above N unhealthy nodes | parallel"
+        " repairs |",
+        "|---|---|---|---|---|---|",
     ]
     for group in fleet.node_groups:
+        if health.repair_owner(fleet, group) == health.KARPENTER:
+            lines.append(
+                f"| {group.name} | {group.workload_class.value} | Karpenter node repair (replace) |"
+                f" {health.KARPENTER_REPAIR_TOLERATION_SECONDS // 60} |"
+                f" {health.KARPENTER_UNHEALTHY_PERCENT}% of the pool's nodes, rounded up | no limit |"
+            )
+            continue
         t = health.repair_thresholds(group)
         lines.append(
-            f"| {group.name} | {group.workload_class.value} | {health.REPAIR_WAIT_MINUTES[group.workload_class]} | "
-            f"{t['maxUnhealthyNodeThresholdCount']} | {t['maxParallelNodesRepairedCount']} |"
+            f"| {group.name} | {group.workload_class.value} | EKS node auto repair |"
+            f" {health.REPAIR_WAIT_MINUTES[group.workload_class]} |"
+            f" {t['maxUnhealthyNodeThresholdCount']} | {t['maxParallelNodesRepairedCount']} |"
         )
+    pools = [g.name for g in fleet.node_groups if health.repair_owner(fleet, g) == health.KARPENTER]
+    if pools:
+        lines += [
+            "",
+            (
+                f"- Karpenter pools ({', '.join(f'`{p}`' for p in pools)}): Karpenter's node repair owns"
+                f" `{health.ACCELERATED_HARDWARE_READY}` whatever its reason: no per-reason override and no reboot;"
+                f" {health.KARPENTER_REPAIR_TOLERATION_SECONDS // 60} minutes after the condition turned False it"
+                " deletes the NodeClaim with its termination time set to now (the pods go without waiting for their"
+                " disruption budgets), and a new node comes for the pods still pending. So the remediator's"
+                " class-aware drains there run only within those minutes: an Interactive node's one-hour grace and an"
+                " Inference node's one-replica-at-a-time drain are cut short, DCGM health codes included; the"
+                " remediator still cordons and drains first."
+            ),
+        ]
     return lines + [""]
 
 
@@ -124,7 +149,15 @@ def build(ctx: BuildContext) -> StageContent:
         )
     elif h.remediation == "CordonAndDrain" and wclass == "Interactive":
         steps.append("the node's GPU pods stay (the Interactive grace period)")
-    if hold:
+    if hold and health.repair_owner(fleet, group) == health.KARPENTER:
+        steps.append(
+            f"the node monitoring agent reports `{health.ACCELERATED_HARDWARE_READY}=False` with `DCGMHealthCode80`,"
+            f" and for {hold // 60} minutes from that transition Karpenter's node repair leaves the node alone (the"
+            f" same node object and boot); the fault ends {health.KARPENTER_HOLD_MARGIN_SECONDS // 60} minutes before"
+            f" Karpenter's {health.KARPENTER_REPAIR_TOLERATION_SECONDS // 60}-minute toleration would delete the"
+            " NodeClaim"
+        )
+    elif hold:
         steps.append(
             f"the node monitoring agent reports `{health.ACCELERATED_HARDWARE_READY}=False` with `DCGMHealthCode80`,"
             f" and for {hold // 60} minutes (the repair wait and five more) EKS node auto repair leaves the node"

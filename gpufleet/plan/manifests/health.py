@@ -346,11 +346,40 @@ def gate_group(fleet: Fleet) -> NodeGroup:
     return min(fleet.node_groups, key=lambda g: (g.min_size < 1, order[g.workload_class], -g.min_size, g.name))
 
 
-def repair_hold_seconds(fleet: Fleet, group: NodeGroup) -> int:
-    """How long the gate keeps the injected fault once the node monitoring agent reports it, to see EKS node auto
-    repair stand back: the group's repair wait and five minutes more; 0 without auto repair (no agent to expect)."""
+# Karpenter's node repair (aws/karpenter-provider-aws pkg/cloudprovider/cloudprovider.go RepairPolicies @ v1.14.1):
+# AcceleratedHardwareReady=False tolerated 10 minutes, counted from the condition's lastTransitionTime, whatever its
+# reason (no per-reason override, no reboot); then the NodeClaim is deleted with its termination time set to now, so
+# its pods go without waiting (kubernetes-sigs/karpenter pkg/controllers/node/health/controller.go
+# annotateTerminationGracePeriod @ v1.14.1). Repairs stop while more than 20% of the pool's nodes (rounded up) are
+# unhealthy (allowedUnhealthyPercent there).
+KARPENTER_REPAIR_TOLERATION_SECONDS = 600
+KARPENTER_UNHEALTHY_PERCENT = 20
+# How long before Karpenter's toleration ends the gate stops its fault, for the agent to report the GPU ready again.
+KARPENTER_HOLD_MARGIN_SECONDS = 300
+EKS, KARPENTER = "EKS", "Karpenter"
+
+
+def repair_owner(fleet: Fleet, group: NodeGroup) -> str | None:
+    """Who repairs a node of the group for AcceleratedHardwareReady: EKS node auto repair on a managed node group
+    (node_repair_config), Karpenter's node repair on a Karpenter pool (the controller's nodeRepair feature gate, set
+    from the same health.autoRepair); None without auto repair."""
     if fleet.health.auto_repair != "Enabled":
+        return None
+    return KARPENTER if group.provisioner == "Karpenter" else EKS
+
+
+def repair_hold_seconds(fleet: Fleet, group: NodeGroup) -> int:
+    """How long the gate keeps the injected fault once the node monitoring agent reports it, to see the repair owner
+    stand back: on a managed node group, EKS's repair wait and five minutes more, counted from when the gate sees
+    the condition (the override hands DCGM health codes to the remediator, so EKS never acts); on a Karpenter pool,
+    which honours no override and replaces the node 10 minutes after the condition turned False, the toleration
+    less KARPENTER_HOLD_MARGIN_SECONDS, counted from the condition's lastTransitionTime (planted_fault.py, owner
+    Karpenter), so the fault ends before Karpenter takes the node. 0 without auto repair (no agent to expect)."""
+    owner = repair_owner(fleet, group)
+    if owner is None:
         return 0
+    if owner == KARPENTER:
+        return KARPENTER_REPAIR_TOLERATION_SECONDS - KARPENTER_HOLD_MARGIN_SECONDS
     return REPAIR_WAIT_MINUTES[group.workload_class] * 60 + 300
 
 
@@ -375,6 +404,7 @@ def planted_fault_objects(fleet: Fleet) -> list[dict[str, Any]]:
             {"name": "WORKLOAD_CLASS", "value": group.workload_class.value},
             {"name": "STEP_TIMEOUT_SECONDS", "value": str(step_timeout)},
             {"name": "REPAIR_HOLD_SECONDS", "value": str(hold)},
+            {"name": "REPAIR_OWNER", "value": repair_owner(fleet, group) or "None"},
         ],
     )
     container["volumeMounts"] = [*container["volumeMounts"], fault]
