@@ -14,7 +14,8 @@ from gpufleet.spec.fleet import Fleet
 
 _TEAM_EDIT = (
     f"edit ({access.EDIT_POLICY}): pods, Jobs, Deployments, Services, ConfigMaps, Secrets; "
-    "create and delete the Kueue-managed job kinds the fleet installs ({kinds}); read the team's LocalQueue and "
+    "create and delete the Kueue-managed job kinds the fleet installs ({kinds}){scaling}; read the team's "
+    "LocalQueue and "
     "Workloads. "
     "Refused at admission (gpufleet.plan.manifests.tenant_policies): DaemonSets, changing or deleting gpufleet's "
     "objects "
@@ -97,7 +98,10 @@ def access_values(fleet: Fleet, through: stages.StageName) -> dict[str, Any]:
             for team in fleet.teams
         ],
         "admission": stages.included("admission", through),
-        "team_edit": _TEAM_EDIT.format(kinds=_team_kinds(fleet)),
+        "team_edit": _TEAM_EDIT.format(
+            kinds=_team_kinds(fleet),
+            scaling=" and KEDA ScaledObjects (scaledobjects.keda.sh)" if tenancy.scaling_resources(fleet) else "",
+        ),
         "cluster_readable": list(tenancy.CLUSTER_READABLE),
         "cluster_name": fleet.cluster.name,
         "cluster_admin_policy": access.CLUSTER_ADMIN_POLICY,

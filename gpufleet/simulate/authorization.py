@@ -36,6 +36,9 @@ _SESSION = re.compile(
 )
 # Kinds granted by the namespace-scoped AmazonEKSEditPolicy (Kubernetes' `edit` role for built-in kinds).
 EDIT_POLICY_KINDS = frozenset({"Pod", "Job", "Deployment", "StatefulSet", "DaemonSet"})
+# What the documented examples put beside their workloads, granted too (the edit policy's Services, ConfigMaps and
+# Secrets; KEDA's ScaledObject through the team Role where the fleet installs KEDA): not workloads to submit.
+SUPPORTING_KINDS = frozenset({"Service", "ConfigMap", "Secret", "ScaledObject"})
 
 
 class PrincipalError(ValueError):
@@ -83,7 +86,8 @@ class Decision:
 def team_kinds(fleet: Fleet) -> frozenset[str]:
     """What a team member may create in the team's namespace: the edit policy's kinds, plus the custom job kinds the
     fleet installs, which the team Role grants (gpufleet.plan.manifests.tenancy.team_role)."""
-    return EDIT_POLICY_KINDS | set(kueue.served_kinds(fleet))
+    scaling = {"ScaledObject"} if tenancy.scaling_resources(fleet) else set()
+    return EDIT_POLICY_KINDS | {"Service", "ConfigMap", "Secret"} | set(kueue.served_kinds(fleet)) | scaling
 
 
 def team_member(fleet: Fleet, arn: str) -> bool:
@@ -166,7 +170,7 @@ def may_create(fleet: Fleet, through: stages.StageName, arn: str, kind: str, nam
                     f"{arn} (team {team.name}) may not create {kind}: neither {access.EDIT_POLICY} nor the Role"
                     f" {tenancy.TEAM_ROLE} grants it"
                 ),
-                fix=f"submit one of {', '.join(sorted(granted))}, or ask a cluster admin",
+                fix=f"submit one of {', '.join(sorted(granted - SUPPORTING_KINDS))}, or ask a cluster admin",
             )
         )
     return Decision()

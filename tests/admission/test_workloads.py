@@ -94,7 +94,9 @@ def test_what_is_installed_and_what_kueue_rbac_and_the_policy_name(
     assert config["integrations"]["frameworks"] == ["batch/job", *installed, "pod", "deployment", "statefulset"]
     role = resources["role-vision-gpufleet-team"].args["object"]
     granted = {(g, p) for rule in role["rules"][1:] for g in rule["apiGroups"] for p in rule["resources"]}
-    assert granted == {kueue.RESOURCES[f][:2] for f in installed}
+    # ... and KEDA's ScaledObjects where the fleet installs KEDA (an Inference group), the job kinds aside
+    assert granted - {tenancy.SCALED_OBJECT} == {kueue.RESOURCES[f][:2] for f in installed}
+    assert (tenancy.SCALED_OBJECT in granted) == bool(tenancy.scaling_resources(fleet))
     policy = resources["validatingadmissionpolicy-cluster-gpufleet-require-queue-name"].args["object"]
     matched = [r["resources"][0] for r in policy["spec"]["matchConstraints"]["resourceRules"]]
     assert matched == ["jobs", *(kueue.RESOURCES[f][1] for f in installed)]

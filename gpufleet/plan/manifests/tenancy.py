@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpufleet.plan.manifests import kueue
+from gpufleet.plan.manifests import inference, kueue
 from gpufleet.spec import access
 from gpufleet.spec.fleet import Fleet, Team
 from gpufleet.spec.names import LABEL_MANAGED_BY, LABEL_TEAM
@@ -58,10 +58,23 @@ def job_resources(fleet: Fleet) -> list[tuple[str, str]]:
     return [kueue.RESOURCES[f][:2] for f in kueue.installed_frameworks(fleet)]
 
 
+# KEDA's ScaledObject (group keda.sh, plural scaledobjects: kedacore/charts keda/templates/crds/
+# crd-scaledobjects.yaml @ keda-2.20.2), which docs/inference.md's recipe and docs/examples/vllm.yaml and
+# lws-inference.yaml have team members write beside their servers. EKS access policies cover built-in kinds only.
+SCALED_OBJECT = ("keda.sh", "scaledobjects")
+
+
+def scaling_resources(fleet: Fleet) -> list[tuple[str, str]]:
+    """(API group, plural) of the autoscaling kinds the team Role grants: KEDA's, where the fleet installs it (the
+    telemetry stage, for a fleet with an Inference group)."""
+    return [SCALED_OBJECT] if inference.inference_groups(fleet) else []
+
+
 def team_role(fleet: Fleet, team: Team) -> dict[str, Any]:
-    """In the team's namespace: read its LocalQueue and Workloads, run the Kueue-managed job kinds the fleet serves."""
+    """In the team's namespace: read its LocalQueue and Workloads, run the Kueue-managed job kinds the fleet serves,
+    and scale its servers with KEDA where the fleet installs it."""
     groups: dict[str, list[str]] = {}
-    for group, plural in job_resources(fleet):
+    for group, plural in job_resources(fleet) + scaling_resources(fleet):
         groups.setdefault(group, []).append(plural)
     rules = [
         {
