@@ -688,6 +688,53 @@ def _api(model: FleetModel, wl: Workload) -> Reason | None:
     return None
 
 
+# The kinds whose pod template the API server validates with the object itself (apps and batch validation calls
+# ValidatePodTemplateSpec): a Pod, or one of these, is refused at create; a custom kind is created, and the pods or
+# Jobs its controller makes are refused.
+_TEMPLATE_VALIDATED = frozenset({"Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"})
+
+
+def _not_overcommitable(resource: str) -> bool:
+    """An extended resource (a domain-prefixed name outside kubernetes.io: nvidia.com/gpu, vpc.amazonaws.com/efa)
+    or huge pages: requests may not exceed, and may not be given without, a limit (pkg/apis/core/helper
+    IsOvercommitAllowed, IsExtendedResourceName)."""
+    extended = "/" in resource and "kubernetes.io/" not in resource and not resource.startswith("requests.")
+    return extended or resource.startswith("hugepages-")
+
+
+def _pod_validation(wl: Workload) -> Reason | None:
+    """The API server's validation of the pod spec, before any admission plugin: a non-overcommitable resource in a
+    container's requests needs it in the limits too (kubernetes pkg/apis/core/validation/validation.go
+    ValidateResourceRequirements: `Limit must be set for non overcommitable resources`; a limit alone sets the
+    request)."""
+    prefix = "spec" if wl.kind == "Pod" else "spec.template.spec"
+    for ps in wl.pod_sets:
+        raw = ps.pod.raw
+        for key in ("initContainers", "containers"):
+            for i, c in enumerate(raw.get(key) or []):
+                resources = (c.get("resources") if isinstance(c, dict) else None) or {}
+                requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+                missing = sorted(r for r in requests if _not_overcommitable(str(r)) and r not in limits)
+                if not missing:
+                    continue
+                where = f"{prefix}.{key}[{i}].resources.limits"
+                detail = f"{where}: Required value: Limit must be set for non overcommitable resources"
+                what = f"{missing[0]} is in container {c.get('name')}'s requests without a limit"
+                if wl.kind in _TEMPLATE_VALIDATED:
+                    message = f'{wl.kind} "{wl.name}" is invalid: {detail} ({what}): the API server refuses it'
+                else:
+                    message = (
+                        f"the {wl.kind}'s pods are invalid: {detail} ({what}) (the {wl.kind} is created; its"
+                        " controller fails to create them)"
+                    )
+                return Reason(
+                    stage="api",
+                    message=message,
+                    fix=f"set {', '.join(missing)} in the container's limits (a limit alone sets the request to it)",
+                )
+    return None
+
+
 def _pod_admission(model: FleetModel, wl: Workload) -> Reason | None:
     """What the API server refuses when the workload's pods are created: Pod Security of the namespace first, then
     gpufleet's ValidatingAdmissionPolicies (the PodSecurity plugin runs before ValidatingAdmissionPolicy in the API
@@ -764,7 +811,7 @@ def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Ve
         return replace(base, reasons=(denied,), notes=tuple(notes))
     if warned:
         notes.append(warned)
-    refused_pods = _pod_admission(model, wl)
+    refused_pods = _pod_validation(wl) or _pod_admission(model, wl)
     if refused_pods:
         return replace(base, reasons=(refused_pods,), notes=tuple(notes))
     for ps in wl.pod_sets:

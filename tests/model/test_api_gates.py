@@ -366,3 +366,47 @@ def test_the_queue_name_model_agrees_with_the_rendered_cel(
     verdict = explain(model, workload(obj))
     model_denies = bool(verdict.reasons) and "gpufleet-require-queue-name" in verdict.reasons[0].message
     assert model_denies == cel_denies
+
+
+@pytest.mark.parametrize("kind", ["Pod", "Deployment", "JobSet"])
+def test_a_gpu_in_requests_without_limits_is_refused_at_create(make_model: MakeModel, kind: str) -> None:
+    """issue 41 item 14: an extended resource in requests without limits is invalid (the API server's validation,
+    before admission); the model placed such a pod as if it asked for the GPU."""
+    model = make_model()
+    pod = _gpu_pod("vision", "debug", container={"resources": {"requests": {"nvidia.com/gpu": 1}}})
+    obj: dict[str, Any] = pod
+    if kind == "Deployment":
+        obj = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "debug", "namespace": "vision"},
+            "spec": {"replicas": 1, "template": {"spec": pod["spec"]}},
+        }
+    elif kind == "JobSet":
+        obj = {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {"name": "debug", "namespace": "vision", "labels": {"kueue.x-k8s.io/queue-name": "vision"}},
+            "spec": {
+                "replicatedJobs": [
+                    {"name": "w", "replicas": 1, "template": {"spec": {"template": {"spec": pod["spec"]}}}}
+                ]
+            },
+        }
+    verdict = explain(model, workload(obj))
+    assert not verdict.runs
+    (reason,) = verdict.reasons
+    assert reason.stage == "api"
+    path = "spec" if kind == "Pod" else "spec.template.spec"
+    detail = (
+        f"{path}.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources"
+    )
+    why = "nvidia.com/gpu is in container c's requests without a limit"
+    if kind == "JobSet":
+        assert reason.message.startswith(f"the JobSet's pods are invalid: {detail} ({why})"), reason.message
+    else:
+        assert reason.message == f'{kind} "debug" is invalid: {detail} ({why}): the API server refuses it'
+    assert reason.fix == "set nvidia.com/gpu in the container's limits (a limit alone sets the request to it)"
+    # with the limit (the request may stay, equal to it) the same pod is valid
+    pod["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": 1}
+    assert all(r.message.find("non overcommitable") < 0 for r in explain(model, workload(obj)).reasons)
