@@ -1078,8 +1078,13 @@ def _admission_fix(reason: str) -> str:
         return "set topology.placement: None on the node group (TAS counts only Ready nodes), or raise its minSize"
     if "unavailable in ClusterQueue" in reason:
         return "remove the request, or give the team quota on a node group that offers it"
-    if "insufficient quota" in reason:
-        return "ask for less, or raise the team's quota (teams[].quotas[].gpus, borrowingLimit) on that node group"
+    # Before node affinity: a pod set whose own flavor is short of quota reads "flavor A doesn't match node
+    # affinity, insufficient unused quota for R in flavor B" when the other flavors are not its node group.
+    if "insufficient quota" in reason or "insufficient unused quota" in reason:
+        return (
+            "raise the team's quota on that node group (teams[].quotas[].gpus), lower the replicas or what each pod"
+            " asks for, or borrow from the cohort (teams[].quotas[].borrowingLimit)"
+        )
     if "doesn't match node affinity" in reason or "untolerated taint" in reason:
         return "select a node group the team has quota on (nodeSelector gpufleet.io/node-group)"
     return "see the Kueue Workload's status for details"

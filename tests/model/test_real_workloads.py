@@ -95,6 +95,11 @@ def test_deployment_pods_are_admitted_one_by_one(make_model: MakeModel) -> None:
         "couldn't assign flavors to pod set main: flavor h100 doesn't match node affinity, insufficient unused quota"
         " for nvidia.com/gpu in flavor l40s, 4 more needed, flavor notebooks doesn't match node affinity"
     )
+    # issue 41 item 17: the team targets l40s already; the fix said "select a node group the team has quota on"
+    assert reason.fix == (
+        "raise the team's quota on that node group (teams[].quotas[].gpus), lower the replicas or what each pod asks"
+        " for, or borrow from the cohort (teams[].quotas[].borrowingLimit)"
+    )
     assert verdict.json()["pods"] == {"total": 12, "admitted": 10}
 
 
