@@ -31,8 +31,18 @@ def _open_cidrs(resource: Resource) -> list[str] | None:
         return ["0.0.0.0/0 (EKS's default)"]
     if not isinstance(cidrs, list) or any(is_unknown(c) for c in cidrs):
         return None
-    wide = [c for c in cidrs if isinstance(c, str) and c.strip().endswith("/0")]
+    wide = [c for c in cidrs if isinstance(c, str) and _prefix_zero(c)]
     return wide or None
+
+
+def _prefix_zero(cidr: str) -> bool:
+    """A /0 prefix, however its digits are written: int() reads any script's digits ("٠.٠.٠.٠/٠", which a tree
+    edited by hand may hold, is open as written, whatever AWS would make of it) and "/00" as 0."""
+    _, slash, prefix = cidr.strip().rpartition("/")
+    try:
+        return bool(slash) and int(prefix) == 0
+    except ValueError:
+        return False
 
 
 def _reason(resource: Resource) -> str | None:

@@ -19,7 +19,7 @@ import errno
 import os
 import stat
 import sys
-from typing import Any
+from typing import Any, TypeGuard
 
 import yaml
 
@@ -87,6 +87,12 @@ def name_problem(path: str) -> str | None:
     if longest > NAME_MAX:
         return f"a name in the path is {longest} bytes long; the file system allows {NAME_MAX}"
     return None
+
+
+def is_count(text: object) -> TypeGuard[str]:
+    """Whether `text` is a count as Kubernetes and AWS write one: ASCII digits only. str.isdigit() is also true of
+    "²" and "①", which int() refuses, and of other scripts' digits ("٣"), which int() reads and no API accepts."""
+    return isinstance(text, str) and text.isascii() and text.isdigit()
 
 
 def _size(limit: int) -> str:

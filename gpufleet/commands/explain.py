@@ -48,7 +48,7 @@ class _Doc:
 
 def _position(path: str, node: yaml.Node, field: str) -> str:
     """FILE:LINE:COL of `field` (a dotted path with [i]) inside the document node, or of its deepest known parent."""
-    for part in re.findall(r"[^.\[\]]+|\[\d+\]", field):
+    for part in re.findall(r"[^.\[\]]+|\[[0-9]+\]", field):
         if isinstance(node, yaml.MappingNode):
             nxt = next((v for k, v in node.value if k.value == part), None)
         elif isinstance(node, yaml.SequenceNode) and part.startswith("["):

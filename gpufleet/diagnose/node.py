@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from gpufleet.base.inputs import is_count
 from gpufleet.diagnose.findings import LogFinding, Severity
 from gpufleet.spec.names import LABEL_NODE_GROUP, LABEL_SHARING
 
@@ -18,13 +19,15 @@ _TOP = re.compile(r"^([A-Z][A-Za-z ()-]{0,63}):(?=\s|$)")
 _RESOURCE = re.compile(r"^\s{1,64}([^\s:]{1,253}):\s+(\S+)")
 MAX_LINE = 16_384  # kubectl's widest lines (a Conditions row with a long message) are far shorter
 _COLUMNS = re.compile(r"\s{2,}|\t")
-_TIMESTAMP = re.compile(r"\w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} [+-]\d{4}")  # Last{Heartbeat,Transition}Time
+_TIMESTAMP = re.compile(
+    r"\w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} [+-]\d{4}", re.ASCII
+)  # Last{Heartbeat,Transition}Time
 # GPU Operator / k8s-device-plugin label catalog (see ../shared/UPSTREAM.md section 1).
 PRODUCT, STRATEGY, REPLICAS = "nvidia.com/gpu.product", "nvidia.com/gpu.sharing-strategy", "nvidia.com/gpu.replicas"
 MIG_CONFIG, MIG_STATE, MIG_CAPABLE = "nvidia.com/mig.config", "nvidia.com/mig.config.state", "nvidia.com/mig.capable"
 DP_CONFIG, FLEET_SHARING = "nvidia.com/device-plugin.config", LABEL_SHARING
 _INSTANCE_TYPE = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
-_GPU_FAMILY = re.compile(r"^(p[2-9][a-z0-9-]*|g[3-9][a-z0-9-]*|gr\d[a-z]*)\.")  # NVIDIA GPU EC2 families
+_GPU_FAMILY = re.compile(r"^(p[2-9][a-z0-9-]*|g[3-9][a-z0-9-]*|gr[0-9][a-z]*)\.")  # NVIDIA GPU EC2 families
 # Namespaces of cluster software, not teams: the GPU Operator's (gpu-operator, before v1.9 gpu-operator-resources,
 # on OpenShift nvidia-gpu-operator), where Helm installs land by default ("default"), CNIs and storage.
 _SYSTEM_NS = frozenset(
@@ -55,7 +58,9 @@ _SYSTEM_NS = frozenset(
     }
 )
 _SYSTEM_PREFIXES = ("nvidia-", "kube-", "aws-", "amazon-", "eks-", "openshift-", "cattle-", "gpu-operator")
-_AGE = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")  # kubectl's duration column: 5d2h, 3m4s, 12s
+_AGE = re.compile(
+    r"^(?:([0-9]+)d)?(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?$"
+)  # kubectl's duration column: 5d2h, 3m4s, 12s
 _RESTART_GRACE_S = 300  # a device plugin younger than this may still be registering its GPUs with the kubelet
 _UNREACHABLE = "node.kubernetes.io/unreachable"
 _EKS_HEALTH = ("AcceleratedHardwareReady", "NetworkingReady", "StorageReady", "KernelReady", "ContainerRuntimeReady")
@@ -180,7 +185,7 @@ def _resources(lines: list[str]) -> dict[str, str]:
 
 
 def _int(value: str | None) -> int | None:
-    return int(value) if value is not None and value.isdigit() else None
+    return int(value) if is_count(value) else None
 
 
 def _gpus(resources: dict[str, str]) -> dict[str, int]:

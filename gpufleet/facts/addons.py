@@ -27,7 +27,7 @@ import re
 from gpufleet.base.findings import CatalogFinding
 
 AS_OF = "2026-12-01"
-_VERSION = re.compile(r"^v(?P<major>\d+)\.(?P<minor>\d+)\.(?P<patch>\d+)-eksbuild\.\d+$")
+_VERSION = re.compile(r"^v(?P<major>[0-9]+)\.(?P<minor>[0-9]+)\.(?P<patch>[0-9]+)-eksbuild\.[0-9]+$")
 
 VPC_CNI_EFA_ONLY_MINIMUM = (1, 18, 5)
 VPC_CNI_NEWEST_KNOWN = (1, 20)

@@ -24,9 +24,9 @@ from functools import cache
 from gpufleet.base import package_data
 from gpufleet.base.findings import CatalogFinding
 
-_AL2023 = re.compile(r"^(?P<minor>\d+\.\d+)\.\d+-\d{8}$")
-_BOTTLEROCKET = re.compile(r"^\d+\.\d+\.\d+(-[0-9a-f]{8})?$")
-_AL2023_DATE = re.compile(r"^\d+\.\d+\.\d+-20\d\d(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])$")
+_AL2023 = re.compile(r"^(?P<minor>[0-9]+\.[0-9]+)\.[0-9]+-[0-9]{8}$")
+_BOTTLEROCKET = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(-[0-9a-f]{8})?$")
+_AL2023_DATE = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+-20[0-9][0-9](0[1-9]|1[0-2])(0[1-9]|[12][0-9]|3[01])$")
 BOTTLEROCKET_FORM = "1.54.0-5043decc"
 # The CPU system node group (cluster.systemNodes) runs the standard AL2023 AMI.
 SYSTEM_NODES_AMI_TYPE = "AL2023_x86_64_STANDARD"

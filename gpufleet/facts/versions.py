@@ -600,7 +600,7 @@ CLUSTER_AUTOSCALER_IMAGES: Mapping[str, str] = MappingProxyType(
 )
 
 # An exact release: three numeric parts (an optional leading v), then optional pre-release/build parts.
-_EXACT = re.compile(r"^v?\d+\.\d+\.\d+([-+.][0-9A-Za-z]+)*$")
+_EXACT = re.compile(r"^v?[0-9]+\.[0-9]+\.[0-9]+([-+.][0-9A-Za-z]+)*$")
 # Words that name a moving target when they are a whole part of the version (v4.3.0-snapshot), not a substring
 # (v1.0.0-mainline is a fixed release).
 _FLOATING = frozenset({"latest", "stable", "main", "master", "head", "snapshot", "nightly", "edge", "x"})

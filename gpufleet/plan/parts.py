@@ -33,7 +33,7 @@ class Ref:
 
     def steps(self) -> list[str]:
         """The attribute path split into names and `[n]` indexes: `a.b[0].c` -> ["a", "b", "[0]", "c"]."""
-        return re.findall(r"[A-Za-z_][A-Za-z0-9_]*|\[\d+\]", self.attribute)
+        return re.findall(r"[A-Za-z_][A-Za-z0-9_]*|\[[0-9]+\]", self.attribute)
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -50,7 +50,7 @@ class Concat:
 
 
 _MARK = "\u0001ref{}\u0001"  # json.dumps writes it as the escaped text matched below
-_MARKED = re.compile(r"\\u0001ref(\d+)\\u0001")
+_MARKED = re.compile(r"\\u0001ref([0-9]+)\\u0001")
 
 
 def json_document(doc: Any) -> str | Concat:

@@ -29,8 +29,8 @@ from gpufleet.preflight.clients import ApiError, call
 from gpufleet.preflight.context import Context
 from gpufleet.preflight.findings import AccountFinding
 
-_AL2023_RELEASE = re.compile(r"^(?P<k8s>\d+\.\d+)\.\d+-(?P<date>\d{8})$")
-_BOTTLEROCKET_RELEASE = re.compile(r"^(?P<version>\d+\.\d+\.\d+)(-[0-9a-f]{8})?$")
+_AL2023_RELEASE = re.compile(r"^(?P<k8s>[0-9]+\.[0-9]+)\.[0-9]+-(?P<date>[0-9]{8})$")
+_BOTTLEROCKET_RELEASE = re.compile(r"^(?P<version>[0-9]+\.[0-9]+\.[0-9]+)(-[0-9a-f]{8})?$")
 
 
 def _arch(ami_type: str) -> str:

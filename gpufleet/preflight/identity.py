@@ -17,8 +17,10 @@ from gpufleet.preflight.clients import call
 from gpufleet.preflight.context import Context
 from gpufleet.preflight.findings import AccountFinding
 
-_ASSUMED = re.compile(r"^arn:(?P<partition>[^:]+):sts::(?P<account>\d{12}):assumed-role/(?P<name>[^/]+)/[^/]+$")
-_IAM = re.compile(r"^arn:(?P<partition>[^:]+):iam::(?P<account>\d{12}):(?P<kind>role|user)/(?:[^/]+/)*(?P<name>[^/]+)$")
+_ASSUMED = re.compile(r"^arn:(?P<partition>[^:]+):sts::(?P<account>[0-9]{12}):assumed-role/(?P<name>[^/]+)/[^/]+$")
+_IAM = re.compile(
+    r"^arn:(?P<partition>[^:]+):iam::(?P<account>[0-9]{12}):(?P<kind>role|user)/(?:[^/]+/)*(?P<name>[^/]+)$"
+)
 
 
 def principal_key(arn: str) -> tuple[str, str, str] | None:

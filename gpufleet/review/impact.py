@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gpufleet.base.inputs import is_count
 from gpufleet.facts import catalog, pricing
 from gpufleet.plan.manifests.headroom import APP as HEADROOM_APP
 from gpufleet.spec.names import GPU_RESOURCE, LABEL_NODE_GROUP, LABEL_TEAM, MIG_RESOURCE_PREFIX, TAG_RESERVED_INSTANCES
@@ -206,7 +207,7 @@ class QuotaChange:
     def gpus(self, value: str | None, per_gpu: int | None = None) -> str:
         """A quota value in physical GPUs, for a shared or sliced flavor: "4 GPUs" from 16 replicas of 4 per GPU."""
         n = per_gpu or self.per_gpu
-        if value is None or not self.in_gpus or not value.isdigit():
+        if value is None or not self.in_gpus or not is_count(value):
             return ""
         return f"{int(value) / n:g} GPUs"
 
@@ -340,7 +341,7 @@ def field_changes(old: Any, new: Any, prefix: str = "") -> dict[str, tuple[Any, 
 
 def path_order(path: str) -> list[tuple[int, int | str]]:
     """Sort key: numeric list indices in numeric order (`[2]` before `[10]`)."""
-    return [(0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"\[(\d+)\]", path)]
+    return [(0, int(part)) if is_count(part) else (1, part) for part in re.split(r"\[([0-9]+)\]", path)]
 
 
 def changed_paths(old: Any, new: Any) -> list[str]:
@@ -832,10 +833,10 @@ def _pool_cost(entry: Mapping[str, Any], prices: Mapping[str, float]) -> GroupCo
         instance_type=itype,
         gpus_per_node=info.gpu_count,
         min_size=0,
-        max_size=int(limit) // info.gpu_count if limit.isdigit() else 0,
+        max_size=int(limit) // info.gpu_count if is_count(limit) else 0,
         gpu_hour_usd=price,
         price_source=source if price is not None else "unknown",
-        reserved=int(reserved) if reserved.isdigit() else 0,
+        reserved=int(reserved) if is_count(reserved) else 0,
     )
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from gpufleet.base.inputs import yaml_beyond_bounds
+from gpufleet.base.inputs import is_count, yaml_beyond_bounds
 from gpufleet.plan.manifests.sharing import DEVICE_PLUGIN_CONFIGMAP, MIG_CONFIGMAP
 from gpufleet.plan.manifests.telemetry import DCGM_METRICS_CONFIGMAP
 from gpufleet.review.impact import CONFIG_MAP, Effect, NodeImpact, field_changes
@@ -30,7 +30,7 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
 def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(n) for n in re.findall(r"\d+", text))
+    return tuple(int(n) for n in re.findall(r"[0-9]+", text))
 
 
 def _by_name(entries: Mapping[str, Mapping[str, Any]], rtype: str, name: str) -> tuple[str, Mapping[str, Any]] | None:
@@ -296,8 +296,8 @@ def drift_allowance(pool: Mapping[str, Any]) -> str | None:
         return None
     # A count and a percentage compare only against the pool's size, unknown here: the least count wins (a count is
     # a fixed ceiling), else the least percentage.
-    counts = sorted((v for v in applies if v.isdigit()), key=int)
-    percents = sorted((v for v in applies if v.endswith("%") and v[:-1].isdigit()), key=lambda v: int(v[:-1]))
+    counts = sorted((v for v in applies if is_count(v)), key=int)
+    percents = sorted((v for v in applies if v.endswith("%") and is_count(v[:-1])), key=lambda v: int(v[:-1]))
     return counts[0] if counts else percents[0] if percents else None
 
 

@@ -29,10 +29,11 @@ from gpufleet.spec import access
 from gpufleet.spec.fleet import Fleet
 
 _IAM = re.compile(
-    r"arn:(?P<partition>aws[a-z-]*):iam::(?P<account>\d{12}):(?P<kind>role|user)/(?:[\w+=,.@/-]*/)?(?P<name>[\w+=,.@-]+)"
+    r"arn:(?P<partition>aws[a-z-]*):iam::(?P<account>\d{12}):(?P<kind>role|user)/(?:[\w+=,.@/-]*/)?(?P<name>[\w+=,.@-]+)",
+    re.ASCII,  # IAM names and account IDs are ASCII: \w and \d must not admit other scripts' letters and digits
 )
 _SESSION = re.compile(
-    r"arn:(?P<partition>aws[a-z-]*):sts::(?P<account>\d{12}):assumed-role/(?P<name>[\w+=,.@-]+)/[\w+=,.@-]+"
+    r"arn:(?P<partition>aws[a-z-]*):sts::(?P<account>\d{12}):assumed-role/(?P<name>[\w+=,.@-]+)/[\w+=,.@-]+", re.ASCII
 )
 # Kinds granted by the namespace-scoped AmazonEKSEditPolicy (Kubernetes' `edit` role for built-in kinds).
 EDIT_POLICY_KINDS = frozenset({"Pod", "Job", "Deployment", "StatefulSet", "DaemonSet"})

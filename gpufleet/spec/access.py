@@ -59,7 +59,7 @@ def entry_id(principal_arn: str, owner: str) -> str:
     position, so reordering the spec replaces nothing). Not injective (`role/x.y` and `role/x_y`, `role/teams/x`
     and `user/teams-x` get one id): the rule resource-ids refuses such specs, because changing the id of a deployed
     entry would make Pulumi replace it."""
-    parts = re.match(r"arn:[^:]+:iam::(\d+):(?:role|user)/(.+)$", principal_arn)
+    parts = re.match(r"arn:[^:]+:iam::([0-9]+):(?:role|user)/(.+)$", principal_arn)
     account, name = parts.groups() if parts else ("", principal_arn)  # the schema admits only ARNs that match
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
     return f"access-{owner}-{account}-{slug}"

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from gpufleet.base.inputs import name_problem, read_bounded, yaml_beyond_bounds
+from gpufleet.base.inputs import is_count, name_problem, read_bounded, yaml_beyond_bounds
 from gpufleet.facts import stages
 from gpufleet.spec.names import TAG_RESERVED_INSTANCES
 from gpufleet.tree.entries import LAUNCH_TEMPLATE, NODE_GROUP
@@ -296,7 +296,7 @@ _HELM_DOCUMENT = {*HELM_FILE_KEYS, "repository"}
 
 
 def _DIGITS(value: Any, where: str) -> str | None:  # noqa: N802 (a shape, named like the types beside it)
-    return None if isinstance(value, str) and value.isdigit() else f"{where} must be a count"
+    return None if is_count(value) else f"{where} must be a count"
 
 
 def _document_problem(entry: Mapping[str, Any], document: Any) -> str | None:

@@ -36,8 +36,8 @@ TREE_FORMAT_VERSION = 2  # 2: inventory.json references each resource's file ins
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 HELM_FILE_KEYS = ("chart", "version", "namespace", "values")
 # The directories and files a tree may hold, relative to its root (the layout above).
-TREE_DIR = re.compile(r"\d\d-[a-z]+(/(k8s|helm|aws))?\Z")
-TREE_FILE = re.compile(r"(plan\.json|plan\.md|inventory\.json|\d\d-[a-z]+/(k8s|helm|aws)/[^/]+\.yaml)\Z")
+TREE_DIR = re.compile(r"[0-9][0-9]-[a-z]+(/(k8s|helm|aws))?\Z")
+TREE_FILE = re.compile(r"(plan\.json|plan\.md|inventory\.json|[0-9][0-9]-[a-z]+/(k8s|helm|aws)/[^/]+\.yaml)\Z")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -238,3 +238,14 @@ def test_crlf_and_not_a_node_description() -> None:
             ),
         )
     ]
+
+
+@pytest.mark.parametrize("count", ["8²", "①", "٨"])
+def test_a_gpu_count_in_other_digits_is_unknown(count: str) -> None:
+    """Issue 47 item 9: "8²" passed str.isdigit() and int() refused it (exit 3); "٨" is no count kubectl prints. A
+    count the kubelet reports is ASCII digits: anything else is unknown, as a count the paste does not show."""
+    text = (FIXTURES / "node_g5_untainted.txt").read_text()
+    lines = text.splitlines(keepends=True)
+    at = max(i for i, line in enumerate(lines) if line.strip().startswith("nvidia.com/gpu:"))
+    lines[at] = lines[at].replace(lines[at].split()[-1], count)
+    assert summary("g5.txt", "".join(lines)) == summary("g5.txt", "".join(lines[:at] + lines[at + 1 :]))

@@ -466,6 +466,15 @@ CASES: list[tuple[str, str, list[dict[str, Any]], set[str]]] = KARPENTER_CASES +
     ),
     ("endpoint-not-open", "CIDRs unknown at preview", [eks_cluster(["<ref:?.?>"])], set()),
     ("endpoint-not-open", "explicit 0.0.0.0/0", [eks_cluster(["203.0.113.0/24", "0.0.0.0/0"])], {"cluster"}),
+    # issue 47 item 9: a /0 in another script's digits (a tree edited by hand) is open as written; /00 is /0
+    (
+        "endpoint-not-open",
+        "/0 in Arabic-Indic digits",
+        [eks_cluster(["\u0660.\u0660.\u0660.\u0660/\u0660"])],
+        {"cluster"},
+    ),
+    ("endpoint-not-open", "/00", [eks_cluster(["0.0.0.0/00"])], {"cluster"}),
+    ("endpoint-not-open", "/0x", [eks_cluster(["10.0.0.0/0x"])], set()),
     ("endpoint-not-open", "CIDRs omitted (EKS default)", [eks_cluster(None)], {"cluster"}),
     ("endpoint-not-open", "public access omitted (EKS default true)", [eks_cluster(None, public=None)], {"cluster"}),
     ("endpoint-open-acknowledged", "limited endpoint", [eks_cluster(["203.0.113.0/24"])], set()),

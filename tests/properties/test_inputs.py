@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from gpufleet.diagnose.nccl import parse_nccl
 from tests.properties.cli import run, scratch
+from tests.properties.digits import translated
 from tests.properties.mutations import deep_yaml, mutate, text, yaml_document
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,12 +60,14 @@ def test_explain_of_a_hostile_manifest_never_crashes(text_: str) -> None:
 @st.composite
 def log_line(draw: st.DrawFn, lines: list[str]) -> str:
     line = draw(st.sampled_from(lines))
-    how = draw(st.sampled_from(["as is", "cut", "pump", "insert"]))
+    how = draw(st.sampled_from(["as is", "cut", "pump", "insert", "digits"]))
     if how == "cut":
         return line[: draw(st.integers(0, len(line)))]
     if how == "pump":
         at = draw(st.integers(0, len(line)))
         return line[:at] + draw(st.sampled_from(PUMPS)) * draw(st.integers(1, 4000)) + line[at:]
+    if how == "digits" and any(c in "0123456789" for c in line):  # issue 47 item 9: "8²" passed isdigit()
+        return draw(translated(line))
     if how == "insert":
         at = draw(st.integers(0, len(line)))
         return line[:at] + draw(text) + line[at:]

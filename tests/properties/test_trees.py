@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from gpufleet.tree import output
 from tests.properties.cli import run, scratch, snapshot
-from tests.properties.mutations import deep_yaml, mutate, text, values
+from tests.properties.digits import translated
+from tests.properties.mutations import _walk, deep_yaml, mutate, text, values
 from tests.trees import reseal
 
 TREES = Path(__file__).resolve().parents[1] / "golden" / "trees"
@@ -134,12 +135,14 @@ YAML_FILES = [f for f in FILES if f.endswith(".yaml")]
 def resealed(draw: st.DrawFn, tree: Path) -> None:
     """Edit the tree at `tree` by hand in one to three ways, then seal it again (hashes and digest match)."""
     for _ in range(draw(st.integers(1, 3))):
-        op = draw(st.sampled_from(["hostile", "deep", "swap", "edit-yaml", "edit-json", "edit-entry"]))
+        op = draw(st.sampled_from(["hostile", "deep", "digits", "swap", "edit-yaml", "edit-json", "edit-entry"]))
         rel = draw(st.sampled_from(YAML_FILES))
         if op == "hostile":
             (tree / rel).write_text(draw(st.sampled_from(HOSTILE_YAML)), encoding="utf-8")
         elif op == "deep":  # nesting past the bounds and LibYAML's limit (issue 47 item 8)
             (tree / rel).write_text(draw(deep_yaml()), encoding="utf-8")
+        elif op == "digits":  # a count or tag in another script's digits (issue 47 item 9: "²48" GPUs, exit 3)
+            _translate_digits(draw, tree / rel)
         elif op == "swap":
             other = draw(st.sampled_from(YAML_FILES))
             a, b = (tree / rel).read_text(encoding="utf-8"), (tree / other).read_text(encoding="utf-8")
@@ -162,6 +165,22 @@ def resealed(draw: st.DrawFn, tree: Path) -> None:
                 inventory[i] = mutate(draw, inventory[i], draw(st.integers(1, 2)))
                 (tree / "inventory.json").write_text(json.dumps(inventory), encoding="utf-8")
     reseal(tree)
+
+
+def _translate_digits(draw: st.DrawFn, path: Path) -> None:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError):
+        return  # a hostile text already
+    found = [(p, v) for p, v in _walk(data) if p and isinstance(v, str) and any(c in "0123456789" for c in v)]
+    if not found:
+        return
+    where, value = draw(st.sampled_from(found))
+    parent = data
+    for key in where[:-1]:
+        parent = parent[key]
+    parent[where[-1]] = draw(translated(value))
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
 
 
 @_TREES

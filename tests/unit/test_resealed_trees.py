@@ -134,3 +134,22 @@ def test_a_tree_edited_and_sealed_again_is_not_a_synth_tree(
     assert main(reading_argv(command, mini, tree)) == 2
     assert time.monotonic() - start < 5  # the alias bomb ran diff for minutes
     assert capsys.readouterr() == ("", f"gpufleet {command}: error: {tree} is not a synth tree: {reason}\n")
+
+
+KARPENTER = Path(__file__).resolve().parents[1] / "golden" / "trees" / "karpenter-mixed" / "prod"
+NODE_POOL = "01-foundation/k8s/NodePool-cluster-l40s.yaml"
+
+
+@pytest.mark.parametrize("limit", ["²48", "48①", "٤٨"])
+def test_a_count_in_another_scripts_digits_is_no_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], limit: str
+) -> None:
+    """Issue 47 item 9: str.isdigit() holds for "²" (which int() refuses: diff exited 3) and for Arabic-Indic digits
+    (which int() reads: "٤٨" counted as 48 GPUs that Kubernetes would refuse as a quantity). A count is ASCII digits."""
+    tree = damaged_copy(
+        KARPENTER, tmp_path / "tree", _yaml_edit(NODE_POOL, "nvidia.com/gpu: '48'", f"nvidia.com/gpu: '{limit}'")
+    )
+    reseal(tree)
+    assert main(["diff", str(KARPENTER), str(tree)]) in (0, 1)
+    out = capsys.readouterr().out
+    assert "l40s" in out and "Traceback" not in out

@@ -37,8 +37,8 @@ INSTANCE_TYPE_KEY = "node.kubernetes.io/instance-type"
 ZONE_KEY = "topology.k8s.aws/zone-id"
 ARCH_KEY = "kubernetes.io/arch"
 
-_AL2023_RELEASE = re.compile(r"^(?P<k8s>\d+\.\d+)\.\d+-(?P<date>\d{8})$")
-_BOTTLEROCKET_RELEASE = re.compile(r"^(?P<version>\d+\.\d+\.\d+)(-[0-9a-f]{8})?$")
+_AL2023_RELEASE = re.compile(r"^(?P<k8s>[0-9]+\.[0-9]+)\.[0-9]+-(?P<date>[0-9]{8})$")
+_BOTTLEROCKET_RELEASE = re.compile(r"^(?P<version>[0-9]+\.[0-9]+\.[0-9]+)(-[0-9a-f]{8})?$")
 
 
 # capacity.fallback's spelling -> karpenter.sh/capacity-type's (kubernetes-sigs/karpenter pkg/apis/v1/labels.go).

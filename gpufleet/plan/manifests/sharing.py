@@ -55,7 +55,7 @@ MIG_MIXED = "mixed"
 MIG_PREFIX = MIG_RESOURCE_PREFIX
 CONFIG_HASH_ENV = "GPUFLEET_CONFIG_SHA256"
 
-_PROFILE = re.compile(r"^(\d+)g\.(\d+)gb$")
+_PROFILE = re.compile(r"^([0-9]+)g\.([0-9]+)gb$")
 # Compute slices per GPU of every MIG-capable board (A100, H100, H200, B200, B300 all have 7).
 _COMPUTE_SLICES = 7
 # Memory slices per GPU: the smallest 1g profile owns one of 8.
