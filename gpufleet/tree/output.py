@@ -13,6 +13,12 @@ writers serialise the swap on an advisory lock of the parent directory (no lock 
 swap exchanges the two directories atomically (Linux renameat2 RENAME_EXCHANGE), so a reader sees the old tree
 or the new one, never a half or none. `discard` removes the staging directory and the parents `prepare` created;
 the CLI calls it on every failure, SIGINT and SIGTERM included.
+
+SIGKILL (the OOM killer, `kill -9`, a CI job's timeout) gives no process a chance to clean up: its staging
+directory stays. Each staging directory holds a marker, `.gpufleet-staging`, naming its target, and its writer
+holds an advisory lock on the marker for as long as it runs (the kernel releases it when the process dies, however
+it dies). A commit removes the staging directories beside its target whose marker names the same target and
+whose lock it can take: those of dead writers, never a concurrent writer's, and nothing gpufleet did not make.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ from gpufleet.tree.read import tree_problem
 from gpufleet.tree.write import Tree
 
 _STAGING_INFIX = ".gpufleet-staging-"
+MARKER = ".gpufleet-staging"  # in a staging directory: "<what it is> <the target's absolute path>"
+_MARKER_TEXT = "gpufleet synth staging directory for "
 
 
 class TargetRefused(Exception):
@@ -77,6 +85,7 @@ class Staging:
     directory: Path
     spec: Path | None
     created: list[Path] = field(default_factory=list)  # parents prepare() made, outermost first
+    marker_fd: int | None = None  # the open marker, locked while this process runs
 
     def commit(self, tree: Tree, *, keep_deferred: bool = False) -> None:
         """Write the tree into staging, then swap it in under the parent's lock; the old tree is removed.
@@ -84,6 +93,8 @@ class Staging:
         (gpufleet.base.interrupts.defer_signals), so that a signal cannot turn a committed tree into an interrupted
         run or kill the process by its default action."""
         raise_interrupt()
+        with contextlib.suppress(FileNotFoundError):
+            (self.directory / MARKER).unlink()  # not part of the tree; the lock on the open file holds until the end
         for rel, text in tree.files.items():
             path = self.directory / rel
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -99,8 +110,15 @@ class Staging:
                 os.rename(self.directory, self.target)
             if keep_deferred:
                 defer_signals()  # the tree is committed: a signal from now on waits until the run ends
+            _remove_stale(self.target)
         shutil.rmtree(self.directory, ignore_errors=True)
         self.created.clear()
+        self._release()
+
+    def _release(self) -> None:
+        if self.marker_fd is not None:
+            os.close(self.marker_fd)
+            self.marker_fd = None
 
     def discard(self) -> None:
         with signals_deferred():  # a second Ctrl-C must not cut the cleanup short
@@ -111,6 +129,7 @@ class Staging:
                 except OSError:
                     break  # someone else put something there meanwhile: it is theirs now
             self.created.clear()
+            self._release()
 
 
 def prepare(out: str, spec: str | None = None) -> Staging:
@@ -131,18 +150,59 @@ def prepare(out: str, spec: str | None = None) -> Staging:
         raise TargetRefused(reason)
     created: list[Path] = []
     missing = [p for p in reversed(absolute.parents) if not p.exists()]
+    directory: Path | None = None
     try:
         for parent in missing:
             parent.mkdir()
             created.append(parent)
         directory = Path(tempfile.mkdtemp(prefix=_staging_prefix(absolute), dir=absolute.parent))
         directory.chmod(0o777 & ~_umask())  # mkdtemp's 0700 would become the tree's mode
+        marker_fd = _mark(directory, absolute)
     except OSError as exc:
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)
         for parent in reversed(created):
             parent.rmdir()
         where = missing[len(created)].parent if len(created) < len(missing) else absolute.parent
         raise TargetRefused(f"cannot write in {_shown(where)}: {exc.strerror or exc}") from None
-    return Staging(target=absolute, directory=directory, spec=spec_path, created=created)
+    return Staging(target=absolute, directory=directory, spec=spec_path, created=created, marker_fd=marker_fd)
+
+
+def _mark(directory: Path, target: Path) -> int:
+    """Write the staging marker naming `target` and lock it for this process's lifetime; the open descriptor."""
+    fd = os.open(directory / MARKER, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(fd, os.fsencode(f"{_MARKER_TEXT}{target}\n"))
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _remove_stale(target: Path) -> None:
+    """Remove the staging directories of `target` that a writer killed before it could clean up left beside it
+    (called under the parent's lock): a directory of the staging name whose marker names `target`, and whose marker
+    lock is free (its writer is gone). Anything else -- another target's, a live writer's, a directory without the
+    marker or with another text in it -- stays."""
+    expected = os.fsencode(f"{_MARKER_TEXT}{target}\n")
+    for candidate in target.parent.glob(f"*{_STAGING_INFIX}*"):
+        if candidate.is_symlink() or not candidate.is_dir():
+            continue
+        try:
+            fd = os.open(candidate / MARKER, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue  # no marker: not provably gpufleet's
+        try:
+            if os.read(fd, len(expected) + 1) != expected:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # its writer still runs
+            shutil.rmtree(candidate, ignore_errors=True)
+        finally:
+            os.close(fd)
 
 
 def _staging_prefix(target: Path) -> str:

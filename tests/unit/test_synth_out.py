@@ -499,3 +499,46 @@ def test_other_unraisable_exceptions_are_still_reported(capsys: pytest.CaptureFi
         sys.unraisablehook = previous
     assert [type(e) for e in seen] == [ValueError]
     interrupts.raise_interrupt()  # nothing kept: does not raise
+
+
+_KILLED_WRITER = """
+import os, signal, sys
+from gpufleet.tree import output
+output.prepare(sys.argv[1])
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_synth_killed_with_sigkill_leaves_staging_the_next_synth_removes(
+    capsys: pytest.CaptureFixture[str], workdir: Path, fake_synthesis: None
+) -> None:
+    """Issue 47 item 7: SIGKILL leaves the staging directory beside --out, and each kill added one. The next
+    successful synth of the same target removes those whose marker names it and whose writer is gone; another
+    target's, a live writer's and a directory without the marker (not provably gpufleet's) stay."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for _ in range(2):
+        killed = subprocess.run([sys.executable, "-c", _KILLED_WRITER, "out/dev"], cwd=workdir, env=env, check=False)
+        assert killed.returncode == -signal.SIGKILL
+    other = subprocess.run([sys.executable, "-c", _KILLED_WRITER, "out/prod"], cwd=workdir, env=env, check=False)
+    assert other.returncode == -signal.SIGKILL
+    stale = sorted(p.name for p in (workdir / "out").glob(".dev.gpufleet-staging-*"))
+    assert len(stale) == 2 and all((workdir / "out" / s / output.MARKER).is_file() for s in stale)
+    (workdir / "out/.dev.gpufleet-staging-mine").mkdir()  # the user's, however it is named: no marker
+    (workdir / "out/.dev.gpufleet-staging-mine/keep.txt").write_text("mine\n")
+    live = output.prepare("out/dev")  # a concurrent writer, still running
+    try:
+        assert synth(capsys, "out/dev")[0] == 0
+        left = sorted(p.name for p in (workdir / "out").iterdir())
+        assert left == sorted(
+            [
+                ".dev.gpufleet-staging-mine",
+                live.directory.name,
+                *(p.name for p in (workdir / "out").glob(".prod.*")),
+                "dev",
+            ]
+        )
+        assert not set(stale) & set(left)
+        assert (workdir / "out/.dev.gpufleet-staging-mine/keep.txt").read_text() == "mine\n"
+        assert output.MARKER not in {p.name for p in (workdir / "out/dev").iterdir()}  # not part of the tree
+    finally:
+        live.discard()
