@@ -220,15 +220,7 @@ def _examples() -> Iterator[tuple[str, dict[str, Any]]]:
                 yield f"{path.name}:{doc['kind']}/{doc['metadata']['name']}", doc
 
 
-# issue 41 item 7: the team Role has no keda.sh rules, so members cannot create the ScaledObjects the docs show
-_NO_KEDA_RBAC = pytest.mark.xfail(strict=True, reason="issue 41 item 7: the team Role grants no keda.sh ScaledObjects")
-
-
-@pytest.mark.parametrize(
-    ("row", "obj"),
-    [pytest.param(r, o, marks=_NO_KEDA_RBAC) if o["kind"] == "ScaledObject" else (r, o) for r, o in _examples()],
-    ids=[r for r, _ in _examples()],
-)
+@pytest.mark.parametrize(("row", "obj"), list(_examples()), ids=[r for r, _ in _examples()])
 def test_member_may_create_documented_example(example: fleet.Fleet, row: str, obj: dict[str, Any]) -> None:
     namespace = obj["metadata"]["namespace"]
     team = next(t.name for t in example.plan.fleet.teams if t.namespace == namespace)
