@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -291,23 +289,16 @@ def explain(box: fleet.Fleet, manifests: list[dict[str, Any]], workdir: Path) ->
         path.write_text(yaml.safe_dump(m))
         by_team.setdefault(m["metadata"]["namespace"], []).append(path)
     for namespace, paths in by_team.items():
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                "from gpufleet.cli import entry; entry()",
-                "explain",
-                str(box.spec),
-                "--env",
-                box.env,
-                "--format",
-                "json",
-                "--as",
-                members[namespace].arn,
-                *map(str, paths),
-            ],
-            capture_output=True,
-            text=True,
+        done = fleet.gpufleet(
+            "explain",
+            str(box.spec),
+            "--env",
+            box.env,
+            "--format",
+            "json",
+            "--as",
+            members[namespace].arn,
+            *map(str, paths),
         )
         if done.returncode not in (0, 1):
             raise RuntimeError(f"gpufleet explain exited {done.returncode}: {done.stderr}")

@@ -145,6 +145,20 @@ def _ready(cluster: Cluster) -> bool:
     return resp.status_code == 200
 
 
+def _component_flags(cluster: Cluster, component: str) -> list[str]:
+    """What the controller manager and the scheduler share: their bootstrap identity (system:<component>, which the
+    API server's bootstrap RBAC binds), one replica, their health endpoints on loopback."""
+    config = cluster.kubeconfig_for(component, f"system:{component}")
+    return [
+        f"--kubeconfig={config}",
+        f"--authentication-kubeconfig={config}",
+        f"--authorization-kubeconfig={config}",
+        "--leader-elect=false",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={free_port()}",
+    ]
+
+
 def _start_processes(cluster: Cluster, port: int, serving: Pair, sa: Pair) -> None:
     b, root, ca = cluster.binaries, cluster.root, cluster.ca
     etcd_port, peer_port = free_port(), free_port()
@@ -191,39 +205,20 @@ def _start_processes(cluster: Cluster, port: int, serving: Pair, sa: Pair) -> No
         ],
     )
     processes.wait_for("kube-apiserver", lambda: _ready(cluster), apiserver, timeout=180)
-    kcm_config = cluster.kubeconfig_for("kube-controller-manager", "system:kube-controller-manager")
     cluster.start(
         "kube-controller-manager",
         [
             str(b["kube-controller-manager"]),
-            f"--kubeconfig={kcm_config}",
-            f"--authentication-kubeconfig={kcm_config}",
-            f"--authorization-kubeconfig={kcm_config}",
-            "--leader-elect=false",
+            *_component_flags(cluster, "kube-controller-manager"),
             "--use-service-account-credentials=true",
             f"--service-account-private-key-file={sa.key}",
             f"--root-ca-file={ca.cert}",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={free_port()}",
             # no cloud, no node CIDRs, no real kubelets to sign for
             "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller",
             "--v=1",
         ],
     )
-    sched_config = cluster.kubeconfig_for("kube-scheduler", "system:kube-scheduler")
-    cluster.start(
-        "kube-scheduler",
-        [
-            str(b["kube-scheduler"]),
-            f"--kubeconfig={sched_config}",
-            f"--authentication-kubeconfig={sched_config}",
-            f"--authorization-kubeconfig={sched_config}",
-            "--leader-elect=false",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={free_port()}",
-            "--v=1",
-        ],
-    )
+    cluster.start("kube-scheduler", [str(b["kube-scheduler"]), *_component_flags(cluster, "kube-scheduler"), "--v=1"])
     kwok_config = cluster.kubeconfig_for("kwok", "kwok", groups=("system:masters",))
     cluster.start(
         "kwok",

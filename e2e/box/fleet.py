@@ -29,22 +29,15 @@ class Fleet:
         self.cluster.stop()
 
 
-def synth(spec: Path, env: str, out: Path) -> Path:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from gpufleet.cli import entry; entry()",
-            "synth",
-            str(spec),
-            "--env",
-            env,
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
+def gpufleet(*args: str) -> subprocess.CompletedProcess[str]:
+    """The gpufleet CLI as a user runs it, in a process of its own (its exit and output as they are)."""
+    return subprocess.run(
+        [sys.executable, "-c", "from gpufleet.cli import entry; entry()", *args], capture_output=True, text=True
     )
+
+
+def synth(spec: Path, env: str, out: Path) -> Path:
+    done = gpufleet("synth", str(spec), "--env", env, "--out", str(out))
     if done.returncode != 0:
         raise RuntimeError(f"gpufleet synth {spec} --env {env} exited {done.returncode}:\n{done.stderr}")
     return out
