@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -197,12 +196,3 @@ def apply_tree(cluster: Cluster, tree: Path, kube_version: str) -> Report:
             obj = resolve_outputs(yaml.safe_load((tree / entry["file"]).read_text()))
             _apply(cluster.admin, obj, entry["id"], report)
     return report
-
-
-def wait(predicate, timeout: float = 60.0, every: float = 0.5):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(every)

@@ -15,7 +15,6 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import requests
 import yaml
@@ -64,7 +63,6 @@ class Cluster:
     binaries: dict[str, Path]
     versions: dict[str, str]
     procs: list[processes.Process] = field(default_factory=list)
-    last_readyz: str = ""
 
     def as_user(self, user: str, groups: tuple[str, ...] = ()) -> Client:
         digest = hashlib.sha256(repr((user, groups)).encode()).hexdigest()[:10]
@@ -140,9 +138,7 @@ def start(root: Path | None = None, log=None) -> Cluster:
 
 
 def _ready(cluster: Cluster) -> bool:
-    resp = cluster.admin.session.get(cluster.server + "/readyz", timeout=5)
-    cluster.last_readyz = resp.text
-    return resp.status_code == 200
+    return cluster.admin.session.get(cluster.server + "/readyz", timeout=5).status_code == 200
 
 
 def _component_flags(cluster: Cluster, component: str) -> list[str]:
@@ -233,7 +229,3 @@ def _start_processes(cluster: Cluster, port: int, serving: Pair, sa: Pair) -> No
         ],
     )
     cluster.admin.discover()
-
-
-def as_manifest(obj: dict[str, Any]) -> str:
-    return yaml.safe_dump(obj, sort_keys=False)
