@@ -1,6 +1,6 @@
 """Fetch the pinned upstream files the tests check rendered objects against (CRDs, chart values) into a cache.
 
-    python tools/fetch_upstream.py [--dir DIR]
+    python tools/fetch_upstream.py [--dir DIR] [--mirror BASE]
 
 DIR defaults to $GPUFLEET_UPSTREAM_DIR, else ~/.cache/gpufleet/upstream. The tests read the upstream files from
 $GPUFLEET_UPSTREAM_DIR, else from ../shared beside the project, else from that default cache (tests/upstream.py; a
@@ -9,11 +9,14 @@ needs them where none has them, with one summary line naming this command (tests
 
 tools/upstream_files.json lists each file: its path in the cache (crds/..., charts/<chart>/<version>/...), the URL
 of the upstream file at the pinned commit, the lines of it that are kept (where only part of a file is the CRD, or,
-for a chart's CRD template, its spec), and the sha256 of what is kept. A file already in the cache with its hash is
-not fetched again; a download that does not match is an error and is not written. A file without a recorded URL (a
-subchart the upstream sources do not name a commit for) is reported: copy it from a checkout that has ../shared.
-Nothing is half-written: each file is written beside its place and renamed. Exit 0 when every file with a URL is in
-the cache, 1 otherwise.
+for a chart's CRD template, its spec), and the sha256 of what is kept (tests/unit/test_fetch_upstream.py fails when
+an entry lacks either). A file already in the cache with its hash is not fetched again; a download that does not
+match is an error and is not written. Nothing is half-written: each file is written beside its place and renamed.
+Exit 0 when every file is in the cache, 1 otherwise.
+
+--mirror BASE fetches from a mirror of those URLs instead (where only an internal index is reachable): the file of
+https://HOST/PATH at BASE/HOST/PATH, for instance http://mirror.internal/upstream/ serving a directory that holds
+HOST/PATH. What is fetched is checked against the same sha256, so a mirror cannot change what the tests read.
 
 The upstream files are not part of this project (each keeps its own license, Apache-2.0 or MIT-0); only the list
 of where they come from is.
@@ -26,6 +29,7 @@ import hashlib
 import json
 import os
 import sys
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -46,7 +50,7 @@ def entries() -> list[dict[str, Any]]:
 
 
 def download(url: str) -> bytes:
-    with urllib.request.urlopen(url, timeout=TIMEOUT_SECONDS) as response:  # noqa: S310 (https URLs of the manifest)
+    with urllib.request.urlopen(url, timeout=TIMEOUT_SECONDS) as response:  # noqa: S310 (the manifest's https URLs, or a mirror's)
         data: bytes = response.read()
         return data
 
@@ -59,43 +63,46 @@ def kept(data: bytes, entry: dict[str, Any]) -> bytes:
     return b"".join(data.splitlines(keepends=True)[first - 1 : last])
 
 
-def fetch(directory: Path, get: Callable[[str], bytes] = download) -> tuple[int, list[str], list[str]]:
-    """(files now in the cache, the problems, the files without a URL)."""
-    present, problems, unknown = 0, [], []
+def mirrored(url: str, base: str) -> str:
+    """Where a mirror serving HOST/PATH under `base` has the file of https://HOST/PATH."""
+    split = urllib.parse.urlsplit(url)
+    return f"{base.rstrip('/')}/{split.netloc}{split.path}"
+
+
+def fetch(directory: Path, get: Callable[[str], bytes] = download, mirror: str | None = None) -> tuple[int, list[str]]:
+    """(files now in the cache, the problems)."""
+    present, problems = 0, []
     for entry in entries():
         target = directory / entry["path"]
         if target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == entry["sha256"]:
             present += 1
             continue
-        if not entry.get("url"):
-            unknown.append(entry["path"])
-            continue
+        url = mirrored(entry["url"], mirror) if mirror else entry["url"]
         try:
-            data = kept(get(entry["url"]), entry)
+            data = kept(get(url), entry)
         except OSError as exc:
-            problems.append(f"{entry['path']}: {entry['url']}: {exc}")
+            problems.append(f"{entry['path']}: {url}: {exc}")
             continue
         if hashlib.sha256(data).hexdigest() != entry["sha256"]:
-            problems.append(f"{entry['path']}: {entry['url']} is not the pinned file (sha256 differs); not written")
+            problems.append(f"{entry['path']}: {url} is not the pinned file (sha256 differs); not written")
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = target.with_name(f".{target.name}.partial")
         staging.write_bytes(data)
         os.replace(staging, target)
         present += 1
-    return present, problems, unknown
+    return present, problems
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dir", type=Path, default=None, help=f"the cache (default: {default_dir()})")
+    parser.add_argument("--mirror", metavar="BASE", help="fetch https://HOST/PATH from BASE/HOST/PATH")
     args = parser.parse_args(argv)
     directory = (args.dir or default_dir()).expanduser()
-    present, problems, unknown = fetch(directory)
+    present, problems = fetch(directory, mirror=args.mirror)
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
-    if unknown:
-        print(f"{len(unknown)} file(s) have no upstream URL recorded (copy them from ../shared): {', '.join(unknown)}")
     print(f"{present} upstream file(s) in {directory}; run the tests with GPUFLEET_UPSTREAM_DIR={directory}")
     return 1 if problems else 0
 
