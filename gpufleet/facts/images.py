@@ -22,7 +22,7 @@ from gpufleet.facts.stages import StageName
 # The remediation controller's and the planted-fault checker's image (stdlib-only Python scripts).
 PYTHON_IMAGE = "python:3.13.5-slim-bookworm"
 # The spec field that takes a digest for each image key; the gate's image is the spec's own (a rule requires its
-# digest: gpufleet.rules.cross_field `network`).
+# digest: gpufleet.rules.network `network`).
 GATE_IMAGE_FIELD = "network.bandwidthGate.image"
 
 

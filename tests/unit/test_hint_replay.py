@@ -42,7 +42,7 @@ from gpufleet.facts import ami_releases
 from gpufleet.facts.versions import NODE_MONITORING_AGENT_XIDS
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.plan.rollout import build_plan
-from gpufleet.rules import cross_field
+from gpufleet.rules import cross_field, sharing
 from gpufleet.rules.pipeline import Validated, load_fleet, load_fleet_text
 from gpufleet.spec import cold_start
 from tests.upstream import SHARED, require_shared
@@ -55,7 +55,7 @@ VALIDATOR = (
     "gpufleet/base/inputs.py",  # the bounds the spec loader shares with every YAML input
     "gpufleet/spec/load.py",
     "gpufleet/spec/schema_errors.py",
-    "gpufleet/rules/cross_field.py",
+    *(f"gpufleet/rules/{feature.__name__.rpartition('.')[2]}.py" for feature in cross_field.FEATURES),
     "gpufleet/rules/helm_values.py",
     "gpufleet/spec/environments.py",
     "gpufleet/rules/pipeline.py",
@@ -316,7 +316,7 @@ def _operator_values(plan: RolloutPlan, key: str, want: Any) -> None:
 
 
 def _mig_needs() -> str:
-    return f"MIG needs {cross_field._mig_gpus()} GPUs; use MPS or TimeSlicing on this group"
+    return f"MIG needs {sharing.mig_gpus()} GPUs; use MPS or TimeSlicing on this group"
 
 
 def _timeout() -> int:
@@ -339,7 +339,7 @@ CHECKPOINT_JOB = {"name": "pretrain", "team": "vision", "nodeGroup": "l4", "node
 FSX = {"nodeGroups.0.subnetIds": ["subnet-0aa"], "fsxLustre": {"nodeGroup": "l4", "perUnitStorageThroughput": 125}}
 DATASETS = {"bucket": "mini-datasets", "prefix": "train/", "fileSystemPath": "/datasets"}
 REPLAYS: tuple[Replay, ...] = (
-    # --- cross_field.py ----------------------------------------------------------------------------------------------
+    # --- gpufleet/rules ----------------------------------------------------------------------------------------------
     R(
         "explicit-pins",
         {"versions.pinning": "Explicit", "versions.kueue": DEL},

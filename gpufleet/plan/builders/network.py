@@ -14,7 +14,7 @@ from gpufleet.facts import catalog
 from gpufleet.plan.builders.common import helm, k8s, namespace
 from gpufleet.plan.manifests import network as net
 from gpufleet.plan.parts import BuildContext, Gate, Resource, StageContent
-from gpufleet.rules import cross_field
+from gpufleet.rules.registry import stage_used
 from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup
 from gpufleet.spec.names import NS_NETWORK
 
@@ -117,7 +117,7 @@ def build(ctx: BuildContext) -> StageContent:
         return StageContent(
             notes=("No EFA or RDMA node groups: GPUs talk over the VPC network only; nothing to install.",)
         )
-    if not cross_field.stage_used(fleet, "network"):
+    if not stage_used(fleet, "network"):
         return StageContent()  # no environment deploys it, so its versions need not be pinned
     ns = k8s(namespace(NS_NETWORK, {"pod-security.kubernetes.io/enforce": "privileged"}))
     resources: list[Resource] = [ns]
