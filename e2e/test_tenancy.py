@@ -162,9 +162,6 @@ def _spoofing_pod(owner: dict[str, Any]) -> dict[str, Any]:
     return pod
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 47 item 1: gpufleet-no-owner-spoofing admits a Pod claiming the team's ReplicaSet"
-)
 def test_member_may_not_claim_a_real_owner(example: fleet.Fleet) -> None:
     """Owner-reference spoofing with owners that exist (issue 47 item 1): a Pod claiming, as its controller, the
     team's own Job or the ReplicaSet of its own queue-labelled Deployment would join an admitted workload outside

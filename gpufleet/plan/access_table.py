@@ -22,6 +22,7 @@ _TEAM_EDIT = (
     "(NetworkPolicies, LocalQueues, ServiceAccounts, ConfigMaps, PersistentVolumeClaims labelled "
     "app.kubernetes.io/managed-by: gpufleet), "
     "NetworkPolicies naming peers outside the namespace, controller ownerReferences to Kueue-managed kinds, "
+    "ReplicaSets and DaemonSets, "
     "Services with externalIPs"
 )
 

@@ -254,14 +254,14 @@ def serving_readiness(
     name: str,
     namespace: str,
     labels: Mapping[str, str],
-    controllers: tuple[tuple[str, str], ...],
+    controllers: tuple[tuple[str, str, str], ...],
     pod_sets: tuple[PodSet, ...],
 ) -> tuple[str, str] | None:
     """(validationAction Deny or Warn, message) when gpufleet-serving-readiness fails the object's creation."""
     resource = _SERVING_RESOURCES.get(kind)
     if resource is None:
         return None
-    for api_version, controller in controllers:
+    for api_version, controller, _ in controllers:
         group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
         if (group, controller) in _WORKLOAD_CONTROLLERS:
             return None

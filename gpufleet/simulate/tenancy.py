@@ -53,22 +53,15 @@ def refusal(policies: TenantPolicies, wl: Workload, *, team_member: bool) -> tup
             "run the per-node work as a Job or JobSet through the team's queue, or ask a cluster admin",
         )
     if team_member and tp.OWNER_POLICY in policies.rendered:
-        spoofed = next(
-            (
-                (api, kind)
-                for api, kind in wl.controllers
-                if (api.split("/")[0] if "/" in api else "", kind) in tp.KUEUE_OWNERS
-            ),
-            None,
-        )
-        if spoofed:
+        claimed = [
+            f"{kind} {name}"
+            for api, kind, name in wl.controllers
+            if (api.split("/")[0] if "/" in api else "", kind) in tp.CLAIMED_OWNERS
+        ]
+        if claimed:
             return (
-                _denied(
-                    tp.OWNER_POLICY,
-                    f"its controller ownerReference names the Kueue-managed {spoofed[1]} ({spoofed[0]}): Kueue would"
-                    " skip it and it would run outside the team's quota",
-                ),
-                "remove the ownerReference and submit the workload (or its parent) through the team's queue",
+                _denied(tp.OWNER_POLICY, f"{wl.kind} {wl.name} names {', '.join(claimed)}{tp.CLAIM_REFUSED}"),
+                "remove the controller ownerReference and submit the workload (or its parent) through the team's queue",
             )
     if tp.PRIORITY_POLICY in policies.rendered:
         allowed = policies.priorities[wl.namespace]

@@ -110,7 +110,9 @@ class Workload:
     # (apiVersion, kind) of the ownerReference marked controller, if any
     controller: tuple[str, str] | None = None
     api_version: str = ""
-    controllers: tuple[tuple[str, str], ...] = ()  # (apiVersion, kind) of ownerReferences with controller: true
+    controllers: tuple[
+        tuple[str, str, str], ...
+    ] = ()  # (apiVersion, kind, name) of ownerReferences with controller: true
     spec: Mapping[str, Any] = field(default_factory=dict)  # the object's spec as written (a TrainJob's overrides)
     groups: int = 1  # a LeaderWorkerSet's replicas: Kueue admits each group (leader + workers) as its own workload
 
@@ -436,7 +438,11 @@ def workload(obj: Mapping[str, Any]) -> Workload:
         raise WorkloadError("metadata.namespace: must be a name")
     refs = [o for o in meta.get("ownerReferences") or [] if isinstance(o, Mapping)]
     owners = tuple(str(o.get("kind")) for o in refs)
-    controllers = tuple((str(o.get("apiVersion", "")), str(o.get("kind"))) for o in refs if o.get("controller") is True)
+    controllers = tuple(
+        (str(o.get("apiVersion", "")), str(o.get("kind")), str(o.get("name", "")))
+        for o in refs
+        if o.get("controller") is True
+    )
     return Workload(
         kind=kind,
         namespace=str(meta.get("namespace") or "default"),

@@ -357,6 +357,129 @@ def test_a_team_member_cannot_spoof_a_kueue_owner(plan: RolloutPlan, obj: dict[s
     _admitted(plan, Request(obj, "vision", groups=JOB_CONTROLLER))  # the controllers' own children
 
 
+# One planted child per owner kind a member may not claim, with the owner's real apiVersion: the kind of every
+# Kueue v0.19.2 integration (pkg/controller/jobs/*), the ReplicaSet it walks through to a Deployment, the DaemonSet
+# whose pods gpufleet-serving-readiness judges at the parent. Each child is the kind that owner's controller makes.
+OWNERS = {
+    ("", "Pod"): ("v1", "Pod"),
+    ("batch", "Job"): ("batch/v1", "Pod"),
+    ("apps", "Deployment"): ("apps/v1", "ReplicaSet"),
+    ("apps", "ReplicaSet"): ("apps/v1", "Pod"),
+    ("apps", "StatefulSet"): ("apps/v1", "Pod"),
+    ("apps", "DaemonSet"): ("apps/v1", "Pod"),
+    ("jobset.x-k8s.io", "JobSet"): ("jobset.x-k8s.io/v1alpha2", "Job"),
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): ("leaderworkerset.x-k8s.io/v1", "StatefulSet"),
+    ("trainer.kubeflow.org", "TrainJob"): ("trainer.kubeflow.org/v1alpha1", "JobSet"),
+    ("kubeflow.org", "PyTorchJob"): ("kubeflow.org/v1", "Pod"),
+    ("kubeflow.org", "MPIJob"): ("kubeflow.org/v2beta1", "Pod"),
+    ("kubeflow.org", "TFJob"): ("kubeflow.org/v1", "Pod"),
+    ("kubeflow.org", "PaddleJob"): ("kubeflow.org/v1", "Pod"),
+    ("kubeflow.org", "XGBoostJob"): ("kubeflow.org/v1", "Pod"),
+    ("kubeflow.org", "JAXJob"): ("kubeflow.org/v1", "Pod"),
+    ("ray.io", "RayCluster"): ("ray.io/v1", "Pod"),
+    ("ray.io", "RayJob"): ("ray.io/v1", "RayCluster"),
+    ("ray.io", "RayService"): ("ray.io/v1", "RayCluster"),
+    ("workload.codeflare.dev", "AppWrapper"): ("workload.codeflare.dev/v1beta2", "JobSet"),
+    ("sparkoperator.k8s.io", "SparkApplication"): ("sparkoperator.k8s.io/v1beta2", "Pod"),
+}
+CHILDREN: dict[str, dict[str, Any]] = {
+    "Pod": pod(labels=dict(QUEUE)),
+    "Job": job(),
+    "ReplicaSet": {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "web-5d8f", "namespace": "vision"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"spec": pod_spec()}},
+    },
+    "StatefulSet": {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "lws-0", "namespace": "vision"},
+        "spec": {"selector": {"matchLabels": {"app": "w"}}, "template": {"spec": pod_spec()}},
+    },
+    "JobSet": {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "trainer", "namespace": "vision", "labels": dict(QUEUE)},
+        "spec": {"replicatedJobs": []},
+    },
+    "RayCluster": {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "ray", "namespace": "vision", "labels": dict(QUEUE)},
+        "spec": {},
+    },
+}
+
+
+def _claiming(owner: tuple[str, str]) -> dict[str, Any]:
+    api_version, child = OWNERS[owner]
+    obj = copy.deepcopy(CHILDREN[child])
+    obj["metadata"]["ownerReferences"] = [
+        # As the kube-controller-manager writes it, uid included: a member can read the uid of its own objects.
+        {
+            "apiVersion": api_version,
+            "kind": owner[1],
+            "name": "parent",
+            "uid": "0c5b2f6e-1111-4d6a-9c1e-2b7a4f3d9e01",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    return obj
+
+
+def test_every_claimed_owner_kind_has_a_planted_child() -> None:
+    assert set(OWNERS) == set(tp.CLAIMED_OWNERS)
+
+
+@pytest.mark.parametrize("owner", tp.CLAIMED_OWNERS, ids=lambda o: o[1])
+def test_a_team_member_cannot_claim_any_controller_owner(plan: RolloutPlan, owner: tuple[str, str]) -> None:
+    """Issue 47 item 1: every owner kind Kueue walks up from a child, the ReplicaSet of the team's own Deployment
+    first: the member's request cannot prove the controller created it."""
+    obj = _claiming(owner)
+    request = Request(obj, "vision")
+    assert tp.OWNER_POLICY in denied_by(plan, request)
+    assert message(next(p for p, _ in policies(plan) if p["metadata"]["name"] == tp.OWNER_POLICY), request) == (
+        f"{obj['kind']} {obj['metadata']['name']} names {owner[1]} parent{tp.CLAIM_REFUSED}"
+    )
+    # A ServiceAccount of the team's namespace is an identity the member can make (and mint a token for).
+    team_sa = Request(
+        obj,
+        "vision",
+        groups=("system:serviceaccounts", "system:serviceaccounts:vision"),
+        user=("system:serviceaccount:vision:builder"),
+    )
+    assert tp.OWNER_POLICY in denied_by(plan, team_sa)
+    # The controllers themselves, under their kube-system ServiceAccounts, are not judged.
+    controller = Request(
+        obj, "vision", groups=JOB_CONTROLLER, user="system:serviceaccount:kube-system:replicaset-controller"
+    )
+    assert tp.OWNER_POLICY not in denied_by(plan, controller)
+
+
+def test_an_update_may_keep_the_creators_claim_but_not_add_one(plan: RolloutPlan) -> None:
+    made = _claiming(("apps", "ReplicaSet"))  # a pod the ReplicaSet controller made
+    relabelled = copy.deepcopy(made)
+    relabelled["metadata"]["labels"] = {**relabelled["metadata"].get("labels", {}), "debug": "true"}
+    assert tp.OWNER_POLICY not in denied_by(plan, Request(relabelled, "vision", old=made))
+    unowned = copy.deepcopy(made)
+    del unowned["metadata"]["ownerReferences"]
+    assert tp.OWNER_POLICY in denied_by(plan, Request(made, "vision", old=unowned))
+    switched = copy.deepcopy(made)
+    switched["metadata"]["ownerReferences"][0]["name"] = "another"
+    request = Request(switched, "vision", old=made)
+    assert message(next(p for p, _ in policies(plan) if p["metadata"]["name"] == tp.OWNER_POLICY), request) == (
+        f"Pod p names ReplicaSet another{tp.CLAIM_REFUSED}"
+    )
+
+
+def test_a_non_controller_owner_reference_is_not_a_claim(plan: RolloutPlan) -> None:
+    obj = _claiming(("apps", "ReplicaSet"))
+    obj["metadata"]["ownerReferences"][0]["controller"] = False  # Kueue reads only the controller (GetControllerOf)
+    assert tp.OWNER_POLICY not in denied_by(plan, Request(obj, "vision"))
+
+
 def test_an_mpijob_owner_exempts_nothing_where_no_mpi_operator_is_installed(plan: RolloutPlan) -> None:
     # The queue-name policy exempts only the parents the fleet installs (gpufleet.plan.manifests.admission_policy).
     obj = job(owner=("kubeflow.org/v2beta1", "MPIJob"))

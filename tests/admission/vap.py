@@ -35,6 +35,7 @@ RESOURCES = {
     "MPIJob": ("kubeflow.org", "mpijobs"),
     "TrainJob": ("trainer.kubeflow.org", "trainjobs"),
     "LeaderWorkerSet": ("leaderworkerset.x-k8s.io", "leaderworkersets"),
+    "RayCluster": ("ray.io", "rayclusters"),
     "NetworkPolicy": ("networking.k8s.io", "networkpolicies"),
     "LocalQueue": ("kueue.x-k8s.io", "localqueues"),
 }
@@ -48,6 +49,7 @@ class Request:
     namespace: str
     groups: Sequence[str] = TEAM_MEMBER
     old: Mapping[str, Any] | None = None
+    user: str = "u"
 
     @property
     def operation(self) -> str:
@@ -131,7 +133,7 @@ def message(policy: Mapping[str, Any], request: Request) -> str | None:
                 "operation": request.operation,
                 "namespace": request.namespace,
                 "name": (request.obj or request.old or {})["metadata"]["name"],
-                "userInfo": {"username": "u", "groups": list(request.groups)},
+                "userInfo": {"username": request.user, "groups": list(request.groups)},
             }
         ),
     }

@@ -72,10 +72,24 @@ def test_a_class_the_team_may_not_use(model: FleetModel) -> None:
     assert explain(model, workload(job("language", {LABEL_PRIORITY_CLASS: "serving"})), LANGUAGE).runs
 
 
+def message_of_pod(model: FleetModel, owned_job: dict[str, Any]) -> str:
+    """The refusal of the job's pod template as a bare Pod with the job's ownerReferences, submitted as a member."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": owned_job["metadata"],
+        "spec": owned_job["spec"]["template"]["spec"],
+    }
+    return _stopped(model, pod, VISION, tp.OWNER_POLICY)
+
+
 def test_owner_spoofing_is_refused_to_team_members(model: FleetModel) -> None:
     spoofed = job(owner=("jobset.x-k8s.io/v1alpha2", "JobSet"))
     message = _stopped(model, spoofed, VISION, tp.OWNER_POLICY)
-    assert "names the Kueue-managed JobSet" in message
+    assert message.endswith(f": Job train names JobSet p{tp.CLAIM_REFUSED}")
+    # the ReplicaSet of the team's own Deployment (issue 47 item 1): Kueue walks through it to the Deployment
+    on_replica_set = job(owner=("apps/v1", "ReplicaSet"))
+    assert message_of_pod(model, on_replica_set).endswith(f": Pod train names ReplicaSet p{tp.CLAIM_REFUSED}")
     # without --as, or as an admin, nothing refuses it (a controller's child is legitimate)
     assert not any(
         r.message.startswith(f"denied by ValidatingAdmissionPolicy {tp.OWNER_POLICY}")

@@ -18,10 +18,20 @@ with them is refused here, at admission.
    namespace (podSelector only, every rule with peers): NetworkPolicies only ever add allowed traffic, so a team's
    policy can never widen gpufleet's default-deny ones, and cannot narrow them either (Kubernetes
    NetworkPolicy semantics: the allowed traffic is the union of every policy selecting a pod).
-4. `gpufleet-no-owner-spoofing`: a team's group may not create an object whose controller ownerReference names a
-   Kueue-managed kind: Kueue skips such a child ("same-namespace ownership spoofing is out of scope", kueue
-   pkg/controller/jobframework/reconciler.go) and the queue-name policy exempts it, so it would run outside every
-   quota. Controllers create those children under their own ServiceAccounts, which are not in a team's group.
+4. `gpufleet-no-owner-spoofing`: a team member may not create an object with, nor add to one, a controller
+   ownerReference naming a kind whose children are admitted, or judged, at the parent: every owner kind Kueue walks
+   up from a child (the kinds of all its integrations, and the ReplicaSet between a Deployment and its pods: kueue
+   v0.19.2 pkg/controller/jobframework integrationmanager.go isKnownOwner), and those gpufleet's own policies judge
+   at the parent (a DaemonSet's pods, gpufleet.plan.manifests.readiness_policy). Kueue follows a controller
+   reference whose uid matches the named object and treats the child as part of its parent's admitted workload
+   ("same-namespace ownership spoofing is out of scope", kueue pkg/controller/jobframework reconciler.go
+   FindAncestorJobManagedByKueue), so a Pod naming the ReplicaSet of the team's own queue-labelled Deployment would
+   run outside every quota. Such references are only written by the controllers (the kube-controller-manager's,
+   Kueue's, the JobSet, trainer and LeaderWorkerSet operators), under ServiceAccounts outside the team namespaces; a
+   member's request cannot prove it came from one. "A team member" here is a team's group or a ServiceAccount of
+   the request's own namespace (a member may create one and a token for it). An UPDATE keeping the claims the object
+   had is admitted (a member labelling a pod its Deployment made). A CronJob owner stays allowed: `kubectl create
+   job --from=cronjob/...` writes it, and Kueue admits such a Job on its own.
 5. `gpufleet-team-no-daemonsets`: a team's group may not create DaemonSets: Kueue gates their pods, gives them a
    GPU flavor's nodeSelector, and they stay Pending holding quota.
 6. `gpufleet-team-service-exposure`: a team's group may create Services of type ClusterIP or ExternalName, and
@@ -77,18 +87,52 @@ _WORKLOADS = (
     ("trainer.kubeflow.org", "*", "trainjobs"),
     ("leaderworkerset.x-k8s.io", "*", "leaderworkersets"),
 )
-# Controller owners whose children Kueue does not admit on their own: the kinds of its enabled integrations
-# (gpufleet.plan.manifests.kueue.FRAMEWORKS), as (apiVersion group, kind).
-KUEUE_OWNERS = (
+# Controller owners a team member may not claim (policy 4), as (apiVersion group, kind): every Kueue v0.19.2
+# integration's kind (pkg/controller/jobs/*: the GVKs their RegisterIntegration calls register; isKnownOwner walks
+# through all registered ones, enabled or not), the ReplicaSet Kueue walks through, and the DaemonSet whose pods
+# gpufleet-serving-readiness judges at the parent. Kinds the fleet does not install are listed too: admins may add
+# their operators, and naming a kind that is not served refuses nothing legitimate.
+CLAIMED_OWNERS = (
+    ("", "Pod"),
     ("batch", "Job"),
+    ("apps", "Deployment"),
+    ("apps", "ReplicaSet"),
+    ("apps", "StatefulSet"),
+    ("apps", "DaemonSet"),
     ("jobset.x-k8s.io", "JobSet"),
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"),
+    ("trainer.kubeflow.org", "TrainJob"),
     ("kubeflow.org", "PyTorchJob"),
     ("kubeflow.org", "MPIJob"),
-    ("trainer.kubeflow.org", "TrainJob"),
-    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"),
-    ("apps", "Deployment"),
-    ("apps", "StatefulSet"),
-    ("", "Pod"),
+    ("kubeflow.org", "TFJob"),
+    ("kubeflow.org", "PaddleJob"),
+    ("kubeflow.org", "XGBoostJob"),
+    ("kubeflow.org", "JAXJob"),
+    ("ray.io", "RayCluster"),
+    ("ray.io", "RayJob"),
+    ("ray.io", "RayService"),
+    ("workload.codeflare.dev", "AppWrapper"),
+    ("sparkoperator.k8s.io", "SparkApplication"),
+)
+# What policy 4 judges: the workloads, and every other kind Kueue admits, whose child a member could pass for
+# (a RayJob's RayCluster, an AppWrapper's JobSet). A rule for a resource the API server does not serve matches nothing.
+_OWNED_WORKLOADS = (
+    *_WORKLOADS,
+    ("kubeflow.org", "*", "tfjobs"),
+    ("kubeflow.org", "*", "paddlejobs"),
+    ("kubeflow.org", "*", "xgboostjobs"),
+    ("kubeflow.org", "*", "jaxjobs"),
+    ("ray.io", "*", "rayclusters"),
+    ("ray.io", "*", "rayjobs"),
+    ("ray.io", "*", "rayservices"),
+    ("workload.codeflare.dev", "*", "appwrappers"),
+    ("sparkoperator.k8s.io", "*", "sparkapplications"),
+)
+# A team member or an identity one can make: a ServiceAccount of the request's namespace (Kubernetes service account
+# usernames are system:serviceaccount:<namespace>:<name>; no controller runs in a team namespace).
+TEAM_IDENTITY = (
+    f"({TEAM_PRINCIPAL}) || (has(request.userInfo.username) &&"
+    " request.userInfo.username.startsWith('system:serviceaccount:' + request.namespace + ':'))"
 )
 
 
@@ -318,32 +362,55 @@ def team_network_policy_policy() -> dict[str, Any]:
 # 4, 5, 6. Owner references, DaemonSets, Services
 
 
-def _claims_kueue_owner() -> str:
-    kinds = " || ".join(
-        f"(r.apiVersion.startsWith('{group}/') && r.kind == '{kind}')"
+def _claimed_owner(r: str) -> str:
+    """The CEL test that ownerReference `r` names one of CLAIMED_OWNERS."""
+    return " || ".join(
+        f"({r}.apiVersion.startsWith('{group}/') && {r}.kind == '{kind}')"
         if group
-        else f"(r.apiVersion == 'v1' && r.kind == '{kind}')"
-        for group, kind in KUEUE_OWNERS
+        else f"({r}.apiVersion == 'v1' && {r}.kind == '{kind}')"
+        for group, kind in CLAIMED_OWNERS
     )
+
+
+CLAIM_REFUSED = (
+    " as its controller: only the controller of that kind creates such children, and Kueue would count this one as"
+    " part of an admitted workload, outside the quota of the team. Remove the controller ownerReference and submit"
+    " the workload through the queue of the team"
+)
+
+
+def _claims(root: str) -> str:
+    """The controller ownerReferences of `root` that name one of CLAIMED_OWNERS (a list)."""
     return (
-        "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) &&"
-        f" r.controller && ({kinds}))"
+        f"{_present(root)} && has({root}.metadata.ownerReferences) ? {root}.metadata.ownerReferences.filter(r,"
+        f" has(r.controller) && r.controller && ({_claimed_owner('r')})) : []"
     )
 
 
 def owner_spoofing_policy() -> dict[str, Any]:
     return _policy(
         OWNER_POLICY,
-        _rules(_WORKLOADS, ("CREATE", "UPDATE")),
-        match_conditions=[_team_principal()],
+        _rules(_OWNED_WORKLOADS, ("CREATE", "UPDATE")),
+        match_conditions=[{"name": "requested-by-a-team-identity", "expression": TEAM_IDENTITY}],
+        variables=[
+            {"name": "claims", "expression": _claims("object")},
+            {"name": "oldClaims", "expression": _claims("oldObject")},
+        ],
         validations=[
             {
-                "expression": f"!({_claims_kueue_owner()})",
+                # On UPDATE a claim the object already had is the creator's, not the member's: a member may still
+                # label or annotate a pod its Deployment's ReplicaSet made.
+                "expression": "variables.claims.all(r, request.operation == 'UPDATE' && r in variables.oldClaims)",
+                "messageExpression": (
+                    "object.kind + ' ' + request.name + ' names ' + variables.claims.filter(r, !(r in"
+                    " variables.oldClaims)).map(r, r.kind + ' ' + r.name).join(', ') +"
+                    f" '{CLAIM_REFUSED}'"
+                ),
                 "message": (
-                    "a team member may not create an object whose controller ownerReference names a Kueue-managed kind"
-                    " (Job, JobSet, PyTorchJob, MPIJob, TrainJob, LeaderWorkerSet, Deployment, StatefulSet, Pod): Kueue"
-                    " would skip it"
-                    " and it would run outside the team's quota. Submit the parent through the team's queue instead"
+                    "a team member may not create an object whose controller ownerReference names a kind only a"
+                    " controller creates children of (a Pod, Job, ReplicaSet, Deployment, StatefulSet, DaemonSet or a"
+                    " Kueue-managed job kind): Kueue would count it as part of an admitted workload, outside the"
+                    " team's quota. Submit the workload through the team's queue instead"
                 ),
                 "reason": "Forbidden",
             }
