@@ -114,3 +114,8 @@ def _merged(base: Any, override: Any) -> Any:
     if not isinstance(base, dict) or not isinstance(override, dict):
         return override if override is not None else base
     return {**base, **{k: _merged(base.get(k), v) for k, v in override.items()}}
+
+
+def dotted(path: tuple[str | int, ...]) -> str:
+    """A value path as Helm's --set writes it: dots between keys, a dot inside a key escaped."""
+    return ".".join(str(p).replace(".", "\\.") for p in path)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from gpufleet.facts import stages
 from gpufleet.plan.parts import RolloutPlan
-from gpufleet.rules.versions import STAGE_OF_COMPONENT, component_versions, deployed_components
+from gpufleet.spec.deployed import STAGE_OF_COMPONENT, component_versions, deployed_components
 
 
 def pins(plan: RolloutPlan) -> dict[str, dict[str, str]]:

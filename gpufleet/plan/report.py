@@ -9,13 +9,13 @@ from typing import Any
 
 from gpufleet.base.render import render
 from gpufleet.facts import stages
+from gpufleet.facts.chart_values import dotted
 from gpufleet.facts.versions import COMPONENTS
 from gpufleet.plan.access_table import access_values
 from gpufleet.plan.before_deploy import before_you_deploy
 from gpufleet.plan.manifests import headroom, karpenter
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.plan.pins import pins
-from gpufleet.rules.helm_values import dotted
 from gpufleet.spec import defaults, warm_pool
 from gpufleet.spec.fleet import Fleet, NodeGroup
 from gpufleet.spec.names import group_taints

@@ -16,7 +16,7 @@ from typing import Any
 
 from gpufleet.base.errors import Issue, Path, closest
 from gpufleet.facts import chart_values, helm_guards
-from gpufleet.facts.chart_values import ChartDefaults
+from gpufleet.facts.chart_values import ChartDefaults, dotted
 from gpufleet.facts.versions import COMPONENTS
 
 # Values charts pass to their templates whole (toYaml, range), so what is below them is Kubernetes' or the program's,
@@ -41,11 +41,6 @@ PASSED_WHOLE = frozenset(
 
 # The components whose chart gpufleet installs as a Helm release (multus is an image gpufleet renders itself).
 HELM_COMPONENTS = tuple(key for key, c in COMPONENTS.items() if c.pin_field == "chart")
-
-
-def dotted(path: Path) -> str:
-    """A value path as Helm's --set writes it: dots between keys, a dot inside a key escaped."""
-    return ".".join(str(p).replace(".", "\\.") for p in path)
 
 
 def _kind(value: Any) -> str:

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 from gpufleet.base.errors import Issue
 from gpufleet.facts import catalog
 from gpufleet.facts.versions import image_has_digest
-from gpufleet.rules.registry import each_group, rule, stage_used
-from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup
+from gpufleet.rules.registry import each_group, rule
+from gpufleet.spec.deployed import stage_used
+from gpufleet.spec.fleet import CapacityType, Fabric, Fleet
 
 
 @rule("efa")
@@ -63,13 +64,6 @@ def _efa(fleet: Fleet) -> Iterator[Issue]:
                 message=f"an EFA group must use exactly one subnet, in its zone; it uses {len(subnets)}{inherited}",
                 hint="set subnetIds to the one subnet in the group's zone",
             )
-
-
-def efa_only_interfaces(group: NodeGroup) -> bool:
-    """The group attaches EFA-only interfaces: an EFA group whose type has more than one EFA network card (every
-    card past the first gets an `efa-only` interface, plan/builders/node_groups.py)."""
-    info = catalog.lookup(group.instance_type)
-    return group.fabric is Fabric.EFA and info is not None and min(info.max_efa_interfaces, info.network_cards) > 1
 
 
 @rule("network")

@@ -1,5 +1,5 @@
 """The table of cross-field rules, `(fleet) -> Iterable[Issue]` registered by name, and what every rule
-reads: the fleet's node groups with their paths and whether an environment deploys a stage.
+reads: the fleet's node groups with their paths.
 """
 
 from __future__ import annotations
@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 
 from gpufleet.base.errors import Issue, Path
-from gpufleet.facts import stages
 from gpufleet.spec.fleet import Fleet, NodeGroup
 
 Rule = Callable[[Fleet], Iterable[Issue]]
@@ -32,8 +31,3 @@ def check(fleet: Fleet, skip: Iterable[str] = ()) -> list[Issue]:
 def each_group(fleet: Fleet) -> Iterator[tuple[Path, NodeGroup]]:
     for i, group in enumerate(fleet.node_groups):
         yield ("nodeGroups", i), group
-
-
-def stage_used(fleet: Fleet, stage: stages.StageName) -> bool:
-    """Whether any environment's rollout includes `stage`."""
-    return any(stages.included(stage, env.through) for env in fleet.environments)

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 
 from gpufleet.base.errors import Issue, Path, did_you_mean
 from gpufleet.facts import catalog
-from gpufleet.rules.registry import each_group, rule, stage_used
+from gpufleet.rules.registry import each_group, rule
+from gpufleet.spec.deployed import stage_used
 from gpufleet.spec.fleet import Fleet, NodeGroup, SharingStrategy, WorkloadClass
 from gpufleet.spec.names import DEFAULT_DEVICE_PLUGIN_CONFIG, MIG_DISABLED
 

@@ -8,8 +8,9 @@ from collections.abc import Iterator
 
 from gpufleet.base.errors import Issue
 from gpufleet.facts import catalog
-from gpufleet.rules.registry import each_group, rule, stage_used
+from gpufleet.rules.registry import each_group, rule
 from gpufleet.spec import cold_start
+from gpufleet.spec.deployed import stage_used
 from gpufleet.spec.fleet import Fleet, NodeGroup
 from gpufleet.spec.names import RESERVED_NAMESPACES
 

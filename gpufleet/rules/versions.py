@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from gpufleet.base.errors import Issue, closest
-from gpufleet.facts import addons, ami_releases, stages
+from gpufleet.facts import addons, ami_releases
 from gpufleet.facts.images import IMAGES, PrivilegedContainer, digest_commands
 from gpufleet.facts.versions import (
     COMPONENTS,
@@ -22,82 +22,11 @@ from gpufleet.facts.versions import (
     KUBERNETES_VERSIONS as KUBERNETES_SUPPORTED,
 )
 from gpufleet.rules import helm_values
-from gpufleet.rules.network import efa_only_interfaces
-from gpufleet.rules.registry import rule, stage_used
-from gpufleet.spec import defaults, images
-from gpufleet.spec.fleet import Fabric, Fleet, WorkloadClass
-
-STAGE_OF_COMPONENT: dict[str, stages.StageName] = {
-    "gpuOperator": "foundation",
-    "kueue": "admission",
-    "efaDevicePlugin": "network",
-    "networkOperator": "network",
-    "multus": "network",
-    "kubePrometheusStack": "telemetry",
-    "nodeProblemDetector": "health",
-    "clusterAutoscaler": "foundation",
-    "karpenter": "foundation",
-    "jobSet": "admission",
-    "trainer": "admission",
-    "leaderWorkerSet": "admission",
-    "keda": "telemetry",
-    "mountpointS3Csi": "storage",
-    "fsxCsiDriver": "storage",
-}
-
-
-def deployed_components(fleet: Fleet) -> set[str]:
-    """The component keys (versions.COMPONENTS) some environment of the fleet deploys."""
-    fabrics = {g.fabric for g in fleet.node_groups}
-    need = {"gpuOperator", "kueue"} if fleet.teams else {"gpuOperator"}
-    if Fabric.EFA in fabrics:
-        need.add("efaDevicePlugin")
-    if Fabric.RDMA in fabrics:
-        need |= {"networkOperator", "multus"}
-    if fleet.telemetry.prometheus == "Install":
-        need.add("kubePrometheusStack")
-    need.add("nodeProblemDetector")
-    if fleet.cluster.autoscaler == "Install":
-        need.add("clusterAutoscaler")
-    if any(g.provisioner == "Karpenter" for g in fleet.node_groups):
-        need.add("karpenter")
-    if fleet.teams:  # the workload layer is installed with Kueue (gpufleet.plan.builders.admission)
-        for key, install in (
-            ("jobSet", defaults.job_set),
-            ("trainer", defaults.trainer),
-            ("leaderWorkerSet", defaults.leader_worker_set),
-        ):
-            if install(fleet):
-                need.add(key)
-    if any(g.workload_class == WorkloadClass.INFERENCE for g in fleet.node_groups):
-        need.add("keda")
-    if fleet.checkpoints is not None and fleet.checkpoints.mountpoint is not None:
-        need.add("mountpointS3Csi")
-    if fleet.fsx_lustre is not None:
-        need.add("fsxCsiDriver")
-    return {c for c in need if stage_used(fleet, STAGE_OF_COMPONENT[c])}
-
-
-def component_versions(fleet: Fleet) -> dict[str, str]:
-    """Each component key of versions.COMPONENTS with the version the fleet uses (pinned or tested)."""
-    v = fleet.versions
-    return {
-        "gpuOperator": v.gpu_operator,
-        "kueue": v.kueue,
-        "efaDevicePlugin": v.efa_device_plugin,
-        "networkOperator": v.network_operator,
-        "multus": v.multus,
-        "kubePrometheusStack": v.kube_prometheus_stack,
-        "nodeProblemDetector": v.node_problem_detector,
-        "clusterAutoscaler": v.cluster_autoscaler,
-        "karpenter": v.karpenter,
-        "jobSet": v.job_set,
-        "trainer": v.trainer,
-        "leaderWorkerSet": v.leader_worker_set,
-        "keda": v.keda,
-        "mountpointS3Csi": v.mountpoint_s3_csi,
-        "fsxCsiDriver": v.fsx_csi_driver,
-    }
+from gpufleet.rules.registry import rule
+from gpufleet.spec import images
+from gpufleet.spec.deployed import component_versions, deployed_components, stage_used
+from gpufleet.spec.efa import efa_only_interfaces
+from gpufleet.spec.fleet import Fleet
 
 
 def _pinned_releases(fleet: Fleet) -> list[str]:

@@ -103,7 +103,7 @@ def test_what_is_installed_and_what_kueue_rbac_and_the_policy_name(
 
 
 def test_no_teams_installs_nothing_and_pins_nothing(make_fleet: Callable[..., Fleet]) -> None:
-    from gpufleet.rules.versions import deployed_components
+    from gpufleet.spec.deployed import deployed_components
 
     def no_teams(d: dict[str, Any]) -> None:
         d["teams"] = []

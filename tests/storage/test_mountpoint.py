@@ -10,7 +10,7 @@ import pytest
 from gpufleet.base.errors import SpecError
 from gpufleet.plan.manifests import mountpoint as mp
 from gpufleet.rules.pipeline import load_fleet_text
-from gpufleet.rules.versions import deployed_components
+from gpufleet.spec.deployed import deployed_components
 from tests.network.fleets import HEAD, fleet, group, plan
 from tests.upstream import chart_values, require_shared, unknown_value_keys, validate_object
 

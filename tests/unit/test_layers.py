@@ -3,8 +3,8 @@ and no import hides inside a function to dodge one (DESIGN.md section 1; issue 1
 
 Read bottom up, a layer may use everything below it, and each layer is a folder of gpufleet/:
 base (errors, interrupts, templates) -> facts (catalog, versions, stages) -> spec (the model, its loading, defaults
-and names) -> rules -> plan (its parts, then manifests, then stage builders, then the rollout and plan.md) with the
-tree -> what reads trees and accounts (review, preflight, diagnose) and the behavioural model (simulate) -> the
+and names) -> rules, and apart from them (neither imports the other) plan (its parts, then manifests, then stage
+builders, then the rollout and plan.md) with the tree -> what reads trees and accounts (review, preflight, diagnose) and the behavioural model (simulate) -> the
 Pulumi layer (components) and the policy pack -> the commands and the CLI.
 """
 
@@ -46,6 +46,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gpufleet.commands", "gpufleet.cli", "tools"),
 )
 FOLDERS = {prefix for layer in LAYERS for prefix in layer}
+# Folders that know nothing of each other although the table orders them: the rules judge a spec and the plan renders
+# a valid one, so a fact both need (what a fleet deploys, how many EFA interfaces a group attaches) is the spec
+# layer's (gpufleet.spec.deployed, gpufleet.spec.efa), and the plan never depends on how a spec is judged (issue 42).
+APART: tuple[tuple[str, str], ...] = (("gpufleet.plan", "gpufleet.rules"), ("gpufleet.tree", "gpufleet.rules"))
 # The only imports allowed inside a function, with the reason. gpufleet.commands.synth is the core's one door to the
 # Pulumi layer, opened only when synth runs (tests/unit/test_purity.py). gpufleet.cli imports the module of the command
 # that runs, by name from its COMMANDS table, and no other: importing every command's modules made `validate` take a
@@ -158,6 +162,21 @@ def test_imports_point_down() -> None:
         if _layer(target) > _layer(m)
     ]
     assert upward == []
+
+
+def _in(module: str, folder: str) -> bool:
+    return module == folder or module.startswith(folder + ".")
+
+
+def test_apart_folders_import_nothing_of_each_other() -> None:
+    crossing = [
+        f"{SOURCES[m].relative_to(ROOT)}:{line}: {m} imports {target}"
+        for m, imports in GRAPH.items()
+        for target, line, _ in imports
+        for a, b in APART
+        if (_in(m, a) and _in(target, b)) or (_in(m, b) and _in(target, a))
+    ]
+    assert crossing == []
 
 
 def test_no_import_hides_in_a_function() -> None:

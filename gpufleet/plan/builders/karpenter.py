@@ -11,6 +11,7 @@ from gpufleet.plan.builders.common import AWS_PROVIDER, CLUSTER, helm, k8s
 from gpufleet.plan.builders.node_groups import EFA_SECURITY_GROUP, node_labels, prepulled_images
 from gpufleet.plan.manifests import karpenter, node_bootstrap
 from gpufleet.plan.parts import BuildContext, Ref, Resource, json_document
+from gpufleet.spec.efa import efa_interfaces
 from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup
 from gpufleet.spec.names import (
     GPU_RESOURCE,
@@ -77,7 +78,7 @@ def resources(
         security_groups=security_groups,
         user_data=node_bootstrap.user_data(group, image_list, toml, karpenter=True),
         kubelet={"systemReserved": reserved} if reserved else {},
-        efa_interfaces=node_bootstrap.efa_interfaces(group),
+        efa_interfaces=efa_interfaces(group),
         placement_group=placement,
         tags={**tags(fleet), "Name": f"{fleet.name}-{group.name}", LABEL_NODE_GROUP: group.name},
     )

@@ -14,7 +14,7 @@ from gpufleet.facts import catalog
 from gpufleet.plan.builders.common import helm, k8s, namespace
 from gpufleet.plan.manifests import network as net
 from gpufleet.plan.parts import BuildContext, Gate, Resource, StageContent
-from gpufleet.rules.registry import stage_used
+from gpufleet.spec.deployed import stage_used
 from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup
 from gpufleet.spec.names import NS_NETWORK
 

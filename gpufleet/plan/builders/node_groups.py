@@ -16,6 +16,7 @@ from gpufleet.plan.manifests import checkov, node_bootstrap, restricted
 from gpufleet.plan.manifests.headroom import PAUSE_IMAGE
 from gpufleet.plan.parts import BuildContext, Concat, Ref, Resource
 from gpufleet.spec import defaults, warm_pool
+from gpufleet.spec.efa import efa_interfaces
 from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup, Reservation
 from gpufleet.spec.names import (
     LABEL_FABRIC,
@@ -199,7 +200,7 @@ def launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str,
                 "deleteOnTermination": "true",
             }
         ]
-        for card in range(1, node_bootstrap.efa_interfaces(group)):
+        for card in range(1, efa_interfaces(group)):
             interfaces.append(
                 {
                     "networkCardIndex": card,

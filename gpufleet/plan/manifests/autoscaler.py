@@ -29,6 +29,7 @@ from gpufleet.facts.versions import CLUSTER_AUTOSCALER_IMAGES
 from gpufleet.plan.manifests import node_bootstrap, restricted
 from gpufleet.plan.manifests.network import rdma_resource
 from gpufleet.plan.manifests.sharing import advertised
+from gpufleet.spec.efa import efa_interfaces
 from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup
 from gpufleet.spec.names import EFA_RESOURCE, GPU_RESOURCE, LABEL_NODE_GROUP, SYSTEM_GROUP, partition
 
@@ -161,7 +162,7 @@ def template_resources(fleet: Fleet, group: NodeGroup, *, with_sharing: bool, wi
     )
     out[EPHEMERAL_STORAGE] = f"{node_bootstrap.ephemeral_storage_mib(group)}Mi"
     if with_network and group.fabric is Fabric.EFA:
-        out[EFA_RESOURCE] = str(node_bootstrap.efa_interfaces(group))
+        out[EFA_RESOURCE] = str(efa_interfaces(group))
         out["hugepages-2Mi"] = EFA_HUGEPAGES_2MI
     if with_network and group.fabric is Fabric.RDMA and fleet.network.rdma is not None:
         out[rdma_resource(fleet.network.rdma)] = str(fleet.network.rdma.hca_max)

@@ -252,11 +252,3 @@ def ephemeral_storage_mib(group: NodeGroup) -> int:
     aws_manager.go buildNodeFromTemplate), so it never scales up for a pod a real node would not admit."""
     total = nodefs_mib(group)
     return total - KUBE_RESERVED_EPHEMERAL_MIB - -(-total * NODEFS_EVICTION_PERCENT // 100)
-
-
-def efa_interfaces(group: NodeGroup) -> int:
-    """EFA interfaces to attach: one per network card, up to the type's maximum."""
-    info = catalog.lookup(group.instance_type)
-    if info is None:
-        return 0
-    return min(info.max_efa_interfaces, info.network_cards)
