@@ -14,6 +14,11 @@ an entry lacks either). A file already in the cache with its hash is not fetched
 match is an error and is not written. Nothing is half-written: each file is written beside its place and renamed.
 Exit 0 when every file is in the cache, 1 otherwise.
 
+--chart-keys then derives gpufleet/data/chart-keys/ from the cache: the value keys of every chart version gpufleet
+installs, the package data its Helm values overlay check reads (gpufleet.facts.chart_values), each with the URL and
+sha256 of the upstream files it comes from. Run it after a chart pin changes; tests/unit/test_chart_keys.py fails
+while the shipped files differ from what it derives.
+
 --mirror BASE fetches from a mirror of those URLs instead (where only an internal index is reachable): the file of
 https://HOST/PATH at BASE/HOST/PATH, for instance http://mirror.internal/upstream/ serving a directory that holds
 HOST/PATH. What is fetched is checked against the same sha256, so a mirror cannot change what the tests read.
@@ -35,7 +40,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gpufleet.facts import chart_values
+from gpufleet.facts.versions import COMPONENTS
+
 MANIFEST = Path(__file__).resolve().with_name("upstream_files.json")
+CHART_KEYS = Path(__file__).resolve().parents[1] / "gpufleet" / "data" / "chart-keys"
 DEFAULT_DIR = Path("~/.cache/gpufleet/upstream")
 TIMEOUT_SECONDS = 30
 
@@ -94,13 +103,61 @@ def fetch(directory: Path, get: Callable[[str], bytes] = download, mirror: str |
     return present, problems
 
 
+def pinned_charts() -> list[tuple[str, str]]:
+    """Every (chart, version) gpufleet installs as a Helm release."""
+    return sorted({(c.chart, v) for c in COMPONENTS.values() if c.pin_field == "chart" for v in c.supported})
+
+
+def chart_keys(directory: Path) -> tuple[dict[str, str], list[str]]:
+    """(the text of each gpufleet/data/chart-keys file by name, the problems), from the upstream files there."""
+    listed = {e["path"]: e for e in entries()}
+    texts, problems = {}, []
+    for chart, version in pinned_charts():
+        found = chart_values.defaults_in(directory, chart, version)
+        if isinstance(found, str):
+            problems.append(f"the default values of chart {chart} {version} {found}")
+            continue
+        unlisted = [f for f in found.files if f not in listed]
+        changed = [
+            f
+            for f in found.files
+            if f in listed and hashlib.sha256((directory / f).read_bytes()).hexdigest() != listed[f]["sha256"]
+        ]
+        problems += [f"{f}: not in {MANIFEST.name}" for f in unlisted]
+        problems += [f"{f}: not the pinned file (sha256 differs)" for f in changed]
+        if unlisted or changed:
+            continue
+        sources = [{"path": f, "url": listed[f]["url"], "sha256": listed[f]["sha256"]} for f in found.files]
+        document = chart_values.keys_document(chart, version, found, sources)
+        texts[chart_values.keys_name(chart, version)] = json.dumps(document, indent=1) + "\n"
+    return texts, problems
+
+
+def write_chart_keys(texts: dict[str, str], target: Path = CHART_KEYS) -> None:
+    """The chart-keys directory holds exactly `texts` (a file of a chart no longer installed is removed)."""
+    target.mkdir(parents=True, exist_ok=True)
+    for stale in sorted(set(p.name for p in target.glob("*.json")) - set(texts)):
+        (target / stale).unlink()
+    for name, text in texts.items():
+        if not (target / name).is_file() or (target / name).read_text(encoding="utf-8") != text:
+            staging = target / f".{name}.partial"
+            staging.write_text(text, encoding="utf-8")
+            os.replace(staging, target / name)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dir", type=Path, default=None, help=f"the cache (default: {default_dir()})")
     parser.add_argument("--mirror", metavar="BASE", help="fetch https://HOST/PATH from BASE/HOST/PATH")
+    parser.add_argument("--chart-keys", action="store_true", help=f"then derive {CHART_KEYS} from the cache")
     args = parser.parse_args(argv)
     directory = (args.dir or default_dir()).expanduser()
     present, problems = fetch(directory, mirror=args.mirror)
+    if args.chart_keys and not problems:
+        texts, problems = chart_keys(directory)
+        if not problems:
+            write_chart_keys(texts)
+            print(f"{len(texts)} chart key file(s) in {CHART_KEYS}")
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     print(f"{present} upstream file(s) in {directory}; run the tests with GPUFLEET_UPSTREAM_DIR={directory}")

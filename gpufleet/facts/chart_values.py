@@ -1,50 +1,95 @@
-"""The pinned charts' default values, read from the upstream cache, for checking a spec's Helm values overlay
-(`helm.<component>.values`, gpufleet.rules.helm_values).
+"""The pinned charts' value keys, for checking a spec's Helm values overlay (`helm.<component>.values`,
+gpufleet.rules.helm_values): package data, so an installed gpufleet checks an overlay offline.
 
-Upstream chart values are upstream data: they do not ship with gpufleet. `python tools/fetch_upstream.py` (in a
-gpufleet checkout) fetches each pinned chart's values.yaml (and Chart.yaml, each vendored subchart's values and any
-values.schema.json) from its upstream URL at the pinned commit into a cache directory: $GPUFLEET_UPSTREAM_DIR, else
-~/.cache/gpufleet/upstream, and gpufleet reads them from there (a checkout's ../shared holds the same files:
-GPUFLEET_UPSTREAM_DIR=../shared). A chart whose values file is absent there cannot have its overlay checked, so the
-overlay is refused (never accepted unchecked).
+gpufleet/data/chart-keys/<chart>-<version>.json holds, for every chart version gpufleet installs, what the check
+reads and nothing more: each key of the chart's default values as Helm merges them (each vendored subchart's under
+its dependency name or alias, the parent's values for it on top), with every other value replaced by an empty one of
+its kind ("" a string, 0 a number, false a boolean, [] a list, {} an empty map, null), the `properties` tree of its
+values.schema.json files, and the dependencies whose values the chart does not vendor (a remote subchart such as
+kube-prometheus-stack's grafana). Its `sources` names each upstream file it is derived from, with its URL at the
+pinned commit and its sha256. The upstream values files themselves do not ship.
 
-Layout: charts/<chart>/<version>/values.yaml; JobSet, Trainer and LWS under their release tag (v<version>, as
-../shared/charts/SOURCES.md names them); subcharts under charts/<chart>/<version>/charts/<dependency>/.
+`python tools/fetch_upstream.py --chart-keys` (in a gpufleet checkout) derives the files from the upstream files it
+fetched (defaults_in reads them there: charts/<chart>/<version>/, JobSet, Trainer and LWS under their release tag
+v<version>, subcharts under charts/<dependency>/); tests/unit/test_chart_keys.py holds the shipped files to that.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-ENVIRONMENT_VARIABLE = "GPUFLEET_UPSTREAM_DIR"
-DEFAULT_CACHE = Path("~/.cache/gpufleet/upstream")
-FETCH_COMMAND = "python tools/fetch_upstream.py"
-
-
-def upstream_dir() -> Path:
-    """Where the upstream files are: $GPUFLEET_UPSTREAM_DIR, else the cache tools/fetch_upstream.py fills by default
-    (its default_dir)."""
-    return Path(os.environ.get(ENVIRONMENT_VARIABLE) or DEFAULT_CACHE).expanduser()
+DERIVED_BY = "python tools/fetch_upstream.py --chart-keys"
 
 
 @dataclass(frozen=True, slots=True)
 class ChartDefaults:
-    """A chart's default values as Helm merges them (each vendored subchart's defaults under its dependency name or
-    alias, the parent's values for it on top), the `properties` tree of its values.schema.json files (a subchart's
-    under its name), and the dependencies whose values are not in the cache."""
+    """A chart's default values as Helm merges them, the `properties` tree of its values.schema.json files (a
+    subchart's under its name), the dependencies whose values are not there, and the files read (their paths in
+    the upstream cache, as tools/upstream_files.json names them)."""
 
     values: Mapping[str, Any]
     schema: Mapping[str, Any]
     missing_subcharts: frozenset[tuple[str, ...]]  # value paths of the dependencies without their values.yaml
-    path: Path  # the chart's values.yaml
+    files: tuple[str, ...]
+
+
+def keys_name(chart: str, version: str) -> str:
+    return f"{chart}-{version}.json"
+
+
+@functools.cache
+def defaults(chart: str, version: str) -> ChartDefaults:
+    """The shipped keys of a chart version gpufleet installs (every one has them: tests/unit/test_chart_keys.py)."""
+    text = (resources.files("gpufleet") / "data" / "chart-keys" / keys_name(chart, version)).read_text("utf-8")
+    document = json.loads(text)
+    return ChartDefaults(
+        values=document["values"],
+        schema=document["schema"],
+        missing_subcharts=frozenset(tuple(m) for m in document["missingSubcharts"]),
+        files=tuple(s["path"] for s in document["sources"]),
+    )
+
+
+def key_tree(value: Any) -> Any:
+    """The keys of a values tree, every other value replaced by an empty one of its kind."""
+    if isinstance(value, dict):
+        return {str(k): key_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return []
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return 0
+    return "" if isinstance(value, str) else None
+
+
+def schema_tree(schema: Any) -> dict[str, Any]:
+    """The `properties` tree of a values.schema.json, all the check reads of it."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict):
+        return {}
+    return {"properties": {k: schema_tree(v) for k, v in properties.items() if isinstance(v, dict)}}
+
+
+def keys_document(chart: str, version: str, found: ChartDefaults, sources: list[dict[str, str]]) -> dict[str, Any]:
+    """What gpufleet/data/chart-keys/<chart>-<version>.json holds, from the chart's upstream files."""
+    return {
+        "chart": chart,
+        "version": version,
+        "derivedBy": DERIVED_BY,
+        "sources": sources,
+        "missingSubcharts": sorted(list(m) for m in found.missing_subcharts),
+        "values": key_tree(found.values),
+        "schema": schema_tree(found.schema),
+    }
 
 
 def chart_path(directory: Path, chart: str, version: str) -> Path:
@@ -55,43 +100,45 @@ def chart_path(directory: Path, chart: str, version: str) -> Path:
     return root / version
 
 
-def defaults(chart: str, version: str) -> ChartDefaults | str:
-    """The chart's defaults, or why they are not available (a phrase: "are not in the upstream cache (DIR)")."""
-    return defaults_in(upstream_dir(), chart, version)
-
-
-@functools.cache
 def defaults_in(directory: Path, chart: str, version: str) -> ChartDefaults | str:
-    """The chart's defaults in the cache `directory` (read once a run), or why they are not available: its
-    values.yaml is not there, or a file of the chart cannot be read as what it must be."""
+    """The chart's defaults in the upstream cache `directory`, or why they are not available: its values.yaml is
+    not there, or a file of the chart cannot be read as what it must be."""
     root = chart_path(directory, chart, version)
     if not (root / "values.yaml").is_file():
         return f"are not in the upstream cache ({directory})"
+    files: list[Path] = []
     try:
-        values, schema, missing = _chart(root)
+        values, schema, missing = _chart(root, files)
     except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:  # json.JSONDecodeError is a ValueError
         return f"cannot be read from the upstream cache ({root}: {type(exc).__name__})"
-    return ChartDefaults(values=values, schema=schema, missing_subcharts=frozenset(missing), path=root / "values.yaml")
+    return ChartDefaults(
+        values=values,
+        schema=schema,
+        missing_subcharts=frozenset(missing),
+        files=tuple(sorted(f.relative_to(directory).as_posix() for f in files)),
+    )
 
 
-def _load(path: Path) -> Any:
+def _load(path: Path, files: list[Path]) -> Any:
+    files.append(path)
     loader = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
     return yaml.load(path.read_text(encoding="utf-8"), Loader=loader)  # noqa: S506 (a safe loader)
 
 
-def _schema(root: Path) -> dict[str, Any]:
+def _schema(root: Path, files: list[Path]) -> dict[str, Any]:
     path = root / "values.schema.json"
     if not path.is_file():
         return {}
+    files.append(path)
     loaded = json.loads(path.read_text(encoding="utf-8"))
     return loaded if isinstance(loaded, dict) else {}
 
 
-def _chart(root: Path) -> tuple[dict[str, Any], dict[str, Any], set[tuple[str, ...]]]:
-    values = _load(root / "values.yaml") or {}
+def _chart(root: Path, files: list[Path]) -> tuple[dict[str, Any], dict[str, Any], set[tuple[str, ...]]]:
+    values = _load(root / "values.yaml", files) or {}
     values = values if isinstance(values, dict) else {}
-    schema = _schema(root)
-    chart = _load(root / "Chart.yaml") if (root / "Chart.yaml").is_file() else {}
+    schema = _schema(root, files)
+    chart = _load(root / "Chart.yaml", files) if (root / "Chart.yaml").is_file() else {}
     missing: set[tuple[str, ...]] = set()
     dependencies = chart.get("dependencies") if isinstance(chart, dict) else None
     for dependency in dependencies if isinstance(dependencies, list) else []:
@@ -102,7 +149,7 @@ def _chart(root: Path) -> tuple[dict[str, Any], dict[str, Any], set[tuple[str, .
         if not (sub / "values.yaml").is_file():
             missing.add((key,))
             continue
-        sub_values, sub_schema, sub_missing = _chart(sub)
+        sub_values, sub_schema, sub_missing = _chart(sub, files)
         values[key] = _merged(sub_values, values.get(key))
         if sub_schema:
             schema.setdefault("properties", {})[key] = sub_schema

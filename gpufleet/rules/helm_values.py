@@ -5,8 +5,8 @@ values.yaml (with each vendored subchart's defaults under its dependency name), 
 or a key below a value the chart takes whole: one whose default is an empty map or null, or one named in
 PASSED_WHOLE (Kubernetes objects and maps a chart renders with toYaml, such as nodeSelector or podAnnotations). An
 unknown key is an error at the key, with the closest known one as the hint. A key gpufleet guards
-(gpufleet.facts.helm_guards) is an error with the reason. Where the chart's values are not in the upstream cache
-(gpufleet.facts.chart_values) the overlay cannot be checked and is refused, naming the command that fetches them.
+(gpufleet.facts.helm_guards) is an error with the reason. The keys of every chart version gpufleet installs ship with
+it (gpufleet.facts.chart_values); a value of a subchart the chart does not vendor cannot be checked and is refused.
 """
 
 from __future__ import annotations
@@ -58,28 +58,14 @@ def _properties(schema: Mapping[str, Any]) -> Mapping[str, Any]:
     return props if isinstance(props, Mapping) else {}
 
 
-def overlay_issues(
-    component: str, version: str, overlay: Mapping[str, Any], found: ChartDefaults | str, where: str
-) -> Iterator[Issue]:
-    """The issues of one component's overlay, given the chart's defaults or why they are not available (the cache
-    is `where`)."""
+def overlay_issues(component: str, version: str, overlay: Mapping[str, Any], found: ChartDefaults) -> Iterator[Issue]:
+    """The issues of one component's overlay, given the chart's defaults."""
     chart = COMPONENTS[component].chart
     root: Path = ("helm", component, "values")
     guarded = list(_guarded(component, overlay, root, ()))
     yield from guarded
     refused = {i.path for i in guarded}
-    if isinstance(found, str):
-        yield Issue(
-            path=root,
-            at_key=True,
-            message=(
-                f"the default values of chart {chart} {version} {found}, so this overlay cannot be checked: gpufleet"
-                " refuses an unchecked one"
-            ),
-            hint=f"fetch them with `{chart_values.FETCH_COMMAND}` (in a gpufleet checkout), or remove helm.{component}",
-        )
-        return
-    for issue in _unknown(chart, version, overlay, found, found.values, found.schema, root, (), where):
+    for issue in _unknown(chart, version, overlay, found, found.values, found.schema, root, ()):
         # A guarded path is reported once, for its reason: not again as unknown, nor the maps that lead to it.
         if not any(issue.path[: len(p)] == p or p[: len(issue.path)] == issue.path for p in refused):
             yield issue
@@ -112,7 +98,6 @@ def _unknown(
     schema: Mapping[str, Any],
     root: Path,
     path: tuple[str, ...],
-    where: str,
 ) -> Iterator[Issue]:
     props = _properties(schema)
     for key, value in overlay.items():
@@ -124,10 +109,11 @@ def _unknown(
                     path=root + here,
                     at_key=True,
                     message=(
-                        f"{dotted(here)} is a value of subchart {dotted(missing)} of chart {chart} {version}, whose"
-                        f" default values are not in the upstream cache ({where}), so it cannot be checked"
+                        f"{dotted(here)} is a value of subchart {dotted(missing)} of chart {chart} {version}, which"
+                        " the chart takes from another repository: gpufleet does not have its keys, so it cannot"
+                        " check this value and refuses it"
                     ),
-                    hint=f"fetch them with `{chart_values.FETCH_COMMAND}` (in a gpufleet checkout), or remove it",
+                    hint=f"remove {'.'.join(map(str, root))}.{dotted(here)}",
                 )
                 continue
             known = sorted(set(defaults) | set(props))
@@ -158,7 +144,6 @@ def _unknown(
                 sub_schema,
                 root,
                 here,
-                where,
             )
         elif default is not None and default != {}:
             yield Issue(
@@ -170,7 +155,6 @@ def _unknown(
 
 def issues(fleet_overlays: Mapping[str, Mapping[str, Any]], versions: Mapping[str, str]) -> Iterator[Issue]:
     """Every issue of the spec's overlays; `versions`: each component's chart version in this fleet."""
-    where = str(chart_values.upstream_dir())
     for component, overlay in fleet_overlays.items():
         if component not in HELM_COMPONENTS:
             match = closest(component, HELM_COMPONENTS)
@@ -183,4 +167,4 @@ def issues(fleet_overlays: Mapping[str, Mapping[str, Any]], versions: Mapping[st
             continue
         version = versions[component]
         found = chart_values.defaults(COMPONENTS[component].chart, version)
-        yield from overlay_issues(component, version, overlay, found, where)
+        yield from overlay_issues(component, version, overlay, found)

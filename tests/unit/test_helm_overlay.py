@@ -1,7 +1,8 @@
 """The Helm values overlay (`helm.<component>.values`, issue 35 item 8): every key checked against the pinned chart's
 default values (gpufleet.rules.helm_values), the values gpufleet guarantees refused with the reason
-(gpufleet.facts.helm_guards), refused where the chart's values are not in the upstream cache, merged last into the
-release's values (so the tree, diff and the model see it) and listed in plan.md."""
+(gpufleet.facts.helm_guards), refused where a subchart's keys are not known, merged last into the release's values (so
+the tree, diff and the model see it) and listed in plan.md. The chart keys ship with gpufleet, so none of this needs
+the upstream files (tests/unit/test_chart_keys.py holds the shipped keys to them)."""
 
 from __future__ import annotations
 
@@ -25,9 +26,6 @@ from gpufleet.rules.pipeline import load_fleet_text
 from gpufleet.simulate.self_check import Contradictions
 from gpufleet.tree.output import write_tree
 from gpufleet.tree.read import read_tree
-from tests.upstream import SHARED, require_shared
-from tests.upstream import chart_values as pinned_chart_values
-from tools import fetch_upstream
 
 ROOT = Path(__file__).resolve().parents[2]
 MINIMAL = (ROOT / "tests" / "specs" / "valid" / "minimal.yaml").read_text(encoding="utf-8")
@@ -60,12 +58,6 @@ SUB_VALUES = "master: {replicaCount: 1}\ngc: {enable: true}\n"
 SUB_SCHEMA = {"type": "object", "properties": {"master": {"type": "object", "properties": {"port": {}}}}}
 
 
-@pytest.fixture(autouse=True)
-def upstream(monkeypatch: pytest.MonkeyPatch) -> None:
-    """gpufleet reads the chart values where GPUFLEET_UPSTREAM_DIR says: here, the upstream files the tests read."""
-    monkeypatch.setenv("GPUFLEET_UPSTREAM_DIR", str(SHARED))
-
-
 def _cache(root: Path) -> Path:
     chart = root / "charts" / "gpu-operator" / "v26.7.0"
     (chart / "charts" / "node-feature-discovery").mkdir(parents=True)
@@ -81,7 +73,7 @@ def _issues(tmp_path: Path, overlay: dict[str, Any]) -> list[tuple[str, str, str
     assert isinstance(found, chart_values.ChartDefaults)
     return [
         (".".join(map(str, i.path[3:])), i.message, i.hint)
-        for i in overlay_issues("gpuOperator", "v26.7.0", overlay, found, str(tmp_path))
+        for i in overlay_issues("gpuOperator", "v26.7.0", overlay, found)
     ]
 
 
@@ -127,14 +119,14 @@ CASES: list[tuple[str, dict[str, Any], list[tuple[str, str, str]]]] = [
         ],
     ),
     (
-        "a subchart whose values are not in the cache",
+        "a subchart the chart does not vendor",
         {"extra": {"foo": 1}},
         [
             (
                 "extra",
-                "extra is a value of subchart extra of chart gpu-operator v26.7.0, whose default values are not in"
-                " the upstream cache ({cache}), so it cannot be checked",
-                "fetch them with `python tools/fetch_upstream.py` (in a gpufleet checkout), or remove it",
+                "extra is a value of subchart extra of chart gpu-operator v26.7.0, which the chart takes from another"
+                " repository: gpufleet does not have its keys, so it cannot check this value and refuses it",
+                "remove helm.gpuOperator.values.extra",
             )
         ],
     ),
@@ -176,25 +168,39 @@ CASES: list[tuple[str, dict[str, Any], list[tuple[str, str, str]]]] = [
 
 @pytest.mark.parametrize(("case", "overlay", "expected"), CASES, ids=[c[0] for c in CASES])
 def test_overlay_keys(tmp_path: Path, case: str, overlay: dict[str, Any], expected: list[tuple[str, str, str]]) -> None:
-    want = [(path, message.format(cache=tmp_path), hint) for path, message, hint in expected]
-    assert _issues(tmp_path, overlay) == want
+    assert _issues(tmp_path, overlay) == expected
 
 
-def test_absent_chart_values_refuse_the_overlay(tmp_path: Path) -> None:
-    absent = "are not in the upstream cache (CACHE)"
-    issues = list(overlay_issues("gpuOperator", "v26.7.0", {"operator": {"priorityClassName": "x"}}, absent, "CACHE"))
-    assert [(i.path, i.at_key, i.message, i.hint) for i in issues] == [
-        (
-            ("helm", "gpuOperator", "values"),
-            True,
-            "the default values of chart gpu-operator v26.7.0 are not in the upstream cache (CACHE), so this overlay"
-            " cannot be checked: gpufleet refuses an unchecked one",
-            "fetch them with `python tools/fetch_upstream.py` (in a gpufleet checkout), or remove helm.gpuOperator",
-        )
-    ]
-    # A guarded path is refused for its reason even then.
-    guarded = list(overlay_issues("gpuOperator", "v26.7.0", {"cdi": {"enabled": True}}, absent, "CACHE"))
-    assert [i.path for i in guarded] == [("helm", "gpuOperator", "values", "cdi"), ("helm", "gpuOperator", "values")]
+def test_the_shipped_keys_check_as_the_chart_files_do(tmp_path: Path) -> None:
+    """The keys gpufleet ships (every value emptied to its kind) give the same issues as the chart's own files."""
+    found = chart_values.defaults_in(_cache(tmp_path), "gpu-operator", "v26.7.0")
+    assert isinstance(found, chart_values.ChartDefaults)
+    document = json.loads(json.dumps(chart_values.keys_document("gpu-operator", "v26.7.0", found, [])))
+    assert document["values"]["operator"] == {
+        "priorityClassName": "",
+        "resources": {"limits": {"cpu": ""}},
+        "annotations": None,
+    }
+    assert document["values"]["node-feature-discovery"] == {
+        "worker": {"tolerations": []},
+        "master": {"replicaCount": 0},
+        "gc": {"enable": False},
+    }
+    assert document["schema"] == {
+        "properties": {"node-feature-discovery": {"properties": {"master": {"properties": {"port": {}}}}}}
+    }
+    assert document["missingSubcharts"] == [["extra"]]
+    shipped = chart_values.ChartDefaults(
+        values=document["values"],
+        schema=document["schema"],
+        missing_subcharts=frozenset(tuple(m) for m in document["missingSubcharts"]),
+        files=(),
+    )
+    for _, overlay, expected in CASES:
+        assert [
+            (".".join(map(str, i.path[3:])), i.message, i.hint)
+            for i in overlay_issues("gpuOperator", "v26.7.0", overlay, shipped)
+        ] == expected
 
 
 def _spec(overlay: str) -> str:
@@ -210,21 +216,6 @@ helm:
 """
 
 
-def test_validate_refuses_an_overlay_without_the_chart_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GPUFLEET_UPSTREAM_DIR", str(tmp_path))
-    with pytest.raises(SpecError) as raised:
-        load_fleet_text(_spec(OVERLAY))
-    line = MINIMAL.count("\n") + 3  # helm:, gpuOperator:, values:
-    assert raised.value.render() == (
-        f"fleet.yaml:{line}:5: helm.gpuOperator.values: the default values of chart gpu-operator v26.7.0 are not in"
-        f" the upstream cache ({tmp_path}), so this overlay cannot be checked: gpufleet refuses an unchecked one\n"
-        f"{line:>5} |     values:\n"
-        "      |     ^\n"
-        "hint: fetch them with `python tools/fetch_upstream.py` (in a gpufleet checkout), or remove helm.gpuOperator\n"
-        "fleet.yaml: 1 error(s)"
-    )
-
-
 @pytest.mark.parametrize(
     ("file", "text", "error"),
     [
@@ -234,32 +225,24 @@ def test_validate_refuses_an_overlay_without_the_chart_values(tmp_path: Path, mo
         ("charts/node-feature-discovery/values.schema.json", "{", "JSONDecodeError"),
     ],
 )
-def test_a_chart_that_cannot_be_read_refuses_the_overlay(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, file: str, text: str | bytes, error: str
+def test_a_chart_that_cannot_be_read_is_named_with_the_error(
+    tmp_path: Path, file: str, text: str | bytes, error: str
 ) -> None:
+    """What the fetch tool reports where it cannot derive a chart's keys (tools/fetch_upstream.py --chart-keys)."""
     chart = _cache(tmp_path) / "charts" / "gpu-operator" / "v26.7.0"
     if isinstance(text, bytes):
         (chart / file).write_bytes(text)
     else:
         (chart / file).write_text(text)
-    monkeypatch.setenv("GPUFLEET_UPSTREAM_DIR", str(tmp_path))
-    with pytest.raises(SpecError) as raised:
-        load_fleet_text(_spec(OVERLAY))
-    assert [i.message for i in raised.value.issues] == [
-        f"the default values of chart gpu-operator v26.7.0 cannot be read from the upstream cache ({chart}: {error}),"
-        " so this overlay cannot be checked: gpufleet refuses an unchecked one"
-    ]
-
-
-def test_the_cache_is_where_the_fetch_tool_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GPUFLEET_UPSTREAM_DIR", str(tmp_path))
-    assert chart_values.upstream_dir() == tmp_path == fetch_upstream.default_dir()
-    monkeypatch.delenv("GPUFLEET_UPSTREAM_DIR")
-    assert chart_values.upstream_dir() == fetch_upstream.default_dir() == Path.home() / ".cache/gpufleet/upstream"
+    assert chart_values.defaults_in(tmp_path, "gpu-operator", "v26.7.0") == (
+        f"cannot be read from the upstream cache ({chart}: {error})"
+    )
+    assert (
+        chart_values.defaults_in(tmp_path, "gpu-operator", "v26.3.3") == f"are not in the upstream cache ({tmp_path})"
+    )
 
 
 def test_unknown_key_in_a_real_spec_is_positioned_with_a_hint() -> None:
-    require_shared()
     spec = _spec("helm:\n  gpuOperator:\n    values:\n      devicePlugin: {envv: []}\n")
     with pytest.raises(SpecError) as raised:
         load_fleet_text(spec)
@@ -289,7 +272,6 @@ def test_an_unknown_chart_and_one_the_fleet_does_not_install() -> None:
 
 
 def test_an_environment_override_is_checked_and_null_removes_an_overlay_key() -> None:
-    require_shared()
     spec = _spec(OVERLAY).replace(
         "      through: admission\n",
         "      through: admission\n    overrides:\n      helm: {gpuOperator: {values: {operator: null, cdi: {enabled: true}}}}\n",
@@ -312,7 +294,6 @@ def _release(plan: Any, name: str) -> dict[str, Any]:
 
 
 def test_the_overlay_is_merged_last_into_the_release_values() -> None:
-    require_shared()
     plan = build_plan(load_fleet_text(_spec(OVERLAY)).environments["dev"], "dev")
     without = build_plan(load_fleet_text(MINIMAL).environments["dev"], "dev")
     values, before = _release(plan, "gpu-operator")["values"], _release(without, "gpu-operator")["values"]
@@ -322,7 +303,6 @@ def test_the_overlay_is_merged_last_into_the_release_values() -> None:
 
 
 def test_plan_md_lists_each_overlay_key_and_value() -> None:
-    require_shared()
     spec = _spec(OVERLAY + "  nodeProblemDetector: {values: {priorityClassName: system-node-critical}}\n").replace(
         "      through: admission\n", "      through: admission\n  prod:\n    rollout:\n      through: health\n"
     )
@@ -343,7 +323,6 @@ def test_plan_md_lists_each_overlay_key_and_value() -> None:
 def test_the_model_sees_the_merged_values() -> None:
     """A controller placement gpufleet leaves to the chart is the overlay's to set, and the model judges it: the GPU
     Operator's controller sent to a tainted GPU group would never run, so synth refuses the fleet."""
-    require_shared()
     spec = _spec("helm:\n  gpuOperator:\n    values:\n      operator: {nodeSelector: {gpufleet.io/node-group: l4}}\n")
     fleet = load_fleet_text(spec).environments["dev"]
     with pytest.raises(Contradictions) as raised:
@@ -354,7 +333,6 @@ def test_the_model_sees_the_merged_values() -> None:
 def test_a_changed_overlay_is_a_change_of_the_release_values_in_diff(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    require_shared()
     trees = {}
     for name, spec in (("old", _spec(OVERLAY)), ("new", _spec(OVERLAY.replace("system-cluster-critical", "high")))):
         write_tree(synth_tree(load_fleet_text(spec).environments["dev"], "dev")[1], str(tmp_path / name))
@@ -381,7 +359,6 @@ def _value_paths(values: Any, path: tuple[str, ...] = ()) -> set[tuple[str, ...]
 
 def test_every_guarded_path_is_a_value_of_the_pinned_chart_or_one_gpufleet_renders() -> None:
     """So the list cannot guard a key that does not exist (and give a reason for nothing)."""
-    require_shared()
     fleets = [load_fleet_text((ROOT / "fleet.yaml").read_text()).environments["prod"]]
     rendered: dict[str, set[tuple[str, ...]]] = {}
     for fleet in fleets:
@@ -392,7 +369,8 @@ def test_every_guarded_path_is_a_value_of_the_pinned_chart_or_one_gpufleet_rende
                     rendered.setdefault(key, set()).update(_value_paths(r.args["values"]))
     for component, paths in GUARDED.items():
         chart = COMPONENTS[component].chart
-        known = _value_paths(pinned_chart_values(chart, default_release(component))) | rendered.get(component, set())
+        shipped = chart_values.defaults(chart, default_release(component)).values
+        known = _value_paths(shipped) | rendered.get(component, set())
         for path in paths:
             assert path in known, f"{component}: {'.'.join(path)} is neither in {chart}'s values nor rendered"
 

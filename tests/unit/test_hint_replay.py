@@ -45,7 +45,6 @@ from gpufleet.plan.rollout import build_plan
 from gpufleet.rules import cross_field, sharing
 from gpufleet.rules.pipeline import Validated, load_fleet, load_fleet_text
 from gpufleet.spec import cold_start
-from tests.upstream import SHARED, require_shared
 
 ROOT = Path(__file__).resolve().parents[2]
 MINIMAL: dict[str, Any] = yaml.safe_load(
@@ -296,7 +295,6 @@ class Replay:
     unedit: Callable[[str], str] | None = None  # the hint, done to that text (instead of `fixed`)
     encoding: str = "utf-8"  # the broken spec's bytes
     check: Callable[[RolloutPlan], None] | None = None
-    upstream: bool = False  # the hint is about a chart's values: needs the pinned chart files (tests/upstream.py)
 
     def broken_spec(self) -> str | bytes:
         text = dump(patched(MINIMAL, self.base, self.broken))
@@ -1678,7 +1676,6 @@ REPLAYS: tuple[Replay, ...] = (
             "helm.gpuOperator.values.operater": DEL,
             "helm.gpuOperator.values.operator": {"priorityClassName": "system-cluster-critical"},
         },
-        upstream=True,
         check=lambda plan: _operator_values(plan, "operator", {"priorityClassName": "system-cluster-critical"}),
     ),
     R(
@@ -1689,7 +1686,6 @@ REPLAYS: tuple[Replay, ...] = (
         },
         "remove helm.gpuOperator.values.cdi",
         {"helm.gpuOperator.values.cdi": DEL},
-        upstream=True,
         check=lambda plan: _operator_values(plan, "cdi", {"enabled": False}),
     ),
     R(
@@ -1697,22 +1693,19 @@ REPLAYS: tuple[Replay, ...] = (
         {"helm.gpuOperator.values.psa": {"enabled": {"x": 1}}},
         "give psa.enabled a boolean value, as its default is",
         {"helm.gpuOperator.values.psa.enabled": True},
-        upstream=True,
         check=lambda plan: _operator_values(plan, "psa", {"enabled": True}),
     ),
     R(
         "helm-subchart-values-absent",
         {"helm.kubePrometheusStack.values.grafana": {"adminUser": "ops", "notAValue": 1}},
-        "fetch them with `python tools/fetch_upstream.py` (in a gpufleet checkout), or remove it",
+        "remove helm.kubePrometheusStack.values.grafana.notAValue",
         {"helm.kubePrometheusStack.values.grafana.notAValue": DEL},
-        upstream=True,
     ),
     R(
         "helm-unknown-chart",
         {"helm.kueu": {"values": {"controllerManager": {"replicas": 3}}}},
         'did you mean "kueue"?',
         {"helm.kueu": DEL, "helm.kueue": {"values": {"controllerManager": {"replicas": 3}}}},
-        upstream=True,
     ),
     R(
         "helm-chart-not-installed",
@@ -1723,15 +1716,6 @@ REPLAYS: tuple[Replay, ...] = (
 )
 
 UNREPLAYED: dict[Site, str] = {
-    Site(
-        "gpufleet/rules/helm_values.py",
-        "overlay_issues",
-        "f'fetch them with `{chart_values.FETCH_COMMAND}` (in a gpufleet checkout), or remove helm.{component}'",
-    ): (
-        "what is broken is not in the spec but the upstream cache (no chart values where GPUFLEET_UPSTREAM_DIR points);"
-        " tests/unit/test_helm_overlay.py holds the message and hint exactly, and the same removal of helm.<component>"
-        " is replayed as helm-chart-not-installed"
-    ),
     Site("gpufleet/spec/schema_errors.py", "_issues_for", "_enum_hint(plain[path], value, allowed)"): (
         "unreachable: every enum of the schema has type string, so a plain scalar YAML reads as another type is"
         " reported by the type branch (replayed as enum-yaml-boolean), and a string is never in `plain`"
@@ -1740,16 +1724,6 @@ UNREPLAYED: dict[Site, str] = {
 
 
 _BROKEN: dict[str, tuple[list[Issue], dict[str, set[Site]]]] = {}
-# The rows about Helm values overlays read the pinned charts where gpufleet reads them (GPUFLEET_UPSTREAM_DIR); without
-# the upstream files they are skipped, and so are the sites only they reach.
-UPSTREAM = (SHARED / "charts").is_dir()
-UPSTREAM_ONLY = "gpufleet/rules/helm_values.py"
-
-
-@pytest.fixture(autouse=True)
-def upstream(monkeypatch: pytest.MonkeyPatch) -> None:
-    if UPSTREAM:
-        monkeypatch.setenv("GPUFLEET_UPSTREAM_DIR", str(SHARED))
 
 
 def broken(replay: Replay) -> tuple[list[Issue], dict[str, set[Site]]]:
@@ -1761,8 +1735,6 @@ def broken(replay: Replay) -> tuple[list[Issue], dict[str, set[Site]]]:
 
 @pytest.mark.parametrize("replay", REPLAYS, ids=lambda r: r.name)
 def test_following_the_hint_gives_a_valid_spec_that_deploys_right(replay: Replay) -> None:
-    if replay.upstream:
-        require_shared()
     issues, made = broken(replay)
     assert replay.hint in [i.hint for i in issues], "\n".join(f"{i.message} | hint: {i.hint}" for i in issues)
     assert made.get(replay.hint), f"no hint site on the stack of: {replay.hint}"
@@ -1775,10 +1747,8 @@ def test_following_the_hint_gives_a_valid_spec_that_deploys_right(replay: Replay
 
 
 def test_every_hint_site_is_replayed() -> None:
-    rows = [replay for replay in REPLAYS if UPSTREAM or not replay.upstream]
-    reached = {site for replay in rows for site in broken(replay)[1].get(replay.hint, set())}
-    skipped = set() if UPSTREAM else {site for site in all_sites() if site.module == UPSTREAM_ONLY}
-    missing = sorted(all_sites() - reached - set(UNREPLAYED) - skipped)
+    reached = {site for replay in REPLAYS for site in broken(replay)[1].get(replay.hint, set())}
+    missing = sorted(all_sites() - reached - set(UNREPLAYED))
     assert not missing, "hint sites without a replay row in REPLAYS:\n" + "\n".join(map(str, missing))
     assert not set(UNREPLAYED) & reached, "replayed sites still listed in UNREPLAYED"
     assert set(UNREPLAYED) <= all_sites(), "UNREPLAYED names sites that no longer exist"
@@ -1901,8 +1871,6 @@ def corpus() -> Iterator[str | bytes]:
     ]:
         yield path.read_text(encoding="utf-8")
     for replay in REPLAYS:
-        if replay.upstream and not UPSTREAM:
-            continue
         if replay.fixed_env is None:  # the other one is the minimal spec
             yield replay.fixed_spec()
     for plan_replay in PLAN_REPLAYS:
