@@ -15,7 +15,7 @@ from typing import Any
 
 from gpufleet.facts import catalog
 from gpufleet.simulate.nodes import NodeModel
-from gpufleet.simulate.scheduling import insufficient, matches_node, untolerated
+from gpufleet.simulate.scheduling import fit_request, insufficient, matches_node, untolerated
 from gpufleet.simulate.workload import PodSpec
 
 
@@ -24,7 +24,7 @@ def nodes_needed(node: NodeModel, pod: PodSpec, pods: int) -> int:
     Karpenter makes for them: it packs pending pods onto a NodeClaim by what it believes the instance type offers
     (the template's resources, nodes.node_model), so where that is less than the node will advertise (physical GPUs
     of a MIG or time-sliced node without a NodeOverlay) it launches more nodes than the pods need."""
-    request = pod.request()
+    request = fit_request(pod)
     offered = dict(node.allocatable)
     if node.node_pool is not None and node.template is not None:
         seen = node.template["resources"]

@@ -8,7 +8,9 @@
 - nodeSelector and required node affinity: component-helpers/scheduling/corev1/nodeaffinity (terms ORed,
   expressions ANDed; In, NotIn, Exists, DoesNotExist, Gt, Lt).
 - NodeResourcesFit (pkg/scheduler/framework/plugins/noderesources/fit.go): every requested resource within
-  allocatable; "Insufficient <resource>" otherwise.
+  allocatable; "Insufficient <resource>" otherwise. Every pod takes one of the node's allocatable `pods` (fitsRequest:
+  "Too many pods" when len(nodeInfo.Pods)+1 exceeds it), so a node holds at most its kubelet's maxPods whatever the
+  pods request, and a group at most maxSize times that.
 """
 
 from __future__ import annotations
@@ -94,6 +96,11 @@ def matches_node(pod: PodSpec, labels: Mapping[str, str]) -> bool:
     if pod.required_terms and not any(matches_term(t, labels) for t in pod.required_terms):
         return False
     return True
+
+
+def fit_request(pod: PodSpec) -> dict[str, int]:
+    """What NodeResourcesFit counts against a node for one pod: its request and one of the node's `pods`."""
+    return {**pod.request(), "pods": 1}
 
 
 def insufficient(request: Mapping[str, int], allocatable: Mapping[str, int]) -> list[str]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpufleet.base.errors import Path
-from gpufleet.facts import stages
+from gpufleet.facts import catalog, stages
 from gpufleet.plan.manifests.sharing import MIG_MIXED
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.simulate import (
@@ -158,6 +158,9 @@ class FleetModel:
     kueue: kueue_admission.Kueue | None
     queue_policy: tuple[frozenset[str], frozenset[str], str] | None  # (kinds, namespaces, message)
     system_nodes: bool
+    # the most pods the system group's nodes hold (maxSize times the type's maxPods); None on an Existing cluster,
+    # whose nodes gpufleet does not know
+    system_pods: int | None = None
     paths: Mapping[str, Path] = field(default_factory=dict)
     # kind -> apiVersions the API server serves (gpufleet.simulate.api_server.served_kinds)
     served: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(api_server.BUILT_IN))
@@ -204,6 +207,13 @@ def _queue_policy(plan: RolloutPlan) -> tuple[frozenset[str], frozenset[str], st
     return kinds, namespaces, policy["spec"]["validations"][0]["message"]
 
 
+def _system_pods(plan: RolloutPlan) -> int | None:
+    system = plan.fleet.cluster.system_nodes
+    if plan.fleet.cluster.mode == "Existing" or system is None:
+        return None
+    return system.max_size * catalog.max_pods(system.instance_type)
+
+
 def fleet_model(plan: RolloutPlan) -> FleetModel:
     priorities = preemption.priority_classes(plan)
     residents = preemption.standing(plan, priorities)
@@ -215,6 +225,7 @@ def fleet_model(plan: RolloutPlan) -> FleetModel:
         queue_policy=_queue_policy(plan),
         # mode Create: gpufleet's untainted system group (cluster.systemNodes); mode Existing: the cluster's own nodes.
         system_nodes=plan.fleet.cluster.mode == "Existing" or plan.fleet.cluster.system_nodes is not None,
+        system_pods=_system_pods(plan),
         paths=plan.fleet.paths,
         served=api_server.served_kinds(plan),
         pod_security=pod_security.namespace_levels(plan),
@@ -230,9 +241,11 @@ def fleet_model(plan: RolloutPlan) -> FleetModel:
 
 
 def with_running(model: FleetModel, wl: Workload, verdict: Verdict) -> FleetModel:
-    """The model once `wl` runs where `verdict` placed it: its pods hold those nodes (not Kueue quota)."""
+    """The model once `wl` runs where `verdict` placed it: its pods hold those nodes (not Kueue quota). Pods on the
+    system group hold nothing the model reads (it has no node model; what runs there preempts nothing)."""
     residents = {g: list(r) for g, r in model.residents.items()}
-    for group, pods in preemption.running(wl, model.priorities, verdict.placements).items():
+    on_nodes = [(i, g, n) for i, g, n in verdict.placements if g in model.nodes]
+    for group, pods in preemption.running(wl, model.priorities, on_nodes).items():
         residents.setdefault(group, []).extend(pods)
     headroom = any(r.own for rs in model.residents.values() for r in rs)
     return replace(
@@ -365,7 +378,7 @@ def _place(
     verdict has placed on each group before (a Deployment's earlier replicas). `effects`: where the group's nodes
     hold residents (headroom placeholders, --running work), what placing the pods there does to them."""
     already = already or {}
-    request = pod.request()
+    request = scheduling.fit_request(pod)
     selected = [n for n in model.nodes.values() if scheduling.matches_node(pod, n.labels)]
     # The device plugin's resource names stop a pod only where no selected group advertises what it asks for.
     refusals = [(node, mig) for node in selected if (mig := device_plugin.unadvertised_mig(node, pod))]
@@ -413,7 +426,7 @@ def _place(
         return groups, None
     on_system = model.system_nodes and not _wants_gpu_nodes(pod) and scheduling.matches_node(pod, SYSTEM_LABELS)
     if on_system and not tolerated:
-        return [SYSTEM_GROUP], None  # the untainted CPU nodes take what the GPU groups refuse
+        return _on_system(model, already.get(SYSTEM_GROUP, 0) + ps.count)
     if not selected:
         wanted = ", ".join(f"{k}={v}" for k, v in sorted(pod.node_selector.items())) or "its node affinity"
         return [], Reason(
@@ -491,6 +504,24 @@ def _place(
                 effects[node.group] = outcome
             return [node.group], None
     return [], stop
+
+
+def _on_system(model: FleetModel, pods: int) -> tuple[list[str], Reason | None]:
+    """The untainted CPU nodes take what the GPU groups refuse, up to the pods their nodes hold (NodeResourcesFit
+    counts every pod against the node's allocatable pods)."""
+    if model.system_pods is None or pods <= model.system_pods:
+        return [SYSTEM_GROUP], None
+    system = model.plan.fleet.cluster.system_nodes
+    assert system is not None
+    return [], Reason(
+        stage="autoscaler",
+        message=(
+            f"node group {SYSTEM_GROUP} may grow to {system.max_size} node(s) of at most"
+            f" {catalog.max_pods(system.instance_type)} pods each ({system.instance_type}); {pods} pod(s) need more"
+        ),
+        fix="raise cluster.systemNodes.maxSize, or ask for fewer pods",
+        spec_path=("cluster", "systemNodes", "maxSize"),
+    )
 
 
 def _among_residents(

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from gpufleet.simulate.autoscaler import scale_up_blocker
-from gpufleet.simulate.verdict import FleetModel
-from gpufleet.simulate.workload import Container, PodSpec
+from gpufleet.simulate.verdict import FleetModel, explain
+from gpufleet.simulate.workload import Container, PodSpec, workload
 from tests.model.conftest import group
 
 MakeModel = Callable[..., FleetModel]
@@ -109,3 +109,40 @@ def test_a_targeted_reservation_caps_the_scale_up_and_its_fix_enlarges_the_reser
         ),
     )
     assert make_model().nodes["h100"].reserved is None
+
+
+def test_every_pod_takes_one_of_a_nodes_pods(make_model: MakeModel) -> None:
+    """NodeResourcesFit counts each pod against the node's allocatable pods (issue 47 item 5): pods that request
+    nothing still fill a group at maxSize times the kubelet's maxPods."""
+    node = make_model().nodes["h100"]
+    tolerations = [{"operator": "Exists"}]
+    fits = node.max_size * node.allocatable["pods"]
+    assert scale_up_blocker(node, _pod({}), tolerations, fits) is None
+    blocked = scale_up_blocker(node, _pod({}), tolerations, fits + 1)
+    assert blocked is not None
+    assert blocked[0] == (
+        f"node group h100 may grow to {node.max_size} node(s); {fits + 1} pod(s) of this shape need {node.max_size + 1}"
+    )
+
+
+def test_the_system_group_holds_max_size_times_max_pods(make_model: MakeModel) -> None:
+    model = make_model()
+    system = model.plan.fleet.cluster.system_nodes
+    assert system is not None and model.system_pods is not None
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "many", "namespace": "default"},
+        "spec": {"parallelism": 10**9, "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}},
+    }
+    verdict = explain(model, workload(job))
+    assert not verdict.runs
+    (reason,) = verdict.reasons
+    assert (reason.stage, reason.message, reason.spec_path) == (
+        "autoscaler",
+        f"node group system may grow to {system.max_size} node(s) of at most {model.system_pods // system.max_size}"
+        f" pods each ({system.instance_type}); 1000000000 pod(s) need more",
+        ("cluster", "systemNodes", "maxSize"),
+    )
+    job["spec"]["parallelism"] = model.system_pods
+    assert explain(model, workload(job)).runs

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import copy
 import shutil
+import time
+import tracemalloc
 from pathlib import Path
 
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gpufleet.diagnose.nccl import parse_nccl
@@ -124,3 +126,55 @@ def test_explain_of_a_deeply_nested_manifest_never_crashes(deep: str, where: str
         argv = ["--running", "m.yaml", "w.yaml"] if running else ["m.yaml"]
         result = run(["explain", "fleet.yaml", "--env", "dev", *argv], root)
         assert result.code == 2 and "m.yaml" in result.stderr, result.stderr  # an empty cut: no workload in m.yaml
+
+
+def _many_pods(kind: str, count: int, selector: dict[str, str]) -> dict[str, object]:
+    pod = {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}], "nodeSelector": selector}
+    if selector:
+        pod["tolerations"] = [{"operator": "Exists"}]
+    if kind == "Job":
+        spec: dict[str, object] = {"parallelism": count, "completions": count, "template": {"spec": pod}}
+    else:
+        del pod["restartPolicy"]
+        spec = {
+            "replicas": count,
+            "selector": {"matchLabels": {"app": "w"}},
+            "template": {"metadata": {"labels": {"app": "w"}}, "spec": pod},
+        }
+    return {
+        "apiVersion": "batch/v1" if kind == "Job" else "apps/v1",
+        "kind": kind,
+        "metadata": {"name": "many", "namespace": "vision", "labels": {"kueue.x-k8s.io/queue-name": "vision"}},
+        "spec": spec,
+    }
+
+
+@settings(max_examples=max(4, settings.default.max_examples // 4))
+@given(
+    st.sampled_from(["Job", "Deployment"]),
+    st.one_of(st.integers(1, 3000), st.integers(3000, 2**31 - 1), st.integers(2**31, 10**18)),
+    st.sampled_from([{}, {"gpufleet.io/node-group": "l4"}]),
+    st.booleans(),
+)
+@example("Job", 10**8, {}, True)  # the reproducer, on the system group (10^9 pods made it allocate 8 GB)
+@example("Deployment", 10**8, {"gpufleet.io/node-group": "l4"}, True)
+def test_explain_of_many_pods_is_bounded_by_the_fleet(
+    kind: str, count: int, selector: dict[str, str], running: bool
+) -> None:
+    """Issue 47 item 5: pods that request nothing still take one of a node's allocatable pods each, so a declared
+    count beyond what the fleet's nodes hold is refused (or runs in part) in time and memory independent of it: a
+    --running Job of 10^9 such pods allocated a record per pod until MemoryError."""
+    with scratch() as root:
+        shutil.copy(MINIMAL, root / "fleet.yaml")
+        (root / "many.yaml").write_text(yaml.safe_dump(_many_pods(kind, count, selector)), encoding="utf-8")
+        (root / "w.yaml").write_text(yaml.safe_dump(_many_pods("Job", 1, {})), encoding="utf-8")
+        argv = ["--running", "many.yaml", "w.yaml"] if running else ["many.yaml"]
+        tracemalloc.start()
+        started = time.monotonic()
+        try:
+            run(["explain", "fleet.yaml", "--env", "dev", *argv], root)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 64 * 2**20, f"{count} pods: {peak / 2**20:.0f} MiB"
+        assert time.monotonic() - started < 20
