@@ -12,6 +12,7 @@ from gpufleet.rules.registry import each_group, rule
 from gpufleet.spec import defaults
 from gpufleet.spec.fleet import CapacityType, Fleet, NodeGroup, falls_back
 from gpufleet.spec.names import HEADROOM_PRIORITY
+from gpufleet.spec.provisioning import provisioning, scaled_by
 
 
 @rule("capacity")
@@ -69,7 +70,9 @@ def _reservation(fleet: Fleet, path: Path, group: NodeGroup) -> Iterator[Issue]:
             hint="remove reservation",
         )
         return
-    karpenter = group.provisioner == "Karpenter"
+    # Karpenter selects reservations by id or tags (EC2NodeClass capacityReservationSelectorTerms), a launch
+    # template targets one by id, Capacity Reservation group or open matching.
+    karpenter = not provisioning(group).auto_scaling_group
     targets = [
         key
         for key, set_ in (
@@ -125,7 +128,7 @@ def _reservation(fleet: Fleet, path: Path, group: NodeGroup) -> Iterator[Issue]:
         )
     usable = min(r.instance_count, group.max_size)
     # A Karpenter pool keeps no minimum (rule karpenter): the advice to raise minSize is a managed node group's.
-    if group.min_size < usable and group.provisioner != "Karpenter":
+    if group.min_size < usable and provisioning(group).auto_scaling_group:
         yield Issue(
             path=path + ("instanceCount",),
             severity="warning",
@@ -156,7 +159,7 @@ def _headroom(fleet: Fleet) -> Iterator[Issue]:
                 hint=f"the placeholders hold only nodes the group may run: set headroom.nodes to {group.max_size} or"
                 " less, or raise scaling.maxSize",
             )
-        if group.provisioner == "ManagedNodeGroup" and fleet.cluster.autoscaler == "None" and nodes > group.min_size:
+        if scaled_by(fleet, group) is None and nodes > group.min_size:
             yield Issue(
                 path=path + ("headroom", "nodes"),
                 message=(

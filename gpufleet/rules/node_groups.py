@@ -11,6 +11,7 @@ from gpufleet.base.errors import Issue, did_you_mean
 from gpufleet.facts import catalog
 from gpufleet.rules.registry import each_group, rule
 from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup
+from gpufleet.spec.provisioning import provisioning
 
 # EKS allows 50 taints per managed node group (https://docs.aws.amazon.com/eks/latest/userguide/node-taints-managed-node-groups.html).
 MAX_TAINTS = 50
@@ -53,7 +54,7 @@ def _instance_types(fleet: Fleet) -> Iterator[Issue]:
         if group.instance_types == (group.instance_type,):
             continue
         at = path + ("instanceTypes",)
-        if group.provisioner != "Karpenter":
+        if provisioning(group).auto_scaling_group:
             yield Issue(
                 path=at,
                 at_key=True,

@@ -29,6 +29,7 @@ from gpufleet.spec.fleet import (
     TopologyScope,
     WorkloadClass,
 )
+from gpufleet.spec.provisioning import provisioning
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -357,7 +358,7 @@ def applied(
             out.append((f"{at}.topology.podShape", pod_shape(group), POD_SHAPE))
         if group.topology.placement is None and "admission" in included and fleet.teams:
             out.append((f"{at}.topology.placement", placement(fleet, group), PLACEMENT))
-        if group.provisioner == "Karpenter":
+        if not provisioning(group).auto_scaling_group:
             continue  # a NodePool has no desired size and no update config (validate refuses both on the group)
         if group.desired_size is None:
             out.append((f"{at}.scaling.desiredSize", str(desired_size(group)), DESIRED_SIZE))

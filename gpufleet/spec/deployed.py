@@ -6,6 +6,7 @@ from __future__ import annotations
 from gpufleet.facts import stages
 from gpufleet.spec import defaults
 from gpufleet.spec.fleet import Fabric, Fleet, WorkloadClass
+from gpufleet.spec.provisioning import provisionings
 
 
 def stage_used(fleet: Fleet, stage: stages.StageName) -> bool:
@@ -45,8 +46,7 @@ def deployed_components(fleet: Fleet) -> set[str]:
     need.add("nodeProblemDetector")
     if fleet.cluster.autoscaler == "Install":
         need.add("clusterAutoscaler")
-    if any(g.provisioner == "Karpenter" for g in fleet.node_groups):
-        need.add("karpenter")
+    need |= {p.controller for p in provisionings(fleet) if p.controller is not None}
     if fleet.teams:  # the workload layer is installed with Kueue (gpufleet.plan.builders.admission)
         for key, install in (
             ("jobSet", defaults.job_set),
