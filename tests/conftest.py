@@ -22,7 +22,7 @@ rdma_fiction.apply()
 
 def upstream_skip_summary(skipped: list[Any]) -> str | None:
     """One line for every test skipped for want of the upstream files, naming the command that fetches them (issue
-    35 item 10): a clone without ../shared skips a fifth of the suite, which pytest's own summary lists by reason
+    35 item 10): a clone without ../shared skips a quarter of the suite, which pytest's own summary lists by reason
     and location, not by what to do."""
     missing = sum(1 for report in skipped if MISSING in str(getattr(report, "longrepr", "")))
     if not missing:
