@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpufleet.facts import stages
-from gpufleet.plan.manifests import autoscaler, karpenter, storage, tenancy
+from gpufleet.plan.builders import provisioners
+from gpufleet.plan.manifests import autoscaler, storage, tenancy
 from gpufleet.plan.manifests.telemetry import monitoring_namespace
 from gpufleet.spec import access, defaults
 from gpufleet.spec.fleet import Fleet
@@ -25,54 +26,6 @@ _TEAM_EDIT = (
     "ReplicaSets and DaemonSets, "
     "Services with externalIPs"
 )
-
-
-# What each statement of the Karpenter controller's policy (gpufleet.plan.manifests.karpenter.iam_policy, by Sid)
-# lets it do, for plan.md's access table; statements that say the same are joined. {cluster}, {region}, {queue}
-# are filled in. tests/unit/test_review_warns.py holds these keys equal to the policy's Sids.
-KARPENTER_STATEMENTS: dict[str, str] = {
-    "AllowScopedEC2InstanceAccessActions": (
-        "launch EC2 instances (RunInstances, CreateFleet) from launch templates it creates, tagged for cluster"
-        " {cluster} and a NodePool"
-    ),
-    "AllowScopedEC2LaunchTemplateAccessActions": "",
-    "AllowScopedEC2InstanceActionsWithTags": "",
-    "AllowScopedResourceCreationTagging": "tag what it launches",
-    "AllowScopedResourceTagging": "",
-    "AllowScopedDeletion": (
-        "terminate instances and delete launch templates tagged for cluster {cluster} and a NodePool"
-    ),
-    "AllowPassingInstanceRole": "pass the Karpenter node role to EC2 (iam:PassRole)",
-    "AllowScopedInstanceProfileCreationActions": (
-        "create, tag, change and delete instance profiles tagged for cluster {cluster} in {region}"
-    ),
-    "AllowScopedInstanceProfileTagActions": "",
-    "AllowScopedInstanceProfileActions": "",
-    "AllowAPIServerEndpointDiscovery": "describe cluster {cluster}",
-    "AllowInterruptionQueueActions": "receive and delete the messages of the interruption queue `{queue}`",
-    "AllowRegionalReadActions": (
-        "describe instances, instance types and offerings, images, subnets, security groups, placement groups,"
-        " capacity reservations and Spot prices in {region}"
-    ),
-    "AllowSSMReadActions": "read the public AMI parameters (`/aws/service/*`)",
-    "AllowPricingReadActions": "read EC2 prices (pricing:GetProducts)",
-    "AllowUnscopedInstanceProfileListAction": "list and read instance profiles",
-    "AllowInstanceProfileReadActions": "",
-}
-
-
-def karpenter_access(fleet: Fleet) -> dict[str, str] | None:
-    """The Karpenter controller's Pod Identity association (`who`) and what its role may do (`may`), for plan.md's
-    access table; None without Karpenter groups."""
-    if not any(g.provisioner == "Karpenter" for g in fleet.node_groups):
-        return None
-    fill = {"cluster": fleet.cluster.name, "region": fleet.cluster.region, "queue": karpenter.queue_name(fleet)}
-    policy = karpenter.iam_policy(fleet, node_role_arn="node-role", queue_arn="queue")
-    phrases = [KARPENTER_STATEMENTS[statement["Sid"]] for statement in policy["Statement"]]
-    return {
-        "who": f"{karpenter.NAMESPACE}/{karpenter.SERVICE_ACCOUNT}",
-        "may": "; ".join(p.format(**fill) for p in phrases if p),
-    }
 
 
 def _team_kinds(fleet: Fleet) -> str:
@@ -110,7 +63,7 @@ def access_values(fleet: Fleet, through: stages.StageName) -> dict[str, Any]:
         "autoscaler": f"{autoscaler.NAMESPACE}/{autoscaler.SERVICE_ACCOUNT}"
         if fleet.cluster.autoscaler == "Install"
         else None,
-        "karpenter": karpenter_access(fleet),
+        "controllers": [a for p in provisioners.used(fleet) if (a := p.access(fleet)) is not None],
         "checkpoint_bucket": cp.bucket if cp is not None and stages.included("storage", through) else None,
         "checkpoint_service_account": storage.CHECKPOINT_SERVICE_ACCOUNT,
         "default_deny": tenancy.DEFAULT_DENY,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from gpufleet.facts import stages
 from gpufleet.facts.images import IMAGES, digest_commands
+from gpufleet.plan.builders import provisioners
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.spec import images
 from gpufleet.spec.fleet import CapacityType, Fabric
@@ -57,16 +58,8 @@ def before_you_deploy(plan: RolloutPlan) -> list[str]:
                 "The eks-pod-identity-agent add-on is installed in the existing cluster: the Cluster Autoscaler"
                 " authenticates with EKS Pod Identity and scales nothing without it."
             )
-    if any(g.provisioner == "Karpenter" for g in fleet.node_groups):
-        # aws/karpenter-provider-aws website/content/en/docs/getting-started/getting-started-with-karpenter/_index.md
-        # @ v1.14.1, "Private Clusters": the endpoints the controller needs; IAM and the Price List API have none.
-        where = "the system nodes" if cluster.mode == "Create" else "the cluster's nodes"
-        items.append(
-            f"The Karpenter controller (on {where}) reaches EC2, SSM (AMI parameters), SQS (the interruption queue),"
-            " STS and EKS, and the IAM API, which has no VPC endpoint: the EC2NodeClasses name the node role"
-            " (`role`), whose instance profile Karpenter creates through IAM, so its nodes' subnets need a NAT gateway."
-            " Without the Price List API (no VPC endpoint either) Karpenter uses the static prices it ships."
-        )
+    for provisioner in provisioners.used(fleet):
+        items += provisioner.before_deploy(fleet)
     for group in fleet.node_groups:
         if group.fabric is Fabric.EFA or group.subnet_ids is not None:
             subnets = group.subnet_ids if group.subnet_ids is not None else cluster.subnet_ids

@@ -13,11 +13,12 @@ from gpufleet.facts.chart_values import dotted
 from gpufleet.facts.versions import COMPONENTS
 from gpufleet.plan.access_table import access_values
 from gpufleet.plan.before_deploy import before_you_deploy
-from gpufleet.plan.manifests import headroom, karpenter
+from gpufleet.plan.builders import provisioners
+from gpufleet.plan.manifests import headroom
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.plan.pins import pins
-from gpufleet.spec import defaults, warm_pool
-from gpufleet.spec.fleet import Fleet, NodeGroup
+from gpufleet.spec import defaults
+from gpufleet.spec.fleet import NodeGroup
 from gpufleet.spec.names import group_taints
 
 
@@ -29,57 +30,15 @@ def _capacity(group: NodeGroup) -> str:
     if reservation is not None:
         which = reservation.id or reservation.resource_group_arn or "open"
         text += f", ODCR `{which}` ({reservation.instance_count} instances billed running or not)"
-    if group.provisioner == "Karpenter":
-        # What the NodePool requires (gpufleet.plan.manifests.karpenter.capacity_types), in Karpenter's spelling.
-        values = " or ".join(f"`{v}`" for v in karpenter.capacity_types(group))
-        text += f"; `{karpenter.CAPACITY_TYPE_KEY}` {values}"
-    return text
-
-
-def _provisioned_by(fleet: Fleet, group: NodeGroup) -> str:
-    if group.provisioner == "Karpenter":
-        return f"Karpenter NodePool `{group.name}` (EC2NodeClass `{group.name}`)"
-    scaler = (
-        "scaled by the Cluster Autoscaler"
-        if fleet.cluster.autoscaler == "Install"
-        else "no autoscaler (cluster.autoscaler None)"
-    )
-    return f"EKS managed node group, {scaler}"
-
-
-def _nodes(plan: RolloutPlan, group: NodeGroup) -> str:
-    """A managed group's min..max; a Karpenter pool has no minimum nor desired size, only its `limits`, which cap the
-    GPUs of all its nodes together, as the environment's NodePool has them (gpufleet.plan.manifests.karpenter
-    .node_pool: in the slices a MIG or time-sliced pool's NodeOverlay has Karpenter count)."""
-    if group.provisioner != "Karpenter":
-        return f"{group.min_size}..{group.max_size}"
-    pool = next(
-        r.args["object"]
-        for s in plan.stages
-        for r in s.content.resources
-        if isinstance(r.args.get("object"), Mapping)
-        and r.args["object"].get("kind") == "NodePool"
-        and r.args["object"]["metadata"]["name"] == group.name
-    )
-    limits = pool["spec"]["limits"]
-    limit = ", ".join(f"`{k}: {v}`" for k, v in limits.items())
-    return f"up to {group.max_size} (NodePool limit {limit})"
+    return text + provisioners.of(group).capacity(group)
 
 
 def _warm(group: NodeGroup) -> str:
-    """What keeps capacity ready: headroom's placeholders (warm nodes, running), a managed group's warm pool; on a
-    Karpenter pool without headroom nothing but an emptied node that has not been consolidated yet (KARPENTER_NOTE)."""
+    """What keeps capacity ready: headroom's placeholders (warm nodes, running), and what the provisioner keeps."""
     warm = (
         [f"headroom of {group.headroom.nodes} running node(s) ({headroom.APP} placeholders)"] if group.headroom else []
     )
-    if group.provisioner == "Karpenter":
-        after = karpenter.disruption(group)["consolidateAfter"]
-        beyond = "beyond them, " if warm else "none: "
-        return "; ".join([*warm, f"{beyond}launched per pending pod; an emptied node stays {after}"])
-    pool = group.warm_pool
-    if pool is not None:
-        warm.append(f"warm pool of {warm_pool.held(group, group.min_size)} ({pool.state})")
-    return "; ".join(warm) or "-"
+    return provisioners.of(group).warm(group, warm)
 
 
 def _instance_types(group: NodeGroup) -> str:
@@ -87,17 +46,6 @@ def _instance_types(group: NodeGroup) -> str:
     and count; the reference shape first)."""
     others = [t for t in group.instance_types if t != group.instance_type]
     return group.instance_type + (f" (or {', '.join(others)})" if others else "")
-
-
-# Said once under the table when any group is a Karpenter pool: what its size, capacity and warm columns mean.
-KARPENTER_NOTE = (
-    "Karpenter pools have no minimum, desired size or warm pool (warm pools belong to an Auto Scaling group): the"
-    " NodePool's `limits` cap the GPUs of all its nodes together (maxSize x GPUs per instance), Karpenter launches a"
-    " node when a pod Kueue admitted is pending (a cold start: boot, join, image pull), and a node that becomes empty"
-    " stays for `consolidateAfter` before Karpenter removes it (`consolidationPolicy: WhenEmpty`), so work that"
-    " follows within that window finds it; `headroom` keeps nodes running ahead of work. Their nodes carry"
-    " `karpenter.sh/nodepool` and `karpenter.sh/capacity-type` (docs/karpenter.md)."
-)
 
 
 def node_group_rows(plan: RolloutPlan) -> list[tuple[str, str, str, str, str, str, str]]:
@@ -109,9 +57,9 @@ def node_group_rows(plan: RolloutPlan) -> list[tuple[str, str, str, str, str, st
     return [
         (
             group.name,
-            _provisioned_by(fleet, group),
+            provisioners.of(group).provisioned_by(fleet, group),
             _instance_types(group),
-            _nodes(plan, group),
+            provisioners.of(group).sizes(plan, group),
             _capacity(group),
             _warm(group),
             ", ".join(f"`{t['key']}={t['value']}:{t['effect']}`" for t in group_taints(group)),
@@ -160,6 +108,6 @@ def plan_markdown(plan: RolloutPlan, will_it_run: str | None = None) -> str:
         will_it_run=will_it_run,
         before=before_you_deploy(plan),
         node_groups=node_group_rows(plan),
-        karpenter_note=KARPENTER_NOTE if any(g.provisioner == "Karpenter" for g in plan.fleet.node_groups) else None,
+        provisioner_notes=[p.note for p in provisioners.used(plan.fleet) if p.note is not None],
         overlays=overlay_rows(plan, deployed),
     )

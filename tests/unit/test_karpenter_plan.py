@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpufleet.plan.access_table import KARPENTER_STATEMENTS, karpenter_access
+from gpufleet.plan.builders.karpenter import KARPENTER_NOTE, KARPENTER_POOLS, KARPENTER_STATEMENTS
 from gpufleet.plan.manifests import karpenter
-from gpufleet.plan.report import KARPENTER_NOTE, node_group_rows, plan_markdown
+from gpufleet.plan.report import node_group_rows, plan_markdown
 from gpufleet.plan.rollout import build_plan
 from gpufleet.rules.pipeline import load_fleet, load_fleet_text
 from gpufleet.spec.fleet import Fleet
@@ -82,7 +82,7 @@ def test_every_statement_of_the_controller_policy_is_described() -> None:
     fleet = _mixed()
     sids = [s["Sid"] for s in karpenter.iam_policy(fleet, node_role_arn="r", queue_arn="q")["Statement"]]
     assert sorted(sids) == sorted(KARPENTER_STATEMENTS)
-    assert karpenter_access(fleet) is not None
+    assert KARPENTER_POOLS.access(fleet) is not None
 
 
 def test_defaulted_values_list_no_managed_only_field_for_a_karpenter_group() -> None:

@@ -4,10 +4,10 @@ rules, the weekly report dashboard for budget owners, and the fleet's cost estim
 from __future__ import annotations
 
 from gpufleet.facts import catalog, pricing
-from gpufleet.plan.builders import fsx
+from gpufleet.plan.builders import fsx, provisioners
 from gpufleet.plan.builders.common import k8s
 from gpufleet.plan.builders.telemetry import prometheus_dependency
-from gpufleet.plan.manifests import dashboards, headroom, karpenter, rules_promql, sharing, telemetry
+from gpufleet.plan.manifests import dashboards, headroom, rules_promql, sharing, telemetry
 from gpufleet.plan.parts import BuildContext, StageContent
 from gpufleet.spec import warm_pool
 from gpufleet.spec.fleet import CapacityType, Fleet, NodeGroup, SharingStrategy
@@ -143,19 +143,11 @@ def estimate_notes(fleet: Fleet) -> tuple[list[str], list[str]]:
     return lines, warnings
 
 
-_CAPACITY_WORDS = {"reserved": "reserved", "spot": "Spot", "on-demand": "On-Demand"}
-
-
 def spot_capacity(group: NodeGroup) -> str | None:
     """How a group may run on Spot: "Spot" (only), or a Karpenter pool's capacity types in the order it tries them
     ("Spot, then On-Demand"; gpufleet.plan.manifests.karpenter.capacity_types, capacity.fallback), or None when it
     never runs on Spot."""
-    if group.provisioner == "Karpenter":
-        kinds = karpenter.capacity_types(group)
-        if "spot" not in kinds:
-            return None
-        return ", then ".join(_CAPACITY_WORDS.get(k, k) for k in kinds)
-    return "Spot" if group.capacity_type is CapacityType.SPOT else None
+    return provisioners.of(group).spot_capacity(group)
 
 
 # What the Spot range leaves out, said beside it.

@@ -12,25 +12,18 @@ that may start empty.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 from gpufleet.facts import catalog, pricing
 from gpufleet.facts.ami_releases import is_bottlerocket
 from gpufleet.facts.stages import StageName
 from gpufleet.plan.builders import health as health_stage
-from gpufleet.plan.builders import karpenter as karpenter_nodes
+from gpufleet.plan.builders import provisioners
 from gpufleet.plan.builders import sharing as sharing_stage
 from gpufleet.plan.builders import telemetry as telemetry_stage
 from gpufleet.plan.builders.cluster import cluster_resources, pod_identity_resources, pod_identity_warning
 from gpufleet.plan.builders.common import helm, k8s, namespace
 from gpufleet.plan.builders.cost import group_gpu_hour_usd, usd
-from gpufleet.plan.builders.node_groups import (
-    efa_security_group,
-    image_list,
-    launch_template,
-    managed_node_group,
-    prepuller,
-)
+from gpufleet.plan.builders.node_groups import efa_security_group, prepuller, with_tags
 from gpufleet.plan.manifests import autoscaler, gpu_operator, headroom, node_bootstrap
 from gpufleet.plan.parts import AtFoundation, BuildContext, Resource, StageContent
 from gpufleet.spec import warm_pool
@@ -58,38 +51,16 @@ AT_FOUNDATION: tuple[tuple[StageName, Callable[[BuildContext], AtFoundation]], .
 def build(ctx: BuildContext) -> StageContent:
     fleet = ctx.fleet
     resources, warnings = cluster_resources(fleet)
-    with_sharing = ctx.includes("sharing")
     later = [at_foundation(ctx) for name, at_foundation in AT_FOUNDATION if ctx.includes(name)]
     scaled = fleet.cluster.autoscaler == "Install"
     if any(g.fabric is Fabric.EFA for g in fleet.node_groups):
         resources += efa_security_group(fleet)
     for group in fleet.node_groups:
         labels = {k: v for part in later for k, v in part.node_labels(group).items()}
-        if group.provisioner == "Karpenter":
-            # A NodePool and EC2NodeClass instead of a launch template and managed node group; the Cluster
-            # Autoscaler manages Auto Scaling groups only, so it neither labels nor tags these nodes.
-            toml = next((t for part in later if (t := part.bottlerocket_settings(group)) is not None), None)
-            listed = image_list(fleet, group)
-            resources += ([listed] if listed is not None else []) + karpenter_nodes.resources(ctx, group, labels, toml)
-            continue
-        if scaled:
-            labels = {**labels, **autoscaler.accelerator_label(group)}
-        toml = next((t for part in later if (t := part.bottlerocket_settings(group)) is not None), None)
-        listed = image_list(fleet, group)
-        resources += ([listed] if listed is not None else []) + launch_template(ctx, group, toml)
-        repair = next((r for part in later if (r := part.node_repair(group)) is not None), None)
-        node_group = managed_node_group(ctx, group, labels, repair)
-        if scaled:
-            node_group = _with_tags(
-                node_group,
-                autoscaler.node_group_tags(
-                    fleet, group, with_sharing=with_sharing, with_network=ctx.includes("network")
-                ),
-            )
-        resources.append(node_group)
+        resources += provisioners.of(group).group_resources(ctx, group, labels, later)
     if scaled:
         resources = [
-            _with_tags(r, autoscaler.discovery_tags(fleet)) if r.id == SYSTEM_NODE_GROUP else r for r in resources
+            with_tags(r, autoscaler.discovery_tags(fleet)) if r.id == SYSTEM_NODE_GROUP else r for r in resources
         ]
 
     system_ns = k8s(namespace(NS_SYSTEM, {"pod-security.kubernetes.io/enforce": "baseline"}))
@@ -126,22 +97,11 @@ def build(ctx: BuildContext) -> StageContent:
     if scaled:
         resources += autoscaler_resources(fleet)
         warnings += _autoscaler_warnings(fleet)
-    if karpenter_nodes.used(fleet):
-        # The health stage's node_repair hook decides repair for Karpenter groups too; Karpenter's is one setting
-        # of its controller, on when the hook asks for any Karpenter group.
-        repaired = any(
-            part.node_repair(g) is not None for part in later for g in fleet.node_groups if g.provisioner == "Karpenter"
-        )
-        overlaid = any(
-            karpenter_nodes.overlay_capacity(ctx, g) for g in fleet.node_groups if g.provisioner == "Karpenter"
-        )
-        resources += karpenter_nodes.controller_resources(fleet, node_repair=repaired, node_overlay=overlaid)
+    for provisioner in provisioners.used(fleet):
+        groups = [g for g in fleet.node_groups if provisioners.of(g) is provisioner]
+        resources += provisioner.controller_resources(ctx, groups, later)
     notes = _notes(ctx) + _autoscaler_notes(ctx)
     return StageContent(resources=tuple(resources), warnings=tuple(warnings), notes=tuple(notes))
-
-
-def _with_tags(resource: Resource, extra: dict[str, str]) -> Resource:
-    return replace(resource, args={**resource.args, "tags": {**resource.args["tags"], **extra}})
 
 
 def autoscaler_resources(fleet: Fleet) -> list[Resource]:

@@ -13,6 +13,7 @@ from gpufleet.plan.builders.telemetry import prometheus_dependency
 from gpufleet.plan.manifests import health, node_monitoring, rules_promql, telemetry
 from gpufleet.plan.parts import AtFoundation, BuildContext, Gate, Resource, StageContent
 from gpufleet.spec.names import NS_HEALTH
+from gpufleet.spec.provisioning import scaled_by
 
 NPD_RELEASE = "node-problem-detector"
 
@@ -194,7 +195,7 @@ def build(ctx: BuildContext) -> StageContent:
     ]
 
     # The Job's pending pod gets its node from the Cluster Autoscaler, or from Karpenter on a Karpenter pool.
-    if group.min_size < 1 and fleet.cluster.autoscaler == "None" and group.provisioner != "Karpenter":
+    if group.min_size < 1 and scaled_by(fleet, group) is None:
         warnings.append(
             f"planted-fault gate: no node group has minSize >= 1; the verification Job waits for a `{group.name}` node"
             " to exist"

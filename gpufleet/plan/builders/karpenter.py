@@ -4,23 +4,30 @@ put into the nodes through their `at_foundation` (labels, Bottlerocket settings)
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpufleet.plan.builders.cluster import node_role_attachments, node_role_resources, pod_identity_resources, tags
 from gpufleet.plan.builders.common import AWS_PROVIDER, CLUSTER, helm, k8s
-from gpufleet.plan.builders.node_groups import EFA_SECURITY_GROUP, node_labels, prepulled_images
+from gpufleet.plan.builders.node_groups import (
+    EFA_SECURITY_GROUP,
+    efa_placement,
+    image_list,
+    node_labels,
+    prepulled_images,
+)
 from gpufleet.plan.manifests import karpenter, node_bootstrap
-from gpufleet.plan.parts import BuildContext, Ref, Resource, json_document
+from gpufleet.plan.parts import AtFoundation, BuildContext, Ref, Resource, RolloutPlan, json_document
 from gpufleet.spec.efa import efa_interfaces
-from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup
+from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup
 from gpufleet.spec.names import (
     GPU_RESOURCE,
     LABEL_NODE_GROUP,
     SYSTEM_NODE_GROUP,
     TAG_RESERVED_INSTANCES,
     group_taints,
-    placement_group_id,
 )
+from gpufleet.spec.provisioning import KARPENTER
 
 CONTROLLER_ROLE = "karpenter-controller-role"
 CONTROLLER_POLICY = "karpenter-controller-policy"
@@ -54,21 +61,8 @@ def resources(
     placement: Any | None = None
     if group.fabric is Fabric.EFA:
         security_groups.append(Ref(EFA_SECURITY_GROUP, "id"))
-        if group.placement_group == "None" or group.capacity_type is CapacityType.CAPACITY_BLOCK:
-            pass  # Capacity Blocks are co-located in UltraClusters already; None: the spec asks for no group.
-        elif group.placement_group is not None:
-            placement = group.placement_group
-        else:
-            pg = placement_group_id(group)
-            out.append(
-                Resource(
-                    id=pg,
-                    type="aws:ec2/placementGroup:PlacementGroup",
-                    provider=AWS_PROVIDER,
-                    args={"name": f"{fleet.name}-{group.name}", "strategy": "cluster", "tags": tags(fleet)},
-                )
-            )
-            placement = Ref(pg, "name")
+        created, placement = efa_placement(fleet, group)
+        out += created
     reserved = node_bootstrap.system_reserved(group)
     node_class = karpenter.ec2_node_class(
         group,
@@ -109,10 +103,6 @@ def overlay_capacity(ctx: BuildContext, group: NodeGroup) -> dict[str, str]:
     return karpenter.overlay_capacity(
         ctx.fleet, group, with_sharing=ctx.includes("sharing"), with_network=ctx.includes("network")
     )
-
-
-def used(fleet: Fleet) -> bool:
-    return any(g.provisioner == "Karpenter" for g in fleet.node_groups)
 
 
 def controller_resources(fleet: Fleet, *, node_repair: bool, node_overlay: bool = False) -> list[Resource]:
@@ -214,3 +204,139 @@ def controller_resources(fleet: Fleet, *, node_repair: bool, node_overlay: bool 
         )
     )
     return out
+
+
+# What each statement of the Karpenter controller's policy (gpufleet.plan.manifests.karpenter.iam_policy, by Sid)
+# lets it do, for plan.md's access table; statements that say the same are joined. {cluster}, {region}, {queue}
+# are filled in. tests/unit/test_review_warns.py holds these keys equal to the policy's Sids.
+KARPENTER_STATEMENTS: dict[str, str] = {
+    "AllowScopedEC2InstanceAccessActions": (
+        "launch EC2 instances (RunInstances, CreateFleet) from launch templates it creates, tagged for cluster"
+        " {cluster} and a NodePool"
+    ),
+    "AllowScopedEC2LaunchTemplateAccessActions": "",
+    "AllowScopedEC2InstanceActionsWithTags": "",
+    "AllowScopedResourceCreationTagging": "tag what it launches",
+    "AllowScopedResourceTagging": "",
+    "AllowScopedDeletion": (
+        "terminate instances and delete launch templates tagged for cluster {cluster} and a NodePool"
+    ),
+    "AllowPassingInstanceRole": "pass the Karpenter node role to EC2 (iam:PassRole)",
+    "AllowScopedInstanceProfileCreationActions": (
+        "create, tag, change and delete instance profiles tagged for cluster {cluster} in {region}"
+    ),
+    "AllowScopedInstanceProfileTagActions": "",
+    "AllowScopedInstanceProfileActions": "",
+    "AllowAPIServerEndpointDiscovery": "describe cluster {cluster}",
+    "AllowInterruptionQueueActions": "receive and delete the messages of the interruption queue `{queue}`",
+    "AllowRegionalReadActions": (
+        "describe instances, instance types and offerings, images, subnets, security groups, placement groups,"
+        " capacity reservations and Spot prices in {region}"
+    ),
+    "AllowSSMReadActions": "read the public AMI parameters (`/aws/service/*`)",
+    "AllowPricingReadActions": "read EC2 prices (pricing:GetProducts)",
+    "AllowUnscopedInstanceProfileListAction": "list and read instance profiles",
+    "AllowInstanceProfileReadActions": "",
+}
+
+
+# Said once under the table when any group is a Karpenter pool: what its size, capacity and warm columns mean.
+KARPENTER_NOTE = (
+    "Karpenter pools have no minimum, desired size or warm pool (warm pools belong to an Auto Scaling group): the"
+    " NodePool's `limits` cap the GPUs of all its nodes together (maxSize x GPUs per instance), Karpenter launches a"
+    " node when a pod Kueue admitted is pending (a cold start: boot, join, image pull), and a node that becomes empty"
+    " stays for `consolidateAfter` before Karpenter removes it (`consolidationPolicy: WhenEmpty`), so work that"
+    " follows within that window finds it; `headroom` keeps nodes running ahead of work. Their nodes carry"
+    " `karpenter.sh/nodepool` and `karpenter.sh/capacity-type` (docs/karpenter.md)."
+)
+
+# How plan.md's cost section names a capacity type of the NodePool's requirement.
+_CAPACITY_WORDS = {"reserved": "reserved", "spot": "Spot", "on-demand": "On-Demand"}
+
+
+class KarpenterPools:
+    """provisioner Karpenter (gpufleet.plan.builders.provisioners): a NodePool and EC2NodeClass per group, launched
+    and scaled by the Karpenter controller stage 1 installs with them."""
+
+    provisioning = KARPENTER
+    note: str | None = KARPENTER_NOTE
+
+    def group_resources(
+        self, ctx: BuildContext, group: NodeGroup, labels: dict[str, str], later: Sequence[AtFoundation]
+    ) -> list[Resource]:
+        # A NodePool and EC2NodeClass instead of a launch template and managed node group; the Cluster
+        # Autoscaler manages Auto Scaling groups only, so it neither labels nor tags these nodes.
+        toml = next((t for part in later if (t := part.bottlerocket_settings(group)) is not None), None)
+        listed = image_list(ctx.fleet, group)
+        return ([listed] if listed is not None else []) + resources(ctx, group, labels, toml)
+
+    def controller_resources(
+        self, ctx: BuildContext, groups: Sequence[NodeGroup], later: Sequence[AtFoundation]
+    ) -> list[Resource]:
+        # The health stage's node_repair hook decides repair for Karpenter groups too; Karpenter's is one setting
+        # of its controller, on when the hook asks for any Karpenter group.
+        repaired = any(part.node_repair(g) is not None for part in later for g in groups)
+        overlaid = any(overlay_capacity(ctx, g) for g in groups)
+        return controller_resources(ctx.fleet, node_repair=repaired, node_overlay=overlaid)
+
+    def provisioned_by(self, fleet: Fleet, group: NodeGroup) -> str:
+        return f"Karpenter NodePool `{group.name}` (EC2NodeClass `{group.name}`)"
+
+    def sizes(self, plan: RolloutPlan, group: NodeGroup) -> str:
+        """A Karpenter pool has no minimum nor desired size, only its `limits`, which cap the GPUs of all its nodes
+        together, as the environment's NodePool has them (gpufleet.plan.manifests.karpenter.node_pool: in the slices
+        a MIG or time-sliced pool's NodeOverlay has Karpenter count)."""
+        pool = next(
+            r.args["object"]
+            for s in plan.stages
+            for r in s.content.resources
+            if isinstance(r.args.get("object"), Mapping)
+            and r.args["object"].get("kind") == "NodePool"
+            and r.args["object"]["metadata"]["name"] == group.name
+        )
+        limits = pool["spec"]["limits"]
+        limit = ", ".join(f"`{k}: {v}`" for k, v in limits.items())
+        return f"up to {group.max_size} (NodePool limit {limit})"
+
+    def capacity(self, group: NodeGroup) -> str:
+        # What the NodePool requires (gpufleet.plan.manifests.karpenter.capacity_types), in Karpenter's spelling.
+        values = " or ".join(f"`{v}`" for v in karpenter.capacity_types(group))
+        return f"; `{karpenter.CAPACITY_TYPE_KEY}` {values}"
+
+    def warm(self, group: NodeGroup, warm: list[str]) -> str:
+        """Without headroom nothing but an emptied node that has not been consolidated yet (KARPENTER_NOTE)."""
+        after = karpenter.disruption(group)["consolidateAfter"]
+        beyond = "beyond them, " if warm else "none: "
+        return "; ".join([*warm, f"{beyond}launched per pending pod; an emptied node stays {after}"])
+
+    def spot_capacity(self, group: NodeGroup) -> str | None:
+        """The pool's capacity types in the order it tries them ("Spot, then On-Demand"), or None without Spot."""
+        kinds = karpenter.capacity_types(group)
+        if "spot" not in kinds:
+            return None
+        return ", then ".join(_CAPACITY_WORDS.get(k, k) for k in kinds)
+
+    def access(self, fleet: Fleet) -> dict[str, str] | None:
+        """The Karpenter controller's Pod Identity association (`who`) and what its role may do (`may`)."""
+        fill = {"cluster": fleet.cluster.name, "region": fleet.cluster.region, "queue": karpenter.queue_name(fleet)}
+        policy = karpenter.iam_policy(fleet, node_role_arn="node-role", queue_arn="queue")
+        phrases = [KARPENTER_STATEMENTS[statement["Sid"]] for statement in policy["Statement"]]
+        return {
+            "who": f"{karpenter.NAMESPACE}/{karpenter.SERVICE_ACCOUNT}",
+            "what": "the Karpenter controller",
+            "may": "; ".join(p.format(**fill) for p in phrases if p),
+        }
+
+    def before_deploy(self, fleet: Fleet) -> list[str]:
+        # aws/karpenter-provider-aws website/content/en/docs/getting-started/getting-started-with-karpenter/_index.md
+        # @ v1.14.1, "Private Clusters": the endpoints the controller needs; IAM and the Price List API have none.
+        where = "the system nodes" if fleet.cluster.mode == "Create" else "the cluster's nodes"
+        return [
+            f"The Karpenter controller (on {where}) reaches EC2, SSM (AMI parameters), SQS (the interruption queue),"
+            " STS and EKS, and the IAM API, which has no VPC endpoint: the EC2NodeClasses name the node role"
+            " (`role`), whose instance profile Karpenter creates through IAM, so its nodes' subnets need a NAT gateway."
+            " Without the Price List API (no VPC endpoint either) Karpenter uses the static prices it ships."
+        ]
+
+
+KARPENTER_POOLS = KarpenterPools()

@@ -17,6 +17,7 @@ from gpufleet.plan.parts import BuildContext, Gate, Resource, StageContent
 from gpufleet.spec.deployed import stage_used
 from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup
 from gpufleet.spec.names import NS_NETWORK
+from gpufleet.spec.provisioning import scaled_by
 
 
 def _team_namespaces(fleet: Fleet, fabric: Fabric) -> list[str]:
@@ -53,7 +54,7 @@ def _gate(fleet: Fleet, group: NodeGroup, after: tuple[str, ...]) -> tuple[list[
     warnings = []
     # With the Cluster Autoscaler (stage 1) the gate's pending pods scale the group up themselves; so they do on a
     # Karpenter pool, for which Karpenter launches nodes (its controller comes with the pool, stage 1).
-    scaled = fleet.cluster.autoscaler != "None" or group.provisioner == "Karpenter"
+    scaled = scaled_by(fleet, group) is not None
     if not scaled and max(group.min_size, group.desired_size or 0) < 2:
         warnings.append(
             f'node group "{group.name}" may run fewer than two nodes (minSize {group.min_size}): the bandwidth gate'

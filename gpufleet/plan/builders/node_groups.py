@@ -5,16 +5,18 @@ Capacity Block or On-Demand Capacity Reservation), an EKS managed node group, an
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from gpufleet.facts import catalog
 from gpufleet.plan.builders.cluster import NODE_ROLE, node_role_attachments, security_group, security_group_rule, tags
 from gpufleet.plan.builders.common import AWS_PROVIDER, CLUSTER, k8s
-from gpufleet.plan.manifests import checkov, node_bootstrap, restricted
+from gpufleet.plan.manifests import autoscaler, checkov, node_bootstrap, restricted
 
 # The pinned pause image (registry.k8s.io/pause, multi-arch) of the prepuller's main container and the placeholders.
 from gpufleet.plan.manifests.headroom import PAUSE_IMAGE
-from gpufleet.plan.parts import BuildContext, Concat, Ref, Resource
+from gpufleet.plan.parts import AtFoundation, BuildContext, Concat, Ref, Resource, RolloutPlan
 from gpufleet.spec import defaults, warm_pool
 from gpufleet.spec.efa import efa_interfaces
 from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup, Reservation
@@ -35,6 +37,7 @@ from gpufleet.spec.names import (
     placement_group_id,
     tolerations_for,
 )
+from gpufleet.spec.provisioning import MANAGED_NODE_GROUP, scaled_by
 
 CAPACITY_TYPES = {
     CapacityType.ON_DEMAND: "ON_DEMAND",
@@ -144,6 +147,25 @@ def efa_security_group(fleet: Fleet) -> list[Resource]:
     return [sg, *rules]
 
 
+def efa_placement(fleet: Fleet, group: NodeGroup) -> tuple[list[Resource], Any | None]:
+    """The cluster placement group an EFA group's nodes launch into, for a launch template and an EC2NodeClass
+    alike: the resources to create for it, and its name (None: no placement group)."""
+    if group.placement_group == "None" or group.capacity_type is CapacityType.CAPACITY_BLOCK:
+        return [], None  # Capacity Blocks are co-located in UltraClusters already; None: the spec asks for no group.
+    if group.placement_group is not None:
+        # The existing cluster placement group the group's reservation was created in (EC2 cr-cpg.html).
+        return [], group.placement_group
+    # Other EFA capacity needs a cluster placement group for full bisection bandwidth.
+    pg = placement_group_id(group)
+    created = Resource(
+        id=pg,
+        type="aws:ec2/placementGroup:PlacementGroup",
+        provider=AWS_PROVIDER,
+        args={"name": f"{fleet.name}-{group.name}", "strategy": "cluster", "tags": tags(fleet)},
+    )
+    return [created], Ref(pg, "name")
+
+
 def launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str, Any] | None) -> list[Resource]:
     fleet = ctx.fleet
     out: list[Resource] = []
@@ -211,23 +233,10 @@ def launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str,
                 }
             )
         args["networkInterfaces"] = interfaces
-        if group.placement_group == "None" or group.capacity_type is CapacityType.CAPACITY_BLOCK:
-            pass  # Capacity Blocks are co-located in UltraClusters already; None: the spec asks for no group.
-        elif group.placement_group is not None:
-            # The existing cluster placement group the group's reservation was created in (EC2 cr-cpg.html).
-            args["placement"] = {"groupName": group.placement_group}
-        else:
-            # Other EFA capacity needs a cluster placement group for full bisection bandwidth.
-            pg = placement_group_id(group)
-            out.append(
-                Resource(
-                    id=pg,
-                    type="aws:ec2/placementGroup:PlacementGroup",
-                    provider=AWS_PROVIDER,
-                    args={"name": f"{fleet.name}-{group.name}", "strategy": "cluster", "tags": tags(fleet)},
-                )
-            )
-            args["placement"] = {"groupName": Ref(pg, "name")}
+        created, placement = efa_placement(fleet, group)
+        out += created
+        if placement is not None:
+            args["placement"] = {"groupName": placement}
     if group.capacity_type is CapacityType.CAPACITY_BLOCK:
         # https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html
         args["instanceType"] = group.instance_type
@@ -381,3 +390,73 @@ def prepuller(fleet: Fleet, group: NodeGroup, namespace_id: str) -> Resource | N
         },
     }
     return k8s(obj, depends_on=(namespace_id,))
+
+
+def with_tags(resource: Resource, extra: dict[str, str]) -> Resource:
+    return replace(resource, args={**resource.args, "tags": {**resource.args["tags"], **extra}})
+
+
+class ManagedNodeGroups:
+    """provisioner ManagedNodeGroup (gpufleet.plan.builders.provisioners): an EKS managed node group from the
+    group's launch template, scaled by the Cluster Autoscaler when cluster.autoscaler installs it."""
+
+    provisioning = MANAGED_NODE_GROUP
+    note: str | None = None
+
+    def group_resources(
+        self, ctx: BuildContext, group: NodeGroup, labels: dict[str, str], later: Sequence[AtFoundation]
+    ) -> list[Resource]:
+        fleet = ctx.fleet
+        scaled = scaled_by(fleet, group) == "ClusterAutoscaler"
+        if scaled:
+            labels = {**labels, **autoscaler.accelerator_label(group)}
+        toml = next((t for part in later if (t := part.bottlerocket_settings(group)) is not None), None)
+        listed = image_list(fleet, group)
+        out = ([listed] if listed is not None else []) + launch_template(ctx, group, toml)
+        repair = next((r for part in later if (r := part.node_repair(group)) is not None), None)
+        node_group = managed_node_group(ctx, group, labels, repair)
+        if scaled:
+            node_group = with_tags(
+                node_group,
+                autoscaler.node_group_tags(
+                    fleet, group, with_sharing=ctx.includes("sharing"), with_network=ctx.includes("network")
+                ),
+            )
+        return [*out, node_group]
+
+    def controller_resources(
+        self, ctx: BuildContext, groups: Sequence[NodeGroup], later: Sequence[AtFoundation]
+    ) -> list[Resource]:
+        return []  # EKS runs the node groups; the Cluster Autoscaler is cluster.autoscaler's (builders/foundation.py)
+
+    def provisioned_by(self, fleet: Fleet, group: NodeGroup) -> str:
+        scaler = (
+            "scaled by the Cluster Autoscaler"
+            if scaled_by(fleet, group) == "ClusterAutoscaler"
+            else "no autoscaler (cluster.autoscaler None)"
+        )
+        return f"EKS managed node group, {scaler}"
+
+    def sizes(self, plan: RolloutPlan, group: NodeGroup) -> str:
+        return f"{group.min_size}..{group.max_size}"
+
+    def capacity(self, group: NodeGroup) -> str:
+        return ""
+
+    def warm(self, group: NodeGroup, warm: list[str]) -> str:
+        pool = group.warm_pool
+        if pool is not None:
+            warm = [*warm, f"warm pool of {warm_pool.held(group, group.min_size)} ({pool.state})"]
+        return "; ".join(warm) or "-"
+
+    def spot_capacity(self, group: NodeGroup) -> str | None:
+        return "Spot" if group.capacity_type is CapacityType.SPOT else None
+
+    def access(self, fleet: Fleet) -> dict[str, str] | None:
+        return None
+
+    def before_deploy(self, fleet: Fleet) -> list[str]:
+        return []
+
+
+MANAGED_NODE_GROUPS = ManagedNodeGroups()

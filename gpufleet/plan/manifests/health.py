@@ -19,6 +19,7 @@ from gpufleet.plan.manifests.rules_promql import DCGM_CONDITION
 from gpufleet.spec import images
 from gpufleet.spec.fleet import Fleet, NodeGroup, WorkloadClass
 from gpufleet.spec.names import LABEL_MANAGED_BY, LABEL_NODE_GROUP, NS_HEALTH
+from gpufleet.spec.provisioning import provisioning
 
 STATE_DIR = "/var/run/gpufleet-health"  # hostPath shared by the DCGM sidecar and NPD
 FAULT_DIR = "/fault"  # the planted-fault Job's flags, shared by its checker and its DCGM injector (an emptyDir)
@@ -365,7 +366,7 @@ def repair_owner(fleet: Fleet, group: NodeGroup) -> str | None:
     from the same health.autoRepair); None without auto repair."""
     if fleet.health.auto_repair != "Enabled":
         return None
-    return KARPENTER if group.provisioner == "Karpenter" else EKS
+    return provisioning(group).repairs
 
 
 def repair_hold_seconds(fleet: Fleet, group: NodeGroup) -> int:
