@@ -19,18 +19,64 @@ from gpufleet.simulate.scheduling import fit_request, insufficient, matches_node
 from gpufleet.simulate.workload import PodSpec
 
 
-def nodes_needed(node: NodeModel, pod: PodSpec, pods: int) -> int:
-    """Nodes of the group `pods` pods of this shape take (idle nodes, packed). On a Karpenter pool, the NodeClaims
-    Karpenter makes for them: it packs pending pods onto a NodeClaim by what it believes the instance type offers
-    (the template's resources, nodes.node_model), so where that is less than the node will advertise (physical GPUs
-    of a MIG or time-sliced node without a NodeOverlay) it launches more nodes than the pods need."""
-    request = fit_request(pod)
+def _per_node(node: NodeModel, request: Mapping[str, int], pods: int) -> int:
+    """Pods of this request one idle node of the group holds (0: none). On a Karpenter pool, what Karpenter packs
+    onto one NodeClaim: by what it believes the instance type offers (the template's resources, nodes.node_model),
+    so where that is less than the node will advertise (physical GPUs of a MIG or time-sliced node without a
+    NodeOverlay) it launches more nodes than the pods need."""
     offered = dict(node.allocatable)
     if node.node_pool is not None and node.template is not None:
         seen = node.template["resources"]
         offered.update({r: min(v, seen.get(r, 0)) for r, v in offered.items() if r not in ("cpu", "memory")})
-    per_node = min((offered.get(r, 0) // v for r, v in request.items() if v > 0), default=pods) or 1
-    return -(-pods // per_node)
+    return min((offered.get(r, 0) // v for r, v in request.items() if v > 0), default=pods)
+
+
+def nodes_needed(node: NodeModel, pod: PodSpec, pods: int) -> int:
+    """Nodes of the group `pods` pods of this shape take (idle nodes, packed); on a Karpenter pool of several
+    instance types, the NodeClaims of karpenter_launch."""
+    if node.instance_options:
+        return sum(n for _, n in karpenter_launch(node, pod, pods))
+    return -(-pods // (_per_node(node, fit_request(pod), pods) or 1))
+
+
+def _candidates(node: NodeModel, pod: PodSpec, pods: int) -> list[tuple[NodeModel, int]]:
+    return [(o, _per_node(o, fit_request(pod), pods)) for o in node.instance_options if matches_node(pod, o.labels)]
+
+
+def karpenter_launch(node: NodeModel, pod: PodSpec, pods: int) -> tuple[tuple[NodeModel, int], ...]:
+    """The instance types and node counts a Karpenter pool of several instance types launches for `pods` pending
+    pods of this shape: Karpenter packs pods onto a NodeClaim while one of the pool's instance types still fits all
+    of them (its requirements, the pod's selectors, the resources), keeping the types that do as the NodeClaim's
+    options, and opens the next NodeClaim when none does (kubernetes-sigs/karpenter
+    pkg/controllers/provisioning/scheduling/scheduler.go add, nodeclaim.go CanAdd @ v1.14.1; its instance selection
+    test "should schedule on an instance with enough resources": three pods on one node whose every option holds
+    the three). EC2 launches the cheapest option (nodes.instance_options). So each full NodeClaim holds as many pods
+    as the roomiest type that fits takes, on the cheapest type that takes that many, and the last NodeClaim the rest,
+    on the cheapest type that takes them. A pod no type fits: the roomiest type its selectors allow (the
+    scheduler's and Karpenter's gates say why), the reference type where they allow none."""
+    candidates = _candidates(node, pod, pods)
+    fitting = [(o, k) for o, k in candidates if k > 0]
+    if not fitting:
+        roomiest = max(
+            (o for o, _ in candidates), key=lambda o: (o.allocatable["cpu"], o.allocatable["memory"]), default=node
+        )
+        return ((roomiest, -(-pods // (_per_node(roomiest, fit_request(pod), pods) or 1))),)
+    most = max(k for _, k in fitting)
+    full, rest = divmod(pods, most)
+    out: dict[str, tuple[NodeModel, int]] = {}
+    for count, holds in ((full, most), (1 if rest else 0, rest)):
+        if count:
+            option = next(o for o, k in fitting if k >= holds)
+            out[option.instance_type] = (option, out.get(option.instance_type, (option, 0))[1] + count)
+    return tuple(out.values())
+
+
+def karpenter_option(node: NodeModel, pod: PodSpec, pods: int) -> NodeModel:
+    """The node `pods` pods of this shape get on the group: on a Karpenter pool of several instance types, the
+    type of karpenter_launch's first NodeClaim (the roomiest need: the full ones); elsewhere the group's node."""
+    if not node.instance_options:
+        return node
+    return karpenter_launch(node, pod, pods)[0][0]
 
 
 def scale_up_blocker(

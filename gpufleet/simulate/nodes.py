@@ -17,11 +17,12 @@ dual-socket with four GPUs and half the NICs and cores per socket, the smaller t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from gpufleet.facts import catalog, stages
+from gpufleet.facts import catalog, pricing, stages
 from gpufleet.plan.manifests.autoscaler import RELEASE as AUTOSCALER_RELEASE
+from gpufleet.plan.manifests.karpenter import INSTANCE_TYPE_KEY
 from gpufleet.plan.manifests.karpenter import RELEASE as KARPENTER_RELEASE
 from gpufleet.plan.manifests.sharing import (
     MIG_MIXED,
@@ -68,6 +69,9 @@ class NodeModel:
     # (its karpenter.sh/capacity-type requirement); None for a managed node group.
     node_pool: str | None = None
     capacity_types: tuple[str, ...] = ()
+    # A Karpenter pool of several instance types (nodeGroups[].instanceTypes): one node of each, cheapest first
+    # (instance_options); () for a pool of one type and for a managed node group. See instance_options.
+    instance_options: tuple[NodeModel, ...] = ()
 
 
 def _node_group_args(plan: RolloutPlan, group: NodeGroup) -> Mapping[str, Any]:
@@ -130,7 +134,32 @@ def karpenter_deployed(plan: RolloutPlan) -> bool:
     return any(r.id == f"helm-{KARPENTER_RELEASE}" for s in plan.included() for r in s.content.resources)
 
 
-def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
+def instance_options(plan: RolloutPlan, group: NodeGroup) -> tuple[NodeModel, ...]:
+    """A node of each instance type a Karpenter pool may launch, cheapest On-Demand rate first (the vCPUs, then the
+    name, where the rate is not in gpufleet's price table). Karpenter's scheduling keeps, for a NodeClaim, every
+    instance type of the pool whose requirements and resources fit the pods it packs on it
+    (kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling/nodeclaim.go CanAdd,
+    filterInstanceTypesByRequirements @ v1.14.1), and the AWS provider launches one of them with EC2 Fleet's
+    `lowest-price` On-Demand allocation (`prioritized` by the offering's price where NodeOverlays exist: the same
+    order, gpufleet's overlays set no price; aws/karpenter-provider-aws pkg/providers/instance/types.go Build @
+    v1.14.1). Spot uses `price-capacity-optimized` and may take another of those that fit."""
+    if group.provisioner != "Karpenter" or len(group.instance_types) < 2:
+        return ()
+
+    def order(name: str) -> tuple[float, int, str]:
+        info = catalog.lookup(name)
+        price = pricing.instance_hour_usd(name)
+        return (price if price is not None else float("inf"), info.vcpus if info is not None else 0, name)
+
+    return tuple(
+        node_model(plan, replace(group, instance_type=t, instance_types=(t,)), options=False)
+        for t in sorted(group.instance_types, key=order)
+    )
+
+
+def node_model(plan: RolloutPlan, group: NodeGroup, *, options: bool = True) -> NodeModel:
+    """One node of the group, of its reference instance type (`instanceType`); with `options`, a Karpenter pool's
+    other instance types beside it (instance_options)."""
     info = catalog.lookup(group.instance_type)
     assert info is not None, group.instance_type
     karpenter = group.provisioner == "Karpenter"
@@ -202,6 +231,9 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
         }
         if karpenter:
             variants = karpenter_variants(pool["spec"]["requirements"], group.name)
+            if options is False:
+                # one instance type of the pool (instance_options): the combinations of its requirements with it
+                variants = [v for v in variants if v.get(INSTANCE_TYPE_KEY, group.instance_type) == group.instance_type]
             template["variants"] = variants
             # Not what the node will advertise but what Karpenter believes an instance of the pool offers: EC2's
             # instance type, the EC2NodeClass's EFA interfaces and the pool's NodeOverlays (node_resources
@@ -242,6 +274,7 @@ def node_model(plan: RolloutPlan, group: NodeGroup) -> NodeModel:
         template=template,
         node_pool=pool_name,
         capacity_types=capacity_values,
+        instance_options=instance_options(plan, group) if options else (),
     )
 
 

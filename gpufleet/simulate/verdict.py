@@ -33,7 +33,13 @@ from gpufleet.simulate import (
     tenancy,
     volumes,
 )
-from gpufleet.simulate.autoscaler import nodes_needed, scale_up_blocker, template_blocker
+from gpufleet.simulate.autoscaler import (
+    karpenter_launch,
+    karpenter_option,
+    nodes_needed,
+    scale_up_blocker,
+    template_blocker,
+)
 from gpufleet.simulate.nodes import NodeModel, fleet_nodes
 from gpufleet.simulate.workload import QUEUE_LABEL, PodSet, PodSpec, Workload, trainjob_pod_sets
 from gpufleet.spec.names import GPU_RESOURCE, LABEL_NODE_GROUP
@@ -379,7 +385,10 @@ def _place(
     hold residents (headroom placeholders, --running work), what placing the pods there does to them."""
     already = already or {}
     request = scheduling.fit_request(pod)
-    selected = [n for n in model.nodes.values() if scheduling.matches_node(pod, n.labels)]
+    # A Karpenter pool of several instance types: the type Karpenter launches for these pods (the cheapest that fits
+    # them, autoscaler.karpenter_launch), whose labels, resources and topology the gates below judge.
+    nodes = [karpenter_option(n, pod, already.get(n.group, 0) + ps.count) for n in model.nodes.values()]
+    selected = [n for n in nodes if scheduling.matches_node(pod, n.labels)]
     # The device plugin's resource names stop a pod only where no selected group advertises what it asks for.
     refusals = [(node, mig) for node in selected if (mig := device_plugin.unadvertised_mig(node, pod))]
     if refusals and len(refusals) == len(selected):
@@ -460,9 +469,15 @@ def _place(
             f" {kueue_admission.fmt(r, node.allocatable.get(r, 0))})"
             for r in missing
         )
+        # a Karpenter pool of several instance types: the roomiest of them (autoscaler.karpenter_launch)
+        largest = (
+            f" ({node.instance_type}, the roomiest of its instance types the pod may get)"
+            if model.nodes[node.group].instance_options
+            else ""
+        )
         return [], Reason(
             stage="scheduling",
-            message=f"Insufficient {', '.join(missing)} on node group {node.group}: {detail}",
+            message=f"Insufficient {', '.join(missing)} on node group {node.group}{largest}: {detail}",
             fix="ask for at most what one node offers (`gpufleet plan` lists the per-node shape)",
         )
 
@@ -865,14 +880,17 @@ def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Ve
 def _provisioned(model: FleetModel, placed: list[tuple[str, PodSpec, int]]) -> tuple[Provision, ...]:
     """The nodes Karpenter launches for `placed` (group, pod shape, pods): on a Karpenter group, the nodes those pods
     take beyond the ones that exist on the idle fleet (none: a NodePool keeps no minimum), per group."""
-    nodes: dict[str, int] = {}
+    nodes: dict[tuple[str, str], int] = {}
     for group, pod, pods in placed:
         node = model.nodes.get(group)
         if node is None or node.node_pool is None:
             continue
-        nodes[group] = nodes.get(group, 0) + nodes_needed(node, pod, pods)
+        # a pool of several instance types: the types Karpenter launches for these pods, each its own row
+        for option, count in karpenter_launch(node, pod, pods):
+            key = (group, option.instance_type)
+            nodes[key] = nodes.get(key, 0) + count
     out = []
-    for group, needed in nodes.items():
+    for (group, instance_type), needed in nodes.items():
         node = model.nodes[group]
         assert node.node_pool is not None
         if needed > node.min_size:
@@ -881,7 +899,7 @@ def _provisioned(model: FleetModel, placed: list[tuple[str, PodSpec, int]]) -> t
                     node_group=group,
                     node_pool=node.node_pool,
                     nodes=needed - node.min_size,
-                    instance_type=node.instance_type,
+                    instance_type=instance_type,
                     capacity_types=node.capacity_types,
                 )
             )
