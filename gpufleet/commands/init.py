@@ -15,12 +15,15 @@ per environment, the program as two lines into the installed package (gpufleet.c
 as a reference to gpufleet.policies, requirements.txt pinning this gpufleet, the pull request workflow with its
 Checkov configuration, and a README. It deploys from the wheel alone: nothing in it comes from a checkout. DIR
 must be absent or empty; the files are written into a hidden directory beside it and renamed into place at once.
+`--gpufleet SOURCE` says where the repository installs gpufleet from (`requirement`): a version on the package
+index (default: this gpufleet's), a wheel file, or a git URL at a tag.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -150,12 +153,49 @@ PROGRAM = "from gpufleet.components.program import run\n\nrun()\n"
 POLICY_PROGRAM = 'import runpy\n\nrunpy.run_module("gpufleet.policies", run_name="__main__")\n'
 
 
+# The oldest Pulumi CLI the fleet repository runs with, written into its Pulumi.yaml as requiredPulumiVersion:
+# 3.219.0 is the first release that reads that key and refuses a CLI outside the range (pulumi/pulumi CHANGELOG
+# 3.219.0, #21627; older ones ignore unknown top-level keys of Pulumi.yaml), and it has the Python runtime option
+# `toolchain` Pulumi.yaml sets (3.120.0). The program registers no resource option newer than that (no transforms,
+# hooks, deletedWith or replaceWith). The workflow installs the CLI of the Pulumi SDK release gpufleet pins.
+MINIMUM_PULUMI_CLI = "3.219.0"
+_VERSION = re.compile(r"[0-9]+(\.[0-9]+)*([.-]?(a|b|rc|dev|post)[0-9]*)*")
+_SOURCES = (
+    "give a version on your package index (0.1.0), a wheel file (dist/gpufleet-0.1.0-py3-none-any.whl) or a git"
+    " URL at a tag (git+https://git.example.com/platform/gpufleet.git@v0.1.0)"
+)
+
+
+def requirement(source: str | None) -> str:
+    """The requirements.txt line that installs gpufleet from `source` (--gpufleet): a version on the package index
+    (None: this one), a wheel file (its absolute file: URL, so the repository installs from any directory), or a
+    git URL at a tag or commit. Raises UsageError for anything else, or a wheel file that is not there."""
+    if source is None:
+        return f"gpufleet=={__version__}"
+    if _VERSION.fullmatch(source):
+        return f"gpufleet=={source}"
+    if source.endswith(".whl"):
+        wheel = Path(source).expanduser().resolve()
+        if not wheel.name.startswith("gpufleet-"):
+            raise UsageError(f"--gpufleet {source}: not a gpufleet wheel (its name starts with gpufleet-)")
+        if not wheel.is_file():
+            raise UsageError(f"--gpufleet {source}: no such file; build it with `pip wheel --no-deps .` in gpufleet")
+        return f"gpufleet @ {wheel.as_uri()}"
+    if source.startswith("git+"):
+        if "@" not in source.rsplit("/", 1)[-1]:
+            raise UsageError(f"--gpufleet {source}: pin a tag, as in {source}@v{__version__}")
+        return f"gpufleet @ {source}"
+    raise UsageError(f"--gpufleet {source}: {_SOURCES}")
+
+
 def _data(name: str) -> str:
     return package_data.text(f"data/fleet-repo/{name}")
 
 
-def repository(text: str, validated: Validated) -> dict[str, str]:
-    """The files of a fleet repository for the starter spec `text` (validated as `validated`), path -> content."""
+def repository(text: str, validated: Validated, gpufleet: str | None = None) -> dict[str, str]:
+    """The files of a fleet repository for the starter spec `text` (validated as `validated`), path -> content;
+    `gpufleet`: where it installs gpufleet from (--gpufleet, `requirement`)."""
+    installs = requirement(gpufleet)
     fleet = validated.base
     environments = [(env.name, env.through) for env in fleet.environments]
     pack_requirements = package_data.text("policies/requirements.txt")
@@ -170,6 +210,7 @@ def repository(text: str, validated: Validated) -> dict[str, str]:
             "    virtualenv: .venv  # python3 -m venv .venv && .venv/bin/pip install -r requirements.txt\n"
             f"description: The GPU fleet {fleet.name}, from fleet.yaml by gpufleet {__version__}.\n"
             "stackConfigDir: stacks\n"
+            f'requiredPulumiVersion: ">={MINIMUM_PULUMI_CLI}"  # the oldest Pulumi CLI the program runs with\n'
         ),
         "__main__.py": PROGRAM,
         "policies/PulumiPolicy.yaml": (
@@ -184,8 +225,9 @@ def repository(text: str, validated: Validated) -> dict[str, str]:
         "policies/__main__.py": POLICY_PROGRAM,
         "requirements.txt": (
             "# gpufleet pinned (upgrade it in a pull request of its own: the review diff shows what changes),\n"
-            "# then the policy pack's requirements.\n"
-            f"gpufleet=={__version__}\n" + pack_requirements
+            "# then the policy pack's requirements. `gpufleet init --pulumi DIR --gpufleet SOURCE` chose where from:\n"
+            "# a version on the package index, a wheel file, or a git URL at a tag.\n"
+            f"{installs}\n" + pack_requirements
         ),
         ".github/workflows/gpufleet.yml": _data("gpufleet.yml"),
         ".checkov.yaml": _data("checkov.yaml"),
@@ -194,6 +236,8 @@ def repository(text: str, validated: Validated) -> dict[str, str]:
             "fleet-repo-readme.md.j2",
             name=fleet.name,
             version=__version__,
+            requirement=installs,
+            minimum_pulumi=MINIMUM_PULUMI_CLI,
             region=fleet.cluster.region,
             environments=environments,
             first=environments[0][0],
@@ -253,11 +297,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             " environment, the program entry, the policy pack, the review workflow and a README"
         ),
     )
+    parser.add_argument(
+        "--gpufleet",
+        metavar="SOURCE",
+        help=(
+            f"with --pulumi: where the repository installs gpufleet from: a version on the package index (default:"
+            f" {__version__}), a wheel file, or a git URL at a tag (git+https://...@v{__version__})"
+        ),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     if args.pulumi is not None and args.out is not None:
         raise UsageError("--out and --pulumi: give one (the repository's spec is DIR/fleet.yaml)")
+    if args.gpufleet is not None and args.pulumi is None:
+        raise UsageError("--gpufleet: only with --pulumi (it is what the repository's requirements.txt installs)")
+    if args.pulumi is not None:
+        requirement(args.gpufleet)  # a bad source is a usage error before anything is validated or written
     text = starter_spec(instance_types(args.instance_types))
     out = args.out or "fleet.yaml"
     name = "fleet.yaml" if out == "-" or args.pulumi is not None else out
@@ -266,7 +322,7 @@ def run(args: argparse.Namespace) -> int:
     except SpecError as exc:  # gpufleet wrote a spec it rejects itself: a bug (exit 3), with what it rejected
         raise RuntimeError(f"gpufleet init made a spec it rejects itself:\n{exc.render()}") from None
     if args.pulumi is not None:
-        write_repository(args.pulumi, repository(text, validated))
+        write_repository(args.pulumi, repository(text, validated, args.gpufleet))
         print(f'wrote the fleet repository {args.pulumi}; next: its README.md, "Before the first deploy"')
         return EXIT_OK
     args.out = out

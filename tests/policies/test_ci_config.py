@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -77,6 +78,44 @@ def test_example_workflow_reviews_every_pull_request() -> None:
     assert "AWS_ROLE_ARN" in preview["if"]
     step = next(s for s in preview["steps"] if s.get("uses", "").startswith("pulumi/actions"))
     assert step["with"]["command"] == "preview" and step["with"]["policyPacks"] == "policies"
+    assert step["with"]["upsert"] is True  # a new environment's stack is created
+    assert workflow["jobs"]["review"]["if"] == "github.event_name == 'pull_request'"
+
+
+# The newest release of each action the workflow uses, by the commit its tag points to (each repository's tag, read
+# from its git history).
+PINNED_ACTIONS = {
+    "actions/checkout": ("3d3c42e5aac5ba805825da76410c181273ba90b1", "v7.0.1"),
+    "actions/setup-python": ("5fda3b95a4ea91299a34e894583c3862153e4b97", "v7.0.0"),
+    "actions/github-script": ("ed597411d8f924073f98dfc5c65a23a2325f34cd", "v8.0.0"),
+    "aws-actions/configure-aws-credentials": ("e6de054238d6b7531b4efff3b6587d9aade6a06c", "v6.2.3"),
+    "pulumi/actions": ("8e5e406f4007fca908480587cb9893c07090f58d", "v7.0.0"),
+}
+
+
+def test_every_action_is_pinned_by_commit_sha_with_its_tag_beside_it() -> None:
+    text = (ROOT / ".github" / "workflows" / "gpufleet.yml").read_text()
+    uses = re.findall(r"^\s*(?:- )?uses: (\S+)(.*)$", text, re.M)
+    assert len(uses) == 11
+    for ref, comment in uses:
+        action, _, sha = ref.partition("@")
+        assert (sha, comment.strip()) == (PINNED_ACTIONS[action][0], f"# {PINNED_ACTIONS[action][1]}"), ref
+
+
+def test_any_backend_and_a_deploy_on_merge_that_is_off_by_default() -> None:
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "gpufleet.yml").read_text())
+    assert workflow[True]["push"] == {"branches": ["main"]}
+    for job in ("preview", "deploy"):
+        env = workflow["jobs"][job]["env"]
+        assert env["PULUMI_BACKEND_URL"] == "${{ vars.PULUMI_BACKEND_URL }}", job
+        assert env["PULUMI_ACCESS_TOKEN"] == "${{ secrets.PULUMI_ACCESS_TOKEN }}", job
+    deploy = workflow["jobs"]["deploy"]
+    assert "vars.GPUFLEET_DEPLOY_ON_MERGE == 'true'" in deploy["if"] and "github.event_name == 'push'" in deploy["if"]
+    script = next(s["run"] for s in deploy["steps"] if s.get("name") == "pulumi up, environment by environment")
+    assert "pulumi stack select --create" in script and "pulumi up --yes --diff --policy-pack policies" in script
+    # The CLI the jobs install is the Pulumi SDK release gpufleet pins.
+    pins = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert f"pulumi=={workflow['env']['PULUMI_VERSION']}" in pins
 
 
 def test_project_ci_runs_the_example_end_to_end() -> None:

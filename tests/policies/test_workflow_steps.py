@@ -111,7 +111,7 @@ def test_the_first_pull_request_diffs_against_an_empty_fleet(repo: Path, tmp_pat
     _commit(repo, SPEC, "the fleet")
     comment, skipped = _run_review(repo, base, tmp_path)
     assert sorted(skipped) == sorted(
-        ["actions/checkout@v4", "actions/setup-python@v5", *LEFT_OUT, "Post the diff as a pull request comment"]
+        ["Check out the head commit", "Set up Python", *LEFT_OUT, "Post the diff as a pull request comment"]
     )
     text = comment.read_text()
     assert text.startswith("<!-- gpufleet-diff -->\n<!-- gpufleet-diff:dev -->\n")
