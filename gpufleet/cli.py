@@ -1,4 +1,4 @@
-"""`gpufleet init|validate|plan|synth|check|diff|preflight|diagnose|explain` (DESIGN.md section 4).
+"""`gpufleet init|validate|plan|synth|check|diff|preflight|diagnose|explain` (docs/architecture.md section 5).
 
 Exit codes: 0 success, 1 the input is invalid (or findings), 2 usage error, 3 internal error (a bug: the
 traceback is printed). User errors never print a traceback and never write output.

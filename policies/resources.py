@@ -1,6 +1,6 @@
 """Reading resources as the policy predicates see them: plain dicts, no Pulumi import.
 
-A resource is one `inventory.json` entry of a synth tree (DESIGN.md section 5):
+A resource is one `inventory.json` entry of a synth tree (docs/architecture.md section 6):
 `{"id", "type", "inputs", "protect", "retainOnDelete", "ignoreChanges", ...}` with engine camelCase inputs. The
 CrossGuard adapter (`policies/__main__.py`) builds the same shape from `args.props` and the resource options.
 

@@ -1,4 +1,4 @@
-"""The eight rollout stages, in order (DESIGN.md section 2). Telemetry lands second on purpose."""
+"""The eight rollout stages, in order (docs/architecture.md section 3). Telemetry lands second on purpose."""
 
 from __future__ import annotations
 

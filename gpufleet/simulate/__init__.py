@@ -1,4 +1,4 @@
-"""A pure behavioural model of the gates a workload passes on a real cluster (DESIGN.md section 6).
+"""A pure behavioural model of the gates a workload passes on a real cluster (docs/architecture.md section 7).
 
 `nodes` (what a node of each group offers, from the plan), `workload` (manifests as pod sets), one module per gate
 (`kueue_admission`, `scheduling`, `kubelet` over `topology_manager`, `device_plugin`, `autoscaler`), `explain` (the

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, assert_never
 
 from gpufleet.facts import catalog, pricing, stages
 from gpufleet.plan.manifests.autoscaler import RELEASE as AUTOSCALER_RELEASE
@@ -33,6 +33,7 @@ from gpufleet.plan.parts import RolloutPlan
 from gpufleet.simulate import node_resources
 from gpufleet.spec.fleet import NodeGroup, SharingStrategy, falls_back
 from gpufleet.spec.names import LABEL_NODE_GROUP, node_group_id
+from gpufleet.spec.provisioning import provisioning
 
 _K8S_EFFECT = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 # Resources whose devices the kubelet aligns on NUMA nodes (device plugins that report topology).
@@ -143,7 +144,7 @@ def instance_options(plan: RolloutPlan, group: NodeGroup) -> tuple[NodeModel, ..
     `lowest-price` On-Demand allocation (`prioritized` by the offering's price where NodeOverlays exist: the same
     order, gpufleet's overlays set no price; aws/karpenter-provider-aws pkg/providers/instance/types.go Build @
     v1.14.1). Spot uses `price-capacity-optimized` and may take another of those that fit."""
-    if group.provisioner != "Karpenter" or len(group.instance_types) < 2:
+    if provisioning(group).auto_scaling_group or len(group.instance_types) < 2:
         return ()
 
     def order(name: str) -> tuple[float, int, str]:
@@ -162,7 +163,14 @@ def node_model(plan: RolloutPlan, group: NodeGroup, *, options: bool = True) -> 
     other instance types beside it (instance_options)."""
     info = catalog.lookup(group.instance_type)
     assert info is not None, group.instance_type
-    karpenter = group.provisioner == "Karpenter"
+    # The model reads each provisioner's own objects from the plan: a new one needs its case here (mypy lists it).
+    match group.provisioner:
+        case "Karpenter":
+            karpenter = True
+        case "ManagedNodeGroup":
+            karpenter = False
+        case unknown:
+            assert_never(unknown)
     if karpenter:
         # A Karpenter group: its NodePool's template labels and taints (Kubernetes spelling), no minimum, and the
         # EC2NodeClass's settings; Karpenter also labels each node with its pool and capacity type

@@ -1,4 +1,4 @@
-"""Recorded registrations -> the synth tree of DESIGN.md section 5. Pure: plain data in, files out.
+"""Recorded registrations -> the synth tree of docs/architecture.md section 6. Pure: plain data in, files out.
 
 Layout:
   plan.json, inventory.json, plan.md

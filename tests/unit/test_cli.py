@@ -1,4 +1,4 @@
-"""The command line contract (DESIGN.md section 4): exit codes, and what `plan` says about each stage."""
+"""The command line contract (docs/architecture.md section 5): exit codes, and what `plan` says about each stage."""
 
 from __future__ import annotations
 

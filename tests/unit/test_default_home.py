@@ -1,4 +1,4 @@
-"""Defaults have one home (DESIGN.md section 3): static ones in the schema, computed ones in gpufleet.spec.defaults.
+"""Defaults have one home (docs/architecture.md section 4): static ones in the schema, computed ones in gpufleet.spec.defaults.
 The typed model reads the filled data as it is: a `.get(key, default)` there would be a third, unlisted home, and
 the spec reference (generated from the two homes) would not show it."""
 

@@ -1,5 +1,5 @@
 """Imports run one way: each module imports only modules of its own or a lower layer, there is no import cycle,
-and no import hides inside a function to dodge one (DESIGN.md section 1; issue 15).
+and no import hides inside a function to dodge one (docs/architecture.md section 1; issue 15).
 
 Read bottom up, a layer may use everything below it, and each layer is a folder of gpufleet/:
 base (errors, interrupts, templates) -> facts (catalog, versions, stages) -> spec (the model, its loading, defaults

@@ -1,4 +1,4 @@
-"""The pure core never imports pulumi: decisions stay testable without the engine (DESIGN.md section 1).
+"""The pure core never imports pulumi: decisions stay testable without the engine (docs/architecture.md section 1).
 
 The only door from the core to the Pulumi layer is the synth command, which imports `gpufleet.components.recording`
 inside a function, when synth actually runs."""
