@@ -4,9 +4,9 @@ gpufleet.rules.helm_values): package data, so an installed gpufleet checks an ov
 gpufleet/data/chart-keys/<chart>-<version>.json holds, for every chart version gpufleet installs, what the check
 reads and nothing more: each key of the chart's default values as Helm merges them (each vendored subchart's under
 its dependency name or alias, the parent's values for it on top), with every other value replaced by an empty one of
-its kind ("" a string, 0 a number, false a boolean, [] a list, {} an empty map, null), the `properties` tree of its
-values.schema.json files, and the dependencies whose values the chart does not vendor (a remote subchart such as
-kube-prometheus-stack's grafana). Its `sources` names each upstream file it is derived from, with its URL at the
+its kind ("" a string, 0 a number, false a boolean, [] a list, {} an empty map, null), the `properties` and `type`
+tree of its values.schema.json files, and the dependencies whose values the chart does not vendor (a remote subchart
+such as kube-prometheus-stack's grafana). Its `sources` names each upstream file it is derived from, with its URL at the
 pinned commit and its sha256. The upstream values files themselves do not ship.
 
 `python tools/fetch_upstream.py --chart-keys` (in a gpufleet checkout) derives the files from the upstream files it
@@ -72,11 +72,16 @@ def key_tree(value: Any) -> Any:
 
 
 def schema_tree(schema: Any) -> dict[str, Any]:
-    """The `properties` tree of a values.schema.json, all the check reads of it."""
-    properties = schema.get("properties") if isinstance(schema, dict) else None
-    if not isinstance(properties, dict):
+    """The `properties` and `type` tree of a values.schema.json, all the check reads of it."""
+    if not isinstance(schema, dict):
         return {}
-    return {"properties": {k: schema_tree(v) for k, v in properties.items() if isinstance(v, dict)}}
+    out: dict[str, Any] = {}
+    if isinstance(schema.get("type"), (str, list)):
+        out["type"] = schema["type"]
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        out["properties"] = {k: schema_tree(v) for k, v in properties.items() if isinstance(v, dict)}
+    return out
 
 
 def keys_document(chart: str, version: str, found: ChartDefaults, sources: list[dict[str, str]]) -> dict[str, Any]:

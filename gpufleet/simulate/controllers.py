@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gpufleet.facts.versions import CHART_CONTROLLERS
+from gpufleet.facts.versions import CHART_CONTROLLERS, COMPONENTS
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.simulate.workload import Container, PodSet, PodSpec, Workload
 
@@ -56,3 +56,25 @@ def controllers(plan: RolloutPlan) -> list[Workload]:
                     )
                 )
     return out
+
+
+def overlaid(plan: RolloutPlan, wl: Workload) -> tuple[str, str | None, str | None] | None:
+    """Where the spec's Helm values overlay places the chart controller `wl`: (component, the values key of its
+    nodeSelector, of its tolerations), each None where the overlay does not set it; None for a workload that is not
+    a chart controller or whose placement the overlay leaves alone."""
+    for stage in plan.included():
+        for res in stage.content.resources:
+            if res.type != "kubernetes:helm.sh/v3:Release" or str(res.args.get("namespace")) != wl.namespace:
+                continue
+            chart = str(res.args.get("chart")).rsplit("/", 1)[-1]
+            component = next((key for key, c in COMPONENTS.items() if c.chart == chart), None)
+            overlay = plan.fleet.helm_values.get(component or "")
+            if component is None or not overlay:
+                continue
+            for c in CHART_CONTROLLERS.get(chart, {}).get(str(res.args.get("version")), ()):
+                if c.name != wl.name:
+                    continue
+                selector = c.node_selector_key if _get(overlay, c.node_selector_key) is not None else None
+                tolerations = c.tolerations_key if _get(overlay, c.tolerations_key) is not None else None
+                return (component, selector, tolerations) if selector or tolerations else None
+    return None

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from gpufleet.base.errors import Issue, Path
 from gpufleet.base.render import render
 from gpufleet.simulate.canonical import canonical, rendered, shape
-from gpufleet.simulate.verdict import ASSUMPTION, FleetModel, Verdict, explain
+from gpufleet.simulate.controllers import overlaid
+from gpufleet.simulate.verdict import ASSUMPTION, SYSTEM_GROUP, FleetModel, Reason, Verdict, explain
+from gpufleet.simulate.workload import Workload
 from gpufleet.spec.fleet import NodeGroup
 
 
@@ -40,6 +42,33 @@ def _path(model: FleetModel, verdict: Verdict, group: str | None) -> Path:
     return model.paths.get(f"nodeGroup:{group}", ()) if group else ("cluster",)
 
 
+def _overlaid(model: FleetModel, wl: Workload, reason: Reason) -> tuple[Path, str] | None:
+    """(the overlay key, a hint) when the spec's Helm values overlay placed the chart controller where it cannot
+    run: the error belongs at the overlay's nodeSelector (or tolerations), not at the node group it names."""
+    placed = overlaid(model.plan, wl) if reason.stage == "scheduling" else None
+    if placed is None:
+        return None
+    component, selector, tolerations = placed
+    key = selector or tolerations
+    assert key is not None
+    values = f"helm.{component}.values"
+    path: Path = ("helm", component, "values", *key.split("."))
+    groups = ", ".join([SYSTEM_GROUP] * model.system_nodes + sorted(model.nodes))
+    if reason.message.startswith("node(s) had untolerated taint"):
+        taint = reason.message.split("{", 1)[1].split(":", 1)[0]
+        hint = (
+            f"remove {values}.{key} (gpufleet places the controller on the untainted system nodes), or tolerate"
+            f" {taint} in {values}.{tolerations or key.rsplit('.', 1)[0] + '.tolerations'}"
+            if selector
+            else f"tolerate {taint} in {values}.{key}, or remove it"
+        )
+    else:
+        hint = (
+            f"select a node group that exists in {values}.{key} (gpufleet.io/node-group: one of {groups}), or remove it"
+        )
+    return path, hint
+
+
 def contradictions(model: FleetModel, rows: list[Row]) -> list[Issue]:
     issues = []
     for wl in rendered(model):
@@ -50,6 +79,10 @@ def contradictions(model: FleetModel, rows: list[Row]) -> list[Issue]:
             message = (
                 f"gpufleet's own {wl.kind} {wl.namespace}/{wl.name} would not run ({reason.stage}): {reason.message}"
             )
+            at_overlay = _overlaid(model, wl, reason)
+            if at_overlay is not None:
+                issues.append(Issue(path=at_overlay[0], at_key=True, message=message, hint=at_overlay[1]))
+                continue
             issues.append(Issue(path=_path(model, verdict, group), message=message, hint=reason.fix))
     for row in rows:
         if not row.verdict.runs:

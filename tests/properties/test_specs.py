@@ -4,14 +4,18 @@ exits 0, 1 or 2 with a message, never 3, never a traceback, and writes nothing w
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpufleet.facts import chart_values
+from gpufleet.facts.versions import COMPONENTS, default_release
 from tests.properties.cli import run, scratch
 from tests.properties.mutations import SEED_DATA, SMALL_SEEDS, SUBTLE_OPS, environments, mutated_spec, yaml_document
 
+MINIMAL = (Path(__file__).resolve().parents[2] / "tests/specs/valid/minimal.yaml").read_text(encoding="utf-8")
 # synth records the Pulumi program under mocks (about half a second each): a fifth of the examples
 _SYNTH = settings(max_examples=max(4, settings.default.max_examples // 5))
 
@@ -98,3 +102,47 @@ def test_every_spec_that_validates_plans(text: str) -> None:
         validated = run(["validate", "fleet.yaml"], root)
         planned = run(["plan", "fleet.yaml", "--env", "dev"], root)
         assert validated.code != 0 or planned.code == 0, planned.stderr
+
+
+def _value_paths(values: object, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    if not isinstance(values, dict):
+        return [path] if path else []
+    out = [path] if path else []
+    for key, value in values.items():
+        out += _value_paths(value, (*path, key)) if len(path) < 3 else [(*path, key)]
+    return out
+
+
+# The charts the minimal spec's dev environment installs, with every values path of the shipped chart keys.
+_OVERLAID = {
+    component: _value_paths(chart_values.defaults(COMPONENTS[component].chart, version).values)
+    for component, version in (("kueue", default_release("kueue")), ("gpuOperator", default_release("gpuOperator")))
+}
+_any_value = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.text("ab:", max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=2) | st.dictionaries(st.sampled_from(["key", "operator", "a"]), inner, max_size=2)
+    ),
+    max_leaves=4,
+)
+
+
+@_SYNTH
+@given(
+    st.sampled_from(sorted(_OVERLAID)).flatmap(lambda c: st.tuples(st.just(c), st.sampled_from(_OVERLAID[c]))),
+    _any_value,
+)
+def test_an_overlay_value_of_any_kind_never_crashes_validate_or_synth(
+    where: tuple[str, tuple[str, ...]], value: object
+) -> None:
+    """Issue 47 item 3: a value of another kind than the chart's default (a string for a list, a list for a map)
+    validated and made synth exit 3."""
+    component, path = where
+    overlay: object = value
+    for key in reversed(path):
+        overlay = {key: overlay}
+    spec = MINIMAL + yaml.safe_dump({"helm": {component: {"values": overlay}}})
+    with scratch() as root:
+        (root / "fleet.yaml").write_text(spec, encoding="utf-8")
+        if run(["validate", "fleet.yaml"], root).code == 0:
+            run(["synth", "fleet.yaml", "--env", "dev", "--out", "out"], root)

@@ -40,6 +40,7 @@ operator:
   priorityClassName: system-node-critical
   resources: {limits: {cpu: 500m}}
   annotations: null
+  tolerations: []
 psa: {enabled: false}
 cdi: {enabled: true}
 dcgm: {enabled: false, hostNetwork: false, resources: {}}
@@ -55,7 +56,10 @@ dependencies:
   - {name: missing-sub, alias: extra, version: 1.0.0}
 """
 SUB_VALUES = "master: {replicaCount: 1}\ngc: {enable: true}\n"
-SUB_SCHEMA = {"type": "object", "properties": {"master": {"type": "object", "properties": {"port": {}}}}}
+SUB_SCHEMA = {
+    "type": "object",
+    "properties": {"master": {"type": "object", "properties": {"port": {"type": "integer"}}}},
+}
 
 
 def _cache(root: Path) -> Path:
@@ -115,6 +119,52 @@ CASES: list[tuple[str, dict[str, Any], list[tuple[str, str, str]]]] = [
                 "psa.enabled",
                 "psa.enabled is a boolean in chart gpu-operator v26.7.0's default values, not a map",
                 "give psa.enabled a boolean value, as its default is",
+            )
+        ],
+    ),
+    (
+        "a string where the chart has a list (issue 47 item 3: synth exited 3)",
+        {"daemonsets": {"labels": {}}, "operator": {"tolerations": "x"}},
+        [
+            (
+                "operator.tolerations",
+                "operator.tolerations is a list in chart gpu-operator v26.7.0's default values, not a string",
+                "give operator.tolerations a list value, as its default is",
+            )
+        ],
+    ),
+    (
+        "a list where the chart has a map, under a value passed whole",
+        {"daemonsets": {"labels": ["a", "b"]}},
+        [
+            (
+                "daemonsets.labels",
+                "daemonsets.labels is a map in chart gpu-operator v26.7.0's default values, not a list",
+                "give daemonsets.labels a map value, as its default is",
+            )
+        ],
+    ),
+    (
+        "a string where the chart has a boolean (a template's if takes \"false\" as true)",
+        {"psa": {"enabled": "false"}},
+        [
+            (
+                "psa.enabled",
+                "psa.enabled is a boolean in chart gpu-operator v26.7.0's default values, not a string",
+                "give psa.enabled a boolean value, as its default is",
+            )
+        ],
+    ),
+    ("a string where the chart has a number renders the same", {"node-feature-discovery": {"master": {"replicaCount": "2"}}}, []),
+    (
+        "the values schema's type where it has one",
+        {"node-feature-discovery": {"master": {"port": "8080"}}},
+        [
+            (
+                "node-feature-discovery.master.port",
+                "node-feature-discovery.master.port is a number in chart gpu-operator v26.7.0's values.schema.json,"
+                " not a string",
+                "give node-feature-discovery.master.port a number value, as values.schema.json says",
             )
         ],
     ),
@@ -180,6 +230,7 @@ def test_the_shipped_keys_check_as_the_chart_files_do(tmp_path: Path) -> None:
         "priorityClassName": "",
         "resources": {"limits": {"cpu": ""}},
         "annotations": None,
+        "tolerations": [],
     }
     assert document["values"]["node-feature-discovery"] == {
         "worker": {"tolerations": []},
@@ -187,7 +238,12 @@ def test_the_shipped_keys_check_as_the_chart_files_do(tmp_path: Path) -> None:
         "gc": {"enable": False},
     }
     assert document["schema"] == {
-        "properties": {"node-feature-discovery": {"properties": {"master": {"properties": {"port": {}}}}}}
+        "properties": {
+            "node-feature-discovery": {
+                "type": "object",
+                "properties": {"master": {"type": "object", "properties": {"port": {"type": "integer"}}}},
+            }
+        }
     }
     assert document["missingSubcharts"] == [["extra"]]
     shipped = chart_values.ChartDefaults(
@@ -328,6 +384,59 @@ def test_the_model_sees_the_merged_values() -> None:
     with pytest.raises(Contradictions) as raised:
         synth_tree(fleet, "dev")
     assert any("gpu-operator/gpu-operator would not run" in i.message for i in raised.value.issues), raised.value
+
+
+def _refusal(overlay: str) -> tuple[Any, str, str | None]:
+    fleet = load_fleet_text(_spec(f"helm:\n  kueue:\n    values:\n      controllerManager: {overlay}\n"))
+    with pytest.raises(Contradictions) as raised:
+        synth_tree(fleet.environments["dev"], "dev")
+    (issue,) = raised.value.issues
+    return issue.path, issue.message, issue.hint
+
+
+def test_a_controller_the_overlay_sends_to_a_tainted_group_is_refused_at_the_overlay_key() -> None:
+    """Issue 47 item 3: the refusal pointed at the node group the overlay names, with a hint for a team's job."""
+    path, message, hint = _refusal("{nodeSelector: {gpufleet.io/node-group: l4}}")
+    assert path == ("helm", "kueue", "values", "controllerManager", "nodeSelector")
+    assert message.startswith(
+        "gpufleet's own Deployment kueue-system/kueue-controller-manager would not run (scheduling): node(s) had"
+        " untolerated taint {nvidia.com/gpu: true} on node group l4"
+    )
+    assert hint == (
+        "remove helm.kueue.values.controllerManager.nodeSelector (gpufleet places the controller on the untainted"
+        " system nodes), or tolerate nvidia.com/gpu in helm.kueue.values.controllerManager.tolerations"
+    )
+
+
+def test_a_controller_the_overlay_sends_to_no_group_is_refused_at_the_overlay_key() -> None:
+    """It pointed at the document's root (`cluster` on a fleet with system nodes)."""
+    path, message, hint = _refusal("{nodeSelector: {gpufleet.io/node-group: nosuch}}")
+    assert path == ("helm", "kueue", "values", "controllerManager", "nodeSelector")
+    assert "no node group matches gpufleet.io/node-group=nosuch" in message
+    assert hint == (
+        "select a node group that exists in helm.kueue.values.controllerManager.nodeSelector"
+        " (gpufleet.io/node-group: one of system, l4), or remove it"
+    )
+
+
+PLACEMENT_CASES = [
+    ('{tolerations: "x"}', "controllerManager.tolerations", "controllerManager.tolerations is a list in chart kueue 0.19.2's default values, not a string"),
+    ("{nodeSelector: [a, b]}", "controllerManager.nodeSelector", "controllerManager.nodeSelector is a map in chart kueue 0.19.2's default values, not a list"),
+    ('{tolerations: ["x"]}', "controllerManager.tolerations.0", "a toleration is a map (key, operator, value, effect), not a string"),
+    ("{nodeSelector: {a: [1]}}", "controllerManager.nodeSelector.a", "a nodeSelector value is a string (a node label's value), not a list"),
+    ("{tolerations: [{key: 1}]}", "controllerManager.tolerations.0.key", "key is a string, not a number"),
+    ("{tolerations: [{operator: Exist}]}", "controllerManager.tolerations.0.operator", 'Unsupported value: "Exist": supported values: "Exists", "Equal"'),
+    ("{tolerations: [{effect: NoSchedul}]}", "controllerManager.tolerations.0.effect", 'Unsupported value: "NoSchedul": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"'),
+    ("{tolerations: [{tolerationSeconds: a}]}", "controllerManager.tolerations.0.tolerationSeconds", "tolerationSeconds is an integer, not a string"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("overlay", "where", "message"), PLACEMENT_CASES)
+def test_an_overlay_of_the_wrong_shape_is_refused_by_validate(overlay: str, where: str, message: str) -> None:
+    """Issue 47 item 3: validate accepted these and synth exited 3 (the model read a string as a list of maps)."""
+    with pytest.raises(SpecError) as raised:
+        load_fleet_text(_spec(f"helm:\n  kueue:\n    values:\n      controllerManager: {overlay}\n"))
+    assert [(".".join(map(str, i.path[3:])), i.message) for i in raised.value.issues] == [(where, message)]
 
 
 def test_a_changed_overlay_is_a_change_of_the_release_values_in_diff(

@@ -1696,6 +1696,12 @@ REPLAYS: tuple[Replay, ...] = (
         check=lambda plan: _operator_values(plan, "psa", {"enabled": True}),
     ),
     R(
+        "helm-node-selector-value-not-a-string",
+        {"helm.gpuOperator.values.operator": {"nodeSelector": {"kubernetes.io/os": 1}}},
+        'quote it: kubernetes.io/os: "1"',
+        {"helm.gpuOperator.values.operator": {"nodeSelector": {"kubernetes.io/os": "1"}}},
+    ),
+    R(
         "helm-subchart-values-absent",
         {"helm.kubePrometheusStack.values.grafana": {"adminUser": "ops", "notAValue": 1}},
         "remove helm.kubePrometheusStack.values.grafana.notAValue",
