@@ -11,6 +11,7 @@ it (gpufleet.facts.chart_values); a value of a subchart the chart does not vendo
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -91,11 +92,12 @@ def _placement(chart: str, version: str, overlay: Mapping[str, Any], root: Path)
         selector = _at(overlay, selector_path)
         if isinstance(selector, Mapping):
             for key, value in selector.items():
-                if not isinstance(value, str):
+                if value is not None and not isinstance(value, str):  # null decodes as ""
+                    text = json.dumps(value) if isinstance(value, bool) else str(value)
                     yield Issue(
                         path=root + selector_path + (key,),
                         message=f"a nodeSelector value is a string (a node label's value), not a {_kind(value)}",
-                        hint=f'quote it: {key}: "{value}"' if not isinstance(value, (dict, list)) else None,
+                        hint=f'quote it: {key}: "{text}"' if not isinstance(value, (dict, list)) else "",
                     )
         tolerations_path = tuple(placement.tolerations_key.split("."))
         tolerations = _at(overlay, tolerations_path)
