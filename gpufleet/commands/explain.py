@@ -200,14 +200,18 @@ def _text(verdicts: list[Verdict]) -> str:
         if v.runs:
             lines.append(head + f"runs, {via}on node group {v.node_group}{provisioned}")
         elif v.pods_admitted:
-            # Pods admitted one by one (a Deployment's): part of them run.
+            # Pods admitted one by one (a Deployment's), or a LeaderWorkerSet's groups: part of them run.
             waiting = v.pods_total - v.pods_admitted
             what = "quota" if v.reasons and v.reasons[0].stage == "admission" else "nodes"
-            lines.append(
-                head
-                + f"{v.pods_admitted} of {v.pods_total} pods run; {waiting} wait for {what}"
-                + (f": {v.reasons[0].message}" if v.reasons else "")
-            )
+            if v.groups is not None:
+                admitted, total = v.groups
+                ran = (
+                    f"{admitted} of {total} groups run ({v.pods_admitted} of {v.pods_total} pods); {total - admitted}"
+                    f" wait{'s' * (total - admitted == 1)} for {what}"
+                )
+            else:
+                ran = f"{v.pods_admitted} of {v.pods_total} pods run; {waiting} wait for {what}"
+            lines.append(head + ran + (f": {v.reasons[0].message}" if v.reasons else ""))
             lines.append(f"  running: {via}on node group {v.node_group}{provisioned}")
             lines += [f"  fix: {r.fix}" for r in v.reasons]
         else:

@@ -136,9 +136,13 @@ class Verdict:
     placements: tuple[tuple[int, str, int], ...] = ()
     # the residents its pods preempt (preemption.residents_json)
     preempts: tuple[Mapping[str, Any], ...] = ()
+    # a LeaderWorkerSet of several replica groups: (groups admitted, groups); Kueue admits each on its own
+    groups: tuple[int, int] | None = None
 
     def json(self) -> dict[str, Any]:
-        extra = {"preempts": [dict(p) for p in self.preempts]} if self.preempts else {}
+        extra: dict[str, Any] = {"preempts": [dict(p) for p in self.preempts]} if self.preempts else {}
+        if self.groups is not None:
+            extra["groups"] = {"total": self.groups[1], "admitted": self.groups[0]}
         return {
             "kind": self.kind,
             "namespace": self.namespace,
@@ -833,12 +837,10 @@ def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Ve
         base = replace(base, pods_total=wl.pod_count)
         if note:
             notes.append(note)
+    group: Workload | None = None  # one replica group of a LeaderWorkerSet of several
     if wl.kind == "LeaderWorkerSet" and wl.groups != 1:
-        # Each group is its own Kueue workload; on the idle fleet the model checks all groups' pods together.
-        notes.append(
-            f"Kueue admits each of the {wl.groups} groups (leader + workers) as its own workload; explain checks them"
-            " together on the idle fleet, so when not all fit, some groups may still run"
-        )
+        # The gates below judge every group's pods; Kueue admits each group as its own workload (_group_by_group).
+        group = wl
         wl = replace(wl, pod_sets=tuple(replace(ps, count=ps.count * wl.groups) for ps in wl.pod_sets))
         base = replace(base, pods_total=wl.pod_count)
     if principal is not None:
@@ -870,6 +872,8 @@ def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Ve
             return replace(base, reasons=(Reason(stage="api", message=tenant[0], fix=tenant[1]),))
     if wl.kind == "Deployment":
         return _one_by_one(model, wl, replace(base, notes=tuple(notes)))
+    if group is not None:
+        return _group_by_group(model, group, replace(base, notes=tuple(notes)))
     if wl.kind == "DaemonSet" and model.kueue is not None:
         daemon = _kueue_daemon_pods(model, model.kueue, wl, replace(base, notes=tuple(notes)))
         if daemon is not None:
@@ -943,10 +947,8 @@ def _gang(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
         if not daemon and placed:
             placements.append((i, placed[0], ps.count))
             pods += [(g, pod, ps.count) for g in placed]
-        for group, outcome in found.items():
-            effects.append((group, outcome))
-            held = preemption.after(gang.residents[group], outcome, wl, gang.priorities, pod, ps.count)
-            gang = replace(gang, residents={**gang.residents, group: held})
+            gang = _hold(gang, wl, i, placed[0], pod, ps.count, found.get(placed[0]))
+        effects += found.items()
     return replace(
         base,
         runs=True,
@@ -959,6 +961,27 @@ def _gang(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
         preempts=_preempts(effects),
         provisioned=_provisioned(model, pods),
     )
+
+
+def _hold(
+    model: FleetModel,
+    wl: Workload,
+    index: int,
+    group: str,
+    pod: PodSpec,
+    count: int,
+    outcome: preemption.Outcome | None,
+) -> FleetModel:
+    """The model once `count` pods of pod set `index` of `wl` took their nodes on `group`: they hold them for the
+    workload's next pod set (one Workload: its pod sets share the group's nodes) and, for a LeaderWorkerSet, its next
+    replica group. With residents on the group before, preemption.after (its victims gone, its pods added); else
+    the pods are the group's residents, as --running work is."""
+    if outcome is not None:
+        held = preemption.after(model.residents[group], outcome, wl, model.priorities, pod, count)
+    else:
+        mine = preemption.running(wl, model.priorities, [(index, group, count)])[group]
+        held = (*model.residents.get(group, ()), *mine)
+    return replace(model, residents={**model.residents, group: held})
 
 
 def _preemption_notes(effects: Iterable[tuple[str, preemption.Outcome]]) -> list[str]:
@@ -1095,6 +1118,87 @@ def _one_by_one(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
         placements=tuple((0, g, n) for g, n in placed.items()),
         preempts=_preempts(effects.items()),
         provisioned=_provisioned(model, [(g, shape, n) for g, n in placed.items() for shape in shapes[:1]]),
+    )
+
+
+def _group_by_group(model: FleetModel, group: Workload, base: Verdict) -> Verdict:
+    """A LeaderWorkerSet of several replica groups: Kueue's integration makes one Workload per group, named by its
+    index (kueue v0.19.2 pkg/controller/jobs/leaderworkerset/leaderworkerset_reconciler.go filterWorkloads; test
+    "should create prebuilt workloads with leader template": replicas 2, two Workloads of a leader and a worker pod
+    set each), so each group is admitted on its own, against the quota the earlier ones hold, all of its pods at once
+    (its leader and workers: one Workload), and placed on the nodes the earlier groups leave: N of M groups may run.
+    `group` is one group's workload (its pod sets), `group.groups` their number."""
+    whole = replace(group, pod_sets=tuple(replace(ps, count=ps.count * group.groups) for ps in group.pod_sets))
+    verdict = _gang(model, whole, base)
+    if verdict.runs:
+        return replace(verdict, groups=(group.groups, group.groups))
+    used: dict[tuple[str, str], int] = {}
+    current = model  # the earlier groups' pods hold their nodes (as --running work does), not quota
+    queues: list[str] = []
+    flavors: list[str] = []
+    notes = list(base.notes)
+    placed: dict[tuple[int, str], int] = {}  # (pod set index, node group) -> pods
+    shapes: dict[int, PodSpec] = {}
+    effects: list[tuple[str, preemption.Outcome]] = []
+    stop: Reason | None = None
+    admitted = 0
+    for _ in range(group.groups):
+        injected: Mapping[str, kueue_admission.Flavor] = {}
+        if model.kueue is not None:
+            admission = kueue_admission.admit(model.kueue, group, model.nodes, used)
+            if admission.cluster_queue and admission.cluster_queue not in queues:
+                queues.append(admission.cluster_queue)
+            if admission.managed and admission.reason:
+                stop = Reason(
+                    stage="admission",
+                    message=admission.reason,
+                    fix=admission.fix or _admission_fix(admission.reason),
+                    spec_path=_tas_path(model, group, admission.cluster_queue, admission.reason),
+                )
+                break
+            if not admission.managed and not any(n.startswith("not managed by Kueue") for n in notes):
+                notes.append(f"not managed by Kueue: {admission.reason}")
+            injected = admission.injected
+            flavors += [f for f in dict.fromkeys(admission.flavors.values()) if f not in flavors]
+        these: list[tuple[int, str, int]] = []
+        found: list[tuple[str, preemption.Outcome]] = []
+        gang = current
+        for i, ps in enumerate(group.pod_sets):
+            pod, tolerations = _effective_pod(ps.pod, injected.get(ps.name))
+            outcomes: dict[str, preemption.Outcome] = {}
+            groups, stop = _place_with_volumes(
+                gang, group.namespace, ps, pod, tolerations, daemon=False, effects=outcomes
+            )
+            if stop:
+                break
+            shapes[i] = pod
+            found += outcomes.items()
+            for g in groups[:1]:
+                these.append((i, g, ps.count))
+                gang = _hold(gang, group, i, g, pod, ps.count, outcomes.get(g))
+        if stop:
+            break
+        admitted += 1
+        effects += found
+        for i, g, n in these:
+            placed[(i, g)] = placed.get((i, g), 0) + n
+        current = gang
+    if admitted == 0:
+        return replace(verdict, groups=(0, group.groups))
+    return replace(
+        base,
+        runs=False,
+        cluster_queue=", ".join(queues) or None,
+        flavor=", ".join(flavors) or None,
+        node_group=", ".join(dict.fromkeys(g for _, g in placed)),
+        reasons=(stop,) if stop else (),
+        # one note per distinct preemption (each group's pods may bounce the same placeholders); `preempts` counts
+        notes=tuple(dict.fromkeys(notes + _preemption_notes(effects))),
+        pods_admitted=admitted * group.pod_count,
+        groups=(admitted, group.groups),
+        placements=tuple((i, g, n) for (i, g), n in placed.items()),
+        preempts=_preempts(effects),
+        provisioned=_provisioned(model, [(g, shapes[i], n) for (i, g), n in placed.items()]),
     )
 
 

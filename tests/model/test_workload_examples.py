@@ -145,12 +145,13 @@ def test_lws_pod_sets_as_kueue_builds_them(template: dict[str, Any], replicas: i
     assert wl.groups == (replicas or 1)
 
 
-def test_lws_replicas_are_checked_together_with_a_note(make_model: MakeModel) -> None:
+def test_lws_replicas_are_each_a_workload(make_model: MakeModel) -> None:
+    """Kueue admits each replica group on its own (tests/model/test_lws_groups.py has the N-of-M cases)."""
     obj = copy.deepcopy(_example("lws-inference.yaml"))
     obj["spec"]["replicas"] = 3
     verdict = explain(make_model(), workload(obj))
-    assert verdict.json()["pods"]["total"] == 6
-    assert any("admits each of the 3 groups" in n for n in verdict.notes)
+    assert verdict.json()["pods"] == {"total": 6, "admitted": 6}
+    assert verdict.json()["groups"] == {"total": 3, "admitted": 3}
 
 
 # kubeflow/trainer v2.3.0 examples/yaml/03-kueue-integration.yaml (the fields explain reads): a TrainJob on
