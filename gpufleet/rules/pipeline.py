@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from gpufleet.base.errors import Issue, Path, SourceFile, SpecError, UsageError, did_you_mean, sort_issues
+from gpufleet.base.errors import Issue, Path, SourceFile, SpecError, UsageError, closest, did_you_mean, sort_issues
 from gpufleet.rules import cross_field
 from gpufleet.spec import defaults
 from gpufleet.spec.environments import merge_environment
@@ -160,6 +160,25 @@ def _under(path: Path, roots: list[Path]) -> bool:
     return any(path[: len(root)] == root for root in roots)
 
 
+def _not_a_fleet(data: dict[str, Any], name: str) -> Issue | None:
+    """One error for a file that is another kind of document (a Kubernetes manifest given to validate), instead of
+    a schema error per missing section; None for a spec, or one whose kind is a typo of Fleet."""
+    kind, api_version = data.get("kind"), data.get("apiVersion")
+    if not isinstance(kind, str) or kind.lower() == "fleet" or closest(kind, ["Fleet"]) is not None:
+        return None
+    if isinstance(api_version, str) and api_version.startswith("gpufleet/"):
+        return None
+    of = f"kind {kind}" + (f", apiVersion {api_version}" if isinstance(api_version, str) else "")
+    return Issue(
+        path=("kind",),
+        message=f"this is not a Fleet spec ({of})",
+        hint=(
+            "gpufleet reads a fleet spec (apiVersion: gpufleet/v1alpha1, kind: Fleet; `gpufleet init` writes one);"
+            f" whether this {kind} would run on a fleet: gpufleet explain SPEC --env ENV {name}"
+        ),
+    )
+
+
 def validate_loaded(loaded: Loaded, env: str | None = None) -> Validated:
     """Every issue of the file in one run: loader, schema and rules of the base spec, then of each environment."""
     source = loaded.source
@@ -168,6 +187,9 @@ def validate_loaded(loaded: Loaded, env: str | None = None) -> Validated:
             Issue(path=(), message="the spec must be a mapping (apiVersion, kind, metadata, ...)")
         ]
         raise SpecError(source, sort_issues(source, found))
+    foreign = _not_a_fleet(loaded.data, source.name)
+    if foreign is not None:
+        raise SpecError(source, [foreign])
     # What the loader reported (a duplicate key, a YAML 1.1 key, a bad tag) is not reported again by the schema.
     reported = [i.path for i in loaded.issues]
     issues: list[Issue] = list(loaded.issues)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -52,6 +53,11 @@ _FORMATS: Mapping[str, str] = {
         "a reason of 10 to 256 letters, digits, spaces and _ . : / = + @ - (it becomes an AWS tag value)"
     ),
     "bucket": "an S3 bucket name (3-63 lowercase letters, digits, '.' and '-')",
+    # fsxLustre.dataRepositories[].prefix: FSx links the bucket's keys under it, so it is whole path segments.
+    "prefix": (
+        "a key prefix in the bucket: path segments of letters, digits and ! _ . * ' ( ) -, each ending in /"
+        ' (e.g. "datasets/"), or "" for the whole bucket'
+    ),
     "profile": 'a MIG profile such as "1g.10gb"',
     "key": 'a taint key such as "example.com/dedicated"',
     "value": _LABEL_VALUE,
@@ -114,7 +120,15 @@ _PATTERN_HINTS: Mapping[str, str] = {
 }
 
 
-def _pattern_hint(path: Path, field: str) -> str:
+_PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9!_.*'()-]+")
+
+
+def _pattern_hint(path: Path, field: str, value: object) -> str:
+    if field == "prefix" and isinstance(value, str):
+        segments = [part for part in value.split("/") if part]
+        if segments and all(_PREFIX_SEGMENT.fullmatch(part) for part in segments):
+            return f'write prefix: "{"/".join(segments)}/"'
+        return 'keep letters, digits and ! _ . * \' ( ) - in each segment, and end it with / (e.g. "datasets/")'
     if len(path) == 2 and path[0] == "images":
         # The tag stays in the reference: validate compares it with the tag this fleet runs (gpufleet.spec.images).
         return (
@@ -288,7 +302,7 @@ def _issues_for(validation_error: ValidationError, plain: Mapping[Path, str]) ->
         yield Issue(
             path=path,
             message=f"{json.dumps(value, ensure_ascii=False)} is not {what}",
-            hint=_pattern_hint(path, field),
+            hint=_pattern_hint(path, field, value),
         )
     elif validator == "const":
         yield Issue(

@@ -546,6 +546,20 @@ REPLAYS: tuple[Replay, ...] = (
         base=FSX,
     ),
     R(
+        "fsx-repository-prefix-without-slash",
+        {"fsxLustre.dataRepositories": [{**DATASETS, "prefix": "/train/eval"}]},
+        'write prefix: "train/eval/"',
+        {"fsxLustre.dataRepositories.0.prefix": "train/eval/"},
+        base=FSX,
+    ),
+    R(
+        "fsx-repository-prefix-bad-character",
+        {"fsxLustre.dataRepositories": [{**DATASETS, "prefix": "train data/"}]},
+        'keep letters, digits and ! _ . * \' ( ) - in each segment, and end it with / (e.g. "datasets/")',
+        {"fsxLustre.dataRepositories.0.prefix": "datasets/"},
+        base=FSX,
+    ),
+    R(
         "team-unknown-priority",
         {"teams.0.priorities": ["trainin"]},
         'did you mean "training"?',
@@ -1722,6 +1736,14 @@ REPLAYS: tuple[Replay, ...] = (
 )
 
 UNREPLAYED: dict[Site, str] = {
+    Site(
+        "gpufleet/rules/pipeline.py",
+        "_not_a_fleet",
+        "f'gpufleet reads a fleet spec (apiVersion: gpufleet/v1alpha1, kind: Fleet; `gpufleet init` writes one); whether this {kind} would run on a fleet: gpufleet explain SPEC --env ENV {name}'",
+    ): (
+        "the file is not a spec to fix but another document (a workload manifest): the hint names the command that"
+        " reads it; tests/specs/invalid/not-a-fleet-spec.err holds the message and hint exactly"
+    ),
     Site("gpufleet/spec/schema_errors.py", "_issues_for", "_enum_hint(plain[path], value, allowed)"): (
         "unreachable: every enum of the schema has type string, so a plain scalar YAML reads as another type is"
         " reported by the type branch (replayed as enum-yaml-boolean), and a string is never in `plain`"
