@@ -90,13 +90,14 @@ PINNED_ACTIONS = {
     "actions/github-script": ("ed597411d8f924073f98dfc5c65a23a2325f34cd", "v8.0.0"),
     "aws-actions/configure-aws-credentials": ("e6de054238d6b7531b4efff3b6587d9aade6a06c", "v6.2.3"),
     "pulumi/actions": ("8e5e406f4007fca908480587cb9893c07090f58d", "v7.0.0"),
+    "actions/upload-artifact": ("bbbca2ddaa5d8feaa63e36b76fdaad77386f024f", "v7.0.0"),
 }
 
 
 def test_every_action_is_pinned_by_commit_sha_with_its_tag_beside_it() -> None:
     text = (ROOT / ".github" / "workflows" / "gpufleet.yml").read_text()
     uses = re.findall(r"^\s*(?:- )?uses: (\S+)(.*)$", text, re.M)
-    assert len(uses) == 11
+    assert len(uses) == 12
     for ref, comment in uses:
         action, _, sha = ref.partition("@")
         assert (sha, comment.strip()) == (PINNED_ACTIONS[action][0], f"# {PINNED_ACTIONS[action][1]}"), ref

@@ -47,7 +47,8 @@ def _commit(repo: Path, spec: dict[str, Any] | None, message: str) -> str:
 
 def _expand(script: str, outputs: dict[str, str], base_sha: str) -> str:
     """The `${{ }}` expressions the review job's scripts use; any other fails the test (teach it here)."""
-    known = {"github.event.pull_request.base.sha": base_sha} | {
+    # upload-artifact is another action (not run here): no artifact URL
+    known = {"github.event.pull_request.base.sha": base_sha, "steps.artifact.outputs.artifact-url": ""} | {
         f"steps.envs.outputs.{k}": v for k, v in outputs.items()
     }
 
@@ -111,7 +112,13 @@ def test_the_first_pull_request_diffs_against_an_empty_fleet(repo: Path, tmp_pat
     _commit(repo, SPEC, "the fleet")
     comment, skipped = _run_review(repo, base, tmp_path)
     assert sorted(skipped) == sorted(
-        ["Check out the head commit", "Set up Python", *LEFT_OUT, "Post the diff as a pull request comment"]
+        [
+            "Check out the head commit",
+            "Set up Python",
+            *LEFT_OUT,
+            "Keep the whole diff as an artifact",
+            "Post the diff as a pull request comment",
+        ]
     )
     text = comment.read_text()
     assert text.startswith("<!-- gpufleet-diff -->\n<!-- gpufleet-diff:dev -->\n")
@@ -119,6 +126,7 @@ def test_the_first_pull_request_diffs_against_an_empty_fleet(repo: Path, tmp_pat
     actions = set(re.findall(r"^\| (\S+) \| `", text, re.M))
     assert actions == {"+"} and "| + | `01-foundation` |" in text
     assert not (repo / "out" / "base" / "dev").exists()
+    assert (repo / "comment.md").read_text() == text  # it fits in one comment: posted whole
 
 
 def test_a_new_environment_diffs_against_an_empty_fleet_and_the_others_against_the_base(
