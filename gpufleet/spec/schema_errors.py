@@ -237,62 +237,9 @@ def _issues_for(validation_error: ValidationError, plain: Mapping[Path, str]) ->
         described = resolve(error.schema.get("properties", {}).get(missing, {})).get("description", "")
         yield Issue(path=path, at_key=True, message=f'missing required field "{missing}"', hint=str(described))
     elif validator == "type":
-        expected = error.validator_value
-        expected_list = expected if isinstance(expected, list) else [expected]
-        enum = [str(v) for v in error.schema.get("enum", [])]
-        if "string" in expected_list and path in plain:
-            raw = plain[path]
-            if enum:
-                yield Issue(
-                    path=path,
-                    message=f"{describe_plain(raw, value)}, not one of: {', '.join(enum)}",
-                    hint=f'quote it: "{raw}"' if raw in enum else _enum_hint(raw, value, enum),
-                )
-            else:
-                yield Issue(
-                    path=path,
-                    message=f"{describe_plain(raw, value)}, but a string is expected",
-                    hint=f'quote it: "{raw}"',
-                )
-        elif isinstance(value, float) and not math.isfinite(value) and "number" in expected_list:
-            yield Issue(
-                path=path, message=f"{plain.get(path, value)} is not a finite number", hint="write a number such as 0.5"
-            )
-        elif isinstance(value, float) and "integer" in expected_list:
-            yield Issue(
-                path=path,
-                message=f"{plain.get(path, value)} is not a whole number",
-                hint="write an integer without a decimal point or exponent, e.g. 8",
-            )
-        else:
-            want = " or ".join("mapping" if t == "object" else "list" if t == "array" else t for t in expected_list)
-            yield Issue(
-                path=path,
-                message=f"expected {want}, got {_type_name(value)}{'' if value is None else ' ' + _json(value)}",
-                hint=_type_hint(value, expected_list, field),
-            )
+        yield from _type_issues(error, path, plain, field)
     elif validator == "enum":
-        allowed = [str(v) for v in error.validator_value]
-        if isinstance(value, str) and (spelled := _eks_spelling(value, allowed)):
-            spelling = "uses the Kubernetes spelling" if field == "effect" else "writes"
-            yield Issue(
-                path=path,
-                message=f'"{value}" is the EKS API spelling; the spec {spelling} "{spelled}"',
-                hint=f"write {field}: {spelled} (gpufleet converts it for the EKS API)",
-            )
-            return
-        if path in plain:
-            yield Issue(
-                path=path,
-                message=f"{describe_plain(plain[path], value)}, not one of: {', '.join(allowed)}",
-                hint=_enum_hint(plain[path], value, allowed),
-            )
-            return
-        yield Issue(
-            path=path,
-            message=f"{_json(value)} is not one of: {', '.join(allowed)}",
-            hint=_enum_hint(value, value, allowed),
-        )
+        yield from _enum_issues(error, path, field)
     elif validator == "pattern":
         what = (
             _PATH_FORMATS.get(path)
@@ -336,6 +283,64 @@ def _issues_for(validation_error: ValidationError, plain: Mapping[Path, str]) ->
         yield Issue(path=path, message=f"needs at least {error.validator_value} entry")
     else:
         yield Issue(path=path, message=str(error.message))
+
+
+def _type_issues(error: Any, path: Path, plain: Mapping[Path, str], field: str) -> Iterator[Issue]:
+    value = error.instance
+    expected = error.validator_value
+    expected_list = expected if isinstance(expected, list) else [expected]
+    enum = [str(v) for v in error.schema.get("enum", [])]
+    if "string" in expected_list and path in plain:
+        raw = plain[path]
+        if enum:
+            yield Issue(
+                path=path,
+                message=f"{describe_plain(raw, value)}, not one of: {', '.join(enum)}",
+                hint=f'quote it: "{raw}"' if raw in enum else _enum_hint(raw, value, enum),
+            )
+        else:
+            yield Issue(
+                path=path,
+                message=f"{describe_plain(raw, value)}, but a string is expected",
+                hint=f'quote it: "{raw}"',
+            )
+    elif isinstance(value, float) and not math.isfinite(value) and "number" in expected_list:
+        yield Issue(
+            path=path, message=f"{plain.get(path, value)} is not a finite number", hint="write a number such as 0.5"
+        )
+    elif isinstance(value, float) and "integer" in expected_list:
+        yield Issue(
+            path=path,
+            message=f"{plain.get(path, value)} is not a whole number",
+            hint="write an integer without a decimal point or exponent, e.g. 8",
+        )
+    else:
+        want = " or ".join("mapping" if t == "object" else "list" if t == "array" else t for t in expected_list)
+        yield Issue(
+            path=path,
+            message=f"expected {want}, got {_type_name(value)}{'' if value is None else ' ' + _json(value)}",
+            hint=_type_hint(value, expected_list, field),
+        )
+
+
+def _enum_issues(error: Any, path: Path, field: str) -> Iterator[Issue]:
+    value = error.instance
+    allowed = [str(v) for v in error.validator_value]
+    if isinstance(value, str) and (spelled := _eks_spelling(value, allowed)):
+        spelling = "uses the Kubernetes spelling" if field == "effect" else "writes"
+        yield Issue(
+            path=path,
+            message=f'"{value}" is the EKS API spelling; the spec {spelling} "{spelled}"',
+            hint=f"write {field}: {spelled} (gpufleet converts it for the EKS API)",
+        )
+        return
+    # A plain scalar YAML reads as another type never gets here: every enum of the schema has type string, so the
+    # type branch reports it (and the keywords beside a wrong type are skipped).
+    yield Issue(
+        path=path,
+        message=f"{_json(value)} is not one of: {', '.join(allowed)}",
+        hint=_enum_hint(value, value, allowed),
+    )
 
 
 def schema_issues(data: Any, plain: Mapping[Path, str], valid_sections: frozenset[str] = frozenset()) -> list[Issue]:

@@ -1744,10 +1744,6 @@ UNREPLAYED: dict[Site, str] = {
         "the file is not a spec to fix but another document (a workload manifest): the hint names the command that"
         " reads it; tests/specs/invalid/not-a-fleet-spec.err holds the message and hint exactly"
     ),
-    Site("gpufleet/spec/schema_errors.py", "_issues_for", "_enum_hint(plain[path], value, allowed)"): (
-        "unreachable: every enum of the schema has type string, so a plain scalar YAML reads as another type is"
-        " reported by the type branch (replayed as enum-yaml-boolean), and a string is never in `plain`"
-    ),
 }
 
 
