@@ -445,7 +445,8 @@ def admit(
             reason="workload namespace doesn't match ClusterQueue selector",
             fix=f"run it in the namespace ClusterQueue {cq_name} admits",
         )
-    chosen, problem = assign(kueue, cq, wl.pod_sets, nodes, held)
+    # the Workload's pod sets: a TrainJob's as Kueue's Trainer library computes them (workload.trainjob_pod_sets)
+    chosen, problem = assign(kueue, cq, wl.kueue_pod_sets or wl.pod_sets, nodes, held)
     if problem is not None:
         return AdmissionOutcome(managed=True, cluster_queue=cq_name, flavors=chosen, reason=problem)
     return AdmissionOutcome(

@@ -41,7 +41,7 @@ from gpufleet.simulate.autoscaler import (
     template_blocker,
 )
 from gpufleet.simulate.nodes import NodeModel, fleet_nodes
-from gpufleet.simulate.workload import QUEUE_LABEL, PodSet, PodSpec, Workload, trainjob_pod_sets
+from gpufleet.simulate.workload import QUEUE_LABEL, PodSet, PodSpec, Workload, quantity, trainjob_pod_sets
 from gpufleet.spec.names import GPU_RESOURCE, LABEL_NODE_GROUP
 
 ASSUMPTION = (
@@ -303,7 +303,27 @@ def _from_runtime(model: FleetModel, wl: Workload) -> tuple[Workload | None, Rea
             ),
             None,
         )
-    return replace(wl, pod_sets=tuple(trainjob_pod_sets(wl.spec, runtime))), None, None
+    pods = tuple(trainjob_pod_sets(wl.spec, runtime))
+    # Kueue v0.19.2 builds the TrainJob's Workload with Trainer v2.2.1 (its go.mod), which replaces the runtime's
+    # `node` resources with resourcesPerNode; Trainer v2.3.0's controller merges them into the pods it creates.
+    kueue = tuple(trainjob_pod_sets(wl.spec, runtime, replace_resources=True))
+    if [ps.pod.request() for ps in kueue] == [ps.pod.request() for ps in pods]:
+        return replace(wl, pod_sets=pods), None, None
+    differ = [
+        f"{ps.name} {_requests(k.pod.request())} (the pods: {_requests(ps.pod.request())})"
+        for ps, k in zip(pods, kueue, strict=True)
+        if ps.pod.request() != k.pod.request()
+    ]
+    note = (
+        "Kueue's Workload and the pods differ: Kueue v0.19.2 computes the Workload with Trainer v2.2.1, which"
+        " replaces the runtime's node resources with spec.trainer.resourcesPerNode, while Trainer v2.3.0 merges"
+        f" them into the pods it creates; quota per pod: {'; '.join(differ)}"
+    )
+    return replace(wl, pod_sets=pods, kueue_pod_sets=kueue), None, note
+
+
+def _requests(request: Mapping[str, int]) -> str:
+    return ", ".join(f"{r} {kueue_admission.fmt(r, v)}" for r, v in sorted(request.items()) if v) or "nothing"
 
 
 def _effective_pod(pod: PodSpec, flavor: kueue_admission.Flavor | None) -> tuple[PodSpec, list[Mapping[str, Any]]]:
@@ -752,6 +772,15 @@ def _not_overcommitable(resource: str) -> bool:
     return extended or resource.startswith("hugepages-")
 
 
+def _invalid_pods(wl: Workload, detail: str, what: str) -> str:
+    if wl.kind in _TEMPLATE_VALIDATED:
+        return f'{wl.kind} "{wl.name}" is invalid: {detail} ({what}): the API server refuses it'
+    return (
+        f"the {wl.kind}'s pods are invalid: {detail} ({what}) (the {wl.kind} is created; its controller fails to"
+        " create them)"
+    )
+
+
 def _pod_validation(wl: Workload) -> Reason | None:
     """The API server's validation of the pod spec, before any admission plugin: a non-overcommitable resource in a
     container's requests needs it in the limits too (kubernetes pkg/apis/core/validation/validation.go
@@ -765,21 +794,38 @@ def _pod_validation(wl: Workload) -> Reason | None:
                 resources = (c.get("resources") if isinstance(c, dict) else None) or {}
                 requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
                 missing = sorted(r for r in requests if _not_overcommitable(str(r)) and r not in limits)
+                unequal = sorted(
+                    r
+                    for r in requests
+                    if _not_overcommitable(str(r))
+                    and r in limits
+                    and quantity(r, requests[r], r) != quantity(r, limits[r], r)
+                )
+                if unequal and not missing:
+                    # validation.go: "For non overcommitable resources, not only requests can't exceed limits, they
+                    # also can't be lower, i.e. must be equal."
+                    r = unequal[0]
+                    detail = (
+                        f'{prefix}.{key}[{i}].resources.requests[{r}]: Invalid value: "{requests[r]}": must be'
+                        f" equal to {r} limit of {limits[r]}"
+                    )
+                    what = f"container {c.get('name')} requests {requests[r]} {r} with a limit of {limits[r]}"
+                    fix = f"set {r} to the same value in the container's requests and limits (or only in the limits)"
+                    if wl.kind == "TrainJob":
+                        what += " after Trainer merges spec.trainer.resourcesPerNode over the runtime's resources"
+                        fix = (
+                            f"set {r} in spec.trainer.resourcesPerNode's requests and limits alike (Trainer keeps the"
+                            " runtime's value of what resourcesPerNode leaves out)"
+                        )
+                    return Reason(stage="api", message=_invalid_pods(wl, detail, what), fix=fix)
                 if not missing:
                     continue
                 where = f"{prefix}.{key}[{i}].resources.limits"
                 detail = f"{where}: Required value: Limit must be set for non overcommitable resources"
                 what = f"{missing[0]} is in container {c.get('name')}'s requests without a limit"
-                if wl.kind in _TEMPLATE_VALIDATED:
-                    message = f'{wl.kind} "{wl.name}" is invalid: {detail} ({what}): the API server refuses it'
-                else:
-                    message = (
-                        f"the {wl.kind}'s pods are invalid: {detail} ({what}) (the {wl.kind} is created; its"
-                        " controller fails to create them)"
-                    )
                 return Reason(
                     stage="api",
-                    message=message,
+                    message=_invalid_pods(wl, detail, what),
                     fix=f"set {', '.join(missing)} in the container's limits (a limit alone sets the request to it)",
                 )
     return None

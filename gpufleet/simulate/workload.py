@@ -115,6 +115,9 @@ class Workload:
     ] = ()  # (apiVersion, kind, name) of ownerReferences with controller: true
     spec: Mapping[str, Any] = field(default_factory=dict)  # the object's spec as written (a TrainJob's overrides)
     groups: int = 1  # a LeaderWorkerSet's replicas: Kueue admits each group (leader + workers) as its own workload
+    # The pod sets of the Workload Kueue computes, where they differ from the pods the controller creates (a
+    # TrainJob: trainjob_pod_sets); None when they are pod_sets.
+    kueue_pod_sets: tuple[PodSet, ...] | None = None
 
     @property
     def pod_count(self) -> int:
@@ -362,14 +365,25 @@ def _merged_resources(base: Mapping[str, Any], override: Mapping[str, Any]) -> d
     return out
 
 
-def trainjob_pod_sets(spec: Mapping[str, Any], runtime_spec: Mapping[str, Any]) -> list[PodSet]:
+def _replaced_resources(override: Mapping[str, Any]) -> dict[str, Any]:
+    """Trainer v2.2.1's JobSet builder (pkg/runtime/framework/plugins/jobset/builder.go Trainer): the `node`
+    container's resources become resourcesPerNode's limits and requests, whatever the runtime's were."""
+    return {k: dict(override[k]) for k in ("limits", "requests") if isinstance(override.get(k), Mapping)}
+
+
+def trainjob_pod_sets(
+    spec: Mapping[str, Any], runtime_spec: Mapping[str, Any], *, replace_resources: bool = False
+) -> list[PodSet]:
     """A TrainJob's pod sets from its runtime's JobSet template with the TrainJob's overrides, as the Trainer's
     runtime framework builds the JobSet Kueue admits (kueue v0.19.2 pkg/controller/jobs/trainjob getChildJobSet):
     each replicated job is one pod set of its parallelism (default 1); the one labelled ancestor `trainer` runs
     mlPolicy.numNodes pods, or the TrainJob's trainer.numNodes (torch plugin EnforceMLPolicy); with MPI
     runLauncherAsNode the `node` job runs numNodes - 1 (at least 1; mpi plugin EnforceMLPolicy). The `node`
     container of the trainer job takes the TrainJob's image, command, args and env, and its resourcesPerNode merged
-    over the runtime's (pkg/runtime/core/trainingruntime.go newRuntimeInfo, plugins/jobset/builder.go Trainer)."""
+    over the runtime's (pkg/runtime/core/trainingruntime.go newRuntimeInfo, plugins/jobset/builder.go Trainer).
+    `replace_resources`: the pod sets Kueue v0.19.2 computes instead, with the Trainer library its go.mod pins
+    (github.com/kubeflow/trainer/v2 v2.2.1), whose builder replaces the `node` container's resources with
+    resourcesPerNode (its limits and requests, when it sets either) rather than merging them."""
     trainer = spec.get("trainer") or {}
     ml = runtime_spec.get("mlPolicy") or {}
     mpi = ml.get("mpi") if isinstance(ml.get("mpi"), Mapping) else None
@@ -406,8 +420,12 @@ def trainjob_pod_sets(spec: Mapping[str, Any], runtime_spec: Mapping[str, Any]) 
                         env = {e.get("name"): e for e in c.get("env") or []}
                         env.update({e.get("name"): e for e in trainer["env"]})
                         c["env"] = list(env.values())
-                    if isinstance(trainer.get("resourcesPerNode"), Mapping):
-                        c["resources"] = _merged_resources(c.get("resources") or {}, trainer["resourcesPerNode"])
+                    per_node = trainer.get("resourcesPerNode")
+                    if isinstance(per_node, Mapping) and replace_resources:
+                        if any(isinstance(per_node.get(k), Mapping) for k in ("limits", "requests")):
+                            c["resources"] = _replaced_resources(per_node)
+                    elif isinstance(per_node, Mapping):
+                        c["resources"] = _merged_resources(c.get("resources") or {}, per_node)
                 containers.append(c)
             pod["containers"] = containers
         out.append(

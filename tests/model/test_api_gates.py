@@ -410,3 +410,19 @@ def test_a_gpu_in_requests_without_limits_is_refused_at_create(make_model: MakeM
     # with the limit (the request may stay, equal to it) the same pod is valid
     pod["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": 1}
     assert all(r.message.find("non overcommitable") < 0 for r in explain(model, workload(obj)).reasons)
+
+
+def test_a_gpu_request_other_than_its_limit_is_refused_at_create(make_model: MakeModel) -> None:
+    """kubernetes pkg/apis/core/validation ValidateResourceRequirements: "For non overcommitable resources, not only
+    requests can't exceed limits, they also can't be lower, i.e. must be equal" (issue 41 item 13 meets it through
+    a TrainJob's merged resources)."""
+    pod = _gpu_pod(
+        "vision", "debug", container={"resources": {"requests": {"nvidia.com/gpu": 2}, "limits": {"nvidia.com/gpu": 1}}}
+    )
+    (reason,) = explain(make_model(), workload(pod)).reasons
+    assert (reason.stage, reason.message) == (
+        "api",
+        'Pod "debug" is invalid: spec.containers[0].resources.requests[nvidia.com/gpu]: Invalid value: "2": must be'
+        " equal to nvidia.com/gpu limit of 1 (container c requests 2 nvidia.com/gpu with a limit of 1): the API server"
+        " refuses it",
+    )
