@@ -11,6 +11,7 @@ policies included, then not stored), so rows do not disturb each other.
 from __future__ import annotations
 
 import copy
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -129,6 +130,68 @@ def test_member_is_refused(example: fleet.Fleet, row: str, obj: dict[str, Any], 
     assert refuser.lower() in refused.value.message.lower(), f"{row}: refused, but not by {refuser}: {refused.value}"
 
 
+def _examples() -> Iterator[tuple[str, dict[str, Any]]]:
+    for path in EXAMPLES:
+        for doc in yaml.safe_load_all(path.read_text()):
+            if isinstance(doc, dict) and doc.get("kind") and doc["kind"] != "Fleet":
+                yield f"{path.name}:{doc['kind']}/{doc['metadata']['name']}", doc
+
+
+def _explain_as(box: fleet.Fleet, team: str, obj: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    """`gpufleet explain --as` of one manifest as the team's first member: its one workload's answer."""
+    arn = next(m.arn for m in tenancy.members(box.plan) if m.team == team)
+    manifest = tmp / "manifest.yaml"
+    manifest.write_text(yaml.safe_dump(obj))
+    done = fleet.gpufleet("explain", str(box.spec), str(manifest), "--env", box.env, "--as", arn, "--format", "json")
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stdout)["workloads"][0]
+
+
+EXPLAINED = {"Job", "JobSet", "TrainJob", "LeaderWorkerSet", "Deployment", "StatefulSet", "DaemonSet", "Pod"}
+
+
+@pytest.mark.parametrize(
+    ("row", "obj", "refuser"),
+    [r for r in REFUSALS if r[1]["kind"] in EXPLAINED],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_explain_as_refuses_what_the_box_refuses(
+    example: fleet.Fleet, row: str, obj: dict[str, Any], refuser: str, tmp_path: Path
+) -> None:
+    """`explain --as` against the real answer, for each refusal of a workload (explain reads workloads; the rows of
+    Services, ConfigMaps and NetworkPolicies are the access table's and the box's alone): both refuse, and where
+    the box names a policy, explain names the same one. RBAC's refusal is explain's `access` stage."""
+    with pytest.raises(ApiError) as real:
+        _member(example, "vision").create(copy.deepcopy(obj), dry_run=True)
+    answer = _explain_as(example, "vision", obj, tmp_path)
+    assert answer["runs"] is False, f"{row}: the box refused ({real.value.message}); explain --as says it runs"
+    stages = {r["stage"] for r in answer["reasons"]}
+    assert stages & {"access", "api"}, f"{row}: explain --as refuses, but not at admission: {answer['reasons']}"
+    if "validatingadmissionpolicy" in real.value.message.lower() or "podsecurity" in real.value.message.lower():
+        said = " ".join(r["message"] for r in answer["reasons"]).lower()
+        assert refuser.lower() in said, f"{row}: the box: {real.value.message}; explain --as: {said}"
+
+
+@pytest.mark.parametrize(
+    ("row", "obj"),
+    [(r, o) for r, o in _examples() if o["kind"] in EXPLAINED],
+    ids=[r for r, o in _examples() if o["kind"] in EXPLAINED],
+)
+def test_explain_as_admits_what_the_box_admits(
+    example: fleet.Fleet, row: str, obj: dict[str, Any], tmp_path: Path
+) -> None:
+    """Each documented workload the box admits from its team's member, explain --as lets through admission too."""
+    namespace = obj["metadata"]["namespace"]
+    team = next(t.name for t in example.plan.fleet.teams if t.namespace == namespace)
+    try:
+        _member(example, team).create(copy.deepcopy(obj), dry_run=True)
+    except ApiError as exc:
+        pytest.fail(f"{row}: the box refused it: {exc.message}")
+    answer = _explain_as(example, team, obj, tmp_path)
+    refused = [r for r in answer["reasons"] if r["stage"] in ("access", "api")]
+    assert not refused, f"{row}: admitted by the box, refused by explain --as: {refused}"
+
+
 def test_job_without_a_queue_goes_to_the_default_local_queue(example: fleet.Fleet) -> None:
     """Kueue's LocalQueue defaulting (its mutating webhook, before the fleet's policies) labels a Job that names no
     queue with the namespace's LocalQueue `default`, which gpufleet renders per team: the require-queue-name policy
@@ -208,13 +271,6 @@ def test_member_may_not_change_gpufleets_network_policy(example: fleet.Fleet) ->
             params={"dryRun": "All"},
         )
     assert "gpufleet-protect-owned-objects" in refused.value.message
-
-
-def _examples() -> Iterator[tuple[str, dict[str, Any]]]:
-    for path in EXAMPLES:
-        for doc in yaml.safe_load_all(path.read_text()):
-            if isinstance(doc, dict) and doc.get("kind") and doc["kind"] != "Fleet":
-                yield f"{path.name}:{doc['kind']}/{doc['metadata']['name']}", doc
 
 
 @pytest.mark.parametrize(("row", "obj"), list(_examples()), ids=[r for r, _ in _examples()])
