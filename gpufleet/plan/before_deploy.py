@@ -97,9 +97,40 @@ def before_you_deploy(plan: RolloutPlan) -> list[str]:
             f' expect, and pin it: `images.{key}: "{tagged}@sha256:<digest>"` (docs/tenancy-and-access.md,'
             ' "Privileged images").'
         )
+    if stages.included("storage", plan.through):
+        items += _linked_buckets(plan)
     if cluster.autoscaler == "None":
         items.append(
             "Something scales the node groups: with `cluster.autoscaler: None` gpufleet installs no autoscaler (bring"
             " Karpenter or your own), and the gates of the network and health stages wait for nodes."
         )
+    return items
+
+
+def _linked_buckets(plan: RolloutPlan) -> list[str]:
+    """The S3 buckets the storage stage links to a file system or mounts: the checkpoint bucket gpufleet creates in
+    that stage (S3 bucket names are global, so its name must be free), and each FSx data repository's own bucket,
+    which gpufleet does not create."""
+    fleet = plan.fleet
+    cp = fleet.checkpoints
+    items = []
+    links = []
+    if cp is not None and cp.mountpoint is not None:
+        links.append("Mountpoint mounts each team's prefix of it")
+    fsx = fleet.fsx_lustre
+    own = [r for r in fsx.data_repositories if r.bucket is None] if fsx is not None else []
+    if own:
+        links.append("FSx for Lustre links " + ", ".join(f"`{r.prefix or '/'}` at `{r.file_system_path}`" for r in own))
+    if cp is not None and links:
+        items.append(
+            f"S3 bucket `{cp.bucket}` (checkpoints.bucket) is created by the storage stage: the name must not be taken"
+            f" in any account (S3 bucket names are global); {'; '.join(links)}."
+        )
+    for repository in fsx.data_repositories if fsx is not None else ():
+        if repository.bucket is not None:
+            items.append(
+                f"S3 bucket `{repository.bucket}` exists in the account: FSx for Lustre links"
+                f" `s3://{repository.bucket}/{repository.prefix}` at `{repository.file_system_path}`, and gpufleet"
+                " does not create it."
+            )
     return items
