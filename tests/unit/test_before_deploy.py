@@ -36,11 +36,17 @@ def test_the_example_lists_network_admins_addons_and_the_efa_subnet() -> None:
     assert "`arn:aws:iam::111122223333:role/gpufleet-deploy`" in items[2]
     assert "podIdentityAgent `v1.3.8-eksbuild.2`" in items[3] and "Kubernetes 1.35" in items[3]
     assert items[4] == "Node group `h100`: subnet(s) `subnet-0a1b2c3d4e5f60001` in zone `use1-az4` exist in the VPC."
-    # then the privileged images pinned by tag only (tests/unit/test_privileged_images.py)
+    # then the privileged images pinned by tag only (tests/unit/test_privileged_images.py), then the checkpoint
+    # bucket the storage stage creates and Mountpoint mounts
     assert [i.split("`", 2)[1] for i in items[5:]] == [
         "python:3.13.5-slim-bookworm",
         "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04",
+        "research-checkpoints-0a1b2c",
     ]
+    assert items[-1] == (
+        "S3 bucket `research-checkpoints-0a1b2c` (checkpoints.bucket) is created by the storage stage: the name must"
+        " not be taken in any account (S3 bucket names are global); Mountpoint mounts each team's prefix of it."
+    )
     page = plan_markdown(plan)
     assert "## Before you deploy\n\n- [ ] AWS credentials" in page and page.index("## Before") < page.index(
         "## Versions"
@@ -85,3 +91,15 @@ def test_karpenter_groups_name_the_endpoints_the_controller_needs() -> None:
         "The Karpenter controller (on the system"
     )
     assert not any(i.startswith("The Karpenter controller") for i in _items())
+
+
+def test_an_fsx_repository_on_its_own_bucket_needs_that_bucket_first() -> None:
+    plan = build_plan(
+        load_fleet(str(ROOT / "tests/golden/cases/fsx-lustre/fleet.yaml"), "prod").environments["prod"], "prod"
+    )
+    assert before_you_deploy(plan)[-2:] == [
+        "S3 bucket `lustre-checkpoints-example` (checkpoints.bucket) is created by the storage stage: the name must not"
+        " be taken in any account (S3 bucket names are global); FSx for Lustre links `/` at `/checkpoints`.",
+        "S3 bucket `lustre-datasets-example` exists in the account: FSx for Lustre links"
+        " `s3://lustre-datasets-example/tokenized/` at `/datasets`, and gpufleet does not create it.",
+    ]
