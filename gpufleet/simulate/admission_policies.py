@@ -14,9 +14,9 @@ a model that called the renderer's helpers could not catch their bugs.
   lands on an Inference group must give every container requesting GPUs (nvidia.com/gpu or a MIG slice, in limits
   or requests, non-zero) a readinessProbe. Lands: selects an Inference group (nodeSelector, or a required node
   affinity term with operator In, on gpufleet.io/node-group or gpufleet.io/workload-class), tolerates a taint that
-  only Inference nodes carry (gpufleet.simulate.scheduling.tolerates, Kubernetes' ToleratesTaint), names a
-  non-preemptible priority class (the pod's priorityClassName, or the Kueue priority label on the object or the
-  template), or is in the namespace of a team whose every quota is on Inference groups. What identifies an Inference
+  only Inference nodes carry with a toleration that names its key (gpufleet.simulate.scheduling.tolerates, Kubernetes'
+  ToleratesTaint) while its selection names no other group, or is in the namespace of a team whose every quota is on
+  Inference groups. A priority class says nothing of placement. What identifies an Inference
   group is read here from the model's nodes (their gpufleet.io/workload-class label and taints) and the spec, not
   from the rendered policy, so a test can hold the two against each other (tests/model/test_serving_readiness.py).
   Objects whose controller is a workload kind are judged at the parent. The binding's validationActions decide
@@ -150,16 +150,14 @@ _WORKLOAD_CONTROLLERS = frozenset(
         ("", "Pod"),
     }
 )
-_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServingTargets:
-    """What marks a pod template as bound for an Inference group, from the model's nodes and the spec."""
+    """What places a pod template on an Inference group, from the model's nodes and the spec."""
 
     groups: frozenset[str]
     taints: tuple[Mapping[str, str], ...]  # on Inference nodes and on no other node
-    classes: frozenset[str]  # non-preemptible priority classes
     namespaces: frozenset[str]  # team namespaces whose every quota is on an Inference group
 
 
@@ -182,7 +180,6 @@ def serving_targets(plan: RolloutPlan, nodes: Mapping[str, NodeModel]) -> Servin
     return ServingTargets(
         groups=frozenset(inference),
         taints=tuple(taints.values()),
-        classes=frozenset(p.name for p in fleet.admission.priorities if not p.preemptible),
         namespaces=frozenset(
             t.namespace for t in fleet.teams if t.quotas and all(q.node_group in inference for q in t.quotas)
         ),
@@ -205,41 +202,66 @@ def _requests_gpus(container: Mapping[str, Any]) -> bool:
     )
 
 
-def _lands_on_inference(targets: ServingTargets, namespace: str, labels: Mapping[str, str], pod_set: PodSet) -> bool:
+def _placement(targets: ServingTargets, namespace: str, pod_set: PodSet) -> str:
+    """What places the pod template on an Inference group ('' when nothing does): its nodeSelector or a required node
+    affinity term naming one, else (its selection naming no other group) a toleration by key of a taint only Inference
+    nodes carry, else its namespace (the rendered policy's order, gpufleet/data/admission)."""
     pod = pod_set.pod
-    if namespace in targets.namespaces:
-        return True
-    if pod.node_selector.get(LABEL_NODE_GROUP) in targets.groups or pod.node_selector.get(LABEL_WORKLOAD_CLASS) == (
-        "Inference"
-    ):
-        return True
-    for term in pod.required_terms:
-        for e in term.get("matchExpressions") or []:
-            values = [str(v) for v in e.get("values") or []]
-            if e.get("operator") != "In":
-                continue
-            if (e.get("key") == LABEL_NODE_GROUP and targets.groups & set(values)) or (
-                e.get("key") == LABEL_WORKLOAD_CLASS and "Inference" in values
-            ):
-                return True
-    if any(tolerates(t, taint) for t in pod.tolerations for taint in targets.taints):
-        return True
-    named = (pod.raw.get("priorityClassName"), pod.labels.get(_PRIORITY_LABEL), labels.get(_PRIORITY_LABEL))
-    return any(c in targets.classes for c in named if c)
+    selector = pod.node_selector
+    reasons = []
+    if selector.get(LABEL_NODE_GROUP) in targets.groups:
+        reasons.append(f"nodeSelector {LABEL_NODE_GROUP}={selector[LABEL_NODE_GROUP]}")
+    if selector.get(LABEL_WORKLOAD_CLASS) == "Inference":
+        reasons.append(f"nodeSelector {LABEL_WORKLOAD_CLASS}=Inference")
+    terms = [term.get("matchExpressions") or [] for term in pod.required_terms]
+
+    def names(e: Mapping[str, Any], inference: bool) -> bool:
+        values = [str(v) for v in e.get("values") or []]
+        if e.get("operator") != "In" or "values" not in e:
+            return False
+        if e.get("key") == LABEL_NODE_GROUP:
+            return bool(targets.groups & set(values)) == inference
+        return e.get("key") == LABEL_WORKLOAD_CLASS and ("Inference" in values) == inference
+
+    for term in terms:
+        if any(names(e, True) for e in term):
+            rendered = ", ".join(
+                f"{e.get('key')} {e.get('operator')}"
+                + (f" {','.join(str(v) for v in e['values'])}" if "values" in e else "")
+                for e in term
+            )
+            reasons.append(f"required node affinity {rendered}")
+    elsewhere = (
+        (LABEL_NODE_GROUP in selector and selector[LABEL_NODE_GROUP] not in targets.groups)
+        or (LABEL_WORKLOAD_CLASS in selector and selector[LABEL_WORKLOAD_CLASS] != "Inference")
+        or (bool(terms) and all(any(names(e, False) for e in term) for term in terms))
+    )
+    if not elsewhere:
+        reasons += [
+            f"toleration of {taint['key']}={taint.get('value') or ''}:{taint['effect']}"
+            for taint in targets.taints
+            if any(t.get("key") and tolerates(t, taint) for t in pod.tolerations)
+        ]
+        if namespace in targets.namespaces:
+            reasons.append(f"namespace {namespace}, whose team has quota only on Inference groups")
+    return reasons[0] if reasons else ""
 
 
-def unprobed(
-    targets: ServingTargets, kind: str, namespace: str, labels: Mapping[str, str], pod_sets: tuple[PodSet, ...]
-) -> list[str]:
-    """The containers gpufleet-serving-readiness refuses: requesting GPUs, no readinessProbe, in a pod template that
-    lands on an Inference group (a LeaderWorkerSet's prefixed by the template they are in)."""
+def unprobed(targets: ServingTargets, kind: str, namespace: str, pod_sets: tuple[PodSet, ...]) -> list[tuple[str, str]]:
+    """(what placed it, container) for each container gpufleet-serving-readiness refuses: requesting GPUs, no
+    readinessProbe, in a pod template that lands on an Inference group (a LeaderWorkerSet's prefixed by the template
+    they are in)."""
     out = []
     for ps in pod_sets:
-        if not _lands_on_inference(targets, namespace, labels, ps):
+        because = _placement(targets, namespace, ps)
+        if not because:
             continue
-        prefix = "" if kind != "LeaderWorkerSet" else "leaderTemplate " if ps.name == "leader" else "workerTemplate "
+        prefix = "" if kind != "LeaderWorkerSet" else "leaderTemplate" if ps.name == "leader" else "workerTemplate"
         out += [
-            f"{prefix}{c.get('name')}"
+            (
+                f"{prefix}: {because}" if prefix else because,
+                f"{prefix} {c.get('name')}" if prefix else str(c.get("name")),
+            )
             for c in ps.pod.raw.get("containers") or []
             if isinstance(c, Mapping) and _requests_gpus(c) and "readinessProbe" not in c
         ]
@@ -253,7 +275,6 @@ def serving_readiness(
     kind: str,
     name: str,
     namespace: str,
-    labels: Mapping[str, str],
     controllers: tuple[tuple[str, str, str], ...],
     pod_sets: tuple[PodSet, ...],
 ) -> tuple[str, str] | None:
@@ -270,11 +291,13 @@ def serving_readiness(
             continue
         if not selector_matches(policy.namespace_selector, namespace_labels(namespace)):
             continue
-        names = unprobed(targets, kind, namespace, labels, pod_sets)
-        if not names:
+        found = unprobed(targets, kind, namespace, pod_sets)
+        if not found:
             return None
+        placed = "; ".join(dict.fromkeys(because for because, _ in found))
         message = (
-            f"{kind} {name} lands on an Inference node group and its GPU container {', '.join(names)} has no"
+            f"{kind} {name} lands on an Inference node group ({placed}) and its GPU container"
+            f" {', '.join(c for _, c in found)} has no"
             " readinessProbe: a replica would take traffic before its model answers. Add a readinessProbe that sends"
             " one inference (docs/inference.md), or ask a cluster admin to set teams[].servingReadinessProbe"
         )

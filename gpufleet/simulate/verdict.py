@@ -725,7 +725,6 @@ def _serving_readiness(model: FleetModel, wl: Workload) -> tuple[Reason | None, 
         kind=wl.kind,
         name=wl.name,
         namespace=wl.namespace,
-        labels=wl.labels,
         controllers=wl.controllers,
         pod_sets=wl.pod_sets,
     )

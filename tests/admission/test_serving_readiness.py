@@ -109,6 +109,17 @@ def _policy(plan: RolloutPlan) -> dict[str, Any]:
     return next(p for p, _ in policies(plan) if p["metadata"]["name"] == rp.POLICY)
 
 
+ON_H100_AFFINITY = {
+    "affinity": {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "gpufleet.io/node-group", "operator": "In", "values": ["h100"]}]}
+                ]
+            }
+        }
+    }
+}
 TOLERATE = {
     "tolerations": [{"key": "gpufleet.io/serving", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]
 }
@@ -137,15 +148,13 @@ AFFINITY = {
         deployment(pod_spec(**AFFINITY)),
         deployment(pod_spec(**TOLERATE)),
         deployment(pod_spec(tolerations=[{"key": "gpufleet.io/serving", "operator": "Exists"}])),
-        deployment(pod_spec(tolerations=[{"operator": "Exists"}])),  # tolerates every taint
-        deployment(pod_spec(priorityClassName="serving")),
-        deployment(pod_spec(), labels={"kueue.x-k8s.io/priority-class": "serving"}),
+        deployment(pod_spec(nodeSelector={"kubernetes.io/arch": "amd64"}, **TOLERATE)),  # names no other group
         deployment(pod_spec(), ns="ads"),  # every quota of ads is on serve: Kueue can only put it there
         deployment(pod_spec(container(probe=False, gpus=None) | {"name": "proxy"}, container(), **ON_SERVE)),
         deployment(pod_spec(container(resource="nvidia.com/mig-1g.10gb", gpus="1"), **ON_SERVE)),
         of_kind("StatefulSet", pod_spec(**AFFINITY)),
         of_kind("ReplicaSet", pod_spec(**ON_SERVE)),
-        pod(pod_spec(priorityClassName="serving"), labels=dict(QUEUE)),
+        pod(pod_spec(**TOLERATE), labels=dict(QUEUE)),
         lws(pod_spec(container(), **ON_SERVE), pod_spec(container(probe=True), **ON_SERVE)),
         lws(pod_spec(container(probe=True), **ON_SERVE), pod_spec(container(), **ON_SERVE)),
         lws(None, pod_spec(**TOLERATE)),
@@ -156,9 +165,7 @@ AFFINITY = {
         "affinity",
         "toleration",
         "toleration-exists",
-        "toleration-all",
-        "priority-class",
-        "kueue-priority-label",
+        "toleration-with-another-selector",
         "inference-only-team",
         "second-container",
         "mig-slice",
@@ -196,7 +203,7 @@ def _probed(obj: dict[str, Any]) -> dict[str, Any]:
     [
         _probed(deployment()),
         _probed(of_kind("StatefulSet", pod_spec(**AFFINITY))),
-        _probed(pod(pod_spec(priorityClassName="serving"), labels=dict(QUEUE))),
+        _probed(pod(pod_spec(**TOLERATE), labels=dict(QUEUE))),
         _probed(lws(pod_spec(**ON_SERVE), pod_spec(**ON_SERVE))),
         # only containers that request GPUs need it
         deployment(pod_spec(container(gpus=None) | {"name": "proxy"}, container(probe=True), **ON_SERVE)),
@@ -207,7 +214,19 @@ def _probed(obj: dict[str, Any]) -> dict[str, Any]:
         deployment(pod_spec(tolerations=[{"key": "gpufleet.io/serving", "operator": "Equal", "value": "false"}])),
         deployment(pod_spec(tolerations=[{"key": "gpufleet.io/serving", "operator": "Exists", "effect": "NoExecute"}])),
         deployment(pod_spec(priorityClassName="training")),
-        # a team with other quotas that names nothing: Kueue may give it any flavor (documented)
+        # placement, not intent (issue 41 item 8): a serving priority, a keyless toleration of every taint, Kueue's
+        # serving priority label, on a Training group or naming no group
+        deployment(pod_spec(priorityClassName="serving", nodeSelector={"gpufleet.io/node-group": "h100"})),
+        deployment(pod_spec(priorityClassName="serving")),
+        deployment(pod_spec(tolerations=[{"operator": "Exists"}], nodeSelector={"gpufleet.io/node-group": "h100"})),
+        deployment(pod_spec(tolerations=[{"operator": "Exists"}])),
+        deployment(pod_spec(), labels={"kueue.x-k8s.io/priority-class": "serving"}),
+        pod(pod_spec(priorityClassName="serving", nodeSelector={"gpufleet.io/node-group": "h100"}), labels=dict(QUEUE)),
+        # the serving toleration on a pod its selection keeps off Inference groups
+        deployment(pod_spec(nodeSelector={"gpufleet.io/node-group": "h100"}, **TOLERATE)),
+        deployment(pod_spec(nodeSelector={"gpufleet.io/workload-class": "Training"}, **TOLERATE)),
+        deployment(pod_spec(**TOLERATE, **ON_H100_AFFINITY)),
+        # a team with other quotas that names nothing: Kueue may give it any flavor, judged when it does (below)
         deployment(pod_spec()),
         # judged at the parent: a Deployment's ReplicaSet and pods, an LWS's StatefulSets
         of_kind(
@@ -254,6 +273,15 @@ def _probed(obj: dict[str, Any]) -> dict[str, Any]:
         "other-taint-value",
         "other-taint-effect",
         "preemptible-class",
+        "serving-class-on-training",
+        "serving-class-alone",
+        "toleration-all-on-training",
+        "toleration-all-alone",
+        "kueue-serving-label",
+        "bare-pod-serving-class-on-training",
+        "serving-toleration-on-training",
+        "serving-toleration-training-class",
+        "serving-toleration-training-affinity",
         "no-hint",
         "deployments-replicaset",
         "replicasets-pod",
@@ -267,14 +295,98 @@ def test_probed_or_not_serving_passes(plan: RolloutPlan, obj: dict[str, Any]) ->
     _admitted(plan, Request(obj, obj["metadata"]["namespace"], groups=groups))
 
 
-def test_the_message_names_the_containers(plan: RolloutPlan) -> None:
-    obj = lws(pod_spec(container(), **ON_SERVE), pod_spec(container(), **ON_SERVE))
-    assert message(_policy(plan), Request(obj, "vision")) == (
-        "LeaderWorkerSet llm lands on an Inference node group and its GPU container leaderTemplate server,"
-        " workerTemplate server has no readinessProbe: a replica would take traffic before its model answers. Add a"
-        " readinessProbe that sends one inference (docs/inference.md), or ask a cluster admin to set"
-        " teams[].servingReadinessProbe"
+TAIL = (
+    " has no readinessProbe: a replica would take traffic before its model answers. Add a readinessProbe that sends one"
+    " inference (docs/inference.md), or ask a cluster admin to set teams[].servingReadinessProbe"
+)
+
+
+@pytest.mark.parametrize(
+    ("obj", "said"),
+    [
+        (
+            lws(pod_spec(container(), **ON_SERVE), pod_spec(container(), **TOLERATE)),
+            "LeaderWorkerSet llm lands on an Inference node group (leaderTemplate: nodeSelector"
+            " gpufleet.io/node-group=serve; workerTemplate: toleration of gpufleet.io/serving=true:NoSchedule) and its"
+            " GPU container leaderTemplate server, workerTemplate server",
+        ),
+        (
+            deployment(pod_spec(**AFFINITY)),
+            "Deployment llm lands on an Inference node group (required node affinity gpufleet.io/node-group In"
+            " h100,serve) and its GPU container server",
+        ),
+        (
+            deployment(pod_spec(nodeSelector={"gpufleet.io/workload-class": "Inference"})),
+            "Deployment llm lands on an Inference node group (nodeSelector gpufleet.io/workload-class=Inference) and"
+            " its GPU container server",
+        ),
+        (
+            deployment(pod_spec(), ns="ads"),
+            "Deployment llm lands on an Inference node group (namespace ads, whose team has quota only on Inference"
+            " groups) and its GPU container server",
+        ),
+    ],
+    ids=["lws-selector-and-toleration", "affinity", "workload-class", "namespace"],
+)
+def test_the_message_says_what_placed_it_and_names_the_containers(
+    plan: RolloutPlan, obj: dict[str, Any], said: str
+) -> None:
+    assert message(_policy(plan), Request(obj, obj["metadata"]["namespace"])) == said + TAIL
+
+
+KUEUE = ("system:serviceaccounts", "system:serviceaccounts:kueue-system", "system:authenticated")
+
+
+def _gated_pod(**spec: Any) -> dict[str, Any]:
+    """A Deployment's pod as Kueue's pod webhook leaves it: gated, naming no node group (ownerReferences: its
+    ReplicaSet)."""
+    return pod(
+        pod_spec(schedulingGates=[{"name": "kueue.x-k8s.io/admission"}], **spec),
+        labels=dict(QUEUE),
+        ownerReferences=[{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "r", "uid": "u", "controller": True}],
     )
+
+
+def _admitted_by_kueue(gated: dict[str, Any], flavor: str, tolerations: list[dict[str, str]]) -> dict[str, Any]:
+    """The pod after Kueue admits its workload to `flavor` (kueue v0.19.2 pod_controller.go prepare, podset.Merge):
+    the flavor's nodeLabels merged into nodeSelector, its tolerations appended, the admission gate removed."""
+    new = copy.deepcopy(gated)
+    spec = new["spec"]
+    spec["nodeSelector"] = {**spec.get("nodeSelector", {}), "gpufleet.io/node-group": flavor}
+    spec["tolerations"] = [*spec.get("tolerations", []), *tolerations]
+    del spec["schedulingGates"]
+    return new
+
+
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+
+
+def test_a_pod_kueue_places_on_an_inference_flavor_is_judged_when_kueue_ungates_it(plan: RolloutPlan) -> None:
+    """issue 41 item 8: a serving Deployment naming no group, in a team with Training and Inference quota, is admitted
+    (Kueue may give it either flavor); its gated pod too (judged at its parent); Kueue's patch that puts it on the
+    Inference flavor is refused, the one that puts it on the Training flavor is not."""
+    gated = _gated_pod()
+    _admitted(plan, Request(deployment(pod_spec()), "vision"))
+    _admitted(plan, Request(gated, "vision", groups=KUEUE))
+    serve_tolerations = [dict(GPU_TOLERATION), dict(TOLERATE["tolerations"][0])]
+    on_serve = _admitted_by_kueue(gated, "serve", serve_tolerations)
+    _refused(plan, Request(on_serve, "vision", groups=KUEUE, old=gated))
+    assert message(_policy(plan), Request(on_serve, "vision", groups=KUEUE, old=gated)) == (
+        "Pod p lands on an Inference node group (nodeSelector gpufleet.io/node-group=serve) and its GPU container"
+        " server" + TAIL
+    )
+    _admitted(plan, Request(_admitted_by_kueue(gated, "h100", [dict(GPU_TOLERATION)]), "vision", old=gated))
+    probed = _probed(gated)
+    _admitted(plan, Request(_admitted_by_kueue(probed, "serve", serve_tolerations), "vision", old=probed))
+
+
+def test_a_bound_pod_stays_updatable(plan: RolloutPlan) -> None:
+    """Once bound (spec.nodeName) an update cannot move a pod: a label change of an unprobed pod already on serve (it
+    ran before the policy) passes."""
+    old = pod(pod_spec(nodeName="ip-10-0-0-1", **ON_SERVE), labels=dict(QUEUE))
+    new = copy.deepcopy(old)
+    new["metadata"]["labels"]["app"] = "llm"
+    _admitted(plan, Request(new, "vision", old=old))
 
 
 def test_an_update_is_refused_only_for_what_it_breaks(plan: RolloutPlan) -> None:
@@ -330,8 +442,7 @@ def test_only_the_taints_no_other_group_carries_mark_inference(plan: RolloutPlan
     variables = {v["name"]: v["expression"] for v in _policy(plan)["spec"]["variables"]}
     assert variables["inferenceTaints"] == '[{"effect": "NoSchedule", "key": "gpufleet.io/serving", "value": "true"}]'
     assert variables["inferenceGroups"] == '["serve"]'
-    assert variables["servingClasses"] == '["serving"]'
-    assert variables["inferenceNamespace"] == 'request.namespace in ["ads"]'
+    assert variables["inferenceOnlyNamespaces"] == '["ads"]'
 
 
 def test_plan_md_says_what_the_policy_does_per_namespace() -> None:

@@ -247,7 +247,7 @@ def _tenant_policies(fleet: Fleet) -> list[Resource]:
 
 
 def inference_targets(fleet: Fleet) -> readiness_policy.InferenceTargets:
-    """What marks a pod template as bound for an Inference group (gpufleet.plan.manifests.readiness_policy)."""
+    """What places a pod template on an Inference group (gpufleet.plan.manifests.readiness_policy)."""
     inference = [g for g in fleet.node_groups if g.workload_class is WorkloadClass.INFERENCE]
     names = {g.name for g in inference}
     return readiness_policy.InferenceTargets(
@@ -255,7 +255,6 @@ def inference_targets(fleet: Fleet) -> readiness_policy.InferenceTargets:
         taints=readiness_policy.exclusive_taints(
             (group_taints(g) for g in inference), (group_taints(g) for g in fleet.node_groups if g.name not in names)
         ),
-        classes=tuple(p.name for p in fleet.admission.priorities if not p.preemptible),
         namespaces=tuple(t.namespace for t in fleet.teams if t.quotas and all(q.node_group in names for q in t.quotas)),
     )
 
