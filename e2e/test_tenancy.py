@@ -22,6 +22,7 @@ import yaml
 
 from e2e.box import fleet, tenancy
 from e2e.box.client import ApiError, Client
+from gpufleet.simulate.workload import KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "docs" / "examples").glob("*.yaml"))
@@ -147,12 +148,16 @@ def _explain_as(box: fleet.Fleet, team: str, obj: dict[str, Any], tmp: Path) -> 
     return json.loads(done.stdout)["workloads"][0]
 
 
-EXPLAINED = {"Job", "JobSet", "TrainJob", "LeaderWorkerSet", "Deployment", "StatefulSet", "DaemonSet", "Pod"}
+EXAMPLE_OBJECTS = list(_examples())
+
+
+def _team_of(box: fleet.Fleet, namespace: str) -> str:
+    return next(t.name for t in box.plan.fleet.teams if t.namespace == namespace)
 
 
 @pytest.mark.parametrize(
     ("row", "obj", "refuser"),
-    [r for r in REFUSALS if r[1]["kind"] in EXPLAINED],
+    [r for r in REFUSALS if r[1]["kind"] in KINDS],
     ids=lambda v: v if isinstance(v, str) else "",
 )
 def test_explain_as_refuses_what_the_box_refuses(
@@ -174,15 +179,14 @@ def test_explain_as_refuses_what_the_box_refuses(
 
 @pytest.mark.parametrize(
     ("row", "obj"),
-    [(r, o) for r, o in _examples() if o["kind"] in EXPLAINED],
-    ids=[r for r, o in _examples() if o["kind"] in EXPLAINED],
+    [(r, o) for r, o in EXAMPLE_OBJECTS if o["kind"] in KINDS],
+    ids=[r for r, o in EXAMPLE_OBJECTS if o["kind"] in KINDS],
 )
 def test_explain_as_admits_what_the_box_admits(
     example: fleet.Fleet, row: str, obj: dict[str, Any], tmp_path: Path
 ) -> None:
     """Each documented workload the box admits from its team's member, explain --as lets through admission too."""
-    namespace = obj["metadata"]["namespace"]
-    team = next(t.name for t in example.plan.fleet.teams if t.namespace == namespace)
+    team = _team_of(example, obj["metadata"]["namespace"])
     try:
         _member(example, team).create(copy.deepcopy(obj), dry_run=True)
     except ApiError as exc:
@@ -273,11 +277,9 @@ def test_member_may_not_change_gpufleets_network_policy(example: fleet.Fleet) ->
     assert "gpufleet-protect-owned-objects" in refused.value.message
 
 
-@pytest.mark.parametrize(("row", "obj"), list(_examples()), ids=[r for r, _ in _examples()])
+@pytest.mark.parametrize(("row", "obj"), EXAMPLE_OBJECTS, ids=[r for r, _ in EXAMPLE_OBJECTS])
 def test_member_may_create_documented_example(example: fleet.Fleet, row: str, obj: dict[str, Any]) -> None:
-    namespace = obj["metadata"]["namespace"]
-    team = next(t.name for t in example.plan.fleet.teams if t.namespace == namespace)
-    member = _member(example, team)
+    member = _member(example, _team_of(example, obj["metadata"]["namespace"]))
     try:
         member.resource(obj["apiVersion"], obj["kind"])
     except ApiError:

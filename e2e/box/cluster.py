@@ -10,6 +10,7 @@ this machine.
 from __future__ import annotations
 
 import hashlib
+import os
 import socket
 import subprocess
 import tempfile
@@ -32,10 +33,39 @@ POD_RANGE = "127.64.0.0/16"
 KWOK_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 
 
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default (Documentation/networking/ip-sysctl.rst, ip_local_port_range)
+
+
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A loopback port no one holds, below the kernel's ephemeral range, never handed out twice by this process.
+
+    A port from bind(0) is an ephemeral one: between closing it and the server binding it, any outbound connection
+    (a controller's watch on the API server) may take it as its source port, which is how a CI run lost LWS to
+    "bind: address already in use". Ports below the ephemeral range are never picked as source ports.
+    """
+    low, _ = _ephemeral_range()
+    start, stop = max(1024, low - 12000), low
+    first = start + (os.getpid() * 7919) % (stop - start)
+    for offset in range(stop - start):
+        port = start + (first - start + offset) % (stop - start)
+        if port in _handed_out:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise RuntimeError(f"no free loopback port in {start}-{stop - 1}")
 
 
 def kubeconfig(server: str, ca: Path, pair: Pair, path: Path) -> Path:
