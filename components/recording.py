@@ -84,7 +84,8 @@ class RecordingMocks(pulumi_mocks.Mocks):
         self.inputs[args.name] = (args.typ, _integral(args.inputs))
         return f"<ref:{args.name}.id>", self._state(args.name, args.inputs)
 
-    # Return a plain dict: the SDK's (dict, None) form raises, it iterates the second item (UPSTREAM.md, Pulumi).
+    # Return a plain dict: the SDK's (dict, None) form raises, it iterates the second item
+    # (pulumi/pulumi sdk/python/lib/pulumi/runtime/mocks.py @v3.259.0).
     def call(self, args: pulumi_mocks.MockCallArgs) -> dict[str, Any]:  # type: ignore[override]
         if args.token not in self.lookups:
             raise UnmockedInvoke(f"synth reached an undeclared invoke {args.token}")

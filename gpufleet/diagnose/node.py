@@ -22,7 +22,8 @@ _COLUMNS = re.compile(r"\s{2,}|\t")
 _TIMESTAMP = re.compile(
     r"\w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} [+-]\d{4}", re.ASCII
 )  # Last{Heartbeat,Transition}Time
-# GPU Operator / k8s-device-plugin label catalog (see ../shared/UPSTREAM.md section 1).
+# GPU Operator / k8s-device-plugin label catalog (NVIDIA/k8s-device-plugin README, "Labels"; gpu-operator
+# controllers/state_manager.go for the MIG state label).
 PRODUCT, STRATEGY, REPLICAS = "nvidia.com/gpu.product", "nvidia.com/gpu.sharing-strategy", "nvidia.com/gpu.replicas"
 MIG_CONFIG, MIG_STATE, MIG_CAPABLE = "nvidia.com/mig.config", "nvidia.com/mig.config.state", "nvidia.com/mig.capable"
 DP_CONFIG, FLEET_SHARING = "nvidia.com/device-plugin.config", LABEL_SHARING

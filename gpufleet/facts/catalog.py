@@ -63,7 +63,7 @@ class InstanceType:
     # EC2's fast path between GPU instances is EFA (SRD through libfabric's efa provider); NetworkInfo lists ENA and
     # EFA interfaces only, and no GPU instance has a ConnectX NIC (EC2 accelerated instance specifications,
     # https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html). The NVIDIA Network Operator targets ConnectX
-    # (../shared/UPSTREAM.md: "It is not the path on EC2; use EFA").
+    # NICs (Mellanox-Inc/network-operator README: ConnectX IB/RoCE), so it is not the path on EC2: EFA is.
     rdma_nics: int = 0
 
 

@@ -7,9 +7,10 @@ this gpufleet is tested with (`default_release`: the current line, which the gol
 and plan.md so a bump shows in review. Helm values are rendered for (and
 tested against) the keys of these chart versions, so a version outside the list is an error, never a guess, and no
 code falls back to another version's value. Adding a chart version means adding one release entry here (a typed
-record, so every fact of that release must be given) plus the upstream chart files in ../shared/charts;
-tests/unit/test_versions.py checks each entry against those files. Larger dated catalogs live in data files with
-their own loader: the EKS AMI releases in gpufleet/data/eks-ami-releases.json (gpufleet.facts.ami_releases).
+record, so every fact of that release must be given) plus the chart's upstream files (tools/upstream_files.json
+names each with its URL at a pinned commit and its sha256); tests/unit/test_versions.py checks each entry against
+those files. Larger dated catalogs live in data files with their own loader: the EKS AMI releases in
+gpufleet/data/eks-ami-releases.json (gpufleet.facts.ami_releases).
 """
 
 from __future__ import annotations
@@ -404,8 +405,9 @@ _AUTOSCALER_CONTROLLERS = (
 )
 
 # The controllers (Deployments and the Prometheus StatefulSet) of each pinned chart, chart -> version -> placement,
-# from ../shared/charts/<chart>/<version>/values.yaml and its vendored subcharts (tests/unit/test_versions.py checks
-# each against them). Grafana is left out: its subchart is not vendored with kube-prometheus-stack here.
+# from each chart's values.yaml at its pinned version and its vendored subcharts (tools/upstream_files.json;
+# tests/unit/test_versions.py checks each against them).
+# Grafana is left out: its subchart is not vendored with kube-prometheus-stack here.
 CHART_CONTROLLERS: Mapping[str, Mapping[str, tuple[ControllerPlacement, ...]]] = MappingProxyType(
     {
         "kueue": MappingProxyType({"0.18.1": _KUEUE_CONTROLLERS, "0.19.2": _KUEUE_CONTROLLERS}),

@@ -20,7 +20,7 @@ facts, never by the renderer's helpers (a model that reuses the renderer cannot 
   the launch template, and the 5128 2 MiB hugepages the EFA driver reserves (awsdocs amazon-eks-user-guide
   ml/node-efa.adoc) once the network stage runs; RDMA: `network.rdma.hcaMax` of the spec under the shared device
   plugin's resource name.
-- NUMA: every 8-GPU type the catalog knows is dual-socket (../shared/UPSTREAM.md "Cross-component facts").
+- NUMA: every 8-GPU type the catalog knows is dual-socket (gpufleet.simulate.nodes says where from).
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ fleet).
 
 NUMA layout (which GPUs, EFA/RDMA devices and CPUs sit on which NUMA node): every 8-GPU type the catalog knows is
 dual-socket with four GPUs and half the NICs and cores per socket, the smaller types are single-socket
-(../shared/UPSTREAM.md "Cross-component facts": p5/p5en/g6e.48xlarge have two NUMA nodes with four GPUs each).
+(p5/p5en/g6e.48xlarge have two NUMA nodes with four GPUs each: EC2 accelerated computing instance specifications,
+https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html, and the kubelet's topologymanager policy tests).
 [I] NIC placement is taken as even across sockets.
 """
 

@@ -1,5 +1,5 @@
 """Helm values of the NVIDIA GPU Operator release (keys as in deployments/gpu-operator/values.yaml of the
-pinned chart; a test checks every key against ../shared/charts/gpu-operator/<version>/values.yaml).
+pinned chart; a test checks every key against deployments/gpu-operator/values.yaml at that version).
 
 Decisions, and why:
 - Driver and toolkit: with `driver.source: Preinstalled` the EKS NVIDIA AMI ships both and nodeadm makes the

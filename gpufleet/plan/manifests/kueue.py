@@ -1,8 +1,8 @@
 """Kueue objects (API kueue.x-k8s.io/v1beta2) and the controller Configuration, as plain dicts.
 
 Field names are those of kubernetes-sigs/kueue apis/kueue/v1beta2/*_types.go and
-apis/config/v1beta2/configuration_types.go at v0.19.2; tests validate every object against the CRDs in
-../shared/crds. Decisions, and why:
+apis/config/v1beta2/configuration_types.go at v0.19.2; tests validate every object against the CRDs at that
+release (tools/upstream_files.json). Decisions, and why:
 
 - One ResourceFlavor per node group, selecting exactly that group by the gpufleet.io/node-group label, with
   the group's taints and matching tolerations (Kueue adds the tolerations to the pods it admits, so a pod
@@ -454,7 +454,7 @@ def controller_configuration(fleet: Fleet) -> dict[str, Any]:
 
 
 def helm_values(fleet: Fleet, *, prometheus: bool) -> dict[str, Any]:
-    """Values of the kueue chart (keys checked against ../shared/charts/kueue/<version>/values.yaml)."""
+    """Values of the kueue chart (keys checked against charts/kueue/values.yaml at <version>)."""
     return {
         "managerConfig": {
             "controllerManagerConfigYaml": yaml.safe_dump(controller_configuration(fleet), sort_keys=False)

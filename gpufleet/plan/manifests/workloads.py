@@ -58,7 +58,7 @@ LWS_IMAGES = {"0.10.0": ("registry.k8s.io/lws/lws", "v0.10.0")}
 
 
 def jobset_values(version: str) -> dict[str, Any]:
-    """Values of the jobset chart (keys checked against ../shared/charts/jobset/v<version>/values.yaml)."""
+    """Values of the jobset chart (keys checked against the chart's values.yaml at v<version>)."""
     repository, tag = JOBSET_IMAGES[version]
     return {
         "image": {"repository": repository, "tag": tag, "pullPolicy": "IfNotPresent"},
@@ -69,7 +69,7 @@ def jobset_values(version: str) -> dict[str, Any]:
 
 
 def trainer_values() -> dict[str, Any]:
-    """Values of the kubeflow-trainer chart (../shared/charts/kubeflow-trainer/v<version>/values.yaml)."""
+    """Values of the kubeflow-trainer chart (keys checked against the chart's values.yaml at v<version>)."""
     return {
         # gpufleet's own JobSet release owns JobSet (module docstring).
         "jobset": {"install": False},
@@ -80,7 +80,7 @@ def trainer_values() -> dict[str, Any]:
 
 
 def lws_values(version: str) -> dict[str, Any]:
-    """Values of the lws chart (../shared/charts/lws/v<version>/values.yaml)."""
+    """Values of the lws chart (keys checked against the chart's values.yaml at v<version>)."""
     repository, tag = LWS_IMAGES[version]
     return {
         "image": {"manager": {"repository": repository, "tag": tag, "pullPolicy": "IfNotPresent"}},
