@@ -1,6 +1,7 @@
 """What a change between two synth trees does to the running fleet: per resource add / remove / update /
 replace with the changed field paths, which node groups are replaced or rolled (and why), nvidia.com/gpu quota
-changes per team, and the fleet's cost at min and max size. Pure: inventory dicts in, a `Report` out.
+changes per team, and the fleet's cost at min and max size (its GPU nodes and FSx for Lustre file systems). Pure:
+inventory dicts in, a `Report` out.
 
 Replace vs roll for an EKS managed node group follows the provider schema (pulumi-aws bridges
 terraform-provider-aws `internal/service/eks/node_group.go`):
@@ -251,6 +252,22 @@ class GroupCost:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FileSystemCost:
+    """An FSx for Lustre file system: billed by provisioned capacity whatever the nodes do, so the same at every
+    size (gpufleet.plan.builders.fsx.monthly_usd, the prices of gpufleet.facts.pricing)."""
+
+    id: str
+    deployment_type: str
+    capacity_gib: int
+    per_unit_throughput: int | None  # MB/s/TiB; None for the scratch types
+
+    @property
+    def monthly(self) -> float | None:
+        price = pricing.FSX_LUSTRE_USD_PER_GB_MONTH.get((self.deployment_type, self.per_unit_throughput))
+        return None if price is None else self.capacity_gib * price
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Effect:
     """What a change does to work running on the GPU nodes (gpufleet.review.running_work)."""
 
@@ -268,6 +285,8 @@ class Report:
     quotas: tuple[QuotaChange, ...]
     cost_old: tuple[GroupCost, ...]
     cost_new: tuple[GroupCost, ...]
+    storage_old: tuple[FileSystemCost, ...] = ()
+    storage_new: tuple[FileSystemCost, ...] = ()
     work: tuple[Effect, ...] = ()  # gpufleet.review.running_work, filled in by gpufleet.commands.diff
 
 
@@ -520,6 +539,8 @@ def compare(
         quotas=tuple(quota_changes(old.values(), new.values())),
         cost_old=tuple(fleet_cost(old.values())),
         cost_new=tuple(repriced(fleet_cost(old.values()), fleet_cost(new.values()))),
+        storage_old=tuple(storage_cost(old.values())),
+        storage_new=tuple(storage_cost(new.values())),
     )
 
 
@@ -780,6 +801,29 @@ def fleet_cost(entries: Iterable[Mapping[str, Any]]) -> list[GroupCost]:
         (dataclasses.replace(c, headroom=warm[c.node_group]) if c.node_group in warm else c for c in out),
         key=lambda c: c.node_group,
     )
+
+
+LUSTRE_FILE_SYSTEM = "aws:fsx/lustreFileSystem:LustreFileSystem"
+
+
+def storage_cost(entries: Iterable[Mapping[str, Any]]) -> list[FileSystemCost]:
+    """Each FSx for Lustre file system of a tree, by its inputs (gpufleet.plan.builders.fsx: deploymentType,
+    storageCapacity in GiB, perUnitStorageThroughput for the persistent types)."""
+    out = []
+    for e in entries:
+        args = e.get("inputs") or {}
+        capacity, per_unit = args.get("storageCapacity"), args.get("perUnitStorageThroughput")
+        if e.get("type") != LUSTRE_FILE_SYSTEM or not isinstance(capacity, int):
+            continue
+        out.append(
+            FileSystemCost(
+                id=str(e.get("id")),
+                deployment_type=str(args.get("deploymentType")),
+                capacity_gib=capacity,
+                per_unit_throughput=per_unit if isinstance(per_unit, int) else None,
+            )
+        )
+    return sorted(out, key=lambda c: c.id)
 
 
 def _headroom(entries: Iterable[Mapping[str, Any]]) -> dict[str, int]:

@@ -9,6 +9,12 @@ each operand pod restarts on every GPU node (Helm upgrade of the ClusterPolicy);
 kernel module, so GPU pods on a node cannot keep running through a driver change. Helm never upgrades or
 downgrades CRDs on `helm upgrade` (Helm docs "Custom Resource Definitions"), so a downgrade keeps the newer
 ClusterPolicy CRD.
+
+Any other Helm release whose chart version or values change is upgraded in place (`helm upgrade`): its controller
+restarts where the change reaches its pod template. Kueue's Deployment carries a checksum of its controller
+Configuration (`charts.kueue.x-k8s.io/config-checksum`, kubernetes-sigs/kueue charts/kueue/templates/manager/
+manager.yaml @ v0.19.2), so a values change there (a new team's namespace in `managedJobsNamespaceSelector`) rolls
+the controller.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from gpufleet.review.impact import CONFIG_MAP, Effect, NodeImpact, field_changes
 from gpufleet.spec.names import LABEL_WORKLOAD_CLASS, MIG_DISABLED
 
 OPERATOR_RELEASE = "gpu-operator"  # the foundation stage's Helm release name (gpufleet/plan/builders/foundation.py)
+KUEUE_RELEASE = "kueue"  # the admission stage's (gpufleet/plan/builders/admission.py)
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
@@ -97,6 +104,44 @@ def _operator(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[st
                     " minute in GPU metrics; running work is unaffected"
                 ),
             )
+        )
+    return out
+
+
+def _releases(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]]) -> list[Effect]:
+    """Each Helm release other than the GPU Operator's (`_operator`) that stays and changes chart version or values:
+    `helm upgrade` restarts its controller."""
+    out = []
+    for rid, entry in sorted(new.items()):
+        before = old.get(rid)
+        if entry.get("type") != RELEASE or before is None or before.get("type") != RELEASE:
+            continue
+        a, b = before.get("inputs") or {}, entry.get("inputs") or {}
+        name = str(b.get("name") or rid)
+        if name == OPERATOR_RELEASE:
+            continue
+        va, vb = str(a.get("version", "")), str(b.get("version", ""))
+        values = sorted(field_changes(_mapping(a.get("values")), _mapping(b.get("values"))))
+        if va == vb and not values:
+            continue
+        where = f"{name} ({b.get('namespace')})" if b.get("namespace") else name
+        changed = [f"chart {va} -> {vb}"] if va != vb else []
+        if values:
+            shown = ", ".join(values[:3]) + (f" and {len(values) - 3} more" if len(values) > 3 else "")
+            changed.append(f"values {shown}")
+        if name == KUEUE_RELEASE and va == vb:
+            restart = (
+                "the Kueue controller restarts (its pod template carries the checksum of its Configuration): its"
+                " replicas roll one at a time, admission waits while the leader changes, and admitted workloads keep"
+                " running"
+            )
+        else:
+            restart = (
+                "its controller restarts where the change reaches its pod template (rolled a pod at a time); running"
+                " GPU work is not restarted"
+            )
+        out.append(
+            Effect(id=rid, disruptive=False, what=f"Helm release {where} is upgraded ({'; '.join(changed)}): {restart}")
         )
     return out
 
@@ -363,6 +408,7 @@ def effects(
 ) -> list[Effect]:
     """Everything the change does to running GPU work, disruptive first (`nodes`: the report's node impacts, for
     what drifted or removed Karpenter pools do to their work)."""
-    found = _operator(old, new) + _mig(old, new) + _device_plugin(old, new) + _dcgm_csv(old, new) + _gates(old, new)
+    found = _operator(old, new) + _releases(old, new) + _mig(old, new) + _device_plugin(old, new) + _dcgm_csv(old, new)
+    found += _gates(old, new)
     found += _pools(new, nodes) + _node_access(old, new)
     return sorted(found, key=lambda e: not e.disruptive)

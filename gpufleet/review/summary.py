@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpufleet.base.render import render
 from gpufleet.facts import pricing
-from gpufleet.review.impact import Change, GroupCost, NodeImpact, Report
+from gpufleet.review.impact import Change, FileSystemCost, GroupCost, NodeImpact, Report
 
 # The symbols `pulumi preview` prints for each operation.
 _SYMBOL = {"add": "+", "remove": "-", "update": "~", "replace": "+-"}
@@ -22,11 +22,13 @@ _POOL_WORDS = {
 }
 
 
-# What the fleet line counts and what it leaves out: it is a delta of the GPU node groups and Karpenter pools only.
+# What the fleet line counts and what it leaves out: a delta of the GPU node groups, Karpenter pools and FSx for
+# Lustre file systems only.
 LEAVES_OUT = (
-    "GPU node groups and Karpenter pools only: their nodes at the cost stage's prices or the on-demand list, warm"
-    " pools and reservations; not counted: the EKS control plane, the system nodes, volumes of running nodes,"
-    " storage, logs and data transfer"
+    "GPU node groups, Karpenter pools and FSx for Lustre file systems only: their nodes at the cost stage's prices or"
+    " the on-demand list, warm pools and reservations, and each file system's provisioned capacity (the same at every"
+    " size); not counted: the EKS control plane, the system nodes, volumes of running nodes, S3 storage, logs and data"
+    " transfer"
 )
 
 
@@ -41,15 +43,45 @@ def _delta(old: float | None, new: float | None) -> str:
     return "$0" if abs(d) < 0.5 else f"{'+' if d > 0 else '-'}${abs(d):,.0f}"
 
 
-def _totals(costs: tuple[GroupCost, ...], which: str) -> float | None:
-    values = [c.monthly(c.idle_size if which == "min" else c.max_size) for c in costs]
+def _totals(costs: tuple[GroupCost, ...], storage: tuple[FileSystemCost, ...], which: str) -> float | None:
+    values = [c.monthly(c.idle_size if which == "min" else c.max_size) for c in costs] + [s.monthly for s in storage]
     return None if any(v is None for v in values) else sum(v for v in values if v is not None)
 
 
 def _fleet_total(report: Report, which: str) -> str:
-    """The fleet's monthly cost at every group's minSize or maxSize: before -> after (change)."""
-    old, new = _totals(report.cost_old, which), _totals(report.cost_new, which)
+    """The fleet's monthly cost at every group's minSize or maxSize, file systems included: before -> after
+    (change)."""
+    old = _totals(report.cost_old, report.storage_old, which)
+    new = _totals(report.cost_new, report.storage_new, which)
     return f"{_usd(old)} -> {_usd(new)} ({_delta(old, new)})"
+
+
+def _storage_rows(report: Report) -> list[tuple[str, str, str, str, str]]:
+    """Each FSx for Lustre file system that is new, gone or resized: name, before, after, and its monthly change
+    at minSize and at maxSize (the same: capacity is billed whatever the nodes do)."""
+    old = {c.id: c for c in report.storage_old}
+    new = {c.id: c for c in report.storage_new}
+    rows = []
+    for rid in sorted(set(old) | set(new)):
+        a, b = old.get(rid), new.get(rid)
+        if a == b:
+            continue
+        change = _delta(a.monthly if a else 0.0, b.monthly if b else 0.0)
+        rows.append((f"FSx for Lustre {rid}", _file_system(a), _file_system(b), change, change))
+    return rows
+
+
+def _file_system(c: FileSystemCost | None) -> str:
+    if c is None:
+        return "-"
+    tier = f" at {c.per_unit_throughput} MB/s/TiB" if c.per_unit_throughput else ""
+    return f"{c.deployment_type}, {c.capacity_gib:,} GiB{tier} ({_usd(c.monthly)})"
+
+
+def _all_cost_rows(report: Report) -> list[tuple[str, str, str, str, str]]:
+    """The cost table's rows: each changed node group or pool, then each changed file system."""
+    groups = [(name, _size(a), _size(b), *_size_deltas(a, b)) for name, a, b in _cost_rows(report)]
+    return groups + _storage_rows(report)
 
 
 def _cost_rows(report: Report) -> list[tuple[str, GroupCost | None, GroupCost | None]]:
@@ -137,12 +169,11 @@ def text(report: Report, old: str, new: str, *, old_absent: bool = False) -> str
             + (f" ({q.old_gpus() or '-'} -> {q.new_gpus() or '-'})" if q.in_gpus else "")
             for q in report.quotas
         ]
-    rows = _cost_rows(report)
+    rows = _all_cost_rows(report)
     if rows:
         out.append(f"cost per month ({pricing.HOURS_PER_MONTH} h), at minSize (or headroom) / maxSize:")
-        for name, a, b in rows:
-            at_min, at_max = _size_deltas(a, b)
-            out.append(f"  {name}: {_size(a)} -> {_size(b)}: min {at_min}, max {at_max}")
+        for name, before, after, at_min, at_max in rows:
+            out.append(f"  {name}: {before} -> {after}: min {at_min}, max {at_max}")
         out.append(f"  fleet: min {_fleet_total(report, 'min')}, max {_fleet_total(report, 'max')}")
         out.append(f"  ({LEAVES_OUT})")
     return "\n".join(out) + "\n"
@@ -164,7 +195,7 @@ def markdown(report: Report, old: str, new: str, *, old_absent: bool = False) ->
         symbol=_SYMBOL,
         quotas=report.quotas,
         hours=pricing.HOURS_PER_MONTH,
-        costs=[(name, _size(a), _size(b), *_size_deltas(a, b)) for name, a, b in _cost_rows(report)],
+        costs=_all_cost_rows(report),
         fleet_min=_fleet_total(report, "min"),
         leaves_out=LEAVES_OUT,
         fleet_max=_fleet_total(report, "max"),

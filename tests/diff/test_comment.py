@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from gpufleet.review import summary
-from gpufleet.review.impact import Change, Effect, GroupCost, NodeImpact, QuotaChange, Report
+from gpufleet.review.impact import Change, Effect, FileSystemCost, GroupCost, NodeImpact, QuotaChange, Report
 
 GOLDEN = Path(__file__).resolve().parent / "comment-every-section.md"
 
@@ -60,6 +60,9 @@ EVERY_SECTION = Report(
     ),
     cost_old=(_cost("h100", 16),),
     cost_new=(_cost("h100", 8, warm_pool=1),),
+    storage_new=(
+        FileSystemCost(id="fsx-lustre", deployment_type="PERSISTENT_2", capacity_gib=2400, per_unit_throughput=250),
+    ),
     work=(
         Effect(id="gpu-operator", disruptive=True, what="driver change"),
         Effect(id="dcgm-exporter", disruptive=False, what="exporter restarts"),

@@ -232,6 +232,11 @@ def test_operator_bump_restarts_operands_and_downgrade_is_flagged(
     assert [(e.disruptive, e.what.split(":")[0]) for e in bump.work] == [
         (True, "the planted-fault gate runs again (the Job is replaced)"),
         (False, "GPU Operator v26.3.3 -> v26.7.0"),
+        # ... and Node Problem Detector, whose DCGM health sidecar runs that image, restarts
+        (
+            False,
+            "Helm release node-problem-detector (gpufleet-health) is upgraded (values extraContainers[dcgm-health].image)",
+        ),
     ]
     down = report(trees, "older-operator")
     assert [e.what.split(":")[0] for e in down.work if e.disruptive] == [
