@@ -89,16 +89,20 @@ def test_the_fleet_repository_entries_import_from_the_wheel_alone(wheel_files: s
         "import importlib.util, json, sys\n"
         "import gpufleet.components.program\n"
         "pack = importlib.util.find_spec('gpufleet.policies.__main__').origin\n"
-        "print(json.dumps([pack] + [getattr(m, '__file__', None) or '' for m in list(sys.modules.values())]))\n"
+        "print(json.dumps([gpufleet.__file__, pack] + [getattr(m, '__file__', None) or '' for m in"
+        " list(sys.modules.values())]))\n"
     )
     done = subprocess.run([sys.executable, "-I", "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
-    files = json.loads(done.stdout)
+    package, *files = json.loads(done.stdout)
+    # The checkout the environment's editable install points at: this one, or the one whose environment a git
+    # worktree of it shares.
+    checkout = Path(package).parents[1]
     # The checkout's own files (an environment inside the checkout, as .ci/run and .venv make, is not the checkout).
     inside = sorted(
         {
-            Path(f).relative_to(ROOT).as_posix()
+            Path(f).relative_to(checkout).as_posix()
             for f in files
-            if f and Path(f).is_relative_to(ROOT) and "site-packages" not in Path(f).parts
+            if f and Path(f).is_relative_to(checkout) and "site-packages" not in Path(f).parts
         }
     )
     assert "gpufleet/components/program.py" in inside and "gpufleet/policies/__main__.py" in inside
