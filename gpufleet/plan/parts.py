@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections import abc
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,6 +136,13 @@ class AtFoundation:
     node_repair: Callable[[NodeGroup], dict[str, Any] | None] = _none
     operator_values: tuple[dict[str, Any], ...] = ()
     operator_configmaps: tuple[dict[str, Any], ...] = ()  # objects in the GPU Operator's namespace
+
+
+def bottlerocket_settings(group: NodeGroup, parts: Sequence[AtFoundation]) -> dict[str, Any] | None:
+    """The keys every part puts into the group's `[settings.kubelet-device-plugins.nvidia]` table, merged in order;
+    None when no part has any."""
+    found = [t for part in parts if (t := part.bottlerocket_settings(group)) is not None]
+    return {k: v for t in found for k, v in t.items()} if found else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

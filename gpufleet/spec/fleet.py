@@ -51,6 +51,7 @@ Remediation = Literal["CordonAndDrain", "CordonOnly", "None"]
 LinkType = Literal["InfiniBand", "Ethernet"]
 InstallChoice = Literal["Install", "None"]
 Provisioner = Literal["ManagedNodeGroup", "Karpenter"]
+Devices = Literal["DevicePlugin", "DRA"]
 
 
 class WorkloadClass(StrEnum):
@@ -166,6 +167,8 @@ class NodeGroup:
     instance_types: tuple[str, ...]
     workload_class: WorkloadClass
     provisioner: Provisioner
+    # devices: what hands the GPUs (and EFA interfaces) to pods (gpufleet.spec.devices says what each one is)
+    devices: Devices
     ami_type: AmiType
     ami_release_version: str
     capacity_type: CapacityType
@@ -559,6 +562,7 @@ def _node_group(d: Mapping[str, Any]) -> NodeGroup:
         instance_types=tuple(d["instanceTypes"]) if "instanceTypes" in d else (d["instanceType"],),
         workload_class=WorkloadClass(d["workloadClass"]),
         provisioner=d["provisioner"],
+        devices=d["devices"],
         ami_type=d["ami"]["type"],
         ami_release_version=d["ami"]["releaseVersion"],
         capacity_type=CapacityType(d["capacity"]["type"]),

@@ -41,6 +41,7 @@ def test_every_gpu_group_has_the_gpu_taint_in_eks_spelling_plus_its_own(prod: Ro
 def test_labels_name_group_class_fabric_and_gpu_model(prod: RolloutPlan) -> None:
     labels = resource(prod, "h100-node-group").args["labels"]
     assert {k: v for k, v in labels.items() if k.startswith("gpufleet.io/")} == {
+        "gpufleet.io/device-manager": "DevicePlugin",
         "gpufleet.io/fabric": "EFA",
         "gpufleet.io/gpu-model": "H100",
         "gpufleet.io/node-group": "h100",

@@ -101,6 +101,12 @@ SERVE_GROUP = {
     "ami": {"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.33.13-20260714"},
     "scaling": {"maxSize": 4},
 }
+# Kubernetes 1.34 for the minimal spec: the control plane, the system nodes and the GPU group's AMI (DRA needs it).
+K134: Patch = {
+    "cluster.kubernetesVersion": "1.34",
+    "cluster.systemNodes.releaseVersion": "1.34.9-20260714",
+    "nodeGroups.0.ami.releaseVersion": "1.34.9-20260714",
+}
 PREFETCH_BASE = {"nodeGroups.0": SERVE_GROUP, "checkpoints": {**CHECKPOINTS, "mountpoint": {}}}
 
 
@@ -904,6 +910,33 @@ REPLAYS: tuple[Replay, ...] = (
         },
         "give serving a value above -10",
         {"admission.priorities.0.value": 100},
+    ),
+    R(
+        "dra-before-1.34",
+        {"nodeGroups.0.devices": "DRA"},
+        "use devices: DevicePlugin until the cluster runs Kubernetes 1.34",
+        {"nodeGroups.0.devices": "DevicePlugin"},
+    ),
+    R(
+        "dra-on-karpenter",
+        {"nodeGroups.0.devices": "DRA", "nodeGroups.0.provisioner": "Karpenter"},
+        "use provisioner ManagedNodeGroup for this group, or devices: DevicePlugin",
+        {"nodeGroups.0.provisioner": "ManagedNodeGroup"},
+        base=K134,
+    ),
+    R(
+        "dra-shared",
+        {"nodeGroups.0.devices": "DRA", "nodeGroups.0.sharing": {"strategy": "MPS", "replicas": 2}},
+        "remove sharing (Exclusive: whole GPUs by claim), or use devices: DevicePlugin",
+        {"nodeGroups.0.sharing": DEL},
+        base=K134,
+    ),
+    R(
+        "dra-old-bottlerocket",
+        {"nodeGroups.0.devices": "DRA", "nodeGroups.0.ami": BOTTLEROCKET},
+        "use a Bottlerocket release 1.63.0 or later, an AL2023 NVIDIA AMI, or devices: DevicePlugin",
+        {"nodeGroups.0.ami.releaseVersion": "1.63.0-b2c7a1d9"},
+        base=K134,
     ),
     R(
         "karpenter-warm-pool",

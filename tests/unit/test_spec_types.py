@@ -37,6 +37,7 @@ CLOSED_SETS: list[tuple[Any, tuple[str, ...]]] = [
     (spec.Remediation, ("health", "remediation")),
     (spec.LinkType, ("network", "rdma", "linkType")),
     (spec.Provisioner, ("nodeGroups", "provisioner")),
+    (spec.Devices, ("nodeGroups", "devices")),
     (stages.StageName, ("environments", "*", "rollout", "through")),
     (spec.WorkloadClass, ("nodeGroups", "workloadClass")),
     (spec.Fabric, ("nodeGroups", "fabric")),

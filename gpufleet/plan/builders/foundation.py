@@ -16,8 +16,8 @@ from collections.abc import Callable
 from gpufleet.facts import catalog, pricing
 from gpufleet.facts.ami_releases import is_bottlerocket
 from gpufleet.facts.stages import StageName
+from gpufleet.plan.builders import device_managers, provisioners
 from gpufleet.plan.builders import health as health_stage
-from gpufleet.plan.builders import provisioners
 from gpufleet.plan.builders import sharing as sharing_stage
 from gpufleet.plan.builders import telemetry as telemetry_stage
 from gpufleet.plan.builders.cluster import cluster_resources, pod_identity_resources, pod_identity_warning
@@ -51,7 +51,10 @@ AT_FOUNDATION: tuple[tuple[StageName, Callable[[BuildContext], AtFoundation]], .
 def build(ctx: BuildContext) -> StageContent:
     fleet = ctx.fleet
     resources, warnings = cluster_resources(fleet)
-    later = [at_foundation(ctx) for name, at_foundation in AT_FOUNDATION if ctx.includes(name)]
+    # Each group's device manager sets its Bottlerocket keys in every rollout.
+    later = [device_managers.at_foundation()] + [
+        at_foundation(ctx) for name, at_foundation in AT_FOUNDATION if ctx.includes(name)
+    ]
     scaled = fleet.cluster.autoscaler == "Install"
     if any(g.fabric is Fabric.EFA for g in fleet.node_groups):
         resources += efa_security_group(fleet)

@@ -17,7 +17,15 @@ from gpufleet.plan.builders.node_groups import (
     prepulled_images,
 )
 from gpufleet.plan.manifests import karpenter, node_bootstrap
-from gpufleet.plan.parts import AtFoundation, BuildContext, Ref, Resource, RolloutPlan, json_document
+from gpufleet.plan.parts import (
+    AtFoundation,
+    BuildContext,
+    Ref,
+    Resource,
+    RolloutPlan,
+    bottlerocket_settings,
+    json_document,
+)
 from gpufleet.spec.efa import efa_interfaces
 from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup
 from gpufleet.spec.names import (
@@ -266,7 +274,7 @@ class KarpenterPools:
     ) -> list[Resource]:
         # A NodePool and EC2NodeClass instead of a launch template and managed node group; the Cluster
         # Autoscaler manages Auto Scaling groups only, so it neither labels nor tags these nodes.
-        toml = next((t for part in later if (t := part.bottlerocket_settings(group)) is not None), None)
+        toml = bottlerocket_settings(group, later)
         listed = image_list(ctx.fleet, group)
         return ([listed] if listed is not None else []) + resources(ctx, group, labels, toml)
 

@@ -10,13 +10,14 @@ from dataclasses import replace
 from typing import Any
 
 from gpufleet.facts import catalog
+from gpufleet.plan.builders import device_managers
 from gpufleet.plan.builders.cluster import NODE_ROLE, node_role_attachments, security_group, security_group_rule, tags
 from gpufleet.plan.builders.common import AWS_PROVIDER, CLUSTER, k8s
 from gpufleet.plan.manifests import autoscaler, checkov, node_bootstrap, restricted
 
 # The pinned pause image (registry.k8s.io/pause, multi-arch) of the prepuller's main container and the placeholders.
 from gpufleet.plan.manifests.headroom import PAUSE_IMAGE
-from gpufleet.plan.parts import AtFoundation, BuildContext, Concat, Ref, Resource, RolloutPlan
+from gpufleet.plan.parts import AtFoundation, BuildContext, Concat, Ref, Resource, RolloutPlan, bottlerocket_settings
 from gpufleet.spec import defaults, warm_pool
 from gpufleet.spec.efa import efa_interfaces
 from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup, Reservation
@@ -55,6 +56,8 @@ def node_labels(group: NodeGroup, extra: dict[str, str]) -> dict[str, str]:
         LABEL_GPU_MODEL: info.gpu_model if info else "unknown",
         # The intended sharing, so `gpufleet diagnose` can compare it with what the device plugin reports.
         LABEL_SHARING: group.sharing.strategy.value,
+        # Which device manager runs on the node; its DaemonSets and the others' select on it.
+        **device_managers.of(group).node_labels(group),
         **dict(group.labels),
         **extra,
     }
@@ -410,7 +413,7 @@ class ManagedNodeGroups:
         scaled = scaled_by(fleet, group) == "ClusterAutoscaler"
         if scaled:
             labels = {**labels, **autoscaler.accelerator_label(group)}
-        toml = next((t for part in later if (t := part.bottlerocket_settings(group)) is not None), None)
+        toml = bottlerocket_settings(group, later)
         listed = image_list(fleet, group)
         out = ([listed] if listed is not None else []) + launch_template(ctx, group, toml)
         repair = next((r for part in later if (r := part.node_repair(group)) is not None), None)

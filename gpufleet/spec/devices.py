@@ -1,0 +1,89 @@
+"""What hands a node group's GPUs (and EFA interfaces) to pods: what each `devices` value is, as the rules and the plan
+both read it. The plan's side of a device manager (node labels, drivers, claim templates, Kueue's mappings) is
+gpufleet.plan.builders.device_managers; a new device manager is an entry here, one there, and its value in the
+schema's enum.
+
+A node runs exactly one device manager: the NVIDIA device plugin and the NVIDIA DRA driver on one node both hand out
+the same GPUs and oversubscribe them silently (kubernetes-sigs/dra-driver-nvidia-gpu
+deployments/helm/dra-driver-nvidia-gpu/templates/validation.yaml @ v0.4.1 refuses `resources.gpus.enabled` until
+`gpuResourcesEnabledOverride` says the device plugin is off), so the node label LABEL_DEVICE_MANAGER names it and
+every device plugin and driver DaemonSet selects on it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gpufleet.spec.fleet import Devices, NodeGroup, Provisioner, SharingStrategy
+
+# The node label that says which device manager runs on a node; its value is the `devices` name.
+LABEL_DEVICE_MANAGER = "gpufleet.io/device-manager"
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceManaging:
+    name: Devices
+    # Pods ask for the devices through ResourceClaims (resource.k8s.io), not extended resources in their limits.
+    claims: bool
+    # The oldest Kubernetes minor it works on (None: every version gpufleet supports).
+    min_kubernetes: tuple[int, int] | None
+    # The provisioners whose nodes it can run on (their autoscaling must model its devices).
+    provisioners: frozenset[Provisioner]
+    # The sharing strategies it offers as a supported (not alpha) feature.
+    sharing: frozenset[SharingStrategy]
+    # The oldest Bottlerocket release it runs on (major, minor, patch); None: any.
+    bottlerocket_min: tuple[int, int, int] | None
+    # Kueue's Topology Aware Scheduling counts its devices.
+    kueue_tas: bool
+
+
+DEVICE_PLUGIN = DeviceManaging(
+    name="DevicePlugin",
+    claims=False,
+    min_kubernetes=None,
+    provisioners=frozenset({"ManagedNodeGroup", "Karpenter"}),
+    sharing=frozenset(SharingStrategy),
+    bottlerocket_min=None,
+    kueue_tas=True,
+)
+DRA = DeviceManaging(
+    name="DRA",
+    claims=True,
+    # resource.k8s.io/v1 is GA (served by default) from Kubernetes 1.34 (KEP-4381); the driver's prerequisites ask
+    # for v1.34.2 or later (kubernetes-sigs/dra-driver-nvidia-gpu site/content/docs/prerequisites.md @ v0.4.1).
+    min_kubernetes=(1, 34),
+    # Karpenter 1.14 (the pinned release) does not provision for ResourceClaims: its DRA support arrives in 1.15,
+    # behind feature gates; EKS documents the NVIDIA DRA driver with managed node groups, self-managed nodes and
+    # Karpenter static capacity only (EKS user guide, device-management-nvidia-dra-device-plugin).
+    provisioners=frozenset({"ManagedNodeGroup"}),
+    # Time-slicing and MPS are the driver's alpha gates TimeSlicingSettings and MPSSupport, dynamic MIG its alpha
+    # gate DynamicMIG (pkg/featuregates/featuregates.go @ v0.4.1); gpufleet's MIG is the GPU Operator's MIG manager
+    # with the device plugin's strategies, which a DRA node does not run.
+    sharing=frozenset({SharingStrategy.EXCLUSIVE}),
+    # Bottlerocket's NVIDIA variants run their own device plugin; `settings.kubelet-device-plugins.nvidia.enabled`
+    # turns it off from 1.63.0 (EKS user guide, device-management-nvidia-time-slicing, "NVIDIA DRA driver").
+    bottlerocket_min=(1, 63, 0),
+    # "No DRA + Topology Aware Scheduling (TAS): DRA resources are not accounted for in TAS capacity calculations"
+    # (kubernetes-sigs/kueue site/content/en/docs/concepts/dynamic_resource_allocation.md @ v0.19.2, Limitations).
+    kueue_tas=False,
+)
+DEVICE_MANAGING: Mapping[Devices, DeviceManaging] = {d.name: d for d in (DEVICE_PLUGIN, DRA)}
+
+_RELEASE = re.compile(r"^([0-9]+)\.([0-9]+)\.([0-9]+)")
+
+
+def device_managing(group: NodeGroup) -> DeviceManaging:
+    return DEVICE_MANAGING[group.devices]
+
+
+def bottlerocket_release(release_version: str) -> tuple[int, int, int] | None:
+    """(major, minor, patch) of a Bottlerocket AMI release version such as `1.54.0-5043decc`; None when not one."""
+    match = _RELEASE.match(release_version)
+    return (int(match.group(1)), int(match.group(2)), int(match.group(3))) if match else None
+
+
+def kubernetes_minor(version: str) -> tuple[int, int] | None:
+    match = re.match(r"^([0-9]+)\.([0-9]+)$", version)
+    return (int(match.group(1)), int(match.group(2))) if match else None
