@@ -27,6 +27,10 @@ class Server:
     queue_depth: Metric  # requests waiting for a batch slot
     queue_wait: tuple[Metric, ...]  # what the mean time a request waited is computed from
     batch: tuple[Metric, ...]  # what the batch size (requests per batch) is computed from
+    # Requests waiting in a backend's own scheduler, which the server's queue_depth does not count, and the label
+    # matcher that selects them (a backend that is not loaded exports nothing: the sum then counts queue_depth only).
+    backend_queue: Metric | None = None
+    backend_queue_selector: str = ""
 
 
 # vLLM V1 engine, vllm/v1/metrics/loggers.py PrometheusStatLogger (vllm-project/vllm, read at commit 005a810b;
@@ -51,7 +55,13 @@ VLLM_KV_CACHE = Metric(name="vllm:kv_cache_usage_perc", kind="gauge", labels=("m
 # batch size the dynamic batcher formed), and the gauge nv_inference_pending_request_count (requests received and
 # not yet executing); labels model and version (src/metric_model_reporter.cc). prometheus-cpp adds no `_total`.
 # Port 8002 by default (docs/user_guide/metrics.md).
+# A TensorRT-LLM model (the tensorrt_llm backend's inflight batcher, decoupled) takes each request from the core at
+# once and queues it in its batch manager, so the core's pending count misses that queue; the backend exports it as
+# the gauge nv_trt_llm_request_metrics{request_type="waiting"} beside "context", "scheduled", "max" and "active",
+# labels model and version (triton-inference-server/tensorrtllm_backend README.md "Triton Metrics", at v1.0.0
+# https://github.com/triton-inference-server/tensorrtllm_backend/blob/efb8a497eac3e16acf6f3ad250565465c80e6f0a/README.md).
 _TRITON_LABELS = ("model", "version")
+TRTLLM_REQUESTS = Metric(name="nv_trt_llm_request_metrics", kind="gauge", labels=("model", "request_type", "version"))
 TRITON = Server(
     title="Triton Inference Server",
     image="nvcr.io/nvidia/tritonserver:25.08-py3",
@@ -66,6 +76,8 @@ TRITON = Server(
         Metric(name="nv_inference_count", kind="counter", labels=_TRITON_LABELS),
         Metric(name="nv_inference_exec_count", kind="counter", labels=_TRITON_LABELS),
     ),
+    backend_queue=TRTLLM_REQUESTS,
+    backend_queue_selector='request_type="waiting"',
 )
 
 # Text Generation Inference 3.x: the router's metrics (huggingface/text-generation-inference router/src/infer and

@@ -22,7 +22,7 @@ def groups() -> list[dict[str, Any]]:
 
 
 def _labels(metric: serving.Metric, ns: str, pod: str, **own: str) -> dict[str, str]:
-    values = {"model_name": "llama", "engine": "0", "model": "resnet", "version": "1"}
+    values = {"model_name": "llama", "engine": "0", "model": "resnet", "version": "1", "request_type": "waiting"}
     values.update(own)
     return {**{k: values[k] for k in metric.labels}, "namespace": ns, "pod": pod}
 
@@ -138,6 +138,43 @@ def test_signals_per_namespace_from_each_server(groups: list[dict[str, Any]], tm
                 ),
                 total(inference.BATCH_SIZE, [("chat", 6), ("search", 8), ("vision", 8)]),
                 total(inference.KV_CACHE, [("chat", 0.7), ("search", 0.25)]),
+            ],
+        }
+    ]
+    run_rule_tests(tmp_path, groups, tests)
+
+
+def test_a_tensorrt_llm_models_batch_manager_queue_counts_as_waiting(
+    groups: list[dict[str, Any]], tmp_path: Any
+) -> None:
+    """Issue 41 item 11: a Triton replica serving a TensorRT-LLM model (the docs example's `ensemble` over
+    `tensorrt_llm`) hands every request to the backend at once: the core's pending count stays 0 while the batch
+    manager holds 7 waiting; the series as the backend exports them (every request_type beside "waiting")."""
+    trt = serving.TRTLLM_REQUESTS
+    pending = serving.TRITON.queue_depth
+    served = [
+        *(
+            series(pending.name, _labels(pending, "language", "llm-0", model=m), "0x10")
+            for m in ("ensemble", "tensorrt_llm")
+        ),
+        *(
+            series(trt.name, _labels(trt, "language", "llm-0", model="tensorrt_llm", request_type=kind), f"{n}x10")
+            for kind, n in (("waiting", 7), ("context", 2), ("scheduled", 30), ("max", 64), ("active", 32))
+        ),
+        # a plain Triton model next to it: its core queue still counts
+        series(pending.name, _labels(pending, "language", "resnet-0"), "3x10"),
+    ]
+    record = f"namespace_server:{inference.QUEUE_DEPTH.split(':', 1)[1]}"
+    tests = [
+        {
+            "interval": "1m",
+            "input_series": served,
+            "promql_expr_test": [
+                {
+                    "expr": f"round({record})",
+                    "eval_time": "5m",
+                    "exp_samples": [{"labels": '{namespace="language",server="triton"}', "value": 10}],
+                }
             ],
         }
     ]

@@ -89,6 +89,15 @@ def _ratio(num: str, den: str, scale: str = "") -> str:
     return f"{by} (rate({num}[{WAIT_WINDOW}])){scale} / {by} (rate({den}[{WAIT_WINDOW}])) > -1"
 
 
+def _queued(server: serving.Server) -> str:
+    """The server's waiting requests with its backend's (Triton's with TensorRT-LLM's batch manager queue). `or`
+    keeps both sides: the backend's series carry a label the server's lack (request_type), and where either is not
+    exported the other still counts."""
+    if server.backend_queue is None:
+        return server.queue_depth.name
+    return f"{server.queue_depth.name} or {server.backend_queue.name}{{{server.backend_queue_selector}}}"
+
+
 def serving_groups() -> list[dict[str, Any]]:
     """The serving signals, per namespace: per server first, then the namespace's figure over every server."""
     v, t, g = serving.VLLM, serving.TRITON, serving.TGI
@@ -96,7 +105,7 @@ def serving_groups() -> list[dict[str, Any]]:
     (v_wait,), (g_wait,) = v.queue_wait, g.queue_wait
     rules: list[dict[str, Any]] = [
         _per_server(QUEUE_DEPTH, "vllm", f"sum by (namespace) ({v.queue_depth.name})"),
-        _per_server(QUEUE_DEPTH, "triton", f"sum by (namespace) ({t.queue_depth.name})"),
+        _per_server(QUEUE_DEPTH, "triton", f"sum by (namespace) ({_queued(t)})"),
         _per_server(QUEUE_DEPTH, "tgi", f"sum by (namespace) ({g.queue_depth.name})"),
         # A histogram's _sum over its _count is the mean of what it observed; Triton's cumulative microseconds of
         # queuing over its successful requests is the same mean (metrics.cc counts both per request).
