@@ -98,6 +98,9 @@ def test_the_fleet_repository_entries_import_from_the_wheel_alone(wheel_files: s
     # worktree of it shares.
     checkout = Path(package).parents[1]
     # The checkout's own files (an environment inside the checkout, as .ci/run and .venv make, is not the checkout).
+    # The checkout is the one the environment installs gpufleet from (its pack entry's <checkout>/gpufleet/policies/):
+    # an editable install of another worktree of the repository is not this test's ROOT.
+    checkout = Path(files[0]).parents[2] if "site-packages" not in Path(files[0]).parts else ROOT
     inside = sorted(
         {
             Path(f).relative_to(checkout).as_posix()
