@@ -1,5 +1,6 @@
-"""plan.md: the human review of one environment's rollout (stages, what each brings, notes, gates, warnings), laid
-out by gpufleet/templates/plan.md.j2."""
+"""plan.md: the human review of one environment's rollout, laid out by gpufleet/templates/plan.md.j2: first what a
+reviewer decides on and the risks (gpufleet.plan.review_first), then the checklist, stages, what each brings, notes
+and gates."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from gpufleet.plan.builders import provisioners
 from gpufleet.plan.manifests import headroom
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.plan.pins import pins
+from gpufleet.plan.review_first import monthly_cost, risks, team_gpus
 from gpufleet.spec import defaults
 from gpufleet.spec.fleet import NodeGroup
 from gpufleet.spec.names import group_taints
@@ -110,4 +112,7 @@ def plan_markdown(plan: RolloutPlan, will_it_run: str | None = None) -> str:
         node_groups=node_group_rows(plan),
         provisioner_notes=[p.note for p in provisioners.used(plan.fleet) if p.note is not None],
         overlays=overlay_rows(plan, deployed),
+        cost=monthly_cost(plan.fleet),
+        team_gpus=team_gpus(plan.fleet),
+        risks=risks(plan),
     )

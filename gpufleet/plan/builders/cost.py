@@ -3,6 +3,8 @@ rules, the weekly report dashboard for budget owners, and the fleet's cost estim
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from gpufleet.facts import catalog, pricing
 from gpufleet.plan.builders import fsx, provisioners
 from gpufleet.plan.builders.common import k8s
@@ -55,6 +57,63 @@ def _devices(ctx: BuildContext, group: NodeGroup) -> dict[str, int]:
     return sharing.devices_per_gpu(group, with_sharing=ctx.includes("sharing"))
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupMonthly:
+    """A priced group's figures in the estimate: USD per GPU-hour and its source, per instance-hour, per month at
+    minSize (the nodes an idle group runs) and at maxSize, and its warm pool's standing cost."""
+
+    gpus: int
+    price: float
+    source: str
+    hourly: float
+    at_min: float
+    at_max: float
+    pool: float
+    pool_nodes: int
+    reserved: int
+
+
+def group_monthly(fleet: Fleet, group: NodeGroup) -> GroupMonthly | None:
+    """The group's figures, or None when it has no price (no cost.gpuHourUsd and not in the table) or no GPUs."""
+    info = catalog.lookup(group.instance_type)
+    gpus = info.gpu_count if info else 0
+    price, source = group_gpu_hour_usd(fleet, group)
+    if price is None or gpus == 0:
+        return None
+    hourly = price * gpus
+    reserved = group.reservation.instance_count if group.reservation else 0
+    # at minSize: the nodes an idle group runs, which headroom's placeholders may raise above minSize
+    at_min = pricing.billed_nodes(headroom.idle_nodes(group), reserved) * hourly * pricing.HOURS_PER_MONTH
+    at_max = pricing.billed_nodes(group.max_size, reserved) * hourly * pricing.HOURS_PER_MONTH
+    n = warm_pool.held(group, group.min_size)
+    pool = warm_pool.standing_usd_per_month(group, n, hourly) if group.warm_pool and n > 0 else 0.0
+    return GroupMonthly(
+        gpus=gpus,
+        price=price,
+        source=source,
+        hourly=hourly,
+        at_min=at_min,
+        at_max=at_max,
+        pool=pool,
+        pool_nodes=n if group.warm_pool else 0,
+        reserved=reserved,
+    )
+
+
+def fleet_monthly(fleet: Fleet) -> tuple[float, float, list[str]]:
+    """The estimate's last line: USD per month at minSize and at maxSize with warm pools, the control plane, system
+    nodes, root volumes and FSx for Lustre, and the groups left out for want of a price."""
+    figures = {g.name: group_monthly(fleet, g) for g in fleet.node_groups}
+    priced = [m for m in figures.values() if m is not None]
+    _, extra_min, extra_max = around_the_gpu_nodes(fleet)
+    pools = sum(m.pool for m in priced)
+    return (
+        sum(m.at_min for m in priced) + pools + extra_min,
+        sum(m.at_max for m in priced) + pools + extra_max,
+        [name for name, m in figures.items() if m is None],
+    )
+
+
 def estimate_notes(fleet: Fleet) -> tuple[list[str], list[str]]:
     """plan.md lines (a table per node group and totals) and warnings for groups without a price."""
     lines = [
@@ -90,33 +149,24 @@ def estimate_notes(fleet: Fleet) -> tuple[list[str], list[str]]:
     warnings = []
     total_min = total_max = total_pool = 0.0
     for group in fleet.node_groups:
-        info = catalog.lookup(group.instance_type)
-        gpus = info.gpu_count if info else 0
-        price, source = group_gpu_hour_usd(fleet, group)
-        if price is None or gpus == 0:
+        m = group_monthly(fleet, group)
+        if m is None:
             warnings.append(
                 f"cost: no price for node group {group.name} ({group.instance_type}); set cost.gpuHourUsd.{group.name}"
             )
+            gpus = info.gpu_count if (info := catalog.lookup(group.instance_type)) else 0
             lines.append(f"| {group.name} | {group.instance_type} | {gpus} | unknown | - | - | - | - |")
             continue
-        hourly = price * gpus
-        reserved = group.reservation.instance_count if group.reservation else 0
-        # at minSize: the nodes an idle group runs, which headroom's placeholders may raise above minSize
-        at_min = pricing.billed_nodes(headroom.idle_nodes(group), reserved) * hourly * pricing.HOURS_PER_MONTH
-        at_max = pricing.billed_nodes(group.max_size, reserved) * hourly * pricing.HOURS_PER_MONTH
-        pool = 0.0
-        pool_text = "-"
-        n = warm_pool.held(group, group.min_size)
-        if group.warm_pool and n > 0:
-            pool = warm_pool.standing_usd_per_month(group, n, hourly)
-            pool_text = f"{usd(pool)} ({n} {group.warm_pool.state})"
-        total_min += at_min
-        total_max += at_max
-        total_pool += pool
-        held = f" ({reserved} reserved)" if reserved else ""
+        pool_text = (
+            f"{usd(m.pool)} ({m.pool_nodes} {group.warm_pool.state})" if group.warm_pool and m.pool_nodes else "-"
+        )
+        total_min += m.at_min
+        total_max += m.at_max
+        total_pool += m.pool
+        held = f" ({m.reserved} reserved)" if m.reserved else ""
         lines.append(
-            f"| {group.name} | {group.instance_type} | {gpus} | {price:.2f} ({source}) | {hourly:,.2f} |"
-            f" {usd(at_min)}{held} | {usd(at_max)}{held} | {pool_text} |"
+            f"| {group.name} | {group.instance_type} | {m.gpus} | {m.price:.2f} ({m.source}) | {m.hourly:,.2f} |"
+            f" {usd(m.at_min)}{held} | {usd(m.at_max)}{held} | {pool_text} |"
         )
     lines += [
         "",
@@ -250,6 +300,35 @@ def control_plane(fleet: Fleet) -> tuple[str, float | None]:
         f" counted at {usd(standard)}/month"
     )
     return f"EKS control plane: {rates}; {state}. {policy}.", extended if in_extended else standard
+
+
+def extended_support(fleet: Fleet) -> str | None:
+    """plan.md's risk line on the control plane's price past the end of standard support (the same calendar and
+    policy as `control_plane`); None for an existing cluster, whose control plane is billed to it already."""
+    if fleet.cluster.mode != "Create":
+        return None
+    k8s_version = fleet.cluster.kubernetes_version
+    standard = usd(pricing.EKS_STANDARD_USD_PER_HOUR * pricing.HOURS_PER_MONTH)
+    extended = usd(pricing.EKS_EXTENDED_USD_PER_HOUR * pricing.HOURS_PER_MONTH)
+    dates = pricing.EKS_SUPPORT_CALENDAR.get(k8s_version)
+    if dates is None:
+        return (
+            f"EKS extended support: Kubernetes {k8s_version} is not in gpufleet's EKS support calendar (as of"
+            f" {pricing.CALENDAR_AS_OF}); past its end of standard support the control plane bills {extended} a month"
+            f" instead of {standard} until `cluster.kubernetesVersion` is raised (8. cost)."
+        )
+    end_standard, end_extended = dates
+    if pricing.CALENDAR_AS_OF >= end_standard:  # ISO dates compare as text
+        return (
+            f"EKS extended support: Kubernetes {k8s_version} left standard support on {end_standard}: the control"
+            f" plane bills {extended} a month instead of {standard} until `cluster.kubernetesVersion` is raised"
+            f" (extended support ends {end_extended}; 8. cost)."
+        )
+    return (
+        f"EKS extended support: Kubernetes {k8s_version} leaves standard support on {end_standard}; gpufleet sets no"
+        f" upgradePolicy, so EKS's default (EXTENDED) then keeps the control plane on {k8s_version} at {extended} a"
+        f" month instead of {standard} until `cluster.kubernetesVersion` is raised (8. cost)."
+    )
 
 
 def around_the_gpu_nodes(fleet: Fleet) -> tuple[list[str], float, float]:

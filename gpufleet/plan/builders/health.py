@@ -187,11 +187,9 @@ def build(ctx: BuildContext) -> StageContent:
             + ")"
         )
     gate_notes = [
-        "- Planted-fault gate: what it proves: "
-        + "; ".join(steps[:-1])
-        + "; and the way back. What it does not prove: "
-        + "; ".join(not_proven)
-        + ". It runs on a live node at rollout: run it at a quiet time."
+        # What it proves is the gate's expectation, which plan.md prints under the stage: said once.
+        "- Planted-fault gate: what it proves, step by step, is under **Gate `planted-fault`** below. What it does"
+        " not prove: " + "; ".join(not_proven) + ". It runs on a live node at rollout: run it at a quiet time."
     ]
 
     # The Job's pending pod gets its node from the Cluster Autoscaler, or from Karpenter on a Karpenter pool.
