@@ -51,8 +51,15 @@ BEYOND_SHARED_CRDS: Mapping[tuple[str, str], str] = {
     ("keda.sh", "ScaledObject"): KEDA_SCALEDOBJECT_CRD,
     ("karpenter.sh", "NodeOverlay"): KARPENTER_NODEOVERLAY_CRD,
 }
+# The DRA drivers' charts (devices DRA, issue 43), which ../shared does not hold yet: kubernetes-sigs/
+# dra-driver-nvidia-gpu deployments/helm/dra-driver-nvidia-gpu @ v0.4.1 and aws/eks-charts stable/aws-dranet (1.0.0).
+BEYOND_SHARED_CHARTS = tuple(
+    f"charts/{chart}/{version}/{name}"
+    for chart, version in (("aws-dranet", "1.0.0"), ("dra-driver-nvidia-gpu", "0.4.1"))
+    for name in ("Chart.yaml", "values.yaml")
+)
 # Every upstream file of tools/upstream_files.json that ../shared does not hold.
-BEYOND_SHARED = tuple(BEYOND_SHARED_CRDS.values())
+BEYOND_SHARED = tuple(BEYOND_SHARED_CRDS.values()) + BEYOND_SHARED_CHARTS
 
 
 def require_shared() -> Path:
@@ -179,6 +186,8 @@ def chart_dir(chart: str, version: str) -> Path:
     """../shared/charts/<chart>/<version>; ../shared names the JobSet, Trainer and LWS charts by their release tag
     (jobset/v0.12.0 holds chart version 0.12.0, ../shared/charts/SOURCES.md), so `v<version>` is the fallback."""
     root = require_shared() / "charts" / chart
+    if f"charts/{chart}/{version}/values.yaml" in BEYOND_SHARED and not (root / version).is_dir():
+        return upstream_file(f"charts/{chart}/{version}/values.yaml").parent  # skips where the cache lacks it
     return root / version if (root / version).is_dir() or not (root / f"v{version}").is_dir() else root / f"v{version}"
 
 

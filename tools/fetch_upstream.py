@@ -108,12 +108,17 @@ def pinned_charts() -> list[tuple[str, str]]:
     return sorted({(c.chart, v) for c in COMPONENTS.values() if c.pin_field == "chart" for v in c.supported})
 
 
-def chart_keys(directory: Path) -> tuple[dict[str, str], list[str]]:
-    """(the text of each gpufleet/data/chart-keys file by name, the problems), from the upstream files there."""
+def chart_keys(directory: Path, *more: Path) -> tuple[dict[str, str], list[str]]:
+    """(the text of each gpufleet/data/chart-keys file by name, the problems), from the upstream files there: each
+    chart from the first of `directory` and `more` that holds its values.yaml."""
     listed = {e["path"]: e for e in entries()}
     texts, problems = {}, []
     for chart, version in pinned_charts():
-        found = chart_values.defaults_in(directory, chart, version)
+        roots = (directory, *more)
+        root = next(
+            (r for r in roots if (chart_values.chart_path(r, chart, version) / "values.yaml").is_file()), directory
+        )
+        found = chart_values.defaults_in(root, chart, version)
         if isinstance(found, str):
             problems.append(f"the default values of chart {chart} {version} {found}")
             continue
@@ -121,7 +126,7 @@ def chart_keys(directory: Path) -> tuple[dict[str, str], list[str]]:
         changed = [
             f
             for f in found.files
-            if f in listed and hashlib.sha256((directory / f).read_bytes()).hexdigest() != listed[f]["sha256"]
+            if f in listed and hashlib.sha256((root / f).read_bytes()).hexdigest() != listed[f]["sha256"]
         ]
         problems += [f"{f}: not in {MANIFEST.name}" for f in unlisted]
         problems += [f"{f}: not the pinned file (sha256 differs)" for f in changed]

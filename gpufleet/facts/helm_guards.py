@@ -138,9 +138,34 @@ GUARDED: Mapping[str, Mapping[Path, str]] = MappingProxyType(
         # gpufleet.plan.manifests.network efa_device_plugin_values()
         "efaDevicePlugin": MappingProxyType(
             {
-                ("nodeSelector",): "it runs on exactly the EFA node groups (the model checks it)",
-                ("supportedInstanceLabels",): "it runs on exactly the EFA node groups (the model checks it)",
+                (
+                    "nodeSelector",
+                ): "it runs on exactly the EFA node groups with devices DevicePlugin (the model checks it)",
+                ("supportedInstanceLabels",): "it runs on exactly the EFA node groups with devices DevicePlugin",
                 ("tolerations",): "it tolerates each taint of the EFA groups, so their EFA devices are advertised",
+            }
+        ),
+        # gpufleet.plan.manifests.dra nvidia_dra_driver_values()
+        "nvidiaDraDriver": MappingProxyType(
+            {
+                ("gpuResourcesEnabledOverride",): (
+                    "the device plugin is off on DRA nodes (gpufleet.io/device-manager), which the chart asks before"
+                    " it hands out GPUs"
+                ),
+                ("kubeletPlugin", "nodeSelector"): (
+                    "the kubelet plugin runs on DRA nodes only, never beside a device plugin (nodeGroups[].devices)"
+                ),
+                ("resourceApiVersion",): "the claim templates and DeviceClasses are resource.k8s.io/v1",
+            }
+        ),
+        # gpufleet.plan.manifests.dra efa_dra_driver_values()
+        "efaDraDriver": MappingProxyType(
+            {
+                (
+                    "nodeSelector",
+                ): "it runs on exactly the EFA groups with devices DRA, never beside the EFA device plugin",
+                ("supportedInstanceLabels",): "it runs on exactly the EFA groups with devices DRA",
+                ("tolerations",): "it tolerates each taint of those groups, so their EFA interfaces are published",
             }
         ),
         # gpufleet.plan.manifests.network network_operator_values()

@@ -198,6 +198,33 @@ COMPONENTS: Mapping[str, Component] = MappingProxyType(
             repository="https://aws.github.io/eks-charts",
             releases=_notes(**{"v0.5.30": "app v0.5.20; tolerations default to [] (gpufleet always sets them)"}),
         ),
+        # https://github.com/kubernetes-sigs/dra-driver-nvidia-gpu/tree/v0.4.1/deployments/helm/dra-driver-nvidia-gpu
+        # (docs/install.md: oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu, --version 0.4.x).
+        # Installed in stage 1 when a node group has devices DRA (gpufleet.plan.builders.device_managers). The pinned
+        # GPU Operator v26.7.0 names DRA driver v0.5.0 for its own GPUCluster path (deployments/gpu-operator/
+        # values.yaml draDriver.version), which is not tagged upstream yet: 0.4.1 is the newest release.
+        "nvidiaDraDriver": Component(
+            title="NVIDIA DRA driver for GPUs",
+            chart="dra-driver-nvidia-gpu",
+            repository="oci://registry.k8s.io/dra-driver-nvidia/charts",
+            releases=_notes(
+                **{
+                    "0.4.1": (
+                        "DeviceClasses gpu.nvidia.com (extendedResourceName nvidia.com/gpu), mig.nvidia.com and the"
+                        " compute domains'; refuses resources.gpus.enabled without gpuResourcesEnabledOverride"
+                    )
+                }
+            ),
+        ),
+        # https://github.com/aws/eks-charts/tree/master/stable/aws-dranet (the EFA DRA driver: kubernetes-sigs/dranet
+        # as EKS packages it, image v1.2.0-eksbuild.2; EKS user guide device-management-efa). Installed in the network
+        # stage when an EFA group has devices DRA.
+        "efaDraDriver": Component(
+            title="AWS EFA DRA driver (dranet)",
+            chart="aws-dranet",
+            repository="https://aws.github.io/eks-charts",
+            releases=_notes(**{"1.0.0": "app v1.2.0-eksbuild.2; creates DeviceClass efa.networking.k8s.aws"}),
+        ),
         "networkOperator": Component(
             title="NVIDIA Network Operator",
             chart="network-operator",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gpufleet.facts import stages
 from gpufleet.spec import defaults
+from gpufleet.spec.devices import device_managing
 from gpufleet.spec.fleet import Fabric, Fleet, WorkloadClass
 from gpufleet.spec.provisioning import provisionings
 
@@ -18,6 +19,8 @@ STAGE_OF_COMPONENT: dict[str, stages.StageName] = {
     "gpuOperator": "foundation",
     "kueue": "admission",
     "efaDevicePlugin": "network",
+    "nvidiaDraDriver": "foundation",
+    "efaDraDriver": "network",
     "networkOperator": "network",
     "multus": "network",
     "kubePrometheusStack": "telemetry",
@@ -37,8 +40,12 @@ def deployed_components(fleet: Fleet) -> set[str]:
     """The component keys (versions.COMPONENTS) some environment of the fleet deploys."""
     fabrics = {g.fabric for g in fleet.node_groups}
     need = {"gpuOperator", "kueue"} if fleet.teams else {"gpuOperator"}
-    if Fabric.EFA in fabrics:
-        need.add("efaDevicePlugin")
+    for group in fleet.node_groups:
+        # What hands the group's devices to pods (gpufleet.spec.devices).
+        managing = device_managing(group)
+        need |= {managing.gpu_component} if managing.gpu_component else set()
+        if group.fabric is Fabric.EFA:
+            need.add(managing.efa_component)
     if Fabric.RDMA in fabrics:
         need |= {"networkOperator", "multus"}
     if fleet.telemetry.prometheus == "Install":
@@ -71,6 +78,8 @@ def component_versions(fleet: Fleet) -> dict[str, str]:
         "gpuOperator": v.gpu_operator,
         "kueue": v.kueue,
         "efaDevicePlugin": v.efa_device_plugin,
+        "nvidiaDraDriver": v.nvidia_dra_driver,
+        "efaDraDriver": v.efa_dra_driver,
         "networkOperator": v.network_operator,
         "multus": v.multus,
         "kubePrometheusStack": v.kube_prometheus_stack,

@@ -37,6 +37,10 @@ class DeviceManaging:
     bottlerocket_min: tuple[int, int, int] | None
     # Kueue's Topology Aware Scheduling counts its devices.
     kueue_tas: bool
+    # The component (gpufleet.facts.versions.COMPONENTS key) that hands out the GPUs, where the GPU Operator does not.
+    gpu_component: str | None
+    # The component that hands out the EFA interfaces of an EFA group.
+    efa_component: str
 
 
 DEVICE_PLUGIN = DeviceManaging(
@@ -47,6 +51,8 @@ DEVICE_PLUGIN = DeviceManaging(
     sharing=frozenset(SharingStrategy),
     bottlerocket_min=None,
     kueue_tas=True,
+    gpu_component=None,  # the GPU Operator's device plugin (Bottlerocket's own on Bottlerocket)
+    efa_component="efaDevicePlugin",
 )
 DRA = DeviceManaging(
     name="DRA",
@@ -68,6 +74,8 @@ DRA = DeviceManaging(
     # "No DRA + Topology Aware Scheduling (TAS): DRA resources are not accounted for in TAS capacity calculations"
     # (kubernetes-sigs/kueue site/content/en/docs/concepts/dynamic_resource_allocation.md @ v0.19.2, Limitations).
     kueue_tas=False,
+    gpu_component="nvidiaDraDriver",
+    efa_component="efaDraDriver",
 )
 DEVICE_MANAGING: Mapping[Devices, DeviceManaging] = {d.name: d for d in (DEVICE_PLUGIN, DRA)}
 

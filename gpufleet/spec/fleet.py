@@ -319,6 +319,8 @@ class Versions:
     gdrcopy: GdrCopy | None  # versions.driver.gdrCopy; None: computed (gpufleet.spec.defaults.gdrcopy)
     kueue: str
     efa_device_plugin: str
+    nvidia_dra_driver: str
+    efa_dra_driver: str
     network_operator: str
     multus: str
     kube_prometheus_stack: str
@@ -723,6 +725,8 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
             gdrcopy=v["driver"].get("gdrCopy"),
             kueue=_chart(v, "kueue"),
             efa_device_plugin=_chart(v, "efaDevicePlugin"),
+            nvidia_dra_driver=_chart(v, "nvidiaDraDriver"),
+            efa_dra_driver=_chart(v, "efaDraDriver"),
             network_operator=_chart(v, "networkOperator"),
             multus=_chart(v, "multus"),
             kube_prometheus_stack=_chart(v, "kubePrometheusStack"),

@@ -6,12 +6,16 @@ in MANAGERS (and its gpufleet.spec.devices entry).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from gpufleet.plan.parts import AtFoundation
+from gpufleet.plan.builders.common import helm, k8s, namespace
+from gpufleet.plan.manifests import dra
+from gpufleet.plan.manifests.network import efa_device_plugin_values
+from gpufleet.plan.parts import AtFoundation, BuildContext, Resource
 from gpufleet.spec.devices import DEVICE_PLUGIN, DRA, LABEL_DEVICE_MANAGER, DeviceManaging
-from gpufleet.spec.fleet import NodeGroup
+from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup
+from gpufleet.spec.names import NS_NETWORK
 
 # The GPU Operator deploys its device plugin on a node whose label nvidia.com/gpu.deploy.device-plugin is "true"
 # (assets/state-device-plugin/0500_daemonset.yaml nodeSelector) and sets the label only where it is absent or empty,
@@ -32,6 +36,17 @@ class DeviceManager(Protocol):
         """Keys of Bottlerocket's `[settings.kubelet-device-plugins.nvidia]` table for the group's nodes."""
         ...
 
+    def foundation_resources(
+        self, ctx: BuildContext, groups: Sequence[NodeGroup], gpu_operator: Resource
+    ) -> list[Resource]:
+        """Stage 1's resources once for the groups it manages (what hands out their GPUs beside the GPU Operator)."""
+        ...
+
+    def network_resources(self, ctx: BuildContext, groups: Sequence[NodeGroup], network_ns: str) -> list[Resource]:
+        """The network stage's resources once for the EFA groups it manages: what hands out their EFA interfaces
+        (the first resource is the one the group's NCCL gate waits for)."""
+        ...
+
 
 class DevicePlugin:
     """devices DevicePlugin: the GPU Operator's NVIDIA device plugin (Bottlerocket's own on Bottlerocket) and the EFA
@@ -44,6 +59,25 @@ class DevicePlugin:
 
     def bottlerocket_settings(self, group: NodeGroup) -> dict[str, Any]:
         return {}
+
+    def foundation_resources(
+        self, ctx: BuildContext, groups: Sequence[NodeGroup], gpu_operator: Resource
+    ) -> list[Resource]:
+        return []  # the GPU Operator's device plugin, or Bottlerocket's own
+
+    def network_resources(self, ctx: BuildContext, groups: Sequence[NodeGroup], network_ns: str) -> list[Resource]:
+        fleet = ctx.fleet
+        return [
+            helm(
+                "efaDevicePlugin",
+                fleet.versions.efa_device_plugin,
+                fleet=fleet,
+                release="aws-efa-k8s-device-plugin",
+                namespace=NS_NETWORK,
+                values=efa_device_plugin_values(list(groups)),
+                depends_on=(network_ns,),
+            )
+        ]
 
 
 class DynamicResourceAllocation:
@@ -61,12 +95,54 @@ class DynamicResourceAllocation:
         # gpufleet.rules.devices asks for; EKS user guide, device-management-nvidia-time-slicing).
         return {"enabled": False}
 
+    def foundation_resources(
+        self, ctx: BuildContext, groups: Sequence[NodeGroup], gpu_operator: Resource
+    ) -> list[Resource]:
+        # After the GPU Operator: its Node Feature Discovery labels the GPU nodes the kubelet plugin's node affinity
+        # selects (feature.node.kubernetes.io/pci-10de.present, nvidia.com/gpu.present), and its toolkit or the AMI
+        # provide the driver root.
+        fleet = ctx.fleet
+        ns = k8s(namespace(dra.NS_DRA_DRIVER, {"pod-security.kubernetes.io/enforce": "privileged"}))
+        release = helm(
+            "nvidiaDraDriver",
+            fleet.versions.nvidia_dra_driver,
+            fleet=fleet,
+            release=dra.DRA_DRIVER_RELEASE,
+            namespace=dra.NS_DRA_DRIVER,
+            values=dra.nvidia_dra_driver_values(fleet, list(groups)),
+            depends_on=(ns.id, gpu_operator.id),
+        )
+        return [ns, release]
+
+    def network_resources(self, ctx: BuildContext, groups: Sequence[NodeGroup], network_ns: str) -> list[Resource]:
+        fleet = ctx.fleet
+        return [
+            helm(
+                "efaDraDriver",
+                fleet.versions.efa_dra_driver,
+                fleet=fleet,
+                release=dra.EFA_DRA_RELEASE,
+                namespace=NS_NETWORK,
+                values=dra.efa_dra_driver_values(list(groups)),
+                depends_on=(network_ns,),
+            )
+        ]
+
 
 MANAGERS: Mapping[str, DeviceManager] = {m.managing.name: m for m in (DevicePlugin(), DynamicResourceAllocation())}
 
 
 def of(group: NodeGroup) -> DeviceManager:
     return MANAGERS[group.devices]
+
+
+def managed(fleet: Fleet, fabric: Fabric | None = None) -> list[tuple[DeviceManager, list[NodeGroup]]]:
+    """Each device manager the fleet's groups (of one fabric) use, with its groups, in the order of their first
+    group."""
+    groups = [g for g in fleet.node_groups if fabric is None or g.fabric is fabric]
+    return [
+        (MANAGERS[name], [g for g in groups if g.devices == name]) for name in dict.fromkeys(g.devices for g in groups)
+    ]
 
 
 def at_foundation() -> AtFoundation:

@@ -86,17 +86,18 @@ def build(ctx: BuildContext) -> StageContent:
     after = (operator_ns.id, *(c.id for c in configs)) + (
         (SYSTEM_NODE_GROUP,) if fleet.cluster.mode == "Create" else ()
     )
-    resources.append(
-        helm(
-            "gpuOperator",
-            fleet.versions.gpu_operator,
-            fleet=fleet,
-            release="gpu-operator",
-            namespace=NS_GPU_OPERATOR,
-            values=gpu_operator.values(fleet, *extra),
-            depends_on=after,
-        )
+    operator = helm(
+        "gpuOperator",
+        fleet.versions.gpu_operator,
+        fleet=fleet,
+        release="gpu-operator",
+        namespace=NS_GPU_OPERATOR,
+        values=gpu_operator.values(fleet, *extra),
+        depends_on=after,
     )
+    resources.append(operator)
+    for manager, groups in device_managers.managed(fleet):
+        resources += manager.foundation_resources(ctx, groups, operator)
     if scaled:
         resources += autoscaler_resources(fleet)
         warnings += _autoscaler_warnings(fleet)

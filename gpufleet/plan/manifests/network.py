@@ -16,6 +16,7 @@ from gpufleet.facts import catalog
 from gpufleet.facts.versions import NETWORK_OPERATOR
 from gpufleet.plan.manifests import checkov, node_bootstrap
 from gpufleet.spec import defaults, images
+from gpufleet.spec.devices import DEVICE_PLUGIN, LABEL_DEVICE_MANAGER
 from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup, Rdma, RdmaNetwork
 from gpufleet.spec.names import (
     EFA_RESOURCE,
@@ -87,15 +88,15 @@ def fabric_selector(fabric: Fabric) -> dict[str, str]:
 # --- EFA -------------------------------------------------------------------------------------------------------
 
 
-def efa_device_plugin_values(fleet: Fleet) -> dict[str, Any]:
-    """Values of the aws-efa-k8s-device-plugin chart: only EFA groups, tolerating all of their taints.
+def efa_device_plugin_values(groups: list[NodeGroup]) -> dict[str, Any]:
+    """Values of the aws-efa-k8s-device-plugin chart: only the EFA groups whose devices the device plugin hands out
+    (`groups`; not those with devices DRA, where the EFA DRA driver does), tolerating all of their taints.
 
     The chart's tolerations default to [] (it adds only CriticalAddonsOnly), so without these it would never
     run on tainted GPU nodes. Its required node affinity is built from supportedInstanceLabels; narrowing the
-    list to the fleet's EFA instance types keeps it in step with the nodeSelector."""
-    groups = fabric_groups(fleet, Fabric.EFA)
+    list to those groups' instance types keeps it in step with the nodeSelector."""
     return {
-        "nodeSelector": fabric_selector(Fabric.EFA),
+        "nodeSelector": {**fabric_selector(Fabric.EFA), LABEL_DEVICE_MANAGER: DEVICE_PLUGIN.name},
         "supportedInstanceLabels": {"keys": [INSTANCE_TYPE_LABEL], "values": sorted({g.instance_type for g in groups})},
         "tolerations": group_tolerations(groups),
     }
