@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from gpufleet.plan.builders import device_managers
 from gpufleet.plan.builders.common import helm, k8s
 from gpufleet.plan.manifests import (
     admission_policy,
@@ -78,6 +79,12 @@ def build(ctx: BuildContext) -> StageContent:
     namespaces = {t.name: k8s(kueue.team_namespace(t, fleet.cluster.kubernetes_version)) for t in fleet.teams}
     resources += namespaces.values()
     resources += _team_access(fleet, namespaces)
+    for team in fleet.teams:
+        # What the team's pods ask for the devices of its groups with (ResourceClaimTemplates on DRA groups).
+        for manager, groups in device_managers.managed(fleet, team=team):
+            resources += [
+                k8s(obj, depends_on=(namespaces[team.name].id,)) for obj in manager.team_objects(fleet, team, groups)
+            ]
     for priority in fleet.admission.priorities:
         resources.append(k8s(kueue.priority_class(priority)))
         resources.append(k8s(kueue.workload_priority_class(priority), depends_on=after_kueue))

@@ -14,7 +14,7 @@ from gpufleet.plan.manifests import dra
 from gpufleet.plan.manifests.network import efa_device_plugin_values
 from gpufleet.plan.parts import AtFoundation, BuildContext, Resource
 from gpufleet.spec.devices import DEVICE_PLUGIN, DRA, LABEL_DEVICE_MANAGER, DeviceManaging
-from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup
+from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup, Team
 from gpufleet.spec.names import NS_NETWORK
 
 # The GPU Operator deploys its device plugin on a node whose label nvidia.com/gpu.deploy.device-plugin is "true"
@@ -45,6 +45,11 @@ class DeviceManager(Protocol):
     def network_resources(self, ctx: BuildContext, groups: Sequence[NodeGroup], network_ns: str) -> list[Resource]:
         """The network stage's resources once for the EFA groups it manages: what hands out their EFA interfaces
         (the first resource is the one the group's NCCL gate waits for)."""
+        ...
+
+    def team_objects(self, fleet: Fleet, team: Team, groups: Sequence[NodeGroup]) -> list[dict[str, Any]]:
+        """The admission stage's objects in the team's namespace for the groups it manages that the team has quota
+        on: what the team's pods ask for the devices with, and the quota on it."""
         ...
 
 
@@ -78,6 +83,9 @@ class DevicePlugin:
                 depends_on=(network_ns,),
             )
         ]
+
+    def team_objects(self, fleet: Fleet, team: Team, groups: Sequence[NodeGroup]) -> list[dict[str, Any]]:
+        return []  # pods put nvidia.com/gpu and vpc.amazonaws.com/efa in their limits; Kueue's quota counts them
 
 
 class DynamicResourceAllocation:
@@ -128,6 +136,11 @@ class DynamicResourceAllocation:
             )
         ]
 
+    def team_objects(self, fleet: Fleet, team: Team, groups: Sequence[NodeGroup]) -> list[dict[str, Any]]:
+        return [obj for g in groups for obj in dra.claim_templates(team, g)] + [
+            dra.device_quota(fleet, team, list(groups))
+        ]
+
 
 MANAGERS: Mapping[str, DeviceManager] = {m.managing.name: m for m in (DevicePlugin(), DynamicResourceAllocation())}
 
@@ -136,10 +149,15 @@ def of(group: NodeGroup) -> DeviceManager:
     return MANAGERS[group.devices]
 
 
-def managed(fleet: Fleet, fabric: Fabric | None = None) -> list[tuple[DeviceManager, list[NodeGroup]]]:
-    """Each device manager the fleet's groups (of one fabric) use, with its groups, in the order of their first
-    group."""
-    groups = [g for g in fleet.node_groups if fabric is None or g.fabric is fabric]
+def managed(
+    fleet: Fleet, fabric: Fabric | None = None, team: Team | None = None
+) -> list[tuple[DeviceManager, list[NodeGroup]]]:
+    """Each device manager the fleet's groups (of one fabric; the team has quota on) use, with its groups, in the
+    order of their first group."""
+    quota = {q.node_group for q in team.quotas} if team else None
+    groups = [
+        g for g in fleet.node_groups if (fabric is None or g.fabric is fabric) and (quota is None or g.name in quota)
+    ]
     return [
         (MANAGERS[name], [g for g in groups if g.devices == name]) for name in dict.fromkeys(g.devices for g in groups)
     ]

@@ -22,10 +22,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpufleet.facts import catalog
 from gpufleet.plan.manifests.network import INSTANCE_TYPE_LABEL, group_tolerations
 from gpufleet.spec.devices import DRA, LABEL_DEVICE_MANAGER
-from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup
-from gpufleet.spec.names import LABEL_FABRIC, LABEL_NODE_GROUP, SYSTEM_GROUP
+from gpufleet.spec.efa import efa_interfaces
+from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup, Quota, Team
+from gpufleet.spec.names import LABEL_FABRIC, LABEL_MANAGED_BY, LABEL_NODE_GROUP, LABEL_TEAM, SYSTEM_GROUP
 
 # DeviceClasses the drivers' charts create (templates/deviceclass-gpu.yaml @ v0.4.1; aws-dranet
 # templates/deviceclass.yaml, deviceClass.name).
@@ -65,4 +67,124 @@ def efa_dra_driver_values(groups: list[NodeGroup]) -> dict[str, Any]:
         "nodeSelector": dra_selector(Fabric.EFA),
         "supportedInstanceLabels": {"keys": [INSTANCE_TYPE_LABEL], "values": sorted({g.instance_type for g in groups})},
         "tolerations": group_tolerations(groups),
+    }
+
+
+# --- What teams claim -----------------------------------------------------------------------------------------
+# In each team namespace with quota on a DRA group: a ResourceClaimTemplate per whole-GPU count (gpu.nvidia.com,
+# ExactCount: the only allocation mode Kueue counts, pkg/dra/claims.go countDevicesPerClass @ v0.19.2), and on EFA
+# groups one GPU with one EFA interface on the same PCIe root (constraints[].matchAttribute
+# resource.kubernetes.io/pcieRoot, kubernetes-sigs/dranet examples/aws_eks_examples/gpu-efa/resource-claim-template
+# .yaml @ v1.4.0); a pod asks for N aligned pairs with N claims from it. A ResourceQuota on the claims' devices per
+# DeviceClass (`<class>.deviceclass.resource.k8s.io/devices`, Kubernetes "Resource Quotas", DRA) caps what the
+# team's claims can hold at what its Kueue quota lets it reach.
+
+GPU_REQUEST = "gpu"
+EFA_REQUEST = "efa"
+DEVICE_QUOTA = "gpufleet-dra-devices"
+
+
+def quota_resource(device_class: str) -> str:
+    """The ResourceQuota (and Kueue) resource name of the devices of one DeviceClass."""
+    return f"{device_class}.deviceclass.resource.k8s.io/devices"
+
+
+def gpu_counts(group: NodeGroup) -> tuple[int, ...]:
+    """The whole-GPU counts a team gets a template for: powers of two up to the node's GPUs, and the node's GPUs."""
+    info = catalog.lookup(group.instance_type)
+    per_node = info.gpu_count if info else 1
+    return tuple(sorted({1 << k for k in range(per_node.bit_length()) if 1 << k <= per_node} | {per_node}))
+
+
+def gpu_template_name(group: NodeGroup, count: int) -> str:
+    return f"{group.name}-gpu-{count}"
+
+
+def aligned_template_name(group: NodeGroup) -> str:
+    return f"{group.name}-gpu-efa"
+
+
+def _request(name: str, device_class: str, count: int) -> dict[str, Any]:
+    return {
+        "name": name,
+        "exactly": {"deviceClassName": device_class, "allocationMode": "ExactCount", "count": count},
+    }
+
+
+def _template(team: Team, group: NodeGroup, name: str, devices: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": RESOURCE_API,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {
+            "name": name,
+            "namespace": team.namespace,
+            "labels": {**LABEL_MANAGED_BY, LABEL_TEAM: team.name, LABEL_NODE_GROUP: group.name},
+        },
+        "spec": {"spec": {"devices": devices}},
+    }
+
+
+def claim_templates(team: Team, group: NodeGroup) -> list[dict[str, Any]]:
+    """The team's templates for one DRA group: whole GPUs by count, and on EFA groups one aligned GPU + EFA pair."""
+    out = [
+        _template(team, group, gpu_template_name(group, n), {"requests": [_request(GPU_REQUEST, GPU_DEVICE_CLASS, n)]})
+        for n in gpu_counts(group)
+    ]
+    if group.fabric is Fabric.EFA:
+        out.append(
+            _template(
+                team,
+                group,
+                aligned_template_name(group),
+                {
+                    "requests": [
+                        _request(GPU_REQUEST, GPU_DEVICE_CLASS, 1),
+                        _request(EFA_REQUEST, EFA_DEVICE_CLASS, 1),
+                    ],
+                    "constraints": [{"requests": [GPU_REQUEST, EFA_REQUEST], "matchAttribute": PCIE_ROOT}],
+                },
+            )
+        )
+    return out
+
+
+def gpu_ceiling(fleet: Fleet, team: Team, quota: Quota) -> int:
+    """The most GPUs of the quota's group the team's workloads can hold at once: its nominal quota, plus what it may
+    borrow in its cohort (its borrowing limit, or without one the whole group), never more than the group has."""
+    group = fleet.node_group(quota.node_group)
+    info = catalog.lookup(group.instance_type)
+    most = group.max_size * (info.gpu_count if info else 0)
+    if team.cohort is None:
+        return min(quota.gpus, most)
+    if quota.borrowing_limit is not None:
+        return min(quota.gpus + quota.borrowing_limit, most)
+    return most
+
+
+def efa_ceiling(fleet: Fleet, team: Team, quota: Quota) -> int:
+    """The EFA interfaces that come with gpu_ceiling GPUs of an EFA group: the node's interfaces per GPU, rounded up."""
+    group = fleet.node_group(quota.node_group)
+    info = catalog.lookup(group.instance_type)
+    if info is None or info.gpu_count == 0:
+        return 0
+    return -(-gpu_ceiling(fleet, team, quota) * efa_interfaces(group) // info.gpu_count)
+
+
+def device_quota(fleet: Fleet, team: Team, groups: list[NodeGroup]) -> dict[str, Any]:
+    """The team namespace's ResourceQuota on the devices its claims may hold on the DRA groups `groups`."""
+    names = {g.name for g in groups}
+    quotas = [q for q in team.quotas if q.node_group in names]
+    hard = {quota_resource(GPU_DEVICE_CLASS): str(sum(gpu_ceiling(fleet, team, q) for q in quotas))}
+    efa = [q for q in quotas if fleet.node_group(q.node_group).fabric is Fabric.EFA]
+    if efa:
+        hard[quota_resource(EFA_DEVICE_CLASS)] = str(sum(efa_ceiling(fleet, team, q) for q in efa))
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {
+            "name": DEVICE_QUOTA,
+            "namespace": team.namespace,
+            "labels": {**LABEL_MANAGED_BY, LABEL_TEAM: team.name},
+        },
+        "spec": {"hard": hard},
     }
