@@ -1,6 +1,6 @@
 """Text gpufleet writes from templates: the shell scripts it puts on nodes and in pods, plan.md and the pull
-request comment of `gpufleet diff`. The templates are package data in gpufleet/templates/ (README.md, "Layout",
-says how to change one); this module is the only place that loads them.
+request comment of `gpufleet diff`. The templates are package data in gpufleet/templates/ (docs/architecture.md,
+"Layout", says how to change one); this module is the only place that loads them.
 
 Jinja2 settings, and why:
 - StrictUndefined: a template naming a value the caller did not pass fails instead of rendering an empty string.

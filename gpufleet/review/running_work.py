@@ -26,9 +26,10 @@ from typing import Any
 import yaml
 
 from gpufleet.base.inputs import is_count, yaml_beyond_bounds
+from gpufleet.facts import catalog
 from gpufleet.plan.manifests.sharing import DEVICE_PLUGIN_CONFIGMAP, MIG_CONFIGMAP
 from gpufleet.plan.manifests.telemetry import DCGM_METRICS_CONFIGMAP
-from gpufleet.review.impact import CONFIG_MAP, Effect, NodeImpact, field_changes
+from gpufleet.review.impact import CONFIG_MAP, NODE_POOL, Effect, NodeImpact, field_changes, fleet_cost
 from gpufleet.spec.names import LABEL_WORKLOAD_CLASS, MIG_DISABLED
 
 OPERATOR_RELEASE = "gpu-operator"  # the foundation stage's Helm release name (gpufleet/plan/builders/foundation.py)
@@ -403,6 +404,43 @@ def _pools(new: Mapping[str, Mapping[str, Any]], nodes: Sequence[NodeImpact]) ->
     return out
 
 
+def _gpu_model(instance_type: str | None) -> str | None:
+    info = catalog.lookup(instance_type) if instance_type else None
+    return info.gpu_model if info is not None and info.gpu_count else None
+
+
+def _migrations(
+    old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]], nodes: Sequence[NodeImpact]
+) -> list[Effect]:
+    """A managed GPU node group removed in the same change that adds a Karpenter NodePool for the same GPU model: a
+    migration done in one `pulumi up`. Pulumi creates the pool and then deletes the group, whose nodes are drained and
+    terminated with the work on them while the pool has no node yet (docs/karpenter.md, "Migrating from a managed
+    node group")."""
+    removed = {n.node_group: n for n in nodes if n.action == "remove" and n.gpu and n.provisioner != "Karpenter"}
+    if not removed:
+        return []
+    before = {c.node_group: c for c in fleet_cost(old.values()) if c.node_group in removed}
+    pools = fleet_cost([e for rid, e in sorted(new.items()) if rid not in old and e.get("type") == NODE_POOL])
+    out = []
+    for name, group in sorted(before.items()):
+        model = _gpu_model(group.instance_type)
+        same = [p.node_group for p in pools if model is not None and _gpu_model(p.instance_type) == model]
+        if same:
+            out.append(
+                Effect(
+                    id=removed[name].id,
+                    disruptive=True,
+                    what=(
+                        f"managed node group {name} ({model}) is removed in the same change that adds Karpenter"
+                        f" NodePool {', '.join(same)} for the same GPUs: `pulumi up` creates the pool, then deletes"
+                        " the group, whose nodes are drained and terminated with their jobs before the pool has a"
+                        ' node; migrate in two steps (docs/karpenter.md, "Migrating from a managed node group")'
+                    ),
+                )
+            )
+    return out
+
+
 def effects(
     old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]], nodes: Sequence[NodeImpact] = ()
 ) -> list[Effect]:
@@ -410,5 +448,5 @@ def effects(
     what drifted or removed Karpenter pools do to their work)."""
     found = _operator(old, new) + _releases(old, new) + _mig(old, new) + _device_plugin(old, new) + _dcgm_csv(old, new)
     found += _gates(old, new)
-    found += _pools(new, nodes) + _node_access(old, new)
+    found += _pools(new, nodes) + _migrations(old, new, nodes) + _node_access(old, new)
     return sorted(found, key=lambda e: not e.disruptive)

@@ -7,16 +7,16 @@ admitted onto a group that must scale up first waits for the whole cold start, s
 Kueue's own default (5 minutes) and the example's old 600 s do not cover a p5 group starting from zero.
 
 Figures per GPU node (estimates, each with where it comes from):
-- NODE_READY_SECONDS 180: EC2 launch and boot (1-2 minutes for GPU instances, README "Image size, warm pools and
-  time-to-first-step") plus the nodeadm join until the node is Ready.
+- NODE_READY_SECONDS 180: EC2 launch and boot (1-2 minutes for GPU instances, docs/stage-1.md "Image size, warm pools
+  and time-to-first-step") plus the nodeadm join until the node is Ready.
 - OPERANDS_SECONDS 180: the GPU Operator's operands on a new node before `nvidia.com/gpu` is allocatable: toolkit
   validation, device plugin, and the validator's CUDA workload (gpufleet.plan.manifests.gpu_operator,
   WITH_WORKLOAD=true).
-- IMAGE_PULL_SECONDS 300 per image: a 10-20 GB framework image (nvcr.io PyTorch / Triton, README) at the
+- IMAGE_PULL_SECONDS 300 per image: a 10-20 GB framework image (nvcr.io PyTorch / Triton, docs/stage-1.md) at the
   50-100 MB/s a single containerd pull and unpack typically reaches; gpufleet pre-pulls a group's image sets in
   user data, so this time is spent before the node is Ready, but it is spent on every new node.
 - WARM_RESUME_SECONDS 60: a Stopped warm-pool instance that already holds the images resumes in about a minute
-  (README); with instance-store RAID0 the images are lost at every stop, so it pulls again.
+  (docs/stage-1.md); with instance-store RAID0 the images are lost at every stop, so it pulls again.
 - MARGIN 1.5: requeueing a gang job costs far more than waiting a few more minutes.
 The default is the largest estimate over the GPU groups, rounded up to a whole minute.
 """

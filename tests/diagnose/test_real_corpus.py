@@ -3,7 +3,7 @@
 Each input's sidecar <name>.source.yaml names the thread, the root cause it established (or says it did not) and the
 finding that must come first ("none": nothing above info). Two sets: the inputs the checks were written on (real/) and
 inputs collected afterwards and scored before any check was changed for them (real/heldout/). The score of each is
-pinned below and reported in README.md ("Corpus score"); a change that lowers either fails here.
+pinned below and reported in docs/diagnose.md ("Corpus and held-out scores"); a change that lowers either fails here.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def test_expected_top_finding(case: Case) -> None:
     assert all(f.hint for f in found if f.severity != "info")  # every finding above info says what to change
 
 
-# The score each set reached when it was pinned: (faulty inputs, right cause first, found). README.md reports the same;
+# The score each set reached when it was pinned: (faulty inputs, right cause first, found). docs/diagnose.md reports the same;
 # the held-out set scored (9, 7, 7) before the checks were changed for it.
 PINNED = {False: (19, 19, 19), True: (9, 9, 9)}
 

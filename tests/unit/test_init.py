@@ -206,7 +206,7 @@ def test_a_file_created_while_init_runs_is_not_overwritten(
 
 def test_the_readme_quick_start_shows_the_default_starter() -> None:
     readme = (ROOT / "README.md").read_text()
-    quick_start = readme[readme.index("## Quick start") : readme.index("## Commands")]
+    quick_start = readme[readme.index("## Quick start") : readme.index("\n## ", readme.index("## Quick start") + 3)]
     block = quick_start.split("```yaml\n", 1)[1].split("```", 1)[0]
     assert block == init.starter_spec(init.instance_types(init.DEFAULT_INSTANCE_TYPES))
     assert "gpufleet init --instance-types g6.xlarge --out first.yaml" in quick_start

@@ -89,14 +89,10 @@ def test_the_fleet_repository_entries_import_from_the_wheel_alone(wheel_files: s
         "import importlib.util, json, sys\n"
         "import gpufleet.components.program\n"
         "pack = importlib.util.find_spec('gpufleet.policies.__main__').origin\n"
-        "print(json.dumps([gpufleet.__file__, pack] + [getattr(m, '__file__', None) or '' for m in"
-        " list(sys.modules.values())]))\n"
+        "print(json.dumps([pack] + [getattr(m, '__file__', None) or '' for m in list(sys.modules.values())]))\n"
     )
     done = subprocess.run([sys.executable, "-I", "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
-    package, *files = json.loads(done.stdout)
-    # The checkout the environment's editable install points at: this one, or the one whose environment a git
-    # worktree of it shares.
-    checkout = Path(package).parents[1]
+    files = json.loads(done.stdout)
     # The checkout's own files (an environment inside the checkout, as .ci/run and .venv make, is not the checkout).
     # The checkout is the one the environment installs gpufleet from (its pack entry's <checkout>/gpufleet/policies/):
     # an editable install of another worktree of the repository is not this test's ROOT.

@@ -78,7 +78,7 @@ def helm(
     values: Mapping[str, Any],
     depends_on: tuple[str, ...] = (),
 ) -> Resource:
-    """A Helm release (helm.v3.Release: a real release with hooks; see README "Why helm.v3.Release"), its values
+    """A Helm release (helm.v3.Release: a real release with hooks; see README "Deploy"), its values
     gpufleet's with the spec's overlay for the chart (`helm.<component>.values`, checked by the rule helm-values)
     merged last, so the tree, diff and the behavioural model all see what Helm is given."""
     comp = COMPONENTS[component]

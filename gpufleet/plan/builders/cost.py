@@ -383,7 +383,8 @@ def around_the_gpu_nodes(fleet: Fleet) -> tuple[list[str], float, float]:
 def raid0_warm_pool_caveats(fleet: Fleet) -> list[str]:
     """A group with instance-store RAID0 and a Stopped or Hibernated warm pool pays the pool's standing cost for
     less than it seems: instance store is lost at every stop (EC2 User Guide, instance store lifetime), so a resumed
-    instance rebuilds its array and pulls every image again (README "Image size, warm pools and time-to-first-step")."""
+    instance rebuilds its array and pulls every image again (docs/stage-1.md "Image size, warm pools and
+    time-to-first-step")."""
     lines = []
     for g in fleet.node_groups:
         pool = g.warm_pool
