@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -185,14 +185,33 @@ def _namespaced(client: Client, obj: dict[str, Any]) -> bool:
         return False
 
 
-def apply_tree(cluster: Cluster, tree: Path, kube_version: str) -> Report:
+def objects(tree: Path) -> list[dict[str, Any]]:
+    """The tree's Kubernetes objects (not its Helm releases), in stage order, outputs resolved."""
+    inventory = json.loads((tree / "inventory.json").read_text())
+    return [
+        resolve_outputs(yaml.safe_load((tree / e["file"]).read_text())) for e in ordered(inventory) if _is_object(e)
+    ]
+
+
+def _is_object(entry: dict[str, Any]) -> bool:
+    kind, file = entry["type"], entry.get("file", "")
+    return kind.startswith("kubernetes:") and kind != RELEASE and file.endswith(".yaml") and "/k8s/" in file
+
+
+def apply_tree(
+    cluster: Cluster,
+    tree: Path,
+    kube_version: str,
+    transform: Callable[[dict[str, Any]], dict[str, Any]] = lambda obj: obj,
+) -> Report:
+    """Every object and release of the tree in stage order; `transform` is the box's wiring of an object (a
+    NodePool pointed at Karpenter's kwok node class), identity by default."""
     report = Report()
     inventory = json.loads((tree / "inventory.json").read_text())
     for entry in ordered(inventory):
-        kind = entry["type"]
-        if kind == RELEASE:
+        if entry["type"] == RELEASE:
             _release(cluster, tree, entry, report, kube_version)
-        elif kind.startswith("kubernetes:") and entry.get("file", "").endswith(".yaml") and "/k8s/" in entry["file"]:
+        elif _is_object(entry):
             obj = resolve_outputs(yaml.safe_load((tree / entry["file"]).read_text()))
-            _apply(cluster.admin, obj, entry["id"], report)
+            _apply(cluster.admin, transform(obj), entry["id"], report)
     return report

@@ -1,9 +1,9 @@
 """Build the box's binaries from their pinned Go modules, once per pin set.
 
-Each Go module of e2e/ (controlplane, controllers) is built into a cache directory keyed by the sha256 of its
-go.mod, go.sum, tools.go and the Go toolchain version, so a second run with the same pins finds the binaries and
-starts in seconds; a change of a pin builds into a new key. A build goes to a staging directory renamed into place
-only when every binary is there, so an interrupted build leaves nothing that looks complete.
+Each Go module of e2e/ (controlplane, controllers, karpenter) is built into a cache directory keyed by the sha256 of
+its go.mod, go.sum, every Go file of its own and the Go toolchain version, so a second run with the same pins finds
+the binaries and starts in seconds; a change of a pin builds into a new key. A build goes to a staging directory
+renamed into place only when every binary is there, so an interrupted build leaves nothing that looks complete.
 """
 
 from __future__ import annotations
@@ -57,7 +57,10 @@ CONTROLLERS = Module(
         "helm": "helm.sh/helm/v3/cmd/helm",
     },
 )
-MODULES = (CONTROLPLANE, CONTROLLERS)
+# Karpenter's kwok provider (e2e/karpenter/cmd/karpenter: upstream's kwok main plus the AWS provider's reservation
+# label); its own module, so its Kubernetes libraries do not move the controllers' pins.
+KARPENTER = Module("karpenter", {"karpenter": "./cmd/karpenter"})
+MODULES = (CONTROLPLANE, CONTROLLERS, KARPENTER)
 
 
 def go_env() -> dict[str, str]:
@@ -67,8 +70,8 @@ def go_env() -> dict[str, str]:
 
 def _key(module: Module) -> str:
     digest = hashlib.sha256(GOTOOLCHAIN.encode())
-    for name in ("go.mod", "go.sum", "tools.go"):
-        digest.update((module.dir / name).read_bytes())
+    for path in sorted([module.dir / "go.mod", module.dir / "go.sum", *module.dir.rglob("*.go")]):
+        digest.update(f"{path.relative_to(module.dir)}\n".encode() + path.read_bytes())
     for out, pkg in sorted(module.binaries.items()):
         digest.update(f"{out}={pkg}\n".encode())
     digest.update(_version_flags(module).encode())

@@ -33,10 +33,12 @@ class ChartSource:
     module: str
     chart_dir: str
     wanted: str
+    # A module no go.mod of e2e/ requires, downloaded as source at this tag (the AWS Karpenter provider's chart)
+    pinned: str = ""
 
     @property
     def version(self) -> str:
-        return build.required(build.CONTROLLERS, self.module)
+        return self.pinned or build.required(build.CONTROLLERS, self.module)
 
     @property
     def root(self) -> Path:
@@ -80,7 +82,7 @@ def chart_name(chart: str) -> str:
     return chart.rstrip("/").rsplit("/", 1)[-1]
 
 
-def _docs(text: str) -> Iterator[dict[str, Any]]:
+def docs(text: str) -> Iterator[dict[str, Any]]:
     for doc in yaml.safe_load_all(text):
         if isinstance(doc, dict) and doc.get("kind"):
             if doc["kind"] == "List":
@@ -106,7 +108,7 @@ def crds_only(chart: str, version: str) -> tuple[list[dict[str, Any]], list[str]
         if path is None or not path.is_file():
             missing.append(f"crds/{name}")
             continue
-        out += _docs(path.read_text())
+        out += docs(path.read_text())
     if chart in MODULE_CRDS:
         module, crd_dir = MODULE_CRDS[chart]
         tag = "v" + version.lstrip("v")
@@ -116,7 +118,7 @@ def crds_only(chart: str, version: str) -> tuple[list[dict[str, Any]], list[str]
         for path in sorted(
             (build.module_dir(module, tag) / crd_dir).glob("karpenter.sh_*.yaml" if "karpenter" in module else "*.yaml")
         ):
-            out += _docs(path.read_text())
+            out += docs(path.read_text())
     return out, missing
 
 
@@ -164,7 +166,7 @@ def render(
         )
         if out.returncode != 0:
             raise RuntimeError(f"helm template {source.chart_dir}: {out.stderr.strip()}")
-        return list(_docs(out.stdout))
+        return list(docs(out.stdout))
 
 
 def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from e2e.box import apply, charts, cluster, nodes, tenancy
+from e2e.box import apply, charts, cluster, karpenter, nodes, tenancy
 from e2e.box.client import ApiError
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.plan.rollout import build_plan
@@ -24,8 +24,12 @@ class Fleet:
     plan: RolloutPlan
     cluster: cluster.Cluster
     report: apply.Report
+    # Karpenter, where the box runs it (up(..., karpenter=True)); its pools' nodes are then launched, not pre-created
+    karpenter: karpenter.Running | None = None
 
     def stop(self) -> None:
+        if self.karpenter is not None:
+            self.karpenter.stop()
         self.cluster.stop()
 
 
@@ -58,7 +62,9 @@ def existing_namespaces(plan: RolloutPlan) -> list[str]:
     return [tel.existing_namespace] if tel is not None and tel.existing_namespace else []
 
 
-def up(spec: Path, env: str, root: Path | None = None, log=sys.stderr) -> Fleet:
+def up(spec: Path, env: str, root: Path | None = None, log=sys.stderr, *, run_karpenter: bool = False) -> Fleet:
+    """The fleet in a box. With run_karpenter, Karpenter runs (e2e.box.karpenter) and launches its pools' nodes
+    from zero; without, every group's nodes are pre-created up to maxSize."""
     root = Path(root or tempfile.mkdtemp(prefix="gpufleet-box-"))
     tree = synth(spec, env, root / "tree")
     plan = plan_of(spec, env)
@@ -71,7 +77,7 @@ def up(spec: Path, env: str, root: Path | None = None, log=sys.stderr) -> Fleet:
                 f"box: the fleet runs Kubernetes {wanted}; the box runs {got}, the minor e2e/controlplane/go.mod pins",
                 file=log,
             )
-        for node in nodes.fleet(plan, got):
+        for node in nodes.fleet(plan, got, launched=run_karpenter):
             try:
                 box.admin.create(node)
             except ApiError as exc:
@@ -86,10 +92,11 @@ def up(spec: Path, env: str, root: Path | None = None, log=sys.stderr) -> Fleet:
                 raise RuntimeError(f"the existing Prometheus's CRDs are not in ../shared: {', '.join(missing)}")
             for crd in crds:
                 box.admin.apply(crd)
-        report = apply.apply_tree(box, tree, got)
+        report = apply.apply_tree(box, tree, got, karpenter.to_kwok if run_karpenter else lambda obj: obj)
         for member in tenancy.members(plan):
             tenancy.grant(box, member)
+        running = karpenter.start(box, plan, tree, got) if run_karpenter else None
     except BaseException:
         box.stop()
         raise
-    return Fleet(spec, env, tree, plan, box, report)
+    return Fleet(spec, env, tree, plan, box, report, running)

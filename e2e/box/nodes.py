@@ -103,9 +103,11 @@ def system_nodes(plan: RolloutPlan, kubelet: str) -> Iterator[dict[str, Any]]:
         yield _node(f"system-{i}", labels, [], _status(capacity, allocatable, kubelet))
 
 
-def fleet(plan: RolloutPlan, kubelet: str) -> list[dict[str, Any]]:
-    """Every node the box registers for this plan."""
+def fleet(plan: RolloutPlan, kubelet: str, *, launched: bool = False) -> list[dict[str, Any]]:
+    """Every node the box registers for this plan; with `launched`, none for a Karpenter pool (Karpenter runs and
+    launches them)."""
     out = list(system_nodes(plan, kubelet))
     for model in fleet_nodes(plan):
-        out += gpu_nodes(model, kubelet)
+        if not (launched and model.node_pool):
+            out += gpu_nodes(model, kubelet)
     return out
