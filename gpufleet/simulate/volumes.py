@@ -16,6 +16,10 @@ serves a volume on a node, and who may use a pod-level-credential volume.
   node is the same by construction, the role follows the account). A pod that differs from the pods keeping a
   claim's cache warm (a DaemonSet of the namespace mounting it on every node) reads through a Mountpoint Pod of its
   own, with an empty cache.
+- Nor does a new workload get a Mountpoint Pod another driver version created (reconciler.go
+  shouldAssignNewWorkloadToMountpointPod, the label s3.csi.aws.com/created-by-csi-driver-version): a keeper's
+  Mountpoint Pods are the driver's its pods started under (gpufleet's prefetch DaemonSet names it on its pod template,
+  gpufleet.plan.manifests.prefetch.DRIVER_ANNOTATION, and rolls with it), a new pod's the installed driver's.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpufleet.plan.manifests.mountpoint import RELEASE as MOUNTPOINT_RELEASE
+from gpufleet.plan.manifests.prefetch import DRIVER_ANNOTATION
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.simulate.operands import operands
 from gpufleet.simulate.scheduling import matches_term, untolerated
@@ -42,8 +48,10 @@ class Volumes:
     volumes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # PV name -> PV
     plugins: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)  # driver -> tolerations
     identities: frozenset[tuple[str, str]] = frozenset()  # (namespace, service account) with a Pod Identity role
-    # (namespace, claim) -> (DaemonSet name, its pods' spec): pods that hold the claim's Mountpoint Pod on every node
-    keepers: Mapping[tuple[str, str], tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
+    # (namespace, claim) -> (DaemonSet name, its pods' spec, the driver version its pods' Mountpoint Pods were made by,
+    # "" where its template does not say): pods that hold the claim's Mountpoint Pod on every node
+    keepers: Mapping[tuple[str, str], tuple[str, Mapping[str, Any], str]] = field(default_factory=dict)
+    driver_version: str = ""  # the Mountpoint CSI driver the plan installs (its Helm release's chart version)
 
 
 def from_plan(plan: RolloutPlan) -> Volumes:
@@ -51,15 +59,20 @@ def from_plan(plan: RolloutPlan) -> Volumes:
     later: dict[tuple[str, str], str] = {}
     pvs: dict[str, Mapping[str, Any]] = {}
     identities: set[tuple[str, str]] = set()
-    keepers: dict[tuple[str, str], tuple[str, Mapping[str, Any]]] = {}
+    keepers: dict[tuple[str, str], tuple[str, Mapping[str, Any], str]] = {}
+    driver = ""
     for stage in plan.stages:
         for res in stage.content.resources:
             obj = res.args.get("object") or {}
             if obj.get("kind") == "DaemonSet" and stage.included:
-                pod = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+                template = (obj.get("spec") or {}).get("template") or {}
+                pod = template.get("spec") or {}
+                made_by = str(((template.get("metadata") or {}).get("annotations") or {}).get(DRIVER_ANNOTATION) or "")
                 namespace = str(obj["metadata"].get("namespace") or "default")
                 for name in claim_names(pod):
-                    keepers[(namespace, name)] = (str(obj["metadata"]["name"]), pod)
+                    keepers[(namespace, name)] = (str(obj["metadata"]["name"]), pod, made_by)
+            if res.id == f"helm-{MOUNTPOINT_RELEASE}" and stage.included:
+                driver = str(res.args.get("version") or "")
             if obj.get("kind") == "PersistentVolumeClaim":
                 key = (str(obj["metadata"].get("namespace") or "default"), str(obj["metadata"]["name"]))
                 if stage.included:
@@ -77,7 +90,13 @@ def from_plan(plan: RolloutPlan) -> Volumes:
         if name in by_name
     }
     return Volumes(
-        claims=claims, later=later, volumes=pvs, plugins=plugins, identities=frozenset(identities), keepers=keepers
+        claims=claims,
+        later=later,
+        volumes=pvs,
+        plugins=plugins,
+        identities=frozenset(identities),
+        keepers=keepers,
+        driver_version=driver,
     )
 
 
@@ -172,8 +191,10 @@ def mount_error(
     return None
 
 
-def sharing_key(pv: Mapping[str, Any], namespace: str, pod: Mapping[str, Any]) -> tuple[str, ...]:
-    """reconciler.go buildFieldFilters, for one node: the workload's side of the key beside the PV's."""
+def sharing_key(pv: Mapping[str, Any], namespace: str, pod: Mapping[str, Any], *, driver: str) -> tuple[str, ...]:
+    """reconciler.go buildFieldFilters, for one node: the workload's side of the key beside the PV's; then the driver
+    version that made the Mountpoint Pod (shouldAssignNewWorkloadToMountpointPod), `driver`: the pod's, as the
+    caller knows it."""
     spec = pv.get("spec") or {}
     csi = spec.get("csi") or {}
     source = str((csi.get("volumeAttributes") or {}).get("authenticationSource") or "driver")
@@ -184,6 +205,7 @@ def sharing_key(pv: Mapping[str, Any], namespace: str, pod: Mapping[str, Any]) -
         ",".join(spec.get("mountOptions") or []),
         "" if fs_group is None else str(fs_group),
         source,
+        driver,
     )
     if source == "pod":
         key += (namespace, str(pod.get("serviceAccountName") or "default"))
@@ -200,7 +222,8 @@ def cache_notes(vols: Volumes, namespace: str, pod: Mapping[str, Any], daemonset
         pv = vols.volumes.get(str(((claim or {}).get("spec") or {}).get("volumeName") or ""))
         if keeper is None or pv is None or keeper[0] == daemonset:
             continue
-        ours, theirs = sharing_key(pv, namespace, pod), sharing_key(pv, namespace, keeper[1])
+        ours = sharing_key(pv, namespace, pod, driver=vols.driver_version)
+        theirs = sharing_key(pv, namespace, keeper[1], driver=keeper[2])
         if ours == theirs:
             notes.append(
                 f"claim {name}: its pods share each node's Mountpoint Pod with DaemonSet {namespace}/{keeper[0]},"
@@ -210,11 +233,22 @@ def cache_notes(vols: Volumes, namespace: str, pod: Mapping[str, Any], daemonset
         differs = []
         if ours[3] != theirs[3]:
             differs.append(f"fsGroup {ours[3] or 'unset'} (the DaemonSet's: {theirs[3] or 'unset'})")
-        if ours[5:] != theirs[5:]:
-            differs.append(f"service account {ours[6]} (the DaemonSet's: {theirs[6]})")
+        if ours[6:] != theirs[6:]:
+            differs.append(f"service account {ours[7]} (the DaemonSet's: {theirs[7]})")
+        if ours[5] != theirs[5]:
+            made_by = f"CSI driver {theirs[5]}" if theirs[5] else "a CSI driver its pod template does not name"
+            differs.append(
+                f"the CSI driver is {ours[5]} and the DaemonSet's Mountpoint Pods were made by {made_by} (the driver"
+                " gives a new pod no Mountpoint Pod another driver version created: roll the DaemonSet with the"
+                " driver)"
+            )
         notes.append(
             f"claim {name}: its pods get a Mountpoint Pod of their own, with an empty cache, not the one DaemonSet"
-            f" {namespace}/{keeper[0]} keeps warm: {' and '.join(differs)} (the CSI driver shares a Mountpoint Pod"
-            " only between pods with the same fsGroup and service account)"
+            f" {namespace}/{keeper[0]} keeps warm: {' and '.join(differs)}"
+            + (
+                " (the CSI driver shares a Mountpoint Pod only between pods with the same fsGroup and service account)"
+                if ours[3] != theirs[3] or ours[6:] != theirs[6:]
+                else ""
+            )
         )
     return notes

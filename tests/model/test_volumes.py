@@ -193,3 +193,24 @@ def test_explain_says_whether_a_serving_pod_shares_the_prefetched_cache(make_mod
         " language/prefetch-l40s keeps warm: fsGroup 1000 (the DaemonSet's: unset) (the CSI driver shares a"
         " Mountpoint Pod only between pods with the same fsGroup and service account)"
     ) in verdict.notes
+
+
+def test_a_prefetch_daemonset_of_another_driver_version_keeps_no_cache_for_new_pods(make_model: MakeModel) -> None:
+    """Issue 41 item 12: the driver gives a new pod no Mountpoint Pod another driver version created (awslabs/
+    mountpoint-s3-csi-driver v2.7.0 reconciler.go shouldAssignNewWorkloadToMountpointPod): a prefetch DaemonSet whose
+    pods started under driver 2.6.0 (and did not roll with the upgrade) shares nothing with vLLM's new pods."""
+    model = make_model()
+    key = ("language", "s3-l40s")
+    name, pod, made_by = model.volumes.keepers[key]
+    assert made_by == model.volumes.driver_version == "2.7.0"
+    stale = dataclasses.replace(model.volumes, keepers={**model.volumes.keepers, key: (name, pod, "2.6.0")})
+    root = Path(__file__).resolve().parents[2]
+    server = next(yaml.safe_load_all((root / "docs" / "examples" / "vllm.yaml").read_text()))
+    verdict = explain(dataclasses.replace(model, volumes=stale), workload(server))
+    assert verdict.runs
+    assert (
+        "claim s3-l40s: its pods get a Mountpoint Pod of their own, with an empty cache, not the one DaemonSet"
+        " language/prefetch-l40s keeps warm: the CSI driver is 2.7.0 and the DaemonSet's Mountpoint Pods were made by"
+        " CSI driver 2.6.0 (the driver gives a new pod no Mountpoint Pod another driver version created: roll the"
+        " DaemonSet with the driver)"
+    ) in verdict.notes

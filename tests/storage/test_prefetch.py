@@ -6,6 +6,7 @@ script reads each file once and again only when it changes."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 from collections.abc import Mapping
@@ -65,7 +66,11 @@ def _volume() -> Mapping[str, Any]:
 def test_the_daemonset_runs_in_the_teams_namespace_on_the_group_after_its_claim(daemonset) -> None:
     resource, ds = daemonset
     assert ds["metadata"]["namespace"] == "llm"
-    assert resource.depends_on == ("persistentvolumeclaim-llm-s3-serve", "configmap-llm-gpufleet-prefetch")
+    assert resource.depends_on == (
+        "persistentvolumeclaim-llm-s3-serve",
+        "configmap-llm-gpufleet-prefetch",
+        "helm-aws-mountpoint-s3-csi-driver",
+    )
     pod = ds["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {"gpufleet.io/node-group": "serve"}
     assert {"key": "serve", "operator": "Equal", "value": "y", "effect": "NoSchedule"} in pod["tolerations"]
@@ -97,8 +102,35 @@ def test_serving_pods_share_the_mountpoint_pod_only_as_the_claims_account_withou
     daemonset, serving: Mapping[str, Any], shares: bool
 ) -> None:
     pv = _volume()
-    keeper = sharing_key(pv, "llm", daemonset[1]["spec"]["template"]["spec"])
-    assert (sharing_key(pv, "llm", serving) == keeper) is shares
+    keeper = sharing_key(pv, "llm", daemonset[1]["spec"]["template"]["spec"], driver="2.7.0")
+    assert (sharing_key(pv, "llm", serving, driver="2.7.0") == keeper) is shares
+    # a Mountpoint Pod another driver version created is given to no new pod (reconciler.go @ v2.7.0
+    # shouldAssignNewWorkloadToMountpointPod)
+    assert sharing_key(pv, "llm", serving, driver="2.8.0") != keeper
+
+
+def test_the_daemonset_rolls_with_the_csi_driver() -> None:
+    """Issue 41 item 12: after a driver upgrade a prefetch pod that stays pins the old driver's Mountpoint Pod, which
+    the new driver gives to no new serving pod (an empty cache for each). The pod template names the driver version,
+    so a bump of versions.mountpointS3Csi changes it and the DaemonSet rolls, after the driver's release."""
+    spec = fleet([SERVE], SPEC)
+    bumped = dataclasses.replace(spec, versions=dataclasses.replace(spec.versions, mountpoint_s3_csi="2.8.0"))
+
+    def template(f: Any) -> Mapping[str, Any]:
+        (ds,) = [
+            r.args["object"]
+            for s in build_plan(f, "prod").included()
+            for r in s.content.resources
+            if r.args.get("object", {}).get("kind") == "DaemonSet"
+            and r.args["object"]["metadata"]["name"] == "prefetch-serve"
+        ]
+        out: Mapping[str, Any] = ds["spec"]["template"]
+        return out
+
+    now, then = template(spec), template(bumped)
+    assert now["metadata"]["annotations"] == {prefetch.DRIVER_ANNOTATION: "2.7.0"}
+    assert then["metadata"]["annotations"] == {prefetch.DRIVER_ANNOTATION: "2.8.0"}
+    assert {**now, "metadata": {}} == {**then, "metadata": {}}
 
 
 @pytest.mark.parametrize("example", ["vllm.yaml", "lws-inference.yaml", "inference.yaml"])

@@ -58,12 +58,13 @@ def content(fleet: Fleet) -> tuple[list[Resource], list[str], list[str]]:
             f" {mp.throughput_gbps(group)} Gbps |"
             f" {f'{cache} GB on the NVMe array (emptyDir)' if cache is not None else 'none (no RAID0 array)'} |"
         )
-    prefetch_resources, prefetch_rows = _prefetch(fleet, claims)
+    prefetch_resources, prefetch_rows = _prefetch(fleet, claims, release.id)
     return resources + prefetch_resources, rows + prefetch_rows, warnings
 
 
-def _prefetch(fleet: Fleet, claims: dict[tuple[str, str], str]) -> tuple[list[Resource], list[str]]:
-    """Per team with teams[].prefetch: its script's ConfigMap, then a DaemonSet per group after the group's claim."""
+def _prefetch(fleet: Fleet, claims: dict[tuple[str, str], str], release: str) -> tuple[list[Resource], list[str]]:
+    """Per team with teams[].prefetch: its script's ConfigMap, then a DaemonSet per group after the group's claim and
+    the driver's release (an upgrade of the driver rolls the DaemonSet after it: prefetch.DRIVER_ANNOTATION)."""
     entries = prefetch.entries(fleet)
     if not entries:
         return [], []
@@ -76,7 +77,8 @@ def _prefetch(fleet: Fleet, claims: dict[tuple[str, str], str]) -> tuple[list[Re
             " claim and reads the paths into the node's Mountpoint cache as the node starts, then every"
             f" {prefetch.INTERVAL_SECONDS // 60} minutes what is new or changed; its mount keeps the node's Mountpoint"
             " Pod, and the cache, between serving pods. Serving pods share it only with the same service account and"
-            " no fsGroup (docs/inference.md)."
+            " no fsGroup (docs/inference.md). The DaemonSet rolls with the CSI driver: the driver gives new pods no"
+            " Mountpoint Pod another driver version created."
         ),
         "",
         "| team | DaemonSet (namespace/name) | node group | paths (under the claim) | cache per node |",
@@ -92,7 +94,7 @@ def _prefetch(fleet: Fleet, claims: dict[tuple[str, str], str]) -> tuple[list[Re
         resources.append(
             k8s(
                 prefetch.daemonset(fleet, team, group, entry),
-                depends_on=(claims[(team.name, group.name)], scripts[team.name]),
+                depends_on=(claims[(team.name, group.name)], scripts[team.name], release),
             )
         )
         cache = mp.cache_gb(fleet, options, group)

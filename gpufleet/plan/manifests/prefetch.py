@@ -29,6 +29,13 @@ Why a pod in the team's namespace, and what it must match (awslabs/mountpoint-s3
   long first read and restart it with an empty cache. The pod's log says what it read and at what rate.
 - Rolling updates surge (maxSurge 1, maxUnavailable 0): the new pod mounts the claim before the old one leaves, so
   the Mountpoint Pod never loses its last workload to an update.
+- It rolls with the driver: the controller gives a new workload no Mountpoint Pod created by another driver version
+  (label s3.csi.aws.com/created-by-csi-driver-version, shouldAssignNewWorkloadToMountpointPod,
+  https://github.com/awslabs/mountpoint-s3-csi-driver/blob/a2d4b067c1bbe3c171e1431cd063cfb59f672d95/cmd/aws-s3-csi-controller/csicontroller/reconciler.go#L849-L871),
+  so after an upgrade a prefetch pod that stayed would pin the old driver's Mountpoint Pod while new serving pods get
+  a new one with an empty cache. The pod template carries the driver version (DRIVER_ANNOTATION), and the DaemonSet
+  waits for the driver's release: a version bump updates the driver, then rolls the prefetch pods onto Mountpoint
+  Pods of the new driver, which the serving pods that follow share.
 """
 
 from __future__ import annotations
@@ -58,6 +65,9 @@ MOUNT = "/weights"
 SCRIPTS = "/opt/gpufleet"
 # How often a pod looks for new or changed files (a new model version) once it has read everything.
 INTERVAL_SECONDS = 600
+# The Mountpoint CSI driver version the pods' Mountpoint Pods were made by (versions.mountpointS3Csi): a bump changes
+# the pod template, so the DaemonSet rolls (gpufleet.simulate.volumes reads it back as the keeper's driver version).
+DRIVER_ANNOTATION = "gpufleet.io/mountpoint-csi-driver-version"
 _CHECKOV_SKIPS = checkov.skip_annotations(
     {
         "CKV_K8S_10": "requests nothing so that Kueue charges nothing to the team's quota; the reads are kernel work",
@@ -122,7 +132,10 @@ def daemonset(fleet: Fleet, team: Team, group: NodeGroup, entry: Prefetch) -> di
             "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
             "template": {
                 # The team's queue by name (Kueue would default to the namespace's `default` LocalQueue anyway).
-                "metadata": {"labels": {**labels, LABEL_QUEUE_NAME: team.name}},
+                "metadata": {
+                    "labels": {**labels, LABEL_QUEUE_NAME: team.name},
+                    "annotations": {DRIVER_ANNOTATION: str(fleet.versions.mountpoint_s3_csi)},
+                },
                 "spec": {
                     "serviceAccountName": st.CHECKPOINT_SERVICE_ACCOUNT,
                     # The Mountpoint Pod gets the team's credentials from the kubelet's token request for the
