@@ -76,8 +76,10 @@ def _admission(fleet: Fleet) -> Iterator[Issue]:
             severity="warning",
             message=(
                 f"{adm.pods_ready_timeout_seconds}s is shorter than a cold start of node group {slowest} (about"
-                f" {derived}s with margin: node boot and join, image pulls, GPU Operator operands): a job that must"
-                f" scale the group up is evicted, and deactivated after {adm.backoff_limit_count} requeues"
+                f" {derived}s with margin: node boot and join, image pulls, GPU Operator operands, the pull a pod does"
+                " itself and, on an Inference group, the weight load and warm-up before its readiness probe passes):"
+                " a workload that must scale the group up is evicted before its pods are ready, and deactivated after"
+                f" {adm.backoff_limit_count} requeues"
             ),
             hint=f"remove podsReadyTimeoutSeconds (the default is {derived}s), or set at least {derived}",
         )

@@ -1,5 +1,5 @@
 """How long an admitted workload may reasonably take to get every pod ready: the default of Kueue's
-`waitForPodsReady.timeout` (admission.podsReadyTimeoutSeconds), derived from the slowest GPU group.
+`waitForPodsReady.timeout` (admission.podsReadyTimeoutSeconds), derived from the slowest group.
 
 A workload that is not ready within the timeout is evicted and requeued, and after `backoffLimitCount` tries
 deactivated (Kueue `apis/config/v1beta2/configuration_types.go`, WaitForPodsReady / RequeuingStrategy). A job
@@ -17,15 +17,23 @@ Figures per GPU node (estimates, each with where it comes from):
   user data, so this time is spent before the node is Ready, but it is spent on every new node.
 - WARM_RESUME_SECONDS 60: a Stopped warm-pool instance that already holds the images resumes in about a minute
   (docs/stage-1.md); with instance-store RAID0 the images are lost at every stop, so it pulls again.
+- The pull a pod does itself: IMAGE_PULL_SECONDS for its image where the group pre-pulls no image set (a pre-pulled
+  set is on the node before it is Ready, above).
+- The weight load on an Inference group: a serving pod is Ready only once its readiness probe's inference answers
+  (the policy gpufleet-serving-readiness requires one there), so its weights from S3 (an empty cache on a new node)
+  and the warm-up count (gpufleet.facts.weights, workloads.servingModelGB and weightLoadGBps). A training pod is
+  Ready when its containers start (its loading is its job's, after PodsReady).
 - MARGIN 1.5: requeueing a gang job costs far more than waiting a few more minutes.
-The default is the largest estimate over the GPU groups, rounded up to a whole minute.
+The default is the largest estimate over the groups, rounded up to a whole minute: every group's first cold start
+fits, not only the slowest node's.
 """
 
 from __future__ import annotations
 
 import math
 
-from gpufleet.spec.fleet import Fleet, NodeGroup
+from gpufleet.facts import catalog, weights
+from gpufleet.spec.fleet import Fleet, NodeGroup, WorkloadClass
 
 NODE_READY_SECONDS = 180
 OPERANDS_SECONDS = 180
@@ -47,10 +55,44 @@ def group_seconds(fleet: Fleet, group: NodeGroup) -> int:
     return node + OPERANDS_SECONDS
 
 
+def pod_pull_seconds(fleet: Fleet, group: NodeGroup) -> int:
+    """The image pull a pod does itself on a new node: none where the group pre-pulls image sets."""
+    return 0 if images_of(fleet, group) > 0 else IMAGE_PULL_SECONDS
+
+
+def serving_load(fleet: Fleet, group: NodeGroup, nvme_devices: int = 0) -> weights.Load | None:
+    """What a serving replica's node of the group loads, and at which rates (None: an instance type the catalog does
+    not know, which validate refuses); `nvme_devices` 0: from S3 only (a new node's cache is empty)."""
+    info = catalog.lookup(group.instance_type)
+    if info is None:
+        return None
+    measured = fleet.workloads.weight_load_gbps.get(group.name)
+    return weights.load(
+        model_gb=fleet.workloads.serving_model_gb.get(group.name, weights.DEFAULT_MODEL_GB),
+        replica_gpus=fleet.workloads.inference_replica_gpus.get(group.name, 1),
+        node_gpus=info.gpu_count,
+        network_gbps=info.network_gbps,
+        network_cards=info.network_cards,
+        nvme_devices=nvme_devices,
+        measured_s3_gbps=measured.s3 if measured else None,
+        measured_nvme_gbps=measured.nvme if measured else None,
+    )
+
+
+def ready_seconds(fleet: Fleet, group: NodeGroup) -> float:
+    """Estimated seconds from a scale-up to a pod of the group Ready on a new node: the node, the pod's own pull and,
+    on an Inference group, the weights from S3 and the warm-up (plan.md's "no warm node" figure)."""
+    out: float = group_seconds(fleet, group) + pod_pull_seconds(fleet, group)
+    load = serving_load(fleet, group) if group.workload_class is WorkloadClass.INFERENCE else None
+    if load is not None:
+        out += load.from_s3_s + weights.WARM_UP_SECONDS
+    return out
+
+
 def default_timeout_seconds(fleet: Fleet) -> tuple[int, str]:
     """The derived default and the group it comes from."""
-    slowest = max(fleet.node_groups, key=lambda g: group_seconds(fleet, g))
-    return 60 * math.ceil(group_seconds(fleet, slowest) * MARGIN / 60), slowest.name
+    slowest = max(fleet.node_groups, key=lambda g: ready_seconds(fleet, g))
+    return 60 * math.ceil(ready_seconds(fleet, slowest) * MARGIN / 60), slowest.name
 
 
 def pods_ready_timeout_seconds(fleet: Fleet) -> int:

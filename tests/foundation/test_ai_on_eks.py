@@ -114,3 +114,23 @@ def test_no_gate_waits_for_nodes_nothing_would_launch() -> None:
     an all-Karpenter fleet with cluster.autoscaler None that "your autoscaler must add them")."""
     plan = build_plan(load_fleet(str(SPEC), "prod").environments["prod"], "prod")
     assert [w for w in plan.warnings if "may run fewer than two nodes" in w or "planted-fault gate: no" in w] == []
+
+
+def test_waitforpodsready_covers_every_groups_cold_start() -> None:
+    """Issue 41 item 9: ai-on-eks's Kueue timeout was 540 s (a node's boot, join and operands x1.5) while plan.md
+    printed a 12.7 min cold start for g6e: the first serving pod of every pool was evicted and requeued. The timeout
+    now covers, for every group, the node start, the pull the pod does itself (ai-on-eks pre-pulls nothing) and, on an
+    Inference group, the weight load and warm-up: plan.md's "no warm node" figure."""
+    from gpufleet.plan.builders import serving_start
+    from gpufleet.plan.manifests import kueue
+    from gpufleet.spec import cold_start
+
+    fleet = load_fleet(str(SPEC), "prod").environments["prod"]
+    timeout = int(kueue.controller_configuration(fleet)["waitForPodsReady"]["timeout"].rstrip("s"))
+    assert timeout == 1200
+    for group in fleet.node_groups:
+        ready = cold_start.ready_seconds(fleet, group)
+        assert ready * cold_start.MARGIN <= timeout, group.name
+        times = serving_start.ready_time(fleet, group)
+        if group.workload_class.value == "Inference":
+            assert times is not None and ready == times.cold_node_s, group.name

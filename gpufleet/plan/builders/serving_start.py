@@ -12,25 +12,17 @@ from gpufleet.spec.fleet import Fleet, NodeGroup, WorkloadClass
 
 
 def ready_time(fleet: Fleet, group: NodeGroup) -> weights.ReadyTime | None:
-    info = catalog.lookup(group.instance_type)
-    if info is None:
-        return None
+    """The group's figures as Kueue's waitForPodsReady default counts them (gpufleet.spec.cold_start: its cold node
+    is cold_start.ready_seconds), with the NVMe cache where the group has one."""
     cached = mountpoint.enabled(fleet) is not None and group.local_storage == "RAID0"
-    measured = fleet.workloads.weight_load_gbps.get(group.name)
-    load = weights.load(
-        model_gb=fleet.workloads.serving_model_gb.get(group.name, weights.DEFAULT_MODEL_GB),
-        replica_gpus=fleet.workloads.inference_replica_gpus.get(group.name, 1),
-        node_gpus=info.gpu_count,
-        network_gbps=info.network_gbps,
-        network_cards=info.network_cards,
-        nvme_devices=catalog.local_nvme_devices(group.instance_type) if cached else 0,
-        measured_s3_gbps=measured.s3 if measured else None,
-        measured_nvme_gbps=measured.nvme if measured else None,
+    load = cold_start.serving_load(
+        fleet, group, nvme_devices=catalog.local_nvme_devices(group.instance_type) if cached else 0
     )
-    pre_pulled = cold_start.images_of(fleet, group) > 0
+    if load is None:
+        return None
     return weights.ReadyTime(
         node_start_s=cold_start.group_seconds(fleet, group),
-        image_pull_s=0 if pre_pulled else cold_start.IMAGE_PULL_SECONDS,
+        image_pull_s=cold_start.pod_pull_seconds(fleet, group),
         warm_up_s=weights.WARM_UP_SECONDS,
         load=load,
     )
