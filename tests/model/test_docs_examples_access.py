@@ -9,23 +9,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from gpufleet.plan.access_table import access_values
 from gpufleet.plan.manifests import tenancy
 from gpufleet.rules.pipeline import load_fleet
 from gpufleet.simulate.authorization import EDIT_POLICY_KINDS, may_create
+from tests.documented import documented
 
 ROOT = Path(__file__).resolve().parents[2]
 # Built-in kinds beside the workloads that AmazonEKSEditPolicy grants (EKS user guide, access-policy-permissions).
 EDIT_POLICY_OBJECTS = frozenset({"Service", "ConfigMap", "Secret"})
 FLEET = load_fleet(str(ROOT / "fleet.yaml"), "prod").environments["prod"]
-OBJECTS = [
-    (path.name, obj)
-    for path in sorted((ROOT / "docs" / "examples").glob("*.yaml"))
-    for obj in yaml.safe_load_all(path.read_text())
-    if obj
-]
+# The examples and the recipes of the docs' YAML blocks (issue 41 item 10: a recipe is tested as an example is).
+OBJECTS = documented()
 
 
 def _allows(rules: list[dict[str, Any]], group: str, plural: str, verb: str) -> bool:

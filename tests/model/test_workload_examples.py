@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from gpufleet.simulate.verdict import FleetModel, explain
-from gpufleet.simulate.workload import trainjob_pod_sets, workload
+from gpufleet.simulate.workload import is_workload, trainjob_pod_sets, workload
 from tests import fastyaml
+from tests.documented import documented
 from tests.upstream import require_shared, validate_object
 
 MakeModel = Callable[..., FleetModel]
@@ -316,3 +317,16 @@ def test_each_vllm_scaler_reads_its_own_servers_only() -> None:
             for target, pods in names.items():
                 assert all(bool(re.fullmatch(pattern, p)) == (target == own) for p in pods), (own, pattern, pods)
             assert not any(re.fullmatch(pattern, p) for p in workers)
+
+
+DOCUMENTED_WORKLOADS = [(where, obj) for where, obj in documented() if is_workload(obj)]
+
+
+@pytest.mark.parametrize(("where", "obj"), DOCUMENTED_WORKLOADS, ids=[w for w, _ in DOCUMENTED_WORKLOADS])
+def test_every_documented_workload_runs_on_the_example_fleet(make_model: MakeModel, where: str, obj: Any) -> None:
+    """The examples and the recipes of the docs' YAML blocks alike (issue 41 item 10): each runs, through its team's
+    queue, where it says."""
+    verdict = explain(make_model(), workload(obj))
+    assert verdict.runs, (where, verdict.reasons)
+    assert verdict.cluster_queue == obj["metadata"]["namespace"]
+    assert any(w.startswith("docs/admission-and-sharing.md:") for w, _ in DOCUMENTED_WORKLOADS)

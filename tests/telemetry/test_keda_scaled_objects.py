@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests import fastyaml
+from tests.documented import documented
 from tests.upstream import KEDA_SCALEDOBJECT_CRD, crd_version, require_shared, upstream_file, validate_object
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,30 +70,18 @@ BUILT_IN_SCALABLE = {("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("ap
 BUILT_IN_SCALABLE |= {("v1", "ReplicationController")}
 
 
-def _yaml_blocks(path: Path) -> Iterator[tuple[int, str]]:
-    text = path.read_text()
-    for match in re.finditer(r"^```yaml\n(.*?)^```", text, re.DOTALL | re.MULTILINE):
-        yield text.count("\n", 0, match.start()) + 1, match.group(1)
-
-
 def _scaled_objects() -> Iterator[tuple[str, dict[str, Any]]]:
-    """(where, object) of every ScaledObject in the golden trees, docs/examples and the docs' YAML blocks."""
+    """(where, object) of every ScaledObject in the golden trees and the documentation (tests/documented.py: the
+    examples and the docs' YAML blocks)."""
     for path in sorted(TREES.glob("*/*/*/k8s/*.yaml")):
         text = path.read_text()
         if "ScaledObject" in text:
             obj = fastyaml.load(text)
             if obj.get("kind") == "ScaledObject":
                 yield str(path.relative_to(ROOT)), obj
-    for path in sorted((DOCS / "examples").glob("*.yaml")):
-        for index, obj in enumerate(fastyaml.load_all(path.read_text())):
-            if obj and obj.get("kind") == "ScaledObject":
-                yield f"{path.relative_to(ROOT)}#{index}", obj
-    for path in [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]:
-        for line, block in _yaml_blocks(path):
-            if "kind: ScaledObject" in block:
-                for obj in fastyaml.load_all(block):
-                    if obj and obj.get("kind") == "ScaledObject":
-                        yield f"{path.relative_to(ROOT)}:{line}", obj
+    for where, obj in documented():
+        if obj["kind"] == "ScaledObject":
+            yield where, obj
 
 
 SCALED_OBJECTS = dict(_scaled_objects())
