@@ -7,14 +7,17 @@ skipped) through the behavioural model of `gpufleet.simulate` on the plan of ENV
 assumed-role session that submits them) the first gate is the API server's authorization, as the fleet's access
 entries and team RBAC grant it. With `--running MANIFEST` the workloads of that file run first, in order, each where
 the model places it, and hold those nodes (not Kueue quota) when the others are judged: a serving pod then preempts
-lower-priority pods at the kube-scheduler (gpufleet.simulate.preemption). SPEC defaults to fleet.yaml; it is told apart
-from a manifest by its `kind: Fleet`. Exit 0 when every workload runs, 1 when one would not, 2 on a usage error
-(including a manifest that is not Kubernetes YAML: a positioned error, nothing judged). Pulumi never runs.
+lower-priority pods at the kube-scheduler (gpufleet.simulate.preemption). A KEDA ScaledObject's target is judged
+again at the ScaledObject's maxReplicaCount (gpufleet.simulate.scaling): its burst against the team's quota. SPEC
+defaults to fleet.yaml; it is told apart from a manifest by its `kind: Fleet`. Exit 0 when every workload runs, 1
+when one would not, 2 on a usage error (including a manifest that is not Kubernetes YAML: a positioned error,
+nothing judged). Pulumi never runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
@@ -27,7 +30,7 @@ from gpufleet.base.errors import UsageError
 from gpufleet.base.inputs import read_bounded, yaml_beyond_bounds
 from gpufleet.plan.rollout import build_plan
 from gpufleet.rules.pipeline import open_spec
-from gpufleet.simulate import authorization
+from gpufleet.simulate import authorization, scaling
 from gpufleet.simulate.verdict import ASSUMPTION, Verdict, explain, fleet_model, with_running
 from gpufleet.simulate.workload import KINDS, Workload, WorkloadError, is_workload, workload
 from gpufleet.spec.load import MAX_SPEC_BYTES
@@ -191,7 +194,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 def _text(verdicts: list[Verdict]) -> str:
     lines = []
     for v in verdicts:
-        head = f"{v.kind} {v.namespace}/{v.name}: "
+        at = f" at ScaledObject {v.scaled_by[0]}'s maxReplicaCount {v.scaled_by[1]}" if v.scaled_by else ""
+        head = f"{v.kind} {v.namespace}/{v.name}{at}: "
         via = f"through ClusterQueue {v.cluster_queue}, " if v.cluster_queue else ""
         if v.cluster_queue:
             # a pod set that requests nothing is admitted with no flavor (kueue flavorassigner.go assignFlavors)
@@ -224,19 +228,45 @@ def _text(verdicts: list[Verdict]) -> str:
     return "\n".join(lines)
 
 
-def _workloads(paths: list[str]) -> list[Workload]:
+def _workloads(paths: list[str], *, scaled: bool = True) -> list[Workload]:
+    """The workloads of the manifests, then (with `scaled`) each KEDA ScaledObject's target again at its
+    maxReplicaCount (gpufleet.simulate.scaling)."""
     workloads = []
-    for doc in (d for p in paths for d in read_manifests(p)):
+    docs = [d for p in paths for d in read_manifests(p)]
+    for doc in docs:
         if not is_workload(doc.data):
             continue
         try:
             workloads.append(workload(doc.data))
         except WorkloadError as exc:
-            field, _, message = str(exc).partition(": ")
-            raise ManifestError(
-                f"{_position(doc.path, doc.node, field)}: {doc.data['kind']} {field}: {message}"
-            ) from None
-    return workloads
+            raise _manifest_error(doc, exc) from None
+    bursts = []
+    for doc in docs if scaled else []:
+        if scaling.is_scaled_object(doc.data):
+            try:
+                bursts.append(scaling.at_most(doc.data, workloads))
+            except WorkloadError as exc:
+                raise _manifest_error(doc, exc) from None
+    return workloads + bursts
+
+
+def _manifest_error(doc: _Doc, exc: WorkloadError) -> ManifestError:
+    field, _, message = str(exc).partition(": ")
+    return ManifestError(f"{_position(doc.path, doc.node, field)}: {doc.data['kind']} {field}: {message}")
+
+
+def _at_maximum(verdict: Verdict) -> Verdict:
+    """A target judged at its ScaledObject's maxReplicaCount that does not all run: what the burst gets, and the
+    maximum the fleet holds."""
+    if verdict.scaled_by is None or verdict.runs:
+        return verdict
+    name, top = verdict.scaled_by
+    holds = verdict.groups[0] if verdict.groups is not None else verdict.pods_admitted
+    note = (
+        f"KEDA scales it up to ScaledObject {name}'s maxReplicaCount {top}, and the fleet holds {holds} of them: set"
+        f" maxReplicaCount to at most {holds}, or raise the quota"
+    )
+    return dataclasses.replace(verdict, notes=(*verdict.notes, note))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -260,7 +290,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--as: {exc}") from None
     try:
         workloads = _workloads(paths)
-        already = _workloads(args.running)
+        already = _workloads(args.running, scaled=False)  # what runs now, not what KEDA may scale it to
     except ManifestError as exc:
         print(f"gpufleet explain: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -274,7 +304,7 @@ def run(args: argparse.Namespace) -> int:
             why = f": {ran.reasons[0].message}" if ran.reasons else ""
             raise UsageError(f"--running: {wl.kind} {wl.namespace}/{wl.name} would not run on this fleet itself{why}")
         model = with_running(model, wl, ran)
-    verdicts = [explain(model, w, args.principal) for w in workloads]
+    verdicts = [_at_maximum(explain(model, w, args.principal)) for w in workloads]
     if args.format == "json":
         print(json.dumps({"workloads": [v.json() for v in verdicts]}, indent=2))
     else:

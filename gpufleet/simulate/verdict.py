@@ -138,11 +138,15 @@ class Verdict:
     preempts: tuple[Mapping[str, Any], ...] = ()
     # a LeaderWorkerSet of several replica groups: (groups admitted, groups); Kueue admits each on its own
     groups: tuple[int, int] | None = None
+    # (ScaledObject, maxReplicaCount) where the workload is judged at KEDA's maximum (gpufleet.simulate.scaling)
+    scaled_by: tuple[str, int] | None = None
 
     def json(self) -> dict[str, Any]:
         extra: dict[str, Any] = {"preempts": [dict(p) for p in self.preempts]} if self.preempts else {}
         if self.groups is not None:
             extra["groups"] = {"total": self.groups[1], "admitted": self.groups[0]}
+        if self.scaled_by is not None:
+            extra["scaledBy"] = {"scaledObject": self.scaled_by[0], "maxReplicaCount": self.scaled_by[1]}
         return {
             "kind": self.kind,
             "namespace": self.namespace,
@@ -863,7 +867,13 @@ def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Ve
     """The verdict on one workload; with `principal` (an IAM ARN, already checked by authorization.identity), the
     API server's authorization of its creation comes first."""
     base = Verdict(
-        kind=wl.kind, namespace=wl.namespace, name=wl.name, runs=False, pods_total=wl.pod_count, assumes=model.assumes
+        kind=wl.kind,
+        namespace=wl.namespace,
+        name=wl.name,
+        runs=False,
+        pods_total=wl.pod_count,
+        assumes=model.assumes,
+        scaled_by=wl.scaled_by,
     )
     # A workload whose pods are residents already (the placeholders' own Deployment) is judged without them.
     owner = f"{wl.kind} {wl.namespace}/{wl.name}"

@@ -118,6 +118,8 @@ class Workload:
     # The pod sets of the Workload Kueue computes, where they differ from the pods the controller creates (a
     # TrainJob: trainjob_pod_sets); None when they are pod_sets.
     kueue_pod_sets: tuple[PodSet, ...] | None = None
+    # (ScaledObject, its maxReplicaCount) where this is a target judged at KEDA's maximum (gpufleet.simulate.scaling)
+    scaled_by: tuple[str, int] | None = None
 
     @property
     def pod_count(self) -> int:

@@ -258,3 +258,60 @@ def test_as_needs_a_principal_arn(capsys: pytest.CaptureFixture[str]) -> None:
         " (arn:aws:iam::<account>:role/<name>, arn:aws:iam::<account>:user/<name> or"
         " arn:aws:sts::<account>:assumed-role/<name>/<session>)\n"
     )
+
+
+def _vllm(max_replicas: int, target: str = "vllm-server") -> str:
+    """docs/examples/vllm.yaml (a Deployment of 4-GPU replicas and its ScaledObject) with another maxReplicaCount."""
+    text = (ROOT / "docs/examples/vllm.yaml").read_text()
+    text = text.replace("maxReplicaCount: 2", f"maxReplicaCount: {max_replicas}")
+    return text.replace("kind: Deployment, name: vllm-server}", f"kind: Deployment, name: {target}}}")
+
+
+def test_a_scaled_object_is_judged_at_its_max_replica_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 41 item 17: explain reads a KEDA ScaledObject and judges its target again at maxReplicaCount: 16
+    replicas of 4 GPUs is 64, beyond what the language team's ClusterQueue holds on l40s; the Deployment as written (1
+    replica) runs, its burst does not, and the fix is the team's quota, the replicas, or borrowing."""
+    manifest = _write(tmp_path, "vllm.yaml", _vllm(16))
+    assert main(["explain", SPEC, "--env", "prod", manifest, "--format", "json"]) == 1
+    written, burst = json.loads(capsys.readouterr().out)["workloads"]
+    assert (written["name"], written["runs"], written["pods"]) == ("vllm-server", True, {"total": 1, "admitted": 1})
+    assert "scaledBy" not in written
+    assert burst["scaledBy"] == {"scaledObject": "vllm-server", "maxReplicaCount": 16}
+    assert (burst["name"], burst["runs"], burst["pods"]) == ("vllm-server", False, {"total": 16, "admitted": 10})
+    (reason,) = burst["reasons"]
+    assert (
+        reason["stage"] == "admission"
+        and "insufficient unused quota for nvidia.com/gpu in flavor l40s" in (reason["message"])
+    )
+    assert reason["fix"].startswith("raise the team's quota on that node group (teams[].quotas[].gpus), lower the")
+    assert main(["explain", SPEC, "--env", "prod", manifest]) == 1
+    text = capsys.readouterr().out.splitlines()
+    assert any(
+        line.startswith(
+            "Deployment language/vllm-server at ScaledObject vllm-server's maxReplicaCount 16: 10 of 16 pods run; 6"
+            " wait for quota: "
+        )
+        for line in text
+    )
+    assert (
+        "  note: KEDA scales it up to ScaledObject vllm-server's maxReplicaCount 16, and the fleet holds 10 of them:"
+        " set maxReplicaCount to at most 10, or raise the quota"
+    ) in text
+    # the documented maximum, 2, fits
+    assert main(["explain", SPEC, "--env", "prod", _write(tmp_path, "ok.yaml", _vllm(2)), "--format", "json"]) == 0
+    assert [w.get("scaledBy") for w in json.loads(capsys.readouterr().out)["workloads"]] == [
+        None,
+        {"scaledObject": "vllm-server", "maxReplicaCount": 2},
+    ]
+
+
+def test_a_scaled_object_without_its_target_is_a_positioned_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = _write(tmp_path, "vllm.yaml", _vllm(2, target="vllm-srv"))
+    assert main(["explain", SPEC, "--env", "prod", manifest]) == 2
+    assert capsys.readouterr().err == (
+        f"gpufleet explain: error: {manifest}:82:65: ScaledObject spec.scaleTargetRef.name: Deployment"
+        " language/vllm-srv is not among the manifests given: give its manifest too, and explain judges it at the"
+        " ScaledObject's maxReplicaCount\n"
+    )
