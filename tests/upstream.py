@@ -51,11 +51,13 @@ BEYOND_SHARED_CRDS: Mapping[tuple[str, str], str] = {
     ("keda.sh", "ScaledObject"): KEDA_SCALEDOBJECT_CRD,
     ("karpenter.sh", "NodeOverlay"): KARPENTER_NODEOVERLAY_CRD,
 }
-# The DRA drivers' charts (devices DRA, issue 43), which ../shared does not hold yet: kubernetes-sigs/
-# dra-driver-nvidia-gpu deployments/helm/dra-driver-nvidia-gpu @ v0.4.1 and aws/eks-charts stable/aws-dranet (1.0.0).
+# The charts ../shared does not hold yet: the DRA drivers' (devices DRA, issue 43), kubernetes-sigs/
+# dra-driver-nvidia-gpu deployments/helm/dra-driver-nvidia-gpu @ v0.4.1 and aws/eks-charts stable/aws-dranet (1.0.0);
+# the karpenter-crd chart gpufleet installs Karpenter's CRDs with (aws/karpenter-provider-aws charts/karpenter-crd @
+# v1.14.1; ../shared/charts has the controller chart only).
 BEYOND_SHARED_CHARTS = tuple(
     f"charts/{chart}/{version}/{name}"
-    for chart, version in (("aws-dranet", "1.0.0"), ("dra-driver-nvidia-gpu", "0.4.1"))
+    for chart, version in (("aws-dranet", "1.0.0"), ("dra-driver-nvidia-gpu", "0.4.1"), ("karpenter-crd", "1.14.1"))
     for name in ("Chart.yaml", "values.yaml")
 )
 # Every upstream file of tools/upstream_files.json that ../shared does not hold.

@@ -104,8 +104,10 @@ def fetch(directory: Path, get: Callable[[str], bytes] = download, mirror: str |
 
 
 def pinned_charts() -> list[tuple[str, str]]:
-    """Every (chart, version) gpufleet installs as a Helm release."""
-    return sorted({(c.chart, v) for c in COMPONENTS.values() if c.pin_field == "chart" for v in c.supported})
+    """Every (chart, version) gpufleet installs as a Helm release (a component's CRD chart at its versions too)."""
+    charts = [(c.chart, c.crd_chart) for c in COMPONENTS.values() if c.pin_field == "chart"]
+    versions = {c.chart: c.supported for c in COMPONENTS.values()}
+    return sorted({(name, v) for chart, crds in charts for name in (chart, crds) if name for v in versions[chart]})
 
 
 def chart_keys(directory: Path, *more: Path) -> tuple[dict[str, str], list[str]]:

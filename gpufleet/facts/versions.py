@@ -73,6 +73,9 @@ class Component:
     repository: str  # Helm repository URL or OCI reference
     releases: Mapping[str, Release]  # oldest first; the last is the current line
     pin_field: str = "chart"  # the spec field that pins it: versions.<key>.<pin_field>
+    # The chart that installs the component's CRDs, released at the same version beside the component's own (whose
+    # crds/ Helm installs once and never upgrades), or None where the component's chart keeps its CRDs current.
+    crd_chart: str | None = None
 
     @property
     def supported(self) -> tuple[str, ...]:
@@ -277,10 +280,15 @@ COMPONENTS: Mapping[str, Component] = MappingProxyType(
         ),
         # https://github.com/aws/karpenter-provider-aws/tree/v1.14.1/charts/karpenter; the release publishes the chart
         # (whose git Chart.yaml still says 1.13.0) as oci://public.ecr.aws/karpenter/karpenter 1.14.1. Installed in
-        # stage 1 when a node group has provisioner Karpenter (gpufleet.plan.builders.karpenter).
+        # stage 1 when a node group has provisioner Karpenter (gpufleet.plan.builders.karpenter). Its CRDs come from
+        # the karpenter-crd chart of the same version (charts/karpenter-crd, published as
+        # oci://public.ecr.aws/karpenter/karpenter-crd), as Karpenter's upgrade guide recommends ("CRD Upgrades",
+        # website/content/en/docs/upgrading/upgrade-guide.md @ v1.14.1): Helm installs the controller chart's crds/
+        # once and never upgrades them.
         "karpenter": Component(
             title="Karpenter",
             chart="karpenter",
+            crd_chart="karpenter-crd",
             repository="oci://public.ecr.aws/karpenter",
             releases=_notes(**{"1.14.1": "serves karpenter.sh/v1 NodePool and karpenter.k8s.aws/v1 EC2NodeClass"}),
         ),

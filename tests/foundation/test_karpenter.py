@@ -5,6 +5,7 @@ validates against the pinned Karpenter 1.14.1 CRDs."""
 
 from __future__ import annotations
 
+import dataclasses
 import email
 import importlib
 import inspect
@@ -264,6 +265,36 @@ def test_the_controller_release_uses_only_keys_of_the_pinned_chart(mixed: Rollou
     defaults = chart_values("karpenter", "1.14.1")
     # nodeSelector is a label map (the chart renders it whole: charts/karpenter/templates/deployment.yaml).
     assert list(unknown_value_keys(release["values"], defaults, free_form=("nodeSelector",))) == []
+
+
+def test_the_crds_come_from_the_karpenter_crd_chart_of_the_controllers_version(mixed: RolloutPlan) -> None:
+    """Issue 41 item 6: Helm installs a chart's crds/ at the first install only, so with the controller chart's a
+    version bump would run the new controller on the old CRDs. The karpenter-crd chart of the same version installs
+    them as templates, which every upgrade applies (Karpenter's upgrade guide, "CRD Upgrades"), before the controller,
+    whose release skips its own crds/."""
+    res = _resources(mixed)
+    crds, controller = res["helm-karpenter-crd"].args, res["helm-karpenter"].args
+    assert crds["chart"] == "oci://public.ecr.aws/karpenter/karpenter-crd"
+    assert (crds["name"], crds["namespace"], crds["version"]) == ("karpenter-crd", "kube-system", "1.14.1")
+    assert crds["version"] == controller["version"] and crds["values"] == {} and "skipCrds" not in crds
+    assert controller["skipCrds"] is True
+    assert "helm-karpenter-crd" in res["helm-karpenter"].depends_on
+    # a bump of versions.karpenter moves both
+    fleet = mixed.fleet
+    bumped = build_plan(
+        dataclasses.replace(fleet, versions=dataclasses.replace(fleet.versions, karpenter="1.15.0")), "prod"
+    )
+    assert {r: _resources(bumped)[r].args["version"] for r in ("helm-karpenter-crd", "helm-karpenter")} == {
+        "helm-karpenter-crd": "1.15.0",
+        "helm-karpenter": "1.15.0",
+    }
+
+
+def test_the_crd_release_uses_only_keys_of_the_pinned_chart(mixed: RolloutPlan) -> None:
+    release = _resources(mixed)["helm-karpenter-crd"].args
+    defaults = chart_values("karpenter-crd", "1.14.1")
+    assert defaults == {"additionalAnnotations": {}}
+    assert list(unknown_value_keys(release["values"], defaults)) == []
 
 
 def test_controller_identity_queue_rules_and_node_access(mixed: RolloutPlan, prod: RolloutPlan) -> None:

@@ -26,7 +26,7 @@ MONITORING = ("ServiceMonitor", "PodMonitor", "PrometheusRule", "Prometheus", "A
 
 # The kinds whose CRDs each chart installs (chart name -> kinds), for the charts gpufleet releases: the Prometheus
 # Operator's in kube-prometheus-stack's crds/ subchart; KEDA's keda/templates/crds/ (crds.install); kueue's, JobSet's,
-# the Trainer's and LWS's charts' CRDs (../shared/crds at the pinned releases); karpenter's crds/; the GPU
+# the Trainer's and LWS's charts' CRDs (../shared/crds at the pinned releases); karpenter-crd's templates/; the GPU
 # Operator's deployments/gpu-operator/crds/; the Network Operator's NicClusterPolicy.
 CHART_CRDS: Mapping[str, tuple[str, ...]] = {
     "kube-prometheus-stack": MONITORING,
@@ -35,7 +35,7 @@ CHART_CRDS: Mapping[str, tuple[str, ...]] = {
     "jobset": ("JobSet",),
     "kubeflow-trainer": ("TrainJob", "TrainingRuntime", "ClusterTrainingRuntime"),
     "lws": ("LeaderWorkerSet",),
-    "karpenter": ("NodePool", "EC2NodeClass", "NodeClaim"),
+    "karpenter-crd": ("NodePool", "EC2NodeClass", "NodeClaim", "NodeOverlay"),
     "gpu-operator": ("ClusterPolicy", "NVIDIADriver"),
     "network-operator": ("NicClusterPolicy",),
 }

@@ -40,8 +40,9 @@ def test_every_pinned_chart_and_crd_the_tests_read_can_be_fetched() -> None:
             continue  # an image release (Multus): no chart
         for version in component.supported:
             # ../shared names the JobSet, Trainer and LWS charts by their release tag (tests.upstream.chart_dir)
-            dirs = {f"charts/{component.chart}/{d}/values.yaml" for d in (version, f"v{version}")}
-            assert dirs & with_url, (component.chart, version)
+            for chart in filter(None, (component.chart, component.crd_chart)):
+                dirs = {f"charts/{chart}/{d}/values.yaml" for d in (version, f"v{version}")}
+                assert dirs & with_url, (chart, version)
     assert {p for p in with_url if p.startswith("crds/")} >= {
         "crds/kueue.x-k8s.io_clusterqueues.yaml",
         "crds/nvidia.com_clusterpolicies.yaml",

@@ -77,12 +77,19 @@ def helm(
     namespace: str,
     values: Mapping[str, Any],
     depends_on: tuple[str, ...] = (),
+    crds: bool = False,
+    skip_crds: bool = False,
 ) -> Resource:
     """A Helm release (helm.v3.Release: a real release with hooks; see README "Deploy"), its values
     gpufleet's with the spec's overlay for the chart (`helm.<component>.values`, checked by the rule helm-values)
-    merged last, so the tree, diff and the behavioural model all see what Helm is given."""
+    merged last, so the tree, diff and the behavioural model all see what Helm is given. `crds`: the component's CRD
+    chart (versions.Component.crd_chart) at the same version, which the overlay (the component chart's keys) leaves
+    alone; `skip_crds`: the release installs none of its chart's crds/ (helm.v3.Release `skipCrds`, `helm install
+    --skip-crds`), where the CRD chart owns them."""
     comp = COMPONENTS[component]
-    values = overlaid(values, fleet.helm_values.get(component) or {})
+    chart = comp.crd_chart if crds else comp.chart
+    assert chart is not None, component
+    values = values if crds else overlaid(values, fleet.helm_values.get(component) or {})
     # compat "true": what pulumi-kubernetes's SDK always sends for a helm.v3.Release (sdk/python/pulumi_kubernetes/
     # helm/v3/Release.py sets it whatever is given), so the plan holds every input.
     args: dict[str, Any] = {
@@ -93,10 +100,12 @@ def helm(
         "compat": "true",
         "values": dict(values),
     }
+    if skip_crds:
+        args["skipCrds"] = True
     if comp.repository.startswith("oci://"):
-        args["chart"] = f"{comp.repository}/{comp.chart}"
+        args["chart"] = f"{comp.repository}/{chart}"
     else:
-        args["chart"] = comp.chart
+        args["chart"] = chart
         args["repositoryOpts"] = {"repo": comp.repository}
     return Resource(
         id=f"helm-{release}",

@@ -50,8 +50,13 @@ NODE_ACCESS_ENTRY = "karpenter-node-access-entry"
 # terraform-aws-eks modules/karpenter (its own node IAM role and access entry; create_access_entry = false only
 # when a managed group's role is re-used) do the same.
 NODE_ROLE = "karpenter-node-role"
-# The Helm release's resource id (gpufleet.plan.builders.common.helm): its chart installs the CRDs (charts/karpenter/
-# crds/), so every NodePool and EC2NodeClass waits for it.
+# The Helm releases' resource ids (gpufleet.plan.builders.common.helm). The CRDs come from the karpenter-crd chart
+# of the controller's version, the way Karpenter's upgrade guide says ("CRD Upgrades", aws/karpenter-provider-aws
+# website/content/en/docs/upgrading/upgrade-guide.md @ v1.14.1): Helm installs a chart's crds/ at the first install
+# only, so with the controller chart's crds/ a version bump would run the new controller on the old CRDs. The CRD
+# release comes first, and the controller release skips its crds/ (the CRD release owns them); every NodePool,
+# EC2NodeClass and NodeOverlay waits for the controller release, and so for both.
+CRD_RELEASE = f"helm-{karpenter.CRD_RELEASE}"
 RELEASE = f"helm-{karpenter.RELEASE}"
 
 
@@ -100,7 +105,7 @@ def resources(
     node_class_resource = k8s(node_class, depends_on=after)
     out += [node_class_resource, k8s(pool, depends_on=(node_class_resource.id,))]
     if capacity:
-        # The chart installs the NodeOverlay CRD; the overlay applies to the pool by its name, so it may come
+        # The CRD release installs the NodeOverlay CRD; the overlay applies to the pool by its name, so it may come
         # before the NodePool exists (Karpenter re-evaluates overlays when a NodePool changes).
         out.append(k8s(karpenter.node_overlay(group, capacity), depends_on=(RELEASE,)))
     return out
@@ -198,7 +203,17 @@ def controller_resources(fleet: Fleet, *, node_repair: bool, node_overlay: bool 
             },
         )
     )
-    out.append(
+    crds = helm(
+        "karpenter",
+        fleet.versions.karpenter,
+        fleet=fleet,
+        release=karpenter.CRD_RELEASE,
+        namespace=karpenter.NAMESPACE,
+        values={},
+        crds=True,
+    )
+    out += [
+        crds,
         helm(
             "karpenter",
             fleet.versions.karpenter,
@@ -208,9 +223,10 @@ def controller_resources(fleet: Fleet, *, node_repair: bool, node_overlay: bool 
             values=karpenter.values(
                 fleet, karpenter.queue_name(fleet), node_repair=node_repair, node_overlay=node_overlay
             ),
-            depends_on=(CONTROLLER_POD_IDENTITY, QUEUE_POLICY) + ((SYSTEM_NODE_GROUP,) if create else ()),
-        )
-    )
+            depends_on=(crds.id, CONTROLLER_POD_IDENTITY, QUEUE_POLICY) + ((SYSTEM_NODE_GROUP,) if create else ()),
+            skip_crds=True,
+        ),
+    ]
     return out
 
 

@@ -21,8 +21,8 @@ from gpufleet.spec.names import EFA_RESOURCE, GPU_RESOURCE, LABEL_NODE_GROUP, SY
 API_NODE_POOL = "karpenter.sh/v1"
 API_NODE_CLASS = "karpenter.k8s.aws/v1"
 # NodeOverlay, alpha in 1.14.1 behind the controller's NodeOverlay feature gate (chart value
-# settings.featureGates.nodeOverlay, default false); its CRD ships in the chart's crds/ (aws/karpenter-provider-aws
-# charts/karpenter/crds/karpenter.sh_nodeoverlays.yaml @ v1.14.1).
+# settings.featureGates.nodeOverlay, default false); its CRD ships in the karpenter-crd chart gpufleet installs the
+# CRDs with (aws/karpenter-provider-aws charts/karpenter-crd/templates/karpenter.sh_nodeoverlays.yaml @ v1.14.1).
 API_NODE_OVERLAY = "karpenter.sh/v1alpha1"
 NODE_POOL_KEY = "karpenter.sh/nodepool"
 NODE_CLASS_GROUP = "karpenter.k8s.aws"
@@ -295,6 +295,9 @@ def ec2_node_class(
 # The controller (stage 1). kube-system and the names Karpenter's getting-started guide uses; the Pod Identity
 # association names the ServiceAccount, so it is fixed (the chart's serviceAccount.name).
 RELEASE = "karpenter"
+# The release of the karpenter-crd chart (gpufleet.plan.builders.karpenter), named as Karpenter's upgrade guide
+# installs it: `helm upgrade --install karpenter-crd oci://public.ecr.aws/karpenter/karpenter-crd`.
+CRD_RELEASE = "karpenter-crd"
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "karpenter"
 
