@@ -302,7 +302,7 @@ ENV_TEXT = MINIMAL_TEXT.replace(
     "      teams:\n"
     "        vision:\n"
     "          quotas: [{nodeGroup: l4, gpus: 2}]\n"
-    "      admission: {podsReadyTimeoutSeconds: 900}\n",
+    "      admission: {podsReadyTimeoutSeconds: 1200}\n",
 )
 
 
@@ -317,7 +317,7 @@ def test_override_merges_maps_and_addresses_named_items() -> None:
     assert data["nodeGroups"][0]["scaling"] == {"maxSize": 2}
     assert data["nodeGroups"][0]["instanceType"] == "g6.xlarge"
     assert data["teams"][0]["quotas"] == [{"nodeGroup": "l4", "gpus": 2}]  # other lists are replaced whole
-    assert data["admission"] == {"podsReadyTimeoutSeconds": 900}
+    assert data["admission"] == {"podsReadyTimeoutSeconds": 1200}
     assert loaded.data["nodeGroups"][0]["scaling"] == {"maxSize": 4}  # the base is not changed
 
 
