@@ -83,6 +83,20 @@ def _bottlerocket(path: Path, group: NodeGroup, managing: DeviceManaging) -> Ite
     )
 
 
+def _topology(fleet: Fleet, path: Path, group: NodeGroup, managing: DeviceManaging) -> Iterator[Issue]:
+    placement = group.topology.placement
+    if managing.kueue_tas or placement in (None, "None"):
+        return
+    yield Issue(
+        path=path + ("topology", "placement"),
+        message=(
+            f"placement {placement} with devices {managing.name}: Kueue's Topology Aware Scheduling does not count DRA"
+            " devices (Kueue 0.19 supports DRA and TAS only apart), so its topology assignments would be wrong"
+        ),
+        hint=f"remove topology.placement (a DRA group is placed without TAS), or use {_FALLBACK}",
+    )
+
+
 @rule("devices")
 def _devices(fleet: Fleet) -> Iterator[Issue]:
     for path, group in each_group(fleet):
@@ -91,3 +105,4 @@ def _devices(fleet: Fleet) -> Iterator[Issue]:
         yield from _provisioner(path, group, managing)
         yield from _sharing(path, group, managing)
         yield from _bottlerocket(path, group, managing)
+        yield from _topology(fleet, path, group, managing)

@@ -18,6 +18,7 @@ from typing import Any
 from gpufleet.facts import ami_releases, catalog
 from gpufleet.facts.stages import StageName
 from gpufleet.facts.versions import COMPONENTS, default_release
+from gpufleet.spec.devices import device_managing
 from gpufleet.spec.fleet import (
     Fabric,
     Fleet,
@@ -96,7 +97,7 @@ PLACEMENT = Computed(
     path="nodeGroups[].topology.placement",
     rule=(
         "Preferred on a fixed-size (minSize = maxSize) EFA/RDMA group of an instance type EC2 reports topology for, "
-        "when every team with quota on it has quota only on such groups; else None"
+        "with devices DevicePlugin, when every team with quota on it has quota only on such groups; else None"
     ),
     reason=(
         "Kueue TAS counts only Ready nodes and creates no pod for the autoscaler, so it only helps a fixed-size group;"
@@ -265,6 +266,8 @@ def _tas_capable(group: NodeGroup) -> bool:
         group.fabric in (Fabric.EFA, Fabric.RDMA)
         and group.instance_type in catalog.TOPOLOGY_INSTANCE_TYPES
         and group.min_size == group.max_size
+        # Kueue TAS does not count DRA devices (gpufleet.spec.devices DeviceManaging.kueue_tas).
+        and device_managing(group).kueue_tas
     )
 
 

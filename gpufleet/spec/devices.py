@@ -17,9 +17,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gpufleet.spec.fleet import Devices, NodeGroup, Provisioner, SharingStrategy
+from gpufleet.spec.names import EFA_RESOURCE, GPU_RESOURCE
 
 # The node label that says which device manager runs on a node; its value is the `devices` name.
 LABEL_DEVICE_MANAGER = "gpufleet.io/device-manager"
+# The DeviceClasses the DRA drivers' charts create (kubernetes-sigs/dra-driver-nvidia-gpu deployments/helm/
+# dra-driver-nvidia-gpu/templates/deviceclass-gpu.yaml @ v0.4.1; aws/eks-charts stable/aws-dranet
+# templates/deviceclass.yaml, deviceClass.name).
+GPU_DEVICE_CLASS = "gpu.nvidia.com"
+EFA_DEVICE_CLASS = "efa.networking.k8s.aws"
+
+
+def quota_resource(device_class: str) -> str:
+    """The name the devices of one DeviceClass are counted under: a ResourceQuota's (`<class>.deviceclass.resource
+    .k8s.io/devices`, Kubernetes "Resource Quotas", Dynamic Resource Allocation), and the same name for Kueue's
+    deviceClassMappings and the ClusterQueues' covered resources, so one name means one thing everywhere."""
+    return f"{device_class}.deviceclass.resource.k8s.io/devices"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +54,8 @@ class DeviceManaging:
     gpu_component: str | None
     # The component that hands out the EFA interfaces of an EFA group.
     efa_component: str
+    # The DeviceClass whose claims stand in for each device plugin resource ({} where pods ask for those).
+    claimed: Mapping[str, str]
 
 
 DEVICE_PLUGIN = DeviceManaging(
@@ -53,6 +68,7 @@ DEVICE_PLUGIN = DeviceManaging(
     kueue_tas=True,
     gpu_component=None,  # the GPU Operator's device plugin (Bottlerocket's own on Bottlerocket)
     efa_component="efaDevicePlugin",
+    claimed={},
 )
 DRA = DeviceManaging(
     name="DRA",
@@ -76,6 +92,7 @@ DRA = DeviceManaging(
     kueue_tas=False,
     gpu_component="nvidiaDraDriver",
     efa_component="efaDraDriver",
+    claimed={GPU_RESOURCE: GPU_DEVICE_CLASS, EFA_RESOURCE: EFA_DEVICE_CLASS},
 )
 DEVICE_MANAGING: Mapping[Devices, DeviceManaging] = {d.name: d for d in (DEVICE_PLUGIN, DRA)}
 
@@ -84,6 +101,12 @@ _RELEASE = re.compile(r"^([0-9]+)\.([0-9]+)\.([0-9]+)")
 
 def device_managing(group: NodeGroup) -> DeviceManaging:
     return DEVICE_MANAGING[group.devices]
+
+
+def counted(group: NodeGroup, resource: str) -> str:
+    """The name a group's `resource` (as the device plugin would advertise it) is counted under in quotas."""
+    device_class = device_managing(group).claimed.get(resource)
+    return quota_resource(device_class) if device_class else resource
 
 
 def bottlerocket_release(release_version: str) -> tuple[int, int, int] | None:

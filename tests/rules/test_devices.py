@@ -97,6 +97,19 @@ CASES: list[Any] = [
     ),
     pytest.param("devices", [*K134, DRA, BOTTLEROCKET_NEW], [], id="devices/dra-bottlerocket"),
     pytest.param("devices", [BOTTLEROCKET_OLD], [], id="devices/device-plugin-old-bottlerocket"),
+    pytest.param(
+        "devices",
+        [*K134, DRA, group(topology={"placement": "Required"})],
+        [
+            (
+                "nodeGroups[0].topology.placement",
+                "placement Required with devices DRA: Kueue's Topology Aware Scheduling does not count DRA devices"
+                " (Kueue 0.19 supports DRA and TAS only apart), so its topology assignments would be wrong",
+            )
+        ],
+        id="devices/dra-tas",
+    ),
+    pytest.param("devices", [*K134, DRA, group(topology={"placement": "None"})], [], id="devices/dra-no-tas"),
 ]
 
 

@@ -939,6 +939,13 @@ REPLAYS: tuple[Replay, ...] = (
         base=K134,
     ),
     R(
+        "dra-tas",
+        {"nodeGroups.0.devices": "DRA", "nodeGroups.0.topology": {"placement": "Preferred"}},
+        "remove topology.placement (a DRA group is placed without TAS), or use devices: DevicePlugin",
+        {"nodeGroups.0.topology.placement": DEL},
+        base=K134,
+    ),
+    R(
         "karpenter-warm-pool",
         {"nodeGroups.0.provisioner": "Karpenter", "nodeGroups.0.warmPool": {"minSize": 1}},
         "replace warmPool with headroom: {nodes: 1} (placeholder pods keep that many nodes running;"

@@ -388,6 +388,8 @@ def _notes(fleet: Fleet, *, with_sharing: bool) -> list[str]:
             f"| {p.name} | {p.value} | {'yes' if p.preemptible else 'no'} |"
             f" {'Never' if p.preemptible else 'PreemptLowerPriority'} |"
         )
+    for manager, groups in device_managers.managed(fleet):
+        lines += manager.admission_notes(fleet, groups)
     return lines + _readiness_note(fleet)
 
 

@@ -13,7 +13,15 @@ from gpufleet.plan.builders.common import helm, k8s, namespace
 from gpufleet.plan.manifests import dra
 from gpufleet.plan.manifests.network import efa_device_plugin_values
 from gpufleet.plan.parts import AtFoundation, BuildContext, Resource
-from gpufleet.spec.devices import DEVICE_PLUGIN, DRA, LABEL_DEVICE_MANAGER, DeviceManaging
+from gpufleet.spec.devices import (
+    DEVICE_PLUGIN,
+    DRA,
+    EFA_DEVICE_CLASS,
+    GPU_DEVICE_CLASS,
+    LABEL_DEVICE_MANAGER,
+    DeviceManaging,
+    quota_resource,
+)
 from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup, Team
 from gpufleet.spec.names import NS_NETWORK
 
@@ -52,6 +60,11 @@ class DeviceManager(Protocol):
         on: what the team's pods ask for the devices with, and the quota on it."""
         ...
 
+    def admission_notes(self, fleet: Fleet, groups: Sequence[NodeGroup]) -> list[str]:
+        """What plan.md's admission section says of how teams ask for the devices of its groups and how their quota
+        holds ([] where nothing beyond the quota table)."""
+        ...
+
 
 class DevicePlugin:
     """devices DevicePlugin: the GPU Operator's NVIDIA device plugin (Bottlerocket's own on Bottlerocket) and the EFA
@@ -86,6 +99,9 @@ class DevicePlugin:
 
     def team_objects(self, fleet: Fleet, team: Team, groups: Sequence[NodeGroup]) -> list[dict[str, Any]]:
         return []  # pods put nvidia.com/gpu and vpc.amazonaws.com/efa in their limits; Kueue's quota counts them
+
+    def admission_notes(self, fleet: Fleet, groups: Sequence[NodeGroup]) -> list[str]:
+        return []
 
 
 class DynamicResourceAllocation:
@@ -140,6 +156,38 @@ class DynamicResourceAllocation:
         return [obj for g in groups for obj in dra.claim_templates(team, g)] + [
             dra.device_quota(fleet, team, list(groups))
         ]
+
+    def admission_notes(self, fleet: Fleet, groups: Sequence[NodeGroup]) -> list[str]:
+        names = ", ".join(f"`{g.name}`" for g in groups)
+        efa = [g for g in groups if g.fabric is Fabric.EFA]
+        lines = [
+            "",
+            (
+                f"Node group{'s' if len(groups) > 1 else ''} {names} hand{'' if len(groups) > 1 else 's'} out GPUs"
+                " through Dynamic Resource Allocation"
+                " (devices DRA, docs/dra.md): pods ask for them with the ResourceClaimTemplates in their team's"
+                f" namespace (`<group>-gpu-<n>`{', `<group>-gpu-efa`' if efa else ''}), not with `nvidia.com/gpu`"
+                " limits. Kueue counts each claim's devices by DeviceClass (resources.deviceClassMappings): GPUs as"
+                f" `{quota_resource(GPU_DEVICE_CLASS)}`"
+                + (f", EFA interfaces as `{quota_resource(EFA_DEVICE_CLASS)}`" if efa else "")
+                + ", which the ClusterQueues cover (0 on the other flavors). Each team namespace's ResourceQuota"
+                f" `{dra.DEVICE_QUOTA}` holds its claims to the same devices at its quota plus what it may borrow."
+            ),
+        ]
+        if efa:
+            lines += [
+                "",
+                (
+                    "The aligned claim (`<group>-gpu-efa`: a GPU and an EFA interface on one PCIe root) has a"
+                    " constraint, which Kueue 0.19 does not support (its docs' Limitations: no device constraints):"
+                    " Kueue still charges the claim's GPU and interface by DeviceClass and ignores the constraint"
+                    " (pkg/dra/claims.go countDevicesPerClass reads only each request's class and count), so its"
+                    " quota holds, but whether the pair fits one PCIe root is the scheduler's to find on the node."
+                    " The namespace's ResourceQuota is the ceiling that does not depend on Kueue: a claim beyond it"
+                    " is refused when it is created. Kueue's Topology Aware Scheduling is off on DRA flavors."
+                ),
+            ]
+        return lines
 
 
 MANAGERS: Mapping[str, DeviceManager] = {m.managing.name: m for m in (DevicePlugin(), DynamicResourceAllocation())}

@@ -24,15 +24,11 @@ from typing import Any
 
 from gpufleet.facts import catalog
 from gpufleet.plan.manifests.network import INSTANCE_TYPE_LABEL, group_tolerations
-from gpufleet.spec.devices import DRA, LABEL_DEVICE_MANAGER
+from gpufleet.spec.devices import DRA, EFA_DEVICE_CLASS, GPU_DEVICE_CLASS, LABEL_DEVICE_MANAGER, quota_resource
 from gpufleet.spec.efa import efa_interfaces
 from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup, Quota, Team
 from gpufleet.spec.names import LABEL_FABRIC, LABEL_MANAGED_BY, LABEL_NODE_GROUP, LABEL_TEAM, SYSTEM_GROUP
 
-# DeviceClasses the drivers' charts create (templates/deviceclass-gpu.yaml @ v0.4.1; aws-dranet
-# templates/deviceclass.yaml, deviceClass.name).
-GPU_DEVICE_CLASS = "gpu.nvidia.com"
-EFA_DEVICE_CLASS = "efa.networking.k8s.aws"
 # Both drivers publish this attribute for their devices, so one claim can put a GPU and a NIC on one PCIe root
 # (kubernetes-sigs/dranet site/content/docs/user/aws-eks-efa.md @ v1.4.0).
 PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
@@ -82,11 +78,6 @@ def efa_dra_driver_values(groups: list[NodeGroup]) -> dict[str, Any]:
 GPU_REQUEST = "gpu"
 EFA_REQUEST = "efa"
 DEVICE_QUOTA = "gpufleet-dra-devices"
-
-
-def quota_resource(device_class: str) -> str:
-    """The ResourceQuota (and Kueue) resource name of the devices of one DeviceClass."""
-    return f"{device_class}.deviceclass.resource.k8s.io/devices"
 
 
 def gpu_counts(group: NodeGroup) -> tuple[int, ...]:

@@ -39,6 +39,7 @@ from gpufleet.facts.versions import KUEUE
 from gpufleet.plan.manifests import node_bootstrap
 from gpufleet.plan.manifests.sharing import advertised, devices_per_gpu
 from gpufleet.spec import cold_start, defaults
+from gpufleet.spec.devices import counted, device_managing, quota_resource
 from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup, Priority, Quota, Team
 from gpufleet.spec.names import (
     EFA_RESOURCE,
@@ -198,9 +199,9 @@ def resource_amounts(group: NodeGroup, gpus: int, *, with_sharing: bool = True) 
     assert info is not None, group.instance_type
     amounts: dict[str, Any] = {"cpu": _cpu(shape.cpu_milli * gpus), "memory": f"{shape.memory_mib * gpus}Mi"}
     for name, per_node in advertised(group, with_sharing=with_sharing).items():
-        amounts[name] = per_node * gpus // info.gpu_count
+        amounts[counted(group, name)] = per_node * gpus // info.gpu_count
     if group.fabric is Fabric.EFA:
-        amounts[EFA_RESOURCE] = math.ceil(shape.efa * gpus)
+        amounts[counted(group, EFA_RESOURCE)] = math.ceil(shape.efa * gpus)
     return amounts
 
 
@@ -268,7 +269,31 @@ def covered_resources(fleet: Fleet, team: Team, *, with_sharing: bool = True) ->
     covered += sorted({name for g in groups for name in advertised(g, with_sharing=with_sharing)} - {GPU_RESOURCE})
     if any(g.fabric is Fabric.EFA for g in groups):
         covered.append(EFA_RESOURCE)
+    # Groups whose pods claim their devices (devices DRA): the devices of each DeviceClass, under Kueue's
+    # deviceClassMappings name (device_class_mappings). The device plugin's names stay covered (at 0 on those
+    # flavors) so a ClusterQueue has one resource group whatever its groups' device managers.
+    covered += [name for name in claimed_resources(groups) if name not in covered]
     return covered
+
+
+def claimed_resources(groups: list[NodeGroup]) -> list[str]:
+    """The names the DRA devices of `groups` are counted under, GPUs then EFA interfaces, each once."""
+    names = [counted(g, GPU_RESOURCE) for g in groups] + [
+        counted(g, EFA_RESOURCE) for g in groups if g.fabric is Fabric.EFA
+    ]
+    return [n for n in dict.fromkeys(names) if n not in (GPU_RESOURCE, EFA_RESOURCE)]
+
+
+def device_class_mappings(fleet: Fleet) -> list[dict[str, Any]]:
+    """Kueue's resources.deviceClassMappings (apis/config/v1beta2 DeviceClassMapping {name, deviceClassNames} @
+    v0.19.2): each DeviceClass a team's DRA group claims from, under the name its ClusterQueue covers. A claim of a
+    class without a mapping makes its workload inadmissible ("DeviceClass ... is not mapped in DRA configuration",
+    pkg/dra/claims.go)."""
+    groups = [fleet.node_group(q.node_group) for t in fleet.teams for q in t.quotas]
+    classes = [
+        c for g in groups for r, c in device_managing(g).claimed.items() if r == GPU_RESOURCE or g.fabric is Fabric.EFA
+    ]
+    return [{"name": quota_resource(c), "deviceClassNames": [c]} for c in dict.fromkeys(classes)]
 
 
 def _flavor_quota(
@@ -449,7 +474,10 @@ def controller_configuration(fleet: Fleet) -> dict[str, Any]:
         # node-level limits, not quotas gpufleet manages (apis/config/v1beta2 Resources.excludeResourcePrefixes).
         # The RDMA shared device plugin's rdma/<name> is a per-node connection count (hcaMax), not a quota either: a
         # queue that does not cover it would refuse every RDMA job ("resource ... unavailable in ClusterQueue").
-        "resources": {"excludeResourcePrefixes": ["ephemeral-storage", "hugepages-", "rdma/"]},
+        "resources": {
+            "excludeResourcePrefixes": ["ephemeral-storage", "hugepages-", "rdma/"],
+            **({"deviceClassMappings": mappings} if (mappings := device_class_mappings(fleet)) else {}),
+        },
     }
 
 
