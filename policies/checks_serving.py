@@ -3,14 +3,14 @@
 readinessProbe, the rule the admission stage's ValidatingAdmissionPolicy gpufleet-serving-readiness enforces in team
 namespaces (docs/inference.md), here for the workloads a stack itself registers.
 
-What marks an Inference group is read from the stack, as its nodes will be: EKS managed node groups and Karpenter
-NodePools labelled gpufleet.io/workload-class: Inference (their gpufleet.io/node-group name and taints; a taint counts
-when no other GPU group carries it), the serving priority classes (gpufleet's PriorityClasses that may preempt:
-gpufleet gives its preemptible classes preemptionPolicy Never), and the teams whose ClusterQueue has only Inference
-flavors. A pod template lands on an Inference group when it selects one (nodeSelector or a required node affinity term
-with operator In, on gpufleet.io/node-group or gpufleet.io/workload-class), tolerates such a taint (Kubernetes'
-Toleration.ToleratesTaint, k8s.io/api core/v1 toleration.go), names a serving class (priorityClassName or Kueue's
-kueue.x-k8s.io/priority-class label), or is in such a team's namespace.
+It judges placement, as the policy does (docs/inference.md, "The readiness policy"). What marks an Inference group
+is read from the stack, as its nodes will be: EKS managed node groups and Karpenter NodePools labelled
+gpufleet.io/workload-class: Inference (their gpufleet.io/node-group name and taints; a taint counts when no other GPU
+group carries it), and the teams whose ClusterQueue has only Inference flavors. A pod template lands on an Inference
+group when its selection names one (nodeSelector, or a required node affinity term with operator In, on
+gpufleet.io/node-group or gpufleet.io/workload-class); when its selection names no other group, a toleration with the
+key of such a taint (Kubernetes' Toleration.ToleratesTaint, k8s.io/api core/v1 toleration.go: a keyless Exists
+tolerates everything and places nothing); or when it is in such a team's namespace. A priority class places nothing.
 
 Which namespaces: where the stack binds gpufleet-serving-readiness with Deny, those (Warn and Off are the spec's
 choice not to refuse); a gpufleet stack without the policy (every team Off) none; a stack with neither (not a fleet
@@ -30,7 +30,6 @@ from gpufleet.spec.names import (
     GPU_RESOURCE,
     LABEL_MANAGED_BY,
     LABEL_NODE_GROUP,
-    LABEL_PRIORITY_CLASS,
     LABEL_TEAM,
     LABEL_WORKLOAD_CLASS,
     MIG_RESOURCE_PREFIX,
@@ -76,22 +75,6 @@ def _groups(resources: Sequence[Resource]) -> list[tuple[str, bool, list[Taint]]
             ]
             name = str(pool.get(LABEL_NODE_GROUP) or checks_karpenter.name(r))
             out.append((name, pool.get(LABEL_WORKLOAD_CLASS) == "Inference", spelled))
-    return out
-
-
-def _serving_classes(resources: Sequence[Resource]) -> set[str]:
-    out = set()
-    for r in resources:
-        obj = _obj(r)
-        if (
-            obj.get("kind") != "PriorityClass"
-            or (get(obj, "metadata.labels") or {}).get(_MANAGED_KEY) != _MANAGED_VALUE
-        ):
-            continue
-        value = obj.get("value")
-        if obj.get("preemptionPolicy", "PreemptLowerPriority") == "PreemptLowerPriority" and isinstance(value, int):
-            if value > 0:
-                out.add(str(get(obj, "metadata.name")))
     return out
 
 
@@ -178,35 +161,41 @@ def _requests_gpus(container: Mapping[str, Any]) -> bool:
     return False
 
 
-def _lands(
-    template: Mapping[str, Any],
-    obj: Mapping[str, Any],
-    groups: set[str],
-    taints: list[Taint],
-    classes: set[str],
-) -> bool:
+def _term_names(term: Any, groups: set[str]) -> tuple[bool, bool]:
+    """(names an Inference group, names another group) of one required node selector term."""
+    inference = other = False
+    for e in (term.get("matchExpressions") or []) if isinstance(term, Mapping) else []:
+        if not isinstance(e, Mapping) or e.get("operator") != "In":
+            continue
+        values = {str(v) for v in e.get("values") or []}
+        if e.get("key") == LABEL_NODE_GROUP:
+            inference, other = inference or bool(values & groups), other or bool(values - groups)
+        elif e.get("key") == LABEL_WORKLOAD_CLASS:
+            inference, other = inference or "Inference" in values, other or bool(values - {"Inference"})
+    return inference, other
+
+
+def _lands(template: Mapping[str, Any], groups: set[str], taints: list[Taint]) -> bool:
     raw = template.get("spec")
     spec: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     selector = spec.get("nodeSelector") or {}
     if selector.get(LABEL_NODE_GROUP) in groups or selector.get(LABEL_WORKLOAD_CLASS) == "Inference":
         return True
     terms = get(spec, "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms") or []
-    for term in terms:
-        for e in (term.get("matchExpressions") or []) if isinstance(term, Mapping) else []:
-            values = {str(v) for v in e.get("values") or []}
-            if e.get("operator") == "In" and (
-                (e.get("key") == LABEL_NODE_GROUP and values & groups)
-                or (e.get("key") == LABEL_WORKLOAD_CLASS and "Inference" in values)
-            ):
-                return True
-    if any(_tolerates(t, taint) for t in spec.get("tolerations") or [] if isinstance(t, Mapping) for taint in taints):
+    named = [_term_names(term, groups) for term in terms]
+    if any(inference for inference, _ in named):
         return True
-    named = [
-        spec.get("priorityClassName"),
-        (get(template, "metadata.labels") or {}).get(LABEL_PRIORITY_CLASS),
-        (get(obj, "metadata.labels") or {}).get(LABEL_PRIORITY_CLASS),
-    ]
-    return any(c in classes for c in named if c)
+    elsewhere = bool(selector.get(LABEL_NODE_GROUP) or selector.get(LABEL_WORKLOAD_CLASS)) or (
+        bool(named) and all(other for _, other in named)
+    )
+    if elsewhere:
+        return False
+    return any(
+        _tolerates(t, taint)
+        for t in spec.get("tolerations") or []
+        if isinstance(t, Mapping) and t.get("key")
+        for taint in taints
+    )
 
 
 def _judged_at_parent(obj: Mapping[str, Any]) -> bool:
@@ -225,7 +214,6 @@ def serving_readiness_probe(resources: Sequence[Resource]) -> Iterator[tuple[Res
         return
     elsewhere = {t for _, inference, taints in found if not inference for t in taints}
     taints = list(dict.fromkeys(t for _, inference, ts in found if inference for t in ts if t not in elsewhere))
-    classes = _serving_classes(resources)
     only_inference = _inference_namespaces(resources, groups)
     judged = _judged_namespaces(resources)
     for r in resources:
@@ -239,7 +227,7 @@ def serving_readiness_probe(resources: Sequence[Resource]) -> Iterator[tuple[Res
             continue
         unprobed = []
         for where, template in _templates(obj):
-            if not (namespace in only_inference or _lands(template, obj, groups, taints, classes)):
+            if not (namespace in only_inference or _lands(template, groups, taints)):
                 continue
             containers = get(template, "spec.containers")
             if is_unknown(containers) or not isinstance(containers, list):

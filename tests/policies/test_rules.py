@@ -1020,9 +1020,53 @@ CASES: list[tuple[str, str, list[dict[str, Any]], set[str]]] = KARPENTER_CASES +
     ),
     (
         "serving-readiness-probe",
-        "bare pod of the serving class",
+        "bare pod of the serving class: a priority class places nothing",
         _serving_fleet(_server("Pod", priorityClassName="serving")),
+        set(),
+    ),
+    (
+        "serving-readiness-probe",
+        "bare pod tolerating the serving taint",
+        _serving_fleet(_server("Pod", tolerations=[{"key": "gpufleet.io/serving", "operator": "Exists"}])),
         {"pod-language-llm"},
+    ),
+    (
+        "serving-readiness-probe",
+        "a keyless Exists toleration places nothing",
+        _serving_fleet(_server(tolerations=[{"operator": "Exists"}])),
+        set(),
+    ),
+    (
+        "serving-readiness-probe",
+        "the serving taint tolerated by a pod that selects a Training group",
+        _serving_fleet(
+            _server(
+                nodeSelector={"gpufleet.io/node-group": "h100"}, tolerations=[{**SERVING_TAINT, "operator": "Equal"}]
+            )
+        ),
+        set(),
+    ),
+    (
+        "serving-readiness-probe",
+        "a required node affinity term naming the Inference group",
+        _serving_fleet(
+            _server(
+                affinity={
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {"key": "gpufleet.io/node-group", "operator": "In", "values": ["l40s"]}
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                }
+            )
+        ),
+        {SERVER},
     ),
     (
         "serving-readiness-probe",
