@@ -33,6 +33,7 @@ SHARED = Path(os.environ["GPUFLEET_UPSTREAM_DIR"]) if os.environ.get("GPUFLEET_U
 if not os.environ.get("GPUFLEET_UPSTREAM_DIR") and not (BESIDE / "crds").is_dir() and (CACHE / "crds").is_dir():
     SHARED = CACHE
 KUBERNETES_VERSION = "1.33"
+DRA_KUBERNETES_VERSION = "1.34"
 # The start of every skip for want of them: tests/conftest.py counts these and names the command once.
 MISSING = "upstream definitions not found"
 FETCH_COMMAND = "python tools/fetch_upstream.py"
@@ -177,8 +178,11 @@ def validate_object(obj: Mapping[str, Any]) -> list[str]:
         upstream_file(BEYOND_SHARED_CRDS[(group, kind)])  # skips where the CRD is not here
     if "." in group and not group.endswith(".k8s.io") or group.endswith(".x-k8s.io"):
         return [f"no CRD for {api_version} {kind} in ../shared/crds"]
+    # resource.k8s.io/v1 (the DRA claim templates) is served from Kubernetes 1.34, which a DRA group needs
+    # (gpufleet.rules.devices): its objects are held to that version's schemas.
+    version = DRA_KUBERNETES_VERSION if group == "resource.k8s.io" else KUBERNETES_VERSION
     try:
-        kubernetes_validate.validate(dict(obj), KUBERNETES_VERSION, strict=True)
+        kubernetes_validate.validate(dict(obj), version, strict=True)
     except kubernetes_validate.ValidationError as exc:
         return [f"{'/'.join(map(str, exc.path))}: {exc.message}"]
     return []

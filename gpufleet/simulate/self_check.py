@@ -12,6 +12,7 @@ from gpufleet.simulate.canonical import canonical, rendered, shape
 from gpufleet.simulate.controllers import overlaid
 from gpufleet.simulate.verdict import ASSUMPTION, SYSTEM_GROUP, FleetModel, Reason, Verdict, explain
 from gpufleet.simulate.workload import Workload
+from gpufleet.spec.devices import device_managing
 from gpufleet.spec.fleet import NodeGroup
 
 
@@ -31,7 +32,13 @@ class Contradictions(Exception):
 
 
 def canonical_rows(model: FleetModel) -> list[Row]:
-    return [Row(g, shape(g), explain(model, canonical(model, g))) for g in model.plan.fleet.node_groups]
+    """The canonical workload of each group the model can judge: not yet of a group whose pods claim their devices
+    (devices DRA): the model has no ResourceClaims, and plan.md says so (gpufleet.plan.builders.device_managers)."""
+    return [
+        Row(g, shape(g), explain(model, canonical(model, g)))
+        for g in model.plan.fleet.node_groups
+        if not device_managing(g).claims
+    ]
 
 
 def _path(model: FleetModel, verdict: Verdict, group: str | None) -> Path:

@@ -172,6 +172,8 @@ class DynamicResourceAllocation:
                 + (f", EFA interfaces as `{quota_resource(EFA_DEVICE_CLASS)}`" if efa else "")
                 + ", which the ClusterQueues cover (0 on the other flavors). Each team namespace's ResourceQuota"
                 f" `{dra.DEVICE_QUOTA}` holds its claims to the same devices at its quota plus what it may borrow."
+                " gpufleet's behavioural model has no ResourceClaims yet: `gpufleet explain` and synth's self-check"
+                " do not judge workloads on these groups."
             ),
         ]
         if efa:

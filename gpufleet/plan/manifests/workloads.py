@@ -31,6 +31,7 @@ from typing import Any
 
 from gpufleet.facts import catalog
 from gpufleet.plan.manifests import kueue, network
+from gpufleet.spec.devices import device_managing
 from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup, WorkloadClass
 from gpufleet.spec.names import (
     EFA_RESOURCE,
@@ -201,8 +202,13 @@ def deepspeed_runtime(trainer_version: str) -> dict[str, Any]:
 
 
 def efa_groups(fleet: Fleet) -> list[NodeGroup]:
-    """The groups that get a gpufleet-efa-<group> runtime: Training groups with fabric EFA."""
-    return [g for g in fleet.node_groups if g.fabric is Fabric.EFA and g.workload_class is WorkloadClass.TRAINING]
+    """The groups that get a gpufleet-efa-<group> runtime: Training groups with fabric EFA whose pods ask for GPUs
+    and EFA interfaces in their limits (not devices DRA: a runtime that claims them is not rendered yet)."""
+    return [
+        g
+        for g in fleet.node_groups
+        if g.fabric is Fabric.EFA and g.workload_class is WorkloadClass.TRAINING and not device_managing(g).claims
+    ]
 
 
 def efa_runtime_name(group: NodeGroup) -> str:
