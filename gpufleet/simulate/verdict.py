@@ -863,6 +863,15 @@ def _pod_admission(model: FleetModel, wl: Workload) -> Reason | None:
     return None
 
 
+# What the model does not judge of a pod that claims devices (devices DRA, docs/dra.md): it has no ResourceClaims,
+# so the verdict below holds for the pod's other requests only.
+CLAIMS_NOT_MODELLED = (
+    "its pods claim devices (resourceClaims), which the model does not judge yet: whether Kueue maps and counts the"
+    " claims' DeviceClasses, whether a node has the devices, and whether a claim's constraints (the aligned GPU and"
+    " EFA pair) can be met are not checked (docs/dra.md)"
+)
+
+
 def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Verdict:
     """The verdict on one workload; with `principal` (an IAM ARN, already checked by authorization.identity), the
     API server's authorization of its creation comes first."""
@@ -920,6 +929,8 @@ def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Ve
     for ps in wl.pod_sets:
         daemonset = wl.name if wl.kind == "DaemonSet" else None
         notes += [n for n in volumes.cache_notes(model.volumes, wl.namespace, ps.pod.raw, daemonset) if n not in notes]
+    if any(ps.pod.raw.get("resourceClaims") for ps in wl.pod_sets):
+        notes.append(CLAIMS_NOT_MODELLED)
     if model.tenants is not None:
         member = principal is not None and authorization.team_member(model.plan.fleet, principal)
         tenant = tenancy.refusal(model.tenants, wl, team_member=member)
