@@ -19,6 +19,10 @@ installs, the package data its Helm values overlay check reads (gpufleet.facts.c
 sha256 of the upstream files it comes from. Run it after a chart pin changes; tests/unit/test_chart_keys.py fails
 while the shipped files differ from what it derives.
 
+--kube-schemas derives gpufleet/data/kube-schemas/ the same way: the shape of each Kubernetes kind explain models and
+synth writes, from the pinned CRDs in the cache and the built-in definitions kubernetes-validate ships
+(tools/kube_schemas.py; tests/unit/test_kube_schemas.py fails while the shipped files differ from what it derives).
+
 --mirror BASE fetches from a mirror of those URLs instead (where only an internal index is reachable): the file of
 https://HOST/PATH at BASE/HOST/PATH, for instance http://mirror.internal/upstream/ serving a directory that holds
 HOST/PATH. What is fetched is checked against the same sha256, so a mirror cannot change what the tests read.
@@ -42,6 +46,7 @@ from typing import Any
 
 from gpufleet.facts import chart_values
 from gpufleet.facts.versions import COMPONENTS
+from tools import kube_schemas
 
 MANIFEST = Path(__file__).resolve().with_name("upstream_files.json")
 CHART_KEYS = Path(__file__).resolve().parents[1] / "gpufleet" / "data" / "chart-keys"
@@ -152,11 +157,25 @@ def write_chart_keys(texts: dict[str, str], target: Path = CHART_KEYS) -> None:
             os.replace(staging, target / name)
 
 
+def derived_kube_schemas(directory: Path) -> tuple[dict[str, str], list[str]]:
+    """(the text of each gpufleet/data/kube-schemas file by name, the problems), from the pinned CRDs there and the
+    built-in definitions kubernetes-validate ships (tools/kube_schemas.py)."""
+    listed = {e["path"]: e for e in entries()}
+    problems = [
+        f"{path}: not the pinned file (sha256 differs)"
+        for path in kube_schemas.CRD_VERSIONS
+        if not (directory / path).is_file()
+        or hashlib.sha256((directory / path).read_bytes()).hexdigest() != listed[path]["sha256"]
+    ]
+    return ({} if problems else kube_schemas.documents(directory, listed)), problems
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dir", type=Path, default=None, help=f"the cache (default: {default_dir()})")
     parser.add_argument("--mirror", metavar="BASE", help="fetch https://HOST/PATH from BASE/HOST/PATH")
     parser.add_argument("--chart-keys", action="store_true", help=f"then derive {CHART_KEYS} from the cache")
+    parser.add_argument("--kube-schemas", action="store_true", help=f"then derive {kube_schemas.TARGET} from the cache")
     args = parser.parse_args(argv)
     directory = (args.dir or default_dir()).expanduser()
     present, problems = fetch(directory, mirror=args.mirror)
@@ -165,6 +184,11 @@ def main(argv: list[str] | None = None) -> int:
         if not problems:
             write_chart_keys(texts)
             print(f"{len(texts)} chart key file(s) in {CHART_KEYS}")
+    if args.kube_schemas and not problems:
+        texts, problems = derived_kube_schemas(directory)
+        if not problems:
+            write_chart_keys(texts, kube_schemas.TARGET)
+            print(f"{len(texts)} schema file(s) in {kube_schemas.TARGET}")
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     print(f"{present} upstream file(s) in {directory}; run the tests with GPUFLEET_UPSTREAM_DIR={directory}")

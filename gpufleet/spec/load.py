@@ -331,6 +331,16 @@ def load_text(text: str, name: str) -> Loaded:
     return loaded
 
 
+def positions(node: yaml.Node, name: str, text: str) -> SourceFile:
+    """Where every key and value of one composed document of `text` is, and the plain scalars YAML 1.1 read as
+    something else: what load_text records of a spec, for another document (a manifest `gpufleet explain` reads)
+    whose errors are rendered as a spec's. What the walk finds wrong (a duplicate key, a YAML 1.1 key) is the
+    spec's concern and is not kept."""
+    loaded = Loaded(data=None, source=SourceFile(name=name, text=text))
+    _Walker(loaded).walk(node, ())
+    return loaded.source
+
+
 def load_file(path: str) -> Loaded:
     """Read and parse a spec file. An unreadable or oversized file raises OSError; the CLI reports it."""
     raw = read_bounded(path, MAX_SPEC_BYTES, "no fleet spec needs")  # a regular file: a FIFO would block forever

@@ -236,8 +236,6 @@ def _issues_for(validation_error: ValidationError, plain: Mapping[Path, str]) ->
         missing = str(error.message).split("'")[1]
         described = resolve(error.schema.get("properties", {}).get(missing, {})).get("description", "")
         yield Issue(path=path, at_key=True, message=f'missing required field "{missing}"', hint=str(described))
-    elif validator == "type":
-        yield from _type_issues(error, path, plain, field)
     elif validator == "enum":
         yield from _enum_issues(error, path, field)
     elif validator == "pattern":
@@ -257,6 +255,20 @@ def _issues_for(validation_error: ValidationError, plain: Mapping[Path, str]) ->
             message=f"{_json(value)} must be {_json(error.validator_value)}",
             hint=f"write {field}: {error.validator_value}",
         )
+    else:
+        yield from keyword_issues(validation_error, plain)
+
+
+def keyword_issues(validation_error: ValidationError, plain: Mapping[Path, str]) -> Iterator[Issue]:
+    """The issues of the keywords whose words do not depend on what the document is: a type, a bound, a count.
+    The spec's (above) and a Kubernetes object's (gpufleet.spec.object_shapes) say the rest in their own words."""
+    error: Any = validation_error
+    path: Path = tuple(error.absolute_path)
+    value = error.instance
+    validator = error.validator
+    field = next((p for p in reversed(path) if isinstance(p, str)), "")
+    if validator == "type":
+        yield from _type_issues(error, path, plain, field)
     elif validator in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         word = {
             "minimum": "at least",
