@@ -10,8 +10,9 @@ the model places it, and hold those nodes (not Kueue quota) when the others are 
 lower-priority pods at the kube-scheduler (gpufleet.simulate.preemption). A KEDA ScaledObject's target is judged
 again at the ScaledObject's maxReplicaCount (gpufleet.simulate.scaling): its burst against the team's quota. SPEC
 defaults to fleet.yaml; it is told apart from a manifest by its `kind: Fleet`. Exit 0 when every workload runs, 1
-when one would not, 2 on a usage error (including a manifest that is not Kubernetes YAML: a positioned error,
-nothing judged). Pulumi never runs.
+when one would not, 2 on a usage error (including a manifest that is not Kubernetes YAML, or whose shape the API
+server refuses: each workload object is checked against the schema it is read with first,
+gpufleet.spec.object_shapes; positioned errors, nothing judged). Pulumi never runs.
 """
 
 from __future__ import annotations
@@ -21,19 +22,20 @@ import dataclasses
 import json
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import yaml
 
-from gpufleet.base.errors import UsageError
+from gpufleet.base.errors import UsageError, render_issue, sort_issues
 from gpufleet.base.inputs import read_bounded, yaml_beyond_bounds
 from gpufleet.plan.rollout import build_plan
 from gpufleet.rules.pipeline import open_spec
 from gpufleet.simulate import authorization, scaling
-from gpufleet.simulate.verdict import ASSUMPTION, Verdict, explain, fleet_model, with_running
-from gpufleet.simulate.workload import KINDS, Workload, WorkloadError, is_workload, workload
-from gpufleet.spec.load import MAX_SPEC_BYTES
+from gpufleet.simulate.verdict import ASSUMPTION, FleetModel, Verdict, explain, fleet_model, with_running
+from gpufleet.simulate.workload import KINDS, Workload, WorkloadError, is_workload, unserved, workload
+from gpufleet.spec import object_shapes
+from gpufleet.spec.load import MAX_SPEC_BYTES, positions
 
 EXIT_RUNS, EXIT_WOULD_NOT, EXIT_USAGE = 0, 1, 2
 
@@ -45,6 +47,7 @@ class ManifestError(Exception):
 @dataclass(frozen=True, slots=True)
 class _Doc:
     path: str
+    text: str  # the file's
     node: yaml.Node
     data: Any
 
@@ -103,15 +106,28 @@ def read_manifests(path: str) -> list[_Doc]:
                 f"{path}:{mark.line + 1}:{mark.column + 1}: not a Kubernetes object: a manifest document needs"
                 " apiVersion and kind"
             )
-        docs.append(_Doc(path, node, data))
+        docs.append(_Doc(path, text, node, data))
     return docs
 
 
 _UNREADABLE = (yaml.YAMLError, ValueError, TypeError, OverflowError, IndexError, KeyError, AttributeError)
 
 
+class _KubectlLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, but a plain timestamp stays the text it is: kubectl reads manifests with go-yaml v2,
+    which keeps a timestamp-like value as a string (gopkg.in/yaml.v2 decode.go: "for backward compatibility"), so
+    the API server sees `2024-01-01` where a string belongs, not a date."""
+
+
+def _timestamp_text(loader: _KubectlLoader, node: yaml.Node) -> str:
+    return str(loader.construct_scalar(node))  # type: ignore[arg-type]  # a timestamp is a scalar node
+
+
+_KubectlLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_text)
+
+
 def _construct(path: str, node: yaml.Node) -> Any:
-    loader = yaml.SafeLoader("")
+    loader = _KubectlLoader("")
     try:
         return loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:
@@ -134,7 +150,7 @@ def _unreadable_scalar(node: yaml.Node) -> yaml.Mark | None:
         current = stack.pop()
         if isinstance(current, yaml.ScalarNode):
             try:
-                yaml.SafeLoader("").construct_object(current, deep=True)
+                _KubectlLoader("").construct_object(current, deep=True)
             except _UNREADABLE:
                 return current.start_mark
         elif isinstance(current, yaml.SequenceNode):
@@ -228,16 +244,41 @@ def _text(verdicts: list[Verdict]) -> str:
     return "\n".join(lines)
 
 
-def _workloads(paths: list[str], *, scaled: bool = True) -> list[Workload]:
-    """The workloads of the manifests, then (with `scaled`) each KEDA ScaledObject's target again at its
-    maxReplicaCount (gpufleet.simulate.scaling)."""
-    workloads = []
-    docs = [d for p in paths for d in read_manifests(p)]
+def _shape_errors(docs: list[_Doc], kubernetes_version: str) -> None:
+    """Refuse the workload objects of the wrong shape for the API server (gpufleet.spec.object_shapes), every one
+    of them, each error rendered as the spec loader renders a spec's (position, source line, caret, hint) and
+    counted per file; the model reads only objects of the shapes their schemas give."""
+    blocks: dict[str, list[str]] = {}
     for doc in docs:
-        if not is_workload(doc.data):
+        if not is_workload(doc.data) or object_shapes.conforms(doc.data, kubernetes_version):
             continue
+        source = positions(doc.node, doc.path, doc.text)
+        meta = doc.data.get("metadata")
+        name = meta.get("name") if isinstance(meta, dict) else None
+        context = f"{doc.data['kind']} {name}" if isinstance(name, str) else str(doc.data["kind"])
+        found = [replace(i, context=context) for i in object_shapes.issues(doc.data, kubernetes_version, source.plain)]
+        for issue in sort_issues(source, found):
+            positioned = replace(issue, position=source.locate(issue))
+            blocks.setdefault(doc.path, []).append(render_issue(source, positioned))
+    if blocks:
+        raise ManifestError("\n".join("\n".join(b + [f"{path}: {len(b)} error(s)"]) for path, b in blocks.items()))
+
+
+def _workloads(docs: list[_Doc], model: FleetModel, kubernetes_version: str, *, scaled: bool = True) -> list[Workload]:
+    """The workloads of documents whose shapes conform (_shape_errors), read as the API server reads them, then (with
+    `scaled`) each KEDA ScaledObject's target again at its maxReplicaCount (gpufleet.simulate.scaling)."""
+    workloads = []
+    for doc in (d for d in docs if is_workload(d.data)):
+        kind, api_version = str(doc.data["kind"]), str(doc.data["apiVersion"])
+        obj = object_shapes.as_read(doc.data, kubernetes_version)
         try:
-            workloads.append(workload(doc.data))
+            if object_shapes.known(api_version, kind, kubernetes_version):
+                workloads.append(workload(obj))
+            elif api_version in model.served.get(kind, ()):
+                # served, by a CRD the plan applies that gpufleet ships no schema of: read as it is
+                workloads.append(workload(obj))
+            else:
+                workloads.append(unserved(obj))
         except WorkloadError as exc:
             raise _manifest_error(doc, exc) from None
     bursts = []
@@ -289,15 +330,27 @@ def run(args: argparse.Namespace) -> int:
         except authorization.PrincipalError as exc:
             raise UsageError(f"--as: {exc}") from None
     try:
-        workloads = _workloads(paths)
-        already = _workloads(args.running, scaled=False)  # what runs now, not what KEDA may scale it to
+        docs = [d for p in paths for d in read_manifests(p)]
+        running = [d for p in args.running for d in read_manifests(p)]
     except ManifestError as exc:
         print(f"gpufleet explain: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if not workloads:
+    fleet = open_spec(spec, args.env).environments[args.env]
+    version = fleet.cluster.kubernetes_version
+    try:
+        _shape_errors(docs + running, version)  # the fleet's Kubernetes version decides the built-in schemas
+    except ManifestError as exc:
+        print(f"gpufleet explain: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not any(is_workload(d.data) for d in docs):
         raise UsageError(f"no workload in {', '.join(paths)} (kinds: {', '.join(KINDS)})")
-    validated = open_spec(spec, args.env)
-    model = fleet_model(build_plan(validated.environments[args.env], args.env))
+    model = fleet_model(build_plan(fleet, args.env))
+    try:
+        workloads = _workloads(docs, model, version)
+        already = _workloads(running, model, version, scaled=False)  # what runs now, not what KEDA may scale it to
+    except ManifestError as exc:
+        print(f"gpufleet explain: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     for wl in already:
         ran = explain(model, wl)
         if not ran.runs:

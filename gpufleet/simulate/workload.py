@@ -446,9 +446,8 @@ def is_workload(obj: Any) -> bool:
     return isinstance(obj, Mapping) and obj.get("kind") in KINDS and isinstance(obj.get("apiVersion"), str)
 
 
-def workload(obj: Mapping[str, Any]) -> Workload:
-    """The workload of one manifest object (raises WorkloadError naming the bad field)."""
-    kind = str(obj["kind"])
+def _identity(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What a Workload says of the object itself: its kind, apiVersion and metadata."""
     meta = obj.get("metadata")
     if not isinstance(meta, Mapping) or not meta.get("name"):
         raise WorkloadError("metadata.name: missing")
@@ -456,30 +455,40 @@ def workload(obj: Mapping[str, Any]) -> Workload:
     namespace = meta.get("namespace")
     if namespace is not None and not isinstance(namespace, str):  # was read as str([1]): "[1]"
         raise WorkloadError("metadata.namespace: must be a name")
-    refs = [o for o in meta.get("ownerReferences") or [] if isinstance(o, Mapping)]
-    owners = tuple(str(o.get("kind")) for o in refs)
+    refs = [o for o in _list(meta.get("ownerReferences"), "metadata.ownerReferences") if isinstance(o, Mapping)]
     controllers = tuple(
         (str(o.get("apiVersion", "")), str(o.get("kind")), str(o.get("name", "")))
         for o in refs
         if o.get("controller") is True
     )
-    return Workload(
-        kind=kind,
-        namespace=str(meta.get("namespace") or "default"),
-        name=str(meta["name"]),
-        labels={str(k): str(v) for k, v in labels.items()},
-        pod_sets=tuple(_pod_sets(kind, obj)),
-        owner_kinds=owners,
-        controller=next(
-            (
-                (str(o.get("apiVersion", "")), str(o.get("kind", "")))
-                for o in meta.get("ownerReferences") or []
-                if isinstance(o, Mapping) and o.get("controller") is True
-            ),
-            None,
+    return {
+        "kind": str(obj["kind"]),
+        "namespace": str(namespace or "default"),
+        "name": str(meta["name"]),
+        "labels": {str(k): str(v) for k, v in labels.items()},
+        "owner_kinds": tuple(str(o.get("kind")) for o in refs),
+        "controller": next(
+            ((str(o.get("apiVersion", "")), str(o.get("kind", ""))) for o in refs if o.get("controller") is True), None
         ),
-        api_version=str(obj.get("apiVersion", "")),
-        controllers=controllers,
+        "api_version": str(obj.get("apiVersion", "")),
+        "controllers": controllers,
+    }
+
+
+def workload(obj: Mapping[str, Any]) -> Workload:
+    """The workload of one manifest object (raises WorkloadError naming the bad field)."""
+    identity = _identity(obj)
+    kind = identity["kind"]
+    return Workload(
+        **identity,
+        pod_sets=tuple(_pod_sets(kind, obj)),
         spec=obj.get("spec") or {},
         groups=_count((obj.get("spec") or {}).get("replicas"), 1, "spec.replicas") if kind == "LeaderWorkerSet" else 1,
     )
+
+
+def unserved(obj: Mapping[str, Any]) -> Workload:
+    """The workload of an object of a kind the API server does not serve at its apiVersion: its kind and metadata
+    only. kubectl's discovery refuses it before anything reads its body (gpufleet.simulate.api_server), so no pod
+    comes of it and its body, of a shape no schema gpufleet ships gives, is not read."""
+    return Workload(**_identity(obj), pod_sets=())
