@@ -20,8 +20,11 @@ from typing import Any
 
 import yaml
 
+from gpufleet.base.errors import format_path
 from gpufleet.base.inputs import is_count, name_problem, read_bounded, yaml_beyond_bounds
 from gpufleet.facts import stages
+from gpufleet.facts.versions import KUBERNETES_VERSIONS
+from gpufleet.spec import object_shapes
 from gpufleet.spec.names import TAG_RESERVED_INSTANCES
 from gpufleet.tree.entries import LAUNCH_TEMPLATE, NODE_GROUP
 from gpufleet.tree.write import (
@@ -337,37 +340,13 @@ def _file_of(resource: Mapping[str, Any]) -> str | None:
     return file_for(resource) if isinstance(meta, dict) else "?"
 
 
-# The shape check and diff need of the inputs they read (gpufleet.review, gpufleet.policies), per resource type or
-# Kubernetes kind: a dict is a mapping whose listed keys, where present, have their shapes ("*": every value's), a
-# one-item list a list of such items, a type (or tuple) the value's type. What synth writes always has it; a tree
+# The shape check and diff need of the inputs they read of what is not a Kubernetes object (an AWS resource, a Helm
+# release), per resource type: a dict is a mapping whose listed keys, where present, have their shapes ("*": every
+# value's), a one-item list a list of such items, a type (or tuple) the value's type. A Kubernetes object has the
+# shape its schema gives (gpufleet.spec.object_shapes, `_object_problem`). What synth writes always has it; a tree
 # edited and sealed again may not, and is refused before a consumer meets it.
 _MAP: dict[str, Any] = {}
 _TEXT_MAP = {"*": str}
-# metav1.LabelSelector (apimachinery pkg/apis/meta/v1/types.go): matchLabels map[string]string, matchExpressions
-# []{key, operator, values []string}
-_SELECTOR = {"matchLabels": _TEXT_MAP, "matchExpressions": [{"key": str, "operator": str, "values": [str]}]}
-# rbac.authorization.k8s.io/v1 PolicyRule, Subject and RoleRef (k8s.io/api rbac/v1/types.go)
-_RBAC_RULE = {key: [str] for key in ("apiGroups", "resources", "verbs", "resourceNames", "nonResourceURLs")}
-_BINDING = {
-    "subjects": [{"kind": str, "name": str, "namespace": str, "apiGroup": str}],
-    "roleRef": {"kind": str, "name": str, "apiGroup": str},
-}
-_KIND_SHAPES: dict[str, Any] = {
-    "ClusterQueue": {
-        "spec": {"namespaceSelector": _SELECTOR, "resourceGroups": [{"flavors": [{"resources": [_MAP]}]}]}
-    },
-    "Role": {"rules": [_RBAC_RULE]},
-    "ClusterRole": {"rules": [_RBAC_RULE]},
-    "RoleBinding": _BINDING,
-    "ClusterRoleBinding": _BINDING,
-    "ValidatingAdmissionPolicy": {"spec": {"matchConstraints": {"namespaceSelector": _SELECTOR}}},
-    "ValidatingAdmissionPolicyBinding": {
-        "spec": {"policyName": str, "validationActions": [str], "matchResources": {"namespaceSelector": _SELECTOR}}
-    },
-    "LocalQueue": {"spec": {"clusterQueue": str}},
-    "PrometheusRule": {"spec": {"groups": [{"rules": [{"labels": _MAP}]}]}},
-    "ConfigMap": {"data": _TEXT_MAP},
-}
 _TYPE_SHAPES: dict[str, Any] = {
     NODE_GROUP: {
         "instanceTypes": [str],
@@ -405,12 +384,31 @@ def _shape_problem(value: Any, shape: Any, where: str) -> str | None:
 _TYPE_NAMES: dict[Any, str] = {int: "a number", str: "text"}
 
 
-def _inputs_problem(resource: Mapping[str, Any]) -> str | None:
+def _inputs_problem(resource: dict[str, Any], kubernetes_version: str) -> str | None:
+    """Why the resource's inputs do not have the shape check and diff need, or None; a Kubernetes object's are then
+    made what the API server reads (object_shapes.as_read: no null)."""
     inputs = resource["inputs"]
     shape = _TYPE_SHAPES.get(resource["type"])
     if shape is None and str(resource["type"]).startswith("kubernetes:"):
-        shape = _KIND_SHAPES.get(inputs.get("kind"))
-    return None if shape is None else _shape_problem(inputs, shape, "inputs")
+        text = json.dumps(inputs, sort_keys=True)
+        problem = _object_problem(text, kubernetes_version)
+        if problem is None and "null" in text:
+            resource["inputs"] = object_shapes.as_read(inputs, kubernetes_version)
+        return problem
+    problem = None if shape is None else _shape_problem(inputs, shape, "inputs")
+    return None if problem is None else f"{problem} (resource {json.dumps(resource['name'])}), as synth writes it"
+
+
+@functools.lru_cache(maxsize=4096)
+def _object_problem(text: str, kubernetes_version: str) -> str | None:
+    """Why a Kubernetes object (as JSON text: `diff` reads two trees that share most of their objects, each checked
+    once) does not have the shape its schema gives, in the spec loader's words; None when it does (or no schema
+    gpufleet ships knows its kind: its metadata's shape is _document_problem's)."""
+    obj = json.loads(text)
+    if object_shapes.conforms(obj, kubernetes_version):
+        return None
+    issue = object_shapes.issues(obj, kubernetes_version, {})[0]
+    return f"{format_path(issue.path)}: {issue.message}, which the API server refuses of a {obj.get('kind')}"
 
 
 def resources(inventory: list[dict[str, Any]], files: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -418,6 +416,7 @@ def resources(inventory: list[dict[str, Any]], files: Mapping[str, str]) -> list
     where a file or entry is not what synth writes for the entry's type, or an entry's file is not the one synth
     would name for it (a Helm file where a Kubernetes object's belongs)."""
     out = []
+    kubernetes_version = _kubernetes_version(inventory, files)
     for entry in inventory:
         record = {key: value for key, value in entry.items() if key not in ("file", "sha256", "inputs")}
         if "file" in entry:
@@ -439,12 +438,30 @@ def resources(inventory: list[dict[str, Any]], files: Mapping[str, str]) -> list
                 f"inventory.json: the entry {json.dumps(entry['id'])} is not where synth puts it"
                 f" ({expected or 'in inventory.json only'}, not {entry.get('file') or 'in inventory.json only'})"
             )
-        problem = _inputs_problem(resource)
+        problem = _inputs_problem(resource, kubernetes_version)
         if problem is not None:
             where = entry.get("file") or "inventory.json"
-            raise NotATree(f"{where}: {problem} (resource {json.dumps(entry['id'])}), as synth writes it")
+            raise NotATree(f"{where}: {problem}")
         out.append(resource)
     return out
+
+
+_EKS_CLUSTER = "aws:eks/cluster:Cluster"
+
+
+def _kubernetes_version(inventory: list[dict[str, Any]], files: Mapping[str, str]) -> str:
+    """The Kubernetes version of the tree's EKS cluster (its `version` input), whose built-in schemas its objects
+    are checked against; a cluster of mode Existing has no such resource: the newest gpufleet supports."""
+    for entry in inventory:
+        if entry["type"] == _EKS_CLUSTER and "file" in entry:
+            try:
+                document = pickle.loads(_parsed(files[entry["file"]]))
+            except _Unparsable:
+                break  # refused with its reason where the entry is read
+            version = document.get("inputs", {}).get("version") if isinstance(document, dict) else None
+            if isinstance(version, str) and version in KUBERNETES_VERSIONS:
+                return version
+    return KUBERNETES_VERSIONS[-1]
 
 
 def _check_plan_shape(plan: Mapping[str, Any]) -> None:

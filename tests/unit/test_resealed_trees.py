@@ -153,3 +153,62 @@ def test_a_count_in_another_scripts_digits_is_no_count(
     assert main(["diff", str(KARPENTER), str(tree)]) in (0, 1)
     out = capsys.readouterr().out
     assert "l40s" in out and "Traceback" not in out
+
+
+def _node_pool_edit(old: str, new: str) -> Damage:
+    return _yaml_edit(NODE_POOL, old, new)
+
+
+# Issue 47 item 4: each made diff exit 3 (AttributeError in the review of Karpenter's drift) where check said clean.
+NODE_POOL_TEMPLATE_LABELS = (
+    "    metadata:\n      labels:\n        gpufleet.io/fabric: None\n        gpufleet.io/gpu-model: L40S\n"
+    "        gpufleet.io/node-group: l40s\n        gpufleet.io/sharing: Exclusive\n"
+    "        gpufleet.io/workload-class: Inference\n"
+)
+NODE_POOLS_RESEALED: list[tuple[str, Damage, str]] = [
+    (
+        "node-pool-spec-a-number",
+        lambda root: (root / NODE_POOL).write_text(
+            (root / NODE_POOL).read_text().split("spec:\n")[0] + "spec: 3\n", encoding="utf-8"
+        ),
+        f"{NODE_POOL}: spec: expected mapping, got integer 3, which the API server refuses of a NodePool",
+    ),
+    (
+        "node-pool-template-metadata-text",
+        _node_pool_edit(NODE_POOL_TEMPLATE_LABELS, "    metadata: x\n"),
+        f'{NODE_POOL}: spec.template.metadata: expected mapping, got string "x", which the API server refuses of a'
+        " NodePool",
+    ),
+    (
+        "node-pool-limits-a-list",
+        _node_pool_edit("  limits:\n    nvidia.com/gpu: '48'\n", "  limits: [48]\n"),
+        f"{NODE_POOL}: spec.limits: expected mapping, got list [48], which the API server refuses of a NodePool",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("edit", "reason"), [(e, r) for _, e, r in NODE_POOLS_RESEALED], ids=[i for i, _, _ in NODE_POOLS_RESEALED]
+)
+@pytest.mark.parametrize("command", ["check", "diff"])
+def test_a_kubernetes_object_of_the_wrong_shape_is_refused_by_check_and_diff_alike(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, edit: Damage, reason: str
+) -> None:
+    tree = damaged_copy(KARPENTER, tmp_path / "tree", edit)
+    reseal(tree)
+    assert main(reading_argv(command, KARPENTER, tree)) == 2
+    assert capsys.readouterr() == ("", f"gpufleet {command}: error: {tree} is not a synth tree: {reason}\n")
+
+
+def test_a_null_in_a_kubernetes_object_is_read_as_the_api_server_reads_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The decoders read a null as the zero value: the review meets no null (it did: a null NodePool template
+    made diff exit 3 too)."""
+    tree = damaged_copy(
+        KARPENTER, tmp_path / "tree", _node_pool_edit(NODE_POOL_TEMPLATE_LABELS, "    metadata: null\n")
+    )
+    reseal(tree)
+    assert main(["check", str(tree)]) in (0, 1)
+    assert main(["diff", str(KARPENTER), str(tree)]) == 0
+    assert "NodePool l40s" in capsys.readouterr().out
