@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -76,15 +77,15 @@ _TREES = settings(max_examples=max(4, settings.default.max_examples // 3))
 @_TREES
 @given(st.data())
 def test_check_and_diff_of_a_damaged_tree_never_crash(data: st.DataObject) -> None:
-    check_and_diff(data, damage(Path("damaged")))
+    check_and_diff(lambda tree: data.draw(damage(tree)))
 
 
-def check_and_diff(data: st.DataObject, damaged: st.SearchStrategy[None], tree: Path = TREE) -> None:
-    """check and diff (as the old tree and as the new) of a copy of `tree` damaged by `damaged`: never exit 3,
+def check_and_diff(damage: Callable[[Path], None], tree: Path = TREE) -> None:
+    """check and diff (as the old tree and as the new) of a copy of `tree` that `damage` damages: never exit 3,
     and check reads what diff reads."""
     with scratch() as root:
         shutil.copytree(tree, root / "damaged", symlinks=True)
-        data.draw(damaged)
+        damage(Path("damaged"))
         check = run(["check", "damaged"], root)
         old = run(["diff", "damaged", str(OTHER)], root)
         new = run(["diff", str(OTHER), "damaged", "--format", "markdown"], root)
@@ -190,4 +191,4 @@ def _translate_digits(draw: st.DrawFn, path: Path) -> None:
 def test_check_and_diff_of_a_resealed_tree_never_crash(data: st.DataObject) -> None:
     """A tree edited and sealed again passes the digest and the hashes: every entry and file is checked against the
     shape its type needs before use (issue 26 item 5)."""
-    check_and_diff(data, resealed(Path("damaged")))
+    check_and_diff(lambda tree: data.draw(resealed(tree)))
