@@ -25,14 +25,15 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
+import kubernetes_validate.version
 import yaml
 
 from gpufleet.facts.versions import KUBERNETES_VERSIONS
 
 DERIVED_BY = "python tools/fetch_upstream.py --kube-schemas"
 TARGET = Path(__file__).resolve().parents[1] / "gpufleet" / "data" / "kube-schemas"
-# kubernetes-validate's package: its version (pinned in pyproject.toml's test extra) and where its schemas are
-VALIDATE_PACKAGE = "kubernetes-validate==1.33.1"
+# kubernetes-validate's package as installed (pyproject.toml's test extra pins it)
+VALIDATE_PACKAGE = f"kubernetes-validate=={kubernetes_validate.version.__version__}"
 
 # (apiVersion, kind) of every built-in kind explain models or the tree reader checks: explain's workload kinds
 # (gpufleet.simulate.api_server.BUILT_IN) and every built-in kind synth writes into a tree.

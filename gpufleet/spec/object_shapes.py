@@ -37,7 +37,7 @@ DATA = "data/kube-schemas"
 CRDS = "crds.json"
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 # The Kubernetes minors with a file of built-in definitions (kubernetes-<minor>.json), oldest first.
-MINORS = ("1.32", "1.33")
+MINORS = ("1.32", "1.33", "1.34", "1.35")
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
 

@@ -161,7 +161,7 @@ def _node_pool_edit(old: str, new: str) -> Damage:
 
 # Issue 47 item 4: each made diff exit 3 (AttributeError in the review of Karpenter's drift) where check said clean.
 NODE_POOL_TEMPLATE_LABELS = (
-    "    metadata:\n      labels:\n        gpufleet.io/fabric: None\n        gpufleet.io/gpu-model: L40S\n"
+    "    metadata:\n      labels:\n        gpufleet.io/device-manager: DevicePlugin\n        gpufleet.io/fabric: None\n        gpufleet.io/gpu-model: L40S\n"
     "        gpufleet.io/node-group: l40s\n        gpufleet.io/sharing: Exclusive\n"
     "        gpufleet.io/workload-class: Inference\n"
 )
