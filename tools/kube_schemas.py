@@ -57,6 +57,9 @@ BUILT_IN_KINDS: tuple[tuple[str, str], ...] = (
     ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"),
     ("networking.k8s.io/v1", "NetworkPolicy"),
     ("scheduling.k8s.io/v1", "PriorityClass"),
+    ("v1", "ResourceQuota"),
+    # DRA (resource.k8s.io/v1 since Kubernetes 1.34): a minor without the API has no schema of the kind
+    ("resource.k8s.io/v1", "ResourceClaimTemplate"),
 )
 # The pinned CRD files (paths in the upstream cache) and the served versions of each kind that explain models (the
 # versions gpufleet.simulate.api_server.CHART_KINDS serves) or synth writes.
@@ -137,20 +140,21 @@ def _refs(schema: Any) -> set[str]:
     return found
 
 
-def _definition_of(definitions: Mapping[str, Any], api_version: str, kind: str) -> str:
+def _definition_of(definitions: Mapping[str, Any], api_version: str, kind: str) -> str | None:
+    """The name of the definition of `kind` at `api_version`, None where the minor does not serve it."""
     group, _, version = api_version.rpartition("/")
     for name, schema in definitions.items():
         for gvk in schema.get("x-kubernetes-group-version-kind", ()):
             if (gvk["group"], gvk["version"], gvk["kind"]) == (group, version, kind):
                 return name
-    raise KeyError(f"{api_version} {kind}")
+    return None
 
 
 def built_in(definitions_file: Path, minor: str, source: str) -> dict[str, Any]:
     """The document of one Kubernetes minor: each listed kind's definition and every definition it reaches."""
     raw = definitions_file.read_bytes()
     definitions = json.loads(raw)["$defs"]
-    kinds = {f"{a} {k}": _definition_of(definitions, a, k) for a, k in BUILT_IN_KINDS}
+    kinds = {f"{a} {k}": name for a, k in BUILT_IN_KINDS if (name := _definition_of(definitions, a, k))}
     keep: set[str] = set()
     todo = [*kinds.values(), OBJECT_META]
     while todo:
