@@ -12,7 +12,7 @@ Figures, each with where it comes from (A: an assumption gpufleet makes; set the
 - A replica spread over several nodes (workloads.inferenceReplicaGpus above a node's GPUs) loads one share per node.
 - Warm-up: A: WARM_UP_SECONDS 60 for the server to start, capture CUDA graphs and answer the readiness probe's first
   inference once the weights are in GPU memory.
-- Node start and the image pull: gpufleet.spec.cold_start (group_seconds, IMAGE_PULL_SECONDS).
+- Node start and the image pull: gpufleet.spec.cold_start (group_seconds, pull) and gpufleet.facts.image_pull.
 - Measured rates (workloads.weightLoadGBps: a node's read rate from S3 with an empty cache, and from a warm cache)
   replace the first two assumptions where the spec gives them; the host-to-device cap still applies.
 Decimal units (GB = 10^9 bytes).

@@ -78,6 +78,14 @@ def _workloads(fleet: Fleet) -> Iterator[Issue]:
                     ),
                     hint="remove nvme",
                 )
+    for name in w.image_pull_gbps:
+        if name not in names_:
+            yield Issue(
+                path=("workloads", "imagePullGBps", name),
+                at_key=True,
+                message=f"no node group named {name}",
+                hint=did_you_mean(name, names_),
+            )
     if w.leader_worker_set == "None" and (spanning := defaults.multi_node_replicas(fleet)):
         yield Issue(
             path=("workloads", "leaderWorkerSet"),

@@ -12,52 +12,79 @@ Figures per GPU node (estimates, each with where it comes from):
 - OPERANDS_SECONDS 180: the GPU Operator's operands on a new node before `nvidia.com/gpu` is allocatable: toolkit
   validation, device plugin, and the validator's CUDA workload (gpufleet.plan.manifests.gpu_operator,
   WITH_WORKLOAD=true).
-- IMAGE_PULL_SECONDS 300 per image: a 10-20 GB framework image (nvcr.io PyTorch / Triton, docs/stage-1.md) at the
-  50-100 MB/s a single containerd pull and unpack typically reaches; gpufleet pre-pulls a group's image sets in
-  user data, so this time is spent before the node is Ready, but it is spent on every new node.
+- The image pull: the group's image sets' size (imageSets[].sizeGB, measured; else ASSUMED_IMAGE_GB per image) at
+  the group's pull rate (workloads.imagePullGBps, measured; else containerd's sequential pull on gp3), both from
+  gpufleet.facts.image_pull. gpufleet pre-pulls a group's image sets in user data, so this time is spent before the
+  node is Ready, but it is spent on every new node.
 - WARM_RESUME_SECONDS 60: a Stopped warm-pool instance that already holds the images resumes in about a minute
   (docs/stage-1.md); with instance-store RAID0 the images are lost at every stop, so it pulls again.
-- The pull a pod does itself: IMAGE_PULL_SECONDS for its image where the group pre-pulls no image set (a pre-pulled
+- The pull a pod does itself: one image of ASSUMED_IMAGE_GB where the group pre-pulls no image set (a pre-pulled
   set is on the node before it is Ready, above).
 - The weight load on an Inference group: a serving pod is Ready only once its readiness probe's inference answers
   (the policy gpufleet-serving-readiness requires one there), so its weights from S3 (an empty cache on a new node)
   and the warm-up count (gpufleet.facts.weights, workloads.servingModelGB and weightLoadGBps). A training pod is
   Ready when its containers start (its loading is its job's, after PodsReady).
 - MARGIN 1.5: requeueing a gang job costs far more than waiting a few more minutes.
-The default is the largest estimate over the groups, rounded up to a whole minute: every group's first cold start
-fits, not only the slowest node's.
+The default is the largest cold start over the groups, rounded up to a whole minute: every group's first cold start
+fits, not only the slowest node's. A warm pool does not shorten it: it holds minSize instances, and a scale-up past
+them starts cold nodes.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from gpufleet.facts import catalog, weights
+from gpufleet.facts import catalog, image_pull, weights
 from gpufleet.spec.fleet import Fleet, NodeGroup, WorkloadClass
 
 NODE_READY_SECONDS = 180
 OPERANDS_SECONDS = 180
-IMAGE_PULL_SECONDS = 300
 WARM_RESUME_SECONDS = 60
 MARGIN = 1.5
 
 
-def images_of(fleet: Fleet, group: NodeGroup) -> int:
-    sets = {s.name: s.images for s in fleet.image_sets}
-    return len({image for name in group.images for image in sets.get(name, ())})
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pull:
+    """What a new node of a group pulls, and how fast."""
+
+    size_gb: float
+    size_measured: bool  # every image set of the group gives imageSets[].sizeGB
+    gbps: float
+    gbps_measured: bool  # workloads.imagePullGBps names the group
+    prepulled: bool  # the group pre-pulls image sets at boot; else a pod pulls its own image
+
+    @property
+    def seconds(self) -> float:
+        return image_pull.seconds(self.size_gb, self.gbps)
 
 
-def group_seconds(fleet: Fleet, group: NodeGroup) -> int:
-    """Estimated seconds from a scale-up to every pod of a job ready on a new node of this group."""
-    pull = images_of(fleet, group) * IMAGE_PULL_SECONDS
-    warm_with_images = group.warm_pool is not None and group.warm_pool.min_size > 0 and group.local_storage != "RAID0"
-    node = WARM_RESUME_SECONDS if warm_with_images else NODE_READY_SECONDS + pull
-    return node + OPERANDS_SECONDS
+def pull(fleet: Fleet, group: NodeGroup) -> Pull:
+    """The group's image sets (each by its sizeGB, else ASSUMED_IMAGE_GB per image), else the one image a pod pulls."""
+    sets = [s for s in fleet.image_sets if s.name in group.images]
+    measured_gbps = fleet.workloads.image_pull_gbps.get(group.name)
+    return Pull(
+        size_gb=sum(s.size_gb if s.size_gb is not None else len(s.images) * image_pull.ASSUMED_IMAGE_GB for s in sets)
+        if sets
+        else image_pull.ASSUMED_IMAGE_GB,
+        size_measured=bool(sets) and all(s.size_gb is not None for s in sets),
+        gbps=measured_gbps if measured_gbps is not None else image_pull.CONTAINERD_GBPS,
+        gbps_measured=measured_gbps is not None,
+        prepulled=bool(sets),
+    )
 
 
-def pod_pull_seconds(fleet: Fleet, group: NodeGroup) -> int:
+def group_seconds(fleet: Fleet, group: NodeGroup) -> float:
+    """Estimated seconds from a scale-up to a new node of this group with its GPUs allocatable (and its pre-pulled
+    image sets on its disk)."""
+    p = pull(fleet, group)
+    return NODE_READY_SECONDS + (p.seconds if p.prepulled else 0) + OPERANDS_SECONDS
+
+
+def pod_pull_seconds(fleet: Fleet, group: NodeGroup) -> float:
     """The image pull a pod does itself on a new node: none where the group pre-pulls image sets."""
-    return 0 if images_of(fleet, group) > 0 else IMAGE_PULL_SECONDS
+    p = pull(fleet, group)
+    return 0 if p.prepulled else p.seconds
 
 
 def serving_load(fleet: Fleet, group: NodeGroup, nvme_devices: int = 0) -> weights.Load | None:
@@ -81,7 +108,7 @@ def serving_load(fleet: Fleet, group: NodeGroup, nvme_devices: int = 0) -> weigh
 
 def ready_seconds(fleet: Fleet, group: NodeGroup) -> float:
     """Estimated seconds from a scale-up to a pod of the group Ready on a new node: the node, the pod's own pull and,
-    on an Inference group, the weights from S3 and the warm-up (plan.md's "no warm node" figure)."""
+    on an Inference group, the weights from S3 and the warm-up (plan.md's "cold" figure)."""
     out: float = group_seconds(fleet, group) + pod_pull_seconds(fleet, group)
     load = serving_load(fleet, group) if group.workload_class is WorkloadClass.INFERENCE else None
     if load is not None:

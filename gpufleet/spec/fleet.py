@@ -210,6 +210,7 @@ class ImageSet:
 
     name: str
     images: tuple[str, ...]
+    size_gb: float | None = None  # imageSets[].sizeGB, measured; None: gpufleet.facts.image_pull assumes a size
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -481,6 +482,7 @@ class Workloads:
     inference_replica_gpus: Mapping[str, int]  # inference node group -> GPUs one serving replica takes
     serving_model_gb: Mapping[str, float] = field(default_factory=dict)  # inference group -> weights of a replica
     weight_load_gbps: Mapping[str, WeightLoad] = field(default_factory=dict)  # inference group -> measured rates
+    image_pull_gbps: Mapping[str, float] = field(default_factory=dict)  # node group -> measured image pull rate
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -744,7 +746,10 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
             pinning=v["pinning"],
         ),
         node_groups=tuple(_node_group(g) for g in d["nodeGroups"]),
-        image_sets=tuple(ImageSet(name=s["name"], images=tuple(s["images"])) for s in d["imageSets"]),
+        image_sets=tuple(
+            ImageSet(name=s["name"], images=tuple(s["images"]), size_gb=float(s["sizeGB"]) if "sizeGB" in s else None)
+            for s in d["imageSets"]
+        ),
         teams=tuple(
             Team(
                 name=t["name"],
@@ -853,6 +858,7 @@ def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
                 k: WeightLoad(s3=float(v["s3"]) if "s3" in v else None, nvme=float(v["nvme"]) if "nvme" in v else None)
                 for k, v in sorted(d["workloads"]["weightLoadGBps"].items())
             },
+            image_pull_gbps={k: float(v) for k, v in sorted(d["workloads"]["imagePullGBps"].items())},
         ),
         gpu_hour_usd=dict(sorted(d["cost"]["gpuHourUsd"].items())),
         helm_values={key: copy.deepcopy(chart["values"]) for key, chart in sorted((d.get("helm") or {}).items())},

@@ -127,7 +127,8 @@ def test_waitforpodsready_covers_every_groups_cold_start() -> None:
 
     fleet = load_fleet(str(SPEC), "prod").environments["prod"]
     timeout = int(kueue.controller_configuration(fleet)["waitForPodsReady"]["timeout"].rstrip("s"))
-    assert timeout == 1200
+    # 1200 s until issue 45 priced a pull at 10.78 GB an image at 0.096 GB/s (gpufleet.facts.image_pull), not 300 s
+    assert timeout == 960
     for group in fleet.node_groups:
         ready = cold_start.ready_seconds(fleet, group)
         assert ready * cold_start.MARGIN <= timeout, group.name

@@ -53,6 +53,18 @@ CASES: list[Any] = [
     ),
     pytest.param(
         "workloads",
+        [at("workloads", value={"imagePullGBps": {"l4": 0.25}})],
+        [],
+        id="workloads/measured-pull-rate",
+    ),
+    pytest.param(
+        "workloads",
+        [at("workloads", value={"imagePullGBps": {"l5": 0.25}})],
+        [("workloads.imagePullGBps.l5", "no node group named l5")],
+        id="workloads/measured-pull-rate-of-no-group",
+    ),
+    pytest.param(
+        "workloads",
         [at("workloads", value={"weightLoadGBps": {"l4": {"s3": 2.5}, "serv": {"s3": 1}}})],
         [
             ("workloads.weightLoadGBps.l4", "node group l4 has workloadClass Batch, not Inference"),

@@ -363,6 +363,12 @@ REPLAYS: tuple[Replay, ...] = (
         {"workloads.inferenceReplicaGpus": {"l4": 2}},
     ),
     R(
+        "image-pull-rate-unknown-group",
+        {"workloads": {"imagePullGBps": {"l4x": 0.25}}},
+        'did you mean "l4"?',
+        {"workloads.imagePullGBps": {"l4": 0.25}},
+    ),
+    R(
         "replica-gpus-no-inference-group",
         {"workloads": {"inferenceReplicaGpus": {"l5": 2}}},
         "remove the entry: the fleet has no Inference group",

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from gpufleet.facts import catalog, pricing
 from gpufleet.facts.ami_releases import is_bottlerocket
 from gpufleet.facts.stages import StageName
-from gpufleet.plan.builders import device_managers, provisioners
+from gpufleet.plan.builders import device_managers, provisioners, scale_up
 from gpufleet.plan.builders import health as health_stage
 from gpufleet.plan.builders import sharing as sharing_stage
 from gpufleet.plan.builders import telemetry as telemetry_stage
@@ -207,7 +207,7 @@ def _notes(ctx: BuildContext) -> list[str]:
             f"| {g.name} | {g.instance_type} | {gpus} | {g.workload_class.value} | {g.capacity_type.value} |"
             f" {g.min_size}..{g.max_size} | {pool} | {g.fabric.value} | {policy}/{scope} | {share} |"
         )
-    return lines + _warm_pool_notes(fleet) + headroom_notes(ctx) + _gating_notes(fleet)
+    return lines + _warm_pool_notes(fleet) + headroom_notes(ctx) + _gating_notes(fleet) + scale_up.notes(fleet)
 
 
 def _gating_notes(fleet: Fleet) -> list[str]:

@@ -1,0 +1,117 @@
+"""plan.md, per GPU group: the time from a scale decision to a pod Ready, by the path the pod's node takes (a cold
+node, a warm-pool instance, a headroom node, a node whose data volume comes from a snapshot of the images), each
+figure marked measured (the spec's) or assumed, with its source.
+
+The cold figure is the one Kueue's waitForPodsReady default counts (gpufleet.spec.cold_start.ready_seconds), so the
+table and the timeout cannot drift apart (tests/foundation/test_scale_up.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpufleet.facts import catalog, image_pull, weights
+from gpufleet.facts.checkpoints import duration
+from gpufleet.plan.builders import serving_start
+from gpufleet.spec import cold_start
+from gpufleet.spec.fleet import Fleet, NodeGroup, WorkloadClass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Paths:
+    """One group's figures, in seconds; None: the group does not have the path."""
+
+    node_start_s: float  # launch, boot, join and the GPU Operator's operands (assumed)
+    pull: cold_start.Pull
+    weight_s: float | None  # Inference: a replica's weights from S3 (an empty cache); else None
+    weight_measured: bool
+    warm_up_s: float  # Inference: weights.WARM_UP_SECONDS; else 0
+    cold_s: float
+    warm_pool_s: float | None
+    headroom_s: float | None
+    snapshot_s: float | None
+
+
+def paths(fleet: Fleet, group: NodeGroup) -> Paths:
+    p = cold_start.pull(fleet, group)
+    t = serving_start.ready_time(fleet, group) if group.workload_class is WorkloadClass.INFERENCE else None
+    weight = t.load.from_s3_s if t is not None else None
+    warm_up = float(weights.WARM_UP_SECONDS) if t is not None else 0.0
+    after_node = (weight or 0.0) + warm_up
+    node = float(cold_start.NODE_READY_SECONDS + cold_start.OPERANDS_SECONDS)
+    warm_pool = None
+    if group.warm_pool is not None and group.warm_pool.min_size > 0:
+        # A Stopped or Hibernated instance keeps its EBS root volume and the images on it; instance store is lost at
+        # every stop, so with RAID0 it pulls them again (docs/stage-1.md). Its Mountpoint cache is on that array.
+        again = group.local_storage == "RAID0" or not p.prepulled
+        warm_pool = cold_start.WARM_RESUME_SECONDS + cold_start.OPERANDS_SECONDS + (p.seconds if again else 0.0)
+        warm_pool += after_node
+    headroom = None
+    if group.headroom is not None:
+        # A headroom node is Ready with its pre-pulled images; where a team prefetches the weights, its cache holds
+        # them (serving_start.expected).
+        if t is not None:
+            headroom = serving_start.expected(fleet, group, t)[0] if group.headroom.nodes >= t.load.nodes else None
+        else:
+            headroom = 0.0 if p.prepulled else p.seconds
+    snapshot = None
+    if group.data_volume_snapshot_id is not None:
+        # Bottlerocket's data volume restored from a snapshot of the images: nothing to pull. EBS loads a restored
+        # volume's blocks from S3 on first read, which this figure does not count (no initialization rate is set).
+        snapshot = node + after_node
+    return Paths(
+        node_start_s=node,
+        pull=p,
+        weight_s=weight,
+        weight_measured=t is not None and t.load.s3_measured,
+        warm_up_s=warm_up,
+        cold_s=node + p.seconds + after_node,
+        warm_pool_s=warm_pool,
+        headroom_s=headroom,
+        snapshot_s=snapshot,
+    )
+
+
+def _mark(measured: bool) -> str:
+    return " (measured)" if measured else " (assumed)"
+
+
+def row(group: NodeGroup, f: Paths) -> str:
+    p = f.pull
+    images = f"{p.size_gb:.4g} GB{_mark(p.size_measured)}" + ("" if p.prepulled else ", the pod's own pull")
+    weight = "-" if f.weight_s is None else f"{duration(f.weight_s)}{_mark(f.weight_measured)}"
+    warm_up = "-" if not f.warm_up_s else f"{duration(f.warm_up_s)} (assumed)"
+    return (
+        f"| {group.name} | {images} | {p.gbps:.3g} GB/s{_mark(p.gbps_measured)} |"
+        f" {duration(f.node_start_s)} (assumed) | {duration(p.seconds)} | {weight} | {warm_up} |"
+        f" **{duration(f.cold_s)}** |"
+        f" {duration(f.warm_pool_s) if f.warm_pool_s is not None else 'no warm pool'} |"
+        f" {duration(f.headroom_s) if f.headroom_s is not None else 'no headroom'} |"
+        f" {duration(f.snapshot_s) if f.snapshot_s is not None else 'not configured'} |"
+    )
+
+
+def notes(fleet: Fleet) -> list[str]:
+    groups = [g for g in fleet.node_groups if (info := catalog.lookup(g.instance_type)) and info.gpu_count]
+    if not groups:
+        return []
+    return [
+        "",
+        "Scale-up time per GPU group, from a scale decision to a pod Ready (Kueue's waitForPodsReady default is the"
+        " slowest cold figure x1.5). Assumed: node start (EC2 launch, boot and join"
+        f" {cold_start.NODE_READY_SECONDS} s, the GPU Operator's operands {cold_start.OPERANDS_SECONDS} s); an image"
+        f" set's size where it gives no imageSets[].sizeGB ({image_pull.ASSUMED_IMAGE_GB:.4g} GB per image) and the"
+        f" pull rate where workloads.imagePullGBps does not name the group (containerd's sequential pull, "
+        f"{image_pull.CONTAINERD_GBPS:.3g} GB/s: {image_pull.MEASURED_IMAGE_GB:.2f} GB in"
+        f" {image_pull.CONTAINERD_SECONDS:g} s on gp3 at 1,000 MiB/s, {image_pull.SOURCE}); the weight load and"
+        " warm-up of an Inference group as in its table (gpufleet/facts/weights.py; measured where"
+        " workloads.weightLoadGBps gives the rate). A warm-pool instance resumes in"
+        f" {cold_start.WARM_RESUME_SECONDS} s and pulls again only with RAID0; a headroom node is Ready with its"
+        " images; a snapshot path needs a Bottlerocket data-volume snapshot (dataVolumeSnapshotId), whose blocks EBS"
+        " loads from S3 on first read (not counted).",
+        "",
+        "| group | images | pull rate | node start | image pull | weight load | warm-up | cold | warm pool"
+        " | headroom node | snapshot |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+        *(row(g, paths(fleet, g)) for g in groups),
+    ]
