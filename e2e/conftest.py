@@ -8,11 +8,19 @@ from typing import Any
 
 import pytest
 
+from e2e import summary
 from e2e.box import fleet
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "fleet.yaml"
 CASES = ROOT / "tests" / "golden" / "cases"
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if summary.LINES:
+        terminalreporter.section("cluster in a box")
+        for line in summary.LINES:
+            terminalreporter.write_line(line)
 
 
 def trees() -> list[Any]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from e2e import differential
+from e2e import differential, summary
 from e2e.box import fleet
 from e2e.conftest import CASES, EXAMPLE
 
@@ -44,5 +44,5 @@ def test_explain_agrees_with_the_box(case: str, tmp_path: Path) -> None:
         result = differential.run(box, manifests, tmp_path / "explain")
     finally:
         box.stop()
-    print(f"{case}: {result.text()}")
+    summary.LINES.append(f"explain vs the box, {case}: {result.text()}")
     assert result.agreement >= GOAL, result.text()

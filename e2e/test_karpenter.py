@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from e2e import summary
 from e2e.box import fleet
 from e2e.box.client import ApiError
 from e2e.conftest import CASES
@@ -141,7 +142,9 @@ def launched(box: fleet.Fleet, gates: dict[str, Any]) -> dict[str, tuple[str, di
         for model in models:
             if model.group not in out and (where := _where(box, f"probe-{model.group}")):
                 out[model.group] = where
-                print(f"karpenter: {model.group} running on {where[0]} after {time.monotonic() - started:.0f} s")
+                summary.LINES.append(
+                    f"karpenter: probe-{model.group} ran on a node it launched, {time.monotonic() - started:.0f} s"
+                )
         return len(out) == len(models)
 
     _wait("probes", all_running, LAUNCH_SECONDS)
