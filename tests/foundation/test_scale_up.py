@@ -77,3 +77,22 @@ def test_measured_size_and_rate_replace_the_assumptions_and_say_so() -> None:
     (row,) = [r for r in scale_up.notes(f) if r.startswith("| serve |")]
     assert row.startswith("| serve | 10.78 GB (assumed), the pod's own pull | 0.096 GB/s (assumed) |")
     assert row.endswith("| **7.9 min** | no warm pool | no headroom | not configured |")
+
+
+def test_the_snapshot_path_pulls_nothing() -> None:
+    """A Bottlerocket data volume from a snapshot of the images (dataVolumeSnapshotId): node start, then nothing to
+    pull; the snapshot column says so, and a group without one says "not configured"."""
+    br = (
+        group("br", "g6e.12xlarge", max_size=8)
+        .replace(
+            'type: AL2023_x86_64_NVIDIA, releaseVersion: "1.33.13-20260714"',
+            'type: BOTTLEROCKET_x86_64_NVIDIA, releaseVersion: "1.54.0-5043decc"',
+        )
+        .replace("    taints: []", "    dataVolumeSnapshotId: snap-0123456789abcdef0\n    taints: []")
+    )
+    f = fleet([br], "")
+    p = scale_up.paths(f, f.node_group("br"))
+    assert p.snapshot_s == p.node_start_s == 360
+    assert p.cold_s == pytest.approx(360 + 112.33)
+    (row,) = [r for r in scale_up.notes(f) if r.startswith("| br |")]
+    assert row.endswith("| **7.9 min** | no warm pool | no headroom | 6.0 min |")
