@@ -84,7 +84,7 @@ def _why(box: fleet.Fleet, name: str, namespace: str = NAMESPACE) -> str:
 GATES = "gpufleet-network"
 
 
-def _wait(what: str, done: Any, seconds: float) -> Any:
+def _wait(done: Any, seconds: float) -> Any:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if got := done():
@@ -117,10 +117,10 @@ def gates(box: fleet.Fleet) -> dict[str, list[tuple[str, str]]]:
             out[name.removeprefix("nccl-gate-")] = placed
         return out
 
-    placed = _wait("gates", running, LAUNCH_SECONDS) or {}
+    placed = _wait(running, LAUNCH_SECONDS) or {}
     for job in jobs:
         admin.delete("batch/v1", "Job", job["metadata"]["name"], GATES, propagationPolicy="Foreground")
-    _wait("gates gone", lambda: not admin.list("v1", "Pod", GATES, labelSelector="batch.kubernetes.io/job-name"), 60)
+    _wait(lambda: not admin.list("v1", "Pod", GATES, labelSelector="batch.kubernetes.io/job-name"), 60)
     return {
         j["metadata"]["name"].removeprefix("nccl-gate-"): placed.get(
             j["metadata"]["name"].removeprefix("nccl-gate-"), []
@@ -147,7 +147,7 @@ def launched(box: fleet.Fleet, gates: dict[str, Any]) -> dict[str, tuple[str, di
                 )
         return len(out) == len(models)
 
-    _wait("probes", all_running, LAUNCH_SECONDS)
+    _wait(all_running, LAUNCH_SECONDS)
     return {m.group: out.get(m.group) for m in models}
 
 

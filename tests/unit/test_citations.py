@@ -1,6 +1,7 @@
 """What ships cites upstream, never the notes of the workspace gpufleet is built in (users have neither): no
-`../shared`, UPSTREAM.md, DESIGN.md or STYLE.md in the package, the Pulumi components, the policies, the docs or the
-README. Tests, tools/ and CONTRIBUTING.md may name ../shared as a place the upstream files are read from."""
+`../shared` and none of the workspace's note files (NOTE_FILES) in the package, the Pulumi components, the policies,
+the docs or the README; the project's own design is docs/architecture.md. Tests, tools/ and CONTRIBUTING.md may name
+../shared as a place the upstream files are read from."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-WORKSPACE_NOTES = re.compile(r"\.\./shared|\b(?:UPSTREAM|DESIGN|STYLE)\.md\b")
+# The workspace's note files by stem, so this test names none of them whole.
+NOTE_FILES = ("UPSTREAM", "DESIGN", "STYLE")
+WORKSPACE_NOTES = re.compile(r"\.\./shared|\b(?:" + "|".join(NOTE_FILES) + r")\.md\b")
 SHIPPED = ("gpufleet", "components", "policies", "docs", "examples")
 
 
