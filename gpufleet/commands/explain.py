@@ -31,7 +31,7 @@ from gpufleet.base.errors import UsageError, render_issue, sort_issues
 from gpufleet.base.inputs import read_bounded, yaml_beyond_bounds
 from gpufleet.plan.rollout import build_plan
 from gpufleet.rules.pipeline import open_spec
-from gpufleet.simulate import authorization, scaling
+from gpufleet.simulate import authorization, claims, scaling
 from gpufleet.simulate.verdict import ASSUMPTION, FleetModel, Verdict, explain, fleet_model, with_running
 from gpufleet.simulate.workload import KINDS, Workload, WorkloadError, is_workload, unserved, workload
 from gpufleet.spec import object_shapes
@@ -345,6 +345,12 @@ def run(args: argparse.Namespace) -> int:
     if not any(is_workload(d.data) for d in docs):
         raise UsageError(f"no workload in {', '.join(paths)} (kinds: {', '.join(KINDS)})")
     model = fleet_model(build_plan(fleet, args.env))
+    # ResourceClaimTemplates given beside the workloads: the cluster holds them once applied (gpufleet.simulate.claims)
+    given_templates = dict(model.claim_templates)
+    for doc in docs + running:
+        if claims.is_template(doc.data):
+            claims.add_template(given_templates, doc.data)
+    model = dataclasses.replace(model, claim_templates=given_templates)
     try:
         workloads = _workloads(docs, model, version)
         already = _workloads(running, model, version, scaled=False)  # what runs now, not what KEDA may scale it to

@@ -75,6 +75,8 @@ class Kueue:
     cluster_queues: Mapping[str, ClusterQueue]
     local_queues: Mapping[tuple[str, str], str]  # (namespace, name) -> ClusterQueue
     provisioning_checks: frozenset[str]
+    # resources.deviceClassMappings: DeviceClass -> the resource its claims' devices count as (pkg/dra/mapper.go)
+    device_classes: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -167,6 +169,11 @@ def from_plan(plan: RolloutPlan) -> Kueue | None:
         cluster_queues=queues,
         local_queues=local,
         provisioning_checks=provisioning,
+        device_classes={
+            str(dc): str(m["name"])
+            for m in (config.get("resources") or {}).get("deviceClassMappings") or ()
+            for dc in m.get("deviceClassNames") or ()
+        },
     )
 
 

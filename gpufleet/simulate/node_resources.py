@@ -37,6 +37,8 @@ import yaml
 
 from gpufleet.facts import catalog, stages
 from gpufleet.plan.parts import RolloutPlan
+from gpufleet.simulate import claims
+from gpufleet.spec.devices import device_managing
 from gpufleet.spec.fleet import Fabric, NodeGroup, SharingStrategy
 
 GPU = "nvidia.com/gpu"
@@ -345,6 +347,12 @@ def extended(plan: RolloutPlan, group: NodeGroup, labels: Mapping[str, str], set
     """The extended resources (and hugepages) one node advertises in this environment."""
     info = catalog.lookup(group.instance_type)
     assert info is not None, group.instance_type
+    if device_managing(group).claims:
+        # devices DRA: the drivers publish the GPUs (stage 1) and EFA interfaces (the network stage) as devices of
+        # their DeviceClasses, no extended resource (gpufleet.simulate.claims); the EFA setup's huge pages stay.
+        efa = bool(stages.included("network", plan.through) and group.fabric is Fabric.EFA and setup.efa_interfaces)
+        devices = claims.published(info.gpu_count, setup.efa_interfaces, efa_driver=efa)
+        return {**devices, "hugepages-2Mi": EFA_HUGEPAGES_MIB} if efa else devices
     out: dict[str, int] = {GPU: info.gpu_count}
     if stages.included("sharing", plan.through):
         if group.sharing.strategy is SharingStrategy.MIG:

@@ -33,7 +33,8 @@ class Contradictions(Exception):
 
 def canonical_rows(model: FleetModel) -> list[Row]:
     """The canonical workload of each group the model can judge: not yet of a group whose pods claim their devices
-    (devices DRA): the model has no ResourceClaims, and plan.md says so (gpufleet.plan.builders.device_managers)."""
+    (devices DRA): the canonical workload asks for nvidia.com/gpu, and plan.md says so (gpufleet.plan.builders
+    .device_managers); `gpufleet explain` judges claims (gpufleet.simulate.claims)."""
     return [
         Row(g, shape(g), explain(model, canonical(model, g)))
         for g in model.plan.fleet.node_groups

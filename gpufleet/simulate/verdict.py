@@ -24,6 +24,7 @@ from gpufleet.simulate import (
     admission_policies,
     api_server,
     authorization,
+    claims,
     device_plugin,
     kubelet,
     kueue_admission,
@@ -191,6 +192,10 @@ class FleetModel:
     assumes: str = ASSUMPTION
     # the PersistentVolumeClaims, volumes and CSI node plugins the plan renders (gpufleet.simulate.volumes)
     volumes: volumes.Volumes = field(default_factory=volumes.Volumes)
+    # (namespace, name) -> ResourceClaimSpec of the ResourceClaimTemplates the plan renders (and explain is given),
+    # and DeviceClass -> the stage whose driver creates it (gpufleet.simulate.claims)
+    claim_templates: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    device_classes: Mapping[str, tuple[str, bool]] = field(default_factory=dict)
 
     def group_path(self, group: str, *rest: str | int) -> Path | None:
         base = self.paths.get(f"nodeGroup:{group}")
@@ -250,6 +255,8 @@ def fleet_model(plan: RolloutPlan) -> FleetModel:
         priorities=priorities,
         residents=residents,
         volumes=volumes.from_plan(plan),
+        claim_templates=claims.templates(plan),
+        device_classes=claims.device_classes(plan),
         assumes=f"{ASSUMPTION}; {HEADROOM_ASSUMPTION}" if residents else ASSUMPTION,
     )
 
@@ -347,6 +354,8 @@ def _effective_pod(pod: PodSpec, flavor: kueue_admission.Flavor | None) -> tuple
         topology_request=pod.topology_request,
         raw=pod.raw,  # its priorityClassName decides preemption (gpufleet.simulate.preemption)
         labels=pod.labels,
+        claimed=pod.claimed,
+        aligned=pod.aligned,
     )
     return effective, tolerations
 
@@ -485,10 +494,17 @@ def _place(
                 " tolerations)"
             ),
         )
-    fitting = [n for n in tolerated if not scheduling.insufficient(request, n.allocatable)]
+    fitting = [
+        n
+        for n in tolerated
+        if not scheduling.insufficient(request, n.allocatable) and not claims.misaligned(n.instance_type, pod.aligned)
+    ]
     if not fitting:
         node = tolerated[0]
         missing = scheduling.insufficient(request, node.allocatable)
+        unallocatable = _unallocatable(node, pod, missing)
+        if unallocatable:
+            return [], unallocatable
         later = _later_stage(model, node, missing)
         if later:
             return [], later
@@ -547,6 +563,41 @@ def _place(
                 effects[node.group] = outcome
             return [node.group], None
     return [], stop
+
+
+def _unallocatable(node: NodeModel, pod: PodSpec, missing: list[str]) -> Reason | None:
+    """kube-scheduler's DynamicResources filter on the group's node: the claims' devices (by DeviceClass) beyond what
+    its drivers publish, or claims constrained to one PCIe root that its layout cannot hold."""
+    short = [r for r in missing if r in pod.claimed]
+    if short:
+        what = ", ".join(
+            f"{pod.claimed[r]} {claims.class_of(r)} device(s) (a node publishes {node.allocatable.get(r, 0)})"
+            for r in short
+        )
+        plugin = not any(claims.class_of(r) for r in node.allocatable if claims.class_of(r))
+        why = (
+            f" (devices DevicePlugin: its GPUs are {GPU_RESOURCE}, which a pod asks for in its limits)"
+            if plugin
+            else ""
+        )
+        return Reason(
+            stage="scheduling",
+            message=f"cannot allocate all claims on node group {node.group}{why}: its pods claim {what}",
+            fix=(
+                f"select a node group with devices DRA (nodeSelector gpufleet.io/node-group), or ask for {GPU_RESOURCE}"
+                " in the limits here"
+                if plugin
+                else "claim at most what one node publishes (the templates <group>-gpu-<n> go up to a whole node)"
+            ),
+        )
+    aligned = claims.misaligned(node.instance_type, pod.aligned)
+    if aligned:
+        return Reason(
+            stage="scheduling",
+            message=f"cannot allocate all claims on node group {node.group}: {aligned}",
+            fix="ask for fewer aligned pairs per pod (one claim per GPU and its EFA interface), or drop the constraint",
+        )
+    return None
 
 
 def _on_system(model: FleetModel, pods: int) -> tuple[list[str], Reason | None]:
@@ -654,6 +705,8 @@ def _on_node(
     """The autoscaler's, the kubelet's and the device plugin's gates on one group (`scaled`: the scale-up was judged
     already)."""
     blocked = None if scaled else scale_up_blocker(node, pod, tolerations, pods)
+    if blocked is None and not scaled:
+        blocked = _from_zero_with_claims(node, pod, pods)
     if blocked:
         return Reason(
             stage="autoscaler", message=blocked[0], fix=blocked[1], spec_path=model.group_path(node.group, "scaling")
@@ -689,6 +742,25 @@ def _on_node(
             fix=f"ask for {GPU_RESOURCE}: 1 per container on shared node group {node.group}, or use an Exclusive group",
         )
     return None
+
+
+def _from_zero_with_claims(node: NodeModel, pod: PodSpec, pods: int) -> tuple[str, str] | None:
+    """The Cluster Autoscaler (1.35, DRA handling locked on) simulates a pod's claims against a template node's
+    ResourceSlices. With a node in the group it copies that node's; with none it asks the cloud provider, whose AWS
+    template is built from the Auto Scaling group and carries no ResourceSlices (kubernetes/autoscaler
+    cloudprovider/aws/aws_cloud_provider.go TemplateNodeInfo; issue 7799), so a pod that claims devices fits no
+    template and a group at zero nodes is never scaled up for it."""
+    if node.template is None or node.node_pool is not None or not pod.claimed or node.min_size > 0:
+        return None
+    if nodes_needed(node, pod, pods) == 0:
+        return None
+    return (
+        f"node group {node.group} has no node (minSize 0) and the Cluster Autoscaler's template for it, built from"
+        " the Auto Scaling group, has no ResourceSlices: a pod that claims devices fits no template node, so no"
+        " scale-up (the autoscaler copies a running node's ResourceSlices once the group has one)",
+        f"set nodeGroups[{node.group}].scaling.minSize to 1 or more: the autoscaler then scales the group from its"
+        " running node's template up to maxSize",
+    )
 
 
 # Controllers whose children the queue-name policy exempts (its matchCondition not-created-by-a-kueue-managed-parent):
@@ -863,13 +935,114 @@ def _pod_admission(model: FleetModel, wl: Workload) -> Reason | None:
     return None
 
 
-# What the model does not judge of a pod that claims devices (devices DRA, docs/dra.md): it has no ResourceClaims,
-# so the verdict below holds for the pod's other requests only.
-CLAIMS_NOT_MODELLED = (
-    "its pods claim devices (resourceClaims), which the model does not judge yet: whether Kueue maps and counts the"
-    " claims' DeviceClasses, whether a node has the devices, and whether a claim's constraints (the aligned GPU and"
-    " EFA pair) can be met are not checked (docs/dra.md)"
-)
+def _claimed(model: FleetModel, ns: str, pod_sets: tuple[PodSet, ...], mappings: Mapping[str, str] | None) -> tuple[
+    tuple[PodSet, ...], list[claims.PodClaims]
+]:  # fmt: skip
+    out, read = [], []
+    for i, ps in enumerate(pod_sets):
+        pc = claims.read(model.claim_templates, ns, ps.pod.raw, pod_set=i, pod_set_name=ps.name, mappings=mappings)
+        read.append(pc)
+        out.append(replace(ps, pod=replace(ps.pod, claimed=claims.requested(pc), aligned=pc.aligned)))
+    return tuple(out), read
+
+
+def _with_claims(model: FleetModel, wl: Workload) -> tuple[Workload, Reason | None, list[str]]:
+    """The workload with the devices its pods' ResourceClaims hold (gpufleet.simulate.claims), or what stops it
+    before scheduling: Kueue's refusal of a shared claim, a missing template, a shape or a DeviceClass it does not
+    count (the Workload stays inadmissible), or, outside Kueue, a template or DeviceClass the cluster lacks."""
+    if not any(ps.pod.raw.get("resourceClaims") for ps in (*wl.pod_sets, *(wl.kueue_pod_sets or ()))):
+        return wl, None, []
+    kueue = model.kueue
+    managed = kueue is not None and kueue_admission.managed(kueue, wl)[0]
+    mappings = kueue.device_classes if kueue is not None and managed else None
+    pods, read = _claimed(model, wl.namespace, wl.pod_sets, mappings)
+    kueue_sets, kueue_read = (
+        _claimed(model, wl.namespace, wl.kueue_pod_sets, mappings) if wl.kueue_pod_sets else (None, read)
+    )
+    wl = replace(wl, pod_sets=pods, kueue_pod_sets=kueue_sets)
+    notes = list(dict.fromkeys(n for pc in read for n in pc.notes))
+    known = sorted(name for ns, name in model.claim_templates if ns == wl.namespace)
+    templates = f": {', '.join(known)}" if known else " (it has none)"
+    if managed:
+        if any(pc.shared for pc in kueue_read):
+            return (
+                wl,
+                Reason(
+                    stage="admission",
+                    message=f"the Workload is inadmissible: {claims.SHARED_CLAIM} (a pod names a ResourceClaim)",
+                    fix=(
+                        "give each pod its own claim from a ResourceClaimTemplate (resourceClaimTemplateName): Kueue"
+                        f" v0.19.2 counts only those; namespace {wl.namespace}'s templates{templates}"
+                    ),
+                ),
+                notes,
+            )
+        error = next((pc.kueue_error for pc in kueue_read if pc.kueue_error), None)
+        if error:
+            if "not found" in error and "Internal error" in error:
+                fix = f"reference a ResourceClaimTemplate of namespace {wl.namespace}{templates}"
+            elif "is not mapped" in error:
+                mapped = ", ".join(sorted(mappings or {})) or "none"
+                fix = f"claim devices of a DeviceClass Kueue counts (resources.deviceClassMappings: {mapped})"
+            else:
+                fix = (
+                    "ask for an exact count in the template (exactly.allocationMode ExactCount with a count): the"
+                    " only request Kueue v0.19.2 counts"
+                )
+            return wl, Reason(
+                stage="admission", message=f"the Workload is inadmissible: {error}", fix=fix
+            ), notes  # fmt: skip
+    else:
+        missing = next((m for pc in read for m in pc.missing), None)
+        if missing:
+            return (
+                wl,
+                Reason(
+                    stage="scheduling",
+                    message=(
+                        f"the pod's ResourceClaim is never created: ResourceClaimTemplate {missing[1]} does not exist"
+                        f" in namespace {wl.namespace}, so the pod stays Pending"
+                    ),
+                    fix=f"reference a ResourceClaimTemplate of namespace {wl.namespace}{templates}",
+                ),
+                notes,
+            )
+        notes += [
+            f"pod claim {name} names a ResourceClaim, which the model does not know: its devices are not judged"
+            for pc in read
+            for name in pc.shared
+        ]
+    for pc in read:
+        for device_class in pc.devices:
+            later, deployed = model.device_classes.get(device_class, (None, False))
+            if deployed:
+                continue
+            if later is not None:
+                return (
+                    wl,
+                    Reason(
+                        stage="scheduling",
+                        message=(
+                            f"DeviceClass {device_class} is created by the {later} stage's DRA driver, which this"
+                            f" environment's rollout (through {model.plan.through}) does not deploy"
+                        ),
+                        fix=f"deploy through {later} (environments.<env>.rollout.through)",
+                    ),
+                    notes,
+                )
+            classes = sorted(model.device_classes)
+            return (
+                wl,
+                Reason(
+                    stage="scheduling",
+                    message=f"the pod's claims ask for DeviceClass {device_class}, which does not exist in this fleet",
+                    fix=f"claim from the DeviceClasses the fleet's DRA drivers create: {', '.join(classes)}"
+                    if classes
+                    else "run it on a device-plugin group with nvidia.com/gpu limits (no DRA driver in this fleet)",
+                ),
+                notes,
+            )
+    return wl, None, notes
 
 
 def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Verdict:
@@ -929,8 +1102,10 @@ def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Ve
     for ps in wl.pod_sets:
         daemonset = wl.name if wl.kind == "DaemonSet" else None
         notes += [n for n in volumes.cache_notes(model.volumes, wl.namespace, ps.pod.raw, daemonset) if n not in notes]
-    if any(ps.pod.raw.get("resourceClaims") for ps in wl.pod_sets):
-        notes.append(CLAIMS_NOT_MODELLED)
+    wl, refused_claims, claim_notes = _with_claims(model, wl)
+    notes += [n for n in claim_notes if n not in notes]
+    if refused_claims:
+        return replace(base, reasons=(refused_claims,), notes=tuple(notes))
     if model.tenants is not None:
         member = principal is not None and authorization.team_member(model.plan.fleet, principal)
         tenant = tenancy.refusal(model.tenants, wl, team_member=member)

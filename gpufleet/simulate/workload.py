@@ -71,10 +71,15 @@ class PodSpec:
     # The pod spec as written (securityContext, volumes, env: what Pod Security and the admission policies read).
     raw: Mapping[str, Any] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)  # the pod template's (or Pod's) metadata.labels
+    # The devices its ResourceClaims hold, as `<class>.deviceclass.resource.k8s.io/devices` -> count, and the claims
+    # whose devices must share one PCIe root (gpufleet.simulate.claims; set by the verdict, which has the templates).
+    claimed: Mapping[str, int] = field(default_factory=dict)
+    aligned: tuple[tuple[str, Mapping[str, int]], ...] = ()
 
     def request(self) -> dict[str, int]:
-        """The pod's effective request: max(sum of app containers, largest init container) per resource."""
-        total: dict[str, int] = {}
+        """The pod's effective request: max(sum of app containers, largest init container) per resource, and the
+        devices its claims hold (one allocation per pod, whatever its containers share)."""
+        total: dict[str, int] = dict(self.claimed)
         for c in self.containers:
             for k, v in c.requests.items():
                 total[k] = total.get(k, 0) + v

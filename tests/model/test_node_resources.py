@@ -18,6 +18,7 @@ from gpufleet.plan.rollout import build_plan
 from gpufleet.rules.pipeline import load_fleet
 from gpufleet.simulate import node_resources
 from gpufleet.simulate.nodes import fleet_nodes
+from gpufleet.spec.devices import counted
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = [ROOT / "fleet.yaml", *sorted((ROOT / "tests/golden/cases").glob("*/fleet.yaml"))]
@@ -34,8 +35,10 @@ def test_the_models_node_resources_agree_with_the_renderers(spec: Path, env: str
     plan = build_plan(fleet, env)
     for node in fleet_nodes(plan):
         group = fleet.node_group(node.group)
+        # devices DRA: the model counts the drivers' devices by DeviceClass where the renderer names the device
+        # plugins' resources (gpufleet.spec.devices.counted)
         renderer: dict[str, Any] = {
-            name: _quantity(v)
+            counted(group, name): _quantity(v)
             for name, v in template_resources(
                 fleet,
                 group,

@@ -172,8 +172,11 @@ class DynamicResourceAllocation:
                 + (f", EFA interfaces as `{quota_resource(EFA_DEVICE_CLASS)}`" if efa else "")
                 + ", which the ClusterQueues cover (0 on the other flavors). Each team namespace's ResourceQuota"
                 f" `{dra.DEVICE_QUOTA}` holds its claims to the same devices at its quota plus what it may borrow."
-                " gpufleet's behavioural model has no ResourceClaims yet: `gpufleet explain` and synth's self-check"
-                " do not judge workloads on these groups."
+                " `gpufleet explain` judges workloads on these groups (their claims as Kueue counts them, the"
+                " node's devices, the aligned claim on the PCIe layout; docs/explain-model.md); synth's self-check"
+                " does not yet. The Cluster Autoscaler never scales a DRA group up from zero nodes for pods that"
+                " claim devices (its template node, built from the Auto Scaling group, publishes no devices):"
+                " keep `scaling.minSize` at 1 or more."
             ),
         ]
         if efa:

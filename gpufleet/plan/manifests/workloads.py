@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpufleet.facts import catalog
-from gpufleet.plan.manifests import kueue, network
+from gpufleet.plan.manifests import dra, kueue, network
 from gpufleet.spec.devices import device_managing
 from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup, WorkloadClass
 from gpufleet.spec.names import (
@@ -202,13 +202,9 @@ def deepspeed_runtime(trainer_version: str) -> dict[str, Any]:
 
 
 def efa_groups(fleet: Fleet) -> list[NodeGroup]:
-    """The groups that get a gpufleet-efa-<group> runtime: Training groups with fabric EFA whose pods ask for GPUs
-    and EFA interfaces in their limits (not devices DRA: a runtime that claims them is not rendered yet)."""
-    return [
-        g
-        for g in fleet.node_groups
-        if g.fabric is Fabric.EFA and g.workload_class is WorkloadClass.TRAINING and not device_managing(g).claims
-    ]
+    """The groups that get a gpufleet-efa-<group> runtime: Training groups with fabric EFA (on devices DRA its pods
+    claim each GPU with an EFA interface on its PCIe root, efa_runtime)."""
+    return [g for g in fleet.node_groups if g.fabric is Fabric.EFA and g.workload_class is WorkloadClass.TRAINING]
 
 
 def efa_runtime_name(group: NodeGroup) -> str:
@@ -238,9 +234,16 @@ def efa_runtime(fleet: Fleet, group: NodeGroup) -> dict[str, Any]:
     # quota; the huge pages come out of the node's memory (the kubelet subtracts pre-allocated huge pages from
     # allocatable).
     shape = kueue.per_gpu(group)
+    claimed = device_managing(group).claims
+    # devices DRA: one claim per GPU from the team namespace's aligned template (a GPU and an EFA interface on one
+    # PCIe root, gpufleet.plan.manifests.dra.claim_templates), which every team with quota on the group holds by the
+    # same name; the container uses them all.
+    claims = [{"name": f"gpu-efa-{i}", "resourceClaimTemplateName": dra.aligned_template_name(group)} for i in range(
+        info.gpu_count if claimed else 0
+    )]  # fmt: skip
+    devices = {} if claimed else {GPU_RESOURCE: info.gpu_count, EFA_RESOURCE: info.max_efa_interfaces}
     limits: dict[str, Any] = {
-        GPU_RESOURCE: info.gpu_count,
-        EFA_RESOURCE: info.max_efa_interfaces,
+        **devices,
         # EFA pods request the huge pages the EFA driver pre-allocates (gpufleet.plan.manifests.network.EFA_HUGEPAGES);
         # huge pages need a memory or CPU request beside them (Kubernetes pod validation), and requests equal limits.
         "hugepages-2Mi": network.EFA_HUGEPAGES,
@@ -274,11 +277,20 @@ def efa_runtime(fleet: Fleet, group: NodeGroup) -> dict[str, Any]:
                                                     "name": NODE,
                                                     "image": _runtime_image(fleet, group),
                                                     "env": env,
-                                                    "resources": {"limits": limits, "requests": requests},
+                                                    "resources": {
+                                                        "limits": limits,
+                                                        "requests": requests,
+                                                        **(
+                                                            {"claims": [{"name": c["name"]} for c in claims]}
+                                                            if claims
+                                                            else {}
+                                                        ),
+                                                    },
                                                     "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
                                                 }
                                             ],
                                             "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+                                            **({"resourceClaims": claims} if claims else {}),
                                         }
                                     }
                                 },
