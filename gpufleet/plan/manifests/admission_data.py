@@ -1,13 +1,19 @@
 """ValidatingAdmissionPolicies authored as package data (gpufleet/data/admission/<name>.yaml): the CEL is written
-there, composed from named `variables` as Kubernetes' own examples are; Python fills only the variables whose
-expression is the placeholder FLEET, each with a CEL literal of the fleet's data, and adds gpufleet's managed-by
-label. A policy that names a datum it is not given, or is given one it does not name, is a programming error."""
+there, composed from named `variables` as Kubernetes' own examples are; Python fills only the data, named in the
+policy as `${name}`, and adds gpufleet's managed-by label. Where `${name}` stands decides what it becomes:
+
+- in a CEL field (`expression`, `messageExpression`): the CEL literal of the value (`literal`);
+- as a whole list item: the value's items, spliced into the list (resource rules);
+- in any other string (a `message`): the value, a string.
+
+A policy that names a datum it is not given, or is given one it does not name, is a programming error."""
 
 from __future__ import annotations
 
 import copy
 import functools
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,7 +23,8 @@ from gpufleet.base import package_data
 from gpufleet.spec.names import LABEL_MANAGED_BY
 
 DIRECTORY = "data/admission"
-PLACEHOLDER = "FLEET"
+PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
+CEL_FIELDS = frozenset({"expression", "messageExpression"})
 
 
 @functools.cache
@@ -28,22 +35,55 @@ def _authored(name: str) -> dict[str, Any]:
 
 
 def authored(name: str) -> dict[str, Any]:
-    """The policy as written, its FLEET placeholders unfilled (a copy)."""
+    """The policy as written, its `${name}` placeholders unfilled (a copy)."""
     return copy.deepcopy(_authored(name))
 
 
+def named(doc: Any) -> set[str]:
+    """The data a policy (or a part of one) names."""
+    if isinstance(doc, str):
+        return set(PLACEHOLDER.findall(doc))
+    if isinstance(doc, Mapping):
+        return {n for v in doc.values() for n in named(v)}
+    if isinstance(doc, list):
+        return {n for v in doc for n in named(v)}
+    return set()
+
+
 def literal(value: Any) -> str:
-    """A CEL literal of JSON data: JSON's lists, maps, strings, numbers and booleans are CEL's."""
+    """A CEL literal of JSON data: JSON's lists, maps, strings, numbers and booleans are CEL's (map keys sorted)."""
     return json.dumps(value, sort_keys=True)
 
 
-def policy(name: str, data: Mapping[str, Any]) -> dict[str, Any]:
-    """The policy `name` with its FLEET variables set to `data` (variable name -> value)."""
-    doc = authored(name)
-    placeholders = [v["name"] for v in doc["spec"].get("variables", []) if v["expression"] == PLACEHOLDER]
-    assert sorted(placeholders) == sorted(data), f"{name}: filled {sorted(data)}, the policy names {placeholders}"
-    for v in doc["spec"].get("variables", []):
-        if v["expression"] == PLACEHOLDER:
-            v["expression"] = literal(data[v["name"]])
-    doc["metadata"]["labels"] = dict(LABEL_MANAGED_BY)
+def _fill(doc: Any, data: Mapping[str, Any], key: str = "") -> Any:
+    if isinstance(doc, str):
+        if key in CEL_FIELDS:
+            return PLACEHOLDER.sub(lambda m: literal(data[m.group(1)]), doc)
+        return PLACEHOLDER.sub(lambda m: _text(data[m.group(1)]), doc)
+    if isinstance(doc, Mapping):
+        return {k: _fill(v, data, k) for k, v in doc.items()}
+    if isinstance(doc, list):
+        out = []
+        for item in doc:
+            whole = PLACEHOLDER.fullmatch(item) if isinstance(item, str) else None
+            if whole:
+                out += list(data[whole.group(1)])
+            else:
+                out.append(_fill(item, data, key))
+        return out
     return doc
+
+
+def _text(value: Any) -> str:
+    assert isinstance(value, str), f"a message is filled with text, not {value!r}"
+    return value
+
+
+def policy(name: str, data: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The policy `name` with its `${...}` placeholders filled from `data` (datum name -> value)."""
+    doc = authored(name)
+    given = dict(data or {})
+    assert named(doc) == set(given), f"{name}: filled {sorted(given)}, the policy names {sorted(named(doc))}"
+    doc = _fill(doc, given)
+    doc["metadata"]["labels"] = dict(LABEL_MANAGED_BY)
+    return dict(doc)
