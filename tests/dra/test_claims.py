@@ -9,6 +9,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
+from gpufleet.plan.manifests import dra
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.plan.rollout import build_plan
 from gpufleet.rules.pipeline import fleet_from
@@ -60,14 +61,26 @@ def test_whole_gpus_by_count(plan: RolloutPlan) -> None:
     }
 
 
-def test_the_aligned_claim_puts_a_gpu_and_an_efa_interface_on_one_pcie_root(plan: RolloutPlan) -> None:
+def test_the_aligned_claim_takes_one_pcie_roots_gpu_and_efa_interfaces(plan: RolloutPlan) -> None:
+    # p5.48xlarge: each root holds 1 GPU and 4 EFA interfaces (gpufleet.facts.pcie)
     aligned = next(t for t in _objects(plan, "ResourceClaimTemplate") if t["metadata"]["name"] == "h100-gpu-efa")
     devices = aligned["spec"]["spec"]["devices"]
     assert [(r["name"], r["exactly"]["deviceClassName"], r["exactly"]["count"]) for r in devices["requests"]] == [
         ("gpu", "gpu.nvidia.com", 1),
-        ("efa", "efa.networking.k8s.aws", 1),
+        ("efa", "efa.networking.k8s.aws", 4),
     ]
     assert devices["constraints"] == [{"requests": ["gpu", "efa"], "matchAttribute": "resource.kubernetes.io/pcieRoot"}]
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "share"),
+    [("p5.48xlarge", (1, 4)), ("p4d.24xlarge", (2, 1)), ("p5en.48xlarge", (1, 2))],  # p5en: not in the table
+)
+def test_the_aligned_claim_follows_the_instances_pcie_roots(instance_type: str, share: tuple[int, int]) -> None:
+    data = dra_data()
+    data["nodeGroups"][1]["instanceType"] = instance_type
+    group = fleet_from(data).node_group("h100")
+    assert dra.root_share(group) == share
 
 
 def test_the_quota_caps_the_claims_devices_at_the_teams_quota(plan: RolloutPlan) -> None:
@@ -102,3 +115,39 @@ def test_every_object_is_valid_resource_k8s_io_v1_of_kubernetes_1_34(plan: Rollo
     }
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(wrong, "1.34", strict=True)
+
+
+def test_a_team_with_dra_quota_may_read_its_templates_and_claims(plan: RolloutPlan) -> None:
+    roles = {r["metadata"]["namespace"]: r for r in _objects(plan, "Role") if r["metadata"]["name"] == "gpufleet-team"}
+    dra_rules = {ns: [r for r in role["rules"] if r["apiGroups"] == ["resource.k8s.io"]] for ns, role in roles.items()}
+    assert dra_rules["vision"] == [
+        {
+            "apiGroups": ["resource.k8s.io"],
+            "resources": ["resourceclaims", "resourceclaims/status", "resourceclaimtemplates"],
+            "verbs": ["get", "list", "watch"],
+        }
+    ]
+    assert dra_rules["speech"] == []  # quota on the device-plugin group only
+
+
+def test_the_nccl_gate_of_a_dra_group_claims_every_pcie_root() -> None:
+    data = dra_data()
+    data["environments"]["dev"]["rollout"]["through"] = "network"
+    data["nodeGroups"][1]["scaling"] = {"minSize": 1, "maxSize": 2}
+    network = next(s for s in build_plan(fleet_from(data), "dev").stages if s.name == "network")
+    objects = {r.args["object"]["kind"]: r for r in network.content.resources if "object" in r.args}
+    template, job = objects["ResourceClaimTemplate"], objects["Job"]
+    assert template.args["object"]["metadata"] == {
+        **template.args["object"]["metadata"],
+        "name": "nccl-gate-h100",
+        "namespace": "gpufleet-network",
+    }
+    assert template.args["object"]["spec"]["spec"]["devices"]["requests"][1]["exactly"]["count"] == 4
+    pod = job.args["object"]["spec"]["template"]["spec"]
+    assert pod["resourceClaims"] == [
+        {"name": f"gpu-efa-{i}", "resourceClaimTemplateName": "nccl-gate-h100"} for i in range(8)
+    ]
+    limits = pod["containers"][0]["resources"]["limits"]
+    assert "nvidia.com/gpu" not in limits and "vpc.amazonaws.com/efa" not in limits
+    assert template.id in job.depends_on
+    assert [g.name for g in network.content.gates] == ["nccl-bandwidth-h100"]

@@ -183,11 +183,11 @@ class DynamicResourceAllocation:
             lines += [
                 "",
                 (
-                    "The aligned claim (`<group>-gpu-efa`: a GPU and an EFA interface on one PCIe root) has a"
+                    "The aligned claim (`<group>-gpu-efa`: one PCIe root's GPUs with its EFA interfaces) has a"
                     " constraint, which Kueue 0.19 does not support (its docs' Limitations: no device constraints):"
-                    " Kueue still charges the claim's GPU and interface by DeviceClass and ignores the constraint"
+                    " Kueue still charges the claim's GPUs and interfaces by DeviceClass and ignores the constraint"
                     " (pkg/dra/claims.go countDevicesPerClass reads only each request's class and count), so its"
-                    " quota holds, but whether the pair fits one PCIe root is the scheduler's to find on the node."
+                    " quota holds, and the scheduler puts them on one PCIe root of the node."
                     " The namespace's ResourceQuota is the ceiling that does not depend on Kueue: a claim beyond it"
                     " is refused when it is created. Kueue's Topology Aware Scheduling is off on DRA flavors."
                 ),

@@ -13,6 +13,7 @@ from __future__ import annotations
 from gpufleet.facts import catalog
 from gpufleet.plan.builders import device_managers
 from gpufleet.plan.builders.common import helm, k8s, namespace
+from gpufleet.plan.manifests import dra
 from gpufleet.plan.manifests import network as net
 from gpufleet.plan.parts import BuildContext, Gate, Resource, StageContent
 from gpufleet.spec.deployed import stage_used
@@ -64,13 +65,24 @@ def _gate(fleet: Fleet, group: NodeGroup, after: tuple[str, ...]) -> tuple[list[
         )
     service, job = net.gate_objects(fleet, group)
     svc = k8s(service, depends_on=after)
-    job_res = k8s(job, depends_on=after + (svc.id,))
+    claim_templates: list[Resource] = []
+    if device_managers.of(group).managing.claims:
+        # devices DRA: the gate's pods claim their GPUs with the EFA interfaces of their PCIe roots
+        template, job = dra.claiming_gate(group, job)
+        claim_templates = [k8s(template, depends_on=after)]
+        if group.min_size < 1 and scaled:
+            warnings.append(
+                f'node group "{group.name}" has minSize 0: the Cluster Autoscaler never scales a DRA group up from'
+                " zero nodes for pods that claim devices (docs/dra.md), so the bandwidth gate's pods wait until the"
+                f" group has a node; raise nodeGroups[{group.name}].scaling.minSize to 1"
+            )
+    job_res = k8s(job, depends_on=after + (svc.id, *(t.id for t in claim_templates)))
     if group.capacity_type is CapacityType.CAPACITY_BLOCK:
         # A Capacity Block has nodes only inside its reservation window; a gate would time out outside it and hold
         # back every later stage. The Job is rendered without a deadline and Pulumi does not wait for it: it runs
         # when the window opens and the group scales up, and its result is read from the Job, not from the rollout.
         return (
-            [svc, job_res],
+            [svc, *claim_templates, job_res],
             None,
             warnings
             + [
@@ -105,7 +117,7 @@ def _gate(fleet: Fleet, group: NodeGroup, after: tuple[str, ...]) -> tuple[list[
         f" `{network}` with no `NET/Socket` fallback (Job `{NS_NETWORK}/{net.gate_name(group)}`)."
     )
     return (
-        [svc, job_res],
+        [svc, *claim_templates, job_res],
         Gate(name=f"nccl-bandwidth-{group.name}", resource=job_res.id, expectation=expectation),
         warnings,
     )
@@ -143,15 +155,6 @@ def build(ctx: BuildContext) -> StageContent:
         resources += configmaps
         notes += lines
         for group in efa_groups:
-            if device_managers.of(group).managing.claims:
-                # The gate's pods ask for nvidia.com/gpu and vpc.amazonaws.com/efa, which a DRA node does not
-                # advertise; a claim-based gate is not rendered yet.
-                warnings.append(
-                    f"node group {group.name}: no NCCL bandwidth gate on a group with devices DRA yet (its pods"
-                    " would ask for the device plugins' resources); run nccl-tests with the group's claim templates"
-                    " (docs/dra.md)"
-                )
-                continue
             res, gate, warn = _gate(fleet, group, (handed_out[group.name], configmaps[0].id))
             resources += res
             warnings += warn

@@ -20,14 +20,23 @@ aws/eks-charts stable/aws-dranet/values.yaml @ 5239609 (chart 1.0.0). Decisions,
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-from gpufleet.facts import catalog
+from gpufleet.facts import catalog, pcie
 from gpufleet.plan.manifests.network import INSTANCE_TYPE_LABEL, group_tolerations
 from gpufleet.spec.devices import DRA, EFA_DEVICE_CLASS, GPU_DEVICE_CLASS, LABEL_DEVICE_MANAGER, quota_resource
 from gpufleet.spec.efa import efa_interfaces
 from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup, Quota, Team
-from gpufleet.spec.names import LABEL_FABRIC, LABEL_MANAGED_BY, LABEL_NODE_GROUP, LABEL_TEAM, SYSTEM_GROUP
+from gpufleet.spec.names import (
+    EFA_RESOURCE,
+    GPU_RESOURCE,
+    LABEL_FABRIC,
+    LABEL_MANAGED_BY,
+    LABEL_NODE_GROUP,
+    LABEL_TEAM,
+    SYSTEM_GROUP,
+)
 
 # Both drivers publish this attribute for their devices, so one claim can put a GPU and a NIC on one PCIe root
 # (kubernetes-sigs/dranet site/content/docs/user/aws-eks-efa.md @ v1.4.0).
@@ -69,11 +78,11 @@ def efa_dra_driver_values(groups: list[NodeGroup]) -> dict[str, Any]:
 # --- What teams claim -----------------------------------------------------------------------------------------
 # In each team namespace with quota on a DRA group: a ResourceClaimTemplate per whole-GPU count (gpu.nvidia.com,
 # ExactCount: the only allocation mode Kueue counts, pkg/dra/claims.go countDevicesPerClass @ v0.19.2), and on EFA
-# groups one GPU with one EFA interface on the same PCIe root (constraints[].matchAttribute
+# groups one PCIe root's GPUs with its EFA interfaces, all on that root (constraints[].matchAttribute
 # resource.kubernetes.io/pcieRoot, kubernetes-sigs/dranet examples/aws_eks_examples/gpu-efa/resource-claim-template
-# .yaml @ v1.4.0); a pod asks for N aligned pairs with N claims from it. A ResourceQuota on the claims' devices per
-# DeviceClass (`<class>.deviceclass.resource.k8s.io/devices`, Kubernetes "Resource Quotas", DRA) caps what the
-# team's claims can hold at what its Kueue quota lets it reach.
+# .yaml @ v1.4.0, whose 1 GPU + 1 EFA is p4d's half root); a pod asks for N roots with N claims from it. A
+# ResourceQuota on the claims' devices per DeviceClass (`<class>.deviceclass.resource.k8s.io/devices`, Kubernetes
+# "Resource Quotas", DRA) caps what the team's claims can hold at what its Kueue quota lets it reach.
 
 GPU_REQUEST = "gpu"
 EFA_REQUEST = "efa"
@@ -115,27 +124,68 @@ def _template(team: Team, group: NodeGroup, name: str, devices: dict[str, Any]) 
     }
 
 
+def root_share(group: NodeGroup) -> tuple[int, int]:
+    """(GPUs, EFA interfaces) the aligned claim asks for: one PCIe root's of the group's instance type
+    (gpufleet.facts.pcie: 1 GPU with its 4 interfaces on p5.48xlarge, 2 GPUs with their 1 on p4d.24xlarge), so a pod
+    claiming a node's roots gets all its GPUs and every interface at full bandwidth; a type whose layout gpufleet does
+    not know gets 1 GPU with the node's interfaces per GPU (at least 1)."""
+    layout = pcie.roots(group.instance_type)
+    if layout:
+        return layout[0].gpus, layout[0].efa
+    info = catalog.lookup(group.instance_type)
+    gpus = info.gpu_count if info else 1
+    return 1, max(1, efa_interfaces(group) // max(gpus, 1))
+
+
+def aligned_claims_per_node(group: NodeGroup) -> int:
+    """How many aligned claims take a whole node: its GPUs over the GPUs of one claim."""
+    info = catalog.lookup(group.instance_type)
+    return (info.gpu_count if info else 1) // root_share(group)[0]
+
+
+def _aligned_devices(group: NodeGroup) -> dict[str, Any]:
+    gpus, efa = root_share(group)
+    return {
+        "requests": [_request(GPU_REQUEST, GPU_DEVICE_CLASS, gpus), _request(EFA_REQUEST, EFA_DEVICE_CLASS, efa)],
+        "constraints": [{"requests": [GPU_REQUEST, EFA_REQUEST], "matchAttribute": PCIE_ROOT}],
+    }
+
+
+def claiming_gate(group: NodeGroup, job: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The NCCL bandwidth gate of a DRA EFA group: its ResourceClaimTemplate (the team's aligned claim, in the gate's
+    namespace, under the gate's name) and its Job with the device plugins' resources replaced by one claim per PCIe
+    root of the GPUs each pod takes, which hands it those GPUs and every EFA interface on their roots."""
+    job = copy.deepcopy(job)
+    meta = job["metadata"]
+    template = {
+        "apiVersion": RESOURCE_API,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"], "labels": dict(meta["labels"])},
+        "spec": {"spec": {"devices": _aligned_devices(group)}},
+    }
+    pod = job["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    resources = container["resources"]
+    gpus = int(resources["limits"].pop(GPU_RESOURCE))
+    resources["limits"].pop(EFA_RESOURCE, None)
+    resources["requests"] = {k: v for k, v in resources["requests"].items() if k not in (GPU_RESOURCE, EFA_RESOURCE)}
+    claims = [
+        {"name": f"gpu-efa-{i}", "resourceClaimTemplateName": meta["name"]} for i in range(gpus // root_share(group)[0])
+    ]
+    pod["resourceClaims"] = claims
+    resources["claims"] = [{"name": c["name"]} for c in claims]
+    return template, job
+
+
 def claim_templates(team: Team, group: NodeGroup) -> list[dict[str, Any]]:
-    """The team's templates for one DRA group: whole GPUs by count, and on EFA groups one aligned GPU + EFA pair."""
+    """The team's templates for one DRA group: whole GPUs by count, and on EFA groups one PCIe root's GPUs with its
+    EFA interfaces (root_share)."""
     out = [
         _template(team, group, gpu_template_name(group, n), {"requests": [_request(GPU_REQUEST, GPU_DEVICE_CLASS, n)]})
         for n in gpu_counts(group)
     ]
     if group.fabric is Fabric.EFA:
-        out.append(
-            _template(
-                team,
-                group,
-                aligned_template_name(group),
-                {
-                    "requests": [
-                        _request(GPU_REQUEST, GPU_DEVICE_CLASS, 1),
-                        _request(EFA_REQUEST, EFA_DEVICE_CLASS, 1),
-                    ],
-                    "constraints": [{"requests": [GPU_REQUEST, EFA_REQUEST], "matchAttribute": PCIE_ROOT}],
-                },
-            )
-        )
+        out.append(_template(team, group, aligned_template_name(group), _aligned_devices(group)))
     return out
 
 

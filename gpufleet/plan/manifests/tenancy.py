@@ -16,6 +16,7 @@ from typing import Any
 
 from gpufleet.plan.manifests import inference, kueue
 from gpufleet.spec import access
+from gpufleet.spec.devices import device_managing
 from gpufleet.spec.fleet import Fleet, Team
 from gpufleet.spec.names import LABEL_MANAGED_BY, LABEL_TEAM
 
@@ -70,6 +71,21 @@ def scaling_resources(fleet: Fleet) -> list[tuple[str, str]]:
     return [SCALED_OBJECT] if inference.inference_groups(fleet) else []
 
 
+# devices DRA: a team's pods reference the ResourceClaimTemplates gpufleet puts in its namespace, and the
+# resourceclaim controller creates each pod's claim from one (kubernetes pkg/controller/resourceclaim), so a member
+# creates no ResourceClaim; EKS access policies cover built-in kinds of the core and workload groups only, so reading
+# the templates and the claims (which devices a pod got, `kubectl describe resourceclaim`) needs a rule. A member's
+# own ResourceClaim (a shared claim) would be refused by Kueue anyway ("KueueDRAIntegration feature does not support
+# use of resource claims", kueue v0.19.2 pkg/controller/core/workload_controller.go), so none is granted.
+DRA_GROUP = "resource.k8s.io"
+DRA_READABLE = ("resourceclaims", "resourceclaims/status", "resourceclaimtemplates")
+
+
+def claims_devices(fleet: Fleet, team: Team) -> bool:
+    """The team has quota on a group whose pods claim their devices (devices DRA)."""
+    return any(device_managing(fleet.node_group(q.node_group)).claims for q in team.quotas)
+
+
 def team_role(fleet: Fleet, team: Team) -> dict[str, Any]:
     """In the team's namespace: read its LocalQueue and Workloads, run the Kueue-managed job kinds the fleet serves,
     and scale its servers with KEDA where the fleet installs it."""
@@ -87,6 +103,8 @@ def team_role(fleet: Fleet, team: Team) -> dict[str, Any]:
         {"apiGroups": [group], "resources": sorted(plurals), "verbs": WRITE}
         for group, plurals in sorted(groups.items())
     ]
+    if claims_devices(fleet, team):
+        rules.append({"apiGroups": [DRA_GROUP], "resources": list(DRA_READABLE), "verbs": READ})
     return {"apiVersion": RBAC, "kind": "Role", "metadata": _meta(TEAM_ROLE, team.namespace, team.name), "rules": rules}
 
 

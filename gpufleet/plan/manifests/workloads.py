@@ -235,11 +235,11 @@ def efa_runtime(fleet: Fleet, group: NodeGroup) -> dict[str, Any]:
     # allocatable).
     shape = kueue.per_gpu(group)
     claimed = device_managing(group).claims
-    # devices DRA: one claim per GPU from the team namespace's aligned template (a GPU and an EFA interface on one
-    # PCIe root, gpufleet.plan.manifests.dra.claim_templates), which every team with quota on the group holds by the
-    # same name; the container uses them all.
+    # devices DRA: one claim per PCIe root from the team namespace's aligned template (the root's GPUs with its EFA
+    # interfaces, gpufleet.plan.manifests.dra.claim_templates), which every team with quota on the group holds by the
+    # same name: the node's every GPU and interface; the container uses them all.
     claims = [{"name": f"gpu-efa-{i}", "resourceClaimTemplateName": dra.aligned_template_name(group)} for i in range(
-        info.gpu_count if claimed else 0
+        dra.aligned_claims_per_node(group) if claimed else 0
     )]  # fmt: skip
     devices = {} if claimed else {GPU_RESOURCE: info.gpu_count, EFA_RESOURCE: info.max_efa_interfaces}
     limits: dict[str, Any] = {
