@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pulumi
 
-from gpufleet.base.errors import SpecError
+from gpufleet.base.errors import SpecError, UsageError
 from gpufleet.components.deploy import deploy
 from gpufleet.plan.rollout import build_plan
 from gpufleet.rules.pipeline import load_fleet
@@ -22,7 +22,9 @@ def run() -> None:
     environment = pulumi.get_stack()
     spec = pulumi.Config("gpufleet").get("spec") or "fleet.yaml"
     try:
-        fleet = load_fleet(spec, environment).environments[environment]
+        fleet = load_fleet(spec, environment).fleet(environment)
     except SpecError as error:
         raise pulumi.RunError(error.render()) from None
+    except UsageError as error:  # a spec with clusters[] on a stack named for its environment only
+        raise pulumi.RunError(str(error)) from None
     deploy(build_plan(fleet, environment))

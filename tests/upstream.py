@@ -47,10 +47,21 @@ KEDA_SCALEDOBJECT_CRD = "charts/keda/2.20.2/templates/crds/crd-scaledobjects.yam
 # Karpenter's NodeOverlay (karpenter.sh/v1alpha1), which ../shared/crds leaves out beside the NodePool and NodeClaim:
 # aws/karpenter-provider-aws pkg/apis/crds/karpenter.sh_nodeoverlays.yaml @ v1.14.1, the file its chart's crds/ has.
 KARPENTER_NODEOVERLAY_CRD = "crds/karpenter.sh_nodeoverlays.yaml"
+# The MultiKueue manager's kinds, which ../shared/crds leaves out beside Kueue's other six
+# (kubernetes-sigs/kueue config/components/crd/bases/ @ v0.19.2, the release of the others).
+MULTIKUEUE_CRDS = {
+    kind: f"crds/kueue.x-k8s.io_{plural}.yaml"
+    for kind, plural in (
+        ("AdmissionCheck", "admissionchecks"),
+        ("MultiKueueConfig", "multikueueconfigs"),
+        ("MultiKueueCluster", "multikueueclusters"),
+    )
+}
 # The CRDs that are not in ../shared/crds, by (group, kind), at their path in the cache.
 BEYOND_SHARED_CRDS: Mapping[tuple[str, str], str] = {
     ("keda.sh", "ScaledObject"): KEDA_SCALEDOBJECT_CRD,
     ("karpenter.sh", "NodeOverlay"): KARPENTER_NODEOVERLAY_CRD,
+    **{("kueue.x-k8s.io", kind): path for kind, path in MULTIKUEUE_CRDS.items()},
 }
 # The charts ../shared does not hold yet: the DRA drivers' (devices DRA, issue 43), kubernetes-sigs/
 # dra-driver-nvidia-gpu deployments/helm/dra-driver-nvidia-gpu @ v0.4.1 and aws/eks-charts stable/aws-dranet (1.0.0);
@@ -89,9 +100,17 @@ def upstream_file(path: str) -> Path:
     return found
 
 
+def _pattern(pattern: str) -> str:
+    """A CRD pattern (Go RE2, where a flag group may follow `^`: AdmissionCheck's kind `^(?i)[a-z]...`) as Python's
+    re reads it, which wants global flags first."""
+    return "(?i)^" + pattern[len("^(?i)") :] if pattern.startswith("^(?i)") else pattern
+
+
 def _close(schema: Any) -> Any:
     if isinstance(schema, dict):
         out = {k: _close(v) for k, v in schema.items() if not k.startswith("x-kubernetes-validations")}
+        if isinstance(out.get("pattern"), str):
+            out["pattern"] = _pattern(out["pattern"])
         if (
             out.get("type") == "object"
             and "properties" in out

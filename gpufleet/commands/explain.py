@@ -335,7 +335,7 @@ def run(args: argparse.Namespace) -> int:
     except ManifestError as exc:
         print(f"gpufleet explain: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    fleet = open_spec(spec, args.env).environments[args.env]
+    fleet = open_spec(spec, args.env).fleet(args.env)
     version = fleet.cluster.kubernetes_version
     try:
         _shape_errors(docs + running, version)  # the fleet's Kubernetes version decides the built-in schemas

@@ -87,7 +87,7 @@ def preflight(fleet: Fleet, clients: Clients, deadline: float | None = None) -> 
 
 def run(args: argparse.Namespace) -> int:
     validated = open_spec(args.spec, args.env)  # SpecError: rendered by gpufleet.cli, exit 1
-    fleet = validated.environments[args.env]
+    fleet = validated.fleet(args.env)
     region = fleet.cluster.region
     try:
         findings = preflight(fleet, aws.make_clients(region), args.deadline)

@@ -58,12 +58,13 @@ def run(args: argparse.Namespace) -> int:
     validated = open_spec(args.spec, args.env)
     print_warnings(validated)
     out = args.out if args.out is not None else f"out/{args.env}"
+    fleet = validated.fleet(args.env)  # with clusters[], one cluster's stack
     staging: Staging | None = None
     try:
         # A signal between creating the staging directory and knowing it would leave it behind: it waits.
         with signals_deferred():
             staging = prepare(out, args.spec)  # refuses a foreign target and proves it writable before synthesising
-        plan, tree = synth_tree(validated.environments[args.env], args.env)
+        plan, tree = synth_tree(fleet, args.env)
         staging.commit(tree, keep_deferred=True)
     except Contradictions as exc:  # the fleet contradicts itself: an error of the spec, nothing written
         _discard(staging)

@@ -4,7 +4,17 @@ are ordered by their references and the whole plan is checked (gpufleet.plan.par
 from __future__ import annotations
 
 from gpufleet.facts import stages
-from gpufleet.plan.builders import admission, cost, foundation, health, network, sharing, storage, telemetry
+from gpufleet.plan.builders import (
+    admission,
+    cluster_roles,
+    cost,
+    foundation,
+    health,
+    network,
+    sharing,
+    storage,
+    telemetry,
+)
 from gpufleet.plan.parts import BuildContext, Builder, RolloutPlan, StageContent, StagePlan, check_order, ordered
 from gpufleet.spec.fleet import Fleet
 
@@ -26,8 +36,10 @@ def build_plan(fleet: Fleet, environment: str) -> RolloutPlan:
     through = fleet.environment(environment).through
     ctx = BuildContext(fleet=fleet, environment=environment, through=through)
     built = []
+    role = cluster_roles.of(fleet)
     for name, build in STAGE_BUILDERS:
-        content = build(ctx)
+        # A stage the cluster's role has nothing of (a MultiKueue manager's GPU stages) is empty, and says why.
+        content = build(ctx) if role.builds(name) else StageContent(notes=(role.skipped_note(name),))
         content = StageContent(
             resources=ordered(content.resources), gates=content.gates, warnings=content.warnings, notes=content.notes
         )

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from gpufleet.base.errors import Issue, Path, SourceFile, SpecError, UsageError, closest, did_you_mean, sort_issues
+from gpufleet.rules import clusters as multikueue_rules
 from gpufleet.rules import cross_field
-from gpufleet.spec import defaults
+from gpufleet.spec import clusters, defaults
 from gpufleet.spec.environments import merge_environment
 from gpufleet.spec.fleet import Fleet
 from gpufleet.spec.load import Loaded, load_file, load_text
@@ -28,6 +29,23 @@ class Validated:
     environments: Mapping[str, Fleet]
     warnings: tuple[Issue, ...]
 
+    def fleet(self, env: str) -> Fleet:
+        """The fleet of one stack: the environment's, or with clusters[] one cluster's (`<env>.<cluster>`)."""
+        if env in self.environments:
+            return self.environments[env]
+        raise UsageError(
+            f"--env {env}: a spec with clusters[] has one stack per cluster and environment; name one of"
+            f" {', '.join(sorted(self.environments))}"
+        )
+
+    def clusters(self, env: str) -> Mapping[str, Fleet]:
+        """With clusters[]: the stack of each cluster of environment `env` (empty for a spec of one cluster)."""
+        return {
+            stack: fleet
+            for stack, fleet in self.environments.items()
+            if fleet.multikueue is not None and clusters.split_stack(stack)[0] == env
+        }
+
 
 def _check(
     data: Any, source: SourceFile, valid_sections: frozenset[str] = frozenset()
@@ -35,8 +53,38 @@ def _check(
     issues = schema_issues(data, source.plain, valid_sections)
     if issues:
         return None, issues + rules_beside_schema_errors(data, issues)
+    if clusters.is_multi(data):
+        fleets, found = _check_clusters(data, None)
+        return (next(iter(fleets.values())) if fleets else None), found
+    found = multikueue_rules.spec_issues(data)
     fleet = fleet_from(data)
-    return fleet, cross_field.check(fleet)
+    return fleet, found + cross_field.check(fleet)
+
+
+def _check_clusters(data: dict[str, Any], environment: str | None) -> tuple[dict[str, Fleet], list[Issue]]:
+    """A schema-valid spec with clusters[]: its own rules, then each cluster's projection through every rule of a
+    single-cluster fleet, paths mapped back to the spec. The fleets by stack name (`environment`'s stacks; for the
+    base spec, by cluster name, the Manager first), none when there is an error."""
+    issues = multikueue_rules.spec_issues(data)
+    if any(i.severity == "error" for i in issues):
+        return {}, issues
+    projections = clusters.project(data)
+    envs = [environment] if environment is not None else sorted(data["environments"])
+    fleets: dict[str, Fleet] = {}
+    seen: set[tuple[Path, str]] = set()
+    for projection in sorted(projections, key=lambda p: p.role != "Manager"):
+        stacks = {env: clusters.stack_name(env, projection.name) for env in envs}
+        fleet = clusters.fleet_of(projection, fleet_from(projection.data), data, stacks)
+        for issue in cross_field.check(fleet):
+            mapped = replace(issue, path=projection.source_path(issue.path))
+            if (mapped.path, mapped.message) not in seen:
+                seen.add((mapped.path, mapped.message))
+                issues.append(mapped)
+        key = stacks[environment] if environment is not None else projection.name
+        fleets[key] = fleet
+    if any(i.severity == "error" for i in issues):
+        return {}, issues
+    return fleets, issues
 
 
 # What each attribute of a Fleet is made of, by top-level spec section (gpufleet.spec.fleet._fleet and
@@ -63,6 +111,10 @@ FLEET_SECTIONS: Mapping[str, frozenset[str]] = {
     "environment": frozenset({"environments"}),
     "paths": frozenset({"nodeGroups", "teams", "imageSets"}),
     "defaulted": frozenset({"cluster", "versions", "teams"}),
+    # gpufleet.spec.clusters.fleet_of: the clusters[] entries and admission.multiKueue; the manager's mirror (`queued`)
+    # is made of every section a fleet's queues are
+    "multikueue": frozenset({"clusters", "admission"}),
+    "queued": frozenset({"clusters", "admission", "nodeGroups", "teams", "cluster", "versions", "workloads"}),
 }
 
 # A schema-valid value for each required section, standing in for one that does not conform so that the rules that
@@ -200,6 +252,8 @@ def validate_loaded(loaded: Loaded, env: str | None = None) -> Validated:
     environments = sorted(declared) if isinstance(declared, dict) else []
     # Environments are merged only when their own section is well formed (else the base issues say why).
     mergeable = isinstance(declared, dict) and not any(i.path[:1] == ("environments",) for i in issues)
+    stack = env
+    env, cluster = clusters.split_stack(env) if env is not None else (None, None)
     if env is not None and mergeable and env not in environments:
         issues.append(
             Issue(
@@ -214,7 +268,17 @@ def validate_loaded(loaded: Loaded, env: str | None = None) -> Validated:
     for name in wanted:
         data, view, merge_issues = merge_environment(loaded.data, name, source)
         fleet: Fleet | None
-        if base is not None and data == loaded.data:
+        stacks: dict[str, Fleet] = {}
+        if clusters.is_multi(data):
+            # One fleet per cluster: each environment is a stack per cluster (gpufleet.spec.clusters).
+            valid = unchanged_sections(data, loaded.data) if base is not None else frozenset()
+            env_issues = schema_issues(data, view.plain, valid)
+            if env_issues:
+                env_issues += rules_beside_schema_errors(data, env_issues)
+            else:
+                stacks, env_issues = _check_clusters(data, name)
+            fleet = None
+        elif base is not None and data == loaded.data:
             # Nothing overridden: the same data makes the same fleet with the same issues (fleet_from and the
             # rules read only the data), so they are not made again.
             fleet, env_issues = base, base_issues
@@ -240,6 +304,19 @@ def validate_loaded(loaded: Loaded, env: str | None = None) -> Validated:
             )
         if fleet is not None:
             merged[name] = fleet
+        merged.update(stacks)
+    if cluster is not None and mergeable and not any(i.severity == "error" for i in issues) and stack not in merged:
+        names = [clusters.split_stack(s)[1] or "" for s in merged]
+        issues.append(
+            Issue(
+                path=("clusters",),
+                at_key=True,
+                message=f'no cluster "{cluster}" in clusters[] (stack {stack})',
+                hint=did_you_mean(cluster, names),
+            )
+        )
+    if stack is not None and stack != env:
+        merged = {k: v for k, v in merged.items() if k == stack}
     errors = [i for i in issues if i.severity == "error"]
     if errors or base is None:
         raise SpecError(source, sort_issues(source, issues))

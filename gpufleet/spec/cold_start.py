@@ -118,6 +118,8 @@ def ready_seconds(fleet: Fleet, group: NodeGroup) -> float:
 
 def default_timeout_seconds(fleet: Fleet) -> tuple[int, str]:
     """The derived default and the group it comes from."""
+    # A MultiKueue manager runs no GPU group: its workloads start on the workers, whose slowest group it waits for.
+    fleet = fleet.queued if fleet.multikueue is not None else fleet
     slowest = max(fleet.node_groups, key=lambda g: ready_seconds(fleet, g))
     return 60 * math.ceil(ready_seconds(fleet, slowest) * MARGIN / 60), slowest.name
 

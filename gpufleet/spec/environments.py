@@ -69,8 +69,8 @@ def merge_environment(
             continue  # the schema reports it
         src = base_src + (section,)
         if section in NAMED_LISTS:
-            items = merged.get(section)
-            if not isinstance(items, list):
+            items, where = _named(merged, section)
+            if items is None:
                 continue  # the base spec's own issues say what is wrong with it
             # one entry per item, so an index here is an index into items (a null entry is the schema's to report)
             names = [item.get("name") if isinstance(item, dict) else None for item in items]
@@ -89,7 +89,7 @@ def merge_environment(
                 if not isinstance(item_patch, dict):
                     continue
                 index = names.index(name)
-                _merge_map(items[index], item_patch, src + (name,), (section, index), source, view)
+                _merge_map(items[index], item_patch, src + (name,), where[index], source, view)
         elif isinstance(merged.get(section), dict):
             _merge_map(merged[section], patch, src, (section,), source, view)
         else:
@@ -100,11 +100,30 @@ def merge_environment(
     return merged, view, issues
 
 
+def _named(data: dict[str, Any], section: str) -> tuple[list[Any] | None, list[Path]]:
+    """The items of a named list and the spec path of each; a spec with clusters[] has its node groups under its
+    clusters (gpufleet.spec.clusters), addressed by name as the top-level ones are. None where it is not a list."""
+    entries = data.get("clusters")
+    if section == "nodeGroups" and isinstance(entries, list) and "nodeGroups" not in data:
+        items: list[Any] = []
+        where: list[Path] = []
+        for i, entry in enumerate(entries):
+            groups = entry.get("nodeGroups") if isinstance(entry, dict) else None
+            for j, group in enumerate(groups if isinstance(groups, list) else []):
+                items.append(group)
+                where.append(("clusters", i, "nodeGroups", j))
+        return items, where
+    found = data.get(section)
+    if not isinstance(found, list):
+        return None, []
+    return found, [(section, i) for i in range(len(found))]
+
+
 def _max_sizes(data: dict[str, Any]) -> dict[str, int]:
-    groups = data.get("nodeGroups")
+    groups, _ = _named(data, "nodeGroups")
     return {
         g["name"]: g["scaling"]["maxSize"]
-        for g in (groups if isinstance(groups, list) else [])
+        for g in (groups or [])
         if isinstance(g, dict)
         and isinstance(g.get("name"), str)
         and isinstance(g.get("scaling"), dict)

@@ -501,6 +501,40 @@ class Environment:
     through: StageName
 
 
+ClusterRole = Literal["Manager", "Worker"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Member:
+    """clusters[<i>]: one cluster of a fleet of several."""
+
+    name: str
+    role: ClusterRole
+    region: str
+    node_groups: tuple[str, ...]  # the names of its GPU node groups (a Manager has none)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MultiKueue:
+    """What one cluster of clusters[] knows of the others (gpufleet.spec.clusters makes it)."""
+
+    cluster: str  # this cluster's name
+    role: ClusterRole
+    members: tuple[Member, ...]  # every cluster, in the spec's order
+    step_size: int  # admission.multiKueue.stepSize
+    # The Manager's: the fleet as its Kueue objects mirror it (every worker's node groups, teams with every quota);
+    # None on a Worker, whose own fleet is what it runs.
+    mirrored: Fleet | None = None
+
+    @property
+    def workers(self) -> tuple[Member, ...]:
+        return tuple(m for m in self.members if m.role == "Worker")
+
+    @property
+    def manager(self) -> Member:
+        return next(m for m in self.members if m.role == "Manager")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Fleet:
     """The whole validated fleet, for one environment (overrides already merged)."""
@@ -528,9 +562,16 @@ class Fleet:
     paths: Mapping[str, Path]
     # the spec paths gpufleet.spec.defaults.fill filled (versions.<key>, cluster.systemNodes, teams[<name>].namespace)
     defaulted: frozenset[str]
+    # clusters[]: this cluster's place among several (gpufleet.spec.clusters); None for a spec of one cluster
+    multikueue: MultiKueue | None = None
 
     def node_group(self, name: str) -> NodeGroup:
         return next(g for g in self.node_groups if g.name == name)
+
+    @property
+    def queued(self) -> Fleet:
+        """The fleet its Kueue quota describes: a MultiKueue manager's mirror of its workers, else itself."""
+        return self.multikueue.mirrored if self.multikueue and self.multikueue.mirrored else self
 
     def environment(self, name: str) -> Environment:
         return next(e for e in self.environments if e.name == name)

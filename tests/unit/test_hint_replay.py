@@ -57,6 +57,7 @@ VALIDATOR = (
     *(f"gpufleet/rules/{feature.__name__.rpartition('.')[2]}.py" for feature in cross_field.FEATURES),
     "gpufleet/rules/helm_values.py",
     "gpufleet/spec/environments.py",
+    "gpufleet/rules/clusters.py",
     "gpufleet/rules/pipeline.py",
 )
 # Calls that pass a hint made elsewhere along: the site is where it was made.
@@ -330,6 +331,19 @@ def _timeout() -> int:
 
 R = Replay
 THROUGH_HEALTH: Patch = {"environments.dev.rollout.through": "health"}
+# The minimal spec as clusters[]: a manager and a worker that runs its node group (docs/multi-cluster.md).
+NETWORK = {"vpcId": "vpc-0a1b2c3d", "subnetIds": ["subnet-0aa", "subnet-0bb"]}
+MANAGER = {"name": "mini-manager", "role": "Manager", "region": "us-east-1", "network": NETWORK}
+WORKER = {"name": "mini-use1", "role": "Worker", "region": "us-east-1", "network": NETWORK}
+MULTI: Patch = {
+    "cluster.name": DEL,
+    "cluster.region": DEL,
+    "cluster.network": DEL,
+    "clusters": [MANAGER, {**WORKER, "nodeGroups": MINIMAL["nodeGroups"]}],
+    "nodeGroups": DEL,
+}
+L4_WEST = {**MINIMAL["nodeGroups"][0], "name": "l4-usw2"}
+WEST = {"name": "mini-usw2", "role": "Worker", "region": "us-west-2", "network": NETWORK, "nodeGroups": [L4_WEST]}
 DCGM_OLD = "nvcr.io/nvidia/cloud-native/dcgm:4.5.2-1-ubuntu22.04"
 DCGM_NOW = "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04"  # GPU Operator v26.7.0's, the minimal spec's
 # Six anchors, each ten times the one before: 10^6 values once expanded.
@@ -1613,6 +1627,92 @@ REPLAYS: tuple[Replay, ...] = (
         {"environments.dev.overrides": {"nodeGroups": {"l4": {"scaling": {"minSize": 1}}}}},
     ),
     R("unknown-environment", {}, 'did you mean "dev"?', {}, env="de", fixed_env="dev"),
+    R(
+        "unknown-cluster-stack",
+        {},
+        'did you mean "mini-use1"?',
+        {},
+        base=MULTI,
+        env="dev.mini-use2",
+        fixed_env="dev.mini-use1",
+    ),
+    # --- clusters.py -------------------------------------------------------------------------------------------
+    R(
+        "multikueue-without-clusters",
+        {"admission": {"multiKueue": {"stepSize": 2}}},
+        "remove it, or describe the manager and its workers in clusters[] (docs/multi-cluster.md)",
+        {"admission.multiKueue": DEL},
+    ),
+    R(
+        "clusters-and-node-groups",
+        {"nodeGroups": [L4_WEST]},
+        "move each group to clusters[].nodeGroups of the worker that runs it",
+        {"nodeGroups": DEL, "clusters.2": WEST},
+        base=MULTI,
+    ),
+    R(
+        "clusters-and-cluster-region",
+        {"cluster.region": "us-east-1"},
+        "move it to the clusters[] entry it belongs to: clusters[].region",
+        {"cluster.region": DEL},
+        base=MULTI,
+    ),
+    R(
+        "clusters-without-manager",
+        {"clusters.0": WEST},
+        "add a small CPU-only cluster with role: Manager (docs/multi-cluster.md)",
+        {"clusters.2": MANAGER},
+        base=MULTI,
+    ),
+    R(
+        "clusters-second-manager",
+        {"clusters.2": {**MANAGER, "name": "mini-manager-2"}},
+        "make it a Worker, or describe the second fleet in a spec of its own",
+        {"clusters.2": WEST},
+        base=MULTI,
+    ),
+    R(
+        "clusters-without-worker",
+        {"clusters.1": {**MANAGER, "name": "mini-manager-2"}, "teams.0.quotas.0.nodeGroup": "l4-usw2"},
+        "add the GPU clusters with role: Worker and their nodeGroups",
+        {"clusters.1": WEST},
+        base=MULTI,
+    ),
+    R(
+        "clusters-same-name",
+        {"clusters.2": {**WEST, "name": "mini-use1"}},
+        "give each cluster its own EKS name",
+        {"clusters.2.name": "mini-usw2"},
+        base=MULTI,
+    ),
+    R(
+        "clusters-manager-runs-gpus",
+        {"clusters.0.nodeGroups": [L4_WEST]},
+        "move these node groups to a Worker; the manager keeps only its CPU system nodes",
+        {"clusters.0.nodeGroups": DEL, "clusters.2": WEST},
+        base=MULTI,
+    ),
+    R(
+        "clusters-worker-without-groups",
+        {"clusters.2": {k: v for k, v in WEST.items() if k != "nodeGroups"}},
+        "give it nodeGroups, or remove it",
+        {"clusters.2": DEL},
+        base=MULTI,
+    ),
+    R(
+        "clusters-group-name-twice",
+        {"clusters.2": {**WEST, "nodeGroups": [MINIMAL["nodeGroups"][0]]}},
+        "name it for its region, e.g. l4-us-west-2",
+        {"clusters.2.nodeGroups.0.name": "l4-us-west-2"},
+        base=MULTI,
+    ),
+    R(
+        "clusters-quota-on-no-worker",
+        {"teams.0.quotas.0.nodeGroup": "l5"},
+        "name a node group of clusters[].nodeGroups of a Worker",
+        {"teams.0.quotas.0.nodeGroup": "l4"},
+        base=MULTI,
+    ),
     # --- load.py: breaks in the YAML text ----------------------------------------------------------------------
     R(
         "duplicate-key",

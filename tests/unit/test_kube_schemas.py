@@ -22,8 +22,15 @@ ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "gpufleet" / "data" / "kube-schemas"
 TREES = ROOT / "tests" / "golden" / "trees"
 # Kinds synth writes that no shipped schema knows, with the reason: Karpenter's NodeOverlay CRD is beyond ../shared
-# (tests/upstream.py BEYOND_SHARED_CRDS), and neither check nor diff reads anything of a NodeOverlay but its metadata.
-UNCHECKED = {"karpenter.sh/v1alpha1 NodeOverlay"}
+# (tests/upstream.py BEYOND_SHARED_CRDS), and neither check nor diff reads anything of a NodeOverlay but its metadata;
+# the MultiKueue manager's AdmissionCheck, MultiKueueConfig and MultiKueueCluster likewise (their CRDs beyond ../shared
+# too; the golden trees' objects are held to them by tests/golden/test_tree_schemas.py).
+UNCHECKED = {
+    "karpenter.sh/v1alpha1 NodeOverlay",
+    "kueue.x-k8s.io/v1beta2 AdmissionCheck",
+    "kueue.x-k8s.io/v1beta2 MultiKueueCluster",
+    "kueue.x-k8s.io/v1beta2 MultiKueueConfig",
+}
 NEWEST = KUBERNETES_VERSIONS[-1]  # resource.k8s.io/v1 (DRA) is served from 1.34
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gpufleet.plan.builders import device_managers
+from gpufleet.plan.builders import cluster_roles, device_managers
 from gpufleet.plan.builders.common import helm, k8s
 from gpufleet.plan.manifests import (
     admission_policy,
@@ -65,16 +65,27 @@ def build(ctx: BuildContext) -> StageContent:
             notes=("No teams: nothing to admit, so Kueue is not installed, nor the job APIs it admits (workloads).",)
         )
 
+    # The cluster's role among several (gpufleet.plan.builders.cluster_roles), and the fleet its queues describe: a
+    # MultiKueue manager's are its workers' flavors and quotas, rendered as the workers render them.
+    role = cluster_roles.of(fleet)
+    view = fleet.queued
     release = helm(
         "kueue",
         fleet.versions.kueue,
         fleet=fleet,
         release=KUEUE_RELEASE,
         namespace=NS_KUEUE,
-        values=kueue.helm_values(fleet, prometheus=ctx.includes("telemetry")),
+        values=kueue.helm_values(
+            view,
+            prometheus=ctx.includes("telemetry") and role.builds("telemetry"),
+            configuration=role.kueue_configuration(fleet),
+            feature_gates=role.feature_gates(fleet),
+        ),
     )
     after_kueue = (release.id,)
     resources: list[Resource] = [release]
+    role_objects = [k8s(obj, depends_on=after_kueue) for obj in role.kueue_objects(fleet)]
+    resources += role_objects
 
     namespaces = {t.name: k8s(kueue.team_namespace(t, fleet.cluster.kubernetes_version)) for t in fleet.teams}
     resources += namespaces.values()
@@ -90,7 +101,7 @@ def build(ctx: BuildContext) -> StageContent:
         resources.append(k8s(kueue.workload_priority_class(priority), depends_on=after_kueue))
 
     topology_ids: tuple[str, ...] = ()
-    if any(defaults.placement(fleet, g) != "None" for g in fleet.node_groups):
+    if any(defaults.placement(view, g) != "None" for g in view.node_groups):
         topology = replace(
             k8s(kueue.topology(), depends_on=after_kueue),
             replace_on_changes=TOPOLOGY_IMMUTABLE,
@@ -99,10 +110,10 @@ def build(ctx: BuildContext) -> StageContent:
         resources.append(topology)
         topology_ids = (topology.id,)
     flavor_ids = {}
-    for group in fleet.node_groups:
+    for group in view.node_groups:
         flavor = k8s(
-            kueue.resource_flavor(fleet, group, with_sharing=ctx.includes("sharing")),
-            depends_on=after_kueue + (topology_ids if defaults.placement(fleet, group) != "None" else ()),
+            kueue.resource_flavor(view, group, with_sharing=ctx.includes("sharing")),
+            depends_on=after_kueue + (topology_ids if defaults.placement(view, group) != "None" else ()),
         )
         if "topologyName" in flavor.args["object"]["spec"]:
             flavor = replace(flavor, replace_on_changes=TAS_FLAVOR_IMMUTABLE, delete_before_replace=True)
@@ -113,13 +124,18 @@ def build(ctx: BuildContext) -> StageContent:
         cohort = k8s(kueue.cohort(name), depends_on=after_kueue)
         cohort_ids[name] = cohort.id
         resources.append(cohort)
-    for team in fleet.teams:
+    checks = role.admission_checks(fleet)
+    for team in view.teams:
         needs = (
             after_kueue
             + tuple(flavor_ids[q.node_group] for q in team.quotas)
             + ((cohort_ids[team.cohort],) if team.cohort else ())
+            + tuple(r.id for r in role_objects)
         )
-        queue = k8s(kueue.cluster_queue(fleet, team, with_sharing=ctx.includes("sharing")), depends_on=needs)
+        queue = k8s(
+            kueue.cluster_queue(view, team, with_sharing=ctx.includes("sharing"), admission_checks=checks),
+            depends_on=needs,
+        )
         resources.append(queue)
         resources.append(k8s(kueue.local_queue(team), depends_on=(queue.id, namespaces[team.name].id)))
         default = kueue.default_local_queue(team)
@@ -146,8 +162,8 @@ def build(ctx: BuildContext) -> StageContent:
     layer, layer_notes = _workload_layer(fleet, after=after_kueue)
     return StageContent(
         resources=tuple(resources + layer),
-        warnings=tuple(_warnings(fleet)),
-        notes=(*_notes(fleet, with_sharing=ctx.includes("sharing")), *layer_notes),
+        warnings=tuple(_warnings(view)),
+        notes=(*_notes(view, with_sharing=ctx.includes("sharing")), *role.admission_notes(fleet), *layer_notes),
     )
 
 

@@ -69,7 +69,9 @@ def build(ctx: BuildContext) -> StageContent:
     system_ns = k8s(namespace(NS_SYSTEM, {"pod-security.kubernetes.io/enforce": "baseline"}))
     # The operator's operands (driver, toolkit, device plugin, DCGM) are privileged by nature.
     operator_ns = k8s(namespace(NS_GPU_OPERATOR, {"pod-security.kubernetes.io/enforce": "privileged"}))
-    resources += [system_ns, operator_ns]
+    # A cluster without GPU node groups (a MultiKueue manager) has no GPU Operator.
+    gpus = bool(fleet.node_groups)
+    resources += [system_ns, operator_ns] if gpus else [system_ns]
     for group in fleet.node_groups:
         daemonset = prepuller(fleet, group, system_ns.id)
         if daemonset is not None:
@@ -80,24 +82,25 @@ def build(ctx: BuildContext) -> StageContent:
     # controllers/object_controls.go @ v26.7.0): they are created here, before the release, not by the stage whose
     # settings they hold, so no operand waits in ContainerCreating for a later stage
     # (tests/golden/test_stage_references.py).
-    extra = [values for part in later for values in part.operator_values]
-    configs = [k8s(obj, depends_on=(operator_ns.id,)) for part in later for obj in part.operator_configmaps]
-    resources += configs
-    after = (operator_ns.id, *(c.id for c in configs)) + (
-        (SYSTEM_NODE_GROUP,) if fleet.cluster.mode == "Create" else ()
-    )
-    operator = helm(
-        "gpuOperator",
-        fleet.versions.gpu_operator,
-        fleet=fleet,
-        release="gpu-operator",
-        namespace=NS_GPU_OPERATOR,
-        values=gpu_operator.values(fleet, *extra),
-        depends_on=after,
-    )
-    resources.append(operator)
-    for manager, groups in device_managers.managed(fleet):
-        resources += manager.foundation_resources(ctx, groups, operator)
+    if gpus:
+        extra = [values for part in later for values in part.operator_values]
+        configs = [k8s(obj, depends_on=(operator_ns.id,)) for part in later for obj in part.operator_configmaps]
+        resources += configs
+        after = (operator_ns.id, *(c.id for c in configs)) + (
+            (SYSTEM_NODE_GROUP,) if fleet.cluster.mode == "Create" else ()
+        )
+        operator = helm(
+            "gpuOperator",
+            fleet.versions.gpu_operator,
+            fleet=fleet,
+            release="gpu-operator",
+            namespace=NS_GPU_OPERATOR,
+            values=gpu_operator.values(fleet, *extra),
+            depends_on=after,
+        )
+        resources.append(operator)
+        for manager, groups in device_managers.managed(fleet):
+            resources += manager.foundation_resources(ctx, groups, operator)
     if scaled:
         resources += autoscaler_resources(fleet)
         warnings += _autoscaler_warnings(fleet)

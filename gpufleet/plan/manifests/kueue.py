@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -330,8 +331,13 @@ def _preemptible_ceiling(priorities: tuple[Priority, ...]) -> int | None:
     return max(values) if values else None
 
 
-def cluster_queue(fleet: Fleet, team: Team, *, with_sharing: bool = True) -> dict[str, Any]:
-    """`with_sharing`: whether the environment includes the sharing stage (a mixed MIG group's resource names)."""
+def cluster_queue(
+    fleet: Fleet, team: Team, *, with_sharing: bool = True, admission_checks: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """`with_sharing`: whether the environment includes the sharing stage (a mixed MIG group's resource names).
+    `admission_checks`: the AdmissionChecks every workload of the queue passes (a MultiKueue manager's). A team with
+    no quota on the cluster (a MultiKueue worker without its groups) gets a queue without resource groups: it admits
+    nothing, and its LocalQueue still exists for what the manager dispatches."""
     adm = fleet.admission
     covered = covered_resources(fleet, team, with_sharing=with_sharing)
     has_cohort = team.cohort is not None
@@ -348,13 +354,17 @@ def cluster_queue(fleet: Fleet, team: Team, *, with_sharing: bool = True) -> dic
         "namespaceSelector": {"matchLabels": {LABEL_NAMESPACE_NAME: team.namespace}},
         "queueingStrategy": adm.queueing_strategy,
         "preemption": preemption,
-        "resourceGroups": [
+    }
+    if team.quotas:
+        spec["resourceGroups"] = [
             {
                 "coveredResources": covered,
                 "flavors": [_flavor_quota(fleet, q, covered, has_cohort, with_sharing) for q in team.quotas],
             }
-        ],
-    }
+        ]
+    if admission_checks:
+        # admissionChecksStrategy, not the deprecated admissionChecks list (apis/kueue/v1beta2 clusterqueue_types.go).
+        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": n} for n in admission_checks]}
     if has_cohort:
         spec = {"cohortName": team.cohort, **spec}
     return {
@@ -444,9 +454,10 @@ def team_namespaces(fleet: Fleet) -> list[str]:
     return sorted({t.namespace for t in fleet.teams})
 
 
-def controller_configuration(fleet: Fleet) -> dict[str, Any]:
+def controller_configuration(fleet: Fleet, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The whole controller Configuration: it replaces the chart's document, so the pinned chart's own settings
-    (versions.KueueRelease.chart_configuration) come first."""
+    (versions.KueueRelease.chart_configuration) come first. `extra`: what the cluster's role adds (a MultiKueue
+    manager's `multiKueue`), last."""
     adm = fleet.admission
     assert fleet.versions.kueue is not None  # rules: the admission stage needs a pinned Kueue
     return {
@@ -478,18 +489,31 @@ def controller_configuration(fleet: Fleet) -> dict[str, Any]:
             "excludeResourcePrefixes": ["ephemeral-storage", "hugepages-", "rdma/"],
             **({"deviceClassMappings": mappings} if (mappings := device_class_mappings(fleet)) else {}),
         },
+        **(extra or {}),
     }
 
 
-def helm_values(fleet: Fleet, *, prometheus: bool) -> dict[str, Any]:
-    """Values of the kueue chart (keys checked against charts/kueue/values.yaml at <version>)."""
+def helm_values(
+    fleet: Fleet,
+    *,
+    prometheus: bool,
+    configuration: Mapping[str, Any] | None = None,
+    feature_gates: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Values of the kueue chart (keys checked against charts/kueue/values.yaml at <version>). `configuration` and
+    `feature_gates`: what the cluster's role adds (gpufleet.plan.builders.cluster_roles)."""
+    manager: dict[str, Any] = {"replicas": 2, "podDisruptionBudget": {"enabled": True, "minAvailable": 1}}
+    if feature_gates:
+        manager["featureGates"] = feature_gates
     return {
         "managerConfig": {
-            "controllerManagerConfigYaml": yaml.safe_dump(controller_configuration(fleet), sort_keys=False)
+            "controllerManagerConfigYaml": yaml.safe_dump(
+                controller_configuration(fleet, configuration), sort_keys=False
+            )
         },
         # Two replicas with leader election: the second serves the admission webhooks while the leader is
         # rescheduled, so job creation in team namespaces does not fail during a node drain.
-        "controllerManager": {"replicas": 2, "podDisruptionBudget": {"enabled": True, "minAvailable": 1}},
+        "controllerManager": manager,
         # A ServiceMonitor for Kueue's metrics; its CRD exists once the telemetry stage ran.
         "enablePrometheus": prometheus,
     }
