@@ -16,7 +16,7 @@ from gpufleet.plan.manifests import kueue
 from gpufleet.plan.parts import BuildContext
 from gpufleet.spec.fleet import Fleet
 from tests import fastyaml
-from tests.upstream import require_shared
+from tests.upstream import BEYOND_SHARED_CRDS, crd_version, require_shared, upstream_file
 
 celpy = pytest.importorskip("celpy", reason="cel-python (test extra) evaluates CEL")
 
@@ -31,6 +31,11 @@ def _crd_schema(kind: str) -> dict[str, Any]:
         if crd["spec"]["names"]["kind"] == kind:
             version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1beta2")
             return dict(version["schema"]["openAPIV3Schema"])
+    if ("kueue.x-k8s.io", kind) in BEYOND_SHARED_CRDS:  # the MultiKueue manager's kinds, from the cache
+        upstream_file(BEYOND_SHARED_CRDS[("kueue.x-k8s.io", kind)])  # skips where the cache lacks it
+        found = crd_version(kueue.API, kind)
+        assert found is not None, kind
+        return dict(found["schema"]["openAPIV3Schema"])
     raise AssertionError(f"no CRD for {kind}")
 
 
