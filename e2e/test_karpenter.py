@@ -92,6 +92,10 @@ SEEN: list[str] = []
 DIAGNOSES: dict[str, str] = {}
 
 
+def _pod_state(pod: dict[str, Any]) -> str:
+    return f"{pod['metadata']['name']} {pod['status'].get('phase')} on {pod['spec'].get('nodeName')}"
+
+
 def _wait(done: Any, seconds: float) -> Any:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -121,7 +125,7 @@ def gates(box: fleet.Fleet) -> dict[str, list[tuple[str, str]]]:
                 (p["metadata"]["name"], p["spec"]["nodeName"]) for p in pods if p["status"].get("phase") == "Running"
             ]
             for p in pods:
-                seen = f"{p['metadata']['name']} {p['status'].get('phase')} on {p['spec'].get('nodeName')}"
+                seen = _pod_state(p)
                 if seen not in SEEN:
                     SEEN.append(seen)
             if len(placed) < want:
@@ -187,8 +191,7 @@ def _diagnosis(box: fleet.Fleet, pod: str, namespace: str = NAMESPACE) -> str:
     errors = box.karpenter.errors[-3:] if box.karpenter else []
     events = _why(box, pod, namespace)[-1500:]
     pods = [
-        f"{p['metadata']['name']} {p['status'].get('phase')} on {p['spec'].get('nodeName')}: "
-        f"{[(c['type'], c['status'], c.get('reason')) for c in p['status'].get('conditions', [])]}"
+        f"{_pod_state(p)}: {[(c['type'], c['status'], c.get('reason')) for c in p['status'].get('conditions', [])]}"
         for p in box.cluster.admin.list("v1", "Pod", namespace)
         if p["metadata"]["name"].startswith(pod)
     ]
