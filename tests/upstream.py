@@ -72,8 +72,11 @@ BEYOND_SHARED_CHARTS = tuple(
     for chart, version in (("aws-dranet", "1.0.0"), ("dra-driver-nvidia-gpu", "0.4.1"), ("karpenter-crd", "1.14.1"))
     for name in ("Chart.yaml", "values.yaml")
 )
+# The script Kueue's setup_multikueue.md runs on a worker (site/static/examples/multikueue/
+# create-multikueue-kubeconfig.sh @ v0.19.2): the ClusterRole MultiKueue needs there.
+MULTIKUEUE_KUBECONFIG_SCRIPT = "examples/kueue/create-multikueue-kubeconfig.sh"
 # Every upstream file of tools/upstream_files.json that ../shared does not hold.
-BEYOND_SHARED = tuple(BEYOND_SHARED_CRDS.values()) + BEYOND_SHARED_CHARTS
+BEYOND_SHARED = tuple(BEYOND_SHARED_CRDS.values()) + BEYOND_SHARED_CHARTS + (MULTIKUEUE_KUBECONFIG_SCRIPT,)
 
 
 def require_shared() -> Path:

@@ -16,6 +16,7 @@ from gpufleet.plan.builders.common import helm, k8s
 from gpufleet.plan.manifests import (
     admission_policy,
     kueue,
+    multikueue,
     readiness_policy,
     sharing,
     tenancy,
@@ -130,7 +131,8 @@ def build(ctx: BuildContext) -> StageContent:
             after_kueue
             + tuple(flavor_ids[q.node_group] for q in team.quotas)
             + ((cohort_ids[team.cohort],) if team.cohort else ())
-            + tuple(r.id for r in role_objects)
+            # The AdmissionCheck and what it names (MultiKueueConfig, MultiKueueClusters), not the role's RBAC.
+            + tuple(r.id for r in role_objects if r.args["object"]["apiVersion"] == multikueue.API)
         )
         queue = k8s(
             kueue.cluster_queue(view, team, with_sharing=ctx.includes("sharing"), admission_checks=checks),

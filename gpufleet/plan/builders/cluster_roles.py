@@ -13,9 +13,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from gpufleet.base import package_data
 from gpufleet.facts.stages import StageName
+from gpufleet.plan.builders.cluster import pod_identity_resources, tags
+from gpufleet.plan.builders.common import AWS_PROVIDER
 from gpufleet.plan.manifests import multikueue
+from gpufleet.plan.parts import BuildContext, Ref, Resource
+from gpufleet.spec import images
 from gpufleet.spec.fleet import Fleet
+from gpufleet.spec.names import partition
+
+CREDENTIALS_ROLE = "multikueue-credentials-role"
 
 
 class ClusterRole(Protocol):
@@ -50,6 +58,11 @@ class ClusterRole(Protocol):
         """Its lines of plan.md's admission stage."""
         ...
 
+    def foundation_resources(self, ctx: BuildContext) -> list[Resource]:
+        """AWS resources the role adds to stage 1 (the Manager's credentials role and its access entries on the
+        workers), only when the environment reaches admission, where what uses them is."""
+        ...
+
 
 class Single:
     """A spec of one cluster: the cluster runs what it admits."""
@@ -77,12 +90,18 @@ class Single:
     def admission_notes(self, fleet: Fleet) -> list[str]:
         return []
 
+    def foundation_resources(self, ctx: BuildContext) -> list[Resource]:
+        return []
+
 
 class Worker(Single):
     """A worker of clusters[]: a cluster of its own that also admits what the manager dispatches to it; it needs each
     team's namespace and LocalQueue, which it has by construction (gpufleet.spec.clusters)."""
 
     name = "Worker"
+
+    def kueue_objects(self, fleet: Fleet) -> list[dict[str, Any]]:
+        return multikueue.worker_objects()
 
     def admission_notes(self, fleet: Fleet) -> list[str]:
         assert fleet.multikueue is not None
@@ -93,6 +112,9 @@ class Worker(Single):
                 f"MultiKueue worker {position} of {len(fleet.multikueue.workers)}: the manager"
                 f" `{fleet.multikueue.manager.name}` dispatches the teams' admitted workloads here, into the same"
                 " namespaces and LocalQueues; quota here is this cluster's node groups' (docs/multi-cluster.md)."
+                f" The manager acts here as the ServiceAccount `{multikueue.NS_KUEUE}/{multikueue.WORKER_ACCOUNT}`"
+                f" (ClusterRole `{multikueue.WORKER_ACCOUNT}`, the rules of Kueue's create-multikueue-kubeconfig.sh);"
+                f" the group `{multikueue.MINTER_GROUP}` may only mint its tokens (Role `{multikueue.TOKEN_ROLE}`)."
             ),
         ]
 
@@ -123,7 +145,66 @@ class Manager(Single):
             multikueue.admission_check(),
             multikueue.config(workers),
             *(multikueue.cluster(w) for w in workers),
+            *multikueue.manager_objects(
+                [(w.name, w.region) for w in fleet.multikueue.workers],
+                images.reference(fleet, "python"),
+                package_data.text(f"data/multikueue/{multikueue.SCRIPT}"),
+            ),
         ]
+
+    def foundation_resources(self, ctx: BuildContext) -> list[Resource]:
+        """The credentials role only the CronJob's ServiceAccount on this cluster may assume (EKS Pod Identity), and
+        on each worker an access entry that maps it to the group allowed to mint the MultiKueue ServiceAccount's
+        tokens there. The entries are the manager's resources, on a provider in the worker's region: the role
+        exists only once the manager's stack runs, after the workers' (an access entry needs its principal), and
+        the link between the stacks is the group's name alone."""
+        fleet = ctx.fleet
+        if not ctx.includes("admission") or not fleet.teams:
+            return []
+        assert fleet.multikueue is not None
+        workers = [(w.name, w.region) for w in fleet.multikueue.workers]
+        out = pod_identity_resources(
+            fleet,
+            role=CREDENTIALS_ROLE,
+            policy=f"{CREDENTIALS_ROLE}-policy",
+            association=f"{CREDENTIALS_ROLE}-pod-identity",
+            name_prefix=f"{fleet.name}-multikueue-",
+            description=(
+                f"MultiKueue credentials of EKS cluster {fleet.cluster.name}: mints the workers' kubeconfigs (EKS Pod"
+                f" Identity, {multikueue.NS_KUEUE}/{multikueue.CREDENTIALS})"
+            ),
+            policy_name="multikueue-credentials",
+            policy_document=multikueue.credentials_iam_policy(partition(fleet.cluster.region), workers),
+            namespace=multikueue.NS_KUEUE,
+            service_account=multikueue.CREDENTIALS,
+        )
+        for name, region in workers:
+            provider = f"{AWS_PROVIDER}-{name}"
+            out += [
+                Resource(
+                    id=provider,
+                    type="pulumi:providers:aws",
+                    args={
+                        "region": region,
+                        "defaultTags": {"tags": tags(fleet)},
+                        "skipCredentialsValidation": False,
+                        "skipRegionValidation": True,
+                    },
+                ),
+                Resource(
+                    id=f"multikueue-access-{name}",
+                    type="aws:eks/accessEntry:AccessEntry",
+                    provider=provider,
+                    args={
+                        "clusterName": name,
+                        "principalArn": Ref(CREDENTIALS_ROLE, "arn"),
+                        "kubernetesGroups": [multikueue.MINTER_GROUP],
+                        "type": "STANDARD",
+                        "tags": tags(fleet),
+                    },
+                ),
+            ]
+        return out
 
     def admission_checks(self, fleet: Fleet) -> tuple[str, ...]:
         return (multikueue.ADMISSION_CHECK,)
@@ -147,6 +228,17 @@ class Manager(Single):
                 f" (MultiKueueConfig `{multikueue.CONFIG}`). Each worker's kubeconfig is the Secret"
                 f" `{multikueue.secret_name('<worker>')}` in kueue-system (docs/multi-cluster.md). The ClusterQueues"
                 " hold the sum of the workers' quotas: one flavor per worker node group, as the workers have it."
+            ),
+            "",
+            (
+                f"Credentials: the CronJob `{multikueue.NS_KUEUE}/{multikueue.CREDENTIALS}` (`{multikueue.SCHEDULE}`,"
+                f" every {multikueue.RENEW_HOURS} h) mints each worker a token of `{multikueue.WORKER_ACCOUNT}` valid"
+                f" {multikueue.TOKEN_SECONDS // 3600} h (TokenRequest) and rewrites its Secret, then fails unless the"
+                " MultiKueueCluster is Active; it reaches the workers as the Pod Identity role"
+                f" `{CREDENTIALS_ROLE}`, which each worker's access entry maps to the group"
+                f" `{multikueue.MINTER_GROUP}`."
+                " Nothing is dispatched before its first run: start one after deploying (docs/multi-cluster.md,"
+                ' "Rotating credentials").'
             ),
         ]
 

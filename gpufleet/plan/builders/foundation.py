@@ -16,7 +16,7 @@ from collections.abc import Callable
 from gpufleet.facts import catalog, pricing
 from gpufleet.facts.ami_releases import is_bottlerocket
 from gpufleet.facts.stages import StageName
-from gpufleet.plan.builders import device_managers, provisioners, scale_up
+from gpufleet.plan.builders import cluster_roles, device_managers, provisioners, scale_up
 from gpufleet.plan.builders import health as health_stage
 from gpufleet.plan.builders import sharing as sharing_stage
 from gpufleet.plan.builders import telemetry as telemetry_stage
@@ -101,6 +101,8 @@ def build(ctx: BuildContext) -> StageContent:
         resources.append(operator)
         for manager, groups in device_managers.managed(fleet):
             resources += manager.foundation_resources(ctx, groups, operator)
+    # What the cluster's role among several adds (a MultiKueue manager's credentials role and access entries).
+    resources += cluster_roles.of(fleet).foundation_resources(ctx)
     if scaled:
         resources += autoscaler_resources(fleet)
         warnings += _autoscaler_warnings(fleet)

@@ -8,8 +8,11 @@ multikueue-setup.yaml there.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from gpufleet.plan.manifests import restricted
+from gpufleet.plan.manifests.checksum import data_sha256
 from gpufleet.spec.names import LABEL_MANAGED_BY
 
 API = "kueue.x-k8s.io/v1beta2"
@@ -79,3 +82,235 @@ def configuration(step_size: int) -> dict[str, Any]:
 def feature_gates() -> list[dict[str, Any]]:
     """The kueue chart's controllerManager.featureGates (a list of {name, enabled}: charts/kueue/values.yaml)."""
     return [{"name": gate, "enabled": True} for gate in FEATURE_GATES]
+
+
+# --- Credentials (issue 44 item 4; docs/multi-cluster.md, "Rotating credentials") ------------------------------------
+# On each worker: a ServiceAccount bound to the ClusterRole MultiKueue needs there, and a Role whose only permission is
+# to mint that ServiceAccount's tokens (TokenRequest), bound to the group the manager's credentials role is mapped to
+# by an EKS access entry on the worker. On the manager: a CronJob that mints a token per worker before the previous
+# one expires and rewrites the kubeconfig Secret each MultiKueueCluster reads.
+NS_KUEUE = "kueue-system"
+WORKER_ACCOUNT = "gpufleet-multikueue"
+TOKEN_ROLE = "gpufleet-multikueue-token"
+# The Kubernetes group of the manager's credentials role on every worker (its EKS access entry's kubernetesGroups).
+MINTER_GROUP = "gpufleet-multikueue-credentials"
+CREDENTIALS = "gpufleet-multikueue-credentials"
+SCRIPT = "credentials.py"
+# A token lives 24 h and is renewed every 6 h: three renewals may fail (and alert) before the one in use expires.
+TOKEN_SECONDS = 24 * 3600
+SCHEDULE = "17 */6 * * *"
+RENEW_HOURS = 6
+ACTIVE_WAIT_SECONDS = 120
+
+
+def _verbs(*verbs: str) -> list[str]:
+    return list(verbs)
+
+
+_CRUD = _verbs("create", "delete", "get", "list", "watch")
+_GET = _verbs("get")
+
+
+def _pair(group: str, resource: str, verbs: list[str] = _CRUD) -> list[dict[str, Any]]:
+    return [
+        {"apiGroups": [group], "resources": [resource], "verbs": list(verbs)},
+        {"apiGroups": [group], "resources": [f"{resource}/status"], "verbs": list(_GET)},
+    ]
+
+
+# The rules of the ClusterRole MultiKueue needs on a worker, exactly as Kueue's
+# site/static/examples/multikueue/create-multikueue-kubeconfig.sh @ v0.19.2 writes them (the script
+# setup_multikueue.md runs; tests/multikueue/test_credentials.py reads the pinned script and compares), in its order:
+# every job kind MultiKueue dispatches, its Workloads, and read access to the queues.
+WORKER_RULES: tuple[dict[str, Any], ...] = (
+    *_pair("batch", "jobs"),
+    {"apiGroups": [""], "resources": ["pods"], "verbs": list(_CRUD)},
+    *_pair("apps", "statefulsets"),
+    *_pair("leaderworkerset.x-k8s.io", "leaderworkersets"),
+    *_pair("jobset.x-k8s.io", "jobsets"),
+    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": [*_CRUD, "update", "patch"]},
+    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues", "localqueues"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["get", "patch", "update"]},
+    *_pair("kubeflow.org", "tfjobs"),
+    *_pair("kubeflow.org", "paddlejobs"),
+    *_pair("kubeflow.org", "pytorchjobs"),
+    *_pair("kubeflow.org", "xgboostjobs"),
+    *_pair("kubeflow.org", "mpijobs"),
+    *_pair("ray.io", "rayjobs"),
+    {"apiGroups": ["ray.io"], "resources": ["rayclusters"], "verbs": [*_CRUD, "update", "patch"]},
+    {"apiGroups": ["ray.io"], "resources": ["rayclusters/status"], "verbs": list(_GET)},
+    *_pair("ray.io", "rayservices"),
+    *_pair("workload.codeflare.dev", "appwrappers"),
+)
+
+
+def _labelled(name: str, namespace: str | None = None) -> dict[str, Any]:
+    meta = _meta(name)
+    if namespace:
+        meta["namespace"] = namespace
+    return meta
+
+
+def _binding(kind: str, name: str, role_kind: str, subjects: list[dict[str, Any]], ns: str | None) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": kind,
+        "metadata": _labelled(name, ns),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": name},
+        "subjects": subjects,
+    }
+
+
+def worker_objects() -> list[dict[str, Any]]:
+    """What a worker holds for the manager: the ServiceAccount MultiKueue acts as, its ClusterRole and binding, and
+    the Role that lets the manager's credentials group mint the account's tokens and nothing else (RBAC
+    resourceNames narrow `create` on the token subresource to this one account)."""
+    account = {"kind": "ServiceAccount", "name": WORKER_ACCOUNT, "namespace": NS_KUEUE}
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _labelled(WORKER_ACCOUNT, NS_KUEUE)},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": _labelled(WORKER_ACCOUNT),
+            "rules": [dict(r) for r in WORKER_RULES],
+        },
+        _binding("ClusterRoleBinding", WORKER_ACCOUNT, "ClusterRole", [account], None),
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": _labelled(TOKEN_ROLE, NS_KUEUE),
+            "rules": [
+                {
+                    "apiGroups": [""],
+                    "resources": ["serviceaccounts/token"],
+                    "resourceNames": [WORKER_ACCOUNT],
+                    "verbs": ["create"],
+                }
+            ],
+        },
+        _binding(
+            "RoleBinding",
+            TOKEN_ROLE,
+            "Role",
+            [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": MINTER_GROUP}],
+            NS_KUEUE,
+        ),
+    ]
+
+
+def credentials_iam_policy(partition: str, workers: list[tuple[str, str]]) -> str:
+    """The manager's credentials role: it reads each worker's endpoint and CA, nothing else on AWS (what it may do
+    on a worker is the access entry's group's RBAC there)."""
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "DescribeWorkers",
+                    "Effect": "Allow",
+                    "Action": ["eks:DescribeCluster"],
+                    "Resource": [f"arn:{partition}:eks:{region}:*:cluster/{name}" for name, region in workers],
+                }
+            ],
+        },
+        indent=2,
+    )
+
+
+def manager_objects(workers: list[tuple[str, str]], image: str, script: str) -> list[dict[str, Any]]:
+    """The manager's rotation: the CronJob's ServiceAccount (EKS Pod Identity gives it the credentials role), what it
+    may do here (apply each worker's Secret, read each MultiKueueCluster), its script and the CronJob."""
+    names = [name for name, _ in workers]
+    account = [{"kind": "ServiceAccount", "name": CREDENTIALS, "namespace": NS_KUEUE}]
+    data = {SCRIPT: script}
+    env = {
+        "WORKERS": ",".join(f"{name}={region}" for name, region in workers),
+        "NAMESPACE": NS_KUEUE,
+        "SECRET_PREFIX": secret_name(""),
+        "WORKER_NAMESPACE": NS_KUEUE,
+        "WORKER_SERVICE_ACCOUNT": WORKER_ACCOUNT,
+        "TOKEN_SECONDS": str(TOKEN_SECONDS),
+        "ACTIVE_WAIT_SECONDS": str(ACTIVE_WAIT_SECONDS),
+    }
+    labels = {"app.kubernetes.io/name": CREDENTIALS}
+    pod: dict[str, Any] = {
+        "spec": {
+            "serviceAccountName": CREDENTIALS,
+            "restartPolicy": "Never",
+            "securityContext": dict(restricted.POD),
+            "containers": [
+                {
+                    "name": "renew",
+                    "image": image,
+                    "command": ["python", "-u", f"/opt/gpufleet/{SCRIPT}"],
+                    "env": [{"name": k, "value": v} for k, v in env.items()],
+                    "volumeMounts": [{"name": "script", "mountPath": "/opt/gpufleet", "readOnly": True}],
+                    "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
+                    "securityContext": dict(restricted.CONTAINER),
+                }
+            ],
+            "volumes": [{"name": "script", "configMap": {"name": CREDENTIALS}}],
+        },
+    }
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _labelled(CREDENTIALS, NS_KUEUE)},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": _labelled(CREDENTIALS, NS_KUEUE),
+            # RBAC cannot narrow `create` by name (kubernetes.io/docs/reference/access-authn-authz/rbac/#referring-to
+            # -resources): a server-side apply that creates the Secret needs it unnamed; the rest is per Secret.
+            "rules": [
+                {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+                {
+                    "apiGroups": [""],
+                    "resources": ["secrets"],
+                    "resourceNames": [secret_name(n) for n in names],
+                    "verbs": ["get", "patch", "update"],
+                },
+            ],
+        },
+        _binding("RoleBinding", CREDENTIALS, "Role", account, NS_KUEUE),
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": _labelled(CREDENTIALS),
+            "rules": [
+                {
+                    "apiGroups": ["kueue.x-k8s.io"],
+                    "resources": ["multikueueclusters"],
+                    "resourceNames": names,
+                    "verbs": ["get"],
+                }
+            ],
+        },
+        _binding("ClusterRoleBinding", CREDENTIALS, "ClusterRole", account, None),
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _labelled(CREDENTIALS, NS_KUEUE), "data": data},
+        {
+            "apiVersion": "batch/v1",
+            "kind": "CronJob",
+            "metadata": _labelled(CREDENTIALS, NS_KUEUE),
+            "spec": {
+                "schedule": SCHEDULE,
+                "concurrencyPolicy": "Forbid",
+                # A run missed by up to an hour (the controller down, a node drained) still runs.
+                "startingDeadlineSeconds": 3600,
+                "successfulJobsHistoryLimit": 1,
+                "failedJobsHistoryLimit": 3,
+                "jobTemplate": {
+                    "spec": {
+                        "backoffLimit": 2,
+                        "activeDeadlineSeconds": 900,
+                        "template": {
+                            # A changed script rolls into the next run's pods.
+                            "metadata": {
+                                "labels": labels,
+                                "annotations": {"gpufleet.io/scripts-sha256": data_sha256(data)},
+                            },
+                            **pod,
+                        },
+                    }
+                },
+            },
+        },
+    ]
