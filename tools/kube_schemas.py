@@ -40,6 +40,7 @@ VALIDATE_PACKAGE = f"kubernetes-validate=={kubernetes_validate.version.__version
 BUILT_IN_KINDS: tuple[tuple[str, str], ...] = (
     ("v1", "Pod"),
     ("batch/v1", "Job"),
+    ("batch/v1", "CronJob"),
     ("apps/v1", "Deployment"),
     ("apps/v1", "StatefulSet"),
     ("apps/v1", "DaemonSet"),
