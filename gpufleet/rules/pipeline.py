@@ -14,6 +14,7 @@ from gpufleet.rules import clusters as multikueue_rules
 from gpufleet.rules import cross_field
 from gpufleet.spec import clusters, defaults
 from gpufleet.spec.environments import merge_environment
+from gpufleet.spec.fields import model_fields
 from gpufleet.spec.fleet import Fleet
 from gpufleet.spec.load import Loaded, load_file, load_text
 from gpufleet.spec.schema import fleet_schema, with_defaults
@@ -87,27 +88,12 @@ def _check_clusters(data: dict[str, Any], environment: str | None) -> tuple[dict
     return fleets, issues
 
 
-# What each attribute of a Fleet is made of, by top-level spec section (gpufleet.spec.fleet._fleet and
-# gpufleet.spec.defaults.fill, which fills systemNodes from the cluster, pins into versions and namespaces into teams).
+# What each attribute of a Fleet is made of, by top-level spec section: the YAML key each field reads
+# (gpufleet.spec.fields), and what gpufleet.spec.defaults.fill fills from other sections (systemNodes from the
+# cluster, pins into versions, namespaces into teams).
 FLEET_SECTIONS: Mapping[str, frozenset[str]] = {
-    "name": frozenset({"metadata"}),
-    "cluster": frozenset({"cluster"}),
-    "versions": frozenset({"versions"}),
-    "node_groups": frozenset({"nodeGroups"}),
+    **{f.name: frozenset({f.path[0]}) for f in model_fields(Fleet) if f.path},
     "node_group": frozenset({"nodeGroups"}),
-    "image_sets": frozenset({"imageSets"}),
-    "teams": frozenset({"teams"}),
-    "admission": frozenset({"admission"}),
-    "telemetry": frozenset({"telemetry"}),
-    "health": frozenset({"health"}),
-    "checkpoints": frozenset({"checkpoints"}),
-    "fsx_lustre": frozenset({"fsxLustre"}),
-    "network": frozenset({"network"}),
-    "workloads": frozenset({"workloads"}),
-    "images": frozenset({"images"}),
-    "gpu_hour_usd": frozenset({"cost"}),
-    "helm_values": frozenset({"helm"}),
-    "environments": frozenset({"environments"}),
     "environment": frozenset({"environments"}),
     "paths": frozenset({"nodeGroups", "teams", "imageSets"}),
     "defaulted": frozenset({"cluster", "versions", "teams"}),

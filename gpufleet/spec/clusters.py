@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gpufleet.base.errors import Path
+from gpufleet.spec.fields import build
 from gpufleet.spec.fleet import ClusterRole, Fleet, Member, MultiKueue
 from gpufleet.spec.schema import with_defaults
 
@@ -105,15 +106,7 @@ def project(data: dict[str, Any]) -> list[Projection]:
 
 
 def members(data: Mapping[str, Any]) -> tuple[Member, ...]:
-    return tuple(
-        Member(
-            name=e["name"],
-            role=e["role"],
-            region=e["region"],
-            node_groups=tuple(g["name"] for g in _groups(e)),
-        )
-        for e in data["clusters"]
-    )
+    return tuple(build(Member, e) for e in data["clusters"])
 
 
 def fleet_of(projection: Projection, fleet: Fleet, data: Mapping[str, Any], stacks: Mapping[str, str]) -> Fleet:

@@ -1,6 +1,8 @@
 """The typed, frozen fleet model. Built once from schema-valid, default-filled data (`Fleet.create`).
 
-Field names follow the YAML (snake_case here); each docstring starts with the YAML name. Defaults are not
+Field names follow the YAML (snake_case here); each docstring starts with the YAML name. A field reads the
+camelCase of its name, or what its metadata says (`at`, `keyed`, `rest`, `derived`: gpufleet.spec.fields, which
+builds the model from the YAML; tests/unit/test_spec_fields.py holds the fields to the schema). Defaults are not
 declared here: static ones come from the schema, computed ones from `gpufleet.spec.defaults`.
 """
 
@@ -15,6 +17,7 @@ from typing import Any, Literal
 from gpufleet.base.errors import Path
 from gpufleet.facts.stages import StageName
 from gpufleet.facts.versions import COMPONENTS
+from gpufleet.spec.fields import at, build, derived, keyed, rest
 
 # Closed sets of the spec, spelled as in the YAML (schemas/fleet.schema.json enums; tests/unit/test_spec_types.py
 # holds them equal), so mypy --strict checks every comparison against them.
@@ -143,7 +146,7 @@ class Reservation:
 
     id: str | None
     resource_group_arn: str | None
-    open: bool
+    open: bool = field(metadata=at(missing=False))  # the schema allows only `open: true`
     tags: Mapping[str, str] | None = None  # Karpenter only: every reservation with these tags
     instance_count: int  # reserved instances, billed around the clock whether they run or not
 
@@ -157,6 +160,14 @@ class Update:
     max_unavailable_percentage: int | None
 
 
+def _headroom(hr: Mapping[str, Any] | None) -> Headroom | None:
+    return Headroom(nodes=hr["nodes"]) if hr is not None and hr["nodes"] > 0 else None
+
+
+def _instance_types(group: Mapping[str, Any], _: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(group["instanceTypes"]) if "instanceTypes" in group else (group["instanceType"],)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NodeGroup:
     """nodeGroups[]: one GPU instance type, as an EKS managed node group or a Karpenter NodePool (`provisioner`)."""
@@ -164,24 +175,24 @@ class NodeGroup:
     name: str
     instance_type: str  # the reference shape (quotas, model, cost): with instance_types, the smallest of them
     # instanceTypes (Karpenter): every type the NodePool may launch, instance_type among them; (instance_type,) else
-    instance_types: tuple[str, ...]
+    instance_types: tuple[str, ...] = field(metadata=derived(_instance_types, reads=("instanceTypes",)))
     workload_class: WorkloadClass
     provisioner: Provisioner
     # devices: what hands the GPUs (and EFA interfaces) to pods (gpufleet.spec.devices says what each one is)
     devices: Devices
-    ami_type: AmiType
-    ami_release_version: str
-    capacity_type: CapacityType
+    ami_type: AmiType = field(metadata=at("ami.type"))
+    ami_release_version: str = field(metadata=at("ami.releaseVersion"))
+    capacity_type: CapacityType = field(metadata=at("capacity.type"))
     # capacity.fallback (Karpenter only): the capacity types the NodePool may launch, in Karpenter's order of
     # preference (Reserved, Spot, OnDemand); () when the group has the one capacity type of capacity_type
-    capacity_fallback: tuple[str, ...]
-    reservation_id: str | None  # a Capacity Block's
-    reservation: Reservation | None  # an ODCR of an OnDemand group
-    min_size: int
-    max_size: int
-    desired_size: int | None
+    capacity_fallback: tuple[str, ...] = field(metadata=at("capacity.fallback", missing=()))
+    reservation_id: str | None = field(metadata=at("capacity.reservationId"))  # a Capacity Block's
+    reservation: Reservation | None = field(metadata=at("capacity.reservation"))  # an ODCR of an OnDemand group
+    min_size: int = field(metadata=at("scaling.minSize"))
+    max_size: int = field(metadata=at("scaling.maxSize"))
+    desired_size: int | None = field(metadata=at("scaling.desiredSize"))
     warm_pool: WarmPool | None
-    headroom: Headroom | None  # None: no headroom (absent, or nodes 0)
+    headroom: Headroom | None = field(metadata=at(read=_headroom))  # None: no headroom (absent, or nodes 0)
     zone: str | None
     placement_group: str | None  # an existing one by name, "None" for none; None: gpufleet creates one (EFA)
     subnet_ids: tuple[str, ...] | None
@@ -194,7 +205,7 @@ class NodeGroup:
     update: Update
     taints: tuple[Taint, ...]
     labels: Mapping[str, str]
-    disk_size_gib: int
+    disk_size_gib: int = field(metadata=at("diskSizeGiB"))
     data_volume_snapshot_id: str | None  # Bottlerocket: the data volume's EBS snapshot holding the images
 
 
@@ -210,7 +221,9 @@ class ImageSet:
 
     name: str
     images: tuple[str, ...]
-    size_gb: float | None = None  # imageSets[].sizeGB, measured; None: gpufleet.facts.image_pull assumes a size
+    size_gb: float | None = field(
+        default=None, metadata=at("sizeGB")
+    )  # imageSets[].sizeGB, measured; None: gpufleet.facts.image_pull assumes a size
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -269,13 +282,13 @@ class Admission:
     """admission: Kueue settings."""
 
     pods_ready_timeout_seconds: int | None  # None: gpufleet.spec.cold_start derives it from the slowest group
-    backoff_limit_count: int
-    backoff_base_seconds: int
-    backoff_max_seconds: int
+    backoff_limit_count: int = field(metadata=at("requeuing.backoffLimitCount"))
+    backoff_base_seconds: int = field(metadata=at("requeuing.backoffBaseSeconds"))
+    backoff_max_seconds: int = field(metadata=at("requeuing.backoffMaxSeconds"))
     queueing_strategy: QueueingStrategy
-    within_cluster_queue: WithinClusterQueue
-    reclaim_within_cohort: ReclaimWithinCohort
-    borrow_within_cohort: BorrowWithinCohort
+    within_cluster_queue: WithinClusterQueue = field(metadata=at("preemption.withinClusterQueue"))
+    reclaim_within_cohort: ReclaimWithinCohort = field(metadata=at("preemption.reclaimWithinCohort"))
+    borrow_within_cohort: BorrowWithinCohort = field(metadata=at("preemption.borrowWithinCohort"))
     priorities: tuple[Priority, ...]
     serving_readiness_probe: str  # Deny | Warn | Off: the serving readiness policy in team namespaces
 
@@ -299,13 +312,22 @@ class Cluster:
     region: str
     kubernetes_version: str
     endpoint_access: EndpointAccess
-    public_cidrs: tuple[str, ...] | None  # publicEndpoint.cidrs; None: EKS's default 0.0.0.0/0
-    open_endpoint_reason: str | None  # publicEndpoint.acknowledgeOpenToInternet
-    vpc_id: str
-    subnet_ids: tuple[str, ...]
+    public_cidrs: tuple[str, ...] | None = field(metadata=at("publicEndpoint.cidrs"))  # None: EKS's 0.0.0.0/0
+    open_endpoint_reason: str | None = field(metadata=at("publicEndpoint.acknowledgeOpenToInternet"))
+    vpc_id: str = field(metadata=at("network.vpcId"))
+    subnet_ids: tuple[str, ...] = field(metadata=at("network.subnetIds"))
     system_nodes: SystemNodes | None
     autoscaler: AutoscalerChoice  # the Cluster Autoscaler in stage 1
     admins: tuple[Principal, ...]
+
+
+def _pin(key: str) -> Any:
+    """A component's pin: versions.<key>.<its pin field> (chart, or tag for an image release)."""
+    return at(f"{key}.{COMPONENTS[key].pin_field}")
+
+
+def _unpinned(_: Mapping[str, Any], given: Mapping[str, Any]) -> frozenset[str]:
+    return frozenset(key for key in COMPONENTS if f"versions.{key}" in given["defaulted"])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -313,29 +335,31 @@ class Versions:
     """versions: the upstream components; one the spec does not pin is the release gpufleet is tested with
     (gpufleet.spec.defaults.PINS), and `defaulted` names it (plan.json, plan.md)."""
 
-    gpu_operator: str
-    driver_source: DriverSource
-    driver_version: str | None
-    toolkit_version: str | None
-    gdrcopy: GdrCopy | None  # versions.driver.gdrCopy; None: computed (gpufleet.spec.defaults.gdrcopy)
-    kueue: str
-    efa_device_plugin: str
-    nvidia_dra_driver: str
-    efa_dra_driver: str
-    network_operator: str
-    multus: str
-    kube_prometheus_stack: str
-    node_problem_detector: str
-    cluster_autoscaler: str
-    karpenter: str
-    job_set: str
-    trainer: str
-    leader_worker_set: str
-    keda: str
-    mountpoint_s3_csi: str
-    fsx_csi_driver: str
+    gpu_operator: str = field(metadata=_pin("gpuOperator"))
+    driver_source: DriverSource = field(metadata=at("driver.source"))
+    driver_version: str | None = field(metadata=at("driver.version"))
+    toolkit_version: str | None = field(metadata=at("driver.toolkitVersion"))
+    # None: computed (gpufleet.spec.defaults.gdrcopy)
+    gdrcopy: GdrCopy | None = field(metadata=at("driver.gdrCopy"))
+    kueue: str = field(metadata=_pin("kueue"))
+    efa_device_plugin: str = field(metadata=_pin("efaDevicePlugin"))
+    nvidia_dra_driver: str = field(metadata=_pin("nvidiaDraDriver"))
+    efa_dra_driver: str = field(metadata=_pin("efaDraDriver"))
+    network_operator: str = field(metadata=_pin("networkOperator"))
+    multus: str = field(metadata=_pin("multus"))
+    kube_prometheus_stack: str = field(metadata=_pin("kubePrometheusStack"))
+    node_problem_detector: str = field(metadata=_pin("nodeProblemDetector"))
+    cluster_autoscaler: str = field(metadata=_pin("clusterAutoscaler"))
+    karpenter: str = field(metadata=_pin("karpenter"))
+    job_set: str = field(metadata=_pin("jobSet"))
+    trainer: str = field(metadata=_pin("trainer"))
+    leader_worker_set: str = field(metadata=_pin("leaderWorkerSet"))
+    keda: str = field(metadata=_pin("keda"))
+    mountpoint_s3_csi: str = field(metadata=_pin("mountpointS3Csi"))
+    fsx_csi_driver: str = field(metadata=_pin("fsxCsiDriver"))
     addons: Mapping[str, str]
-    defaulted: frozenset[str]  # component keys (versions.COMPONENTS) the spec does not pin
+    # component keys (versions.COMPONENTS) the spec does not pin
+    defaulted: frozenset[str] = field(metadata=derived(_unpinned))
     pinning: Pinning  # Explicit: every deployed component must be pinned (rules: explicit-pins)
 
 
@@ -364,7 +388,7 @@ class Images:
 
     require_digests: bool
     # image key (python, dcgm, multus) -> the spec's `name:tag@sha256:<64 hex>`
-    digests: Mapping[str, str]
+    digests: Mapping[str, str] = field(metadata=rest())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -375,15 +399,17 @@ class Checkpoints:
     model_parameters: int
     bytes_per_parameter: int
     mean_time_between_failures_hours: float
-    interval_minutes: float | None
+    interval_minutes: float | None = field(metadata=at(exact=True))
     retention_days: int
     encryption: str  # S3Managed (SSE-S3) or CustomerManagedKey (SSE-KMS with the fleet's own key)
-    local_write_gbps: float | None  # per node, to the RAID0 instance-store array; None: devices x the device figure
-    local_device_write_gbps: float  # per instance-store NVMe device
-    bucket_write_gbps: float  # per node, to the bucket
+    local_write_gbps: float | None = field(
+        metadata=at("localWriteGBps")
+    )  # per node, to the RAID0 instance-store array; None: devices x the device figure
+    local_device_write_gbps: float = field(metadata=at("localDeviceWriteGBps"))  # per instance-store NVMe device
+    bucket_write_gbps: float = field(metadata=at("bucketWriteGBps"))  # per node, to the bucket
     writer_nodes: int | None  # nodes writing shards of one checkpoint in parallel; None: the largest Training group
     save: str  # Synchronous or Asynchronous (training waits only for the GPU-to-host copy)
-    host_copy_gbps: float  # per GPU, GPU-to-host copy of an asynchronous save
+    host_copy_gbps: float = field(metadata=at("hostCopyGBps"))  # per GPU, GPU-to-host copy of an asynchronous save
     jobs: tuple[CheckpointJob, ...]
     mountpoint: Mountpoint | None = None  # the teams' prefixes as PersistentVolumeClaims (Mountpoint S3 CSI driver)
 
@@ -408,7 +434,7 @@ class CheckpointJob:
     nodes: int
     model_parameters: int
     mean_time_between_failures_hours: float | None
-    interval_minutes: float | None
+    interval_minutes: float | None = field(metadata=at(exact=True))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -427,7 +453,7 @@ class FsxLustre:
     """fsxLustre: the fleet's FSx for Lustre file system."""
 
     deployment_type: str  # SCRATCH_1 | SCRATCH_2 | PERSISTENT_1 | PERSISTENT_2 (FSx API LustreDeploymentType)
-    storage_capacity_gib: int
+    storage_capacity_gib: int = field(metadata=at("storageCapacityGiB"))
     per_unit_storage_throughput: int | None  # MB/s/TiB, persistent types only
     node_group: str | None  # None: the Training group with the largest maxSize
     subnet_id: str | None  # None: the node group's single subnet
@@ -480,9 +506,15 @@ class Workloads:
     trainer: InstallChoice | None
     leader_worker_set: InstallChoice | None
     inference_replica_gpus: Mapping[str, int]  # inference node group -> GPUs one serving replica takes
-    serving_model_gb: Mapping[str, float] = field(default_factory=dict)  # inference group -> weights of a replica
-    weight_load_gbps: Mapping[str, WeightLoad] = field(default_factory=dict)  # inference group -> measured rates
-    image_pull_gbps: Mapping[str, float] = field(default_factory=dict)  # node group -> measured image pull rate
+    serving_model_gb: Mapping[str, float] = field(
+        default_factory=dict, metadata=at("servingModelGB")
+    )  # inference group -> weights of a replica
+    weight_load_gbps: Mapping[str, WeightLoad] = field(
+        default_factory=dict, metadata=at("weightLoadGBps")
+    )  # inference group -> measured rates
+    image_pull_gbps: Mapping[str, float] = field(
+        default_factory=dict, metadata=at("imagePullGBps")
+    )  # node group -> measured image pull rate
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -497,11 +529,15 @@ class WeightLoad:
 class Environment:
     """environments.<name>: one stack."""
 
-    name: str
-    through: StageName
+    name: str = field(metadata=derived())  # its key
+    through: StageName = field(metadata=at("rollout.through"))
 
 
 ClusterRole = Literal["Manager", "Worker"]
+
+
+def _group_names(groups: Any) -> tuple[str, ...]:
+    return tuple(g["name"] for g in groups) if isinstance(groups, list) else ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -511,7 +547,7 @@ class Member:
     name: str
     role: ClusterRole
     region: str
-    node_groups: tuple[str, ...]  # the names of its GPU node groups (a Manager has none)
+    node_groups: tuple[str, ...] = field(metadata=at(read=_group_names))  # its GPU node groups (a Manager has none)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -535,11 +571,28 @@ class MultiKueue:
         return next(m for m in self.members if m.role == "Manager")
 
 
+def _helm_values(helm: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {key: copy.deepcopy(chart["values"]) for key, chart in sorted((helm or {}).items())}
+
+
+def _paths(d: Mapping[str, Any], _: Mapping[str, Any]) -> dict[str, Path]:
+    """The index of each node group, team and image set in its list, for error paths (the first of a name)."""
+    paths: dict[str, Path] = {}
+    for kind, section in (("nodeGroup", "nodeGroups"), ("team", "teams"), ("imageSet", "imageSets")):
+        for i, item in enumerate(d[section]):
+            paths.setdefault(f"{kind}:{item['name']}", (section, i))
+    return paths
+
+
+def _defaulted(_: Mapping[str, Any], given: Mapping[str, Any]) -> frozenset[str]:
+    return frozenset(given["defaulted"])
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Fleet:
     """The whole validated fleet, for one environment (overrides already merged)."""
 
-    name: str
+    name: str = field(metadata=at("metadata.name"))
     cluster: Cluster
     versions: Versions
     node_groups: tuple[NodeGroup, ...]
@@ -553,17 +606,17 @@ class Fleet:
     network: Network
     workloads: Workloads
     images: Images
-    gpu_hour_usd: Mapping[str, float]
+    gpu_hour_usd: Mapping[str, float] = field(metadata=at("cost.gpuHourUsd", exact=True))
     # helm.<component>.values: Helm values merged last over the values gpufleet renders for that chart's release
     # (gpufleet.plan.builders.common.helm), checked by the rule helm-values
-    helm_values: Mapping[str, Mapping[str, Any]]
-    environments: tuple[Environment, ...]
+    helm_values: Mapping[str, Mapping[str, Any]] = field(metadata=at("helm", read=_helm_values))
+    environments: tuple[Environment, ...] = field(metadata=keyed())
     # index of each node group / team / image set in the source list, for error paths
-    paths: Mapping[str, Path]
+    paths: Mapping[str, Path] = field(metadata=derived(_paths))
     # the spec paths gpufleet.spec.defaults.fill filled (versions.<key>, cluster.systemNodes, teams[<name>].namespace)
-    defaulted: frozenset[str]
+    defaulted: frozenset[str] = field(metadata=derived(_defaulted))
     # clusters[]: this cluster's place among several (gpufleet.spec.clusters); None for a spec of one cluster
-    multikueue: MultiKueue | None = None
+    multikueue: MultiKueue | None = field(default=None, metadata=derived())
 
     def node_group(self, name: str) -> NodeGroup:
         return next(g for g in self.node_groups if g.name == name)
@@ -580,332 +633,4 @@ class Fleet:
     def create(data: Mapping[str, Any], defaulted: frozenset[str] = frozenset()) -> Fleet:
         """Build the model from schema-valid data with every default filled: the static ones (gpufleet.spec.schema) and
         those that depend on other fields (gpufleet.spec.defaults.fill, which says which spec paths it filled)."""
-        return _fleet(data, defaulted)
-
-
-def _reservation(d: Mapping[str, Any] | None) -> Reservation | None:
-    if d is None:
-        return None
-    return Reservation(
-        id=d.get("id"),
-        resource_group_arn=d.get("resourceGroupArn"),
-        open="open" in d,  # the schema allows only `open: true`
-        tags=dict(sorted(d["tags"].items())) if "tags" in d else None,
-        instance_count=d["instanceCount"],
-    )
-
-
-def _node_group(d: Mapping[str, Any]) -> NodeGroup:
-    wp = d.get("warmPool")
-    hr = d.get("headroom")
-    sh = d["sharing"]
-    topo = d["topology"]
-    upd = d["update"]
-    return NodeGroup(
-        name=d["name"],
-        instance_type=d["instanceType"],
-        instance_types=tuple(d["instanceTypes"]) if "instanceTypes" in d else (d["instanceType"],),
-        workload_class=WorkloadClass(d["workloadClass"]),
-        provisioner=d["provisioner"],
-        devices=d["devices"],
-        ami_type=d["ami"]["type"],
-        ami_release_version=d["ami"]["releaseVersion"],
-        capacity_type=CapacityType(d["capacity"]["type"]),
-        capacity_fallback=tuple(d["capacity"]["fallback"]) if "fallback" in d["capacity"] else (),
-        reservation_id=d["capacity"].get("reservationId"),
-        reservation=_reservation(d["capacity"].get("reservation")),
-        min_size=d["scaling"]["minSize"],
-        max_size=d["scaling"]["maxSize"],
-        desired_size=d["scaling"].get("desiredSize"),
-        warm_pool=(
-            None
-            if wp is None
-            else WarmPool(
-                min_size=wp["minSize"],
-                max_prepared_capacity=wp.get("maxPreparedCapacity"),
-                state=wp["state"],
-                reuse_on_scale_in=wp["reuseOnScaleIn"],
-            )
-        ),
-        headroom=Headroom(nodes=hr["nodes"]) if hr is not None and hr["nodes"] > 0 else None,
-        zone=d.get("zone"),
-        placement_group=d.get("placementGroup"),
-        subnet_ids=tuple(d["subnetIds"]) if "subnetIds" in d else None,
-        fabric=Fabric(d["fabric"]),
-        efa_taint=d["efaTaint"],
-        local_storage=d["localStorage"],
-        sharing=Sharing(
-            strategy=SharingStrategy(sh["strategy"]),
-            replicas=sh.get("replicas"),
-            profile=sh.get("profile"),
-            mig_strategy=sh["migStrategy"],
-            layout=tuple(MigSlice(gpus=s["gpus"], profile=s["profile"]) for s in sh["layout"]),
-            acknowledge_no_isolation=sh["acknowledgeNoIsolation"],
-        ),
-        topology=Topology(
-            policy=topo.get("policy"),
-            scope=topo.get("scope"),
-            placement=topo.get("placement"),
-            pod_shape=topo.get("podShape"),
-        ),
-        images=tuple(d["images"]),
-        update=Update(
-            strategy=upd["strategy"],
-            max_unavailable=upd.get("maxUnavailable"),
-            max_unavailable_percentage=upd.get("maxUnavailablePercentage"),
-        ),
-        taints=tuple(Taint(key=t["key"], value=t["value"], effect=t["effect"]) for t in d["taints"]),
-        labels=dict(sorted(d["labels"].items())),
-        disk_size_gib=d["diskSizeGiB"],
-        data_volume_snapshot_id=d.get("dataVolumeSnapshotId"),
-    )
-
-
-def _principals(items: Any) -> tuple[Principal, ...]:
-    return tuple(Principal(principal_arn=p["principalArn"]) for p in items)
-
-
-def _chart(versions: Mapping[str, Any], key: str) -> str:
-    return str(versions[key][COMPONENTS[key].pin_field])
-
-
-def _system_nodes(c: Mapping[str, Any]) -> SystemNodes | None:
-    """None when omitted and gpufleet.spec.defaults.fill left it so (mode Existing, or no AMI release known: the rules
-    ask)."""
-    if "systemNodes" not in c:
-        return None
-    sn = c["systemNodes"]
-    return SystemNodes(
-        instance_type=sn["instanceType"],
-        release_version=sn["releaseVersion"],
-        min_size=sn["minSize"],
-        max_size=sn["maxSize"],
-    )
-
-
-def _network(d: Mapping[str, Any]) -> Network:
-    gate = d["bandwidthGate"]
-    rdma = d.get("rdma")
-    return Network(
-        bandwidth_gate=BandwidthGate(
-            image=gate["image"], efficiency=float(gate["efficiency"]), timeout_minutes=gate["timeoutMinutes"]
-        ),
-        rdma=(
-            None
-            if rdma is None
-            else Rdma(
-                link_type=rdma["linkType"],
-                resource_name=rdma["resourceName"],
-                hca_max=rdma["hcaMax"],
-                socket_interface=rdma["socketInterface"],
-                networks=tuple(
-                    RdmaNetwork(name=n["name"], interface=n["interface"], hca=n["hca"], ip_pool=n["ipPool"])
-                    for n in rdma["networks"]
-                ),
-            )
-        ),
-    )
-
-
-def _fsx_lustre(d: Mapping[str, Any] | None) -> FsxLustre | None:
-    if d is None:
-        return None
-    return FsxLustre(
-        deployment_type=d["deploymentType"],
-        storage_capacity_gib=d["storageCapacityGiB"],
-        per_unit_storage_throughput=d.get("perUnitStorageThroughput"),
-        node_group=d.get("nodeGroup"),
-        subnet_id=d.get("subnetId"),
-        data_repositories=tuple(
-            DataRepository(
-                bucket=r.get("bucket"),
-                prefix=r["prefix"],
-                file_system_path=r["fileSystemPath"],
-                auto_import=tuple(r["autoImport"]),
-                auto_export=tuple(r["autoExport"]),
-            )
-            for r in d["dataRepositories"]
-        ),
-    )
-
-
-def _fleet(d: Mapping[str, Any], defaulted: frozenset[str]) -> Fleet:
-    c = d["cluster"]
-    endpoint = c.get("publicEndpoint")
-    v = d["versions"]
-    adm = d["admission"]
-    tel = d["telemetry"]
-    hl = d["health"]
-    cp = d.get("checkpoints")
-    paths: dict[str, Path] = {}
-    for i, g in enumerate(d["nodeGroups"]):
-        paths.setdefault(f"nodeGroup:{g['name']}", ("nodeGroups", i))
-    for i, t in enumerate(d["teams"]):
-        paths.setdefault(f"team:{t['name']}", ("teams", i))
-    for i, s in enumerate(d["imageSets"]):
-        paths.setdefault(f"imageSet:{s['name']}", ("imageSets", i))
-    return Fleet(
-        name=d["metadata"]["name"],
-        cluster=Cluster(
-            mode=c["mode"],
-            name=c["name"],
-            region=c["region"],
-            kubernetes_version=c["kubernetesVersion"],
-            endpoint_access=c["endpointAccess"],
-            public_cidrs=tuple(endpoint["cidrs"]) if endpoint and "cidrs" in endpoint else None,
-            open_endpoint_reason=endpoint.get("acknowledgeOpenToInternet") if endpoint else None,
-            vpc_id=c["network"]["vpcId"],
-            subnet_ids=tuple(c["network"]["subnetIds"]),
-            system_nodes=_system_nodes(c),
-            autoscaler=c["autoscaler"],
-            admins=_principals(c["admins"]),
-        ),
-        versions=Versions(
-            gpu_operator=_chart(v, "gpuOperator"),
-            driver_source=v["driver"]["source"],
-            driver_version=v["driver"].get("version"),
-            toolkit_version=v["driver"].get("toolkitVersion"),
-            gdrcopy=v["driver"].get("gdrCopy"),
-            kueue=_chart(v, "kueue"),
-            efa_device_plugin=_chart(v, "efaDevicePlugin"),
-            nvidia_dra_driver=_chart(v, "nvidiaDraDriver"),
-            efa_dra_driver=_chart(v, "efaDraDriver"),
-            network_operator=_chart(v, "networkOperator"),
-            multus=_chart(v, "multus"),
-            kube_prometheus_stack=_chart(v, "kubePrometheusStack"),
-            node_problem_detector=_chart(v, "nodeProblemDetector"),
-            cluster_autoscaler=_chart(v, "clusterAutoscaler"),
-            karpenter=_chart(v, "karpenter"),
-            job_set=_chart(v, "jobSet"),
-            trainer=_chart(v, "trainer"),
-            leader_worker_set=_chart(v, "leaderWorkerSet"),
-            keda=_chart(v, "keda"),
-            mountpoint_s3_csi=_chart(v, "mountpointS3Csi"),
-            fsx_csi_driver=_chart(v, "fsxCsiDriver"),
-            addons=dict(sorted(v["addons"].items())),
-            defaulted=frozenset(key for key in COMPONENTS if f"versions.{key}" in defaulted),
-            pinning=v["pinning"],
-        ),
-        node_groups=tuple(_node_group(g) for g in d["nodeGroups"]),
-        image_sets=tuple(
-            ImageSet(name=s["name"], images=tuple(s["images"]), size_gb=float(s["sizeGB"]) if "sizeGB" in s else None)
-            for s in d["imageSets"]
-        ),
-        teams=tuple(
-            Team(
-                name=t["name"],
-                namespace=t["namespace"],
-                cohort=t.get("cohort"),
-                quotas=tuple(
-                    Quota(
-                        node_group=q["nodeGroup"],
-                        gpus=q["gpus"],
-                        borrowing_limit=q.get("borrowingLimit"),
-                        lending_limit=q.get("lendingLimit"),
-                    )
-                    for q in t["quotas"]
-                ),
-                members=_principals(t["members"]),
-                pod_security=t["podSecurity"],
-                priorities=tuple(t["priorities"]) if "priorities" in t else None,
-                service_types=tuple(t["serviceTypes"]),
-                serving_readiness_probe=t.get("servingReadinessProbe"),
-                prefetch=tuple(Prefetch(node_group=p["nodeGroup"], paths=tuple(p["paths"])) for p in t["prefetch"]),
-            )
-            for t in d["teams"]
-        ),
-        admission=Admission(
-            pods_ready_timeout_seconds=adm.get("podsReadyTimeoutSeconds"),
-            backoff_limit_count=adm["requeuing"]["backoffLimitCount"],
-            backoff_base_seconds=adm["requeuing"]["backoffBaseSeconds"],
-            backoff_max_seconds=adm["requeuing"]["backoffMaxSeconds"],
-            queueing_strategy=adm["queueingStrategy"],
-            within_cluster_queue=adm["preemption"]["withinClusterQueue"],
-            reclaim_within_cohort=adm["preemption"]["reclaimWithinCohort"],
-            borrow_within_cohort=adm["preemption"]["borrowWithinCohort"],
-            priorities=tuple(
-                Priority(name=p["name"], value=p["value"], preemptible=p["preemptible"]) for p in adm["priorities"]
-            ),
-            serving_readiness_probe=adm["servingReadinessProbe"],
-        ),
-        telemetry=Telemetry(
-            prometheus=tel["prometheus"],
-            existing_namespace=tel.get("existingNamespace"),
-            idle_sm_active_below=float(tel["idleSmActiveBelow"]),
-        ),
-        health=Health(
-            auto_repair=hl["autoRepair"],
-            remediation=hl["remediation"],
-            dcgm_diag_level=hl["dcgmDiagLevel"],
-            check_interval_seconds=hl["checkIntervalSeconds"],
-        ),
-        checkpoints=(
-            None
-            if cp is None
-            else Checkpoints(
-                bucket=cp["bucket"],
-                model_parameters=cp["modelParameters"],
-                bytes_per_parameter=cp["bytesPerParameter"],
-                mean_time_between_failures_hours=float(cp["meanTimeBetweenFailuresHours"]),
-                interval_minutes=cp.get("intervalMinutes"),
-                retention_days=cp["retentionDays"],
-                encryption=cp["encryption"],
-                local_write_gbps=None if cp.get("localWriteGBps") is None else float(cp["localWriteGBps"]),
-                local_device_write_gbps=float(cp["localDeviceWriteGBps"]),
-                bucket_write_gbps=float(cp["bucketWriteGBps"]),
-                writer_nodes=cp.get("writerNodes"),
-                save=cp["save"],
-                host_copy_gbps=float(cp["hostCopyGBps"]),
-                jobs=tuple(
-                    CheckpointJob(
-                        name=j["name"],
-                        team=j["team"],
-                        node_group=j["nodeGroup"],
-                        nodes=j["nodes"],
-                        model_parameters=j["modelParameters"],
-                        mean_time_between_failures_hours=(
-                            None
-                            if j.get("meanTimeBetweenFailuresHours") is None
-                            else float(j["meanTimeBetweenFailuresHours"])
-                        ),
-                        interval_minutes=j.get("intervalMinutes"),
-                    )
-                    for j in cp["jobs"]
-                ),
-                mountpoint=(
-                    None
-                    if cp.get("mountpoint") is None
-                    else Mountpoint(
-                        uid=cp["mountpoint"]["uid"],
-                        gid=cp["mountpoint"]["gid"],
-                        cache_fraction=float(cp["mountpoint"]["cacheFraction"]),
-                    )
-                ),
-            )
-        ),
-        fsx_lustre=_fsx_lustre(d.get("fsxLustre")),
-        network=_network(d["network"]),
-        images=Images(
-            require_digests=d["images"]["requireDigests"],
-            digests={k: v for k, v in sorted(d["images"].items()) if k != "requireDigests"},
-        ),
-        workloads=Workloads(
-            job_set=d["workloads"].get("jobSet"),
-            trainer=d["workloads"].get("trainer"),
-            leader_worker_set=d["workloads"].get("leaderWorkerSet"),
-            inference_replica_gpus=dict(sorted(d["workloads"]["inferenceReplicaGpus"].items())),
-            serving_model_gb={k: float(v) for k, v in sorted(d["workloads"]["servingModelGB"].items())},
-            weight_load_gbps={
-                k: WeightLoad(s3=float(v["s3"]) if "s3" in v else None, nvme=float(v["nvme"]) if "nvme" in v else None)
-                for k, v in sorted(d["workloads"]["weightLoadGBps"].items())
-            },
-            image_pull_gbps={k: float(v) for k, v in sorted(d["workloads"]["imagePullGBps"].items())},
-        ),
-        gpu_hour_usd=dict(sorted(d["cost"]["gpuHourUsd"].items())),
-        helm_values={key: copy.deepcopy(chart["values"]) for key, chart in sorted((d.get("helm") or {}).items())},
-        environments=tuple(
-            Environment(name=name, through=env["rollout"]["through"]) for name, env in sorted(d["environments"].items())
-        ),
-        paths=paths,
-        defaulted=defaulted,
-    )
+        return build(Fleet, data, {"defaulted": defaulted})

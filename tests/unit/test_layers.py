@@ -64,6 +64,7 @@ PACK_MAY_REACH = {
     "gpufleet.spec.names",
     "gpufleet.tree.entries",
     "gpufleet.spec.fleet",
+    "gpufleet.spec.fields",
     "gpufleet.base.errors",
     "gpufleet.facts.versions",
     "gpufleet.facts.ami_releases",
