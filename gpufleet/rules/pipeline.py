@@ -73,9 +73,13 @@ def _check_clusters(data: dict[str, Any], environment: str | None) -> tuple[dict
     envs = [environment] if environment is not None else sorted(data["environments"])
     fleets: dict[str, Fleet] = {}
     seen: set[tuple[Path, str]] = set()
+    # The Manager first: its projection holds every worker's node groups, which each worker's fleet is told of.
+    dispatched = None
     for projection in sorted(projections, key=lambda p: p.role != "Manager"):
         stacks = {env: clusters.stack_name(env, projection.name) for env in envs}
-        fleet = clusters.fleet_of(projection, fleet_from(projection.data), data, stacks)
+        fleet = clusters.fleet_of(projection, fleet_from(projection.data), data, stacks, dispatched)
+        if fleet.multikueue is not None and dispatched is None:
+            dispatched = fleet.multikueue.dispatched
         for issue in cross_field.check(fleet):
             mapped = replace(issue, path=projection.source_path(issue.path))
             if (mapped.path, mapped.message) not in seen:

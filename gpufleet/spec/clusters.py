@@ -23,7 +23,7 @@ from typing import Any
 
 from gpufleet.base.errors import Path
 from gpufleet.spec.fields import build
-from gpufleet.spec.fleet import ClusterRole, Fleet, Member, MultiKueue
+from gpufleet.spec.fleet import ClusterRole, Fleet, Member, MultiKueue, NodeGroup
 from gpufleet.spec.schema import with_defaults
 
 # What clusters[] entries give of `cluster` (the rest is shared).
@@ -109,15 +109,23 @@ def members(data: Mapping[str, Any]) -> tuple[Member, ...]:
     return tuple(build(Member, e) for e in data["clusters"])
 
 
-def fleet_of(projection: Projection, fleet: Fleet, data: Mapping[str, Any], stacks: Mapping[str, str]) -> Fleet:
+def fleet_of(
+    projection: Projection,
+    fleet: Fleet,
+    data: Mapping[str, Any],
+    stacks: Mapping[str, str],
+    dispatched: tuple[NodeGroup, ...] | None = None,
+) -> Fleet:
     """The cluster's Fleet from the model of its projection: its environments renamed to their stacks (`stacks`:
     environment -> stack), and its place among the clusters. A Manager runs no GPU node group and holds no quota of
-    its own: its fleet has neither, and keeps the fleet it mirrors."""
+    its own: its fleet has neither, and keeps the fleet it mirrors. `dispatched`: every worker's node groups (the
+    Manager's projection has them all, so its own are used when not given)."""
     multikueue = MultiKueue(
         cluster=projection.name,
         role=projection.role,
         members=members(data),
         step_size=int(with_defaults({"admission": data.get("admission", {})})["admission"]["multiKueue"]["stepSize"]),
+        dispatched=fleet.node_groups if dispatched is None else dispatched,
     )
     environments = tuple(replace(e, name=stacks[e.name]) for e in fleet.environments if e.name in stacks)
     fleet = replace(fleet, environments=environments)

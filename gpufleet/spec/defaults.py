@@ -295,24 +295,34 @@ def gdrcopy(fleet: Fleet) -> bool:
     return fleet.versions.driver_source == "Operator" and efa_training
 
 
+def dispatch_groups(fleet: Fleet) -> tuple[NodeGroup, ...]:
+    """The node groups the workload APIs are resolved over: the fleet's own, or, on any cluster of clusters[], every
+    worker's. A workload the manager dispatches may land on any worker, and the manager creates it first: each
+    cluster installs the same job APIs and ClusterTrainingRuntimes (Kueue v0.19.2
+    site/content/en/docs/tasks/run/multikueue/trainjob.md: "ClusterTrainingRuntime: Must be installed on all worker
+    clusters"; a job kind whose CRD a worker lacks cannot be created there)."""
+    return fleet.multikueue.dispatched if fleet.multikueue is not None else fleet.node_groups
+
+
 def trainer(fleet: Fleet) -> bool:
     """workloads.trainer, resolved."""
     if fleet.workloads.trainer is not None:
         return fleet.workloads.trainer == "Install"
-    return any(g.workload_class is WorkloadClass.TRAINING for g in fleet.node_groups)
+    return any(g.workload_class is WorkloadClass.TRAINING for g in dispatch_groups(fleet))
 
 
 def job_set(fleet: Fleet) -> bool:
     """workloads.jobSet, resolved."""
     if fleet.workloads.job_set is not None:
         return fleet.workloads.job_set == "Install"
-    return trainer(fleet) or any(g.workload_class is WorkloadClass.TRAINING for g in fleet.node_groups)
+    return trainer(fleet) or any(g.workload_class is WorkloadClass.TRAINING for g in dispatch_groups(fleet))
 
 
-def multi_node_replicas(fleet: Fleet) -> list[str]:
-    """Inference groups whose serving replica (workloads.inferenceReplicaGpus) needs more GPUs than a node has."""
+def multi_node_replicas(fleet: Fleet, groups: tuple[NodeGroup, ...] | None = None) -> list[str]:
+    """Inference groups (of `groups`, else the fleet's) whose serving replica (workloads.inferenceReplicaGpus) needs
+    more GPUs than a node has."""
     out = []
-    for group in fleet.node_groups:
+    for group in fleet.node_groups if groups is None else groups:
         info = catalog.lookup(group.instance_type)
         gpus = fleet.workloads.inference_replica_gpus.get(group.name)
         if group.workload_class is WorkloadClass.INFERENCE and info and gpus and gpus > info.gpu_count:
@@ -324,7 +334,7 @@ def leader_worker_set(fleet: Fleet) -> bool:
     """workloads.leaderWorkerSet, resolved."""
     if fleet.workloads.leader_worker_set is not None:
         return fleet.workloads.leader_worker_set == "Install"
-    return bool(multi_node_replicas(fleet))
+    return bool(multi_node_replicas(fleet, dispatch_groups(fleet)))
 
 
 def desired_size(group: NodeGroup) -> int:

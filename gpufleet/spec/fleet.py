@@ -561,6 +561,9 @@ class MultiKueue:
     # The Manager's: the fleet as its Kueue objects mirror it (every worker's node groups, teams with every quota);
     # None on a Worker, whose own fleet is what it runs.
     mirrored: Fleet | None = None
+    # Every worker's node groups, on every cluster: what a dispatched workload may need, so each cluster installs the
+    # job APIs and ClusterTrainingRuntimes of all of them (gpufleet.spec.defaults.dispatch_groups).
+    dispatched: tuple[NodeGroup, ...] = ()
 
     @property
     def workers(self) -> tuple[Member, ...]:

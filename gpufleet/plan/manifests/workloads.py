@@ -31,6 +31,7 @@ from typing import Any
 
 from gpufleet.facts import catalog
 from gpufleet.plan.manifests import dra, kueue, network
+from gpufleet.spec import defaults
 from gpufleet.spec.devices import device_managing
 from gpufleet.spec.fleet import Fabric, Fleet, NodeGroup, WorkloadClass
 from gpufleet.spec.names import (
@@ -305,6 +306,9 @@ def efa_runtime(fleet: Fleet, group: NodeGroup) -> dict[str, Any]:
 
 def runtimes(fleet: Fleet) -> list[dict[str, Any]]:
     """Every ClusterTrainingRuntime gpufleet renders (the Trainer installed)."""
+    # Every worker's EFA groups on every cluster of clusters[] (defaults.dispatch_groups): a TrainJob names its runtime
+    # wherever it is dispatched; on a worker without the group no flavor admits it and the dispatcher moves on.
+    groups = defaults.dispatch_groups(fleet)
     return [torch_runtime(), deepspeed_runtime(fleet.versions.trainer)] + [
-        efa_runtime(fleet, g) for g in efa_groups(fleet)
+        efa_runtime(fleet, g) for g in groups if g.fabric is Fabric.EFA and g.workload_class is WorkloadClass.TRAINING
     ]
