@@ -135,7 +135,8 @@ class AtFoundation:
     bottlerocket_settings: Callable[[NodeGroup], dict[str, Any] | None] = _none
     node_repair: Callable[[NodeGroup], dict[str, Any] | None] = _none
     operator_values: tuple[dict[str, Any], ...] = ()
-    operator_configmaps: tuple[dict[str, Any], ...] = ()  # objects in the GPU Operator's namespace
+    # Objects the operator's operands read when they start: ConfigMaps in its namespace, the RBAC they need.
+    operator_configmaps: tuple[dict[str, Any], ...] = ()
 
 
 def bottlerocket_settings(group: NodeGroup, parts: Sequence[AtFoundation]) -> dict[str, Any] | None:

@@ -12,6 +12,7 @@ from gpufleet.plan.builders.telemetry import prometheus_dependency
 from gpufleet.plan.manifests import dashboards, headroom, rules_promql, sharing, telemetry
 from gpufleet.plan.parts import BuildContext, StageContent
 from gpufleet.spec import warm_pool
+from gpufleet.spec.devices import device_managing
 from gpufleet.spec.fleet import CapacityType, Fleet, NodeGroup, SharingStrategy
 
 # What the idle figure of a group can and cannot tell, by sharing strategy (rules_promql.telemetry_groups; the
@@ -28,6 +29,24 @@ IDLE_MEANING = {
         "a pod idling beside a busy MPS client is not idle (DCGM reports the GPU, not the client)"
     ),
 }
+
+
+def _counted(group: NodeGroup, resource: str) -> str:
+    """The device a pod of the group holds: a device plugin resource, or on a DRA group a device of the class its
+    claims name (counted from the claims' templates: rules_promql, DraAllocation)."""
+    return device_managing(group).claimed.get(resource, resource)
+
+
+def _idle_meaning(fleet: Fleet, group: NodeGroup) -> str:
+    meaning = IDLE_MEANING[group.sharing.strategy]
+    if not device_managing(group).claims:
+        return meaning
+    if telemetry.exporter_maps_dra(fleet):
+        return meaning + " (dcgm-exporter maps a claimed GPU to its pod: KUBERNETES_ENABLE_DRA)"
+    return (
+        "not counted: dcgm-exporter maps no claimed GPU to its pod while KUBERNETES_VIRTUAL_GPUS is on for the"
+        " time-sliced and MPS groups (docs/dra.md); allocated GPU-hours are counted"
+    )
 
 
 def group_gpu_hour_usd(fleet: Fleet, group: NodeGroup) -> tuple[float | None, str]:
@@ -431,7 +450,7 @@ def build(ctx: BuildContext) -> StageContent:
         "| node group | devices per GPU | one device is | idle means |",
         "|---|---|---|---|",
         *(
-            f"| {g.name} | {n} `{name}` | {1 / n:.3g} GPU | {IDLE_MEANING[g.sharing.strategy]} |"
+            f"| {g.name} | {n} `{_counted(g, name)}` | {1 / n:.3g} GPU | {_idle_meaning(fleet, g)} |"
             for g in fleet.node_groups
             for name, n in _devices(ctx, g).items()
         ),

@@ -6,18 +6,23 @@ from __future__ import annotations
 from gpufleet.facts import catalog
 from gpufleet.plan.builders import serving_start
 from gpufleet.plan.builders.common import helm, k8s
-from gpufleet.plan.manifests import dashboards, inference, rules_promql, sharing, telemetry
+from gpufleet.plan.manifests import dashboards, dra, inference, rules_promql, sharing, telemetry
+from gpufleet.plan.manifests import network as net
 from gpufleet.plan.parts import AtFoundation, BuildContext, Resource, StageContent
-from gpufleet.spec.names import GPU_RESOURCE
+from gpufleet.spec.devices import GPU_DEVICE_CLASS, device_managing, quota_resource
+from gpufleet.spec.fleet import Fabric
+from gpufleet.spec.names import GPU_RESOURCE, NS_NETWORK
 
 KPS_RELEASE = "kube-prometheus-stack"
 
 
 def at_foundation(ctx: BuildContext) -> AtFoundation:
-    """The operator's DCGM exporter reads its counters from a ConfigMap the operator mounts."""
+    """The operator's DCGM exporter reads its counters from a ConfigMap the operator mounts, and, with DRA groups,
+    watches ResourceSlices with the ClusterRole gpufleet grants it (telemetry.exporter_maps_dra)."""
+    rbac = tuple(telemetry.dcgm_exporter_resourceslices()) if telemetry.exporter_maps_dra(ctx.fleet) else ()
     return AtFoundation(
         operator_values=(telemetry.operator_telemetry_values(ctx.fleet),),
-        operator_configmaps=(telemetry.dcgm_metrics_configmap(),),
+        operator_configmaps=(telemetry.dcgm_metrics_configmap(), *rbac),
     )
 
 
@@ -37,7 +42,9 @@ def devices_per_gpu(ctx: BuildContext) -> list[tuple[dict[str, str], int]]:
         layout = sharing.mig_layout(group) if ctx.includes("sharing") else ()
         profiles = {sharing.mig_resource(group, p): p for _, p in layout}
         for name, n in per_gpu.items():
-            labels = {"node_group": group.name, "resource": rules_promql.ksm_resource(name)}
+            # On a DRA group the pods' GPUs are counted under the DeviceClass's quota name (dra_allocation).
+            resource = quota_resource(GPU_DEVICE_CLASS) if device_managing(group).claims else name
+            labels = {"node_group": group.name, "resource": rules_promql.ksm_resource(resource)}
             if name in profiles:
                 labels["GPU_I_PROFILE"] = profiles[name]
             out.append((labels, n))
@@ -54,6 +61,32 @@ def whole_gpu_groups(ctx: BuildContext) -> list[str]:
         if whole and info is not None and info.gpu_count > 1:
             out.append(group.name)
     return out
+
+
+def dra_allocation(ctx: BuildContext) -> rules_promql.DraAllocation | None:
+    """The DRA groups' GPUs per node and the GPUs of every ResourceClaimTemplate gpufleet renders for them: each team's
+    with quota on the group (gpufleet.plan.builders.device_managers), and the NCCL gate's of an EFA group (in the
+    network namespace, under the gate's name: gpufleet.plan.manifests.dra.claiming_gate). None without DRA groups."""
+    fleet = ctx.fleet
+    groups = [g for g in fleet.node_groups if device_managing(g).claims]
+    if not groups:
+        return None
+    node_gpus = {}
+    templates: dict[tuple[str, str, str], int] = {}
+    for group in groups:
+        info = catalog.lookup(group.instance_type)
+        node_gpus[group.name] = info.gpu_count if info else 1
+        for team in fleet.teams:
+            if any(q.node_group == group.name for q in team.quotas):
+                for obj in dra.claim_templates(team, group):
+                    templates[(team.namespace, obj["metadata"]["name"], group.name)] = dra.template_gpus(obj)
+        if group.fabric is Fabric.EFA:
+            templates[(NS_NETWORK, net.gate_name(group), group.name)] = dra.root_share(group)[0]
+    return rules_promql.DraAllocation(
+        node_gpus=node_gpus,
+        template_gpus=templates,
+        resource=rules_promql.ksm_resource(quota_resource(GPU_DEVICE_CLASS)),
+    )
 
 
 def build(ctx: BuildContext) -> StageContent:
@@ -82,14 +115,15 @@ def build(ctx: BuildContext) -> StageContent:
     else:
         notes.append(
             f"- Prometheus: existing, in `{ns}`. It must select objects labelled `gpufleet.io/monitoring=true` (or"
-            " all), kube-state-metrics must export the node labels `gpufleet.io/node-group` and"
-            " `gpufleet.io/workload-class` (`--metric-labels-allowlist=nodes=[...]`), and Grafana's sidecar must load"
+            " all), kube-state-metrics must export the node labels "
+            + _and([f"`{label}`" for label in telemetry.ksm_node_labels(fleet)])
+            + " (`--metric-labels-allowlist=nodes=[...]`), and Grafana's sidecar must load"
             " ConfigMaps labelled `grafana_dashboard=1`."
         )
     after = prometheus_dependency(ctx)
     resources.append(k8s(telemetry.dcgm_service_monitor(), depends_on=after))
     groups = rules_promql.telemetry_groups(
-        fleet.telemetry.idle_sm_active_below, devices_per_gpu(ctx), whole_gpu_groups(ctx)
+        fleet.telemetry.idle_sm_active_below, devices_per_gpu(ctx), whole_gpu_groups(ctx), dra_allocation(ctx)
     )
     resources.append(k8s(rules_promql.prometheus_rule("gpufleet-telemetry", ns, groups), depends_on=after))
     resources.append(
@@ -101,6 +135,7 @@ def build(ctx: BuildContext) -> StageContent:
         )
     )
     notes += _inference(ctx, ns, after, resources)
+    notes += _dra_notes(ctx)
     notes += [
         f"- DCGM exporter counters (ConfigMap `{telemetry.DCGM_METRICS_CONFIGMAP}`, created in stage 1 with the GPU"
         " Operator, which mounts it): "
@@ -116,6 +151,31 @@ def build(ctx: BuildContext) -> StageContent:
         ),
     ]
     return StageContent(resources=tuple(resources), notes=tuple(notes))
+
+
+def _dra_notes(ctx: BuildContext) -> list[str]:
+    """What the figures of DRA groups come from (docs/dra.md, Telemetry and health)."""
+    groups = telemetry.dra_groups(ctx.fleet)
+    if not groups:
+        return []
+    names = ", ".join(f"`{g}`" for g in groups)
+    idle = (
+        "idle GPUs from dcgm-exporter, which maps each claimed GPU to its pod (`KUBERNETES_ENABLE_DRA`, with the"
+        f" ClusterRole `{telemetry.DCGM_EXPORTER_RESOURCESLICES}` to watch ResourceSlices, created in stage 1)"
+        if telemetry.exporter_maps_dra(ctx.fleet)
+        else "no idle GPUs: dcgm-exporter maps no claimed GPU to its pod while `KUBERNETES_VIRTUAL_GPUS` is on for"
+        " the time-sliced and MPS groups (it returns before its DRA mapping), so their series carry no pod"
+    )
+    return [
+        f"- DRA groups ({names}): a pod's GPUs are its claims (`kube_pod_resourceclaim_info` of kube-state-metrics)"
+        " times the GPUs of their ResourceClaimTemplate (`gpufleet:dra_template_gpus`, every template gpufleet"
+        " renders; a claim of any other is not counted), a node's GPUs its instance type's (`gpufleet:dra_node_gpus`:"
+        " the node advertises no `nvidia.com/gpu`, so GPUNodeZeroAllocatable leaves it out); " + idle + "."
+    ]
+
+
+def _and(items: list[str]) -> str:
+    return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else "".join(items)
 
 
 def _inference(ctx: BuildContext, ns: str, after: tuple[str, ...], resources: list[Resource]) -> list[str]:

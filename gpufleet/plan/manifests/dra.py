@@ -177,6 +177,13 @@ def claiming_gate(group: NodeGroup, job: dict[str, Any]) -> tuple[dict[str, Any]
     return template, job
 
 
+def template_gpus(template: dict[str, Any]) -> int:
+    """The GPUs a claim from `template` holds: the counts of its requests of DeviceClass gpu.nvidia.com (every request
+    gpufleet renders is ExactCount)."""
+    requests = template["spec"]["spec"]["devices"]["requests"]
+    return sum(r["exactly"]["count"] for r in requests if r["exactly"]["deviceClassName"] == GPU_DEVICE_CLASS)
+
+
 def claim_templates(team: Team, group: NodeGroup) -> list[dict[str, Any]]:
     """The team's templates for one DRA group: whole GPUs by count, and on EFA groups one PCIe root's GPUs with its
     EFA interfaces (root_share)."""

@@ -15,12 +15,23 @@ Where the input series come from (names verified upstream, see docs/telemetry-he
   `kube_pod_container_resource_requests{resource="nvidia_com_gpu",node=...}`; kubernetes/kube-state-metrics
   internal/store/node_test.go, pod_test.go), node labels as `kube_node_labels{label_<sanitised>}` only for
   labels on the `--metric-labels-allowlist` (kube-prometheus-stack values set it; see telemetry.py).
+- On a DRA node (devices DRA) no pod requests `nvidia.com/gpu` and the node advertises none: a pod holds GPUs through
+  the ResourceClaims its `spec.resourceClaims` name. kube-state-metrics 2.20.0 (the 8.4.0 subchart) exports one
+  `kube_pod_resourceclaim_info{namespace,pod,uid,claim_name,resourceclaim_name,resourceclaim_template_name}` per
+  entry (internal/store/pod.go createPodResourceClaimInfoFamilyGenerator @ v2.20.0) but nothing of a claim's
+  devices (it has no ResourceClaim store, and its custom resource state ignores built-in kinds:
+  docs/metrics/extend/customresourcestate-metrics.md, Note). gpufleet renders every ResourceClaimTemplate a pod on
+  its DRA groups can name (team members may only read them, and Kueue refuses a pod naming a shared claim), so the
+  GPUs each one claims are constants (`gpufleet:dra_template_gpus`), and a DRA node's GPUs are its instance type's
+  (`gpufleet:dra_node_gpus`). The exporter maps a DRA GPU's series to its pod only with KUBERNETES_ENABLE_DRA
+  (telemetry.py); idle GPUs are attributed from that mapping, allocation never is.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from gpufleet.spec.names import LABEL_MANAGED_BY
@@ -32,6 +43,8 @@ KSM_NODE_GROUP = "label_gpufleet_io_node_group"
 # by its own devices per GPU (gpufleet:devices_per_gpu by resource and GPU_I_PROFILE).
 GPU_RESOURCES = "nvidia_com_gpu|nvidia_com_gpu_shared|nvidia_com_mig_.+"
 GPU_TAINT_KEY = "nvidia.com/gpu"
+# kube-state-metrics' name for the device-manager node label (gpufleet.spec.devices.LABEL_DEVICE_MANAGER).
+KSM_DEVICE_MANAGER = "label_gpufleet_io_device_manager"
 
 # DCGM clock event reason bits (NVIDIA/DCGM dcgmlib/dcgm_fields.h, as quoted in NVIDIA/dcgm-exporter
 # internal/pkg/collector/clock_events_collector.go). PromQL has no bitwise operators: bit b of x is
@@ -139,10 +152,22 @@ def ksm_resource(name: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_]", "_", name)
 
 
+@dataclass(frozen=True, slots=True)
+class DraAllocation:
+    """What the rules need of a fleet's DRA groups: GPUs per node by group, the GPUs each ResourceClaimTemplate
+    claims by (namespace, template, group), and the resource name (as kube-state-metrics spells it) their GPUs are
+    counted under beside the device plugin's."""
+
+    node_gpus: Mapping[str, int]
+    template_gpus: Mapping[tuple[str, str, str], int]
+    resource: str
+
+
 def telemetry_groups(
     idle_sm_active_below: float,
     devices_per_gpu: Sequence[tuple[Mapping[str, str], int]],
     whole_gpu_groups: Sequence[str] = (),
+    dra: DraAllocation | None = None,
 ) -> list[dict[str, Any]]:
     """Allocation versus work per node group, fragmentation, GPUs held and idle per namespace, and the GPU alerts.
 
@@ -157,7 +182,10 @@ def telemetry_groups(
     `whole_gpu_groups`: the node groups whose devices are whole GPUs and whose nodes have more than one, the only
     ones where a pod can take a whole node (`gpufleet:whole_gpu_node_group:info`): a time-sliced or MPS pod takes one
     replica (failRequestsGreaterThanOne), a MIG pod slices, so "a whole node's worth free but not on one node" means
-    nothing there. The fragmentation alert is scoped to them, where its device counts are physical GPUs."""
+    nothing there. The fragmentation alert is scoped to them, where its device counts are physical GPUs.
+
+    `dra`: the fleet's DRA groups (devices DRA), whose nodes advertise no GPU resource and whose pods claim GPUs from
+    ResourceClaimTemplates (see the module's docstring); None when the fleet has none."""
     thr = _fmt(idle_sm_active_below)
     running = 'max by (namespace, pod) (kube_pod_status_phase{phase=~"Pending|Running"} == 1)'
     ready = 'max by (node) (kube_node_status_condition{condition="Ready",status="true"} == 1)'
@@ -172,6 +200,44 @@ def telemetry_groups(
         _record("gpufleet:whole_gpu_node_group:info", "vector(1)", {"node_group": group})
         for group in sorted(whole_gpu_groups)
     ]
+    if dra is not None:
+        constants += [
+            _record("gpufleet:dra_node_gpus", f"vector({n})", {"node_group": group})
+            for group, n in sorted(dra.node_gpus.items())
+        ]
+        constants += [
+            _record(
+                "gpufleet:dra_template_gpus",
+                f"vector({n})",
+                {"namespace": ns, "resourceclaim_template_name": name, "node_group": group},
+            )
+            for (ns, name, group), n in sorted(dra.template_gpus.items())
+        ]
+    # GPUs a node has for pods: what the device plugin advertises, and on a DRA node its instance type's GPUs (the
+    # NVIDIA DRA driver publishes each GPU of the node as a device of class gpu.nvidia.com).
+    allocatable = (
+        f'sum by (node) (kube_node_status_allocatable{{resource=~"{GPU_RESOURCES}"}}) * on (node) group_left'
+        " (node_group) gpufleet:node_group:info"
+    )
+    # GPUs held by pods bound to a node and not finished: the device plugin allocates at admission, a claim is
+    # allocated when its pod is scheduled and released when the pod ends.
+    requested = (
+        "sum by (namespace, pod, node, resource)"
+        f' (kube_pod_container_resource_requests{{resource=~"{GPU_RESOURCES}",node!=""}}) * on (namespace, pod)'
+        f" group_left () {running}"
+    )
+    if dra is not None:
+        allocatable = (
+            f"{allocatable} or (gpufleet:node_group:info * on (node_group) group_left () gpufleet:dra_node_gpus)"
+        )
+        # One series per claim a pod names: the GPUs of its template, on the pod's node, under the resource name
+        # the ResourceQuota and Kueue count them by.
+        requested = (
+            f"({requested}) or (sum by (namespace, pod, node, resource) (label_replace(kube_pod_resourceclaim_info"
+            " * on (namespace, resourceclaim_template_name) group_left () gpufleet:dra_template_gpus,"
+            f' "resource", "{dra.resource}", "", "") * on (namespace, pod) group_left (node) max by (namespace, pod,'
+            f' node) (kube_pod_info{{node!=""}})) * on (namespace, pod) group_left () {running})'
+        )
     records = [
         # node -> node group (value 1), from the kube-state-metrics node label allowlist.
         _record(
@@ -179,18 +245,8 @@ def telemetry_groups(
             f'max by (node, node_group) (label_replace(kube_node_labels{{{KSM_NODE_GROUP}!=""}}, "node_group", "$1",'
             f' "{KSM_NODE_GROUP}", "(.+)"))',
         ),
-        _record(
-            "gpufleet:node_gpus_allocatable:sum",
-            f'sum by (node) (kube_node_status_allocatable{{resource=~"{GPU_RESOURCES}"}}) * on (node) group_left'
-            " (node_group) gpufleet:node_group:info",
-        ),
-        # GPUs held by pods bound to a node and not finished: the device plugin allocates at admission.
-        _record(
-            "gpufleet:pod_gpus_requested:sum",
-            "sum by (namespace, pod, node, resource)"
-            f' (kube_pod_container_resource_requests{{resource=~"{GPU_RESOURCES}",node!=""}}) * on (namespace, pod)'
-            f" group_left () {running}",
-        ),
+        _record("gpufleet:node_gpus_allocatable:sum", allocatable),
+        _record("gpufleet:pod_gpus_requested:sum", requested),
         _record(
             "gpufleet:node_gpus_allocated:sum",
             "sum by (node) (gpufleet:pod_gpus_requested:sum) * on (node) group_left (node_group)"
@@ -272,11 +328,15 @@ def telemetry_groups(
         f'(max by (node) (kube_node_spec_taint{{key="{GPU_TAINT_KEY}"}}) or on (node) max by (node)'
         " (gpufleet:node_group:info))"
     )
+    # A DRA node advertises no GPU resource by design: the alert is for the device plugin's nodes.
+    advertising = f'(sum by (node) (kube_node_status_allocatable{{resource=~"{GPU_RESOURCES}"}}) > 0)'
+    if dra:
+        advertising = f'({advertising} or on (node) max by (node) (kube_node_labels{{{KSM_DEVICE_MANAGER}="DRA"}}))'
+
     alerts = [
         _alert(
             "GPUNodeZeroAllocatable",
-            f"({gpu_nodes} and on (node) {ready}) unless on (node) (sum by (node)"
-            f' (kube_node_status_allocatable{{resource=~"{GPU_RESOURCES}"}}) > 0)',
+            f"({gpu_nodes} and on (node) {ready}) unless on (node) {advertising}",
             "10m",
             "critical",
             "Ready GPU node {{ $labels.node }} advertises no allocatable GPUs",

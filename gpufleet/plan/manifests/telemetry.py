@@ -14,7 +14,8 @@ from typing import Any
 
 from gpufleet.plan.manifests.gpu_operator import operand_tolerations
 from gpufleet.plan.manifests.rules_promql import API_VERSION, MONITORING_LABEL
-from gpufleet.spec.fleet import Fleet
+from gpufleet.spec.devices import LABEL_DEVICE_MANAGER, device_managing
+from gpufleet.spec.fleet import Fleet, SharingStrategy
 from gpufleet.spec.names import LABEL_MANAGED_BY, NS_GPU_OPERATOR, NS_MONITORING
 
 DCGM_METRICS_CONFIGMAP = "gpufleet-dcgm-metrics"
@@ -31,6 +32,14 @@ DASHBOARD_LABEL = "grafana_dashboard"
 DASHBOARD_LABEL_VALUE = "1"
 # Node labels kube-state-metrics must export as kube_node_labels{label_...} (the rules join on node group).
 KSM_NODE_LABELS = ("gpufleet.io/node-group", "gpufleet.io/workload-class")
+
+
+def ksm_node_labels(fleet: Fleet) -> tuple[str, ...]:
+    """The node labels kube-state-metrics must export for the fleet's rules: with DRA groups also the device manager's
+    (LABEL_DEVICE_MANAGER), which keeps a DRA node, advertising no GPU resource, out of GPUNodeZeroAllocatable."""
+    dra = any(device_managing(g).claims for g in fleet.node_groups)
+    return KSM_NODE_LABELS + ((LABEL_DEVICE_MANAGER,) if dra else ())
+
 
 # Field, Prometheus type, help: the exporter's CSV format (NVIDIA/dcgm-exporter etc/default-counters.csv).
 # Field names are the DCGM ones in that file; the profiling (DCP) counters need datacenter GPUs of Volta or
@@ -95,15 +104,84 @@ def operator_telemetry_values(fleet: Fleet) -> dict[str, Any]:
       shared GPU land on one namespace (NVIDIA/dcgm-exporter internal/pkg/transformation/kubernetes.go,
       toDeviceToSharingPods / toDeviceToPod, 4.5.3-4.8.2, the version GPU Operator v26.3.3 pins; unchanged since).
       MIG instances have their own series either way. The rules count a device once where they mean the device.
+      Left out in a fleet with DRA groups and no time-sliced or MPS group (virtual_gpus).
+    - `dcgmExporter.env` KUBERNETES_ENABLE_DRA=true where the exporter can map DRA groups' GPUs (exporter_maps_dra).
     """
     digest = hashlib.sha256(dcgm_metrics_csv().encode()).hexdigest()[:16]
+    env = [{"name": VIRTUAL_GPUS_ENV, "value": "true"}] if virtual_gpus(fleet) else []
+    if exporter_maps_dra(fleet):
+        env.append({"name": ENABLE_DRA_ENV, "value": "true"})
     return {
         "dcgmExporter": {
             "config": {"name": DCGM_METRICS_CONFIGMAP},
             "annotations": {"gpufleet.io/dcgm-metrics-sha256": digest},
-            "env": [{"name": VIRTUAL_GPUS_ENV, "value": "true"}],
+            "env": env,
         },
     }
+
+
+# Exporter setting: map a GPU allocated through DRA to its pod (pkg/cmd/app.go CLIKubernetesEnableDRA
+# "kubernetes-enable-dra", env KUBERNETES_ENABLE_DRA, default false; NVIDIA/dcgm-exporter since 4.3.1-4.4.0).
+ENABLE_DRA_ENV = "KUBERNETES_ENABLE_DRA"
+# The ServiceAccount the GPU Operator runs its exporter as (assets/state-dcgm-exporter/0100_service_account.yaml
+# @ v26.7.0).
+DCGM_EXPORTER_SERVICE_ACCOUNT = "nvidia-dcgm-exporter"
+DCGM_EXPORTER_RESOURCESLICES = "gpufleet-dcgm-exporter-resourceslices"
+
+
+def dra_groups(fleet: Fleet) -> list[str]:
+    return [g.name for g in fleet.node_groups if device_managing(g).claims]
+
+
+def virtual_gpus(fleet: Fleet) -> bool:
+    """KUBERNETES_VIRTUAL_GPUS on the exporter: always, except in a fleet with DRA groups and no time-sliced or MPS
+    group, where it would only keep the DRA mapping from running (exporter_maps_dra)."""
+    shared = any(g.sharing.strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS) for g in fleet.node_groups)
+    return shared or not dra_groups(fleet)
+
+
+def exporter_maps_dra(fleet: Fleet) -> bool:
+    """Whether dcgm-exporter labels a DRA GPU's series with the pod holding it, which the idle figures of DRA groups
+    need (gpufleet.plan.manifests.rules_promql). With KUBERNETES_ENABLE_DRA the exporter reads the claims' devices
+    from the kubelet's pod resources API (their DynamicResources: the kubelet gate KubeletPodResourcesDynamicResources,
+    beta and on from Kubernetes 1.34, which devices DRA requires) and each device's UUID from the gpu.nvidia.com
+    ResourceSlices (internal/pkg/transformation/dra.go, an informer on them: the ClusterRole
+    dcgm_exporter_resourceslices grants what the GPU Operator's own, at v26.7.0, leaves out:
+    assets/state-dcgm-exporter/0210_clusterrole.yaml "TODO: Add resourceSlices permissions"; the exporter waits for
+    that informer to sync before it serves). But PodMapper.Process maps DRA devices only after the
+    KUBERNETES_VIRTUAL_GPUS branch, which returns first (internal/pkg/transformation/kubernetes.go @ 4.5.3-4.8.2, the
+    newest source read; the ResourceSlice API v1 is read from 4.6.0-4.8.3, GPU Operator v26.7.0's exporter, by
+    NVIDIA/dcgm-exporter#590): a fleet that needs both (a time-sliced or MPS group beside a DRA group) gets the
+    shared GPUs' per-pod series and no DRA mapping."""
+    return bool(dra_groups(fleet)) and not virtual_gpus(fleet)
+
+
+def dcgm_exporter_resourceslices() -> list[dict[str, Any]]:
+    """The ClusterRole and its binding that let the operator's exporter watch ResourceSlices (exporter_maps_dra)."""
+    meta = {"name": DCGM_EXPORTER_RESOURCESLICES, "labels": dict(LABEL_MANAGED_BY)}
+    return [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": dict(meta),
+            "rules": [
+                {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"], "verbs": ["get", "list", "watch"]}
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": dict(meta),
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": DCGM_EXPORTER_RESOURCESLICES,
+            },
+            "subjects": [
+                {"kind": "ServiceAccount", "name": DCGM_EXPORTER_SERVICE_ACCOUNT, "namespace": NS_GPU_OPERATOR}
+            ],
+        },
+    ]
 
 
 def dcgm_metrics_configmap() -> dict[str, Any]:
@@ -193,7 +271,7 @@ def kube_prometheus_stack_values(fleet: Fleet) -> dict[str, Any]:
     The *SelectorNilUsesHelmValues=false settings make Prometheus select ServiceMonitors, PodMonitors and
     PrometheusRules from every namespace regardless of the Helm release label, so ours (and the training jobs'
     PodMonitors for the straggler metric) are picked up."""
-    allowlist = "nodes=[" + ",".join(KSM_NODE_LABELS) + "]"
+    allowlist = "nodes=[" + ",".join(ksm_node_labels(fleet)) + "]"
     return {
         "prometheus": {
             "prometheusSpec": {
