@@ -295,6 +295,16 @@ def test_unhealthy_node_is_cordoned_then_drained_per_class(wclass: str, evicted:
     assert acts.evict == evicted
 
 
+def test_on_a_dra_node_the_pods_that_claim_devices_are_drained() -> None:
+    # devices DRA: no pod asks for nvidia.com/gpu; the pods holding GPUs name ResourceClaims (issue 43 item 6).
+    claiming = _pod("claims", gpu=False)
+    claiming["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": "h100-dra-gpu-8"}]
+    claiming["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpus"}]
+    pods = [claiming, _pod("cpu", gpu=False)]
+    assert R.plan_node(FakeApi(), _node("True", "Training"), pods, R.Config(), now=100.0).evict == ["ns/claims"]
+    assert R.evictable(claiming) and not R.evictable(_pod("cpu", gpu=False))
+
+
 def _ready(pod: dict[str, Any], ready: bool) -> dict[str, Any]:
     pod["status"]["conditions"] = [{"type": "Ready", "status": "True" if ready else "False"}]
     return pod

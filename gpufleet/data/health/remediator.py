@@ -3,8 +3,8 @@ health checks) into cordon, then drain per workload class, and undoes its own co
 
 Per node (GPU nodes carry gpufleet.io/node-group and gpufleet.io/workload-class labels):
 - condition True: cordon (spec.unschedulable, annotated as ours); with REMEDIATION=CordonAndDrain evict the pods
-  that hold GPUs (never DaemonSet pods, never pods without a GPU request) through the Eviction API, which honours
-  PodDisruptionBudgets:
+  that hold GPUs (never DaemonSet pods, never pods without a GPU request or, on a DRA node, a ResourceClaim)
+  through the Eviction API, which honours PodDisruptionBudgets:
     Training, Batch: evict them all now; the job controller / Kueue requeues the work on healthy nodes.
     Inference: evict one pod per pass (NotReady replicas first), and only when every other replica of its
       ReplicaSet/StatefulSet is ready (the candidate itself is not missing capacity: the replica on the bad GPU is
@@ -102,6 +102,12 @@ def not_true_since(node: dict[str, Any]) -> float | None:
 
 
 def holds_gpu(pod: dict[str, Any]) -> bool:
+    """The pod holds the node's devices: nvidia.com/* in a container's requests or limits (the device plugin's), or,
+    on a node that hands them out through Dynamic Resource Allocation (devices DRA), ResourceClaims it names
+    (spec.resourceClaims): there no pod asks for nvidia.com/gpu, and a pod on a GPU node claims its GPUs (with their
+    EFA interfaces) that way."""
+    if pod.get("spec", {}).get("resourceClaims"):
+        return True
     for container in pod.get("spec", {}).get("containers", []) or []:
         resources = container.get("resources", {}) or {}
         for section in ("requests", "limits"):
