@@ -211,6 +211,18 @@ def _process(log: NcclLog, key: tuple[str, int]) -> Process:
 def _read(p: Process, level: str, msg: str, loc: str | None = None) -> None:
     if level == "WARN" and msg:
         _note(p.warnings, f"{loc} {msg}" if loc else msg)  # the file:line names the failing subsystem
+    if _read_topology(p, msg):
+        return
+    if msg.startswith("NET/Plugin"):
+        _read_plugin(p, msg)
+    elif msg.startswith("NET/OFI"):
+        _read_ofi(p, msg)
+    else:
+        _read_setting(p, msg)
+
+
+def _read_topology(p: Process, msg: str) -> bool:
+    """A channel's connection, a communicator's rank or its shape (channels, peers); False for another message."""
     if m := _CHANNEL.match(msg):
         p.channel_ranks.add(int(m.group(2) if m.group(3) == "receive" else m.group(1)))
         if net := _VIA_NET.match(m.group(4)):
@@ -226,18 +238,26 @@ def _read(p: Process, level: str, msg: str, loc: str | None = None) -> None:
         shape = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
         if p.shape is None or shape[0] > p.shape[0]:
             p.shape = shape
-    elif msg.startswith("NET/Plugin"):
-        _read_plugin(p, msg)
-    elif msg.startswith("NET/OFI"):
-        if m := _OFI_VERSION.match(msg):
-            p.ofi_version = m.group(1)
-        elif m := _OFI_PROVIDER.match(msg):
-            p.ofi_provider, p.ofi_nics = m.group(1), int(m.group(2) or 0)
-        elif m := _PLATFORM.match(msg):
-            p.platform = m.group(1)
-        elif EFA_MISSING.search(msg) and not p.efa_missing:
-            p.efa_missing = msg  # aws-ofi-nccl failed during init: NCCL moves on to its internal transports
-    elif m := _VERSION.match(msg):
+    else:
+        return False
+    return True
+
+
+def _read_ofi(p: Process, msg: str) -> None:
+    """aws-ofi-nccl's lines (NET/OFI): its version, provider and NICs, platform, or that EFA is missing."""
+    if m := _OFI_VERSION.match(msg):
+        p.ofi_version = m.group(1)
+    elif m := _OFI_PROVIDER.match(msg):
+        p.ofi_provider, p.ofi_nics = m.group(1), int(m.group(2) or 0)
+    elif m := _PLATFORM.match(msg):
+        p.platform = m.group(1)
+    elif EFA_MISSING.search(msg) and not p.efa_missing:
+        p.efa_missing = msg  # aws-ofi-nccl failed during init: NCCL moves on to its internal transports
+
+
+def _read_setting(p: Process, msg: str) -> None:
+    """What NCCL says it runs with: its version, network, interfaces, GPUDirect RDMA, environment, plugin failure."""
+    if m := _VERSION.match(msg):
         p.version = m.group(1) + m.group(2)
     elif m := _NETWORK.match(msg):
         p.network = m.group(1)
