@@ -1057,15 +1057,44 @@ def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Ve
         assumes=model.assumes,
         scaled_by=wl.scaled_by,
     )
-    # A workload whose pods are residents already (the placeholders' own Deployment) is judged without them.
-    owner = f"{wl.kind} {wl.namespace}/{wl.name}"
-    if any(r.owner == owner for rs in model.residents.values() for r in rs):
-        residents = {g: tuple(r for r in rs if r.owner != owner) for g, rs in model.residents.items()}
-        model = replace(model, residents={g: rs for g, rs in residents.items() if rs})
-    notes: list[str] = []
+    model = _without_own_residents(model, wl)
     refused = _api(model, wl)
     if refused:
         return replace(base, reasons=(refused,))
+    notes: list[str] = []
+    shaped = _as_judged(model, wl, base, notes)
+    if isinstance(shaped, Verdict):
+        return shaped
+    wl, group, base = shaped
+    created = _through_api_server(model, wl, base, principal, notes)
+    if isinstance(created, Verdict):
+        return created
+    wl, base = created, replace(base, notes=tuple(notes))
+    if wl.kind == "Deployment":
+        return _one_by_one(model, wl, base)
+    if group is not None:
+        return _group_by_group(model, group, base)
+    if wl.kind == "DaemonSet" and model.kueue is not None:
+        daemon = _kueue_daemon_pods(model, model.kueue, wl, base)
+        if daemon is not None:
+            return daemon
+    return _gang(model, wl, base)
+
+
+def _without_own_residents(model: FleetModel, wl: Workload) -> FleetModel:
+    """A workload whose pods are residents already (the placeholders' own Deployment) is judged without them."""
+    owner = f"{wl.kind} {wl.namespace}/{wl.name}"
+    if not any(r.owner == owner for rs in model.residents.values() for r in rs):
+        return model
+    residents = {g: tuple(r for r in rs if r.owner != owner) for g, rs in model.residents.items()}
+    return replace(model, residents={g: rs for g, rs in residents.items() if rs})
+
+
+def _as_judged(
+    model: FleetModel, wl: Workload, base: Verdict, notes: list[str]
+) -> Verdict | tuple[Workload, Workload | None, Verdict]:
+    """The workload as the gates judge it (a TrainJob as its runtime makes it; a LeaderWorkerSet of several replica
+    groups as all their pods, with the workload of one group), and `base` counting its pods; or the refusal."""
     if wl.kind == "TrainJob":
         resolved, refused, note = _from_runtime(model, wl)
         if refused or resolved is None:
@@ -1080,6 +1109,15 @@ def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Ve
         group = wl
         wl = replace(wl, pod_sets=tuple(replace(ps, count=ps.count * wl.groups) for ps in wl.pod_sets))
         base = replace(base, pods_total=wl.pod_count)
+    return wl, group, base
+
+
+def _through_api_server(
+    model: FleetModel, wl: Workload, base: Verdict, principal: str | None, notes: list[str]
+) -> Verdict | Workload:
+    """What the API server decides on creating the workload and its pods: `principal`'s authorization, the admission
+    policies, pod validation and admission, the pods' volumes and claims, the tenancy rules. The refusal's verdict,
+    else the workload with its claims read (what the gates note is added to `notes`)."""
     if principal is not None:
         decision = authorization.may_create(model.plan.fleet, model.plan.through, principal, wl.kind, wl.namespace)
         if decision.refusal:
@@ -1111,15 +1149,7 @@ def explain(model: FleetModel, wl: Workload, principal: str | None = None) -> Ve
         tenant = tenancy.refusal(model.tenants, wl, team_member=member)
         if tenant:
             return replace(base, reasons=(Reason(stage="api", message=tenant[0], fix=tenant[1]),))
-    if wl.kind == "Deployment":
-        return _one_by_one(model, wl, replace(base, notes=tuple(notes)))
-    if group is not None:
-        return _group_by_group(model, group, replace(base, notes=tuple(notes)))
-    if wl.kind == "DaemonSet" and model.kueue is not None:
-        daemon = _kueue_daemon_pods(model, model.kueue, wl, replace(base, notes=tuple(notes)))
-        if daemon is not None:
-            return daemon
-    return _gang(model, wl, replace(base, notes=tuple(notes)))
+    return wl
 
 
 def _provisioned(model: FleetModel, placed: list[tuple[str, PodSpec, int]]) -> tuple[Provision, ...]:
