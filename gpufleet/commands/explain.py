@@ -12,7 +12,10 @@ again at the ScaledObject's maxReplicaCount (gpufleet.simulate.scaling): its bur
 defaults to fleet.yaml; it is told apart from a manifest by its `kind: Fleet`. Exit 0 when every workload runs, 1
 when one would not, 2 on a usage error (including a manifest that is not Kubernetes YAML, or whose shape the API
 server refuses: each workload object is checked against the schema it is read with first,
-gpufleet.spec.object_shapes; positioned errors, nothing judged). Pulumi never runs.
+gpufleet.spec.object_shapes; positioned errors, nothing judged). Pulumi never runs. On a MultiKueue manager's stack
+(clusters[]) each workload is judged on the manager up to Kueue's admission, then on every worker's model in the
+Incremental dispatcher's rounds (gpufleet.simulate.dispatch): which worker takes it, after how many rounds, or what
+stops it at the manager or on every worker.
 """
 
 from __future__ import annotations
@@ -30,11 +33,12 @@ import yaml
 from gpufleet.base.errors import UsageError, render_issue, sort_issues
 from gpufleet.base.inputs import read_bounded, yaml_beyond_bounds
 from gpufleet.plan.rollout import build_plan
-from gpufleet.rules.pipeline import open_spec
-from gpufleet.simulate import authorization, claims, scaling
+from gpufleet.rules.pipeline import Validated, open_spec
+from gpufleet.simulate import authorization, claims, dispatch, scaling
 from gpufleet.simulate.verdict import ASSUMPTION, FleetModel, Verdict, explain, fleet_model, with_running
 from gpufleet.simulate.workload import KINDS, Workload, WorkloadError, is_workload, unserved, workload
-from gpufleet.spec import object_shapes
+from gpufleet.spec import clusters, object_shapes
+from gpufleet.spec.fleet import Fleet
 from gpufleet.spec.load import MAX_SPEC_BYTES, positions
 
 EXIT_RUNS, EXIT_WOULD_NOT, EXIT_USAGE = 0, 1, 2
@@ -335,7 +339,10 @@ def run(args: argparse.Namespace) -> int:
     except ManifestError as exc:
         print(f"gpufleet explain: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    fleet = open_spec(spec, args.env).fleet(args.env)
+    # With clusters[], --env names a stack (<env>.<cluster>): the environment's every cluster is validated, so a
+    # manager's workloads can be judged on each worker too.
+    validated = open_spec(spec, clusters.split_stack(args.env)[0])
+    fleet = validated.fleet(args.env)
     version = fleet.cluster.kubernetes_version
     try:
         _shape_errors(docs + running, version)  # the fleet's Kubernetes version decides the built-in schemas
@@ -357,6 +364,10 @@ def run(args: argparse.Namespace) -> int:
     except ManifestError as exc:
         print(f"gpufleet explain: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if fleet.multikueue is not None and fleet.multikueue.role == "Manager":
+        if running:
+            raise UsageError("--running: a manager runs nothing; give a worker's stack to judge what runs there")
+        return _across(validated, fleet, model, workloads, docs, args)
     for wl in already:
         ran = explain(model, wl)
         if not ran.runs:
@@ -369,3 +380,40 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(_text(verdicts))
     return EXIT_RUNS if all(v.runs for v in verdicts) else EXIT_WOULD_NOT
+
+
+def _across(
+    validated: Validated,
+    manager: Fleet,
+    model: FleetModel,
+    workloads: list[Workload],
+    docs: list[_Doc],
+    args: argparse.Namespace,
+) -> int:
+    """Workloads submitted to a MultiKueue manager: judged there up to Kueue's admission, then on each worker's own
+    model in the MultiKueueConfig's order, rounds of stepSize (gpufleet.simulate.dispatch)."""
+    mk = manager.multikueue
+    assert mk is not None
+    environment = clusters.split_stack(args.env)[0]
+    workers = []
+    for worker in mk.workers:
+        stack = clusters.stack_name(environment, worker.name)
+        fleet = validated.fleet(stack)
+        worker_model = fleet_model(build_plan(fleet, stack))
+        templates = dict(worker_model.claim_templates)
+        for doc in docs:
+            if claims.is_template(doc.data):
+                claims.add_template(templates, doc.data)
+        worker_model = dataclasses.replace(worker_model, claim_templates=templates)
+        # read again as this worker serves them: a kind it does not install is refused by its API server
+        workers.append((worker.name, _workloads(docs, worker_model, fleet.cluster.kubernetes_version), worker_model))
+    results = []
+    for i, wl in enumerate(workloads):
+        verdict = explain(model, wl, args.principal)
+        on_workers = [(name, _at_maximum(explain(m, wls[i]))) for name, wls, m in workers]
+        results.append(dispatch.dispatch(mk.cluster, verdict, on_workers, mk.step_size))
+    if args.format == "json":
+        print(json.dumps({"workloads": [d.json() for d in results]}, indent=2))
+    else:
+        print("\n".join([line for d in results for line in dispatch.text(d)] + [f"({model.assumes})"]))
+    return EXIT_RUNS if all(d.runs for d in results) else EXIT_WOULD_NOT
