@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from gpufleet.base.errors import Issue, Path
 from gpufleet.base.render import render
-from gpufleet.simulate.canonical import canonical, rendered, shape
+from gpufleet.simulate.canonical import canonical, claims_team, rendered, shape
 from gpufleet.simulate.controllers import overlaid
 from gpufleet.simulate.verdict import ASSUMPTION, SYSTEM_GROUP, FleetModel, Reason, Verdict, explain
 from gpufleet.simulate.workload import Workload
@@ -32,13 +32,13 @@ class Contradictions(Exception):
 
 
 def canonical_rows(model: FleetModel) -> list[Row]:
-    """The canonical workload of each group the model can judge: not yet of a group whose pods claim their devices
-    (devices DRA): the canonical workload asks for nvidia.com/gpu, and plan.md says so (gpufleet.plan.builders
-    .device_managers); `gpufleet explain` judges claims (gpufleet.simulate.claims)."""
+    """The canonical workload of each group. On a group whose pods claim their devices (devices DRA) it claims them
+    from the ResourceClaimTemplates of the first team with quota there; a DRA group no team has quota on has no
+    templates, so no pod can ask for its GPUs, and it has no row (plan.md's admission section names the teams)."""
     return [
-        Row(g, shape(g), explain(model, canonical(model, g)))
+        Row(g, shape(g) + (" (claims)" if device_managing(g).claims else ""), explain(model, canonical(model, g)))
         for g in model.plan.fleet.node_groups
-        if not device_managing(g).claims
+        if not device_managing(g).claims or claims_team(model, g) is not None
     ]
 
 

@@ -19,6 +19,7 @@ from gpufleet.plan.manifests import workloads
 from gpufleet.plan.rollout import build_plan
 from gpufleet.rules.pipeline import fleet_from
 from gpufleet.simulate import claims
+from gpufleet.simulate.canonical import canonical
 from gpufleet.simulate.self_check import canonical_rows, contradictions
 from gpufleet.simulate.verdict import FleetModel, explain, fleet_model
 from gpufleet.simulate.workload import workload
@@ -384,8 +385,60 @@ def test_the_efa_runtime_of_a_dra_group_claims_each_gpu_with_its_efa_interface()
     assert "nvidia.com/gpu" not in limits and "vpc.amazonaws.com/efa" not in limits
 
 
-def test_the_self_check_still_judges_the_device_plugin_groups_only() -> None:
-    model = fleet_model(build_plan(fleet_from(dra_data()), "dev"))
+def _canonical_claims(model: FleetModel, group: str) -> list[dict[str, str]]:
+    claims: list[dict[str, str]] = (
+        canonical(model, model.plan.fleet.node_group(group)).pod_sets[0].pod.raw.get("resourceClaims", [])
+    )
+    return claims
+
+
+def test_the_self_check_judges_dra_groups_with_the_teams_claims(model: FleetModel) -> None:
     rows = canonical_rows(model)
-    assert [r.group.name for r in rows] == ["l4"]
+    assert [(r.group.name, r.shape, r.verdict.runs) for r in rows] == [
+        ("l4", "one GPU", True),
+        ("h100", "full node (claims)", True),
+    ]
     assert contradictions(model, rows) == []
+    # A full node is every PCIe root's GPUs with their EFA interfaces, as the group's EFA runtime claims them...
+    assert _canonical_claims(model, "h100") == [
+        {"name": f"gpu-efa-{i}", "resourceClaimTemplateName": "h100-gpu-efa"} for i in range(8)
+    ]
+    limits = canonical(model, model.plan.fleet.node_group("h100")).pod_sets[0].pod.raw["containers"][0]["resources"]
+    assert not [r for r in limits["limits"] if r.startswith(("nvidia.com/", "vpc.amazonaws.com/", "gpu.nvidia.com"))]
+    assert limits["claims"] == [{"name": f"gpu-efa-{i}"} for i in range(8)]
+    # ...and before the network stage publishes the interfaces, the node's GPUs in one claim.
+    assert _canonical_claims(_model(through="admission"), "h100") == [
+        {"name": "gpus", "resourceClaimTemplateName": "h100-gpu-8"}
+    ]
+
+
+def test_the_self_check_refuses_a_dra_group_at_zero_nodes() -> None:
+    model = _model(min_size=0)
+    issues = contradictions(model, canonical_rows(model))
+    row = next(i for i in issues if i.message.startswith("node group h100:"))
+    assert row.path == ("nodeGroups", 1, "scaling")
+    assert row.message.startswith(
+        "node group h100: a full node (claims) pod (its workload class's shape) would not run (autoscaler): node group"
+        " h100 has no node (minSize 0)"
+    )
+    assert row.hint == (
+        "set nodeGroups[h100].scaling.minSize to 1 or more: the autoscaler then scales the group from its running"
+        " node's template up to maxSize"
+    )
+
+
+def test_an_inference_dra_group_claims_one_gpu_and_a_group_without_quota_has_no_row() -> None:
+    data = dra_data(fabric="None")
+    data["nodeGroups"][1] |= {"workloadClass": "Inference", "scaling": {"minSize": 1, "maxSize": 2}}
+    data["environments"]["dev"]["rollout"]["through"] = "cost"
+    inference = fleet_model(build_plan(fleet_from(data), "dev"))
+    assert _canonical_claims(inference, "h100") == [{"name": "gpus", "resourceClaimTemplateName": "h100-gpu-1"}]
+    assert [(r.group.name, r.shape, r.verdict.runs) for r in canonical_rows(inference)][1] == (
+        "h100",
+        "one GPU (claims)",
+        True,
+    )
+    # No team has quota on it: no namespace holds its templates, so no pod can ask for its GPUs.
+    data["teams"][0]["quotas"] = [q for q in data["teams"][0]["quotas"] if q["nodeGroup"] != "h100"]
+    unclaimed = fleet_model(build_plan(fleet_from(data), "dev"))
+    assert [r.group.name for r in canonical_rows(unclaimed)] == ["l4"]

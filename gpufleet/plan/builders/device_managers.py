@@ -173,8 +173,9 @@ class DynamicResourceAllocation:
                 + ", which the ClusterQueues cover (0 on the other flavors). Each team namespace's ResourceQuota"
                 f" `{dra.DEVICE_QUOTA}` holds its claims to the same devices at its quota plus what it may borrow."
                 " `gpufleet explain` judges workloads on these groups (their claims as Kueue counts them, the"
-                " node's devices, the aligned claim on the PCIe layout; docs/explain-model.md); synth's self-check"
-                " does not yet. The Cluster Autoscaler never scales a DRA group up from zero nodes for pods that"
+                " node's devices, the aligned claim on the PCIe layout; docs/explain-model.md), and so does"
+                " synth's self-check, whose canonical pod on each claims from the first team's templates (Will it"
+                " run?). The Cluster Autoscaler never scales a DRA group up from zero nodes for pods that"
                 " claim devices (its template node, built from the Auto Scaling group, publishes no devices):"
                 " keep `scaling.minSize` at 1 or more."
             ),
