@@ -7,7 +7,10 @@ comment body. Resources are matched by logical name (their Pulumi identity); the
 registered, so it needs neither credentials nor state. Both trees are verified first (gpufleet.tree.read);
 trees of different fleets are compared with a warning. An OLD_DIR that does not exist is an empty fleet (a new
 environment, or the first pull request of a fleet repository): every resource of NEW_DIR is added, exit 0. The
-classification itself is in `gpufleet.review.impact`.
+classification itself is in `gpufleet.review.impact`. With clusters[], OLD_DIR and NEW_DIR may each hold one tree per
+stack (`DIR/<env>.<cluster>`): the fleet-wide summary first (each stack in deploy order, workers then the manager,
+with its counts and the GPU node groups it replaces or rolls), then each stack's diff; a stack on one side only is
+compared with an empty fleet.
 """
 
 from __future__ import annotations
@@ -70,7 +73,137 @@ def empty_tree(like: SynthTree) -> SynthTree:
     )
 
 
+def stack_trees(directory: str) -> dict[str, str] | None:
+    """A directory of one tree per stack (`gpufleet synth --env <env>.<cluster> --out DIR/<env>.<cluster>` for each
+    cluster of clusters[]): stack name -> path; None for a tree itself, or anything else."""
+    if not os.path.isdir(directory) or os.path.lexists(os.path.join(directory, "plan.json")):
+        return None
+    found = {
+        name: os.path.join(directory, name)
+        for name in sorted(os.listdir(directory))
+        if os.path.isfile(os.path.join(directory, name, "plan.json"))
+    }
+    return found or None
+
+
+def _is_manager(tree: SynthTree) -> bool:
+    return any(str(r.get("type", "")).endswith(":MultiKueueConfig") for r in tree.resources)
+
+
+def _workers_order(trees: list[SynthTree]) -> list[str]:
+    """The workers as a manager's MultiKueueConfig lists them (the newest tree's first)."""
+    for tree in trees:
+        for r in tree.resources:
+            if str(r.get("type", "")).endswith(":MultiKueueConfig"):
+                inputs = r.get("inputs") or {}
+                obj = inputs.get("object") if isinstance(inputs.get("object"), dict) else inputs
+                clusters = ((obj or {}).get("spec") or {}).get("clusters")
+                if isinstance(clusters, list):
+                    return [str(c) for c in clusters]
+    return []
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StackDiff:
+    stack: str
+    role: str  # Manager | Worker | "" (a tree of no MultiKueue)
+    state: str  # changed | added | removed
+    report: impact.Report
+    old: str
+    new: str
+
+
+def fleet_diff(old_dir: str, new_dir: str) -> list[StackDiff]:
+    """Each stack's diff, in deploy order: the workers in the manager's MultiKueueConfig order, any other stack, then
+    the manager (docs/multi-cluster.md). A stack only in NEW is compared with an empty fleet, one only in OLD with an
+    empty NEW (every resource removed)."""
+    old_stacks = stack_trees(old_dir) or {}
+    new_stacks = stack_trees(new_dir) or {}
+    read: dict[str, tuple[SynthTree | None, SynthTree | None]] = {}
+    for stack in sorted(set(old_stacks) | set(new_stacks)):
+        a = read_tree(old_stacks[stack]) if stack in old_stacks else None
+        b = read_tree(new_stacks[stack]) if stack in new_stacks else None
+        read[stack] = (a, b)
+    order = _workers_order([t for pair in read.values() for t in reversed(pair) if t is not None])
+
+    def cluster(stack: str) -> str:
+        return stack.partition(".")[2]
+
+    def rank(stack: str) -> tuple[int, int, str]:
+        trees = [t for t in read[stack] if t is not None]
+        manager = any(_is_manager(t) for t in trees)
+        position = order.index(cluster(stack)) if cluster(stack) in order else len(order)
+        return (1 if manager else 0, position, stack)
+
+    out = []
+    for stack in sorted(read, key=rank):
+        a, b = read[stack]
+        state = "changed" if a is not None and b is not None else ("added" if b is not None else "removed")
+        old_tree = a if a is not None else empty_tree(b)  # type: ignore[arg-type]  # one of them is a tree
+        new_tree = b if b is not None else empty_tree(old_tree)
+        manager = _is_manager(new_tree) or _is_manager(old_tree)
+        role = "Manager" if manager else ("Worker" if cluster(stack) in order else "")
+        out.append(
+            StackDiff(
+                stack=stack,
+                role=role,
+                state=state,
+                report=diff_trees(old_tree, new_tree),
+                old=old_stacks.get(stack, os.path.join(old_dir, stack)),
+                new=new_stacks.get(stack, os.path.join(new_dir, stack)),
+            )
+        )
+    return out
+
+
+def _summary_rows(diffs: list[StackDiff]) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = [
+        ("#", "stack", "role", "stack is", "added", "removed", "changed", "replaced", "GPU nodes replaced or rolled")
+    ]
+    for i, d in enumerate(diffs, 1):
+        actions = [c.action for c in d.report.changes]
+        nodes = [n for n in d.report.nodes if n.gpu and n.action in ("replace", "roll")]
+        rows.append(
+            (
+                str(i),
+                d.stack,
+                d.role or "-",
+                d.state,
+                str(actions.count("add")),
+                str(actions.count("remove")),
+                str(actions.count("update")),
+                str(actions.count("replace")),
+                ", ".join(n.node_group for n in nodes) or "-",
+            )
+        )
+    return rows
+
+
+def fleet_text(diffs: list[StackDiff], old: str, new: str, markdown: bool) -> str:
+    rows = _summary_rows(diffs)
+    head = f"gpufleet diff {old} -> {new}: {len(diffs)} stacks, in the order they deploy"
+    if markdown:
+        lines = [f"### {head}", "", "| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+        lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+    else:
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        lines = [head, ""] + ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    out = "\n".join(lines) + "\n"
+    render = diff_report.markdown if markdown else diff_report.text
+    for d in diffs:
+        out += "\n" + render(d.report, d.old, d.new, old_absent=d.state == "added")
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
+    if stack_trees(args.new) is not None and (not os.path.lexists(args.old) or stack_trees(args.old) is not None):
+        try:
+            diffs = fleet_diff(args.old, args.new)
+        except NotATree as exc:
+            print(f"gpufleet diff: error: not a synth tree: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        print(fleet_text(diffs, args.old, args.new, args.format == "markdown"), end="")
+        return EXIT_OK
     # Only a path that is not there at all is an empty fleet; an empty directory, a file or a dangling link stays
     # an error below (it is something, just not a tree).
     old_absent = not os.path.lexists(args.old)
