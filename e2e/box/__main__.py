@@ -1,6 +1,6 @@
 """python -m e2e.box build | up [SPEC] [--env ENV]
 
-build: build every binary of the box (cached; a second run returns at once).
+build: build every binary of the box and the Pulumi engine (cached; a second run returns at once).
 up: start the box, register the fleet's nodes, apply its tree, print the report and the kubeconfig, and keep
 running until interrupted (every process is stopped then).
 """
@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--env", default="prod")
     args = parser.parse_args(argv)
     if args.command == "build":
-        for name, path in build.build_all().items():
+        for name, path in build.build_all(modules=build.MODULES + build.ENGINE).items():
             print(f"{name}: {path}")
         return 0
     from e2e.box import fleet

@@ -203,15 +203,18 @@ def apply_tree(
     tree: Path,
     kube_version: str,
     transform: Callable[[dict[str, Any]], dict[str, Any]] = lambda obj: obj,
+    *,
+    releases_only: bool = False,
 ) -> Report:
     """Every object and release of the tree in stage order; `transform` is the box's wiring of an object (a
-    NodePool pointed at Karpenter's kwok node class), identity by default."""
+    NodePool pointed at Karpenter's kwok node class), identity by default. With releases_only, the releases alone
+    (their CRDs and controllers): the objects are then the Pulumi engine's to apply (e2e/test_engine.py)."""
     report = Report()
     inventory = json.loads((tree / "inventory.json").read_text())
     for entry in ordered(inventory):
         if entry["type"] == RELEASE:
             _release(cluster, tree, entry, report, kube_version)
-        elif _is_object(entry):
+        elif _is_object(entry) and not releases_only:
             obj = resolve_outputs(yaml.safe_load((tree / entry["file"]).read_text()))
             _apply(cluster.admin, transform(obj), entry["id"], report)
     return report

@@ -9,6 +9,7 @@ renamed into place only when every binary is there, so an interrupted build leav
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -61,6 +62,14 @@ CONTROLLERS = Module(
 # label); its own module, so its Kubernetes libraries do not move the controllers' pins.
 KARPENTER = Module("karpenter", {"karpenter": "./cmd/karpenter"})
 MODULES = (CONTROLPLANE, CONTROLLERS, KARPENTER)
+# The real Pulumi engine (e2e/test_engine.py): the CLI, and the kubernetes provider the engine finds on PATH (an
+# "ambient" plugin: https://www.pulumi.com/docs/iac/concepts/plugins/). Pulumi's Python language host
+# (github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3) is not served by the module proxy, so the
+# program runs inline through the Automation API, whose Python SDK serves the language runtime in-process.
+PULUMI = Module("pulumi", {"pulumi": "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi"})
+PULUMI_KUBERNETES = Module("pulumikubernetes", {"pulumi-resource-kubernetes": "./cmd/pulumi-resource-kubernetes"})
+ENGINE = (PULUMI, PULUMI_KUBERNETES)
+PROVIDER = "github.com/pulumi/pulumi-kubernetes/provider/v4"
 
 
 def go_env() -> dict[str, str]:
@@ -95,9 +104,22 @@ def required(module: Module, path: str) -> str:
     raise KeyError(f"{module.dir / 'go.mod'} requires no {path}")
 
 
+def provider_version() -> str:
+    """The version the provider reports: its module's pseudo-version (a commit of upstream's master), not a release
+    number it is not."""
+    return required(PULUMI_KUBERNETES, PROVIDER).lstrip("v")
+
+
 def _version_flags(module: Module) -> str:
-    """The version Kubernetes' own release build stamps into its binaries (hack/lib/version.sh), so /version and
-    `--version` say which release this is; without it they say v0.0.0-master."""
+    """The version each release build stamps into its binaries, so `--version` says which release this is: Pulumi's
+    (its Makefile's -X of sdk/v3/go/common/version.Version; unstamped, the CLI says v3.0.0 and asks for an update),
+    the provider's (pulumi-kubernetes' Makefile, pkg/version.Version) and Kubernetes' (hack/lib/version.sh; without it
+    v0.0.0-master)."""
+    if module is PULUMI:
+        version = required(module, "github.com/pulumi/pulumi/pkg/v3")
+        return f"-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version={version}"
+    if module is PULUMI_KUBERNETES:
+        return f"-X {PROVIDER}/pkg/version.Version={provider_version()}"
     if module is not CONTROLPLANE:
         return ""
     version = required(module, "k8s.io/kubernetes")
@@ -108,11 +130,29 @@ def _version_flags(module: Module) -> str:
     return " ".join(flags)
 
 
+def _prepare(module: Module) -> None:
+    """Files a module's build embeds that its Go module does not ship: the provider's schema-embed.json and
+    terraform-mapping-embed.json, written as upstream's cmd/pulumi-resource-kubernetes/generate.go writes them (the
+    schema with its version set; both re-serialized compactly)."""
+    if module is not PULUMI_KUBERNETES:
+        return
+    src = module_dir(PROVIDER, required(module, PROVIDER)) / "cmd" / "pulumi-resource-kubernetes"
+    out = module.dir / "cmd" / "pulumi-resource-kubernetes"
+    schema = json.loads((src / "schema.json").read_text())
+    schema["version"] = provider_version()
+    (out / "schema-embed.json").write_text(json.dumps(schema, separators=(",", ":")))
+    mapping = json.loads((src / "terraform-mapping.json").read_text())
+    (out / "terraform-mapping-embed.json").write_text(json.dumps(mapping, separators=(",", ":")))
+
+
 def build(module: Module, log=sys.stderr) -> Path:
     """The module's binaries, built where the cache has none for these pins."""
     target = bin_dir(module)
     if built(module):
         return target
+    if module is PULUMI_KUBERNETES:
+        subprocess.run(["go", "mod", "download", PROVIDER], cwd=module.dir, env=go_env(), check=True)
+    _prepare(module)
     staging = target.with_name(target.name + ".building")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
@@ -128,10 +168,10 @@ def build(module: Module, log=sys.stderr) -> Path:
     return target
 
 
-def build_all(log=sys.stderr) -> dict[str, Path]:
-    """Every binary of the box by name, built where needed."""
+def build_all(log=sys.stderr, modules: tuple[Module, ...] = MODULES) -> dict[str, Path]:
+    """Every binary of the modules (by default the box's) by name, built where needed."""
     out: dict[str, Path] = {}
-    for module in MODULES:
+    for module in modules:
         d = build(module, log)
         out.update({b: d / b for b in module.binaries})
     return out

@@ -3,8 +3,10 @@
 kube-apiserver runs with RBAC authorization and the PodSecurity and ValidatingAdmissionPolicy admission plugins named
 explicitly (with the default set); nodes are KWOK's (e2e.box.nodes makes them), and KWOK moves every pod bound to
 one to Running (its `fast` stages less pod-complete: a pod stays Running until deleted, so what ran can be read
-after the fact). Pods get IPs from a loopback range and services from another, so nothing ever sends traffic off
-this machine.
+after the fact; with complete_jobs, a Job's pods complete, as the Pulumi engine's await of a Job needs). Services get
+IPs from a loopback range; pods from the benchmarking range 198.18.0.0/15 (RFC 2544), which no network routes, and
+which Endpoints accept where they refuse loopback (a Service the engine awaits needs its endpoints). Nothing listens
+on a pod IP and no kube-proxy routes a service IP, so nothing ever sends traffic off this machine.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from e2e.box.pki import Authority, Pair
 # fleet's tenancy rests on (kubernetes pkg/kubeapiserver/options/plugins.go DefaultOffAdmissionPlugins).
 ADMISSION_PLUGINS = "PodSecurity,ValidatingAdmissionPolicy"
 SERVICE_RANGE = "127.96.0.0/16"
-POD_RANGE = "127.64.0.0/16"
+POD_RANGE = "198.18.0.0/16"
 # KWOK manages only the nodes carrying this annotation (kwok's documented selector).
 KWOK_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 
@@ -115,9 +117,9 @@ class Cluster:
         self.procs.clear()
 
 
-def _kwok_stages(path: Path) -> Path:
+def _kwok_stages(path: Path, complete_jobs: bool) -> Path:
     """KWOK's own `fast` node and pod stages and the lease heartbeat, from its module at the pinned version, less
-    pod-complete (which would end a Job's pods at once)."""
+    pod-complete (which ends a Job's pods at once) unless complete_jobs."""
     src = (
         build.module_dir("sigs.k8s.io/kwok", build.required(build.CONTROLLERS, "sigs.k8s.io/kwok"))
         / "kustomize"
@@ -128,6 +130,7 @@ def _kwok_stages(path: Path) -> Path:
         src / "node" / "heartbeat-with-lease" / "node-heartbeat-with-lease.yaml",
         src / "pod" / "fast" / "pod-ready.yaml",
         src / "pod" / "fast" / "pod-delete.yaml",
+        *([src / "pod" / "fast" / "pod-complete.yaml"] if complete_jobs else []),
     ]
     path.write_text("\n---\n".join(f.read_text() for f in files))
     return path
@@ -138,7 +141,7 @@ def versions(binaries: dict[str, Path]) -> dict[str, str]:
     return {"kubernetes": out.split()[-1]}
 
 
-def start(root: Path | None = None, log=None) -> Cluster:
+def start(root: Path | None = None, log=None, *, complete_jobs: bool = False) -> Cluster:
     """Build what is missing, then start the control plane and wait until it answers."""
     binaries = build.build_all()
     root = Path(root or tempfile.mkdtemp(prefix="gpufleet-box-"))
@@ -160,7 +163,7 @@ def start(root: Path | None = None, log=None) -> Cluster:
         versions=versions(binaries),
     )
     try:
-        _start_processes(cluster, port, serving, sa)
+        _start_processes(cluster, port, serving, sa, complete_jobs)
     except BaseException:
         cluster.stop()
         raise
@@ -185,7 +188,7 @@ def _component_flags(cluster: Cluster, component: str) -> list[str]:
     ]
 
 
-def _start_processes(cluster: Cluster, port: int, serving: Pair, sa: Pair) -> None:
+def _start_processes(cluster: Cluster, port: int, serving: Pair, sa: Pair, complete_jobs: bool) -> None:
     b, root, ca = cluster.binaries, cluster.root, cluster.ca
     etcd_port, peer_port = free_port(), free_port()
     etcd_url = f"http://127.0.0.1:{etcd_port}"
@@ -251,7 +254,7 @@ def _start_processes(cluster: Cluster, port: int, serving: Pair, sa: Pair) -> No
         [
             str(b["kwok"]),
             f"--kubeconfig={kwok_config}",
-            f"--config={_kwok_stages(root / 'kwok-stages.yaml')}",
+            f"--config={_kwok_stages(root / 'kwok-stages.yaml', complete_jobs)}",
             f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION[0]}={KWOK_ANNOTATION[1]}",
             f"--cidr={POD_RANGE}",
             "--node-ip=127.0.0.1",

@@ -62,13 +62,23 @@ def existing_namespaces(plan: RolloutPlan) -> list[str]:
     return [tel.existing_namespace] if tel is not None and tel.existing_namespace else []
 
 
-def up(spec: Path, env: str, root: Path | None = None, log=sys.stderr, *, run_karpenter: bool = False) -> Fleet:
+def up(
+    spec: Path,
+    env: str,
+    root: Path | None = None,
+    log=sys.stderr,
+    *,
+    run_karpenter: bool = False,
+    releases_only: bool = False,
+) -> Fleet:
     """The fleet in a box. With run_karpenter, Karpenter runs (e2e.box.karpenter) and launches its pools' nodes
-    from zero; without, every group's nodes are pre-created up to maxSize."""
+    from zero; without, every group's nodes are pre-created up to maxSize. With releases_only, only the tree's Helm
+    releases are applied (their CRDs and controllers), and a Job's pods complete: the objects are left to the Pulumi
+    engine, which awaits them (e2e/test_engine.py)."""
     root = Path(root or tempfile.mkdtemp(prefix="gpufleet-box-"))
     tree = synth(spec, env, root / "tree")
     plan = plan_of(spec, env)
-    box = cluster.start(root / "cluster")
+    box = cluster.start(root / "cluster", complete_jobs=releases_only)
     try:
         wanted = plan.fleet.cluster.kubernetes_version
         got = box.versions["kubernetes"]
@@ -92,8 +102,10 @@ def up(spec: Path, env: str, root: Path | None = None, log=sys.stderr, *, run_ka
                 raise RuntimeError(f"the existing Prometheus's CRDs are not in ../shared: {', '.join(missing)}")
             for crd in crds:
                 box.admin.apply(crd)
-        report = apply.apply_tree(box, tree, got, karpenter.to_kwok if run_karpenter else lambda obj: obj)
-        for member in tenancy.members(plan):
+        report = apply.apply_tree(
+            box, tree, got, karpenter.to_kwok if run_karpenter else lambda obj: obj, releases_only=releases_only
+        )
+        for member in [] if releases_only else tenancy.members(plan):  # their namespaces are the engine's
             tenancy.grant(box, member)
         running = karpenter.start(box, plan, tree, got) if run_karpenter else None
     except BaseException:
