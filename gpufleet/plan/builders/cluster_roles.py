@@ -58,6 +58,19 @@ class ClusterRole(Protocol):
         """Its lines of plan.md's admission stage."""
         ...
 
+    @property
+    def runs_gpus(self) -> bool:
+        """Whether the cluster has GPU node groups, so GPU telemetry (DCGM, its rules and dashboard)."""
+        ...
+
+    def kube_state_metrics_values(self, fleet: Fleet) -> dict[str, Any]:
+        """kube-state-metrics values the role adds (the Manager's MultiKueueCluster conditions)."""
+        ...
+
+    def rule_groups(self, fleet: Fleet) -> list[dict[str, Any]]:
+        """Prometheus rule groups the role adds to the telemetry stage."""
+        ...
+
     def foundation_resources(self, ctx: BuildContext) -> list[Resource]:
         """AWS resources the role adds to stage 1 (the Manager's credentials role and its access entries on the
         workers), only when the environment reaches admission, where what uses them is."""
@@ -90,6 +103,14 @@ class Single:
     def admission_notes(self, fleet: Fleet) -> list[str]:
         return []
 
+    runs_gpus = True
+
+    def kube_state_metrics_values(self, fleet: Fleet) -> dict[str, Any]:
+        return {}
+
+    def rule_groups(self, fleet: Fleet) -> list[dict[str, Any]]:
+        return []
+
     def foundation_resources(self, ctx: BuildContext) -> list[Resource]:
         return []
 
@@ -119,15 +140,23 @@ class Worker(Single):
         ]
 
 
-# The manager's stages: the cluster with its CPU system nodes, and admission. Telemetry (DCGM, GPU rules and
-# dashboards) and the later stages have nothing to do on a cluster without GPU node groups.
-MANAGER_STAGES: tuple[StageName, ...] = ("foundation", "admission")
+# The manager's stages: the cluster with its CPU system nodes, telemetry without its GPU parts (Prometheus and the
+# MultiKueue alerts), and admission. The later stages have nothing to do on a cluster without GPU node groups.
+MANAGER_STAGES: tuple[StageName, ...] = ("foundation", "telemetry", "admission")
 
 
 class Manager(Single):
     """The manager of clusters[]: teams submit to it, it runs no GPU work, it dispatches."""
 
     name = "Manager"
+    runs_gpus = False
+
+    def kube_state_metrics_values(self, fleet: Fleet) -> dict[str, Any]:
+        return multikueue.kube_state_metrics_values()
+
+    def rule_groups(self, fleet: Fleet) -> list[dict[str, Any]]:
+        assert fleet.multikueue is not None
+        return multikueue.rule_groups([w.name for w in fleet.multikueue.workers])
 
     def builds(self, stage: StageName) -> bool:
         return stage in MANAGER_STAGES

@@ -4,8 +4,8 @@ recording rules and alerts, and the utilization dashboard. See docs/telemetry-he
 from __future__ import annotations
 
 from gpufleet.facts import catalog
-from gpufleet.plan.builders import serving_start
-from gpufleet.plan.builders.common import helm, k8s
+from gpufleet.plan.builders import cluster_roles, serving_start
+from gpufleet.plan.builders.common import helm, k8s, overlaid
 from gpufleet.plan.manifests import dashboards, dra, inference, rules_promql, sharing, telemetry
 from gpufleet.plan.manifests import network as net
 from gpufleet.plan.parts import AtFoundation, BuildContext, Resource, StageContent
@@ -91,6 +91,9 @@ def dra_allocation(ctx: BuildContext) -> rules_promql.DraAllocation | None:
 
 def build(ctx: BuildContext) -> StageContent:
     fleet = ctx.fleet
+    role = cluster_roles.of(fleet)
+    if not role.runs_gpus:
+        return _without_gpus(ctx, role)
     ns = telemetry.monitoring_namespace(fleet)
     resources: list[Resource] = []
     notes = []
@@ -176,6 +179,36 @@ def _dra_notes(ctx: BuildContext) -> list[str]:
 
 def _and(items: list[str]) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else "".join(items)
+
+
+def _without_gpus(ctx: BuildContext, role: cluster_roles.ClusterRole) -> StageContent:
+    """A cluster of no GPU node group (a MultiKueue manager): Prometheus, with what its role adds to
+    kube-state-metrics, and the role's rules; nothing of DCGM."""
+    fleet = ctx.fleet
+    ns = telemetry.monitoring_namespace(fleet)
+    resources: list[Resource] = []
+    extra = role.kube_state_metrics_values(fleet)
+    notes = []
+    if fleet.telemetry.prometheus == "Install":
+        version = fleet.versions.kube_prometheus_stack
+        values = overlaid(telemetry.kube_prometheus_stack_values(fleet), {"kube-state-metrics": extra})
+        resources.append(
+            helm("kubePrometheusStack", version, fleet=fleet, release=KPS_RELEASE, namespace=ns, values=values)
+        )
+        notes.append(f"- Prometheus: kube-prometheus-stack {version} in `{ns}`; no GPU telemetry (no GPU node group).")
+    else:
+        notes.append(
+            f"- Prometheus: existing, in `{ns}`; its kube-state-metrics must export the MultiKueueClusters' conditions"
+            ' (docs/multi-cluster.md, "Rotating credentials").'
+        )
+    groups = role.rule_groups(fleet)
+    if groups:
+        resources.append(
+            k8s(rules_promql.prometheus_rule("gpufleet-multikueue", ns, groups), depends_on=prometheus_dependency(ctx))
+        )
+        alerts = ", ".join(r["alert"] for g in groups for r in g["rules"] if "alert" in r)
+        notes.append(f'- Alerts: {alerts} (docs/multi-cluster.md, "Rotating credentials").')
+    return StageContent(resources=tuple(resources), notes=tuple(notes))
 
 
 def _inference(ctx: BuildContext, ns: str, after: tuple[str, ...], resources: list[Resource]) -> list[str]:

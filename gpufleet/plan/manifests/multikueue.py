@@ -314,3 +314,123 @@ def manager_objects(workers: list[tuple[str, str]], image: str, script: str) -> 
             },
         },
     ]
+
+
+# --- The alert (docs/multi-cluster.md, "Rotating credentials"): Kueue exports no metric of a MultiKueueCluster
+# (pkg/metrics/metrics.go @ v0.19.2 has dispatch counters only), so the manager's kube-state-metrics reads its
+# conditions as custom resource state (kubernetes/kube-state-metrics docs/metrics/extend/customresourcestate-metrics.md
+# @ v2.20.0, the kube-state-metrics of kube-prometheus-stack 88.5.3, "Example for status conditions"): one series per
+# condition, 1 when its status is "True", 0 when "False" or "Unknown" (pkg/customresourcestate/registry_factory.go
+# toFloat64).
+METRIC_PREFIX = "gpufleet_multikueue_cluster"
+CONDITION_METRIC = f"{METRIC_PREFIX}_condition"
+# Inactive this long alerts: longer than a reconnect after the CronJob rewrites a Secret.
+INACTIVE_FOR = "10m"
+# The CronJob's last success older than this (two runs missed) alerts: the token in use then has 11 h left.
+OVERDUE_HOURS = 2 * RENEW_HOURS + 1
+
+
+def kube_state_metrics_values() -> dict[str, Any]:
+    """The kube-state-metrics subchart's values (charts/kube-state-metrics/values.yaml 8.4.0: customResourceState,
+    rbac.extraRules) that export every MultiKueueCluster's conditions."""
+    return {
+        "customResourceState": {
+            "enabled": True,
+            "config": {
+                "kind": "CustomResourceStateMetrics",
+                "spec": {
+                    "resources": [
+                        {
+                            "groupVersionKind": {
+                                "group": "kueue.x-k8s.io",
+                                "version": "v1beta2",
+                                "kind": "MultiKueueCluster",
+                            },
+                            "metricNamePrefix": METRIC_PREFIX,
+                            "labelsFromPath": {"cluster": ["metadata", "name"]},
+                            "metrics": [
+                                {
+                                    "name": "condition",
+                                    "help": "A MultiKueueCluster's status conditions: 1 when True, else 0.",
+                                    "each": {
+                                        "type": "Gauge",
+                                        "gauge": {
+                                            "path": ["status", "conditions"],
+                                            "labelsFromPath": {"type": ["type"]},
+                                            "valueFrom": ["status"],
+                                        },
+                                    },
+                                }
+                            ],
+                        }
+                    ]
+                },
+            },
+        },
+        "rbac": {
+            "extraRules": [
+                {"apiGroups": ["kueue.x-k8s.io"], "resources": ["multikueueclusters"], "verbs": ["list", "watch"]}
+            ]
+        },
+    }
+
+
+def _alert(name: str, expr: str, for_: str, severity: str, summary: str, description: str) -> dict[str, Any]:
+    return {
+        "alert": name,
+        "expr": expr,
+        "for": for_,
+        "labels": {"severity": severity},
+        "annotations": {"summary": summary, "description": description},
+    }
+
+
+def rule_groups(workers: list[str]) -> list[dict[str, Any]]:
+    """The manager's alerts: a worker's MultiKueueCluster inactive, or never reported, and the credentials CronJob
+    overdue (kube-state-metrics' kube_cronjob_status_last_successful_time, docs/metrics/workload/cronjob-metrics.md)."""
+    active = f'{CONDITION_METRIC}{{type="Active"}}'
+    unreported = " or ".join(f'absent({CONDITION_METRIC}{{type="Active",cluster="{w}"}})' for w in workers)
+    overdue = (
+        f'time() - kube_cronjob_status_last_successful_time{{namespace="{NS_KUEUE}",cronjob="{CREDENTIALS}"}}'
+        f" > {OVERDUE_HOURS * 3600}"
+    )
+    renew_now = f"kubectl -n {NS_KUEUE} create job --from=cronjob/{CREDENTIALS} renew-now"
+    return [
+        {
+            "name": "gpufleet-multikueue",
+            "rules": [
+                _alert(
+                    "MultiKueueClusterInactive",
+                    f"max by (cluster) ({active}) == 0",
+                    INACTIVE_FOR,
+                    "critical",
+                    "MultiKueue worker {{ $labels.cluster }} is inactive: nothing is dispatched to it",
+                    "MultiKueueCluster {{ $labels.cluster }} reports Active False or Unknown (an expired or refused"
+                    " kubeconfig, the worker unreachable). Check `kubectl get multikueuecluster"
+                    " {{ $labels.cluster }}` and the last Job of the CronJob"
+                    f" {NS_KUEUE}/{CREDENTIALS}; renew at once with `{renew_now}`.",
+                ),
+                _alert(
+                    "MultiKueueClusterUnreported",
+                    unreported,
+                    "30m",
+                    "warning",
+                    "MultiKueue worker {{ $labels.cluster }} reports no Active condition",
+                    "kube-state-metrics sees no Active condition of MultiKueueCluster {{ $labels.cluster }}: it does"
+                    f" not exist, or Kueue has not reconciled it (its Secret never written: start the CronJob"
+                    f" {NS_KUEUE}/{CREDENTIALS} once).",
+                ),
+                _alert(
+                    "MultiKueueCredentialsOverdue",
+                    overdue,
+                    "0m",
+                    "warning",
+                    f"The MultiKueue credentials CronJob has not succeeded for {OVERDUE_HOURS} h",
+                    f"CronJob {NS_KUEUE}/{CREDENTIALS} renews each worker's token every {RENEW_HOURS} h and the token"
+                    f" lives {TOKEN_SECONDS // 3600} h: after {OVERDUE_HOURS} h without a success the one in use"
+                    f" expires in {TOKEN_SECONDS // 3600 - OVERDUE_HOURS} h. Its failed Jobs' logs name the worker and"
+                    " the error.",
+                ),
+            ],
+        }
+    ]
