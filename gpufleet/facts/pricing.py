@@ -15,6 +15,10 @@ billed again. So a group with a reservation of N instances pays for max(nodes, N
 
 gp3 EBS: USD 0.08 per GB-month in us-east-1 (https://aws.amazon.com/ebs/pricing/), used for the standing cost of
 stopped warm-pool instances (their root volumes keep billing; the instance-hours stop) and for running nodes' volumes.
+A gp3 volume's first 3,000 IOPS and 125 MiB/s are included; above them [A] USD 0.005 per provisioned IOPS-month and
+USD 0.04 per provisioned MiB/s-month (the same page, us-east-1, as typed in by hand: the throughput price agrees with a
+third-party copy of the page, saisci.com "gp3 Throughput Explained"; the IOPS price was not confirmed from a stored
+copy of AWS's page), for the throughput parallel pull needs (diskThroughputMiBps, diskIops).
 
 The EKS control plane: USD 0.10 per cluster-hour in standard support, 0.60 in extended support (Amazon EKS pricing,
 https://aws.amazon.com/eks/pricing/; the AWS blog "Amazon EKS extended support for Kubernetes versions pricing").
@@ -49,6 +53,10 @@ from gpufleet.facts import catalog
 PRICES_AS_OF = "2025-08-01"
 HOURS_PER_MONTH = 730  # AWS's own convention for monthly estimates
 GP3_USD_PER_GB_MONTH = 0.08
+GP3_USD_PER_IOPS_MONTH = 0.005  # above GP3_INCLUDED_IOPS
+GP3_USD_PER_MIBPS_MONTH = 0.04  # above GP3_INCLUDED_MIBPS
+GP3_INCLUDED_IOPS = 3000
+GP3_INCLUDED_MIBPS = 125
 S3_STANDARD_USD_PER_GB_MONTH = 0.023
 # (deployment type, MB/s/TiB or None for scratch) -> USD per GB-month, us-east-1
 FSX_LUSTRE_USD_PER_GB_MONTH: Mapping[tuple[str, int | None], float] = MappingProxyType(
@@ -136,3 +144,12 @@ def gpu_hour_usd(instance_type: str) -> float | None:
     if price is None or info is None or info.gpu_count == 0:
         return None
     return price / info.gpu_count
+
+
+def gp3_usd_per_month(size_gib: int, mibps: int, iops: int) -> float:
+    """One gp3 volume a month: its size, and the throughput and IOPS above the included baseline."""
+    return (
+        size_gib * GP3_USD_PER_GB_MONTH
+        + max(0, mibps - GP3_INCLUDED_MIBPS) * GP3_USD_PER_MIBPS_MONTH
+        + max(0, iops - GP3_INCLUDED_IOPS) * GP3_USD_PER_IOPS_MONTH
+    )

@@ -13,9 +13,11 @@ Figures per GPU node (estimates, each with where it comes from):
   validation, device plugin, and the validator's CUDA workload (gpufleet.plan.manifests.gpu_operator,
   WITH_WORKLOAD=true).
 - The image pull: the group's image sets' size (imageSets[].sizeGB, measured; else ASSUMED_IMAGE_GB per image) at
-  the group's pull rate (workloads.imagePullGBps, measured; else containerd's sequential pull on gp3), both from
-  gpufleet.facts.image_pull. gpufleet pre-pulls a group's image sets in user data, so this time is spent before the
-  node is Ready, but it is spent on every new node.
+  the group's pull rate (workloads.imagePullGBps, measured; else the blueprint's rate for the group's pull mode and
+  AMI family, capped by the volume's throughput), both from gpufleet.facts.image_pull. gpufleet pre-pulls a group's
+  image sets (from user data with containerd's own pull; through the CRI from the prepuller DaemonSet with parallel
+  pull, alongside the operands), and this counts the pull before the operands either way: it is spent on every new
+  node.
 - WARM_RESUME_SECONDS 60: a Stopped warm-pool instance that already holds the images resumes in about a minute
   (docs/stage-1.md); with instance-store RAID0 the images are lost at every stop, so it pulls again.
 - The pull a pod does itself: one image of ASSUMED_IMAGE_GB where the group pre-pulls no image set (a pre-pulled
@@ -36,6 +38,7 @@ import math
 from dataclasses import dataclass
 
 from gpufleet.facts import catalog, image_pull, weights
+from gpufleet.spec import defaults
 from gpufleet.spec.fleet import Fleet, NodeGroup, WorkloadClass
 
 NODE_READY_SECONDS = 180
@@ -53,6 +56,8 @@ class Pull:
     gbps: float
     gbps_measured: bool  # workloads.imagePullGBps names the group
     prepulled: bool  # the group pre-pulls image sets at boot; else a pod pulls its own image
+    parallel: bool = False  # imagePull.mode Parallel (the SOCI snapshotter's parallel pull)
+    disk_mibps: int | None = None  # the EBS volume's throughput where it holds the store; None: the RAID0 array
 
     @property
     def seconds(self) -> float:
@@ -63,14 +68,19 @@ def pull(fleet: Fleet, group: NodeGroup) -> Pull:
     """The group's image sets (each by its sizeGB, else ASSUMED_IMAGE_GB per image), else the one image a pod pulls."""
     sets = [s for s in fleet.image_sets if s.name in group.images]
     measured_gbps = fleet.workloads.image_pull_gbps.get(group.name)
+    parallel = defaults.parallel_pull(group)
+    disk = defaults.disk_throughput(group) if defaults.store_on_ebs(group) else None
+    bottlerocket = group.ami_type.startswith("BOTTLEROCKET")
     return Pull(
         size_gb=sum(s.size_gb if s.size_gb is not None else len(s.images) * image_pull.ASSUMED_IMAGE_GB for s in sets)
         if sets
         else image_pull.ASSUMED_IMAGE_GB,
         size_measured=bool(sets) and all(s.size_gb is not None for s in sets),
-        gbps=measured_gbps if measured_gbps is not None else image_pull.CONTAINERD_GBPS,
+        gbps=measured_gbps if measured_gbps is not None else image_pull.assumed_gbps(parallel, bottlerocket, disk),
         gbps_measured=measured_gbps is not None,
         prepulled=bool(sets),
+        parallel=parallel,
+        disk_mibps=disk,
     )
 
 

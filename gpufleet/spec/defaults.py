@@ -11,11 +11,12 @@ those that need the model. `COMPUTED` lists them for the spec reference (tools/s
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gpufleet.facts import ami_releases, catalog
+from gpufleet.facts import ami_releases, catalog, image_pull
 from gpufleet.facts.stages import StageName
 from gpufleet.facts.versions import COMPONENTS, default_release
 from gpufleet.spec.devices import device_managing
@@ -168,6 +169,31 @@ LEADER_WORKER_SET = Computed(
         "LeaderWorkerSet, which Kueue admits as one pod group per replica"
     ),
 )
+IMAGE_PULL_MODE = Computed(
+    path="nodeGroups[].imagePull.mode",
+    rule=(
+        "Parallel where the AMI release has it (AL2023 v20250821, Bottlerocket 1.44.0), the instance type is one"
+        " nodeadm enables it on (AL2023: 4 vCPUs and 7 GiB), the volume holding the store is not set below 600 MiB/s"
+        " and no dataVolumeSnapshotId is restored; else Default"
+    ),
+    reason=(
+        "GPU images are large: the SOCI snapshotter's parallel pull took a 10.8 GB image in 60 s on AL2023 and 45 s on"
+        " Bottlerocket where containerd's own pull took 112 s (aws-samples/karpenter-blueprints soci-snapshotter)"
+    ),
+)
+DISK_THROUGHPUT = Computed(
+    path="nodeGroups[].diskThroughputMiBps",
+    rule="600 where the group pulls in parallel onto its EBS volume, else 125 (gp3's baseline)",
+    reason=(
+        "parallel pull writes each layer to disk before unpacking it and is slower than containerd's pull below about"
+        " 600 MiB/s (nodeadm doc/examples.md); with RAID0 on AL2023 (v20251217 on) the store is on the array"
+    ),
+)
+DISK_IOPS = Computed(
+    path="nodeGroups[].diskIops",
+    rule="3000 (gp3's baseline), or the least the throughput needs at 0.25 MiB/s per IOPS",
+    reason="IOPS above 3000 are billed, and gp3 allows at most 0.25 MiB/s of throughput per provisioned IOPS",
+)
 COMPUTED: tuple[Computed, ...] = (
     SYSTEM_NODES,
     PINS,
@@ -184,6 +210,9 @@ COMPUTED: tuple[Computed, ...] = (
     JOB_SET,
     TRAINER,
     LEADER_WORKER_SET,
+    IMAGE_PULL_MODE,
+    DISK_THROUGHPUT,
+    DISK_IOPS,
 )
 
 
@@ -345,6 +374,63 @@ def max_unavailable(group: NodeGroup) -> int:
     return group.update.max_unavailable or 1
 
 
+# AL2023 nodeadm's setup-local-disks bind-mounts the SOCI snapshotter's store (/var/lib/soci-snapshotter-grpc) onto the
+# RAID0 array from release v20251217 (awslabs/amazon-eks-ami CHANGELOG.md, "feat: mount soci directory to instance
+# store", #2548; templates/al2023/runtime/bin/setup-local-disks). Bottlerocket's ephemeral-storage bind of gpufleet's
+# three directories leaves /var/lib/soci-snapshotter on the data volume.
+SOCI_ON_RAID0_AL2023_DATE = "20251217"
+
+
+def store_on_ebs(group: NodeGroup) -> bool:
+    """Whether the group's image store (containerd's, or the SOCI snapshotter's in parallel mode) is on its EBS volume
+    rather than the instance-store array."""
+    if group.local_storage != "RAID0" or group.ami_type.startswith("BOTTLEROCKET"):
+        return True
+    info = catalog.lookup(group.instance_type)
+    if info is None or info.local_nvme_gib == 0:
+        return True
+    return group.ami_release_version.rsplit("-", 1)[-1] < SOCI_ON_RAID0_AL2023_DATE
+
+
+def _parallel_possible(group: NodeGroup) -> bool:
+    if image_pull.parallel_floor(group.ami_type, group.ami_release_version) is not None:
+        return False
+    if group.data_volume_snapshot_id is not None:
+        return False
+    if not group.ami_type.startswith("BOTTLEROCKET"):
+        info = catalog.lookup(group.instance_type)
+        if info is not None and (
+            info.vcpus < image_pull.AL2023_MIN_VCPUS or info.memory_mib < image_pull.AL2023_MIN_MEMORY_GIB * 1024
+        ):
+            return False
+    given = group.disk_throughput_mibps
+    return given is None or given >= image_pull.PARALLEL_MIN_MIBPS or not store_on_ebs(group)
+
+
+def image_pull_mode(group: NodeGroup) -> str:
+    if group.image_pull.mode is not None:
+        return group.image_pull.mode
+    return "Parallel" if _parallel_possible(group) else "Default"
+
+
+def parallel_pull(group: NodeGroup) -> bool:
+    return image_pull_mode(group) == "Parallel"
+
+
+def disk_throughput(group: NodeGroup) -> int:
+    if group.disk_throughput_mibps is not None:
+        return group.disk_throughput_mibps
+    if parallel_pull(group) and store_on_ebs(group):
+        return image_pull.PARALLEL_MIN_MIBPS
+    return image_pull.GP3_BASELINE_MIBPS
+
+
+def disk_iops(group: NodeGroup) -> int:
+    if group.disk_iops is not None:
+        return group.disk_iops
+    return max(image_pull.GP3_BASELINE_IOPS, math.ceil(disk_throughput(group) / image_pull.GP3_MIBPS_PER_IOPS))
+
+
 def applied(
     fleet: Fleet, included: tuple[StageName, ...], deployed: Mapping[str, str]
 ) -> list[tuple[str, str, Computed]]:
@@ -371,6 +457,12 @@ def applied(
             out.append((f"{at}.topology.podShape", pod_shape(group), POD_SHAPE))
         if group.topology.placement is None and "admission" in included and fleet.teams:
             out.append((f"{at}.topology.placement", placement(fleet, group), PLACEMENT))
+        if group.image_pull.mode is None:
+            out.append((f"{at}.imagePull.mode", image_pull_mode(group), IMAGE_PULL_MODE))
+        if group.disk_throughput_mibps is None:
+            out.append((f"{at}.diskThroughputMiBps", str(disk_throughput(group)), DISK_THROUGHPUT))
+        if group.disk_iops is None:
+            out.append((f"{at}.diskIops", str(disk_iops(group)), DISK_IOPS))
         if not provisioning(group).auto_scaling_group:
             continue  # a NodePool has no desired size and no update config (validate refuses both on the group)
         if group.desired_size is None:

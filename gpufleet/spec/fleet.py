@@ -160,6 +160,21 @@ class Update:
     max_unavailable_percentage: int | None
 
 
+ImagePullMode = Literal["Parallel", "Default"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ImagePull:
+    """imagePull: the SOCI snapshotter's parallel-pull-unpack mode or containerd's own pull, and the parallel mode's
+    settings (Bottlerocket only); None where omitted (gpufleet.spec.defaults resolves the mode)."""
+
+    mode: ImagePullMode | None
+    max_concurrent_downloads_per_image: int | None
+    max_concurrent_unpacks_per_image: int | None
+    concurrent_download_chunk_size: str | None
+    discard_unpacked_layers: bool | None
+
+
 def _headroom(hr: Mapping[str, Any] | None) -> Headroom | None:
     return Headroom(nodes=hr["nodes"]) if hr is not None and hr["nodes"] > 0 else None
 
@@ -207,6 +222,10 @@ class NodeGroup:
     labels: Mapping[str, str]
     disk_size_gib: int = field(metadata=at("diskSizeGiB"))
     data_volume_snapshot_id: str | None  # Bottlerocket: the data volume's EBS snapshot holding the images
+    image_pull: ImagePull
+    # the gp3 volume holding the container store; None: omitted (gpufleet.spec.defaults.disk_throughput, disk_iops)
+    disk_throughput_mibps: int | None = field(metadata=at("diskThroughputMiBps"))
+    disk_iops: int | None
 
 
 def falls_back(group: NodeGroup) -> bool:

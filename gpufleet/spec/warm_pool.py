@@ -13,7 +13,14 @@ sizing explicitly.
 from __future__ import annotations
 
 from gpufleet.facts import pricing
+from gpufleet.spec import defaults
 from gpufleet.spec.fleet import NodeGroup
+
+
+def volume_usd_per_month(group: NodeGroup) -> float:
+    """The gp3 volume that holds a node's store (diskSizeGiB, with diskThroughputMiBps and diskIops above the
+    baseline) for a month."""
+    return pricing.gp3_usd_per_month(group.disk_size_gib, defaults.disk_throughput(group), defaults.disk_iops(group))
 
 
 def prepared_capacity(group: NodeGroup) -> int:
@@ -32,8 +39,8 @@ def held(group: NodeGroup, desired: int) -> int:
 
 def standing_usd_per_month(group: NodeGroup, instances: int, instance_hour_usd: float) -> float:
     """What `instances` pooled instances cost per month while they wait: a Running pool the full instance rate;
-    a Stopped or Hibernated one only its gp3 volumes (the instance-hours stop; pricing.GP3_USD_PER_GB_MONTH)."""
+    a Stopped or Hibernated one only its gp3 volumes (the instance-hours stop; volume_usd_per_month)."""
     assert group.warm_pool is not None
     if group.warm_pool.state == "Running":
         return instances * instance_hour_usd * pricing.HOURS_PER_MONTH
-    return instances * group.disk_size_gib * pricing.GP3_USD_PER_GB_MONTH
+    return instances * volume_usd_per_month(group)

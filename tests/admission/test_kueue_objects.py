@@ -433,9 +433,10 @@ def test_configuration_turns_on_all_or_nothing_admission(fleet: Fleet) -> None:
     config = kueue.controller_configuration(fleet)
     assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
     assert config["waitForPodsReady"] == {
-        # derived: no image sets, so boot and join 180 s + operands 180 s + the pod's own pull (an assumed 10.78 GB at
-        # 0.096 GB/s: 112.33 s, gpufleet.facts.image_pull) = 472.33 s, x1.5, a whole minute up (gpufleet.spec.cold_start)
-        "timeout": "720s",
+        # derived: no image sets, so boot and join 180 s + operands 180 s + the pod's own pull (an assumed 10.78 GB in
+        # parallel on AL2023 at 0.18 GB/s: 59.813 s, gpufleet.facts.image_pull) = 419.8 s, x1.5, a whole minute up
+        # (gpufleet.spec.cold_start)
+        "timeout": "660s",
         "blockAdmission": False,
         "requeuingStrategy": {
             "timestamp": "Eviction",
@@ -623,20 +624,20 @@ def test_pods_ready_timeout_defaults_to_the_slowest_cold_start() -> None:
 
     fleet = load_fleet(str(Path(__file__).resolve().parents[2] / "fleet.yaml"), "prod").environments["prod"]
     assert fleet.admission.pods_ready_timeout_seconds is None
-    # Every group: boot and join 180 s + one image pull (an assumed 10.78 GB at 0.096 GB/s: 112.33 s,
-    # gpufleet.facts.image_pull) + operands 180 s = 472.33 s. A warm pool does not shorten it (issue 45 item 4: the
-    # timeout follows the cold figure; a scale-up past the pool's minSize starts cold nodes), so notebooks is no
-    # longer 60 s + 180 s.
+    # Every group: boot and join 180 s + one image pull (an assumed 10.78 GB: in parallel at 0.18 GB/s, 59.813 s;
+    # notebooks with containerd's own pull at 0.096 GB/s, 112.33 s; gpufleet.facts.image_pull) + operands 180 s. A warm
+    # pool does not shorten it (issue 45 item 4: the timeout follows the cold figure; a scale-up past the pool's
+    # minSize starts cold nodes), so notebooks is no longer 60 s + 180 s.
     assert {g.name: round(cold_start.group_seconds(fleet, g), 2) for g in fleet.node_groups} == {
-        "h100": 472.33,
-        "l40s": 472.33,
-        "a100-mig": 472.33,
+        "h100": 419.81,
+        "l40s": 419.81,
+        "a100-mig": 419.81,
         "notebooks": 472.33,
     }
-    # Issue 41 item 9: a serving pod on l40s is Ready only after its weights and warm-up: 472.33 s + its node's share
+    # Issue 41 item 9: a serving pod on l40s is Ready only after its weights and warm-up: 419.81 s + its node's share
     # of 203 GB (a replica of 8 GPUs spans two 4-GPU g6e.12xlarge: 101.5 GB each) from S3 at 100 Gbps / 8 = 12.5 GB/s
-    # (8.12 s) + 60 s warm-up = 540.45 s; x1.5 = 810.7 s -> 840 s.
+    # (8.12 s) + 60 s warm-up = 487.93 s; x1.5 = 731.9 s -> 780 s.
     ready = {g.name: round(cold_start.ready_seconds(fleet, g), 1) for g in fleet.node_groups}
-    assert ready == {"h100": 472.3, "l40s": 540.5, "a100-mig": 472.3, "notebooks": 472.3}
-    assert cold_start.default_timeout_seconds(fleet) == (840, "l40s")
-    assert kueue.controller_configuration(fleet)["waitForPodsReady"]["timeout"] == "840s"
+    assert ready == {"h100": 419.8, "l40s": 487.9, "a100-mig": 419.8, "notebooks": 472.3}
+    assert cold_start.default_timeout_seconds(fleet) == (780, "l40s")
+    assert kueue.controller_configuration(fleet)["waitForPodsReady"]["timeout"] == "780s"

@@ -18,7 +18,8 @@ from gpufleet.plan.builders.cost import (
     spot_range,
 )
 from gpufleet.rules.pipeline import load_fleet, load_fleet_text
-from gpufleet.spec.fleet import Fleet
+from gpufleet.spec import defaults
+from gpufleet.spec.fleet import Fleet, NodeGroup
 from tests.promtool import CASES, ROOT
 
 INSTALL = load_fleet(str(CASES / "observability-install" / "fleet.yaml"), "prod").environments["prod"]
@@ -55,9 +56,10 @@ def test_estimate_rows_min_max_and_warm_pools() -> None:
     assert (
         rows["a100"] == "| a100 | p4d.24xlarge | 8 | 2.75 (spec) | 22.00 | $16,060 | $192,720 | $16,060 (1 Running) |"
     )
-    # l4: Stopped warm pool of 2 costs only its volumes: 2 x 300 GiB x 0.08.
-    assert rows["l4"].endswith("| $6,718 | $20,155 | $48.00 (2 Stopped) |")
-    assert "Fleet: $38,886 per month at minSize (warm pools included), $228,983 at maxSize." in lines
+    # l4: Stopped warm pool of 2 costs only its volumes: 2 x (300 GiB x 0.08 + the 600 MiB/s parallel pull defaults to,
+    # (600 - 125) x 0.04) = 2 x (24 + 19).
+    assert rows["l4"].endswith("| $6,718 | $20,155 | $86.00 (2 Stopped) |")
+    assert "Fleet: $38,924 per month at minSize (warm pools included), $229,021 at maxSize." in lines
 
 
 def test_a_reservation_is_billed_at_every_size() -> None:
@@ -112,8 +114,16 @@ def test_system_nodes_and_root_volumes_are_counted() -> None:
     system = EXAMPLE.cluster.system_nodes
     assert system is not None and system.instance_type == "m7i.xlarge"
     each = 0.2016 * 730 + 20 * 0.08
-    volumes_min = sum(g.min_size * g.disk_size_gib * 0.08 for g in EXAMPLE.node_groups)
-    volumes_max = sum(g.max_size * g.disk_size_gib * 0.08 for g in EXAMPLE.node_groups)
+
+    # each node's gp3 volume: its size, and the throughput above 125 MiB/s (a100-mig pulls in parallel onto 600 MiB/s;
+    # the RAID0 groups keep the SOCI store on the array, notebooks pull with containerd: both at the baseline)
+    def volume(g: NodeGroup) -> float:
+        return g.disk_size_gib * 0.08 + (475 * 0.04 if g.name == "a100-mig" else 0.0)
+
+    assert [defaults.disk_throughput(g) for g in EXAMPLE.node_groups] == [125, 125, 600, 125]
+    assert {defaults.disk_iops(g) for g in EXAMPLE.node_groups} == {3000}
+    volumes_min = sum(g.min_size * volume(g) for g in EXAMPLE.node_groups)
+    volumes_max = sum(g.max_size * volume(g) for g in EXAMPLE.node_groups)
     assert extra_min == pytest.approx(0.10 * 730 + system.min_size * each + volumes_min)  # 1.35: standard support
     assert extra_max == pytest.approx(0.10 * 730 + system.max_size * each + volumes_max)
     assert any(line.startswith(f"- System nodes: {system.min_size}..{system.max_size} x m7i.xlarge") for line in lines)

@@ -284,12 +284,12 @@ def test_instance_type_change_is_a_replacement_and_is_re_priced(
 
 def test_an_image_bump_changes_no_launch_template_and_rolls_no_node(trees: dict[str, Path]) -> None:
     """The image list is read at boot from an SSM parameter (issue 29 item 4): a new image updates that parameter and
-    the prepuller DaemonSet in place; the launch template, so every node of the group, stays."""
+    the prepuller DaemonSet in place; the launch template, so every node of the group, stays. The training set's
+    groups (a100-mig, h100) pull in parallel, through the CRI from the DaemonSet alone (no boot-time list)."""
     r = report(trees, "image-bump")
     assert r.nodes == ()
     assert sorted((c.id, c.action, c.paths) for c in r.changes) == sorted(
-        [(f"{group}-image-list", "update", ("insecureValue",)) for group in ("a100-mig", "h100")]
-        + [
+        [
             (
                 f"daemonset-gpufleet-system-prepull-{group}",
                 "update",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.plan.rollout import build_plan
@@ -23,6 +24,18 @@ def plan_for(spec: Path, env: str) -> RolloutPlan:
 @pytest.fixture(scope="session")
 def prod() -> RolloutPlan:
     return plan_for(ROOT / "fleet.yaml", "prod")
+
+
+@pytest.fixture(scope="session")
+def prod_sequential(tmp_path_factory: pytest.TempPathFactory) -> RolloutPlan:
+    """The example with containerd's own pull on every group (imagePull.mode Default): its AL2023 groups pull their
+    images from user data at boot, the RAID0 ones after nodeadm builds the array."""
+    spec = yaml.safe_load((ROOT / "fleet.yaml").read_text(encoding="utf-8"))
+    for group in spec["nodeGroups"]:
+        group["imagePull"] = {"mode": "Default"}
+    path = tmp_path_factory.mktemp("sequential") / "fleet.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    return plan_for(path, "prod")
 
 
 @pytest.fixture(scope="session")

@@ -210,13 +210,14 @@ def test_topology_manager_in_user_data_system_reserved_and_raid0_in_the_node_cla
             "apiVersion": "node.eks.aws/v1alpha1",
             "kind": "NodeConfig",
             "spec": {
+                "featureGates": {"FastImagePull": True},  # parallel pull, in the same NodeConfig
                 "kubelet": {
                     "config": {
                         "cpuManagerPolicy": "static",
                         "topologyManagerPolicy": "restricted",
                         "topologyManagerScope": "pod",
                     }
-                }
+                },
             },
         }
     ]

@@ -138,6 +138,7 @@ def _node_config(plan: RolloutPlan, group: str) -> dict:  # type: ignore[type-ar
 
 def test_user_data_nodeconfig_topology_cpu_manager_and_raid0(prod: RolloutPlan) -> None:
     config = _node_config(prod, "h100")
+    assert config["spec"]["featureGates"] == {"FastImagePull": True}  # parallel pull by default
     assert config["spec"]["kubelet"]["config"] == {
         "topologyManagerPolicy": "restricted",
         "topologyManagerScope": "pod",
@@ -145,7 +146,8 @@ def test_user_data_nodeconfig_topology_cpu_manager_and_raid0(prod: RolloutPlan) 
         "systemReserved": {"cpu": "1", "memory": "2Gi"},
     }
     assert config["spec"]["instance"] == {"localStorage": {"strategy": "RAID0"}}
-    assert _node_config(prod, "notebooks")["spec"] == {}  # Interactive: no Topology Manager by default
+    # Interactive: no Topology Manager by default; imagePull.mode Default: no FastImagePull gate.
+    assert _node_config(prod, "notebooks")["spec"] == {}
 
 
 def test_every_nodeconfig_validates_against_the_nodeadm_crd(prod: RolloutPlan, existing: RolloutPlan) -> None:
@@ -164,7 +166,8 @@ def _scripts(plan: RolloutPlan, group: str) -> list[str]:
     ]
 
 
-def test_user_data_prepulls_images_and_closes_the_envvar_escape(prod: RolloutPlan) -> None:
+def test_user_data_prepulls_images_and_closes_the_envvar_escape(prod_sequential: RolloutPlan) -> None:
+    prod = prod_sequential
     text = decode_user_data(resource(prod, "h100-launch-template").args["userData"])
     # The images are read at boot from the group's SSM parameter, never written into the launch template.
     assert "aws ssm get-parameter --region us-east-1 --name /gpufleet/research/h100/images" in text
@@ -196,7 +199,31 @@ def test_prepuller_daemonsets_do_not_gate_the_stage(prod: RolloutPlan) -> None:
         assert r.args["object"]["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true", r.id
 
 
-def test_raid0_groups_pull_onto_the_array_after_nodeadm_builds_it(prod: RolloutPlan) -> None:
+def test_parallel_pull_leaves_the_pull_to_the_cri(prod: RolloutPlan) -> None:
+    # With FastImagePull the images come through the CRI (the prepuller DaemonSet), not from a boot-time `ctr` pull
+    # into a store the CRI no longer uses: no pre-pull script, no SSM image list; the notebooks (mode Default) keep both.
+    for parallel in ("h100", "l40s", "a100-mig"):
+        assert not [s for s in _scripts(prod, parallel) if "ssm get-parameter" in s], parallel
+        assert f"{parallel}-image-list" not in {r.id for s in prod.stages for r in s.content.resources}
+        assert "accept-nvidia-visible-devices-envvar-when-unprivileged = false" in "".join(_scripts(prod, parallel))
+    assert [s for s in _scripts(prod, "notebooks") if "ssm get-parameter" in s]
+    assert resource(prod, "notebooks-image-list").type == "aws:ssm/parameter:Parameter"
+
+
+def test_parallel_pull_volumes(prod: RolloutPlan) -> None:
+    # a100-mig pulls in parallel onto its root volume: 600 MiB/s at the included 3,000 IOPS. h100 and l40s keep the
+    # SOCI store on the RAID0 array (nodeadm v20251217 on), notebooks pull with containerd: the volume at baseline.
+    def ebs(group: str) -> dict:  # type: ignore[type-arg]
+        (mapping,) = resource(prod, f"{group}-launch-template").args["blockDeviceMappings"]
+        return mapping["ebs"]  # type: ignore[no-any-return]
+
+    assert ebs("a100-mig")["throughput"] == 600 and "iops" not in ebs("a100-mig")
+    for baseline in ("h100", "l40s", "notebooks"):
+        assert "throughput" not in ebs(baseline) and "iops" not in ebs(baseline), baseline
+
+
+def test_raid0_groups_pull_onto_the_array_after_nodeadm_builds_it(prod_sequential: RolloutPlan) -> None:
+    prod = prod_sequential
     # h100 and l40s have instance-store RAID0: nodeadm-run (After=cloud-final) builds the array and copies
     # /var/lib/containerd into it, so a pull from cloud-init would land on the root volume and be copied again.
     for raid0 in ("h100", "l40s"):
@@ -230,7 +257,8 @@ def _survives_stop(unit: dict[str, list[str]], stopped: str) -> bool:
     return not any(stopped in unit.get(kind, []) for kind in _STOP_PROPAGATES)
 
 
-def test_raid0_prepull_survives_setup_local_disks_stopping_containerd(prod: RolloutPlan) -> None:
+def test_raid0_prepull_survives_setup_local_disks_stopping_containerd(prod_sequential: RolloutPlan) -> None:
+    prod = prod_sequential
     # nodeadm's setup-local-disks runs `systemctl stop containerd` before bind-mounting /var/lib/containerd onto the
     # array (awslabs/amazon-eks-ami templates/shared/runtime/bin/setup-local-disks, maybe_raid0); with
     # Requires=containerd.service the queued pre-pull start was dropped with it (reproduced on systemd 252, AL2023's).

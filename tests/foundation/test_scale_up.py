@@ -50,10 +50,11 @@ def test_each_figure_is_its_arithmetic(env: str) -> None:
 
 
 def test_the_examples_paths() -> None:
-    """prod: h100's warm pool pulls again (RAID0: 60 + 180 + 112.33 s), notebooks' does not (60 + 180 s); l40s's two
+    """prod: h100's warm pool pulls again (RAID0, in parallel onto the array: 60 + 180 + 59.813 s), notebooks' does not
+    (60 + 180 s); l40s's two
     headroom nodes hold one replica (it spans two nodes), whose cache holds the weights (a team prefetches them)."""
     f = load_fleet(str(EXAMPLE), "prod").environments["prod"]
-    assert scale_up.paths(f, f.node_group("h100")).warm_pool_s == pytest.approx(60 + 180 + 112.33)
+    assert scale_up.paths(f, f.node_group("h100")).warm_pool_s == pytest.approx(60 + 180 + 59.813)
     assert scale_up.paths(f, f.node_group("notebooks")).warm_pool_s == 240
     l40s = scale_up.paths(f, f.node_group("l40s"))
     t = serving_start.ready_time(f, f.node_group("l40s"))
@@ -72,11 +73,42 @@ def test_measured_size_and_rate_replace_the_assumptions_and_say_so() -> None:
     assert p.cold_s == 360 + 80
     (row,) = [r for r in scale_up.notes(f) if r.startswith("| serve |")]
     assert row.startswith("| serve | 20 GB (measured) | 0.25 GB/s (measured) | 6.0 min (assumed) | 1.3 min |")
-    # no image set: the pod pulls one image of the assumed size, at the assumed rate
+    # no image set: the pod pulls one image of the assumed size, at the assumed rate of its mode: parallel by default
+    # on this AL2023 release, onto the 600 MiB/s root volume it defaults to (59.813 s)
     f = fleet([SERVE], "")
     (row,) = [r for r in scale_up.notes(f) if r.startswith("| serve |")]
-    assert row.startswith("| serve | 10.78 GB (assumed), the pod's own pull | 0.096 GB/s (assumed) |")
-    assert row.endswith("| **7.9 min** | no warm pool | no headroom | not configured |")
+    assert row.startswith(
+        "| serve | 10.78 GB (assumed), the pod's own pull | 0.18 GB/s (assumed: parallel, AL2023, gp3 600 MiB/s) |"
+    )
+    assert row.endswith("| **7.0 min** | no warm pool | no headroom | not configured |")
+
+
+@pytest.mark.parametrize(
+    ("ami", "extra", "seconds", "rate"),
+    [
+        (None, "", 59.813, "0.18 GB/s (assumed: parallel, AL2023, gp3 600 MiB/s)"),
+        (None, "    imagePull: {mode: Default}\n", 112.33, "0.096 GB/s (assumed: containerd, gp3 125 MiB/s)"),
+        ("1.54.0-5043decc", "", 44.974, "0.24 GB/s (assumed: parallel, Bottlerocket, gp3 600 MiB/s)"),
+        # an older AMI release has no parallel pull: containerd's own
+        (None, "", 112.33, "0.096 GB/s (assumed: containerd, gp3 125 MiB/s)"),
+    ],
+    ids=["al2023-parallel", "al2023-default", "bottlerocket-parallel", "al2023-before-the-gate"],
+)
+def test_the_pull_rate_follows_the_mode_and_the_ami(ami: str | None, extra: str, seconds: float, rate: str) -> None:
+    """The blueprint's 10.78 GB image: containerd 112.33 s, parallel 59.813 s on AL2023 and 44.974 s on Bottlerocket."""
+    spec = SERVE.replace("    taints: []", extra + "    taints: []")
+    if ami is not None:
+        spec = spec.replace(
+            'type: AL2023_x86_64_NVIDIA, releaseVersion: "1.33.13-20260714"',
+            f'type: BOTTLEROCKET_x86_64_NVIDIA, releaseVersion: "{ami}"',
+        )
+    elif seconds == 112.33 and not extra:
+        spec = spec.replace('releaseVersion: "1.33.13-20260714"', 'releaseVersion: "1.33.3-20250819"')
+    f = fleet([spec], "")
+    p = scale_up.paths(f, f.node_group("serve"))
+    assert p.pull.seconds == pytest.approx(seconds)
+    (row,) = [r for r in scale_up.notes(f) if r.startswith("| serve |")]
+    assert row.split(" | ")[2] == rate
 
 
 def test_the_snapshot_path_pulls_nothing() -> None:

@@ -87,7 +87,7 @@ CASES: list[Any] = [
             (
                 "admission.podsReadyTimeoutSeconds",
                 (
-                    "540s is shorter than a cold start of node group l4 (about 720s with margin: node boot and join,"
+                    "540s is shorter than a cold start of node group l4 (about 660s with margin: node boot and join,"
                     " image pulls, GPU Operator operands, the pull a pod does itself and, on an Inference group, the"
                     " weight load and warm-up before its readiness probe passes): a workload that must scale the"
                     " group up is evicted before its pods are ready, and deactivated after 5 requeues"

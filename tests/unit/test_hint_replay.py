@@ -1026,6 +1026,52 @@ REPLAYS: tuple[Replay, ...] = (
         {"nodeGroups.0.dataVolumeSnapshotId": DEL},
     ),
     R(
+        "parallel-pull-before-the-gate",
+        {
+            "nodeGroups.0.ami": {"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.33.3-20250819"},
+            "nodeGroups.0.imagePull": {"mode": "Parallel"},
+        },
+        "pin AL2023 release v20250821 or later in ami.releaseVersion, or set imagePull.mode: Default",
+        {"nodeGroups.0.imagePull.mode": "Default"},
+    ),
+    R(
+        "parallel-pull-with-a-snapshot",
+        {
+            "nodeGroups.0.ami": BOTTLEROCKET,
+            "nodeGroups.0.dataVolumeSnapshotId": "snap-0123456789abcdef0",
+            "nodeGroups.0.imagePull": {"mode": "Parallel"},
+        },
+        "set imagePull.mode: Default, or remove dataVolumeSnapshotId",
+        {"nodeGroups.0.imagePull.mode": "Default"},
+    ),
+    R(
+        "parallel-pull-on-a-slow-volume",
+        {"nodeGroups.0.imagePull": {"mode": "Parallel"}, "nodeGroups.0.diskThroughputMiBps": 300},
+        "set diskThroughputMiBps: 600 or more, or imagePull.mode: Default",
+        {"nodeGroups.0.diskThroughputMiBps": 600},
+    ),
+    R(
+        "soci-tuning-on-al2023",
+        {"nodeGroups.0.imagePull": {"maxConcurrentDownloadsPerImage": 10}},
+        "remove imagePull.maxConcurrentDownloadsPerImage",
+        {"nodeGroups.0.imagePull.maxConcurrentDownloadsPerImage": DEL},
+    ),
+    R(
+        "soci-tuning-with-the-default-pull",
+        {
+            "nodeGroups.0.ami": BOTTLEROCKET,
+            "nodeGroups.0.imagePull": {"mode": "Default", "discardUnpackedLayers": False},
+        },
+        "remove imagePull.discardUnpackedLayers, or set imagePull.mode: Parallel",
+        {"nodeGroups.0.imagePull.discardUnpackedLayers": DEL},
+    ),
+    R(
+        "gp3-throughput-beyond-the-iops",
+        {"nodeGroups.0.diskThroughputMiBps": 1000, "nodeGroups.0.diskIops": 3000},
+        "set diskIops: 4000 or more, or lower diskThroughputMiBps",
+        {"nodeGroups.0.diskIops": 4000},
+    ),
+    R(
         "instance-types-on-a-managed-group",
         {"nodeGroups.0.instanceTypes": ["g6.xlarge", "g6.2xlarge"]},
         "remove instanceTypes, or use provisioner Karpenter",

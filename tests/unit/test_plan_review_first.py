@@ -36,11 +36,11 @@ def test_the_cost_is_the_cost_stage_total_and_each_team_has_its_gpus() -> None:
     decide = _section(page, "What you decide on")
     # the cost stage's last total, "With the control plane, system nodes and root volumes"
     assert (
-        "With the control plane, system nodes and root volumes: $15,000 per month at minSize, $837,745 at maxSize."
+        "With the control plane, system nodes and root volumes: $15,000 per month at minSize, $837,821 at maxSize."
         in page
     )
     assert decide.startswith(
-        "\n**Cost per month: $15,000 at minSize, $837,745 at maxSize** (730 hours of GPU nodes with their warm pools,"
+        "\n**Cost per month: $15,000 at minSize, $837,821 at maxSize** (730 hours of GPU nodes with their warm pools,"
         " the control plane, system nodes and root volumes; the table, the Spot range and what is not counted:"
         " 8. cost).\n"
     )
@@ -90,4 +90,4 @@ def test_the_access_tables_long_cells_are_footnotes() -> None:
 def test_the_cost_line_counts_what_the_estimate_counts() -> None:
     fleet = load_fleet(str(ROOT / "fleet.yaml"), "prod").environments["prod"]
     at_min, at_max, unpriced = cost.fleet_monthly(fleet)
-    assert (cost.usd(at_min), cost.usd(at_max), unpriced) == ("$15,000", "$837,745", [])
+    assert (cost.usd(at_min), cost.usd(at_max), unpriced) == ("$15,000", "$837,821", [])

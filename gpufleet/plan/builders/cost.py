@@ -11,7 +11,7 @@ from gpufleet.plan.builders.common import k8s
 from gpufleet.plan.builders.telemetry import prometheus_dependency
 from gpufleet.plan.manifests import dashboards, headroom, rules_promql, sharing, telemetry
 from gpufleet.plan.parts import BuildContext, StageContent
-from gpufleet.spec import warm_pool
+from gpufleet.spec import defaults, warm_pool
 from gpufleet.spec.devices import device_managing
 from gpufleet.spec.fleet import CapacityType, Fleet, NodeGroup, SharingStrategy
 
@@ -376,16 +376,19 @@ def around_the_gpu_nodes(fleet: Fleet) -> tuple[list[str], float, float]:
                 f" {usd(system.min_size * each)} at minSize, {usd(system.max_size * each)} at maxSize."
             )
     rows = []
+    included = (pricing.GP3_INCLUDED_MIBPS, pricing.GP3_INCLUDED_IOPS)
     for group in fleet.node_groups:
-        per_node = group.disk_size_gib * gp3
+        per_node = warm_pool.volume_usd_per_month(group)
         at_min, at_max = headroom.idle_nodes(group) * per_node, group.max_size * per_node
         extra_min += at_min
         extra_max += at_max
-        rows.append(f"{group.name} {group.disk_size_gib} GiB: {usd(at_min)}..{usd(at_max)}")
+        mibps, iops = defaults.disk_throughput(group), defaults.disk_iops(group)
+        performance = f" {mibps} MiB/s {iops} IOPS" if (mibps, iops) != included else ""
+        rows.append(f"{group.name} {group.disk_size_gib} GiB{performance}: {usd(at_min)}..{usd(at_max)}")
     lines.append(
-        f"- Running GPU nodes' gp3 volumes (diskSizeGiB x ${gp3}/GB-month each, at minSize..maxSize): "
-        + "; ".join(rows)
-        + "."
+        f"- Running GPU nodes' gp3 volumes (diskSizeGiB x ${gp3}/GB-month each, and above 125 MiB/s and 3,000 IOPS"
+        f" ${pricing.GP3_USD_PER_MIBPS_MONTH}/MiB/s-month and ${pricing.GP3_USD_PER_IOPS_MONTH}/IOPS-month [A], at"
+        " minSize..maxSize): " + "; ".join(rows) + "."
     )
     if fleet.fsx_lustre is not None:
         # Billed by provisioned capacity whatever the nodes do (the storage stage's plan.md section has the figures).

@@ -67,7 +67,7 @@ def resources(
     out: list[Resource] = []
     image_list = (
         (node_bootstrap.image_list_parameter(fleet.name, group), fleet.cluster.region)
-        if prepulled_images(fleet, group)
+        if prepulled_images(fleet, group) and node_bootstrap.boot_prepull(group)
         else None
     )
     security_groups: list[Any] = [Ref(CLUSTER, "vpcConfig.clusterSecurityGroupId")]

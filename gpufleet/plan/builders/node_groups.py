@@ -90,7 +90,7 @@ def image_list(fleet: Fleet, group: NodeGroup) -> Resource | None:
     4 KB to the advanced tier instead of failing (SSM PutParameter, Tier). `insecureValue`: the list is no secret, so
     the diff shows it."""
     images = prepulled_images(fleet, group)
-    if not images or group.ami_type.startswith("BOTTLEROCKET"):
+    if not images or not node_bootstrap.boot_prepull(group):
         return None
     return Resource(
         id=image_list_id(group),
@@ -175,7 +175,7 @@ def launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str,
     bottlerocket = group.ami_type.startswith("BOTTLEROCKET")
     image_list = (
         (node_bootstrap.image_list_parameter(fleet.name, group), fleet.cluster.region)
-        if prepulled_images(fleet, group)
+        if prepulled_images(fleet, group) and node_bootstrap.boot_prepull(group)
         else None
     )
     text = node_bootstrap.user_data(group, image_list, sharing_toml)
@@ -192,6 +192,8 @@ def launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str,
                     "volumeType": "gp3",
                     "encrypted": "true",
                     "deleteOnTermination": "true",
+                    # gp3 throughput and IOPS above the baseline (diskThroughputMiBps, diskIops)
+                    **node_bootstrap.ebs_performance(group),
                     # Bottlerocket's data volume from a snapshot that holds the images (dataVolumeSnapshotId)
                     **(
                         {"snapshotId": group.data_volume_snapshot_id}

@@ -76,13 +76,24 @@ def _mark(measured: bool) -> str:
     return " (measured)" if measured else " (assumed)"
 
 
+def _rate(group: NodeGroup, p: cold_start.Pull) -> str:
+    """The pull rate and what it stands for: measured (workloads.imagePullGBps), or assumed by pull mode, AMI family
+    and the disk that holds the store."""
+    if p.gbps_measured:
+        return f"{p.gbps:.3g} GB/s (measured)"
+    family = "Bottlerocket" if group.ami_type.startswith("BOTTLEROCKET") else "AL2023"
+    mode = f"parallel, {family}" if p.parallel else "containerd"
+    disk = "RAID0 array" if p.disk_mibps is None else f"gp3 {p.disk_mibps} MiB/s"
+    return f"{p.gbps:.3g} GB/s (assumed: {mode}, {disk})"
+
+
 def row(group: NodeGroup, f: Paths) -> str:
     p = f.pull
     images = f"{p.size_gb:.4g} GB{_mark(p.size_measured)}" + ("" if p.prepulled else ", the pod's own pull")
     weight = "-" if f.weight_s is None else f"{duration(f.weight_s)}{_mark(f.weight_measured)}"
     warm_up = "-" if not f.warm_up_s else f"{duration(f.warm_up_s)} (assumed)"
     return (
-        f"| {group.name} | {images} | {p.gbps:.3g} GB/s{_mark(p.gbps_measured)} |"
+        f"| {group.name} | {images} | {_rate(group, p)} |"
         f" {duration(f.node_start_s)} (assumed) | {duration(p.seconds)} | {weight} | {warm_up} |"
         f" **{duration(f.cold_s)}** |"
         f" {duration(f.warm_pool_s) if f.warm_pool_s is not None else 'no warm pool'} |"
@@ -101,9 +112,14 @@ def notes(fleet: Fleet) -> list[str]:
         " slowest cold figure x1.5). Assumed: node start (EC2 launch, boot and join"
         f" {cold_start.NODE_READY_SECONDS} s, the GPU Operator's operands {cold_start.OPERANDS_SECONDS} s); an image"
         f" set's size where it gives no imageSets[].sizeGB ({image_pull.ASSUMED_IMAGE_GB:.4g} GB per image) and the"
-        f" pull rate where workloads.imagePullGBps does not name the group (containerd's sequential pull, "
-        f"{image_pull.CONTAINERD_GBPS:.3g} GB/s: {image_pull.MEASURED_IMAGE_GB:.2f} GB in"
-        f" {image_pull.CONTAINERD_SECONDS:g} s on gp3 at 1,000 MiB/s, {image_pull.SOURCE}); the weight load and"
+        " pull rate where workloads.imagePullGBps does not name the group, by imagePull.mode"
+        f" ({image_pull.MEASURED_IMAGE_GB:.2f} GB on gp3 at {image_pull.MEASURED_DISK_MIBPS:,} MiB/s,"
+        f" {image_pull.SOURCE}:"
+        f" containerd's own pull {image_pull.CONTAINERD_GBPS:.3g} GB/s in {image_pull.CONTAINERD_SECONDS:g} s, parallel"
+        f" pull {image_pull.SOCI_AL2023_GBPS:.3g} GB/s on AL2023 in {image_pull.SOCI_AL2023_SECONDS:g} s and"
+        f" {image_pull.SOCI_BOTTLEROCKET_GBPS:.3g} GB/s on Bottlerocket in {image_pull.SOCI_BOTTLEROCKET_SECONDS:g} s),"
+        " at most the throughput of the gp3 volume holding the store (diskThroughputMiBps; an upper bound below"
+        f" {image_pull.MEASURED_DISK_MIBPS:,} MiB/s, not a measurement); the weight load and"
         " warm-up of an Inference group as in its table (gpufleet/facts/weights.py; measured where"
         " workloads.weightLoadGBps gives the rate). A warm-pool instance resumes in"
         f" {cold_start.WARM_RESUME_SECONDS} s and pulls again only with RAID0; a headroom node is Ready with its"

@@ -14,6 +14,7 @@ from typing import Any
 
 from gpufleet.facts import catalog
 from gpufleet.facts.ami_releases import is_bottlerocket
+from gpufleet.plan.manifests import node_bootstrap
 from gpufleet.plan.manifests.autoscaler import EPHEMERAL_STORAGE, template_resources
 from gpufleet.spec.fleet import CapacityType, Fabric, Fleet, NodeGroup, WorkloadClass
 from gpufleet.spec.names import EFA_RESOURCE, GPU_RESOURCE, LABEL_NODE_GROUP, SYSTEM_GROUP, partition
@@ -204,6 +205,9 @@ def block_devices(group: NodeGroup) -> list[dict[str, Any]]:
         "volumeType": "gp3",
         "encrypted": True,
         "deleteOnTermination": True,
+        # gp3 throughput and IOPS above the baseline (diskThroughputMiBps, diskIops): EC2NodeClass
+        # blockDeviceMappings[].ebs.{throughput, iops}, as karpenter-blueprints' soci-snapshotter EC2NodeClass sets
+        **node_bootstrap.ebs_performance(group),
     }
     if is_bottlerocket(group.ami_type):
         root = {"volumeSize": "4Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from gpufleet.base.render import render
-from gpufleet.facts import catalog
+from gpufleet.facts import catalog, image_pull
 from gpufleet.spec import defaults
 from gpufleet.spec.fleet import NodeGroup
 
@@ -68,6 +68,10 @@ def node_config(group: NodeGroup, *, karpenter: bool = False) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     if kubelet:
         spec["kubelet"] = {"config": kubelet}
+    if defaults.parallel_pull(group):
+        # nodeadm's parallel pull: the SOCI snapshotter in parallel-pull-unpack mode, with nodeadm's own settings
+        # (awslabs/amazon-eks-ami nodeadm/doc/examples.md "Enabling fast image pull"; gpufleet.facts.image_pull).
+        spec["featureGates"] = {"FastImagePull": True}
     if group.local_storage == "RAID0" and not karpenter:
         # Stripes the instance-store NVMe into one array at nodeadm's default mount path /mnt/k8s-disks/,
         # and moves containerd and pod logs onto it (fast image unpack, scratch space for checkpoints).
@@ -78,6 +82,18 @@ def node_config(group: NodeGroup, *, karpenter: bool = False) -> dict[str, Any]:
 PREPULL_UNIT = "gpufleet-prepull.service"
 # The DCGM host engine's port, open only to the node and its own pods (gpufleet/templates/close-dcgm-hostengine.sh.j2).
 DCGM_PORT_UNIT = "gpufleet-dcgm-port.service"
+
+
+def boot_prepull(group: NodeGroup) -> bool:
+    """Whether the group's user data pulls its images at boot (AL2023 with containerd's own pull).
+
+    Bottlerocket runs no user-data scripts. With parallel pull on AL2023 the images come through the CRI, from the
+    prepuller DaemonSet once the node has joined, as on Bottlerocket: the boot-time pull is `ctr`, which pulls one
+    layer after another into the overlayfs snapshotter and without the layer labels the SOCI snapshotter's parallel
+    mode reads (containerd's CRI adds them, snapshotters.AppendInfoHandlerWrapper; awslabs/soci-snapshotter
+    snapshot/snapshot.go reads TargetLayerDigestLabel), so it would fill a store the CRI, switched to soci by
+    nodeadm, does not use."""
+    return not group.ami_type.startswith("BOTTLEROCKET") and not defaults.parallel_pull(group)
 
 
 def prepull_script(parameter: str, region: str, *, raid0: bool) -> str:
@@ -156,6 +172,42 @@ def bottlerocket_ephemeral_storage() -> dict[str, Any]:
     }
 
 
+def bottlerocket_parallel_pull(group: NodeGroup) -> dict[str, dict[str, Any]]:
+    """The SOCI snapshotter in parallel-pull-unpack mode (https://bottlerocket.dev/en/os/1.53.x/api/settings/
+    container-runtime-plugins/, Bottlerocket 1.44.0 and later), with nodeadm's values where the spec sets none
+    (gpufleet.facts.image_pull). The snapshotter takes effect at boot; a node whose snapshotter changes across boots
+    loses its images (container-runtime settings reference), which a launch template change never does: it replaces
+    the nodes."""
+    pull = group.image_pull
+    return {
+        "settings.container-runtime": {"snapshotter": "soci"},
+        "settings.container-runtime-plugins.soci-snapshotter": {"pull-mode": "parallel-pull-unpack"},
+        "settings.container-runtime-plugins.soci-snapshotter.parallel-pull-unpack": {
+            "max-concurrent-downloads-per-image": pull.max_concurrent_downloads_per_image
+            or image_pull.NODEADM_MAX_CONCURRENT_DOWNLOADS_PER_IMAGE,
+            "max-concurrent-unpacks-per-image": pull.max_concurrent_unpacks_per_image
+            or image_pull.NODEADM_MAX_CONCURRENT_UNPACKS_PER_IMAGE,
+            "concurrent-download-chunk-size": pull.concurrent_download_chunk_size
+            or image_pull.NODEADM_CONCURRENT_DOWNLOAD_CHUNK_SIZE,
+            "discard-unpacked-layers": image_pull.NODEADM_DISCARD_UNPACKED_LAYERS
+            if pull.discard_unpacked_layers is None
+            else pull.discard_unpacked_layers,
+        },
+    }
+
+
+def ebs_performance(group: NodeGroup) -> dict[str, int]:
+    """The store volume's gp3 throughput and IOPS where above the included baseline (125 MiB/s, 3,000 IOPS); nothing
+    at the baseline, so a group that keeps it renders the volume as before."""
+    throughput, iops = defaults.disk_throughput(group), defaults.disk_iops(group)
+    out: dict[str, int] = {}
+    if iops != image_pull.GP3_BASELINE_IOPS:
+        out["iops"] = iops
+    if throughput != image_pull.GP3_BASELINE_MIBPS:
+        out["throughput"] = throughput
+    return out
+
+
 def bottlerocket_settings(group: NodeGroup, sharing: dict[str, Any] | None = None, *, karpenter: bool = False) -> str:
     """Bottlerocket TOML user data (https://bottlerocket.dev/en/os/1.54.x/api/settings/kubernetes/). `karpenter`:
     without system-reserved and the ephemeral-storage commands, which Karpenter renders from the EC2NodeClass's
@@ -176,6 +228,8 @@ def bottlerocket_settings(group: NodeGroup, sharing: dict[str, Any] | None = Non
     # Bottlerocket's own NVIDIA device plugin; its defaults already close the NVIDIA_VISIBLE_DEVICES escape
     # (device-list-strategy volume-mounts, visible-devices-envvar-when-unprivileged false).
     tables["settings.kubelet-device-plugins.nvidia"] = {"device-list-strategy": "volume-mounts", **(sharing or {})}
+    if defaults.parallel_pull(group):
+        tables.update(bottlerocket_parallel_pull(group))
     if group.local_storage == "RAID0" and not karpenter:
         tables[f"settings.bootstrap-commands.{EPHEMERAL_STORAGE_COMMAND}"] = bottlerocket_ephemeral_storage()
     out = []
