@@ -136,6 +136,7 @@ def _prepare(module: Module) -> None:
     schema with its version set; both re-serialized compactly)."""
     if module is not PULUMI_KUBERNETES:
         return
+    subprocess.run(["go", "mod", "download", PROVIDER], cwd=module.dir, env=go_env(), check=True)
     src = module_dir(PROVIDER, required(module, PROVIDER)) / "cmd" / "pulumi-resource-kubernetes"
     out = module.dir / "cmd" / "pulumi-resource-kubernetes"
     schema = json.loads((src / "schema.json").read_text())
@@ -150,8 +151,6 @@ def build(module: Module, log=sys.stderr) -> Path:
     target = bin_dir(module)
     if built(module):
         return target
-    if module is PULUMI_KUBERNETES:
-        subprocess.run(["go", "mod", "download", PROVIDER], cwd=module.dir, env=go_env(), check=True)
     _prepare(module)
     staging = target.with_name(target.name + ".building")
     shutil.rmtree(staging, ignore_errors=True)
