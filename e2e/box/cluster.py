@@ -16,6 +16,7 @@ import os
 import socket
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -141,8 +142,16 @@ def versions(binaries: dict[str, Path]) -> dict[str, str]:
     return {"kubernetes": out.split()[-1]}
 
 
-def start(root: Path | None = None, log=None, *, complete_jobs: bool = False) -> Cluster:
-    """Build what is missing, then start the control plane and wait until it answers."""
+def start(
+    root: Path | None = None,
+    log=None,
+    *,
+    complete_jobs: bool = False,
+    tokens: Mapping[str, tuple[str, tuple[str, ...]]] | None = None,
+) -> Cluster:
+    """Build what is missing, then start the control plane and wait until it answers. `tokens` maps bearer tokens
+    to (user, groups): identities that authenticate as EKS authenticates an IAM principal's token, for a client
+    that sends a bearer token where the box otherwise issues certificates (kube-apiserver's --token-auth-file)."""
     binaries = build.build_all()
     root = Path(root or tempfile.mkdtemp(prefix="gpufleet-box-"))
     (root / "logs").mkdir(parents=True, exist_ok=True)
@@ -163,7 +172,7 @@ def start(root: Path | None = None, log=None, *, complete_jobs: bool = False) ->
         versions=versions(binaries),
     )
     try:
-        _start_processes(cluster, port, serving, sa, complete_jobs)
+        _start_processes(cluster, port, serving, sa, complete_jobs, _token_file(root, tokens or {}))
     except BaseException:
         cluster.stop()
         raise
@@ -188,7 +197,19 @@ def _component_flags(cluster: Cluster, component: str) -> list[str]:
     ]
 
 
-def _start_processes(cluster: Cluster, port: int, serving: Pair, sa: Pair, complete_jobs: bool) -> None:
+def _token_file(root: Path, tokens: Mapping[str, tuple[str, tuple[str, ...]]]) -> list[str]:
+    """kube-apiserver's static token file: token,user,uid,"group,..." per line
+    (https://kubernetes.io/docs/reference/access-authn-authz/authentication/#static-token-file)."""
+    if not tokens:
+        return []
+    path = root / "tokens.csv"
+    path.write_text("".join(f'{t},{user},{user},"{",".join(groups)}"\n' for t, (user, groups) in tokens.items()))
+    return [f"--token-auth-file={path}"]
+
+
+def _start_processes(
+    cluster: Cluster, port: int, serving: Pair, sa: Pair, complete_jobs: bool, token_flags: list[str]
+) -> None:
     b, root, ca = cluster.binaries, cluster.root, cluster.ca
     etcd_port, peer_port = free_port(), free_port()
     etcd_url = f"http://127.0.0.1:{etcd_port}"
@@ -230,6 +251,7 @@ def _start_processes(cluster: Cluster, port: int, serving: Pair, sa: Pair, compl
             "--profiling=false",
             # the kubernetes Service's endpoints would be this loopback address, which Endpoints validation refuses
             "--endpoint-reconciler-type=none",
+            *token_flags,
             "--v=1",
         ],
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,15 +71,16 @@ def up(
     *,
     run_karpenter: bool = False,
     releases_only: bool = False,
+    tokens: Mapping[str, tuple[str, tuple[str, ...]]] | None = None,
 ) -> Fleet:
     """The fleet in a box. With run_karpenter, Karpenter runs (e2e.box.karpenter) and launches its pools' nodes
     from zero; without, every group's nodes are pre-created up to maxSize. With releases_only, only the tree's Helm
     releases are applied (their CRDs and controllers), and a Job's pods complete: the objects are left to the Pulumi
-    engine, which awaits them (e2e/test_engine.py)."""
+    engine, which awaits them (e2e/test_engine.py). `tokens`: bearer tokens the API server accepts (cluster.start)."""
     root = Path(root or tempfile.mkdtemp(prefix="gpufleet-box-"))
     tree = synth(spec, env, root / "tree")
     plan = plan_of(spec, env)
-    box = cluster.start(root / "cluster", complete_jobs=releases_only)
+    box = cluster.start(root / "cluster", complete_jobs=releases_only, tokens=tokens)
     try:
         wanted = plan.fleet.cluster.kubernetes_version
         got = box.versions["kubernetes"]
