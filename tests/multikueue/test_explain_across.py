@@ -95,8 +95,30 @@ def test_what_the_manager_does_not_admit_reaches_no_worker(tmp_path: Path, capsy
         " nominated"
     )
     assert lines[1].startswith("  admission: ")
+    # the case installs JobSet everywhere and no LeaderWorkerSet
+    lws = {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "lws", "namespace": "vision", "labels": {"kueue.x-k8s.io/queue-name": "vision"}},
+        "spec": {
+            "leaderWorkerTemplate": {
+                "size": 1,
+                "workerTemplate": {"spec": _job("w", pods=1, gpus=4)["spec"]["template"]["spec"]},
+            }
+        },
+    }
+    code, out = _explain(tmp_path, capsys, lws)
+    assert code == 1 and out.splitlines()[1].startswith('  api: no matches for kind "LeaderWorkerSet"'), out
+
+
+def test_a_jobset_is_dispatched_to_the_first_worker(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # e2e/test_multikueue.py runs this JobSet on the two control planes: it lands on research-use1
     code, out = _explain(tmp_path, capsys, _job("js", pods=1, gpus=4, kind="JobSet"))
-    assert code == 1 and out.splitlines()[1].startswith('  api: no matches for kind "JobSet"')
+    assert code == 0, out
+    assert out.splitlines()[0] == (
+        "JobSet vision/js: runs on research-use1, at once; admitted on the manager research-manager through"
+        " ClusterQueue vision, flavor l40s-use1"
+    )
 
 
 def test_what_no_worker_can_run_waits_on_the_manager_with_each_workers_reason(
