@@ -64,7 +64,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "diagnose": (
         "gpufleet.commands.diagnose",
-        "find what slows a GPU job: NCCL_DEBUG=INFO logs, node descriptions and data loader checks, most urgent first",
+        "find what slows a GPU job: NCCL logs, node descriptions, data loader checks, image pulls, most urgent first",
     ),
     "explain": (
         "gpufleet.commands.explain",

@@ -29,6 +29,8 @@ IMPORTANCE: tuple[str, ...] = (
     "nccl.one-gpu-per-pod",
     "nccl.mixed-versions",
     "job.dataloader-starved",
+    "pull.soci-slow-disk",
+    "pull.below-disk",
     "node.gpu-unhealthy",
     "node.device-plugin-restarting",
     "node.hardware-condition",
@@ -45,8 +47,11 @@ IMPORTANCE: tuple[str, ...] = (
     "input.no-nccl-lines",
     "input.not-node-describe",
     "input.no-dataloader-result",
+    "input.no-pull-events",
+    "input.malformed-pull-event",
     "nccl.version",
     "job.dataloader-ok",
+    "pull.image",
 )
 _IMPORTANCE_INDEX = {check: i for i, check in enumerate(IMPORTANCE)}
 
@@ -57,7 +62,7 @@ class LogFinding:
 
     severity: critical (the job is slow or cannot run), warning (costs performance or will bite), info (context).
     source: the input file the finding comes from (several joined by ", " for a job-wide finding).
-    subject: the rank(s)/host(s) of an NCCL log, or the node name of a `kubectl describe node`.
+    subject: the rank(s)/host(s) of an NCCL log, the node name of a `kubectl describe node`, or the image of a pull.
     message: what is wrong, with the evidence.
     hint: the concrete change; empty for info findings that need none.
     check: the stable id of the check that produced it (see IMPORTANCE).

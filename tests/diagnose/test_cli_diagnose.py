@@ -97,7 +97,8 @@ def test_no_input_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli() == 2
     assert (
         capsys.readouterr().err
-        == "gpufleet diagnose: error: give at least one --nccl-log FILE, --node-describe FILE or --dataloader-log FILE\n"
+        == "gpufleet diagnose: error: give at least one --nccl-log FILE, --node-describe FILE, --dataloader-log FILE"
+        " or --pull-log FILE\n"
     )
 
 
