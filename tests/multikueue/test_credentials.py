@@ -121,6 +121,26 @@ def test_the_manager_cronjob_renews_well_before_expiry_and_may_touch_only_the_wo
         assert cluster["spec"]["clusterSource"]["kubeConfig"]["location"] == env["SECRET_PREFIX"] + worker
 
 
+def test_the_managers_up_runs_the_first_renewal_after_everything_it_needs() -> None:
+    cron = _object(MANAGER, "03-admission", "CronJob-kueue-system-gpufleet-multikueue-credentials")
+    first = _object(MANAGER, "03-admission", "Job-kueue-system-gpufleet-multikueue-credentials-first")
+    assert first["spec"] == cron["spec"]["jobTemplate"]["spec"]
+    inventory = json.loads((TREES / MANAGER / "inventory.json").read_text())
+    entry = next(e for e in inventory if e["id"] == "job-kueue-system-gpufleet-multikueue-credentials-first")
+    needed = {
+        e["id"]
+        for e in inventory
+        if e["stage"] == "admission"
+        and ("multikueue" in e["id"])
+        and e["type"].startswith("kubernetes:")
+        and e["id"] != entry["id"]
+    }
+    assert needed and needed <= set(entry["dependsOn"]), needed - set(entry["dependsOn"])
+    assert not any(
+        e["id"].startswith("job-") for s in (EAST, WEST) for e in json.loads((TREES / s / "inventory.json").read_text())
+    )
+
+
 def _query(url: str) -> dict[str, str]:
     return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))
 

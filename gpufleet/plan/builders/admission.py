@@ -85,7 +85,13 @@ def build(ctx: BuildContext) -> StageContent:
     )
     after_kueue = (release.id,)
     resources: list[Resource] = [release]
-    role_objects = [k8s(obj, depends_on=after_kueue) for obj in role.kueue_objects(fleet)]
+    objects = role.kueue_objects(fleet)
+    role_objects = [k8s(obj, depends_on=after_kueue) for obj in objects if obj["kind"] != "Job"]
+    # A Job of the role runs once what the role brings is in place (its ServiceAccount, RBAC and script, the
+    # objects it reads): Pulumi creates it last and awaits it.
+    role_objects += [
+        k8s(obj, depends_on=after_kueue + tuple(r.id for r in role_objects)) for obj in objects if obj["kind"] == "Job"
+    ]
     resources += role_objects
 
     namespaces = {t.name: k8s(kueue.team_namespace(t, fleet.cluster.kubernetes_version)) for t in fleet.teams}

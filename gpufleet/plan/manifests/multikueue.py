@@ -95,6 +95,11 @@ TOKEN_ROLE = "gpufleet-multikueue-token"
 # The Kubernetes group of the manager's credentials role on every worker (its EKS access entry's kubernetesGroups).
 MINTER_GROUP = "gpufleet-multikueue-credentials"
 CREDENTIALS = "gpufleet-multikueue-credentials"
+# The first renewal, as a Job the manager's `pulumi up` creates and awaits: without it no Secret exists, nothing is
+# dispatched until the CronJob's first run (up to 6 h), and a worker that cannot be reached shows only then. A
+# changed script or worker list changes its template, and Pulumi replaces it (a Job's template is immutable), so a
+# new worker's Secret is written by the `up` that adds it.
+FIRST_RENEWAL = f"{CREDENTIALS}-first"
 SCRIPT = "credentials.py"
 # A token lives 24 h and is renewed every 6 h: three renewals may fail (and alert) before the one in use expires.
 TOKEN_SECONDS = 24 * 3600
@@ -219,7 +224,8 @@ def credentials_iam_policy(partition: str, workers: list[tuple[str, str]]) -> st
 
 def manager_objects(workers: list[tuple[str, str]], image: str, script: str) -> list[dict[str, Any]]:
     """The manager's rotation: the CronJob's ServiceAccount (EKS Pod Identity gives it the credentials role), what it
-    may do here (apply each worker's Secret, read each MultiKueueCluster), its script and the CronJob."""
+    may do here (apply each worker's Secret, read each MultiKueueCluster), its script, the first renewal's Job and
+    the CronJob."""
     names = [name for name, _ in workers]
     account = [{"kind": "ServiceAccount", "name": CREDENTIALS, "namespace": NS_KUEUE}]
     data = {SCRIPT: script}
@@ -250,6 +256,15 @@ def manager_objects(workers: list[tuple[str, str]], image: str, script: str) -> 
                 }
             ],
             "volumes": [{"name": "script", "configMap": {"name": CREDENTIALS}}],
+        },
+    }
+    job = {
+        "backoffLimit": 2,
+        "activeDeadlineSeconds": 900,
+        "template": {
+            # A changed script rolls into the next run's pods.
+            "metadata": {"labels": labels, "annotations": {"gpufleet.io/scripts-sha256": data_sha256(data)}},
+            **pod,
         },
     }
     return [
@@ -286,6 +301,7 @@ def manager_objects(workers: list[tuple[str, str]], image: str, script: str) -> 
         },
         _binding("ClusterRoleBinding", CREDENTIALS, "ClusterRole", account, None),
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _labelled(CREDENTIALS, NS_KUEUE), "data": data},
+        {"apiVersion": "batch/v1", "kind": "Job", "metadata": _labelled(FIRST_RENEWAL, NS_KUEUE), "spec": job},
         {
             "apiVersion": "batch/v1",
             "kind": "CronJob",
@@ -297,20 +313,7 @@ def manager_objects(workers: list[tuple[str, str]], image: str, script: str) -> 
                 "startingDeadlineSeconds": 3600,
                 "successfulJobsHistoryLimit": 1,
                 "failedJobsHistoryLimit": 3,
-                "jobTemplate": {
-                    "spec": {
-                        "backoffLimit": 2,
-                        "activeDeadlineSeconds": 900,
-                        "template": {
-                            # A changed script rolls into the next run's pods.
-                            "metadata": {
-                                "labels": labels,
-                                "annotations": {"gpufleet.io/scripts-sha256": data_sha256(data)},
-                            },
-                            **pod,
-                        },
-                    }
-                },
+                "jobTemplate": {"spec": job},
             },
         },
     ]
