@@ -56,6 +56,21 @@ IMAGES: Mapping[str, PrivilegedImage] = MappingProxyType(
 )
 
 PRIVILEGED: tuple[PrivilegedContainer, ...] = (
+    *(
+        PrivilegedContainer(
+            component="MultiKueue credential renewal",
+            kind=kind,
+            name="gpufleet-multikueue-credentials" + suffix,
+            stage="admission",
+            container="renew",
+            image="python",
+            why=(
+                "mints each worker's MultiKueue token (which creates the dispatched jobs there) and writes the"
+                " manager's kubeconfig Secrets; its ClusterRole reads the MultiKueueClusters"
+            ),
+        )
+        for kind, suffix in (("CronJob", ""), ("Job", "-first"))
+    ),
     PrivilegedContainer(
         component="remediation controller",
         kind="Deployment",

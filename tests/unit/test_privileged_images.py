@@ -47,7 +47,9 @@ def _with_images(text: str, images: Mapping[str, Any]) -> str:
 
 
 def _pod_containers(inputs: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any], Mapping[str, Any]]]:
-    pod = ((inputs.get("spec") or {}).get("template") or {}).get("spec")
+    spec = inputs.get("spec") or {}
+    spec = (spec.get("jobTemplate") or {}).get("spec") or spec  # a CronJob's pods are its job template's
+    pod = (spec.get("template") or {}).get("spec")
     if isinstance(pod, Mapping):
         for key in ("initContainers", "containers"):
             for c in pod.get(key) or []:
