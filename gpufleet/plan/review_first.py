@@ -10,8 +10,8 @@ from typing import Any
 
 from gpufleet.facts import catalog, pricing, stages
 from gpufleet.facts.images import IMAGES
-from gpufleet.plan.builders import cost
 from gpufleet.plan.parts import Gate, RolloutPlan, StagePlan
+from gpufleet.plan.stages import cost
 from gpufleet.spec import images
 from gpufleet.spec.fleet import Fleet
 from gpufleet.spec.names import LABEL_NODE_GROUP

@@ -4,18 +4,9 @@ are ordered by their references and the whole plan is checked (gpufleet.plan.par
 from __future__ import annotations
 
 from gpufleet.facts import stages
-from gpufleet.plan.builders import (
-    admission,
-    cluster_roles,
-    cost,
-    foundation,
-    health,
-    network,
-    sharing,
-    storage,
-    telemetry,
-)
+from gpufleet.plan.builders import cluster_roles
 from gpufleet.plan.parts import BuildContext, Builder, RolloutPlan, StageContent, StagePlan, check_order, ordered
+from gpufleet.plan.stages import admission, cost, foundation, health, network, sharing, storage, telemetry
 from gpufleet.spec.fleet import Fleet
 
 # The builder of each stage, in rollout order (the same order as gpufleet.facts.stages.STAGES; a test holds them equal).

@@ -32,8 +32,8 @@ from gpufleet.plan.manifests.telemetry import DCGM_METRICS_CONFIGMAP
 from gpufleet.review.impact import CONFIG_MAP, NODE_POOL, Effect, NodeImpact, field_changes, fleet_cost
 from gpufleet.spec.names import LABEL_WORKLOAD_CLASS, MIG_DISABLED
 
-OPERATOR_RELEASE = "gpu-operator"  # the foundation stage's Helm release name (gpufleet/plan/builders/foundation.py)
-KUEUE_RELEASE = "kueue"  # the admission stage's (gpufleet/plan/builders/admission.py)
+OPERATOR_RELEASE = "gpu-operator"  # the foundation stage's Helm release name (gpufleet/plan/stages/foundation.py)
+KUEUE_RELEASE = "kueue"  # the admission stage's (gpufleet/plan/stages/admission.py)
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
 

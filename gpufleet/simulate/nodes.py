@@ -201,7 +201,7 @@ def node_model(plan: RolloutPlan, group: NodeGroup, *, options: bool = True) -> 
         "kubernetes.io/os": "linux",
         **extra,
     }
-    # the device plugin and MIG manager configs come with the sharing stage (builders/foundation.py), the EFA and
+    # the device plugin and MIG manager configs come with the sharing stage (plan/stages/foundation.py), the EFA and
     # RDMA device plugins with the network stage
     with_sharing = stages.included("sharing", plan.through)
     # Computed by the model from what the plan applies (gpufleet.simulate.node_resources), not by the renderer's

@@ -54,7 +54,7 @@ def deployed_components(fleet: Fleet) -> set[str]:
     if fleet.cluster.autoscaler == "Install":
         need.add("clusterAutoscaler")
     need |= {p.controller for p in provisionings(fleet) if p.controller is not None}
-    if fleet.teams:  # the workload layer is installed with Kueue (gpufleet.plan.builders.admission)
+    if fleet.teams:  # the workload layer is installed with Kueue (gpufleet.plan.stages.admission)
         for key, install in (
             ("jobSet", defaults.job_set),
             ("trainer", defaults.trainer),

@@ -51,11 +51,11 @@ def reference(fleet: Fleet, key: str) -> str:
 
 def _renders(fleet: Fleet, entry: PrivilegedContainer) -> bool:
     if entry.container == "remediator":
-        return fleet.health.remediation != "None"  # gpufleet.plan.builders.health
+        return fleet.health.remediation != "None"  # gpufleet.plan.stages.health
     if entry.container == "renew":
         return fleet.multikueue is not None and fleet.multikueue.role == "Manager"  # plan.builders.cluster_roles
     if entry.image == "multus":
-        return any(g.fabric is Fabric.RDMA for g in fleet.node_groups)  # gpufleet.plan.builders.network
+        return any(g.fabric is Fabric.RDMA for g in fleet.node_groups)  # gpufleet.plan.stages.network
     return True
 
 

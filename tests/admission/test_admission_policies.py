@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from gpufleet.plan.builders.admission import system_namespaces
 from gpufleet.plan.manifests import admission_policy as ap
 from gpufleet.plan.manifests import kueue
+from gpufleet.plan.stages.admission import system_namespaces
 from gpufleet.spec.fleet import Fleet
 
 ALL_KINDS = (kueue.JOBSET_FRAMEWORK, kueue.TRAINJOB_FRAMEWORK, kueue.LWS_FRAMEWORK)

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from gpufleet.plan.builders import admission as stage
 from gpufleet.plan.manifests import kueue
 from gpufleet.plan.parts import BuildContext
+from gpufleet.plan.stages import admission as stage
 from gpufleet.spec.fleet import Fleet
 from tests import fastyaml
 from tests.upstream import BEYOND_SHARED_CRDS, crd_version, require_shared, upstream_file

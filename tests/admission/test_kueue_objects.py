@@ -10,11 +10,11 @@ import pytest
 import yaml
 
 from gpufleet.facts.versions import COMPONENTS
-from gpufleet.plan.builders import admission as stage
 from gpufleet.plan.builders.node_groups import node_labels
 from gpufleet.plan.manifests import kueue
 from gpufleet.plan.manifests.sharing import sharing_node_labels
 from gpufleet.plan.parts import BuildContext, Resource
+from gpufleet.plan.stages import admission as stage
 from gpufleet.spec import defaults
 from gpufleet.spec.fleet import Fleet
 from gpufleet.spec.names import LABEL_NODE_GROUP

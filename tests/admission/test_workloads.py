@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from gpufleet.facts.versions import COMPONENTS
-from gpufleet.plan.builders import admission as stage
 from gpufleet.plan.manifests import kueue, network, tenancy, workloads
 from gpufleet.plan.parts import BuildContext, Resource
+from gpufleet.plan.stages import admission as stage
 from gpufleet.spec import defaults
 from gpufleet.spec.fleet import Fabric, Fleet
 from gpufleet.spec.names import EFA_RESOURCE, GPU_RESOURCE, group_taints, tolerations_for

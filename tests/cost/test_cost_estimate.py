@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from gpufleet.facts import ami_releases, catalog, pricing, versions
-from gpufleet.plan.builders.cost import (
+from gpufleet.plan.stages.cost import (
     SPOT_NOT_COUNTED,
     around_the_gpu_nodes,
     control_plane,

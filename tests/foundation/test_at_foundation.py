@@ -7,8 +7,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from gpufleet.plan.builders import foundation
 from gpufleet.plan.parts import BuildContext
+from gpufleet.plan.stages import foundation
 from gpufleet.rules.pipeline import load_fleet
 from tests.syntax import syntax_tree
 
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_foundation_builder_renders_no_later_stage_itself() -> None:
-    tree = syntax_tree(ROOT / "gpufleet" / "plan" / "builders" / "foundation.py")
+    tree = syntax_tree(ROOT / "gpufleet" / "plan" / "stages" / "foundation.py")
     imported = {
         f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module for a in n.names
     }

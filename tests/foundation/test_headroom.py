@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-from gpufleet.plan.builders.cost import estimate_notes
 from gpufleet.plan.parts import RolloutPlan
 from gpufleet.plan.report import node_group_rows
 from gpufleet.plan.rollout import build_plan
+from gpufleet.plan.stages.cost import estimate_notes
 from gpufleet.rules.pipeline import load_fleet_text
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,10 +11,10 @@ import pytest
 import yaml
 
 from gpufleet.plan.builders.common import AWS_PROVIDER, K8S_PROVIDER
-from gpufleet.plan.builders.cost import usd
 from gpufleet.plan.builders.node_groups import launch_template, managed_node_group
 from gpufleet.plan.manifests.node_bootstrap import user_data
 from gpufleet.plan.parts import BuildContext, Concat, Ref, RolloutPlan
+from gpufleet.plan.stages.cost import usd
 from gpufleet.spec import warm_pool
 from gpufleet.spec.fleet import Reservation
 from gpufleet.tree.write import decode_user_data

@@ -13,9 +13,10 @@ from typing import cast
 
 import pytest
 
-from gpufleet.plan.builders import cost, provisioners
+from gpufleet.plan.builders import provisioners
 from gpufleet.plan.report import node_group_rows, plan_markdown
 from gpufleet.plan.rollout import build_plan
+from gpufleet.plan.stages import cost
 from gpufleet.rules.pipeline import load_fleet
 from gpufleet.spec import names, provisioning
 from gpufleet.spec.fleet import Fleet

@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
-from gpufleet.plan.builders import health
 from gpufleet.plan.parts import BuildContext, StageContent
+from gpufleet.plan.stages import health
 from gpufleet.rules.pipeline import load_fleet_text
 from gpufleet.spec.fleet import Fleet
 
@@ -55,7 +55,7 @@ def test_planted_fault_says_kueue_requeues_only_where_kueue_is_installed() -> No
         _drain_step(_stage(_training_gate()))
         == "its GPU pods are evicted and their jobs requeued by Kueue onto other nodes (no GPU pod left on the node)"
     )
-    # Without teams the admission stage installs no Kueue (builders/admission.py).
+    # Without teams the admission stage installs no Kueue (stages/admission.py).
     no_teams = replace(_fleet(_training_gate()), teams=())
     assert (
         _drain_step(_stage(no_teams))

@@ -13,10 +13,10 @@ import yaml
 
 from gpufleet.facts import catalog
 from gpufleet.facts.versions import COMPONENTS
-from gpufleet.plan.builders import sharing as stage
 from gpufleet.plan.manifests import kueue, sharing
 from gpufleet.plan.manifests.checksum import data_sha256
 from gpufleet.plan.parts import BuildContext
+from gpufleet.plan.stages import sharing as stage
 from gpufleet.rules.pipeline import load_fleet_text
 from gpufleet.spec.fleet import Fleet, SharingStrategy
 from tests.upstream import chart_values, require_shared, unknown_value_keys
@@ -340,7 +340,7 @@ def test_bottlerocket_mig_on_an_unsupported_board_warns() -> None:
 
 def test_both_configmaps_exist_with_the_operator_that_mounts_them(fleet: Fleet) -> None:
     # The operator mounts them as non-optional volumes: created in stage 1 before its release, none in stage 4.
-    from gpufleet.plan.builders import foundation
+    from gpufleet.plan.stages import foundation
 
     content = stage.build(BuildContext(fleet=fleet, environment="prod", through="cost"))
     assert content.resources == () and content.warnings == ()

@@ -12,10 +12,10 @@ import pytest
 from gpufleet.components.recording import record
 from gpufleet.facts import fsx as facts
 from gpufleet.facts import pricing
-from gpufleet.plan.builders import cost
 from gpufleet.plan.builders.cluster import POD_IDENTITY_ADDON
 from gpufleet.plan.manifests import fsx as fm
 from gpufleet.plan.parts import Concat, Ref
+from gpufleet.plan.stages import cost
 from gpufleet.rules.pipeline import load_fleet
 from tests.network.fleets import fleet, group, plan
 from tests.upstream import chart_values, require_shared, unknown_value_keys, validate_object

@@ -52,12 +52,13 @@ NEVER = (
     "gpufleet.commands.diagnose",
     "gpufleet.commands.init",
 )
-# validate checks the spec; the plan (its builders and manifests, and the Jinja2 templates and MIME envelope of the
+# validate checks the spec; the plan (its stages, builders and manifests, and the Jinja2 templates and MIME envelope of the
 # scripts they render) is plan's work only.
 NOT_FOR_VALIDATE = (
     "gpufleet.commands.plan",
     "gpufleet.plan.rollout",
     "gpufleet.plan.builders",
+    "gpufleet.plan.stages",
     "gpufleet.plan.manifests",
     "gpufleet.base.render",
     "jinja2",

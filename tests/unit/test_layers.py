@@ -3,8 +3,8 @@ and no import hides inside a function to dodge one (docs/architecture.md section
 
 Read bottom up, a layer may use everything below it, and each layer is a folder of gpufleet/:
 base (errors, interrupts, templates) -> facts (catalog, versions, stages) -> spec (the model, its loading, defaults
-and names) -> rules, and apart from them (neither imports the other) plan (its parts, then manifests, then stage
-builders, then the rollout and plan.md) with the tree -> what reads trees and accounts (review, preflight, diagnose) and the behavioural model (simulate) -> the
+and names) -> rules, and apart from them (neither imports the other) plan (its parts, then manifests, then the
+builders the stages share, then the stages, then the rollout and plan.md) with the tree -> what reads trees and accounts (review, preflight, diagnose) and the behavioural model (simulate) -> the
 Pulumi layer (components) and the policy pack -> the commands and the CLI.
 """
 
@@ -30,8 +30,8 @@ PACKAGES = {
 
 # The layers are folders, lowest first: a module belongs to the layer of the longest folder (or module) below that
 # contains it, so a new module takes its folder's layer and a new folder must be placed here. Within gpufleet/plan/,
-# the parts of a plan lie below the manifests, the manifests below the stage builders, and those below the rollout
-# and its review (the rest of the folder).
+# the parts of a plan lie below the manifests, the manifests below the builders (the seams and shared resources),
+# those below the stages, and the stages below the rollout and its review (the rest of the folder).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("gpufleet", "gpufleet.base"),
     ("gpufleet.facts",),
@@ -40,6 +40,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gpufleet.plan.parts",),
     ("gpufleet.plan.manifests",),
     ("gpufleet.plan.builders",),
+    ("gpufleet.plan.stages",),
     ("gpufleet.plan", "gpufleet.tree"),
     ("gpufleet.review", "gpufleet.preflight", "gpufleet.diagnose", "gpufleet.simulate"),
     ("gpufleet.components", "gpufleet.policies"),
@@ -230,6 +231,7 @@ def test_the_policy_pack_reaches_only_standard_library_leaves_of_gpufleet() -> N
     "forbidden",
     [
         "gpufleet.plan.manifests -> gpufleet.plan.builders",
+        "gpufleet.plan.builders -> gpufleet.plan.stages",
         "gpufleet.rules.cross_field -> gpufleet.plan.manifests",
         "gpufleet.review.impact -> gpufleet.policies",
     ],

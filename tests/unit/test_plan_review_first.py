@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 
 from gpufleet.plan.access_table import access_values
-from gpufleet.plan.builders import cost
 from gpufleet.plan.report import plan_markdown
 from gpufleet.plan.rollout import build_plan
+from gpufleet.plan.stages import cost
 from gpufleet.rules.pipeline import load_fleet, load_fleet_text
 
 ROOT = Path(__file__).resolve().parents[2]

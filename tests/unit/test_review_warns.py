@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpufleet.plan.builders.cost import NOT_COUNTED
 from gpufleet.plan.report import plan_markdown
 from gpufleet.plan.rollout import build_plan
+from gpufleet.plan.stages.cost import NOT_COUNTED
 from gpufleet.review import summary
 from gpufleet.review.impact import GroupCost, Report
 from gpufleet.rules.pipeline import load_fleet

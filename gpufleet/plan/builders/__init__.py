@@ -1,3 +1,3 @@
-"""Stage builders: one module per stage, each with `build(ctx) -> StageContent`; gpufleet.plan.rollout runs them in
-stage order. Builders use gpufleet.plan.manifests for the objects themselves and gpufleet.spec.names for shared
-names."""
+"""What the stages build from: the seams (provisioners, device managers, cluster roles, each a registry) and the
+resources more than one stage or seam shares (the cluster, its access entries, node groups, FSx, Mountpoint, the
+serving start-up figures). Nothing here imports gpufleet.plan.stages."""

@@ -432,7 +432,7 @@ class ManagedNodeGroups:
     def controller_resources(
         self, ctx: BuildContext, groups: Sequence[NodeGroup], later: Sequence[AtFoundation]
     ) -> list[Resource]:
-        return []  # EKS runs the node groups; the Cluster Autoscaler is cluster.autoscaler's (builders/foundation.py)
+        return []  # EKS runs the node groups; the Cluster Autoscaler is cluster.autoscaler's (stages/foundation.py)
 
     def provisioned_by(self, fleet: Fleet, group: NodeGroup) -> str:
         scaler = (

@@ -75,7 +75,7 @@ RESOURCES = {
 
 def installed_frameworks(fleet: Fleet) -> tuple[str, ...]:
     """The Kueue integrations of the custom job kinds the fleet installs, in Kueue's documented order. They are
-    installed with Kueue (the admission stage of a fleet with teams, gpufleet.builders.admission)."""
+    installed with Kueue (the admission stage of a fleet with teams, gpufleet.plan.stages.admission)."""
     out: list[str] = []
     if not fleet.teams:
         return ()

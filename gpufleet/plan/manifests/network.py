@@ -665,7 +665,7 @@ def gate_objects(fleet: Fleet, group: NodeGroup) -> tuple[dict[str, Any], dict[s
     )
     block = group.capacity_type is CapacityType.CAPACITY_BLOCK
     # A Capacity Block group has nodes only inside its window: Pulumi does not wait (skipAwait) and the Job has no
-    # deadline, so it runs when the window opens (gpufleet.plan.builders.network).
+    # deadline, so it runs when the window opens (gpufleet.plan.stages.network).
     awaiting = {SKIP_AWAIT: "true"} if block else {"pulumi.com/timeoutSeconds": str(timeout)}
     job = {
         "apiVersion": "batch/v1",

@@ -31,7 +31,7 @@ ACTIONS = {"Deny": ("Deny",), "Warn": ("Warn", "Audit")}
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InferenceTargets:
-    """What places a pod template on an Inference group (gpufleet.plan.builders.admission computes it)."""
+    """What places a pod template on an Inference group (gpufleet.plan.stages.admission computes it)."""
 
     groups: tuple[str, ...]  # the Inference node groups
     taints: tuple[Mapping[str, str], ...]  # taints (key, value, effect) only Inference groups carry

@@ -1,7 +1,7 @@
 """GPU sharing per node group (stage 4): device plugin and MIG manager configs, the labels that select them,
 and the isolation contract of each strategy.
 
-Interface used by gpufleet/plan/builders/foundation.py (only when the sharing stage is included):
+Interface used by gpufleet/plan/stages/foundation.py (only when the sharing stage is included):
 - sharing_node_labels(group) -> node labels selecting the group's device plugin / MIG config;
 - operator_sharing_values(fleet) -> GPU Operator Helm values pointing at the ConfigMaps stage 4 creates;
 - bottlerocket_sharing_settings(group) -> keys of Bottlerocket's `[settings.kubelet-device-plugins.nvidia]`

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from gpufleet.facts import catalog, pricing
 from gpufleet.plan.builders import fsx, provisioners
 from gpufleet.plan.builders.common import k8s
-from gpufleet.plan.builders.telemetry import prometheus_dependency
 from gpufleet.plan.manifests import dashboards, headroom, rules_promql, sharing, telemetry
 from gpufleet.plan.parts import BuildContext, StageContent
+from gpufleet.plan.stages.telemetry import prometheus_dependency
 from gpufleet.spec import defaults, warm_pool
 from gpufleet.spec.devices import device_managing
 from gpufleet.spec.fleet import CapacityType, Fleet, NodeGroup, SharingStrategy
@@ -72,7 +72,7 @@ def usd(value: float) -> str:
 
 def _devices(ctx: BuildContext, group: NodeGroup) -> dict[str, int]:
     """Devices per physical GPU by resource name, as the sharing stage configures them (whole GPUs without it); the
-    same figures as the `gpufleet:devices_per_gpu` constants of the telemetry stage (builders/telemetry.py)."""
+    same figures as the `gpufleet:devices_per_gpu` constants of the telemetry stage (stages/telemetry.py)."""
     return sharing.devices_per_gpu(group, with_sharing=ctx.includes("sharing"))
 
 

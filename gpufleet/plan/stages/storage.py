@@ -16,9 +16,9 @@ from gpufleet.facts import catalog, checkpoints, pricing
 from gpufleet.plan.builders import fsx, mountpoint
 from gpufleet.plan.builders.cluster import pod_identity_resources, pod_identity_warning, tags
 from gpufleet.plan.builders.common import AWS_PROVIDER, k8s
-from gpufleet.plan.builders.cost import group_gpu_hour_usd
 from gpufleet.plan.manifests import storage as st
 from gpufleet.plan.parts import BuildContext, Ref, Resource, StageContent
+from gpufleet.plan.stages.cost import group_gpu_hour_usd
 from gpufleet.spec.fleet import CheckpointJob, Checkpoints, Fleet, NodeGroup
 
 BUCKET = "checkpoint-bucket"

@@ -17,15 +17,15 @@ from gpufleet.facts import catalog, pricing
 from gpufleet.facts.ami_releases import is_bottlerocket
 from gpufleet.facts.stages import StageName
 from gpufleet.plan.builders import cluster_roles, device_managers, provisioners, scale_up
-from gpufleet.plan.builders import health as health_stage
-from gpufleet.plan.builders import sharing as sharing_stage
-from gpufleet.plan.builders import telemetry as telemetry_stage
 from gpufleet.plan.builders.cluster import cluster_resources, pod_identity_resources, pod_identity_warning
 from gpufleet.plan.builders.common import helm, k8s, namespace
-from gpufleet.plan.builders.cost import group_gpu_hour_usd, usd
 from gpufleet.plan.builders.node_groups import efa_security_group, prepuller, with_tags
 from gpufleet.plan.manifests import autoscaler, gpu_operator, headroom, node_bootstrap
 from gpufleet.plan.parts import AtFoundation, BuildContext, Resource, StageContent
+from gpufleet.plan.stages import health as health_stage
+from gpufleet.plan.stages import sharing as sharing_stage
+from gpufleet.plan.stages import telemetry as telemetry_stage
+from gpufleet.plan.stages.cost import group_gpu_hour_usd, usd
 from gpufleet.spec import warm_pool
 from gpufleet.spec.fleet import Fabric, Fleet
 from gpufleet.spec.names import (

@@ -9,9 +9,9 @@ from dataclasses import replace
 from functools import partial
 
 from gpufleet.plan.builders.common import helm, k8s
-from gpufleet.plan.builders.telemetry import prometheus_dependency
 from gpufleet.plan.manifests import health, node_monitoring, rules_promql, telemetry
 from gpufleet.plan.parts import AtFoundation, BuildContext, Gate, Resource, StageContent
+from gpufleet.plan.stages.telemetry import prometheus_dependency
 from gpufleet.spec.names import NS_HEALTH
 from gpufleet.spec.provisioning import scaled_by
 
@@ -137,7 +137,7 @@ def build(ctx: BuildContext) -> StageContent:
     if h.remediation != "None":
         steps.append("the remediation controller cordons the node")
     if drains:
-        # Kueue is installed only with teams and a pinned version (builders/admission.py); without it the pods'
+        # Kueue is installed only with teams and a pinned version (stages/admission.py); without it the pods'
         # own controllers (Job, JobSet, Deployment) recreate them, and nothing requeues.
         kueue = ctx.includes("admission") and bool(fleet.teams) and fleet.versions.kueue is not None
         steps.append(
