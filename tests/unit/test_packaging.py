@@ -94,9 +94,17 @@ def test_the_fleet_repository_entries_import_from_the_wheel_alone(wheel_files: s
     done = subprocess.run([sys.executable, "-I", "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
     files = json.loads(done.stdout)
     # The checkout's own files (an environment inside the checkout, as .ci/run and .venv make, is not the checkout).
-    # The checkout is the one the environment installs gpufleet from (its pack entry's <checkout>/gpufleet/policies/):
-    # an editable install of another worktree of the repository is not this test's ROOT.
+    # The checkout is the one the environment installs gpufleet from (its pack entry's <checkout>/gpufleet/policies/).
     checkout = Path(files[0]).parents[2] if "site-packages" not in Path(files[0]).parts else ROOT
+    if checkout != ROOT:
+        # An editable install of another worktree of the repository: import this checkout, as an editable install of
+        # it would (ahead of the installed finder), so its modules are compared with its own wheel.
+        code = f"import sys; sys.path.insert(0, {str(ROOT)!r})\n" + code
+        done = subprocess.run(
+            [sys.executable, "-I", "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+        )
+        files = json.loads(done.stdout)
+        checkout = ROOT
     inside = sorted(
         {
             Path(f).relative_to(checkout).as_posix()
