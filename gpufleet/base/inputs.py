@@ -1,16 +1,6 @@
 """What gpufleet reads from the user, bounded: the file itself and the YAML in it.
 
-Every command reads the files it is given through `read_bounded`: a regular file (or `-`, standard input, where the
-command takes it), never more than its limit. A FIFO used to block the read forever and `/dev/zero` to be read until
-the kernel killed the process (about 23 GB); both, and directories, sockets and devices, are refused with the reason.
-The file is opened without blocking and checked on the open descriptor, so it cannot be swapped between the check and
-the read.
-
-YAML (a spec, a manifest, a file of a synth tree) is checked by `yaml_beyond_bounds` before it is composed: no
-deeper than MAX_DEPTH, no more than MAX_VALUES values once aliases are expanded. PyYAML's composer and constructor
-recurse once per level (about 1,000 levels end in RecursionError) and expand nothing, but every consumer walks what
-an alias names at each use, so a few hundred bytes of nested aliases would be billions of values. One set of bounds
-serves the spec loader, `explain` and the tree reader.
+Why, with sources: docs/commands.md, "Design notes", gpufleet/base/inputs.py.
 """
 
 from __future__ import annotations

@@ -2,14 +2,7 @@
 request comment of `gpufleet diff`. The templates are package data in gpufleet/templates/ (docs/architecture.md,
 "Layout", says how to change one); this module is the only place that loads them.
 
-Jinja2 settings, and why:
-- StrictUndefined: a template naming a value the caller did not pass fails instead of rendering an empty string.
-- No autoescaping: HTML escaping is wrong for shell and for Markdown. Shell templates quote explicitly instead:
-  every value goes through `q` (a whole shell word: shlex.quote) or `word` (spliced into a longer word or a quoted
-  string: it must need no quoting at all, else rendering fails); tests/unit/test_templates.py enforces it. Markdown
-  templates put free text into table cells through `cell`.
-- keep_trailing_newline, trim_blocks and lstrip_blocks: a template's text is the output byte for byte, while
-  `{% %}` tags may sit on lines of their own, indented like the text around them.
+Why, with sources: docs/architecture.md, "Design notes", gpufleet/base/render.py.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """compare two synth trees for review: changes per stage, GPU node replacements, team quotas, cost (exit 0)
 
-`gpufleet diff OLD_DIR NEW_DIR [--format text|markdown]`: resources added, removed and changed (with the changed
-field paths) per stage; node groups that a change replaces or rolls, flagged with the reason; nvidia.com/gpu
-quota changes per team; the fleet's monthly cost at min and max size. `--format markdown` prints a pull request
-comment body. Resources are matched by logical name (their Pulumi identity); the comparison is of what would be
-registered, so it needs neither credentials nor state. Both trees are verified first (gpufleet.tree.read);
-trees of different fleets are compared with a warning. An OLD_DIR that does not exist is an empty fleet (a new
-environment, or the first pull request of a fleet repository): every resource of NEW_DIR is added, exit 0. The
-classification itself is in `gpufleet.review.impact`. With clusters[], OLD_DIR and NEW_DIR may each hold one tree per
-stack (`DIR/<env>.<cluster>`): the fleet-wide summary first (each stack in deploy order, workers then the manager,
-with its counts and the GPU node groups it replaces or rolls), then each stack's diff; a stack on one side only is
-compared with an empty fleet.
+Why, with sources: docs/policies-and-diff.md, "Design notes", gpufleet/commands/diff.py.
 """
 
 from __future__ import annotations

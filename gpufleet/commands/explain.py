@@ -1,21 +1,6 @@
 """would these workloads run on this fleet: queue, flavor, node group, or the first gate that stops them and why
 
-`gpufleet explain [SPEC] --env ENV MANIFEST... [--running MANIFEST]... [--as ARN] [--format text|json]` puts every
-Job, JobSet, PyTorchJob,
-MPIJob, TrainJob, Deployment, StatefulSet, DaemonSet and Pod of the manifests (multi-document YAML; other kinds are
-skipped) through the behavioural model of `gpufleet.simulate` on the plan of ENV. With `--as ARN` (the IAM role, user or
-assumed-role session that submits them) the first gate is the API server's authorization, as the fleet's access
-entries and team RBAC grant it. With `--running MANIFEST` the workloads of that file run first, in order, each where
-the model places it, and hold those nodes (not Kueue quota) when the others are judged: a serving pod then preempts
-lower-priority pods at the kube-scheduler (gpufleet.simulate.preemption). A KEDA ScaledObject's target is judged
-again at the ScaledObject's maxReplicaCount (gpufleet.simulate.scaling): its burst against the team's quota. SPEC
-defaults to fleet.yaml; it is told apart from a manifest by its `kind: Fleet`. Exit 0 when every workload runs, 1
-when one would not, 2 on a usage error (including a manifest that is not Kubernetes YAML, or whose shape the API
-server refuses: each workload object is checked against the schema it is read with first,
-gpufleet.spec.object_shapes; positioned errors, nothing judged). Pulumi never runs. On a MultiKueue manager's stack
-(clusters[]) each workload is judged on the manager up to Kueue's admission, then on every worker's model in the
-Incremental dispatcher's rounds (gpufleet.simulate.dispatch): which worker takes it, after how many rounds, or what
-stops it at the manager or on every worker.
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/commands/explain.py.
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """write a commented starter spec: one cluster, a GPU node group per instance type, one team, dev and prod
 
-`gpufleet init [--instance-types g6.xlarge,...] [--out fleet.yaml]` writes the smallest fleet that validates,
-plans and synthesises, for the given GPU instance types (default g6.xlarge, one NVIDIA L4): each becomes a node
-group named after it, with the AMI type of its architecture and the newest AMI release gpufleet knows for the
-newest Kubernetes version it supports, and the team gets every GPU of every group as quota. The account, VPC and
-subnets are examples to replace. Versions and the system node group are left to gpufleet's defaults.
-
-The text is validated through the same loader as `gpufleet validate` before anything is written; it is written
-atomically and never over an existing file (`--out -` prints it instead). An instance type that is not in the
-catalog (gpufleet/facts/catalog.py) is a usage error naming the closest one. Exit 0 written, 2 a usage error.
-
-`gpufleet init --pulumi DIR` writes a whole fleet repository instead (`repository`): the spec, Pulumi.yaml, a stack
-per environment, the program as two lines into the installed package (gpufleet.components.program), the policy pack
-as a reference to gpufleet.policies, requirements.txt pinning this gpufleet, the pull request workflow with its
-Checkov configuration, and a README. It deploys from the wheel alone: nothing in it comes from a checkout. DIR
-must be absent or empty; the files are written into a hidden directory beside it and renamed into place at once.
-`--gpufleet SOURCE` says where the repository installs gpufleet from (`requirement`): a version on the package
-index (default: this gpufleet's), a wheel file, or a git URL at a tag.
+Why, with sources: docs/commands.md, "Design notes", gpufleet/commands/init.py.
 """
 
 from __future__ import annotations

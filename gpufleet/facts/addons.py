@@ -1,23 +1,6 @@
 """Which EKS add-on versions fit a Kubernetes minor: an offline, dated catalog, and the check `validate` runs with it.
 
-EKS add-on versions are `v<upstream version>-eksbuild.<n>`; which of them a cluster accepts depends on its Kubernetes
-minor (eks:DescribeAddonVersions with `kubernetesVersion`, which `gpufleet preflight` asks, gpufleet/preflight/
-addons.py). Offline, gpufleet knows these facts, each from the EKS user guide (awsdocs/amazon-eks-user-guide,
-latest/ug/networking/, as of AS_OF):
-
-- kube-proxy follows the cluster: every version in "kube-proxy versions" (managing-kube-proxy.adoc, "the latest
-  version of the Amazon EKS add-on type for each Kubernetes version") carries the cluster's own minor
-  (1.32 -> v1.32.3-eksbuild.7, 1.31 -> v1.31.7-eksbuild.7, ...). A kube-proxy of another minor is an error.
-- The Amazon VPC CNI has been major version 1 throughout (aws/amazon-vpc-cni-k8s releases v1.x; the newest the
-  user guide and the EKS add-on listings show as of AS_OF is in the v1.20 line): another major is an error, a newer
-  v1 minor than VPC_CNI_NEWEST_KNOWN a warning (the catalog may be older than the release).
-- EFA-only network interfaces (every network card but the first on p5 and the other multi-card EFA types, the
-  `efa-only` interface type gpufleet attaches) need VPC CNI 1.18.5 or later (EKS user guide "Run machine learning
-  training on Amazon EKS with Elastic Fabric Adapter", docs.aws.amazon.com/eks/latest/userguide/node-efa.html,
-  prerequisites; read through its citations, the page itself is not in the reference corpus).
-- CoreDNS: the user guide's "CoreDNS versions" (managing-coredns.adoc) lists v1.12 for 1.33 and v1.11 for 1.29-1.32;
-  a line newer than the newest known (COREDNS_NEWEST_KNOWN) is a warning. Older lines are left to preflight: EKS
-  keeps offering older CoreDNS builds on newer clusters.
+Why, with sources: docs/stage-1.md, "Design notes", gpufleet/facts/addons.py.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """Which EKS AMI releases exist: an offline, dated catalog, and the check `validate` runs with it.
 
-An EKS-optimized AL2023 AMI release is `<kubernetes patch version>-<YYYYMMDD>`, as listed per Kubernetes minor in
-awslabs/amazon-eks-ami `CHANGELOG.md` (release v20260714 ships `1.33.13-20260714` and `1.34.9-20260714`); EKS
-rejects any other (`InvalidParameterException: Requested Nodegroup release version ... is invalid`).
-`data/eks-ami-releases.json` holds those releases per AMI type and minor, written by
-`tools/eks_ami_releases.py` from the CHANGELOG at the commit and date it records: a release newer than that date is
-unknown here, so "not in the catalog" is a warning that names the newest known release, never an error.
-`gpufleet preflight` asks AWS for the exact release (gpufleet/preflight/ami.py).
-
-Bottlerocket releases follow Bottlerocket's own versioning, `<major>.<minor>.<patch>` with an optional
-`-<8 hex digits>` build (`1.54.0-5043decc`); they carry no Kubernetes version: the variant
-(`aws-k8s-<minor>-nvidia`) is chosen from the cluster's Kubernetes minor, so only the form is checked offline.
+Why, with sources: docs/stage-1.md, "Design notes", gpufleet/facts/ami_releases.py.
 """
 
 from __future__ import annotations

@@ -1,29 +1,6 @@
 """The GPU instance catalog: what each EC2 GPU instance type brings to a node group.
 
-A hand-written, reviewed table. A node group names only an ``instanceType``; the GPU model, count and
-memory, EFA, network cards and bandwidth, local NVMe and MIG capability all come from here.
-
-Where the numbers come from:
-
-* Hardware columns (GPU model/manufacturer/count/per-GPU MiB, vCPUs, memory MiB, architecture, EFA
-  interfaces, network cards, rated bandwidth, instance-store total) were read from the EC2
-  ``DescribeInstanceTypes`` data that moto 5.2.5 ships (``moto/ec2/resources/instance_types.json.gz``,
-  a snapshot of the real EC2 API) and typed into this table. ``tests/unit/test_catalog.py`` compares
-  every entry against ``describe_instance_types`` under ``moto.mock_aws()``, so a wrong number fails.
-  moto is a test-only dependency: nothing here reads it at runtime.
-* ``network_gbps`` is ``NetworkInfo.NetworkPerformance`` parsed to a number: "3200 Gigabit" -> 3200,
-  "Up to 25 Gigabit" -> 25 (the burst ceiling), "4x 100 Gigabit" -> 400.
-* ``local_nvme_gib`` is ``InstanceStorageInfo.TotalSizeInGB`` as EC2 reports it (EC2 labels it GB).
-* MIG profiles: NVIDIA Multi-Instance GPU User Guide, "Supported MIG Profiles"
-  (https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html) and the
-  mig-parted default config the GPU Operator ships (per device ID). B300 profiles: see ``_B300``.
-* ``gfd_product``: the ``nvidia.com/gpu.product`` node label GPU Feature Discovery sets (the NVML
-  device name with spaces replaced by ``-``), from observed labels; see ``_GpuSpec.gfd_product``.
-
-Coverage: every GPU size EC2 offers in g4dn, g5, g5g (Graviton, arm64), g6, g6e, p3dn, p4d, p4de, p5,
-p5e, p5en, p6-b200 and p6-b300. Not here: p3 (the 16 GB V100 sizes) and p6e-gb200 (UltraServers),
-because moto's EC2 data has neither, so no entry could be checked; g6f/gr6f (fractional L4: EC2 reports
-a GPU count of 0) and the g7/g7e/gr6 families, which no fleet uses yet.
+Why, with sources: docs/stage-1.md, "Design notes", gpufleet/facts/catalog.py.
 """
 
 from __future__ import annotations

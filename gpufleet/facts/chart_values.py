@@ -1,17 +1,7 @@
 """The pinned charts' value keys, for checking a spec's Helm values overlay (`helm.<component>.values`,
 gpufleet.rules.helm_values): package data, so an installed gpufleet checks an overlay offline.
 
-gpufleet/data/chart-keys/<chart>-<version>.json holds, for every chart version gpufleet installs, what the check
-reads and nothing more: each key of the chart's default values as Helm merges them (each vendored subchart's under
-its dependency name or alias, the parent's values for it on top), with every other value replaced by an empty one of
-its kind ("" a string, 0 a number, false a boolean, [] a list, {} an empty map, null), the `properties` and `type`
-tree of its values.schema.json files, and the dependencies whose values the chart does not vendor (a remote subchart
-such as kube-prometheus-stack's grafana). Its `sources` names each upstream file it is derived from, with its URL at the
-pinned commit and its sha256. The upstream values files themselves do not ship.
-
-`python tools/fetch_upstream.py --chart-keys` (in a gpufleet checkout) derives the files from the upstream files it
-fetched (defaults_in reads them there: charts/<chart>/<version>/, JobSet, Trainer and LWS under their release tag
-v<version>, subcharts under charts/<dependency>/); tests/unit/test_chart_keys.py holds the shipped files to that.
+Why, with sources: docs/helm-values.md, "Design notes", gpufleet/facts/chart_values.py.
 """
 
 from __future__ import annotations

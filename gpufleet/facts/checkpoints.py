@@ -1,28 +1,6 @@
 """Checkpoint sizing: bytes, write times and Daly's interval. Pure arithmetic, no I/O.
 
-The model (docs/network-and-storage.md, "Checkpoint sizing"):
-
-* Size. Mixed-precision Adam holds 16 bytes per parameter: fp16/bf16 weights (2) and gradients (2), fp32
-  master weights, momentum and variance (4 + 4 + 4) (ZeRO, Rajbhandari et al. 2020, section 3.1). A
-  checkpoint usually drops the gradients (14), so 16 is a safe upper bound. 7e9 parameters -> 112 GB, 7e10 ->
-  1.12 TB. Units are decimal (GB = 1e9 bytes), like network and disk bandwidth.
-* Write time = bytes / (per-node bandwidth x nodes writing shards in parallel): a sharded checkpoint (PyTorch
-  Distributed Checkpoint, Megatron's distributed optimizer) is written by every node of the job, each its own
-  shard. A node's NVMe bandwidth is the RAID0 array's: devices x per-device bandwidth (RAID0 stripes over all
-  of them).
-* The blocking write C is what stops training: with an asynchronous save (torch.distributed.checkpoint
-  async_save) only the copy of the node's shard from GPU to host memory; else the local NVMe write when the
-  group stages checkpoints on a RAID0 array (the upload to the bucket runs in the background), else the bucket
-  write.
-* The interval is Daly's higher-order optimum (J. T. Daly, "A higher order estimate of the optimum checkpoint
-  interval for restart dumps", FGCS 22(3), 2006): T = sqrt(2 C M) [1 + (1/3) sqrt(C / 2M) + (1/9)
-  (C / 2M)] - C for C < 2M, else T = M. Young's first-order T = sqrt(2 C M) (J. W. Young, "A first order
-  approximation to the optimum checkpoint interval", CACM 17(9), 1974) is shown beside it; the two agree only
-  while C << M. The interval is never shorter than the bucket write: otherwise the next checkpoint starts before
-  the previous one is durable.
-* Expected share of time lost, Daly's exponential model with restart time 0 (Daly 2006, with restart time R = 0):
-  the wall time to do T of work is M (e^((T + C) / M) - 1), so the loss is 1 - T / (M (e^((T + C) / M) - 1)).
-  It reduces to Young's C / T + T / 2M when C and T are small against M, and stays right when they are not.
+Why, with sources: docs/network-and-storage.md, "Design notes", gpufleet/facts/checkpoints.py.
 """
 
 from __future__ import annotations

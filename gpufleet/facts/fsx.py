@@ -1,26 +1,7 @@
 """Amazon FSx for Lustre as the FSx API and user guide define it: deployment types, throughput tiers, the storage
 capacities a file system may have, what a data repository association needs, and the Lustre ports. No I/O.
 
-- Deployment types: the FSx API's LustreDeploymentType, `SCRATCH_1 | SCRATCH_2 | PERSISTENT_1 | PERSISTENT_2`
-  (API_CreateFileSystemLustreConfiguration; pulumi-aws 7.51.1 `fsx.LustreFileSystem` deployment_type). SSD storage
-  only here (HDD exists only for PERSISTENT_1, Intelligent-Tiering only for PERSISTENT_2 with a throughput capacity).
-- PerUnitStorageThroughput, MB/s per TiB: PERSISTENT_1 SSD 50, 100, 200; PERSISTENT_2 SSD 125, 250, 500, 1000
-  (FSx for Lustre user guide, managing-throughput-capacity.html; the pulumi-aws argument's doc); required for the
-  persistent types and not accepted for the scratch ones. Scratch file systems have a fixed baseline: 200 MB/s/TiB
-  of disk read and 100 of disk write on SCRATCH_2, 200 on SCRATCH_1 (user guide, ssd-storage.html "File system
-  performance for SSD storage options"; performance.html for SCRATCH_1).
-- StorageCapacity, GiB (API_CreateFileSystem StorageCapacity): SCRATCH_2, PERSISTENT_1 and PERSISTENT_2 on SSD
-  1200, 2400, then increments of 2400; SCRATCH_1 1200, 2400, then increments of 3600.
-- Data repository associations (API_CreateDataRepositoryAssociation): "supported on all FSx for Lustre 2.12 and 2.15
-  file systems, excluding scratch_1"; at most 8 per file system; each links one file system directory and one S3
-  bucket or prefix, unique on both sides. The file system's Lustre version must then be 2.12 or 2.15: the API's
-  default is 2.10 except for PERSISTENT_2 (aws-cdk-lib aws_fsx LustreFileSystemProps fileSystemTypeVersion), so
-  gpufleet always sets 2.15, which every deployment type accepts (pulumi-aws file_system_type_version).
-  Auto-import and auto-export events: `NEW`, `CHANGED`, `DELETED` (DataRepositoryAssociation S3 AutoImportPolicy and
-  AutoExportPolicy `Events`).
-- Ports: Lustre clients and servers talk over TCP 988 and 1018-1023; the file system's security group must allow
-  them in from itself (server to server) and from the clients' security groups, and the clients' group from the
-  file system's (FSx for Lustre user guide, limit-access-security-groups.html).
+Why, with sources: docs/network-and-storage.md, "Design notes", gpufleet/facts/fsx.py.
 """
 
 from __future__ import annotations

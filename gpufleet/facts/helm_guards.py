@@ -1,18 +1,6 @@
 """The Helm value paths a spec's values overlay (`helm.<component>.values`) may not set, with the reason for each.
 
-A values overlay is merged last over the values gpufleet renders, so it could undo what gpufleet guarantees: the
-container escape closed, the taints every device plugin and exporter tolerates, the one DCGM host engine per GPU node,
-the settings the behavioural model (gpufleet.simulate) and the later stages rely on. Each path below is one of them;
-the module that sets it is named beside it (gpufleet.plan.manifests.<module>), and tests/unit/test_helm_overlay.py
-checks that every path is a key of the pinned chart's values or one gpufleet renders.
-
-An overlay key is refused when it is a guarded path, lies under one, or replaces a map that holds one with something
-that is not a map (null, a list, a scalar): Helm merges maps key by key and replaces everything else, so `dcgm: null`
-would drop `dcgm.hostNetwork`. Where the spec has a field for what a guarded value does, the reason names it.
-
-The controllers' nodeSelector and tolerations that gpufleet leaves at the chart's default are not guarded: the model
-reads them from the merged values and fails `gpufleet synth` when a controller would not run
-(gpufleet.simulate.controllers).
+Why, with sources: docs/helm-values.md, "Design notes", gpufleet/facts/helm_guards.py.
 """
 
 from __future__ import annotations

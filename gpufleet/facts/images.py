@@ -1,14 +1,7 @@
 """The containers gpufleet renders itself that hold power over nodes or other tenants, in one table with the reason
 each is privileged, and the image each runs.
 
-A tag names whatever manifest was last pushed under it (the OCI distribution spec's tags are mutable pointers); a
-digest names the bits. Each image below is pinned by tag unless the spec gives its digest (`images.<key>` as
-`name:tag@sha256:<64 hex>`, gpufleet.spec.images). The containers come from gpufleet.plan.manifests.health and
-.network; tests/unit/test_privileged_images.py finds every container of the rendered golden trees that is privileged,
-on the host network or PID namespace, mounts a host path, adds capabilities, runs as root or is bound to a
-cluster-wide ClusterRole, and fails on one missing here.
-
-Only the standard library: the policy pack (`gpufleet check`, policies/) reads this table.
+Why, with sources: docs/cold-start.md, "Design notes", gpufleet/facts/images.py.
 """
 
 from __future__ import annotations

@@ -1,46 +1,6 @@
 """A dated on-demand price table for the catalog's GPU instance types, for the cost estimate in plan.md.
 
-PRICES_AS_OF = 2025-08-01. Source: AWS EC2 On-Demand pricing (https://aws.amazon.com/ec2/pricing/on-demand/),
-Linux, US East (N. Virginia), USD per instance-hour, as published around that date; every other region is
-estimated at the us-east-1 rate (usually within about 10-25% of it). APPROXIMATE: these are reviewed list
-prices typed in by hand, not read from the AWS Pricing API at build time (synth needs no network), and
-exclude Savings Plans, reservations, Spot and Capacity Block rates. The P4d, P4de, P5 and P5en rates follow
-AWS's price cut of June 2025 for those families; p5e.48xlarge (sold mostly through Capacity Blocks),
-p5.4xlarge and the p6 rates are the least certain. Set `cost.gpuHourUsd` in the spec for negotiated or
-Spot/Capacity Block prices: it always wins over this table.
-
-On-Demand Capacity Reservations: "billed at the equivalent On-Demand rate whether you run instances in reserved
-capacity or not" (EC2 User Guide, capacity-reservations-pricing-billing.html); an instance running in one is not
-billed again. So a group with a reservation of N instances pays for max(nodes, N) at every size (`billed_nodes`).
-
-gp3 EBS: USD 0.08 per GB-month in us-east-1 (https://aws.amazon.com/ebs/pricing/), used for the standing cost of
-stopped warm-pool instances (their root volumes keep billing; the instance-hours stop) and for running nodes' volumes.
-A gp3 volume's first 3,000 IOPS and 125 MiB/s are included; above them [A] USD 0.005 per provisioned IOPS-month and
-USD 0.04 per provisioned MiB/s-month (the same page, us-east-1, as typed in by hand: the throughput price agrees with a
-third-party copy of the page, saisci.com "gp3 Throughput Explained"; the IOPS price was not confirmed from a stored
-copy of AWS's page), for the throughput parallel pull needs (diskThroughputMiBps, diskIops).
-
-The EKS control plane: USD 0.10 per cluster-hour in standard support, 0.60 in extended support (Amazon EKS pricing,
-https://aws.amazon.com/eks/pricing/; the AWS blog "Amazon EKS extended support for Kubernetes versions pricing").
-Which applies follows EKS_SUPPORT_CALENDAR. The system nodes' CPU types: the same on-demand page, us-east-1; a managed
-node group without a launch template gets a 20 GiB root volume (EKS CreateNodegroup `diskSize`, default 20).
-
-Spot: no table. A Spot Instance bills the Spot price in effect for its zone and hour, which this offline table cannot
-know; two bounds hold. It never exceeds the On-Demand price when no maximum price is set ("If you don't specify a
-maximum price, the default maximum price is the On-Demand price", Amazon EC2 Auto Scaling User Guide,
-mixed-instances-groups-set-up-overview.html), and neither gpufleet's managed node groups nor Karpenter set one
-(aws/karpenter-provider-aws pkg/providers/instance/instance.go @ v1.14.1: CreateFleet SpotOptions carry only the
-price-capacity-optimized allocation strategy). And AWS states the discount as "up to a 90% discount compared to
-On-Demand prices" (https://aws.amazon.com/ec2/spot/): SPOT_MAX_DISCOUNT, the lower bound of the estimate's range.
-
-S3 Standard: USD 0.023 per GB-month in us-east-1, the first 50 TB a month (https://aws.amazon.com/s3/pricing/), for
-what noncurrent checkpoint versions cost while the bucket keeps them.
-
-FSx for Lustre, SSD storage: USD per GB-month of provisioned storage capacity in US East (N. Virginia), from the
-Amazon FSx for Lustre pricing page (https://aws.amazon.com/fsx/lustre/pricing/) as of PRICES_AS_OF, by deployment
-type and throughput tier (MB/s/TiB); scratch types have one price. Throughput is included: it is bought with the
-capacity. Backups, data transfer and the S3 requests of a data repository association are billed apart and not
-counted here.
+Why, with sources: docs/telemetry-health-cost.md, "Design notes", gpufleet/facts/pricing.py.
 """
 
 from __future__ import annotations

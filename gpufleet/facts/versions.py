@@ -2,15 +2,7 @@
 each release brings (images, chart defaults gpufleet keeps), the Cluster Autoscaler image per Kubernetes minor and
 the NVIDIA reasons the EKS node monitoring agent reports. Each fact names its upstream source.
 
-A spec may pin each component it uses to one of these exact versions; a component it does not pin gets the release
-this gpufleet is tested with (`default_release`: the current line, which the golden trees render), recorded in plan.json
-and plan.md so a bump shows in review. Helm values are rendered for (and
-tested against) the keys of these chart versions, so a version outside the list is an error, never a guess, and no
-code falls back to another version's value. Adding a chart version means adding one release entry here (a typed
-record, so every fact of that release must be given) plus the chart's upstream files (tools/upstream_files.json
-names each with its URL at a pinned commit and its sha256); tests/unit/test_versions.py checks each entry against
-those files. Larger dated catalogs live in data files with their own loader: the EKS AMI releases in
-gpufleet/data/eks-ami-releases.json (gpufleet.facts.ami_releases).
+Why, with sources: docs/stage-1.md, "Design notes", gpufleet/facts/versions.py.
 """
 
 from __future__ import annotations

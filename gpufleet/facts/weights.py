@@ -1,21 +1,6 @@
 """How long a new serving replica takes to load its weights, and to be ready after a scale decision.
 
-Figures, each with where it comes from (A: an assumption gpufleet makes; set the spec input or measure):
-- From S3 through Mountpoint: Mountpoint targets the instance's rated network bandwidth (mountpoint-s3 1.22.3
-  mountpoint-s3/src/cli.rs throughput_target_gbps; gpufleet's volumes name it in maximum-throughput-gbps). A: the
-  pod's S3 traffic leaves through one network card, so a node reads at most its rated bandwidth / network cards
-  (EC2 NetworkInfo: p5.48xlarge 3200 Gbps over 32 cards, 100 Gbps = 12.5 GB/s; g6e.12xlarge 100 Gbps, one card).
-- From the NVMe array (the Mountpoint cache once warm): RAID0 stripes reads over every instance-store device.
-  A: LOCAL_DEVICE_READ_GBPS 2 GB/s per device, conservative (the same figure as checkpoints.localDeviceWriteGBps).
-- Into the GPUs: A: HOST_COPY_GBPS 10 GB/s per GPU, a conservative host-to-device copy over PCIe (the figure of
-  checkpoints.hostCopyGBps); a replica's GPUs on one node copy in parallel.
-- A replica spread over several nodes (workloads.inferenceReplicaGpus above a node's GPUs) loads one share per node.
-- Warm-up: A: WARM_UP_SECONDS 60 for the server to start, capture CUDA graphs and answer the readiness probe's first
-  inference once the weights are in GPU memory.
-- Node start and the image pull: gpufleet.spec.cold_start (group_seconds, pull) and gpufleet.facts.image_pull.
-- Measured rates (workloads.weightLoadGBps: a node's read rate from S3 with an empty cache, and from a warm cache)
-  replace the first two assumptions where the spec gives them; the host-to-device cap still applies.
-Decimal units (GB = 10^9 bytes).
+Why, with sources: docs/inference.md, "Design notes", gpufleet/facts/weights.py.
 """
 
 from __future__ import annotations

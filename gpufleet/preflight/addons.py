@@ -1,13 +1,6 @@
 """Existing clusters: the EKS node monitoring agent add-on's own DCGM host engine against the GPU Operator's.
 
-gpufleet runs the operator's standalone host engine on the host network (`dcgm.hostNetwork: true`, port 5555) as
-the node's one engine (gpufleet.plan.manifests.node_monitoring). The agent's chart brings a `dcgm-server`
-DaemonSet that listens on host port 5555 too (aws/eks-node-monitoring-agent v1.7.0
-charts/eks-node-monitoring-agent/templates/dcgm-daemonset.yaml); with its default `dcgmAgent.tolerations: []` it
-never lands on the tainted GPU nodes. In mode Create gpufleet writes that value itself. On an existing cluster the
-add-on is the owner's, and a `dcgmAgent.tolerations` that tolerates the GPU taint (often added to clear the agent's
-DCGMError, aws/containers-roadmap#2555) puts a second engine on port 5555 of every GPU node: the scheduler keeps
-one of the two pods Pending (host port in use), and NVIDIA supports one host engine per node.
+Why, with sources: docs/commands.md, "Design notes", gpufleet/preflight/addons.py.
 """
 
 from __future__ import annotations

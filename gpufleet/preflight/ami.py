@@ -1,22 +1,6 @@
 """AMI check: each pinned AMI release (GPU node groups and the system nodes) is published, exactly as written.
 
-AWS publishes every EKS-optimized AMI as public SSM parameters:
-- AL2023: `/aws/service/eks/optimized-ami/<k8s>/amazon-linux-2023/<arch>/<nvidia|standard>/recommended` holds the
-  latest, with the sub-parameters `image_id`, `image_name` and `release_version` (awsdocs/amazon-eks-user-guide
-  `latest/ug/nodes/retrieve-ami-id.adoc`; AWS Systems Manager user guide, "Calling the EKS optimized AMI public
-  parameter": `{"image_id", "image_name": "amazon-eks-node-1.14-v20201007", "release_version": "1.14.9-20201007"}`).
-  A specific release replaces `recommended` with its AMI name `amazon-eks-node-al2023-<arch>-<flavor>-<k8s>-v<date>`
-  (the form aws/karpenter-provider-aws resolves, `pkg/providers/amifamily/al2023.go`: ".../1.30/amazon-linux-2023/
-  x86_64/nvidia/amazon-eks-node-al2023-x86_64-nvidia-1.30-v20240625/image_id"). The AMI name carries only the
-  Kubernetes minor and the date, so the check reads that release's `release_version` and compares it with the
-  full version pinned (`1.33.13-20260714`): a wrong patch version (`1.33.4-20260714`) names an existing AMI but a
-  release EKS rejects. [I] `release_version` under a specific release, like under `recommended`, and the arm64
-  form (`arm64/nvidia/amazon-eks-node-al2023-arm64-nvidia-...`) are taken by analogy.
-- Bottlerocket: `/aws/service/bottlerocket/aws-k8s-<k8s>-nvidia/<arch>/latest/image_id`
-  (`retrieve-ami-id-bottlerocket.adoc`); "if you know a specific Bottlerocket version ... you can replace
-  `latest` with that version" (bottlerocket-os/bottlerocket `QUICKSTART-EKS.md`, example `1.0.6`).
-  [I] EKS spells Bottlerocket releases `1.54.0-5043decc`; the parameter is looked up as written first, then
-  by its `1.54.0` part. The parameter exists only when that Bottlerocket version ships the cluster minor's variant.
+Why, with sources: docs/commands.md, "Design notes", gpufleet/preflight/ami.py.
 """
 
 from __future__ import annotations

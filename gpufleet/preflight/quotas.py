@@ -1,22 +1,6 @@
 """vCPU quota check: the account's EC2 quotas for P and G instances cover the whole fleet at maxSize.
 
-EC2 limits running instances per Region in vCPUs, per quota class ("On-Demand Instance limits are managed in
-terms of the number of vCPUs that your running On-Demand Instances are using", awsdocs/amazon-ec2-user-guide
-`doc_source/ec2-on-demand-instances.md`); Spot quotas count running and requested Spot vCPUs (EC2 User
-Guide, using-spot-limits.html). So a group needs vCPUs x (maxSize + the warm-pool instances kept Running); a
-Stopped or Hibernated warm pool is not running and uses no running-instance quota.
-
-Quota names: "Running On-Demand P instances", "Running On-Demand G and VT instances" (EC2 console / Service
-Quotas), "All P Spot Instance Requests", "All G and VT Spot Instance Requests" (using-spot-limits.html).
-Quota codes: [I] the AWS pages read do not print them. The pairs below are what ListServiceQuotas returns in
-recorded output (geyang/jaynes-starter-kit `02_ec2_docker_guide/setup/spot_limit.md`: L-7212CCBC "All P Spot
-Instance Requests", L-3819A6DF "All G Spot Instance Requests", the older name of the G quota) and what several
-independent public scripts use for all four. Because of that, the check compares the QuotaName AWS returns
-and warns when it differs.
-
-Capacity Blocks: [I] their instances are not counted against the On-Demand quotas here. A Capacity Block is a
-prepaid reservation launched with market type `capacity-block` rather than On-Demand; no AWS page read
-states how it relates to the Running On-Demand quotas. Confirm on a real account.
+Why, with sources: docs/commands.md, "Design notes", gpufleet/preflight/quotas.py.
 """
 
 from __future__ import annotations

@@ -3,29 +3,7 @@ replace with the changed field paths, which node groups are replaced or rolled (
 changes per team, and the fleet's cost at min and max size (its GPU nodes and FSx for Lustre file systems). Pure:
 inventory dicts in, a `Report` out.
 
-Replace vs roll for an EKS managed node group follows the provider schema (pulumi-aws bridges
-terraform-provider-aws `internal/service/eks/node_group.go`):
-- ForceNew, so the node group is **replaced** (a new group is created, the old one drained and deleted):
-  amiType, capacityType, clusterName, diskSize, instanceTypes, launchTemplate.id/name, nodeGroupName(Prefix),
-  nodeRoleArn, remoteAccess, subnetIds.
-- UpdateNodegroupVersion, so every node is **rolled** (replaced a few at a time under updateConfig):
-  launchTemplate.version, releaseVersion, version.
-- UpdateNodegroupConfig, in place, no node replaced: labels, taints, scalingConfig, updateConfig, nodeRepairConfig
-  (and anything else: tags, warm pool).
-A launch template change other than tags/description/default-version creates a new template version
-(terraform-provider-aws `ec2/ec2_launch_template.go` update), so a node group that follows `latestVersion` rolls.
-A change to an input that holds `<ref:X...>` of a replaced resource X is a change too (the value is new at
-deploy time): that is how a replaced launch template or node role replaces the node group.
-
-A Karpenter NodePool or EC2NodeClass is patched in place (a Kubernetes object); Karpenter then **drifts** the nodes
-that no longer match it and replaces them under the pool's disruption budgets (aws/karpenter-provider-aws
-website/content/en/v1.14/concepts/disruption.md "Drift"): NodePool `spec.template` is hashed (any change drifts
-every node) except `requirements`, which drift only the nodes that no longer satisfy them; `spec.limits`,
-`spec.weight` and `spec.disruption` are behavioural and drift nothing. EC2NodeClass: every field is hashed except
-those tagged `hash:"ignore"` in pkg/apis/v1/ec2nodeclass.go @ v1.14.1: `amiSelectorTerms`, `subnetSelectorTerms`,
-`securityGroupSelectorTerms`, `capacityReservationSelectorTerms` drift the nodes whose AMI, subnet, security groups
-or reservation the new terms no longer select (pkg/cloudprovider/drift.go), `ipPrefixCount` nothing; `amiFamily`
-is hashed through the AMI family. A removed NodePool takes its nodes with it (they are owned by it).
+Why, with sources: docs/policies-and-diff.md, "Design notes", gpufleet/review/impact.py.
 """
 
 from __future__ import annotations

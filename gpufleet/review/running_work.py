@@ -2,19 +2,7 @@
 groups (gpufleet.review.impact): the GPU Operator's version and driver, its operands' configs (MIG profiles, device
 plugin sharing, DCGM counters). Pure: inventories in, `Effect`s out.
 
-Sources: the MIG manager applies a node's `nvidia.com/mig.config` and needs the node's GPUs free of work; it stops
-the GPU clients it knows and repartitions (NVIDIA GPU Operator docs "GPU Operator with MIG"; the plan's sharing
-contract, gpufleet/plan/manifests/sharing.py CONTRACTS). A new operator version updates every operand DaemonSet, so
-each operand pod restarts on every GPU node (Helm upgrade of the ClusterPolicy); the driver container unloads the
-kernel module, so GPU pods on a node cannot keep running through a driver change. Helm never upgrades or
-downgrades CRDs on `helm upgrade` (Helm docs "Custom Resource Definitions"), so a downgrade keeps the newer
-ClusterPolicy CRD.
-
-Any other Helm release whose chart version or values change is upgraded in place (`helm upgrade`): its controller
-restarts where the change reaches its pod template. Kueue's Deployment carries a checksum of its controller
-Configuration (`charts.kueue.x-k8s.io/config-checksum`, kubernetes-sigs/kueue charts/kueue/templates/manager/
-manager.yaml @ v0.19.2), so a values change there (a new team's namespace in `managedJobsNamespaceSelector`) rolls
-the controller.
+Why, with sources: docs/policies-and-diff.md, "Design notes", gpufleet/review/running_work.py.
 """
 
 from __future__ import annotations

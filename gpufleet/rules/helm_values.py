@@ -1,12 +1,6 @@
 """Checks of a spec's Helm values overlay (`helm.<component>.values`) against the pinned chart (rule helm-values).
 
-Every key path of an overlay must be a value of the chart version the environment deploys: a key of its default
-values.yaml (with each vendored subchart's defaults under its dependency name), a property of its values.schema.json,
-or a key below a value the chart takes whole: one whose default is an empty map or null, or one named in
-PASSED_WHOLE (Kubernetes objects and maps a chart renders with toYaml, such as nodeSelector or podAnnotations). An
-unknown key is an error at the key, with the closest known one as the hint. A key gpufleet guards
-(gpufleet.facts.helm_guards) is an error with the reason. The keys of every chart version gpufleet installs ship with
-it (gpufleet.facts.chart_values); a value of a subchart the chart does not vendor cannot be checked and is refused.
+Why, with sources: docs/helm-values.md, "Design notes", gpufleet/rules/helm_values.py.
 """
 
 from __future__ import annotations

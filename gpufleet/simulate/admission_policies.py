@@ -1,28 +1,6 @@
 """gpufleet's own ValidatingAdmissionPolicies as the API server applies them to a workload's pods.
 
-The policies and their bindings are read from the plan (what is applied: match constraints, the binding's
-namespaceSelector, each validation's message); what each validation's CEL decides is modelled here in Python, on its
-own, so a test can hold the model against the rendered CEL evaluated by cel-python (tests/model/test_api_gates.py):
-a model that called the renderer's helpers could not catch their bugs.
-
-- `gpufleet-visible-devices-need-gpu` (pods, CREATE): a container that sets NVIDIA_VISIBLE_DEVICES to anything that
-  selects devices (a valueFrom, or a value other than "", "void", "none": nvidia-container-toolkit
-  internal/config/image/devices.go), or whose envFrom may set it (no env entry of that name, a prefix that allows
-  it), must have a non-zero nvidia.com/gpu limit; the same for init containers.
-- `gpufleet-require-queue-name` (Jobs and JobSets) is gpufleet.simulate.verdict's `_admission_policy`.
-- `gpufleet-serving-readiness` (Deployments, StatefulSets, LeaderWorkerSets, bare Pods; CREATE): a pod template that
-  lands on an Inference group must give every container requesting GPUs (nvidia.com/gpu or a MIG slice, in limits
-  or requests, non-zero) a readinessProbe. Lands: selects an Inference group (nodeSelector, or a required node
-  affinity term with operator In, on gpufleet.io/node-group or gpufleet.io/workload-class), tolerates a taint that
-  only Inference nodes carry with a toleration that names its key (gpufleet.simulate.scheduling.tolerates, Kubernetes'
-  ToleratesTaint) while its selection names no other group, or is in the namespace of a team whose every quota is on
-  Inference groups. A priority class says nothing of placement. What identifies an Inference
-  group is read here from the model's nodes (their gpufleet.io/workload-class label and taints) and the spec, not
-  from the rendered policy, so a test can hold the two against each other (tests/model/test_serving_readiness.py).
-  Objects whose controller is a workload kind are judged at the parent. The binding's validationActions decide
-  whether a failure denies (Deny) or warns (Warn).
-
-A policy this module does not know is skipped (the verdict cannot say what its CEL decides).
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/simulate/admission_policies.py.
 """
 
 from __future__ import annotations

@@ -1,20 +1,7 @@
 """May the submitter create this workload? The API server's authorization, the first gate a manifest meets, as the
 fleet's EKS access entries and team RBAC grant it (`gpufleet explain --as ARN`).
 
-What gpufleet grants (gpufleet.plan.builders.access_entries, gpufleet.plan.manifests.tenancy):
-- `cluster.admins`: AmazonEKSClusterAdminPolicy on the whole cluster, so any kind in any namespace;
-- `teams[].members`: AmazonEKSEditPolicy scoped to the team's namespace (Kubernetes' `edit` for built-in kinds:
-  Pods, Jobs, Deployments, StatefulSets, DaemonSets; https://docs.aws.amazon.com/eks/latest/userguide/access-policy-permissions.html),
-  plus the team Role for the Kueue-managed custom kinds the fleet installs (JobSet, TrainJob, LeaderWorkerSet) there,
-  rendered by the admission stage, which also creates the namespace;
-- anyone else: no access entry. A cluster gpufleet creates uses authenticationMode API, so the access entries are
-  the only way in and the API server refuses the request (Unauthorized). An existing cluster may grant access
-  outside the spec (other access entries, the aws-auth ConfigMap), which gpufleet cannot see: a note, not a verdict.
-
-EKS maps an assumed-role session (arn:aws:sts::ACCOUNT:assumed-role/NAME/SESSION) to the IAM role it came from
-(https://docs.aws.amazon.com/eks/latest/userguide/access-entries.html: an access entry names the role, and every
-session of it is that principal), so `--as` takes either form; the session ARN carries no role path, so roles
-match by account and name.
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/simulate/authorization.py.
 """
 
 from __future__ import annotations

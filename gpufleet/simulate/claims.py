@@ -1,26 +1,7 @@
 """Dynamic Resource Allocation as the model sees it: the devices a pod's ResourceClaims ask for, how Kueue counts
 them, and whether one node of a group can allocate them.
 
-- A pod's `resourceClaims` name a ResourceClaimTemplate of its namespace (each pod gets its own claim from it) or a
-  ResourceClaim (shared). The templates are the plan's (gpufleet's per team and DRA group, gpufleet.plan.manifests
-  .dra) and any the user gives explain beside the workloads.
-- Kueue (kubernetes-sigs/kueue v0.19.2): the Workload controller refuses a workload whose pods name a ResourceClaim
-  ("KueueDRAIntegration feature does not support use of resource claims", pkg/controller/core/workload_controller.go,
-  pkg/workload HasResourceClaim), then counts each template's devices per DeviceClass (pkg/dra/claims.go
-  GetResourceRequestsForResourceClaimTemplates, countDevicesPerClass): ExactCount only (FirstAvailable, AdminAccess
-  and AllocationMode All are refused, each with its field error), a class without a deviceClassMappings entry makes
-  the workload inadmissible, constraints are not read (the aligned claim's GPU and EFA interface are charged by
-  class), CEL selectors are compiled and checked against the cluster's ResourceSlices (the model does not evaluate
-  them: a note). The first error stops it, and it is the Workload's QuotaReserved message, as here.
-- The node (kube-scheduler's DynamicResources plugin): a group's node publishes its GPUs under DeviceClass
-  gpu.nvidia.com (the NVIDIA DRA driver, stage 1) and its EFA interfaces under efa.networking.k8s.aws (the EFA DRA
-  driver, the network stage), a device-plugin node publishes none; a claim constrained to `matchAttribute:
-  resource.kubernetes.io/pcieRoot` needs its devices on one PCIe root (gpufleet.facts.pcie); the scheduler's
-  verdict when a node cannot is "cannot allocate all claims" (kubernetes pkg/scheduler/framework/plugins/
-  dynamicresources).
-
-Test vectors: tests/model/test_claims.py, ported from kueue pkg/dra/claims_test.go @ v0.19.2 and the dranet
-ResourceSlices of p4d.24xlarge.
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/simulate/claims.py.
 """
 
 from __future__ import annotations

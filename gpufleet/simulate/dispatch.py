@@ -1,16 +1,7 @@
 """Which worker of a MultiKueue fleet would take a workload submitted to the manager (issue 44 item 6;
 docs/multi-cluster.md, "How a workload is dispatched").
 
-The manager judges it first, as any cluster does up to Kueue's admission: the API server, authorization, admission
-policies, and its ClusterQueue's quota (the sum of the workers'). Its dispatcher nominates workers only once the
-manager reserved quota (kueue pkg/controller/workloaddispatcher/incrementaldispatcher.go @ v0.19.2: Reconcile skips
-a workload without HasQuotaReservation), so a workload stopped there reaches no worker. The Incremental dispatcher
-then adds the next `stepSize` workers of MultiKueueConfig.spec.clusters each round (getNextNominatedWorkers: the
-not yet nominated, in the config's order with MultiKueueIncrementalDispatcherRespectConfigOrder, appended to those
-nominated before) and starts the next round when none admitted it within incrementalDispatcherRoundTimeout (5
-minutes). Each worker is judged by the same model as a cluster of its own (gpufleet.simulate.verdict on its stack's
-plan); the first round holding a worker where it runs is where it goes, and when several such workers are nominated
-in that round, whichever admits it first takes it (Kueue keeps the first and deletes the other copies).
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/simulate/dispatch.py.
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """Kueue admission (v0.19.2): which LocalQueue and ClusterQueue a workload reaches, and which flavor each pod set gets.
 
-Read from the Kueue objects and controller Configuration the plan renders, and ported from kubernetes-sigs/kueue
-v0.19.2:
-- management: apis/config/v1beta2/configuration_types.go (`manageJobsWithoutQueueName`, the strong exemption of
-  `managedJobsNamespaceSelector` for pod-based integrations), pkg/controller/jobframework/defaults.go (the LocalQueue
-  named `default` fills a missing queue name in managed namespaces);
-- queue resolution: pkg/controller/core/workload_controller.go ("LocalQueue %s doesn't exist"), pkg/workload/
-  resources.go ("workload namespace doesn't match ClusterQueue selector");
-- flavor assignment in order, per resource group: pkg/scheduler/flavorassigner/flavorassigner.go (uncovered resources,
-  untolerated flavor taints, node affinity restricted to the flavor's label keys, quota = nominal + what may be
-  borrowed from the cohort), tas_flavorassigner.go (TAS-only flavors, TAS-only queues);
-- TAS capacity: site/content/en/docs/concepts/topology_aware_scheduling.md "Capacity calculation" (Ready, schedulable
-  nodes only) and pkg/cache/scheduler/tas_flavor_snapshot.go ("topology %q allows to fit only %d out of %d pod(s)");
-  with a ProvisioningRequest AdmissionCheck the nodes are provisioned before admission instead.
-
-The fleet is taken as idle: no other workload holds quota, every ClusterQueue of the cohort lends what it may.
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/simulate/kueue_admission.py.
 """
 
 from __future__ import annotations

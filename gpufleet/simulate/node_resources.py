@@ -1,26 +1,7 @@
 """What one idle node of a group offers pods, computed by the model itself from what the plan applies and upstream
 facts, never by the renderer's helpers (a model that reuses the renderer cannot catch its bugs).
 
-- The node's own setup is read from the rendered launch template: the NodeConfig of the AL2023 user data
-  (node.eks.aws/v1alpha1: kubelet `systemReserved`, Topology and CPU manager, `instance.localStorage`) or the
-  Bottlerocket TOML settings, the EBS volumes and the EFA network interfaces.
-- kubelet's reservations are nodeadm's defaults (awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go):
-  kubeReserved CPU 6% of the first core, 1% of the second, 0.5% of the third and fourth, 0.25% of the rest;
-  memory 11 MiB per pod + 255 MiB; ephemeral-storage 1Gi; evictionHard memory.available 100Mi and nodefs.available
-  10%. Allocatable is capacity less reservations and the hard eviction threshold (kubernetes.io "Reserve Compute
-  Resources for System Daemons", Node Allocatable). Max pods per type: EKS's eni-max-pods figures, an instance fact
-  of the catalog (gpufleet.facts.catalog.max_pods).
-- The node DaemonSets' share: 1 CPU and 2 GiB per node (gpufleet's budget for its node agents, which Kueue's quotas
-  leave out too), taken off what a workload pod may use.
-- Extended resources as the device plugins advertise them: whole GPUs from the catalog, times the replicas of the
-  node's device-plugin config (the rendered `gpufleet-device-plugin-config` ConfigMap entry its
-  `nvidia.com/device-plugin.config` label names) once the sharing stage runs; MIG slices from the rendered
-  mig-parted config its `nvidia.com/mig.config` label names, under the GPU Operator's rendered `mig.strategy`
-  (single: each slice is a nvidia.com/gpu; mixed: nvidia.com/mig-<profile>); EFA devices, one per EFA interface of
-  the launch template, and the 5128 2 MiB hugepages the EFA driver reserves (awsdocs amazon-eks-user-guide
-  ml/node-efa.adoc) once the network stage runs; RDMA: `network.rdma.hcaMax` of the spec under the shared device
-  plugin's resource name.
-- NUMA: every 8-GPU type the catalog knows is dual-socket (gpufleet.simulate.nodes says where from).
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/simulate/node_resources.py.
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """The node model: what one node of each node group offers a pod, read from the rendered plan.
 
-Labels, taints and the scaling range come from the plan's `aws:eks/nodeGroup:NodeGroup` resource (what EKS puts on
-the nodes and what the Cluster Autoscaler reads back from eks:DescribeNodegroup). What a node offers (CPU and memory
-after kubelet's reservations and the DaemonSet budget, pods, ephemeral-storage, the extended resources its device
-plugins advertise) and its Topology and CPU manager are computed by the model itself in
-gpufleet.simulate.node_resources, from the rendered launch template, device-plugin and MIG configs and nodeadm's
-defaults, never by the renderer's helpers (tests/model/test_node_resources.py holds the two equal on every golden
-fleet).
-
-NUMA layout (which GPUs, EFA/RDMA devices and CPUs sit on which NUMA node): every 8-GPU type the catalog knows is
-dual-socket with four GPUs and half the NICs and cores per socket, the smaller types are single-socket
-(p5/p5en/g6e.48xlarge have two NUMA nodes with four GPUs each: EC2 accelerated computing instance specifications,
-https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html, and the kubelet's topologymanager policy tests).
-[I] NIC placement is taken as even across sockets.
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/simulate/nodes.py.
 """
 
 from __future__ import annotations

@@ -1,27 +1,7 @@
 """The DaemonSets the pinned charts run on GPU nodes, as the model sees them: where they must run and what they
 tolerate, read from the Helm values gpufleet renders, with the chart's own default where a value is not set.
 
-Per release: its operand pods; where they must run; what they tolerate (value path; chart default).
-
-- gpu-operator: device plugin, DCGM exporter, GFD, validator, MIG manager; every GPU group (NFD labels each GPU
-  node `nvidia.com/gpu.present`); `daemonsets.tolerations`, gpu-operator v26.7.0 values.yaml: `nvidia.com/gpu`
-  Exists NoSchedule.
-- aws-efa-k8s-device-plugin: the EFA device plugin; every EFA group (the chart's `supportedInstanceLabels`
-  affinity); `tolerations`, aws-efa-k8s-device-plugin v0.5.30 values.yaml: `[]`.
-- node-problem-detector: NPD with the DCGM health plugin; the groups of its `affinity`, else every group;
-  `tolerations`, node-problem-detector 2.4.1 values.yaml: Exists NoSchedule.
-- kube-prometheus-stack: node exporter; every group; `prometheus-node-exporter.tolerations`, its subchart's
-  values.yaml at 88.5.3: Exists NoSchedule.
-- aws-mountpoint-s3-csi-driver: the S3 CSI node plugin; every group; `node.tolerations` after the
-  `operator: Exists` of node.tolerateAllTaints (true in 2.7.0 values.yaml).
-- aws-fsx-csi-driver: the FSx for Lustre CSI node plugin (`fsx-csi-node`); every group; with node.tolerateAllTaints
-  (true in 1.17.0 values.yaml) only `operator: Exists`, else node.tolerations (values.yaml: any NoExecute for 300 s)
-  and `fsx.csi.aws.com/agent-not-ready` (kubernetes-sigs/aws-fsx-csi-driver charts/aws-fsx-csi-driver/templates/
-  node-daemonset.yaml at chart 1.17.0).
-
-A device plugin that cannot run on a group leaves the group without its GPUs or EFA devices: every workload there
-stays pending. The network operator's NicClusterPolicy operands are not modelled yet; Multus is a DaemonSet gpufleet
-renders itself (gpufleet.simulate.canonical.rendered), the charts' controllers are in gpufleet.simulate.controllers.
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/simulate/operands.py.
 """
 
 from __future__ import annotations

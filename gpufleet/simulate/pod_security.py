@@ -1,16 +1,6 @@
 """Pod Security Admission: the level a namespace enforces and the checks a pod of it must pass.
 
-Ported from kubernetes staging/src/k8s.io/pod-security-admission: the level and version come from the namespace's
-`pod-security.kubernetes.io/enforce` and `enforce-version` labels (api/helpers.go; a namespace without the label is
-`privileged`, which EKS leaves as the cluster default); the checks from policy/check_*.go, evaluated in the
-registry's order (CHECKS below), the restricted ones replacing the overlapping baseline checks; the refusal reads
-`violates PodSecurity "<level>:<version>": <reason> (<detail>), ...` (admission/admission.go,
-policy/checks.go AggregateCheckResult.ForbiddenDetail). Enforcement applies to pods: a workload controller's
-object is created, and the pods its controller makes are refused.
-
-Modelled: hostNamespaces, privileged, capabilities, hostPath volumes, hostPorts, procMount, SELinux options, seccomp
-(baseline and restricted), allowPrivilegeEscalation, restricted volume types, runAsNonRoot, runAsUser. Not modelled
-(docs/explain-model.md): sysctls (the safe set grows by policy version), AppArmor, Windows host process.
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/simulate/pod_security.py.
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
 """Pods that already hold a group's nodes, and the kube-scheduler preemption that makes room for a new pod among them.
 
-What holds nodes: gpufleet's own standing pods (the headroom placeholders: every rendered Deployment whose pods select
-one GPU node group and request its devices), and the workloads `gpufleet explain --running` says run. Each is a
-Resident: its priority, its request and who owns it. The model works on whole, identical nodes of a group, as the
-kube-scheduler sees them:
-
-- Priority (plugin/pkg/admission/priority/admission.go, the Priority admission plugin): a pod's priority and
-  preemptionPolicy come from its priorityClassName's PriorityClass (the rendered ones); a pod without a class gets
-  the global default, and with none (gpufleet sets globalDefault false everywhere) priority 0 and
-  PreemptLowerPriority.
-- Scheduling (pkg/scheduler/framework/plugins/noderesources/fit.go): a pod goes to a node where its request fits in
-  what the node's pods leave free; the nodes that exist are the group's minSize plus those the autoscaler started for
-  pending pods (the Cluster Autoscaler and Karpenter scale up for the placeholders: priority -10 is not below the
-  Cluster Autoscaler's expendable cutoff, and Karpenter has none).
-- Preemption (pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go): only a pod whose
-  preemptionPolicy is not Never (PodEligibleToPreemptOthers) preempts, and only pods of strictly lower priority
-  (SelectVictimsOnNode removes every lower-priority pod, checks the fit, then reprieves the victims from the highest
-  priority down while the pod still fits); of the candidate nodes it takes the one whose highest victim ranks lowest,
-  then the lowest sum of victim priorities, then the fewest victims (pkg/scheduler/framework/preemption
-  pickOneNodeForPreemption; PodDisruptionBudgets and start times are not modelled). The victims' controllers recreate
-  them as pending pods: the autoscaler starts nodes for them while the group is below maxSize
-  (cluster-autoscaler FAQ.md: it does not scale up for the preempting pod, which waits for its nominated node).
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/simulate/preemption.py.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """kube-scheduler's filters that decide where a pod may go, and what the API server adds to the pod first.
 
-- Taints and tolerations: k8s.io/api core/v1 `Toleration.ToleratesTaint` (staging/src/k8s.io/api/core/v1/toleration.go)
-  and the TaintToleration filter (pkg/scheduler/framework/plugins/tainttoleration: NoSchedule and NoExecute taints
-  filter, PreferNoSchedule only scores).
-- ExtendedResourceToleration (plugin/pkg/admission/extendedresourcetoleration/admission.go), enabled on EKS: a pod
-  requesting an extended resource gets `{key: <resource>, operator: Exists, effect: NoSchedule}`.
-- nodeSelector and required node affinity: component-helpers/scheduling/corev1/nodeaffinity (terms ORed,
-  expressions ANDed; In, NotIn, Exists, DoesNotExist, Gt, Lt).
-- NodeResourcesFit (pkg/scheduler/framework/plugins/noderesources/fit.go): every requested resource within
-  allocatable; "Insufficient <resource>" otherwise. Every pod takes one of the node's allocatable `pods` (fitsRequest:
-  "Too many pods" when len(nodeInfo.Pods)+1 exceeds it), so a node holds at most its kubelet's maxPods whatever the
-  pods request, and a group at most maxSize times that.
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/simulate/scheduling.py.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """The kubelet's Topology Manager at pod admission, for device-plugin resources and static-CPU-manager CPUs.
 
-A port of kubernetes `pkg/kubelet/cm/topologymanager` (policy.go `filterProvidersHints`, `mergeFilteredHints`,
-`mergePermutation`; policy_best_effort.go, policy_restricted.go, policy_single_numa_node.go; bitmask/bitmask.go
-`IsNarrowerThan`, `IterateBitMasks`) and of the hint generation of `pkg/kubelet/cm/devicemanager/topology_hints.go`
-`generateDeviceTopologyHints` (the CPU manager's `cpumanager/policy_static.go generateCPUTopologyHints` follows the
-same rule: every NUMA set holding enough free units is a hint, preferred when no smaller set would do).
-
-A NUMA affinity is a bitmask (an int: bit n set = NUMA node n); `None` means "any NUMA node, no preference".
-At pod scope (scope_pod.go) the hints of all containers are computed once for the pod's summed request; at container
-scope (scope_container.go) each container is admitted on its own. Tests port the vectors of
-policy_single_numa_node_test.go, policy_restricted_test.go and policy_best_effort.go's always-admit rule.
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/simulate/topology_manager.py.
 """
 
 from __future__ import annotations

@@ -1,25 +1,7 @@
 """PersistentVolumeClaims as the model sees them: the claims and volumes the plan renders, which CSI node plugin
 serves a volume on a node, and who may use a pod-level-credential volume.
 
-- The scheduler's VolumeBinding plugin (kubernetes pkg/scheduler/framework/plugins/volumebinding): a claim that does
-  not exist stops the pod (`persistentvolumeclaim "<name>" not found`); a bound volume's `nodeAffinity` filters the
-  nodes the pod may go to ("node(s) had volume node affinity conflict").
-- kubelet mounts a CSI volume through the driver's node plugin on that node; where the plugin's DaemonSet does not
-  run, the mount fails (kubernetes pkg/volume/csi: "driver name <driver> not found in the list of registered CSI
-  drivers") and the pod stays ContainerCreating.
-- The Mountpoint S3 CSI driver with `authenticationSource: pod` takes the workload pod's service account's EKS Pod
-  Identity credentials (awslabs/mountpoint-s3-csi-driver v2.7.0 docs/CONFIGURATION.md "Pod-Level Credentials"):
-  a pod whose service account has no association gets no credentials and its mount fails.
-- Workloads share a node's Mountpoint Pod, and so its local cache, only with the same PV, volume handle, mount
-  options, fsGroup and authentication source, and for `pod` credentials the same namespace and service account
-  (mountpoint-s3-csi-driver v2.7.0 cmd/aws-s3-csi-controller/csicontroller/reconciler.go buildFieldFilters; the
-  node is the same by construction, the role follows the account). A pod that differs from the pods keeping a
-  claim's cache warm (a DaemonSet of the namespace mounting it on every node) reads through a Mountpoint Pod of its
-  own, with an empty cache.
-- Nor does a new workload get a Mountpoint Pod another driver version created (reconciler.go
-  shouldAssignNewWorkloadToMountpointPod, the label s3.csi.aws.com/created-by-csi-driver-version): a keeper's
-  Mountpoint Pods are the driver's its pods started under (gpufleet's prefetch DaemonSet names it on its pod template,
-  gpufleet.plan.manifests.prefetch.DRIVER_ANNOTATION, and rolls with it), a new pod's the installed driver's.
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/simulate/volumes.py.
 """
 
 from __future__ import annotations

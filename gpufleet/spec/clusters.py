@@ -1,17 +1,6 @@
 """clusters[]: one spec, several EKS clusters, dispatched by Kueue's MultiKueue (docs/multi-cluster.md).
 
-A spec with clusters[] is projected onto one spec of one cluster per cluster: `cluster` takes the entry's name,
-region and network over the shared settings, `nodeGroups` is the entry's, and the teams are the spec's, each quota
-on the worker that holds its node group. Every rule and builder of a single-cluster fleet then runs on each
-projection as it is; what a role adds (the Manager's MultiKueue objects, the Kueue objects it mirrors) is the
-plan's (gpufleet.plan.builders.cluster_roles). Each projection is one Pulumi stack, `<env>.<cluster>` (environment
-and cluster names have no dot, so the name parses back).
-
-Which side is authoritative: the workers'. A team's quota names a worker's node group (node group names are unique
-across the fleet), so it is that worker's ClusterQueue quota; the Manager's ClusterQueue of the team is derived, one
-flavor per worker node group with the same quota, so it holds exactly the sum of the workers' (Kueue's
-concepts/multikueue.md: "the quota in the manager cluster should equal the total quota available in all worker
-clusters").
+Why, with sources: docs/multi-cluster.md, "Design notes", gpufleet/spec/clusters.py.
 """
 
 from __future__ import annotations

@@ -1,35 +1,7 @@
 """How long an admitted workload may reasonably take to get every pod ready: the default of Kueue's
 `waitForPodsReady.timeout` (admission.podsReadyTimeoutSeconds), derived from the slowest group.
 
-A workload that is not ready within the timeout is evicted and requeued, and after `backoffLimitCount` tries
-deactivated (Kueue `apis/config/v1beta2/configuration_types.go`, WaitForPodsReady / RequeuingStrategy). A job
-admitted onto a group that must scale up first waits for the whole cold start, so the timeout must cover it.
-Kueue's own default (5 minutes) and the example's old 600 s do not cover a p5 group starting from zero.
-
-Figures per GPU node (estimates, each with where it comes from):
-- NODE_READY_SECONDS 180: EC2 launch and boot (1-2 minutes for GPU instances, docs/stage-1.md "Image size, warm pools
-  and time-to-first-step") plus the nodeadm join until the node is Ready.
-- OPERANDS_SECONDS 180: the GPU Operator's operands on a new node before `nvidia.com/gpu` is allocatable: toolkit
-  validation, device plugin, and the validator's CUDA workload (gpufleet.plan.manifests.gpu_operator,
-  WITH_WORKLOAD=true).
-- The image pull: the group's image sets' size (imageSets[].sizeGB, measured; else ASSUMED_IMAGE_GB per image) at
-  the group's pull rate (workloads.imagePullGBps, measured; else the blueprint's rate for the group's pull mode and
-  AMI family, capped by the volume's throughput), both from gpufleet.facts.image_pull. gpufleet pre-pulls a group's
-  image sets (from user data with containerd's own pull; through the CRI from the prepuller DaemonSet with parallel
-  pull, alongside the operands), and this counts the pull before the operands either way: it is spent on every new
-  node.
-- WARM_RESUME_SECONDS 60: a Stopped warm-pool instance that already holds the images resumes in about a minute
-  (docs/stage-1.md); with instance-store RAID0 the images are lost at every stop, so it pulls again.
-- The pull a pod does itself: one image of ASSUMED_IMAGE_GB where the group pre-pulls no image set (a pre-pulled
-  set is on the node before it is Ready, above).
-- The weight load on an Inference group: a serving pod is Ready only once its readiness probe's inference answers
-  (the policy gpufleet-serving-readiness requires one there), so its weights from S3 (an empty cache on a new node)
-  and the warm-up count (gpufleet.facts.weights, workloads.servingModelGB and weightLoadGBps). A training pod is
-  Ready when its containers start (its loading is its job's, after PodsReady).
-- MARGIN 1.5: requeueing a gang job costs far more than waiting a few more minutes.
-The default is the largest cold start over the groups, rounded up to a whole minute: every group's first cold start
-fits, not only the slowest node's. A warm pool does not shorten it: it holds minSize instances, and a scale-up past
-them starts cold nodes.
+Why, with sources: docs/cold-start.md, "Design notes", gpufleet/spec/cold_start.py.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """Every default that depends on the rest of the spec, resolved in one place, each with its reason.
 
-A default that is the same whatever else the spec says is static: it lives in schemas/fleet.schema.json and is
-filled before the model is built (gpufleet.spec.schema.with_defaults). A default computed from other fields (the
-Kubernetes version, the team's name, gpufleet's tested releases, the workload class, the fabric, the instance
-type, the teams' quotas) is resolved here and nowhere else: `fill` fills those the model is built with (the
-pipeline calls it between the schema's defaults and gpufleet.spec.fleet.Fleet.create), the functions below resolve
-those that need the model. `COMPUTED` lists them for the spec reference (tools/spec_reference.py) and
-`applied(fleet)` says which of them a fleet took, for plan.md.
+Why, with sources: docs/architecture.md, "Design notes", gpufleet/spec/defaults.py.
 """
 
 from __future__ import annotations

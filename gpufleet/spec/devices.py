@@ -3,11 +3,7 @@ both read it. The plan's side of a device manager (node labels, drivers, claim t
 gpufleet.plan.builders.device_managers; a new device manager is an entry here, one there, and its value in the
 schema's enum.
 
-A node runs exactly one device manager: the NVIDIA device plugin and the NVIDIA DRA driver on one node both hand out
-the same GPUs and oversubscribe them silently (kubernetes-sigs/dra-driver-nvidia-gpu
-deployments/helm/dra-driver-nvidia-gpu/templates/validation.yaml @ v0.4.1 refuses `resources.gpus.enabled` until
-`gpuResourcesEnabledOverride` says the device plugin is off), so the node label LABEL_DEVICE_MANAGER names it and
-every device plugin and driver DaemonSet selects on it.
+Why, with sources: docs/dra.md, "Design notes", gpufleet/spec/devices.py.
 """
 
 from __future__ import annotations

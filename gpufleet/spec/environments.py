@@ -1,13 +1,6 @@
 """Merge `environments.<env>.overrides` into the base spec, carrying source positions along.
 
-Maps merge key by key; lists of named items (nodeGroups, teams) are addressed by name in overrides; any other
-list is replaced whole. A null value removes the field (and a null optional section the whole section): the
-merged spec is then as if the base spec had not written it, so its default applies, and the schema judges the
-merged spec, not the override. A merged value keeps the position of the override that set it, so an error in the
-merged spec points at the line the user wrote for that environment.
-
-`environments.<env>.quotaScaling: MaxSize` scales the team quotas on each node group whose maxSize the environment
-changes (see `scale_quotas`), so a small dev environment needs no copy of every team's quota list.
+Why, with sources: docs/spec.md, "Design notes", gpufleet/spec/environments.py.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """The fleet model's YAML spelling, read from its dataclasses' fields: a new spec field is its schema property and
 its dataclass field, and `build` maps one onto the other.
 
-A field reads the key that is its name in camelCase (`min_size` -> `minSize`) unless its metadata says otherwise
-(`field(metadata=at("scaling.minSize"))`: a dotted path into nested objects). Its value is converted by its type:
-a dataclass is built from the mapping there, `tuple[X, ...]` from a list, `Mapping[str, X]` from an object (sorted
-by key), a StrEnum by value, a float with float() (YAML reads `2` as an int), anything else as it is. A field typed
-`X | None` is None where the key is absent or null. `tests/unit/test_spec_fields.py` holds the fields to
-schemas/fleet.schema.json: every property is read by a field, and every field reads a property.
-
-`build` takes schema-valid data with every default filled (gpufleet.spec.fleet.Fleet.create), so an absent
-required key is a bug and raises KeyError.
+Why, with sources: docs/architecture.md, "Design notes", gpufleet/spec/fields.py.
 """
 
 from __future__ import annotations

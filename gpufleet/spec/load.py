@@ -1,13 +1,6 @@
 """YAML bytes -> plain data plus the position of every key and value.
 
-We compose nodes ourselves instead of calling `yaml.safe_load` so that:
-- every value and every mapping key keeps its line and column (errors point at the offending line);
-- duplicate keys are errors (PyYAML silently keeps the last one);
-- YAML 1.1 surprises are recorded: a plain `on`/`no`/`yes` becomes a bool and `1.30` the float 1.3. They are
-  kept as constructed here and rejected by the schema check wherever a string is expected, never coerced.
-  Numbers nobody means (`10:00` read as 600, `010` read as 8) are rejected here, wherever they appear;
-- merge keys (`<<: *anchor`) follow the YAML merge-key rules: keys written in the mapping win over merged ones,
-  and the first merged mapping wins among merged ones; neither is a duplicate.
+Why, with sources: docs/spec.md, "Design notes", gpufleet/spec/load.py.
 """
 
 from __future__ import annotations

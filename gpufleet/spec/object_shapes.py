@@ -1,18 +1,6 @@
 """Kubernetes objects checked against the schema the API server reads them with, before anything else reads them.
 
-`gpufleet explain` checks each workload manifest, and the synth tree reader each object of a tree, here first: a
-value of a type the API server refuses (`tolerations: x`, `volumes: 3`, a NodePool whose `spec` is a number) is a
-positioned error, and what the behavioural model and the review read is well typed. The schemas are package data
-(gpufleet/data/kube-schemas/, derived by `python tools/fetch_upstream.py --kube-schemas`): the built-in kinds'
-OpenAPI definitions of each Kubernetes minor gpufleet supports, and the pinned CRDs of the custom kinds, each file
-naming its sources with their sha256. A minor with no file of its own takes the newest older one (a field's type
-never changes within an API version: kubernetes/community contributors/devel/sig-architecture/api_changes.md).
-
-What is checked is what the API server's decoders and structural schemas check of a value's shape: types, required
-fields, enums, bounds and int32/int64 ranges. A null is accepted anywhere (the decoders read it as the field's zero
-value; a CRD's structural schema prunes it: apiextensions-apiserver pkg/apiserver/schema/pruning), and a field the
-schema does not know is accepted (the API server's default field validation drops it with a warning: Warn, KEP-2885).
-CEL rules and patterns judge values, not shapes: the model checks the values it reads.
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/spec/object_shapes.py.
 """
 
 from __future__ import annotations

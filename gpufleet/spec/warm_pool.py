@@ -1,13 +1,6 @@
 """How many instances a node group's warm pool holds, and what they cost while they wait.
 
-EC2 Auto Scaling sizes a warm pool as `MaxGroupPreparedCapacity` minus the group's desired capacity, never below
-the pool's `MinSize`; when `MaxGroupPreparedCapacity` is not set it defaults to the group's maximum size, and
-"if you set MaxGroupPreparedCapacity to the same value as MinSize, the warm pool has an absolute size"
-(PutWarmPool API reference, https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_PutWarmPool.html;
-EKS managed node group warm pools pass `warmPoolConfig` through with the same meaning). So gpufleet renders
-`maxGroupPreparedCapacity: minSize` unless the spec sets `warmPool.maxPreparedCapacity`: `warmPool.minSize` is then
-exactly the number of instances the pool holds. Setting `maxPreparedCapacity` asks for EC2's "max minus desired"
-sizing explicitly.
+Why, with sources: docs/stage-1.md, "Design notes", gpufleet/spec/warm_pool.py.
 """
 
 from __future__ import annotations

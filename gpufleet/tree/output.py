@@ -1,24 +1,6 @@
 """Where `gpufleet synth --out` may write, and how a tree replaces the one there (never anything else).
 
-A target is accepted only if it is absent, an empty directory, or exactly a tree gpufleet wrote before: its
-plan.json carries the tree format id, its digest and each file's sha256 match, and every file is plan.json, plan.md,
-inventory.json or an inventory entry's file (gpufleet.tree.read.tree_problem, the proof `check` asks for).
-Anything else -- a file, a symbolic link, a directory holding the spec or the working directory, a non-empty
-directory of other files, a tree with a file of the user's or an edit -- is refused with the reason before anything
-is synthesised or written.
-
-`prepare` proves the target writable up front by creating the staging directory beside it (and any missing
-parents); the tree is written into the staging directory and then swapped in with one rename. Concurrent
-writers serialise the swap on an advisory lock of the parent directory (no lock file is left behind), and the
-swap exchanges the two directories atomically (Linux renameat2 RENAME_EXCHANGE), so a reader sees the old tree
-or the new one, never a half or none. `discard` removes the staging directory and the parents `prepare` created;
-the CLI calls it on every failure, SIGINT and SIGTERM included.
-
-SIGKILL (the OOM killer, `kill -9`, a CI job's timeout) gives no process a chance to clean up: its staging
-directory stays. Each staging directory holds a marker, `.gpufleet-staging`, naming its target, and its writer
-holds an advisory lock on the marker for as long as it runs (the kernel releases it when the process dies, however
-it dies). A commit removes the staging directories beside its target whose marker names the same target and
-whose lock it can take: those of dead writers, never a concurrent writer's, and nothing gpufleet did not make.
+Why, with sources: docs/synth-tree.md, "Design notes", gpufleet/tree/output.py.
 """
 
 from __future__ import annotations

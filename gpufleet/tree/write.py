@@ -1,17 +1,6 @@
 """Recorded registrations -> the synth tree of docs/architecture.md section 6. Pure: plain data in, files out.
 
-Layout:
-  plan.json, inventory.json, plan.md
-  NN-<stage>/k8s/<Kind>-<namespace|cluster>-<name>.yaml
-  NN-<stage>/helm/<release>.yaml
-  NN-<stage>/aws/<resource>.yaml
-Each fact is stored once: a resource's inputs live in its file (or, for resources without one, in inventory.json),
-and its inventory.json entry names the file with the file's sha256 (see `render`).
-plan.json names the tree format (`format`, `formatVersion`) and the fleet (`fleet`: name, cluster, region), and carries
-a digest over plan.json, plan.md and inventory.json (see `digest`), which `check` and `diff` verify with the files'
-hashes (gpufleet.tree.read); the same proof marks a directory as exactly a tree gpufleet wrote, the only kind
-`synth --out` replaces (gpufleet.tree.read.tree_problem). Output is byte-identical for the same input: sorted
-keys, no timestamps, no absolute paths.
+Why, with sources: docs/synth-tree.md, "Design notes", gpufleet/tree/write.py.
 """
 
 from __future__ import annotations

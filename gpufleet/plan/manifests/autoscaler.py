@@ -1,22 +1,7 @@
 """The Kubernetes Cluster Autoscaler (stage 1, cluster.autoscaler Install) as plain data: its Helm values, the IAM
 policy of its EKS Pod Identity role, and the node-group tags and labels that let it scale a group up from zero.
 
-How the autoscaler learns what an empty managed node group would bring (kubernetes/autoscaler
-cluster-autoscaler/cloudprovider/aws/README.md and aws_manager.go `buildNodeFromTemplate`, at every
-cluster-autoscaler-1.32.7 .. 1.35.2 tag):
-
-- CPU, memory and `nvidia.com/gpu` from the instance type (ec2:DescribeInstanceTypes);
-- labels and taints from the EKS DescribeNodegroup API (eks:DescribeNodegroup), for groups whose ASG carries
-  the `eks:cluster-name` / `eks:nodegroup-name` tags EKS puts on every managed node group's ASG;
-- extended resources from `k8s.io/cluster-autoscaler/node-template/resources/<name>` tags, read from the ASG and
-  from the EKS node group's own tags (DescribeNodegroup), the latter winning. EKS does not copy node group tags to
-  the ASG, so gpufleet puts them on the node group, where the autoscaler reads them.
-
-Without the resource tags an empty EFA group could never be scaled up for a pod that requests
-`vpc.amazonaws.com/efa` or `hugepages-2Mi` (the bandwidth gate does), nor a time-sliced or MIG group for more
-`nvidia.com/gpu` than the instance has physical GPUs. The ASG auto-discovery tags themselves are set by EKS on
-every managed node group's ASG ("Nodes launched as part of a managed node group are automatically tagged for
-auto-discovery by the Kubernetes Cluster Autoscaler", EKS user guide, managed-node-groups).
+Why, with sources: docs/stage-1.md, "Design notes", gpufleet/plan/manifests/autoscaler.py.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """Dynamic Resource Allocation (devices DRA): the drivers' Helm values, as plain dicts.
 
-Keys as in the pinned charts' values.yaml (gpufleet/data/chart-keys; tests check every key):
-kubernetes-sigs/dra-driver-nvidia-gpu deployments/helm/dra-driver-nvidia-gpu/values.yaml @ v0.4.1 (chart 0.4.1) and
-aws/eks-charts stable/aws-dranet/values.yaml @ 5239609 (chart 1.0.0). Decisions, and why:
-
-- The NVIDIA DRA driver's kubelet plugin runs only on nodes labelled for DRA (`kubeletPlugin.nodeSelector`, beside
-  the chart's own GPU-presence node affinity), so it never shares a node with a device plugin; that is what the chart
-  asks before it allows `resources.gpus.enabled` (`gpuResourcesEnabledOverride`, templates/validation.yaml).
-- GPU allocation is on and compute domains stay at the chart's default (on): DeviceClass `gpu.nvidia.com` is what
-  the claim templates request.
-- `nvidiaDriverRoot` follows versions.driver: `/` where the EKS NVIDIA AMI ships the driver, `/run/nvidia/driver`
-  where the GPU Operator's driver container installs it (the GPU Operator's DRA install guide).
-- `resourceApiVersion` is resource.k8s.io/v1 (Kubernetes 1.34 or later, gpufleet.rules.devices), not looked up from
-  the cluster at install time, so the rendered release is the same on every run.
-- The controller (compute domains) runs on the system nodes.
-- The EFA DRA driver runs on the EFA groups with devices DRA only (`nodeSelector`, and `supportedInstanceLabels`
-  narrowed to their instance types, as the EFA device plugin is), tolerating their taints.
+Why, with sources: docs/dra.md, "Design notes", gpufleet/plan/manifests/dra.py.
 """
 
 from __future__ import annotations

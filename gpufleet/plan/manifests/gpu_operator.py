@@ -1,29 +1,7 @@
 """Helm values of the NVIDIA GPU Operator release (keys as in deployments/gpu-operator/values.yaml of the
 pinned chart; a test checks every key against deployments/gpu-operator/values.yaml at that version).
 
-Decisions, and why:
-- Driver and toolkit: with `driver.source: Preinstalled` the EKS NVIDIA AMI ships both and nodeadm makes the
-  nvidia runtime containerd's default, so the operator installs neither (NVIDIA: disable the driver "on
-  systems with pre-installed drivers"). With `Operator`, both are installed at pinned versions.
-- CDI is off (`cdi.enabled: false`): the AMI's toolkit is configured for the legacy runtime by nodeadm, and
-  the escape is closed the legacy way on both paths: the device plugin passes device lists as volume mounts
-  (DEVICE_LIST_STRATEGY=volume-mounts) and the toolkit ignores NVIDIA_VISIBLE_DEVICES from unprivileged pods
-  (ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED=false: on the host by user data when Preinstalled,
-  through toolkit.env when the operator runs the toolkit). The operator applies devicePlugin.env after its own
-  settings, so ours win (object_controls.go TransformDevicePlugin). The admission stage adds a policy that
-  rejects pods setting NVIDIA_VISIBLE_DEVICES without requesting a GPU.
-- The validator runs a CUDA workload (WITH_WORKLOAD=true) on every node: a node is not ready for jobs
-  until a kernel actually ran.
-- dcgmExporter.serviceMonitor.enabled is false (v26.7.0 turned it on by default): the telemetry stage creates
-  the ServiceMonitor itself once the Prometheus Operator CRDs exist.
-- `dcgm.enabled` with `dcgm.hostNetwork`: the operator's standalone DCGM host engine is the node's only one, and
-  listens on the node's port 5555 where the EKS node monitoring agent connects
-  (gpufleet.plan.manifests.node_monitoring).
-- Operands and NFD workers tolerate every taint gpufleet puts on GPU nodes (GPU, EFA and the spec's own).
-- `gdrcopy.enabled` follows `versions.driver.gdrCopy` (gpufleet.spec.defaults.gdrcopy): the operator then runs the
-  gdrdrv sidecar in its driver DaemonSet and sets GDRCOPY_ENABLED on the device plugin, so GPU containers get
-  /dev/gdrdrv. It is rendered only when on (the chart's default is off), and only with source Operator (a rule
-  refuses it with Preinstalled, gpufleet.facts.versions GpuOperatorRelease.gdrcopy_needs_operator_driver).
+Why, with sources: docs/stage-1.md, "Design notes", gpufleet/plan/manifests/gpu_operator.py.
 """
 
 from __future__ import annotations

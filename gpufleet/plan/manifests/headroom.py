@@ -1,27 +1,7 @@
 """Headroom: whole GPU nodes kept free for serving by placeholder pods, the replacement for a warm pool where the
 group has none (Karpenter groups, or a managed group whose serving should land on a running node).
 
-The pattern is the Cluster Autoscaler's "overprovisioning" (kubernetes/autoscaler cluster-autoscaler/FAQ.md, "How
-can I configure overprovisioning with Cluster Autoscaler?") and Kubernetes' "Overprovision Node Capacity For A
-Cluster" (kubernetes/website content/en/docs/tasks/administer-cluster/node-overprovisioning.md): a Deployment of
-pause pods of a negative-priority PriorityClass holds capacity; a pod of higher priority that is unschedulable
-makes the kube-scheduler preempt one (pkg/scheduler/framework/plugins/defaultpreemption), takes its node at once,
-and the evicted placeholder, now pending, makes the autoscaler bring up the next node.
-
-- Priority -10 (gpufleet.spec.names.HEADROOM_PRIORITY): the lowest the Cluster Autoscaler still scales up for (its
-  --expendable-pods-priority-cutoff default); Karpenter provisions for any pending pod regardless of priority
-  (kubernetes-sigs/karpenter pkg/utils/pod/scheduling.go IsProvisionable). Every gpufleet priority class is above it.
-- preemptionPolicy Never: a placeholder never evicts anything, not even another placeholder.
-- Each pod holds every GPU device one node of the group advertises (sharing.advertised), so one pod is one node,
-  no spreading rule is needed, and Kueue admissions see the node's GPUs as taken only by pods Kueue does not count.
-  Where the device plugin refuses more than one shared device per container (failRequestsGreaterThanOne:
-  time-slicing as gpufleet configures it, MPS always), the pod has one container per device.
-- In gpufleet-system: outside Kueue's managedJobsNamespaceSelector (the team namespaces) and without a queue name
-  (manageJobsWithoutQueueName false), so Kueue neither gates them nor charges them to a team's quota.
-- terminationGracePeriodSeconds 0: the preempting pod waits for its victims to terminate, so a placeholder leaves at
-  once (the FAQ's Deployment sets the same).
-- strategy Recreate: a rolling update would surge a placeholder above the count, and the autoscaler would start a
-  node for it.
+Why, with sources: docs/stage-1.md, "Design notes", gpufleet/plan/manifests/headroom.py.
 """
 
 from __future__ import annotations

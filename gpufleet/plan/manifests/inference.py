@@ -2,14 +2,7 @@
 PodMonitor that scrapes serving pods, and the recording rules that turn what vLLM, Triton and TGI export into three
 per-namespace signals a ScaledObject scales on (docs/inference.md):
 
-- `namespace:inference_queue_depth:sum`: requests waiting for a batch slot, summed over the namespace's replicas;
-- `namespace:inference_queue_wait_seconds:mean2m`: the mean time a request waited before it ran, over 2 minutes;
-- `namespace:inference_batch_size:avg`: requests per batch, averaged over replicas (a full batch is the server's
-  max-num-seqs / max batch size: the ScaledObject's target is a fraction of it).
-
-Each also per server (`namespace_server:...`, label `server` vllm | triton | tgi), plus vLLM's KV-cache use
-(`namespace:vllm_kv_cache_usage:avg`, 0-1), the other half of a vLLM batch's fullness. Metric names are
-gpufleet.facts.serving's, as the pinned servers emit them.
+Why, with sources: docs/inference.md, "Design notes", gpufleet/plan/manifests/inference.py.
 """
 
 from __future__ import annotations

@@ -1,27 +1,6 @@
 """Kueue objects (API kueue.x-k8s.io/v1beta2) and the controller Configuration, as plain dicts.
 
-Field names are those of kubernetes-sigs/kueue apis/kueue/v1beta2/*_types.go and
-apis/config/v1beta2/configuration_types.go at v0.19.2; tests validate every object against the CRDs at that
-release (tools/upstream_files.json). Decisions, and why:
-
-- One ResourceFlavor per node group, selecting exactly that group by the gpufleet.io/node-group label, with
-  the group's taints and matching tolerations (Kueue adds the tolerations to the pods it admits, so a pod
-  admitted to a flavor can land on its tainted nodes).
-- One ClusterQueue per team, admitting only the team's namespace (`kubernetes.io/metadata.name`, a label the
-  API server sets and users cannot change). A null selector would admit nothing and `{}` everything.
-- Quota is written in GPUs in the spec; on the flavor it becomes `nvidia.com/gpu` devices (GPUs x devices per
-  GPU: time-slicing/MPS replicas or MIG instances), plus the CPU and memory that come with those GPUs on the
-  instance shape, minus what the node keeps for itself (`node_reserve`), and EFA interfaces on EFA groups.
-  Borrowing and lending limits scale the same way, so a team that may borrow 8 GPUs may also borrow their CPU.
-  Under MIG strategy mixed a group advertises one resource per profile (`nvidia.com/mig-1g.10gb`, ...): each is
-  a covered resource of the ClusterQueues with quota on the group (an uncovered resource makes a pod
-  inadmissible, kueue pkg/scheduler/flavorassigner), and G GPUs of quota hold each profile's slices in the
-  layout's proportion: the node's slices of that profile x G / the node's GPUs, rounded down.
-- All-or-nothing admission: `waitForPodsReady` with the spec's timeout and a requeue backoff. blockAdmission
-  stays false (Kueue's default): blocking would serialize every admission behind the slowest node scale-up;
-  the timeout and requeue already break the "six of eight pods placed" deadlock.
-- The plain-pod integration manages only team namespaces (`managedJobsNamespaceSelector`, which the chart also
-  uses for its pod webhook), so system pods are never gated by Kueue.
+Why, with sources: docs/admission-and-sharing.md, "Design notes", gpufleet/plan/manifests/kueue.py.
 """
 
 from __future__ import annotations

@@ -2,25 +2,7 @@
 and, per team and node group of the team's quotas, a static PersistentVolume on the team's prefix of the checkpoint
 bucket and the PersistentVolumeClaim `s3-<group>` bound to it in the team's namespace.
 
-Upstream, awslabs/mountpoint-s3-csi-driver at v2.7.0 (chart 2.7.0, Mountpoint 1.22.3 in its image):
-- static provisioning only: PV and PVC with `storageClassName: ""`, the PV reserved for the PVC by `claimRef`
-  (docs/CONFIGURATION.md "Static Provisioning"); `capacity` is required by Kubernetes and ignored by the driver;
-- credentials: `authenticationSource: pod` makes the Mountpoint Pod use the *workload pod's* service account
-  through EKS Pod Identity (the CSIDriver asks kubelet for a `pods.eks.amazonaws.com` token,
-  templates/csidriver.yaml), so each team's volume reads and writes with the team's own checkpoint role and
-  nothing else; the driver itself gets no AWS role (docs/CONFIGURATION.md "Pod-Level Credentials");
-- mount options are Mountpoint's flags (pkg/mountpoint/args.go normalises `key value` and `key=value`): `prefix`
-  must end with `/` (mountpoint-s3 doc/CONFIGURATION.md "Mounting a bucket prefix"); a ReadOnlyMany volume is
-  mounted `--read-only` (pkg/driver/node/node.go NodePublishVolume);
-- the local cache is a volume attribute, `cache: emptyDir` with `cacheEmptyDirSizeLimit` (docs/CACHING.md; the
-  `cache` mount option of v1 is deprecated and its path ignored): an emptyDir of the Mountpoint Pod, which lives
-  under kubelet's directory, on the NVMe array where the group's user data bind-mounts it there (localStorage
-  RAID0). The driver caps Mountpoint's cache at 95% of the limit (node.go), so kubelet never evicts it;
-- Mountpoint sizes its parallel requests to the instance's network bandwidth, which it learns from IMDS
-  (mountpoint-s3 1.22.3 mountpoint-s3/src/cli.rs throughput_target_gbps, else 10 Gbps). Mountpoint Pods are not on
-  the host network and gpufleet's nodes allow one IMDS hop (IMDSv2 hop limit 1), so the PV names the group's
-  bandwidth itself: `maximum-throughput-gbps`, the figure Mountpoint's own table has for the instance type
-  (mountpoint-s3-fs/src/autoconfigure/instance_throughput.rs, the EC2 NetworkPerformance the catalog holds).
+Why, with sources: docs/network-and-storage.md, "Design notes", gpufleet/plan/manifests/mountpoint.py.
 """
 
 from __future__ import annotations

@@ -3,39 +3,7 @@ the team's namespace that mounts the team's claim s3-<group> on every node of th
 into the node's Mountpoint cache (gpufleet/data/prefetch/prefetch.py), so that a new replica on a running node reads
 its weights from the node's NVMe instead of S3.
 
-Why a pod in the team's namespace, and what it must match (awslabs/mountpoint-s3-csi-driver v2.7.0):
-- The cache lives with the node's Mountpoint Pod (an emptyDir, gpufleet.plan.manifests.mountpoint), and the driver
-  ends a Mountpoint Pod as soon as its last workload leaves ("Mountpoint pod has zero workload UIDs. Adding
-  needs-unmount", cmd/aws-s3-csi-controller/csicontroller/reconciler.go; a Mountpoint Pod marked so is "not suitable
-  for a new workload"). Without a pod that stays, every scale-down to zero replicas on a node empties its cache.
-- Workloads share one Mountpoint Pod only with the same node, PV, volume handle, mount options, authentication
-  source and fsGroup, and with pod-level credentials the same namespace, service account and role
-  (reconciler.go buildFieldFilters; docs/MOUNTPOINT_POD_SHARING.md). So the prefetch pod runs in the team's
-  namespace as the claim's service account, and sets no fsGroup: serving pods that mount the claim must not set one
-  either (or they get a Mountpoint Pod, and an empty cache, of their own; docs/inference.md).
-- Kueue manages every pod in a team namespace (the `pod` integration and the namespace's `default` LocalQueue,
-  kueue v0.19.2 pkg/controller/jobs/pod/pod_webhook.go "Local queue defaulting"), so each prefetch pod is a Kueue
-  workload of the team's queue. It requests nothing: Kueue charges nothing to the team's quota (a pod set without
-  requests needs no flavor: pkg/scheduler/flavorassigner/flavorassigner.go assignFlavors), and Kueue's flavor
-  matching ignores the DaemonSet's `matchFields` node affinity (flavorSelector keeps only label keys), so the
-  admission never waits on one. The reads are kernel work; the fetching is the Mountpoint Pod's, with its own
-  resources. BestEffort is evicted first under node memory pressure: the DaemonSet puts it back, and the cache stays
-  as long as a serving pod holds the Mountpoint Pod.
-- The team's highest priority class (teams[].priorities, resolved): the pod's workload goes first in the team's
-  ClusterQueue, so a StrictFIFO queue whose head waits for GPUs does not hold it back (Kueue orders a ClusterQueue by
-  priority, then time). Needing no quota, it is no preemption target and preempts nothing for quota; the team's
-  priorities policy admits the class (it is the team's).
-- Ready as soon as the claim is mounted, not when the cache is warm: Kueue's waitForPodsReady would otherwise evict a
-  long first read and restart it with an empty cache. The pod's log says what it read and at what rate.
-- Rolling updates surge (maxSurge 1, maxUnavailable 0): the new pod mounts the claim before the old one leaves, so
-  the Mountpoint Pod never loses its last workload to an update.
-- It rolls with the driver: the controller gives a new workload no Mountpoint Pod created by another driver version
-  (label s3.csi.aws.com/created-by-csi-driver-version, shouldAssignNewWorkloadToMountpointPod,
-  https://github.com/awslabs/mountpoint-s3-csi-driver/blob/a2d4b067c1bbe3c171e1431cd063cfb59f672d95/cmd/aws-s3-csi-controller/csicontroller/reconciler.go#L849-L871),
-  so after an upgrade a prefetch pod that stayed would pin the old driver's Mountpoint Pod while new serving pods get
-  a new one with an empty cache. The pod template carries the driver version (DRIVER_ANNOTATION), and the DaemonSet
-  waits for the driver's release: a version bump updates the driver, then rolls the prefetch pods onto Mountpoint
-  Pods of the new driver, which the serving pods that follow share.
+Why, with sources: docs/cold-start.md, "Design notes", gpufleet/plan/manifests/prefetch.py.
 """
 
 from __future__ import annotations

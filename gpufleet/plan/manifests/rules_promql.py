@@ -1,30 +1,6 @@
 """Prometheus rule groups (recording rules and alerts) for stages 2, 7 and 8, as plain dicts.
 
-Every group here is checked by the real `promtool check rules` and `promtool test rules` in tests/telemetry,
-tests/health and tests/cost (synthetic series prove each alert fires and stays quiet).
-
-Where the input series come from (names verified upstream, see docs/telemetry-health-cost.md):
-- DCGM exporter (NVIDIA/dcgm-exporter): `DCGM_FI_PROF_SM_ACTIVE`, `DCGM_FI_DEV_GPU_UTIL`, `DCGM_FI_DEV_XID_ERRORS`,
-  `DCGM_FI_DEV_CLOCKS_EVENT_REASONS`, ... With Kubernetes pod mapping (`DCGM_EXPORTER_KUBERNETES=true`, the GPU
-  Operator's default) the exporter adds `namespace`, `pod`, `container` (internal/pkg/transformation/const.go).
-  Our ServiceMonitor keeps `honorLabels: false`, so Prometheus renames them `exported_namespace`,
-  `exported_pod`, `exported_container` (the target's own `namespace` is gpu-operator), and it relabels the
-  target's node name into `node`.
-- kube-state-metrics: extended resources appear with `/` and `.` sanitised to `_`
-  (`kube_node_status_allocatable{resource="nvidia_com_gpu",unit="integer"}`,
-  `kube_pod_container_resource_requests{resource="nvidia_com_gpu",node=...}`; kubernetes/kube-state-metrics
-  internal/store/node_test.go, pod_test.go), node labels as `kube_node_labels{label_<sanitised>}` only for
-  labels on the `--metric-labels-allowlist` (kube-prometheus-stack values set it; see telemetry.py).
-- On a DRA node (devices DRA) no pod requests `nvidia.com/gpu` and the node advertises none: a pod holds GPUs through
-  the ResourceClaims its `spec.resourceClaims` name. kube-state-metrics 2.20.0 (the 8.4.0 subchart) exports one
-  `kube_pod_resourceclaim_info{namespace,pod,uid,claim_name,resourceclaim_name,resourceclaim_template_name}` per
-  entry (internal/store/pod.go createPodResourceClaimInfoFamilyGenerator @ v2.20.0) but nothing of a claim's
-  devices (it has no ResourceClaim store, and its custom resource state ignores built-in kinds:
-  docs/metrics/extend/customresourcestate-metrics.md, Note). gpufleet renders every ResourceClaimTemplate a pod on
-  its DRA groups can name (team members may only read them, and Kueue refuses a pod naming a shared claim), so the
-  GPUs each one claims are constants (`gpufleet:dra_template_gpus`), and a DRA node's GPUs are its instance type's
-  (`gpufleet:dra_node_gpus`). The exporter maps a DRA GPU's series to its pod only with KUBERNETES_ENABLE_DRA
-  (telemetry.py); idle GPUs are attributed from that mapping, allocation never is.
+Why, with sources: docs/telemetry-health-cost.md, "Design notes", gpufleet/plan/manifests/rules_promql.py.
 """
 
 from __future__ import annotations

@@ -1,32 +1,7 @@
 """GPU sharing per node group (stage 4): device plugin and MIG manager configs, the labels that select them,
 and the isolation contract of each strategy.
 
-Interface used by gpufleet/plan/stages/foundation.py (only when the sharing stage is included):
-- sharing_node_labels(group) -> node labels selecting the group's device plugin / MIG config;
-- operator_sharing_values(fleet) -> GPU Operator Helm values pointing at the ConfigMaps stage 4 creates;
-- bottlerocket_sharing_settings(group) -> keys of Bottlerocket's `[settings.kubelet-device-plugins.nvidia]`
-  (Bottlerocket runs its own device plugin, which reads settings, not our ConfigMap).
-
-How a group is selected (NVIDIA/k8s-device-plugin README "Updating Per-Node Configuration With a Node Label";
-GPU Operator values.yaml `devicePlugin.config`, `migManager.config`):
-- TimeSlicing / MPS: one named entry per group in the device plugin ConfigMap (key = group name), chosen by the
-  node label `nvidia.com/device-plugin.config=<group>`. Nodes without the label get the `default` entry
-  (`devicePlugin.config.default`): a plain config, one pod per GPU.
-- MIG: one named entry per group under `mig-configs` in the MIG manager ConfigMap (key `config.yaml`), chosen by
-  `nvidia.com/mig.config=<group>`. The ConfigMap also holds `all-disabled`, which the operator puts on every
-  MIG-capable node without a label (`migManager.config.default`; controllers/nodelabeling_controller.go).
-- Exclusive: neither label, so the defaults apply. Changing one group's sharing changes only that group's
-  label and its own entry.
-
-The resource name stays `nvidia.com/gpu` (renameByDefault false, MIG strategy `single`), so Kueue quotas, requests
-and the NVIDIA_VISIBLE_DEVICES policy treat every group alike; what one `nvidia.com/gpu` is worth on a group is
-`devices_per_gpu(group)` devices per physical GPU. The exception is MIG strategy `mixed` (`sharing.migStrategy:
-Mixed` with a per-GPU `layout`): every slice is then advertised as `nvidia.com/mig-<profile>`
-(NVIDIA/k8s-device-plugin internal/rm/rm.go AddDefaultResourcesToConfig: "mig-" + profile, for profiles whose
-compute and memory slices match). The strategy is one ClusterPolicy value (`mig.strategy`, passed to the device
-plugin and GFD as MIG_STRATEGY, which overrides a config file), so it is the fleet's (`mig_strategy(fleet)`):
-every operator-managed MIG group must use the same one (a rule checks). `advertised(group)` is what one node
-advertises, by resource name; Kueue quotas, the autoscaler's template and the model all read it.
+Why, with sources: docs/admission-and-sharing.md, "Design notes", gpufleet/plan/manifests/sharing.py.
 """
 
 from __future__ import annotations

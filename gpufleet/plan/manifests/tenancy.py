@@ -1,13 +1,7 @@
 """What a team may do in the cluster beyond the managed EKS edit policy, as plain RBAC objects bound to the
 Kubernetes group of the team's access entries (`gpufleet-team-<team>`, see gpufleet.plan.builders.access_entries).
 
-AmazonEKSEditPolicy, scoped to the team's namespace, is close to Kubernetes' `edit` role for built-in kinds
-(https://docs.aws.amazon.com/eks/latest/userguide/access-policy-permissions.html), but EKS access policies do not
-aggregate custom resources, so a team member could neither see the team's Kueue queue and workloads nor
-submit the training kinds Kueue manages. The Role below adds exactly those, in the team's namespace only;
-the ClusterRole adds read access to the cluster-scoped Kueue objects a user needs to understand admission
-(every ClusterQueue's quota and usage, cohorts, flavors, priority classes): read-only, and no namespaced kind, so
-a team reads nothing of another team's namespace.
+Why, with sources: docs/tenancy-and-access.md, "Design notes", gpufleet/plan/manifests/tenancy.py.
 """
 
 from __future__ import annotations

@@ -1,28 +1,7 @@
 """The workload layer as plain data: the Helm values of JobSet, Kubeflow Trainer v2 and LeaderWorkerSet, the
 ClusterTrainingRuntimes teams start TrainJobs from, and the Kueue integrations that follow what is installed.
 
-Decisions, and why:
-
-- One owner of JobSet. gpufleet installs the JobSet chart itself (versions.jobSet) and the Trainer chart with
-  `jobset.install: false`: JobSet is then one pinned release whatever Trainer does, it exists for JobSets teams submit
-  directly even with the Trainer off, and the Trainer chart's values say the flag must be false where JobSet is
-  already installed (charts/kubeflow-trainer/values.yaml at v2.3.0). The Trainer release waits for the JobSet release.
-- The built-in runtimes are gpufleet objects, not the chart's `runtimes.*.enabled`: the chart applies those from a
-  post-install hook Job that installs kubectl into an alpine image at run time (charts/kubeflow-trainer/values.yaml
-  `runtimes.installer`), which a private cluster cannot reach and which labels them
-  `trainer.kubeflow.org/webhook-validation: disabled`. gpufleet renders the same two runtimes
-  (charts/kubeflow-trainer/files/runtimes/{torch,deepspeed}-distributed.yaml at v2.3.0; tests compare them) after the
-  Trainer release is ready, so its validating webhook checks them like any other runtime.
-- One `gpufleet-efa-<group>` runtime per EFA Training group: torch with one process per GPU, a node's every GPU and
-  EFA interface, the 2 MiB huge pages the EFA driver pre-allocates, the NCCL/libfabric settings of the network stage
-  (gpufleet.plan.manifests.network.nccl_env), `/dev/shm` as a memory emptyDir (NCCL's shared-memory transport outgrows
-  the runtime's 64 MiB), and the group's node selector and tolerations.
-- Kueue never fights another gang scheduler: no runtime sets `podGroupPolicy` (coscheduling or Volcano) and LWS's
-  `gangSchedulingManagement` stays empty (charts/lws/values.yaml), so Kueue's all-or-nothing admission is the only
-  gang logic. Neither the JobSet nor the Trainer chart has a Kueue setting of its own at these versions.
-- Legacy operators are not installed: the Kubeflow training-operator v1 (PyTorchJob, MPIJob) is superseded by
-  Trainer v2 (its kubeflow/training-operator repository became kubeflow/trainer), and MPI jobs run as TrainJobs on
-  the deepspeed-distributed runtime (mlPolicy.mpi: OpenMPI launcher and workers over SSH). docs/workloads.md says why.
+Why, with sources: docs/workloads.md, "Design notes", gpufleet/plan/manifests/workloads.py.
 """
 
 from __future__ import annotations
