@@ -27,10 +27,9 @@ EXIT_SIGINT, EXIT_SIGTERM = 128 + signal.SIGINT, 128 + signal.SIGTERM  # the she
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised as a KeyboardInterrupt so that cleanup runs before the conventional exit 143. A subclass, not
-    a sibling: asyncio lets only KeyboardInterrupt and SystemExit out of a task or callback (asyncio/tasks.py
-    `__step`, events.py `Handle._run`) and keeps any other BaseException in the task, where a SIGTERM arriving
-    while synth's Pulumi program runs under the mocks was lost and the run waited forever."""
+    """SIGTERM, raised as a KeyboardInterrupt so that cleanup runs before the conventional exit 143.
+
+    Why: docs/commands.md, "Design notes", cli.Terminated."""
 
 
 def _terminate(signum: int, frame: object) -> None:

@@ -98,10 +98,7 @@ def beyond_bounds(text: str, loader: type[yaml.SafeLoader] | type[yaml.CSafeLoad
     """Depth and size after alias expansion (per document), from the event stream before composing (iterative,
     linear).
 
-    PyYAML composes an alias as a reference to one node, but the walker expands every use, so a few hundred bytes
-    of nested aliases would become billions of values; the parser and composer recurse once per nesting level.
-    Raises yaml.YAMLError on text that is not YAML (up to where the bounds were exceeded).
-    """
+    Why: docs/commands.md, "Design notes", inputs.beyond_bounds."""
     sizes: dict[str, int] = {}  # anchor -> values it expands to
     open_nodes: list[list[Any]] = []  # [anchor, values inside so far, itself included] per open mapping or list
     total = 0

@@ -78,9 +78,7 @@ def json_document(doc: Any) -> str | Concat:
 class Resource:
     """One resource to register: the Pulumi type token, a unique id (its logical name) and its inputs.
 
-    `args` are the resource's inputs in the engine's names (the provider schema's camelCase property names) at
-    every level, exactly what the synth tree records for it; a Kubernetes object is whole under `args["object"]`.
-    Opaque values (tags, labels, Helm values, JSON documents) are as given. They may hold `Ref`s anywhere."""
+    Why: docs/architecture.md, "Design notes", parts.Resource."""
 
     id: str
     type: str

@@ -10,12 +10,7 @@ from dataclasses import dataclass
 class AccountFinding:
     """One problem found in the AWS account before anything is created (gpufleet.base.findings).
 
-    severity: error (the rollout would fail: exit 1) or warning (it does not block).
-    node_group: the node group it is about, or None for the cluster, the account or the AWS API itself.
-    message: what is wrong, with the evidence AWS returned.
-    hint: the concrete change that clears it.
-    scope: what a finding without a node group is about ("cluster", "account" or "aws").
-    """
+    Why: docs/commands.md, "Design notes", findings.AccountFinding."""
 
     severity: str
     node_group: str | None

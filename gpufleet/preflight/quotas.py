@@ -56,11 +56,9 @@ def running_instances(group: NodeGroup) -> int:
 
 
 def _by_capacity(group: NodeGroup, count: int) -> list[tuple[CapacityType, int]]:
-    """How many of the group's `count` instances draw on which capacity type's quota. A Karpenter pool with
-    capacity.fallback may end on its last type for every node: a quota error (MaxSpotInstanceCountExceeded,
-    VcpuLimitExceeded) is an unfulfillable-capacity error to Karpenter, which then tries the next type
-    (aws/karpenter-provider-aws pkg/errors/errors.go unfulfillableCapacityErrorCodes @ v1.14.1), so the quota of the
-    last type must hold them all; On-Demand Capacity Reservation instances run on the On-Demand quota."""
+    """How many of the group's `count` instances draw on which capacity type's quota.
+
+    Why: docs/commands.md, "Design notes", quotas._by_capacity."""
     fallback = group.capacity_fallback
     if not fallback:
         return [(group.capacity_type, count)]

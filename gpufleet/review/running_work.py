@@ -247,7 +247,8 @@ def _node_access(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping
     """An access entry removed, or replaced by one for another principal, whose principal is the node role of a
     managed node group that stays: EKS creates that role's EC2_LINUX entry itself, and a principal is in one entry
     only (EKS user guide, creating access entries), so the entry deleted may be the one those nodes join through.
-    Trees before issue 41 item 2 gave the Karpenter nodes' entry the managed node groups' role."""
+
+    Why: docs/policies-and-diff.md, "Design notes", running_work._node_access."""
     managed: dict[str, list[str]] = {}
     for entry in new.values():
         inputs = entry.get("inputs") or {}
@@ -317,9 +318,9 @@ def _gates(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, 
 def drift_allowance(pool: Mapping[str, Any]) -> str | None:
     """How many of a NodePool's nodes Karpenter may disrupt at once for reason Drifted: the least `nodes` of the
     budgets that name Drifted or no reason, as written ("0", "1", "10%"); None when no budget applies (Karpenter's
-    default is 10%). Scheduled budgets (a `schedule` window) are left out: they bind only during their window.
-    (aws/karpenter-provider-aws website/content/en/v1.14/concepts/disruption.md "NodePool Disruption Budgets":
-    the minimum of the budgets that list the reason or none.)"""
+    default is 10%).
+
+    Why: docs/policies-and-diff.md, "Design notes", running_work.drift_allowance."""
     budgets = ((pool.get("spec") or {}).get("disruption") or {}).get("budgets") or []
     applies = [
         str(b.get("nodes"))

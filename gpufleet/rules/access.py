@@ -68,11 +68,9 @@ def _access(fleet: Fleet) -> Iterator[Issue]:
 
 @rule("resource-ids")
 def _resource_ids(fleet: Fleet) -> Iterator[Issue]:
-    """Two things of the spec must not get one logical resource id (the plan asserts it: synth would exit 3). An
-    access entry's id keeps only the lowercased letters, digits and dashes of the principal's name, and its
-    association's id adds the policy: `role/x.y` and `role/x_y`, `role/teams/x` and `user/teams-x`, or `role/ml`
-    (whose edit association is ...-ml-edit) and `role/ml-edit` meet. Refused rather than renamed: a new id for a
-    deployed entry would make Pulumi replace it (access lost while it does)."""
+    """Two things of the spec must not get one logical resource id (the plan asserts it: synth would exit 3).
+
+    Why: docs/tenancy-and-access.md, "Design notes", access._resource_ids."""
     for i, group in enumerate(fleet.node_groups):
         if group.name == names.SYSTEM_GROUP:
             yield Issue(

@@ -16,11 +16,9 @@ from gpufleet.spec.fleet import Fleet
 @rule("data-volume-snapshot")
 def _data_volume_snapshot(fleet: Fleet) -> Iterator[Issue]:
     """dataVolumeSnapshotId: Bottlerocket's boot-time image cache, its data volume created from a snapshot that holds
-    the images (aws-samples/bottlerocket-images-cache). Not on AL2023, which pulls at boot from its user data; not
-    with RAID0, where Bottlerocket's `ephemeral-storage bind` rbind-mounts the array over /var/lib/containerd without
-    copying what is there (bottlerocket-os/bottlerocket-core-kit sources/api/apiserver/src/server/ephemeral_storage.rs
-    bind: `mount --rbind /mnt/.ephemeral/._var_lib_containerd /var/lib/containerd`), so the snapshot's images would
-    be hidden."""
+    the images (aws-samples/bottlerocket-images-cache).
+
+    Why: docs/stage-1.md, "Design notes", ami._data_volume_snapshot."""
     for path, group in each_group(fleet):
         if group.data_volume_snapshot_id is None:
             continue

@@ -142,10 +142,9 @@ def _reservation(fleet: Fleet, path: Path, group: NodeGroup) -> Iterator[Issue]:
 
 @rule("headroom")
 def _headroom(fleet: Fleet) -> Iterator[Issue]:
-    """headroom: placeholder pods that keep whole nodes free for serving. They can hold only nodes the group may run,
-    must be started by something (an autoscaler, or minSize), must stay out of Kueue TAS's accounting (KEP-2724
-    "Non-exclusive use of nodes": TAS assumes every pod on its nodes is one it admitted), and must rank below the
-    classes meant to take their place (kube-scheduler preempts only pods of lower priority)."""
+    """headroom: placeholder pods that keep whole nodes free for serving.
+
+    Why: docs/stage-1.md, "Design notes", capacity._headroom."""
     held = False
     for path, group in each_group(fleet):
         if group.headroom is None:

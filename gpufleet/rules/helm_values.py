@@ -238,11 +238,9 @@ _SCHEMA_KINDS = {
 
 
 def _wrong_kind(value: Any, has_default: bool, default: Any, schema: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(the kind the chart takes, where it says so) when the overlay's value is of another kind. Helm merges an
-    overlay's map into the default map and replaces anything else, so a list where the templates range over a map
-    (or a string where they index a list) renders nothing or fails the render; null removes the default, and a
-    string where the default is a number renders the same text, so both pass. A boolean default takes only a
-    boolean (the string "false" is true in a template's `if`)."""
+    """(the kind the chart takes, where it says so) when the overlay's value is of another kind.
+
+    Why: docs/helm-values.md, "Design notes", helm_values._wrong_kind."""
     if value is None:
         return None
     kinds = schema.get("type") if isinstance(schema, Mapping) else None

@@ -75,11 +75,9 @@ def _fallback(path: Path, group: NodeGroup) -> Iterator[Issue]:
 @rule("karpenter")
 def _karpenter(fleet: Fleet) -> Iterator[Issue]:
     """What only an EKS managed node group has, refused on a Karpenter group (provisioner: Karpenter), each at its
-    own field. Karpenter launches one EC2 instance per NodeClaim for pending pods (no Auto Scaling group), so it has
-    no warm pool, no desired size and no managed-node-group update config (its NodePool's disruption settings roll
-    nodes instead); it selects capacity reservations only by id or tags (EC2NodeClass
-    capacityReservationSelectorTerms, aws/karpenter-provider-aws pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml
-    @ v1.14.1: id, ownerID, tags, instanceMatchCriteria), never by a Capacity Reservation group."""
+    own field.
+
+    Why: docs/karpenter.md, "Design notes", karpenter._karpenter."""
     for path, group in each_group(fleet):
         if group.capacity_fallback:
             yield from _fallback(path, group)

@@ -158,10 +158,7 @@ def rules_beside_schema_errors(data: Any, schema_errors: list[Issue]) -> list[Is
     """The cross-field issues of a spec that does not conform, from the rules that read no failing section: so a
     spec's rule errors are reported in the same run as its schema errors, not after they are fixed.
 
-    Every top-level section that holds one of `schema_errors` is replaced by a schema-valid stand-in (or left out
-    when optional), unknown top-level keys are dropped, and each rule runs on the model of that data through a
-    recorder of the Fleet attributes it reads; only rules that read nothing made from a replaced section report.
-    If the replaced data still does not conform (a rule of the schema across sections), no rule runs."""
+    Why: docs/architecture.md, "Design notes", pipeline.rules_beside_schema_errors."""
     if not isinstance(data, dict):
         return []
     schema = fleet_schema()

@@ -96,8 +96,9 @@ def _references(fleet: Fleet) -> Iterator[Issue]:
 def _eks_names(fleet: Fleet) -> Iterator[Issue]:
     """The node group name prefixes gpufleet composes, `{metadata.name}-{nodeGroups[].name}-` (and
     `{metadata.name}-system-` for the system nodes in mode Create), fit EKS: at most 37 characters, 63 for the name
-    minus the 26-character unique suffix (terraform-provider-aws internal/service/eks/node_group.go). Positioned at
-    the fleet's name when it alone leaves no room, else at each node group name that is too long."""
+    minus the 26-character unique suffix (terraform-provider-aws internal/service/eks/node_group.go).
+
+    Why: docs/spec.md, "Design notes", references._eks_names."""
     limit = names.NODE_GROUP_NAME_PREFIX_MAX
     fixed = [names.SYSTEM_GROUP] if fleet.cluster.mode == "Create" else []
     # the longest fleet name that still leaves a one-character group (and the system group) room

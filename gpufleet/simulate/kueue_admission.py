@@ -290,8 +290,7 @@ def assign(
     (flavor, resource) -> amount admitted workloads hold (a Deployment's earlier pods); what this one takes is added
     to it when it is admitted.
 
-    A pod set with no requests at all gets no flavor and still fits: assignFlavors fails a pod set only when "its
-    Requests.Len() > 0 && len(Flavors) == 0" (flavorassigner.go); nothing is injected into its pods."""
+    Why: docs/explain-model.md, "Design notes", kueue_admission.assign."""
     held = {} if held is None else held
     used: dict[tuple[str, str], int] = {}
     chosen: dict[str, str] = {}

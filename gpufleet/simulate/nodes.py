@@ -126,13 +126,9 @@ def karpenter_deployed(plan: RolloutPlan) -> bool:
 
 def instance_options(plan: RolloutPlan, group: NodeGroup) -> tuple[NodeModel, ...]:
     """A node of each instance type a Karpenter pool may launch, cheapest On-Demand rate first (the vCPUs, then the
-    name, where the rate is not in gpufleet's price table). Karpenter's scheduling keeps, for a NodeClaim, every
-    instance type of the pool whose requirements and resources fit the pods it packs on it
-    (kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling/nodeclaim.go CanAdd,
-    filterInstanceTypesByRequirements @ v1.14.1), and the AWS provider launches one of them with EC2 Fleet's
-    `lowest-price` On-Demand allocation (`prioritized` by the offering's price where NodeOverlays exist: the same
-    order, gpufleet's overlays set no price; aws/karpenter-provider-aws pkg/providers/instance/types.go Build @
-    v1.14.1). Spot uses `price-capacity-optimized` and may take another of those that fit."""
+    name, where the rate is not in gpufleet's price table).
+
+    Why: docs/explain-model.md, "Design notes", nodes.instance_options."""
     if provisioning(group).auto_scaling_group or len(group.instance_types) < 2:
         return ()
 

@@ -289,8 +289,9 @@ def _runtimes(plan: RolloutPlan) -> dict[str, Mapping[str, Any]]:
 def _from_runtime(model: FleetModel, wl: Workload) -> tuple[Workload | None, Reason | None, str | None]:
     """A TrainJob with the pod sets of its runtime (workload.trainjob_pod_sets), or the Trainer webhook's refusal of
     a ClusterTrainingRuntime that does not exist (kubeflow/trainer v2.3.0 pkg/runtime/core/clustertrainingruntime.go
-    ValidateObjects: "specified clusterTrainingRuntime must be created before the TrainJob is created"). A namespaced
-    TrainingRuntime is outside the plan: its pods are read from the TrainJob alone, with a note."""
+    ValidateObjects: "specified clusterTrainingRuntime must be created before the TrainJob is created").
+
+    Why: docs/explain-model.md, "Design notes", verdict._from_runtime."""
     ref = wl.spec.get("runtimeRef") or {}
     name = str(ref.get("name") or "")
     if (ref.get("kind") or "ClusterTrainingRuntime") != "ClusterTrainingRuntime":
@@ -746,10 +747,9 @@ def _on_node(
 
 def _from_zero_with_claims(node: NodeModel, pod: PodSpec, pods: int) -> tuple[str, str] | None:
     """The Cluster Autoscaler (1.35, DRA handling locked on) simulates a pod's claims against a template node's
-    ResourceSlices. With a node in the group it copies that node's; with none it asks the cloud provider, whose AWS
-    template is built from the Auto Scaling group and carries no ResourceSlices (kubernetes/autoscaler
-    cloudprovider/aws/aws_cloud_provider.go TemplateNodeInfo; issue 7799), so a pod that claims devices fits no
-    template and a group at zero nodes is never scaled up for it."""
+    ResourceSlices.
+
+    Why: docs/explain-model.md, "Design notes", verdict._from_zero_with_claims."""
     if node.template is None or node.node_pool is not None or not pod.claimed or node.min_size > 0:
         return None
     if nodes_needed(node, pod, pods) == 0:
@@ -909,8 +909,9 @@ def _pod_validation(wl: Workload) -> Reason | None:
 def _pod_admission(model: FleetModel, wl: Workload) -> Reason | None:
     """What the API server refuses when the workload's pods are created: Pod Security of the namespace first, then
     gpufleet's ValidatingAdmissionPolicies (the PodSecurity plugin runs before ValidatingAdmissionPolicy in the API
-    server's validating admission order). A bare Pod is refused itself; a controller's object is created and the pods
-    it makes are refused (events FailedCreate), so nothing runs: reported before Kueue, which would admit it."""
+    server's validating admission order).
+
+    Why: docs/explain-model.md, "Design notes", verdict._pod_admission."""
     who = f'pods "{wl.name}" are' if wl.kind == "Pod" else f"the {wl.kind}'s pods are"
     created = "" if wl.kind == "Pod" else f" (the {wl.kind} is created; its controller fails to create them)"
     level, version = model.pod_security.get(wl.namespace, ("privileged", "latest"))
@@ -1332,7 +1333,8 @@ def _one_by_one(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
     """A Deployment: "every Pod from a Deployment is represented as a single independent Plain Pod" (kueue v0.19.2
     site/content/en/docs/tasks/run/deployment.md), so each replica is admitted on its own, against the quota the
     earlier ones hold, and placed beside them; outside Kueue the ReplicaSet's pods are scheduled one by one as well.
-    The first replica that waits stops the rest (they are alike): N of M run."""
+
+    Why: docs/explain-model.md, "Design notes", verdict._one_by_one."""
     (ps,) = wl.pod_sets
     whole = _gang(model, wl, base)
     if whole.runs or ps.count <= 1:

@@ -344,8 +344,9 @@ def lws_pod_sets(spec: Mapping[str, Any]) -> list[PodSet]:
     """One group of a LeaderWorkerSet as Kueue's integration builds its workload (kueue v0.19.2
     pkg/controller/jobs/leaderworkerset/leaderworkerset_reconciler.go podSets): with a leaderTemplate, pod set
     `leader` (1 pod) and `worker` (size - 1); without one, pod set `main` of `size` pods from the workerTemplate
-    (size defaults to 1). Test vectors: leaderworkerset_reconciler_test.go "should create prebuilt workload" (main 1)
-    and "should create prebuilt workload with leader template" (size 3: leader 1, worker 2)."""
+    (size defaults to 1).
+
+    Why: docs/explain-model.md, "Design notes", workload.lws_pod_sets."""
     template = spec.get("leaderWorkerTemplate")
     if not isinstance(template, Mapping):
         raise WorkloadError("spec.leaderWorkerTemplate: missing")

@@ -279,10 +279,9 @@ def topology_scope(group: NodeGroup) -> TopologyScope:
 
 def _tas_capable(group: NodeGroup) -> bool:
     """A group whose capacity Kueue TAS can count: an EFA/RDMA group of a type EC2 reports topology for, with its
-    size fixed (minSize = maxSize). TAS counts only Ready nodes, and a workload it does not admit creates no pod for
-    the autoscaler to act on (kueue v0.19.2 site/content/en/docs/concepts/topology_aware_scheduling.md, "Capacity
-    calculation"; scaling up needs a ProvisioningRequest AdmissionCheck, which gpufleet does not render), so on a
-    group that scales TAS would admit only what already runs."""
+    size fixed (minSize = maxSize).
+
+    Why: docs/architecture.md, "Design notes", defaults._tas_capable."""
     if group.topology.placement is not None:
         return group.topology.placement != "None"
     return (
@@ -296,9 +295,9 @@ def _tas_capable(group: NodeGroup) -> bool:
 
 def placement(fleet: Fleet, group: NodeGroup) -> Placement:
     """topology.placement, resolved: the spec's value, else Preferred where TAS can count the group's capacity and
-    every team with quota on it has quota only on such groups, else None. A ClusterQueue mixing TAS and non-TAS
-    flavors refuses a pod set without a topology request on the TAS flavor (pkg/scheduler/flavorassigner/
-    tas_flavorassigner.go, "supports only TopologyAwareScheduling"); a TAS-only queue implies the request."""
+    every team with quota on it has quota only on such groups, else None.
+
+    Why: docs/architecture.md, "Design notes", defaults.placement."""
     if group.topology.placement is not None:
         return group.topology.placement
     if not _tas_capable(group):
@@ -320,10 +319,9 @@ def gdrcopy(fleet: Fleet) -> bool:
 
 def dispatch_groups(fleet: Fleet) -> tuple[NodeGroup, ...]:
     """The node groups the workload APIs are resolved over: the fleet's own, or, on any cluster of clusters[], every
-    worker's. A workload the manager dispatches may land on any worker, and the manager creates it first: each
-    cluster installs the same job APIs and ClusterTrainingRuntimes (Kueue v0.19.2
-    site/content/en/docs/tasks/run/multikueue/trainjob.md: "ClusterTrainingRuntime: Must be installed on all worker
-    clusters"; a job kind whose CRD a worker lacks cannot be created there)."""
+    worker's.
+
+    Why: docs/architecture.md, "Design notes", defaults.dispatch_groups."""
     return fleet.multikueue.dispatched if fleet.multikueue is not None else fleet.node_groups
 
 

@@ -127,8 +127,9 @@ def _max_sizes(data: dict[str, Any]) -> dict[str, int]:
 def scale_quotas(base: dict[str, Any], merged: dict[str, Any], overrides: dict[str, Any]) -> None:
     """quotaScaling MaxSize: every quota (gpus, borrowingLimit, lendingLimit) on a node group whose maxSize differs
     between the base spec and the merged one becomes value * merged maxSize // base maxSize, rounded down so the
-    quota never exceeds what the smaller group holds when the base quota fits the base group. Teams whose quotas the
-    environment overrides keep what it says. Values that are not whole numbers are left for the schema."""
+    quota never exceeds what the smaller group holds when the base quota fits the base group.
+
+    Why: docs/spec.md, "Design notes", environments.scale_quotas."""
     before, after = _max_sizes(base), _max_sizes(merged)
     ratio = {name: (after[name], size) for name, size in before.items() if size > 0 and after.get(name, size) != size}
     patches = overrides.get("teams")

@@ -21,9 +21,7 @@ _STR_TAG = "tag:yaml.org,2002:str"
 class Loaded:
     """The parsed document, where it came from, and what the YAML 1.1 resolver did to plain scalars.
 
-    `fatal` is set when there is no usable document (syntax error, empty file, several documents, a root that is
-    not a mapping): then `data` is not checked further. Other issues (duplicate keys, YAML 1.1 keys, bad tags)
-    leave a usable `data` so the schema and the rules still report everything else in the same run."""
+    Why: docs/spec.md, "Design notes", load.Loaded."""
 
     data: Any
     source: SourceFile

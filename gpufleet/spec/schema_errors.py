@@ -358,10 +358,7 @@ def _enum_issues(error: Any, path: Path, field: str) -> Iterator[Issue]:
 def schema_issues(data: Any, plain: Mapping[Path, str], valid_sections: frozenset[str] = frozenset()) -> list[Issue]:
     """Every schema violation of `data` as Issues (positions are resolved later from the source).
 
-    A value of the wrong type gets one issue (the type), not one more per keyword it then also fails.
-    `valid_sections` are top-level sections the caller knows to be valid (an environment's merged spec where it
-    equals the schema-valid base spec): a section's schema sees only its own value, so it is not validated again;
-    the keywords of the whole document (required, additionalProperties) still are."""
+    Why: docs/commands.md, "Design notes", schema_errors.schema_issues."""
     errors = list(_validator(valid_sections).iter_errors(data))
     typed = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
     issues: list[Issue] = []

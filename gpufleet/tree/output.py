@@ -222,10 +222,7 @@ _EXISTS = "exists; gpufleet init never overwrites a file: remove it or name anot
 def write_new_file(path: str, text: str) -> None:
     """Write a new file atomically, never over anything that exists (`gpufleet init`); raises TargetRefused.
 
-    The text goes into a hidden file beside the target, which is then hard-linked to the target's name: the name
-    appears with the whole text or not at all, and the link fails if the name exists, even if it was created a
-    moment ago (a rename would replace it). The hidden file is removed in every case.
-    """
+    Why: docs/synth-tree.md, "Design notes", output.write_new_file."""
     too_long = name_problem(path) or name_problem(os.path.abspath(path))
     if too_long is not None:
         raise TargetRefused(too_long)

@@ -498,10 +498,7 @@ def _sealed(root: Path) -> tuple[dict[str, Any], dict[str, str], list[dict[str, 
 def tree_problem(root: Path) -> str | None:
     """Why the directory `root` is not exactly a tree gpufleet wrote, or None: the only kind `synth --out` replaces.
 
-    The proof is the one `check` and `diff` ask for (format, layout, digest, each file's sha256, no file that is no
-    entry's): a file of the user's in the tree, even one whose name fits the layout, or an edit
-    to a file synth wrote, keeps the directory from being replaced, so nothing of the user's is lost.
-    """
+    Why: docs/synth-tree.md, "Design notes", read.tree_problem."""
     try:
         _sealed(root)
     except NotATree as exc:

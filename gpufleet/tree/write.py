@@ -209,10 +209,7 @@ def dump_json(data: Any) -> str:
 def render(summary: Mapping[str, Any], entries: list[dict[str, Any]], plan_md: str) -> Tree:
     """The files of a tree: each resource's file, inventory.json referencing it, plan.md, and plan.json sealing them.
 
-    Each fact is written once: a resource with a file keeps in inventory.json only what the file does not hold
-    (its options, the file's path and sha256), so a change to an object changes its file and one hash line. An
-    entry leaves out its name (its id) and every option at its default (OPTION_DEFAULTS); the reader restores them.
-    """
+    Why: docs/synth-tree.md, "Design notes", write.render."""
     files: dict[str, str] = {}
     inventory: list[dict[str, Any]] = []
     for entry in entries:
@@ -248,10 +245,6 @@ def sha256(text: str) -> str:
 def digest(summary: Mapping[str, Any], inventory: list[dict[str, Any]], plan_md: str) -> str:
     """sha256 over plan.json without its digest, inventory.json without the files' hashes, and plan.md.
 
-    With the hash of each resource's file in its inventory entry, it lets `check` and `diff` tell a tree as synth
-    wrote it from one that was edited, truncated or damaged since, instead of trusting (and crashing on) whatever
-    the files hold. The files' hashes stay out of it so that a change to one object changes that object's file and
-    its hash line, not a line every other change also touches (two branches changing different objects merge).
-    """
+    Why: docs/synth-tree.md, "Design notes", write.digest."""
     sealed = [{key: value for key, value in entry.items() if key != "sha256"} for entry in inventory]
     return "sha256:" + sha256(f"{dump_json(summary)}\0{dump_json(sealed)}\0{plan_md}")

@@ -134,12 +134,9 @@ def discovery_tags(fleet: Fleet) -> dict[str, str]:
 def template_resources(fleet: Fleet, group: NodeGroup, *, with_sharing: bool, with_network: bool) -> dict[str, str]:
     """Resources beyond CPU and memory a node of the group offers once its device plugins run, derived from the
     catalog and the environment's stages (never read back from a tag): the scale-from-zero template's tags, and
-    what gpufleet.simulate.nodes gives each node, autoscaler or not. Only what this environment's stages install: the
-    sharing stage multiplies nvidia.com/gpu or, under MIG strategy mixed, names each slice nvidia.com/mig-<profile>;
-    the network stage brings the EFA and RDMA device plugins. `ephemeral-storage` is always there: the autoscaler's
-    AWS template has none unless a tag gives it (aws_manager.go buildNodeFromTemplate sets CPU, memory, GPUs and
-    pods from the instance type, the rest from node-template/resources tags), so a pod requesting it would never
-    scale an empty group."""
+    what gpufleet.simulate.nodes gives each node, autoscaler or not.
+
+    Why: docs/stage-1.md, "Design notes", autoscaler.template_resources."""
     info = catalog.lookup(group.instance_type)
     if info is None:
         return {}

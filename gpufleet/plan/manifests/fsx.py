@@ -41,13 +41,7 @@ def persistent_volume_name(team: Team) -> str:
 def values(fleet: Fleet) -> dict[str, Any]:
     """The chart's values (every key is one of values.yaml at chart 1.17.0).
 
-    - controller.region: the controller otherwise asks the instance metadata service for its region (values.yaml
-      comment), which a pod does not reach on gpufleet's nodes (one IMDS hop: gpufleet.plan.builders.node_groups).
-    - controller.serviceAccount.name: the service account the Pod Identity association names (the chart's default,
-      written out because the association depends on it).
-    - node.tolerateAllTaints: true, the chart's default, written out because it is what puts the node plugin on
-      the GPU groups (nvidia.com/gpu, the EFA taint, the groups' own taints): the DaemonSet then tolerates
-      `operator: Exists` (templates/node-daemonset.yaml), and pods mounting the file system can start there."""
+    Why: docs/network-and-storage.md, "Design notes", fsx.values."""
     return {
         "controller": {
             "region": fleet.cluster.region,

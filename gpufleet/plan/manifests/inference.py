@@ -33,10 +33,9 @@ def inference_groups(fleet: Fleet) -> list[str]:
 
 def keda_values() -> dict[str, Any]:
     """Values for the KEDA chart 2.20.2 (kedacore/charts keda/values.yaml; keys checked against it by the golden
-    trees' test). The chart's defaults run the operator, the metrics API server and the admission webhooks on
-    untainted nodes (nodeSelector {} and tolerations [] for all three), which are the system nodes here; gpufleet
-    turns on the operator's and metrics server's own Prometheus metrics with ServiceMonitors labelled so the
-    fleet's Prometheus selects them (a scaler that cannot reach Prometheus shows as keda_scaler_errors)."""
+    trees' test).
+
+    Why: docs/inference.md, "Design notes", inference.keda_values."""
     monitor = {"enabled": True, "additionalLabels": {**LABEL_MANAGED_BY, **MONITORING_LABEL}}
     return {
         "crds": {"install": True},

@@ -47,13 +47,9 @@ FALLBACK_CAPACITY_TYPES = {"Reserved": "reserved", "Spot": "spot", "OnDemand": "
 
 
 def capacity_types(group: NodeGroup) -> list[str]:
-    """The pool's karpenter.sh/capacity-type values. With capacity.fallback, its types, in the order Karpenter tries
-    them: within one NodePool it prefers reserved, then spot, then on-demand ("Prioritization is as follows:
-    reserved, spot, on-demand", aws/karpenter-provider-aws pkg/providers/instance/instance.go getCapacityType @
-    v1.14.1), moving on when the reservations are used up or EC2 has no Spot capacity (an insufficient-capacity
-    error marks the offering unavailable and the NodeClaim is retried with the next). Without it, a reservation (an
-    ODCR by id or tags, or a Capacity Block) is `reserved` only: like the managed node group's launch template
-    targeting it (capacity-reservations-only), the pool never falls back to plain On-Demand."""
+    """The pool's karpenter.sh/capacity-type values.
+
+    Why: docs/karpenter.md, "Design notes", karpenter.capacity_types."""
     if group.capacity_fallback:
         return [FALLBACK_CAPACITY_TYPES[c] for c in group.capacity_fallback]
     if group.capacity_type is CapacityType.SPOT:
@@ -70,10 +66,9 @@ def architecture(group: NodeGroup) -> str:
 def ami_selector(group: NodeGroup, kubernetes_version: str) -> dict[str, str]:
     """The pinned AMI release as the public SSM parameter of that exact release (an `ssmParameter` term), never an
     alias: Karpenter's `al2023@` alias picks the NVIDIA or standard variant by instance type itself, which would put
-    an `*_STANDARD` group (driver from the GPU Operator) on the NVIDIA AMI. Parameter names as Karpenter resolves
-    them (aws/karpenter-provider-aws pkg/providers/amifamily/al2023.go, bottlerocket.go): AL2023
-    .../<k8s>/amazon-linux-2023/<arch>/<nvidia|standard>/amazon-eks-node-al2023-<arch>-<flavor>-<k8s>-v<date>/image_id,
-    Bottlerocket /aws/service/bottlerocket/aws-k8s-<k8s>-nvidia/<arch>/<version>/image_id."""
+    an `*_STANDARD` group (driver from the GPU Operator) on the NVIDIA AMI.
+
+    Why: docs/karpenter.md, "Design notes", karpenter.ami_selector."""
     arch = "arm64" if "_ARM_64_" in group.ami_type else "x86_64"
     release = group.ami_release_version
     if is_bottlerocket(group.ami_type):
@@ -140,12 +135,9 @@ def disruption(group: NodeGroup) -> dict[str, Any]:
     """Disruption that never evicts GPU work for Karpenter's own reasons (kubernetes-sigs/karpenter
     designs/disruption docs, NodePool spec.disruption in karpenter.sh_nodepools.yaml @ v1.14.1):
     `WhenEmpty`: consolidation removes only nodes with nothing but DaemonSets on them, never to pack pods tighter
-    (reason `Empty`; `Underutilized` never happens). Budgets: at most one node of the pool disrupted at a time, and
-    for Training and Interactive no node for reason `Drifted`, so a drifted node keeps running its job and leaves
-    only when empty (the replacement comes with the new settings). Expiry is off in the template (`expireAfter:
-    Never`, node_pool): v1 expiration is forceful, it waits for neither budgets nor karpenter.sh/do-not-disrupt.
-    So no pod annotation is needed for Training: nothing voluntary remains that would evict it; involuntary
-    interruptions (Spot reclaim, scheduled events, node repair) are not Karpenter's choice."""
+    (reason `Empty`; `Underutilized` never happens).
+
+    Why: docs/karpenter.md, "Design notes", karpenter.disruption."""
     budgets: list[dict[str, Any]] = [{"nodes": "1"}]
     if group.workload_class in NO_DRIFT_WHILE_BUSY:
         budgets.insert(0, {"nodes": "0", "reasons": ["Drifted"]})
@@ -155,19 +147,9 @@ def disruption(group: NodeGroup) -> dict[str, Any]:
 def overlay_capacity(fleet: Fleet, group: NodeGroup, *, with_sharing: bool, with_network: bool) -> dict[str, str]:
     """What a node of the pool advertises once its device plugins run that Karpenter's instance type does not say,
     so that Karpenter's scheduling simulation sees the pods' requests fit (resources.Fits counts a resource the
-    instance type lacks as 0, and no NodeClaim is made): the capacity of the pool's NodeOverlay. Karpenter's
-    instance type carries cpu, memory, ephemeral-storage, pods, the physical nvidia.com/gpu from EC2 and
-    vpc.amazonaws.com/efa from the EC2NodeClass's efa-only interfaces (aws/karpenter-provider-aws
-    pkg/providers/instancetype/types.go computeCapacity @ v1.14.1), and nothing else: no hugepages, no MIG slice and
-    no time-sliced replica. So, in the stages this environment deploys (the same derivation as the Cluster
-    Autoscaler's node-template tags, gpufleet.plan.manifests.autoscaler.template_resources): nvidia.com/gpu where the
-    sharing stage advertises another count than the physical GPUs (MIG strategy single, time-slicing, MPS),
-    nvidia.com/mig-<profile> under MIG strategy mixed, hugepages-2Mi on EFA nodes and the RDMA resource with the
-    network stage. A NodeOverlay's capacity replaces the instance type's value of a resource it names
-    (kubernetes-sigs/karpenter pkg/cloudprovider/types.go ApplyCapacityOverlay, lo.Assign @ v1.14.1); cpu, memory,
-    ephemeral-storage and pods are refused by its CRD, and vpc.amazonaws.com/efa (one of the AWS provider's
-    WellKnownResources, pkg/apis/v1/labels.go) by its runtime validation, which is why EFA comes from the
-    interfaces, not from an overlay. nvidia.com/gpu is not among them."""
+    instance type lacks as 0, and no NodeClaim is made): the capacity of the pool's NodeOverlay.
+
+    Why: docs/karpenter.md, "Design notes", karpenter.overlay_capacity."""
     info = catalog.lookup(group.instance_type)
     if info is None:
         return {}
@@ -251,13 +233,9 @@ def ec2_node_class(
     placement_group: Any | None,
     tags: dict[str, str],
 ) -> dict[str, Any]:
-    """The group's EC2NodeClass. Discovery is explicit: subnets and security groups by id (never by a discovery
-    tag, so no subnet or group of another fleet is ever picked up). `userData` is what the managed node group's
-    launch template has, less what the EC2NodeClass says itself: Karpenter merges it with the user data it
-    generates (AL2023: its own NodeConfig part after ours, nodeadm merging them in order; Bottlerocket: its TOML
-    settings over ours; aws/karpenter-provider-aws pkg/providers/amifamily/bootstrap/nodeadm.go, bottlerocket.go).
-    `instanceStorePolicy: RAID0` has Karpenter render the instance-store array itself, for AL2023 (nodeadm
-    localStorage RAID0) and Bottlerocket (the ephemeral-storage bootstrap commands) alike."""
+    """The group's EC2NodeClass.
+
+    Why: docs/karpenter.md, "Design notes", karpenter.ec2_node_class."""
     spec: dict[str, Any] = {
         "amiFamily": "Bottlerocket" if is_bottlerocket(group.ami_type) else "AL2023",
         "amiSelectorTerms": [ami_selector(group, kubernetes_version)],

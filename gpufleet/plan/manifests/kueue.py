@@ -314,9 +314,8 @@ def cluster_queue(
     fleet: Fleet, team: Team, *, with_sharing: bool = True, admission_checks: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """`with_sharing`: whether the environment includes the sharing stage (a mixed MIG group's resource names).
-    `admission_checks`: the AdmissionChecks every workload of the queue passes (a MultiKueue manager's). A team with
-    no quota on the cluster (a MultiKueue worker without its groups) gets a queue without resource groups: it admits
-    nothing, and its LocalQueue still exists for what the manager dispatches."""
+
+    Why: docs/admission-and-sharing.md, "Design notes", kueue.cluster_queue."""
     adm = fleet.admission
     covered = covered_resources(fleet, team, with_sharing=with_sharing)
     has_cohort = team.cohort is not None
@@ -404,11 +403,7 @@ def workload_priority_class(priority: Priority) -> dict[str, Any]:
 def priority_class(priority: Priority) -> dict[str, Any]:
     """The pod PriorityClass matching a WorkloadPriorityClass.
 
-    preemptionPolicy decides whether pods of the class may evict others at the kube-scheduler, not whether they
-    can be evicted. Preemptible classes get Never: they go through Kueue, which preempts whole workloads within
-    quota; kube-scheduler evicting single pods would break other jobs' gangs behind Kueue's back.
-    Non-preemptible classes get PreemptLowerPriority: nothing ranks above them (rules.py "admission"), and their
-    pods may displace lower ones."""
+    Why: docs/admission-and-sharing.md, "Design notes", kueue.priority_class."""
     return {
         "apiVersion": "scheduling.k8s.io/v1",
         "kind": "PriorityClass",

@@ -92,9 +92,7 @@ def efa_device_plugin_values(groups: list[NodeGroup]) -> dict[str, Any]:
     """Values of the aws-efa-k8s-device-plugin chart: only the EFA groups whose devices the device plugin hands out
     (`groups`; not those with devices DRA, where the EFA DRA driver does), tolerating all of their taints.
 
-    The chart's tolerations default to [] (it adds only CriticalAddonsOnly), so without these it would never
-    run on tainted GPU nodes. Its required node affinity is built from supportedInstanceLabels; narrowing the
-    list to those groups' instance types keeps it in step with the nodeSelector."""
+    Why: docs/network-and-storage.md, "Design notes", network.efa_device_plugin_values."""
     return {
         "nodeSelector": {**fabric_selector(Fabric.EFA), LABEL_DEVICE_MANAGER: DEVICE_PLUGIN.name},
         "supportedInstanceLabels": {"keys": [INSTANCE_TYPE_LABEL], "values": sorted({g.instance_type for g in groups})},
@@ -108,10 +106,7 @@ def efa_device_plugin_values(groups: list[NodeGroup]) -> dict[str, Any]:
 def nccl_env(fabric: Fabric, rdma: Rdma | None = None) -> dict[str, str]:
     """The NCCL/libfabric settings pinned per fabric (docs/network-and-storage.md explains each one).
 
-    Deliberately absent on EFA: NCCL_PROTO=simple and FI_EFA_USE_DEVICE_RDMA=1 (only for aws-ofi-nccl <= 1.5 /
-    < 1.7; NCCL_PROTO=simple on a current stack gives up the LL/LL128 protocols), RDMAV_FORK_SAFE (breaks things
-    on newer kernels) (aws/aws-ofi-nccl doc/efa-env-var.md). On RDMA: NCCL_IB_GID_INDEX (NCCL picks the RoCEv2
-    GID itself: default -1, src/transport/net_ib/connect.cc)."""
+    Why: docs/network-and-storage.md, "Design notes", network.nccl_env."""
     if fabric is Fabric.EFA:
         return {"FI_PROVIDER": "efa", "NCCL_NET": EFA_NET, "NCCL_SOCKET_IFNAME": "=eth0"}
     if fabric is Fabric.RDMA:
@@ -180,9 +175,7 @@ def nic_cluster_policy(fleet: Fleet, version: str) -> dict[str, Any]:
     """The NicClusterPolicy (mellanox.com/v1alpha1): RDMA shared device plugin, CNI plugins (+ IPoIB on
     InfiniBand) and nv-ipam, on RDMA groups only.
 
-    No `ofedDriver` (the node's inbox mlx5 driver is used) and no `secondaryNetwork.multus`: the operator's Multus
-    is the thin plugin (manifests/state-multus-cni runs `install_multus --type thin`), and gpufleet installs the
-    thick plugin itself. `secondaryNetwork.ipamPlugin` no longer exists (removed in 25.10.0); nv-ipam is top level."""
+    Why: docs/network-and-storage.md, "Design notes", network.nic_cluster_policy."""
     rdma = fleet.network.rdma
     assert rdma is not None
     groups = fabric_groups(fleet, Fabric.RDMA)
@@ -291,10 +284,8 @@ def multus_objects(fleet: Fleet) -> list[dict[str, Any]]:
     """Multus thick plugin, as k8snetworkplumbingwg/multus-cni deployments/multus-daemonset-thick.yml at the
     release, with the image pinned to the release's thick tag (upstream's file says :snapshot-thick) and the spec's
     digest of it where images.multus gives one (gpufleet.spec.images), in the network namespace, on RDMA nodes only.
-    The NetworkAttachmentDefinition CRD comes with the Network Operator chart (deployment/network-operator/crds), so
-    it is not repeated here.
 
-    Like upstream it tolerates every NoSchedule/NoExecute taint: it is part of the node's pod networking."""
+    Why: docs/network-and-storage.md, "Design notes", network.multus_objects."""
     labels = {"app": "multus", "name": "multus", "tier": "node"}
     image = images.reference(fleet, "multus")
     daemon_config = {
@@ -533,8 +524,7 @@ def min_bus_bandwidth(info: catalog.InstanceType, efficiency: float) -> float:
     """NCCL_TESTS_MIN_BW for a group: the lowest published healthy two-node all_reduce bus bandwidth of the instance
     type (or of its same-fabric sibling), else the rated line rate (GB/s) x efficiency; rounded to 0.1 GB/s.
 
-    nccl-tests fails a run below 0.9 x this, so a healthy fabric passes with 10% to spare below the worst published
-    run, while one missing a third of its EFA bandwidth, or falling back to TCP, fails."""
+    Why: docs/network-and-storage.md, "Design notes", network.min_bus_bandwidth."""
     published = published_floor(SIBLINGS[info.name][0] if info.name in SIBLINGS else info.name)
     return published if published is not None else round(line_rate_gbytes(info) * efficiency, 1)
 

@@ -87,12 +87,7 @@ DCGM_PORT_UNIT = "gpufleet-dcgm-port.service"
 def boot_prepull(group: NodeGroup) -> bool:
     """Whether the group's user data pulls its images at boot (AL2023 with containerd's own pull).
 
-    Bottlerocket runs no user-data scripts. With parallel pull on AL2023 the images come through the CRI, from the
-    prepuller DaemonSet once the node has joined, as on Bottlerocket: the boot-time pull is `ctr`, which pulls one
-    layer after another into the overlayfs snapshotter and without the layer labels the SOCI snapshotter's parallel
-    mode reads (containerd's CRI adds them, snapshotters.AppendInfoHandlerWrapper; awslabs/soci-snapshotter
-    snapshot/snapshot.go reads TargetLayerDigestLabel), so it would fill a store the CRI, switched to soci by
-    nodeadm, does not use."""
+    Why: docs/stage-1.md, "Design notes", node_bootstrap.boot_prepull."""
     return not group.ami_type.startswith("BOTTLEROCKET") and not defaults.parallel_pull(group)
 
 
@@ -100,21 +95,7 @@ def prepull_script(parameter: str, region: str, *, raid0: bool) -> str:
     """Pull the group's images into containerd on the disk that serves it, touching neither kubelet nor its lifecycle
     (gpufleet/templates/prepull.sh.j2).
 
-    The image list is not in the user data: the script reads it at boot from the group's SSM parameter
-    (`image_list_parameter`, written by stage 1), so changing an image set changes no launch template and rolls no
-    node; running nodes get the new images from the prepuller DaemonSet. The node role reads it through
-    AmazonSSMManagedInstanceCore, which allows ssm:GetParameter on any parameter (AWS managed policy reference,
-    AmazonSSMManagedInstanceCore v2), with the `aws` CLI of the AL2023 AMI [I: taken as present in the EKS AL2023
-    AMIs, as in AL2023 itself; without it the script logs and leaves the pull to the DaemonSet].
-
-    Without local storage, containerd keeps images on the root volume: cloud-init runs this user-data script before
-    nodeadm-run starts kubelet, so the node holds its images when it joins. With `localStorage: RAID0`, nodeadm
-    builds the array in its run phase after cloud-init (`nodeadm-run.service` is `After=cloud-final.service`), and
-    `setup-local-disks` copies /var/lib/containerd into the array and bind-mounts it: images pulled from user data
-    would land on the root volume first and be copied again. So a RAID0 group gets a oneshot unit ordered after
-    nodeadm-run instead, which pulls straight onto the array. Kubelet is never started, stopped or masked here
-    (EKS launch template guidance: "Don't specify any commands in your user data that starts or modifies kubelet");
-    warm-pool instances follow EKS's own warm-pool lifecycle."""
+    Why: docs/stage-1.md, "Design notes", node_bootstrap.prepull_script."""
     return render("prepull.sh.j2", parameter=parameter, region=region, raid0=raid0, unit=PREPULL_UNIT)
 
 
@@ -175,9 +156,9 @@ def bottlerocket_ephemeral_storage() -> dict[str, Any]:
 def bottlerocket_parallel_pull(group: NodeGroup) -> dict[str, dict[str, Any]]:
     """The SOCI snapshotter in parallel-pull-unpack mode (https://bottlerocket.dev/en/os/1.53.x/api/settings/
     container-runtime-plugins/, Bottlerocket 1.44.0 and later), with nodeadm's values where the spec sets none
-    (gpufleet.facts.image_pull). The snapshotter takes effect at boot; a node whose snapshotter changes across boots
-    loses its images (container-runtime settings reference), which a launch template change never does: it replaces
-    the nodes."""
+    (gpufleet.facts.image_pull).
+
+    Why: docs/stage-1.md, "Design notes", node_bootstrap.bottlerocket_parallel_pull."""
     pull = group.image_pull
     return {
         "settings.container-runtime": {"snapshotter": "soci"},
@@ -249,12 +230,9 @@ def user_data(
     *,
     karpenter: bool = False,
 ) -> str:
-    """The full user data text of a group (base64-encoded by the node group builder). `image_list`: the SSM parameter
-    holding the group's images and its region, None when the group pre-pulls nothing. Bottlerocket runs no user-data
-    scripts (its user data is TOML settings only): its nodes get the images from the prepuller DaemonSet after they
-    join, or at boot from a data volume created from a snapshot that holds them (dataVolumeSnapshotId, rendered in the
-    block device mappings). A bootstrap container could pull before kubelet starts, but no upstream image does it
-    with the node's registry credentials; gpufleet would have to build and pin one."""
+    """The full user data text of a group (base64-encoded by the node group builder).
+
+    Why: docs/stage-1.md, "Design notes", node_bootstrap.user_data."""
     if group.ami_type.startswith("BOTTLEROCKET"):
         return bottlerocket_settings(group, sharing_toml, karpenter=karpenter)
     parts = [
@@ -287,12 +265,7 @@ _MIB = 1024 * 1024
 def nodefs_mib(group: NodeGroup) -> int:
     """The size of the filesystem that holds /var/lib/kubelet (kubelet's nodefs, its `ephemeral-storage` capacity).
 
-    With `localStorage: RAID0` the instance-store array: nodeadm's setup-local-disks bind-mounts /var/lib/kubelet
-    onto it (awslabs/amazon-eks-ami templates/shared/runtime/bin/setup-local-disks, maybe_raid0, BIND_KUBELET), and
-    Bottlerocket's `ephemeral-storage bind` does the same (EPHEMERAL_STORAGE_DIRS above); its size is the catalog's
-    instance-store total, which EC2 reports in GB (10^9 bytes), the array's filesystem overhead left out. Otherwise
-    the group's EBS volume of `diskSizeGiB`: the AL2023 root volume, or Bottlerocket's data volume (the launch
-    template's blockDeviceMappings)."""
+    Why: docs/stage-1.md, "Design notes", node_bootstrap.nodefs_mib."""
     info = catalog.lookup(group.instance_type)
     if group.local_storage == "RAID0" and info is not None and info.local_nvme_gib > 0:
         return info.local_nvme_gib * 10**9 // _MIB
@@ -301,8 +274,8 @@ def nodefs_mib(group: NodeGroup) -> int:
 
 def ephemeral_storage_mib(group: NodeGroup) -> int:
     """`ephemeral-storage` a node of the group offers pods (allocatable, MiB): its nodefs less kubelet's reservation
-    and hard eviction threshold. The one figure both the Cluster Autoscaler's scale-from-zero tag and the model use
-    (the autoscaler's AWS template takes a resource tag as capacity and allocatable alike, cloudprovider/aws
-    aws_manager.go buildNodeFromTemplate), so it never scales up for a pod a real node would not admit."""
+    and hard eviction threshold.
+
+    Why: docs/stage-1.md, "Design notes", node_bootstrap.ephemeral_storage_mib."""
     total = nodefs_mib(group)
     return total - KUBE_RESERVED_EPHEMERAL_MIB - -(-total * NODEFS_EVICTION_PERCENT // 100)

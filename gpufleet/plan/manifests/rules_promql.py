@@ -147,21 +147,7 @@ def telemetry_groups(
 ) -> list[dict[str, Any]]:
     """Allocation versus work per node group, fragmentation, GPUs held and idle per namespace, and the GPU alerts.
 
-    `devices_per_gpu`: (labels, devices one physical GPU advertises) per node group and device resource (MIG
-    instances of the profile or shared replicas; 1 for whole GPUs), labelled `node_group`, `resource` (as
-    kube-state-metrics spells it) and on MIG groups `GPU_I_PROFILE` (as dcgm-exporter labels a MIG instance). A
-    pod's requests are divided by the figure of their resource, an idle exporter series by that of its profile, so
-    each slice of a mixed MIG layout counts as its own share of a GPU. Scheduling figures (allocatable, free,
-    fragmentation) stay in devices, what the scheduler sees; what a namespace holds and leaves idle is in physical GPUs,
-    what the fleet pays for.
-
-    `whole_gpu_groups`: the node groups whose devices are whole GPUs and whose nodes have more than one, the only
-    ones where a pod can take a whole node (`gpufleet:whole_gpu_node_group:info`): a time-sliced or MPS pod takes one
-    replica (failRequestsGreaterThanOne), a MIG pod slices, so "a whole node's worth free but not on one node" means
-    nothing there. The fragmentation alert is scoped to them, where its device counts are physical GPUs.
-
-    `dra`: the fleet's DRA groups (devices DRA), whose nodes advertise no GPU resource and whose pods claim GPUs from
-    ResourceClaimTemplates (see the module's docstring); None when the fleet has none."""
+    Why: docs/telemetry-health-cost.md, "Design notes", rules_promql.telemetry_groups."""
     thr = _fmt(idle_sm_active_below)
     running = 'max by (namespace, pod) (kube_pod_status_phase{phase=~"Pending|Running"} == 1)'
     ready = 'max by (node) (kube_node_status_condition{condition="Ready",status="true"} == 1)'
@@ -404,9 +390,7 @@ def telemetry_groups(
 def health_groups() -> list[dict[str, Any]]:
     """Straggler detection per rank against the job's fastest quartile, and node health condition alerts.
 
-    The median of a 2-node job's 16 ranks interpolates between the two nodes (8 ranks at 1.0 s and 8 at 1.3 s give
-    1.15 s), so a slow node's ranks stayed under 1.2x it; the fastest quartile (quantile 0.25) is the healthy pace
-    as long as fewer than three quarters of the ranks are slow, and one odd fast rank does not move it."""
+    Why: docs/telemetry-health-cost.md, "Design notes", rules_promql.health_groups."""
     by_job = "namespace, training_job"
     records = [
         _record("gpufleet:training_step_seconds:avg5m", f"avg_over_time({TRAINING_STEP_METRIC}[5m])"),

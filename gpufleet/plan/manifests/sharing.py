@@ -44,9 +44,7 @@ def is_bottlerocket(group: NodeGroup) -> bool:
 def mig_instances_per_gpu(profile: str, profiles: tuple[str, ...]) -> int:
     """How many instances of `profile` fit one GPU whose homogeneous profiles are `profiles` (smallest first).
 
-    A profile `<g>g.<m>gb` takes g of 7 compute slices and m / (memory of the smallest profile) of 8 memory
-    slices; both must fit. This reproduces NVIDIA's table (1g.5gb: 7, 1g.10gb on a 40 GB A100: 4, 2g: 3, 3g: 2,
-    4g and 7g: 1), checked in tests against the GPU Operator's default-mig-parted-config."""
+    Why: docs/admission-and-sharing.md, "Design notes", sharing.mig_instances_per_gpu."""
     match = _PROFILE.match(profile)
     smallest = _PROFILE.match(profiles[0]) if profiles else None
     if match is None or smallest is None:
@@ -90,9 +88,7 @@ def devices_per_gpu(group: NodeGroup, *, with_sharing: bool = True) -> dict[str,
     """Devices one physical GPU of the group advertises, by resource name: replicas, MIG instances of its profile,
     or 1 -- what one device is worth (1/n of a GPU) in quotas and cost.
 
-    `with_sharing`: whether the environment deploys the sharing stage. Without it no device plugin config or MIG
-    manager config is deployed (foundation creates them only with the sharing stage), so every group, shared or not,
-    advertises one nvidia.com/gpu per physical GPU."""
+    Why: docs/admission-and-sharing.md, "Design notes", sharing.devices_per_gpu."""
     if not with_sharing:
         return {GPU_RESOURCE: 1}
     sharing = group.sharing
@@ -146,17 +142,7 @@ def sharing_node_labels(group: NodeGroup) -> dict[str, str]:
 def operator_sharing_values(fleet: Fleet) -> dict[str, Any]:
     """GPU Operator values pointing the device plugin and MIG manager at the ConfigMaps of stage 4.
 
-    Rendered whenever the sharing stage is included, even when every group is Exclusive, so that switching one
-    group later changes only its label, its entry and the hash of the ConfigMap it is in.
-
-    The hash of each ConfigMap is an environment variable (ClusterPolicy devicePlugin.env / migManager.env; neither
-    takes pod annotations). The device plugin's config-manager sidecar switches configs only when its node label
-    changes (NVIDIA/k8s-device-plugin cmd/config-manager/main.go, continuouslySyncConfigChanges), and the MIG
-    manager applies the config its label selects, so a changed entry under an unchanged label (4 -> 8 replicas, a
-    new MIG profile) takes effect only when the operand restarts: the hash rolls its DaemonSet on every GPU node.
-    A device plugin restart leaves running pods their GPUs; a MIG manager restart re-applies each node's selected
-    config, which changes nothing where it is already applied and repartitions where the profile changed
-    (gpufleet diff says: drain that group first)."""
+    Why: docs/admission-and-sharing.md, "Design notes", sharing.operator_sharing_values."""
     plugin_hash = data_sha256(device_plugin_configmap(fleet, "")["data"])
     mig_hash = data_sha256(mig_configmap(fleet, "")["data"])
     return {

@@ -98,11 +98,9 @@ def account_of(fleet: Fleet) -> str:
 def key_policy(fleet: Fleet, team_roles: list[Ref]) -> str | Concat:
     """Who may do what with the checkpoint key. cluster.admins administer it, and only they: the principal that
     runs `pulumi up` is one of them (docs/tenancy-and-access.md), which satisfies KMS's lockout safety check (the
-    creating principal must be allowed kms:PutKeyPolicy by the new policy). The account root may only read the
-    key (KEY_READ_ACTIONS), so no IAM policy in the account can grant changing the key policy, creating grants or
-    using the key. The price: if every admin principal is deleted, only AWS Support can restore access to the
-    key. Only the teams' checkpoint roles may use the key, for what SSE-KMS needs, and only through S3
-    (kms:ViaService) in this account (kms:CallerAccount)."""
+    creating principal must be allowed kms:PutKeyPolicy by the new policy).
+
+    Why: docs/network-and-storage.md, "Design notes", storage.key_policy."""
     root = f"arn:{partition(fleet.cluster.region)}:iam::{account_of(fleet)}:root"
     statements: list[dict[str, Any]] = [
         {

@@ -89,24 +89,7 @@ def monitoring_namespace(fleet: Fleet) -> str:
 def operator_telemetry_values(fleet: Fleet) -> dict[str, Any]:
     """GPU Operator values for telemetry (merged by the foundation stage into its release values).
 
-    - `dcgmExporter.config.name`: the exporter reads our CSV (the template renders `config.name` only; the key is
-      commented out in values.yaml of v26.3.3 and v26.7.0, templates/clusterpolicy.yaml reads it).
-    - `dcgmExporter.annotations`: a hash of the CSV on the exporter pods, so a changed CSV rolls them (the CSV is
-      mounted with subPath, which never sees ConfigMap updates).
-    - The standalone DCGM hostengine per GPU node (`dcgm.enabled`, set by stage 1 in
-    gpufleet.plan.manifests.gpu_operator;
-      Service nvidia-dcgm:5555, internalTrafficPolicy Local): the exporter connects to it instead of embedding its
-      own, and the health stage's `dcgmi` checks reach the same hostengine (one DCGM per GPU: diagnostics and
-      profiling metrics do not fight over the GPU).
-    - `dcgmExporter.env` KUBERNETES_VIRTUAL_GPUS=true: every pod holding a time-sliced or MPS replica of a GPU gets
-      its own copy of the GPU's series (labels pod/namespace/container and `vgpu`, the replica); without it the
-      exporter keeps one series per GPU labelled with whichever sharing pod it saw last, so idle GPU-hours of a
-      shared GPU land on one namespace (NVIDIA/dcgm-exporter internal/pkg/transformation/kubernetes.go,
-      toDeviceToSharingPods / toDeviceToPod, 4.5.3-4.8.2, the version GPU Operator v26.3.3 pins; unchanged since).
-      MIG instances have their own series either way. The rules count a device once where they mean the device.
-      Left out in a fleet with DRA groups and no time-sliced or MPS group (virtual_gpus).
-    - `dcgmExporter.env` KUBERNETES_ENABLE_DRA=true where the exporter can map DRA groups' GPUs (exporter_maps_dra).
-    """
+    Why: docs/telemetry-health-cost.md, "Design notes", telemetry.operator_telemetry_values."""
     digest = hashlib.sha256(dcgm_metrics_csv().encode()).hexdigest()[:16]
     env = [{"name": VIRTUAL_GPUS_ENV, "value": "true"}] if virtual_gpus(fleet) else []
     if exporter_maps_dra(fleet):
@@ -142,17 +125,9 @@ def virtual_gpus(fleet: Fleet) -> bool:
 
 def exporter_maps_dra(fleet: Fleet) -> bool:
     """Whether dcgm-exporter labels a DRA GPU's series with the pod holding it, which the idle figures of DRA groups
-    need (gpufleet.plan.manifests.rules_promql). With KUBERNETES_ENABLE_DRA the exporter reads the claims' devices
-    from the kubelet's pod resources API (their DynamicResources: the kubelet gate KubeletPodResourcesDynamicResources,
-    beta and on from Kubernetes 1.34, which devices DRA requires) and each device's UUID from the gpu.nvidia.com
-    ResourceSlices (internal/pkg/transformation/dra.go, an informer on them: the ClusterRole
-    dcgm_exporter_resourceslices grants what the GPU Operator's own, at v26.7.0, leaves out:
-    assets/state-dcgm-exporter/0210_clusterrole.yaml "TODO: Add resourceSlices permissions"; the exporter waits for
-    that informer to sync before it serves). But PodMapper.Process maps DRA devices only after the
-    KUBERNETES_VIRTUAL_GPUS branch, which returns first (internal/pkg/transformation/kubernetes.go @ 4.5.3-4.8.2, the
-    newest source read; the ResourceSlice API v1 is read from 4.6.0-4.8.3, GPU Operator v26.7.0's exporter, by
-    NVIDIA/dcgm-exporter#590): a fleet that needs both (a time-sliced or MPS group beside a DRA group) gets the
-    shared GPUs' per-pod series and no DRA mapping."""
+    need (gpufleet.plan.manifests.rules_promql).
+
+    Why: docs/telemetry-health-cost.md, "Design notes", telemetry.exporter_maps_dra."""
     return bool(dra_groups(fleet)) and not virtual_gpus(fleet)
 
 

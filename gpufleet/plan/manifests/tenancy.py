@@ -138,8 +138,9 @@ DEFAULT_DENY = "gpufleet-default-deny-ingress"
 def default_deny_ingress(team: Team, monitoring_namespace: str) -> dict[str, Any]:
     """Every pod of the team's namespace accepts connections only from pods of the same namespace (distributed
     jobs talk pod to pod: rendezvous, NCCL bootstrap, parameter servers) and from the monitoring namespace (the
-    Prometheus scrapers). Other teams' pods cannot connect. Egress is default_deny_egress's. Enforced by the VPC CNI
-    network policy agent (`enableNetworkPolicy`, stage 1); EFA traffic bypasses it (docs/tenancy-and-access.md)."""
+    Prometheus scrapers).
+
+    Why: docs/tenancy-and-access.md, "Design notes", tenancy.default_deny_ingress."""
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -168,10 +169,9 @@ HTTPS = 443
 
 def default_deny_egress(team: Team) -> dict[str, Any]:
     """Every pod of the team's namespace connects only to pods of the same namespace (any port), to DNS (53),
-    to the Pod Identity agent (80) and to TCP 443 anywhere. The VPC CNI's network policy agent filters a pod's
-    egress at the pod's interface to every destination, node IPs included, so this closes the nodes' DCGM host engines
-    (port 5555) to the team (EKS Best Practices Guide, multi-tenancy: default-deny network policies in every tenant
-    namespace)."""
+    to the Pod Identity agent (80) and to TCP 443 anywhere.
+
+    Why: docs/tenancy-and-access.md, "Design notes", tenancy.default_deny_egress."""
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
