@@ -1,11 +1,6 @@
 """`gpufleet init|validate|plan|synth|check|diff|preflight|diagnose|explain` (docs/architecture.md section 5).
 
-Exit codes: 0 success, 1 the input is invalid (or findings), 2 usage error, 3 internal error (a bug: the
-traceback is printed). User errors never print a traceback and never write output.
-
-Each command is a module with add_arguments(parser) and run(args) -> exit code. The parser knows the modules by
-name and imports only the one of the command that runs: importing all of them (the policy pack, the workload model,
-the tree reader, Jinja2, ...) takes many times what `validate` itself takes (tests/unit/test_cli_imports.py).
+Why, with sources: docs/commands.md, "Design notes", gpufleet/cli.py.
 """
 
 from __future__ import annotations

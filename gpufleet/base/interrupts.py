@@ -1,11 +1,6 @@
 """Interrupts that a finalizer swallowed: kept by the CLI's unraisable hook, raised again where a run may still stop.
 
-An interrupt (Ctrl-C's KeyboardInterrupt, the CLI's SIGTERM exception) that a signal handler raised while a
-finalizer ran (an asyncio event loop's __del__ during the Pulumi program, say) is not propagated: Python reports it
-as "Exception ignored in ..." and goes on (https://docs.python.org/3/library/sys.html#sys.unraisablehook). Without
-this, such a signal would be lost and the tree written anyway. The hook keeps it, silently, and the commit of a tree
-(gpufleet.tree.output) and the CLI when a command ends raise it again. Standard library only: the CLI installs the hook
-before it knows which command runs.
+Why, with sources: docs/commands.md, "Design notes", gpufleet/base/interrupts.py.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """run the fleet policies over a synth tree and print each finding with its fix (exit 1 on a mandatory violation)
 
-`gpufleet check out/prod` verifies the tree (gpufleet.tree.read: format, layout, digest), reads its resources (every
-registered resource with its inputs and options, docs/architecture.md section 6) and runs the same pure predicates as
-the CrossGuard pack in policies/ (`pulumi preview --policy-pack policies`), so CI catches a violation before any
-credentials are involved.
+Why, with sources: docs/policies-and-diff.md, "Design notes", gpufleet/commands/check.py.
 """
 
 from __future__ import annotations

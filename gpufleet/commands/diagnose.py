@@ -1,9 +1,6 @@
 """find what slows a GPU job: NCCL logs, node descriptions, data loader checks, image pulls, most urgent first
 
-`gpufleet diagnose [--nccl-log F]... [--node-describe F]... [--dataloader-log F]... [--pull-log F]...
-[--disk-mibps N]` exits 0 when nothing above info is found, 1 with a warning or critical finding, 2 on a usage error
-(no input, or a file that cannot be read). All NCCL logs of one run are read as one job (one file per pod works), so
-ranks can be compared with each other; all pull logs as one node's. `-` reads standard input.
+Why, with sources: docs/diagnose.md, "Design notes", gpufleet/commands/diagnose.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The inference servers gpufleet's serving signals are written for, and the Prometheus metrics each exports, named
-exactly as the pinned release emits them (docs/inference.md). A metric is (name, Prometheus type, labels the server
-puts on it); the recording rules of gpufleet.plan.manifests.inference read only these, and
-tests/telemetry/test_inference_signals.py feeds promtool series shaped as listed here.
+exactly as the pinned release emits them (docs/inference.md).
+
+Why, with sources: docs/inference.md, "Design notes", gpufleet/facts/serving.py.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """plan.md's "Before you deploy": what must exist or be done by hand before `pulumi up` of this environment, derived
 from its spec. Each item is a Markdown line; `gpufleet preflight` checks the account-side ones.
 
-Sources: an EKS cluster needs subnets in at least two Availability Zones (EKS user guide, "View Amazon EKS networking
-requirements for VPC and subnets"); the Kubernetes provider authenticates with `aws eks get-token`
-(gpufleet/plan/builders/cluster.py), so the aws CLI must be on the PATH of whoever runs Pulumi; the cluster is
-created without an implicit admin (bootstrapClusterCreatorAdminPermissions false), so the deploying role must be
-among cluster.admins; the known limitations are README's.
+Why, with sources: docs/deploy.md, "Design notes", gpufleet/plan/before_deploy.py.
 """
 
 from __future__ import annotations

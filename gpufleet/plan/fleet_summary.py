@@ -1,12 +1,7 @@
 """The fleet-wide summary of a spec with clusters[] for one environment (`gpufleet plan --env ENV`): its stacks in the
 order they deploy, the MultiKueue dispatch order, and each team's quota per cluster; then each stack's stage table.
 
-The order: the workers first, in the spec's order, then the manager, whose MultiKueueClusters need the workers'
-endpoints and kubeconfigs (docs/multi-cluster.md).
-
-The dispatch rounds follow Kueue's Incremental dispatcher (pkg/controller/workloaddispatcher/incrementaldispatcher.go
-@ v0.19.2): each round adds the next `stepSize` workers of MultiKueueConfig.spec.clusters to those nominated, and a
-round that no nominated worker admits in 5 minutes (incrementalDispatcherRoundTimeout) starts the next.
+Why, with sources: docs/architecture.md, "Design notes", gpufleet/plan/fleet_summary.py.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """What a rollout plan is made of: resources (by id, with deploy-time references), gates, each stage's content and
 the plan of the eight stages (built by gpufleet.plan.rollout).
 
-Every decision is made before a plan exists (by the stage builders); components only turn `Resource`s into Pulumi
-resources. Resources reference each other only by id, and a stage may reference only its own or earlier
-stages' resources (`check_order` enforces it, like cluster-toolkit's "earlier groups only" rule).
+Why, with sources: docs/architecture.md, "Design notes", gpufleet/plan/parts.py.
 """
 
 from __future__ import annotations

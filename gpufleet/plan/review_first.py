@@ -1,7 +1,9 @@
 """The top of plan.md, what a reviewer decides on before reading the rest: the fleet's monthly cost (at minSize and
 at maxSize) and each team's GPUs; then the risks: EKS extended support pricing, privileged images pinned by tag
 only, every stage's warnings (an oversubscribed quota among them), what replaces nodes by itself, and the gates
-that hold GPU nodes while they run. Each line names the section with the figures behind it."""
+that hold GPU nodes while they run.
+
+Why, with sources: docs/architecture.md, "Design notes", gpufleet/plan/review_first.py."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
 """EKS add-on check: each pinned add-on version is one EKS offers for the cluster's Kubernetes version.
 
-eks:DescribeAddonVersions(addonName, kubernetesVersion) lists `addons[].addonVersions[].addonVersion`, each with
-`compatibilities[].clusterVersion` and `defaultVersion` (EKS API reference, DescribeAddonVersions; botocore's eks
-service model). A pin outside that list fails CreateAddon at deploy time, after the cluster exists. `validate` checks
-the same pins offline against a dated catalog (gpufleet.facts.addons); this is the account's own answer. Add-ons are
-managed in mode Create only.
+Why, with sources: docs/commands.md, "Design notes", gpufleet/preflight/addon_versions.py.
 """
 
 from __future__ import annotations

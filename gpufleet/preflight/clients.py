@@ -1,12 +1,6 @@
 """The AWS clients preflight reads through, and the one place AWS API failures become findings.
 
-Clients come from `boto3.session.Session(region_name=<cluster.region>)`, so the standard credential chain
-(environment, shared config and SSO profiles, container and instance roles) and the standard endpoint
-settings apply: `AWS_ENDPOINT_URL` (or `AWS_ENDPOINT_URL_EC2`, `..._SSM`, `..._SERVICE_QUOTAS`, `..._EKS`) points every
-call at an emulator. No endpoint is named here.
-
-boto3 and botocore are imported inside the functions that need them, so the rest of the CLI (which imports
-this package for its help text) does not pay for them.
+Why, with sources: docs/commands.md, "Design notes", gpufleet/preflight/clients.py.
 """
 
 from __future__ import annotations

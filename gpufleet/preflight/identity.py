@@ -1,11 +1,6 @@
 """The deploying identity: whoever runs `pulumi up` must be one of cluster.admins.
 
-The cluster is created with `bootstrapClusterCreatorAdminPermissions: false` (plan/builders/cluster.py; the field is
-immutable), so the creator gets no Kubernetes access of its own: every Kubernetes resource of stage 1 on is applied
-through the access entry of a cluster.admins principal. sts:GetCallerIdentity names the caller: an IAM user by its
-ARN, an assumed role as `arn:<partition>:sts::<account>:assumed-role/<role name>/<session>`, which keeps the role's
-name but not its path (IAM user guide, "IAM identifiers", assumed-role ARNs), so a role is matched on account and
-name. In mode Existing the caller may already have access through another entry: a warning there.
+Why, with sources: docs/commands.md, "Design notes", gpufleet/preflight/identity.py.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Subnet checks: every subnet exists in the cluster's VPC, the cluster's span two zones EKS accepts, and a
 group pinned to a zone launches only into subnets of that zone.
 
-EKS requirements (awsdocs/amazon-eks-user-guide `latest/ug/networking/network-reqs.adoc`, "Subnet requirements
-for clusters"): cluster subnets "must be in at least two different Availability Zones" and "can't reside in"
-the zone IDs use1-az3, usw1-az2 and cac1-az3.
+Why, with sources: docs/commands.md, "Design notes", gpufleet/preflight/network.py.
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
-"""Capacity reservation checks. A Capacity Block group's reservation exists, is (or will become) active, is a
-Capacity Block for the group's instance type in the group's zone, and holds the group's maxSize. An OnDemand
-group's targeted ODCR (`reservation.id`) exists, is active, is an ODCR (not a Capacity Block) for the group's
-instance type, platform and tenancy in the group's zone, holds maxSize (launches into a full targeted
-reservation fail) and as many instances as `instanceCount` says (the cost estimate's figure); fewer available
-than desiredSize is a warning (instances already running in it, the fleet's own nodes on a re-run included,
-hold the rest). An `open` reservation: the active open ODCRs of the type in the group's zones hold at least
-instanceCount (a warning otherwise: the nodes run as plain On-Demand). A Capacity Reservation group
-(`resourceGroupArn`) is not read: its members are listed by AWS Resource Groups, and a launch falls back to
-On-Demand when they are used up.
+"""Capacity reservation checks.
 
-Capacity Blocks are "targeted Capacity Reservations in a single Availability Zone"; an instance "can't launch
-in a subnet in a different Availability Zone" from the block's (EC2 User Guide, capacity-blocks-using.html and
-capacity-blocks-launch.html). States: payment-pending, payment-failed, scheduled, active, expired
-(capacity-blocks-view.html). An EKS managed node group may be created before the block starts; it launches
-nodes once the block is active (awsdocs/amazon-eks-user-guide `latest/ug/nodes/capacity-blocks-mng.adoc`).
+Why, with sources: docs/commands.md, "Design notes", gpufleet/preflight/reservations.py.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """The Pulumi stack's `aws:region` against the spec's cluster.region (no AWS call: the project's own files).
 
-gpufleet's resources go through an explicit AWS provider in cluster.region (plan/builders/cluster.py), but the
-stack's `aws:region` configures Pulumi's default AWS provider and is what `pulumi config`, the console and anyone
-reading the stack see (Pulumi docs, AWS provider "Configuration": `aws:region`). Two regions for one stack is a
-mistake waiting to happen, so preflight refuses it. The stack file is `<stackConfigDir>/Pulumi.<env>.yaml` of the
-project whose Pulumi.yaml sits beside the spec (or in a directory above it); stack name = environment name.
+Why, with sources: docs/commands.md, "Design notes", gpufleet/preflight/stack.py.
 """
 
 from __future__ import annotations

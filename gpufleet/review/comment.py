@@ -1,15 +1,7 @@
 """The pull request comment of a fleet repository's workflow (gpufleet/data/fleet-repo/gpufleet.yml): every
-environment's `gpufleet diff --format markdown`, cut to what GitHub takes. GitHub refuses an issue comment whose body
-is over 65,536 characters ("Body is too long (maximum is 65536 characters)", the REST API's 422), which the
-example fleet with 13 teams passes on its first pull request (78,127: every resource added, in two environments).
+environment's `gpufleet diff --format markdown`, cut to what GitHub takes.
 
-A diff that fits is posted whole. One that does not keeps, per environment, what a reviewer acts on (the cautions,
-running work, changed stages, quotas and cost) and leaves out the per-stage resource tables (the `<details>`
-blocks), with a line saying where the whole diff is: the job summary and the workflow artifact. Environments after
-the first that still do not fit are named, not shown; a first environment whose summary alone is too long is cut at
-a line.
-
-`python -m gpufleet.review.comment DIFF_MD [ARTIFACT_URL]` prints the comment.
+Why, with sources: docs/policies-and-diff.md, "Design notes", gpufleet/review/comment.py.
 """
 
 from __future__ import annotations

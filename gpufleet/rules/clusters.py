@@ -1,11 +1,7 @@
 """clusters[]: what a spec of several clusters must hold together before it is projected onto one spec per cluster
 (gpufleet.spec.clusters). Each projection then goes through every rule of a single-cluster fleet.
 
-Kueue's MultiKueue (site/content/en/docs/concepts/multikueue.md @ v0.19.2): one manager cluster dispatches to its
-workers, and "we do not support currently role sharing where the manager cluster is also one of workers for itself";
-the manager's quota "should equal the total quota available in all worker clusters" (derived here, see
-gpufleet.spec.clusters); a dispatched workload needs its namespace and LocalQueue on the worker (setup_multikueue.md),
-which every worker gets for every team by construction.
+Why, with sources: docs/multi-cluster.md, "Design notes", gpufleet/rules/clusters.py.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """Cross-field rules: `(fleet) -> Iterable[Issue]`, registered by name, all run, every issue reported.
 
-The schema checks each field alone; these check what fields mean together. Each feature's rules are a module of
-this folder; this one gathers them into the one table. Rules never call AWS (that is `gpufleet preflight`), so they
-run offline and fast.
+Why, with sources: docs/architecture.md, "Design notes", gpufleet/rules/cross_field.py.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """The API server's first word on a workload: is its kind served at all?
 
-`kubectl apply` maps each object's apiVersion and kind to a resource through discovery before it sends anything; a
-kind no CRD defines fails there with `no matches for kind "K" in version "G/V"` (k8s.io/apimachinery
-pkg/api/meta/errors.go `NoKindMatchError.Error`), and nothing reaches Kueue. What the fleet serves is what it
-installs: the built-in workload APIs of every cluster, plus the custom kinds of the charts and CRDs the plan of
-this environment deploys (`served_kinds`).
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/simulate/api_server.py.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Whether a pending pod makes the Cluster Autoscaler scale a node group up (from zero, or past its current size).
 
-kubernetes/autoscaler cluster-autoscaler: for an empty group the autoscaler builds a template node
-(cloudprovider/aws/aws_manager.go `buildNodeFromTemplate`: CPU, memory and GPUs of the instance type, labels and taints
-from eks:DescribeNodegroup, extended resources from `k8s.io/cluster-autoscaler/node-template/resources/*` tags) and
-runs the scheduler's filters on it (core/scaleup/orchestrator: a group is an option only when the pod passes
-PreFilter/Filter on its template); a group at maxSize is never an option. Kueue-managed pods exist only after
-admission, so the autoscaler sees nothing of a workload Kueue has not admitted.
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/simulate/autoscaler.py.
 """
 
 from __future__ import annotations

@@ -3,9 +3,7 @@ kube-prometheus-stack's operator, Prometheus and kube-state-metrics, the Cluster
 one pod each, with the nodeSelector and tolerations gpufleet's values give it, else the chart's default
 (gpufleet.facts.versions.CHART_CONTROLLERS, each read from the pinned chart's values.yaml).
 
-None of them asks for a GPU or tolerates the GPU groups' taints, so each needs an untainted node: gpufleet's system
-node group (mode Create) or the existing cluster's own nodes. A fleet without one leaves Kueue, the operators and the
-autoscaler pending. Multus is not here: gpufleet renders its DaemonSet itself (gpufleet.simulate.canonical.rendered).
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/simulate/controllers.py.
 """
 
 from __future__ import annotations

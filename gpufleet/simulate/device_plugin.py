@@ -1,12 +1,6 @@
 """The NVIDIA device plugin's Allocate, where a node group shares its GPUs.
 
-NVIDIA/k8s-device-plugin `internal/plugin/server.go` Allocate: with `failRequestsGreaterThanOne` (gpufleet's
-time-slicing config sets it; MPS forces it on, api/config/v1/config.go) a container asking for more than one shared
-device is refused: "request for 'nvidia.com/gpu: 2' too large: maximum request size for shared resources is 1"
-(the kubelet reports UnexpectedAdmissionError and the pod does not recover). Under MIG strategy `single` every MIG
-device is advertised as `nvidia.com/gpu`; `nvidia.com/mig-<profile>` exists only under strategy `mixed`
-(README "MIG Support", deployments/helm values `migStrategy`; internal/rm/rm.go AddDefaultResourcesToConfig), and
-then only for the profiles the node's layout has.
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/simulate/device_plugin.py.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """Kubelet admission of a pod on one node: the Topology Manager over the pod's NUMA-aligned devices and CPUs.
 
-Hint providers as the kubelet registers them (pkg/kubelet/cm/container_manager_linux.go): the device manager (one
-hint list per device-plugin resource that reports topology: GPUs, EFA, RDMA) and the CPU manager, which gives hints
-only under the static policy for Guaranteed pods with whole CPUs (cpumanager/policy_static.go GetTopologyHints /
-GetPodTopologyHints). At pod scope the pod's total request is aligned once; at container scope each container.
-A refusal is a TopologyAffinityError: "Resources cannot be allocated with Topology Locality".
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/simulate/kubelet.py.
 """
 
 from __future__ import annotations

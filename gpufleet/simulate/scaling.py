@@ -1,11 +1,6 @@
 """KEDA ScaledObjects among explain's manifests: the workload each scales, at the most replicas KEDA may give it.
 
-KEDA sets its target's replicas through the /scale subresource, between minReplicaCount and maxReplicaCount
-(kedacore/keda v2.20.2 apis/keda/v1alpha1/scaledobject_types.go: maxReplicaCount defaults to
-defaultHPAMaxReplicas, 100). A burst at maxReplicaCount is the replicas Kueue must admit: explain judges the target
-a second time at that count, so a ScaledObject whose maximum the team's quota cannot hold says so before the burst
-finds out. The target is named by scaleTargetRef (apiVersion apps/v1 and kind Deployment when omitted,
-apis/keda/v1alpha1/gvkr.go ParseGVKR) in the ScaledObject's namespace; a LeaderWorkerSet's replicas are its groups.
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/simulate/scaling.py.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """The tenant admission policies (gpufleet.plan.manifests.tenant_policies) as explain sees them: which of a workload's
 fields the API server's ValidatingAdmissionPolicies in a team namespace refuse, after authorization, before Kueue.
 
-Read from the plan: a policy applies only where the environment renders it (the admission stage), and with the
-values it renders (each team namespace's allowed priority classes). The CEL itself is evaluated in
-tests/admission/test_tenant_policies.py; this model is held to the same cases in tests/model/test_tenancy.py.
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/simulate/tenancy.py.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """Workloads as the gates see them: a kind, a namespace, labels, and pod sets (a pod template and a count).
 
-Read from the object kinds `gpufleet explain` accepts. Pod sets follow Kueue's own split of each kind
-(kueue v0.19.2 pkg/controller/jobs/*: a Job is one pod set of min(parallelism, completions) pods, a JobSet one per
-replicated job of replicas x that, PyTorchJob/MPIJob one per replica type, a TrainJob its trainer nodes); Deployments,
-StatefulSets and Pods are one pod set (a Deployment's pods are admitted one by one: gpufleet.simulate.verdict); a
-DaemonSet one pod per node it selects.
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/simulate/workload.py.
 """
 
 from __future__ import annotations

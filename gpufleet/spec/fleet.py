@@ -1,9 +1,6 @@
 """The typed, frozen fleet model. Built once from schema-valid, default-filled data (`Fleet.create`).
 
-Field names follow the YAML (snake_case here); each docstring starts with the YAML name. A field reads the
-camelCase of its name, or what its metadata says (`at`, `keyed`, `rest`, `derived`: gpufleet.spec.fields, which
-builds the model from the YAML; tests/unit/test_spec_fields.py holds the fields to the schema). Defaults are not
-declared here: static ones come from the schema, computed ones from `gpufleet.spec.defaults`.
+Why, with sources: docs/spec.md, "Design notes", gpufleet/spec/fleet.py.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The reference each privileged image gpufleet renders runs under (gpufleet.facts.images): the tag this fleet's
 versions name, with the digest `images.<key>` gives for it.
 
-A reference with both a tag and a digest pulls the digest and drops the tag (distribution/reference normalize.go
-ParseDockerRef, which containerd's CRI image service uses: "The reference is both tagged and digested, only return
-digested"). So a digest given for an older tag would run the older image silently: the tag is kept in the spec's
-value and the rules (gpufleet.rules.versions `images`) refuse one that is not the tag this fleet renders.
+Why, with sources: docs/cold-start.md, "Design notes", gpufleet/spec/images.py.
 """
 
 from __future__ import annotations

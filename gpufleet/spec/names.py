@@ -1,9 +1,7 @@
 """Names every layer shares: node labels, taints and their tolerations, namespaces, extended resources, reserved
 sharing-config names and the AWS partition of a region.
 
-A leaf: it imports only the spec model, so rules, manifests, builders, the diff and the policy pack can all use
-it without importing each other (tests/unit/test_layers.py). The policy pack imports it from the checkout, so it
-stays standard-library only.
+Why, with sources: docs/architecture.md, "Design notes", gpufleet/spec/names.py.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """The spec's JSON Schema (2020-12): the shipped document, the dialect helpers its validator uses, static defaults.
 
-The schema (`schemas/fleet.schema.json`) holds structure and static defaults; computed defaults live in
-`gpufleet.spec.defaults`. Defaults are filled only after the document validates, so an error never points at a
-value the user did not write. jsonschema validates (gpufleet.spec.schema_errors).
+Why, with sources: docs/spec.md, "Design notes", gpufleet/spec/schema.py.
 """
 
 from __future__ import annotations

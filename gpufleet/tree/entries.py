@@ -1,8 +1,6 @@
 """One resource entry of a synth tree's inventory as plain data: its inputs and labels, and which node group it is.
 
-Shared by the diff (gpufleet.review.impact) and the policy pack (gpufleet.policies.resources), so "a GPU node group"
-means the same to both. The pack imports it from the checkout where gpufleet is not installed: standard library and
-gpufleet.spec.names only.
+Why, with sources: docs/synth-tree.md, "Design notes", gpufleet/tree/entries.py.
 """
 
 from __future__ import annotations

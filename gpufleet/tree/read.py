@@ -1,10 +1,6 @@
 """Read a synth tree for `check` and `diff`, refusing anything but a complete tree exactly as synth wrote it.
 
-A tree is trusted only when its plan.json names the tree format in a version this gpufleet reads, nothing in
-the directory lies outside the tree layout, the digest in plan.json matches plan.json, plan.md and inventory.json
-(gpufleet.tree.write.digest), and every resource file is there, matches the sha256 its inventory entry gives and is
-some entry's file. A tree that holds only inventory.json, an emptied inventory, YAML replaced by garbage or a
-hand-edited file is "not a synth tree" (exit 2) rather than a clean result or a crash.
+Why, with sources: docs/synth-tree.md, "Design notes", gpufleet/tree/read.py.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """ValidatingAdmissionPolicies authored as package data (gpufleet/data/admission/<name>.yaml): the CEL is written
 there, composed from named `variables` as Kubernetes' own examples are; Python fills only the data, named in the
-policy as `${name}`, and adds gpufleet's managed-by label. Where `${name}` stands decides what it becomes:
+policy as `${name}`, and adds gpufleet's managed-by label.
 
-- in a CEL field (`expression`, `messageExpression`): the CEL literal of the value (`literal`);
-- as a whole list item: the value's items, spliced into the list (resource rules);
-- in any other string (a `message`): the value, a string.
-
-A policy that names a datum it is not given, or is given one it does not name, is a programming error."""
+Why, with sources: docs/architecture.md, "Design notes", gpufleet/plan/manifests/admission_data.py."""
 
 from __future__ import annotations
 

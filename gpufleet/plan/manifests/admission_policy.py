@@ -1,12 +1,6 @@
 """The ValidatingAdmissionPolicies of the admission stage that every fleet renders, and the bindings of all of them.
 
-1. `gpufleet-require-queue-name` (gpufleet/data/admission/gpufleet-require-queue-name.yaml): in team namespaces a Job,
-   and each custom job kind the fleet installs, carries a non-empty `kueue.x-k8s.io/queue-name` label; this module
-   fills in the kinds the fleet installs.
-2. `gpufleet-visible-devices-need-gpu` (gpufleet/data/admission/gpufleet-visible-devices-need-gpu.yaml): a container
-   that sets NVIDIA_VISIBLE_DEVICES to anything that selects devices has a non-zero `nvidia.com/gpu` limit.
-
-What each judges and why is written beside its CEL, in the policy's YAML (gpufleet.plan.manifests.admission_data).
+Why, with sources: docs/admission-and-sharing.md, "Design notes", gpufleet/plan/manifests/admission_policy.py.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """FSx for Lustre (stage 6) as plain data: the FSx CSI driver's Helm values, its controller's IAM policy, and the
 static PersistentVolume and PersistentVolumeClaim that give each team namespace the file system.
 
-The driver is kubernetes-sigs/aws-fsx-csi-driver (chart 1.17.0, driver v1.9.0). Its node plugin mounts
-`<dnsname>@tcp:/<mountname>` with `mount -t lustre` (pkg/driver/node.go NodePublishVolume, the PV's volumeAttributes
-`dnsname` and `mountname`); it has no attacher (templates/csidriver.yaml `attachRequired: false`) and no staging, so
-one PersistentVolume per team may name the same file system. The upstream static provisioning example
-(examples/kubernetes/static_provisioning/specs/pv.yaml) is what each PV follows: ReadWriteMany, `flock`, Retain.
+Why, with sources: docs/network-and-storage.md, "Design notes", gpufleet/plan/manifests/fsx.py.
 """
 
 from __future__ import annotations

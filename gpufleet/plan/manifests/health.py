@@ -1,9 +1,7 @@
 """Health (stage 7): EKS node auto repair per GPU group, the Node Problem Detector DCGM plugin, the remediation
 controller and the planted-fault verification Job. See docs/telemetry-health-cost.md.
 
-Interface used by gpufleet/plan/stages/foundation.py (only when the health stage is included):
-- node_repair_config(fleet, group) -> the `nodeRepairConfig` input of aws.eks.NodeGroup (the provider schema's
-  names, pulumi-aws 7.x), or None to leave auto repair off.
+Why, with sources: docs/telemetry-health-cost.md, "Design notes", gpufleet/plan/manifests/health.py.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """A Karpenter group's NodePool (karpenter.sh/v1) and EC2NodeClass (karpenter.k8s.aws/v1), Karpenter 1.14.1.
 
-Shapes: aws/karpenter-provider-aws pkg/apis/crds/karpenter.sh_nodepools.yaml and karpenter.k8s.aws_ec2nodeclasses.yaml
-@ v1.14.1 (tests/foundation/test_karpenter.py validates both against them). One pool of one instance type per
-group, like the managed node group it stands for (the seed's "separate node groups per device type, always"): the
-same labels and taints, the same kubelet and Topology Manager settings, EFA interfaces, instance store, capacity.
+Why, with sources: docs/karpenter.md, "Design notes", gpufleet/plan/manifests/karpenter.py.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """The MultiKueue manager's objects (kueue.x-k8s.io/v1beta2) and its controller settings, as plain dicts.
 
-Field names are those of kubernetes-sigs/kueue config/components/crd/bases/kueue.x-k8s.io_admissionchecks.yaml,
-_multikueueconfigs.yaml and _multikueueclusters.yaml, and apis/config/v1beta2/configuration_types.go (MultiKueue,
-IncrementalDispatcherConfig) @ v0.19.2; the example they follow is site/static/examples/multikueue/
-multikueue-setup.yaml there.
+Why, with sources: docs/multi-cluster.md, "Design notes", gpufleet/plan/manifests/multikueue.py.
 """
 
 from __future__ import annotations

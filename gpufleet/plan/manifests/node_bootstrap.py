@@ -1,9 +1,6 @@
 """Node user data: nodeadm NodeConfig (AL2023) or TOML settings (Bottlerocket), plus the image pre-pull.
 
-Managed node groups with an EKS AMI type merge the cluster details into the NodeConfig themselves, so ours
-carries only what we change: kubelet Topology Manager and CPU manager, and local NVMe. Shape:
-https://awslabs.github.io/amazon-eks-ami/nodeadm/doc/api/ (node.eks.aws/v1alpha1, validated in tests against
-awslabs/amazon-eks-ami nodeadm/crds/node.eks.aws_nodeconfigs.yaml).
+Why, with sources: docs/stage-1.md, "Design notes", gpufleet/plan/manifests/node_bootstrap.py.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Telemetry (stage 2): the DCGM metrics ConfigMap, the exporter's ServiceMonitor, kube-prometheus-stack values,
 and what the foundation stage wires into the GPU Operator.
 
-Interface used by gpufleet/plan/stages/foundation.py (only when the telemetry stage is included):
-- operator_telemetry_values(fleet) -> GPU Operator Helm values (dcgmExporter.config pointing at the metrics
-  ConfigMap stage 2 creates). The foundation always sets dcgmExporter.serviceMonitor.enabled=false: stage 2
-  creates the ServiceMonitor itself, after the Prometheus Operator CRDs exist.
+Why, with sources: docs/telemetry-health-cost.md, "Design notes", gpufleet/plan/manifests/telemetry.py.
 """
 
 from __future__ import annotations

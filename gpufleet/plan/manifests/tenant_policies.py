@@ -1,16 +1,7 @@
 """The ValidatingAdmissionPolicies that keep one team from stepping on another (docs/tenancy-and-access.md), each
-bound to the team namespaces. RBAC only adds: AmazonEKSEditPolicy grants a team member create, update and delete of
-NetworkPolicies, Services, ConfigMaps, ServiceAccounts and DaemonSets in the namespace, so what a team must not do with
-them is refused here, at admission. Each is package data, gpufleet/data/admission/<name>.yaml, where what it judges and
-why is written beside its CEL (gpufleet.plan.manifests.admission_data); this module fills in the fleet's data.
+bound to the team namespaces.
 
-1. `gpufleet-team-priorities`: the priority classes a team's workloads may name (teams[].priorities).
-2. `gpufleet-protect-owned-objects`: a team's group may not create, change or delete gpufleet's objects.
-3. `gpufleet-team-network-policies`: a team's NetworkPolicy names peers of its own namespace only.
-4. `gpufleet-no-owner-spoofing`: a team member may not claim a controller owner whose children are admitted at the
-   parent (CLAIMED_OWNERS).
-5. `gpufleet-team-no-daemonsets`: a team's group may not create DaemonSets.
-6. `gpufleet-team-service-exposure`: the Service types a team may create (teams[].serviceTypes), never externalIPs.
+Why, with sources: docs/tenancy-and-access.md, "Design notes", gpufleet/plan/manifests/tenant_policies.py.
 """
 
 from __future__ import annotations
