@@ -37,10 +37,7 @@ class InstanceType:
     gfd_product: str  # nvidia.com/gpu.product label GPU Feature Discovery sets (GFD label form)
     local_nvme_gib: int  # InstanceStorageInfo.TotalSizeInGB; 0 without instance store
     # RDMA NICs (ConnectX InfiniBand or RoCE ports) the instance exposes for fabric RDMA: 0 on every EC2 GPU type.
-    # EC2's fast path between GPU instances is EFA (SRD through libfabric's efa provider); NetworkInfo lists ENA and
-    # EFA interfaces only, and no GPU instance has a ConnectX NIC (EC2 accelerated instance specifications,
-    # https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html). The NVIDIA Network Operator targets ConnectX
-    # NICs (Mellanox-Inc/network-operator README: ConnectX IB/RoCE), so it is not the path on EC2: EFA is.
+    # Why: docs/stage-1.md, "Design notes", catalog.rdma_nics.
     rdma_nics: int = 0
 
 
@@ -87,10 +84,8 @@ _B200: Final = _GpuSpec(
     "B200", 183359, "NVIDIA-B200",
     ("1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb"),
 )  # fmt: skip
-# [I] B300 is not in the MIG user guide's tables as read here. The profiles are those listed for
-# p6-b300 in aws/sagemaker-hyperpod-cli PR #403 (citing mig-parted device filter 0x318210DE) and in one
-# other public settings model; the 7g size matches EC2's 275040 MiB. The GFD form follows the NVML name
-# "NVIDIA B300 SXM6 AC" seen in a third-party test fixture. Confirm both on a node.
+# [I] B300 is not in the MIG user guide's tables as read here.
+# Why: docs/stage-1.md, "Design notes", catalog._B300.
 _B300: Final = _GpuSpec(
     "B300", 275040, "NVIDIA-B300-SXM6-AC",
     ("1g.34gb", "1g.67gb", "2g.67gb", "3g.135gb", "4g.135gb", "7g.269gb"),

@@ -21,14 +21,7 @@ def seconds(size_gb: float, gbps: float) -> float:
 
 # Parallel pull (SOCI snapshotter's parallel-pull-unpack mode): where each AMI has it, how it is set, and the disk it
 # needs.
-#
-# AL2023: nodeadm's `FastImagePull` feature gate (NodeConfig spec.featureGates; awslabs/amazon-eks-ami
-# nodeadm/api/v1alpha1/nodeconfig_types.go @ 81fec2e). nodeadm then writes /etc/soci-snapshotter-grpc/config.toml
-# from its own template and sets containerd's CRI snapshotter to soci (nodeadm/internal/containerd/config.go
-# UseSOCISnapshotter, snapshotter/soci-snapshotter.config.toml). The gate came in release v20250821: v20250813
-# added SOCI support under the name `AggressiveImagePull` and v20250821 renamed it (CHANGELOG.md, "chore(nodeadm):
-# rename feature flag", #2381), so an older release ignores the key gpufleet writes. nodeadm ignores the gate below
-# 4 vCPUs or 7 GiB of memory (UseSOCISnapshotter: totalMemory >= 7 GiB and >= 4000 millicores).
+# Why: docs/cold-start.md, "Design notes", image_pull.FAST_IMAGE_PULL_AL2023_DATE.
 FAST_IMAGE_PULL_AL2023_DATE = "20250821"
 AL2023_MIN_VCPUS = 4
 AL2023_MIN_MEMORY_GIB = 7
@@ -49,10 +42,8 @@ NODEADM_DISCARD_UNPACKED_LAYERS = True
 # feature", bottlerocket-core-kit#569).
 BOTTLEROCKET_SOCI_FLOOR = (1, 44, 0)
 
-# The root volume (AL2023) or data volume (Bottlerocket) that holds the store. Parallel pull buffers each layer on
-# disk before unpacking it, so it writes more than containerd's pull does: nodeadm's docs (doc/examples.md, "Enabling
-# fast image pull") recommend at least 600 MiB/s, "Below that value, you may see longer image pull times with this
-# flag", and the karpenter-blueprints soci-snapshotter README found 600 MiB/s at the baseline 3,000 IOPS a good start.
+# The root volume (AL2023) or data volume (Bottlerocket) that holds the store.
+# Why: docs/cold-start.md, "Design notes", image_pull.PARALLEL_MIN_MIBPS.
 PARALLEL_MIN_MIBPS = 600
 # gp3 (EC2 launch template and EC2NodeClass ebs.throughput/iops): 125 MiB/s and 3,000 IOPS are included; at most
 # 1,000 MiB/s and 16,000 IOPS as the pinned Karpenter EC2NodeClass CRD and pulumi-aws document them (EC2's

@@ -195,9 +195,7 @@ COMPONENTS: Mapping[str, Component] = MappingProxyType(
         ),
         # https://github.com/kubernetes-sigs/dra-driver-nvidia-gpu/tree/v0.4.1/deployments/helm/dra-driver-nvidia-gpu
         # (docs/install.md: oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu, --version 0.4.x).
-        # Installed in stage 1 when a node group has devices DRA (gpufleet.plan.builders.device_managers). The pinned
-        # GPU Operator v26.7.0 names DRA driver v0.5.0 for its own GPUCluster path (deployments/gpu-operator/
-        # values.yaml draDriver.version), which is not tagged upstream yet: 0.4.1 is the newest release.
+        # Why: docs/stage-1.md, "Design notes", versions.nvidiaDraDriver.
         "nvidiaDraDriver": Component(
             title="NVIDIA DRA driver for GPUs",
             chart="dra-driver-nvidia-gpu",
@@ -271,12 +269,8 @@ COMPONENTS: Mapping[str, Component] = MappingProxyType(
             ),
         ),
         # https://github.com/aws/karpenter-provider-aws/tree/v1.14.1/charts/karpenter; the release publishes the chart
-        # (whose git Chart.yaml still says 1.13.0) as oci://public.ecr.aws/karpenter/karpenter 1.14.1. Installed in
-        # stage 1 when a node group has provisioner Karpenter (gpufleet.plan.builders.karpenter). Its CRDs come from
-        # the karpenter-crd chart of the same version (charts/karpenter-crd, published as
-        # oci://public.ecr.aws/karpenter/karpenter-crd), as Karpenter's upgrade guide recommends ("CRD Upgrades",
-        # website/content/en/docs/upgrading/upgrade-guide.md @ v1.14.1): Helm installs the controller chart's crds/
-        # once and never upgrades them.
+        # (whose git Chart.yaml still says 1.13.0) as oci://public.ecr.aws/karpenter/karpenter 1.14.1.
+        # Why: docs/stage-1.md, "Design notes", versions.karpenter.
         "karpenter": Component(
             title="Karpenter",
             chart="karpenter",
@@ -620,10 +614,8 @@ CHART_CONTROLLERS: Mapping[str, Mapping[str, tuple[ControllerPlacement, ...]]] =
 # Kubernetes minor versions EKS offers in standard support that gpufleet renders for.
 KUBERNETES_VERSIONS = ("1.32", "1.33", "1.34", "1.35")
 
-# Cluster Autoscaler image per Kubernetes minor. Upstream tests each CA minor only with the matching control
-# plane ("We recommend using Cluster Autoscaler with the Kubernetes control plane version for which it was meant",
-# kubernetes/autoscaler cluster-autoscaler/README.md), so the image follows cluster.kubernetesVersion, not the
-# chart's appVersion. Each is the newest patch tag cluster-autoscaler-<version> of kubernetes/autoscaler for its minor.
+# Cluster Autoscaler image per Kubernetes minor.
+# Why: docs/stage-1.md, "Design notes", versions.CLUSTER_AUTOSCALER_IMAGES.
 CLUSTER_AUTOSCALER_IMAGES: Mapping[str, str] = MappingProxyType(
     {"1.32": "v1.32.7", "1.33": "v1.33.6", "1.34": "v1.34.5", "1.35": "v1.35.2"}
 )
@@ -675,12 +667,9 @@ NODE_MONITORING_AGENT_XIDS: Mapping[str, tuple[int, ...]] = MappingProxyType(
 )
 
 
-# DCGM health-watch incident codes (dcgmError_t, dcgmlib/dcgm_errors.h) that DCGM's health module can report, per
-# DCGM release: every DCGM_FR_* named in modules/health/*.cpp|h at NVIDIA/DCGM's tag, numbered from that tag's
-# dcgm_errors.h. The node monitoring agent turns each FAIL incident into the Fatal reason `DCGMHealthCode<N>` on
-# AcceleratedHardwareReady (aws/eks-node-monitoring-agent v1.7.0 monitors/nvidia/dcgm/dcgm_healthcheck.go) and skips
-# 122 (DCGM_FR_IMEX_UNHEALTHY), so 122 is left out. The agent reads them from the host engine it dials: the GPU
-# Operator's standalone one (gpufleet.manifests.node_monitoring), whose DCGM release GpuOperatorRelease.dcgm_image pins.
+# DCGM health-watch incident codes (dcgmError_t, dcgmlib/dcgm_errors.h) that DCGM's health module can report, per DCGM
+# release: every DCGM_FR_* named in modules/health/*.cpp|h at NVIDIA/DCGM's tag, numbered from that tag's dcgm_errors.h.
+# Why: docs/stage-1.md, "Design notes", versions.DCGM_HEALTH_CODES.
 DCGM_HEALTH_CODES: Mapping[str, tuple[int, ...]] = MappingProxyType(
     {
         "4.5.2": (3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 33, 36, 40, 52, 70, 71, 80, 81, 101, 119, 120, 121, 123)

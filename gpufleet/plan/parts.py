@@ -194,10 +194,9 @@ def refs_of(value: Any) -> list[Ref]:
     return found
 
 
-# Most of a resource's args are strings and numbers: they are passed over by their exact type, without a call or
-# an isinstance check each (here and in components/factory.py `resolve`). collections.abc.Mapping's isinstance is
-# a cached C lookup (typing.Mapping's runs typing's __instancecheck__ in Python), and one list is filled, not a
-# chain of generators per nesting level.
+# Most of a resource's args are strings and numbers: they are passed over by their exact type, without a call or an
+# isinstance check each (here and in components/factory.py `resolve`).
+# Why: docs/architecture.md, "Design notes", parts.LEAVES.
 LEAVES = frozenset({str, int, float, bool, type(None)})
 
 

@@ -102,10 +102,9 @@ def scale_up_blocker(
             ),
         )
     if node.max_size < needed and node.node_pool is not None:
-        # Karpenter launches no node past the pool's limits (kubernetes-sigs/karpenter pkg/controllers/provisioning:
-        # a NodePool whose limits are exceeded is skipped); gpufleet's limit is maxSize nodes' GPUs.
-        # Karpenter counts against the limit the nvidia.com/gpu it sees per instance: the physical GPUs of its
-        # instance type, or the slices the pool's NodeOverlay names (nodes.node_model's template resources).
+        # Karpenter launches no node past the pool's limits (kubernetes-sigs/karpenter pkg/controllers/provisioning: a
+        # NodePool whose limits are exceeded is skipped); gpufleet's limit is maxSize nodes' GPUs.
+        # Why: docs/explain-model.md, "Design notes", autoscaler.info.
         info = catalog.lookup(node.instance_type)
         seen = node.template["resources"] if node.template is not None else {}
         gpus = int(seen.get("nvidia.com/gpu", info.gpu_count if info is not None else 0))

@@ -527,9 +527,7 @@ def _place(
         )
 
     # kube-scheduler places pods only on nodes that exist; the autoscaler adds nodes for the pods it could not place.
-    # So a group whose existing (minSize, idle) nodes hold the pods comes before one that must scale up, each in
-    # the spec's order (scheduler: framework/runtime filters over existing nodes; cluster-autoscaler
-    # core/scaleup/orchestrator only acts on pods the scheduler marked unschedulable).
+    # Why: docs/explain-model.md, "Design notes", verdict.pods_on.
     def pods_on(node: NodeModel) -> int:
         return already.get(node.group, 0) + ps.count
 

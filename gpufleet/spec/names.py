@@ -52,10 +52,8 @@ def node_group_name_prefix(fleet_name: str, group_name: str) -> str:
     return f"{fleet_name}-{group_name}-"
 
 
-# Tenancy (docs/tenancy-and-access.md). The team label of team namespaces, queues and RBAC objects, also the tag on
-# a team member's EKS access entry; the Kubernetes group of a team's access entries (EKS rejects groups starting
-# with system:, eks:, aws:, amazon: or iam:); the cluster tag that records publicEndpoint.acknowledgeOpenToInternet
-# (the policies see resources, not the spec).
+# Tenancy (docs/tenancy-and-access.md).
+# Why: docs/architecture.md, "Design notes", names.LABEL_TEAM.
 LABEL_TEAM = "gpufleet.io/team"
 # Kueue's workload labels (kueue pkg/controller/constants: QueueLabel, WorkloadPriorityClassLabel).
 LABEL_QUEUE_NAME = "kueue.x-k8s.io/queue-name"

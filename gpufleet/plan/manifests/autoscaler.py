@@ -28,11 +28,8 @@ SERVICE_ACCOUNT = "cluster-autoscaler"
 TAG_ENABLED = "k8s.io/cluster-autoscaler/enabled"
 TEMPLATE_RESOURCE_TAG = "k8s.io/cluster-autoscaler/node-template/resources/"
 EPHEMERAL_STORAGE = "ephemeral-storage"
-# The AWS provider's GPU label (cloudprovider/aws/aws_cloud_provider.go GPULabel). A node carrying it counts as a
-# GPU node from the moment it registers, so the autoscaler waits for the device plugin to advertise its GPUs
-# instead of scaling up again meanwhile (README "Special note on GPU instances"), and measures its utilization by
-# GPUs alone (simulator/utilization/info.go). The value only feeds metrics; these are the names the provider
-# lists (availableGPUTypes), else nvidia-<model>.
+# The AWS provider's GPU label (cloudprovider/aws/aws_cloud_provider.go GPULabel).
+# Why: docs/stage-1.md, "Design notes", autoscaler.ACCELERATOR_LABEL.
 ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
 _ACCELERATOR_NAMES = {"A100": "nvidia-tesla-a100", "T4": "nvidia-tesla-t4", "V100": "nvidia-tesla-v100"}
 # Instances with the EFA driver pre-allocate 5128 2 MiB huge pages (awsdocs/amazon-eks-user-guide
@@ -40,19 +37,15 @@ _ACCELERATOR_NAMES = {"A100": "nvidia-tesla-a100", "T4": "nvidia-tesla-t4", "V10
 EFA_HUGEPAGES_2MI = f"{5128 * 2}Mi"
 
 # Flags of the autoscaler binary, each present in cluster-autoscaler/config/flags/flags.go at cluster-autoscaler-1.35.2
-# (cluster-autoscaler/main.go at 1.32.7), so every image in CLUSTER_AUTOSCALER_IMAGES accepts them. The chart passes
-# each extraArgs entry as --<key>=<value> (templates/deployment.yaml). Not set, on purpose:
-#   balance-similar-node-groups: every group has its own gpufleet.io/node-group label, so no two are similar;
-#   skip-nodes-with-system-pods (default true): keeps the system node running the autoscaler and CoreDNS;
-#   skip-nodes-with-local-storage (default true): a GPU node is a removal candidate only when GPU-idle anyway.
+# (cluster-autoscaler/main.go at 1.32.7), so every image in CLUSTER_AUTOSCALER_IMAGES accepts them.
+# Why: docs/stage-1.md, "Design notes", autoscaler.EXTRA_ARGS.
 EXTRA_ARGS: dict[str, str] = {
     # Cheapest group that fits when several would (CPU and memory waste). The default of 1.33 and later; 1.32
     # defaults to random.
     "expander": "least-waste",
-    # A GPU node counts as unneeded only below 0.1% GPU utilisation, i.e. when no pod holds any of its GPUs
-    # (at most 8 x 48 = 384 nvidia.com/gpu per node, so one is at least 0.26%). The default 0.5 would evict a
-    # running training or inference pod to pack GPUs tighter; a restarted gang job costs far more than idle GPUs,
-    # and Kueue already packs admissions. CPU nodes keep the default CPU/memory threshold.
+    # A GPU node counts as unneeded only below 0.1% GPU utilisation, i.e. when no pod holds any of its GPUs (at most 8 x
+    # 48 = 384 nvidia.com/gpu per node, so one is at least 0.26%).
+    # Why: docs/stage-1.md, "Design notes", autoscaler.scale-down-gpu-utilization-threshold.
     "scale-down-gpu-utilization-threshold": "0.001",
     # How long a node must stay unneeded before it is removed: about one cold start of a GPU node (boot, driver,
     # image pulls: 5-15 min), so an idle node costs at most what re-creating it for the next job would.

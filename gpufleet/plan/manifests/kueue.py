@@ -80,9 +80,8 @@ def served_kinds(fleet: Fleet) -> tuple[str, ...]:
 
 
 # Topology-aware scheduling: the EKS network-topology node labels, coarsest first, then the node
-# (https://docs.aws.amazon.com/eks/latest/userguide/ml-workload-topology.html). Kueue considers only nodes that
-# carry every level label (pkg/util/tas/node.go NodeMatchesFlavor), so a topology flavor on an instance type
-# EC2 reports no topology for would have no capacity at all.
+# (https://docs.aws.amazon.com/eks/latest/userguide/ml-workload-topology.html).
+# Why: docs/admission-and-sharing.md, "Design notes", kueue.TOPOLOGY_NAME.
 TOPOLOGY_NAME = "aws-network"
 TOPOLOGY_LEVELS = (
     "topology.k8s.aws/network-node-layer-1",
@@ -455,10 +454,8 @@ def controller_configuration(fleet: Fleet, extra: Mapping[str, Any] | None = Non
         },
         "integrations": {"frameworks": list(frameworks(fleet))},
         # Kueue blocks a workload requesting a resource its ClusterQueue does not cover (quotaCheckStrategy
-        # BlockUndeclared, the default). Ephemeral storage and huge pages (EFA jobs request hugepages-2Mi) are
-        # node-level limits, not quotas gpufleet manages (apis/config/v1beta2 Resources.excludeResourcePrefixes).
-        # The RDMA shared device plugin's rdma/<name> is a per-node connection count (hcaMax), not a quota either: a
-        # queue that does not cover it would refuse every RDMA job ("resource ... unavailable in ClusterQueue").
+        # BlockUndeclared, the default).
+        # Why: docs/admission-and-sharing.md, "Design notes", kueue.resources.
         "resources": {
             "excludeResourcePrefixes": ["ephemeral-storage", "hugepages-", "rdma/"],
             **({"deviceClassMappings": mappings} if (mappings := device_class_mappings(fleet)) else {}),

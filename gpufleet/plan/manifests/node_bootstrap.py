@@ -19,8 +19,7 @@ MIME_BOUNDARY = "==GPUFLEET=="
 
 # The static CPU manager needs a non-zero CPU reservation or the kubelet refuses to start
 # (https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/#static-policy-configuration).
-# nodeadm already sets kubeReserved; we add one whole core of systemReserved so exclusive CPUs never take the
-# cores the OS, containerd and the NVIDIA daemons run on.
+# Why: docs/stage-1.md, "Design notes", node_bootstrap.SYSTEM_RESERVED_CPU.
 SYSTEM_RESERVED_CPU = "1"
 SYSTEM_RESERVED_MEMORY = "2Gi"
 

@@ -30,10 +30,8 @@ CLOCK_SW_THERMAL = 0x20
 CLOCK_HW_THERMAL = 0x40
 CLOCK_HW_POWER_BRAKE = 0x80
 
-# XIDs that mean hardware or memory trouble (critical). The others (13, 31, 43, 45 ...) are most often
-# application faults (NVIDIA's XID catalog resolution bucket RESTART_APP) and only warn. The list is the set
-# EKS's node monitoring agent treats as well-known errors, minus 13 and 31
-# (https://docs.aws.amazon.com/eks/latest/userguide/node-health-nma.html "NVIDIA XID error codes").
+# XIDs that mean hardware or memory trouble (critical).
+# Why: docs/telemetry-health-cost.md, "Design notes", rules_promql.HARDWARE_XIDS.
 HARDWARE_XIDS = (48, 63, 64, 74, 79, 94, 95, 119, 120, 121, 140)
 
 # How long an XID alert fires after the exporter's last-XID gauge changes.

@@ -46,10 +46,8 @@ OBJECT_ACTIONS = (
 )
 
 
-# checkpoints.encryption CustomerManagedKey. Exactly what S3 needs of the key for SSE-KMS: PutObject (and each
-# multipart part) kms:GenerateDataKey, GetObject and CompleteMultipartUpload kms:Decrypt (S3 user guide,
-# UsingKMSEncryption.html "Permissions"). Not the KMS developer guide's broader "key users" set: S3 never calls
-# kms:Encrypt or kms:ReEncrypt* for SSE-KMS, and DescribeKey is not needed to read or write objects.
+# checkpoints.encryption CustomerManagedKey.
+# Why: docs/network-and-storage.md, "Design notes", storage.KEY_USE_ACTIONS.
 KEY_USE_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey")
 # What the account root keeps: reading the key's metadata and policy (so IAM-granted auditors and the console see
 # it), nothing that changes the key or its policy. An account principal allowed kms:PutKeyPolicy or kms:CreateGrant

@@ -22,9 +22,8 @@ TEAM_ROLE = "gpufleet-team"
 QUEUE_VIEWER = "gpufleet-team-queue-viewer"
 
 # Resources of the Kueue job integrations the edit policy does not cover: the custom job kinds the fleet installs
-# (kueue.installed_frameworks; group and plural from each CRD's spec.names). Batch Jobs, plain pods, Deployments and
-# StatefulSets are built-in kinds it already grants.
-# Cluster-scoped Kueue kinds (kueue.x-k8s.io v1beta2 CRDs with scope Cluster) a team may read.
+# (kueue.installed_frameworks; group and plural from each CRD's spec.names).
+# Why: docs/tenancy-and-access.md, "Design notes", tenancy.CLUSTER_READABLE.
 CLUSTER_READABLE = [
     "clusterqueues",
     "clusterqueues/status",
@@ -160,10 +159,9 @@ DEFAULT_DENY_EGRESS = "gpufleet-default-deny-egress"
 # The EKS Pod Identity agent's link-local address and port (EKS user guide "Set up the Amazon EKS Pod Identity
 # Agent": 169.254.170.23, port 80), where the checkpoint writer's SDK fetches its credentials.
 POD_IDENTITY_AGENT = "169.254.170.23/32"
-# What a team's pods may reach outside their namespace: HTTPS anywhere (the API server, S3 and the checkpoint
-# bucket, STS, model hubs, package indexes), DNS on CoreDNS, the Pod Identity agent. Nothing else: not the DCGM
-# host engine on every node's port 5555 (no authentication: error injection, diagnostics, clock and power limits
-# on other teams' GPUs), not the kubelet (10250), not the instance metadata service (169.254.169.254:80).
+# What a team's pods may reach outside their namespace: HTTPS anywhere (the API server, S3 and the checkpoint bucket,
+# STS, model hubs, package indexes), DNS on CoreDNS, the Pod Identity agent.
+# Why: docs/tenancy-and-access.md, "Design notes", tenancy.HTTPS.
 HTTPS = 443
 
 
