@@ -216,8 +216,8 @@ TOPOLOGY_INSTANCE_TYPES = frozenset(
 
 
 # Instance-store NVMe devices per type (InstanceStorageInfo.Disks[].Count, the same moto EC2 data; every GPU type has
-# one disk kind). RAID0 stripes over all of them, so a node's array writes about devices x one device's bandwidth
-# (gpufleet.facts.checkpoints). tests/unit/test_catalog.py compares every entry with EC2's.
+# one disk kind).
+# Why: docs/stage-1.md, "Design notes", catalog._NVME_DEVICES.
 _NVME_DEVICES: Final[Mapping[str, int]] = types.MappingProxyType(
     {
         "g4dn.metal": 2, "g5.48xlarge": 2, "g6.8xlarge": 2, "g6.12xlarge": 4, "g6.16xlarge": 2, "g6.24xlarge": 4,

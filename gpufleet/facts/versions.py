@@ -279,8 +279,7 @@ COMPONENTS: Mapping[str, Component] = MappingProxyType(
             releases=_notes(**{"1.14.1": "serves karpenter.sh/v1 NodePool and karpenter.k8s.aws/v1 EC2NodeClass"}),
         ),
         # The workload layer (admission stage, gpufleet.plan.manifests.workloads): the job APIs teams submit.
-        # https://github.com/kubernetes-sigs/jobset/tree/v0.12.0/charts/jobset; the release pushes the chart to
-        # oci://registry.k8s.io/jobset/charts with version 0.12.0 (hack/helm-chart-package.sh strips the tag's v).
+        # Why: docs/stage-1.md, "Design notes", versions.jobSet.
         "jobSet": Component(
             title="JobSet",
             chart="jobset",

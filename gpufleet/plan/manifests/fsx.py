@@ -23,9 +23,8 @@ CLAIM = "fsx-lustre"
 # The PV's mount options: upstream's static example mounts with flock (cluster-wide POSIX locks, which checkpoint
 # writers and data loaders that lock files rely on; Lustre refuses lock calls without it).
 MOUNT_OPTIONS = ("flock",)
-# What the controller may do. With a static volume it acts only to expand it: ControllerExpandVolume describes the
-# file system and updates its storage capacity (pkg/driver/controller.go, v1.9.0). No fsx:CreateFileSystem or
-# DeleteFileSystem (dynamic provisioning): gpufleet renders no StorageClass, and the file system is the stack's.
+# What the controller may do.
+# Why: docs/network-and-storage.md, "Design notes", fsx.DESCRIBE_ACTIONS.
 DESCRIBE_ACTIONS = ("fsx:DescribeFileSystems",)
 UPDATE_ACTIONS = ("fsx:UpdateFileSystem",)
 

@@ -29,8 +29,7 @@ FAULT_DIR = "/fault"  # the planted-fault Job's flags, shared by its checker and
 # gpufleet.plan.manifests.node_monitoring.
 ACCELERATED_HARDWARE_READY = "AcceleratedHardwareReady"
 # Minutes EKS waits before repairing, per workload class (EKS's default for AcceleratedHardwareReady is 10).
-# Training: a GPU fault has already stopped every rank of the job, so repair sooner. Inference: give the
-# remediation controller time to move replicas off the node first.
+# Why: docs/telemetry-health-cost.md, "Design notes", health.REPAIR_WAIT_MINUTES.
 REPAIR_WAIT_MINUTES = {
     WorkloadClass.TRAINING: 5,
     WorkloadClass.BATCH: 10,

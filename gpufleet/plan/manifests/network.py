@@ -31,8 +31,8 @@ from gpufleet.spec.names import (
 )
 
 # EFA_RESOURCE is advertised by the AWS EFA device plugin (aws/eks-charts stable/aws-efa-k8s-device-plugin
-# templates/NOTES.txt). Instances with the EFA driver pre-allocate 5128 2 MiB huge pages that EFA pods request
-# (awsdocs/amazon-eks-user-guide latest/ug/ml/node-efa.adoc).
+# templates/NOTES.txt).
+# Why: docs/network-and-storage.md, "Design notes", network.EFA_HUGEPAGES.
 EFA_HUGEPAGES = "5120Mi"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 
@@ -469,9 +469,8 @@ class PublishedRun:
 
 
 _ADT = "aws-samples/awsome-distributed-training@7217859 micro-benchmarks/nccl-tests"
-# Every healthy two-node run AWS publishes, at the gate's sizes (GATE_SIZES: 1, 2 and 4 GiB). The EKS run is the
-# lowest: an older stack (EFA installer 1.28.0, aws-ofi-nccl 1.7.3, NCCL 2.18.5) that had not reached the plateau at
-# 1 GiB, and it stops at 2 GiB. A gate floor must pass every one of them (tests/network/test_gate_floors.py).
+# Every healthy two-node run AWS publishes, at the gate's sizes (GATE_SIZES: 1, 2 and 4 GiB).
+# Why: docs/network-and-storage.md, "Design notes", network.PUBLISHED_RUNS.
 PUBLISHED_RUNS: tuple[PublishedRun, ...] = (
     PublishedRun(
         "p5.48xlarge",

@@ -14,9 +14,8 @@ from gpufleet.spec.names import LABEL_MANAGED_BY
 
 # kube-state-metrics' name for our node-group label: labelName("label", "gpufleet.io/node-group").
 KSM_NODE_GROUP = "label_gpufleet_io_node_group"
-# GPU resources in device-plugin units: whole GPUs, shared replicas (renameByDefault) and MIG slices
-# (mixed strategy). Scheduling figures sum them per node (slices of different profiles alike); GPU-hours divide each
-# by its own devices per GPU (gpufleet:devices_per_gpu by resource and GPU_I_PROFILE).
+# GPU resources in device-plugin units: whole GPUs, shared replicas (renameByDefault) and MIG slices (mixed strategy).
+# Why: docs/telemetry-health-cost.md, "Design notes", rules_promql.GPU_RESOURCES.
 GPU_RESOURCES = "nvidia_com_gpu|nvidia_com_gpu_shared|nvidia_com_mig_.+"
 GPU_TAINT_KEY = "nvidia.com/gpu"
 # kube-state-metrics' name for the device-manager node label (gpufleet.spec.devices.LABEL_DEVICE_MANAGER).
@@ -111,9 +110,9 @@ def gpu_hours(expr: str, duration_seconds: int) -> str:
     return f"sum_over_time({expr}{window(duration_seconds, '1m')}) / 60"
 
 
-# The exporter's device labels (NVIDIA/dcgm-exporter internal/pkg/rendermetrics/render_metrics.go): one
-# physical GPU is (node, gpu); a MIG instance adds GPU_I_ID. With KUBERNETES_VIRTUAL_GPUS every pod holding a
-# share of a device gets its own copy of the device's series, so per-device figures take the max of the copies.
+# The exporter's device labels (NVIDIA/dcgm-exporter internal/pkg/rendermetrics/render_metrics.go): one physical GPU is
+# (node, gpu); a MIG instance adds GPU_I_ID.
+# Why: docs/telemetry-health-cost.md, "Design notes", rules_promql.DEVICE.
 DEVICE = "node, gpu, GPU_I_ID"
 
 

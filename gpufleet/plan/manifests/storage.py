@@ -17,9 +17,8 @@ from gpufleet.spec.names import LABEL_MANAGED_BY, partition
 
 CHECKPOINT_SERVICE_ACCOUNT = "checkpoint-writer"
 CHECKPOINT_CONFIGMAP = "checkpoint-config"
-# Where training pods mount their node-local checkpoint directory (an emptyDir). On RAID0 groups nodeadm
-# bind-mounts /var/lib/kubelet onto the NVMe array, so emptyDir volumes live on NVMe
-# (awslabs/amazon-eks-ami templates/al2023/runtime/bin/setup-local-disks).
+# Where training pods mount their node-local checkpoint directory (an emptyDir).
+# Why: docs/network-and-storage.md, "Design notes", storage.LOCAL_CHECKPOINT_DIR.
 LOCAL_CHECKPOINT_DIR = "/local-checkpoints"
 RAID0_MOUNT = "/mnt/k8s-disks/0"
 # Bottlerocket's `apiclient ephemeral-storage bind` mounts its array here (bottlerocket-core-kit
@@ -33,9 +32,8 @@ def raid0_mount(group: NodeGroup) -> str:
 
 ABORT_MULTIPART_DAYS = 7
 
-# Object actions a team may take under its own prefix. No s3:DeleteObjectVersion and no lifecycle or policy
-# actions: a team deletes a checkpoint by adding a delete marker, and the bucket keeps the old version for
-# checkpoints.retentionDays.
+# Object actions a team may take under its own prefix.
+# Why: docs/network-and-storage.md, "Design notes", storage.OBJECT_ACTIONS.
 OBJECT_ACTIONS = (
     "s3:AbortMultipartUpload",
     "s3:DeleteObject",

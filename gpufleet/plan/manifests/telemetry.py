@@ -39,8 +39,7 @@ def ksm_node_labels(fleet: Fleet) -> tuple[str, ...]:
 
 
 # Field, Prometheus type, help: the exporter's CSV format (NVIDIA/dcgm-exporter etc/default-counters.csv).
-# Field names are the DCGM ones in that file; the profiling (DCP) counters need datacenter GPUs of Volta or
-# newer, and SM active / SM occupancy are commented out in the default file, which is why we ship our own.
+# Why: docs/telemetry-health-cost.md, "Design notes", telemetry.DCGM_FIELDS.
 DCGM_FIELDS: tuple[tuple[str, str, str], ...] = (
     (
         "DCGM_FI_DEV_GPU_UTIL",
