@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import io
+import re
 import sys
 import tokenize
 from pathlib import Path
@@ -59,3 +60,15 @@ if __name__ == "__main__":
     print(f"prose {measured:.2%} of {sum(r[1] for r in rows):,} characters")
     for prose, total, path in rows[: int(sys.argv[1]) if len(sys.argv) > 1 else 20]:
         print(f"{prose:7,} {prose / total:4.0%} {path.relative_to(ROOT)}")
+
+
+def test_every_pointer_to_design_notes_finds_its_module() -> None:
+    # A docstring or comment that moved says `docs/PAGE.md, "Design notes"`; the page has a section for its module.
+    missing = []
+    for path, text in sources().items():
+        module = path.relative_to(ROOT).as_posix()
+        for page in sorted(set(re.findall(r'docs/([\w-]+\.md), "Design notes"', text))):
+            notes = (ROOT / "docs" / page).read_text(encoding="utf-8").partition("\n## Design notes\n")[2]
+            if f"\n### `{module}`\n" not in notes:
+                missing.append(f"{module} -> docs/{page}")
+    assert missing == []
