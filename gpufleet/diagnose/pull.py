@@ -173,7 +173,7 @@ def _soci(out: NodePulls, line: str) -> None:
         return
     try:
         entry = json.loads(line[start:])
-    except ValueError:
+    except (ValueError, RecursionError):  # json's decoder recurses once per nesting level
         return
     if not isinstance(entry, dict):
         return
@@ -221,6 +221,8 @@ def _events(text: str) -> list[Any] | None:
         return None
     try:
         doc = json.loads(text)
+    except RecursionError:
+        return []  # nested deeper than the decoder recurses: no kubectl output is
     except ValueError:
         return None  # a soci-snapshotter log of JSON lines
     if not isinstance(doc, dict):

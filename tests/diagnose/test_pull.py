@@ -329,3 +329,9 @@ def test_go_durations(text: str, seconds: float) -> None:
 @pytest.mark.parametrize("text", ["", "1m52.33", "s", "1x", "1m 2s", "-1s"])
 def test_not_go_durations(text: str) -> None:
     assert pull.go_duration(text) is None
+
+
+def test_json_nested_deeper_than_the_decoder_recurses_is_not_a_crash() -> None:
+    # json's decoder recurses once per level: RecursionError, not ValueError, from a line of brackets.
+    for text in ('{"msg":' + "[" * 16_000, '{"items":' + "[" * 200_000):
+        assert [f.check for f in pull.check({"x.log": text}, None)] == ["input.no-pull-events"]
