@@ -53,8 +53,9 @@ def signals_deferred() -> Iterator[None]:
 
 def defer_signals() -> None:
     """From now until the run ends, SIGINT and SIGTERM wait: the run's outcome is decided (synth's tree is committed),
-    and a signal must neither change its exit code nor kill the process by its default action. The console script
-    exits with them still blocked (a pending signal dies with the process); main() in-process lets them in again."""
+    and a signal must neither change its exit code nor kill the process by its default action.
+
+    Why: docs/commands.md, "Design notes", interrupts.defer_signals."""
     if not _run:
         current = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
         _run.append(_outer[0] if _outer else current)

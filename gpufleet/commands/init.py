@@ -153,7 +153,9 @@ _SOURCES = (
 def requirement(source: str | None) -> str:
     """The requirements.txt line that installs gpufleet from `source` (--gpufleet): a version on the package index
     (None: this one), a wheel file (its absolute file: URL, so the repository installs from any directory), or a
-    git URL at a tag or commit. Raises UsageError for anything else, or a wheel file that is not there."""
+    git URL at a tag or commit.
+
+    Why: docs/commands.md, "Design notes", init.requirement."""
     if source is None:
         return f"gpufleet=={__version__}"
     if _VERSION.fullmatch(source):

@@ -71,8 +71,9 @@ def disk_gbps(mibps: int) -> float:
 
 def assumed_gbps(parallel: bool, bottlerocket: bool, disk_mibps: int | None) -> float:
     """The pull rate gpufleet assumes: the blueprint's figure for the mode (and, in parallel, the AMI family), no
-    more than the disk writes (`disk_mibps`; None: the store is on the instance-store array). Between 600 and 1,000
-    MiB/s this stays the 1,000 MiB/s figure capped by the disk: an upper bound, not a measurement."""
+    more than the disk writes (`disk_mibps`; None: the store is on the instance-store array).
+
+    Why: docs/cold-start.md, "Design notes", image_pull.assumed_gbps."""
     rate = CONTAINERD_GBPS
     if parallel:
         rate = SOCI_BOTTLEROCKET_GBPS if bottlerocket else SOCI_AL2023_GBPS

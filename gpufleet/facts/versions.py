@@ -357,8 +357,9 @@ def default_release(key: str) -> str:
 class ControllerPlacement:
     """Where a chart's controller pod may run when gpufleet's values leave it alone: the chart's default
     nodeSelector and tolerations at their values keys (a subchart's keys under its dependency name, as Helm merges
-    them). Required node affinity is not a default of any pinned chart (only preferred terms, which never stop a pod).
-    """
+    them).
+
+    Why: docs/stage-1.md, "Design notes", versions.ControllerPlacement."""
 
     name: str  # the workload as the chart names it
     kind: str  # Deployment | StatefulSet

@@ -260,9 +260,9 @@ def _dependencies(res: Resource) -> set[str]:
 
 def readiness(stage: StagePlan) -> tuple[str, ...]:
     """What the next stage waits for: the stage's gates and every resource of the stage that nothing else of the
-    stage references or depends on. Each other resource is an ancestor of one of these through references and
-    dependsOn (both recorded in the tree), so waiting for them is waiting for the whole stage, gates included.
-    A provider counts by itself: the tree does not record who uses it."""
+    stage references or depends on.
+
+    Why: docs/architecture.md, "Design notes", parts.readiness."""
     registered = [r for r in stage.content.resources if not r.lookup]
     used = {d for r in registered for d in {ref.resource for ref in refs_of(r.args)} | set(r.depends_on)}
     gates = {g.resource for g in stage.content.gates}

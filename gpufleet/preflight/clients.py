@@ -66,10 +66,7 @@ CONNECTION_FIX = (
 class Clients:
     """The clients preflight uses; tests pass moto-backed or Stubber-backed ones.
 
-    reservations: the EC2 client used only for DescribeCapacityReservations (None: `ec2`). It is separate
-    so that call can be stubbed on its own where an emulator does not implement it.
-    eks: read only for an existing cluster's add-ons (gpufleet.preflight.addons).
-    """
+    Why: docs/commands.md, "Design notes", clients.Clients."""
 
     ec2: Client
     service_quotas: Client

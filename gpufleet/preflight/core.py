@@ -69,10 +69,7 @@ def _alarm(seconds: float | None) -> Iterator[None]:
 def preflight(fleet: Fleet, clients: Clients, deadline: float | None = None) -> list[AccountFinding]:
     """Every finding for one environment's fleet, errors first. Reads only; never creates anything.
 
-    A failed AWS call ends its check with one blocking finding naming the call; a credential or connection
-    failure ends the run, since every later call would fail the same way. After `deadline` seconds the run
-    stops with a blocking finding naming the check it was in; findings so far are kept.
-    """
+    Why: docs/commands.md, "Design notes", core.preflight."""
     ctx = Context(fleet, clients)
     findings: list[AccountFinding] = []
     current = CHECKS[0][0]

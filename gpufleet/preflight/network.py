@@ -97,7 +97,9 @@ def _allows_itself(permissions: Any, group_id: str) -> bool:
 def check_efa_security_group(ctx: Context) -> Iterator[AccountFinding]:
     """The EFA security group stage 1 creates (gpufleet.builders.node_groups.efa_security_group), once it exists:
     it still allows all traffic to and from itself, without which SRD between the nodes is dropped
-    (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html). Before the first deploy there is none."""
+    (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html).
+
+    Why: docs/commands.md, "Design notes", network.check_efa_security_group."""
     fleet = ctx.fleet
     if not any(g.fabric is Fabric.EFA for g in fleet.node_groups):
         return

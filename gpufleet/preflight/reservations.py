@@ -190,10 +190,9 @@ def _odcr(ctx: Context, group: NodeGroup, rid: str, count: int, r: Mapping[str, 
 
 
 def _placement_group(ctx: Context, group: NodeGroup, rid: str, r: Mapping[str, Any]) -> Iterator[AccountFinding]:
-    """An EFA group's placement group against its targeted reservation's. A reservation is created in a cluster
-    placement group or not and cannot be moved, an instance in a cluster placement group cannot use a reservation
-    made outside it, and EC2 recommends reserving inside the placement group
-    (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/cr-cpg.html)."""
+    """An EFA group's placement group against its targeted reservation's.
+
+    Why: docs/commands.md, "Design notes", reservations._placement_group."""
     arn = r.get("PlacementGroupArn")
     reserved = str(arn).rsplit("/", 1)[-1] if arn else None
     spec = group.placement_group

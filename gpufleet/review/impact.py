@@ -821,8 +821,9 @@ def _headroom(entries: Iterable[Mapping[str, Any]]) -> dict[str, int]:
 def _pool_cost(entry: Mapping[str, Any], prices: Mapping[str, float]) -> GroupCost | None:
     """A Karpenter NodePool's cost figures: its instance type (the `node.kubernetes.io/instance-type` requirement;
     of several, the cheapest), no minimum, at most `limits` GPUs (maxSize nodes), the reserved instances of its ODCR
-    (annotation gpufleet.io/reserved-instances, set by gpufleet.plan.builders.karpenter). None for a pool of no
-    known GPU type (not gpufleet's)."""
+    (annotation gpufleet.io/reserved-instances, set by gpufleet.plan.builders.karpenter).
+
+    Why: docs/policies-and-diff.md, "Design notes", impact._pool_cost."""
     obj = entry.get("inputs") or {}
     spec = obj.get("spec") or {}
     template = spec.get("template") or {}

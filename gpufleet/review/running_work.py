@@ -402,9 +402,9 @@ def _migrations(
     old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]], nodes: Sequence[NodeImpact]
 ) -> list[Effect]:
     """A managed GPU node group removed in the same change that adds a Karpenter NodePool for the same GPU model: a
-    migration done in one `pulumi up`. Pulumi creates the pool and then deletes the group, whose nodes are drained and
-    terminated with the work on them while the pool has no node yet (docs/karpenter.md, "Migrating from a managed
-    node group")."""
+    migration done in one `pulumi up`.
+
+    Why: docs/policies-and-diff.md, "Design notes", running_work._migrations."""
     removed = {n.node_group: n for n in nodes if n.action == "remove" and n.gpu and n.provisioner != "Karpenter"}
     if not removed:
         return []

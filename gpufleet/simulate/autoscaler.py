@@ -15,10 +15,9 @@ from gpufleet.simulate.workload import PodSpec
 
 
 def _per_node(node: NodeModel, request: Mapping[str, int], pods: int) -> int:
-    """Pods of this request one idle node of the group holds (0: none). On a Karpenter pool, what Karpenter packs
-    onto one NodeClaim: by what it believes the instance type offers (the template's resources, nodes.node_model),
-    so where that is less than the node will advertise (physical GPUs of a MIG or time-sliced node without a
-    NodeOverlay) it launches more nodes than the pods need."""
+    """Pods of this request one idle node of the group holds (0: none).
+
+    Why: docs/explain-model.md, "Design notes", autoscaler._per_node."""
     offered = dict(node.allocatable)
     if node.node_pool is not None and node.template is not None:
         seen = node.template["resources"]

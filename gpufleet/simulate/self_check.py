@@ -1,6 +1,8 @@
 """The fleet against itself: every workload gpufleet renders and one canonical workload per node group go through
 the model; one that would not run on the nodes it targets is an error of the spec, positioned at the field to
-change (synth refuses the fleet). The same verdicts make plan.md's "will it run" table."""
+change (synth refuses the fleet).
+
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/simulate/self_check.py."""
 
 from __future__ import annotations
 
@@ -32,9 +34,9 @@ class Contradictions(Exception):
 
 
 def canonical_rows(model: FleetModel) -> list[Row]:
-    """The canonical workload of each group. On a group whose pods claim their devices (devices DRA) it claims them
-    from the ResourceClaimTemplates of the first team with quota there; a DRA group no team has quota on has no
-    templates, so no pod can ask for its GPUs, and it has no row (plan.md's admission section names the teams)."""
+    """The canonical workload of each group.
+
+    Why: docs/explain-model.md, "Design notes", self_check.canonical_rows."""
     return [
         Row(g, shape(g) + (" (claims)" if device_managing(g).claims else ""), explain(model, canonical(model, g)))
         for g in model.plan.fleet.node_groups

@@ -418,9 +418,9 @@ def _place(
     already: Mapping[str, int] | None = None,
     effects: dict[str, preemption.Outcome] | None = None,
 ) -> tuple[list[str], Reason | None]:
-    """The node groups this pod set runs on, or the first gate that stops it. `already`: pods of this shape the
-    verdict has placed on each group before (a Deployment's earlier replicas). `effects`: where the group's nodes
-    hold residents (headroom placeholders, --running work), what placing the pods there does to them."""
+    """The node groups this pod set runs on, or the first gate that stops it.
+
+    Why: docs/explain-model.md, "Design notes", verdict._place."""
     already = already or {}
     request = scheduling.fit_request(pod)
     # A Karpenter pool of several instance types: the type Karpenter launches for these pods (the cheapest that fits
@@ -1115,8 +1115,9 @@ def _through_api_server(
     model: FleetModel, wl: Workload, base: Verdict, principal: str | None, notes: list[str]
 ) -> Verdict | Workload:
     """What the API server decides on creating the workload and its pods: `principal`'s authorization, the admission
-    policies, pod validation and admission, the pods' volumes and claims, the tenancy rules. The refusal's verdict,
-    else the workload with its claims read (what the gates note is added to `notes`)."""
+    policies, pod validation and admission, the pods' volumes and claims, the tenancy rules.
+
+    Why: docs/explain-model.md, "Design notes", verdict._through_api_server."""
     if principal is not None:
         decision = authorization.may_create(model.plan.fleet, model.plan.through, principal, wl.kind, wl.namespace)
         if decision.refusal:
@@ -1244,8 +1245,9 @@ def _hold(
 ) -> FleetModel:
     """The model once `count` pods of pod set `index` of `wl` took their nodes on `group`: they hold them for the
     workload's next pod set (one Workload: its pod sets share the group's nodes) and, for a LeaderWorkerSet, its next
-    replica group. With residents on the group before, preemption.after (its victims gone, its pods added); else
-    the pods are the group's residents, as --running work is."""
+    replica group.
+
+    Why: docs/explain-model.md, "Design notes", verdict._hold."""
     if outcome is not None:
         held = preemption.after(model.residents[group], outcome, wl, model.priorities, pod, count)
     else:

@@ -56,9 +56,9 @@ def team_group(team: str) -> str:
 
 def entry_id(principal_arn: str, owner: str) -> str:
     """The logical name of a principal's access entry: the owner and the ARN's account and name (not the list
-    position, so reordering the spec replaces nothing). Not injective (`role/x.y` and `role/x_y`, `role/teams/x`
-    and `user/teams-x` get one id): the rule resource-ids refuses such specs, because changing the id of a deployed
-    entry would make Pulumi replace it."""
+    position, so reordering the spec replaces nothing).
+
+    Why: docs/tenancy-and-access.md, "Design notes", access.entry_id."""
     parts = re.match(r"arn:[^:]+:iam::([0-9]+):(?:role|user)/(.+)$", principal_arn)
     account, name = parts.groups() if parts else ("", principal_arn)  # the schema admits only ARNs that match
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")

@@ -106,9 +106,9 @@ def fleet_of(
     dispatched: tuple[NodeGroup, ...] | None = None,
 ) -> Fleet:
     """The cluster's Fleet from the model of its projection: its environments renamed to their stacks (`stacks`:
-    environment -> stack), and its place among the clusters. A Manager runs no GPU node group and holds no quota of
-    its own: its fleet has neither, and keeps the fleet it mirrors. `dispatched`: every worker's node groups (the
-    Manager's projection has them all, so its own are used when not given)."""
+    environment -> stack), and its place among the clusters.
+
+    Why: docs/multi-cluster.md, "Design notes", clusters.fleet_of."""
     multikueue = MultiKueue(
         cluster=projection.name,
         role=projection.role,

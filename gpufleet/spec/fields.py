@@ -29,9 +29,7 @@ def camel(name: str) -> str:
 def at(key: str | None = None, *, missing: Any = _ABSENT, read: Reader | None = None, exact: bool = False) -> Any:
     """Field metadata: the field reads `key` (a dotted path; None: its name in camelCase).
 
-    missing: the value where the key is absent (a field typed `X | None` is None there without saying so).
-    read: makes the field's value from the value at the key (None where absent), instead of its type.
-    exact: a float keeps the number as the YAML wrote it (an int stays an int)."""
+    Why: docs/architecture.md, "Design notes", fields.at."""
     return {"fields": _Spelling(kind="key", key=key, missing=missing, read=read, exact=exact)}
 
 

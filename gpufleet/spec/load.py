@@ -325,8 +325,9 @@ def load_text(text: str, name: str) -> Loaded:
 def positions(node: yaml.Node, name: str, text: str) -> SourceFile:
     """Where every key and value of one composed document of `text` is, and the plain scalars YAML 1.1 read as
     something else: what load_text records of a spec, for another document (a manifest `gpufleet explain` reads)
-    whose errors are rendered as a spec's. What the walk finds wrong (a duplicate key, a YAML 1.1 key) is the
-    spec's concern and is not kept."""
+    whose errors are rendered as a spec's.
+
+    Why: docs/spec.md, "Design notes", load.positions."""
     loaded = Loaded(data=None, source=SourceFile(name=name, text=text))
     _Walker(loaded).walk(node, ())
     return loaded.source

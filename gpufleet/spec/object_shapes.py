@@ -109,7 +109,9 @@ def as_read(obj: Mapping[str, Any], kubernetes_version: str) -> dict[str, Any]:
     """An object that conforms, as the API server reads it: a field or map entry that is null is absent, a null list
     item the zero value of the item's type ({}, "", 0, false, []): what Go's decoders make of a JSON null
     (encoding/json: "unmarshals null into ... by setting it to nil", and leaves a struct or string at its zero
-    value). What reads the object never meets a null."""
+    value).
+
+    Why: docs/explain-model.md, "Design notes", object_shapes.as_read."""
     kinds, definitions = _document(minor_schemas(kubernetes_version))
     read: dict[str, Any] = _read(obj, kinds.get(f"{obj.get('apiVersion')} {obj.get('kind')}", _META_ONLY), definitions)
     return read
@@ -146,8 +148,9 @@ def _read(value: Any, schema: Any, definitions: Mapping[str, Any]) -> Any:
 
 def issues(obj: Mapping[str, Any], kubernetes_version: str, plain: Mapping[Path, str]) -> list[Issue]:
     """Every way `obj` does not have the shape its schema gives, as Issues (one per value: a value of the wrong type
-    is not also reported for the keywords beside its type). `plain`: the source text of each plain scalar YAML 1.1
-    read as something else (gpufleet.base.errors.SourceFile.plain), for the message."""
+    is not also reported for the keywords beside its type).
+
+    Why: docs/explain-model.md, "Design notes", object_shapes.issues."""
     errors = _errors(obj, kubernetes_version)
     typed = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
     out: list[Issue] = []

@@ -1,7 +1,6 @@
 """Why a spec does not conform to the schema: jsonschema's errors, turned into positioned Issues with hints.
 
-Imported only when gpufleet.spec.schema.conforms says no (gpufleet.rules.pipeline): importing jsonschema takes longer
-than validating a spec without it.
+Why, with sources: docs/commands.md, "Design notes", gpufleet/spec/schema_errors.py.
 """
 
 from __future__ import annotations

@@ -71,9 +71,8 @@ class Staging:
 
     def commit(self, tree: Tree, *, keep_deferred: bool = False) -> None:
         """Write the tree into staging, then swap it in under the parent's lock; the old tree is removed.
-        `keep_deferred` (a command): SIGINT and SIGTERM stay deferred from the swap until the run ends
-        (gpufleet.base.interrupts.defer_signals), so that a signal cannot turn a committed tree into an interrupted
-        run or kill the process by its default action."""
+
+        Why: docs/synth-tree.md, "Design notes", output.Staging.commit."""
         raise_interrupt()
         with contextlib.suppress(FileNotFoundError):
             (self.directory / MARKER).unlink()  # not part of the tree; the lock on the open file holds until the end
@@ -165,8 +164,9 @@ def _mark(directory: Path, target: Path) -> int:
 def _remove_stale(target: Path) -> None:
     """Remove the staging directories of `target` that a writer killed before it could clean up left beside it
     (called under the parent's lock): a directory of the staging name whose marker names `target`, and whose marker
-    lock is free (its writer is gone). Anything else -- another target's, a live writer's, a directory without the
-    marker or with another text in it -- stays."""
+    lock is free (its writer is gone).
+
+    Why: docs/synth-tree.md, "Design notes", output._remove_stale."""
     expected = os.fsencode(f"{_MARKER_TEXT}{target}\n")
     for candidate in target.parent.glob(f"*{_STAGING_INFIX}*"):
         if candidate.is_symlink() or not candidate.is_dir():

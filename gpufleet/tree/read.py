@@ -255,9 +255,9 @@ class _Unparsable(Exception):
 @functools.lru_cache(maxsize=4096)
 def _parsed(text: str) -> bytes:
     """A file's document, parsed once per content: `diff` reads two trees that share most of their files, and
-    unpickling a private copy costs a tenth of parsing the YAML again. Raises _Unparsable with the reason for what
-    synth never writes: YAML beyond the spec loader's bounds (an alias bomb, deep nesting), several documents, tags
-    and any value that is not plain data (gpufleet.base.inputs)."""
+    unpickling a private copy costs a tenth of parsing the YAML again.
+
+    Why: docs/synth-tree.md, "Design notes", read._parsed."""
     too_big = yaml_beyond_bounds(text)
     if too_big is not None:
         raise _Unparsable(too_big)

@@ -83,10 +83,7 @@ def file_for(entry: Mapping[str, Any]) -> str | None:
 def split_inputs(entry: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
     """An entry's inputs as (the document its file holds, the inputs the file does not hold).
 
-    A Kubernetes object's file is the object; an AWS resource's is its type, name and inputs with user data
-    decoded; a Helm release's is DESIGN's {chart, repository, version, namespace, values}, and the release's
-    other inputs (name, createNamespace, ...) stay in inventory.json. `join_inputs` is the inverse.
-    """
+    Why: docs/synth-tree.md, "Design notes", write.split_inputs."""
     inputs = dict(entry["inputs"])
     if entry["type"] == HELM_RELEASE:
         repository = dict(inputs.pop("repositoryOpts", None) or {})

@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 # Share of the characters of gpufleet/**/*.py (the folder itself; components/ and policies/ are links beside it) that
 # are comment tokens or docstrings (module, class and function, with their quotes). The goal is 15%.
-CEILING = 0.225
+CEILING = 0.223
 
 
 def prose_chars(source: str) -> int:

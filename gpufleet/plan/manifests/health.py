@@ -41,8 +41,9 @@ UNHEALTHY_STOP_FRACTION = 0.2  # EKS's own default: repairs halt when more than 
 
 def repair_thresholds(group: NodeGroup) -> dict[str, int]:
     """Counts (not percentages) derived from maxSize: a percentage of a 2-node group stops repairs at the first
-    bad node, and scale-to-zero groups change size all day. Above the unhealthy count repairs stop: that many
-    bad nodes at once points at a systemic cause (driver, AMI, a zonal event), not at hardware."""
+    bad node, and scale-to-zero groups change size all day.
+
+    Why: docs/telemetry-health-cost.md, "Design notes", health.repair_thresholds."""
     unhealthy = max(1, math.ceil(group.max_size * UNHEALTHY_STOP_FRACTION))
     # One at a time where each node is a large share of scarce capacity; more for small interchangeable nodes.
     parallel = (
@@ -146,8 +147,9 @@ def max_result_age_seconds(fleet: Fleet) -> int:
 
 def unknown_release_seconds(fleet: Fleet) -> int:
     """How long a node the remediator cordoned may go without any DCGMUnhealthy condition (NPD removed, the node
-    object re-created) before the remediator gives it back: two stale windows, at least 30 minutes. True never
-    expires, nor does Unknown after True (the remediator keeps such a node until the check passes)."""
+    object re-created) before the remediator gives it back: two stale windows, at least 30 minutes.
+
+    Why: docs/telemetry-health-cost.md, "Design notes", health.unknown_release_seconds."""
     return max(1800, 2 * max_result_age_seconds(fleet))
 
 

@@ -69,8 +69,9 @@ def installed_frameworks(fleet: Fleet) -> tuple[str, ...]:
 
 def frameworks(fleet: Fleet) -> tuple[str, ...]:
     """Kueue's integrations.frameworks: batch Jobs, then the installed custom kinds, then pods, Deployments and
-    StatefulSets. LeaderWorkerSet's integration implicitly enables `pod` (its ImplicitlyEnabledFrameworkNames,
-    pkg/controller/jobs/leaderworkerset/leaderworkerset_controller.go), which is listed anyway."""
+    StatefulSets.
+
+    Why: docs/admission-and-sharing.md, "Design notes", kueue.frameworks."""
     return (BUILT_IN_FRAMEWORKS[0], *installed_frameworks(fleet), *BUILT_IN_FRAMEWORKS[1:])
 
 
@@ -265,9 +266,9 @@ def claimed_resources(groups: list[NodeGroup]) -> list[str]:
 
 def device_class_mappings(fleet: Fleet) -> list[dict[str, Any]]:
     """Kueue's resources.deviceClassMappings (apis/config/v1beta2 DeviceClassMapping {name, deviceClassNames} @
-    v0.19.2): each DeviceClass a team's DRA group claims from, under the name its ClusterQueue covers. A claim of a
-    class without a mapping makes its workload inadmissible ("DeviceClass ... is not mapped in DRA configuration",
-    pkg/dra/claims.go)."""
+    v0.19.2): each DeviceClass a team's DRA group claims from, under the name its ClusterQueue covers.
+
+    Why: docs/admission-and-sharing.md, "Design notes", kueue.device_class_mappings."""
     groups = [fleet.node_group(q.node_group) for t in fleet.teams for q in t.quotas]
     classes = [
         c for g in groups for r, c in device_managing(g).claimed.items() if r == GPU_RESOURCE or g.fabric is Fabric.EFA

@@ -1,7 +1,7 @@
 """Network (stage 5) as plain data: EFA device plugin values, the NVIDIA Network Operator's NicClusterPolicy,
 Multus (thick plugin), NetworkAttachmentDefinitions, the nccl-env ConfigMaps and the bandwidth gate.
 
-Why each NCCL setting is (or is not) there: docs/network-and-storage.md, "NCCL settings".
+Why, with sources: docs/network-and-storage.md, "Design notes", gpufleet/plan/manifests/network.py.
 """
 
 from __future__ import annotations
@@ -604,9 +604,7 @@ def _gate_checkov_skips(capabilities: list[str]) -> dict[str, str]:
 def gate_objects(fleet: Fleet, group: NodeGroup) -> tuple[dict[str, Any], dict[str, Any]]:
     """The headless Service and the indexed Job of one group's bandwidth gate.
 
-    Two pods, one per node (anti-affinity), each taking every GPU (and every EFA device) of its node, with the
-    fabric's nccl-env ConfigMap: the gate measures what workloads get. The Job succeeds when index 0 (the
-    launcher) succeeds (successPolicy), which ends the worker."""
+    Why: docs/network-and-storage.md, "Design notes", network.gate_objects."""
     info = catalog.lookup(group.instance_type)
     assert info is not None
     gate = fleet.network.bandwidth_gate

@@ -186,9 +186,9 @@ def ebs_performance(group: NodeGroup) -> dict[str, int]:
 
 
 def bottlerocket_settings(group: NodeGroup, sharing: dict[str, Any] | None = None, *, karpenter: bool = False) -> str:
-    """Bottlerocket TOML user data (https://bottlerocket.dev/en/os/1.54.x/api/settings/kubernetes/). `karpenter`:
-    without system-reserved and the ephemeral-storage commands, which Karpenter renders from the EC2NodeClass's
-    kubelet and instanceStorePolicy (aws/karpenter-provider-aws pkg/providers/amifamily/bootstrap/bottlerocket.go)."""
+    """Bottlerocket TOML user data (https://bottlerocket.dev/en/os/1.54.x/api/settings/kubernetes/).
+
+    Why: docs/stage-1.md, "Design notes", node_bootstrap.bottlerocket_settings."""
     policy, scope, cpu = topology(group)
     tables: dict[str, dict[str, Any]] = {"settings.kubernetes": {}}
     if policy != "none":

@@ -104,9 +104,7 @@ def window(duration_seconds: int, step: str) -> str:
 def gpu_hours(expr: str, duration_seconds: int) -> str:
     """GPU-hours of a series of GPUs held, over the `duration_seconds` before now.
 
-    `avg_over_time` would average only the samples that exist, and a namespace's series exists only while it holds
-    GPUs: 8 GPUs held for 6 minutes of an hour would average 8. Summing the series at every minute (absent minutes
-    add nothing) and dividing by the minutes in an hour counts the time: 6 x 8 / 60 = 0.8."""
+    Why: docs/telemetry-health-cost.md, "Design notes", rules_promql.gpu_hours."""
     return f"sum_over_time({expr}{window(duration_seconds, '1m')}) / 60"
 
 

@@ -104,8 +104,7 @@ def devices_per_gpu(group: NodeGroup, *, with_sharing: bool = True) -> dict[str,
 def advertised(group: NodeGroup, *, with_sharing: bool = True) -> dict[str, int]:
     """What the device plugin advertises on one node of the group, by resource name (the one function for it).
 
-    `with_sharing` as for devices_per_gpu: without the sharing stage no group is time-sliced, MPS or MIG-partitioned,
-    and every node advertises its whole GPUs as nvidia.com/gpu, so quotas count whole GPUs."""
+    Why: docs/admission-and-sharing.md, "Design notes", sharing.advertised."""
     info = catalog.lookup(group.instance_type)
     if info is None:
         return {}
@@ -165,8 +164,7 @@ def _yaml(data: Any) -> str:
 def device_plugin_config(group: NodeGroup) -> dict[str, Any] | None:
     """The k8s-device-plugin config (api/config/v1) of a TimeSlicing or MPS group; None for other strategies.
 
-    `flags` are left out on purpose: the operator passes MIG_STRATEGY as an environment variable, which takes
-    precedence over the file (api/config/v1/config.go NewConfig: command line, then environment, then file)."""
+    Why: docs/admission-and-sharing.md, "Design notes", sharing.device_plugin_config."""
     sharing = group.sharing
     resources = [{"name": "nvidia.com/gpu", "replicas": sharing.replicas}]
     if sharing.strategy is SharingStrategy.TIME_SLICING:
@@ -252,8 +250,7 @@ def bottlerocket_mig_key(group: NodeGroup) -> str | None:
 def bottlerocket_sharing_settings(group: NodeGroup) -> dict[str, Any]:
     """Keys for Bottlerocket's `[settings.kubelet-device-plugins.nvidia]` table (dotted keys for nested tables).
 
-    Bottlerocket renames shared resources to `nvidia.com/gpu.shared` by default; we turn that off so that every
-    group advertises `nvidia.com/gpu` (https://bottlerocket.dev/en/os/1.54.x/api/settings/kubelet-device-plugins/)."""
+    Why: docs/admission-and-sharing.md, "Design notes", sharing.bottlerocket_sharing_settings."""
     sharing = group.sharing
     if not is_bottlerocket(group):
         return {}

@@ -1,8 +1,7 @@
 """Storage (stage 6) as plain data: the checkpoint bucket's configuration, the per-team IAM documents for EKS Pod
 Identity, and the per-team Kubernetes objects (ServiceAccount, checkpoint ConfigMap).
 
-IAM documents name the bucket by its static ARN (the name is in the spec), so a reviewer reads exactly which
-prefix each team may touch.
+Why, with sources: docs/network-and-storage.md, "Design notes", gpufleet/plan/manifests/storage.py.
 """
 
 from __future__ import annotations

@@ -239,9 +239,7 @@ def training_step_pod_monitor(fleet: Fleet) -> dict[str, Any]:
 def kube_prometheus_stack_values(fleet: Fleet) -> dict[str, Any]:
     """Values for kube-prometheus-stack 88.5.3 (keys checked against its values.yaml in tests).
 
-    The *SelectorNilUsesHelmValues=false settings make Prometheus select ServiceMonitors, PodMonitors and
-    PrometheusRules from every namespace regardless of the Helm release label, so ours (and the training jobs'
-    PodMonitors for the straggler metric) are picked up."""
+    Why: docs/telemetry-health-cost.md, "Design notes", telemetry.kube_prometheus_stack_values."""
     allowlist = "nodes=[" + ",".join(ksm_node_labels(fleet)) + "]"
     return {
         "prometheus": {
