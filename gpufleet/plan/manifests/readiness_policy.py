@@ -4,13 +4,7 @@ bound to the team namespaces in the mode the spec says (admission.servingReadine
 Deny refuses the request, Warn admits it with a warning to the client and an audit annotation, Off leaves the
 namespace out of both bindings.
 
-Why: a replica without a readiness probe is added to its Service's endpoints as soon as its containers start
-(core/v1 Container.readinessProbe: "If not specified, the container is considered ready"), so a scale-up sends
-requests to a server that is still loading its weights, and a rolling update removes a working replica for one
-that answers nothing.
-
-The policy is package data (gpufleet/data/admission/gpufleet-serving-readiness.yaml, where what it judges is said
-beside the CEL); this module fills the variables that hold the fleet's data and the bindings.
+Why, with sources: docs/inference.md, "Design notes", gpufleet/plan/manifests/readiness_policy.py.
 """
 
 from __future__ import annotations
