@@ -8,6 +8,7 @@ import base64
 import importlib.util
 import json
 import re
+import sys
 import urllib.parse
 from pathlib import Path
 from types import ModuleType
@@ -234,6 +235,7 @@ def _run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, broken: set[str], inac
     agent.write_text("agent-token\n")
     fake = _Fake(broken, inactive)
     monkeypatch.setattr(CRED, "http", fake)
+    monkeypatch.setattr(sys.modules[CRED.Kube.__module__], "http", fake)  # the manager's API, through kube.py
     monkeypatch.setattr(
         CRED.Manager, "__init__", lambda self: setattr(self, "base", "https://manager") or setattr(self, "ctx", None)
     )
@@ -288,3 +290,27 @@ def test_a_cluster_not_active_after_renewal_fails_the_job(
 def test_a_bad_workers_list_is_refused(spec: str) -> None:
     with pytest.raises(ValueError, match="is not name=region"):
         CRED.workers(spec)
+
+
+def test_the_script_ships_with_the_health_scripts_client_and_uses_it() -> None:
+    """One in-cluster client: the CronJob's ConfigMap carries kube.py beside the script, byte for byte the file of
+    the health scripts' ConfigMap, and the script's Manager and HttpError are that client's."""
+    credentials = _object(MANAGER, "03-admission", "ConfigMap-kueue-system-gpufleet-multikueue-credentials")["data"]
+    health = yaml.safe_load(
+        (
+            ROOT
+            / "tests/golden/trees/example/prod/07-health/k8s/ConfigMap-gpufleet-health-gpufleet-health-scripts.yaml"
+        ).read_text()
+    )["data"]
+    assert sorted(credentials) == ["credentials.py", "kube.py"]
+    assert credentials["kube.py"] == health["kube.py"] == (ROOT / "gpufleet/data/health/kube.py").read_text()
+    kube = sys.modules[CRED.Kube.__module__]
+    assert issubclass(CRED.Manager, kube.Kube) and CRED.HttpError is kube.HttpError and CRED.http is kube.http
+
+
+def test_an_api_error_names_the_url_and_its_status() -> None:
+    error = CRED.HttpError("https://manager/api/v1/namespaces/kueue-system/secrets/x", 403, "forbidden" * 100)
+    assert (
+        str(error) == "https://manager/api/v1/namespaces/kueue-system/secrets/x: HTTP 403: " + ("forbidden" * 100)[:300]
+    )
+    assert error.status == 403

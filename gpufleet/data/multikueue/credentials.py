@@ -32,12 +32,14 @@ import os
 import ssl
 import sys
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Any
 
-SA = "/var/run/secrets/kubernetes.io/serviceaccount"
+# kube.py ships beside this script (the same ConfigMap): the in-cluster client the health scripts use too.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kube import SA, HttpError, Kube, http  # noqa: E402
+
+__all__ = ["SA", "HttpError", "Kube", "Manager", "http"]
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 # aws-iam-authenticator: the token is "k8s-aws-v1." + base64url(presigned URL), the URL valid for 60 s
 # (kubernetes-sigs/aws-iam-authenticator pkg/token/token.go: v1Prefix, presignedURLExpiration = 15 min max; the
@@ -46,29 +48,6 @@ TOKEN_PREFIX = "k8s-aws-v1."
 PRESIGN_SECONDS = 60
 CLUSTER_ID_HEADER = "x-k8s-aws-id"
 FIELD_MANAGER = "gpufleet-multikueue-credentials"
-
-
-class HttpError(Exception):
-    def __init__(self, url: str, status: int, body: str) -> None:
-        super().__init__(f"{url}: HTTP {status}: {body[:300]}")
-        self.status = status
-
-
-def http(
-    method: str,
-    url: str,
-    *,
-    headers: dict[str, str] | None = None,
-    body: bytes | None = None,
-    context: ssl.SSLContext | None = None,
-) -> Any:
-    req = urllib.request.Request(url, data=body, method=method, headers=headers or {})
-    try:
-        with urllib.request.urlopen(req, context=context, timeout=30) as resp:
-            raw = resp.read()
-    except urllib.error.HTTPError as exc:
-        raise HttpError(url.split("?")[0], exc.code, exc.read().decode(errors="replace")) from exc
-    return json.loads(raw) if raw else None
 
 
 # --- AWS Signature Version 4 (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_sigv-create-signed-request.html)
@@ -248,42 +227,21 @@ def secret(name: str, namespace: str, config: str, expires: str) -> dict[str, An
     }
 
 
-class Manager:
+class Manager(Kube):
     """This cluster's API, as the pod's ServiceAccount."""
 
     def __init__(self) -> None:
-        host = os.environ.get("KUBERNETES_SERVICE_HOST", "kubernetes.default.svc")
-        port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
-        self.base = f"https://{host}:{port}"
-        self.ctx = ssl.create_default_context(cafile=f"{SA}/ca.crt")
-
-    def _headers(self, content_type: str | None = None) -> dict[str, str]:
-        with open(f"{SA}/token", encoding="utf-8") as f:  # re-read: projected tokens rotate
-            headers = {"Authorization": f"Bearer {f.read().strip()}", "Accept": "application/json"}
-        if content_type:
-            headers["Content-Type"] = content_type
-        return headers
+        super().__init__(SA)  # this module's SA, looked up now: a test points it elsewhere
 
     def apply(self, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
         path = f"/api/v1/namespaces/{meta['namespace']}/secrets/{meta['name']}"
         query = urllib.parse.urlencode({"fieldManager": FIELD_MANAGER, "force": "true"})
-        http(
-            "PATCH",
-            f"{self.base}{path}?{query}",
-            headers=self._headers("application/apply-patch+yaml"),
-            body=json.dumps(obj).encode(),
-            context=self.ctx,
-        )
+        self.request("PATCH", f"{path}?{query}", obj, "application/apply-patch+yaml")
 
     def active(self, cluster: str) -> tuple[str, str]:
         """(status, message) of the MultiKueueCluster's Active condition."""
-        got = http(
-            "GET",
-            f"{self.base}/apis/kueue.x-k8s.io/v1beta2/multikueueclusters/{cluster}",
-            headers=self._headers(),
-            context=self.ctx,
-        )
+        got = self.get(f"/apis/kueue.x-k8s.io/v1beta2/multikueueclusters/{cluster}")
         for condition in (got.get("status") or {}).get("conditions") or []:
             if condition.get("type") == "Active":
                 return str(condition.get("status")), str(condition.get("message", ""))

@@ -178,6 +178,7 @@ class Manager(Single):
                 [(w.name, w.region) for w in fleet.multikueue.workers],
                 images.reference(fleet, "python"),
                 package_data.text(f"data/multikueue/{multikueue.SCRIPT}"),
+                package_data.text(f"data/multikueue/{multikueue.CLIENT}"),
             ),
         ]
 

@@ -98,6 +98,7 @@ CREDENTIALS = "gpufleet-multikueue-credentials"
 # new worker's Secret is written by the `up` that adds it.
 FIRST_RENEWAL = f"{CREDENTIALS}-first"
 SCRIPT = "credentials.py"
+CLIENT = "kube.py"  # gpufleet/data/multikueue/kube.py, a link to gpufleet/data/health/kube.py
 # A token lives 24 h and is renewed every 6 h: three renewals may fail (and alert) before the one in use expires.
 TOKEN_SECONDS = 24 * 3600
 SCHEDULE = "17 */6 * * *"
@@ -219,13 +220,13 @@ def credentials_iam_policy(partition: str, workers: list[tuple[str, str]]) -> st
     )
 
 
-def manager_objects(workers: list[tuple[str, str]], image: str, script: str) -> list[dict[str, Any]]:
+def manager_objects(workers: list[tuple[str, str]], image: str, script: str, client: str) -> list[dict[str, Any]]:
     """The manager's rotation: the CronJob's ServiceAccount (EKS Pod Identity gives it the credentials role), what it
-    may do here (apply each worker's Secret, read each MultiKueueCluster), its script, the first renewal's Job and
-    the CronJob."""
+    may do here (apply each worker's Secret, read each MultiKueueCluster), its script with the in-cluster client it
+    imports (`client`, kube.py, the health scripts' too), the first renewal's Job and the CronJob."""
     names = [name for name, _ in workers]
     account = [{"kind": "ServiceAccount", "name": CREDENTIALS, "namespace": NS_KUEUE}]
-    data = {SCRIPT: script}
+    data = {SCRIPT: script, CLIENT: client}
     env = {
         "WORKERS": ",".join(f"{name}={region}" for name, region in workers),
         "NAMESPACE": NS_KUEUE,
