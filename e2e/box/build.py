@@ -1,9 +1,10 @@
 """Build the box's binaries from their pinned Go modules, once per pin set.
 
-Each Go module of e2e/ (controlplane, controllers, karpenter) is built into a cache directory keyed by the sha256 of
-its go.mod, go.sum, every Go file of its own and the Go toolchain version, so a second run with the same pins finds
-the binaries and starts in seconds; a change of a pin builds into a new key. A build goes to a staging directory
-renamed into place only when every binary is there, so an interrupted build leaves nothing that looks complete.
+Each Go module of e2e/ (controlplane, controllers, kueue, karpenter) is built into a cache directory keyed by the
+sha256 of its go.mod, go.sum, every Go file of its own and the Go toolchain version, so a second run with the same
+pins finds the binaries and starts in seconds; a change of a pin builds into a new key. A build goes to a staging
+directory renamed into place only when every binary is there, so an interrupted build leaves nothing that looks
+complete.
 """
 
 from __future__ import annotations
@@ -51,17 +52,19 @@ CONTROLLERS = Module(
     "controllers",
     {
         "kwok": "sigs.k8s.io/kwok/cmd/kwok",
-        "kueue": "sigs.k8s.io/kueue/cmd/kueue",
         "jobset": "sigs.k8s.io/jobset",
         "lws": "sigs.k8s.io/lws/cmd",
         "trainer": "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager",
         "helm": "helm.sh/helm/v3/cmd/helm",
     },
 )
+# Kueue links the other controllers' API libraries (and Trainer's TrainJob builder): its own module keeps them at
+# the versions its release's go.mod names (e2e/kueue/go.mod says why).
+KUEUE = Module("kueue", {"kueue": "sigs.k8s.io/kueue/cmd/kueue"})
 # Karpenter's kwok provider (e2e/karpenter/cmd/karpenter: upstream's kwok main plus the AWS provider's reservation
 # label); its own module, so its Kubernetes libraries do not move the controllers' pins.
 KARPENTER = Module("karpenter", {"karpenter": "./cmd/karpenter"})
-MODULES = (CONTROLPLANE, CONTROLLERS, KARPENTER)
+MODULES = (CONTROLPLANE, CONTROLLERS, KUEUE, KARPENTER)
 # The real Pulumi engine (e2e/test_engine.py): the CLI, and the kubernetes provider the engine finds on PATH (an
 # "ambient" plugin: https://www.pulumi.com/docs/iac/concepts/plugins/). Pulumi's Python language host
 # (github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3) is not served by the module proxy, so the

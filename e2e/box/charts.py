@@ -35,21 +35,24 @@ class ChartSource:
     wanted: str
     # A module no go.mod of e2e/ requires, downloaded as source at this tag (the AWS Karpenter provider's chart)
     pinned: str = ""
+    # the e2e/ module that builds it and pins its version
+    go_module: build.Module = build.CONTROLLERS
 
     @property
     def version(self) -> str:
-        return self.pinned or build.required(build.CONTROLLERS, self.module)
+        return self.pinned or build.required(self.go_module, self.module)
 
     @property
     def root(self) -> Path:
         return build.module_dir(self.module, self.version)
 
 
-# chart name (as the tree's helm file names it, last path element) -> its module, at the version
-# e2e/controllers/go.mod requires; `wanted` is the release the fleet pins. LeaderWorkerSet v0.10.0's module is not
-# served (the module proxy answers 403 for its zip): v0.9.0 is the nearest it serves.
+# chart name (as the tree's helm file names it, last path element) -> its module, at the version its e2e/ module
+# requires (e2e/controllers/go.mod; e2e/kueue/go.mod for Kueue); `wanted` is the release the fleet pins.
+# LeaderWorkerSet v0.10.0's module is not served (the module proxy answers 403 for its zip): v0.9.0 is the nearest
+# it serves.
 RUNNABLE: Mapping[str, ChartSource] = {
-    "kueue": ChartSource("sigs.k8s.io/kueue", "charts/kueue", "0.19.2"),
+    "kueue": ChartSource("sigs.k8s.io/kueue", "charts/kueue", "0.19.2", go_module=build.KUEUE),
     "jobset": ChartSource("sigs.k8s.io/jobset", "charts/jobset", "0.12.0"),
     "lws": ChartSource("sigs.k8s.io/lws", "charts/lws", "0.10.0"),
     "kubeflow-trainer": ChartSource("github.com/kubeflow/trainer/v2", "charts/kubeflow-trainer", "2.3.0"),
