@@ -21,9 +21,9 @@ What is read, exactly as upstream writes it:
   from v0.11.0: at start `"msg":"Parallel image pull enabled"` with the mode's settings (fs/adaptive_fetch_image_
   layers.go newUnpackJobs: max_concurrent_downloads_per_image, max_concurrent_unpacks_per_image,
   concurrent_download_chunk_size in bytes, discard_unpack_layers), and per layer `"msg":"preparing snapshot with
-  parallel pull/unpack"` (or `"no SOCI index found; falling back to parallel pull/unpack"` in the
+  parallel pull/unpack"` (from v0.14.0 also `"no SOCI index found; falling back to parallel pull/unpack"` in the
   parallel-pull-as-fallback mode), else `"msg":"preparing snapshot as local snapshot"` (snapshot/snapshot.go,
-  Prepare's createSnapshot). Its lines name layers, not images, so they say how the node pulls, not which image.
+  snapshotter.Prepare). Its lines name layers, not images, so they say how the node pulls, not which image.
 
 Every input file is one node's (like NCCL logs are one job's): the events of its pods and its journal together. A
 pull seen twice (the same event in describe output and in the journal) counts once.
