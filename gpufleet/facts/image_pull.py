@@ -94,3 +94,29 @@ def parallel_floor(ami_type: str, release: str) -> str | None:
     date = release.rsplit("-", 1)[-1]
     ok = len(date) == 8 and date.isascii() and date.isdigit() and date >= FAST_IMAGE_PULL_AL2023_DATE
     return None if ok else f"AL2023 release v{FAST_IMAGE_PULL_AL2023_DATE}"
+
+
+# A data volume restored from a snapshot (dataVolumeSnapshotId) holds the images, unpacked: nothing is pulled, but
+# the volume reads each block from Amazon S3 the first time it is read until it is initialized (Amazon EBS User
+# Guide, "Initialize Amazon EBS volumes"). The scale-up table counts the group's images read once at the rate the
+# volume then has (an upper bound: a container reads only the files it opens):
+# - snapshotInitialization mode ProvisionedRate: the volumeInitializationRate the spec sets (100 to 300 MiB/s), the
+#   rate EBS downloads the snapshot at after creation;
+# - FastSnapshotRestore: "fully initialized at creation" (same page) where the zone's credit bucket has a credit, so
+#   the gp3 volume's own throughput;
+# - Default (or omitted): the default rate, which "fluctuates throughout the initialization process" (same page):
+#   AWS publishes no figure, so gpufleet assumes LAZY_LOAD_MIBPS [A].
+LAZY_LOAD_MIBPS = 50
+MIB = 2**20
+
+
+def snapshot_read_seconds(size_gb: float, mibps: int) -> float:
+    """`size_gb` (decimal GB) read at `mibps` MiB/s."""
+    return size_gb * 1e9 / (mibps * MIB)
+
+
+def fsr_credits(snapshot_gib: int) -> int:
+    """A fast snapshot restore's credit bucket in one zone: how many volumes it creates fully initialized at once,
+    MAX(1, MIN(10, 1024 / snapshot size in GiB)) (Amazon EBS User Guide, "Amazon EBS fast snapshot restore volume
+    creation credits"); a volume created without a credit is initialized lazily."""
+    return max(1, min(10, 1024 // snapshot_gib))

@@ -17,6 +17,7 @@ GP3_USD_PER_IOPS_MONTH = 0.005  # above GP3_INCLUDED_IOPS
 GP3_USD_PER_MIBPS_MONTH = 0.04  # above GP3_INCLUDED_MIBPS
 GP3_INCLUDED_IOPS = 3000
 GP3_INCLUDED_MIBPS = 125
+FSR_USD_PER_DSU_HOUR = 0.75  # per snapshot per Availability Zone, while enabled
 S3_STANDARD_USD_PER_GB_MONTH = 0.023
 # (deployment type, MB/s/TiB or None for scratch) -> USD per GB-month, us-east-1
 FSX_LUSTRE_USD_PER_GB_MONTH: Mapping[tuple[str, int | None], float] = MappingProxyType(

@@ -45,6 +45,90 @@ def _data_volume_snapshot(fleet: Fleet) -> Iterator[Issue]:
             )
 
 
+@rule("snapshot-initialization")
+def _snapshot_initialization(fleet: Fleet) -> Iterator[Issue]:
+    """snapshotInitialization: how the data volume restored from dataVolumeSnapshotId gets the snapshot's blocks
+    (Amazon EBS User Guide, "Initialize Amazon EBS volumes"). Only a volume created from a snapshot is initialized
+    (an empty one delivers its full performance at once), so it needs dataVolumeSnapshotId, which only Bottlerocket
+    groups have. A rate set on a volume whose snapshot has fast snapshot restore overrides it: the volume is
+    initialized at that rate instead (EC2 API reference, LaunchTemplateEbsBlockDeviceRequest
+    VolumeInitializationRate), so each setting belongs to its own mode."""
+    for path, group in each_group(fleet):
+        init = group.snapshot_initialization
+        if init is None:
+            continue
+        at = path + ("snapshotInitialization",)
+        if not ami_releases.is_bottlerocket(group.ami_type):
+            yield Issue(
+                path=at,
+                at_key=True,
+                message=(
+                    "snapshotInitialization initializes a Bottlerocket data volume restored from dataVolumeSnapshotId;"
+                    f" {group.ami_type} creates its volumes empty, which need no initialization"
+                ),
+                hint="remove snapshotInitialization",
+            )
+            continue
+        if group.data_volume_snapshot_id is None:
+            yield Issue(
+                path=at,
+                at_key=True,
+                message=(
+                    "snapshotInitialization says how a volume restored from a snapshot is initialized, but this group"
+                    " restores none: without dataVolumeSnapshotId its data volume is created empty"
+                ),
+                hint="remove snapshotInitialization, or set dataVolumeSnapshotId",
+            )
+            continue
+        rate, zones = init.volume_initialization_rate, init.availability_zones
+        if init.mode == "ProvisionedRate" and rate is None:
+            yield Issue(
+                path=at + ("mode",),
+                message=(
+                    "mode ProvisionedRate needs volumeInitializationRate: the rate, 100 to 300 MiB/s, at which EBS"
+                    " downloads the snapshot's blocks to the new volume"
+                ),
+                hint="set volumeInitializationRate: 300",
+            )
+        if init.mode != "ProvisionedRate" and rate is not None:
+            why = (
+                "a rate on a volume whose snapshot has fast snapshot restore overrides it: EBS initializes the volume"
+                " at that rate instead"
+                if init.mode == "FastSnapshotRestore"
+                else "mode Default loads the blocks lazily from S3 on first read"
+            )
+            yield Issue(
+                path=at + ("volumeInitializationRate",),
+                at_key=True,
+                message=f"volumeInitializationRate is mode ProvisionedRate's; {why}",
+                hint="remove volumeInitializationRate, or set mode: ProvisionedRate",
+            )
+        if init.mode == "FastSnapshotRestore" and zones is None:
+            yield Issue(
+                path=at + ("mode",),
+                message=(
+                    "mode FastSnapshotRestore needs availabilityZones: fast snapshot restore is enabled per"
+                    " Availability Zone, in the zones of the group's subnets, which gpufleet cannot read offline"
+                ),
+                hint="set availabilityZones: the zone names of the group's subnets, e.g. [us-east-1a]",
+            )
+        if init.mode != "FastSnapshotRestore" and zones is not None:
+            yield Issue(
+                path=at + ("availabilityZones",),
+                at_key=True,
+                message=f"availabilityZones is mode FastSnapshotRestore's; mode {init.mode} enables nothing per zone",
+                hint="remove availabilityZones, or set mode: FastSnapshotRestore",
+            )
+        for i, zone in enumerate(zones or ()):
+            # A zone name is its region's name and a letter (us-east-1a); FastSnapshotRestore takes zone names.
+            if zone[:-1] != fleet.cluster.region:
+                yield Issue(
+                    path=at + ("availabilityZones", i),
+                    message=f"{zone} is not a zone of the cluster's region {fleet.cluster.region}",
+                    hint=f"use a zone of {fleet.cluster.region}, such as {fleet.cluster.region}a",
+                )
+
+
 @rule("ami")
 def _ami(fleet: Fleet) -> Iterator[Issue]:
     for path, group in each_group(fleet):

@@ -172,6 +172,20 @@ class ImagePull:
     discard_unpacked_layers: bool | None
 
 
+SnapshotInitializationMode = Literal["ProvisionedRate", "FastSnapshotRestore", "Default"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SnapshotInitialization:
+    """snapshotInitialization: how a data volume restored from dataVolumeSnapshotId gets the snapshot's blocks
+    (Amazon EBS User Guide, "Initialize Amazon EBS volumes"): at a provisioned rate, from a snapshot with fast
+    snapshot restore, or lazily from S3 on first read (Default)."""
+
+    mode: SnapshotInitializationMode
+    volume_initialization_rate: int | None  # MiB/s, ProvisionedRate only (EC2 allows 100 to 300)
+    availability_zones: tuple[str, ...] | None  # FastSnapshotRestore only: the zones it is enabled in
+
+
 def _headroom(hr: Mapping[str, Any] | None) -> Headroom | None:
     return Headroom(nodes=hr["nodes"]) if hr is not None and hr["nodes"] > 0 else None
 
@@ -219,6 +233,7 @@ class NodeGroup:
     labels: Mapping[str, str]
     disk_size_gib: int = field(metadata=at("diskSizeGiB"))
     data_volume_snapshot_id: str | None  # Bottlerocket: the data volume's EBS snapshot holding the images
+    snapshot_initialization: SnapshotInitialization | None  # None: omitted (lazy load, as mode Default)
     image_pull: ImagePull
     # the gp3 volume holding the container store; None: omitted (gpufleet.spec.defaults.disk_throughput, disk_iops)
     disk_throughput_mibps: int | None = field(metadata=at("diskThroughputMiBps"))

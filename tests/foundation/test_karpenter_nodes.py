@@ -50,6 +50,7 @@ def nodes_spec() -> dict[str, Any]:
             "scaling": {"maxSize": 2},
             "images": ["serving"],
             "dataVolumeSnapshotId": SNAPSHOT,
+            "snapshotInitialization": {"mode": "ProvisionedRate", "volumeInitializationRate": 300},
         }
     )
     return data
@@ -135,6 +136,8 @@ def test_bottlerocket_nodes_join_with_the_images_of_their_data_volume_snapshot(n
             "encrypted": True,
             "deleteOnTermination": True,
             "snapshotID": SNAPSHOT,
+            # snapshotInitialization mode ProvisionedRate: the pinned CRD's ebs.volumeInitializationRate
+            "volumeInitializationRate": 300,
         },
     }
     assert "snapshotID" not in devices[0]["ebs"]
@@ -155,12 +158,24 @@ def test_a_managed_bottlerocket_group_gets_the_snapshot_in_its_launch_template(t
     pinned pulumi-aws input name (LaunchTemplateBlockDeviceMappingEbsArgs.snapshot_id)."""
     data = mixed_spec()
     group = next(g for g in data["nodeGroups"] if g["name"] == "br")
-    group.update(provisioner="ManagedNodeGroup", localStorage="None", dataVolumeSnapshotId=SNAPSHOT)
+    group.update(
+        provisioner="ManagedNodeGroup",
+        localStorage="None",
+        dataVolumeSnapshotId=SNAPSHOT,
+        snapshotInitialization={"mode": "ProvisionedRate", "volumeInitializationRate": 250},
+    )
     group["capacity"] = {"type": "OnDemand"}
     plan = plan_of(data, tmp_path)
     template = next(r for s in plan.stages for r in s.content.resources if r.id == "br-launch-template")
     (device,) = template.args["blockDeviceMappings"]
     assert device["deviceName"] == "/dev/xvdb" and device["ebs"]["snapshotId"] == SNAPSHOT
+    assert device["ebs"]["volumeInitializationRate"] == 250
+    notes = "\n".join(line for s in plan.stages for line in s.content.notes)
+    assert (
+        "- br: the Provisioned Rate for Volume Initialization bills each node launch by the snapshot data its data"
+        " volume initializes (at most diskSizeGiB, 300 GiB); gpufleet has no sourced price for it"
+        " (aws.amazon.com/ebs/pricing), so it is not counted." in notes
+    )
     params = inspect.signature(pulumi_aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs.__init__).parameters
     assert {re.sub(r"(?<!^)(?=[A-Z])", "_", k).lower() for k in device["ebs"]} <= set(params)
 
@@ -170,5 +185,39 @@ def test_plan_md_says_when_bottlerocket_nodes_get_their_images(nodes: RolloutPla
     assert (
         "Bottlerocket nodes (br-cache) run no user-data script: they join with the images of their data-volume"
         " snapshot (dataVolumeSnapshotId), and the prepuller DaemonSet pulls what it lacks once they have joined."
+        in notes
+    )
+
+
+def test_fast_snapshot_restore_is_enabled_in_each_zone_before_the_nodes_launch(tmp_path: Path) -> None:
+    """snapshotInitialization mode FastSnapshotRestore: one aws.ebs.FastSnapshotRestore per snapshot and zone
+    (pulumi-aws's resource, its inputs availabilityZone and snapshotId), shared by two groups restoring the same
+    snapshot, and the launch template waits for them; the volume carries no rate (a rate would override fast
+    snapshot restore); the cost estimate counts each snapshot-zone pair at $0.75 per DSU-hour, 730 hours."""
+    data = mixed_spec()
+    br = next(g for g in data["nodeGroups"] if g["name"] == "br")
+    fsr = {"mode": "FastSnapshotRestore", "availabilityZones": ["us-east-1b", "us-east-1a"]}
+    br.update(
+        provisioner="ManagedNodeGroup", localStorage="None", dataVolumeSnapshotId=SNAPSHOT, snapshotInitialization=fsr
+    )
+    br["capacity"] = {"type": "OnDemand"}
+    twin = {**br, "name": "br-twin", "snapshotInitialization": {**fsr, "availabilityZones": ["us-east-1a"]}}
+    data["nodeGroups"].append(twin)
+    plan = plan_of(data, tmp_path)
+    resources = {r.id: r for s in plan.stages for r in s.content.resources}
+    restores = sorted(r for r in resources if r.endswith("-fast-snapshot-restore"))
+    assert restores == [f"{SNAPSHOT}-us-east-1a-fast-snapshot-restore", f"{SNAPSHOT}-us-east-1b-fast-snapshot-restore"]
+    first = resources[restores[0]]
+    assert first.type == "aws:ebs/fastSnapshotRestore:FastSnapshotRestore"
+    assert first.args == {"availabilityZone": "us-east-1a", "snapshotId": SNAPSHOT}
+    params = inspect.signature(pulumi_aws.ebs.FastSnapshotRestoreArgs.__init__).parameters
+    assert {"availability_zone", "snapshot_id"} <= set(params)
+    assert set(restores) <= set(resources["br-launch-template"].depends_on)
+    assert resources["br-twin-launch-template"].depends_on == (restores[0],)
+    (device,) = resources["br-launch-template"].args["blockDeviceMappings"]
+    assert "volumeInitializationRate" not in device["ebs"]
+    notes = "\n".join(line for s in plan.stages for line in s.content.notes)
+    assert (
+        "- EBS fast snapshot restore: 2 snapshot-zone pair(s) x $0.75/DSU-hour x 730 hours = $1,095, at every size."
         in notes
     )

@@ -111,20 +111,45 @@ def test_the_pull_rate_follows_the_mode_and_the_ami(ami: str | None, extra: str,
     assert row.split(" | ")[2] == rate
 
 
-def test_the_snapshot_path_pulls_nothing() -> None:
-    """A Bottlerocket data volume from a snapshot of the images (dataVolumeSnapshotId): node start, then nothing to
-    pull; the snapshot column says so, and a group without one says "not configured"."""
-    br = (
+def _snapshot_group(init: str = "") -> str:
+    return (
         group("br", "g6e.12xlarge", max_size=8)
         .replace(
             'type: AL2023_x86_64_NVIDIA, releaseVersion: "1.33.13-20260714"',
             'type: BOTTLEROCKET_x86_64_NVIDIA, releaseVersion: "1.54.0-5043decc"',
         )
-        .replace("    taints: []", "    dataVolumeSnapshotId: snap-0123456789abcdef0\n    taints: []")
+        .replace("    taints: []", f"    dataVolumeSnapshotId: snap-0123456789abcdef0\n{init}    taints: []")
     )
-    f = fleet([br], "")
+
+
+@pytest.mark.parametrize(
+    ("init", "mibps", "cell"),
+    [
+        # Default: EBS's lazy load, no published rate (50 MiB/s assumed): 10.78 GB / (50 x 2^20 B/s) = 205.6 s
+        ("", 50, "| 9.4 min (images at 50 MiB/s, lazy load from S3, assumed) |"),
+        # ProvisionedRate 300 MiB/s: 10.78 GB / (300 x 2^20 B/s) = 34.3 s
+        (
+            "    snapshotInitialization: {mode: ProvisionedRate, volumeInitializationRate: 300}\n",
+            300,
+            "| 6.6 min (images at 300 MiB/s, provisioned rate, spec) |",
+        ),
+        # FastSnapshotRestore: initialized at creation, the gp3 volume's own 125 MiB/s: 82.2 s
+        (
+            "    snapshotInitialization: {mode: FastSnapshotRestore, availabilityZones: [us-east-1a]}\n",
+            125,
+            "| 7.4 min (images at 125 MiB/s, fast snapshot restore: gp3 throughput, assumed) |",
+        ),
+    ],
+)
+def test_the_snapshot_path_reads_the_images_at_the_restored_volumes_rate(init: str, mibps: int, cell: str) -> None:
+    """A Bottlerocket data volume from a snapshot of the images (dataVolumeSnapshotId): node start, nothing to pull,
+    then the images read once at the rate the restored volume has (snapshotInitialization); a group without a
+    snapshot says "not configured"."""
+    f = fleet([_snapshot_group(init)], "")
     p = scale_up.paths(f, f.node_group("br"))
-    assert p.snapshot_s == p.node_start_s == 360
+    assert p.node_start_s == 360
+    read = p.pull.size_gb * 1e9 / (mibps * 2**20)
+    assert p.snapshot_s == pytest.approx(360 + read)
     assert p.cold_s == pytest.approx(360 + 112.33)
     (row,) = [r for r in scale_up.notes(f) if r.startswith("| br |")]
-    assert row.endswith("| **7.9 min** | no warm pool | no headroom | 6.0 min |")
+    assert row.endswith(cell)

@@ -3,12 +3,15 @@ exact message."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 
+from gpufleet.base.errors import format_path
 from gpufleet.rules import cross_field
-from tests.rules.fleets import BOTTLEROCKET, OPERATOR, OPERATOR_GDRCOPY, Patch, at, build, found, group
+from gpufleet.spec.schema_errors import schema_issues
+from tests.rules.fleets import BOTTLEROCKET, MINIMAL, OPERATOR, OPERATOR_GDRCOPY, Patch, at, build, found, group
 
 # Each entry: rule name, patches, the (path, message) pairs the rule reports. An empty list is a passing case.
 CASES: list[Any] = [
@@ -49,6 +52,169 @@ CASES: list[Any] = [
             )
         ],
         id="snapshot/raid0",
+    ),
+    # snapshotInitialization: how the restored data volume gets the snapshot's blocks
+    pytest.param(
+        "snapshot-initialization",
+        [
+            group(
+                ami=BOTTLEROCKET,
+                dataVolumeSnapshotId="snap-0123456789abcdef0",
+                snapshotInitialization={"mode": "ProvisionedRate", "volumeInitializationRate": 300},
+            )
+        ],
+        [],
+        id="init/provisioned-rate",
+    ),
+    pytest.param(
+        "snapshot-initialization",
+        [
+            group(
+                ami=BOTTLEROCKET,
+                dataVolumeSnapshotId="snap-0123456789abcdef0",
+                snapshotInitialization={"mode": "FastSnapshotRestore", "availabilityZones": ["us-east-1a"]},
+            )
+        ],
+        [],
+        id="init/fast-snapshot-restore",
+    ),
+    pytest.param(
+        "snapshot-initialization",
+        [group(snapshotInitialization={"mode": "Default"})],
+        [
+            (
+                "nodeGroups[0].snapshotInitialization",
+                "snapshotInitialization initializes a Bottlerocket data volume restored from dataVolumeSnapshotId;"
+                " AL2023_x86_64_NVIDIA creates its volumes empty, which need no initialization",
+            )
+        ],
+        id="init/al2023",
+    ),
+    pytest.param(
+        "snapshot-initialization",
+        [group(ami=BOTTLEROCKET, snapshotInitialization={"mode": "ProvisionedRate", "volumeInitializationRate": 200})],
+        [
+            (
+                "nodeGroups[0].snapshotInitialization",
+                "snapshotInitialization says how a volume restored from a snapshot is initialized, but this group"
+                " restores none: without dataVolumeSnapshotId its data volume is created empty",
+            )
+        ],
+        id="init/without-snapshot",
+    ),
+    pytest.param(
+        "snapshot-initialization",
+        [
+            group(
+                ami=BOTTLEROCKET,
+                dataVolumeSnapshotId="snap-0123456789abcdef0",
+                snapshotInitialization={"mode": "ProvisionedRate"},
+            )
+        ],
+        [
+            (
+                "nodeGroups[0].snapshotInitialization.mode",
+                "mode ProvisionedRate needs volumeInitializationRate: the rate, 100 to 300 MiB/s, at which EBS"
+                " downloads the snapshot's blocks to the new volume",
+            )
+        ],
+        id="init/provisioned-rate-without-rate",
+    ),
+    pytest.param(
+        "snapshot-initialization",
+        [
+            group(
+                ami=BOTTLEROCKET,
+                dataVolumeSnapshotId="snap-0123456789abcdef0",
+                snapshotInitialization={
+                    "mode": "FastSnapshotRestore",
+                    "availabilityZones": ["us-east-1a"],
+                    "volumeInitializationRate": 300,
+                },
+            )
+        ],
+        [
+            (
+                "nodeGroups[0].snapshotInitialization.volumeInitializationRate",
+                "volumeInitializationRate is mode ProvisionedRate's; a rate on a volume whose snapshot has fast"
+                " snapshot restore overrides it: EBS initializes the volume at that rate instead",
+            )
+        ],
+        id="init/rate-with-fsr",
+    ),
+    pytest.param(
+        "snapshot-initialization",
+        [
+            group(
+                ami=BOTTLEROCKET,
+                dataVolumeSnapshotId="snap-0123456789abcdef0",
+                snapshotInitialization={"mode": "Default", "volumeInitializationRate": 300},
+            )
+        ],
+        [
+            (
+                "nodeGroups[0].snapshotInitialization.volumeInitializationRate",
+                "volumeInitializationRate is mode ProvisionedRate's; mode Default loads the blocks lazily from S3 on"
+                " first read",
+            )
+        ],
+        id="init/rate-with-default",
+    ),
+    pytest.param(
+        "snapshot-initialization",
+        [
+            group(
+                ami=BOTTLEROCKET,
+                dataVolumeSnapshotId="snap-0123456789abcdef0",
+                snapshotInitialization={"mode": "FastSnapshotRestore"},
+            )
+        ],
+        [
+            (
+                "nodeGroups[0].snapshotInitialization.mode",
+                "mode FastSnapshotRestore needs availabilityZones: fast snapshot restore is enabled per Availability"
+                " Zone, in the zones of the group's subnets, which gpufleet cannot read offline",
+            )
+        ],
+        id="init/fsr-without-zones",
+    ),
+    pytest.param(
+        "snapshot-initialization",
+        [
+            group(
+                ami=BOTTLEROCKET,
+                dataVolumeSnapshotId="snap-0123456789abcdef0",
+                snapshotInitialization={
+                    "mode": "ProvisionedRate",
+                    "volumeInitializationRate": 300,
+                    "availabilityZones": ["us-east-1a"],
+                },
+            )
+        ],
+        [
+            (
+                "nodeGroups[0].snapshotInitialization.availabilityZones",
+                "availabilityZones is mode FastSnapshotRestore's; mode ProvisionedRate enables nothing per zone",
+            )
+        ],
+        id="init/zones-with-provisioned-rate",
+    ),
+    pytest.param(
+        "snapshot-initialization",
+        [
+            group(
+                ami=BOTTLEROCKET,
+                dataVolumeSnapshotId="snap-0123456789abcdef0",
+                snapshotInitialization={"mode": "FastSnapshotRestore", "availabilityZones": ["us-west-2a"]},
+            )
+        ],
+        [
+            (
+                "nodeGroups[0].snapshotInitialization.availabilityZones[0]",
+                "us-west-2a is not a zone of the cluster's region us-east-1",
+            )
+        ],
+        id="init/zone-of-another-region",
     ),
     # ami
     pytest.param(
@@ -194,4 +360,20 @@ def test_an_unknown_release_is_a_warning_and_a_wrong_minor_an_error() -> None:
     other = cross_field.check(build(group(ami={"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.32.13-20260714"})))
     assert [(i.severity, i.hint) for i in other] == [
         ("error", "use a 1.33 release of AL2023_x86_64_NVIDIA; the newest known is 1.33.13-20260714")
+    ]
+
+
+@pytest.mark.parametrize(("rate", "message"), [(50, "50 must be at least 100"), (400, "400 must be at most 300")])
+def test_a_volume_initialization_rate_outside_ec2s_range_is_refused(rate: int, message: str) -> None:
+    """EC2's Provisioned Rate for Volume Initialization is 100 to 300 MiB/s (EC2 API reference,
+    LaunchTemplateEbsBlockDeviceRequest VolumeInitializationRate; the pinned EC2NodeClass CRD has the same bounds):
+    the schema holds the range."""
+    data = copy.deepcopy(MINIMAL)
+    group(
+        ami=BOTTLEROCKET,
+        dataVolumeSnapshotId="snap-0123456789abcdef0",
+        snapshotInitialization={"mode": "ProvisionedRate", "volumeInitializationRate": rate},
+    )(data)
+    assert [(format_path(i.path), i.message) for i in schema_issues(data, {})] == [
+        ("nodeGroups[0].snapshotInitialization.volumeInitializationRate", message)
     ]

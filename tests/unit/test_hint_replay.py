@@ -1026,6 +1026,72 @@ REPLAYS: tuple[Replay, ...] = (
         {"nodeGroups.0.dataVolumeSnapshotId": DEL},
     ),
     R(
+        "snapshot-initialization-on-al2023",
+        {"nodeGroups.0.snapshotInitialization": {"mode": "Default"}},
+        "remove snapshotInitialization",
+        {"nodeGroups.0.snapshotInitialization": DEL},
+    ),
+    R(
+        "snapshot-initialization-without-a-snapshot",
+        {"nodeGroups.0.ami": BOTTLEROCKET, "nodeGroups.0.snapshotInitialization": {"mode": "Default"}},
+        "remove snapshotInitialization, or set dataVolumeSnapshotId",
+        {"nodeGroups.0.snapshotInitialization": DEL},
+    ),
+    R(
+        "provisioned-rate-without-a-rate",
+        {
+            "nodeGroups.0.ami": BOTTLEROCKET,
+            "nodeGroups.0.dataVolumeSnapshotId": "snap-0123456789abcdef0",
+            "nodeGroups.0.snapshotInitialization": {"mode": "ProvisionedRate"},
+        },
+        "set volumeInitializationRate: 300",
+        {"nodeGroups.0.snapshotInitialization.volumeInitializationRate": 300},
+    ),
+    R(
+        "volume-initialization-rate-with-fast-snapshot-restore",
+        {
+            "nodeGroups.0.ami": BOTTLEROCKET,
+            "nodeGroups.0.dataVolumeSnapshotId": "snap-0123456789abcdef0",
+            "nodeGroups.0.snapshotInitialization": {
+                "mode": "FastSnapshotRestore",
+                "availabilityZones": ["us-east-1a"],
+                "volumeInitializationRate": 300,
+            },
+        },
+        "remove volumeInitializationRate, or set mode: ProvisionedRate",
+        {"nodeGroups.0.snapshotInitialization.volumeInitializationRate": DEL},
+    ),
+    R(
+        "fast-snapshot-restore-without-zones",
+        {
+            "nodeGroups.0.ami": BOTTLEROCKET,
+            "nodeGroups.0.dataVolumeSnapshotId": "snap-0123456789abcdef0",
+            "nodeGroups.0.snapshotInitialization": {"mode": "FastSnapshotRestore"},
+        },
+        "set availabilityZones: the zone names of the group's subnets, e.g. [us-east-1a]",
+        {"nodeGroups.0.snapshotInitialization.availabilityZones": ["us-east-1a"]},
+    ),
+    R(
+        "zones-without-fast-snapshot-restore",
+        {
+            "nodeGroups.0.ami": BOTTLEROCKET,
+            "nodeGroups.0.dataVolumeSnapshotId": "snap-0123456789abcdef0",
+            "nodeGroups.0.snapshotInitialization": {"mode": "Default", "availabilityZones": ["us-east-1a"]},
+        },
+        "remove availabilityZones, or set mode: FastSnapshotRestore",
+        {"nodeGroups.0.snapshotInitialization.availabilityZones": DEL},
+    ),
+    R(
+        "fast-snapshot-restore-zone-of-another-region",
+        {
+            "nodeGroups.0.ami": BOTTLEROCKET,
+            "nodeGroups.0.dataVolumeSnapshotId": "snap-0123456789abcdef0",
+            "nodeGroups.0.snapshotInitialization": {"mode": "FastSnapshotRestore", "availabilityZones": ["us-west-2a"]},
+        },
+        "use a zone of us-east-1, such as us-east-1a",
+        {"nodeGroups.0.snapshotInitialization.availabilityZones": ["us-east-1a"]},
+    ),
+    R(
         "parallel-pull-before-the-gate",
         {
             "nodeGroups.0.ami": {"type": "AL2023_x86_64_NVIDIA", "releaseVersion": "1.33.3-20250819"},

@@ -200,6 +200,8 @@ def launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str,
                         if group.data_volume_snapshot_id is not None
                         else {}
                     ),
+                    # the rate EBS initializes it at (snapshotInitialization mode ProvisionedRate)
+                    **node_bootstrap.volume_initialization(group),
                 },
             }
         ],
@@ -257,11 +259,51 @@ def launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str,
             type="aws:ec2/launchTemplate:LaunchTemplate",
             provider=AWS_PROVIDER,
             args=args,
-            # Nodes start only once SRD can pass between them.
-            depends_on=EFA_SELF_RULES if group.fabric is Fabric.EFA else (),
+            # Nodes start only once SRD can pass between them, and once fast snapshot restore is enabled in their
+            # zones (the resource is created when the snapshot reaches `enabled`), so their volumes come initialized.
+            depends_on=(EFA_SELF_RULES if group.fabric is Fabric.EFA else ()) + fast_snapshot_restore_ids(group),
         )
     )
     return out
+
+
+def _fsr_id(snapshot: str, zone: str) -> str:
+    return f"{snapshot}-{zone}-fast-snapshot-restore"
+
+
+def fast_snapshot_restore_ids(group: NodeGroup) -> tuple[str, ...]:
+    """The ids of the fast snapshot restores the group's data volume is created with (none unless
+    snapshotInitialization mode FastSnapshotRestore)."""
+    init, snapshot = group.snapshot_initialization, group.data_volume_snapshot_id
+    if snapshot is None or init is None or init.mode != "FastSnapshotRestore":
+        return ()
+    return tuple(_fsr_id(snapshot, zone) for zone in init.availability_zones or ())
+
+
+def fast_snapshot_restores(fleet: Fleet) -> list[Resource]:
+    """Fast snapshot restore on each group's data-volume snapshot in each zone it names (snapshotInitialization mode
+    FastSnapshotRestore): one aws.ebs.FastSnapshotRestore per snapshot and Availability Zone (pulumi-aws
+    ebs/fastSnapshotRestore, over EC2 EnableFastSnapshotRestores), shared by the groups that restore the same
+    snapshot there. A volume created from the snapshot in that zone while the zone's credit bucket has a credit is
+    fully initialized at creation (Amazon EBS User Guide, "Amazon EBS fast snapshot restore"); it bills per
+    DSU-hour per zone while enabled (the cost stage counts it)."""
+    out: dict[str, Resource] = {}
+    for group in fleet.node_groups:
+        init, snapshot = group.snapshot_initialization, group.data_volume_snapshot_id
+        if snapshot is None or init is None or init.mode != "FastSnapshotRestore":
+            continue
+        for zone in init.availability_zones or ():
+            rid = _fsr_id(snapshot, zone)
+            out.setdefault(
+                rid,
+                Resource(
+                    id=rid,
+                    type="aws:ebs/fastSnapshotRestore:FastSnapshotRestore",
+                    provider=AWS_PROVIDER,
+                    args={"availabilityZone": zone, "snapshotId": snapshot},
+                ),
+            )
+    return [out[k] for k in sorted(out)]
 
 
 def managed_node_group(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from gpufleet.facts import catalog, image_pull, weights
 from gpufleet.facts.checkpoints import duration
 from gpufleet.plan.builders import serving_start
-from gpufleet.spec import cold_start
+from gpufleet.spec import cold_start, defaults
 from gpufleet.spec.fleet import Fleet, NodeGroup, WorkloadClass
 
 
@@ -55,10 +55,11 @@ def paths(fleet: Fleet, group: NodeGroup) -> Paths:
         else:
             headroom = 0.0 if p.prepulled else p.seconds
     snapshot = None
-    if group.data_volume_snapshot_id is not None:
-        # Bottlerocket's data volume restored from a snapshot of the images: nothing to pull. EBS loads a restored
-        # volume's blocks from S3 on first read, which this figure does not count (no initialization rate is set).
-        snapshot = node + after_node
+    read = snapshot_read(group)
+    if read is not None:
+        # Bottlerocket's data volume restored from a snapshot of the images: nothing to pull, the images read once at
+        # the rate the restored volume has (gpufleet.facts.image_pull.snapshot_read_seconds).
+        snapshot = node + image_pull.snapshot_read_seconds(p.size_gb, read[0]) + after_node
     return Paths(
         node_start_s=node,
         pull=p,
@@ -70,6 +71,20 @@ def paths(fleet: Fleet, group: NodeGroup) -> Paths:
         headroom_s=headroom,
         snapshot_s=snapshot,
     )
+
+
+def snapshot_read(group: NodeGroup) -> tuple[int, str] | None:
+    """The MiB/s a data volume restored from the group's snapshot reads its images at, and what it stands for; None
+    without dataVolumeSnapshotId."""
+    if group.data_volume_snapshot_id is None:
+        return None
+    init = group.snapshot_initialization
+    mode = "Default" if init is None else init.mode
+    if mode == "ProvisionedRate" and init is not None and init.volume_initialization_rate is not None:
+        return init.volume_initialization_rate, "provisioned rate, spec"
+    if mode == "FastSnapshotRestore":
+        return defaults.disk_throughput(group), "fast snapshot restore: gp3 throughput, assumed"
+    return image_pull.LAZY_LOAD_MIBPS, "lazy load from S3, assumed"
 
 
 def _mark(measured: bool) -> str:
@@ -98,8 +113,15 @@ def row(group: NodeGroup, f: Paths) -> str:
         f" **{duration(f.cold_s)}** |"
         f" {duration(f.warm_pool_s) if f.warm_pool_s is not None else 'no warm pool'} |"
         f" {duration(f.headroom_s) if f.headroom_s is not None else 'no headroom'} |"
-        f" {duration(f.snapshot_s) if f.snapshot_s is not None else 'not configured'} |"
+        f" {_snapshot_cell(group, f)} |"
     )
+
+
+def _snapshot_cell(group: NodeGroup, f: Paths) -> str:
+    read = snapshot_read(group)
+    if f.snapshot_s is None or read is None:
+        return "not configured"
+    return f"{duration(f.snapshot_s)} (images at {read[0]} MiB/s, {read[1]})"
 
 
 def notes(fleet: Fleet) -> list[str]:
@@ -123,8 +145,11 @@ def notes(fleet: Fleet) -> list[str]:
         " warm-up of an Inference group as in its table (gpufleet/facts/weights.py; measured where"
         " workloads.weightLoadGBps gives the rate). A warm-pool instance resumes in"
         f" {cold_start.WARM_RESUME_SECONDS} s and pulls again only with RAID0; a headroom node is Ready with its"
-        " images; a snapshot path needs a Bottlerocket data-volume snapshot (dataVolumeSnapshotId), whose blocks EBS"
-        " loads from S3 on first read (not counted).",
+        " images; a snapshot path needs a Bottlerocket data-volume snapshot (dataVolumeSnapshotId): nothing to pull,"
+        " the images read once at the restored volume's rate (an upper bound: a container reads only what it opens):"
+        " snapshotInitialization's volumeInitializationRate (ProvisionedRate), the gp3 throughput (FastSnapshotRestore,"
+        " fully initialized at creation while the zone has fast snapshot restore credits), else EBS's lazy load from"
+        f" S3 on first read, whose rate AWS does not publish ({image_pull.LAZY_LOAD_MIBPS} MiB/s assumed).",
         "",
         "| group | images | pull rate | node start | image pull | weight load | warm-up | cold | warm pool"
         " | headroom node | snapshot |",

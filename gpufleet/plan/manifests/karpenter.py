@@ -196,6 +196,9 @@ def block_devices(group: NodeGroup) -> list[dict[str, Any]]:
             # snapshot it sets the restored volume's encryption state (EC2 API reference FleetEbsBlockDeviceRequest
             # Encrypted), as ai-on-eks's EC2NodeClass has both.
             ebs["snapshotID"] = group.data_volume_snapshot_id
+            # The rate EBS initializes it at (snapshotInitialization mode ProvisionedRate): the pinned CRD has
+            # blockDeviceMappings[].ebs.volumeInitializationRate (100 to 300 MiB/s, only with snapshotID).
+            ebs.update(node_bootstrap.volume_initialization(group))
         return [{"deviceName": "/dev/xvda", "ebs": root}, {"deviceName": "/dev/xvdb", "ebs": ebs}]
     return [{"deviceName": "/dev/xvda", "ebs": ebs, "rootVolume": True}]
 

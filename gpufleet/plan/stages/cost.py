@@ -390,6 +390,36 @@ def around_the_gpu_nodes(fleet: Fleet) -> tuple[list[str], float, float]:
         f" ${pricing.GP3_USD_PER_MIBPS_MONTH}/MiB/s-month and ${pricing.GP3_USD_PER_IOPS_MONTH}/IOPS-month [A], at"
         " minSize..maxSize): " + "; ".join(rows) + "."
     )
+    fsr = {
+        (g.data_volume_snapshot_id, zone)
+        for g in fleet.node_groups
+        if g.data_volume_snapshot_id is not None
+        and g.snapshot_initialization is not None
+        and g.snapshot_initialization.mode == "FastSnapshotRestore"
+        for zone in g.snapshot_initialization.availability_zones or ()
+    }
+    if fsr:
+        # Billed per snapshot and zone while enabled, whatever the nodes do (stage 1 enables it).
+        restore = len(fsr) * pricing.FSR_USD_PER_DSU_HOUR * month
+        extra_min += restore
+        extra_max += restore
+        lines.append(
+            f"- EBS fast snapshot restore: {len(fsr)} snapshot-zone pair(s) x ${pricing.FSR_USD_PER_DSU_HOUR}/DSU-hour"
+            f" x {month} hours = {usd(restore)}, at every size."
+        )
+    provisioned = [
+        g
+        for g in fleet.node_groups
+        if g.data_volume_snapshot_id is not None
+        and g.snapshot_initialization is not None
+        and g.snapshot_initialization.mode == "ProvisionedRate"
+    ]
+    for g in provisioned:
+        lines.append(
+            f"- {g.name}: the Provisioned Rate for Volume Initialization bills each node launch by the snapshot data"
+            f" its data volume initializes (at most diskSizeGiB, {g.disk_size_gib} GiB); gpufleet has no sourced"
+            " price for it (aws.amazon.com/ebs/pricing), so it is not counted."
+        )
     if fleet.fsx_lustre is not None:
         # Billed by provisioned capacity whatever the nodes do (the storage stage's plan.md section has the figures).
         price, lustre = fsx.monthly_usd(fleet.fsx_lustre)

@@ -19,7 +19,7 @@ from gpufleet.facts.stages import StageName
 from gpufleet.plan.builders import cluster_roles, device_managers, provisioners, scale_up
 from gpufleet.plan.builders.cluster import cluster_resources, pod_identity_resources, pod_identity_warning
 from gpufleet.plan.builders.common import helm, k8s, namespace
-from gpufleet.plan.builders.node_groups import efa_security_group, prepuller, with_tags
+from gpufleet.plan.builders.node_groups import efa_security_group, fast_snapshot_restores, prepuller, with_tags
 from gpufleet.plan.manifests import autoscaler, gpu_operator, headroom, node_bootstrap
 from gpufleet.plan.parts import AtFoundation, BuildContext, Resource, StageContent
 from gpufleet.plan.stages import health as health_stage
@@ -61,6 +61,7 @@ def build(ctx: BuildContext) -> StageContent:
     for group in fleet.node_groups:
         labels = {k: v for part in later for k, v in part.node_labels(group).items()}
         resources += provisioners.of(group).group_resources(ctx, group, labels, later)
+    resources += fast_snapshot_restores(fleet)
     if scaled:
         resources = [
             with_tags(r, autoscaler.discovery_tags(fleet)) if r.id == SYSTEM_NODE_GROUP else r for r in resources
