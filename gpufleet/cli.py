@@ -1,4 +1,4 @@
-"""`gpufleet init|validate|plan|synth|check|diff|preflight|diagnose|explain` (docs/architecture.md section 5).
+"""`gpufleet init|validate|plan|synth|check|diff|preflight|snapshot|diagnose|explain` (docs/architecture.md section 5).
 
 Why, with sources: docs/commands.md, "Design notes", gpufleet/cli.py.
 """
@@ -55,6 +55,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "preflight": (
         "gpufleet.commands.preflight",
         "check the AWS account against one environment's fleet before anything is created",
+    ),
+    "snapshot": (
+        "gpufleet.commands.snapshot",
+        "snapshot a Bottlerocket data volume that holds a group's images, for nodeGroups[].dataVolumeSnapshotId",
     ),
     "diagnose": (
         "gpufleet.commands.diagnose",

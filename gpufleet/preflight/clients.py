@@ -140,6 +140,33 @@ def make_clients(region: str) -> Clients:
     return _guarded("session:CreateClient", build)
 
 
+def session_client(region: str, service: str) -> Client:
+    """One client for `region` from the standard AWS chain, configured as preflight's (`gpufleet snapshot` uses it);
+    raises ApiError when no session can be built."""
+
+    def build() -> Client:
+        import boto3.session  # type: ignore[import-untyped,unused-ignore]
+        from botocore.config import Config  # type: ignore[import-untyped,unused-ignore]
+
+        config = Config(
+            retries={"max_attempts": MAX_ATTEMPTS, "mode": "standard"},
+            connect_timeout=CONNECT_TIMEOUT_S,
+            read_timeout=READ_TIMEOUT_S,
+            user_agent_extra=f"gpufleet-{service}",
+        )
+        return boto3.session.Session(region_name=region).client(service, config=config)
+
+    return _guarded("session:CreateClient", build)
+
+
+def wait(client: Client, waiter: str, **params: Any) -> None:
+    """Block on one of the client's waiters (`instance_stopped`, `snapshot_completed`); a failure, or running out of
+    attempts, is raised as ApiError (botocore's WaiterError is a BotoCoreError)."""
+    _guarded(
+        f"{client.meta.service_model.signing_name}:wait:{waiter}", lambda: client.get_waiter(waiter).wait(**params)
+    )
+
+
 def _operation(client: Client, method: str) -> str:
     """`ec2:DescribeSubnets`: the IAM action of a client method, for messages and fixes."""
     meta = client.meta
