@@ -85,6 +85,23 @@ def _bottlerocket_version(release: str) -> tuple[int, ...] | None:
     return tuple(int(p) for p in head) if len(head) == 3 and all(p.isascii() and p.isdigit() for p in head) else None
 
 
+# Bottlerocket's `apiclient ephemeral-storage bind` without `--dirs` binds every directory the variant allows onto
+# the instance-store array (bottlerocket-os/bottlerocket-core-kit#630, "Add default behavior for `apiclient
+# ephemeral-storage bind`"), the soci snapshotter's store /var/lib/soci-snapshotter among them once the variant has
+# the snapshotter (bottlerocket-core-kit#571 allowlisted it; aws-samples/karpenter-blueprints soci-snapshotter
+# README: RAID0 moves `/var/lib/soci-snapshotter` on Bottlerocket). Karpenter renders the bare `bind` from release
+# 1.46.0 and the three explicit directories below it (aws/karpenter-provider-aws pkg/providers/amifamily
+# SupportsDefaultBind, after aws/karpenter-provider-aws#8393: RAID0 "does not include /var/lib/soci-snapshotter").
+BOTTLEROCKET_DEFAULT_BIND_FLOOR = (1, 46, 0)
+
+
+def bottlerocket_default_bind(release: str) -> bool:
+    """Whether the Bottlerocket release binds its default directories (the soci store included) with a bare
+    `ephemeral-storage bind`."""
+    version = _bottlerocket_version(release)
+    return version is not None and version >= BOTTLEROCKET_DEFAULT_BIND_FLOOR
+
+
 def parallel_floor(ami_type: str, release: str) -> str | None:
     """None when the AMI release has parallel pull as gpufleet renders it, else the release it needs."""
     if ami_type.startswith("BOTTLEROCKET"):

@@ -180,7 +180,8 @@ DISK_THROUGHPUT = Computed(
     rule="600 where the group pulls in parallel onto its EBS volume, else 125 (gp3's baseline)",
     reason=(
         "parallel pull writes each layer to disk before unpacking it and is slower than containerd's pull below about"
-        " 600 MiB/s (nodeadm doc/examples.md); with RAID0 on AL2023 (v20251217 on) the store is on the array"
+        " 600 MiB/s (nodeadm doc/examples.md); with RAID0 on AL2023 (v20251217 on) and on a Bottlerocket launch"
+        " template (1.46.0 on) the store is on the array"
     ),
 )
 DISK_IOPS = Computed(
@@ -368,19 +369,23 @@ def max_unavailable(group: NodeGroup) -> int:
 
 # AL2023 nodeadm's setup-local-disks bind-mounts the SOCI snapshotter's store (/var/lib/soci-snapshotter-grpc) onto the
 # RAID0 array from release v20251217 (awslabs/amazon-eks-ami CHANGELOG.md, "feat: mount soci directory to instance
-# store", #2548; templates/al2023/runtime/bin/setup-local-disks). Bottlerocket's ephemeral-storage bind of gpufleet's
-# three directories leaves /var/lib/soci-snapshotter on the data volume.
+# store", #2548; templates/al2023/runtime/bin/setup-local-disks). On Bottlerocket, the bare `ephemeral-storage bind`
+# gpufleet renders in a launch template from release 1.46.0 binds /var/lib/soci-snapshotter too
+# (gpufleet.facts.image_pull.bottlerocket_default_bind); the three named directories of older releases leave it on
+# the data volume. A Karpenter pool's bind is Karpenter's own, so gpufleet keeps counting its store on EBS.
 SOCI_ON_RAID0_AL2023_DATE = "20251217"
 
 
 def store_on_ebs(group: NodeGroup) -> bool:
     """Whether the group's image store (containerd's, or the SOCI snapshotter's in parallel mode) is on its EBS volume
     rather than the instance-store array."""
-    if group.local_storage != "RAID0" or group.ami_type.startswith("BOTTLEROCKET"):
+    if group.local_storage != "RAID0":
         return True
     info = catalog.lookup(group.instance_type)
     if info is None or info.local_nvme_gib == 0:
         return True
+    if group.ami_type.startswith("BOTTLEROCKET"):
+        return group.provisioner == "Karpenter" or not image_pull.bottlerocket_default_bind(group.ami_release_version)
     return group.ami_release_version.rsplit("-", 1)[-1] < SOCI_ON_RAID0_AL2023_DATE
 
 

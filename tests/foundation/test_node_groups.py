@@ -313,25 +313,26 @@ def test_recorded_options_reach_the_engine(prod_registrations) -> None:  # type:
     assert node_group.inputs["launchTemplate"]["version"] == "<ref:h100-launch-template.latestVersion>"
 
 
-def test_bottlerocket_raid0_is_its_own_ephemeral_storage_bootstrap_command(existing: RolloutPlan) -> None:
+@pytest.mark.parametrize(
+    ("release", "bind"),
+    [
+        # 1.46.0 and later: a bare `bind` binds every directory the variant allows, the soci snapshotter's store
+        # /var/lib/soci-snapshotter included (bottlerocket-core-kit#630; Karpenter's SupportsDefaultBind)
+        ("1.54.0-5043decc", []),
+        # before: the three directories by name, as Karpenter renders them there
+        ("1.45.0-8d8d9bd3", ["--dirs", "/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods"]),
+    ],
+)
+def test_bottlerocket_raid0_is_its_own_ephemeral_storage_bootstrap_command(
+    existing: RolloutPlan, release: str, bind: list[str]
+) -> None:
     # bottlerocket.dev 1.54.x concepts/bootstrap-commands "Configure ephemeral disks"; Karpenter renders the same
     # two commands for instanceStorePolicy RAID0 (pkg/providers/amifamily/bootstrap/bottlerocket.go).
-    group = replace(existing.fleet.node_group("l4-serving"), local_storage="RAID0")
+    group = replace(existing.fleet.node_group("l4-serving"), local_storage="RAID0", ami_release_version=release)
     settings = tomllib.loads(user_data(group, image_list=None))["settings"]
     assert settings["bootstrap-commands"] == {
         "k8s-ephemeral-storage": {
-            "commands": [
-                ["apiclient", "ephemeral-storage", "init"],
-                [
-                    "apiclient",
-                    "ephemeral-storage",
-                    "bind",
-                    "--dirs",
-                    "/var/lib/containerd",
-                    "/var/lib/kubelet",
-                    "/var/log/pods",
-                ],
-            ],
+            "commands": [["apiclient", "ephemeral-storage", "init"], ["apiclient", "ephemeral-storage", "bind", *bind]],
             "essential": True,
             "mode": "always",
         }

@@ -138,12 +138,16 @@ EPHEMERAL_STORAGE_COMMAND = "k8s-ephemeral-storage"
 EPHEMERAL_STORAGE_DIRS = ("/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods")
 
 
-def bottlerocket_ephemeral_storage() -> dict[str, Any]:
+def bottlerocket_ephemeral_storage(group: NodeGroup) -> dict[str, Any]:
+    """From Bottlerocket 1.46.0 a bare `bind`, which binds every directory the variant allows, the soci snapshotter's
+    store /var/lib/soci-snapshotter included, so parallel pull writes its layers onto the array too; the three
+    directories by name on older releases, which have no such default (gpufleet.facts.image_pull
+    bottlerocket_default_bind, as Karpenter renders it)."""
+    bind = ["apiclient", "ephemeral-storage", "bind"]
+    if not image_pull.bottlerocket_default_bind(group.ami_release_version):
+        bind += ["--dirs", *EPHEMERAL_STORAGE_DIRS]
     return {
-        "commands": [
-            ["apiclient", "ephemeral-storage", "init"],
-            ["apiclient", "ephemeral-storage", "bind", "--dirs", *EPHEMERAL_STORAGE_DIRS],
-        ],
+        "commands": [["apiclient", "ephemeral-storage", "init"], bind],
         "essential": True,
         "mode": "always",
     }
@@ -223,7 +227,7 @@ def bottlerocket_settings(group: NodeGroup, sharing: dict[str, Any] | None = Non
     if defaults.parallel_pull(group):
         tables.update(bottlerocket_parallel_pull(group))
     if group.local_storage == "RAID0" and not karpenter:
-        tables[f"settings.bootstrap-commands.{EPHEMERAL_STORAGE_COMMAND}"] = bottlerocket_ephemeral_storage()
+        tables[f"settings.bootstrap-commands.{EPHEMERAL_STORAGE_COMMAND}"] = bottlerocket_ephemeral_storage(group)
     out = []
     for name, values in tables.items():
         if not values:
