@@ -1,22 +1,8 @@
 """snapshot a Bottlerocket data volume that holds a group's images, for nodeGroups[].dataVolumeSnapshotId
 
-`gpufleet snapshot (--instance-id i-... | --volume-id vol-...) --region REGION [--tag KEY=VALUE ...]
-[--description TEXT] [--no-wait]` makes the EBS snapshot that `dataVolumeSnapshotId` restores on every node of a
-Bottlerocket group (docs/cold-start.md "Building the snapshot"). Upstream's way is aws-samples/bottlerocket-images-cache
-(snapshot.sh): launch a Bottlerocket instance, pull the images into containerd's `k8s.io` namespace with `ctr images
-pull --label io.cri-containerd.image=managed`, stop the instance, snapshot its data volume /dev/xvdb, tag it. This
-command is the last two steps, for an instance (or a volume) a team has prepared that way:
-
-- `--instance-id`: the instance's /dev/xvdb volume; a running instance is stopped first (and waited for), as
-  snapshot.sh does, so containerd's store is on the volume whole when EBS copies it.
-- `--volume-id`: the volume itself, refused while it is attached to a running instance for the same reason.
-
-The snapshot is tagged `Name: Bottlerocket data volume` (snapshot.sh's tag), `gpufleet.io/source-volume` and every
-`--tag`; unless `--no-wait`, the command waits until it is `completed` (EC2 waiter snapshot_completed). The snapshot
-id goes to stdout alone; what to put in the spec, and the volume's size (diskSizeGiB must be at least that), to
-stderr. AWS access is the standard chain (`boto3.session.Session(region_name=REGION)`): gpufleet reads no credentials
-of its own. Exit 0 the snapshot exists, 1 an AWS call failed or the instance/volume cannot be snapshotted as asked,
-2 a usage error.
+Stop the instance, snapshot its /dev/xvdb, tag it, wait: the last steps of aws-samples/bottlerocket-images-cache
+snapshot.sh. Usage, tags and exit codes: docs/cold-start.md "Building the snapshot".
+Why: docs/cold-start.md, "Design notes", gpufleet/commands/snapshot.py.
 """
 
 from __future__ import annotations

@@ -85,19 +85,13 @@ def _bottlerocket_version(release: str) -> tuple[int, ...] | None:
     return tuple(int(p) for p in head) if len(head) == 3 and all(p.isascii() and p.isdigit() for p in head) else None
 
 
-# Bottlerocket's `apiclient ephemeral-storage bind` without `--dirs` binds every directory the variant allows onto
-# the instance-store array (bottlerocket-os/bottlerocket-core-kit#630, "Add default behavior for `apiclient
-# ephemeral-storage bind`"), the soci snapshotter's store /var/lib/soci-snapshotter among them once the variant has
-# the snapshotter (bottlerocket-core-kit#571 allowlisted it; aws-samples/karpenter-blueprints soci-snapshotter
-# README: RAID0 moves `/var/lib/soci-snapshotter` on Bottlerocket). Karpenter renders the bare `bind` from release
-# 1.46.0 and the three explicit directories below it (aws/karpenter-provider-aws pkg/providers/amifamily
-# SupportsDefaultBind, after aws/karpenter-provider-aws#8393: RAID0 "does not include /var/lib/soci-snapshotter").
+# A bare `ephemeral-storage bind` binds the soci store too from this release.
+# Why: docs/cold-start.md, "Design notes", image_pull.BOTTLEROCKET_DEFAULT_BIND_FLOOR.
 BOTTLEROCKET_DEFAULT_BIND_FLOOR = (1, 46, 0)
 
 
 def bottlerocket_default_bind(release: str) -> bool:
-    """Whether the Bottlerocket release binds its default directories (the soci store included) with a bare
-    `ephemeral-storage bind`."""
+    """Whether a bare `ephemeral-storage bind` binds the release's default directories, the soci store among them."""
     version = _bottlerocket_version(release)
     return version is not None and version >= BOTTLEROCKET_DEFAULT_BIND_FLOOR
 
@@ -113,16 +107,7 @@ def parallel_floor(ami_type: str, release: str) -> str | None:
     return None if ok else f"AL2023 release v{FAST_IMAGE_PULL_AL2023_DATE}"
 
 
-# A data volume restored from a snapshot (dataVolumeSnapshotId) holds the images, unpacked: nothing is pulled, but
-# the volume reads each block from Amazon S3 the first time it is read until it is initialized (Amazon EBS User
-# Guide, "Initialize Amazon EBS volumes"). The scale-up table counts the group's images read once at the rate the
-# volume then has (an upper bound: a container reads only the files it opens):
-# - snapshotInitialization mode ProvisionedRate: the volumeInitializationRate the spec sets (100 to 300 MiB/s), the
-#   rate EBS downloads the snapshot at after creation;
-# - FastSnapshotRestore: "fully initialized at creation" (same page) where the zone's credit bucket has a credit, so
-#   the gp3 volume's own throughput;
-# - Default (or omitted): the default rate, which "fluctuates throughout the initialization process" (same page):
-#   AWS publishes no figure, so gpufleet assumes LAZY_LOAD_MIBPS [A].
+# The snapshot path's read rates. Why: docs/cold-start.md, "Design notes", image_pull.LAZY_LOAD_MIBPS.
 LAZY_LOAD_MIBPS = 50
 MIB = 2**20
 
@@ -133,7 +118,5 @@ def snapshot_read_seconds(size_gb: float, mibps: int) -> float:
 
 
 def fsr_credits(snapshot_gib: int) -> int:
-    """A fast snapshot restore's credit bucket in one zone: how many volumes it creates fully initialized at once,
-    MAX(1, MIN(10, 1024 / snapshot size in GiB)) (Amazon EBS User Guide, "Amazon EBS fast snapshot restore volume
-    creation credits"); a volume created without a credit is initialized lazily."""
+    """Volumes a zone's fast snapshot restore creates initialized at once (EBS User Guide, volume creation credits)."""
     return max(1, min(10, 1024 // snapshot_gib))

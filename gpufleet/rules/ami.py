@@ -47,12 +47,8 @@ def _data_volume_snapshot(fleet: Fleet) -> Iterator[Issue]:
 
 @rule("snapshot-initialization")
 def _snapshot_initialization(fleet: Fleet) -> Iterator[Issue]:
-    """snapshotInitialization: how the data volume restored from dataVolumeSnapshotId gets the snapshot's blocks
-    (Amazon EBS User Guide, "Initialize Amazon EBS volumes"). Only a volume created from a snapshot is initialized
-    (an empty one delivers its full performance at once), so it needs dataVolumeSnapshotId, which only Bottlerocket
-    groups have. A rate set on a volume whose snapshot has fast snapshot restore overrides it: the volume is
-    initialized at that rate instead (EC2 API reference, LaunchTemplateEbsBlockDeviceRequest
-    VolumeInitializationRate), so each setting belongs to its own mode."""
+    """snapshotInitialization: each mode's setting, on a Bottlerocket volume restored from a snapshot.
+    Why: docs/stage-1.md, "Design notes", ami._snapshot_initialization."""
     for path, group in each_group(fleet):
         init = group.snapshot_initialization
         if init is None:

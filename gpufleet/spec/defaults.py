@@ -369,10 +369,8 @@ def max_unavailable(group: NodeGroup) -> int:
 
 # AL2023 nodeadm's setup-local-disks bind-mounts the SOCI snapshotter's store (/var/lib/soci-snapshotter-grpc) onto the
 # RAID0 array from release v20251217 (awslabs/amazon-eks-ami CHANGELOG.md, "feat: mount soci directory to instance
-# store", #2548; templates/al2023/runtime/bin/setup-local-disks). On Bottlerocket, the bare `ephemeral-storage bind`
-# gpufleet renders in a launch template from release 1.46.0 binds /var/lib/soci-snapshotter too
-# (gpufleet.facts.image_pull.bottlerocket_default_bind); the three named directories of older releases leave it on
-# the data volume. A Karpenter pool's bind is Karpenter's own, so gpufleet keeps counting its store on EBS.
+# store", #2548; templates/al2023/runtime/bin/setup-local-disks).
+# Bottlerocket: docs/architecture.md, "Design notes", defaults.store_on_ebs.
 SOCI_ON_RAID0_AL2023_DATE = "20251217"
 
 

@@ -272,8 +272,7 @@ def _fsr_id(snapshot: str, zone: str) -> str:
 
 
 def fast_snapshot_restore_ids(group: NodeGroup) -> tuple[str, ...]:
-    """The ids of the fast snapshot restores the group's data volume is created with (none unless
-    snapshotInitialization mode FastSnapshotRestore)."""
+    """The fast snapshot restores the group's volumes are created with."""
     init, snapshot = group.snapshot_initialization, group.data_volume_snapshot_id
     if snapshot is None or init is None or init.mode != "FastSnapshotRestore":
         return ()
@@ -281,12 +280,8 @@ def fast_snapshot_restore_ids(group: NodeGroup) -> tuple[str, ...]:
 
 
 def fast_snapshot_restores(fleet: Fleet) -> list[Resource]:
-    """Fast snapshot restore on each group's data-volume snapshot in each zone it names (snapshotInitialization mode
-    FastSnapshotRestore): one aws.ebs.FastSnapshotRestore per snapshot and Availability Zone (pulumi-aws
-    ebs/fastSnapshotRestore, over EC2 EnableFastSnapshotRestores), shared by the groups that restore the same
-    snapshot there. A volume created from the snapshot in that zone while the zone's credit bucket has a credit is
-    fully initialized at creation (Amazon EBS User Guide, "Amazon EBS fast snapshot restore"); it bills per
-    DSU-hour per zone while enabled (the cost stage counts it)."""
+    """One aws.ebs.FastSnapshotRestore per snapshot and zone of mode FastSnapshotRestore, shared by the groups that
+    restore it there. Why: docs/cold-start.md, "Design notes", node_groups.fast_snapshot_restores."""
     out: dict[str, Resource] = {}
     for group in fleet.node_groups:
         init, snapshot = group.snapshot_initialization, group.data_volume_snapshot_id

@@ -139,10 +139,8 @@ EPHEMERAL_STORAGE_DIRS = ("/var/lib/containerd", "/var/lib/kubelet", "/var/log/p
 
 
 def bottlerocket_ephemeral_storage(group: NodeGroup) -> dict[str, Any]:
-    """From Bottlerocket 1.46.0 a bare `bind`, which binds every directory the variant allows, the soci snapshotter's
-    store /var/lib/soci-snapshotter included, so parallel pull writes its layers onto the array too; the three
-    directories by name on older releases, which have no such default (gpufleet.facts.image_pull
-    bottlerocket_default_bind, as Karpenter renders it)."""
+    """A bare `bind` from Bottlerocket 1.46.0 (the soci store included), the three directories by name before.
+    Why: docs/stage-1.md, "Design notes", node_bootstrap.bottlerocket_ephemeral_storage."""
     bind = ["apiclient", "ephemeral-storage", "bind"]
     if not image_pull.bottlerocket_default_bind(group.ami_release_version):
         bind += ["--dirs", *EPHEMERAL_STORAGE_DIRS]
@@ -190,13 +188,9 @@ def ebs_performance(group: NodeGroup) -> dict[str, int]:
 
 
 def volume_initialization(group: NodeGroup) -> dict[str, int]:
-    """The data volume's Provisioned Rate for Volume Initialization where snapshotInitialization asks for one: EBS
-    then downloads the snapshot's blocks at that rate after creation, instead of on first read (Amazon EBS User
-    Guide, "Initialize Amazon EBS volumes"). The same key in a launch template's EBS block device
-    (pulumi-aws LaunchTemplateBlockDeviceMappingEbs volumeInitializationRate, EC2 API
-    LaunchTemplateEbsBlockDeviceRequest VolumeInitializationRate) and an EC2NodeClass's
-    (blockDeviceMappings[].ebs.volumeInitializationRate, in the pinned CRD of aws/karpenter-provider-aws
-    pkg/apis/crds @ v1.14.1, 100 to 300, only with snapshotID)."""
+    """The data volume's Provisioned Rate for Volume Initialization (ProvisionedRate): one key for a launch template's
+    EBS block device and an EC2NodeClass's.
+    Why: docs/stage-1.md, "Design notes", node_bootstrap.volume_initialization."""
     init = group.snapshot_initialization
     if group.data_volume_snapshot_id is None or init is None or init.mode != "ProvisionedRate":
         return {}
