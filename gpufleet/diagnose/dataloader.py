@@ -5,8 +5,9 @@ gpufleet/data/dataloader/dataloader_check.py), one per rank:
 
 The step fed by the real input pipeline minus the step fed by synthetic input (one batch held in memory: the same
 compute, no input) is the time the step waits on input; as a share of the real step it is the share of GPU time lost
-to the loader, the "low GPU utilization" a starved loader shows up as. At or above STARVED_FRACTION the finding is a
-warning: run to run, the same step varies by a few percent, so a smaller difference is not told from noise.
+to the loader, the "low GPU utilization" a starved loader shows up as.
+
+Why, with sources: docs/network-and-storage.md, "Design notes", gpufleet/diagnose/dataloader.py.
 """
 
 from __future__ import annotations

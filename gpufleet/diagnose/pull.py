@@ -1,32 +1,7 @@
 """A node's image pulls: size, time and rate of each, whether the SOCI snapshotter pulled in parallel, and that rate
 against the disk the store is on (docs/cold-start.md, "Reading a node's pulls").
 
-What is read, exactly as upstream writes it:
-
-- kubelet's Pulled event (kubernetes pkg/kubelet/images/image_manager.go, EnsureImageExists; unchanged across the
-  minors gpufleet deploys, 1.32 to 1.35):
-      fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting). Image size: %v bytes.",
-          imgRef, imagePullResult.pullDuration.Truncate(time.Millisecond), imagePullDuration, imagePullResult.imageSize)
-  Older kubelets write `Successfully pulled image %q in %v (%v including waiting)` or only `... in %v`, without the
-  size. The event reaches `kubectl describe pod` (Events, the message column), `kubectl get events` and its `-o json`
-  (`message`; events.k8s.io/v1 calls it `note`), and the kubelet's journal, where klog quotes the message again
-  (`message="Successfully pulled image \\"X\\" in ..."`). `Container image %q already present on machine` is a pull
-  that did not happen.
-- containerd's CRI (containerd internal/cri/server/images/image_pull.go, CRIImageService.PullImage, 2.x):
-      log.G(ctx).Infof("Pulled image %q with image id %q, repo tag %q, repo digest %q, size %q in %s", name, imageID,
-          repoTag, repoDigest, strconv.FormatInt(size, 10), elapsed)
-  written by logrus's text formatter into the journal (`msg="Pulled image \\"X\\" with image id ..."`); its size
-  fills in an event from a kubelet that gives none.
-- the soci-snapshotter's journal (awslabs/soci-snapshotter, logrus JSONFormatter, cmd/soci-snapshotter-grpc/main.go),
-  from v0.11.0: at start `"msg":"Parallel image pull enabled"` with the mode's settings (fs/adaptive_fetch_image_
-  layers.go newUnpackJobs: max_concurrent_downloads_per_image, max_concurrent_unpacks_per_image,
-  concurrent_download_chunk_size in bytes, discard_unpack_layers), and per layer `"msg":"preparing snapshot with
-  parallel pull/unpack"` (from v0.14.0 also `"no SOCI index found; falling back to parallel pull/unpack"` in the
-  parallel-pull-as-fallback mode), else `"msg":"preparing snapshot as local snapshot"` (snapshot/snapshot.go,
-  snapshotter.Prepare). Its lines name layers, not images, so they say how the node pulls, not which image.
-
-Every input file is one node's (like NCCL logs are one job's): the events of its pods and its journal together. A
-pull seen twice (the same event in describe output and in the journal) counts once.
+Why, with sources: docs/cold-start.md, "Design notes", gpufleet/diagnose/pull.py.
 """
 
 from __future__ import annotations
@@ -53,12 +28,14 @@ FAR_BELOW_FRACTION = 0.10
 _Q = r'\\?"'
 _REF = r'([^"\\\s]{1,1024})'
 _DURATION = r"([0-9][0-9a-zµ.]{0,40})"
+# kubelet's Pulled event: kubernetes pkg/kubelet/images/image_manager.go EnsureImageExists.
 _KUBELET = re.compile(
     r"Successfully pulled image " + _Q + _REF + _Q + r" in " + _DURATION
     + r"(?: \(" + _DURATION + r" including waiting\))?(\. Image size: )?"
 )  # fmt: skip
 _SIZE = re.compile(r"([0-9]{1,20}) bytes\.")
 _PRESENT = re.compile(r"Container image " + _Q + _REF + _Q + r" already present on machine")
+# containerd internal/cri/server/images/image_pull.go CRIImageService.PullImage (2.x).
 _CONTAINERD = re.compile(
     r"Pulled image " + _Q + _REF + _Q + r" with image id " + _Q + r"[^\"\\]{0,200}" + _Q + r", repo tag " + _Q
     + r"[^\"\\]{0,1100}" + _Q + r", repo digest " + _Q + r"[^\"\\]{0,1200}" + _Q + r", size " + _Q
@@ -67,6 +44,7 @@ _CONTAINERD = re.compile(
 _GO_UNIT = re.compile(r"([0-9]{1,20}(?:\.[0-9]{0,20})?)(h|ms|us|µs|ns|m|s)")
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
+# awslabs/soci-snapshotter snapshot/snapshot.go snapshotter.Prepare; the fallback line from v0.14.0.
 SOCI_PARALLEL = "preparing snapshot with parallel pull/unpack"
 SOCI_FALLBACK_PARALLEL = "no SOCI index found; falling back to parallel pull/unpack"
 SOCI_LOCAL = "preparing snapshot as local snapshot"

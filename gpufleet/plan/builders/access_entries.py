@@ -1,12 +1,7 @@
 """EKS access entries (stage 1): the platform admins and every team member, on the cluster gpufleet creates or on
-the existing one. Team members' Kubernetes permissions beyond the managed edit policy come from RBAC bound to
-their entry's Kubernetes group (`gpufleet.plan.manifests.tenancy`, admission stage).
+the existing one.
 
-Admins get AmazonEKSClusterAdminPolicy on the whole cluster. A team member gets AmazonEKSEditPolicy scoped to
-the team's namespace (the access scope limits the policy to those namespaces: create and change workloads,
-Services, ConfigMaps, Secrets there, nothing anywhere else) and the group `gpufleet-team-<team>`.
-Input names: pulumi-aws 7.x `aws.eks.AccessEntry` (clusterName, principalArn, kubernetesGroups, type, tags)
-and `aws.eks.AccessPolicyAssociation` (clusterName, principalArn, policyArn, accessScope {type, namespaces}).
+Why, with sources: docs/tenancy-and-access.md, "Design notes", gpufleet/plan/builders/access_entries.py.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """What a cluster's role among several (clusters[], gpufleet.spec.clusters) adds to its plan: one ClusterRole per role,
-in ROLES, and `of(fleet)` for a fleet's own (Single for a spec of one cluster). The stage builders and the rollout
-ask it, never the role's name. A new role is a class here, a line in ROLES and its value in the schema's enum.
+in ROLES, and `of(fleet)` for a fleet's own (Single for a spec of one cluster).
 
-The Manager follows Kueue's MultiKueue (site/content/en/docs/tasks/manage/setup_multikueue.md and
-concepts/multikueue.md @ v0.19.2): an AdmissionCheck of controller kueue.x-k8s.io/multikueue on every ClusterQueue,
-its MultiKueueConfig listing the workers in the spec's order, a MultiKueueCluster per worker reading its kubeconfig
-from a Secret in kueue-system, and the Incremental dispatcher.
+Why, with sources: docs/multi-cluster.md, "Design notes", gpufleet/plan/builders/cluster_roles.py.
 """
 
 from __future__ import annotations

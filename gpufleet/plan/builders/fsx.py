@@ -1,17 +1,6 @@
 """Stage 6, storage: the fleet's FSx for Lustre file system (`fsxLustre`) and how pods reach it.
 
-- A security group for the file system's network interfaces with the Lustre ports (TCP 988 and 1018-1023) open
-  from itself and from the nodes' security group (the EKS cluster security group every node group carries), and
-  the same ports open on the nodes' group from the file system's (FSx for Lustre user guide,
-  limit-access-security-groups.html, "Amazon VPC security groups" and "Lustre client VPC security group rules").
-- The file system (aws.fsx.LustreFileSystem) in one subnet of the training group's zone, Lustre 2.15, SSD, and its
-  S3 data repository associations (aws.fsx.DataRepositoryAssociation) with their auto-import and auto-export events.
-- The FSx CSI driver (chart aws-fsx-csi-driver 1.17.0) in kube-system, its controller's credentials through EKS Pod
-  Identity, and per team a static PersistentVolume and the ReadWriteMany PersistentVolumeClaim `fsx-lustre` in the
-  team's namespace (created by the admission stage, before this one).
-
-plan.md's storage section gives the file system's throughput (MB/s/TiB x TiB) and its monthly cost
-(gpufleet.facts.fsx, gpufleet.facts.pricing).
+Why, with sources: docs/network-and-storage.md, "Design notes", gpufleet/plan/builders/fsx.py.
 """
 
 from __future__ import annotations

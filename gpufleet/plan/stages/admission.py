@@ -3,8 +3,6 @@ team, cohorts, LocalQueues in Pod-Security-baseline team namespaces, priority cl
 placement, and the admission policies (queue name required, no NVIDIA_VISIBLE_DEVICES without a GPU); then the
 workload layer teams submit through it (gpufleet.plan.manifests.workloads): JobSet, Kubeflow Trainer with its
 ClusterTrainingRuntimes, LeaderWorkerSet.
-
-Every Kueue object depends on the Kueue release, so its CRDs exist before the objects are created.
 """
 
 from __future__ import annotations

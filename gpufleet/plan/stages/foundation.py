@@ -1,12 +1,6 @@
 """Stage 1, foundation: the cluster (or the existing one), GPU node groups, namespaces and the GPU Operator.
 
-What later stages bring to these resources comes from their builders' `at_foundation` (gpufleet.plan.parts
-.AtFoundation), only when that stage is in the environment's rollout: DCGM metrics config (stage 2), sharing
-labels, Bottlerocket settings and device-plugin/MIG configs (stage 4), EKS node auto repair (stage 7).
-
-With cluster.autoscaler Install this stage also runs the Cluster Autoscaler (gpufleet.plan.manifests.autoscaler): it
-must exist before the gates of stages 5 and 7 and before Kueue admits jobs, all of which wait for nodes of groups
-that may start empty.
+Why, with sources: docs/stage-1.md, "Design notes", gpufleet/plan/stages/foundation.py.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Stage 5, network: the fast path between GPU nodes, and a measured gate that it is really used.
 
-EFA groups get the AWS EFA device plugin; RDMA groups (ConnectX you bring) get the NVIDIA Network Operator's
-NicClusterPolicy, Multus (thick plugin) and one NetworkAttachmentDefinition per RDMA port. Each fabric gets an
-`nccl-env-<fabric>` ConfigMap (in the network namespace and in every team namespace with quota on such a group)
-that pins what must not be autodetected. Then, per fabric group, an nccl-tests all_reduce_perf Job across two
-nodes must pass a bus-bandwidth threshold derived from the instance's rated line rate before later stages are
-created (NCCL falling back to TCP is correct but ten times slower, and nothing else would notice).
+Why, with sources: docs/network-and-storage.md, "Design notes", gpufleet/plan/stages/network.py.
 """
 
 from __future__ import annotations

@@ -2,10 +2,9 @@
 ConfigMap (time-slicing and MPS entries per group, `default` for the rest) and the MIG manager ConfigMap
 (`config.yaml` with `mig-configs` per MIG group), go into the foundation stage with the GPU Operator when this
 stage is in the rollout (`at_foundation`): the operator mounts them as non-optional volumes, so they must exist
-before its operands start. So do each group's node labels and Bottlerocket settings
-(gpufleet.plan.manifests.sharing), so changing one group's sharing changes only its label and its entry.
+before its operands start.
 
-plan.md gets each group's isolation contract: memory bound, fault isolation, reconfigure cost.
+Why, with sources: docs/admission-and-sharing.md, "Design notes", gpufleet/plan/stages/sharing.py.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """Stage 6, storage: where checkpoints go, who may write them, and how often they should be written.
 
-One S3 bucket per fleet, protected and retained (a deleted stack never deletes checkpoints), versioned,
-encrypted, private, with noncurrent versions expiring after checkpoints.retentionDays. Each team gets a
-`checkpoint-writer` ServiceAccount whose EKS Pod Identity role may touch only `<bucket>/<team>/`, and a
-`checkpoint-config` ConfigMap (bucket prefix, local directory, interval). Groups with localStorage RAID0 stage
-checkpoints on NVMe (the foundation's user data builds the array: nodeadm on AL2023, a bootstrap command on
-Bottlerocket). plan.md shows the sizing from every writing node, the array's aggregate bandwidth and the blocking
-part of a save, Daly's interval and the expected loss, fleet-wide and per checkpoints.jobs entry
-(gpufleet.facts.checkpoints), and warns when the loss is large.
+Why, with sources: docs/network-and-storage.md, "Design notes", gpufleet/plan/stages/storage.py.
 """
 
 from __future__ import annotations
