@@ -1,7 +1,8 @@
 """What every command reports, in one vocabulary: `severity` (how bad), `message` (what is wrong, with the evidence)
-and `hint` (the concrete change that clears it). validate's gpufleet.base.errors.Issue, preflight's AccountFinding,
-diagnose's LogFinding, check's PolicyFinding and the AMI catalog's ReleaseFinding each add where the problem is, and
-each command prints its own layout (`hint` as the `fix:` line, or the spec issue's hint line)."""
+and `hint` (the concrete change that clears it).
+
+Why, with sources: docs/architecture.md, "Design notes", gpufleet/base/findings.py.
+"""
 
 from __future__ import annotations
 

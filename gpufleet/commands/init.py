@@ -137,11 +137,10 @@ PROGRAM = "from gpufleet.components.program import run\n\nrun()\n"
 POLICY_PROGRAM = 'import runpy\n\nrunpy.run_module("gpufleet.policies", run_name="__main__")\n'
 
 
-# The oldest Pulumi CLI the fleet repository runs with, written into its Pulumi.yaml as requiredPulumiVersion:
-# 3.219.0 is the first release that reads that key and refuses a CLI outside the range (pulumi/pulumi CHANGELOG
-# 3.219.0, #21627; older ones ignore unknown top-level keys of Pulumi.yaml), and it has the Python runtime option
-# `toolchain` Pulumi.yaml sets (3.120.0). The program registers no resource option newer than that (no transforms,
-# hooks, deletedWith or replaceWith). The workflow installs the CLI of the Pulumi SDK release gpufleet pins.
+# The oldest Pulumi CLI the fleet repository runs with, written into its Pulumi.yaml as requiredPulumiVersion: 3.219.0
+# is the first release that reads that key and refuses a CLI outside the range (pulumi/pulumi CHANGELOG 3.219.0, #21627;
+# older ones ignore unknown top-level keys of Pulumi.yaml), and it has the Python runtime option `toolchain` Pulumi.yaml
+# sets (3.120.0).
 MINIMUM_PULUMI_CLI = "3.219.0"
 _VERSION = re.compile(r"[0-9]+(\.[0-9]+)*([.-]?(a|b|rc|dev|post)[0-9]*)*")
 _SOURCES = (

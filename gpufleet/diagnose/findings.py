@@ -60,13 +60,7 @@ _IMPORTANCE_INDEX = {check: i for i, check in enumerate(IMPORTANCE)}
 class LogFinding:
     """One thing to change (gpufleet.base.findings).
 
-    severity: critical (the job is slow or cannot run), warning (costs performance or will bite), info (context).
-    source: the input file the finding comes from (several joined by ", " for a job-wide finding).
-    subject: the rank(s)/host(s) of an NCCL log, the node name of a `kubectl describe node`, or the image of a pull.
-    message: what is wrong, with the evidence.
-    hint: the concrete change; empty for info findings that need none.
-    check: the stable id of the check that produced it (see IMPORTANCE).
-    """
+    Why: docs/diagnose.md, "Design notes", findings.LogFinding."""
 
     severity: Severity
     source: str

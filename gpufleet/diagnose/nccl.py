@@ -1,8 +1,6 @@
 """NCCL_DEBUG=INFO logs: a per-process summary of what each NCCL process printed (the checks: nccl_checks.py).
 
-Format strings: NVIDIA/nccl `src/` v2.18.1-1 to v2.30.7-1 and aws/aws-ofi-nccl `src/` v1.7 to v1.18 (the file
-that prints each line is named next to its pattern); older forms (NCCL 2.4 to 2.11 "Ring" lines, aws-ofi-nccl before
-1.2) as posted in the threads of tests/diagnose/real.
+Why, with sources: docs/diagnose.md, "Design notes", gpufleet/diagnose/nccl.py.
 """
 
 from __future__ import annotations
@@ -15,10 +13,7 @@ from dataclasses import dataclass, field
 # MAX_LINE: NCCL's longest lines (a ring order of 1,024 ranks) are about 5 KB.
 MAX_LINE = 16_384
 # debug.cc: "%s:%d:%d [%d] NCCL INFO " (host, pid, tid, cudaDev); a WARN puts "file:line " (2.30: "file:line (fn) ")
-# before "NCCL WARN". MPI "[1,0]<stdout>:", torchrun "[rank3]:", kubectl --prefix/--timestamps and
-# NCCL_DEBUG_TIMESTAMP_FORMAT all come before the host; interleaved writers can put two headers on one line. So the
-# parser finds each "NCCL INFO|WARN" marker (a literal: a fast scan) and reads the header in a bounded window before
-# it, ending at the marker; the host must start after a character that cannot be part of it.
+# before "NCCL WARN".
 _MARKER = re.compile(r"NCCL (INFO|WARN)\b ?")
 _WINDOW = 800  # longer than any header: host (253), pid and tid, device, "file:line (function) "
 _HEAD = re.compile(

@@ -150,10 +150,7 @@ def _local_gpus(p: Process, per_host: Mapping[str, int]) -> int:
 def _candidates(p: Process, local: int) -> list[catalog.InstanceType]:
     """The instance types a process's aws-ofi-nccl lines fit when it printed no platform line.
 
-    aws-ofi-nccl prints "NET/OFI Running on <type> platform" only where it has a topology file for the type (or
-    NCCL_TOPO_FILE is set; src/platform-aws.cpp: not on p5, p5e or p5en), but always "Selected provider is efa ...
-    (found N nics)". A pod that got every EFA device of its instance found the instance's MaximumEfaInterfaces, so the
-    types with exactly that many, and at least as many GPUs as the node shows, are what it can be."""
+    Why: docs/diagnose.md, "Design notes", nccl_checks._candidates."""
     if p.platform or p.ofi_provider != "efa" or not p.ofi_nics:
         return []
     return sorted(

@@ -1,8 +1,6 @@
 """`kubectl describe node` output: a typed summary, and the checks a GPU node should pass.
 
-Layout: kubectl `pkg/describe/describe.go` (describeNode): top-level "Key:  value" lines at column 0, continuation
-lines indented, tables written by a tabwriter with at least two spaces between columns. `kubectl describe nodes`
-prints several nodes one after another, each starting with "Name:".
+Why, with sources: docs/diagnose.md, "Design notes", gpufleet/diagnose/node.py.
 """
 
 from __future__ import annotations
@@ -223,8 +221,7 @@ def check_node(source: str, node: Node) -> list[LogFinding]:
     ready = conds.get("Ready")
     # The node lifecycle controller taints a node whose Ready condition is Unknown (the kubelet stopped posting) with
     # node.kubernetes.io/unreachable (kubernetes.io docs, "Taints and Tolerations"), so a paste cut before the
-    # Conditions rows still shows a lost node. Its not-ready taint (Ready False) is not used: every node carries it
-    # for its first seconds, next to Karpenter's own startup taint.
+    # Conditions rows still shows a lost node.
     lost = next((t.key for t in node.taints or [] if t.key == _UNREACHABLE), None) if ready is None else None
     if (ready and ready.status != "True") or lost:
         add(

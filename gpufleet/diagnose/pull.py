@@ -17,11 +17,7 @@ from gpufleet.facts import image_pull
 
 MAX_LINE = 16_384
 MIB = 1024 * 1024
-# A pull at under a tenth of the disk's throughput is not limited by the disk. The blueprint's pulls of one image on
-# a 1,000 MiB/s gp3 volume (gpufleet.facts.image_pull): containerd's sequential pull 92 MiB/s (9%), SOCI's parallel
-# pull 172 MiB/s on AL2023 (17%) and 229 MiB/s on Bottlerocket (23%). The rate counts the image's compressed bytes;
-# each lands on the disk more than once (unpacked, and in parallel mode buffered before unpacking), so a pull the
-# disk limits shows well under 100%, and the parallel figures above are near what that disk allows.
+# A pull at under a tenth of the disk's throughput is not limited by the disk.
 FAR_BELOW_FRACTION = 0.10
 
 # `\\?"`: a quote as the event writes it, or as klog and logrus write it inside their own quoted message.

@@ -37,9 +37,7 @@ NODEADM_DISCARD_UNPACKED_LAYERS = True
 # settings.container-runtime-plugins.soci-snapshotter.pull-mode = "parallel-pull-unpack", tuned under
 # settings.container-runtime-plugins.soci-snapshotter.parallel-pull-unpack.{max-concurrent-downloads-per-image,
 # max-concurrent-unpacks-per-image, concurrent-download-chunk-size, discard-unpacked-layers}
-# (https://bottlerocket.dev/en/os/1.53.x/api/settings/container-runtime-plugins/). Since Bottlerocket 1.44.0 (release
-# notes: "Add soci-snapshotter support to kubernetes variants", "Configure soci-snapshotter for parallel pull unpack
-# feature", bottlerocket-core-kit#569).
+# (https://bottlerocket.dev/en/os/1.53.x/api/settings/container-runtime-plugins/).
 BOTTLEROCKET_SOCI_FLOOR = (1, 44, 0)
 
 # The root volume (AL2023) or data volume (Bottlerocket) that holds the store.

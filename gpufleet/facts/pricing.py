@@ -72,11 +72,8 @@ SYSTEM_NODE_ROOT_GIB = 20
 EKS_STANDARD_USD_PER_HOUR = 0.10
 EKS_EXTENDED_USD_PER_HOUR = 0.60
 # End of standard and of extended support per Kubernetes minor (UTC dates), from the "Amazon EKS Kubernetes release
-# calendar" (awsdocs/amazon-eks-user-guide latest/ug/versioning/kubernetes-versions.adoc @ 0138560); extended support
-# is billed from the first day past standard support. That commit's table ends at 1.34: 1.35's dates (EKS release
-# January 2026, end of standard support 2027-03-27, of extended support 2028-03-27) are the calendar's as
-# endoflife.date/amazon-eks lists it, 14 and 26 months after the EKS release as the page's rule says.
-# The estimate says which rate applies on CALENDAR_AS_OF, the day the calendar was read.
+# calendar" (awsdocs/amazon-eks-user-guide latest/ug/versioning/kubernetes-versions.adoc @ 0138560); extended support is
+# billed from the first day past standard support.
 EKS_SUPPORT_CALENDAR: Mapping[str, tuple[str, str]] = MappingProxyType(
     {
         "1.32": ("2026-03-23", "2027-03-23"),

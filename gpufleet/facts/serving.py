@@ -51,15 +51,10 @@ VLLM_KV_CACHE = Metric(name="vllm:kv_cache_usage_perc", kind="gauge", labels=("m
 
 # Triton Inference Server 25.08 (core r25.08): triton-inference-server/core src/metrics.cc registers the counters
 # nv_inference_queue_duration_us (cumulative queuing time, microseconds), nv_inference_request_success,
-# nv_inference_count (inferences) and nv_inference_exec_count (model executions: inferences per execution is the
-# batch size the dynamic batcher formed), and the gauge nv_inference_pending_request_count (requests received and
-# not yet executing); labels model and version (src/metric_model_reporter.cc). prometheus-cpp adds no `_total`.
-# Port 8002 by default (docs/user_guide/metrics.md).
-# A TensorRT-LLM model (the tensorrt_llm backend's inflight batcher, decoupled) takes each request from the core at
-# once and queues it in its batch manager, so the core's pending count misses that queue; the backend exports it as
-# the gauge nv_trt_llm_request_metrics{request_type="waiting"} beside "context", "scheduled", "max" and "active",
-# labels model and version (triton-inference-server/tensorrtllm_backend README.md "Triton Metrics", at v1.0.0
-# https://github.com/triton-inference-server/tensorrtllm_backend/blob/efb8a497eac3e16acf6f3ad250565465c80e6f0a/README.md).
+# nv_inference_count (inferences) and nv_inference_exec_count (model executions: inferences per execution is the batch
+# size the dynamic batcher formed), and the gauge nv_inference_pending_request_count (requests received and not yet
+# executing); labels model and version (src/metric_model_reporter.cc).
+# Sources: https://github.com/triton-inference-server/tensorrtllm_backend/blob/efb8a497eac3e16acf6f3ad250565465c80e6f0a/README.md
 _TRITON_LABELS = ("model", "version")
 TRTLLM_REQUESTS = Metric(name="nv_trt_llm_request_metrics", kind="gauge", labels=("model", "request_type", "version"))
 TRITON = Server(

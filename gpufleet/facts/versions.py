@@ -26,13 +26,8 @@ class GpuOperatorRelease(Release):
     # The DCGM image the operator runs as its standalone hostengine: dcgm.repository/image:version in
     # deployments/gpu-operator/values.yaml. The health stage's dcgmi must match the hostengine's version.
     dcgm_image: str
-    # GDRCopy (chart values `gdrcopy.enabled`, ClusterPolicy spec.gdrcopy): whether the operator loads gdrdrv only
-    # when it manages the driver (not with driver.enabled false, gpufleet's Preinstalled). True in both pinned releases
-    # (NVIDIA/gpu-operator at the release tag): gdrdrv is loaded only by the `nvidia-gdrcopy-ctr` sidecar of the
-    # operator's own driver DaemonSet (controllers/object_controls.go transformDriver -> transformGDRCopyContainer;
-    # assets/state-driver/0500_daemonset.yaml), and that DaemonSet is not deployed when the driver is disabled
-    # (controllers/state_manager.go isStateEnabled "state-driver"). gdrcopy.enabled then only sets GDRCOPY_ENABLED on
-    # the device plugin.
+    # GDRCopy (chart values `gdrcopy.enabled`, ClusterPolicy spec.gdrcopy): whether the operator loads gdrdrv only when
+    # it manages the driver (not with driver.enabled false, gpufleet's Preinstalled).
     gdrcopy_needs_operator_driver: bool
     # The device plugin's entrypoint turns GDRCopy on by itself where the host has gdrdrv loaded and GDRCOPY_ENABLED
     # is unset (assets/state-device-plugin/0400_configmap.yaml: `lsmod | grep -q "^gdrdrv "` -> GDRCOPY_ENABLED=true),
@@ -252,8 +247,6 @@ COMPONENTS: Mapping[str, Component] = MappingProxyType(
         ),
         # https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-chart-9.59.0/cluster-autoscaler/charts/cluster-autoscaler/Chart.yaml
         # (the chart moved from charts/cluster-autoscaler to cluster-autoscaler/charts/cluster-autoscaler in 9.52.0).
-        # Both pinned charts have appVersion 1.35.0 (the newest Kubernetes minor below); gpufleet sets image.tag from
-        # CLUSTER_AUTOSCALER_IMAGES, so the chart version only decides the templates.
         "clusterAutoscaler": Component(
             title="Kubernetes Cluster Autoscaler",
             chart="cluster-autoscaler",
@@ -425,10 +418,9 @@ _AUTOSCALER_CONTROLLERS = (
     ),
 )
 
-# The controllers (Deployments and the Prometheus StatefulSet) of each pinned chart, chart -> version -> placement,
-# from each chart's values.yaml at its pinned version and its vendored subcharts (tools/upstream_files.json;
+# The controllers (Deployments and the Prometheus StatefulSet) of each pinned chart, chart -> version -> placement, from
+# each chart's values.yaml at its pinned version and its vendored subcharts (tools/upstream_files.json;
 # tests/unit/test_versions.py checks each against them).
-# Grafana is left out: its subchart is not vendored with kube-prometheus-stack here.
 CHART_CONTROLLERS: Mapping[str, Mapping[str, tuple[ControllerPlacement, ...]]] = MappingProxyType(
     {
         "kueue": MappingProxyType({"0.18.1": _KUEUE_CONTROLLERS, "0.19.2": _KUEUE_CONTROLLERS}),
@@ -654,11 +646,9 @@ def image_is_pinned(image: str) -> bool:
 
 # --- EKS node monitoring agent ------------------------------------------------------------------------------
 # EKS node monitoring agent: the XIDs each agent version treats as fatal ("well-known"): only these become an
-# `NvidiaXID<code>Error` reason on AcceleratedHardwareReady, which node auto repair acts on; any other XID is only
-# an event (aws/eks-node-monitoring-agent monitors/nvidia/dcgm/dcgm_policies.go WellKnownXidCodes at each tag; the
-# list changed in v1.6.4, from 13, 31, 48, 63, 64, 74, 79, 94, 95, 119, 120, 121, 140). Repair overrides are keyed
-# to the pinned version, so an override never names a reason the agent cannot report. Both versions' add-on
-# configuration schema (charts/configuration.schema.json) has dcgmAgent.tolerations, the key gpufleet sets.
+# `NvidiaXID<code>Error` reason on AcceleratedHardwareReady, which node auto repair acts on; any other XID is only an
+# event (aws/eks-node-monitoring-agent monitors/nvidia/dcgm/dcgm_policies.go WellKnownXidCodes at each tag; the list
+# changed in v1.6.4, from 13, 31, 48, 63, 64, 74, 79, 94, 95, 119, 120, 121, 140).
 NODE_MONITORING_AGENT_XIDS: Mapping[str, tuple[int, ...]] = MappingProxyType(
     {
         "v1.6.4": (46, 48, 54, 62, 63, 64, 74, 79, 95, 109, 110, 119, 120, 140),

@@ -93,10 +93,9 @@ FORCE_NEW: Mapping[str, tuple[str, ...]] = {
     ),
     # pulumi-kubernetes provider/pkg/provider/helm_release.go (Diff: forceNewFields).
     "kubernetes:helm.sh/v3:Release": ("name", "namespace"),
-    # pulumi-kubernetes provider/pkg/provider/diff.go `forceNew`, tag v4.32.0 (the same table from v4.26.0 to
-    # the source of July 2026, the newest read; the pinned 4.34.2 was not available), for the kinds gpufleet
-    # renders, and StatefulSet. A path matches every change under it, as the provider's JSONPath over the patch
-    # does, so the selector's matchLabels/matchExpressions entries upstream lists are under `spec.selector`.
+    # pulumi-kubernetes provider/pkg/provider/diff.go `forceNew`, tag v4.32.0 (the same table from v4.26.0 to the source
+    # of July 2026, the newest read; the pinned 4.34.2 was not available), for the kinds gpufleet renders, and
+    # StatefulSet.
     "kubernetes:apps/v1:DaemonSet": ("spec.selector",),
     "kubernetes:apps/v1:Deployment": ("spec.selector",),
     "kubernetes:apps/v1:StatefulSet": (

@@ -1,5 +1,7 @@
 """Rules on how a node group buys capacity (Capacity Blocks, On-Demand Capacity Reservations, Spot) and on the
 headroom placeholders that keep its nodes warm.
+
+Why, with sources: docs/stage-1.md, "Design notes", gpufleet/rules/capacity.py.
 """
 
 from __future__ import annotations
@@ -105,10 +107,7 @@ def _reservation(fleet: Fleet, path: Path, group: NodeGroup) -> Iterator[Issue]:
         )
         return
     if (r.id is not None or r.tags is not None) and group.max_size > r.instance_count and not falls_back(group):
-        # "Specify Capacity Reservation: ... If the selected Capacity Reservation does not have sufficient capacity
-        # for the number of instances you selected, the instance launch fails" (EC2 User Guide,
-        # capacity-reservations-launch.html); a group target falls back to On-Demand instead, and so does a Karpenter
-        # pool whose capacity.fallback goes on past Reserved.
+        # "Specify Capacity Reservation: ...
         yield Issue(
             path=path + ("instanceCount",),
             message=(

@@ -22,8 +22,6 @@ BUILT_IN: Mapping[str, tuple[str, ...]] = {
 # The custom workload kinds each Helm chart installs the CRD of (chart name -> kind -> served apiVersions), from each
 # CRD's spec.versions[].served at the pinned release (the CRD files of tools/upstream_files.json: jobset v0.12.0,
 # kubeflow/trainer v2.3.0 manifests/base/crds, lws v0.10.0; tests/model/test_api_server.py holds them equal).
-# The Trainer chart's JobSet subchart is off (gpufleet.plan.manifests.workloads),
-# so JobSet is served by gpufleet's own jobset release only.
 CHART_KINDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
     "jobset": {"JobSet": ("jobset.x-k8s.io/v1alpha2",)},
     "kubeflow-trainer": {

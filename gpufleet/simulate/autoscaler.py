@@ -44,10 +44,9 @@ def karpenter_launch(node: NodeModel, pod: PodSpec, pods: int) -> tuple[tuple[No
     options, and opens the next NodeClaim when none does (kubernetes-sigs/karpenter
     pkg/controllers/provisioning/scheduling/scheduler.go add, nodeclaim.go CanAdd @ v1.14.1; its instance selection
     test "should schedule on an instance with enough resources": three pods on one node whose every option holds
-    the three). EC2 launches the cheapest option (nodes.instance_options). So each full NodeClaim holds as many pods
-    as the roomiest type that fits takes, on the cheapest type that takes that many, and the last NodeClaim the rest,
-    on the cheapest type that takes them. A pod no type fits: the roomiest type its selectors allow (the
-    scheduler's and Karpenter's gates say why), the reference type where they allow none."""
+    the three).
+
+    Why: docs/explain-model.md, "Design notes", autoscaler.karpenter_launch."""
     candidates = _candidates(node, pod, pods)
     fitting = [(o, k) for o, k in candidates if k > 0]
     if not fitting:

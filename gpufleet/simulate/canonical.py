@@ -2,9 +2,9 @@
 per node group: a full-node pod for Training groups (every GPU and fabric device, Guaranteed, whole CPUs; one NUMA
 node's share with topology.podShape OneNumaNode), one whole
 GPU for Inference, one shared unit (time-slicing / MPS replica, MIG slice) for shared groups, each in the namespace of
-the first team with quota on the group and through its queue. On a DRA group (devices DRA) the pod claims its GPUs
-(and the EFA interfaces of their PCIe roots) from that team's ResourceClaimTemplates, as a team's pod does, instead of
-putting device plugin resources in its limits.
+the first team with quota on the group and through its queue.
+
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/simulate/canonical.py.
 """
 
 from __future__ import annotations

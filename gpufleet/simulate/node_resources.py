@@ -219,15 +219,9 @@ def karpenter_capacity(
     """What Karpenter's scheduling simulation believes one instance of the pool offers, which decides whether it
     makes a NodeClaim for a pending pod (kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling: an
     instance type is a candidate only when resources.Fits the pod's requests in its allocatable, and Fits counts a
-    resource the instance type does not list as 0). The instance type's capacity (aws/karpenter-provider-aws
-    pkg/providers/instancetype/types.go computeCapacity @ v1.14.1): cpu and memory of the type (the model's template
-    leaves Karpenter's overhead out, as for the Cluster Autoscaler), ephemeral-storage and pods as the node gets
-    them, nvidia.com/gpu the physical GPUs EC2 reports (GpuInfo: never MIG slices or time-sliced replicas),
-    vpc.amazonaws.com/efa the EC2NodeClass's efa-only interfaces where it lists networkInterfaces (else the type's
-    maximum, efas()); nothing else: no hugepages, no MIG resource, no RDMA. Then, with the controller's NodeOverlay
-    feature gate on (the chart's settings.featureGates.nodeOverlay), the capacity of every rendered NodeOverlay whose
-    requirements select the pool, each resource it names replacing the type's value (pkg/cloudprovider/types.go
-    ApplyCapacityOverlay, lo.Assign)."""
+    resource the instance type does not list as 0).
+
+    Why: docs/explain-model.md, "Design notes", node_resources.karpenter_capacity."""
     info = catalog.lookup(group.instance_type)
     assert info is not None, group.instance_type
     interfaces = node_class.get("networkInterfaces")

@@ -109,9 +109,9 @@ def karpenter_variants(requirements: list[Mapping[str, Any]], pool: str) -> list
     """The well-known labels a node of the pool may get, one map per combination of its requirements' values: each
     NodeClaim narrows every `In` requirement to the one value it launched with (an instance type, a capacity type,
     the architecture, the zone) and carries its NodePool (kubernetes-sigs/karpenter pkg/apis/v1/labels.go
-    NodePoolLabelKey, CapacityTypeLabelKey). Karpenter provisions for a pending pod when its selectors are compatible
-    with the template's labels and one such combination (pkg/controllers/provisioning/scheduling), so a pod that
-    selects `karpenter.sh/capacity-type: spot` fits a pool whose fallback has Spot, or one instance type of several."""
+    NodePoolLabelKey, CapacityTypeLabelKey).
+
+    Why: docs/explain-model.md, "Design notes", nodes.karpenter_variants."""
     variants: list[dict[str, str]] = [{"karpenter.sh/nodepool": pool, "kubernetes.io/os": "linux"}]
     for req in requirements:
         if req.get("operator") != "In":

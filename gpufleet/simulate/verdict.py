@@ -2,12 +2,9 @@
 the API server (is the kind served; then authorization, Pod Security and gpufleet's ValidatingAdmissionPolicies),
 Kueue admission, then per pod set: scheduling on the node groups it may use (existing nodes before what the
 autoscaler adds), the Cluster Autoscaler bringing the nodes, the kubelet's Topology Manager, the device plugin's
-Allocate. A Deployment's pods go through one by one (Kueue's pod integration admits each as its own workload), so
-part of them may run.
+Allocate.
 
-Assumption, stated in every report: an otherwise idle fleet (no other workload holds quota or nodes), node groups
-able to grow to maxSize through the autoscaler, and Kueue TAS seeing only the minSize nodes that exist before any
-scale-up.
+Why, with sources: docs/explain-model.md, "Design notes", gpufleet/simulate/verdict.py.
 """
 
 from __future__ import annotations
@@ -1273,8 +1270,9 @@ def _kueue_daemon_pods(model: FleetModel, kueue: kueue_admission.Kueue, wl: Work
     DaemonSet, a kind it does not manage (jobframework.FindAncestorJobManagedByKueue: "stop walking up as the owner
     is not known"), so each pod is a plain pod: it gets the namespace's `default` LocalQueue (pod_webhook.go "Local
     queue defaulting"), is gated, admitted to the first flavor that fits and given that flavor's nodeSelector
-    (kueue v0.19.2 pkg/controller/jobs/pod). The DaemonSet controller pins each pod to its node by node affinity, so
-    every pod for a node outside that flavor stays Pending. None when Kueue leaves the pods alone."""
+    (kueue v0.19.2 pkg/controller/jobs/pod).
+
+    Why: docs/explain-model.md, "Design notes", verdict._kueue_daemon_pods."""
     (ps,) = wl.pod_sets
     # the pod's own labels decide its queue (the DaemonSet's are not copied to its pods)
     single = replace(wl, kind="Pod", labels=ps.pod.labels, pod_sets=(replace(ps, count=1),))

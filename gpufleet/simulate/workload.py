@@ -382,12 +382,9 @@ def trainjob_pod_sets(
     runtime framework builds the JobSet Kueue admits (kueue v0.19.2 pkg/controller/jobs/trainjob getChildJobSet):
     each replicated job is one pod set of its parallelism (default 1); the one labelled ancestor `trainer` runs
     mlPolicy.numNodes pods, or the TrainJob's trainer.numNodes (torch plugin EnforceMLPolicy); with MPI
-    runLauncherAsNode the `node` job runs numNodes - 1 (at least 1; mpi plugin EnforceMLPolicy). The `node`
-    container of the trainer job takes the TrainJob's image, command, args and env, and its resourcesPerNode merged
-    over the runtime's (pkg/runtime/core/trainingruntime.go newRuntimeInfo, plugins/jobset/builder.go Trainer).
-    `replace_resources`: the pod sets Kueue v0.19.2 computes instead, with the Trainer library its go.mod pins
-    (github.com/kubeflow/trainer/v2 v2.2.1), whose builder replaces the `node` container's resources with
-    resourcesPerNode (its limits and requests, when it sets either) rather than merging them."""
+    runLauncherAsNode the `node` job runs numNodes - 1 (at least 1; mpi plugin EnforceMLPolicy).
+
+    Why: docs/explain-model.md, "Design notes", workload.trainjob_pod_sets."""
     trainer = spec.get("trainer") or {}
     ml = runtime_spec.get("mlPolicy") or {}
     mpi = ml.get("mpi") if isinstance(ml.get("mpi"), Mapping) else None

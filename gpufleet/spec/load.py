@@ -39,10 +39,9 @@ _INT_TAG = "tag:yaml.org,2002:int"
 _STANDARD_TAG = "tag:yaml.org,2002:"
 _SEXAGESIMAL = re.compile(r"^[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?$")
 _LEGACY_OCTAL = re.compile(r"^[-+]?0[0-7_]+$")
-# Where LibYAML reads a text differently from PyYAML's pure-Python parser (found by running both over mutated
-# specs): it accepts a tab after a colon, `?` inside a flow plain scalar and `|#`, which PyYAML rejects; a BOM
-# inside the text shifts its columns; it does not check for non-printable characters. Such texts take the
-# pure-Python path; so does any text LibYAML rejects, so that errors read the same with or without it.
+# Where LibYAML reads a text differently from PyYAML's pure-Python parser (found by running both over mutated specs): it
+# accepts a tab after a colon, `?` inside a flow plain scalar and `|#`, which PyYAML rejects; a BOM inside the text
+# shifts its columns; it does not check for non-printable characters.
 _PURE_ONLY = re.compile(r"[\t\ufeff?]|[|>][-+0-9]*#")
 
 

@@ -1,5 +1,8 @@
 """The cluster half of stage 1: explicit AWS provider, IAM roles, the EKS cluster and its add-ons (mode Create)
-or a lookup of the existing cluster (mode Existing), the system node group, and the Kubernetes provider."""
+or a lookup of the existing cluster (mode Existing), the system node group, and the Kubernetes provider.
+
+Why, with sources: docs/stage-1.md, "Design notes", gpufleet/plan/builders/cluster.py.
+"""
 
 from __future__ import annotations
 
@@ -143,11 +146,7 @@ NODE_POLICIES = (
     "AmazonEC2ContainerRegistryReadOnly",
     "AmazonSSMManagedInstanceCore",
 )
-# The VPC CNI's policy. In mode Create it goes on a role only the aws-node ServiceAccount may assume (EKS Pod
-# Identity, through the add-on's podIdentityAssociations), not on the node role every process of the node can use
-# (EKS user guide "Configure Amazon VPC CNI plugin to use IRSA"/"IAM roles for Amazon EKS add-ons": the CNI's
-# permissions on a role used only by the plugin). In mode Existing gpufleet does not manage the add-on, so the
-# cluster's aws-node may well rely on the node role: it keeps the policy there.
+# The VPC CNI's policy.
 CNI_POLICY = "AmazonEKS_CNI_Policy"
 VPC_CNI_ROLE = "vpc-cni-role"
 VPC_CNI_SERVICE_ACCOUNT = ("kube-system", "aws-node")
@@ -405,11 +404,8 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
                 # Logs"; CIS EKS Benchmark 2.1.1): controllerManager and scheduler say why pods were evicted or not
                 # placed, which is where a team's priority or scheduling dispute is settled.
                 "enabledClusterLogTypes": list(CONTROL_PLANE_LOGS),
-                # Secrets envelope-encrypted with the fleet's own key (CIS EKS Benchmark 5.3.1; EKS's default
-                # encryption since 1.28 uses an AWS owned key). Adding it to a running cluster is an in-place
-                # AssociateEncryptionConfig; only removing it replaces the cluster (terraform-provider-aws
-                # internal/service/eks/cluster.go, ForceNewIfChange encryption_config 1 -> 0), and EKS cannot turn it
-                # off or change the key.
+                # Secrets envelope-encrypted with the fleet's own key (CIS EKS Benchmark 5.3.1; EKS's default encryption
+                # since 1.28 uses an AWS owned key).
                 "encryptionConfig": {"provider": {"keyArn": Ref(SECRETS_KEY, "arn")}, "resources": ["secrets"]},
                 "tags": cluster_tags,
             },
@@ -417,11 +413,10 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
     )
     system = c.system_nodes
     assert system is not None  # rules: mode Create requires systemNodes
-    # The GPU groups' metadata options (gpufleet.plan.builders.node_groups): IMDSv2 only, one hop, so a pod on a
-    # system node (not on the host network) cannot reach the instance metadata service and take the node role;
-    # without a launch template the node group gets the AMI's hop limit 2 (EKS Best Practices Guide, security:
-    # "Restrict access to the instance profile assigned to the worker node"). No user data: EKS merges its own
-    # bootstrap into a launch template without an AMI id.
+    # The GPU groups' metadata options (gpufleet.plan.builders.node_groups): IMDSv2 only, one hop, so a pod on a system
+    # node (not on the host network) cannot reach the instance metadata service and take the node role; without a launch
+    # template the node group gets the AMI's hop limit 2 (EKS Best Practices Guide, security: "Restrict access to the
+    # instance profile assigned to the worker node").
     res.append(
         Resource(
             id=SYSTEM_LAUNCH_TEMPLATE,
@@ -531,15 +526,7 @@ def unpinned_addons_warning(keys: list[str], kubernetes_version: str) -> str:
 def _kubernetes_provider(fleet: Fleet, ca_path: str) -> Resource:
     """The one Kubernetes provider; it waits for the admins' access, through which `pulumi up` reaches the API.
 
-    `enable_config_map_mutable`: a changed ConfigMap is patched in place. Off (the
-    default of pulumi-kubernetes 4.34, provider/pkg/provider/provider.go), a change to `data` or `binaryData`
-    replaces the ConfigMap (provider/pkg/provider/diff.go forceNewProperties), and since every ConfigMap here has
-    the fixed name its consumer reads, the replacement deletes it before creating it again (provider.go
-    deleteBeforeReplace): a window in which the GPU Operator's operands miss a non-optional volume, and no
-    consumer rolls anyway. What rolls the consumers of a changed ConfigMap instead: content hashes in the GPU
-    Operator values (DCGM CSV: exporter pod annotation; device plugin and MIG configs: an environment variable),
-    so the operator rolls its DaemonSets; Grafana's sidecar reloads dashboards on its own; the health stage
-    hashes its scripts into the remediation controller's pod template."""
+    Why: docs/stage-1.md, "Design notes", cluster._kubernetes_provider."""
     args = {"kubeconfig": kubeconfig(fleet, ca_path), "enableConfigMapMutable": True}
     return Resource(
         id=K8S_PROVIDER, type="pulumi:providers:kubernetes", args=args, depends_on=admin_associations(fleet)

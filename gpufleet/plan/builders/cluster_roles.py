@@ -181,9 +181,9 @@ class Manager(Single):
     def foundation_resources(self, ctx: BuildContext) -> list[Resource]:
         """The credentials role only the CronJob's ServiceAccount on this cluster may assume (EKS Pod Identity), and
         on each worker an access entry that maps it to the group allowed to mint the MultiKueue ServiceAccount's
-        tokens there. The entries are the manager's resources, on a provider in the worker's region: the role
-        exists only once the manager's stack runs, after the workers' (an access entry needs its principal), and
-        the link between the stacks is the group's name alone."""
+        tokens there.
+
+        Why: docs/multi-cluster.md, "Design notes", cluster_roles.foundation_resources."""
         fleet = ctx.fleet
         if not ctx.includes("admission") or not fleet.teams:
             return []

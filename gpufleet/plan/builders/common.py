@@ -82,10 +82,9 @@ def helm(
 ) -> Resource:
     """A Helm release (helm.v3.Release: a real release with hooks; see README "Deploy"), its values
     gpufleet's with the spec's overlay for the chart (`helm.<component>.values`, checked by the rule helm-values)
-    merged last, so the tree, diff and the behavioural model all see what Helm is given. `crds`: the component's CRD
-    chart (versions.Component.crd_chart) at the same version, which the overlay (the component chart's keys) leaves
-    alone; `skip_crds`: the release installs none of its chart's crds/ (helm.v3.Release `skipCrds`, `helm install
-    --skip-crds`), where the CRD chart owns them."""
+    merged last, so the tree, diff and the behavioural model all see what Helm is given.
+
+    Why: docs/architecture.md, "Design notes", common.helm."""
     comp = COMPONENTS[component]
     chart = comp.crd_chart if crds else comp.chart
     assert chart is not None, component

@@ -1,7 +1,7 @@
 """What hands a node group's GPUs (and EFA interfaces) to pods, the plan's side (gpufleet.spec.devices is the
-spec's): one DeviceManager per `devices` value, in MANAGERS. Stage 1 takes each group's node labels (beside the
-group's own) and Bottlerocket settings from it. A new device manager is a class here (or its own module) and a line
-in MANAGERS (and its gpufleet.spec.devices entry).
+spec's): one DeviceManager per `devices` value, in MANAGERS.
+
+Why, with sources: docs/dra.md, "Design notes", gpufleet/plan/builders/device_managers.py.
 """
 
 from __future__ import annotations

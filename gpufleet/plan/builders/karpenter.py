@@ -1,6 +1,9 @@
 """The node half of stage 1 for a Karpenter group (`provisioner: Karpenter`): its EC2NodeClass and NodePool
 (gpufleet.plan.manifests.karpenter) in place of the launch template and managed node group, with what later stages
-put into the nodes through their `at_foundation` (labels, Bottlerocket settings) taken the same way."""
+put into the nodes through their `at_foundation` (labels, Bottlerocket settings) taken the same way.
+
+Why, with sources: docs/karpenter.md, "Design notes", gpufleet/plan/builders/karpenter.py.
+"""
 
 from __future__ import annotations
 
@@ -43,19 +46,9 @@ CONTROLLER_POD_IDENTITY = "karpenter-pod-identity"
 QUEUE = "karpenter-interruption-queue"
 QUEUE_POLICY = "karpenter-interruption-queue-policy"
 NODE_ACCESS_ENTRY = "karpenter-node-access-entry"
-# Karpenter's nodes get a role of their own. EKS creates the EC2_LINUX access entry of a managed node group's role
-# itself, and a principal may be in one access entry only (EKS user guide, creating access entries): an entry for
-# the managed groups' role fails with ResourceInUseException, or, made first, is the one the managed nodes join
-# through and goes with the last Karpenter group. Karpenter's getting-started (KarpenterNodeRole) and
-# terraform-aws-eks modules/karpenter (its own node IAM role and access entry; create_access_entry = false only
-# when a managed group's role is re-used) do the same.
+# Karpenter's nodes get a role of their own.
 NODE_ROLE = "karpenter-node-role"
-# The Helm releases' resource ids (gpufleet.plan.builders.common.helm). The CRDs come from the karpenter-crd chart
-# of the controller's version, the way Karpenter's upgrade guide says ("CRD Upgrades", aws/karpenter-provider-aws
-# website/content/en/docs/upgrading/upgrade-guide.md @ v1.14.1): Helm installs a chart's crds/ at the first install
-# only, so with the controller chart's crds/ a version bump would run the new controller on the old CRDs. The CRD
-# release comes first, and the controller release skips its crds/ (the CRD release owns them); every NodePool,
-# EC2NodeClass and NodeOverlay waits for the controller release, and so for both.
+# The Helm releases' resource ids (gpufleet.plan.builders.common.helm).
 CRD_RELEASE = f"helm-{karpenter.CRD_RELEASE}"
 RELEASE = f"helm-{karpenter.RELEASE}"
 
@@ -124,8 +117,9 @@ def controller_resources(fleet: Fleet, *, node_repair: bool, node_overlay: bool 
     queue (SQS, 300 s retention, SSE-SQS) with its policy and the EventBridge rules that feed it, the node role's
     node role of Karpenter's nodes (NODE_ROLE, not the managed node groups') with its EKS access entry (type
     EC2_LINUX: EKS creates one itself only for a managed node group's role; Karpenter's nodes join through it), and
-    the Helm release, which waits for the association and the system nodes. Karpenter makes the instance profile of
-    the node role itself (EC2NodeClass `role`), within the policy's AllowScopedInstanceProfile* statements."""
+    the Helm release, which waits for the association and the system nodes.
+
+    Why: docs/karpenter.md, "Design notes", karpenter.controller_resources."""
     create = fleet.cluster.mode == "Create"
     out = [
         Resource(

@@ -1,5 +1,7 @@
 """The node half of stage 1: per spec node group a launch template (user data, EFA interfaces, placement,
 Capacity Block or On-Demand Capacity Reservation), an EKS managed node group, and a prepuller DaemonSet for its images.
+
+Why, with sources: docs/cold-start.md, "Design notes", gpufleet/plan/builders/node_groups.py.
 """
 
 from __future__ import annotations
@@ -85,10 +87,9 @@ def image_list_id(group: NodeGroup) -> str:
 def image_list(fleet: Fleet, group: NodeGroup) -> Resource | None:
     """The group's pre-pull image list as an SSM parameter that the AL2023 user data reads at boot
     (node_bootstrap.prepull_script): an image-set change updates this parameter in place and the prepuller
-    DaemonSet, never the launch template, so no node is replaced for it. A StringList holds the images
-    comma-separated (no image reference has a comma); Intelligent-Tiering moves a list past the standard tier's
-    4 KB to the advanced tier instead of failing (SSM PutParameter, Tier). `insecureValue`: the list is no secret, so
-    the diff shows it."""
+    DaemonSet, never the launch template, so no node is replaced for it.
+
+    Why: docs/cold-start.md, "Design notes", node_groups.image_list."""
     images = prepulled_images(fleet, group)
     if not images or not node_bootstrap.boot_prepull(group):
         return None
@@ -111,8 +112,9 @@ def odcr_specification(r: Reservation) -> dict[str, Any]:
     """The launch template's capacityReservationSpecification for an ODCR, as EC2 defines each choice
     (LaunchTemplateCapacityReservationSpecificationRequest): a target (one reservation, or a Capacity
     Reservation group) without a preference, which EC2 and the pinned pulumi-aws allow only as
-    `capacity-reservations-only`; or the preference `open`. The node group stays ON_DEMAND with its
-    instance type, as eksctl's capacityReservation and the EKS Blueprints targeted-odcr pattern do."""
+    `capacity-reservations-only`; or the preference `open`.
+
+    Why: docs/cold-start.md, "Design notes", node_groups.odcr_specification."""
     if r.id is not None:
         return {"capacityReservationTarget": {"capacityReservationId": r.id}}
     if r.resource_group_arn is not None:
@@ -127,13 +129,9 @@ EFA_SELF_RULES = ("efa-self-ingress", "efa-self-egress")
 def efa_security_group(fleet: Fleet) -> list[Resource]:
     """The security group every EFA interface carries beside the cluster security group, in mode Create and
     Existing alike: all traffic to and from the group itself.
+    Sources: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html.
 
-    EFA's SRD traffic is not IP; it passes only between interfaces whose security groups allow all traffic to and
-    from themselves (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html, "Prepare an EFA-enabled
-    security group"). An egress rule to 0.0.0.0/0 does not cover it (gardener/gardener-extension-provider-aws issue
-    #1832), and EKS lists a self rule on the cluster security group only from Kubernetes 1.33 (eksctl PR #8509), which
-    an existing cluster's group may not have. Separate rule resources (aws:vpc/securityGroup*Rule), as the provider
-    recommends over inline rules."""
+    Why: docs/cold-start.md, "Design notes", node_groups.efa_security_group."""
     sg = security_group(fleet, EFA_SECURITY_GROUP, "efa", "EFA: all traffic to and from itself (SRD)")
     rules = [
         security_group_rule(
@@ -215,10 +213,8 @@ def launch_template(ctx: BuildContext, group: NodeGroup, sharing_toml: dict[str,
         ],
     }
     if group.fabric is Fabric.EFA:
-        # One EFA interface per network card: card 0 device 0 is EFA with ENA (the primary); the others
-        # are EFA-only at device index 1 (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html).
-        # EFA-only interfaces need VPC CNI 1.18.5 or later on EKS.
-        # The cluster security group (pods, kubelet, control plane) and the EFA group (SRD between the nodes).
+        # One EFA interface per network card: card 0 device 0 is EFA with ENA (the primary); the others are EFA-only at
+        # device index 1 (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html).
         security_groups = [Ref(CLUSTER, "vpcConfig.clusterSecurityGroupId"), Ref(EFA_SECURITY_GROUP, "id")]
         interfaces = [
             {

@@ -1,8 +1,7 @@
 """How a node group's nodes are launched, the plan's side (gpufleet.spec.provisioning is the spec's): one
-NodeProvisioner per `provisioner`, in PROVISIONERS. Stage 1 takes each group's resources and each provisioner's
-controller from it; plan.md's node-group table, its access table and "Before you deploy", and the cost estimate's
-Spot range take its words. A new provisioner is a module with its NodeProvisioner and a line in PROVISIONERS (and
-its gpufleet.spec.provisioning entry).
+NodeProvisioner per `provisioner`, in PROVISIONERS.
+
+Why, with sources: docs/karpenter.md, "Design notes", gpufleet/plan/builders/provisioners.py.
 """
 
 from __future__ import annotations

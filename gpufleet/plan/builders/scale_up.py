@@ -2,8 +2,7 @@
 node, a warm-pool instance, a headroom node, a node whose data volume comes from a snapshot of the images), each
 figure marked measured (the spec's) or assumed, with its source.
 
-The cold figure is the one Kueue's waitForPodsReady default counts (gpufleet.spec.cold_start.ready_seconds), so the
-table and the timeout cannot drift apart (tests/foundation/test_scale_up.py).
+Why, with sources: docs/stage-1.md, "Design notes", gpufleet/plan/builders/scale_up.py.
 """
 
 from __future__ import annotations

@@ -56,12 +56,9 @@ EXTRA_ARGS: dict[str, str] = {
     "max-node-provision-time": "30m",
 }
 
-# The values.yaml keys gpufleet sets, every one read at
-# kubernetes/autoscaler cluster-autoscaler/charts/cluster-autoscaler/values.yaml @ cluster-autoscaler-chart-9.59.0
-# (identical at cluster-autoscaler-chart-9.58.0); tests check each against that values.yaml
-# (tools/upstream_files.json).
-# The values of extraArgs, nodeSelector, resources, securityContext and containerSecurityContext are passed to the
-# templates whole (toYaml / range), so their own keys are Kubernetes or CA-flag names, not chart keys.
+# The values.yaml keys gpufleet sets, every one read at kubernetes/autoscaler
+# cluster-autoscaler/charts/cluster-autoscaler/values.yaml @ cluster-autoscaler-chart-9.59.0 (identical at
+# cluster-autoscaler-chart-9.58.0); tests check each against that values.yaml (tools/upstream_files.json).
 VALUE_KEYS = frozenset(
     {
         "cloudProvider",

@@ -65,9 +65,7 @@ def efa_dra_driver_values(groups: list[NodeGroup]) -> dict[str, Any]:
 # ExactCount: the only allocation mode Kueue counts, pkg/dra/claims.go countDevicesPerClass @ v0.19.2), and on EFA
 # groups one PCIe root's GPUs with its EFA interfaces, all on that root (constraints[].matchAttribute
 # resource.kubernetes.io/pcieRoot, kubernetes-sigs/dranet examples/aws_eks_examples/gpu-efa/resource-claim-template
-# .yaml @ v1.4.0, whose 1 GPU + 1 EFA is p4d's half root); a pod asks for N roots with N claims from it. A
-# ResourceQuota on the claims' devices per DeviceClass (`<class>.deviceclass.resource.k8s.io/devices`, Kubernetes
-# "Resource Quotas", DRA) caps what the team's claims can hold at what its Kueue quota lets it reach.
+# .yaml @ v1.4.0, whose 1 GPU + 1 EFA is p4d's half root); a pod asks for N roots with N claims from it.
 
 GPU_REQUEST = "gpu"
 EFA_REQUEST = "efa"

@@ -25,8 +25,7 @@ FAULT_DIR = "/fault"  # the planted-fault Job's flags, shared by its checker and
 # --- EKS node auto repair ----------------------------------------------------------------------------------
 # Condition and reasons exactly as the EKS node monitoring agent reports them
 # (https://docs.aws.amazon.com/eks/latest/userguide/node-health-nma.html; aws/eks-node-monitoring-agent
-# pkg/reasons/reasons.yaml). The decision per reason, keyed to the pinned agent:
-# gpufleet.plan.manifests.node_monitoring.
+# pkg/reasons/reasons.yaml).
 ACCELERATED_HARDWARE_READY = "AcceleratedHardwareReady"
 # Minutes EKS waits before repairing, per workload class (EKS's default for AcceleratedHardwareReady is 10).
 # Why: docs/telemetry-health-cost.md, "Design notes", health.REPAIR_WAIT_MINUTES.
@@ -73,8 +72,6 @@ def node_repair_config(fleet: Fleet, group: NodeGroup) -> dict[str, Any] | None:
 # --- DCGM health checks through Node Problem Detector ----------------------------------------------------
 # The sidecar runs the operator's own DCGM image (versions.GpuOperatorRelease.dcgm_image): dcgmi must match the
 # hostengine's version.
-# The standalone hostengine's Service (assets/state-dcgm/0500_service.yaml: nvidia-dcgm, port 5555 = dcgmi's
-# default, internalTrafficPolicy Local so every node reaches its own hostengine).
 DCGM_HOST = "nvidia-dcgm.gpu-operator.svc"
 # The remediation controller and the verification Job run gpufleet.facts.images.PYTHON_IMAGE (stdlib-only Python
 # scripts); every image here is rendered through gpufleet.spec.images, with the spec's digest where it gives one.
@@ -348,10 +345,9 @@ def gate_group(fleet: Fleet) -> NodeGroup:
 
 # Karpenter's node repair (aws/karpenter-provider-aws pkg/cloudprovider/cloudprovider.go RepairPolicies @ v1.14.1):
 # AcceleratedHardwareReady=False tolerated 10 minutes, counted from the condition's lastTransitionTime, whatever its
-# reason (no per-reason override, no reboot); then the NodeClaim is deleted with its termination time set to now, so
-# its pods go without waiting (kubernetes-sigs/karpenter pkg/controllers/node/health/controller.go
-# annotateTerminationGracePeriod @ v1.14.1). Repairs stop while more than 20% of the pool's nodes (rounded up) are
-# unhealthy (allowedUnhealthyPercent there).
+# reason (no per-reason override, no reboot); then the NodeClaim is deleted with its termination time set to now, so its
+# pods go without waiting (kubernetes-sigs/karpenter pkg/controllers/node/health/controller.go
+# annotateTerminationGracePeriod @ v1.14.1).
 KARPENTER_REPAIR_TOLERATION_SECONDS = 600
 KARPENTER_UNHEALTHY_PERCENT = 20
 # How long before Karpenter's toleration ends the gate stops its fault, for the agent to report the GPU ready again.

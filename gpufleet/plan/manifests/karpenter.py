@@ -162,7 +162,8 @@ def node_overlay(group: NodeGroup, capacity: dict[str, str]) -> dict[str, Any]:
     overlay_capacity gives, on every instance type of this NodePool only (a `karpenter.sh/nodepool` requirement:
     NodeOverlay requirements match well-known labels, the NodePool's among them; kubernetes-sigs/karpenter
     pkg/apis/v1alpha1/nodeoverlay.go and pkg/controllers/nodeoverlay/controller.go getOverlaidOfferings @ v1.14.1).
-    Pools never share an overlay, so no two overlays of one weight conflict over a resource."""
+
+    Why: docs/karpenter.md, "Design notes", karpenter.node_overlay."""
     return {
         "apiVersion": API_NODE_OVERLAY,
         "kind": "NodeOverlay",
@@ -191,10 +192,8 @@ def block_devices(group: NodeGroup) -> list[dict[str, Any]]:
     if is_bottlerocket(group.ami_type):
         root = {"volumeSize": "4Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}
         if group.data_volume_snapshot_id is not None:
-            # The data volume created from a snapshot that holds the images already (dataVolumeSnapshotId): the
-            # node joins with them (EC2NodeClass blockDeviceMappings[].ebs.snapshotID). `encrypted` stays: with a
-            # snapshot it sets the restored volume's encryption state (EC2 API reference FleetEbsBlockDeviceRequest
-            # Encrypted), as ai-on-eks's EC2NodeClass has both.
+            # The data volume created from a snapshot that holds the images already (dataVolumeSnapshotId): the node
+            # joins with them (EC2NodeClass blockDeviceMappings[].ebs.snapshotID).
             ebs["snapshotID"] = group.data_volume_snapshot_id
             # The rate EBS initializes it at (snapshotInitialization mode ProvisionedRate): the pinned CRD has
             # blockDeviceMappings[].ebs.volumeInitializationRate (100 to 300 MiB/s, only with snapshotID).
@@ -207,12 +206,9 @@ def network_interfaces(group: NodeGroup, efa_interfaces: int) -> list[dict[str, 
     """EFA groups: the primary ENA interface on card 0 (the EC2NodeClass's CEL rule requires `interface` at card 0,
     device 0), and one EFA-only interface on every card, card 0 included (device index 1 each), as the upstream
     example puts an `efa-only` on card 0 device 1 (aws/karpenter-provider-aws website/content/en/docs/concepts/
-    nodeclasses.md, spec.networkInterfaces @ v1.14.1). With `networkInterfaces` set, Karpenter launches each entry as
-    written (pkg/providers/launchtemplate/launchtemplate.go generateNetworkInterfaces: the primary stays ENA, it is
-    never made an EFA interface) and counts the instance type's vpc.amazonaws.com/efa capacity as the number of
-    `efa-only` entries (pkg/providers/instancetype/types.go efas()). So every card's EFA device is listed as
-    efa-only: without card 0's, Karpenter advertises one device fewer than the pods gpufleet renders ask for and
-    never launches a node for them."""
+    nodeclasses.md, spec.networkInterfaces @ v1.14.1).
+
+    Why: docs/karpenter.md, "Design notes", karpenter.network_interfaces."""
     if group.fabric is not Fabric.EFA:
         return []
     out = [{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"}]
@@ -306,8 +302,7 @@ def values(fleet: Fleet, queue: str, *, node_repair: bool, node_overlay: bool = 
     if node_overlay:
         # The NodeOverlays of the pools (overlay_capacity) take effect only with the gate on (alpha in 1.14.1,
         # settings.featureGates.nodeOverlay in the chart's values.yaml; kubernetes-sigs/karpenter
-        # pkg/cloudprovider/overlay/cloudprovider.go applies them only then). Off, Karpenter launches nothing for a
-        # pod that asks for hugepages or for more slices than the instance has GPUs.
+        # pkg/cloudprovider/overlay/cloudprovider.go applies them only then).
         out["settings"].setdefault("featureGates", {})["nodeOverlay"] = True
     if fleet.cluster.mode == "Create":
         out["nodeSelector"] = {"kubernetes.io/os": "linux", LABEL_NODE_GROUP: SYSTEM_GROUP}

@@ -39,7 +39,6 @@ LABEL_NAMESPACE_NAME = "kubernetes.io/metadata.name"
 # plain pods, Deployments and StatefulSets always, and the custom job kinds the fleet installs (workloads.*,
 # gpufleet.plan.manifests.workloads), so a GPU workload of any served kind in a team namespace goes through the team's
 # queue and no integration names a kind the API server does not serve.
-# The custom kinds, with the API group, plural and kind of each (each CRD's spec.names).
 JOBSET_FRAMEWORK = "jobset.x-k8s.io/jobset"
 TRAINJOB_FRAMEWORK = "trainer.kubeflow.org/trainjob"
 LWS_FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
@@ -92,12 +91,6 @@ TOPOLOGY_LEVELS = (
 )
 # ---------------------------------------------------------------------------------------------------------------
 # What a node keeps for itself, so that quota matches what pods can actually be given.
-#
-# kube-reserved is nodeadm's (awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go @v20260724):
-# CPU 6% of the first core, 1% of the second, 0.5% of cores 3-4 and 0.25% above; memory 11 MiB per pod of
-# maxPods (gpufleet.facts.catalog.max_pods) + 255 MiB; eviction at 100 MiB. Groups with a Topology Manager policy also
-# reserve node_bootstrap.SYSTEM_RESERVED_*. On top, a budget for the DaemonSets every GPU node runs (GPU Operator
-# operands, DCGM exporter, CNI, kube-proxy, EFA plugin, node exporter, Node Problem Detector).
 DAEMONSET_CPU_MILLI = 1000
 DAEMONSET_MEMORY_MIB = 2048
 EVICTION_MEMORY_MIB = 100

@@ -33,9 +33,9 @@ def enabled(fleet: Fleet) -> Mountpoint | None:
 
 def values() -> dict[str, Any]:
     """Values for chart aws-mountpoint-s3-csi-driver 2.7.0 (charts/aws-mountpoint-s3-csi-driver/values.yaml; the keys
-    are checked against it by the golden trees' test). node.tolerateAllTaints is the chart's default, set so the plan
-    says it: the node plugin must run wherever a team's pod mounts a volume, every GPU group whatever its taints.
-    supportLegacySystemDMounts off: a fleet gpufleet creates never had the v1 driver's systemd mounts."""
+    are checked against it by the golden trees' test).
+
+    Why: docs/network-and-storage.md, "Design notes", mountpoint.values."""
     return {
         "node": {"tolerateAllTaints": True},
         "supportLegacySystemDMounts": False,
@@ -54,10 +54,9 @@ def read_only(group: NodeGroup) -> bool:
 
 def cache_gb(fleet: Fleet, mp: Mountpoint, group: NodeGroup) -> int | None:
     """The local cache's size limit in GB on a RAID0 group, else None (no cache: the emptyDir would be on the root
-    EBS volume). cacheFraction of the instance store (which EC2 states in GB: InstanceStorageInfo.TotalSizeInGB),
-    shared by the teams with quota on the group: each team's pods on a node get their own Mountpoint Pod, and its
-    own emptyDir (pods of another namespace never share one: docs/MOUNTPOINT_POD_SHARING.md), so their caches
-    together stay within the fraction."""
+    EBS volume).
+
+    Why: docs/network-and-storage.md, "Design notes", mountpoint.cache_gb."""
     info = catalog.lookup(group.instance_type)
     if group.local_storage != "RAID0" or info is None or not info.local_nvme_gib:
         return None

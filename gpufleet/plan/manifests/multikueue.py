@@ -83,9 +83,8 @@ def feature_gates() -> list[dict[str, Any]]:
 
 # --- Credentials (issue 44 item 4; docs/multi-cluster.md, "Rotating credentials") ------------------------------------
 # On each worker: a ServiceAccount bound to the ClusterRole MultiKueue needs there, and a Role whose only permission is
-# to mint that ServiceAccount's tokens (TokenRequest), bound to the group the manager's credentials role is mapped to
-# by an EKS access entry on the worker. On the manager: a CronJob that mints a token per worker before the previous
-# one expires and rewrites the kubeconfig Secret each MultiKueueCluster reads.
+# to mint that ServiceAccount's tokens (TokenRequest), bound to the group the manager's credentials role is mapped to by
+# an EKS access entry on the worker.
 NS_KUEUE = "kueue-system"
 WORKER_ACCOUNT = "gpufleet-multikueue"
 TOKEN_ROLE = "gpufleet-multikueue-token"
@@ -93,9 +92,7 @@ TOKEN_ROLE = "gpufleet-multikueue-token"
 MINTER_GROUP = "gpufleet-multikueue-credentials"
 CREDENTIALS = "gpufleet-multikueue-credentials"
 # The first renewal, as a Job the manager's `pulumi up` creates and awaits: without it no Secret exists, nothing is
-# dispatched until the CronJob's first run (up to 6 h), and a worker that cannot be reached shows only then. A
-# changed script or worker list changes its template, and Pulumi replaces it (a Job's template is immutable), so a
-# new worker's Secret is written by the `up` that adds it.
+# dispatched until the CronJob's first run (up to 6 h), and a worker that cannot be reached shows only then.
 FIRST_RENEWAL = f"{CREDENTIALS}-first"
 SCRIPT = "credentials.py"
 CLIENT = "kube.py"  # gpufleet/data/multikueue/kube.py, a link to gpufleet/data/health/kube.py

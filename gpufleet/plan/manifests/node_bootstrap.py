@@ -127,13 +127,7 @@ def _toml_value(value: Any) -> str:
 # `localStorage: RAID0` on Bottlerocket: its own API builds the array, as a bootstrap command (1.54.x
 # concepts/bootstrap-commands "Configure ephemeral disks", settings.bootstrap-commands.<name>.{commands, essential,
 # mode}; Karpenter renders the same two commands for `instanceStorePolicy: RAID0`, aws/karpenter-provider-aws
-# pkg/providers/amifamily/bootstrap/bottlerocket.go). `ephemeral-storage init` stripes every instance-store disk
-# into the RAID0 array /dev/md/ephemeral (mdadm --level=0, 256 KiB chunks) and formats it xfs, or formats the one
-# disk there is, and does nothing on a type without instance store; `bind` mounts it at /mnt/.ephemeral and
-# bind-mounts each directory onto it. The three directories are the ones the k8s variants allow
-# (bottlerocket-os/bottlerocket-core-kit sources/api/apiserver/src/server/ephemeral_storage.rs, initialize, bind,
-# allowed_bind_dirs). `essential` halts the boot when it fails, so a node never joins without its array; `always`
-# runs it on every boot, because instance store comes back empty after a stop.
+# pkg/providers/amifamily/bootstrap/bottlerocket.go).
 EPHEMERAL_STORAGE_COMMAND = "k8s-ephemeral-storage"
 EPHEMERAL_STORAGE_DIRS = ("/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods")
 
@@ -262,10 +256,7 @@ def user_data(
 
 # What kubelet keeps of its filesystem for itself (nodeadm's kubelet defaults, awslabs/amazon-eks-ami
 # nodeadm/internal/kubelet/config.go: kubeReserved "ephemeral-storage": "1Gi" in withDefaultReservedResources,
-# evictionHard "nodefs.available": "10%" in defaultKubeletSubConfig). Node allocatable is capacity minus the
-# reservations and the hard eviction threshold (kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources,
-# "Node Allocatable"). [I] Bottlerocket's kubelet is taken to keep the same: its kube-reserved ephemeral-storage
-# default is 1Gi and nodefs.available 10% is also the kubelet's own default.
+# evictionHard "nodefs.available": "10%" in defaultKubeletSubConfig).
 KUBE_RESERVED_EPHEMERAL_MIB = 1024
 NODEFS_EVICTION_PERCENT = 10
 _MIB = 1024 * 1024

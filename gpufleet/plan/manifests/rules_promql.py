@@ -244,13 +244,8 @@ def telemetry_groups(
             f' (gpufleet:gpu_sm_active:avg5m{{GPU_I_PROFILE!=""}}) >= bool {thr}) / {per_series} or (max by'
             f' (node_group, node, gpu) (gpufleet:gpu_sm_active:avg5m{{GPU_I_PROFILE=""}}) >= bool {thr}))',
         ),
-        # Idle physical GPUs held per namespace: its devices whose SMs stayed below the threshold, over the devices
-        # per GPU. A MIG instance has its own series (with GPU_I_ID) mapped to the pod holding it; a time-sliced or
-        # MPS GPU has one copy per pod holding a replica (KUBERNETES_VIRTUAL_GPUS, see telemetry.py), so a shared
-        # GPU's idleness is split between the pods holding it.
-        # Idle is bounded by allocation: only the series of a pod that holds GPUs now (gpufleet:pod_gpus_requested:sum,
-        # by the exporter's pod mapping), so idle GPU-hours never exceed allocated ones when the exporter's mapping
-        # outlives the pod.
+        # Idle physical GPUs held per namespace: its devices whose SMs stayed below the threshold, over the devices per
+        # GPU.
         _record(
             "namespace_node_group:gpufleet_gpus_idle:sum",
             "sum by (namespace, node_group) (sum by (namespace, node_group, GPU_I_PROFILE)"
@@ -273,10 +268,9 @@ def telemetry_groups(
         ),
         _record("namespace:gpufleet_gpus_idle:sum", "sum by (namespace) (namespace_node_group:gpufleet_gpus_idle:sum)"),
     ]
-    # DCGM_FI_DEV_XID_ERRORS holds the last XID until a driver reset (NVIDIA/DCGM#277, NVIDIA/dcgm-exporter#500):
-    # `> 0` fired for hours and, with pod attribution, named whichever pod held the GPU next (its series starts with
-    # the old value). The alerts fire when the value changes to an XID within XID_WINDOW, on the series (so the
-    # pod) that saw it change.
+    # DCGM_FI_DEV_XID_ERRORS holds the last XID until a driver reset (NVIDIA/DCGM#277, NVIDIA/dcgm-exporter#500): `> 0`
+    # fired for hours and, with pod attribution, named whichever pod held the GPU next (its series starts with the old
+    # value).
     xid = "DCGM_FI_DEV_XID_ERRORS"
     changed = f"(changes({xid}[{XID_WINDOW}]) > 0)"
     hardware = "(" + " or ".join(f"{xid} == {code}" for code in HARDWARE_XIDS) + ")"

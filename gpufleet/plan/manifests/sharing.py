@@ -273,11 +273,6 @@ def bottlerocket_sharing_settings(group: NodeGroup) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------------------------------
 # The isolation contract users read (docs/admission-and-sharing.md keeps the same table; a test compares them).
-# Sources: NVIDIA GPU Operator "Time-Slicing GPUs" (no memory or fault isolation between replicas); the MPS
-# control daemon of k8s-device-plugin cmd/mps-control-daemon/mps/daemon.go (pinned memory limit = memory /
-# replicas, active thread percentage = 100 / replicas); CUDA MPS docs, error containment (a fatal fault is
-# reported to every client of the GPU's server); NVIDIA MIG user guide (dedicated memory, cache and SMs, fault
-# isolation per instance; repartitioning needs the GPU idle).
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -25,9 +25,7 @@ INTERNAL_SERVICE_TYPES = ("ClusterIP", "ExternalName")
 # Controller owners a team member may not claim (policy 4), as (apiVersion group, kind): every Kueue v0.19.2
 # integration's kind (pkg/controller/jobs/*: the GVKs their RegisterIntegration calls register; isKnownOwner in
 # pkg/controller/jobframework integrationmanager.go walks through all registered ones, enabled or not), the ReplicaSet
-# Kueue walks through, and the DaemonSet whose pods gpufleet-serving-readiness judges at the parent. Kinds the fleet
-# does not install are listed too: admins may add their operators, and naming a kind that is not served refuses
-# nothing legitimate. The explain model (gpufleet.simulate.tenancy) reads the same list.
+# Kueue walks through, and the DaemonSet whose pods gpufleet-serving-readiness judges at the parent.
 CLAIMED_OWNERS = (
     ("", "Pod"),
     ("batch", "Job"),

@@ -3,6 +3,8 @@ team, cohorts, LocalQueues in Pod-Security-baseline team namespaces, priority cl
 placement, and the admission policies (queue name required, no NVIDIA_VISIBLE_DEVICES without a GPU); then the
 workload layer teams submit through it (gpufleet.plan.manifests.workloads): JobSet, Kubeflow Trainer with its
 ClusterTrainingRuntimes, LeaderWorkerSet.
+
+Why, with sources: docs/admission-and-sharing.md, "Design notes", gpufleet/plan/stages/admission.py.
 """
 
 from __future__ import annotations
@@ -39,9 +41,7 @@ from gpufleet.spec.names import (
 KUEUE_RELEASE = "kueue"
 # Immutable per the pinned Kueue CRDs' CEL rules (kueue.x-k8s.io_resourceflavors.yaml: "nodeLabels / tolerations /
 # topologyName are immutable when topologyName is set"; kueue.x-k8s.io_topologies.yaml: spec.levels): the API server
-# rejects an update, so a change replaces the object. Its name is fixed, so the old one is deleted first; Kueue holds
-# an in-use flavor or topology with its kueue.x-k8s.io/resource-in-use finalizer until nothing uses it
-# (docs/admission-and-sharing.md says what that means for a rollout).
+# rejects an update, so a change replaces the object.
 TAS_FLAVOR_IMMUTABLE = ("spec.nodeLabels", "spec.tolerations", "spec.topologyName")
 TOPOLOGY_IMMUTABLE = ("spec.levels",)
 HELM_ID = f"helm-{KUEUE_RELEASE}"

@@ -230,8 +230,9 @@ SPOT_NOT_COUNTED = (
 def spot_range(fleet: Fleet, fleet_max: float) -> list[str]:
     """plan.md lines for the groups that may run on Spot: their monthly cost at maxSize between the deepest
     discount AWS states and the on-demand list rate (Spot's default maximum price; gpufleet.facts.pricing), and the
-    fleet's total at maxSize with them at either end. The table above counts each at its own rate (the spec's
-    cost.gpuHourUsd, else on-demand)."""
+    fleet's total at maxSize with them at either end.
+
+    Why: docs/telemetry-health-cost.md, "Design notes", cost.spot_range."""
     rows, low_delta, high_delta = [], 0.0, 0.0
     for group in fleet.node_groups:
         capacity = spot_capacity(group)

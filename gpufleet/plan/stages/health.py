@@ -1,7 +1,8 @@
 """Stage 7: health. DCGM health checks to a node condition (Node Problem Detector), cordon/drain remediation,
-straggler alerts, and the planted-fault verification gate. EKS node auto repair is wired into every GPU node
-group with the foundation stage (`at_foundation`: a node group's repair config is set when it is created). See
-docs/telemetry-health-cost.md."""
+straggler alerts, and the planted-fault verification gate.
+
+Why, with sources: docs/telemetry-health-cost.md, "Design notes", gpufleet/plan/stages/health.py.
+"""
 
 from __future__ import annotations
 

@@ -33,9 +33,9 @@ def prometheus_dependency(ctx: BuildContext) -> tuple[str, ...]:
 
 def devices_per_gpu(ctx: BuildContext) -> list[tuple[dict[str, str], int]]:
     """GPU devices per physical GPU, one figure per node group and device resource: the MIG instances of the
-    resource's profile or the replicas once the sharing stage configures them, else whole GPUs. Labelled with the
-    resource as kube-state-metrics spells it (requests) and, on MIG groups, the profile as dcgm-exporter labels each
-    instance (GPU_I_PROFILE), so a slice of any profile of a mixed layout counts as its own share of a GPU."""
+    resource's profile or the replicas once the sharing stage configures them, else whole GPUs.
+
+    Why: docs/telemetry-health-cost.md, "Design notes", telemetry.devices_per_gpu."""
     out: list[tuple[dict[str, str], int]] = []
     for group in ctx.fleet.node_groups:
         per_gpu = sharing.devices_per_gpu(group, with_sharing=ctx.includes("sharing"))
