@@ -146,9 +146,9 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def entry() -> None:
-    """The console script. After an interrupt (130, 143) the cleanup is done: the process ends at once, as the
-    signal's default action would, instead of running the finalizers of a Pulumi runtime the interrupt cut short (an
-    asyncio event loop closed half-way reports "Invalid file descriptor" from its __del__ at interpreter exit)."""
+    """The console script.
+
+    Why: docs/commands.md, "Design notes", cli.entry."""
     signal.signal(signal.SIGTERM, _terminate)  # as early as the interpreter lets it
     try:
         code = main(console=True)

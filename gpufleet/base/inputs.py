@@ -16,8 +16,7 @@ import yaml
 from gpufleet.base.errors import Issue, Position
 
 # A large fleet spec is tens of KB, about ten levels deep and a few thousand values; a Kubernetes object is at most
-# about 1.5 MB (etcd's request limit) and a few tens of levels deep. The bounds stop a file that would exhaust memory
-# or the stack with an error instead.
+# about 1.5 MB (etcd's request limit) and a few tens of levels deep.
 MAX_DEPTH = 64
 MAX_VALUES = 50_000
 
@@ -41,8 +40,9 @@ def _kind(mode: int) -> str:
 
 def read_bounded(path: str, limit: int, what: str, *, stdin: bool = False) -> bytes:
     """The bytes of `path`, a regular file of at most `limit` bytes (`what` names what no larger file is: "no fleet
-    spec needs"); `-` is standard input where `stdin` allows it. Raises OSError (InputRefused for a file that is not
-    one to read), with its strerror the reason."""
+    spec needs"); `-` is standard input where `stdin` allows it.
+
+    Why: docs/commands.md, "Design notes", inputs.read_bounded."""
     if path == "-" and stdin:
         data = sys.stdin.buffer.read(limit + 1)
     else:
@@ -80,8 +80,9 @@ def name_problem(path: str) -> str | None:
 
 
 def is_count(text: object) -> TypeGuard[str]:
-    """Whether `text` is a count as Kubernetes and AWS write one: ASCII digits only. str.isdigit() is also true of
-    "²" and "①", which int() refuses, and of other scripts' digits ("٣"), which int() reads and no API accepts."""
+    """Whether `text` is a count as Kubernetes and AWS write one: ASCII digits only.
+
+    Why: docs/commands.md, "Design notes", inputs.is_count."""
     return isinstance(text, str) and text.isascii() and text.isdigit()
 
 

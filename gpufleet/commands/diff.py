@@ -105,8 +105,9 @@ class StackDiff:
 
 def fleet_diff(old_dir: str, new_dir: str) -> list[StackDiff]:
     """Each stack's diff, in deploy order: the workers in the manager's MultiKueueConfig order, any other stack, then
-    the manager (docs/multi-cluster.md). A stack only in NEW is compared with an empty fleet, one only in OLD with an
-    empty NEW (every resource removed)."""
+    the manager (docs/multi-cluster.md).
+
+    Why: docs/policies-and-diff.md, "Design notes", diff.fleet_diff."""
     old_stacks = stack_trees(old_dir) or {}
     new_stacks = stack_trees(new_dir) or {}
     read: dict[str, tuple[SynthTree | None, SynthTree | None]] = {}

@@ -1,8 +1,6 @@
 """Checks over the NCCL logs of one job: what stopped it, what slows it, what to change.
 
-Order of evidence: an error NCCL reported (every WARN line, every "Cuda failure"/"NCCL failure") beats anything
-inferred from INFO lines; a job that died at init has no channels to judge. Hygiene (interfaces, HCAs) is info unless
-the log shows it hurting.
+Why, with sources: docs/diagnose.md, "Design notes", gpufleet/diagnose/nccl_checks.py.
 """
 
 from __future__ import annotations
@@ -28,8 +26,7 @@ _EFA_GDR_FAMILIES = ("p4d", "p4de", "p5", "p5e", "p5en", "p6")
 # before 2.12 "Failed to open libibverbs" when IB is simply absent).
 _BENIGN_WARN = re.compile(r"Could not find a path for pattern|falling back to simple order|Failed to open libibverbs")
 # NVLink SHARP (any WARN from transport/nvls.cc: "Cuda failure 1", or "Failed to bind NVLink SHARP (NVLS) Multicast
-# memory ... CUDA error 401") and CUDA error 802 (cudaErrorSystemNotReady) fail when the NVSwitch fabric manager is
-# down or was restarted under running GPU contexts (NVIDIA/nccl issues 976, 1488; nccl-tests 264; pytorch#150852).
+# memory ...
 _FABRIC = re.compile(
     r"nvls\.cc:\d+ |NVLink SHARP|Cuda failure 802\b|system not yet initialized|cudaErrorSystemNotReady"
 )
@@ -490,7 +487,9 @@ def _platform_unknown(members: list[Row], everyone: int, per_host: Mapping[str, 
 def _efa_devices(rows: list[Row]) -> list[LogFinding]:
     """aws-ofi-nccl's "found N nics" against the EFA interfaces of the instance it runs on: a process driving L of the
     instance's G GPUs needs its share, ceil(E * L / G), of the E interfaces (EC2 MaximumEfaInterfaces: p5 32, p5en 16,
-    p4d 4). Fewer means the pod requested fewer vpc.amazonaws.com/efa and its traffic shares the NICs it has."""
+    p4d 4).
+
+    Why: docs/diagnose.md, "Design notes", nccl_checks._efa_devices."""
     short: list[Row] = []
     per_host = Counter(p.host for _, p, _ in rows)
     need = have = 0

@@ -47,8 +47,7 @@ class _GpuSpec:
 
     model: str  # as EC2 GpuInfo names it
     memory_mib: int  # as EC2 GpuInfo reports it, per GPU
-    # GFD label form: GFD takes the NVML device name and replaces spaces with "-". With time-slicing or
-    # MPS it appends "-SHARED", and with the MIG "single" strategy "-MIG-<profile>"; this is the bare form.
+    # GFD label form: GFD takes the NVML device name and replaces spaces with "-".
     gfd_product: str
     # Homogeneous MIG profiles, smallest slice first. The media-extension variants ("1g.10gb+me") are
     # left out on purpose: only one such instance fits a GPU, so they cannot partition a node group.
@@ -131,10 +130,8 @@ def _row(
 
 # fmt: off
 _TABLE: Final[tuple[InstanceType, ...]] = (
-    # Columns: name, GPU board, GPUs, vCPUs, memory MiB, architecture, max EFA interfaces,
-    # network cards, rated Gbps, instance-store NVMe GiB.
-    #    name                 GPU            GPUs  vCPUs  MiB        arch   EFA   NICs  Gbps   NVMe
-    # g4dn
+    # Columns: name, GPU board, GPUs, vCPUs, memory MiB, architecture, max EFA interfaces, network cards, rated Gbps,
+    # instance-store NVMe GiB.
     _row("g4dn.xlarge",       _T4,           1,    4,     16384,     _X86,  0,    1,    25,    125),
     _row("g4dn.2xlarge",      _T4,           1,    8,     32768,     _X86,  0,    1,    25,    225),
     _row("g4dn.4xlarge",      _T4,           1,    16,    65536,     _X86,  0,    1,    25,    225),
@@ -204,7 +201,6 @@ if len(CATALOG) != len(_TABLE):  # pragma: no cover - guards against a duplicate
 
 # Catalog instance types that EC2 instance topology covers
 # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-instance-topology-prerequisites.html).
-# p6-b200/p6-b300 have a fourth layer; layer 3 still groups them, one level coarser.
 TOPOLOGY_INSTANCE_TYPES = frozenset(
     {
         "g6e.xlarge", "g6e.2xlarge", "g6e.4xlarge", "g6e.8xlarge",

@@ -310,9 +310,8 @@ COMPONENTS: Mapping[str, Component] = MappingProxyType(
             repository="https://kedacore.github.io/charts",
             releases=_notes(**{"2.20.2": "appVersion 2.20.2; installs its CRDs (crds.install true)"}),
         ),
-        # https://github.com/awslabs/mountpoint-s3-csi-driver/tree/v2.7.0/charts/aws-mountpoint-s3-csi-driver,
-        # published at the chart's Helm repository (its Chart.yaml description). Storage stage, with
-        # checkpoints.mountpoint: the teams' prefixes of the checkpoint bucket as PersistentVolumeClaims.
+        # https://github.com/awslabs/mountpoint-s3-csi-driver/tree/v2.7.0/charts/aws-mountpoint-s3-csi-driver, published
+        # at the chart's Helm repository (its Chart.yaml description).
         "mountpointS3Csi": Component(
             title="Mountpoint for Amazon S3 CSI driver",
             chart="aws-mountpoint-s3-csi-driver",
@@ -328,7 +327,6 @@ COMPONENTS: Mapping[str, Component] = MappingProxyType(
         ),
         # https://github.com/kubernetes-sigs/aws-fsx-csi-driver/tree/helm-chart-aws-fsx-csi-driver-1.17.0/charts/aws-fsx-csi-driver
         # (docs/install.md: the Helm repository https://kubernetes-sigs.github.io/aws-fsx-csi-driver, kube-system).
-        # Installed in the storage stage where the spec has fsxLustre (gpufleet.plan.builders.fsx).
         "fsxCsiDriver": Component(
             title="FSx for Lustre CSI driver",
             chart="aws-fsx-csi-driver",

@@ -21,7 +21,7 @@ from gpufleet.spec.fleet import Fleet, NodeGroup
 class Ref:
     """A deploy-time value: attribute `attribute` of resource `resource` (e.g. the cluster's endpoint).
 
-    Synth shows it as `<ref:resource.attribute>`; components resolve it to the resource's Output."""
+    Why: docs/architecture.md, "Design notes", parts.Ref."""
 
     resource: str
     attribute: str
@@ -173,8 +173,7 @@ class RolloutPlan:
 class BuildContext:
     """What a stage builder sees: the merged fleet of one environment and how far its rollout goes.
 
-    `includes(stage)` lets a builder wire what a later stage brings only where that stage is deployed
-    (e.g. the GPU Operator values point at the sharing ConfigMaps only when the sharing stage is included)."""
+    Why: docs/architecture.md, "Design notes", parts.BuildContext."""
 
     fleet: Fleet
     environment: str

@@ -43,9 +43,8 @@ _CREDENTIAL_ERRORS = (
     "NoRegionError",
 )
 
-# Short: a describe call answers in well under a second; a silent endpoint should cost seconds, not minutes
-# (botocore's defaults, 60 s each over 3 attempts, took 122 s). A dripping endpoint defeats any read timeout:
-# the run's deadline (gpufleet.preflight.core) bounds that.
+# Short: a describe call answers in well under a second; a silent endpoint should cost seconds, not minutes (botocore's
+# defaults, 60 s each over 3 attempts, took 122 s).
 CONNECT_TIMEOUT_S = 3.0
 READ_TIMEOUT_S = 10.0
 MAX_ATTEMPTS = 2

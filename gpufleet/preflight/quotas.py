@@ -47,8 +47,7 @@ class Demand:
 def running_instances(group: NodeGroup) -> int:
     """Instances running at full scale: maxSize plus a warm pool kept Running.
 
-    At maxSize the pool holds what gpufleet.spec.warm_pool.held says; only a Running pool uses running-instance quota.
-    """
+    Why: docs/commands.md, "Design notes", quotas.running_instances."""
     pool = group.warm_pool
     if pool is None or pool.state != "Running":
         return group.max_size
@@ -70,8 +69,9 @@ def _by_capacity(group: NodeGroup, count: int) -> list[tuple[CapacityType, int]]
 
 
 def demand(fleet: Fleet) -> dict[tuple[str, CapacityType], list[Demand]]:
-    """Per quota key, what each node group needs. Capacity Block groups draw on no quota here (see above). A pool
-    of several instance types (instanceTypes) is counted at its largest: Karpenter may launch any of them."""
+    """Per quota key, what each node group needs.
+
+    Why: docs/commands.md, "Design notes", quotas.demand."""
     needs: dict[tuple[str, CapacityType], list[Demand]] = {}
     for group in fleet.node_groups:
         infos = [i for i in (catalog.lookup(t) for t in group.instance_types) if i is not None]

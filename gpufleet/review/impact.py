@@ -60,8 +60,7 @@ FORCE_NEW: Mapping[str, tuple[str, ...]] = {
     "aws:s3/bucket:Bucket": ("bucket", "bucketPrefix"),
     "aws:s3/bucketV2:BucketV2": ("bucket", "bucketPrefix"),
     # The other AWS types gpufleet renders, ForceNew (RequiresReplace in plugin-framework resources) in
-    # terraform-provider-aws internal/service/<service>/<resource>.go. Each is keyed by what it attaches to, so
-    # it is replaced when that is (its input holds the replaced resource's ref). KMS keys: nothing gpufleet sets.
+    # terraform-provider-aws internal/service/<service>/<resource>.go.
     "aws:eks/accessEntry:AccessEntry": ("clusterName", "principalArn", "type"),
     "aws:eks/accessPolicyAssociation:AccessPolicyAssociation": (
         "accessScope",
@@ -280,8 +279,7 @@ def _key(prefix: str, key: str) -> str:
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     """Leaf paths of nested dicts/lists, e.g. `spec.containers[pause].image`, `labels["example.com/tier"]`.
 
-    Items of a list whose elements all have distinct `name`s are addressed by name (what a reviewer reads, and
-    stable when an item is inserted); other lists by index. Empty containers are leaves."""
+    Why: docs/policies-and-diff.md, "Design notes", impact.flatten."""
     if isinstance(value, Mapping) and value:
         out: dict[str, Any] = {}
         for key in sorted(value, key=str):

@@ -64,8 +64,9 @@ def _check(
 
 def _check_clusters(data: dict[str, Any], environment: str | None) -> tuple[dict[str, Fleet], list[Issue]]:
     """A schema-valid spec with clusters[]: its own rules, then each cluster's projection through every rule of a
-    single-cluster fleet, paths mapped back to the spec. The fleets by stack name (`environment`'s stacks; for the
-    base spec, by cluster name, the Manager first), none when there is an error."""
+    single-cluster fleet, paths mapped back to the spec.
+
+    Why: docs/architecture.md, "Design notes", pipeline._check_clusters."""
     issues = multikueue_rules.spec_issues(data)
     if any(i.severity == "error" for i in issues):
         return {}, issues

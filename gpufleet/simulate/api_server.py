@@ -31,8 +31,7 @@ CHART_KINDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
     },
     "lws": {"LeaderWorkerSet": ("leaderworkerset.x-k8s.io/v1",)},
 }
-# The spec field that installs a custom kind, for the fix. PyTorchJob and MPIJob have none: gpufleet installs no
-# training-operator v1 or MPI Operator (docs/workloads.md); their work runs as TrainJobs.
+# The spec field that installs a custom kind, for the fix.
 INSTALLED_BY: Mapping[str, str] = {
     "JobSet": "workloads.jobSet",
     "TrainJob": "workloads.trainer",

@@ -57,8 +57,9 @@ def priority_classes(plan: RolloutPlan) -> dict[str, PodPriority]:
 
 
 def pod_priority(classes: Mapping[str, PodPriority], pod: PodSpec) -> PodPriority:
-    """The Priority admission plugin's resolution. A class the fleet does not render is taken as priority 0 (the API
-    server would refuse the pod; the tenant policies already refuse a class the team may not use)."""
+    """The Priority admission plugin's resolution.
+
+    Why: docs/explain-model.md, "Design notes", preemption.pod_priority."""
     name = str(pod.raw.get("priorityClassName") or "")
     if name in classes:
         return classes[name]

@@ -71,8 +71,9 @@ def _expression(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
 
 
 def matches_term(term: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    """One nodeSelectorTerm: its matchExpressions ANDed (matchFields is not modelled: no node names here). An empty
-    term matches nothing (nodeaffinity.go: "a null or empty term matches no objects")."""
+    """One nodeSelectorTerm: its matchExpressions ANDed (matchFields is not modelled: no node names here).
+
+    Why: docs/explain-model.md, "Design notes", scheduling.matches_term."""
     expressions = term.get("matchExpressions") or []
     if not expressions:
         return False

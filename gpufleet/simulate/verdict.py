@@ -259,8 +259,9 @@ def fleet_model(plan: RolloutPlan) -> FleetModel:
 
 
 def with_running(model: FleetModel, wl: Workload, verdict: Verdict) -> FleetModel:
-    """The model once `wl` runs where `verdict` placed it: its pods hold those nodes (not Kueue quota). Pods on the
-    system group hold nothing the model reads (it has no node model; what runs there preempts nothing)."""
+    """The model once `wl` runs where `verdict` placed it: its pods hold those nodes (not Kueue quota).
+
+    Why: docs/explain-model.md, "Design notes", verdict.with_running."""
     residents = {g: list(r) for g, r in model.residents.items()}
     on_nodes = [(i, g, n) for i, g, n in verdict.placements if g in model.nodes]
     for group, pods in preemption.running(wl, model.priorities, on_nodes).items():

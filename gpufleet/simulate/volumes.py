@@ -196,7 +196,8 @@ def sharing_key(pv: Mapping[str, Any], namespace: str, pod: Mapping[str, Any], *
 
 def cache_notes(vols: Volumes, namespace: str, pod: Mapping[str, Any], daemonset: str | None = None) -> list[str]:
     """For each claim the pod mounts that a DaemonSet keeps warm on every node: whether the pod shares that cache.
-    `daemonset`: the workload's name where it is a DaemonSet (the keeper itself gets no note)."""
+
+    Why: docs/explain-model.md, "Design notes", volumes.cache_notes."""
     notes = []
     for name in claim_names(pod):
         keeper = vols.keepers.get((namespace, name))

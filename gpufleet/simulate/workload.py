@@ -488,6 +488,7 @@ def workload(obj: Mapping[str, Any]) -> Workload:
 
 def unserved(obj: Mapping[str, Any]) -> Workload:
     """The workload of an object of a kind the API server does not serve at its apiVersion: its kind and metadata
-    only. kubectl's discovery refuses it before anything reads its body (gpufleet.simulate.api_server), so no pod
-    comes of it and its body, of a shape no schema gpufleet ships gives, is not read."""
+    only.
+
+    Why: docs/explain-model.md, "Design notes", workload.unserved."""
     return Workload(**_identity(obj), pod_sets=())

@@ -1,7 +1,6 @@
 """Who can reach and use the fleet: the API endpoint's reach and the access table of plan.md.
 
-Pure facts derived from the spec, shared by the rules, the foundation builder and plan.md, so that what the
-review says is what gets rendered.
+Why, with sources: docs/tenancy-and-access.md, "Design notes", gpufleet/spec/access.py.
 """
 
 from __future__ import annotations
@@ -15,8 +14,10 @@ OPEN_TO_INTERNET = "0.0.0.0/0"
 
 
 def public_cidrs(cluster: Cluster) -> tuple[str, ...]:
-    """The CIDRs that reach the public endpoint; () for a private one. Omitted cidrs are EKS's default,
-    0.0.0.0/0 (https://docs.aws.amazon.com/eks/latest/APIReference/API_VpcConfigRequest.html, publicAccessCidrs)."""
+    """The CIDRs that reach the public endpoint; () for a private one.
+    Sources: https://docs.aws.amazon.com/eks/latest/APIReference/API_VpcConfigRequest.html.
+
+    Why: docs/tenancy-and-access.md, "Design notes", access.public_cidrs."""
     if cluster.endpoint_access != "PublicAndPrivate":
         return ()
     return cluster.public_cidrs if cluster.public_cidrs is not None else (OPEN_TO_INTERNET,)

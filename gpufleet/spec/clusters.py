@@ -67,9 +67,9 @@ def _groups(entry: Mapping[str, Any]) -> list[Any]:
 
 
 def project(data: dict[str, Any]) -> list[Projection]:
-    """Each cluster's spec (schema-valid data with clusters[]). The Manager's has every worker's node groups and
-    every quota, which its fleet keeps only as the mirror (`fleet_of`); a Worker's has its own groups and the quotas on
-    them."""
+    """Each cluster's spec (schema-valid data with clusters[]).
+
+    Why: docs/multi-cluster.md, "Design notes", clusters.project."""
     entries = data["clusters"]
     workers_groups = [g for e in entries if e["role"] == "Worker" for g in _groups(e)]
     out = []

@@ -46,9 +46,9 @@ def keyed(key: str | None = None, *, by: str = "name") -> Any:
 
 
 def derived(make: Derivation | None = None, *, reads: tuple[str, ...] = ()) -> Any:
-    """Field metadata: not a YAML key. `make(data, given)` computes it from the object's data and what the caller of
-    `build` gives; without `make`, whoever builds the object sets it (or its dataclass default stands). `reads`: the
-    keys it reads, for the schema test."""
+    """Field metadata: not a YAML key.
+
+    Why: docs/architecture.md, "Design notes", fields.derived."""
     return {"fields": _Spelling(kind="derived", make=make, reads=reads)}
 
 

@@ -65,8 +65,9 @@ def is_number(value: object) -> bool:
 
 def trusting(schema: dict[str, Any], trusted: frozenset[str]) -> dict[str, Any]:
     """`schema` with the schemas of the `trusted` top-level sections replaced by `true`: sections the caller knows
-    to be valid (gpufleet.rules.pipeline.unchanged_sections). A section's schema sees only its own value, so the
-    keywords of the whole document (required, additionalProperties) still apply."""
+    to be valid (gpufleet.rules.pipeline.unchanged_sections).
+
+    Why: docs/spec.md, "Design notes", schema.trusting."""
     if not trusted:
         return schema
     return {**schema, "properties": {key: True if key in trusted else sub for key, sub in schema["properties"].items()}}

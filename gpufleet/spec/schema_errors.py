@@ -145,8 +145,9 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: Mapping[str, A
 @functools.cache
 def _validator(trusted: frozenset[str] = frozenset()) -> jsonschema.Draft202012Validator:
     """The spec's validator; the schemas of the `trusted` top-level sections are replaced by `true`
-    (gpufleet.spec.schema.trusting). Built from the class, not by `evolve`, which would fall back to the plain 2020-12
-    class."""
+    (gpufleet.spec.schema.trusting).
+
+    Why: docs/commands.md, "Design notes", schema_errors._validator."""
     base = jsonschema.Draft202012Validator
     types = base.TYPE_CHECKER.redefine_many(
         {"integer": lambda _, value: is_integer(value), "number": lambda _, value: is_number(value)}
@@ -260,7 +261,8 @@ def _issues_for(validation_error: ValidationError, plain: Mapping[Path, str]) ->
 
 def keyword_issues(validation_error: ValidationError, plain: Mapping[Path, str]) -> Iterator[Issue]:
     """The issues of the keywords whose words do not depend on what the document is: a type, a bound, a count.
-    The spec's (above) and a Kubernetes object's (gpufleet.spec.object_shapes) say the rest in their own words."""
+
+    Why: docs/commands.md, "Design notes", schema_errors.keyword_issues."""
     error: Any = validation_error
     path: Path = tuple(error.absolute_path)
     value = error.instance

@@ -41,7 +41,6 @@ ADDONS = {
     "podIdentityAgent": "eks-pod-identity-agent",
 }
 # Add-ons gpufleet always manages in mode Create (an unpinned one gets EKS's default version, with a warning).
-# The pod identity agent gives the Cluster Autoscaler and the teams' checkpoint writers their AWS credentials.
 REQUIRED_ADDONS = ("vpcCni", "kubeProxy", "coreDns", "nodeMonitoringAgent", "podIdentityAgent")
 # The VPC CNI enforces Kubernetes NetworkPolicies (the teams' default-deny ingress) only with its network policy
 # agent turned on: add-on configuration value enableNetworkPolicy, a string (EKS user guide "Restrict Pod network
@@ -204,10 +203,10 @@ SECRETS_KEY_USE = ("kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:ListGra
 
 
 def secrets_key_policy(fleet: Fleet) -> str | Concat:
-    """cluster.admins administer the key (the principal running `pulumi up` is one, which meets KMS's lockout
-    safety check), the account root only reads it (no IAM policy can grant changing it or using it), and only the
-    cluster role uses it, for what EKS's envelope encryption needs (gpufleet.plan.manifests.storage's key policy
-    makes the same choices)."""
+    """cluster.admins administer the key, the account root only reads it, and only the cluster role uses
+    it.
+
+    Why: docs/stage-1.md, "Design notes", cluster.secrets_key_policy."""
     root = f"arn:{partition(fleet.cluster.region)}:iam::{storage.account_of(fleet)}:root"
     return json_document(
         {
@@ -394,9 +393,8 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
                 "version": c.kubernetes_version,
                 "roleArn": Ref(CLUSTER_ROLE, "arn"),
                 "vpcConfig": vpc,
-                # No implicit admin for whoever runs `pulumi up`: cluster.admins are the admins, each an explicit
-                # access entry. True would also make an explicit entry for the creator fail as a duplicate
-                # (pulumi/pulumi-eks#2373); the field is immutable (ForceNew in the AWS provider).
+                # No implicit admin for whoever runs `pulumi up`: cluster.admins are the admins, each an explicit access
+                # entry.
                 "accessConfig": {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False},
                 # Add-ons are managed below at pinned versions instead of EKS's unmanaged bootstrap copies.
                 "bootstrapSelfManagedAddons": False,
@@ -413,10 +411,8 @@ def cluster_resources(fleet: Fleet) -> tuple[list[Resource], list[str]]:
     )
     system = c.system_nodes
     assert system is not None  # rules: mode Create requires systemNodes
-    # The GPU groups' metadata options (gpufleet.plan.builders.node_groups): IMDSv2 only, one hop, so a pod on a system
-    # node (not on the host network) cannot reach the instance metadata service and take the node role; without a launch
-    # template the node group gets the AMI's hop limit 2 (EKS Best Practices Guide, security: "Restrict access to the
-    # instance profile assigned to the worker node").
+    # The GPU groups' metadata options (gpufleet.plan.builders.node_groups): IMDSv2 only, one hop, so a
+    # pod cannot take the node role.
     res.append(
         Resource(
             id=SYSTEM_LAUNCH_TEMPLATE,

@@ -57,8 +57,9 @@ def k8s(obj: Mapping[str, Any], *, depends_on: tuple[str, ...] = (), id: str | N
 
 def overlaid(values: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
     """`overlay` merged over `values` as Helm merges a values file over another: maps key by key, anything else
-    (lists, scalars, null) replaces what was there. A null is kept, so Helm then drops the chart's default too
-    (helm.sh/helm/v3 pkg/chartutil/coalesce.go: a null user value deletes the key)."""
+    (lists, scalars, null) replaces what was there.
+
+    Why: docs/architecture.md, "Design notes", common.overlaid."""
     out = dict(values)
     for key, value in overlay.items():
         if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):

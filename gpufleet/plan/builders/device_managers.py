@@ -106,8 +106,9 @@ class DevicePlugin:
 
 class DynamicResourceAllocation:
     """devices DRA: the NVIDIA DRA driver for GPUs and, on EFA groups, the EFA DRA driver; pods reference
-    ResourceClaimTemplates. The GPU Operator keeps its other operands (driver or not, toolkit, DCGM, the validator's
-    driver and toolkit checks) on these nodes, but not its device plugin."""
+    ResourceClaimTemplates.
+
+    Why: docs/dra.md, "Design notes", device_managers.DynamicResourceAllocation."""
 
     managing = DRA
 

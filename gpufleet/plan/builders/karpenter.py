@@ -224,9 +224,8 @@ def controller_resources(fleet: Fleet, *, node_repair: bool, node_overlay: bool 
     return out
 
 
-# What each statement of the Karpenter controller's policy (gpufleet.plan.manifests.karpenter.iam_policy, by Sid)
-# lets it do, for plan.md's access table; statements that say the same are joined. {cluster}, {region}, {queue}
-# are filled in. tests/unit/test_review_warns.py holds these keys equal to the policy's Sids.
+# What each statement of the Karpenter controller's policy (gpufleet.plan.manifests.karpenter.iam_policy, by Sid) lets
+# it do, for plan.md's access table; statements that say the same are joined.
 KARPENTER_STATEMENTS: dict[str, str] = {
     "AllowScopedEC2InstanceAccessActions": (
         "launch EC2 instances (RunInstances, CreateFleet) from launch templates it creates, tagged for cluster"

@@ -395,10 +395,8 @@ def prepuller(fleet: Fleet, group: NodeGroup, namespace_id: str) -> Resource | N
     obj = {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
-        # Not awaited: pulumi-kubernetes waits for every updated DaemonSet pod to be Ready, 10 minutes by default
-        # (provider/pkg/await/daemonset.go), and an image-set change rolls one node at a time, each pulling
-        # 10-20 GB, so a wait would fail stage 1 on any group of more than a few nodes, and one image that cannot be
-        # pulled would hold stages 2-8. Pre-pulling only shortens cold starts; nothing waits for it.
+        # Not awaited: an image-set change rolls one node at a time, and a wait would fail stage 1 on any group of
+        # more than a few nodes.
         "metadata": {
             "name": name,
             "namespace": NS_SYSTEM,

@@ -1,7 +1,7 @@
-"""plan.md, per Inference group: the weight-load time of a replica from S3 and from the group's NVMe (the
-Mountpoint cache), the time from a scale decision to a ready replica with and without a warm node
-(gpufleet.facts.weights: the figures and which of them are assumptions), and which of them this spec's next
-scale-up gets (headroom keeps nodes warm; teams[].prefetch keeps their caches holding the weights)."""
+"""plan.md, per Inference group: weight-load and scale-up times of a replica, with and without a warm node.
+
+Why, with sources: docs/cold-start.md, "Design notes", gpufleet/plan/builders/serving_start.py.
+"""
 
 from __future__ import annotations
 

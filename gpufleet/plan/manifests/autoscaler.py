@@ -50,9 +50,8 @@ EXTRA_ARGS: dict[str, str] = {
     # How long a node must stay unneeded before it is removed: about one cold start of a GPU node (boot, driver,
     # image pulls: 5-15 min), so an idle node costs at most what re-creating it for the next job would.
     "scale-down-unneeded-time": "15m",
-    # gpufleet pulls a group's images in user data before kubelet starts, so a cold GPU node can take longer than
-    # the default 15m to register; past this the autoscaler deletes the instance and backs off the group. Failed
-    # launches (no capacity) are still seen at once from the ASG's scaling activities.
+    # gpufleet pulls a group's images in user data before kubelet starts, so a cold GPU node can take longer than the
+    # default 15m to register; past this the autoscaler deletes the instance and backs off the group.
     "max-node-provision-time": "30m",
 }
 

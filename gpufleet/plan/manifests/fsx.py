@@ -14,8 +14,7 @@ from gpufleet.spec.names import LABEL_MANAGED_BY
 
 DRIVER = "fsx.csi.aws.com"  # templates/csidriver.yaml metadata.name
 RELEASE = "aws-fsx-csi-driver"
-# The namespace the driver's docs install it in (docs/install.md `helm upgrade --install ... --namespace kube-system`),
-# and the EKS add-on's: its Pod Identity association names kube-system/fsx-csi-controller-sa.
+# The namespace the driver's docs install it in (docs/install.md `helm upgrade --install ...
 NAMESPACE = "kube-system"
 CONTROLLER_SERVICE_ACCOUNT = "fsx-csi-controller-sa"  # values.yaml controller.serviceAccount.name
 NODE_DAEMONSET = "fsx-csi-node"  # templates/node-daemonset.yaml metadata.name

@@ -75,7 +75,6 @@ def node_repair_config(fleet: Fleet, group: NodeGroup) -> dict[str, Any] | None:
 DCGM_HOST = "nvidia-dcgm.gpu-operator.svc"
 # The remediation controller and the verification Job run gpufleet.facts.images.PYTHON_IMAGE (stdlib-only Python
 # scripts); every image here is rendered through gpufleet.spec.images, with the spec's digest where it gives one.
-# Seconds a dcgmi diag level may take on top of the interval (NVIDIA: r1 seconds, r2 ~2 min, r3 ~15 min).
 DIAG_SECONDS = {1: 60, 2: 300, 3: 1200, 4: 3600}
 
 
@@ -245,8 +244,7 @@ def _python_container(fleet: Fleet, name: str, script: str, env: list[dict[str, 
     }
 
 
-# Pod security context of the remediator and the planted-fault Job: nobody, under the runtime's default seccomp
-# profile. The Job plants its fault through the DCGM host engine's API, so it needs no host path and no root.
+# Pod security context of the remediator and the planted-fault Job: nobody, under the runtime's default seccomp profile.
 _NOBODY = {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534, "seccompProfile": {"type": "RuntimeDefault"}}
 # Checkov checks that are wrong for these objects, with the reason (docs/policies-and-diff.md, "Checkov").
 _REMEDIATOR_CHECKOV_SKIPS = {
@@ -365,12 +363,10 @@ def repair_owner(fleet: Fleet, group: NodeGroup) -> str | None:
 
 
 def repair_hold_seconds(fleet: Fleet, group: NodeGroup) -> int:
-    """How long the gate keeps the injected fault once the node monitoring agent reports it, to see the repair owner
-    stand back: on a managed node group, EKS's repair wait and five minutes more, counted from when the gate sees
-    the condition (the override hands DCGM health codes to the remediator, so EKS never acts); on a Karpenter pool,
-    which honours no override and replaces the node 10 minutes after the condition turned False, the toleration
-    less KARPENTER_HOLD_MARGIN_SECONDS, counted from the condition's lastTransitionTime (planted_fault.py, owner
-    Karpenter), so the fault ends before Karpenter takes the node. 0 without auto repair (no agent to expect)."""
+    """How long the gate keeps the injected fault once the agent reports it, to see the repair owner stand
+    back; 0 without auto repair.
+
+    Why: docs/telemetry-health-cost.md, "Design notes", health.repair_hold_seconds."""
     owner = repair_owner(fleet, group)
     if owner is None:
         return 0

@@ -48,8 +48,9 @@ def keda_values() -> dict[str, Any]:
 
 def serving_pod_monitor(fleet: Fleet, namespace: str) -> dict[str, Any]:
     """Scrapes every serving pod labelled gpufleet.io/serving-metrics=true on its container port named `metrics`,
-    in the team namespaces (every namespace when no team is declared). honorLabels false: `namespace` and `pod` are
-    the target's, which the per-namespace rules group by."""
+    in the team namespaces (every namespace when no team is declared).
+
+    Why: docs/inference.md, "Design notes", inference.serving_pod_monitor."""
     namespaces = sorted({team.namespace for team in fleet.teams})
     selector: dict[str, Any] = {"matchNames": namespaces} if namespaces else {"any": True}
     return {
@@ -82,9 +83,9 @@ def _ratio(num: str, den: str, scale: str = "") -> str:
 
 
 def _queued(server: serving.Server) -> str:
-    """The server's waiting requests with its backend's (Triton's with TensorRT-LLM's batch manager queue). `or`
-    keeps both sides: the backend's series carry a label the server's lack (request_type), and where either is not
-    exported the other still counts."""
+    """The server's waiting requests with its backend's (Triton's with TensorRT-LLM's batch manager queue).
+
+    Why: docs/inference.md, "Design notes", inference._queued."""
     if server.backend_queue is None:
         return server.queue_depth.name
     return f"{server.queue_depth.name} or {server.backend_queue.name}{{{server.backend_queue_selector}}}"

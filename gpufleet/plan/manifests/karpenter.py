@@ -84,15 +84,10 @@ def ami_selector(group: NodeGroup, kubernetes_version: str) -> dict[str, str]:
 def node_pool(
     group: NodeGroup, *, labels: dict[str, str], taints: list[dict[str, str]], gpus_per_node: int | None = None
 ) -> dict[str, Any]:
-    """The group's NodePool: its node labels and taints (the same the managed node group carries, which the Kueue
-    flavor and every toleration gpufleet writes derive from), its instance types (instanceType, or the instanceTypes
-    of one GPU model and GPU count, rule instance-types; Karpenter launches the cheapest that fits the pending pods),
-    its capacity types, and a GPU limit of maxSize nodes (`limits` caps the resources of all the pool's nodes;
-    Karpenter counts nvidia.com/gpu from the instance type, the same count for every type of the pool, or from the
-    pool's NodeOverlay where one sets it: `gpus_per_node`, the slices a MIG or time-sliced node advertises; a limit
-    in physical GPUs would stop the pool at an eighth of its nodes once each counts 56 slices:
-    kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling/scheduler.go filterByRemainingResources
-    compares the overlaid instance type's capacity with what the limit leaves)."""
+    """The group's NodePool: its labels and taints, instance types, capacity types, and a limit of maxSize
+    nodes' GPUs (in the slices a MIG or time-sliced node advertises, gpus_per_node).
+
+    Why: docs/karpenter.md, "Design notes", karpenter.node_pool."""
     info = catalog.lookup(group.instance_type)
     gpus = gpus_per_node if gpus_per_node is not None else info.gpu_count if info is not None else 0
     requirements: list[dict[str, Any]] = [
@@ -294,10 +289,7 @@ def values(fleet: Fleet, queue: str, *, node_repair: bool, node_overlay: bool = 
         "serviceAccount": {"name": SERVICE_ACCOUNT},
     }
     if node_repair:
-        # The owner of node repair on Karpenter nodes (docs/karpenter.md, "Health"): Karpenter's NodeRepair (alpha
-        # in 1.14.1, settings.featureGates.nodeRepair) replaces a node whose EKS node monitoring agent condition
-        # (AcceleratedHardwareReady and the others) stays unhealthy past the provider's toleration, as EKS auto
-        # repair does for managed node groups (aws/karpenter-provider-aws pkg/cloudprovider RepairPolicies).
+        # Karpenter's NodeRepair (alpha in 1.14.1) owns node repair on Karpenter nodes.
         out["settings"]["featureGates"] = {"nodeRepair": True}
     if node_overlay:
         # The NodeOverlays of the pools (overlay_capacity) take effect only with the gate on (alpha in 1.14.1,

@@ -52,8 +52,9 @@ RESOURCES = {
 
 
 def installed_frameworks(fleet: Fleet) -> tuple[str, ...]:
-    """The Kueue integrations of the custom job kinds the fleet installs, in Kueue's documented order. They are
-    installed with Kueue (the admission stage of a fleet with teams, gpufleet.plan.stages.admission)."""
+    """The Kueue integrations of the custom job kinds the fleet installs, in Kueue's documented order.
+
+    Why: docs/admission-and-sharing.md, "Design notes", kueue.installed_frameworks."""
     out: list[str] = []
     if not fleet.teams:
         return ()
@@ -243,8 +244,7 @@ def covered_resources(fleet: Fleet, team: Team, *, with_sharing: bool = True) ->
     if any(g.fabric is Fabric.EFA for g in groups):
         covered.append(EFA_RESOURCE)
     # Groups whose pods claim their devices (devices DRA): the devices of each DeviceClass, under Kueue's
-    # deviceClassMappings name (device_class_mappings). The device plugin's names stay covered (at 0 on those
-    # flavors) so a ClusterQueue has one resource group whatever its groups' device managers.
+    # deviceClassMappings name (device_class_mappings).
     covered += [name for name in claimed_resources(groups) if name not in covered]
     return covered
 
@@ -423,8 +423,9 @@ def team_namespaces(fleet: Fleet) -> list[str]:
 
 def controller_configuration(fleet: Fleet, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The whole controller Configuration: it replaces the chart's document, so the pinned chart's own settings
-    (versions.KueueRelease.chart_configuration) come first. `extra`: what the cluster's role adds (a MultiKueue
-    manager's `multiKueue`), last."""
+    (versions.KueueRelease.chart_configuration) come first.
+
+    Why: docs/admission-and-sharing.md, "Design notes", kueue.controller_configuration."""
     adm = fleet.admission
     assert fleet.versions.kueue is not None  # rules: the admission stage needs a pinned Kueue
     return {
@@ -465,8 +466,9 @@ def helm_values(
     configuration: Mapping[str, Any] | None = None,
     feature_gates: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Values of the kueue chart (keys checked against charts/kueue/values.yaml at <version>). `configuration` and
-    `feature_gates`: what the cluster's role adds (gpufleet.plan.builders.cluster_roles)."""
+    """Values of the kueue chart (keys checked against charts/kueue/values.yaml at <version>).
+
+    Why: docs/admission-and-sharing.md, "Design notes", kueue.helm_values."""
     manager: dict[str, Any] = {"replicas": 2, "podDisruptionBudget": {"enabled": True, "minAvailable": 1}}
     if feature_gates:
         manager["featureGates"] = feature_gates

@@ -22,8 +22,8 @@ INCREMENTAL_DISPATCHER = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
 # The key of the Secret the MultiKueueCluster reads (setup_multikueue.md: `--from-file=kubeconfig=...`).
 KUBECONFIG_KEY = "kubeconfig"
 # pkg/features/kube_features.go @ v0.19.2: MultiKueue beta and on since 0.9; the Incremental dispatcher's stepSize
-# (MultiKueueIncrementalDispatcherConfig) and its following MultiKueueConfig's order (...RespectConfigOrder) beta and
-# on since 0.19. Named anyway, so an upgrade that changes a default does not change the dispatch.
+# (MultiKueueIncrementalDispatcherConfig) and its following MultiKueueConfig's order (...RespectConfigOrder) beta and on
+# since 0.19.
 FEATURE_GATES = (
     "MultiKueue",
     "MultiKueueIncrementalDispatcherConfig",
@@ -315,11 +315,8 @@ def manager_objects(workers: list[tuple[str, str]], image: str, script: str, cli
 
 
 # --- The alert (docs/multi-cluster.md, "Rotating credentials"): Kueue exports no metric of a MultiKueueCluster
-# (pkg/metrics/metrics.go @ v0.19.2 has dispatch counters only), so the manager's kube-state-metrics reads its
-# conditions as custom resource state (kubernetes/kube-state-metrics docs/metrics/extend/customresourcestate-metrics.md
-# @ v2.20.0, the kube-state-metrics of kube-prometheus-stack 88.5.3, "Example for status conditions"): one series per
-# condition, 1 when its status is "True", 0 when "False" or "Unknown" (pkg/customresourcestate/registry_factory.go
-# toFloat64).
+# The alert: the manager's kube-state-metrics reads each MultiKueueCluster's conditions as custom
+# resource state (Kueue exports no metric of them).
 METRIC_PREFIX = "gpufleet_multikueue_cluster"
 CONDITION_METRIC = f"{METRIC_PREFIX}_condition"
 # Inactive this long alerts: longer than a reconnect after the CronJob rewrites a Secret.

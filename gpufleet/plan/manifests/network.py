@@ -45,8 +45,7 @@ NIC_CLUSTER_POLICY = "nic-cluster-policy"
 MELLANOX_VENDOR_ID = "15b3"
 
 NCCL_ENV = "nccl-env"
-# NCCL's name of the aws-ofi-nccl plugin when NCCL_NET selects it. "AWS Libfabric" is the plugin's own name up to
-# 1.11 and an accepted alias since (aws/aws-ofi-nccl src/nccl_ofi_interface_nvidia.cpp nvidia_plugin_name_fixup).
+# NCCL's name of the aws-ofi-nccl plugin when NCCL_NET selects it.
 EFA_NET = "AWS Libfabric"
 RDMA_NET = "IB"  # NCCL's built-in verbs transport (NVIDIA/nccl src/transport/net_ib/common.cc)
 
@@ -208,8 +207,7 @@ def nic_cluster_policy(fleet: Fleet, version: str) -> dict[str, Any]:
 def network_attachment(rdma: Rdma, net: RdmaNetwork) -> dict[str, Any]:
     """One secondary network on one RDMA port: IPoIB on InfiniBand, macvlan on RoCE; addresses from nv-ipam.
 
-    Same CNI config as the operator's own IPoIBNetwork/MacvlanNetwork templates (manifests/state-ipoib-network,
-    state-macvlan-network @v26.4.1)."""
+    Why: docs/network-and-storage.md, "Design notes", network.network_attachment."""
     config: dict[str, Any] = {"cniVersion": "0.3.1", "name": net.name}
     if rdma.link_type == "InfiniBand":
         config.update({"type": "ipoib", "master": net.interface})
@@ -643,8 +641,7 @@ def gate_objects(fleet: Fleet, group: NodeGroup) -> tuple[dict[str, Any], dict[s
     }
     timeout = gate.timeout_minutes * 60
     spread = {"labelSelector": {"matchLabels": {GATE_LABEL: name}}, "topologyKey": "kubernetes.io/hostname"}
-    # One pod per node: required anti-affinity. One per NUMA node: the pods spread evenly over the nodes (maxSkew 1),
-    # and each, holding one NUMA node's GPUs, leaves room for exactly as many others as the node has NUMA nodes.
+    # One pod per node: required anti-affinity.
     placement: dict[str, Any] = (
         {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [spread]}}}
         if per_node == 1

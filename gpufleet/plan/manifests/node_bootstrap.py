@@ -34,8 +34,9 @@ def topology(group: NodeGroup) -> tuple[str, str, str]:
 
 
 def numa_nodes(group: NodeGroup) -> int:
-    """NUMA nodes of the instance type. Every 8-GPU type gpufleet knows (p4d, p4de, p5*, p6*, g5/g6/g6e.48xlarge,
-    g4dn.metal) is dual-socket with four GPUs per socket; the smaller GPU types are single-socket."""
+    """NUMA nodes of the instance type.
+
+    Why: docs/stage-1.md, "Design notes", node_bootstrap.numa_nodes."""
     info = catalog.lookup(group.instance_type)
     return 2 if info is not None and info.gpu_count >= 8 else 1
 

@@ -451,7 +451,7 @@ def health_groups() -> list[dict[str, Any]]:
 def cost_groups(prices: Mapping[str, float], team_namespaces: Mapping[str, str]) -> list[dict[str, Any]]:
     """GPU-hours (allocated and allocated-but-idle, in physical GPUs) and their price per namespace and per team.
 
-    `prices`: node group -> USD per physical GPU-hour; `team_namespaces`: namespace -> team."""
+    Why: docs/telemetry-health-cost.md, "Design notes", rules_promql.cost_groups."""
     constants = [
         _record("gpufleet:gpu_hour_price_usd", f"vector({_fmt(price)})", {"node_group": group})
         for group, price in sorted(prices.items())

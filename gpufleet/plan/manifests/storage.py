@@ -46,9 +46,8 @@ OBJECT_ACTIONS = (
 # checkpoints.encryption CustomerManagedKey.
 # Why: docs/network-and-storage.md, "Design notes", storage.KEY_USE_ACTIONS.
 KEY_USE_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey")
-# What the account root keeps: reading the key's metadata and policy (so IAM-granted auditors and the console see
-# it), nothing that changes the key or its policy. An account principal allowed kms:PutKeyPolicy or kms:CreateGrant
-# through IAM could otherwise grant itself Decrypt.
+# What the account root keeps: reading the key's metadata and policy (so IAM-granted auditors and the console see it),
+# nothing that changes the key or its policy.
 KEY_READ_ACTIONS = ("kms:Describe*", "kms:Get*", "kms:List*")
 # Its "key administrators" actions (same page): manage the key, never encrypt or decrypt with it.
 KEY_ADMIN_ACTIONS = (

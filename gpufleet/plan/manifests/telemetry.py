@@ -165,8 +165,9 @@ def dcgm_metrics_configmap() -> dict[str, Any]:
 
 
 def dcgm_service_monitor() -> dict[str, Any]:
-    """Scrapes the exporter every 15 s. honorLabels false: the exporter's pod labels become exported_namespace /
-    exported_pod (the rules use those); the node name is relabelled into `node` for joins with kube-state-metrics."""
+    """Scrapes the exporter every 15 s.
+
+    Why: docs/telemetry-health-cost.md, "Design notes", telemetry.dcgm_service_monitor."""
     return {
         "apiVersion": API_VERSION,
         "kind": "ServiceMonitor",
@@ -214,8 +215,9 @@ TRAINING_METRICS_PORT = "metrics"
 
 def training_step_pod_monitor(fleet: Fleet) -> dict[str, Any]:
     """The PodMonitor that scrapes the straggler metric from training pods, in the monitoring namespace: the team
-    namespaces where teams are declared, every namespace otherwise. honorLabels false: the pod's namespace and name
-    are the target's (`namespace`, `pod`), and the job's own `training_job` and `rank` labels stay as exported."""
+    namespaces where teams are declared, every namespace otherwise.
+
+    Why: docs/telemetry-health-cost.md, "Design notes", telemetry.training_step_pod_monitor."""
     namespaces = sorted({team.namespace for team in fleet.teams})
     selector: dict[str, Any] = {"matchNames": namespaces} if namespaces else {"any": True}
     return {

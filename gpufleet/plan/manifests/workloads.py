@@ -30,8 +30,7 @@ JOBSET_RELEASE = "jobset"
 TRAINER_RELEASE = "kubeflow-trainer"
 LWS_RELEASE = "lws"
 # Images the published charts carry (the release scripts rewrite the git values.yaml's `main` tags:
-# kubernetes-sigs/jobset hack/helm-chart-package.sh, kubernetes-sigs/lws hack/push-chart.sh). gpufleet sets them so the
-# rendered values name the pinned image whatever the chart's packaging did.
+# kubernetes-sigs/jobset hack/helm-chart-package.sh, kubernetes-sigs/lws hack/push-chart.sh).
 JOBSET_IMAGES = {"0.12.0": ("registry.k8s.io/jobset/jobset", "v0.12.0")}
 LWS_IMAGES = {"0.10.0": ("registry.k8s.io/lws/lws", "v0.10.0")}
 

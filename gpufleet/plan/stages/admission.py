@@ -250,9 +250,7 @@ def _team_access(fleet: Fleet, namespaces: dict[str, Resource]) -> list[Resource
         ]
         out.append(k8s(tenancy.default_deny_ingress(team, monitoring_namespace(fleet)), depends_on=ns))
         out.append(k8s(tenancy.default_deny_egress(team), depends_on=ns))
-        # The namespace's `default` ServiceAccount exists as soon as the namespace does (the ServiceAccount
-        # controller makes it): patched, not created (pulumi-kubernetes >= 4.29 refuses to create an existing
-        # object unless upsertExistingObjects; a Patch resource applies only the fields it names, server-side).
+        # The namespace's `default` ServiceAccount exists with the namespace: patched, not created.
         account = k8s(tenancy.default_service_account(team), depends_on=ns)
         out.append(replace(account, id=f"{account.id}-patch", type=f"{account.type}Patch"))
     return out

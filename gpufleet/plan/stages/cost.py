@@ -1,5 +1,8 @@
 """Stage 8: cost. Allocated and allocated-but-idle GPU-hours (and their price) per team namespace as recording
-rules, the weekly report dashboard for budget owners, and the fleet's cost estimate in plan.md."""
+rules, the weekly report dashboard for budget owners, and the fleet's cost estimate in plan.md.
+
+Why, with sources: docs/telemetry-health-cost.md, "Design notes", gpufleet/plan/stages/cost.py.
+"""
 
 from __future__ import annotations
 
@@ -292,9 +295,7 @@ def control_plane(fleet: Fleet) -> tuple[str, float | None]:
         return "EKS control plane: the existing cluster's, billed to it already (not counted here).", None
     standard = pricing.EKS_STANDARD_USD_PER_HOUR * pricing.HOURS_PER_MONTH
     extended = pricing.EKS_EXTENDED_USD_PER_HOUR * pricing.HOURS_PER_MONTH
-    # gpufleet sets no upgradePolicy, so EKS's default applies: supportType EXTENDED for every new cluster (EKS user
-    # guide kubernetes-versions.adoc, "By default, for all new and existing clusters, the upgrade policy is set to
-    # EXTENDED"): past the end of standard support the cluster stays on its minor at the extended rate.
+    # gpufleet sets no upgradePolicy, so EKS's default EXTENDED applies.
     policy = (
         "gpufleet sets no upgradePolicy, so EKS's default supportType EXTENDED applies: past the end of standard"
         " support the control plane stays on its minor and is billed at the extended rate until kubernetesVersion is"
@@ -434,10 +435,10 @@ def around_the_gpu_nodes(fleet: Fleet) -> tuple[list[str], float, float]:
 
 
 def raid0_warm_pool_caveats(fleet: Fleet) -> list[str]:
-    """A group with instance-store RAID0 and a Stopped or Hibernated warm pool pays the pool's standing cost for
-    less than it seems: instance store is lost at every stop (EC2 User Guide, instance store lifetime), so a resumed
-    instance rebuilds its array and pulls every image again (docs/stage-1.md "Image size, warm pools and
-    time-to-first-step")."""
+    """A group with instance-store RAID0 and a Stopped or Hibernated warm pool pays for less than it seems:
+    instance store is lost at every stop.
+
+    Why: docs/telemetry-health-cost.md, "Design notes", cost.raid0_warm_pool_caveats."""
     lines = []
     for g in fleet.node_groups:
         pool = g.warm_pool

@@ -73,10 +73,8 @@ def build(ctx: BuildContext) -> StageContent:
             resources.append(daemonset)
     resources += headroom_resources(ctx, system_ns.id)
 
-    # The operator mounts the ConfigMaps its values name as non-optional volumes (NVIDIA/gpu-operator
-    # controllers/object_controls.go @ v26.7.0): they are created here, before the release, not by the stage whose
-    # settings they hold, so no operand waits in ContainerCreating for a later stage
-    # (tests/golden/test_stage_references.py).
+    # The operator mounts the ConfigMaps its values name as non-optional volumes, so they are created here, before
+    # the release.
     if gpus:
         extra = [values for part in later for values in part.operator_values]
         configs = [k8s(obj, depends_on=(operator_ns.id,)) for part in later for obj in part.operator_configmaps]
@@ -109,9 +107,10 @@ def build(ctx: BuildContext) -> StageContent:
 
 
 def autoscaler_resources(fleet: Fleet) -> list[Resource]:
-    """The Cluster Autoscaler: its Pod Identity role (trusting only kube-system/cluster-autoscaler on this
-    cluster), the role's policy, the association, and the Helm release, which waits for the association (the
-    Pod Identity webhook injects credentials only into pods created after it) and for the system nodes."""
+    """The Cluster Autoscaler: its Pod Identity role, policy and association, and the Helm release after the
+    association and the system nodes.
+
+    Why: docs/stage-1.md, "Design notes", foundation.autoscaler_resources."""
     version = fleet.versions.cluster_autoscaler
     create = fleet.cluster.mode == "Create"
     return [
@@ -265,8 +264,9 @@ def _gating_notes(fleet: Fleet) -> list[str]:
 
 def headroom_resources(ctx: BuildContext, namespace_id: str) -> list[Resource]:
     """The placeholders' PriorityClass and one placeholder Deployment per group with headroom
-    (gpufleet.plan.manifests.headroom). The class comes first: the Priority admission plugin refuses a pod that names
-    a class that does not exist, so the ReplicaSet could not create the placeholders."""
+    (gpufleet.plan.manifests.headroom).
+
+    Why: docs/stage-1.md, "Design notes", foundation.headroom_resources."""
     held = [g for g in ctx.fleet.node_groups if g.headroom is not None]
     if not held:
         return []

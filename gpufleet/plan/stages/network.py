@@ -73,9 +73,8 @@ def _gate(fleet: Fleet, group: NodeGroup, after: tuple[str, ...]) -> tuple[list[
             )
     job_res = k8s(job, depends_on=after + (svc.id, *(t.id for t in claim_templates)))
     if group.capacity_type is CapacityType.CAPACITY_BLOCK:
-        # A Capacity Block has nodes only inside its reservation window; a gate would time out outside it and hold
-        # back every later stage. The Job is rendered without a deadline and Pulumi does not wait for it: it runs
-        # when the window opens and the group scales up, and its result is read from the Job, not from the rollout.
+        # A Capacity Block has nodes only inside its reservation window; a gate would time out outside it and hold back
+        # every later stage.
         return (
             [svc, *claim_templates, job_res],
             None,
@@ -182,9 +181,8 @@ def build(ctx: BuildContext) -> StageContent:
             f" {net.networks_annotation(rdma)}`. The networks allocate addresses from nv-ipam IPPools {pools} in"
             f" namespace `{net.NS_NETWORK_OPERATOR}` (docs/network-and-storage.md)."
         )
-        # The IPPool CRD is not in the chart's crds/: the operator applies it (manifests/state-nv-ipam-cni
-        # 005-nv-ipam.nvidia.com_ippools.yaml, Mellanox/network-operator v26.4.1) once it reconciles nvIpam, so no
-        # IPPool can be part of this stage's plan; what is left to the user is said where it blocks the rollout.
+        # The IPPool CRD is not in the chart's crds/ (the operator applies it once it reconciles nvIpam), so no IPPool
+        # is in this stage's plan.
         wait = fleet.network.bandwidth_gate.timeout_minutes
         warnings.append(
             f"the RDMA networks need nv-ipam IPPools {pools} (nv-ipam.nvidia.com/v1alpha1, namespace"

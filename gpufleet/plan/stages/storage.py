@@ -130,8 +130,9 @@ def key_resources(fleet: Fleet, cp: Checkpoints) -> list[Resource]:
 
 
 def bucket_resources(fleet: Fleet, cp: Checkpoints) -> list[Resource]:
-    """The bucket and its settings. Every one is retained on delete (removing the versioning resource would
-    suspend versioning, removing the public access block would lift it); the bucket is also protected."""
+    """The bucket and its settings.
+
+    Why: docs/network-and-storage.md, "Design notes", storage.bucket_resources."""
     name = Ref(BUCKET, "bucket")
 
     def setting(suffix: str, type_: str, args: dict[str, object], after: tuple[str, ...] = ()) -> Resource:
