@@ -1,7 +1,6 @@
 """Positioned, collected user errors: `FILE:LINE:COL: PATH: message`, the source line, a caret and a hint.
 
-Every stage of loading adds `Issue`s to one list; nothing is raised for the first problem, so a user sees
-every error of the file in one run (the cluster-toolkit `Errors` collector pattern).
+Why, with sources: docs/architecture.md, "Design notes", gpufleet/base/errors.py.
 """
 
 from __future__ import annotations

@@ -40,9 +40,8 @@ def _kind(mode: int) -> str:
 
 def read_bounded(path: str, limit: int, what: str, *, stdin: bool = False) -> bytes:
     """The bytes of `path`, a regular file of at most `limit` bytes (`what` names what no larger file is: "no fleet
-    spec needs"); `-` is standard input where `stdin` allows it.
-
-    Why: docs/commands.md, "Design notes", inputs.read_bounded."""
+    spec needs"); `-` is standard input where `stdin` allows it. Raises OSError
+    (InputRefused for a file that is not one to read), with its strerror the reason."""
     if path == "-" and stdin:
         data = sys.stdin.buffer.read(limit + 1)
     else:

@@ -60,8 +60,7 @@ def _position(path: str, node: yaml.Node, field: str) -> str:
 
 def _manifest_text(path: str) -> str:
     """A manifest file's text, read as the spec loader reads a spec (gpufleet.base.inputs): a regular file of at most
-    MAX_SPEC_BYTES, its YAML within the loader's depth and value bounds (a FIFO blocked
-    forever, /dev/zero was read until the process was killed, 1,000 levels of nesting ended in RecursionError)."""
+    MAX_SPEC_BYTES, its YAML within the loader's depth and value bounds."""
     try:
         text = read_bounded(path, MAX_SPEC_BYTES, "no manifest of workloads needs").decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:

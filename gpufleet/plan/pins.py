@@ -1,7 +1,6 @@
 """The component versions one environment deploys and where each comes from, for plan.json and plan.md.
 
-A version the spec does not pin is the release this gpufleet is tested with (gpufleet.facts.versions.default_release);
-recording it in the tree makes a gpufleet upgrade that bumps it visible in review and in `gpufleet diff`.
+Why, with sources: docs/stage-1.md, "Design notes", gpufleet/plan/pins.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """What the checks read from AWS, fetched once per run and shared: instance types, zones, offerings, subnets.
 
-A failed read is remembered and raised again to the next check that needs it, so one broken call is one
-finding (the runner drops repeats), not one per check.
+Why, with sources: docs/commands.md, "Design notes", gpufleet/preflight/context.py.
 """
 
 from __future__ import annotations

@@ -91,8 +91,9 @@ def _image_pull(fleet: Fleet) -> Iterator[Issue]:
 @rule("gp3-volume")
 def _gp3_volume(fleet: Fleet) -> Iterator[Issue]:
     """gp3 allows at most 0.25 MiB/s per provisioned IOPS (EC2 User Guide, general-purpose SSD volumes); EC2 refuses
-    the launch otherwise. Its 500 IOPS per GiB never binds here: diskIops is at most 16,000 and diskSizeGiB at
-    least 50."""
+    the launch otherwise.
+
+    Why: docs/cold-start.md, "Design notes", image_pull._gp3_volume."""
     for path, group in each_group(fleet):
         throughput, iops = defaults.disk_throughput(group), defaults.disk_iops(group)
         if throughput > iops * image_pull.GP3_MIBPS_PER_IOPS:

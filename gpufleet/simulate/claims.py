@@ -67,9 +67,9 @@ def add_template(into: dict[tuple[str, str], Mapping[str, Any]], obj: Mapping[st
 
 def device_classes(plan: RolloutPlan) -> dict[str, tuple[str, bool]]:
     """DeviceClass name -> (the rollout stage whose DRA driver chart creates it, whether this environment deploys
-    it): gpu.nvidia.com with the NVIDIA DRA driver in stage 1 where a group has devices DRA, efa.networking.k8s.aws
-    with the EFA DRA driver in the network stage where such a group is an EFA group (gpufleet.plan.builders
-    .device_managers)."""
+    it).
+
+    Why: docs/explain-model.md, "Design notes", claims.device_classes."""
     included = {s.name for s in plan.included()}
     dra = [g for g in plan.fleet.node_groups if device_managing(g).claims]
     out: dict[str, tuple[str, bool]] = {}

@@ -144,10 +144,10 @@ def node_setup(plan: RolloutPlan, node_group_args: Mapping[str, Any]) -> NodeSet
 
 
 def karpenter_setup(node_class: Mapping[str, Any]) -> NodeSetup:
-    """A Karpenter group's node setup from its EC2NodeClass spec: the Topology Manager and CPU manager from its
-    userData (Karpenter merges it with its own NodeConfig or TOML), systemReserved from spec.kubelet, RAID0 from
-    instanceStorePolicy, the volume that holds /var/lib/kubelet (AL2023 the root volume, Bottlerocket the data
-    volume after it), and one EFA device per listed interface."""
+    """A Karpenter group's node setup from its EC2NodeClass spec: Topology and CPU managers, systemReserved, RAID0,
+    the kubelet's volume and EFA devices.
+
+    Why: docs/explain-model.md, "Design notes", node_resources.karpenter_setup."""
     volumes = [
         _mib(str((b.get("ebs") or {}).get("volumeSize") or "0Gi")) // 1024
         for b in node_class.get("blockDeviceMappings") or []

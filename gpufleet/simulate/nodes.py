@@ -228,9 +228,8 @@ def node_model(plan: RolloutPlan, group: NodeGroup, *, options: bool = True) -> 
                 # one instance type of the pool (instance_options): the combinations of its requirements with it
                 variants = [v for v in variants if v.get(INSTANCE_TYPE_KEY, group.instance_type) == group.instance_type]
             template["variants"] = variants
-            # Not what the node will advertise but what Karpenter believes an instance of the pool offers: EC2's
-            # instance type, the EC2NodeClass's EFA interfaces and the pool's NodeOverlays (node_resources
-            # .karpenter_capacity). A pod asking for more of anything gets no NodeClaim.
+            # What Karpenter believes an instance of the pool offers, not what the node will advertise
+            # (node_resources.karpenter_capacity).
             template["resources"] = node_resources.karpenter_capacity(
                 plan,
                 group,

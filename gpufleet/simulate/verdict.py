@@ -1271,7 +1271,7 @@ def _kueue_daemon_pods(model: FleetModel, kueue: kueue_admission.Kueue, wl: Work
     DaemonSet, a kind it does not manage (jobframework.FindAncestorJobManagedByKueue: "stop walking up as the owner
     is not known"), so each pod is a plain pod: it gets the namespace's `default` LocalQueue (pod_webhook.go "Local
     queue defaulting"), is gated, admitted to the first flavor that fits and given that flavor's nodeSelector
-    (kueue v0.19.2 pkg/controller/jobs/pod).
+    (kueue v0.19.2 pkg/controller/jobs/pod). None when Kueue leaves the pods alone.
 
     Why: docs/explain-model.md, "Design notes", verdict._kueue_daemon_pods."""
     (ps,) = wl.pod_sets
@@ -1394,12 +1394,10 @@ def _one_by_one(model: FleetModel, wl: Workload, base: Verdict) -> Verdict:
 
 
 def _group_by_group(model: FleetModel, group: Workload, base: Verdict) -> Verdict:
-    """A LeaderWorkerSet of several replica groups: Kueue's integration makes one Workload per group, named by its
-    index (kueue v0.19.2 pkg/controller/jobs/leaderworkerset/leaderworkerset_reconciler.go filterWorkloads; test
-    "should create prebuilt workloads with leader template": replicas 2, two Workloads of a leader and a worker pod
-    set each), so each group is admitted on its own, against the quota the earlier ones hold, all of its pods at once
-    (its leader and workers: one Workload), and placed on the nodes the earlier groups leave: N of M groups may run.
-    `group` is one group's workload (its pod sets), `group.groups` their number."""
+    """A LeaderWorkerSet of several replica groups: one Kueue Workload per group, each admitted and placed on its
+    own, so N of M groups may run; `group` is one group's workload, `group.groups` their number.
+
+    Why: docs/explain-model.md, "Design notes", verdict._group_by_group."""
     whole = replace(group, pod_sets=tuple(replace(ps, count=ps.count * group.groups) for ps in group.pod_sets))
     verdict = _gang(model, whole, base)
     if verdict.runs:

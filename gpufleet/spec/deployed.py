@@ -1,5 +1,8 @@
 """What a fleet deploys: the stages some environment rolls out, the components they install, and the version of
-each. The rules judge these (gpufleet.rules.versions) and the plan renders them (gpufleet.plan.pins)."""
+each.
+
+Why, with sources: docs/spec.md, "Design notes", gpufleet/spec/deployed.py.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """Who launches a node group's nodes and who scales them: what each `provisioner` is, as the rules and the plan both
-read it. The plan's side of a provisioner (its resources, its wording, its cost) is gpufleet.plan.builders
-.provisioners; a new provisioner is an entry here, one there, and its value in the schema's enum."""
+read it.
+
+Why, with sources: docs/karpenter.md, "Design notes", gpufleet/spec/provisioning.py.
+"""
 
 from __future__ import annotations
 

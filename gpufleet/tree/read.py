@@ -408,9 +408,9 @@ def _object_problem(text: str, kubernetes_version: str) -> str | None:
 
 
 def resources(inventory: list[dict[str, Any]], files: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The entries of a verified tree with their inputs, read back from the files that hold them.
-
-    Why: docs/synth-tree.md, "Design notes", read.resources."""
+    """The entries of a verified tree with their inputs, read back from the files that hold them. Raises NotATree
+    where a file or entry is not what synth writes for the entry's type, or an entry's file is not the one synth
+    would name for it (a Helm file where a Kubernetes object's belongs)."""
     out = []
     kubernetes_version = _kubernetes_version(inventory, files)
     for entry in inventory:

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # Share of the characters of gpufleet/**/*.py (the folder itself; components/ and policies/ are links beside it) that
 # are comment tokens or docstrings (module, class and function, with their quotes). The goal is 15%; the ceiling
 # keeps a little room (a few thousand characters) above the measured share; lower it as prose moves to docs/.
-CEILING = 0.208
+CEILING = 0.207
 
 
 def prose_chars(source: str) -> int:

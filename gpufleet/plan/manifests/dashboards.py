@@ -1,8 +1,7 @@
 """Grafana dashboards (JSON models for the sidecar ConfigMaps) of the telemetry and cost stages.
 
-Panels query the recording rules of gpufleet/plan/manifests/rules_promql.py and raw DCGM series. The datasource
-is the sidecar's default Prometheus datasource (uid `prometheus` in kube-prometheus-stack 88.5.3,
-grafana.sidecar.datasources.uid)."""
+Why, with sources: docs/telemetry-health-cost.md, "Design notes", gpufleet/plan/manifests/dashboards.py.
+"""
 
 from __future__ import annotations
 

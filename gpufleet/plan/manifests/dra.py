@@ -109,9 +109,9 @@ def _template(team: Team, group: NodeGroup, name: str, devices: dict[str, Any]) 
 
 def root_share(group: NodeGroup) -> tuple[int, int]:
     """(GPUs, EFA interfaces) the aligned claim asks for: one PCIe root's of the group's instance type
-    (gpufleet.facts.pcie: 1 GPU with its 4 interfaces on p5.48xlarge, 2 GPUs with their 1 on p4d.24xlarge), so a pod
-    claiming a node's roots gets all its GPUs and every interface at full bandwidth; a type whose layout gpufleet does
-    not know gets 1 GPU with the node's interfaces per GPU (at least 1)."""
+    (gpufleet.facts.pcie), else 1 GPU with the node's interfaces per GPU.
+
+    Why: docs/dra.md, "Design notes", dra.root_share."""
     layout = pcie.roots(group.instance_type)
     if layout:
         return layout[0].gpus, layout[0].efa

@@ -35,10 +35,8 @@ API = "kueue.x-k8s.io/v1beta2"
 CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
 LABEL_NAMESPACE_NAME = "kubernetes.io/metadata.name"
 
-# Integrations, spelled as Kueue 0.19 names them (pkg/controller/jobs/*/..._controller.go FrameworkName): batch Jobs,
-# plain pods, Deployments and StatefulSets always, and the custom job kinds the fleet installs (workloads.*,
-# gpufleet.plan.manifests.workloads), so a GPU workload of any served kind in a team namespace goes through the team's
-# queue and no integration names a kind the API server does not serve.
+# Integrations, spelled as Kueue 0.19 names them: the built-in kinds always, and the custom job kinds the
+# fleet installs.
 JOBSET_FRAMEWORK = "jobset.x-k8s.io/jobset"
 TRAINJOB_FRAMEWORK = "trainer.kubeflow.org/trainjob"
 LWS_FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
@@ -355,11 +353,8 @@ def local_queue(team: Team, name: str | None = None) -> dict[str, Any]:
     }
 
 
-# A workload without a queue name in a managed namespace gets the LocalQueue named `default` of its namespace
-# (kueue v0.19.2 pkg/controller/jobframework/defaults.go, pod_webhook.go "Local queue defaulting"): with one per
-# team namespace, a Job, JobSet, MPIJob, TrainJob, Deployment or bare Pod that names no queue still goes through
-# the team's ClusterQueue instead of starting outside every quota (manageJobsWithoutQueueName stays false, so
-# namespaces outside the teams are untouched).
+# A workload without a queue name in a team namespace gets the namespace's LocalQueue `default`, so it still
+# goes through the team's ClusterQueue.
 DEFAULT_LOCAL_QUEUE = "default"
 
 

@@ -91,9 +91,10 @@ def _alert(name: str, expr: str, for_: str, severity: str, summary: str, descrip
 
 
 def window(duration_seconds: int, step: str) -> str:
-    """A subquery range of `duration_seconds` minus one second at `step`: Prometheus 2 selects a closed range
-    ([t - range, t]) and Prometheus 3 a left-open one ((t - range, t]), so a whole-hour range takes 61 steps in
-    the first and 60 in the second; one second less takes exactly duration / step steps in both."""
+    """A subquery range of `duration_seconds` minus one second at `step`: exactly duration / step steps in
+    Prometheus 2 and 3 alike.
+
+    Why: docs/telemetry-health-cost.md, "Design notes", rules_promql.window."""
     left = duration_seconds - 1
     hours, rest = divmod(left, 3600)
     minutes, seconds = divmod(rest, 60)
@@ -227,10 +228,7 @@ def telemetry_groups(
         # The fragmentation signal: the largest block of free GPUs on any one node of the group.
         _record("node_group:gpufleet_largest_free_block:max", "max by (node_group) (gpufleet:node_gpus_free:sum)"),
         _record("node_group:gpufleet_gpus_per_node:max", "max by (node_group) (gpufleet:node_gpus_allocatable:sum)"),
-        # SM activity per exporter series (one per device, or per pod sharing it), smoothed, with its node group, and
-        # only while the series is live: a range function keeps returning a value for up to its window after a series
-        # ends, an instant selector stops at the staleness marker (Prometheus staleness), so an ended pod's GPU does not
-        # stay "idle" for five more minutes.
+        # SM activity per exporter series, smoothed, with its node group, and only while the series is live.
         _record(
             "gpufleet:gpu_sm_active:avg5m",
             "(avg_over_time(DCGM_FI_PROF_SM_ACTIVE[5m]) and DCGM_FI_PROF_SM_ACTIVE) * on (node) group_left (node_group)"
@@ -268,9 +266,7 @@ def telemetry_groups(
         ),
         _record("namespace:gpufleet_gpus_idle:sum", "sum by (namespace) (namespace_node_group:gpufleet_gpus_idle:sum)"),
     ]
-    # DCGM_FI_DEV_XID_ERRORS holds the last XID until a driver reset (NVIDIA/DCGM#277, NVIDIA/dcgm-exporter#500): `> 0`
-    # fired for hours and, with pod attribution, named whichever pod held the GPU next (its series starts with the old
-    # value).
+    # DCGM_FI_DEV_XID_ERRORS holds the last XID until a driver reset (NVIDIA/DCGM#277, NVIDIA/dcgm-exporter#500).
     xid = "DCGM_FI_DEV_XID_ERRORS"
     changed = f"(changes({xid}[{XID_WINDOW}]) > 0)"
     hardware = "(" + " or ".join(f"{xid} == {code}" for code in HARDWARE_XIDS) + ")"

@@ -255,11 +255,8 @@ def kube_prometheus_stack_values(fleet: Fleet) -> dict[str, Any]:
         # --metric-labels-allowlist (prometheus-community/helm-charts charts/kube-state-metrics/values.yaml).
         "kube-state-metrics": {"metricLabelsAllowlist": [allowlist]},
         "prometheus-node-exporter": {"tolerations": node_exporter_tolerations(fleet)},
-        # Grafana's sidecar reads dashboards from the monitoring namespace only, where gpufleet puts its own: with
-        # searchNamespace ALL any team could inject a dashboard ConfigMap, and with rbac.namespaced false the grafana
-        # chart binds a ClusterRole with get/list/watch on every Secret and ConfigMap of the cluster whatever the
-        # search namespace (grafana/helm-charts charts/grafana/templates/clusterrole.yaml; role.yaml grants the same
-        # in the release namespace only when namespaced).
+        # Grafana's sidecar reads dashboards from the monitoring namespace only, with a namespaced Role: no team can
+        # inject a dashboard, and no ClusterRole reads every Secret.
         "grafana": {
             "rbac": {"namespaced": True},
             "sidecar": {

@@ -64,10 +64,8 @@ def scaling_resources(fleet: Fleet) -> list[tuple[str, str]]:
     return [SCALED_OBJECT] if inference.inference_groups(fleet) else []
 
 
-# devices DRA: a team's pods reference the ResourceClaimTemplates gpufleet puts in its namespace, and the resourceclaim
-# controller creates each pod's claim from one (kubernetes pkg/controller/resourceclaim), so a member creates no
-# ResourceClaim; EKS access policies cover built-in kinds of the core and workload groups only, so reading the templates
-# and the claims (which devices a pod got, `kubectl describe resourceclaim`) needs a rule.
+# devices DRA: reading the ResourceClaimTemplates and claims in a team namespace needs a rule (EKS access
+# policies cover built-in kinds only).
 DRA_GROUP = "resource.k8s.io"
 DRA_READABLE = ("resourceclaims", "resourceclaims/status", "resourceclaimtemplates")
 
