@@ -854,8 +854,8 @@ def _invalid_pods(wl: Workload, detail: str, what: str) -> str:
 
 def _pod_validation(wl: Workload) -> Reason | None:
     """The API server's validation of the pod spec, before any admission plugin: a non-overcommitable resource in a
-    container's requests needs it in the limits too (kubernetes pkg/apis/core/validation/validation.go
-    ValidateResourceRequirements: `Limit must be set for non overcommitable resources`; a limit alone sets the
+    container's requests needs it in the limits too, at the same value, and no request may exceed its limit
+    (kubernetes pkg/apis/core/validation/validation.go validateResourceRequirements; a limit alone sets the
     request)."""
     prefix = "spec" if wl.kind == "Pod" else "spec.template.spec"
     for ps in wl.pod_sets:
@@ -872,16 +872,28 @@ def _pod_validation(wl: Workload) -> Reason | None:
                     and r in limits
                     and quantity(r, requests[r], r) != quantity(r, limits[r], r)
                 )
-                if unequal and not missing:
+                exceeding = sorted(
+                    r
+                    for r in requests
+                    if not _not_overcommitable(str(r))
+                    and r in limits
+                    and quantity(r, requests[r], r) > quantity(r, limits[r], r)
+                )
+                if (unequal or exceeding) and not missing:
                     # validation.go: "For non overcommitable resources, not only requests can't exceed limits, they
-                    # also can't be lower, i.e. must be equal."
-                    r = unequal[0]
+                    # also can't be lower, i.e. must be equal." Both errors name the requests field, not its key.
+                    r = (unequal or exceeding)[0]
+                    rule = "equal to" if unequal else "less than or equal to"
                     detail = (
-                        f'{prefix}.{key}[{i}].resources.requests[{r}]: Invalid value: "{requests[r]}": must be'
-                        f" equal to {r} limit of {limits[r]}"
+                        f'{prefix}.{key}[{i}].resources.requests: Invalid value: "{requests[r]}": must be {rule} {r}'
+                        f" limit of {limits[r]}"
                     )
                     what = f"container {c.get('name')} requests {requests[r]} {r} with a limit of {limits[r]}"
-                    fix = f"set {r} to the same value in the container's requests and limits (or only in the limits)"
+                    fix = (
+                        f"set {r} to the same value in the container's requests and limits (or only in the limits)"
+                        if unequal
+                        else f"raise the container's {r} limit to its request or above (or lower the request)"
+                    )
                     if wl.kind == "TrainJob":
                         what += " after Trainer merges spec.trainer.resourcesPerNode over the runtime's resources"
                         fix = (

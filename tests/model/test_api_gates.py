@@ -422,7 +422,34 @@ def test_a_gpu_request_other_than_its_limit_is_refused_at_create(make_model: Mak
     (reason,) = explain(make_model(), workload(pod)).reasons
     assert (reason.stage, reason.message) == (
         "api",
-        'Pod "debug" is invalid: spec.containers[0].resources.requests[nvidia.com/gpu]: Invalid value: "2": must be'
-        " equal to nvidia.com/gpu limit of 1 (container c requests 2 nvidia.com/gpu with a limit of 1): the API server"
-        " refuses it",
+        'Pod "debug" is invalid: spec.containers[0].resources.requests: Invalid value: "2": must be equal to'
+        " nvidia.com/gpu limit of 1 (container c requests 2 nvidia.com/gpu with a limit of 1): the API server refuses"
+        " it",
     )
+
+
+def test_a_cpu_or_memory_request_above_its_limit_is_refused_at_create(make_model: MakeModel) -> None:
+    """validateResourceRequirements, kubernetes v1.35.4 pkg/apis/core/validation/validation.go: a request above its
+    limit is invalid for every resource ("must be less than or equal to cpu limit of 100m", the message the box's
+    API server gives); below it is valid for cpu, memory and ephemeral-storage."""
+    model = make_model()
+    for resource, request, limit in (
+        ("cpu", "2", "100m"),
+        ("memory", "8Gi", "4Gi"),
+        ("ephemeral-storage", "2Gi", "1Gi"),
+    ):
+        pod = _gpu_pod(
+            "vision", "debug", container={"resources": {"requests": {resource: request}, "limits": {resource: limit}}}
+        )
+        (reason,) = explain(model, workload(pod)).reasons
+        assert (reason.stage, reason.message, reason.fix) == (
+            "api",
+            f'Pod "debug" is invalid: spec.containers[0].resources.requests: Invalid value: "{request}": must be less'
+            f" than or equal to {resource} limit of {limit} (container c requests {request} {resource} with a limit"
+            f" of {limit}): the API server refuses it",
+            f"raise the container's {resource} limit to its request or above (or lower the request)",
+        )
+        pod = _gpu_pod(
+            "vision", "debug", container={"resources": {"requests": {resource: limit}, "limits": {resource: request}}}
+        )
+        assert not any(r.stage == "api" for r in explain(model, workload(pod)).reasons)

@@ -69,7 +69,7 @@ def test_a_gpu_limit_below_the_runtime_s_request_makes_pods_the_api_server_refus
         {
             "stage": "api",
             "message": (
-                "the TrainJob's pods are invalid: spec.template.spec.containers[0].resources.requests[nvidia.com/gpu]:"
+                "the TrainJob's pods are invalid: spec.template.spec.containers[0].resources.requests:"
                 ' Invalid value: "8": must be equal to nvidia.com/gpu limit of 4 (container node requests 8'
                 " nvidia.com/gpu with a limit of 4 after Trainer merges spec.trainer.resourcesPerNode over the"
                 " runtime's resources) (the TrainJob is created; its controller fails to create them)"
@@ -110,3 +110,20 @@ def test_kueue_admits_by_its_workload_so_a_cpu_only_resources_per_node_escapes_t
     assert verdict.json()["pods"] == {"total": 14, "admitted": 14}
     (note,) = [n for n in verdict.notes if n.startswith("Kueue's Workload and the pods differ")]
     assert "quota per pod: node cpu 1 (the pods: cpu 1, " in note
+
+
+def test_a_cpu_limit_below_the_runtime_s_request_makes_pods_the_api_server_refuses() -> None:
+    """The box's differential (e2e/test_differential.py, seed 40, s013-trainjob): resourcesPerNode limits only, cpu
+    100m beside 8 GPUs; Kueue's Workload (replaced) asks for 100m and is admitted, Trainer merges the limit over the
+    runtime's cpu request of 189 and its JobSet's Job is refused: 'spec.template.spec.containers[0].resources.requests:
+    Invalid value: "189": must be less than or equal to cpu limit of 100m'."""
+    doc = _example({"limits": {"cpu": "100m", "memory": "4000Gi", "nvidia.com/gpu": 8}})
+    verdict = explain(model_of(), workload(doc))
+    assert not verdict.runs
+    (reason,) = verdict.reasons
+    assert reason.stage == "api"
+    assert reason.message.startswith(
+        "the TrainJob's pods are invalid: spec.template.spec.containers[0].resources.requests: Invalid value:"
+        ' "189": must be less than or equal to cpu limit of 100m (container node requests 189 cpu with a limit of'
+        " 100m after Trainer merges"
+    ), reason.message
