@@ -211,7 +211,8 @@ def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "venv")], check=True)
     deps = root / "deps"
     deps.mkdir()
-    for site in map(Path, sitelib.getsitepackages()):
+    # Debian's Python names a venv's local/lib/pythonX.Y/dist-packages too, which its venv does not create.
+    for site in (p for p in map(Path, sitelib.getsitepackages()) if p.is_dir()):
         for entry in site.iterdir():
             if not entry.name.startswith(("gpufleet", "__editable__")) and entry.suffix != ".pth":
                 (deps / entry.name).symlink_to(entry)
