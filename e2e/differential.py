@@ -412,8 +412,29 @@ def declared_pods(manifest: Mapping[str, Any]) -> int:
     return int(spec.get("replicas", 1))
 
 
+def claims_bound(admin: Client, timeout: float = 60.0) -> None:
+    """Wait until every PersistentVolumeClaim of the fleet is Bound. The tree's static claims (the Mountpoint for S3
+    volumes) bind at the persistent volume controller's next sync, up to its 15 s period after the box is up
+    (--pvclaimbinder-sync-period, kubernetes v1.35.4 pkg/controller/volume/persistentvolume/config/v1alpha1/
+    defaults.go); until then the scheduler marks a pod mounting one Unschedulable ("pod has unbound immediate
+    PersistentVolumeClaims") and retries later, which the settle rule took for a refusal."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pending = [
+            f"{c['metadata']['namespace']}/{c['metadata']['name']}"
+            for c in admin.list("v1", "PersistentVolumeClaim")
+            if c.get("status", {}).get("phase") != "Bound"
+        ]
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"claims not Bound after {timeout:.0f} s: {', '.join(pending)}")
+        time.sleep(0.5)
+
+
 def run(box: fleet.Fleet, manifests: list[dict[str, Any]], workdir: Path) -> Result:
     verdicts = explain(box, manifests, workdir)
+    claims_bound(box.cluster.admin)
     members = {m.namespace: tenancy.client(box.cluster, m) for m in tenancy.members(box.plan)}
     result = Result()
     for manifest, verdict in zip(manifests, verdicts, strict=True):
