@@ -9,6 +9,7 @@ complete.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -151,10 +152,21 @@ def _prepare(module: Module) -> None:
 
 
 def build(module: Module, log=sys.stderr) -> Path:
-    """The module's binaries, built where the cache has none for these pins."""
+    """The module's binaries, built where the cache has none for these pins. One build per module at a time: a second
+    process (the tests, while .ci/run's background build is at this module) waits for the first and takes its
+    binaries."""
     target = bin_dir(module)
     if built(module):
         return target
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with (CACHE / f"{module.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not built(module):
+            _build(module, target, log)
+    return target
+
+
+def _build(module: Module, target: Path, log) -> None:
     _prepare(module)
     staging = target.with_name(target.name + ".building")
     shutil.rmtree(staging, ignore_errors=True)
@@ -168,7 +180,6 @@ def build(module: Module, log=sys.stderr) -> Path:
         subprocess.run([*cmd[:-1], str(staging / out), pkg], cwd=module.dir, env=go_env(), check=True)
     staging.rename(target)
     print(f"box: built {module.name} in {time.monotonic() - started:.0f} s", file=log, flush=True)
-    return target
 
 
 def build_all(log=sys.stderr, modules: tuple[Module, ...] = MODULES) -> dict[str, Path]:
