@@ -132,11 +132,11 @@ def test_project_ci_runs_the_example_end_to_end() -> None:
     ):
         assert needle in text, needle
     # The README's two test commands close it: the unit suite, then the real-cluster tests (docs/cluster-in-a-box.md).
-    unit, e2e = "\npython -m pytest\n", "export GOTOOLCHAIN=go1.27.3 && python -m pytest e2e"
+    unit, e2e = "\npython -m pytest -n auto\n", "export GOTOOLCHAIN=go1.27.3 && python -m pytest e2e"
     assert text.rstrip().endswith(e2e), "the README's real-cluster command stays last"
     assert unit in text and text.index(unit) < text.index(e2e), "the README's unit test command runs first"
     readme = (ROOT / "README.md").read_text()
-    assert "&& python -m pytest\n" in readme and e2e + "\n" in readme, "both are the README's commands"
+    assert "&& python -m pytest -n auto\n" in readme and e2e + "\n" in readme, "both are the README's commands"
 
 
 def test_skip_annotations_refuse_a_reason_checkov_would_cut() -> None:
