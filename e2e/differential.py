@@ -20,7 +20,7 @@ import yaml
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from e2e.box import fleet, tenancy
+from e2e.box import fleet, processes, tenancy
 from e2e.box.client import ApiError, Client
 from gpufleet.simulate.nodes import fleet_nodes
 
@@ -412,24 +412,24 @@ def declared_pods(manifest: Mapping[str, Any]) -> int:
     return int(spec.get("replicas", 1))
 
 
+def _unbound(admin: Client) -> list[str]:
+    return [
+        f"{c['metadata']['namespace']}/{c['metadata']['name']}"
+        for c in admin.list("v1", "PersistentVolumeClaim")
+        if c.get("status", {}).get("phase") != "Bound"
+    ]
+
+
 def claims_bound(admin: Client, timeout: float = 60.0) -> None:
     """Wait until every PersistentVolumeClaim of the fleet is Bound. The tree's static claims (the Mountpoint for S3
     volumes) bind at the persistent volume controller's next sync, up to its 15 s period after the box is up
     (--pvclaimbinder-sync-period, kubernetes v1.35.4 pkg/controller/volume/persistentvolume/config/v1alpha1/
     defaults.go); until then the scheduler marks a pod mounting one Unschedulable ("pod has unbound immediate
     PersistentVolumeClaims") and retries later, which the settle rule took for a refusal."""
-    deadline = time.monotonic() + timeout
-    while True:
-        pending = [
-            f"{c['metadata']['namespace']}/{c['metadata']['name']}"
-            for c in admin.list("v1", "PersistentVolumeClaim")
-            if c.get("status", {}).get("phase") != "Bound"
-        ]
-        if not pending:
-            return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"claims not Bound after {timeout:.0f} s: {', '.join(pending)}")
-        time.sleep(0.5)
+    try:
+        processes.wait_for("every claim of the fleet Bound", lambda: not _unbound(admin), timeout=timeout)
+    except TimeoutError as exc:
+        raise TimeoutError(f"{exc}: {', '.join(_unbound(admin))}") from None
 
 
 def run(box: fleet.Fleet, manifests: list[dict[str, Any]], workdir: Path) -> Result:
