@@ -13,6 +13,14 @@ from gpufleet.rules import cross_field
 from gpufleet.spec.schema_errors import schema_issues
 from tests.rules.fleets import BOTTLEROCKET, MINIMAL, OPERATOR, OPERATOR_GDRCOPY, Patch, at, build, found, group
 
+SNAPSHOT = "snap-0123456789abcdef0"
+
+
+def restored(init: dict[str, Any]) -> Patch:
+    """A Bottlerocket group whose data volume is restored from a snapshot, initialized as `init` says."""
+    return group(ami=BOTTLEROCKET, dataVolumeSnapshotId=SNAPSHOT, snapshotInitialization=init)
+
+
 # Each entry: rule name, patches, the (path, message) pairs the rule reports. An empty list is a passing case.
 CASES: list[Any] = [
     # dataVolumeSnapshotId: Bottlerocket's boot-time image cache
@@ -56,25 +64,13 @@ CASES: list[Any] = [
     # snapshotInitialization: how the restored data volume gets the snapshot's blocks
     pytest.param(
         "snapshot-initialization",
-        [
-            group(
-                ami=BOTTLEROCKET,
-                dataVolumeSnapshotId="snap-0123456789abcdef0",
-                snapshotInitialization={"mode": "ProvisionedRate", "volumeInitializationRate": 300},
-            )
-        ],
+        [restored({"mode": "ProvisionedRate", "volumeInitializationRate": 300})],
         [],
         id="init/provisioned-rate",
     ),
     pytest.param(
         "snapshot-initialization",
-        [
-            group(
-                ami=BOTTLEROCKET,
-                dataVolumeSnapshotId="snap-0123456789abcdef0",
-                snapshotInitialization={"mode": "FastSnapshotRestore", "availabilityZones": ["us-east-1a"]},
-            )
-        ],
+        [restored({"mode": "FastSnapshotRestore", "availabilityZones": ["us-east-1a"]})],
         [],
         id="init/fast-snapshot-restore",
     ),
@@ -104,13 +100,7 @@ CASES: list[Any] = [
     ),
     pytest.param(
         "snapshot-initialization",
-        [
-            group(
-                ami=BOTTLEROCKET,
-                dataVolumeSnapshotId="snap-0123456789abcdef0",
-                snapshotInitialization={"mode": "ProvisionedRate"},
-            )
-        ],
+        [restored({"mode": "ProvisionedRate"})],
         [
             (
                 "nodeGroups[0].snapshotInitialization.mode",
@@ -123,14 +113,12 @@ CASES: list[Any] = [
     pytest.param(
         "snapshot-initialization",
         [
-            group(
-                ami=BOTTLEROCKET,
-                dataVolumeSnapshotId="snap-0123456789abcdef0",
-                snapshotInitialization={
+            restored(
+                {
                     "mode": "FastSnapshotRestore",
                     "availabilityZones": ["us-east-1a"],
                     "volumeInitializationRate": 300,
-                },
+                }
             )
         ],
         [
@@ -144,13 +132,7 @@ CASES: list[Any] = [
     ),
     pytest.param(
         "snapshot-initialization",
-        [
-            group(
-                ami=BOTTLEROCKET,
-                dataVolumeSnapshotId="snap-0123456789abcdef0",
-                snapshotInitialization={"mode": "Default", "volumeInitializationRate": 300},
-            )
-        ],
+        [restored({"mode": "Default", "volumeInitializationRate": 300})],
         [
             (
                 "nodeGroups[0].snapshotInitialization.volumeInitializationRate",
@@ -162,13 +144,7 @@ CASES: list[Any] = [
     ),
     pytest.param(
         "snapshot-initialization",
-        [
-            group(
-                ami=BOTTLEROCKET,
-                dataVolumeSnapshotId="snap-0123456789abcdef0",
-                snapshotInitialization={"mode": "FastSnapshotRestore"},
-            )
-        ],
+        [restored({"mode": "FastSnapshotRestore"})],
         [
             (
                 "nodeGroups[0].snapshotInitialization.mode",
@@ -181,14 +157,12 @@ CASES: list[Any] = [
     pytest.param(
         "snapshot-initialization",
         [
-            group(
-                ami=BOTTLEROCKET,
-                dataVolumeSnapshotId="snap-0123456789abcdef0",
-                snapshotInitialization={
+            restored(
+                {
                     "mode": "ProvisionedRate",
                     "volumeInitializationRate": 300,
                     "availabilityZones": ["us-east-1a"],
-                },
+                }
             )
         ],
         [
@@ -201,13 +175,7 @@ CASES: list[Any] = [
     ),
     pytest.param(
         "snapshot-initialization",
-        [
-            group(
-                ami=BOTTLEROCKET,
-                dataVolumeSnapshotId="snap-0123456789abcdef0",
-                snapshotInitialization={"mode": "FastSnapshotRestore", "availabilityZones": ["us-west-2a"]},
-            )
-        ],
+        [restored({"mode": "FastSnapshotRestore", "availabilityZones": ["us-west-2a"]})],
         [
             (
                 "nodeGroups[0].snapshotInitialization.availabilityZones[0]",
@@ -369,11 +337,7 @@ def test_a_volume_initialization_rate_outside_ec2s_range_is_refused(rate: int, m
     LaunchTemplateEbsBlockDeviceRequest VolumeInitializationRate; the pinned EC2NodeClass CRD has the same bounds):
     the schema holds the range."""
     data = copy.deepcopy(MINIMAL)
-    group(
-        ami=BOTTLEROCKET,
-        dataVolumeSnapshotId="snap-0123456789abcdef0",
-        snapshotInitialization={"mode": "ProvisionedRate", "volumeInitializationRate": rate},
-    )(data)
+    restored({"mode": "ProvisionedRate", "volumeInitializationRate": rate})(data)
     assert [(format_path(i.path), i.message) for i in schema_issues(data, {})] == [
         ("nodeGroups[0].snapshotInitialization.volumeInitializationRate", message)
     ]
